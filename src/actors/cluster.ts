@@ -1,0 +1,40 @@
+import { NodeClusterSocket, NodeCrypto } from "@effect/platform-node"
+import { Effect, Layer, Option } from "effect"
+import { RunnerAddress, SingleRunner } from "effect/cluster"
+import { Config } from "../config.ts"
+
+/**
+ * Fail-over tuning: a runner whose heartbeat is older than 6 s is considered gone,
+ * so its shards move within about 5-10 s (the defaults take about 30 s).
+ */
+export const shardingTuning = {
+  shardLockExpiration: "6 seconds",
+  shardLockRefreshInterval: "2 seconds",
+  refreshAssignmentsInterval: "1 second",
+  runnerHealthCheckInterval: "2 seconds",
+  entityMessagePollInterval: "500 millis",
+  entityTerminationTimeout: "5 seconds"
+} as const
+
+export const DEFAULT_RUNNER_PORT = 34431
+
+/**
+ * One process is one runner. With DATABASE_URL, processes sharing it form one
+ * cluster (runners, shards and durable messages in PostgreSQL); without it, the
+ * embedded database serves a single runner with the same SQL message storage.
+ */
+export const ClusterLive = Layer.unwrap(
+  Effect.gen(function*() {
+    const config = yield* Config
+    if (config.databaseUrl === undefined) {
+      return SingleRunner.layer({ runnerStorage: "sql", shardingConfig: shardingTuning }).pipe(
+        Layer.provide(NodeCrypto.layerDigest)
+      )
+    }
+    const address = RunnerAddress.make(config.runnerHost, config.runnerPort ?? DEFAULT_RUNNER_PORT)
+    return NodeClusterSocket.layer({
+      storage: "sql",
+      shardingConfig: { ...shardingTuning, runnerAddress: Option.some(address) }
+    })
+  })
+)

@@ -1,0 +1,35 @@
+import { Effect } from "effect"
+import { ApiError } from "../schema/errors.ts"
+
+const clusterTags = new Set([
+  "MailboxFull",
+  "AlreadyProcessingMessage",
+  "PersistenceError",
+  "EntityNotAssignedToRunner",
+  "RunnerUnavailable",
+  "RunnerNotRegistered",
+  "MalformedMessage"
+])
+
+/**
+ * Maps the cluster's own transport failures of an entity call to
+ * `503 dependency_unavailable`, leaving the entity's domain errors to the caller.
+ */
+export const entityCall = <A, E, R>(
+  call: Effect.Effect<A, E, R>
+): Effect.Effect<A, Exclude<E, { readonly _tag: "MailboxFull" | "AlreadyProcessingMessage" | "PersistenceError" | "EntityNotAssignedToRunner" }> | ApiError, R> =>
+  Effect.catchIf(
+    call,
+    (e): e is any => typeof e === "object" && e !== null && clusterTags.has((e as { _tag?: string })._tag ?? ""),
+    (e) =>
+      Effect.logWarning("entity call failed", e).pipe(
+        Effect.andThen(Effect.fail(
+          new ApiError({
+            status: 503,
+            code: "dependency_unavailable",
+            message: "the cluster could not take the request now, try again",
+            retryAfter: 1
+          })
+        ))
+      )
+  ) as never

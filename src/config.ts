@@ -1,0 +1,168 @@
+import { randomBytes } from "node:crypto"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join, resolve } from "node:path"
+import { Context } from "effect"
+
+/** Every setting of contract §1, parsed and validated once at start. */
+export interface AppConfig {
+  readonly nodeEnv: string
+  readonly port: number
+  readonly host: string
+  readonly databaseUrl: string | undefined
+  readonly dataDir: string
+  readonly redisUrl: string | undefined
+  readonly internalTokens: ReadonlyArray<string>
+  /** True when no INTERNAL_TOKEN was given and one was generated for this start. */
+  readonly internalTokenGenerated: boolean
+  readonly secretKey: Buffer
+  readonly allowPrivateTargets: boolean
+  readonly smtpUrl: string | undefined
+  readonly mailFrom: string
+  readonly publicBaseUrl: string
+  readonly llm: { readonly baseUrl: string; readonly apiKey: string | undefined; readonly model: string } | undefined
+  readonly bravePath: string
+  readonly camoufoxPath: string | undefined
+  readonly alternateProxyUrl: string | undefined
+  readonly runnerHost: string
+  readonly runnerPort: number | undefined
+  readonly logLevel: "debug" | "info" | "warn" | "error"
+}
+
+export class ConfigError extends Error {}
+
+export class Config extends Context.Service<Config, AppConfig>()("trawl/Config") {}
+
+type Env = Readonly<Record<string, string | undefined>>
+
+const bad = (name: string, why: string): never => {
+  throw new ConfigError(`invalid configuration: ${name} ${why}`)
+}
+
+const port = (env: Env, name: string, fallback: number | undefined): number | undefined => {
+  const raw = env[name]
+  if (raw === undefined || raw === "") return fallback
+  if (!/^\d+$/.test(raw)) return bad(name, `must be a port number, got "${raw}"`)
+  const n = Number(raw)
+  if (n < 0 || n > 65535) return bad(name, `must be between 0 and 65535, got ${n}`)
+  return n
+}
+
+const bool = (env: Env, name: string): boolean => {
+  const raw = env[name]
+  if (raw === undefined || raw === "" || raw === "false" || raw === "0") return false
+  if (raw === "true" || raw === "1") return true
+  return bad(name, `must be true or false, got "${raw}"`)
+}
+
+const url = (env: Env, name: string, schemes: ReadonlyArray<string>): string | undefined => {
+  const raw = env[name]
+  if (raw === undefined || raw === "") return undefined
+  let parsed: URL
+  try {
+    parsed = new URL(raw)
+  } catch {
+    return bad(name, "is not a valid URL")
+  }
+  if (!schemes.includes(parsed.protocol.replace(/:$/, ""))) {
+    return bad(name, `must use one of ${schemes.join(", ")}, got "${parsed.protocol}"`)
+  }
+  return raw
+}
+
+const decodeKey = (raw: string): Buffer | undefined => {
+  const hex = /^[0-9a-fA-F]+$/.test(raw) && raw.length % 2 === 0 ? Buffer.from(raw, "hex") : undefined
+  if (hex && hex.length >= 32) return hex
+  const b64 = Buffer.from(raw, /[-_]/.test(raw) ? "base64url" : "base64")
+  return b64.length >= 32 ? b64 : undefined
+}
+
+const tokenPattern = /^[\x21-\x7e]{16,512}$/
+
+export const loadConfig = (env: Env = process.env): AppConfig => {
+  const nodeEnv = env.NODE_ENV ?? "development"
+  const production = nodeEnv === "production"
+  const host = env.HOST || "127.0.0.1"
+  const listenPort = port(env, "PORT", 8080)!
+  const dataDir = resolve(env.DATA_DIR || "./.trawl")
+  const databaseUrl = url(env, "DATABASE_URL", ["postgres", "postgresql"])
+  const redisUrl = url(env, "REDIS_URL", ["redis", "rediss"])
+
+  const allowPrivateTargets = bool(env, "ALLOW_PRIVATE_TARGETS")
+  if (allowPrivateTargets && production) {
+    bad("ALLOW_PRIVATE_TARGETS", "cannot be true when NODE_ENV=production")
+  }
+
+  const tokens: Array<string> = []
+  for (const name of ["INTERNAL_TOKEN", "INTERNAL_TOKEN_SECONDARY"] as const) {
+    const raw = env[name]
+    if (raw === undefined || raw === "") continue
+    if (!tokenPattern.test(raw)) bad(name, "must be 16 to 512 printable characters without spaces")
+    tokens.push(raw)
+  }
+  if (tokens.length === 0 && env.INTERNAL_TOKEN_SECONDARY) bad("INTERNAL_TOKEN_SECONDARY", "needs INTERNAL_TOKEN")
+  const internalTokenGenerated = tokens.length === 0
+  if (internalTokenGenerated) {
+    if (production) bad("INTERNAL_TOKEN", "is required when NODE_ENV=production")
+    tokens.push(randomBytes(24).toString("base64url"))
+  }
+
+  let secretKey: Buffer
+  if (env.SECRET_KEY) {
+    secretKey = decodeKey(env.SECRET_KEY) ?? bad("SECRET_KEY", "must be at least 32 bytes, hex or base64")
+  } else if (production) {
+    secretKey = bad("SECRET_KEY", "is required when NODE_ENV=production")
+  } else {
+    secretKey = generatedSecretKey(dataDir)
+  }
+
+  const llmBase = url(env, "LLM_BASE_URL", ["http", "https"])
+  const llmModel = env.LLM_MODEL || "gpt-4o-mini"
+  const smtpUrl = url(env, "SMTP_URL", ["smtp", "smtps"])
+  const publicBaseUrl = url(env, "PUBLIC_BASE_URL", ["http", "https"]) ?? `http://${host}:${listenPort}`
+  const mailFrom = env.MAIL_FROM || "trawl@localhost"
+  if (!/^[^\s@]+@[^\s@]+$/.test(mailFrom)) bad("MAIL_FROM", `must be an e-mail address, got "${mailFrom}"`)
+
+  const runnerPort = port(env, "RUNNER_PORT", undefined)
+  if (databaseUrl === undefined && runnerPort !== undefined) {
+    bad("RUNNER_PORT", "needs DATABASE_URL: the embedded database serves a single runner")
+  }
+  const logLevel = (env.LOG_LEVEL || "info") as AppConfig["logLevel"]
+  if (!["debug", "info", "warn", "error"].includes(logLevel)) bad("LOG_LEVEL", "must be debug, info, warn or error")
+
+  return {
+    nodeEnv,
+    port: listenPort,
+    host,
+    databaseUrl,
+    dataDir,
+    redisUrl,
+    internalTokens: tokens,
+    internalTokenGenerated,
+    secretKey,
+    allowPrivateTargets,
+    smtpUrl,
+    mailFrom,
+    publicBaseUrl,
+    llm: llmBase ? { baseUrl: llmBase.replace(/\/$/, ""), apiKey: env.LLM_API_KEY || undefined, model: llmModel } : undefined,
+    bravePath: env.BRAVE_PATH || "/usr/bin/chromium",
+    camoufoxPath: env.CAMOUFOX_PATH || undefined,
+    alternateProxyUrl: url(env, "ALTERNATE_PROXY_URL", ["http", "https"]),
+    runnerHost: env.RUNNER_HOST || "127.0.0.1",
+    runnerPort,
+    logLevel
+  }
+}
+
+/** Development default: a key generated once and kept in DATA_DIR. */
+const generatedSecretKey = (dataDir: string): Buffer => {
+  const file = join(dataDir, "secret.key")
+  if (existsSync(file)) {
+    const key = decodeKey(readFileSync(file, "utf8").trim())
+    if (key) return key
+    bad("SECRET_KEY", `file ${file} is corrupt`)
+  }
+  mkdirSync(dataDir, { recursive: true })
+  const key = randomBytes(32)
+  writeFileSync(file, key.toString("hex") + "\n", { mode: 0o600 })
+  return key
+}

@@ -1,0 +1,33 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { Page, Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import { CreditAdjustmentBody, Tenant, Transaction } from "../schema/tenant.ts"
+import { PageQuery } from "./billing.api.ts"
+import { ApiKeyAuth, Requires } from "./security.ts"
+
+/** The super-admin plane: the `internal` tenant's `internal_admin` role only; not in the public document. */
+export class AdminGroup extends HttpApiGroup.make("admin")
+  .add(
+    HttpApiEndpoint.get("listTenants", "/tenants", {
+      query: PageQuery,
+      success: Success(Page(Tenant)),
+      error: errors(400)
+    }),
+    HttpApiEndpoint.get("getTenant", "/tenants/:tenantId", {
+      params: { tenantId: Schema.String },
+      success: Success(Tenant),
+      error: errors(404)
+    }),
+    HttpApiEndpoint.post("adjustCredits", "/tenants/:tenantId/credits", {
+      params: { tenantId: Schema.String },
+      payload: CreditAdjustmentBody,
+      success: Success(Transaction, 201),
+      error: errors(400, 404, 409)
+    })
+  )
+  .annotate(Requires, "cross_tenant:*:*")
+  .annotate(OpenApi.Exclude, true)
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/admin")
+{}

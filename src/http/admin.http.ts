@@ -1,0 +1,49 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { entityCall } from "../actors/entity-call.ts"
+import { TenantEntity } from "../actors/tenant-entity.ts"
+import { CurrentPrincipal } from "../iam/principal.ts"
+import { newId } from "../ids.ts"
+import { pageOf } from "../schema/envelope.ts"
+import { fail, notFound } from "../schema/errors.ts"
+import { TenantRepo } from "../sql/tenant-repo.ts"
+import { Api } from "./api.ts"
+
+export const AdminHandlers = HttpApiBuilder.group(
+  Api,
+  "admin",
+  Effect.fn(function*(handlers) {
+    const tenants = yield* TenantRepo
+    const tenantClient = yield* TenantEntity.client
+    return handlers
+      .handle("listTenants", ({ query }) =>
+        Effect.gen(function*() {
+          const offset = query.offset ?? 0
+          const limit = query.limit ?? 50
+          const page = yield* tenants.list(offset, limit)
+          return pageOf(page.items, offset, limit, page.total)
+        }))
+      .handle("getTenant", ({ params }) =>
+        tenants.find(params.tenantId).pipe(Effect.flatMap((t) => t ? Effect.succeed(t) : notFound("tenant"))))
+      .handle("adjustCredits", ({ params, payload }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const positive = Number(payload.amount) > 0
+          return yield* entityCall(tenantClient(params.tenantId).AdjustCredits({
+            entryId: newId("txn"),
+            type: positive ? "topup" : "correction",
+            amount: payload.amount,
+            note: `${payload.note} (by ${me.identityId})`,
+            serviceKey: null,
+            resourceId: null,
+            resourceType: null
+          })).pipe(
+            Effect.catchTags({
+              TenantMissing: () => notFound("tenant"),
+              InsufficientCredit: (e) =>
+                fail(409, "insufficient_balance", `a correction cannot take the balance (${e.balance}) below zero`)
+            })
+          )
+        }))
+  })
+)

@@ -1,0 +1,28 @@
+import { HttpApi, OpenApi } from "effect/http-api"
+import { AdminGroup } from "./admin.api.ts"
+import { BillingGroup } from "./billing.api.ts"
+import { ControlGroup } from "./control.api.ts"
+import { IamGroup } from "./iam.api.ts"
+import { SystemGroup } from "./system.api.ts"
+
+/**
+ * The one definition of Trawl's HTTP interface: routing, validation, the
+ * OpenAPI document and the permission table all come from it.
+ */
+export const Api = HttpApi.make("trawl")
+  .add(SystemGroup)
+  .add(IamGroup)
+  .add(BillingGroup)
+  .add(AdminGroup)
+  .add(ControlGroup)
+  // Every offending path is reported at once; unknown body fields are refused
+  // so a misspelt option never goes unnoticed.
+  .annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })
+  .annotate(HttpApi.QueryParseOptions, { errors: "all" })
+  .annotate(HttpApi.ParamsParseOptions, { errors: "all" })
+  .annotate(HttpApi.HeadersParseOptions, {})
+  .annotateMerge(OpenApi.annotations({
+    title: "Trawl",
+    version: "1.0.0",
+    description: "Web crawl, extraction and account service. Every response is a JSON envelope."
+  }))

@@ -1,0 +1,26 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { Page, Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import { Balance, Transaction } from "../schema/tenant.ts"
+import { ApiKeyAuth, Requires } from "./security.ts"
+
+export const PageQuery = {
+  offset: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))),
+  limit: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 200 })))
+}
+
+export class BillingGroup extends HttpApiGroup.make("billing")
+  .add(
+    HttpApiEndpoint.get("balance", "/me/balance", {
+      success: Success(Balance)
+    }).annotate(Requires, "billing:transactions:read"),
+    HttpApiEndpoint.get("transactions", "/me/transactions", {
+      query: { ...PageQuery, type: Schema.optional(Schema.String), serviceKey: Schema.optional(Schema.String) },
+      success: Success(Page(Transaction)),
+      error: errors(400)
+    }).annotate(Requires, "billing:transactions:read")
+  )
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/billing")
+{}

@@ -1,0 +1,35 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { entityCall } from "../actors/entity-call.ts"
+import { TenantEntity } from "../actors/tenant-entity.ts"
+import { CurrentPrincipal } from "../iam/principal.ts"
+import { pageOf } from "../schema/envelope.ts"
+import { TenantRepo } from "../sql/tenant-repo.ts"
+import { Api } from "./api.ts"
+
+export const BillingHandlers = HttpApiBuilder.group(
+  Api,
+  "billing",
+  Effect.fn(function*(handlers) {
+    const tenants = yield* TenantRepo
+    const tenantClient = yield* TenantEntity.client
+    return handlers
+      .handle("balance", () =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          // The tenant's entity owns its credits, so the balance is asked of it.
+          const balance = yield* entityCall(tenantClient(me.tenantId).GetBalance()).pipe(
+            Effect.catchTag("TenantMissing", () => Effect.die(new Error("tenant of a live key is missing")))
+          )
+          return { tenantId: me.tenantId, balance, currency: "EUR" as const }
+        }))
+      .handle("transactions", ({ query }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const offset = query.offset ?? 0
+          const limit = query.limit ?? 50
+          const page = yield* tenants.transactions(me.tenantId, offset, limit)
+          return pageOf(page.items, offset, limit, page.total)
+        }))
+  })
+)

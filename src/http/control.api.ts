@@ -1,0 +1,39 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import {
+  ClusterState,
+  CreatedInternalAdmin,
+  CreatedTenant,
+  CreateInternalAdminBody,
+  CreateTenantBody,
+  OutboxMail
+} from "../schema/tenant.ts"
+import { InternalAuth } from "./security.ts"
+
+/** The control plane (contract §2): `x-internal-token`, not in the public document. */
+export class ControlGroup extends HttpApiGroup.make("control")
+  .add(
+    HttpApiEndpoint.post("createTenant", "/tenants", {
+      payload: CreateTenantBody,
+      success: Success(CreatedTenant, 201),
+      error: errors(400, 409, 422)
+    }),
+    HttpApiEndpoint.post("createInternalAdmin", "/internal-admins", {
+      payload: CreateInternalAdminBody,
+      success: Success(CreatedInternalAdmin, 201),
+      error: errors(400, 409)
+    }),
+    HttpApiEndpoint.get("cluster", "/cluster", {
+      success: Success(ClusterState)
+    }),
+    HttpApiEndpoint.get("outbox", "/outbox", {
+      query: { to: Schema.optional(Schema.String) },
+      success: Success(Schema.Struct({ items: Schema.Array(OutboxMail) }))
+    })
+  )
+  .annotate(OpenApi.Exclude, true)
+  .middleware(InternalAuth)
+  .prefix("/internal/v1")
+{}

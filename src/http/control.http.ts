@@ -1,0 +1,83 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { entityCall } from "../actors/entity-call.ts"
+import { TenantEntity } from "../actors/tenant-entity.ts"
+import { defaultPlan, planNames } from "../billing/plans.ts"
+import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
+import { generateApiKey, hashPassword } from "../iam/secrets.ts"
+import { newId } from "../ids.ts"
+import { iso } from "../schema/common.ts"
+import { fail } from "../schema/errors.ts"
+import { EmailTaken, TenantRepo } from "../sql/tenant-repo.ts"
+import { Api } from "./api.ts"
+import { ClusterInfo } from "../actors/cluster-info.ts"
+
+export const ControlHandlers = HttpApiBuilder.group(
+  Api,
+  "control",
+  Effect.fn(function*(handlers) {
+    const sql = yield* SqlClient.SqlClient
+    const tenants = yield* TenantRepo
+    const tenantClient = yield* TenantEntity.client
+    const authenticator = yield* ApiKeyAuthenticator
+    const clusterInfo = yield* ClusterInfo
+
+    const emailInUse = () => fail(409, "email_in_use", "an identity with this e-mail already exists")
+
+    const newKey = (rateLimitPerMinute: number) => {
+      const key = generateApiKey()
+      return { raw: key.raw, spec: { id: newId("key"), prefix: key.prefix, hash: authenticator.hash(key.raw), rateLimitPerMinute } }
+    }
+
+    return handlers
+      .handle("createTenant", ({ payload }) =>
+        Effect.gen(function*() {
+          const plan = payload.plan ?? defaultPlan
+          if (!planNames.includes(plan) || plan === "internal") {
+            return yield* fail(422, "invalid_plan", `unknown plan "${plan}"`, {
+              details: [{ path: "plan", code: "invalid_value", message: `must be one of ${planNames.filter((p) => p !== "internal").join(", ")}` }]
+            })
+          }
+          if (Number(payload.credits ?? "10.00") < 0) {
+            return yield* fail(400, "validation_error", "credits cannot be negative", {
+              details: [{ path: "credits", code: "invalid_value", message: "must be zero or more" }]
+            })
+          }
+          const key = newKey(5000)
+          const passwordHash = payload.ownerPassword ? yield* Effect.promise(() => hashPassword(payload.ownerPassword!)) : null
+          const tenantId = newId("ten")
+          // The raw key never enters the durable message: only its hash does.
+          const created = yield* entityCall(tenantClient(tenantId).Bootstrap({
+            name: payload.name,
+            isInternal: false,
+            plan,
+            credits: payload.credits ?? "10.00",
+            email: payload.ownerEmail,
+            passwordHash,
+            apiKey: key.spec
+          })).pipe(Effect.catchTag("EmailInUse", emailInUse))
+          return { ...created, apiKey: key.raw }
+        }))
+      .handle("createInternalAdmin", ({ payload }) =>
+        Effect.gen(function*() {
+          const tenantId = yield* tenants.ensureInternalTenant
+          const key = newKey(5000)
+          const passwordHash = payload.password ? yield* Effect.promise(() => hashPassword(payload.password!)) : null
+          const created = yield* tenants.addInternalAdmin({ tenantId, email: payload.email, passwordHash, apiKey: key.spec }).pipe(
+            Effect.catch((e) => e instanceof EmailTaken ? emailInUse() : Effect.die(e))
+          )
+          return { ...created, apiKey: key.raw }
+        }))
+      .handle("cluster", () => clusterInfo.snapshot)
+      .handle("outbox", ({ query }) =>
+        Effect.gen(function*() {
+          const rows = yield* (query.to
+            ? sql<any>`SELECT * FROM mail_outbox WHERE lower(to_email) = lower(${query.to}) ORDER BY id DESC LIMIT 100`
+            : sql<any>`SELECT * FROM mail_outbox ORDER BY id DESC LIMIT 100`).pipe(Effect.orDie)
+          return {
+            items: rows.map((r) => ({ id: r.id, to: r.to_email, subject: r.subject, body: r.body, createdAt: iso(r.created_at)! }))
+          }
+        }))
+  })
+)

@@ -1,0 +1,144 @@
+import { randomUUID } from "node:crypto"
+import { ByteSize, Cause, Effect, SchemaIssue, type Types } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiError } from "effect/http-api"
+import { ApiError, type ErrorDetail, errorEnvelope, RequestId, ResponseHeaders } from "../schema/errors.ts"
+
+/** Largest accepted request body; extraction input is capped at 5 MB inside it. */
+export const MAX_BODY_BYTES = 6 * 1024 * 1024
+
+const requestIdPattern = /^[A-Za-z0-9._:-]{8,128}$/
+
+const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
+const messageOf = (issue: SchemaIssue.Issue) => formatter(issue).issues[0]?.message ?? "is not valid"
+
+/** One detail per offending path of a schema issue tree. */
+export const issueDetails = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey> = []): Array<ErrorDetail> => {
+  const at = path.map(String).join(".")
+  switch (issue._tag) {
+    case "Pointer":
+      return issueDetails(issue.issue, [...path, ...issue.path])
+    case "Composite":
+      return issue.issues.flatMap((i) => issueDetails(i, path))
+    case "Encoding":
+      return issueDetails(issue.issue, path)
+    case "AnyOf":
+      // A union that failed through exactly one member reports that member's issues.
+      return issue.issues.length === 1
+        ? issueDetails(issue.issues[0]!, path)
+        : [{ path: at, code: "invalid_value", message: messageOf(issue) }]
+    case "MissingKey":
+      return [{ path: at, code: "required", message: "is required" }]
+    case "UnexpectedKey":
+      return [{ path: at, code: "unknown_field", message: "is not an accepted field" }]
+    case "InvalidType":
+      return [{ path: at, code: "invalid_type", message: messageOf(issue) }]
+    default:
+      return [{ path: at, code: "invalid_value", message: messageOf(issue) }]
+  }
+}
+
+type Route = { readonly method: string; readonly pattern: RegExp }
+
+const toPattern = (path: string) =>
+  new RegExp("^" + path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/\/:[^/]+/g, "/[^/]+") + "/?$")
+
+export const routeTable = (routes: ReadonlyArray<{ method: string; path: string }>): ReadonlyArray<Route> =>
+  routes.map((r) => ({ method: r.method.toUpperCase(), pattern: toPattern(r.path) }))
+
+const json = (status: number, body: unknown) => HttpServerResponse.jsonUnsafe(body, { status })
+
+const failureResponse = (
+  cause: Cause.Cause<unknown>,
+  requestId: string,
+  request: HttpServerRequest.HttpServerRequest,
+  routes: ReadonlyArray<Route>
+): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  const error = Cause.squash(cause)
+  if (error instanceof ApiError) {
+    return Effect.succeed(json(error.status, errorEnvelope(error.code, error.message, requestId, error.details, error.extra)))
+  }
+  if (HttpApiError.HttpApiSchemaError.is(error)) {
+    const details = issueDetails(error.cause.issue)
+    const isJson = error.kind === "Payload" && details.some((d) => /valid JSON/i.test(d.message))
+    const where = error.kind === "Payload" ? "body" : error.kind.toLowerCase()
+    return Effect.succeed(json(
+      400,
+      errorEnvelope(
+        "validation_error",
+        isJson ? "the body is not valid JSON" : `the request ${where} is not valid`,
+        requestId,
+        isJson ? [{ path: "", code: "invalid_json", message: "body must be valid JSON" }] : details
+      )
+    ))
+  }
+  if (HttpApiError.HttpApiPayloadTooLarge.is(error) || isTag(error, "BodyTooLarge")) {
+    return Effect.succeed(tooLarge(requestId))
+  }
+  if (isTag(error, "RouteNotFound")) {
+    const path = request.url.split("?")[0]!
+    const allowed = routes.filter((r) => r.pattern.test(path)).map((r) => r.method)
+    if (allowed.length > 0) {
+      return Effect.succeed(
+        HttpServerResponse.setHeader(
+          json(405, errorEnvelope("method_not_allowed", `${request.method} is not allowed here`, requestId)),
+          "allow",
+          [...new Set(allowed)].join(", ")
+        )
+      )
+    }
+    return Effect.succeed(json(404, errorEnvelope("not_found", `no route for ${request.method} ${path}`, requestId)))
+  }
+  if (isTag(error, "RequestParseError")) {
+    return Effect.succeed(json(400, errorEnvelope("validation_error", "the request could not be read", requestId)))
+  }
+  return Effect.logError("unhandled failure", cause).pipe(
+    Effect.annotateLogs({ requestId }),
+    Effect.as(json(500, errorEnvelope("internal_error", "an unexpected error occurred", requestId)))
+  )
+}
+
+const isTag = (u: unknown, tag: string): boolean => {
+  if (typeof u !== "object" || u === null) return false
+  const e = u as { _tag?: unknown; reason?: unknown }
+  if (e._tag === tag) return true
+  if (e.reason && typeof e.reason === "object") return isTag(e.reason, tag)
+  return e.reason === tag
+}
+
+const tooLarge = (requestId: string) =>
+  json(413, errorEnvelope("payload_too_large", `the body is larger than ${MAX_BODY_BYTES} bytes`, requestId))
+
+/**
+ * Wraps every route, matched or not: request id, response header bag, body size
+ * limit, and one error envelope for everything that is not a handler's success.
+ */
+export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
+  HttpRouter.middleware(
+    (httpApp) =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const incoming = request.headers["x-request-id"]
+        const requestId = incoming && requestIdPattern.test(incoming) ? incoming : `req_${randomUUID()}`
+        const bag: Record<string, string> = {}
+        let response = yield* httpApp.pipe(
+          Effect.provideService(RequestId, requestId),
+          Effect.provideService(ResponseHeaders, bag),
+          Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)),
+          Effect.catchCause((cause) =>
+            failureResponse(cause, requestId, request, routes).pipe(Effect.provideService(ResponseHeaders, bag))
+          )
+        )
+        // Built-in plain-text answers (413 from the body reader, 415) get the envelope too.
+        if (response.status === 413 || response.status === 415) {
+          const isEnvelope = response.headers["content-type"]?.startsWith("application/json")
+          if (!isEnvelope) {
+            response = response.status === 413
+              ? tooLarge(requestId)
+              : json(415, errorEnvelope("unsupported_media_type", "send the body as application/json", requestId))
+          }
+        }
+        return HttpServerResponse.setHeaders(response, { ...bag, "x-request-id": requestId })
+      }) as unknown as Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled, HttpServerRequest.HttpServerRequest>,
+    { global: true }
+  )

@@ -1,0 +1,50 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import { CreateApiKeyBody, CreatedApiKey, ApiKey, RevokedApiKey, Role, UpdateApiKeyBody } from "../schema/iam.ts"
+import { ApiKeyAuth, Requires } from "./security.ts"
+
+const keyParams = { id: Schema.String, kid: Schema.String }
+
+export class IamGroup extends HttpApiGroup.make("iam")
+  .add(
+    HttpApiEndpoint.post("createApiKey", "/identities/:id/api-keys", {
+      params: { id: Schema.String },
+      payload: CreateApiKeyBody,
+      success: Success(CreatedApiKey, 201),
+      error: errors(400, 404, 422)
+    }).annotate(Requires, "iam:api-keys:write"),
+    HttpApiEndpoint.get("listApiKeys", "/identities/:id/api-keys", {
+      params: { id: Schema.String },
+      success: Success(Schema.Struct({ items: Schema.Array(ApiKey) })),
+      error: errors(404)
+    }).annotate(Requires, "iam:api-keys:read"),
+    HttpApiEndpoint.get("getApiKey", "/identities/:id/api-keys/:kid", {
+      params: keyParams,
+      success: Success(ApiKey),
+      error: errors(404)
+    }).annotate(Requires, "iam:api-keys:read"),
+    HttpApiEndpoint.patch("updateApiKey", "/identities/:id/api-keys/:kid", {
+      params: keyParams,
+      payload: UpdateApiKeyBody,
+      success: Success(ApiKey),
+      error: errors(400, 404)
+    }).annotate(Requires, "iam:api-keys:write"),
+    HttpApiEndpoint.delete("revokeApiKey", "/identities/:id/api-keys/:kid", {
+      params: keyParams,
+      success: Success(RevokedApiKey),
+      error: errors(404)
+    }).annotate(Requires, "iam:api-keys:write"),
+    HttpApiEndpoint.get("listRoles", "/roles", {
+      success: Success(Schema.Struct({ items: Schema.Array(Role) }))
+    }).annotate(Requires, "iam:roles:read"),
+    HttpApiEndpoint.get("getRole", "/roles/:id", {
+      params: { id: Schema.String },
+      success: Success(Role),
+      error: errors(404)
+    }).annotate(Requires, "iam:roles:read")
+  )
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/iam")
+{}

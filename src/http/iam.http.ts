@@ -1,0 +1,161 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { planQuota } from "../billing/plans.ts"
+import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
+import { allows, isPowerful, scopeOf } from "../iam/permissions.ts"
+import { CurrentPrincipal } from "../iam/principal.ts"
+import { generateApiKey, verifyPassword } from "../iam/secrets.ts"
+import { newId } from "../ids.ts"
+import { iso } from "../schema/common.ts"
+import { fail, notFound } from "../schema/errors.ts"
+import type { ApiKey, Role } from "../schema/iam.ts"
+import { ApiKeyRepo, type ApiKeyRow } from "../sql/api-key-repo.ts"
+import { type RoleRow, TenantRepo } from "../sql/tenant-repo.ts"
+import { Api } from "./api.ts"
+
+export const toApiKey = (row: ApiKeyRow): ApiKey => ({
+  id: row.id,
+  name: row.name,
+  description: row.description,
+  keyPrefix: row.key_prefix,
+  roleId: row.role_id,
+  scope: scopeOf(row.role_permissions),
+  rateLimitPerMinute: row.rate_limit_per_minute,
+  lastUsedAt: iso(row.last_used_at),
+  expiresAt: iso(row.expires_at),
+  revokedAt: iso(row.revoked_at),
+  createdAt: iso(row.created_at)!
+})
+
+const toRole = (r: RoleRow): Role => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  name: r.name,
+  description: r.description,
+  permissions: r.permissions,
+  isSystem: r.is_system,
+  createdAt: iso(r.created_at)!,
+  updatedAt: iso(r.updated_at)!
+})
+
+const futureOrNull = (expiresAt: string | null | undefined) => {
+  if (expiresAt === undefined || expiresAt === null) return Effect.succeed(expiresAt)
+  return Date.parse(expiresAt) > Date.now()
+    ? Effect.succeed(expiresAt)
+    : fail(400, "validation_error", "expiresAt must be in the future", {
+      details: [{ path: "expiresAt", code: "invalid_value", message: "must be in the future" }]
+    })
+}
+
+export const IamHandlers = HttpApiBuilder.group(
+  Api,
+  "iam",
+  Effect.fn(function*(handlers) {
+    const sql = yield* SqlClient.SqlClient
+    const keys = yield* ApiKeyRepo
+    const tenants = yield* TenantRepo
+    const authenticator = yield* ApiKeyAuthenticator
+
+    /** The identity must be a person of the caller's tenant; anything else is 404. */
+    const identityOfTenant = (tenantId: string, identityId: string) =>
+      sql<{ id: string; password_hash: string | null }>`
+        SELECT id, password_hash FROM identities WHERE id = ${identityId} AND tenant_id = ${tenantId} AND type = 'user'`.pipe(
+        Effect.orDie,
+        Effect.flatMap((rows) => rows[0] ? Effect.succeed(rows[0]) : notFound("identity"))
+      )
+
+    const roleOfTenant = (tenantId: string, roleId: string) =>
+      tenants.roles(tenantId).pipe(Effect.map((roles) => roles.find((r) => r.id === roleId)))
+
+    return handlers
+      .handle("createApiKey", ({ params, payload }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const identity = yield* identityOfTenant(me.tenantId, params.id)
+          const role = yield* roleOfTenant(me.tenantId, payload.roleId)
+          if (!role) {
+            return yield* fail(422, "invalid_role", "roleId is not a role of this tenant", {
+              details: [{ path: "roleId", code: "not_found", message: "no such role in this tenant" }]
+            })
+          }
+          // Nobody hands out more than they hold.
+          if (!role.permissions.every((p) => allows(me.permissions, p) || me.permissions.includes(p))) {
+            return yield* fail(403, "forbidden", "the role grants permissions this key does not hold")
+          }
+          if (isPowerful(role.permissions)) {
+            if (payload.currentPassword === undefined && payload.totpCode === undefined) {
+              return yield* fail(403, "reauthentication_required", "a key for this role needs currentPassword or totpCode")
+            }
+            const ok = payload.currentPassword !== undefined && identity.password_hash !== null &&
+              (yield* Effect.promise(() => verifyPassword(payload.currentPassword!, identity.password_hash!)))
+            if (!ok) return yield* fail(403, "reauthentication_failed", "re-authentication failed")
+          }
+          const expiresAt = yield* futureOrNull(payload.expiresAt)
+          const limit = planQuota((yield* tenants.find(me.tenantId))!.plan, "iam.api-keys.total")
+          if ((yield* keys.countActive(me.tenantId)) >= limit) {
+            return yield* fail(429, "quota_exceeded", `the tenant already has ${limit} active API keys (iam.api-keys.total)`)
+          }
+          const key = generateApiKey()
+          const row = yield* keys.insert({
+            id: newId("key"),
+            tenantId: me.tenantId,
+            identityId: identity.id,
+            roleId: role.id,
+            name: payload.name,
+            description: payload.description ?? null,
+            keyPrefix: key.prefix,
+            keyHash: authenticator.hash(key.raw),
+            rateLimitPerMinute: payload.rateLimitPerMinute ?? 600,
+            expiresAt: expiresAt ? new Date(expiresAt) : null
+          })
+          return { ...toApiKey(row), rawKey: key.raw }
+        }))
+      .handle("listApiKeys", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          yield* identityOfTenant(me.tenantId, params.id)
+          const rows = yield* keys.listByIdentity(me.tenantId, params.id)
+          return { items: rows.map(toApiKey) }
+        }))
+      .handle("getApiKey", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const row = yield* keys.find(me.tenantId, params.id, params.kid)
+          return row ? toApiKey(row) : yield* notFound("API key")
+        }))
+      .handle("updateApiKey", ({ params, payload }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const expiresAt = yield* futureOrNull(payload.expiresAt)
+          const updated = yield* keys.update(me.tenantId, params.id, params.kid, {
+            description: payload.description,
+            rateLimitPerMinute: payload.rateLimitPerMinute,
+            expiresAt: expiresAt === undefined ? undefined : expiresAt === null ? null : new Date(expiresAt)
+          })
+          if (!updated) return yield* notFound("API key")
+          yield* authenticator.invalidate(updated.keyHash)
+          return toApiKey(updated.row)
+        }))
+      .handle("revokeApiKey", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const revoked = yield* keys.revoke(me.tenantId, params.id, params.kid)
+          if (!revoked) return yield* notFound("API key")
+          yield* authenticator.invalidate(revoked.keyHash)
+          return { revoked: true, revokedAt: iso(revoked.row.revoked_at)!, apiKeyId: revoked.row.id }
+        }))
+      .handle("listRoles", () =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          return { items: (yield* tenants.roles(me.tenantId)).map(toRole) }
+        }))
+      .handle("getRole", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const role = yield* roleOfTenant(me.tenantId, params.id)
+          return role ? toRole(role) : yield* notFound("role")
+        }))
+  })
+)
+

@@ -1,0 +1,83 @@
+import { Context, Effect, Layer, Schedule } from "effect"
+import { Config } from "../config.ts"
+import { Kv } from "../kv/kv.ts"
+import { ApiKeyRepo } from "../sql/api-key-repo.ts"
+import type { Principal } from "./principal.ts"
+import { apiKeyPattern, hashApiKey } from "./secrets.ts"
+
+const CACHE_TTL_MS = 30_000
+const NEGATIVE_TTL_MS = 5_000
+const MAX_ENTRIES = 50_000
+const TOUCH_EVERY = "15 seconds"
+export const INVALIDATE_CHANNEL = "trawl:api-key-invalidate"
+
+export interface ApiKeyAuthenticatorShape {
+  /** The principal of a valid key, or undefined for a malformed, unknown, revoked or expired one. */
+  readonly authenticate: (raw: string) => Effect.Effect<Principal | undefined>
+  /** Drops a key from the cache of every node (revocation, role or limit change). */
+  readonly invalidate: (keyHash: string) => Effect.Effect<void>
+  readonly hash: (raw: string) => string
+}
+
+export class ApiKeyAuthenticator extends Context.Service<ApiKeyAuthenticator, ApiKeyAuthenticatorShape>()(
+  "trawl/ApiKeyAuthenticator"
+) {}
+
+/**
+ * Key lookups are cached for 30 s per node, so a request costs no database round
+ * trip; revocation publishes the key's hash and every node drops it at once.
+ * `lastUsedAt` is collected in memory and written in one batch every 15 s.
+ */
+export const ApiKeyAuthenticatorLive = Layer.effect(
+  ApiKeyAuthenticator,
+  Effect.gen(function*() {
+    const { secretKey } = yield* Config
+    const repo = yield* ApiKeyRepo
+    const kv = yield* Kv
+    const cache = new Map<string, { principal: Principal | undefined; until: number }>()
+    const lastUsed = new Map<string, Date>()
+
+    yield* kv.subscribe(INVALIDATE_CHANNEL, (hash) => cache.delete(hash))
+
+    const flush = Effect.suspend(() => {
+      if (lastUsed.size === 0) return Effect.void
+      const batch = new Map(lastUsed)
+      lastUsed.clear()
+      return repo.touch(batch)
+    })
+    yield* flush.pipe(Effect.repeat(Schedule.spaced(TOUCH_EVERY)), Effect.forkScoped)
+    yield* Effect.addFinalizer(() => flush)
+
+    const hash = (raw: string) => hashApiKey(secretKey, raw)
+
+    const authenticate = (raw: string): Effect.Effect<Principal | undefined> => {
+      if (!apiKeyPattern.test(raw)) return Effect.succeed(undefined)
+      const keyHash = hash(raw)
+      const now = Date.now()
+      const cached = cache.get(keyHash)
+      const lookup = cached && cached.until > now
+        ? Effect.succeed(cached.principal)
+        : repo.principalByHash(keyHash).pipe(
+          Effect.tap((principal) =>
+            Effect.sync(() => {
+              if (cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value!)
+              cache.set(keyHash, { principal, until: Date.now() + (principal ? CACHE_TTL_MS : NEGATIVE_TTL_MS) })
+            })
+          )
+        )
+      return Effect.map(lookup, (principal) => {
+        if (!principal) return undefined
+        if (principal.expiresAt !== null && principal.expiresAt <= Date.now()) return undefined
+        lastUsed.set(principal.apiKeyId, new Date())
+        return principal
+      })
+    }
+
+    return ApiKeyAuthenticator.of({
+      authenticate,
+      hash,
+      invalidate: (keyHash) =>
+        Effect.sync(() => cache.delete(keyHash)).pipe(Effect.andThen(kv.publish(INVALIDATE_CHANNEL, keyHash)))
+    })
+  })
+)

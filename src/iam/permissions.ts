@@ -1,0 +1,95 @@
+/**
+ * Permissions are `<service>:<resource>:<action>`, each part may be `*` (contract §5).
+ */
+export const services = ["scraper", "page-history", "extractor", "network", "billing", "quotas", "iam"] as const
+
+export const resources = [
+  "scraper:jobs",
+  "scraper:webhooks",
+  "scraper:events",
+  "page-history:pages",
+  "extractor:extractions",
+  "extractor:configs",
+  "network:ip",
+  "billing:transactions",
+  "billing:subscription",
+  "quotas:quotas",
+  "quotas:requests",
+  "iam:identities",
+  "iam:roles",
+  "iam:api-keys",
+  "iam:invitations",
+  "iam:delegations",
+  "iam:sessions"
+] as const
+
+export type Resource = (typeof resources)[number]
+export type Action = "read" | "write"
+export type Permission = `${Resource}:${Action}`
+
+const permissionPattern = /^(\*|[a-z][a-z-]*):(\*|[a-z][a-z-]*):(\*|read|write)$/
+
+/** A permission string a role may hold: known service/resource/action or wildcards. */
+export const isValidPermission = (p: string): boolean => {
+  const m = permissionPattern.exec(p)
+  if (!m) return false
+  const [, service, resource] = m
+  if (service === "cross_tenant") return resource === "*"
+  if (service === "*") return resource === "*" || resources.some((r) => r.endsWith(`:${resource}`))
+  if (!(services as ReadonlyArray<string>).includes(service!)) return false
+  return resource === "*" || (resources as ReadonlyArray<string>).includes(`${service}:${resource}`)
+}
+
+const matchesPart = (granted: string, wanted: string) => granted === "*" || granted === wanted
+
+/** Whether one granted permission covers the wanted one. `cross_tenant:*:*` never covers a tenant permission. */
+export const covers = (granted: string, wanted: string): boolean => {
+  const g = granted.split(":")
+  const w = wanted.split(":")
+  if (g.length !== 3 || w.length !== 3) return false
+  if (g[0] === "cross_tenant" || w[0] === "cross_tenant") return g[0] === w[0] && matchesPart(g[2]!, w[2]!)
+  return matchesPart(g[0]!, w[0]!) && matchesPart(g[1]!, w[1]!) && matchesPart(g[2]!, w[2]!)
+}
+
+export const allows = (granted: ReadonlyArray<string>, wanted: string): boolean =>
+  granted.some((g) => covers(g, wanted))
+
+const writeServices = ["scraper", "page-history", "extractor", "network"] as const
+
+export interface SystemRole {
+  readonly name: "owner" | "admin" | "write" | "read" | "internal_admin"
+  readonly description: string
+  readonly permissions: ReadonlyArray<string>
+}
+
+/** The system roles every tenant gets (contract §5). */
+export const tenantSystemRoles: ReadonlyArray<SystemRole> = [
+  { name: "owner", description: "Tenant owner: every permission", permissions: ["*:*:*"] },
+  { name: "admin", description: "Administrator: every permission within the tenant", permissions: ["*:*:*"] },
+  {
+    name: "write",
+    description: "Read everything; create and change crawl, page-history, extraction and network resources",
+    permissions: ["*:*:read", ...writeServices.map((s) => `${s}:*:write`), "quotas:requests:write"]
+  },
+  { name: "read", description: "Read everything", permissions: ["*:*:read"] }
+]
+
+/** The extra role of the `internal` tenant. */
+export const internalAdminRole: SystemRole = {
+  name: "internal_admin",
+  description: "Platform super-administrator",
+  permissions: ["*:*:*", "cross_tenant:*:*"]
+}
+
+/** A key's scope: `admin` when it may write under iam: or billing:, else `write` when it may write anything, else `read`. */
+export const scopeOf = (permissions: ReadonlyArray<string>): "admin" | "write" | "read" => {
+  const writesUnder = (service: string) =>
+    resources.some((r) => r.startsWith(`${service}:`) && allows(permissions, `${r}:write`))
+  if (writesUnder("iam") || writesUnder("billing")) return "admin"
+  if (resources.some((r) => allows(permissions, `${r}:write`))) return "write"
+  return "read"
+}
+
+/** Roles that demand re-authentication before a key is created for them. */
+export const isPowerful = (permissions: ReadonlyArray<string>) =>
+  permissions.includes("*:*:*") || permissions.includes("cross_tenant:*:*")

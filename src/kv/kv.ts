@@ -1,0 +1,141 @@
+import { Context, Effect, Layer } from "effect"
+import { Redis } from "ioredis"
+import { Config } from "../config.ts"
+
+/**
+ * Shared short-lived state: counters for rate limits, locks, and pub/sub fan-out
+ * between nodes. Redis when REDIS_URL is set; otherwise an in-process version of
+ * the same interface, which is only correct for a single node.
+ */
+export interface KvShape {
+  readonly kind: "redis" | "memory"
+  /** Increments a counter that expires `ttlMs` after its first increment; returns the new value. */
+  readonly incr: (key: string, ttlMs: number) => Effect.Effect<number>
+  /** Sets `key` only when absent; true when this call set it. */
+  readonly setIfAbsent: (key: string, value: string, ttlMs: number) => Effect.Effect<boolean>
+  readonly get: (key: string) => Effect.Effect<string | undefined>
+  readonly set: (key: string, value: string, ttlMs: number) => Effect.Effect<void>
+  readonly del: (key: string) => Effect.Effect<void>
+  readonly publish: (channel: string, message: string) => Effect.Effect<void>
+  /** Calls `onMessage` for every message on `channel` until the scope closes. */
+  readonly subscribe: (channel: string, onMessage: (message: string) => void) => Effect.Effect<void, never, import("effect").Scope.Scope>
+  readonly ping: Effect.Effect<boolean>
+}
+
+export class Kv extends Context.Service<Kv, KvShape>()("trawl/Kv") {}
+
+export const makeMemoryKv = (): KvShape => {
+  const values = new Map<string, { value: string; expiresAt: number }>()
+  const listeners = new Map<string, Set<(m: string) => void>>()
+  const live = (key: string) => {
+    const entry = values.get(key)
+    if (entry && entry.expiresAt <= Date.now()) {
+      values.delete(key)
+      return undefined
+    }
+    return entry
+  }
+  // Expired entries are also swept periodically so unused keys do not pile up.
+  const sweep = setInterval(() => {
+    const now = Date.now()
+    for (const [k, v] of values) if (v.expiresAt <= now) values.delete(k)
+  }, 10_000)
+  sweep.unref()
+  return {
+    kind: "memory",
+    incr: (key, ttlMs) =>
+      Effect.sync(() => {
+        const entry = live(key)
+        if (entry) {
+          const next = Number(entry.value) + 1
+          entry.value = String(next)
+          return next
+        }
+        values.set(key, { value: "1", expiresAt: Date.now() + ttlMs })
+        return 1
+      }),
+    setIfAbsent: (key, value, ttlMs) =>
+      Effect.sync(() => {
+        if (live(key)) return false
+        values.set(key, { value, expiresAt: Date.now() + ttlMs })
+        return true
+      }),
+    get: (key) => Effect.sync(() => live(key)?.value),
+    set: (key, value, ttlMs) => Effect.sync(() => void values.set(key, { value, expiresAt: Date.now() + ttlMs })),
+    del: (key) => Effect.sync(() => void values.delete(key)),
+    publish: (channel, message) =>
+      Effect.sync(() => {
+        for (const l of listeners.get(channel) ?? []) queueMicrotask(() => l(message))
+      }),
+    subscribe: (channel, onMessage) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          const set = listeners.get(channel) ?? new Set()
+          set.add(onMessage)
+          listeners.set(channel, set)
+        }),
+        () => Effect.sync(() => listeners.get(channel)?.delete(onMessage))
+      ),
+    ping: Effect.succeed(true)
+  }
+}
+
+const INCR_WITH_TTL = `
+local v = redis.call('INCR', KEYS[1])
+if v == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return v`
+
+const makeRedisKv = (url: string) =>
+  Effect.gen(function*() {
+    const open = () => new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false })
+    const client = yield* Effect.acquireRelease(Effect.sync(open), (c) => Effect.promise(() => c.quit()).pipe(Effect.ignore))
+    const subscriber = yield* Effect.acquireRelease(Effect.sync(open), (c) => Effect.promise(() => c.quit()).pipe(Effect.ignore))
+    client.on("error", () => {})
+    subscriber.on("error", () => {})
+    const listeners = new Map<string, Set<(m: string) => void>>()
+    subscriber.on("message", (channel: string, message: string) => {
+      for (const l of listeners.get(channel) ?? []) l(message)
+    })
+    const call = <A>(f: () => Promise<A>) => Effect.orDie(Effect.tryPromise(f))
+    const kv: KvShape = {
+      kind: "redis",
+      incr: (key, ttlMs) => call(() => client.eval(INCR_WITH_TTL, 1, key, String(ttlMs)) as Promise<number>),
+      setIfAbsent: (key, value, ttlMs) =>
+        call(() => client.set(key, value, "PX", ttlMs, "NX")).pipe(Effect.map((r) => r === "OK")),
+      get: (key) => call(() => client.get(key)).pipe(Effect.map((v) => v ?? undefined)),
+      set: (key, value, ttlMs) => call(() => client.set(key, value, "PX", ttlMs)).pipe(Effect.asVoid),
+      del: (key) => call(() => client.del(key)).pipe(Effect.asVoid),
+      publish: (channel, message) => call(() => client.publish(channel, message)).pipe(Effect.asVoid),
+      subscribe: (channel, onMessage) =>
+        Effect.acquireRelease(
+          Effect.gen(function*() {
+            const set = listeners.get(channel) ?? new Set()
+            if (set.size === 0) yield* call(() => subscriber.subscribe(channel))
+            set.add(onMessage)
+            listeners.set(channel, set)
+          }),
+          () =>
+            Effect.gen(function*() {
+              const set = listeners.get(channel)
+              set?.delete(onMessage)
+              if (set && set.size === 0) yield* call(() => subscriber.unsubscribe(channel)).pipe(Effect.ignore)
+            })
+        ),
+      ping: Effect.tryPromise(() => client.ping()).pipe(
+        Effect.timeout("1 second"),
+        Effect.map(() => true),
+        Effect.orElseSucceed(() => false)
+      )
+    }
+    return kv
+  })
+
+export const KvLive = Layer.effect(
+  Kv,
+  Effect.gen(function*() {
+    const config = yield* Config
+    if (config.redisUrl) return yield* makeRedisKv(config.redisUrl)
+    yield* Effect.logWarning("REDIS_URL is not set: rate limits, locks and event fan-out are in-process (single node only)")
+    return makeMemoryKv()
+  })
+)

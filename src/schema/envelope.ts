@@ -1,0 +1,54 @@
+import { Schema, SchemaTransformation } from "effect"
+import { HttpApiSchema } from "effect/http-api"
+
+const labels: Record<number, string> = {
+  200: "ok",
+  201: "created",
+  202: "accepted",
+  207: "partial_success"
+}
+
+/**
+ * The success envelope `{status: "success", code: "<http>-<label>", data}` as a
+ * wire schema whose decoded type is the bare data: handlers return the data,
+ * the response and the OpenAPI document carry the envelope.
+ */
+export const Success = <S extends Schema.Top>(data: S, status = 200, label = labels[status] ?? "ok") => {
+  const code = `${status}-${label}`
+  return Schema.Struct({
+    status: Schema.Literal("success"),
+    code: Schema.Literal(code),
+    data
+  }).pipe(
+    Schema.decodeTo(
+      Schema.toType(data),
+      SchemaTransformation.transform({
+        decode: (envelope) => (envelope as { readonly data: S["Type"] }).data,
+        encode: (value) => ({ status: "success" as const, code, data: value })
+      })
+    ),
+    HttpApiSchema.status(status)
+  )
+}
+
+export const SortEntry = Schema.Struct({ field: Schema.String, dir: Schema.Literals(["asc", "desc"]) })
+
+export const Pagination = Schema.Struct({
+  offset: Schema.Int,
+  limit: Schema.Int,
+  total: Schema.Int,
+  hasMore: Schema.Boolean
+})
+
+/** The page envelope used inside `data` by every list and search. */
+export const Page = <S extends Schema.Top>(item: S) =>
+  Schema.Struct({
+    items: Schema.Array(item),
+    pagination: Pagination,
+    sort: Schema.optional(Schema.Array(SortEntry))
+  })
+
+export const pageOf = <A>(items: ReadonlyArray<A>, offset: number, limit: number, total: number) => ({
+  items,
+  pagination: { offset, limit, total, hasMore: offset + items.length < total }
+})

@@ -1,0 +1,58 @@
+import { Schema } from "effect"
+import { DateTime, DateTimeInput, NullableDateTime } from "./common.ts"
+
+export const ApiKey = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  keyPrefix: Schema.String,
+  roleId: Schema.String,
+  scope: Schema.Literals(["read", "write", "admin"]),
+  rateLimitPerMinute: Schema.Int,
+  lastUsedAt: NullableDateTime,
+  expiresAt: NullableDateTime,
+  revokedAt: NullableDateTime,
+  createdAt: DateTime
+}).annotate({ identifier: "ApiKey" })
+export type ApiKey = typeof ApiKey.Type
+
+export const CreatedApiKey = Schema.Struct({
+  ...ApiKey.fields,
+  rawKey: Schema.String.annotate({ description: "The plaintext key; shown once" })
+}).annotate({ identifier: "CreatedApiKey" })
+
+export const RateLimitPerMinute = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 5000 }))
+
+export const CreateApiKeyBody = Schema.Struct({
+  name: Schema.String.check(Schema.isBetweenLength(1, 100)),
+  description: Schema.optional(Schema.NullOr(Schema.String.check(Schema.isMaxLength(500)))),
+  roleId: Schema.String.check(Schema.isMinLength(1)),
+  rateLimitPerMinute: Schema.optional(RateLimitPerMinute),
+  expiresAt: Schema.optional(Schema.NullOr(DateTimeInput)),
+  currentPassword: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 1024))),
+  totpCode: Schema.optional(Schema.String.check(Schema.isPattern(/^\d{6}$/, { expected: "six digits" })))
+})
+
+export const UpdateApiKeyBody = Schema.Struct({
+  description: Schema.optional(Schema.NullOr(Schema.String.check(Schema.isMaxLength(500)))),
+  rateLimitPerMinute: Schema.optional(RateLimitPerMinute),
+  expiresAt: Schema.optional(Schema.NullOr(DateTimeInput))
+})
+
+export const RevokedApiKey = Schema.Struct({
+  revoked: Schema.Boolean,
+  revokedAt: DateTime,
+  apiKeyId: Schema.String
+})
+
+export const Role = Schema.Struct({
+  id: Schema.String,
+  tenantId: Schema.String,
+  name: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  permissions: Schema.Array(Schema.String),
+  isSystem: Schema.Boolean,
+  createdAt: DateTime,
+  updatedAt: DateTime
+}).annotate({ identifier: "Role" })
+export type Role = typeof Role.Type

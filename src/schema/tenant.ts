@@ -1,0 +1,80 @@
+import { Schema } from "effect"
+import { Amount, DateTime, Email } from "./common.ts"
+
+export const CreateTenantBody = Schema.Struct({
+  name: Schema.String.check(Schema.isBetweenLength(1, 200)),
+  ownerEmail: Email,
+  ownerPassword: Schema.optional(Schema.String.check(Schema.isBetweenLength(8, 1024))),
+  plan: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 60))),
+  credits: Schema.optional(Amount)
+})
+
+export const CreatedTenant = Schema.Struct({
+  tenantId: Schema.String,
+  organizationId: Schema.String,
+  ownerIdentityId: Schema.String,
+  roleId: Schema.String,
+  apiKeyId: Schema.String,
+  apiKey: Schema.String
+})
+
+export const CreateInternalAdminBody = Schema.Struct({
+  email: Email,
+  password: Schema.optional(Schema.String.check(Schema.isBetweenLength(8, 1024)))
+})
+
+export const CreatedInternalAdmin = Schema.Struct({
+  identityId: Schema.String,
+  apiKeyId: Schema.String,
+  apiKey: Schema.String
+})
+
+export const Tenant = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  plan: Schema.String,
+  status: Schema.String,
+  balance: Schema.String,
+  isInternal: Schema.Boolean,
+  createdAt: DateTime
+}).annotate({ identifier: "Tenant" })
+export type Tenant = typeof Tenant.Type
+
+export const Balance = Schema.Struct({
+  tenantId: Schema.String,
+  balance: Schema.String,
+  currency: Schema.Literal("EUR")
+})
+
+export const CreditAdjustmentBody = Schema.Struct({
+  amount: Amount.check(Schema.makeFilter((s) => Number(s) !== 0, { expected: "a non-zero amount" })),
+  note: Schema.String.check(Schema.isBetweenLength(1, 500))
+})
+
+export const Transaction = Schema.Struct({
+  id: Schema.String,
+  type: Schema.String,
+  amount: Schema.String,
+  balanceAfter: Schema.String,
+  serviceKey: Schema.NullOr(Schema.String),
+  resourceId: Schema.NullOr(Schema.String),
+  resourceType: Schema.NullOr(Schema.String),
+  note: Schema.NullOr(Schema.String),
+  createdAt: DateTime
+}).annotate({ identifier: "Transaction" })
+export type Transaction = typeof Transaction.Type
+
+export const ClusterState = Schema.Struct({
+  runners: Schema.Array(Schema.Struct({ address: Schema.String, healthy: Schema.Boolean, lastHeartbeat: Schema.NullOr(DateTime) })),
+  shards: Schema.Array(Schema.Struct({ group: Schema.String, runner: Schema.NullOr(Schema.String), count: Schema.Int })),
+  entities: Schema.Record(Schema.String, Schema.Int),
+  mode: Schema.Literals(["single", "cluster"])
+})
+
+export const OutboxMail = Schema.Struct({
+  id: Schema.String,
+  to: Schema.String,
+  subject: Schema.String,
+  body: Schema.String,
+  createdAt: DateTime
+})

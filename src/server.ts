@@ -1,0 +1,77 @@
+import { createServer } from "node:http"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer, References } from "effect"
+import { HttpRouter } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { ClusterLive } from "./actors/cluster.ts"
+import { ClusterInfoLive } from "./actors/cluster-info.ts"
+import { TenantEntityLive } from "./actors/tenant-entity.ts"
+import { type AppConfig, Config } from "./config.ts"
+import { AdminHandlers } from "./http/admin.http.ts"
+import { Api } from "./http/api.ts"
+import { BillingHandlers } from "./http/billing.http.ts"
+import { ControlHandlers } from "./http/control.http.ts"
+import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
+import { IamHandlers } from "./http/iam.http.ts"
+import { RateLimiterLive } from "./http/rate-limit.ts"
+import { ApiKeyAuthLive, InternalAuthLive } from "./http/security.live.ts"
+import { SystemHandlers } from "./http/system.http.ts"
+import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
+import { KvLive } from "./kv/kv.ts"
+import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
+import { DatabaseLive } from "./sql/database.ts"
+import { MigrationsLive } from "./sql/migrate.ts"
+import { TenantRepoLive } from "./sql/tenant-repo.ts"
+
+/** Every (method, path) of the API, for telling 405 from 404. */
+export const apiRoutes = Object.values(Api.groups).flatMap((group) =>
+  Object.values(group.endpoints).map((e) => ({ method: e.method, path: e.path }))
+)
+
+const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const
+
+/**
+ * The whole node: database (migrated), shared state, the cluster runner with its
+ * entities, and the HTTP server. How a request travels: the router matches an
+ * endpoint of `Api`, the envelope middleware wraps it, the security middleware
+ * authenticates and authorizes, the handler validates and sends a typed message
+ * to an entity (or reads SQL), and the result is encoded into the envelope.
+ */
+export const makeServerLayer = (config: AppConfig) => {
+  const ConfigLive = Layer.succeed(Config, config)
+  const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
+  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive)
+  const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive).pipe(Layer.provideMerge(Repos))
+  const Entities = TenantEntityLive
+
+  const Handlers = Layer.mergeAll(SystemHandlers, IamHandlers, BillingHandlers, AdminHandlers, ControlHandlers)
+  const Security = Layer.mergeAll(ApiKeyAuthLive, InternalAuthLive)
+
+  const Routes = Layer.mergeAll(
+    HttpApiBuilder.layer(Api, { openapiPath: "/v1/openapi.json" }).pipe(Layer.provide(Handlers)),
+    HttpApiScalar.layer(Api, { path: "/docs" }),
+    envelopeMiddleware(routeTable(apiRoutes))
+  ).pipe(Layer.provide(Security))
+
+  const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
+    Layer.provide(NodeHttpServer.layer(() => createServer({ keepAliveTimeout: 65_000 }), { port: config.port, host: config.host }))
+  )
+
+  return Http.pipe(
+    Layer.provideMerge(Layer.mergeAll(Entities, ClusterInfoLive)),
+    Layer.provideMerge(ClusterLive),
+    Layer.provideMerge(Services),
+    Layer.provideMerge(KvLive),
+    Layer.provideMerge(Storage),
+    Layer.provideMerge(ConfigLive),
+    Layer.provide(Layer.succeed(References.MinimumLogLevel, logLevels[config.logLevel]))
+  )
+}
+
+export const announce = (config: AppConfig) =>
+  Effect.sync(() => {
+    const base = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`
+    console.log(`trawl listening on ${base}`)
+    console.log(`database: ${config.databaseUrl ? "PostgreSQL (DATABASE_URL)" : `embedded PGlite in ${config.dataDir}`}`)
+    if (config.internalTokenGenerated) console.log(`internal token (generated for this start): ${config.internalTokens[0]}`)
+  })

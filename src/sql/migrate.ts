@@ -1,0 +1,15 @@
+import { Effect, Layer } from "effect"
+import { Migrator } from "effect/sql"
+import accounts from "./migrations/0001_accounts.ts"
+
+/**
+ * Versioned migrations, applied at start. The migrator locks its table, so
+ * several nodes starting at once apply each migration exactly once.
+ */
+export const migrations = {
+  "0001_accounts": accounts
+}
+
+export const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
+
+export const MigrationsLive = Layer.effectDiscard(Effect.orDie(runMigrations))

@@ -1,0 +1,241 @@
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { internalAdminRole, type SystemRole, tenantSystemRoles } from "../iam/permissions.ts"
+import { newId } from "../ids.ts"
+import { iso, money } from "../schema/common.ts"
+import type { Tenant, Transaction } from "../schema/tenant.ts"
+
+export interface BootstrapInput {
+  readonly tenantId: string
+  readonly name: string
+  readonly isInternal: boolean
+  readonly plan: string
+  readonly credits: string
+  readonly email: string
+  readonly passwordHash: string | null
+  readonly apiKey: { readonly id: string; readonly prefix: string; readonly hash: string; readonly rateLimitPerMinute: number }
+}
+
+export interface BootstrapResult {
+  readonly tenantId: string
+  readonly organizationId: string
+  readonly ownerIdentityId: string
+  readonly roleId: string
+  readonly apiKeyId: string
+}
+
+export class EmailTaken extends Error {}
+
+export interface TenantRepoShape {
+  /** Creates a tenant with its system roles, organization, owner identity, owner key and first credits, atomically. */
+  readonly bootstrap: (input: BootstrapInput) => Effect.Effect<BootstrapResult, EmailTaken>
+  /** The result of an earlier bootstrap of this tenant id (idempotent re-delivery). */
+  readonly bootstrapResult: (tenantId: string) => Effect.Effect<BootstrapResult | undefined>
+  /** The `internal` tenant (super-admins), created on first use; safe when nodes race. */
+  readonly ensureInternalTenant: Effect.Effect<string>
+  /** Adds a credential (identity + key) to the internal tenant with the internal_admin role. */
+  readonly addInternalAdmin: (
+    input: Omit<BootstrapInput, "tenantId" | "name" | "isInternal" | "plan" | "credits"> & { tenantId: string }
+  ) => Effect.Effect<{ identityId: string; apiKeyId: string }, EmailTaken>
+  readonly find: (tenantId: string) => Effect.Effect<Tenant | undefined>
+  readonly list: (offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<Tenant>; total: number }>
+  readonly balance: (tenantId: string) => Effect.Effect<string | undefined>
+  /**
+   * Appends a ledger entry and moves the balance, in one transaction with the row
+   * locked; refuses to go below zero. Idempotent by entry id.
+   */
+  readonly adjust: (entry: {
+    id: string
+    tenantId: string
+    type: string
+    amount: string
+    note: string | null
+    serviceKey?: string | null
+    resourceId?: string | null
+    resourceType?: string | null
+  }) => Effect.Effect<{ ok: true; transaction: Transaction } | { ok: false; balance: string }>
+  readonly transactions: (tenantId: string, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<Transaction>; total: number }>
+  readonly roles: (tenantId: string) => Effect.Effect<ReadonlyArray<RoleRow>>
+}
+
+export interface RoleRow {
+  id: string
+  tenant_id: string
+  name: string
+  description: string | null
+  permissions: ReadonlyArray<string>
+  is_system: boolean
+  created_at: Date
+  updated_at: Date
+}
+
+export class TenantRepo extends Context.Service<TenantRepo, TenantRepoShape>()("trawl/TenantRepo") {}
+
+const toTenant = (r: any): Tenant => ({
+  id: r.id,
+  name: r.name,
+  plan: r.plan,
+  status: r.status,
+  balance: money(r.balance),
+  isInternal: r.is_internal,
+  createdAt: iso(r.created_at)!
+})
+
+const toTransaction = (r: any): Transaction => ({
+  id: r.id,
+  type: r.type,
+  amount: money(r.amount),
+  balanceAfter: money(r.balance_after),
+  serviceKey: r.service_key,
+  resourceId: r.resource_id,
+  resourceType: r.resource_type,
+  note: r.note,
+  createdAt: iso(r.created_at)!
+})
+
+const isUniqueViolation = (e: unknown) => String((e as any)?.cause?.code ?? (e as any)?.code ?? "").includes("23505") ||
+  /duplicate key|unique constraint/i.test(String((e as any)?.cause?.message ?? (e as any)?.message ?? ""))
+
+export const TenantRepoLive = Layer.effect(
+  TenantRepo,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const insertRoles = (tenantId: string, roles: ReadonlyArray<SystemRole>) =>
+      Effect.forEach(roles, (role) =>
+        sql<{ id: string }>`
+          INSERT INTO roles (id, tenant_id, name, description, permissions, is_system)
+          VALUES (${newId("role")}, ${tenantId}, ${role.name}, ${role.description}, ${JSON.stringify(role.permissions)}::jsonb, true)
+          RETURNING id`.pipe(Effect.map((rows) => [role.name, rows[0]!.id] as const)))
+
+    const insertPerson = (tenantId: string, email: string, passwordHash: string | null, roleId: string) =>
+      Effect.gen(function*() {
+        const identityId = newId("idt")
+        yield* sql`
+          INSERT INTO identities (id, tenant_id, type, display_name, status, password_hash, password_changed_at, default_role_id)
+          VALUES (${identityId}, ${tenantId}, 'user', ${email.split("@")[0]!}, 'active', ${passwordHash},
+                  ${passwordHash ? new Date() : null}, ${roleId})`
+        yield* sql`
+          INSERT INTO identity_emails (id, identity_id, tenant_id, email, is_primary)
+          VALUES (${newId("eml")}, ${identityId}, ${tenantId}, ${email}, true)`
+        return identityId
+      })
+
+    const insertKey = (tenantId: string, identityId: string, roleId: string, key: BootstrapInput["apiKey"], name: string) =>
+      sql`
+        INSERT INTO api_keys (id, tenant_id, identity_id, role_id, name, key_prefix, key_hash, rate_limit_per_minute)
+        VALUES (${key.id}, ${tenantId}, ${identityId}, ${roleId}, ${name}, ${key.prefix}, ${key.hash}, ${key.rateLimitPerMinute})`
+
+    const mapUnique = <A, R>(eff: Effect.Effect<A, unknown, R>) =>
+      eff.pipe(
+        Effect.catch((e) => isUniqueViolation(e) ? Effect.fail(new EmailTaken()) : Effect.die(e))
+      )
+
+    const bootstrapResult = (tenantId: string) =>
+      sql<BootstrapResult>`
+        SELECT t.id AS "tenantId", o.id AS "organizationId", k.identity_id AS "ownerIdentityId",
+               k.role_id AS "roleId", k.id AS "apiKeyId"
+        FROM tenants t
+        JOIN organizations o ON o.tenant_id = t.id
+        JOIN api_keys k ON k.tenant_id = t.id
+        WHERE t.id = ${tenantId}
+        ORDER BY k.id LIMIT 1`.pipe(Effect.orDie, Effect.map((rows) => rows[0]))
+
+    const adjustIn = (entry: Parameters<TenantRepoShape["adjust"]>[0]) =>
+      Effect.gen(function*() {
+        const existing = yield* sql`SELECT * FROM credit_transactions WHERE id = ${entry.id}`
+        if (existing[0]) return { ok: true as const, transaction: toTransaction(existing[0]) }
+        const [row] = yield* sql<{ balance: string }>`SELECT balance FROM tenants WHERE id = ${entry.tenantId} FOR UPDATE`
+        const next = Number(row!.balance) + Number(entry.amount)
+        if (next < 0) return { ok: false as const, balance: money(row!.balance) }
+        yield* sql`UPDATE tenants SET balance = ${next.toFixed(4)}::numeric, updated_at = now() WHERE id = ${entry.tenantId}`
+        const [tx] = yield* sql`
+          INSERT INTO credit_transactions (id, tenant_id, type, amount, balance_after, service_key, resource_id, resource_type, note)
+          VALUES (${entry.id}, ${entry.tenantId}, ${entry.type}, ${entry.amount}::numeric, ${next.toFixed(4)}::numeric,
+                  ${entry.serviceKey ?? null}, ${entry.resourceId ?? null}, ${entry.resourceType ?? null}, ${entry.note})
+          RETURNING *`
+        return { ok: true as const, transaction: toTransaction(tx) }
+      })
+
+    return TenantRepo.of({
+      bootstrapResult,
+      bootstrap: (input) =>
+        mapUnique(sql.withTransaction(Effect.gen(function*() {
+          yield* sql`
+            INSERT INTO tenants (id, name, is_internal, plan, balance)
+            VALUES (${input.tenantId}, ${input.name}, ${input.isInternal}, ${input.plan}, 0)`
+          const roles = new Map(yield* insertRoles(input.tenantId, input.isInternal ? [...tenantSystemRoles, internalAdminRole] : tenantSystemRoles))
+          const ownerRoleId = roles.get(input.isInternal ? "internal_admin" : "owner")!
+          const orgIdentityId = newId("idt")
+          yield* sql`
+            INSERT INTO identities (id, tenant_id, type, display_name, status)
+            VALUES (${orgIdentityId}, ${input.tenantId}, 'organization', ${input.name}, 'active')`
+          const organizationId = newId("org")
+          yield* sql`INSERT INTO organizations (id, tenant_id, identity_id, name)
+                     VALUES (${organizationId}, ${input.tenantId}, ${orgIdentityId}, ${input.name})`
+          const ownerIdentityId = yield* insertPerson(input.tenantId, input.email, input.passwordHash, ownerRoleId)
+          yield* sql`
+            INSERT INTO identity_accesses (id, tenant_id, organization_id, identity_id, role_id, status)
+            VALUES (${newId("acc")}, ${input.tenantId}, ${organizationId}, ${ownerIdentityId}, ${ownerRoleId}, 'active')`
+          yield* insertKey(input.tenantId, ownerIdentityId, ownerRoleId, input.apiKey, "owner key")
+          if (Number(input.credits) > 0) {
+            yield* adjustIn({
+              id: newId("txn"),
+              tenantId: input.tenantId,
+              type: "topup",
+              amount: input.credits,
+              note: "initial credits"
+            })
+          }
+          return { tenantId: input.tenantId, organizationId, ownerIdentityId, roleId: ownerRoleId, apiKeyId: input.apiKey.id }
+        }))),
+      ensureInternalTenant: Effect.gen(function*() {
+        const find = sql<{ id: string }>`SELECT id FROM tenants WHERE is_internal`.pipe(Effect.map((rows) => rows[0]?.id))
+        const existing = yield* find
+        if (existing) return existing
+        const tenantId = newId("ten")
+        const created = yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`INSERT INTO tenants (id, name, is_internal, plan) VALUES (${tenantId}, 'internal', true, 'internal')`
+          yield* insertRoles(tenantId, [...tenantSystemRoles, internalAdminRole])
+          const orgIdentityId = newId("idt")
+          yield* sql`INSERT INTO identities (id, tenant_id, type, display_name) VALUES (${orgIdentityId}, ${tenantId}, 'organization', 'internal')`
+          yield* sql`INSERT INTO organizations (id, tenant_id, identity_id, name) VALUES (${newId("org")}, ${tenantId}, ${orgIdentityId}, 'internal')`
+          return tenantId
+        })).pipe(Effect.catch((e) => isUniqueViolation(e) ? find : Effect.fail(e)))
+        return created!
+      }).pipe(Effect.orDie),
+      addInternalAdmin: (input) =>
+        mapUnique(sql.withTransaction(Effect.gen(function*() {
+          const [role] = yield* sql<{ id: string }>`
+            SELECT id FROM roles WHERE tenant_id = ${input.tenantId} AND name = 'internal_admin'`
+          const [org] = yield* sql<{ id: string }>`SELECT id FROM organizations WHERE tenant_id = ${input.tenantId} LIMIT 1`
+          const identityId = yield* insertPerson(input.tenantId, input.email, input.passwordHash, role!.id)
+          yield* sql`
+            INSERT INTO identity_accesses (id, tenant_id, organization_id, identity_id, role_id, status)
+            VALUES (${newId("acc")}, ${input.tenantId}, ${org!.id}, ${identityId}, ${role!.id}, 'active')`
+          yield* insertKey(input.tenantId, identityId, role!.id, input.apiKey, "internal admin key")
+          return { identityId, apiKeyId: input.apiKey.id }
+        }))),
+      find: (tenantId) =>
+        sql`SELECT * FROM tenants WHERE id = ${tenantId}`.pipe(Effect.orDie, Effect.map((rows) => rows[0] && toTenant(rows[0]))),
+      list: (offset, limit) =>
+        Effect.all([
+          sql`SELECT * FROM tenants ORDER BY id DESC OFFSET ${offset} LIMIT ${limit}`,
+          sql<{ n: string }>`SELECT count(*) AS n FROM tenants`
+        ]).pipe(Effect.orDie, Effect.map(([rows, [count]]) => ({ items: rows.map(toTenant), total: Number(count!.n) }))),
+      balance: (tenantId) =>
+        sql<{ balance: string }>`SELECT balance FROM tenants WHERE id = ${tenantId}`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => rows[0] && money(rows[0].balance))
+        ),
+      adjust: (entry) => sql.withTransaction(adjustIn(entry)).pipe(Effect.orDie),
+      transactions: (tenantId, offset, limit) =>
+        Effect.all([
+          sql`SELECT * FROM credit_transactions WHERE tenant_id = ${tenantId} ORDER BY id DESC OFFSET ${offset} LIMIT ${limit}`,
+          sql<{ n: string }>`SELECT count(*) AS n FROM credit_transactions WHERE tenant_id = ${tenantId}`
+        ]).pipe(Effect.orDie, Effect.map(([rows, [count]]) => ({ items: rows.map(toTransaction), total: Number(count!.n) }))),
+      roles: (tenantId) =>
+        sql<RoleRow>`SELECT * FROM roles WHERE tenant_id = ${tenantId} ORDER BY id`.pipe(Effect.orDie)
+    })
+  })
+)

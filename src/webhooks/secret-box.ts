@@ -1,0 +1,95 @@
+/**
+ * Secrets at rest (webhook secrets, TOTP secrets, ...): AES-256-GCM with a random 96-bit IV.
+ *
+ * Boxed form: `v1.<iv>.<tag>.<ciphertext>`, each part base64url without padding. The version names the
+ * algorithm, so a later format can be introduced while old rows still open. An optional associated
+ * data string (for example `"totp:<identityId>"`) binds a box to its owner: a box copied onto another
+ * row fails to open there.
+ */
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto"
+
+const VERSION = "v1"
+const KEY_BYTES = 32
+const IV_BYTES = 12
+const TAG_BYTES = 16
+const BASE64URL = /^[A-Za-z0-9_-]*$/
+
+export type SecretBoxErrorCode = "invalid_key" | "malformed" | "unsupported_version" | "authentication_failed"
+
+export class SecretBoxError extends Error {
+  override readonly name = "SecretBoxError"
+  constructor(
+    readonly code: SecretBoxErrorCode,
+    message: string
+  ) {
+    super(message)
+  }
+}
+
+const checkKey = (key: Uint8Array): void => {
+  if (!(key instanceof Uint8Array) || key.length !== KEY_BYTES) {
+    throw new SecretBoxError("invalid_key", `secret-box key must be exactly ${KEY_BYTES} bytes`)
+  }
+}
+
+/** Encrypts `plaintext` (UTF-8) under a 32-byte key. Every call uses a fresh IV. */
+export const encryptSecret = (key: Uint8Array, plaintext: string, associatedData?: string): string => {
+  checkKey(key)
+  const iv = randomBytes(IV_BYTES)
+  const cipher = createCipheriv("aes-256-gcm", key, iv, { authTagLength: TAG_BYTES })
+  if (associatedData !== undefined) cipher.setAAD(Buffer.from(associatedData, "utf8"))
+  const ciphertext = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()])
+  const tag = cipher.getAuthTag()
+  return [VERSION, ...[iv, tag, ciphertext].map((part) => part.toString("base64url"))].join(".")
+}
+
+/**
+ * Opens a box made by {@link encryptSecret}. Throws {@link SecretBoxError}: `malformed` or
+ * `unsupported_version` for a string that is not a box, `authentication_failed` for a wrong key,
+ * other associated data, or any tampering.
+ */
+export const decryptSecret = (key: Uint8Array, boxed: string, associatedData?: string): string => {
+  checkKey(key)
+  const parts = typeof boxed === "string" ? boxed.split(".") : []
+  if (parts.length !== 4) throw new SecretBoxError("malformed", "not a secret box")
+  const [version, ivText, tagText, ciphertextText] = parts as [string, string, string, string]
+  if (version !== VERSION) throw new SecretBoxError("unsupported_version", `unsupported secret-box version "${version}"`)
+  if (![ivText, tagText, ciphertextText].every((part) => BASE64URL.test(part))) {
+    throw new SecretBoxError("malformed", "secret box is not base64url")
+  }
+  const iv = Buffer.from(ivText, "base64url")
+  const tag = Buffer.from(tagText, "base64url")
+  if (iv.length !== IV_BYTES || tag.length !== TAG_BYTES) throw new SecretBoxError("malformed", "secret box has a bad IV or tag length")
+
+  const decipher = createDecipheriv("aes-256-gcm", key, iv, { authTagLength: TAG_BYTES })
+  decipher.setAuthTag(tag)
+  if (associatedData !== undefined) decipher.setAAD(Buffer.from(associatedData, "utf8"))
+  try {
+    return Buffer.concat([decipher.update(Buffer.from(ciphertextText, "base64url")), decipher.final()]).toString("utf8")
+  } catch {
+    throw new SecretBoxError("authentication_failed", "secret box failed authentication (wrong key or tampered)")
+  }
+}
+
+/** Whether a stored value looks like a box (to migrate plaintext rows, for example). */
+export const isSecretBox = (value: string): boolean => value.startsWith(`${VERSION}.`) && value.split(".").length === 4
+
+/** A new random 32-byte key, for example for `SECRET_KEY` (print it with `.toString("base64")`). */
+export const generateSecretKey = (): Buffer => randomBytes(KEY_BYTES)
+
+/**
+ * The 32-byte key from a `SECRET_KEY` value: hex (an even number of hex digits) or else base64 /
+ * base64url, decoding to at least 32 bytes. Exactly 32 bytes are used as they are; a longer value is
+ * reduced with HKDF-SHA256 (info `trawl secret-box v1`), so any 32+ byte key works.
+ */
+export const secretKeyFromString = (value: string): Buffer => {
+  const text = value.trim()
+  const isHex = /^(?:[0-9a-fA-F]{2})+$/.test(text)
+  if (!isHex && !/^[A-Za-z0-9+/_-]+={0,2}$/.test(text)) {
+    throw new SecretBoxError("invalid_key", "SECRET_KEY must be hex or base64")
+  }
+  const bytes = Buffer.from(text, isHex ? "hex" : "base64")
+  if (bytes.length < KEY_BYTES) throw new SecretBoxError("invalid_key", `SECRET_KEY must decode to at least ${KEY_BYTES} bytes`)
+  if (bytes.length === KEY_BYTES) return bytes
+  return Buffer.from(hkdfSync("sha256", bytes, Buffer.alloc(0), "trawl secret-box v1", KEY_BYTES))
+}
