@@ -27,7 +27,7 @@ export type Resource = (typeof resources)[number]
 export type Action = "read" | "write"
 export type Permission = `${Resource}:${Action}`
 
-const permissionPattern = /^(\*|[a-z][a-z-]*):(\*|[a-z][a-z-]*):(\*|read|write)$/
+const permissionPattern = /^(\*|[a-z][a-z_-]*):(\*|[a-z][a-z-]*):(\*|read|write)$/
 
 /** A permission string a role may hold: known service/resource/action or wildcards. */
 export const isValidPermission = (p: string): boolean => {

@@ -93,8 +93,13 @@ const toTransaction = (r: any): Transaction => ({
   createdAt: iso(r.created_at)!
 })
 
-const isUniqueViolation = (e: unknown) => String((e as any)?.cause?.code ?? (e as any)?.code ?? "").includes("23505") ||
-  /duplicate key|unique constraint/i.test(String((e as any)?.cause?.message ?? (e as any)?.message ?? ""))
+/** True when a SQL failure (anywhere in its cause chain) is a unique-constraint violation. */
+export const isUniqueViolation = (e: unknown): boolean => {
+  for (let c: any = e, depth = 0; c && depth < 6; c = c.cause, depth++) {
+    if (c._tag === "UniqueViolation" || c.code === "23505" || /duplicate key/i.test(String(c.message ?? ""))) return true
+  }
+  return false
+}
 
 export const TenantRepoLive = Layer.effect(
   TenantRepo,

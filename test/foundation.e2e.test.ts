@@ -1,0 +1,271 @@
+import { spawnSync } from "node:child_process"
+import { resolve } from "node:path"
+import { Validator } from "@seriousme/openapi-schema-validator"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { backends, client, INTERNAL_TOKEN, nodeBin, type RunningServer, startServer } from "./support/server-process.ts"
+
+const envelopeError = (res: { json: any; headers: Headers }, status: number, code: string) => {
+  expect(res.json.status).toBe("error")
+  expect(res.json.code).toBe(code)
+  expect(typeof res.json.error.message).toBe("string")
+  expect(res.json.error.requestId).toBe(res.headers.get("x-request-id"))
+  expect(JSON.stringify(res.json)).not.toMatch(/\bat .*\.ts:\d+/) // no stack traces
+}
+
+describe.each(backends())("foundation over HTTP ($name)", (backend) => {
+  let server: RunningServer
+  let api: ReturnType<typeof client>
+
+  beforeAll(async () => {
+    server = await startServer(await backend.env())
+    api = client(server.baseUrl)
+  })
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  it("serves liveness and readiness", async () => {
+    const live = await api.get("/healthz")
+    expect(live.status).toBe(200)
+    expect(live.json).toEqual({ status: "success", code: "200-ok", data: { alive: true } })
+    const ready = await api.get("/readyz")
+    expect(ready.status).toBe(200)
+    expect(ready.json.data.checks.database).toBe(true)
+    expect(ready.json.data.checks.cluster).toBe(true)
+  })
+
+  it("bootstraps a tenant whose key authenticates, and reaches the tenant entity", async () => {
+    const t = await api.createTenant({ credits: "12.50" })
+    expect(t.apiKey).toMatch(/^[a-z][a-z0-9]{1,15}_[A-Za-z0-9_-]{43}$/)
+    expect(t.tenantId).toMatch(/^ten_[0-9a-z]{26}$/)
+    const balance = await api.get("/v1/billing/me/balance", t.apiKey)
+    expect(balance.status).toBe(200)
+    expect(balance.json).toMatchObject({ status: "success", code: "200-ok", data: { tenantId: t.tenantId, balance: "12.50", currency: "EUR" } })
+    const ledger = await api.get("/v1/billing/me/transactions", t.apiKey)
+    expect(ledger.json.data.items).toHaveLength(1)
+    expect(ledger.json.data.items[0]).toMatchObject({ type: "topup", amount: "12.50", balanceAfter: "12.50" })
+    expect(ledger.json.data.pagination).toEqual({ offset: 0, limit: 50, total: 1, hasMore: false })
+  })
+
+  it("refuses a second tenant with the same owner e-mail (409)", async () => {
+    const email = `dup-${Date.now()}@example.com`
+    await api.createTenant({ ownerEmail: email })
+    const again = await api.call("POST", "/internal/v1/tenants", { token: INTERNAL_TOKEN, body: { name: "x", ownerEmail: email } })
+    expect(again.status).toBe(409)
+    envelopeError(again, 409, "email_in_use")
+  })
+
+  it("guards the control plane with the internal token", async () => {
+    const none = await api.call("POST", "/internal/v1/tenants", { body: { name: "x", ownerEmail: "a@b.co" } })
+    expect(none.status).toBe(401)
+    envelopeError(none, 401, "unauthorized")
+    const wrong = await api.call("GET", "/internal/v1/cluster", { token: INTERNAL_TOKEN + "x" })
+    expect(wrong.status).toBe(401)
+    const cluster = await api.call("GET", "/internal/v1/cluster", { token: INTERNAL_TOKEN })
+    expect(cluster.status).toBe(200)
+    expect(cluster.json.data.runners.length).toBeGreaterThanOrEqual(1)
+    const outbox = await api.call("GET", "/internal/v1/outbox?to=nobody@example.com", { token: INTERNAL_TOKEN })
+    expect(outbox.json.data.items).toEqual([])
+  })
+
+  it("answers every error class in the envelope with the right status", async () => {
+    const t = await api.createTenant()
+    // 401: missing, malformed, unknown key
+    envelopeError(await api.get("/v1/iam/roles"), 401, "unauthorized")
+    envelopeError(await api.get("/v1/iam/roles", "nope"), 401, "unauthorized")
+    envelopeError(await api.get("/v1/iam/roles", "trawl_" + "A".repeat(43)), 401, "unauthorized")
+    // 400 with one detail per offending path
+    const bad = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { nam: "x", roleId: 5, rateLimitPerMinute: 0 }, t.apiKey)
+    expect(bad.status).toBe(400)
+    envelopeError(bad, 400, "validation_error")
+    const paths = bad.json.error.details.map((d: any) => d.path).sort()
+    expect(paths).toEqual(["nam", "name", "rateLimitPerMinute", "roleId"])
+    for (const d of bad.json.error.details) expect(Object.keys(d).sort()).toEqual(["code", "message", "path"])
+    // malformed JSON
+    const malformed = await api.call("POST", `/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { key: t.apiKey, raw: "{nope" })
+    expect(malformed.status).toBe(400)
+    envelopeError(malformed, 400, "validation_error")
+    // bad query parameter
+    const badQuery = await api.get("/v1/billing/me/transactions?limit=0", t.apiKey)
+    expect(badQuery.status).toBe(400)
+    expect(badQuery.json.error.details[0].path).toBe("limit")
+    // 404 unknown route, 405 wrong method
+    const missing = await api.get("/v1/no-such-thing", t.apiKey)
+    expect(missing.status).toBe(404)
+    envelopeError(missing, 404, "not_found")
+    const method = await api.call("PUT", "/v1/iam/roles", { key: t.apiKey })
+    expect(method.status).toBe(405)
+    envelopeError(method, 405, "method_not_allowed")
+    expect(method.headers.get("allow")).toContain("GET")
+    // 413 oversized body
+    const huge = await api.call("POST", `/v1/iam/identities/${t.ownerIdentityId}/api-keys`, {
+      key: t.apiKey,
+      raw: JSON.stringify({ name: "x".repeat(7 * 1024 * 1024), roleId: "r" })
+    })
+    expect(huge.status).toBe(413)
+    envelopeError(huge, 413, "payload_too_large")
+    // 422 business validation
+    const role = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "k", roleId: "role_nope" }, t.apiKey)
+    expect(role.status).toBe(422)
+    envelopeError(role, 422, "invalid_role")
+  })
+
+  it("honours a valid incoming x-request-id and replaces an invalid one", async () => {
+    const mine = await api.call("GET", "/healthz", { headers: { "x-request-id": "client-req-12345" } })
+    expect(mine.headers.get("x-request-id")).toBe("client-req-12345")
+    const bad = await api.call("GET", "/healthz", { headers: { "x-request-id": "no spaces allowed here" } })
+    expect(bad.headers.get("x-request-id")).toMatch(/^req_/)
+  })
+
+  it("manages API keys: create, scopes, revoke takes effect at once, expired keys fail", async () => {
+    const t = await api.createTenant()
+    const roles = (await api.get("/v1/iam/roles", t.apiKey)).json.data.items as Array<any>
+    expect(roles.map((r) => r.name).sort()).toEqual(["admin", "owner", "read", "write"])
+    const readRole = roles.find((r) => r.name === "read")
+    const ownerRole = roles.find((r) => r.name === "owner")
+
+    const created = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "reader", roleId: readRole.id }, t.apiKey)
+    expect(created.status).toBe(201)
+    expect(created.json.code).toBe("201-created")
+    const readKey = created.json.data.rawKey as string
+    expect(created.json.data).toMatchObject({ scope: "read", rateLimitPerMinute: 600, revokedAt: null })
+    expect(readKey.startsWith(created.json.data.keyPrefix)).toBe(true)
+
+    // the read key may read but not write (403)
+    expect((await api.get("/v1/iam/roles", readKey)).status).toBe(200)
+    const denied = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "x", roleId: readRole.id }, readKey)
+    expect(denied.status).toBe(403)
+    envelopeError(denied, 403, "forbidden")
+
+    // listing never shows raw keys
+    const listed = await api.get(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, t.apiKey)
+    expect(listed.json.data.items).toHaveLength(2)
+    expect(JSON.stringify(listed.json)).not.toContain(readKey)
+
+    // a key for an all-powerful role needs re-authentication
+    const noReauth = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "o", roleId: ownerRole.id }, t.apiKey)
+    expect(noReauth.status).toBe(403)
+    expect(noReauth.json.code).toBe("reauthentication_required")
+    const wrongPw = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "o", roleId: ownerRole.id, currentPassword: "wrong" }, t.apiKey)
+    expect(wrongPw.json.code).toBe("reauthentication_failed")
+    const ok = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "o", roleId: ownerRole.id, currentPassword: "correct horse battery" }, t.apiKey)
+    expect(ok.status).toBe(201)
+    expect(ok.json.data.scope).toBe("admin")
+
+    // revoke: idempotent, and the key stops working immediately
+    const kid = created.json.data.id
+    const revoked = await api.call("DELETE", `/v1/iam/identities/${t.ownerIdentityId}/api-keys/${kid}`, { key: t.apiKey })
+    expect(revoked.status).toBe(200)
+    expect(revoked.json.data).toMatchObject({ revoked: true, apiKeyId: kid })
+    const again = await api.call("DELETE", `/v1/iam/identities/${t.ownerIdentityId}/api-keys/${kid}`, { key: t.apiKey })
+    expect(again.json.data.revokedAt).toBe(revoked.json.data.revokedAt)
+    envelopeError(await api.get("/v1/iam/roles", readKey), 401, "unauthorized")
+
+    // an expiry in the past is refused; a key that expires stops working
+    const past = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "p", roleId: readRole.id, expiresAt: "2020-01-01T00:00:00Z" }, t.apiKey)
+    expect(past.status).toBe(400)
+    const soon = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "s", roleId: readRole.id, expiresAt: new Date(Date.now() + 1500).toISOString() }, t.apiKey)
+    expect(soon.status).toBe(201)
+    expect((await api.get("/v1/iam/roles", soon.json.data.rawKey)).status).toBe(200)
+    await new Promise((r) => setTimeout(r, 1700))
+    envelopeError(await api.get("/v1/iam/roles", soon.json.data.rawKey), 401, "unauthorized")
+
+    // bounds of rateLimitPerMinute and description
+    const tooFast = await api.call("PATCH", `/v1/iam/identities/${t.ownerIdentityId}/api-keys/${ok.json.data.id}`, { key: t.apiKey, body: { rateLimitPerMinute: 5001, description: "d".repeat(501) } })
+    expect(tooFast.status).toBe(400)
+    expect(tooFast.json.error.details.map((d: any) => d.path).sort()).toEqual(["description", "rateLimitPerMinute"])
+  })
+
+  it("rate-limits per key with RateLimit headers and Retry-After", async () => {
+    const t = await api.createTenant()
+    const roles = (await api.get("/v1/iam/roles", t.apiKey)).json.data.items as Array<any>
+    const read = roles.find((r) => r.name === "read")
+    const slow = (await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "slow", roleId: read.id, rateLimitPerMinute: 2 }, t.apiKey)).json.data.rawKey
+    const first = await api.get("/v1/iam/roles", slow)
+    expect(first.status).toBe(200)
+    expect(first.headers.get("ratelimit-limit")).toBe("2")
+    expect(first.headers.get("ratelimit-remaining")).toBe("1")
+    const second = await api.get("/v1/iam/roles", slow)
+    expect(second.status).toBe(429)
+    envelopeError(second, 429, "rate_limited")
+    expect(Number(second.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+  })
+
+  it("isolates tenants: another tenant's identity and keys are 404", async () => {
+    const a = await api.createTenant()
+    const b = await api.createTenant()
+    const other = await api.get(`/v1/iam/identities/${b.ownerIdentityId}/api-keys`, a.apiKey)
+    expect(other.status).toBe(404)
+    envelopeError(other, 404, "not_found")
+    const key = await api.get(`/v1/iam/identities/${b.ownerIdentityId}/api-keys/${b.apiKeyId}`, a.apiKey)
+    expect(key.status).toBe(404)
+    const revoke = await api.call("DELETE", `/v1/iam/identities/${b.ownerIdentityId}/api-keys/${b.apiKeyId}`, { key: a.apiKey })
+    expect(revoke.status).toBe(404)
+    expect((await api.get("/v1/iam/roles", b.apiKey)).status).toBe(200)
+    const roleOfB = (await api.get("/v1/iam/roles", b.apiKey)).json.data.items[0].id
+    expect((await api.get(`/v1/iam/roles/${roleOfB}`, a.apiKey)).status).toBe(404)
+  })
+
+  it("keeps the super-admin plane to internal admins", async () => {
+    const t = await api.createTenant()
+    const tenantOwner = await api.get("/v1/admin/tenants", t.apiKey)
+    expect(tenantOwner.status).toBe(403)
+    envelopeError(tenantOwner, 403, "forbidden")
+    const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `root-${Date.now()}@trawl.dev` } })
+    expect(admin.status).toBe(201)
+    const adminKey = admin.json.data.apiKey
+    const list = await api.get("/v1/admin/tenants?limit=200", adminKey)
+    expect(list.status).toBe(200)
+    expect(list.json.data.items.some((x: any) => x.id === t.tenantId)).toBe(true)
+    const topup = await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount: "5.25", note: "goodwill" }, adminKey)
+    expect(topup.status).toBe(201)
+    expect(topup.json.data).toMatchObject({ amount: "5.25", balanceAfter: "15.25", type: "topup" })
+    const tooMuch = await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount: "-100", note: "oops" }, adminKey)
+    expect(tooMuch.status).toBe(409)
+    expect((await api.get("/v1/billing/me/balance", t.apiKey)).json.data.balance).toBe("15.25")
+    expect((await api.get("/v1/admin/tenants/ten_nope", adminKey)).status).toBe(404)
+  })
+
+  it("publishes a valid OpenAPI 3.1 document of the public plane only", async () => {
+    const doc = await api.get("/v1/openapi.json")
+    expect(doc.status).toBe(200)
+    expect(doc.json.openapi).toMatch(/^3\.1/)
+    const validator = new Validator()
+    const result = await validator.validate(doc.json)
+    expect(result.errors ?? []).toEqual([])
+    expect(result.valid).toBe(true)
+    const paths = Object.keys(doc.json.paths)
+    expect(paths.some((p) => p.startsWith("/internal"))).toBe(false)
+    expect(paths.some((p) => p.startsWith("/v1/admin"))).toBe(false)
+    expect(paths).toContain("/v1/iam/roles")
+    expect(doc.json.components.securitySchemes.apiKey).toMatchObject({ type: "apiKey", in: "header", name: "x-api-key" })
+    const docsPage = await fetch(server.baseUrl + "/docs")
+    expect(docsPage.status).toBe(200)
+    expect(docsPage.headers.get("content-type")).toContain("text/html")
+  })
+})
+
+describe("configuration is validated at start", () => {
+  const run = (env: Record<string, string>) =>
+    spawnSync(nodeBin, ["--import", "tsx", "src/main.ts"], {
+      cwd: resolve(import.meta.dirname, ".."),
+      env: { PATH: process.env.PATH ?? "", DATA_DIR: "/tmp/trawl-badconfig", ...env },
+      encoding: "utf8",
+      timeout: 30_000
+    })
+
+  it.each([
+    [{ NODE_ENV: "production", ALLOW_PRIVATE_TARGETS: "true", INTERNAL_TOKEN: "x".repeat(20), SECRET_KEY: "a".repeat(64) }, /ALLOW_PRIVATE_TARGETS/],
+    [{ NODE_ENV: "production", INTERNAL_TOKEN: "x".repeat(20) }, /SECRET_KEY/],
+    [{ PORT: "http" }, /PORT/],
+    [{ DATABASE_URL: "mysql://localhost/x" }, /DATABASE_URL/],
+    [{ ALLOW_PRIVATE_TARGETS: "maybe" }, /ALLOW_PRIVATE_TARGETS/],
+    [{ SECRET_KEY: "short" }, /SECRET_KEY/]
+  ])("refuses %o with one clear line", (env, pattern) => {
+    const res = run(env as Record<string, string>)
+    expect(res.status).not.toBe(0)
+    const lines = res.stderr.trim().split("\n")
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(pattern)
+  })
+})

@@ -1,0 +1,169 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+
+const root = resolve(import.meta.dirname, "../..")
+export const nodeBin = join(root, "node_modules/.bin/node")
+export const INTERNAL_TOKEN = "test-internal-token-0123456789"
+
+export const freePort = () =>
+  new Promise<number>((res, rej) => {
+    const s = createServer()
+    s.once("error", rej)
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => res(port))
+    })
+  })
+
+/** A fresh database on the server of DATABASE_URL; returns its URL. */
+export const createTestDatabase = async (baseUrl: string): Promise<string> => {
+  const name = `trawl_t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
+  await Effect.runPromise(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql.unsafe(`CREATE DATABASE "${name}"`)
+    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(baseUrl), maxConnections: 1 })), Effect.scoped)
+  )
+  const url = new URL(baseUrl)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+export interface Backend {
+  readonly name: "embedded" | "postgres"
+  /** Env for a server of this backend, with its own fresh database. */
+  readonly env: () => Promise<Record<string, string>>
+}
+
+/** Always the embedded default; PostgreSQL (and Redis) too when DATABASE_URL / REDIS_URL are set. */
+export const backends = (): ReadonlyArray<Backend> => {
+  const list: Array<Backend> = [{ name: "embedded", env: async () => ({}) }]
+  const base = process.env.DATABASE_URL
+  if (base) {
+    list.push({
+      name: "postgres",
+      env: async () => ({
+        DATABASE_URL: await createTestDatabase(base),
+        ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {})
+      })
+    })
+  }
+  return list
+}
+
+export interface RunningServer {
+  readonly baseUrl: string
+  readonly port: number
+  readonly process: ChildProcess
+  readonly output: () => string
+  readonly stop: (signal?: NodeJS.Signals) => Promise<void>
+  readonly dataDir: string
+}
+
+/** Starts the real server process and waits until it announces its URL. */
+export const startServer = async (
+  env: Record<string, string> = {},
+  options: { timeoutMs?: number; dataDir?: string; keepDataDir?: boolean } = {}
+): Promise<RunningServer> => {
+  const port = env.PORT ? Number(env.PORT) : await freePort()
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "trawl-test-"))
+  const child = spawn(nodeBin, ["--import", "tsx", "src/main.ts"], {
+    cwd: root,
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "/tmp",
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      INTERNAL_TOKEN,
+      LOG_LEVEL: "warn",
+      ...env
+    },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let out = ""
+  child.stdout!.on("data", (d) => (out += d))
+  child.stderr!.on("data", (d) => (out += d))
+  const exited = new Promise<void>((res) => child.once("exit", () => res()))
+  await new Promise<void>((res, rej) => {
+    const timer = setTimeout(() => rej(new Error(`server did not start in time:\n${out}`)), options.timeoutMs ?? 60_000)
+    const check = () => {
+      if (out.includes("trawl listening on")) {
+        clearTimeout(timer)
+        res()
+      }
+    }
+    child.stdout!.on("data", check)
+    child.once("exit", (code) => {
+      clearTimeout(timer)
+      rej(new Error(`server exited with ${code}:\n${out}`))
+    })
+  })
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    port,
+    process: child,
+    dataDir,
+    output: () => out,
+    stop: async (signal = "SIGTERM") => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill(signal)
+        const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
+        await exited
+        clearTimeout(timer)
+      }
+      if (!options.keepDataDir && !options.dataDir) rmSync(dataDir, { recursive: true, force: true })
+    }
+  }
+}
+
+/** A small JSON client for one server. */
+export const client = (baseUrl: string) => {
+  const call = async (method: string, path: string, init: { key?: string; token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}) => {
+    const headers: Record<string, string> = { ...init.headers }
+    if (init.key !== undefined) headers["x-api-key"] = init.key
+    if (init.token !== undefined) headers["x-internal-token"] = init.token
+    let body: string | undefined
+    if (init.raw !== undefined) {
+      body = init.raw
+      headers["content-type"] ??= "application/json"
+    } else if (init.body !== undefined) {
+      body = JSON.stringify(init.body)
+      headers["content-type"] = "application/json"
+    }
+    const res = await fetch(baseUrl + path, { method, headers, body })
+    const text = await res.text()
+    let json: any
+    try {
+      json = JSON.parse(text)
+    } catch {
+      json = undefined
+    }
+    return { status: res.status, headers: res.headers, json, text }
+  }
+  return {
+    call,
+    get: (path: string, key?: string) => call("GET", path, { key }),
+    post: (path: string, body: unknown, key?: string) => call("POST", path, { key, body }),
+    createTenant: async (body: Record<string, unknown> = {}) => {
+      const res = await call("POST", "/internal/v1/tenants", {
+        token: INTERNAL_TOKEN,
+        body: { name: "Tenant", ownerEmail: `owner-${Math.random().toString(36).slice(2)}@example.com`, ownerPassword: "correct horse battery", ...body }
+      })
+      if (res.status !== 201) throw new Error(`tenant creation failed: ${res.status} ${res.text}`)
+      return res.json.data as {
+        tenantId: string
+        organizationId: string
+        ownerIdentityId: string
+        roleId: string
+        apiKeyId: string
+        apiKey: string
+      }
+    }
+  }
+}

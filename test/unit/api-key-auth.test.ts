@@ -1,0 +1,96 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { type AppConfig, Config } from "../../src/config.ts"
+import { ApiKeyAuthenticator, ApiKeyAuthenticatorLive } from "../../src/iam/api-key-auth.ts"
+import type { Principal } from "../../src/iam/principal.ts"
+import { generateApiKey, hashApiKey } from "../../src/iam/secrets.ts"
+import { Kv, makeMemoryKv } from "../../src/kv/kv.ts"
+import { ApiKeyRepo } from "../../src/sql/api-key-repo.ts"
+
+const secretKey = Buffer.alloc(32, 9)
+const { raw } = generateApiKey()
+const keyHash = hashApiKey(secretKey, raw)
+
+/** An in-memory repository layer that counts lookups and records touches. */
+const makeRepo = (principal: Principal | undefined) => {
+  const calls = { lookups: 0, touched: [] as Array<string> }
+  const layer = Layer.succeed(ApiKeyRepo, ApiKeyRepo.of({
+    principalByHash: (hash) => Effect.sync(() => {
+      calls.lookups++
+      return hash === keyHash ? principal : undefined
+    }),
+    touch: (m) => Effect.sync(() => void calls.touched.push(...m.keys())),
+    insert: () => Effect.die("unused"),
+    listByIdentity: () => Effect.die("unused"),
+    find: () => Effect.die("unused"),
+    update: () => Effect.die("unused"),
+    revoke: () => Effect.die("unused"),
+    countActive: () => Effect.die("unused")
+  }))
+  return { calls, layer }
+}
+
+const principal = (over: Partial<Principal> = {}): Principal => ({
+  apiKeyId: "key_1",
+  keyHash,
+  tenantId: "ten_1",
+  identityId: "idt_1",
+  roleId: "role_1",
+  permissions: ["*:*:read"],
+  isInternalTenant: false,
+  rateLimitPerMinute: 600,
+  expiresAt: null,
+  ...over
+})
+
+const authLayer = (repo: Layer.Layer<ApiKeyRepo>) =>
+  ApiKeyAuthenticatorLive.pipe(
+    Layer.provide(repo),
+    Layer.provide(Layer.succeed(Kv, makeMemoryKv())),
+    Layer.provide(Layer.succeed(Config, { secretKey } as AppConfig))
+  )
+
+describe("ApiKeyAuthenticator (mocked repository)", () => {
+  it.effect("caches a lookup so repeated requests cost no database round trip", () => {
+    const repo = makeRepo(principal())
+    return Effect.gen(function*() {
+      const auth = yield* ApiKeyAuthenticator
+      for (let i = 0; i < 50; i++) expect((yield* auth.authenticate(raw))?.tenantId).toBe("ten_1")
+      expect(repo.calls.lookups).toBe(1)
+    }).pipe(Effect.provide(authLayer(repo.layer)))
+  })
+
+  it.effect("drops a key on invalidation so the next request sees the database again", () => {
+    const repo = makeRepo(principal())
+    return Effect.gen(function*() {
+      const auth = yield* ApiKeyAuthenticator
+      yield* auth.authenticate(raw)
+      yield* auth.invalidate(keyHash)
+      yield* Effect.yieldNow
+      yield* auth.authenticate(raw)
+      expect(repo.calls.lookups).toBe(2)
+    }).pipe(Effect.provide(authLayer(repo.layer)))
+  })
+
+  it.effect("refuses malformed keys without a lookup, and expired keys even when cached", () => {
+    const repo = makeRepo(principal({ expiresAt: Date.now() - 1 }))
+    return Effect.gen(function*() {
+      const auth = yield* ApiKeyAuthenticator
+      expect(yield* auth.authenticate("not-a-key")).toBeUndefined()
+      expect(repo.calls.lookups).toBe(0)
+      expect(yield* auth.authenticate(raw)).toBeUndefined()
+    }).pipe(Effect.provide(authLayer(repo.layer)))
+  })
+
+  it.effect("writes lastUsedAt in one batch when the service stops, not per request", () => {
+    const repo = makeRepo(principal())
+    return Effect.gen(function*() {
+      yield* Effect.gen(function*() {
+        const auth = yield* ApiKeyAuthenticator
+        for (let i = 0; i < 20; i++) yield* auth.authenticate(raw)
+        expect(repo.calls.touched).toEqual([])
+      }).pipe(Effect.provide(authLayer(repo.layer)))
+      expect(repo.calls.touched).toEqual(["key_1"])
+    })
+  })
+})

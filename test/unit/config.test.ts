@@ -1,0 +1,56 @@
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+import { ConfigError, loadConfig } from "../../src/config.ts"
+
+const dataDir = () => mkdtempSync(join(tmpdir(), "trawl-config-"))
+
+describe("configuration", () => {
+  it("has the defaults of contract §1", () => {
+    const c = loadConfig({ DATA_DIR: dataDir() })
+    expect(c.port).toBe(8080)
+    expect(c.host).toBe("127.0.0.1")
+    expect(c.databaseUrl).toBeUndefined()
+    expect(c.redisUrl).toBeUndefined()
+    expect(c.allowPrivateTargets).toBe(false)
+    expect(c.internalTokenGenerated).toBe(true)
+    expect(c.internalTokens[0]!.length).toBeGreaterThanOrEqual(16)
+    expect(c.mailFrom).toBe("trawl@localhost")
+    expect(c.publicBaseUrl).toBe("http://127.0.0.1:8080")
+    expect(c.bravePath).toBe("/usr/bin/chromium")
+    expect(c.secretKey.length).toBeGreaterThanOrEqual(32)
+  })
+
+  it("keeps the generated SECRET_KEY across starts", () => {
+    const dir = dataDir()
+    expect(loadConfig({ DATA_DIR: dir }).secretKey.equals(loadConfig({ DATA_DIR: dir }).secretKey)).toBe(true)
+  })
+
+  it("accepts both internal tokens", () => {
+    const c = loadConfig({ DATA_DIR: dataDir(), INTERNAL_TOKEN: "a".repeat(20), INTERNAL_TOKEN_SECONDARY: "b".repeat(20) })
+    expect(c.internalTokens).toEqual(["a".repeat(20), "b".repeat(20)])
+    expect(c.internalTokenGenerated).toBe(false)
+  })
+
+  it.each([
+    [{ NODE_ENV: "production", ALLOW_PRIVATE_TARGETS: "true", SECRET_KEY: "ab".repeat(32), INTERNAL_TOKEN: "t".repeat(20) }, "ALLOW_PRIVATE_TARGETS"],
+    [{ NODE_ENV: "production", INTERNAL_TOKEN: "t".repeat(20) }, "SECRET_KEY"],
+    [{ NODE_ENV: "production", SECRET_KEY: "ab".repeat(32) }, "INTERNAL_TOKEN"],
+    [{ PORT: "70000" }, "PORT"],
+    [{ REDIS_URL: "http://x" }, "REDIS_URL"],
+    [{ SECRET_KEY: "too-short" }, "SECRET_KEY"],
+    [{ INTERNAL_TOKEN: "short" }, "INTERNAL_TOKEN"],
+    [{ RUNNER_PORT: "34431" }, "RUNNER_PORT"],
+    [{ LOG_LEVEL: "loud" }, "LOG_LEVEL"],
+    [{ MAIL_FROM: "nobody" }, "MAIL_FROM"]
+  ])("refuses %o", (env, name) => {
+    expect(() => loadConfig({ DATA_DIR: dataDir(), ...env })).toThrow(ConfigError)
+    expect(() => loadConfig({ DATA_DIR: dataDir(), ...env })).toThrow(name)
+  })
+
+  it("accepts SECRET_KEY in hex and base64", () => {
+    expect(loadConfig({ DATA_DIR: dataDir(), SECRET_KEY: "ab".repeat(32) }).secretKey.length).toBe(32)
+    expect(loadConfig({ DATA_DIR: dataDir(), SECRET_KEY: Buffer.alloc(32, 7).toString("base64") }).secretKey.length).toBe(32)
+  })
+})

@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest"
+import { allows, covers, internalAdminRole, isPowerful, isValidPermission, scopeOf, tenantSystemRoles } from "../../src/iam/permissions.ts"
+
+const role = (name: string) => tenantSystemRoles.find((r) => r.name === name)!.permissions
+
+describe("permissions", () => {
+  it("matches wildcards part by part", () => {
+    expect(covers("*:*:*", "scraper:jobs:write")).toBe(true)
+    expect(covers("*:*:read", "scraper:jobs:write")).toBe(false)
+    expect(covers("scraper:*:write", "scraper:jobs:write")).toBe(true)
+    expect(covers("scraper:*:write", "extractor:configs:write")).toBe(false)
+    expect(covers("scraper:jobs:read", "scraper:jobs:read")).toBe(true)
+  })
+
+  it("never lets a tenant wildcard stand for cross_tenant", () => {
+    expect(covers("*:*:*", "cross_tenant:*:*")).toBe(false)
+    expect(covers("cross_tenant:*:*", "scraper:jobs:read")).toBe(false)
+    expect(covers("cross_tenant:*:*", "cross_tenant:*:*")).toBe(true)
+  })
+
+  it("gives the system roles the scopes of contract §5", () => {
+    expect(scopeOf(role("owner"))).toBe("admin")
+    expect(scopeOf(role("admin"))).toBe("admin")
+    expect(scopeOf(role("write"))).toBe("write")
+    expect(scopeOf(role("read"))).toBe("read")
+    expect(scopeOf(["billing:transactions:write"])).toBe("admin")
+    expect(scopeOf(["iam:roles:write"])).toBe("admin")
+    expect(scopeOf(["network:ip:write"])).toBe("write")
+  })
+
+  it("lets the write role write crawl, page-history, extraction, network and quota requests only", () => {
+    const w = role("write")
+    for (const p of ["scraper:jobs:write", "page-history:pages:write", "extractor:configs:write", "network:ip:write", "quotas:requests:write"]) {
+      expect(allows(w, p)).toBe(true)
+    }
+    for (const p of ["iam:api-keys:write", "billing:subscription:write", "quotas:quotas:write"]) expect(allows(w, p)).toBe(false)
+    expect(allows(w, "iam:api-keys:read")).toBe(true)
+  })
+
+  it("validates permission strings", () => {
+    for (const p of ["*:*:*", "scraper:jobs:read", "scraper:*:write", "*:*:read", "cross_tenant:*:*", "*:jobs:read"]) {
+      expect(isValidPermission(p)).toBe(true)
+    }
+    for (const p of ["scraper:jobs", "scraper:jobs:delete", "foo:bar:read", "scraper:configs:read", "cross_tenant:jobs:read", ""]) {
+      expect(isValidPermission(p)).toBe(false)
+    }
+  })
+
+  it("marks roles that need re-authentication", () => {
+    expect(isPowerful(role("owner"))).toBe(true)
+    expect(isPowerful(internalAdminRole.permissions)).toBe(true)
+    expect(isPowerful(role("write"))).toBe(false)
+  })
+})
