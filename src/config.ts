@@ -32,6 +32,9 @@ export class ConfigError extends Error {}
 
 export class Config extends Context.Service<Config, AppConfig>()("trawl/Config") {}
 
+/** The cluster runner port of a node when RUNNER_PORT is not given. */
+export const DEFAULT_RUNNER_PORT = 34431
+
 type Env = Readonly<Record<string, string | undefined>>
 
 const bad = (name: string, why: string): never => {
@@ -122,7 +125,7 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
   const mailFrom = env.MAIL_FROM || "trawl@localhost"
   if (!/^[^\s@]+@[^\s@]+$/.test(mailFrom)) bad("MAIL_FROM", `must be an e-mail address, got "${mailFrom}"`)
 
-  const runnerPort = port(env, "RUNNER_PORT", undefined)
+  const runnerPort = port(env, "RUNNER_PORT", databaseUrl ? DEFAULT_RUNNER_PORT : undefined)
   if (databaseUrl === undefined && runnerPort !== undefined) {
     bad("RUNNER_PORT", "needs DATABASE_URL: the embedded database serves a single runner")
   }

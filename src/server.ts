@@ -5,6 +5,7 @@ import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ClusterLive } from "./actors/cluster.ts"
 import { ClusterInfoLive } from "./actors/cluster-info.ts"
+import { ProbeEntityLive } from "./actors/probe-entity.ts"
 import { TenantEntityLive } from "./actors/tenant-entity.ts"
 import { type AppConfig, Config } from "./config.ts"
 import { AdminHandlers } from "./http/admin.http.ts"
@@ -42,7 +43,7 @@ export const makeServerLayer = (config: AppConfig) => {
   const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
   const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive)
   const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive).pipe(Layer.provideMerge(Repos))
-  const Entities = TenantEntityLive
+  const Entities = Layer.mergeAll(TenantEntityLive, ProbeEntityLive)
 
   const Handlers = Layer.mergeAll(SystemHandlers, IamHandlers, BillingHandlers, AdminHandlers, ControlHandlers)
   const Security = Layer.mergeAll(ApiKeyAuthLive, InternalAuthLive)

@@ -56,10 +56,10 @@ export const ClusterInfoLive = Layer.effect(
       }
     }).pipe(Effect.orDie)
 
-    const me = `${config.runnerHost}:${config.runnerPort ?? ""}`
+    const me = `${config.runnerHost}:${config.runnerPort}`
     const isMember = single
       ? Effect.succeed(true)
-      : runners.pipe(Effect.map((rows) => rows.some((r) => r.healthy && r.address.startsWith(config.runnerHost) && r.address.endsWith(me.split(":")[1]!))))
+      : runners.pipe(Effect.map((rows) => rows.some((r) => r.healthy && r.address === me)))
 
     return ClusterInfo.of({ snapshot, isMember })
   })

@@ -16,8 +16,6 @@ export const shardingTuning = {
   entityTerminationTimeout: "5 seconds"
 } as const
 
-export const DEFAULT_RUNNER_PORT = 34431
-
 /**
  * One process is one runner. With DATABASE_URL, processes sharing it form one
  * cluster (runners, shards and durable messages in PostgreSQL); without it, the
@@ -31,7 +29,7 @@ export const ClusterLive = Layer.unwrap(
         Layer.provide(NodeCrypto.layerDigest)
       )
     }
-    const address = RunnerAddress.make(config.runnerHost, config.runnerPort ?? DEFAULT_RUNNER_PORT)
+    const address = RunnerAddress.make(config.runnerHost, config.runnerPort!)
     return NodeClusterSocket.layer({
       storage: "sql",
       shardingConfig: { ...shardingTuning, runnerAddress: Option.some(address) }

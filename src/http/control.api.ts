@@ -10,6 +10,7 @@ import {
   CreateTenantBody,
   OutboxMail
 } from "../schema/tenant.ts"
+import { ProbeResult } from "../actors/probe-entity.ts"
 import { InternalAuth } from "./security.ts"
 
 /** The control plane (contract §2): `x-internal-token`, not in the public document. */
@@ -27,6 +28,15 @@ export class ControlGroup extends HttpApiGroup.make("control")
     }),
     HttpApiEndpoint.get("cluster", "/cluster", {
       success: Success(ClusterState)
+    }),
+    HttpApiEndpoint.post("probe", "/cluster/probe", {
+      payload: Schema.Struct({
+        entityId: Schema.String.check(Schema.isBetweenLength(1, 100)),
+        probeId: Schema.String.check(Schema.isBetweenLength(1, 100)),
+        durationMs: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 60_000 }))
+      }),
+      success: Success(ProbeResult),
+      error: errors(400, 503)
     }),
     HttpApiEndpoint.get("outbox", "/outbox", {
       query: { to: Schema.optional(Schema.String) },

@@ -12,6 +12,7 @@ import { fail } from "../schema/errors.ts"
 import { EmailTaken, TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 import { ClusterInfo } from "../actors/cluster-info.ts"
+import { ProbeEntity } from "../actors/probe-entity.ts"
 
 export const ControlHandlers = HttpApiBuilder.group(
   Api,
@@ -22,6 +23,7 @@ export const ControlHandlers = HttpApiBuilder.group(
     const tenantClient = yield* TenantEntity.client
     const authenticator = yield* ApiKeyAuthenticator
     const clusterInfo = yield* ClusterInfo
+    const probeClient = yield* ProbeEntity.client
 
     const emailInUse = () => fail(409, "email_in_use", "an identity with this e-mail already exists")
 
@@ -70,6 +72,8 @@ export const ControlHandlers = HttpApiBuilder.group(
           return { ...created, apiKey: key.raw }
         }))
       .handle("cluster", () => clusterInfo.snapshot)
+      .handle("probe", ({ payload }) =>
+        entityCall(probeClient(payload.entityId).Work({ probeId: payload.probeId, durationMs: payload.durationMs })))
       .handle("outbox", ({ query }) =>
         Effect.gen(function*() {
           const rows = yield* (query.to

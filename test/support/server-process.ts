@@ -73,6 +73,8 @@ export const startServer = async (
 ): Promise<RunningServer> => {
   const port = env.PORT ? Number(env.PORT) : await freePort()
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "trawl-test-"))
+  // Each server of a test run is its own runner, so it needs its own runner port.
+  const runnerPort = env.DATABASE_URL && !env.RUNNER_PORT ? { RUNNER_PORT: String(await freePort()) } : {}
   const child = spawn(nodeBin, ["--import", "tsx", "src/main.ts"], {
     cwd: root,
     env: {
@@ -82,6 +84,7 @@ export const startServer = async (
       DATA_DIR: dataDir,
       INTERNAL_TOKEN,
       LOG_LEVEL: "warn",
+      ...runnerPort,
       ...env
     },
     stdio: ["ignore", "pipe", "pipe"]

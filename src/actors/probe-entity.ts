@@ -1,0 +1,46 @@
+import { Effect, Schema } from "effect"
+import { ClusterSchema, Entity } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+import { SqlClient } from "effect/sql"
+import { Config } from "../config.ts"
+
+export const ProbeResult = Schema.Struct({
+  probeId: Schema.String,
+  entityId: Schema.String,
+  runner: Schema.String,
+  startedAt: Schema.String,
+  finishedAt: Schema.String
+})
+
+/**
+ * An operator's probe of the cluster: a durable message that works for a while
+ * and then applies an effect exactly once. Used to check routing between nodes
+ * and fail-over (`POST /internal/v1/cluster/probe`).
+ */
+export const ProbeEntity = Entity.make("ClusterProbe", [
+  Rpc.make("Work", {
+    payload: Schema.Struct({ probeId: Schema.String, durationMs: Schema.Int }),
+    success: ProbeResult
+  }).annotate(ClusterSchema.Persisted, true)
+])
+
+export const ProbeEntityLive = ProbeEntity.toLayer(
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* Config
+    const runner = config.databaseUrl ? `${config.runnerHost}:${config.runnerPort}` : "embedded"
+    const address = yield* Entity.CurrentAddress
+    return ProbeEntity.of({
+      Work: ({ payload }) =>
+        Effect.gen(function*() {
+          const startedAt = new Date().toISOString()
+          yield* sql`INSERT INTO cluster_probe_runs (probe_id, runner) VALUES (${payload.probeId}, ${runner})`
+          yield* Effect.sleep(payload.durationMs)
+          // Delivery is at least once: the effect is keyed by the probe id so a re-run applies nothing twice.
+          yield* sql`INSERT INTO cluster_probe_effects (probe_id, runner) VALUES (${payload.probeId}, ${runner})
+                     ON CONFLICT (probe_id) DO NOTHING`
+          return { probeId: payload.probeId, entityId: address.entityId, runner, startedAt, finishedAt: new Date().toISOString() }
+        }).pipe(Effect.orDie)
+    })
+  })
+)
