@@ -2,12 +2,12 @@ import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { PGlite } from "@electric-sql/pglite"
-import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { Effect, Layer, Redacted } from "effect"
 import { Config } from "../config.ts"
+import { EmbeddedPgServer } from "./embedded-pg-server.ts"
 
 /**
- * The embedded default: PGlite in DATA_DIR behind an in-process socket server,
+ * The embedded default: PGlite in DATA_DIR behind an in-process wire-protocol server,
  * so the very same PgClient, SQL and cluster storage run on it. One runner only:
  * PGlite is a single session, so it must never be shared by two processes.
  */
@@ -20,15 +20,11 @@ const embedded = (dataDir: string) =>
         Effect.promise(() => PGlite.create(dir)),
         (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
       )
-      const server = yield* Effect.acquireRelease(
-        Effect.promise(async () => {
-          const s = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections: 16 })
-          await s.start()
-          return s
-        }),
-        (s) => Effect.promise(() => s.stop()).pipe(Effect.ignore)
+      const server = new EmbeddedPgServer(db)
+      const port = yield* Effect.acquireRelease(
+        Effect.promise(() => server.listen()),
+        () => Effect.promise(() => server.close()).pipe(Effect.ignore)
       )
-      const port = Number(server.getServerConn().split(":").pop())
       return PgClient.layer({
         host: "127.0.0.1",
         port,

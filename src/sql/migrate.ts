@@ -1,17 +1,20 @@
 import { Effect, Layer } from "effect"
-import { Migrator } from "effect/sql"
+import { Migrator, SqlClient } from "effect/sql"
 import accounts from "./migrations/0001_accounts.ts"
 import clusterProbe from "./migrations/0002_cluster_probe.ts"
 
-/**
- * Versioned migrations, applied at start. The migrator locks its table, so
- * several nodes starting at once apply each migration exactly once.
- */
+/** Versioned migrations, applied at start. */
 export const migrations = {
   "0001_accounts": accounts,
   "0002_cluster_probe": clusterProbe
 }
 
-export const runMigrations = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
+const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
+
+/** Serialized across nodes by a transaction-scoped advisory lock, so racing starts apply each migration once. */
+export const runMigrations = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql.withTransaction(sql`SELECT pg_advisory_xact_lock(7270501)`.pipe(Effect.andThen(migrate)))
+})
 
 export const MigrationsLive = Layer.effectDiscard(Effect.orDie(runMigrations))

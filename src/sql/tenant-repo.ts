@@ -236,7 +236,7 @@ export const TenantRepoLive = Layer.effect(
       adjust: (entry) => sql.withTransaction(adjustIn(entry)).pipe(Effect.orDie),
       transactions: (tenantId, offset, limit) =>
         Effect.all([
-          sql`SELECT * FROM credit_transactions WHERE tenant_id = ${tenantId} ORDER BY id DESC OFFSET ${offset} LIMIT ${limit}`,
+          sql`SELECT * FROM credit_transactions WHERE tenant_id = ${tenantId} ORDER BY seq DESC OFFSET ${offset} LIMIT ${limit}`,
           sql<{ n: string }>`SELECT count(*) AS n FROM credit_transactions WHERE tenant_id = ${tenantId}`
         ]).pipe(Effect.orDie, Effect.map(([rows, [count]]) => ({ items: rows.map(toTransaction), total: Number(count!.n) }))),
       roles: (tenantId) =>

@@ -99,6 +99,7 @@ export default Effect.gen(function*() {
   yield* sql`
     CREATE TABLE credit_transactions (
       id text PRIMARY KEY,
+      seq bigserial NOT NULL,
       tenant_id text NOT NULL REFERENCES tenants(id),
       type text NOT NULL,
       amount numeric(18,4) NOT NULL,
@@ -109,7 +110,7 @@ export default Effect.gen(function*() {
       note text,
       created_at timestamptz NOT NULL DEFAULT now()
     )`
-  yield* sql`CREATE INDEX credit_transactions_tenant ON credit_transactions (tenant_id, id)`
+  yield* sql`CREATE INDEX credit_transactions_tenant ON credit_transactions (tenant_id, seq)`
   yield* sql`
     CREATE TABLE quota_overrides (
       tenant_id text NOT NULL REFERENCES tenants(id),

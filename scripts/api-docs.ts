@@ -1,0 +1,38 @@
+import { readFileSync, writeFileSync } from "node:fs"
+import { resolve } from "node:path"
+import { Context } from "effect"
+import { Api } from "../src/http/api.ts"
+import { Requires } from "../src/http/security.ts"
+
+const file = resolve(import.meta.dirname, "../docs/api.md")
+const start = "<!-- permissions:start -->"
+const end = "<!-- permissions:end -->"
+
+const planeOf = (group: string, required: string | undefined) =>
+  group === "control" ? "control (`x-internal-token`)" : required === undefined ? "public, no authentication"
+    : required.startsWith("cross_tenant:") ? "super-admin" : "`x-api-key`"
+
+/** The endpoint → permission table, read from the `Requires` annotations of the API definition. */
+export const permissionTable = (): string => {
+  const rows: Array<string> = ["| Method | Path | Permission | Plane |", "|---|---|---|---|"]
+  for (const group of Object.values(Api.groups)) {
+    for (const endpoint of Object.values(group.endpoints)) {
+      const required = Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires)
+      const path = endpoint.path.replace(/:([A-Za-z]+)/g, "{$1}")
+      rows.push(`| ${endpoint.method} | \`${path}\` | ${required ? `\`${required}\`` : "none"} | ${planeOf(group.identifier, required)} |`)
+    }
+  }
+  return rows.join("\n")
+}
+
+export const renderApiDocs = (current: string): string => {
+  const i = current.indexOf(start)
+  const j = current.indexOf(end)
+  if (i < 0 || j < 0) throw new Error(`docs/api.md lacks the ${start} / ${end} markers`)
+  return current.slice(0, i + start.length) + "\n" + permissionTable() + "\n" + current.slice(j)
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === resolve(import.meta.filename)) {
+  writeFileSync(file, renderApiDocs(readFileSync(file, "utf8")))
+  console.log("docs/api.md: permission table regenerated")
+}

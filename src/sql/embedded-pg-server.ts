@@ -1,0 +1,135 @@
+import { createServer, type Server, type Socket } from "node:net"
+import type { PGlite } from "@electric-sql/pglite"
+
+const SSL_REQUEST = 80877103
+const GSSENC_REQUEST = 80877104
+const CANCEL_REQUEST = 80877102
+
+/**
+ * A PostgreSQL wire-protocol front for one in-process PGlite, so the ordinary
+ * PgClient (and the cluster's SQL storage) can use it over several connections.
+ *
+ * PGlite is a single session. To keep connections from corrupting each other, a
+ * connection's messages run as whole batches (up to Sync, Query or Flush) under
+ * one lock, and a connection that leaves a transaction open keeps the lock until
+ * the transaction ends: other connections simply wait, as they would for a row lock.
+ */
+export class EmbeddedPgServer {
+  private server: Server | undefined
+  private owner: Socket | undefined
+  private waiters: Array<{ socket: Socket; resume: () => void }> = []
+
+  constructor(private readonly db: PGlite) {}
+
+  async listen(): Promise<number> {
+    await this.db.waitReady
+    const server = createServer((socket) => this.serve(socket))
+    this.server = server
+    await new Promise<void>((res, rej) => {
+      server.once("error", rej)
+      server.listen(0, "127.0.0.1", () => res())
+    })
+    return (server.address() as { port: number }).port
+  }
+
+  async close(): Promise<void> {
+    const server = this.server
+    if (!server) return
+    await new Promise<void>((res) => server.close(() => res()))
+  }
+
+  private acquire(socket: Socket): Promise<void> {
+    if (this.owner === undefined || this.owner === socket) {
+      this.owner = socket
+      return Promise.resolve()
+    }
+    return new Promise((resume) => this.waiters.push({ socket, resume: () => resume() }))
+  }
+
+  private release(socket: Socket) {
+    if (this.owner !== socket) return
+    const next = this.waiters.shift()
+    this.owner = next?.socket
+    next?.resume()
+  }
+
+  private serve(socket: Socket) {
+    socket.setNoDelay(true)
+    let buffer = Buffer.alloc(0)
+    let startup = true
+    let batch: Array<Uint8Array> = []
+    let chain = Promise.resolve()
+
+    const run = (messages: Array<Uint8Array>) => {
+      chain = chain.then(async () => {
+        if (socket.destroyed) return
+        await this.acquire(socket)
+        try {
+          for (const message of messages) {
+            await this.db.execProtocolRawStream(message, {
+              onRawData: (data) => {
+                if (!socket.destroyed) socket.write(data)
+              }
+            })
+          }
+        } finally {
+          if (!this.db.isInTransaction()) this.release(socket)
+        }
+      }).catch(() => socket.destroy())
+    }
+
+    socket.on("data", (chunk) => {
+      buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk])
+      for (;;) {
+        if (startup) {
+          if (buffer.length < 8) return
+          const length = buffer.readInt32BE(0)
+          if (buffer.length < length) return
+          const code = buffer.readInt32BE(4)
+          const message = buffer.subarray(0, length)
+          buffer = buffer.subarray(length)
+          if (code === SSL_REQUEST || code === GSSENC_REQUEST) {
+            socket.write("N")
+            continue
+          }
+          if (code === CANCEL_REQUEST) {
+            socket.end()
+            return
+          }
+          startup = false
+          run([new Uint8Array(message)])
+          continue
+        }
+        if (buffer.length < 5) return
+        const length = 1 + buffer.readInt32BE(1)
+        if (buffer.length < length) return
+        const type = String.fromCharCode(buffer[0]!)
+        const message = new Uint8Array(buffer.subarray(0, length))
+        buffer = buffer.subarray(length)
+        if (type === "X") {
+          socket.end()
+          return
+        }
+        batch.push(message)
+        // Sync, simple Query and Flush end a unit of work the client waits on.
+        if (type === "S" || type === "Q" || type === "H") {
+          run(batch)
+          batch = []
+        }
+      }
+    })
+
+    const cleanup = () => {
+      chain = chain.then(async () => {
+        if (this.owner === socket) {
+          // A connection that died inside a transaction must not leave it open.
+          if (this.db.isInTransaction()) await this.db.exec("ROLLBACK").catch(() => {})
+          this.release(socket)
+        }
+        this.waiters = this.waiters.filter((w) => w.socket !== socket)
+      })
+    }
+    socket.on("close", cleanup)
+    socket.on("error", () => socket.destroy())
+  }
+}

@@ -1,0 +1,83 @@
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { describe, expect, it } from "vitest"
+import { Config, loadConfig } from "../../src/config.ts"
+import { newId } from "../../src/ids.ts"
+import { DatabaseLive } from "../../src/sql/database.ts"
+import { runMigrations } from "../../src/sql/migrate.ts"
+import { TenantRepo, TenantRepoLive } from "../../src/sql/tenant-repo.ts"
+import { createTestDatabase } from "../support/server-process.ts"
+
+const databases = [
+  { name: "embedded", url: async () => undefined as string | undefined },
+  ...(process.env.DATABASE_URL ? [{ name: "postgres", url: () => createTestDatabase(process.env.DATABASE_URL!) }] : [])
+]
+
+/** A database for one test: a fresh PostgreSQL database, or a fresh embedded data dir. */
+const databaseOf = (url: string | undefined) =>
+  loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "trawl-sql-")), ...(url ? { DATABASE_URL: url } : {}) })
+
+const layerFor = (config: ReturnType<typeof loadConfig>) =>
+  TenantRepoLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(Layer.succeed(Config, config)))
+
+describe.each(databases)("accounts SQL ($name)", (db) => {
+  it("applies migrations once, also when several nodes start at the same time", async () => {
+    const config = databaseOf(await db.url())
+    const results = await Effect.runPromise(
+      Effect.all([runMigrations, runMigrations, runMigrations], { concurrency: "unbounded" }).pipe(
+        Effect.provide(layerFor(config)),
+        Effect.scoped
+      )
+    )
+    const applied = results.flat().map(([id]) => id)
+    expect(applied.sort()).toEqual([1, 2])
+    const again = await Effect.runPromise(runMigrations.pipe(Effect.provide(layerFor(config)), Effect.scoped))
+    expect(again).toEqual([])
+  }, 60_000)
+
+  it("never lets concurrent debits take the balance below zero, and keeps the ledger consistent", async () => {
+    const config = databaseOf(await db.url())
+    await Effect.runPromise(
+      Effect.gen(function*() {
+        yield* runMigrations
+        const repo = yield* TenantRepo
+        const tenantId = newId("ten")
+        yield* repo.bootstrap({
+          tenantId,
+          name: "t",
+          isInternal: false,
+          plan: "starter",
+          credits: "1.00",
+          email: `${tenantId}@example.com`,
+          passwordHash: null,
+          apiKey: { id: newId("key"), prefix: "trawl_abcdef", hash: tenantId, rateLimitPerMinute: 600 }
+        })
+        const debits = Array.from({ length: 15 }, () =>
+          repo.adjust({ id: newId("txn"), tenantId, type: "debit", amount: "-0.10", note: null })
+        )
+        const results = yield* Effect.all(debits, { concurrency: "unbounded" })
+        expect(results.filter((r) => r.ok)).toHaveLength(10)
+        expect(results.filter((r) => !r.ok)).toHaveLength(5)
+        expect(yield* repo.balance(tenantId)).toBe("0.00")
+        // Every entry's balanceAfter is the previous one plus its amount.
+        const ledger = (yield* repo.transactions(tenantId, 0, 100)).items.slice().reverse() // oldest first
+        let running = 0
+        for (const entry of ledger) {
+          running = Math.round((running + Number(entry.amount)) * 10_000) / 10_000
+          expect(Number(entry.balanceAfter)).toBe(running)
+        }
+        // Re-applying an entry id changes nothing.
+        const first = ledger[1]!
+        const again = yield* repo.adjust({ id: first.id, tenantId, type: "debit", amount: "-0.10", note: null })
+        expect(again.ok && again.transaction.id).toBe(first.id)
+        expect(yield* repo.balance(tenantId)).toBe("0.00")
+        const sql = yield* SqlClient.SqlClient
+        const [count] = yield* sql<{ n: string }>`SELECT count(*) AS n FROM credit_transactions WHERE tenant_id = ${tenantId}`
+        expect(Number(count!.n)).toBe(11)
+      }).pipe(Effect.provide(layerFor(config)), Effect.scoped)
+    )
+  }, 60_000)
+})

@@ -1,0 +1,24 @@
+import { readFileSync } from "node:fs"
+import { resolve } from "node:path"
+import { Context } from "effect"
+import { describe, expect, it } from "vitest"
+import { Api } from "../../src/http/api.ts"
+import { Requires } from "../../src/http/security.ts"
+import { renderApiDocs } from "../../scripts/api-docs.ts"
+
+describe("the endpoint → permission table", () => {
+  it("in docs/api.md is the one generated from the API definition (run `npm run docs`)", () => {
+    const current = readFileSync(resolve(import.meta.dirname, "../../docs/api.md"), "utf8")
+    expect(renderApiDocs(current)).toBe(current)
+  })
+
+  it("covers every endpoint behind an API key", () => {
+    for (const group of Object.values(Api.groups)) {
+      if (group.identifier === "control" || group.identifier === "system") continue
+      for (const endpoint of Object.values(group.endpoints)) {
+        const required = Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires)
+        expect(required, `${group.identifier}.${endpoint.name}`).toMatch(/^[a-z_*-]+:[a-z*-]+:(read|write|\*)$/)
+      }
+    }
+  })
+})
