@@ -1,0 +1,53 @@
+/**
+ * Domain identity and URL normalisation (contract §7 "domainId", page history).
+ */
+import { isIP } from "node:net"
+import { getDomain } from "tldts"
+
+const toUrl = (input: string | URL): URL | null => {
+  if (input instanceof URL) return input
+  if (typeof input !== "string" || input.trim() === "") return null
+  try {
+    return new URL(input.trim())
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Lower-case registrable domain ("eTLD+1") of the URL's host, using the full Public Suffix List
+ * (ICANN and private sections, the browser notion of a "site"):
+ * `news.example.co.uk` → `example.co.uk`, `alice.github.io` → `alice.github.io`.
+ * An IP literal is itself (IPv6 without brackets), `localhost` and other single-label or
+ * suffix-only hosts are the host itself. `null` when the input is not a URL with a host.
+ */
+export const domainIdOf = (input: string | URL): string | null => {
+  const url = toUrl(input)
+  if (!url || url.hostname === "") return null
+  const host = url.hostname.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.$/, "")
+  if (host === "") return null
+  if (isIP(host)) return host
+  const domain = getDomain(host, { allowPrivateDomains: true, extractHostname: false })
+  return (domain ?? host).toLowerCase()
+}
+
+/**
+ * Canonical form of a URL for page history: lower-case scheme and host (WHATWG), default port
+ * dropped, fragment dropped, query parameters sorted by name (stable for equal names, so
+ * `a=2&a=1` keeps its order), empty query dropped, path kept as is.
+ * Returns the input unchanged when it is not a URL.
+ */
+export const normalizeUrl = (input: string | URL): string => {
+  const parsed = toUrl(input)
+  if (!parsed) return typeof input === "string" ? input : String(input)
+  const url = new URL(parsed.href)
+  url.hash = ""
+  if (url.hostname.endsWith(".") && url.hostname.length > 1 && !url.hostname.startsWith("[")) {
+    url.hostname = url.hostname.slice(0, -1)
+  }
+  const params = [...url.searchParams.entries()]
+  params.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+  const sorted = new URLSearchParams(params).toString()
+  url.search = sorted === "" ? "" : "?" + sorted
+  return url.href
+}

@@ -1,0 +1,415 @@
+/**
+ * Browser engines driven by Playwright: `brave` (Chromium family, default the system Chromium at
+ * /usr/bin/chromium, BRAVE_PATH overrides) and `camoufox` (a Firefox build, CAMOUFOX_PATH).
+ *
+ * One long-lived browser per engine instance (per node), a fresh context per fetch (always
+ * closed), a cap on concurrent pages, and the browser recycled after N pages (a retiring browser
+ * closes once its last page is done).
+ *
+ * SSRF: the target is checked (resolve + classify) before the browser is involved; every request
+ * of the context goes through `context.route('**' + '/*')` (scheme + resolve + classify, refused ones
+ * aborted) and through a per-fetch guard proxy (guard-proxy.ts) that resolves names itself with the
+ * safe lookup, so redirect hops (invisible to `route`) and DNS rebinding are covered too.
+ */
+import { access, constants } from "node:fs/promises"
+import { chromium, firefox, type Browser, type BrowserContext, type Page, type Request, type Response } from "playwright-core"
+import { type AddressClassifier, checkUrl, type CheckResult, type LookupFunction } from "../ssrf.js"
+import { Semaphore } from "../semaphore.js"
+import { classifyError, classifyResponse, errorText } from "./classify.js"
+import { startGuardProxy, type GuardProxy } from "./guard-proxy.js"
+import { type Attempt, type Classification, type Engine, emptyAttempt, type FetchRequest } from "./types.js"
+
+export const DEFAULT_CHROMIUM_PATH = "/usr/bin/chromium"
+
+/** Flags every Chromium launch gets (headless, no background traffic, no QUIC). */
+export const CHROMIUM_BASE_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-dev-shm-usage",
+  "--disable-default-apps",
+  "--disable-domain-reliability",
+  "--disable-client-side-phishing-detection",
+  "--no-pings",
+  "--metrics-recording-only"
+]
+
+/** Firefox preferences that silence background connections. */
+const FIREFOX_QUIET_PREFS: Record<string, string | number | boolean> = {
+  "app.update.enabled": false,
+  "browser.safebrowsing.malware.enabled": false,
+  "browser.safebrowsing.phishing.enabled": false,
+  "network.captive-portal-service.enabled": false,
+  "network.connectivity-service.enabled": false,
+  "toolkit.telemetry.enabled": false,
+  "datareporting.policy.dataSubmissionEnabled": false,
+  "network.http.http3.enable": false,
+  "network.dns.disablePrefetch": true,
+  "network.prefetch-next": false
+}
+
+export interface BrowserEngineOptions {
+  name: "brave" | "camoufox"
+  /** Browser binary; `brave` defaults to /usr/bin/chromium, `camoufox` has no default. */
+  executablePath?: string | undefined
+  /** Concurrent pages per engine (node). Default 4. */
+  maxPages?: number
+  /** Pages served before the browser is replaced. Default 100. */
+  recycleAfterPages?: number
+  /** Cap on the rendered HTML size. Default 10 MiB. */
+  maxBodyBytes?: number
+  /** Extra launch arguments (tests use --host-resolver-rules). */
+  launchArgs?: string[]
+  /** After `load`, wait up to this long for the network to go idle (JS-injected content). Default 2000. */
+  settleMs?: number
+  /** When the page looks like a wall, wait up to this long for it to navigate by itself. Default 8000. */
+  challengeWaitMs?: number
+  /** Test hooks for the SSRF guard. */
+  lookup?: LookupFunction
+  classify?: AddressClassifier
+}
+
+interface BrowserSlot {
+  browser: Browser
+  served: number
+  active: number
+  retiring: boolean
+}
+
+const PASSTHROUGH_SCHEMES = new Set(["data:", "blob:", "about:"])
+
+export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
+  const name = opts.name
+  const kind = name === "camoufox" ? "firefox" : "chromium"
+  const executablePath = opts.executablePath && opts.executablePath.trim() !== "" ? opts.executablePath : name === "brave" ? DEFAULT_CHROMIUM_PATH : undefined
+  const maxBody = opts.maxBodyBytes ?? 10 * 1024 * 1024
+  const recycleAfter = Math.max(1, opts.recycleAfterPages ?? 100)
+  const settleMs = opts.settleMs ?? 2000
+  const challengeWaitMs = opts.challengeWaitMs ?? 8000
+  const pages = new Semaphore(Math.max(1, opts.maxPages ?? 4))
+  let current: Promise<BrowserSlot> | null = null
+  let userAgent: string | undefined
+  let closed = false
+  const live = new Set<BrowserSlot>()
+
+  const available = async (): Promise<boolean> => {
+    if (!executablePath) return false
+    try {
+      await access(executablePath, constants.X_OK)
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  const launch = async (): Promise<BrowserSlot> => {
+    const browser =
+      kind === "chromium"
+        ? await chromium.launch({
+            executablePath: executablePath!,
+            headless: true,
+            args: [...CHROMIUM_BASE_ARGS, ...(opts.launchArgs ?? [])],
+            timeout: 30_000
+          })
+        : await firefox.launch({
+            executablePath: executablePath!,
+            headless: true,
+            args: opts.launchArgs ?? [],
+            firefoxUserPrefs: FIREFOX_QUIET_PREFS,
+            timeout: 30_000
+          })
+    if (kind === "chromium" && !userAgent) {
+      // headless Chromium announces "HeadlessChrome"; present the regular desktop UA instead
+      const major = browser.version().split(".")[0]
+      userAgent = `Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/${major}.0.0.0 Safari/537.36`
+    }
+    const slot: BrowserSlot = { browser, served: 0, active: 0, retiring: false }
+    live.add(slot)
+    browser.on("disconnected", () => {
+      live.delete(slot)
+      slot.retiring = true
+    })
+    return slot
+  }
+
+  const acquireBrowser = async (): Promise<BrowserSlot> => {
+    for (let i = 0; i < 3; i++) {
+      if (!current) {
+        const p = launch()
+        current = p
+        p.catch(() => {
+          if (current === p) current = null
+        })
+      }
+      const slot = await current
+      if (slot.retiring || !slot.browser.isConnected()) {
+        if (current && (await current) === slot) current = null
+        continue
+      }
+      slot.active++
+      slot.served++
+      if (slot.served >= recycleAfter) {
+        slot.retiring = true
+        current = null
+      }
+      return slot
+    }
+    throw new Error("could not obtain a browser")
+  }
+
+  const releaseBrowser = (slot: BrowserSlot) => {
+    slot.active--
+    if (slot.retiring && slot.active <= 0) {
+      live.delete(slot)
+      slot.browser.close().catch(() => {})
+    }
+  }
+
+  const fetch = async (req: FetchRequest): Promise<Attempt> => {
+    const t0 = performance.now()
+    const remaining = () => req.timeoutMs - (performance.now() - t0)
+    if (req.signal?.aborted) return emptyAttempt(name, "cancelled", t0, { error: "cancelled before start" })
+    if (closed) return emptyAttempt(name, "engine_unavailable", t0, { error: "engine closed" })
+    if (!(await available())) {
+      return emptyAttempt(name, "engine_unavailable", t0, {
+        error: executablePath ? `browser binary not found at ${executablePath}` : `no binary configured for ${name}`
+      })
+    }
+    const guard = { allowPrivate: req.allowPrivate, lookup: opts.lookup, classify: opts.classify }
+    const pre = await checkUrl(req.url, guard)
+    if (!pre.ok) {
+      return emptyAttempt(name, pre.reason === "dns_error" ? "dns_error" : "unsafe_url", t0, {
+        finalUrl: req.url,
+        error: `${pre.reason}: ${pre.detail}`
+      })
+    }
+
+    const deadline = new AbortController()
+    const timer = setTimeout(() => deadline.abort(new DOMException("attempt timed out", "TimeoutError")), req.timeoutMs)
+    const signal = req.signal ? AbortSignal.any([req.signal, deadline.signal]) : deadline.signal
+    const outcome = (e?: unknown): Classification =>
+      req.signal?.aborted ? "cancelled" : deadline.signal.aborted ? "timeout" : e === undefined ? "connection_error" : classifyError(e)
+
+    let releasePage: (() => void) | undefined
+    let slot: BrowserSlot | undefined
+    let proxy: GuardProxy | undefined
+    let context: BrowserContext | undefined
+    let onAbort: (() => void) | undefined
+    const redirects: string[] = []
+    try {
+      releasePage = await pages.acquire(signal)
+      try {
+        slot = await acquireBrowser()
+      } catch (e) {
+        return emptyAttempt(name, "engine_unavailable", t0, { error: `browser launch failed: ${errorText(e)}` })
+      }
+      proxy = await startGuardProxy(guard)
+      context = await slot.browser.newContext({
+        proxy: { server: proxy.url },
+        ignoreHTTPSErrors: true,
+        javaScriptEnabled: true,
+        acceptDownloads: false,
+        serviceWorkers: "block",
+        locale: "en-US",
+        viewport: { width: 1366, height: 768 },
+        ...(userAgent ? { userAgent } : {})
+      })
+      const ctx = context
+      onAbort = () => void ctx.close().catch(() => {})
+      signal.addEventListener("abort", onAbort, { once: true })
+      if (signal.aborted) throw signal.reason
+
+      // request-level guard: scheme + resolve + classify, cached per origin for this fetch
+      let mainRefusal: string | undefined
+      const checks = new Map<string, Promise<CheckResult>>()
+      const isMainNavigation = (r: Request) => {
+        try {
+          return r.isNavigationRequest() && r.frame().parentFrame() === null
+        } catch {
+          return false
+        }
+      }
+      await context.route("**/*", async (route) => {
+        const request = route.request()
+        const raw = request.url()
+        let u: URL
+        try {
+          u = new URL(raw)
+        } catch {
+          return route.abort("blockedbyclient").catch(() => {})
+        }
+        if (PASSTHROUGH_SCHEMES.has(u.protocol)) return route.continue().catch(() => {})
+        let verdict = checks.get(u.origin)
+        if (!verdict) checks.set(u.origin, (verdict = checkUrl(u, guard)))
+        const r = await verdict
+        if (!r.ok && r.reason !== "dns_error") {
+          if (isMainNavigation(request)) mainRefusal ??= `${raw}: ${r.reason}: ${r.detail}`
+          return route.abort("blockedbyclient").catch(() => {})
+        }
+        return route.continue().catch(() => {})
+      })
+
+      const page: Page = await context.newPage()
+      let lastMain: Response | null = null
+      const failedNavigations: string[] = []
+      page.on("response", (r) => {
+        if (isMainNavigation(r.request())) lastMain = r
+      })
+      page.on("requestfailed", (r) => {
+        if (isMainNavigation(r)) failedNavigations.push(r.url())
+      })
+
+      const refusedMain = (): string | undefined => {
+        if (mainRefusal) return mainRefusal
+        const urls = [...failedNavigations, ...(lastMain ? [(lastMain as Response).url()] : [])]
+        for (const u of urls) {
+          const r = proxy!.refused(u)
+          if (r) return `${r.target}: ${r.reason}`
+        }
+        return undefined
+      }
+
+      let navError: unknown
+      try {
+        lastMain = (await page.goto(req.url, { waitUntil: "domcontentloaded", timeout: Math.max(1, remaining()) })) ?? lastMain
+      } catch (e) {
+        navError = e
+      }
+      const refusal = refusedMain()
+      if (refusal) {
+        return emptyAttempt(name, "unsafe_url", t0, { finalUrl: page.url(), redirects: chainOf(lastMain), error: `refused: ${refusal}` })
+      }
+      if (navError !== undefined || !lastMain) {
+        return emptyAttempt(name, navError !== undefined ? outcome(navError) : "connection_error", t0, {
+          finalUrl: req.url,
+          error: navError !== undefined ? errorText(navError) : "no response"
+        })
+      }
+
+      // let scripts run: load, then a bounded network-idle wait
+      const settle = async () => {
+        await page.waitForLoadState("load", { timeout: Math.max(1, Math.min(remaining(), 15_000)) }).catch(() => {})
+        await page.waitForLoadState("networkidle", { timeout: Math.max(1, Math.min(remaining(), settleMs)) }).catch(() => {})
+      }
+      await settle()
+
+      // a challenge page usually navigates by itself once its script ran (cookie + reload)
+      let html = ""
+      let verdict: { classification: Classification; marker?: string } = { classification: "ok" }
+      for (let round = 0; round < 4; round++) {
+        html = await page.content().catch(() => "")
+        const main = lastMain as Response
+        verdict = classifyResponse(main.status(), Buffer.from(html))
+        // only a recognised wall (marker) is worth waiting for; a bare 403/429 will not move
+        if (verdict.classification !== "blocked" || !verdict.marker || remaining() < 500 || round === 3) break
+        const navigated = await page
+          .waitForEvent("framenavigated", {
+            predicate: (f) => f === page.mainFrame(),
+            timeout: Math.max(1, Math.min(remaining() - 250, challengeWaitMs))
+          })
+          .then(() => true)
+          .catch(() => false)
+        if (!navigated) break
+        await settle()
+      }
+      if (signal.aborted) throw signal.reason
+
+      const refusalAfter = refusedMain()
+      if (refusalAfter) {
+        return emptyAttempt(name, "unsafe_url", t0, { finalUrl: page.url(), redirects: chainOf(lastMain), error: `refused: ${refusalAfter}` })
+      }
+      const main = lastMain as Response
+      redirects.push(...chainOf(main))
+      const body = Buffer.from(html)
+      const headers = await main.allHeaders().catch(() => main.headers())
+      const contentType = headers["content-type"] ?? null
+      if (body.byteLength > maxBody) {
+        return emptyAttempt(name, "too_large", t0, {
+          httpStatus: main.status(),
+          finalUrl: page.url(),
+          contentType,
+          bytes: body.byteLength,
+          redirects,
+          error: `rendered HTML larger than ${maxBody} bytes`
+        })
+      }
+
+      let screenshot: Buffer | null = null
+      let screenshotUnavailable: string | undefined
+      if (req.screenshot) {
+        const s = req.screenshot
+        try {
+          screenshot = await page.screenshot({
+            type: s.format,
+            ...(s.format === "jpeg" ? { quality: Math.min(100, Math.max(0, Math.round(s.quality ?? 80))) } : {}),
+            fullPage: s.fullPage ?? false,
+            timeout: Math.max(1000, Math.min(remaining(), 30_000)),
+            animations: "disabled"
+          })
+        } catch (e) {
+          if (signal.aborted) throw signal.reason
+          screenshotUnavailable = `screenshot failed: ${errorText(e)}`
+        }
+      }
+
+      return {
+        engine: name,
+        classification: verdict.classification,
+        httpStatus: main.status(),
+        finalUrl: page.url(),
+        contentType,
+        body,
+        bytes: body.byteLength,
+        screenshot,
+        ...(screenshotUnavailable ? { screenshotUnavailable } : {}),
+        durationMs: Math.round(performance.now() - t0),
+        redirects,
+        ...(verdict.marker ? { error: `bot wall detected (${verdict.marker})` } : {})
+      }
+    } catch (e) {
+      return emptyAttempt(name, outcome(e), t0, { finalUrl: req.url, redirects, error: signal.aborted ? String((signal.reason as Error)?.message ?? "aborted") : errorText(e) })
+    } finally {
+      clearTimeout(timer)
+      if (onAbort) signal.removeEventListener("abort", onAbort)
+      if (context) await context.close().catch(() => {})
+      if (proxy) await proxy.close().catch(() => {})
+      if (slot) releaseBrowser(slot)
+      releasePage?.()
+    }
+  }
+
+  return {
+    name,
+    available,
+    fetch,
+    close: async () => {
+      closed = true
+      const slots = [...live]
+      live.clear()
+      current = null
+      await Promise.all(slots.map((s) => s.browser.close().catch(() => {})))
+    }
+  }
+}
+
+/** URLs that answered with a redirect before `response`, oldest first. */
+const chainOf = (response: Response | null): string[] => {
+  const out: string[] = []
+  let r = response?.request().redirectedFrom() ?? null
+  while (r) {
+    out.unshift(r.url())
+    r = r.redirectedFrom()
+  }
+  return out
+}
+
+/** Convenience factories matching the contract's variables. */
+export const createBraveEngine = (o: Omit<BrowserEngineOptions, "name"> & { bravePath?: string | undefined } = {}) =>
+  createBrowserEngine({ ...o, name: "brave", executablePath: o.bravePath ?? o.executablePath })
+
+export const createCamoufoxEngine = (o: Omit<BrowserEngineOptions, "name"> & { camoufoxPath?: string | undefined } = {}) =>
+  createBrowserEngine({ ...o, name: "camoufox", executablePath: o.camoufoxPath ?? o.executablePath })

@@ -1,0 +1,161 @@
+/**
+ * Maps responses and errors of every engine to one `Classification`.
+ * The table is documented in docs/crawling.md.
+ */
+import { isUnsafeAddressError } from "../ssrf.js"
+import type { Classification } from "./types.js"
+
+/**
+ * Markers that only appear on bot walls / challenge interstitials. Checked on any page size.
+ * (Crawlee's own RETRY_CSS_SELECTORS cover Cloudflare Turnstile and Incapsula; these are broader.)
+ */
+const STRONG_MARKERS = [
+  "cf-challenge",
+  "cf_chl_opt",
+  "cf-browser-verification",
+  'id="challenge-form"',
+  "challenge-running",
+  "<title>just a moment...</title>",
+  "attention required! | cloudflare",
+  "_incapsula_resource",
+  "px-captcha",
+  "captcha-delivery.com",
+  "geo.captcha-delivery",
+  "/_sec/cp_challenge/",
+  "ak_bmsc_challenge",
+  "data-cf-challenge",
+  "challenges.cloudflare.com/cdn-cgi/challenge-platform"
+]
+
+/** Phrases that mean a wall only on a page with little visible text. */
+const WEAK_MARKERS = [
+  "captcha",
+  "verify you are human",
+  "verify that you are human",
+  "verify you are a human",
+  "are you a robot",
+  "not a robot",
+  "checking your browser",
+  "checking if the site connection is secure",
+  "unusual traffic",
+  "automated queries",
+  "bot detection",
+  "enable javascript and cookies to continue",
+  "please enable javascript to continue",
+  "request unsuccessful. incapsula",
+  "access denied",
+  "pardon our interruption"
+]
+
+/** Visible text at most this long makes a page "small" for the weak markers. */
+const SMALL_PAGE_TEXT_CHARS = 2_000
+/** Pages above this size are never scanned (a wall is small). */
+const MAX_SCAN_BYTES = 2 * 1024 * 1024
+
+const visibleText = (html: string): string =>
+  html
+    .replace(/<(script|style|noscript|template)\b[^>]*>[\s\S]*?<\/\1\s*>/gi, " ")
+    .replace(/<!--[\s\S]*?-->/g, " ")
+    .replace(/<[^>]+>/g, " ")
+    .replace(/&nbsp;|&#160;/gi, " ")
+    .replace(/\s+/g, " ")
+    .trim()
+
+/**
+ * Generic bot-wall / captcha detection. Returns the marker that matched, or null.
+ * A strong marker matches anywhere; a weak phrase only when the page has little visible text
+ * (a normal article that mentions "captcha" is not a wall) and it appears in the title or text.
+ */
+export const detectBotWall = (body: Buffer | string | null): string | null => {
+  if (!body) return null
+  const len = typeof body === "string" ? body.length : body.byteLength
+  if (len === 0 || len > MAX_SCAN_BYTES) return null
+  const html = (typeof body === "string" ? body : body.toString("utf8")).toLowerCase()
+  for (const m of STRONG_MARKERS) if (html.includes(m)) return m
+  // cheap pre-filter: the costly visible-text pass only runs when a weak marker occurs at all
+  if (!WEAK_MARKERS.some((m) => html.includes(m)) && !/captcha|cf-turnstile/.test(html)) return null
+  const text = visibleText(html)
+  if (text.length > SMALL_PAGE_TEXT_CHARS) return null
+  const title = /<title[^>]*>([\s\S]*?)<\/title>/.exec(html)?.[1] ?? ""
+  for (const m of WEAK_MARKERS) if (text.includes(m) || title.includes(m)) return m
+  // a captcha widget on an otherwise empty page
+  if (text.length < 300 && /g-recaptcha|h-captcha|hcaptcha\.com|cf-turnstile|recaptcha\/api/.test(html)) return "captcha-widget"
+  return null
+}
+
+const isBlank = (body: Buffer | null): boolean => {
+  if (!body || body.byteLength === 0) return true
+  if (body.byteLength > 64) return false
+  return body.toString("utf8").trim() === ""
+}
+
+/** Classification of a response the target answered with. */
+export const classifyResponse = (status: number, body: Buffer | null): { classification: Classification; marker?: string } => {
+  if (status === 403 || status === 429 || status === 503 || (status >= 200 && status < 300)) {
+    const marker = detectBotWall(body)
+    if (marker) return { classification: "blocked", marker }
+  }
+  if (status === 403 || status === 429) return { classification: "blocked" }
+  if (status === 404 || status === 410) return { classification: "not_found" }
+  if (status >= 500) return { classification: "server_error" }
+  if (status >= 200 && status < 300 && isBlank(body)) return { classification: "empty" }
+  // Any other status the target answered with (401, 451, 3xx without Location, ...) is content.
+  return { classification: "ok" }
+}
+
+const DNS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_FAIL", "EAI_NODATA", "EAI_NONAME", "ENODATA", "ESERVFAIL", "EDNS"])
+const TIMEOUT_CODES = new Set(["ETIMEDOUT", "ESOCKETTIMEDOUT", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"])
+
+const codesOf = (e: unknown): string[] => {
+  const out: string[] = []
+  let cur: unknown = e
+  for (let i = 0; i < 5 && cur && typeof cur === "object"; i++) {
+    const c = (cur as { code?: unknown }).code
+    if (typeof c === "string") out.push(c)
+    const n = (cur as { name?: unknown }).name
+    if (typeof n === "string") out.push(n)
+    cur = (cur as { cause?: unknown }).cause
+  }
+  return out
+}
+
+const messagesOf = (e: unknown): string => {
+  const parts: string[] = []
+  let cur: unknown = e
+  for (let i = 0; i < 5 && cur; i++) {
+    parts.push(String((cur as { message?: unknown }).message ?? cur))
+    cur = (cur as { cause?: unknown }).cause
+  }
+  return parts.join(" | ")
+}
+
+/** Classification of a failure (no usable response): HTTP client errors and browser net errors. */
+export const classifyError = (e: unknown): Classification => {
+  if (isUnsafeAddressError(e)) return "unsafe_url"
+  const codes = codesOf(e)
+  const msg = messagesOf(e)
+  if (codes.some((c) => DNS_CODES.has(c)) || /ERR_NAME_NOT_RESOLVED|ERR_NAME_RESOLUTION_FAILED|NS_ERROR_UNKNOWN_HOST/.test(msg)) {
+    return "dns_error"
+  }
+  if (
+    codes.some((c) => TIMEOUT_CODES.has(c) || c === "TimeoutError") ||
+    /ERR_TIMED_OUT|ERR_CONNECTION_TIMED_OUT|NS_ERROR_NET_TIMEOUT|Timeout \d+ms exceeded/.test(msg)
+  ) {
+    return "timeout"
+  }
+  if (
+    codes.some((c) => /^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED|ERR_OSSL)/.test(c)) ||
+    /ERR_CERT_|ERR_SSL_|SSL_ERROR_|SEC_ERROR_|ssl3_|tls_process|wrong version number|handshake failure/i.test(msg)
+  ) {
+    return "tls_error"
+  }
+  if (codes.includes("AbortError") || codes.includes("ABORT_ERR") || codes.includes("ERR_ABORTED")) return "cancelled"
+  return "connection_error"
+}
+
+/** Short human-readable text of an error for `Attempt.error`. */
+export const errorText = (e: unknown): string => {
+  const codes = codesOf(e).filter((c) => c !== "Error" && c !== "RequestError")
+  const msg = String((e as { message?: unknown })?.message ?? e).split("\n")[0]!.slice(0, 300)
+  return codes.length > 0 && !msg.includes(codes[0]!) ? `${codes[0]}: ${msg}` : msg
+}

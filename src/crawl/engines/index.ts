@@ -1,0 +1,51 @@
+/**
+ * The node's engine set, built once at start from configuration (contract §1).
+ */
+import type { CrawlConfig } from "../config.js"
+import { DEFAULT_CRAWL_CONFIG } from "../config.js"
+import { createBrowserEngine } from "./browser.js"
+import { createHttpEngine } from "./http.js"
+import type { Engine, EngineName } from "./types.js"
+
+export interface EngineSettings {
+  /** BRAVE_PATH; default /usr/bin/chromium. */
+  bravePath?: string | undefined
+  /** CAMOUFOX_PATH; unset → camoufox is `engine_unavailable`. */
+  camoufoxPath?: string | undefined
+  /** ALTERNATE_PROXY_URL; unset → `alternate` goes direct. */
+  alternateProxyUrl?: string | undefined
+  crawl?: CrawlConfig
+}
+
+export type EngineSet = Record<EngineName, Engine> & { close(): Promise<void> }
+
+/** One long-lived instance of every engine; call `close()` on shutdown. */
+export const createEngines = (s: EngineSettings = {}): EngineSet => {
+  const c = s.crawl ?? DEFAULT_CRAWL_CONFIG
+  const httpCommon = {
+    maxBodyBytes: c.maxBodyBytes,
+    maxRedirects: c.maxRedirects,
+    transport: c.http.transport,
+    maxSocketsPerOrigin: c.http.maxSocketsPerOrigin,
+    headerPoolSize: c.http.headerPoolSize
+  }
+  const browserCommon = {
+    maxBodyBytes: c.maxBodyBytes,
+    maxPages: c.browser.maxPages,
+    recycleAfterPages: c.browser.recycleAfterPages,
+    settleMs: c.browser.settleMs,
+    challengeWaitMs: c.browser.challengeWaitMs
+  }
+  const engines = {
+    http: createHttpEngine({ ...httpCommon, name: "http" }),
+    alternate: createHttpEngine({ ...httpCommon, name: "alternate", proxyUrl: s.alternateProxyUrl }),
+    brave: createBrowserEngine({ ...browserCommon, name: "brave", executablePath: s.bravePath }),
+    camoufox: createBrowserEngine({ ...browserCommon, name: "camoufox", executablePath: s.camoufoxPath })
+  }
+  return {
+    ...engines,
+    close: async () => {
+      await Promise.all(Object.values(engines).map((e) => e.close?.()))
+    }
+  }
+}

@@ -1,0 +1,197 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createBraveEngine, createCamoufoxEngine } from "../../src/crawl/engines/browser.js"
+import { startGuardProxy } from "../../src/crawl/engines/guard-proxy.js"
+import { classifyAddress } from "../../src/crawl/ssrf.js"
+import { ARTICLE, type Fixture, fakeLookup, hasChromium, html, jsChallenge, NO_CHROMIUM_REASON, page, startFixture, testBrowserArgs } from "./fixture.js"
+
+const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+const JPEG_MAGIC = Buffer.from([0xff, 0xd8, 0xff])
+
+describe("camoufox without a binary", () => {
+  it("is unavailable and answers engine_unavailable", async () => {
+    const unset = createCamoufoxEngine({})
+    expect(await unset.available()).toBe(false)
+    expect(await unset.fetch({ url: "http://127.0.0.1:9/", timeoutMs: 1000, allowPrivate: true })).toMatchObject({
+      engine: "camoufox",
+      classification: "engine_unavailable"
+    })
+    const missing = createCamoufoxEngine({ camoufoxPath: "/nonexistent/camoufox" })
+    expect(await missing.available()).toBe(false)
+  })
+})
+
+describe("guard proxy (no browser)", () => {
+  it("refuses a CONNECT to a non-public address and records it", async () => {
+    const internal = await startFixture({})
+    const proxy = await startGuardProxy({ allowPrivate: false })
+    const net = await import("node:net")
+    const answer = await new Promise<string>((resolve) => {
+      const s = net.connect(Number(new URL(proxy.url).port), "127.0.0.1", () => s.write(`CONNECT 127.0.0.1:${internal.port} HTTP/1.1\r\nHost: 127.0.0.1:${internal.port}\r\n\r\n`))
+      let buf = ""
+      s.on("data", (d) => (buf += d.toString()))
+      s.on("close", () => resolve(buf))
+    })
+    expect(answer).toMatch(/^HTTP\/1.1 403/)
+    expect(proxy.refused(`https://127.0.0.1:${internal.port}/x`)).toBeTruthy()
+    expect(internal.connections()).toBe(0)
+    await proxy.close()
+    await internal.close()
+  })
+})
+
+describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
+  let site: Fixture
+  const engine = createBraveEngine({ launchArgs: testBrowserArgs(), maxPages: 2, recycleAfterPages: 5, settleMs: 500 })
+  beforeAll(async () => {
+    site = await startFixture({
+      "/ok": page(200, ARTICLE),
+      "/js": page(200, html(`<div id="app"></div><script>document.getElementById("app").textContent = "content injected by JavaScript"</script>`)),
+      "/challenge": jsChallenge,
+      "/forbidden": page(403, html("<h1>Forbidden</h1>")),
+      "/boom": page(500, html("<h1>Oops</h1>")),
+      "/redirect": (_req, res) => res.writeHead(302, { location: "/ok" }).end(),
+      "/tall": page(200, html(`<div style="height:3000px;background:linear-gradient(red,blue)">tall page</div>`)),
+      "/big": page(200, html(`<p>${"z".repeat(300 * 1024)}</p>`)),
+      "/slow": (_req, res) => {
+        const t = setTimeout(() => res.writeHead(200).end(ARTICLE), 15_000)
+        res.on("close", () => clearTimeout(t))
+      }
+    })
+  })
+  afterAll(async () => {
+    await engine.close?.()
+    await site.close()
+  })
+  const get = (path: string, extra: Partial<Parameters<typeof engine.fetch>[0]> = {}) =>
+    engine.fetch({ url: site.url(path), timeoutMs: 20_000, allowPrivate: true, ...extra })
+
+  it("renders a page, including content injected by JavaScript", async () => {
+    const a = await get("/js")
+    expect(a).toMatchObject({ engine: "brave", classification: "ok", httpStatus: 200, finalUrl: site.url("/js") })
+    expect(a.body!.toString()).toContain("content injected by JavaScript")
+    expect(a.contentType).toContain("text/html")
+    expect(a.bytes).toBe(a.body!.byteLength)
+  })
+
+  it("passes a JS cookie challenge that blocks plain HTTP", async () => {
+    const a = await get("/challenge")
+    expect(a).toMatchObject({ classification: "ok", httpStatus: 200 })
+    expect(a.body!.toString()).toContain("Real content behind the wall")
+  })
+
+  it("takes real PNG and JPEG screenshots", async () => {
+    const png = await get("/ok", { screenshot: { format: "png" } })
+    expect(png.screenshot!.subarray(0, 8).equals(PNG_MAGIC)).toBe(true)
+    const jpeg = await get("/tall", { screenshot: { format: "jpeg", quality: 50, fullPage: true } })
+    expect(jpeg.screenshot!.subarray(0, 3).equals(JPEG_MAGIC)).toBe(true)
+    // full page: the image is taller than the 768 px viewport (JPEG SOF0/SOF2 height)
+    const sof = jpeg.screenshot!.findIndex((b, i, buf) => b === 0xff && (buf[i + 1] === 0xc0 || buf[i + 1] === 0xc2))
+    expect(jpeg.screenshot!.readUInt16BE(sof + 5)).toBeGreaterThan(768)
+  })
+
+  it("records redirects", async () => {
+    const a = await get("/redirect")
+    expect(a).toMatchObject({ classification: "ok", finalUrl: site.url("/ok"), redirects: [site.url("/redirect")] })
+  })
+
+  it("classifies 404, 403 and 500", async () => {
+    expect(await get("/missing")).toMatchObject({ classification: "not_found", httpStatus: 404 })
+    expect(await get("/forbidden")).toMatchObject({ classification: "blocked", httpStatus: 403 })
+    expect(await get("/boom")).toMatchObject({ classification: "server_error", httpStatus: 500 })
+  })
+
+  it("caps the rendered HTML", async () => {
+    const small = createBraveEngine({ launchArgs: testBrowserArgs(), maxBodyBytes: 100 * 1024, settleMs: 200 })
+    const a = await small.fetch({ url: site.url("/big"), timeoutMs: 20_000, allowPrivate: true })
+    await small.close?.()
+    expect(a).toMatchObject({ classification: "too_large", body: null })
+  })
+
+  it("times out", async () => {
+    const t = performance.now()
+    const a = await get("/slow", { timeoutMs: 1500 })
+    expect(a.classification).toBe("timeout")
+    expect(performance.now() - t).toBeLessThan(8000)
+  })
+
+  it("is cancelled by the signal", async () => {
+    const ac = new AbortController()
+    setTimeout(() => ac.abort(), 500)
+    const a = await get("/slow", { signal: ac.signal })
+    expect(a.classification).toBe("cancelled")
+  })
+
+  it("recycles the browser and keeps serving (more pages than recycleAfterPages, 2 at a time)", async () => {
+    const results = await Promise.all(Array.from({ length: 7 }, () => get("/ok")))
+    expect(results.map((r) => r.classification)).toEqual(new Array(7).fill("ok"))
+  })
+
+  it("refuses a loopback target when allowPrivate is false, before the browser connects", async () => {
+    const before = site.connections()
+    const a = await get("/ok", { allowPrivate: false })
+    expect(a.classification).toBe("unsafe_url")
+    expect(site.connections()).toBe(before)
+  })
+
+  describe("SSRF inside the browser", () => {
+    // 127.0.0.2 plays a public site (test classifier); 127.0.0.1 plays an internal service.
+    let pub: Fixture
+    let internal: Fixture
+    let guarded: ReturnType<typeof createBraveEngine>
+    beforeAll(async () => {
+      internal = await startFixture({ "/secret": page(200, html("<p>internal secret</p>")), "/pixel.png": page(200, "png") }, "127.0.0.1")
+      pub = await startFixture(
+        {
+          "/ok": page(200, ARTICLE),
+          "/redirect-to-internal": (_req, res) => res.writeHead(302, { location: `http://127.0.0.1:${internal.port}/secret` }).end(),
+          "/redirect-to-evil-name": (_req, res) => res.writeHead(302, { location: `http://evil.example:${internal.port}/secret` }).end(),
+          "/subresources": page(
+            200,
+            html(`${"<p>public page with embedded internal resources</p>".repeat(5)}
+              <img src="http://127.0.0.1:${internal.port}/pixel.png">
+              <img src="http://evil.example:${internal.port}/pixel.png">
+              <script>fetch("http://127.0.0.1:${internal.port}/secret").catch(function(){})</script>`)
+          )
+        },
+        "127.0.0.2"
+      )
+      guarded = createBraveEngine({
+        // the browser resolves nothing itself; the guard (fake resolver) does
+        launchArgs: testBrowserArgs(),
+        settleMs: 500,
+        lookup: fakeLookup({ "public.example": "127.0.0.2", "evil.example": "127.0.0.1" }),
+        classify: (ip) => (ip === "127.0.0.2" ? "public" : classifyAddress(ip))
+      })
+    })
+    afterAll(async () => {
+      await guarded.close?.()
+      await pub.close()
+      await internal.close()
+    })
+    const fetchPub = (path: string) =>
+      guarded.fetch({ url: `http://public.example:${pub.port}${path}`, timeoutMs: 20_000, allowPrivate: false })
+
+    it("the pretend-public site loads through the guard", async () => {
+      const a = await fetchPub("/ok")
+      expect(a).toMatchObject({ classification: "ok", httpStatus: 200 })
+    })
+
+    it.each(["/redirect-to-internal", "/redirect-to-evil-name"])("a main-navigation redirect %s is unsafe_url and never reaches the target", async (path) => {
+      const a = await fetchPub(path)
+      expect(a.classification).toBe("unsafe_url")
+      expect(internal.hits).toEqual([])
+      expect(internal.connections()).toBe(0)
+    })
+
+    it("subresources and fetches to internal addresses are aborted; the page itself is ok", async () => {
+      const a = await fetchPub("/subresources")
+      expect(a).toMatchObject({ classification: "ok", httpStatus: 200 })
+      expect(internal.hits).toEqual([])
+      expect(internal.connections()).toBe(0)
+    })
+  })
+})
+
+describe.skipIf(hasChromium)("brave engine", () => {
+  it(`skipped: ${NO_CHROMIUM_REASON}`, () => {})
+})

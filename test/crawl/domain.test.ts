@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest"
+import { domainIdOf, normalizeUrl } from "../../src/crawl/domain.js"
+
+describe("domainIdOf", () => {
+  it.each([
+    ["https://news.example.co.uk/a", "example.co.uk"],
+    ["https://example.co.uk/", "example.co.uk"],
+    ["https://WWW.Example.COM/Path", "example.com"],
+    ["http://a.b.c.example.com:8080/", "example.com"],
+    ["https://shop.example.com.au/", "example.com.au"],
+    ["https://foo.bar.example.jp/", "example.jp"],
+    ["https://alice.github.io/blog", "alice.github.io"],
+    ["https://example.com./", "example.com"],
+    ["http://127.0.0.1:8080/", "127.0.0.1"],
+    ["http://93.184.216.34/", "93.184.216.34"],
+    ["http://[2606:4700::1111]/", "2606:4700::1111"],
+    ["http://localhost:3000/", "localhost"],
+    ["http://intranet/", "intranet"],
+    ["https://xn--bcher-kva.example.de/", "example.de"],
+    ["https://münchen.example.de/", "example.de"]
+  ])("%s → %s", (url, expected) => {
+    expect(domainIdOf(url)).toBe(expected)
+  })
+
+  it("accepts URL objects and returns null without a URL", () => {
+    expect(domainIdOf(new URL("https://sub.example.org/"))).toBe("example.org")
+    expect(domainIdOf("")).toBeNull()
+    expect(domainIdOf("not a url")).toBeNull()
+    expect(domainIdOf("mailto:a@example.com")).toBeNull()
+  })
+})
+
+describe("normalizeUrl", () => {
+  it.each([
+    ["HTTP://Example.COM:80/a/b?z=1&a=2#frag", "http://example.com/a/b?a=2&z=1"],
+    ["https://example.com:443/", "https://example.com/"],
+    ["https://example.com:8443/x", "https://example.com:8443/x"],
+    ["https://example.com/Path/Keep?b=2&a=1&a=0", "https://example.com/Path/Keep?a=1&a=0&b=2"],
+    ["https://example.com/x?", "https://example.com/x"],
+    ["https://example.com/x#only-fragment", "https://example.com/x"],
+    ["https://example.com./x", "https://example.com/x"],
+    ["https://example.com", "https://example.com/"]
+  ])("%s → %s", (input, expected) => {
+    expect(normalizeUrl(input)).toBe(expected)
+  })
+
+  it("is idempotent", () => {
+    const once = normalizeUrl("https://Example.com:443/a?c=3&b=2#x")
+    expect(normalizeUrl(once)).toBe(once)
+  })
+})
