@@ -75,7 +75,7 @@ export class EmbeddedPgServer {
         } finally {
           if (!this.db.isInTransaction()) this.release(socket)
         }
-      }).catch(() => socket.destroy())
+      }).catch(() => void socket.destroy())
     }
 
     socket.on("data", (chunk) => {
