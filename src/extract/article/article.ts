@@ -1,0 +1,202 @@
+/** Article fields from an HTML page: structured data, meta tags and the main-content extractor. */
+import type { Article } from "../types.js"
+import { normalizeSpace, rawText, walk, Element } from "../html/dom.js"
+import { str, strs, type JsonObject } from "../structured.js"
+import { firstText, nodesOfType, type Page } from "../page.js"
+import { extractMainContent } from "./main-content.js"
+import { ImageSet } from "../images.js"
+import { toIsoDateTime } from "../dates.js"
+import { normalizeLang } from "../language.js"
+
+const ARTICLE_TYPES = new Set([
+  "Article", "NewsArticle", "BlogPosting", "ReportageNewsArticle", "AnalysisNewsArticle", "OpinionNewsArticle",
+  "ReviewNewsArticle", "BackgroundNewsArticle", "TechArticle", "ScholarlyArticle", "SocialMediaPosting", "LiveBlogPosting",
+  "Report", "AdvertiserContentArticle", "SatiricalArticle", "MedicalScholarlyArticle", "DiscussionForumPosting", "Blog",
+  "WebPage", "Recipe", "HowTo", "Review",
+])
+
+export interface FieldSources {
+  /** field → strategy name that produced it */
+  [field: string]: string
+}
+
+export interface ArticleResult {
+  data: Article
+  sources: FieldSources
+  /** Strategies that contributed without owning a field (e.g. images). */
+  extra: string[]
+}
+
+function notUrl(s: string | undefined): string | undefined {
+  if (s === undefined) return undefined
+  const t = normalizeSpace(s)
+  return t === "" || /^https?:\/\//i.test(t) ? undefined : t
+}
+
+/** `Headline | Site` → `Headline` (keeps the part that matches the h1, else the longest part). */
+export function cleanTitle(title: string, h1: string | undefined): string {
+  const t = normalizeSpace(title)
+  const parts = t.split(/\s+[|\-–—:·»«/]\s+|\s+::\s+/).filter((p) => p.length > 0)
+  if (parts.length < 2) return t
+  if (h1 !== undefined) {
+    const hk = h1.toLowerCase()
+    for (const p of parts) if (hk === p.toLowerCase()) return p
+    if (t.toLowerCase().startsWith(hk)) return h1
+  }
+  return parts.reduce((a, b) => (b.length > a.length ? b : a))
+}
+
+export function articleFromPage(page: Page): ArticleResult {
+  const sources: FieldSources = {}
+  const extra: string[] = []
+  const data: Article = { title: "", content: "" }
+  const meta = page.meta
+  const nodes = nodesOfType(page, ARTICLE_TYPES)
+  // prefer real article types over WebPage
+  nodes.sort((a, b) => rank(a.node) - rank(b.node))
+  const first = <T>(field: string, pick: (n: JsonObject) => T | undefined): T | undefined => {
+    for (const { node, source } of nodes) {
+      const v = pick(node)
+      if (v !== undefined && (!Array.isArray(v) || v.length > 0)) {
+        sources[field] = source
+        return v
+      }
+    }
+    return undefined
+  }
+  const fromMeta = (field: string, keys: string[]): string | undefined => {
+    for (const k of keys) {
+      const v = meta.get(k)
+      if (v !== undefined) {
+        sources[field] = /^(og|twitter|article):/.test(k) ? "opengraph" : "meta"
+        return v
+      }
+    }
+    return undefined
+  }
+
+  const h1 = firstText(page.scope, "h1")
+  let title = first("title", (n) => str(n.headline) ?? (rank(n) < 2 ? str(n.name) : undefined))
+    ?? fromMeta("title", ["og:title", "twitter:title", "dc.title", "title"])
+  if (title === undefined && h1 !== undefined) { title = h1; sources.title = "main-content" }
+  if (title === undefined && meta.title !== undefined && meta.title !== "") { title = cleanTitle(meta.title, h1); sources.title = "meta" }
+  if (title !== undefined) data.title = normalizeSpace(title)
+
+  const main = extractMainContent(page.scope, data.title !== "" ? { title: data.title } : {})
+  let content = main.paragraphs.join("\n\n")
+  if (content !== "") sources.content = "main-content"
+  const ldBody = first("_body", (n) => str(n.articleBody) ?? str(n.text))
+  if (ldBody !== undefined && ldBody.length > content.length * 2 && (ldBody.length >= 400 || content.length < 50)) {
+    content = ldBody.replace(/\r\n?/g, "\n").split(/\n\s*\n|\n/).map((p) => normalizeSpace(p)).filter((p) => p !== "").join("\n\n")
+    sources.content = sources._body!
+  }
+  delete sources._body
+  data.content = content
+
+  const description = first("description", (n) => str(n.description))
+    ?? fromMeta("description", ["og:description", "description", "twitter:description", "dc.description"])
+  if (description !== undefined) data.description = normalizeSpace(description)
+  const summary = data.description ?? main.paragraphs[0]
+  if (summary !== undefined && summary !== "") {
+    data.summary = summary.length > 400 ? summary.slice(0, 400).replace(/\s+\S*$/, "") + "…" : summary
+    if (sources.summary === undefined) sources.summary = data.description !== undefined ? sources.description! : "main-content"
+  }
+
+  let authors = first("authors", (n) => strs(n.author).map(notUrl).filter((x): x is string => x !== undefined))
+  if (authors === undefined || authors.length === 0) {
+    const m = [...meta.all("author"), ...meta.all("article:author"), ...meta.all("dc.creator"), ...meta.all("byl")]
+      .map((x) => notUrl(x.replace(/^by\s+/i, ""))).filter((x): x is string => x !== undefined)
+    if (m.length > 0) { authors = m; sources.authors = "meta" }
+  }
+  if (authors === undefined || authors.length === 0) {
+    const byline = findByline(page.scope)
+    if (byline !== undefined) { authors = [byline]; sources.authors = "main-content" }
+  }
+  if (authors !== undefined && authors.length > 0) {
+    data.authors = [...new Set(authors)]
+    data.author = data.authors.join(", ")
+    sources.author = sources.authors!
+  }
+
+  const published = first("publishedAt", (n) => toIsoDateTime(str(n.datePublished) ?? str(n.dateCreated)))
+    ?? toIsoDateTime(fromMeta("publishedAt", ["article:published_time", "og:published_time", "published_time", "date", "pubdate", "publishdate", "publish-date", "dc.date", "dc.date.issued", "sailthru.date", "parsely-pub-date", "datepublished"]))
+    ?? timeElement(page.scope, sources)
+  if (published !== undefined) data.publishedAt = published
+  else delete sources.publishedAt
+  const modified = first("modifiedAt", (n) => toIsoDateTime(str(n.dateModified)))
+    ?? toIsoDateTime(fromMeta("modifiedAt", ["article:modified_time", "og:updated_time", "modified_time", "last-modified", "datemodified"]))
+  if (modified !== undefined) data.modifiedAt = modified
+  else delete sources.modifiedAt
+
+  const lang = normalizeLang(meta.htmlLang) ?? normalizeLang(first("lang", (n) => str(n.inLanguage))) ?? normalizeLang(meta.get("content-language")) ?? normalizeLang(meta.get("og:locale"))
+  if (lang !== undefined) { data.lang = lang; sources.lang ??= "meta" }
+
+  let tags = first("tags", (n) => {
+    const k = n.keywords
+    const list = typeof k === "string" ? k.split(",") : strs(k)
+    const t = list.map((x) => normalizeSpace(x)).filter((x) => x !== "")
+    return t.length > 0 ? t : undefined
+  })
+  if (tags === undefined) {
+    const m = [...meta.all("article:tag"), ...meta.all("news_keywords"), ...meta.all("keywords")].flatMap((x) => x.split(",")).map((x) => normalizeSpace(x)).filter((x) => x !== "")
+    if (m.length > 0) { tags = m; sources.tags = meta.all("article:tag").length > 0 ? "opengraph" : "meta" }
+  }
+  if (tags !== undefined) data.tags = [...new Set(tags)].slice(0, 50)
+
+  const images = new ImageSet(page.base)
+  let imageSource: string | undefined
+  for (const { node, source } of nodes) if (images.addJsonLd(node.image ?? node.thumbnailUrl) > 0) imageSource ??= source
+  const ogImages = meta.all("og:image").concat(meta.all("og:image:url"), meta.all("og:image:secure_url"))
+  const ogW = meta.get("og:image:width"), ogH = meta.get("og:image:height")
+  for (const u of ogImages) if (images.add(u, meta.get("og:image:alt"), ogW, ogH)) imageSource ??= "opengraph"
+  for (const u of meta.all("twitter:image").concat(meta.all("twitter:image:src"))) if (images.add(u, meta.get("twitter:image:alt"))) imageSource ??= "opengraph"
+  if (main.root !== null && images.addFromElements(main.root) > 0) imageSource ??= "images"
+  if (images.images.length > 0) {
+    data.images = images.images
+    sources.images = imageSource ?? "images"
+    extra.push("images")
+  }
+
+  if (data.title === "") {
+    const fallback = meta.title !== undefined && meta.title !== "" ? cleanTitle(meta.title, h1) : main.paragraphs[0]?.slice(0, 120)
+    data.title = fallback !== undefined && fallback !== "" ? fallback : "Untitled"
+    sources.title = fallback !== undefined && fallback !== "" ? "meta" : "fallback"
+  }
+  return { data, sources, extra }
+}
+
+function rank(n: JsonObject): number {
+  const t = (n["@type"] ?? "").toString()
+  if (/Article|Posting|Report/.test(t)) return 0
+  if (/Recipe|HowTo|Review|Blog/.test(t)) return 1
+  return 2
+}
+
+function timeElement(root: Element, sources: FieldSources): string | undefined {
+  let out: string | undefined
+  walk(root, (el) => {
+    if (out !== undefined) return false
+    if (el.tag === "time") {
+      const v = toIsoDateTime(el.attr("datetime") ?? normalizeSpace(rawText(el)))
+      if (v !== undefined) { out = v; sources.publishedAt = "main-content" }
+    }
+    return
+  })
+  return out
+}
+
+function findByline(root: Element): string | undefined {
+  let out: string | undefined
+  walk(root, (el) => {
+    if (out !== undefined) return false
+    const rel = el.attr("rel")
+    const cls = (el.attr("class") ?? "") + " " + (el.attr("itemprop") ?? "")
+    if ((rel !== undefined && /\bauthor\b/i.test(rel)) || /\b(byline|author-name|author)\b/i.test(cls)) {
+      const t = normalizeSpace(rawText(el)).replace(/^(by|von|par|por|di|door)\s+/i, "")
+      if (t.length > 1 && t.length < 80) out = t
+      return false
+    }
+    return
+  })
+  return out
+}

@@ -1,0 +1,385 @@
+/**
+ * Main-content extraction: finds the element that holds the article body and turns it into
+ * plain text paragraphs.
+ *
+ * Model (written for Trawl):
+ *  1. One recursive pass splits the visible text into *chunks*: the inline content between
+ *     block boundaries, owned by its nearest block element. Hidden and non-content elements
+ *     (scripts, forms controls, media, `hidden`, `display:none`...) are skipped.
+ *  2. Every chunk gets a value: long, punctuated, link-poor text is positive; short labels and
+ *     link runs are negative. Element values are sums over their subtree, where elements that
+ *     look like page furniture (nav/aside/footer, roles, class/id words such as "comment",
+ *     "related", "share") count their text against themselves.
+ *  3. The body is the block element with the largest value (a maximum-scoring subtree), so a
+ *     container grows only while what it adds is worth more than the boilerplate it brings.
+ *  4. Inside it, furniture subtrees and link-heavy or boilerplate-looking chunks are dropped;
+ *     the remaining chunks are the paragraphs.
+ * Linear in the size of the tree.
+ */
+import { Element } from "../html/parser.js"
+
+const SKIP = new Set([
+  "script", "style", "noscript", "template", "iframe", "svg", "math", "canvas", "object", "embed", "video", "audio",
+  "select", "option", "optgroup", "textarea", "button", "input", "head", "title", "link", "meta", "map", "area",
+  "dialog", "source", "track", "picture", "img", "label", "datalist", "output", "progress", "meter", "base",
+])
+const BLOCK = new Set([
+  "address", "article", "aside", "blockquote", "body", "center", "dd", "details", "dir", "div", "dl", "dt",
+  "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hgroup",
+  "hr", "li", "main", "menu", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "thead", "tfoot",
+  "tr", "caption", "ul", "html", "legend", "#document", "frameset", "frame", "listing", "plaintext", "xmp",
+])
+const DOMINANT = 0.4
+const GROW = 1.5
+/** Elements that may hold the body besides block elements. */
+const CELL = new Set(["td", "th"])
+const HEADING = new Set(["h1", "h2", "h3", "h4", "h5", "h6"])
+/** Tags that are page furniture wherever they are. */
+const FURNITURE_TAG = new Set(["nav", "aside", "footer", "menu", "form", "figure", "figcaption"])
+const FURNITURE_ROLE = /^(navigation|banner|contentinfo|complementary|search|menu|menubar|dialog|alertdialog|tablist|toolbar|tooltip|status)$/i
+
+/** class/id words that mark furniture strongly enough to win over positive words. */
+const STRONG_WORDS = new Set((
+  "comment comments commentlist disqus related recommended recommendation recommendations recirc recirculation newsletter " +
+  "subscribe subscription subscriptions cookie cookies consent gdpr social share shares sharing sharebar sharethis addthis " +
+  "outbrain taboola sponsor sponsored promo promotion promotions advert adverts advertisement advertising ad ads adv adslot " +
+  "adunit dfp paywall popup modal breadcrumb breadcrumbs pagination pager trending popular sidebar footer masthead nav navbar " +
+  "navigation menu byline bio tags keywords print toolbar rating ratings survey skip sr visually offscreen caption captions " +
+  "credit credits copyright gallery slideshow carousel lightbox signup login newsletters sitemap disclaimer feedback " +
+  "widget widgets more readmore jump toc"
+).split(" "))
+const STRONG_PREFIX = /^(comment|share|social|related|recommend|subscri|newsletter|sponsor|promo|advert|sidebar|footer|breadcrumb|trending|navbar|navigation|widget|caption|gallery|slideshow|carousel)/
+/** class/id words of furniture that a positive word can outweigh. */
+const WEAK_WORDS = new Set((
+  "header meta date time dateline info tools actions utility teaser label badge kicker headline title author authors profile " +
+  "avatar follow cta button btn icon logo search form rail secondary extra links hidden aside banner topbar"
+).split(" "))
+const POSITIVE_WORDS = new Set("article content entry post body story text main blog prose richtext paragraph single copy articlebody storybody".split(" "))
+const POSITIVE_PREFIX = /^(article|content|story|entry)/
+
+const enum Hint {
+  None = 0,
+  Positive = 1,
+  Weak = 2,
+  Strong = 3,
+}
+
+function hintOf(el: Element): Hint {
+  const a = el.attrs
+  if (a === null) return Hint.None
+  const cls = a.class
+  const id = a.id
+  const role = a.role
+  if (role !== undefined && FURNITURE_ROLE.test(role.trim())) return Hint.Strong
+  if (cls === undefined && id === undefined) return Hint.None
+  const words = ((cls ?? "") + " " + (id ?? "")).replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(/[^a-z0-9]+/)
+  let pos = false
+  let weak = false
+  for (const w of words) {
+    if (w.length === 0) continue
+    if (STRONG_WORDS.has(w) || STRONG_PREFIX.test(w)) return Hint.Strong
+    if (WEAK_WORDS.has(w)) weak = true
+    else if (POSITIVE_WORDS.has(w) || POSITIVE_PREFIX.test(w)) pos = true
+  }
+  if (weak) return pos ? Hint.None : Hint.Weak
+  return pos ? Hint.Positive : Hint.None
+}
+
+function isHidden(el: Element): boolean {
+  const a = el.attrs
+  if (a === null) return false
+  if (a.hidden !== undefined) return true
+  if (a["aria-hidden"] === "true") return true
+  const st = a.style
+  if (st !== undefined && /display\s*:\s*none|visibility\s*:\s*hidden/i.test(st)) return true
+  if (a.type === "hidden") return true
+  return false
+}
+
+/** Weighted count of non-space characters (CJK ideographs count double: they carry more per character). */
+function weight(s: string): number {
+  let n = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c <= 32 || c === 0xa0 || c === 0x200b) continue
+    n += c >= 0x2e80 && c <= 0x9fff ? 2 : 1
+  }
+  return n
+}
+
+function punctuation(s: string): number {
+  let n = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    // . , ; ! ? and their CJK forms
+    if (c === 46 || c === 44 || c === 59 || c === 33 || c === 63 || c === 0x3002 || c === 0xff0c || c === 0x3001 || c === 0xff01 || c === 0xff1f) n++
+  }
+  return n
+}
+
+interface Chunk {
+  owner: number
+  text: string
+  len: number
+  linkLen: number
+  punct: number
+  /** Weight of the link text the chunk starts with (a headline link of a teaser). */
+  leadLink: number
+  /** Inside a blockquote (quoted posts keep their links and signature lines). */
+  quoted: boolean
+}
+
+/** Short texts that are page furniture when they make up a whole chunk. */
+const BOILER_TEXT = /^(advertisement|advertising|anzeige|publicité|publicidad|pubblicità|sponsored|read more|read next|read also|more:?|see also|related:?|share( this)?( article| story)?|tweet|email|print|comments?|\d+ comments?|click here.*|sign up.*|subscribe.*|follow us.*|image:?|photo:?|video:?|getty images|loading\.*|skip to .*)$/i
+
+/** A line that carries a date or time (publication lines, datelines of teasers). */
+const DATE_LINE = /\b(19|20)\d\d\b|\b\d{1,2}:\d\d\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}\b|\b\d{1,2}\.? (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)/i
+
+export interface MainContent {
+  /** Paragraphs of the article body. */
+  paragraphs: string[]
+  /** The chosen container. */
+  root: Element | null
+}
+
+export interface MainContentOptions {
+  /** Title of the page: a chunk equal to it is not part of the body. */
+  title?: string
+  /** Receives a description of the chosen container and its ancestors (for tuning). */
+  debug?: (line: string) => void
+}
+
+/** Extracts the main content below `scope` (usually the body). */
+export function extractMainContent(scope: Element, opts: MainContentOptions = {}): MainContent {
+  const els: Element[] = []
+  const parent: number[] = []
+  const hint: Hint[] = []
+  const chunkStart: number[] = []
+  const chunkEnd: number[] = []
+  const chunks: Chunk[] = []
+
+  let buf = ""
+  let bufLink = 0
+  let lead = 0
+  let leadOpen = true
+  let quoteDepth = 0
+  const flush = (owner: number) => {
+    if (buf.length === 0) return
+    const len = weight(buf)
+    if (len > 0) chunks.push({ owner, text: buf, len, linkLen: bufLink, punct: punctuation(buf), leadLink: lead, quoted: quoteDepth > 0 })
+    buf = ""
+    bufLink = 0
+    lead = 0
+    leadOpen = true
+  }
+
+  const register = (el: Element, p: number): number => {
+    const i = els.length
+    els.push(el)
+    parent.push(p)
+    hint.push(FURNITURE_TAG.has(el.tag) ? Hint.Strong : hintOf(el))
+    chunkStart.push(chunks.length)
+    chunkEnd.push(chunks.length)
+    return i
+  }
+
+  const visit = (el: Element, idx: number, blockIdx: number, inLink: boolean) => {
+    const ch = el.children
+    for (let k = 0; k < ch.length; k++) {
+      const c = ch[k]!
+      if (typeof c === "string") {
+        buf += c
+        if (inLink) {
+          const w = weight(c)
+          bufLink += w
+          if (leadOpen) lead += w
+        } else if (leadOpen && weight(c) > 0) leadOpen = false
+        continue
+      }
+      const tag = c.tag
+      if (SKIP.has(tag) || isHidden(c)) continue
+      if (tag === "br") {
+        buf += "\n"
+        continue
+      }
+      if (tag === "hr") {
+        flush(blockIdx)
+        continue
+      }
+      const ci = register(c, idx)
+      if (BLOCK.has(tag) || tag.indexOf("-") > 0) {
+        flush(blockIdx)
+        if (tag === "blockquote") quoteDepth++
+        visit(c, ci, ci, inLink)
+        flush(ci)
+        if (tag === "blockquote") quoteDepth--
+      } else {
+        if (tag === "td" || tag === "th") buf += " "
+        visit(c, ci, blockIdx, inLink || tag === "a")
+        buf += tag === "td" || tag === "th" ? " " : ""
+      }
+      chunkEnd[ci] = chunks.length
+    }
+  }
+
+  const rootIdx = register(scope, -1)
+  visit(scope, rootIdx, rootIdx, false)
+  flush(rootIdx)
+  chunkEnd[rootIdx] = chunks.length
+
+  const n = els.length
+  const own = new Float64Array(n)
+  const ownPos = new Float64Array(n)
+  const allPos = new Float64Array(n)
+  const titleKey = opts.title ? key(opts.title) : ""
+  for (let c = 0; c < chunks.length; c++) {
+    const ck = chunks[c]!
+    const v = chunkValue(ck, els[ck.owner]!.tag, titleKey)
+    own[ck.owner]! += v
+    if (v > 0) {
+      allPos[ck.owner]! += v
+      if (!isTeaser(ck)) ownPos[ck.owner]! += v
+    }
+  }
+  // teaser lists: several children that each start with a headline link and hold little text
+  const txt = new Float64Array(n)
+  for (let c = 0; c < chunks.length; c++) txt[chunks[c]!.owner]! += chunks[c]!.len
+  for (let i = n - 1; i > 0; i--) txt[parent[i]!]! += txt[i]!
+  const headed = new Uint16Array(n)
+  const withText = new Uint16Array(n)
+  for (let i = 1; i < n; i++) {
+    if (txt[i]! === 0) continue
+    const p = parent[i]!
+    withText[p]!++
+    const first = chunks[chunkStart[i]!]
+    if (first !== undefined && chunkStart[i]! < chunkEnd[i]! && txt[i]! <= 600 &&
+        ((first.leadLink >= 15 && first.leadLink >= 0.2 * first.len) || first.linkLen >= 0.6 * first.len)) headed[p]!++
+  }
+  for (let i = 0; i < n; i++) {
+    if (headed[i]! >= 3 && headed[i]! >= 0.5 * withText[i]!) hint[i] = Hint.Strong
+  }
+
+  // pure positive text per subtree, to overrule furniture hints on the element holding most of the text
+  const pos = new Float64Array(n)
+  for (let i = n - 1; i >= 0; i--) {
+    pos[i]! += allPos[i]!
+    const p = parent[i]!
+    if (p >= 0) pos[p]! += pos[i]!
+  }
+  const total = pos[0]!
+  for (let i = 0; i < n; i++) {
+    const h = hint[i]!
+    if ((h === Hint.Strong || h === Hint.Weak) && pos[i]! >= DOMINANT * total) hint[i] = Hint.None
+  }
+
+  // bottom-up sums; furniture turns its positive text into a cost
+  const agg = new Float64Array(n)
+  const good = new Float64Array(n)
+  for (let i = n - 1; i >= 0; i--) {
+    let v = agg[i]! + own[i]!
+    const h = hint[i]!
+    if (h === Hint.Strong) v = -Math.abs(v) * 0.5 - 5
+    else if (h === Hint.Weak) v = v > 0 ? v * 0.3 : v
+    else if (h === Hint.Positive && v > 0) v *= 1.1
+    const ip = els[i]!.attrs?.itemprop
+    if (ip !== undefined && /articlebody|text/i.test(ip) && v > 0) v *= 1.5
+    agg[i] = v
+    const g = h === Hint.Strong || h === Hint.Weak ? 0 : good[i]! + ownPos[i]!
+    good[i] = g
+    const p = parent[i]!
+    if (p >= 0) {
+      agg[p]! += v
+      good[p]! += g
+    }
+  }
+
+  let best = -1
+  let bestV = 0
+  for (let i = 0; i < n; i++) {
+    const t = els[i]!.tag
+    if (!(BLOCK.has(t) || CELL.has(t) || t.indexOf("-") > 0)) continue
+    if (agg[i]! > bestV) {
+      bestV = agg[i]!
+      best = i
+    }
+  }
+  if (best < 0) return { paragraphs: [], root: null }
+  // grow to an ancestor when it adds clearly more content than it costs
+  for (let p = parent[best]!; p >= 0; p = parent[p]!) {
+    const gain = good[p]! - good[best]!
+    const loss = agg[best]! - agg[p]!
+    if (agg[p]! > 0 && gain > GROW * Math.max(loss, 0) && gain > 0.15 * good[best]!) best = p
+    else if (agg[p]! < 0.5 * agg[best]!) break
+  }
+  if (opts.debug) {
+    for (let i = best; i >= 0; i = parent[i]!) {
+      opts.debug(`${els[i]!.tag} ${JSON.stringify({ c: els[i]!.attrs?.class, id: els[i]!.attrs?.id })} hint=${hint[i]} agg=${agg[i]!.toFixed(0)} good=${good[i]!.toFixed(0)}`)
+    }
+  }
+
+  // output: chunks inside best that are not in pruned subtrees
+  const pruned = new Uint8Array(n)
+  for (let i = best + 1; i < n; i++) {
+    const p = parent[i]!
+    if (pruned[p]) {
+      pruned[i] = 1
+      continue
+    }
+    const h = hint[i]!
+    if (h === Hint.Strong) pruned[i] = 1
+    else if (agg[i]! < 0 && BLOCK.has(els[i]!.tag)) {
+      // a block worth less than nothing: link lists, labels, share bars
+      const s = chunkStart[i]!, e = chunkEnd[i]!
+      let len = 0, link = 0
+      for (let c = s; c < e; c++) { len += chunks[c]!.len; link += chunks[c]!.linkLen }
+      if (len === 0 || link / len > 0.3 || h === Hint.Weak) pruned[i] = 1
+    }
+  }
+  const paragraphs: string[] = []
+  for (let c = chunkStart[best]!; c < chunkEnd[best]!; c++) {
+    const ck = chunks[c]!
+    if (pruned[ck.owner]) continue
+    if (ck.linkLen / ck.len > 0.6 && !ck.quoted) continue
+    const text = cleanChunk(ck.text)
+    if (text.length === 0) continue
+    if (text.length < 60 && BOILER_TEXT.test(text)) continue
+    if (!ck.quoted && text.length < 100 && DATE_LINE.test(text) && !/[.!?]$/.test(text) && text.split(" ").length <= 14) continue
+    if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text) === titleKey) continue
+    if (els[ck.owner]!.tag === "h1") continue
+    paragraphs.push(text)
+  }
+  return { paragraphs, root: els[best]! }
+}
+
+function key(s: string): string {
+  return s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "")
+}
+
+function isTeaser(ck: Chunk): boolean {
+  return ck.leadLink >= 20 && ck.leadLink >= 0.15 * ck.len
+}
+
+function chunkValue(ck: Chunk, tag: string, titleKey: string): number {
+  const { len, punct } = ck
+  const linkLen = ck.quoted ? ck.linkLen * 0.3 : ck.linkLen
+  const ld = linkLen / len
+  if (ld > 0.5) return -(8 + 0.2 * len)
+  if (HEADING.has(tag)) {
+    if (titleKey !== "" && key(ck.text) === titleKey) return 0
+    return ld > 0.2 ? -5 : 0
+  }
+  let v = len - 2 * linkLen
+  if (punct === 0 && len < 100) v *= 0.3
+  if (tag === "p") v *= 1.3
+  else if (tag === "li" || tag === "dd" || tag === "dt") v *= 0.7
+  if (isTeaser(ck)) v *= 0.5
+  return v - 20
+}
+
+function cleanChunk(s: string): string {
+  return s
+    .split("\n")
+    .map((l) => l.replace(/[\s\u00a0\u200b\u200c\u200d\ufeff]+/g, " ").trim())
+    .filter((l) => l.length > 0)
+    .join("\n")
+}

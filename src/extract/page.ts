@@ -1,0 +1,58 @@
+/** A parsed, sanitized HTML page with what every strategy needs. */
+import { parseHtml, type ParsedDocument } from "./html/parser.js"
+import { Element, normalizeSpace, rawText, walk } from "./html/dom.js"
+import { collectMeta, collectStructured, typesOf, type JsonObject, type MetaTags, type StructuredItems } from "./structured.js"
+import { sanitizeTree } from "./sanitize.js"
+import { absoluteUrl } from "./url.js"
+
+export interface Page {
+  doc: ParsedDocument
+  /** Base for relative URLs (`<base href>` resolved against the input URL). */
+  base: string | null
+  url: string | null
+  structured: StructuredItems
+  meta: MetaTags
+  /** Where content extraction looks (the `rootSelector` element or the body). */
+  scope: Element
+}
+
+export function loadPage(html: string, url: string | null): Page {
+  const doc = parseHtml(html)
+  let base = url
+  walk(doc.root, (el) => {
+    if (el.tag === "base") {
+      const href = absoluteUrl(el.attr("href"), url)
+      if (href !== undefined) base = href
+      return false
+    }
+    return el.tag !== "body"
+  })
+  const structured = collectStructured(doc.root)
+  sanitizeTree(doc.root)
+  const meta = collectMeta(doc.root, doc.html)
+  return { doc, base, url, structured, meta, scope: doc.body }
+}
+
+/** Structured nodes whose type is one of `types`, JSON-LD first, then microdata, then RDFa. */
+export function nodesOfType(page: Page, types: ReadonlySet<string>): Array<{ node: JsonObject; source: "json-ld" | "microdata" | "rdfa" }> {
+  const out: Array<{ node: JsonObject; source: "json-ld" | "microdata" | "rdfa" }> = []
+  for (const [source, list] of [["json-ld", page.structured.jsonld], ["microdata", page.structured.microdata], ["rdfa", page.structured.rdfa]] as const) {
+    for (const node of list) if (typesOf(node).some((t) => types.has(t))) out.push({ node, source })
+  }
+  return out
+}
+
+/** Text of the first element with the tag below `root`. */
+export function firstText(root: Element, tag: string): string | undefined {
+  let found: string | undefined
+  walk(root, (el) => {
+    if (found !== undefined) return false
+    if (el.tag === tag) {
+      const t = normalizeSpace(rawText(el))
+      if (t !== "") found = t
+      return false
+    }
+    return
+  })
+  return found
+}

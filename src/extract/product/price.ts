@@ -1,0 +1,107 @@
+/**
+ * Prices and currencies as written in shops of many locales:
+ * `1.234,56 €`, `$1,234.56`, `1 234,56 EUR`, `£12`, `12,-`, `CHF 1'234.50`, `R$ 49,90`, `1,299円`.
+ */
+
+/** Currency symbols and words → ISO 4217 (longest first when scanning). */
+const SYMBOLS: ReadonlyArray<[string, string]> = [
+  ["US$", "USD"], ["USD$", "USD"], ["CA$", "CAD"], ["C$", "CAD"], ["AU$", "AUD"], ["A$", "AUD"], ["NZ$", "NZD"],
+  ["HK$", "HKD"], ["S$", "SGD"], ["R$", "BRL"], ["MX$", "MXN"], ["NT$", "TWD"], ["CN¥", "CNY"], ["JP¥", "JPY"],
+  ["€", "EUR"], ["£", "GBP"], ["¥", "JPY"], ["円", "JPY"], ["元", "CNY"], ["₹", "INR"], ["₽", "RUB"], ["руб", "RUB"],
+  ["₩", "KRW"], ["원", "KRW"], ["₺", "TRY"], ["₴", "UAH"], ["₪", "ILS"], ["฿", "THB"], ["₫", "VND"], ["₱", "PHP"],
+  ["₸", "KZT"], ["zł", "PLN"], ["Kč", "CZK"], ["Ft", "HUF"], ["lei", "RON"], ["kn", "HRK"], ["Rs.", "INR"], ["Rs", "INR"],
+  ["RM", "MYR"], ["Fr.", "CHF"], ["kr.", "DKK"], ["kr", "SEK"], ["$", "USD"], ["ر.س", "SAR"], ["د.إ", "AED"],
+]
+
+/** ISO 4217 codes recognized in text. */
+const ISO = new Set((
+  "EUR USD GBP JPY CNY CHF CAD AUD NZD SEK NOK DKK PLN CZK HUF RON BGN HRK RUB UAH TRY INR BRL MXN ARS CLP COP PEN " +
+  "ZAR KRW TWD HKD SGD MYR THB IDR PHP VND ILS AED SAR QAR KWD EGP NGN KES MAD ISK RSD KZT BYN GEL UYU PKR LKR BDT"
+).split(" "))
+
+/** Currencies whose shops mostly write `1.234,56`. */
+const COMMA_DECIMAL = new Set(["EUR", "BRL", "PLN", "CZK", "HUF", "RON", "SEK", "NOK", "DKK", "RUB", "UAH", "TRY", "HRK", "BGN", "ARS", "CLP", "COP", "IDR", "VND", "CHF_NO"])
+
+export type NumberLocale = "auto" | "de" | "en"
+
+/** Finds a currency (ISO code) in a text, or undefined. */
+export function detectCurrency(text: string): string | undefined {
+  const codes = text.match(/\b[A-Z]{3}\b/g)
+  if (codes !== null) for (const c of codes) if (ISO.has(c)) return c
+  for (const [sym, code] of SYMBOLS) {
+    const i = text.indexOf(sym)
+    if (i < 0) continue
+    // letter symbols must stand alone ("kr", "Ft", "lei", "RM", "Rs")
+    if (/^[A-Za-z]/.test(sym)) {
+      const before = text[i - 1] ?? " "
+      const after = text[i + sym.length] ?? " "
+      if (/[A-Za-z]/.test(before) || /[A-Za-z]/.test(after)) continue
+    }
+    return code
+  }
+  return undefined
+}
+
+/** Normalizes a currency given as code or symbol to ISO 4217. */
+export function normalizeCurrency(v: string | undefined): string | undefined {
+  if (v === undefined) return undefined
+  const t = v.trim()
+  if (/^[A-Za-z]{3}$/.test(t)) return t.toUpperCase()
+  return detectCurrency(t)
+}
+
+/**
+ * Parses the first number of a price text. Thousands separators (`.`, `,`, spaces, `'`) and the
+ * decimal separator are told apart by position and digit counts; `locale` settles the ambiguous
+ * `1.234` / `1,234` (auto: the currency's habit, else a group of exactly three digits is thousands).
+ */
+export function parseNumber(text: string, locale: NumberLocale = "auto", currency?: string): number | undefined {
+  const m = /[-−]?\d(?:[\d.,'’\u00a0\u202f\u2009 ]*\d)?(?:[.,][-–])?/.exec(text)
+  if (m === null) return undefined
+  let s = m[0].replace(/[−]/g, "-")
+  s = s.replace(/[.,][-–]$/, "")
+  s = s.replace(/['’\u00a0\u202f\u2009 ]/g, (ch, off: number) => {
+    // a space only groups thousands when three digits follow
+    return /^\d{3}(\D|$)/.test(s.slice(off + 1)) ? "" : "|"
+  })
+  s = s.split("|")[0]!
+  const lastDot = s.lastIndexOf(".")
+  const lastComma = s.lastIndexOf(",")
+  let decimalSep: "." | "," | null = null
+  if (lastDot >= 0 && lastComma >= 0) decimalSep = lastDot > lastComma ? "." : ","
+  else if (lastDot >= 0 || lastComma >= 0) {
+    const sep = lastDot >= 0 ? "." : ","
+    const count = s.split(sep).length - 1
+    const after = s.length - s.lastIndexOf(sep) - 1
+    if (count > 1) decimalSep = null // 1.234.567 or 1,234,567
+    else if (after !== 3) decimalSep = sep // 12,5 / 12.50 / 1234,5678
+    else if (locale === "de") decimalSep = sep === "," ? "," : null
+    else if (locale === "en") decimalSep = sep === "." ? "." : null
+    else if (/^-?0[.,]/.test(s)) decimalSep = sep
+    else if (currency !== undefined && COMMA_DECIMAL.has(currency)) decimalSep = sep === "," ? "," : null
+    else decimalSep = null // a group of three digits: thousands
+  }
+  let norm: string
+  if (decimalSep === null) norm = s.replace(/[.,]/g, "")
+  else {
+    const other = decimalSep === "." ? /,/g : /\./g
+    norm = s.replace(other, "").replace(decimalSep, ".")
+  }
+  const v = Number(norm)
+  return Number.isFinite(v) ? v : undefined
+}
+
+export interface ParsedPrice {
+  price: number
+  currency?: string
+}
+
+/** Parses a price text into amount and currency (if shown). */
+export function parsePrice(text: string, locale: NumberLocale = "auto"): ParsedPrice | undefined {
+  const t = text.replace(/\s+/g, " ").trim()
+  if (t === "" || !/\d/.test(t)) return undefined
+  const currency = detectCurrency(t)
+  const price = parseNumber(t, locale, currency)
+  if (price === undefined) return undefined
+  return currency === undefined ? { price } : { price, currency }
+}

@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest"
+import { article, product } from "./helpers.js"
+import { ExtractError } from "../../src/extract/errors.js"
+import { extract, MAX_PROCESSED_CHARS } from "../../src/extract/extract.js"
+
+describe("markdown, text and JSON inputs", () => {
+  it("markdown: title from the first heading, paragraphs as plain text", () => {
+    const md = `# Spring *Festival* returns\n\nThe **festival** returns on [Saturday](https://x.example/sat) with music.\nIt lasts two days.\n\n## Programme\n\n- Concerts in the park\n- Food stalls\n\n![Stage](/stage.jpg)\n\n\`\`\`\ncode line\n\`\`\``
+    const out = article(md, { format: "markdown" })
+    expect(out.data.title).toBe("Spring Festival returns")
+    expect(out.data.content.split("\n\n")).toEqual([
+      "The festival returns on Saturday with music. It lasts two days.", "Programme", "Concerts in the park", "Food stalls", "code line",
+    ])
+    expect(out.data.images).toEqual([{ url: "https://news.example.com/stage.jpg", alt: "Stage" }])
+    expect(out.metadata.inputFormat).toBe("markdown")
+  })
+
+  it("text: blank lines separate paragraphs, a short first line is the title", () => {
+    const out = article("Council meeting\n\nThe council met on Monday.\nIt decided nothing.\n\nNext meeting in June.", { format: "text" })
+    expect(out.data.title).toBe("Council meeting")
+    expect(out.data.content).toBe("The council met on Monday.\nIt decided nothing.\n\nNext meeting in June.")
+  })
+
+  it("json: keys map to fields", () => {
+    const out = product(JSON.stringify({ title: "Blue Vase", price: "1.234,56 €", stock: true, brand: { name: "Potter" }, sku: 991 }), { format: "json" })
+    expect(out.data).toMatchObject({ name: "Blue Vase", price: 1234.56, availability: "InStock", brand: "Potter", sku: "991" })
+  })
+
+  it("json: JSON-LD is understood", () => {
+    const out = article(JSON.stringify({ "@context": "https://schema.org", "@type": "BlogPosting", headline: "Hello", articleBody: "First paragraph.\n\nSecond paragraph.", author: { name: "Dee" } }), { format: "json" })
+    expect(out.data.title).toBe("Hello")
+    expect(out.data.content).toBe("First paragraph.\n\nSecond paragraph.")
+    expect(out.data.author).toBe("Dee")
+  })
+
+  it("json: selectors with JSON paths", () => {
+    const json = JSON.stringify({ data: { item: { label: "Clock", cost: [{ value: "$15.50" }] } } })
+    const out = product(json, { format: "json", configs: [{ id: "c", payload: { selectors: { name: [{ json: "$.data.item.label" }], price: [{ json: "data.item.cost.0.value" }] } } }] })
+    expect(out.data).toMatchObject({ name: "Clock", price: 15.5, currency: "USD" })
+  })
+
+  it("invalid JSON is a parse_error, empty input an invalid_input", () => {
+    const run = (content: string, inputFormat: "json" | "html") => () => extract({ type: "article", content, inputFormat, url: null, configs: [] })
+    expect(run("{not json", "json")).toThrowError(ExtractError)
+    try { run("{not json", "json")() } catch (e) { expect((e as ExtractError).errorClass).toBe("parse_error") }
+    try { run("   ", "html")(); expect.fail("should throw") } catch (e) { expect((e as ExtractError).errorClass).toBe("invalid_input") }
+    try { extract({ type: "recipe" as "article", content: "x", inputFormat: "html", url: null, configs: [] }); expect.fail("should throw") } catch (e) { expect((e as ExtractError).errorClass).toBe("invalid_input") }
+  })
+
+  it("truncates input beyond the work limit", () => {
+    const big = "<html><body><p>" + "word ".repeat(MAX_PROCESSED_CHARS / 5 + 10) + "</p></body></html>"
+    const out = article(big)
+    expect(out.metadata.truncated).toBe(true)
+    expect(out.data.content.length).toBeGreaterThan(0)
+  })
+})

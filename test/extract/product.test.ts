@@ -1,0 +1,90 @@
+import { describe, expect, it } from "vitest"
+import { product } from "./helpers.js"
+import { parsePrice, parseNumber } from "../../src/extract/product/price.js"
+
+describe("product extraction", () => {
+  it("reads JSON-LD Product with an Offer", () => {
+    const html = `<html><head><script type="application/ld+json">[{"@context":"https://schema.org","@type":"BreadcrumbList"},
+      {"@context":"https://schema.org","@type":"Product","name":"Trail Shoe X","sku":"TS-42","brand":{"@type":"Brand","name":"Acme"},
+       "image":["https://cdn.example.com/shoe.jpg"],"description":"A light trail shoe.",
+       "offers":{"@type":"Offer","price":"129.90","priceCurrency":"EUR","availability":"https://schema.org/InStock"}}]</script></head>
+      <body><h1>Trail Shoe X</h1><span class="price">99,00 €</span></body></html>`
+    const out = product(html)
+    expect(out.data).toMatchObject({ name: "Trail Shoe X", sku: "TS-42", brand: "Acme", price: 129.9, currency: "EUR", availability: "InStock", description: "A light trail shoe." })
+    expect(out.data.images?.[0]?.url).toBe("https://cdn.example.com/shoe.jpg")
+    expect(out.metadata.strategiesUsed[0]).toBe("json-ld")
+  })
+
+  it("reads AggregateOffer inside @graph", () => {
+    const html = `<script type="application/ld+json">{"@graph":[{"@type":"Product","name":"Lamp","offers":{"@type":"AggregateOffer","lowPrice":19.5,"highPrice":25,"priceCurrency":"GBP","availability":"http://schema.org/OutOfStock"}}]}</script>`
+    const d = product(html).data
+    expect(d).toMatchObject({ name: "Lamp", price: 19.5, currency: "GBP", availability: "OutOfStock" })
+  })
+
+  it("reads microdata only", () => {
+    const html = `<html><body><div itemscope itemtype="https://schema.org/Product">
+      <h1 itemprop="name">Desk Chair</h1><span itemprop="brand" itemscope itemtype="https://schema.org/Brand"><span itemprop="name">SitWell</span></span>
+      <meta itemprop="sku" content="DC-7">
+      <div itemprop="offers" itemscope itemtype="https://schema.org/Offer"><span itemprop="price" content="1234.56">1.234,56 €</span>
+      <meta itemprop="priceCurrency" content="EUR"><link itemprop="availability" href="https://schema.org/PreOrder"></div></div></body></html>`
+    const out = product(html)
+    expect(out.data).toMatchObject({ name: "Desk Chair", brand: "SitWell", sku: "DC-7", price: 1234.56, currency: "EUR", availability: "PreOrder" })
+    expect(out.metadata.strategiesUsed).toContain("microdata")
+  })
+
+  it("reads OpenGraph product tags only", () => {
+    const html = `<html><head><meta property="og:title" content="Green Mug"><meta property="product:price:amount" content="12.00">
+      <meta property="product:price:currency" content="USD"><meta property="product:availability" content="out of stock">
+      <meta property="og:image" content="/mug.png"></head><body><p>Nice mug.</p></body></html>`
+    const out = product(html)
+    expect(out.data).toMatchObject({ name: "Green Mug", price: 12, currency: "USD", availability: "OutOfStock" })
+    expect(out.data.images?.[0]?.url).toBe("https://shop.example.com/mug.png")
+    expect(out.metadata.strategiesUsed).toContain("opengraph")
+  })
+
+  it("falls back to page heuristics (price element, cart button, SKU label)", () => {
+    const html = `<html><body><h1>Garden Hose 20m</h1><del class="price-old">$1,499.00</del><div class="product-price">$1,234.56</div>
+      <table><tr><td>SKU:</td><td>GH-2020</td></tr></table><button class="add-to-cart">Add to cart</button></body></html>`
+    const out = product(html)
+    expect(out.data).toMatchObject({ name: "Garden Hose 20m", price: 1234.56, currency: "USD", availability: "InStock", sku: "GH-2020" })
+    expect(out.metadata.strategiesUsed).toContain("product-heuristics")
+  })
+
+  it("uses config selectors only", () => {
+    const html = `<html><body><div id="p"><b class="t">Kettle</b><i class="amount">1 234,56 EUR</i><em data-code="K-1">code</em><img class="main" src="/k.jpg"></div></body></html>`
+    const out = product(html, {
+      configs: [{ id: "cfg-1", payload: { selectors: {
+        name: [{ css: ".t" }], price: [{ css: ".amount" }], sku: [{ css: "em", attr: "data-code" }], images: [{ css: "img.main", attr: "src" }], color: [{ css: ".nope" }, { css: "b.t" }],
+      } } }],
+    })
+    expect(out.data).toMatchObject({ name: "Kettle", price: 1234.56, currency: "EUR", sku: "K-1", attributes: { color: "Kettle" } })
+    expect(out.data.images).toEqual([{ url: "https://shop.example.com/k.jpg" }])
+    expect(out.metadata.strategiesUsed[0]).toBe("selectors")
+    expect(out.metadata.configsApplied).toEqual(["cfg-1"])
+  })
+})
+
+describe("price parsing", () => {
+  it.each([
+    ["1.234,56 €", 1234.56, "EUR"],
+    ["$1,234.56", 1234.56, "USD"],
+    ["1 234,56 EUR", 1234.56, "EUR"],
+    ["£12", 12, "GBP"],
+    ["12,- €", 12, "EUR"],
+    ["CHF 1'234.50", 1234.5, "CHF"],
+    ["R$ 49,90", 49.9, "BRL"],
+    ["1,299円", 1299, "JPY"],
+    ["€ 12.990", 12990, "EUR"],
+    ["19.99", 19.99, undefined],
+  ])("%s", (text, price, currency) => {
+    const p = parsePrice(text)
+    expect(p?.price).toBe(price)
+    expect(p?.currency).toBe(currency)
+  })
+  it("honours an explicit locale for ambiguous groups", () => {
+    expect(parseNumber("1.234", "de")).toBe(1234)
+    expect(parseNumber("1.234", "en")).toBe(1.234)
+    expect(parseNumber("1,234", "de")).toBe(1.234)
+    expect(parseNumber("1,234", "en")).toBe(1234)
+  })
+})

@@ -1,0 +1,127 @@
+import { describe, expect, it } from "vitest"
+import { article, para, product } from "./helpers.js"
+import { ExtractError } from "../../src/extract/errors.js"
+import { applyPostProcess } from "../../src/extract/post-process.js"
+import { detectLanguage } from "../../src/extract/language.js"
+import { querySelectorAll } from "../../src/extract/html/selector.js"
+import { parseHtml } from "../../src/extract/html/parser.js"
+
+describe("sanitizing", () => {
+  const evil = `<html><head><style>.x{color:red}</style><script>window.stolen = "SECRET-SCRIPT"</script></head>
+    <body onload="alert('BODY-HANDLER')"><div class="content">
+    <p onclick="alert('HANDLER')">A long paragraph of real news text, with enough words to count as content, about the evening <a href="javascript:alert('JSURL')">market</a> in town.</p>
+    <img src="javascript:alert('IMGJS')" onerror="alert('ONERROR')"><img src="/ok.jpg" alt="ok">
+    <script>document.write("INLINE-SCRIPT")</script><style>p{display:block} /* STYLE-TEXT */</style>
+    <noscript>NOSCRIPT-TEXT</noscript><template>TEMPLATE-TEXT</template>
+    ${para(3)}</div></body></html>`
+
+  it("never outputs script, style, handlers or javascript: URLs", () => {
+    const out = article(evil, { configs: [{ id: "c", payload: { selectors: { tags: [{ css: "a", attr: "href" }, { css: "p", attr: "onclick" }], images: [{ css: "img", attr: "src" }] } } }] })
+    const json = JSON.stringify(out)
+    for (const bad of ["SECRET-SCRIPT", "INLINE-SCRIPT", "STYLE-TEXT", "color:red", "BODY-HANDLER", "HANDLER", "JSURL", "IMGJS", "ONERROR", "javascript:", "NOSCRIPT-TEXT", "TEMPLATE-TEXT"]) {
+      expect(json).not.toContain(bad)
+    }
+    expect(out.data.content).toContain("evening market in town")
+    expect(out.data.images?.map((i) => i.url)).toEqual(["https://news.example.com/ok.jpg"])
+  })
+})
+
+describe("postProcess", () => {
+  const ctx = { url: "https://shop.example.com/a/b" }
+  it("applies operations in the given order", () => {
+    expect(applyPostProcess("f", "  Price: 1.234,50 EUR ", { regexReplace: { pattern: "^.*?:", replacement: "" }, trim: {}, parseNumber: { locale: "de" } }, ctx)).toBe(1234.5)
+    expect(applyPostProcess("f", "Red, Green ,Blue", { split: { separator: "," }, lowercase: {} }, ctx)).toEqual(["red", "green", "blue"])
+    expect(applyPostProcess("f", "abc", { uppercase: {} }, ctx)).toBe("ABC")
+    expect(applyPostProcess("f", "../img/x.png", { absoluteUrl: {} }, ctx)).toBe("https://shop.example.com/img/x.png")
+    expect(applyPostProcess("f", "javascript:alert(1)", { absoluteUrl: {} }, ctx)).toBeUndefined()
+    expect(applyPostProcess("f", "A-B-C", { regexReplace: { pattern: "b", replacement: "x", flags: "gi" } }, ctx)).toBe("A-x-C")
+    expect(applyPostProcess("f", "1,234", { parseNumber: { locale: "en" } }, ctx)).toBe(1234)
+  })
+  it("rejects unknown operations and bad patterns", () => {
+    expect(() => applyPostProcess("f", "x", { explode: {} }, ctx)).toThrowError(ExtractError)
+    expect(() => applyPostProcess("f", "x", { regexReplace: { pattern: "(" } }, ctx)).toThrowError(/invalid pattern/)
+  })
+  it("runs inside extract on the field of the highest-priority config", () => {
+    const html = `<html><head><meta property="og:title" content="Hat"><meta property="product:price:amount" content="10"></head><body><span class="c">Wool, Red</span></body></html>`
+    const out = product(html, { configs: [
+      { id: "high", payload: { selectors: { color: [{ css: ".c" }] }, postProcess: { name: { uppercase: {} }, "attributes.color": { lowercase: {} } } } },
+      { id: "low", payload: { postProcess: { name: { lowercase: {} } } } },
+    ] })
+    expect(out.data.name).toBe("HAT")
+    expect(out.data.attributes?.color).toBe("wool, red")
+    expect(out.metadata.configsApplied).toEqual(["high"])
+  })
+})
+
+describe("config precedence", () => {
+  const html = `<html><head><meta property="og:title" content="From OG"></head><body><h1 class="a">From A</h1><h2 class="b">From B</h2>
+    <div id="main"><p>Inside the root element there is a long enough paragraph of text, with commas, to be the article body.</p></div>
+    <div id="other"><p>Outside the root element there is another long paragraph of text, with commas, that must not appear.</p></div></body></html>`
+  it("the first config that yields a field wins it; later configs fill the rest", () => {
+    const out = article(html, { configs: [
+      { id: "first", payload: { selectors: { title: [{ css: ".missing" }], description: [{ css: "h2.b" }] } } },
+      { id: "second", payload: { selectors: { title: [{ css: "h1.a" }], description: [{ css: "h1.a" }] } } },
+      { id: "third", payload: { selectors: { title: [{ css: "h2.b" }] } } },
+    ] })
+    expect(out.data.title).toBe("From A")
+    expect(out.data.description).toBe("From B")
+    expect(out.metadata.configsApplied).toEqual(["first", "second"])
+    expect(out.metadata.strategiesUsed[0]).toBe("selectors")
+  })
+  it("rootSelector limits the content and fields filters the output", () => {
+    const out = article(html, { configs: [{ id: "r", payload: { rootSelector: "#main", fields: ["title", "content"] } }] })
+    expect(out.data.content).toContain("Inside the root")
+    expect(out.data.content).not.toContain("Outside the root")
+    expect(out.metadata.rootSelector).toBe("#main")
+    expect(Object.keys(out.data).sort()).toEqual(["content", "title"])
+  })
+  it("an invalid CSS selector is invalid_input", () => {
+    try {
+      article(html, { configs: [{ id: "x", payload: { selectors: { title: [{ css: "h1[" }] } } }] })
+      expect.fail("should throw")
+    } catch (e) {
+      expect((e as ExtractError).errorClass).toBe("invalid_input")
+    }
+  })
+})
+
+describe("language detection", () => {
+  it.each([
+    ["en", "The weather was fine and the people in the town said that it was the best day of the year for all of them."],
+    ["de", "Die Stadt hat am Montag beschlossen, dass die Straße nicht mehr für den Verkehr geöffnet wird, weil sie zu eng ist."],
+    ["fr", "La ville a décidé lundi que la rue ne sera plus ouverte à la circulation, parce qu'elle est trop étroite pour les bus."],
+    ["es", "La ciudad decidió el lunes que la calle no se abrirá más al tráfico porque es muy estrecha para los autobuses del centro."],
+    ["it", "La città ha deciso lunedì che la strada non sarà più aperta al traffico perché è troppo stretta per gli autobus della zona."],
+    ["pt", "A cidade decidiu na segunda-feira que a rua não será mais aberta ao trânsito porque é muito estreita para os ônibus da região."],
+    ["nl", "De stad heeft maandag besloten dat de straat niet meer open gaat voor het verkeer, omdat die te smal is voor de bussen van de regio."],
+  ])("%s", (lang, text) => {
+    expect(detectLanguage(text)).toBe(lang)
+  })
+  it("prefers the declared <html lang>, else detects from the body", () => {
+    expect(article(`<html lang="fr-FR"><body>${para(3)}</body></html>`).metadata.detectedLanguage).toBe("fr")
+    const de = `<html><body><div class="text">${Array.from({ length: 4 }, () => "<p>Die Stadt hat am Montag beschlossen, dass die Straße nicht mehr für den Verkehr geöffnet wird, weil sie zu eng ist und die Anwohner sich beschwert haben.</p>").join("")}</div></body></html>`
+    const out = article(de)
+    expect(out.metadata.detectedLanguage).toBe("de")
+    expect(out.data.lang).toBe("de")
+  })
+  it("returns undefined without evidence", () => {
+    expect(detectLanguage("12345 !!!")).toBeUndefined()
+  })
+})
+
+describe("HTML parser and selectors", () => {
+  it("handles implied end tags, entities and raw text", () => {
+    const doc = parseHtml(`<ul><li>one<li>two &amp; three</ul><p>a<p>b &eacute;&#233;&#x41;<script>if (a < b) {}</script><table><tr><td>x<td>y</table>`)
+    expect(querySelectorAll(doc.root, "li").map((e) => e.children.join(""))).toEqual(["one", "two & three"])
+    expect(querySelectorAll(doc.root, "p")).toHaveLength(2)
+    expect(querySelectorAll(doc.root, "p + p")[0]!.children[0]).toBe("b ééA")
+    expect(querySelectorAll(doc.root, "tr > td:nth-child(2)")[0]!.children[0]).toBe("y")
+    expect(querySelectorAll(doc.root, "script")[0]!.children[0]).toBe("if (a < b) {}")
+  })
+  it("supports attribute selectors and :not", () => {
+    const doc = parseHtml(`<div class="a b" data-x="hello"><span id="s" class="c">1</span><span class="d">2</span></div>`)
+    expect(querySelectorAll(doc.root, "div.a.b > span:not(.c)")).toHaveLength(1)
+    expect(querySelectorAll(doc.root, "[data-x^=hel] #s")).toHaveLength(1)
+    expect(querySelectorAll(doc.root, "span:first-child, span:last-child")).toHaveLength(2)
+  })
+})
