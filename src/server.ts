@@ -5,15 +5,23 @@ import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ClusterLive } from "./actors/cluster.ts"
 import { ClusterInfoLive } from "./actors/cluster-info.ts"
+import { DomainEntityLive } from "./actors/domain-entity.ts"
+import { JobEntityLive } from "./actors/job-entity.ts"
+import { JobSweeperLive } from "./actors/job-sweeper.ts"
 import { ProbeEntityLive } from "./actors/probe-entity.ts"
 import { TenantEntityLive } from "./actors/tenant-entity.ts"
 import { type AppConfig, Config } from "./config.ts"
+import { CrawlServiceLive } from "./crawl/crawl-service.ts"
+import { EventLogLive } from "./events/event-log.ts"
 import { AdminHandlers } from "./http/admin.http.ts"
 import { Api } from "./http/api.ts"
 import { BillingHandlers } from "./http/billing.http.ts"
 import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
 import { IamHandlers } from "./http/iam.http.ts"
+import { IdempotencyLive } from "./http/idempotency.ts"
+import { JobsHandlers } from "./http/jobs.http.ts"
+import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
 import { ApiKeyAuthLive, InternalAuthLive } from "./http/security.live.ts"
 import { SystemHandlers } from "./http/system.http.ts"
@@ -21,6 +29,7 @@ import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
 import { KvLive } from "./kv/kv.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { DatabaseLive } from "./sql/database.ts"
+import { JobRepoLive } from "./sql/job-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
 import { TenantRepoLive } from "./sql/tenant-repo.ts"
 
@@ -41,11 +50,21 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" }
 export const makeServerLayer = (config: AppConfig) => {
   const ConfigLive = Layer.succeed(Config, config)
   const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
-  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive)
-  const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive).pipe(Layer.provideMerge(Repos))
-  const Entities = Layer.mergeAll(TenantEntityLive, ProbeEntityLive)
+  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive)
+  const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
+    Layer.provideMerge(Repos)
+  )
+  const Entities = Layer.mergeAll(TenantEntityLive, ProbeEntityLive, JobEntityLive, DomainEntityLive, JobSweeperLive)
 
-  const Handlers = Layer.mergeAll(SystemHandlers, IamHandlers, BillingHandlers, AdminHandlers, ControlHandlers)
+  const Handlers = Layer.mergeAll(
+    SystemHandlers,
+    IamHandlers,
+    JobsHandlers,
+    PageHistoryHandlers,
+    BillingHandlers,
+    AdminHandlers,
+    ControlHandlers
+  )
   const Security = Layer.mergeAll(ApiKeyAuthLive, InternalAuthLive)
 
   const Routes = Layer.mergeAll(

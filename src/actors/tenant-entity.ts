@@ -1,6 +1,7 @@
 import { Effect, Schema } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
+import { JobRepo } from "../sql/job-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Transaction } from "../schema/tenant.ts"
 
@@ -29,6 +30,17 @@ export const BootstrapResult = Schema.Struct({
 
 export class EmailInUse extends Schema.TaggedError<EmailInUse>()("EmailInUse", {}) {}
 export class TenantMissing extends Schema.TaggedError<TenantMissing>()("TenantMissing", {}) {}
+/** A daily quota is used up until `retryAfter` seconds from now (the next UTC day). */
+export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
+  quotaKey: Schema.String,
+  limit: Schema.Int,
+  retryAfter: Schema.Int
+}) {}
+export class ConcurrentLimit extends Schema.TaggedError<ConcurrentLimit>()("ConcurrentLimit", {
+  quotaKey: Schema.String,
+  limit: Schema.Int
+}) {}
+
 export class InsufficientCredit extends Schema.TaggedError<InsufficientCredit>()("InsufficientCredit", {
   balance: Schema.String
 }) {}
@@ -56,14 +68,51 @@ export const TenantEntity = Entity.make("Tenant", [
     }),
     success: Transaction,
     error: Schema.Union([TenantMissing, InsufficientCredit])
-  }).annotate(ClusterSchema.Persisted, true)
+  }).annotate(ClusterSchema.Persisted, true),
+  /**
+   * Takes daily and concurrency slots for jobs about to be created. Serial per
+   * tenant, so concurrent requests on any number of nodes cannot overshoot.
+   */
+  Rpc.make("ReserveJobs", {
+    payload: Schema.Struct({ jobIds: Schema.Array(Schema.String) }),
+    error: Schema.Union([QuotaExceeded, ConcurrentLimit])
+  }),
+  /** Gives concurrency slots back (jobs ended, or were never created). */
+  Rpc.make("ReleaseJobs", { payload: Schema.Struct({ jobIds: Schema.Array(Schema.String) }) })
 ])
+
+const RECONCILE_MS = 5_000
+const PENDING_TTL_MS = 30_000
+
+const utcDayStart = (now: number) => {
+  const d = new Date(now)
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate())
+}
 
 export const TenantEntityLive = TenantEntity.toLayer(
   Effect.gen(function*() {
     const repo = yield* TenantRepo
+    const jobs = yield* JobRepo
     const address = yield* Entity.CurrentAddress
     const tenantId = address.entityId
+
+    // Job slots: counted from SQL, plus reservations whose rows are not written yet.
+    const slots = { active: 0, today: 0, day: 0, reconciledAt: 0 }
+    const pending = new Map<string, number>()
+    const reconcile = Effect.gen(function*() {
+      const now = Date.now()
+      const day = utcDayStart(now)
+      const counts = yield* jobs.counts(tenantId, new Date(day))
+      for (const [id, until] of pending) if (until <= now) pending.delete(id)
+      if (pending.size > 0) {
+        const written = yield* jobs.existing([...pending.keys()])
+        for (const id of written) pending.delete(id)
+      }
+      slots.active = counts.active + pending.size
+      slots.today = counts.today + pending.size
+      slots.day = day
+      slots.reconciledAt = now
+    })
     return TenantEntity.of({
       Bootstrap: ({ payload }) =>
         Effect.gen(function*() {
@@ -90,6 +139,32 @@ export const TenantEntityLive = TenantEntity.toLayer(
           })
           if (!result.ok) return yield* new InsufficientCredit({ balance: result.balance })
           return result.transaction
+        }),
+      ReserveJobs: ({ payload }) =>
+        Effect.gen(function*() {
+          const now = Date.now()
+          if (now - slots.reconciledAt > RECONCILE_MS || utcDayStart(now) !== slots.day) yield* reconcile
+          const n = payload.jobIds.length
+          const daily = yield* repo.quotaLimit(tenantId, "scraper.jobs.daily")
+          if (slots.today + n > daily) {
+            return yield* new QuotaExceeded({
+              quotaKey: "scraper.jobs.daily",
+              limit: daily,
+              retryAfter: Math.max(1, Math.ceil((slots.day + 86_400_000 - now) / 1000))
+            })
+          }
+          const concurrent = yield* repo.quotaLimit(tenantId, "scraper.jobs.concurrent")
+          if (slots.active + n > concurrent) {
+            return yield* new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: concurrent })
+          }
+          for (const id of payload.jobIds) pending.set(id, now + PENDING_TTL_MS)
+          slots.active += n
+          slots.today += n
+        }),
+      ReleaseJobs: ({ payload }) =>
+        Effect.sync(() => {
+          for (const id of payload.jobIds) pending.delete(id)
+          slots.active = Math.max(0, slots.active - payload.jobIds.length)
         })
     })
   }),

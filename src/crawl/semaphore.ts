@@ -7,7 +7,7 @@ const abortError = (signal: AbortSignal): Error =>
 
 export class Semaphore {
   private active = 0
-  private readonly waiters: Array<{ grant: () => void }> = []
+  private readonly waiters: Array<{ grant: () => void; priority: number }> = []
   constructor(readonly limit: number) {
     if (!(limit >= 1)) throw new Error("semaphore limit must be >= 1")
   }
@@ -17,8 +17,11 @@ export class Semaphore {
   get waiting(): number {
     return this.waiters.length
   }
-  /** Resolves with a release function (idempotent); rejects when `signal` aborts first. */
-  acquire(signal?: AbortSignal): Promise<() => void> {
+  /**
+   * Resolves with a release function (idempotent); rejects when `signal` aborts first.
+   * Waiters are served highest `priority` first, first come first served within a priority.
+   */
+  acquire(signal?: AbortSignal, priority = 0): Promise<() => void> {
     if (signal?.aborted) return Promise.reject(abortError(signal))
     const release = () => {
       let done = false
@@ -36,6 +39,7 @@ export class Semaphore {
     }
     return new Promise((resolve, reject) => {
       const waiter = {
+        priority,
         grant: () => {
           signal?.removeEventListener("abort", onAbort)
           resolve(release())
@@ -47,7 +51,9 @@ export class Semaphore {
         reject(abortError(signal!))
       }
       signal?.addEventListener("abort", onAbort, { once: true })
-      this.waiters.push(waiter)
+      const at = this.waiters.findIndex((w) => w.priority < priority)
+      if (at < 0) this.waiters.push(waiter)
+      else this.waiters.splice(at, 0, waiter)
     })
   }
 }

@@ -3,6 +3,8 @@ import { AdminGroup } from "./admin.api.ts"
 import { BillingGroup } from "./billing.api.ts"
 import { ControlGroup } from "./control.api.ts"
 import { IamGroup } from "./iam.api.ts"
+import { JobsGroup } from "./jobs.api.ts"
+import { PageHistoryGroup } from "./page-history.api.ts"
 import { SystemGroup } from "./system.api.ts"
 
 /**
@@ -12,6 +14,8 @@ import { SystemGroup } from "./system.api.ts"
 export const Api = HttpApi.make("trawl")
   .add(SystemGroup)
   .add(IamGroup)
+  .add(JobsGroup)
+  .add(PageHistoryGroup)
   .add(BillingGroup)
   .add(AdminGroup)
   .add(ControlGroup)

@@ -2,11 +2,13 @@ import { Effect, Layer } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
 import accounts from "./migrations/0001_accounts.ts"
 import clusterProbe from "./migrations/0002_cluster_probe.ts"
+import jobs from "./migrations/0003_jobs.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
   "0001_accounts": accounts,
-  "0002_cluster_probe": clusterProbe
+  "0002_cluster_probe": clusterProbe,
+  "0003_jobs": jobs
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

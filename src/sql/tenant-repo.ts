@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { internalAdminRole, type SystemRole, tenantSystemRoles } from "../iam/permissions.ts"
+import { planQuota, type QuotaKey } from "../billing/plans.ts"
 import { newId } from "../ids.ts"
 import { iso, money } from "../schema/common.ts"
 import type { Tenant, Transaction } from "../schema/tenant.ts"
@@ -56,6 +57,8 @@ export interface TenantRepoShape {
   }) => Effect.Effect<{ ok: true; transaction: Transaction } | { ok: false; balance: string }>
   readonly transactions: (tenantId: string, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<Transaction>; total: number }>
   readonly roles: (tenantId: string) => Effect.Effect<ReadonlyArray<RoleRow>>
+  /** A quota's limit for a tenant: its override, else its plan's value. */
+  readonly quotaLimit: (tenantId: string, key: QuotaKey) => Effect.Effect<number>
 }
 
 export interface RoleRow {
@@ -239,6 +242,14 @@ export const TenantRepoLive = Layer.effect(
           sql`SELECT * FROM credit_transactions WHERE tenant_id = ${tenantId} ORDER BY seq DESC OFFSET ${offset} LIMIT ${limit}`,
           sql<{ n: string }>`SELECT count(*) AS n FROM credit_transactions WHERE tenant_id = ${tenantId}`
         ]).pipe(Effect.orDie, Effect.map(([rows, [count]]) => ({ items: rows.map(toTransaction), total: Number(count!.n) }))),
+      quotaLimit: (tenantId, key) =>
+        sql<{ plan: string; quota_limit: number | null }>`
+          SELECT t.plan, o.quota_limit FROM tenants t
+          LEFT JOIN quota_overrides o ON o.tenant_id = t.id AND o.quota_key = ${key}
+          WHERE t.id = ${tenantId}`.pipe(
+          Effect.orDie,
+          Effect.map(([r]) => r?.quota_limit ?? planQuota(r?.plan ?? "starter", key))
+        ),
       roles: (tenantId) =>
         sql<RoleRow>`SELECT * FROM roles WHERE tenant_id = ${tenantId} ORDER BY id`.pipe(Effect.orDie)
     })

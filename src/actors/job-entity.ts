@@ -1,0 +1,149 @@
+import { Effect, Schedule } from "effect"
+import { ClusterSchema, Entity } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+import { CrawlService } from "../crawl/crawl-service.ts"
+import type { EngineName, ScreenshotOptions } from "../crawl/engines/types.ts"
+import { type PlanEntry, planFromHistory } from "../crawl/escalation.ts"
+import { EventLog } from "../events/event-log.ts"
+import type { JobResult } from "../schema/job.ts"
+import { JobRepo, type JobRow } from "../sql/job-repo.ts"
+import { DomainEntity } from "./domain-entity.ts"
+import { TenantEntity } from "./tenant-entity.ts"
+
+/** A job whose runs keep dying (its node crashed mid-crawl) this often ends `dead`. */
+export const MAX_RUNS = 3
+
+/**
+ * One entity per crawl job; it owns the lifecycle queued → claimed → done | failed | dead.
+ * `Run` is a persisted message: a job accepted with 201 is never lost, and if the node
+ * running it dies, the message is delivered again on another node and the job finishes there.
+ */
+export const JobEntity = Entity.make("Job", [
+  Rpc.make("Run").annotate(ClusterSchema.Persisted, true),
+  /** Best-effort: stops the crawl if it is running here; the state change itself is made in SQL. */
+  Rpc.make("Abort")
+])
+
+const screenshotOf = (s: JobRow["screenshot"]): false | ScreenshotOptions => {
+  if (!s) return false
+  if (s === true) return { format: "png" }
+  return { format: s.format === "jpeg" ? "jpeg" : "png", ...(s.quality !== undefined ? { quality: s.quality } : {}), ...(s.fullPage !== undefined ? { fullPage: s.fullPage } : {}) }
+}
+
+const okClass = new Set(["ok", "not_found"])
+const learnedClass = new Set(["ok", "not_found", "blocked", "empty"])
+
+export const JobEntityLive = JobEntity.toLayer(
+  Effect.gen(function*() {
+    const jobId = (yield* Entity.CurrentAddress).entityId
+    const repo = yield* JobRepo
+    const crawl = yield* CrawlService
+    const events = yield* EventLog
+    const domains = yield* DomainEntity.client
+    const tenants = yield* TenantEntity.client
+    let running: AbortController | undefined
+
+    const end = (job: JobRow, status: "done" | "failed" | "dead", result: JobResult, attempts: number, extra: Partial<Parameters<typeof repo.finish>[1]> = {}) =>
+      Effect.gen(function*() {
+        const finished = yield* repo.finish(job.id, { status, result, attempts, ...extra })
+        if (!finished) return
+        yield* events.emit(job.tenant_id, `job.${status}`, { id: job.id, status, url: job.url, classification: result.classification })
+        yield* tenants(job.tenant_id).ReleaseJobs({ jobIds: [job.id] }, { discard: true }).pipe(Effect.ignore)
+      })
+
+    const run = Effect.gen(function*() {
+      const queued = yield* repo.byId(jobId)
+      if (!queued || !["queued", "claimed"].includes(queued.status)) return
+      if (queued.runs >= MAX_RUNS) {
+        yield* end(queued, "dead", {
+          httpStatus: null, finalUrl: null, classification: "internal_error", engine: null, durationMs: 0,
+          contentType: null, bytes: 0, startedWith: { engine: "none", reason: `gave up after ${MAX_RUNS} interrupted runs` },
+          screenshot: { taken: false, reason: "not crawled" }, attempts: []
+        }, queued.attempts)
+        return
+      }
+      // The lease outlives the whole job; a job still claimed after it has lost its runner.
+      const job = yield* repo.claim(jobId, queued.timeout_ms + 60_000)
+      if (!job) return
+      yield* events.emit(job.tenant_id, "job.claimed", { id: job.id, status: "claimed", url: job.url })
+
+      let plan: ReadonlyArray<PlanEntry>
+      let startedWith: { engine: string; reason: string }
+      if (job.escalation) {
+        plan = job.escalation as ReadonlyArray<PlanEntry>
+        startedWith = { engine: plan[0]!.engine, reason: "escalation given by the request" }
+      } else {
+        const history = yield* domains(job.domain_id).History().pipe(Effect.orElseSucceed(() => []))
+        const choice = planFromHistory(crawl.defaultPlan, history.map((h) => ({ engine: h.engine as EngineName, ok: h.ok, at: h.at })), {
+          windowMs: crawl.historyWindowMs
+        })
+        plan = choice.plan
+        startedWith = { engine: plan[0]?.engine ?? "http", reason: choice.reason }
+      }
+
+      const controller = new AbortController()
+      running = controller
+      const holder = `${job.id}:${job.runs}`
+      const screenshot = screenshotOf(job.screenshot)
+      const politeness = domains(job.domain_id).Acquire({ holder, ttlMs: job.timeout_ms + 30_000 }).pipe(
+        Effect.retry({ times: 3, schedule: Schedule.spaced("1 second") }),
+        // Politeness must not strand a job when its domain's entity cannot be reached.
+        Effect.catch((e) => Effect.logWarning("domain slot unavailable, crawling without it", e))
+      )
+      const outcome = yield* politeness.pipe(
+        Effect.andThen(crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, priority: job.priority, screenshot, signal: controller.signal })),
+        Effect.ensuring(domains(job.domain_id).Release({ holder }, { discard: true }).pipe(Effect.ignore)),
+        Effect.ensuring(Effect.sync(() => (running = undefined)))
+      )
+
+      for (const a of outcome.attempts) {
+        if (learnedClass.has(a.classification)) {
+          yield* domains(job.domain_id).Record({ engine: a.engine, ok: okClass.has(a.classification) }, { discard: true }).pipe(Effect.ignore)
+        }
+      }
+
+      const winner = outcome.winning
+      const final = winner ?? outcome.final
+      const screenshotReason = !screenshot ? null
+        : winner?.screenshot ? null
+        : winner?.screenshotUnavailable ?? (winner ? `the ${winner.engine} engine cannot take screenshots` : "no content was fetched")
+      const result: JobResult = {
+        httpStatus: final?.httpStatus ?? null,
+        finalUrl: final?.finalUrl ?? null,
+        classification: outcome.classification,
+        engine: winner?.engine ?? final?.engine ?? null,
+        durationMs: outcome.durationMs,
+        contentType: winner?.contentType ?? null,
+        bytes: winner?.bytes ?? 0,
+        startedWith,
+        screenshot: { taken: !!(screenshot && winner?.screenshot), reason: screenshotReason },
+        attempts: outcome.attempts.map((a) => ({
+          engine: a.engine,
+          classification: a.classification,
+          httpStatus: a.httpStatus,
+          finalUrl: a.finalUrl,
+          durationMs: Math.round(a.durationMs),
+          error: a.error ?? null
+        }))
+      }
+      const attempts = job.attempts + outcome.attempts.length
+      if (outcome.outcome === "done" && winner?.body) {
+        yield* end(job, "done", result, attempts, {
+          content: { body: winner.body, contentType: winner.contentType, httpStatus: winner.httpStatus, finalUrl: winner.finalUrl },
+          ...(winner.screenshot ? { screenshot: { bytes: winner.screenshot, type: screenshot && screenshot.format === "jpeg" ? "image/jpeg" : "image/png" } } : {})
+        })
+      } else if (outcome.outcome === "cancelled") {
+        // Cancellation already moved the job to dead in SQL; nothing to overwrite.
+        yield* end(job, "dead", result, attempts)
+      } else {
+        yield* end(job, "failed", result, attempts)
+      }
+    })
+
+    return JobEntity.of({
+      Run: () => Effect.orDie(run),
+      Abort: () => Effect.sync(() => running?.abort()).pipe(Rpc.fork)
+    })
+  }),
+  { maxIdleTime: "1 minute" }
+)

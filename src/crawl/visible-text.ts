@@ -1,0 +1,39 @@
+import { Element, parseHtml } from "../extract/html/parser.ts"
+import { normalizeSpace } from "../extract/html/dom.ts"
+
+const HIDDEN = new Set(["script", "style", "template", "noscript", "iframe", "svg", "math", "head", "select", "option", "textarea"])
+const BLOCK = new Set([
+  "address", "article", "aside", "blockquote", "dd", "details", "div", "dl", "dt", "fieldset", "figcaption", "figure",
+  "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "p", "pre",
+  "section", "summary", "table", "tbody", "thead", "tfoot", "td", "th", "tr", "ul", "br", "body", "html"
+])
+
+/** The text a reader sees on a page, one line per block, without markup, scripts or styles. */
+export const visibleLines = (html: string): Array<string> => {
+  const doc = parseHtml(html)
+  const lines: Array<string> = []
+  let current = ""
+  const flush = () => {
+    const line = normalizeSpace(current)
+    if (line) lines.push(line)
+    current = ""
+  }
+  const visit = (el: Element) => {
+    if (HIDDEN.has(el.tag) || el.attr("hidden") !== undefined) return
+    const block = BLOCK.has(el.tag)
+    if (block) flush()
+    for (const child of el.children) {
+      if (typeof child === "string") current += child
+      else visit(child)
+    }
+    if (block) flush()
+  }
+  const title = doc.head ? doc.head.children.find((c): c is Element => typeof c !== "string" && c.tag === "title") : undefined
+  if (title) {
+    for (const c of title.children) if (typeof c === "string") current += c
+    flush()
+  }
+  visit(doc.body)
+  flush()
+  return lines
+}

@@ -1,0 +1,96 @@
+import { createHash } from "node:crypto"
+import { Context, Effect, Layer, Schedule } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { SqlClient } from "effect/sql"
+import { ApiError, fail } from "../schema/errors.ts"
+
+/** How long a key and its stored response are kept. */
+export const IDEMPOTENCY_TTL_HOURS = 24
+const keyPattern = /^[\x20-\x7e]{1,255}$/
+
+export interface StoredResponse {
+  readonly status: number
+  readonly body: unknown
+}
+
+export interface IdempotencyShape {
+  /**
+   * Runs `create` at most once per (tenant, key) within 24 h. The same key with the same
+   * body answers the stored first response again; with another body, 409
+   * `idempotency_mismatch`. A concurrent duplicate waits for the first to finish.
+   * Only successful responses are stored: a failed request leaves the key free.
+   */
+  readonly run: <R>(
+    tenantId: string,
+    key: string | undefined,
+    fingerprint: unknown,
+    create: Effect.Effect<StoredResponse, ApiError, R>
+  ) => Effect.Effect<HttpServerResponse.HttpServerResponse, ApiError, R>
+}
+
+export class Idempotency extends Context.Service<Idempotency, IdempotencyShape>()("trawl/Idempotency") {}
+
+const respond = (r: StoredResponse) => HttpServerResponse.jsonUnsafe(r.body, { status: r.status })
+
+export const IdempotencyLive = Layer.effect(
+  Idempotency,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`DELETE FROM idempotency_keys WHERE created_at < now() - ${IDEMPOTENCY_TTL_HOURS} * interval '1 hour'`.pipe(
+      Effect.ignore,
+      Effect.repeat(Schedule.spaced("10 minutes")),
+      Effect.forkScoped
+    )
+
+    const claim = (tenantId: string, key: string, hash: string) =>
+      Effect.gen(function*() {
+        // An expired key is free again.
+        yield* sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}
+                   AND created_at < now() - ${IDEMPOTENCY_TTL_HOURS} * interval '1 hour'`
+        const inserted = yield* sql`
+          INSERT INTO idempotency_keys (tenant_id, key, request_hash) VALUES (${tenantId}, ${key}, ${hash})
+          ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key`
+        return inserted.length > 0
+      }).pipe(Effect.orDie)
+
+    const stored = (tenantId: string, key: string) =>
+      sql<{ request_hash: string; status_code: number | null; response: unknown }>`
+        SELECT request_hash, status_code, response FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(
+        Effect.orDie,
+        Effect.map((rows) => rows[0])
+      )
+
+    return Idempotency.of({
+      run: (tenantId, key, fingerprint, create) => {
+        if (key === undefined) return Effect.map(create, respond)
+        if (!keyPattern.test(key)) {
+          return fail(400, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters", {
+            details: [{ path: "Idempotency-Key", code: "invalid_value", message: "1 to 255 printable ASCII characters" }]
+          })
+        }
+        const hash = createHash("sha256").update(JSON.stringify(fingerprint)).digest("hex")
+        return Effect.gen(function*() {
+          if (yield* claim(tenantId, key, hash)) {
+            const response = yield* create.pipe(
+              Effect.onError(() => sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.ignore))
+            )
+            yield* sql`UPDATE idempotency_keys SET status_code = ${response.status}, response = ${JSON.stringify(response.body)}::jsonb
+                       WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.orDie)
+            return respond(response)
+          }
+          // Someone holds the key: the same request finishing elsewhere, or a finished one.
+          for (let waited = 0; waited < 30_000; waited += 100) {
+            const row = yield* stored(tenantId, key)
+            if (!row) return yield* fail(409, "idempotency_conflict", "the first request with this key failed; send it again")
+            if (row.request_hash !== hash) {
+              return yield* fail(409, "idempotency_mismatch", "this Idempotency-Key was used with a different request")
+            }
+            if (row.status_code !== null) return respond({ status: row.status_code, body: row.response })
+            yield* Effect.sleep("100 millis")
+          }
+          return yield* fail(409, "idempotency_in_progress", "a request with this key is still being processed", { retryAfter: 1 })
+        })
+      }
+    })
+  })
+)

@@ -1,0 +1,75 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
+import { Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobWithResult, SearchJobsBody } from "../schema/job.ts"
+import { PageQuery } from "./billing.api.ts"
+import { ApiKeyAuth, Requires } from "./security.ts"
+
+const IdempotencyHeader = { "idempotency-key": Schema.optional(Schema.String) }
+const id = { id: Schema.String }
+
+export const ListJobsQuery = {
+  ...PageQuery,
+  sort: Schema.optional(Schema.String.annotate({ description: "comma-separated field:dir pairs, e.g. createdAt:desc,id:desc" })),
+  status: Schema.optional(Schema.String.annotate({ description: "one status or a comma-separated list" }))
+}
+
+export class JobsGroup extends HttpApiGroup.make("jobs")
+  .add(
+    HttpApiEndpoint.post("create", "/jobs", {
+      headers: IdempotencyHeader,
+      payload: CreateJobBody,
+      success: Success(CreatedJob, 201),
+      error: errors(400, 409, 422, 429, 503)
+    }).annotate(Requires, "scraper:jobs:write"),
+    HttpApiEndpoint.post("bulk", "/jobs/bulk", {
+      headers: IdempotencyHeader,
+      payload: BulkJobsBody,
+      success: [Success(BulkResult, 201), Success(BulkResult, 207)],
+      error: errors(400, 409, 422, 429, 503)
+    }).annotate(Requires, "scraper:jobs:write"),
+    HttpApiEndpoint.post("search", "/jobs/search", {
+      payload: SearchJobsBody,
+      success: Success(JobPage),
+      error: errors(400)
+    }).annotate(Requires, "scraper:jobs:read"),
+    HttpApiEndpoint.get("list", "/jobs", {
+      query: ListJobsQuery,
+      success: Success(JobPage),
+      error: errors(400)
+    }).annotate(Requires, "scraper:jobs:read"),
+    HttpApiEndpoint.get("get", "/jobs/:id", {
+      params: id,
+      success: Success(JobWithResult),
+      error: errors(404)
+    }).annotate(Requires, "scraper:jobs:read"),
+    HttpApiEndpoint.get("html", "/jobs/:id/html", {
+      params: id,
+      success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" })),
+      error: errors(404)
+    }).annotate(Requires, "scraper:jobs:read"),
+    HttpApiEndpoint.get("screenshot", "/jobs/:id/screenshot", {
+      params: id,
+      success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "image/png" })),
+      error: errors(404)
+    }).annotate(Requires, "scraper:jobs:read"),
+    HttpApiEndpoint.post("replay", "/jobs/:id/replay", {
+      params: id,
+      success: Success(CreatedJob, 201),
+      error: errors(404, 409, 422, 429, 503)
+    }).annotate(Requires, "scraper:jobs:write"),
+    HttpApiEndpoint.post("cancel", "/jobs/:id/cancel", {
+      params: id,
+      success: Success(CancelledJob),
+      error: errors(404, 409)
+    }).annotate(Requires, "scraper:jobs:write"),
+    HttpApiEndpoint.get("events", "/events", {
+      headers: { "last-event-id": Schema.optional(Schema.String) },
+      success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
+      error: errors(400)
+    }).annotate(Requires, "scraper:events:read")
+  )
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/scraper")
+{}

@@ -1,0 +1,318 @@
+import { Effect, Queue, Schema, Stream } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { entityCall } from "../actors/entity-call.ts"
+import { JobEntity } from "../actors/job-entity.ts"
+import { TenantEntity } from "../actors/tenant-entity.ts"
+import { Config } from "../config.ts"
+import { checkUrl } from "../crawl/ssrf.ts"
+import { domainIdOf, normalizeUrl } from "../crawl/domain.ts"
+import { EventLog, type StoredEvent } from "../events/event-log.ts"
+import { CurrentPrincipal } from "../iam/principal.ts"
+import { newId } from "../ids.ts"
+import { pageOf } from "../schema/envelope.ts"
+import { type ErrorDetail, fail, notFound } from "../schema/errors.ts"
+import { CreateJobBody, type JobStatus, jobSortFields, terminalStatuses } from "../schema/job.ts"
+import { JobRepo, type JobRow, type NewJob, toJob } from "../sql/job-repo.ts"
+import { encryptSecret } from "../webhooks/secret-box.ts"
+import { generateWebhookSecret } from "../webhooks/signing.ts"
+import { Api } from "./api.ts"
+import { issueDetails } from "./envelope-middleware.ts"
+import { Idempotency } from "./idempotency.ts"
+import { parseSort } from "./list-query.ts"
+
+const statuses: ReadonlyArray<JobStatus> = ["queued", "claimed", "done", "failed", "dead"]
+const DEFAULT_TIMEOUT_MS = 120_000
+const SSE_BUFFER = 1000
+const KEEPALIVE = "15 seconds"
+
+const envelope = (status: number, label: string, data: unknown) => ({ status, body: { status: "success", code: `${status}-${label}`, data } })
+
+const decodeJob = Schema.decodeUnknownExit(CreateJobBody, { errors: "all", onExcessProperty: "error" })
+
+export const JobsHandlers = HttpApiBuilder.group(
+  Api,
+  "jobs",
+  Effect.fn(function*(handlers) {
+    const config = yield* Config
+    const repo = yield* JobRepo
+    const events = yield* EventLog
+    const idempotency = yield* Idempotency
+    const jobClient = yield* JobEntity.client
+    const tenantClient = yield* TenantEntity.client
+
+    /** Checks one job body beyond its schema: safe target and webhook URLs. */
+    const prepare = (tenantId: string, body: CreateJobBody, requestId: string | null, replayOf: string | null = null) =>
+      Effect.gen(function*() {
+        const target = yield* Effect.promise(() => checkUrl(body.url, { allowPrivate: config.allowPrivateTargets }))
+        // An unresolvable name is not unsafe; the crawl reports it as dns_error.
+        if (!target.ok && target.reason !== "dns_error") {
+          return yield* fail(422, "unsafe_url", `the url is refused: ${target.detail}`, {
+            details: [{ path: "url", code: target.reason, message: target.detail }]
+          })
+        }
+        if (body.webhookUrl) {
+          const hook = yield* Effect.promise(() => checkUrl(body.webhookUrl!, { allowPrivate: config.allowPrivateTargets }))
+          if (!hook.ok && hook.reason !== "dns_error") {
+            return yield* fail(422, "unsafe_url", `the webhookUrl is refused: ${hook.detail}`, {
+              details: [{ path: "webhookUrl", code: hook.reason, message: hook.detail }]
+            })
+          }
+        }
+        const generatedSecret = body.webhookUrl && !body.webhookSecret ? generateWebhookSecret() : undefined
+        const secret = body.webhookSecret ?? generatedSecret
+        const url = new URL(body.url)
+        const job: NewJob = {
+          id: newId("job"),
+          tenantId,
+          url: url.href,
+          normalizedUrl: normalizeUrl(url),
+          domainId: domainIdOf(url) ?? url.hostname.toLowerCase(),
+          priority: body.priority ?? 0,
+          timeoutMs: body.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+          escalation: body.escalation ?? null,
+          screenshot: body.screenshot ?? false,
+          webhookUrl: body.webhookUrl ?? null,
+          webhookSecretEnc: secret ? encryptSecret(config.secretKey, secret, "webhook") : null,
+          replayOf,
+          requestId
+        }
+        return { job, generatedSecret }
+      })
+
+    /** Reserves quota in the tenant's entity, writes the rows, then hands each job to its entity. */
+    const createJobs = (tenantId: string, prepared: ReadonlyArray<{ job: NewJob; generatedSecret: string | undefined }>) =>
+      Effect.gen(function*() {
+        const ids = prepared.map((p) => p.job.id)
+        yield* entityCall(tenantClient(tenantId).ReserveJobs({ jobIds: ids })).pipe(
+          Effect.catchTags({
+            QuotaExceeded: (e) =>
+              fail(429, "quota_exceeded", `the daily quota ${e.quotaKey} (${e.limit}) is used up`, { retryAfter: e.retryAfter }),
+            ConcurrentLimit: (e) =>
+              fail(429, "concurrent_limit_exceeded", `${e.limit} jobs are already running (${e.quotaKey}); retry when one ends`, {
+                retryAfter: 1
+              })
+          })
+        )
+        const rows = yield* repo.insert(prepared.map((p) => p.job)).pipe(
+          Effect.onError(() => tenantClient(tenantId).ReleaseJobs({ jobIds: ids }, { discard: true }).pipe(Effect.ignore))
+        )
+        yield* Effect.forEach(rows, (row) => events.emit(tenantId, "job.created", { id: row.id, status: row.status, url: row.url }), {
+          discard: true
+        })
+        // A lost hand-off is picked up by the sweeper once the job's lease runs out.
+        yield* Effect.forEach(ids, (id) => jobClient(id).Run(undefined, { discard: true }).pipe(Effect.ignore), {
+          concurrency: 8,
+          discard: true
+        })
+        return rows.map((row, i) => ({
+          ...toJob(row),
+          ...(prepared[i]!.generatedSecret ? { webhookSecret: prepared[i]!.generatedSecret } : {})
+        }))
+      })
+
+    const withResult = (row: JobRow) => ({ ...toJob(row), result: row.result ?? null, replayOf: row.replay_of })
+
+    const listQuery = (tenantId: string, where: Parameters<typeof repo.query>[0]["where"], sort: Array<{ field: string; dir: "asc" | "desc" }>, offset: number, limit: number) =>
+      repo.query({ tenantId, where, sort, offset, limit }).pipe(
+        Effect.map((page) => ({ ...pageOf(page.items.map(toJob), offset, limit, page.total), sort }))
+      )
+
+    const sseFrame = (e: StoredEvent) => `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ ...e.data, id: e.data.id })}\n\n`
+
+    return handlers
+      .handle("create", ({ payload, headers }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "create", payload }, Effect.gen(function*() {
+            const prepared = yield* prepare(me.tenantId, payload, null)
+            const [created] = yield* createJobs(me.tenantId, [prepared])
+            return envelope(201, "created", created)
+          }))
+        }))
+      .handle("bulk", ({ payload, headers }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          if (payload.jobs.length === 0 || payload.jobs.length > 100) {
+            return yield* fail(422, "invalid_bulk_body", `jobs must hold 1 to 100 entries, got ${payload.jobs.length}`, {
+              details: [{ path: "jobs", code: "invalid_value", message: "1 to 100 entries" }]
+            })
+          }
+          return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "bulk", payload }, Effect.gen(function*() {
+            const failed: Array<{ index: number; url: string | null; reason: string }> = []
+            const ok: Array<{ job: NewJob; generatedSecret: string | undefined }> = []
+            yield* Effect.forEach(payload.jobs, (item, index) =>
+              Effect.gen(function*() {
+                const url = typeof (item as { url?: unknown })?.url === "string" ? (item as { url: string }).url : null
+                const decoded = decodeJob(item)
+                if (decoded._tag === "Failure") {
+                  const issue = (decoded.cause as any).reasons?.[0]?.error?.issue
+                  const details: Array<ErrorDetail> = issue ? issueDetails(issue) : []
+                  failed.push({ index, url, reason: `validation_error: ${details.map((d) => `${d.path || "item"} ${d.message}`).join("; ")}` })
+                  return
+                }
+                const result = yield* Effect.result(prepare(me.tenantId, decoded.value, null))
+                if (result._tag === "Failure") {
+                  failed.push({ index, url, reason: `${result.failure.code}: ${result.failure.message}` })
+                } else ok.push(result.success)
+              }), { concurrency: 8, discard: true })
+            failed.sort((a, b) => a.index - b.index)
+            const created = ok.length > 0 ? yield* createJobs(me.tenantId, ok) : []
+            const data = {
+              processed: true,
+              summary: { total: payload.jobs.length, created: created.length, failed: failed.length },
+              created,
+              failed
+            }
+            return failed.length === 0 ? envelope(201, "created", data) : envelope(207, "partial_success", data)
+          }))
+        }))
+      .handle("search", ({ payload }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const sort = [...(payload.sort ?? [{ field: "createdAt", dir: "desc" as const }])]
+          const badSort = sort.map((s, i) => ({ s, i })).filter(({ s }) => !(jobSortFields as ReadonlyArray<string>).includes(s.field))
+          if (badSort.length > 0) {
+            return yield* fail(400, "invalid_sort_field", `sort fields must be among ${jobSortFields.join(", ")}`, {
+              details: badSort.map(({ s, i }) => ({ path: `sort.${i}.field`, code: "invalid_value", message: `"${s.field}" is not sortable` }))
+            })
+          }
+          const where = payload.where ?? {}
+          const badDates = (["gte", "lt"] as const).filter((k) => where.createdAt?.[k] !== undefined && Number.isNaN(Date.parse(where.createdAt[k]!)))
+          if (badDates.length > 0) {
+            return yield* fail(400, "invalid_filter", "createdAt bounds must be ISO 8601 date-times", {
+              details: badDates.map((k) => ({ path: `where.createdAt.${k}`, code: "invalid_value", message: "not a date-time" }))
+            })
+          }
+          const offset = payload.pagination?.offset ?? 0
+          const limit = payload.pagination?.limit ?? 50
+          return yield* listQuery(me.tenantId, where, sort, offset, limit)
+        }))
+      .handle("list", ({ query }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const sort = yield* parseSort(query.sort, jobSortFields, "createdAt:desc,id:desc")
+          let status: Array<JobStatus> | undefined
+          if (query.status !== undefined) {
+            const wanted = query.status.split(",").map((s) => s.trim())
+            const unknown = wanted.filter((s) => !(statuses as ReadonlyArray<string>).includes(s))
+            if (unknown.length > 0 || wanted.length === 0) {
+              return yield* fail(400, "invalid_filter", `status must be among ${statuses.join(", ")}`, {
+                details: [{ path: "status", code: "invalid_value", message: `unknown status ${unknown.join(", ")}` }]
+              })
+            }
+            status = wanted as Array<JobStatus>
+          }
+          return yield* listQuery(me.tenantId, status ? { status } : {}, sort, query.offset ?? 0, query.limit ?? 50)
+        }))
+      .handle("get", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const row = yield* repo.find(me.tenantId, params.id)
+          return row ? withResult(row) : yield* notFound("job")
+        }))
+      .handle("html", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const content = yield* repo.html(me.tenantId, params.id)
+          if (!content) return yield* notFound("HTML of this job")
+          return HttpServerResponse.uint8Array(content.body, { contentType: content.contentType ?? "text/html; charset=utf-8" })
+        }))
+      .handle("screenshot", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const shot = yield* repo.screenshot(me.tenantId, params.id)
+          if (!shot) return yield* notFound("screenshot of this job")
+          return HttpServerResponse.uint8Array(shot.bytes, { contentType: shot.type })
+        }))
+      .handle("replay", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const row = yield* repo.find(me.tenantId, params.id)
+          if (!row) return yield* notFound("job")
+          if (!(terminalStatuses as ReadonlyArray<string>).includes(row.status)) {
+            return yield* fail(409, `cannot_replay_${row.status}`, `a ${row.status} job cannot be replayed; wait until it ends`)
+          }
+          const body: CreateJobBody = {
+            url: row.url,
+            priority: row.priority,
+            timeoutMs: row.timeout_ms,
+            ...(row.escalation ? { escalation: row.escalation as CreateJobBody["escalation"] } : {}),
+            ...(row.screenshot ? { screenshot: row.screenshot as CreateJobBody["screenshot"] } : {})
+          }
+          const prepared = yield* prepare(me.tenantId, body, null, row.id)
+          // The replay keeps the original's webhook and its secret.
+          const job = { ...prepared.job, webhookUrl: row.webhook_url, webhookSecretEnc: row.webhook_secret_enc }
+          const [created] = yield* createJobs(me.tenantId, [{ job, generatedSecret: undefined }])
+          return HttpServerResponse.jsonUnsafe(envelope(201, "created", created).body, { status: 201 })
+        }))
+      .handle("cancel", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const cancelled = yield* repo.cancel(me.tenantId, params.id)
+          if (!cancelled) return yield* notFound("job")
+          if (!cancelled.changed) {
+            return yield* fail(409, `cannot_cancel_${cancelled.row.status}`, `the job is already ${cancelled.row.status}`)
+          }
+          const row = cancelled.row
+          yield* jobClient(row.id).Abort(undefined, { discard: true }).pipe(Effect.ignore)
+          yield* events.emit(row.tenant_id, "job.dead", { id: row.id, status: "dead", url: row.url, classification: "cancelled" })
+          yield* tenantClient(row.tenant_id).ReleaseJobs({ jobIds: [row.id] }, { discard: true }).pipe(Effect.ignore)
+          return { id: row.id, status: row.status, cancelled: true, finishedAt: toJob(row).finishedAt }
+        }))
+      .handle("events", ({ headers }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const resumeFrom = headers["last-event-id"]
+          if (resumeFrom !== undefined && !/^\d{1,18}$/.test(resumeFrom)) {
+            return yield* fail(400, "validation_error", "Last-Event-ID must be an event id", {
+              details: [{ path: "Last-Event-ID", code: "invalid_value", message: "a decimal event id" }]
+            })
+          }
+          const stream = Stream.callback<string>((queue) =>
+            Effect.gen(function*() {
+              // Subscribe first, then replay the log, so nothing falls between the two.
+              const live: Array<StoredEvent> = []
+              let replayed = false
+              let lastId = BigInt(resumeFrom ?? "0")
+              let overflow = false
+              const offer = (e: StoredEvent) => {
+                if (BigInt(e.id) <= lastId) return
+                lastId = BigInt(e.id)
+                // A client that cannot keep up is cut off; it resumes with Last-Event-ID.
+                if (!Queue.offerUnsafe(queue, sseFrame(e))) overflow = true
+              }
+              yield* events.subscribe(me.tenantId, (e) => {
+                if (overflow) return
+                if (!replayed) {
+                  if (live.length < SSE_BUFFER) live.push(e)
+                  else overflow = true
+                } else offer(e)
+              })
+              Queue.offerUnsafe(queue, ": connected\n\n")
+              if (resumeFrom !== undefined) {
+                let after = resumeFrom
+                for (;;) {
+                  const batch = yield* events.since(me.tenantId, after, 500)
+                  for (const e of batch) offer(e)
+                  if (batch.length < 500) break
+                  after = batch[batch.length - 1]!.id
+                }
+              }
+              replayed = true
+              for (const e of live.splice(0)) offer(e)
+              yield* Effect.forever(Effect.sleep(KEEPALIVE).pipe(
+                Effect.andThen(Effect.sync(() => {
+                  if (overflow) return Queue.endUnsafe(queue)
+                  Queue.offerUnsafe(queue, ": keep-alive\n\n")
+                }))
+              ))
+            }), { bufferSize: SSE_BUFFER, strategy: "dropping" })
+          return HttpServerResponse.stream(Stream.encodeText(stream), {
+            contentType: "text/event-stream",
+            headers: { "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" }
+          })
+        }))
+  })
+)
+

@@ -1,0 +1,29 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
+import { Page, Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import { PageDiff, PageVersion } from "../schema/job.ts"
+import { PageQuery } from "./billing.api.ts"
+import { ApiKeyAuth, Requires } from "./security.ts"
+
+export class PageHistoryGroup extends HttpApiGroup.make("page-history")
+  .add(
+    HttpApiEndpoint.get("timeline", "/", {
+      query: { ...PageQuery, url: Schema.String.check(Schema.isBetweenLength(1, 2048)) },
+      success: Success(Page(PageVersion)),
+      error: errors(400)
+    }).annotate(Requires, "page-history:pages:read"),
+    HttpApiEndpoint.get("content", "/:versionId/content", {
+      params: { versionId: Schema.String },
+      success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "text/html" })),
+      error: errors(404)
+    }).annotate(Requires, "page-history:pages:read"),
+    HttpApiEndpoint.get("diff", "/:versionId/diff", {
+      params: { versionId: Schema.String },
+      success: Success(PageDiff),
+      error: errors(404)
+    }).annotate(Requires, "page-history:pages:read")
+  )
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/page-history")
+{}

@@ -1,0 +1,154 @@
+import { Schema } from "effect"
+import { DateTime, NullableDateTime } from "./common.ts"
+import { Page } from "./envelope.ts"
+
+export const JobStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead"])
+export type JobStatus = typeof JobStatus.Type
+export const terminalStatuses: ReadonlyArray<JobStatus> = ["done", "failed", "dead"]
+
+export const EngineName = Schema.Literals(["http", "camoufox", "brave", "alternate"])
+
+export const EscalationEntry = Schema.Struct({
+  engine: EngineName,
+  attempts: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 5 })),
+  timeoutMs: Schema.Int.check(Schema.isBetween({ minimum: 1000, maximum: 180_000 }))
+})
+
+export const ScreenshotOptions = Schema.Struct({
+  format: Schema.optional(Schema.Literals(["png", "jpeg"])),
+  quality: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 100 }))),
+  fullPage: Schema.optional(Schema.Boolean),
+  loadResources: Schema.optional(Schema.Boolean)
+})
+
+const HttpUrl = Schema.String.check(
+  Schema.isBetweenLength(1, 2048),
+  Schema.makeFilter((s) => {
+    try {
+      new URL(s)
+      return true
+    } catch {
+      return false
+    }
+  }, { expected: "an absolute URL" })
+)
+
+export const CreateJobBody = Schema.Struct({
+  url: HttpUrl,
+  priority: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10 }))),
+  webhookUrl: Schema.optional(Schema.NullOr(HttpUrl)),
+  webhookSecret: Schema.optional(Schema.String.check(Schema.isBetweenLength(16, 256))),
+  timeoutMs: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 15_000, maximum: 300_000 }))),
+  escalation: Schema.optional(Schema.Array(EscalationEntry).check(Schema.isBetweenLength(1, 8))),
+  screenshot: Schema.optional(Schema.Union([Schema.Boolean, ScreenshotOptions]))
+})
+export type CreateJobBody = typeof CreateJobBody.Type
+
+export const BulkJobsBody = Schema.Struct({
+  jobs: Schema.Array(Schema.Unknown)
+})
+
+export const Attempt = Schema.Struct({
+  engine: Schema.String,
+  classification: Schema.String,
+  httpStatus: Schema.NullOr(Schema.Int),
+  finalUrl: Schema.NullOr(Schema.String),
+  durationMs: Schema.Int,
+  error: Schema.NullOr(Schema.String)
+})
+
+export const JobResult = Schema.Struct({
+  httpStatus: Schema.NullOr(Schema.Int),
+  finalUrl: Schema.NullOr(Schema.String),
+  classification: Schema.String,
+  engine: Schema.NullOr(Schema.String),
+  durationMs: Schema.Int,
+  contentType: Schema.NullOr(Schema.String),
+  bytes: Schema.Int,
+  startedWith: Schema.Struct({ engine: Schema.String, reason: Schema.String }),
+  screenshot: Schema.Struct({ taken: Schema.Boolean, reason: Schema.NullOr(Schema.String) }),
+  attempts: Schema.Array(Attempt)
+}).annotate({ identifier: "JobResult" })
+export type JobResult = typeof JobResult.Type
+
+export const Job = Schema.Struct({
+  id: Schema.String,
+  url: Schema.String,
+  status: JobStatus,
+  priority: Schema.Int,
+  attempts: Schema.Int,
+  createdAt: DateTime,
+  finishedAt: NullableDateTime,
+  domainId: Schema.String,
+  tenantId: Schema.String
+}).annotate({ identifier: "Job" })
+export type Job = typeof Job.Type
+
+export const CreatedJob = Schema.Struct({
+  ...Job.fields,
+  webhookSecret: Schema.optional(Schema.String.annotate({ description: "The generated webhook secret; shown once" }))
+}).annotate({ identifier: "CreatedJob" })
+
+export const JobWithResult = Schema.Struct({
+  ...Job.fields,
+  result: Schema.NullOr(JobResult),
+  replayOf: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "JobWithResult" })
+
+export const BulkResult = Schema.Struct({
+  processed: Schema.Boolean,
+  summary: Schema.Struct({ total: Schema.Int, created: Schema.Int, failed: Schema.Int }),
+  created: Schema.Array(CreatedJob),
+  failed: Schema.Array(Schema.Struct({ index: Schema.Int, url: Schema.NullOr(Schema.String), reason: Schema.String }))
+})
+
+export const jobSortFields = ["createdAt", "id", "priority", "attempts", "status"] as const
+
+export const SearchJobsBody = Schema.Struct({
+  where: Schema.optional(Schema.Struct({
+    status: Schema.optional(Schema.Array(JobStatus).check(Schema.isBetweenLength(1, 5))),
+    url: Schema.optional(Schema.Struct({ prefix: Schema.String.check(Schema.isBetweenLength(1, 2048)) })),
+    domainId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 253))),
+    createdAt: Schema.optional(Schema.Struct({ gte: Schema.optional(Schema.String), lt: Schema.optional(Schema.String) })),
+    priority: Schema.optional(Schema.Struct({
+      gte: Schema.optional(Schema.Int),
+      lte: Schema.optional(Schema.Int)
+    }))
+  })),
+  sort: Schema.optional(Schema.Array(Schema.Struct({ field: Schema.String, dir: Schema.Literals(["asc", "desc"]) })).check(Schema.isMaxLength(5))),
+  pagination: Schema.optional(Schema.Struct({
+    offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+    limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
+  }))
+})
+export type SearchJobsBody = typeof SearchJobsBody.Type
+
+export const JobPage = Page(Job)
+
+export const CancelledJob = Schema.Struct({
+  id: Schema.String,
+  status: JobStatus,
+  cancelled: Schema.Boolean,
+  finishedAt: NullableDateTime
+})
+
+export const PageVersion = Schema.Struct({
+  id: Schema.String,
+  url: Schema.String,
+  normalizedUrl: Schema.String,
+  jobId: Schema.String,
+  fetchedAt: DateTime,
+  httpStatus: Schema.NullOr(Schema.Int),
+  contentType: Schema.NullOr(Schema.String),
+  size: Schema.Int,
+  contentHash: Schema.String,
+  changed: Schema.Boolean
+}).annotate({ identifier: "PageVersion" })
+export type PageVersion = typeof PageVersion.Type
+
+export const PageDiff = Schema.Struct({
+  versionId: Schema.String,
+  previousVersionId: Schema.NullOr(Schema.String),
+  changed: Schema.Boolean,
+  diff: Schema.String
+})
