@@ -26,6 +26,8 @@ export interface AppConfig {
   readonly runnerHost: string
   readonly runnerPort: number | undefined
   readonly logLevel: "debug" | "info" | "warn" | "error"
+  /** Shrinks the webhook retry schedule (tests only; always 1 in production). */
+  readonly webhookRetryScale: number
 }
 
 export class ConfigError extends Error {}
@@ -132,8 +134,14 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
   const logLevel = (env.LOG_LEVEL || "info") as AppConfig["logLevel"]
   if (!["debug", "info", "warn", "error"].includes(logLevel)) bad("LOG_LEVEL", "must be debug, info, warn or error")
 
+  const scaleRaw = env.WEBHOOK_RETRY_SCALE
+  const webhookRetryScale = scaleRaw === undefined || scaleRaw === "" ? 1 : Number(scaleRaw)
+  if (!(webhookRetryScale > 0 && webhookRetryScale <= 1)) bad("WEBHOOK_RETRY_SCALE", "must be a number in (0, 1]")
+  if (production && webhookRetryScale !== 1) bad("WEBHOOK_RETRY_SCALE", "cannot be changed when NODE_ENV=production")
+
   return {
     nodeEnv,
+    webhookRetryScale,
     port: listenPort,
     host,
     databaseUrl,

@@ -9,6 +9,7 @@ import { DomainEntityLive } from "./actors/domain-entity.ts"
 import { JobEntityLive } from "./actors/job-entity.ts"
 import { JobSweeperLive } from "./actors/job-sweeper.ts"
 import { ProbeEntityLive } from "./actors/probe-entity.ts"
+import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "./actors/webhook-delivery-entity.ts"
 import { TenantEntityLive } from "./actors/tenant-entity.ts"
 import { type AppConfig, Config } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
@@ -20,7 +21,7 @@ import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
 import { IamHandlers } from "./http/iam.http.ts"
 import { IdempotencyLive } from "./http/idempotency.ts"
-import { JobsHandlers } from "./http/jobs.http.ts"
+import { JobsHandlers, WebhooksAdminHandlers } from "./http/jobs.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
 import { ApiKeyAuthLive, InternalAuthLive } from "./http/security.live.ts"
@@ -32,6 +33,7 @@ import { DatabaseLive } from "./sql/database.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
 import { TenantRepoLive } from "./sql/tenant-repo.ts"
+import { WebhookRepoLive } from "./sql/webhook-repo.ts"
 
 /** Every (method, path) of the API, for telling 405 from 404. */
 export const apiRoutes = Object.values(Api.groups).flatMap((group) =>
@@ -50,16 +52,25 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" }
 export const makeServerLayer = (config: AppConfig) => {
   const ConfigLive = Layer.succeed(Config, config)
   const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
-  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive)
+  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive).pipe(Layer.provideMerge(WebhookRepoLive))
   const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
     Layer.provideMerge(Repos)
   )
-  const Entities = Layer.mergeAll(TenantEntityLive, ProbeEntityLive, JobEntityLive, DomainEntityLive, JobSweeperLive)
+  const Entities = Layer.mergeAll(
+    TenantEntityLive,
+    ProbeEntityLive,
+    JobEntityLive,
+    DomainEntityLive,
+    WebhookDeliveryEntityLive,
+    JobSweeperLive,
+    WebhookSweeperLive
+  )
 
   const Handlers = Layer.mergeAll(
     SystemHandlers,
     IamHandlers,
     JobsHandlers,
+    WebhooksAdminHandlers,
     PageHistoryHandlers,
     BillingHandlers,
     AdminHandlers,

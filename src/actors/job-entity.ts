@@ -9,6 +9,9 @@ import type { JobResult } from "../schema/job.ts"
 import { JobRepo, type JobRow } from "../sql/job-repo.ts"
 import { DomainEntity } from "./domain-entity.ts"
 import { TenantEntity } from "./tenant-entity.ts"
+import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
+import { newId } from "../ids.ts"
+import { jobWebhookBody } from "../webhooks/sender.ts"
 
 /** A job whose runs keep dying (its node crashed mid-crawl) this often ends `dead`. */
 export const MAX_RUNS = 3
@@ -41,12 +44,38 @@ export const JobEntityLive = JobEntity.toLayer(
     const events = yield* EventLog
     const domains = yield* DomainEntity.client
     const tenants = yield* TenantEntity.client
+    const deliveries = yield* WebhookDeliveryEntity.client
     let running: AbortController | undefined
 
     const end = (job: JobRow, status: "done" | "failed" | "dead", result: JobResult, attempts: number, extra: Partial<Parameters<typeof repo.finish>[1]> = {}) =>
       Effect.gen(function*() {
-        const finished = yield* repo.finish(job.id, { status, result, attempts, ...extra })
+        // Jobs notify on done and failed; the delivery is written with the terminal state.
+        const delivery = job.webhook_url && job.webhook_secret_enc && status !== "dead"
+          ? {
+            id: newId("whd"),
+            tenantId: job.tenant_id,
+            resourceType: "job" as const,
+            resourceId: job.id,
+            eventStatus: status,
+            url: job.webhook_url,
+            secretEnc: job.webhook_secret_enc,
+            body: jobWebhookBody({
+              jobId: job.id,
+              status,
+              httpStatus: result.httpStatus,
+              finalUrl: result.finalUrl,
+              classification: result.classification,
+              durationMs: result.durationMs,
+              requestId: job.request_id ?? "",
+              deliveredAt: new Date()
+            })
+          }
+          : undefined
+        const finished = yield* repo.finish(job.id, { status, result, attempts, ...extra, ...(delivery ? { delivery } : {}) })
         if (!finished) return
+        if (delivery) {
+          yield* deliveries(delivery.id).Attempt(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
+        }
         yield* events.emit(job.tenant_id, `job.${status}`, { id: job.id, status, url: job.url, classification: result.classification })
         yield* tenants(job.tenant_id).ReleaseJobs({ jobIds: [job.id] }, { discard: true }).pipe(Effect.ignore)
       })

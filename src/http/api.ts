@@ -3,7 +3,7 @@ import { AdminGroup } from "./admin.api.ts"
 import { BillingGroup } from "./billing.api.ts"
 import { ControlGroup } from "./control.api.ts"
 import { IamGroup } from "./iam.api.ts"
-import { JobsGroup } from "./jobs.api.ts"
+import { JobsGroup, WebhooksAdminGroup } from "./jobs.api.ts"
 import { PageHistoryGroup } from "./page-history.api.ts"
 import { SystemGroup } from "./system.api.ts"
 
@@ -15,6 +15,7 @@ export const Api = HttpApi.make("trawl")
   .add(SystemGroup)
   .add(IamGroup)
   .add(JobsGroup)
+  .add(WebhooksAdminGroup)
   .add(PageHistoryGroup)
   .add(BillingGroup)
   .add(AdminGroup)

@@ -1,8 +1,9 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobWithResult, SearchJobsBody } from "../schema/job.ts"
+import { RedeliveryResult, WebhookDelivery } from "../schema/webhook.ts"
 import { PageQuery } from "./billing.api.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
@@ -64,12 +65,32 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       success: Success(CancelledJob),
       error: errors(404, 409)
     }).annotate(Requires, "scraper:jobs:write"),
+    HttpApiEndpoint.get("webhookDeliveries", "/jobs/:id/webhook-deliveries", {
+      params: id,
+      success: Success(Schema.Struct({ items: Schema.Array(WebhookDelivery) })),
+      error: errors(404)
+    }).annotate(Requires, "scraper:webhooks:read"),
     HttpApiEndpoint.get("events", "/events", {
       headers: { "last-event-id": Schema.optional(Schema.String) },
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
       error: errors(400)
     }).annotate(Requires, "scraper:events:read")
   )
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/scraper")
+{}
+
+/** Manual redelivery: super-admin only, not in the public document. */
+export class WebhooksAdminGroup extends HttpApiGroup.make("webhooks-admin")
+  .add(
+    HttpApiEndpoint.post("redeliver", "/webhooks/:deliveryId/redeliver", {
+      params: { deliveryId: Schema.String },
+      success: Success(RedeliveryResult),
+      error: errors(404, 503)
+    })
+  )
+  .annotate(Requires, "cross_tenant:*:*")
+  .annotate(OpenApi.Exclude, true)
   .middleware(ApiKeyAuth)
   .prefix("/v1/scraper")
 {}

@@ -4,6 +4,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { JobEntity } from "../actors/job-entity.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
+import { WebhookDeliveryEntity } from "../actors/webhook-delivery-entity.ts"
 import { Config } from "../config.ts"
 import { checkUrl } from "../crawl/ssrf.ts"
 import { domainIdOf, normalizeUrl } from "../crawl/domain.ts"
@@ -11,9 +12,11 @@ import { EventLog, type StoredEvent } from "../events/event-log.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { newId } from "../ids.ts"
 import { pageOf } from "../schema/envelope.ts"
-import { type ErrorDetail, fail, notFound } from "../schema/errors.ts"
+import { type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
 import { CreateJobBody, type JobStatus, jobSortFields, terminalStatuses } from "../schema/job.ts"
 import { JobRepo, type JobRow, type NewJob, toJob } from "../sql/job-repo.ts"
+import { TenantRepo } from "../sql/tenant-repo.ts"
+import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
 import { generateWebhookSecret } from "../webhooks/signing.ts"
 import { Api } from "./api.ts"
@@ -30,16 +33,34 @@ const envelope = (status: number, label: string, data: unknown) => ({ status, bo
 
 const decodeJob = Schema.decodeUnknownExit(CreateJobBody, { errors: "all", onExcessProperty: "error" })
 
+/** Manual redelivery by a super-admin. */
+export const WebhooksAdminHandlers = HttpApiBuilder.group(
+  Api,
+  "webhooks-admin",
+  Effect.fn(function*(handlers) {
+    const webhooks = yield* WebhookRepo
+    const deliveries = yield* WebhookDeliveryEntity.client
+    return handlers.handle("redeliver", ({ params }) =>
+      Effect.gen(function*() {
+        if (!(yield* webhooks.byId(params.deliveryId))) return yield* notFound("webhook delivery")
+        const outcome = yield* entityCall(deliveries(params.deliveryId).Redeliver())
+        return { deliveryId: params.deliveryId, ...outcome }
+      }))
+  })
+)
+
 export const JobsHandlers = HttpApiBuilder.group(
   Api,
   "jobs",
   Effect.fn(function*(handlers) {
     const config = yield* Config
     const repo = yield* JobRepo
+    const tenants = yield* TenantRepo
     const events = yield* EventLog
     const idempotency = yield* Idempotency
     const jobClient = yield* JobEntity.client
     const tenantClient = yield* TenantEntity.client
+    const webhooks = yield* WebhookRepo
 
     /** Checks one job body beyond its schema: safe target and webhook URLs. */
     const prepare = (tenantId: string, body: CreateJobBody, requestId: string | null, replayOf: string | null = null) =>
@@ -56,6 +77,15 @@ export const JobsHandlers = HttpApiBuilder.group(
           if (!hook.ok && hook.reason !== "dns_error") {
             return yield* fail(422, "unsafe_url", `the webhookUrl is refused: ${hook.detail}`, {
               details: [{ path: "webhookUrl", code: hook.reason, message: hook.detail }]
+            })
+          }
+        }
+        if (body.webhookUrl) {
+          const known = yield* webhooks.distinctUrls(tenantId)
+          const limit = yield* tenants.quotaLimit(tenantId, "webhooks.endpoints.total")
+          if (!known.has(body.webhookUrl) && known.size >= limit) {
+            return yield* fail(429, "quota_exceeded", `the tenant already uses ${limit} webhook URLs (webhooks.endpoints.total)`, {
+              details: [{ path: "webhookUrl", code: "quota_exceeded", message: "a new webhook URL exceeds webhooks.endpoints.total" }]
             })
           }
         }
@@ -125,7 +155,7 @@ export const JobsHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "create", payload }, Effect.gen(function*() {
-            const prepared = yield* prepare(me.tenantId, payload, null)
+            const prepared = yield* prepare(me.tenantId, payload, yield* RequestId)
             const [created] = yield* createJobs(me.tenantId, [prepared])
             return envelope(201, "created", created)
           }))
@@ -139,6 +169,7 @@ export const JobsHandlers = HttpApiBuilder.group(
             })
           }
           return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "bulk", payload }, Effect.gen(function*() {
+            const requestId = yield* RequestId
             const failed: Array<{ index: number; url: string | null; reason: string }> = []
             const ok: Array<{ job: NewJob; generatedSecret: string | undefined }> = []
             yield* Effect.forEach(payload.jobs, (item, index) =>
@@ -151,7 +182,7 @@ export const JobsHandlers = HttpApiBuilder.group(
                   failed.push({ index, url, reason: `validation_error: ${details.map((d) => `${d.path || "item"} ${d.message}`).join("; ")}` })
                   return
                 }
-                const result = yield* Effect.result(prepare(me.tenantId, decoded.value, null))
+                const result = yield* Effect.result(prepare(me.tenantId, decoded.value, requestId))
                 if (result._tag === "Failure") {
                   failed.push({ index, url, reason: `${result.failure.code}: ${result.failure.message}` })
                 } else ok.push(result.success)
@@ -240,7 +271,7 @@ export const JobsHandlers = HttpApiBuilder.group(
             ...(row.escalation ? { escalation: row.escalation as CreateJobBody["escalation"] } : {}),
             ...(row.screenshot ? { screenshot: row.screenshot as CreateJobBody["screenshot"] } : {})
           }
-          const prepared = yield* prepare(me.tenantId, body, null, row.id)
+          const prepared = yield* prepare(me.tenantId, body, yield* RequestId, row.id)
           // The replay keeps the original's webhook and its secret.
           const job = { ...prepared.job, webhookUrl: row.webhook_url, webhookSecretEnc: row.webhook_secret_enc }
           const [created] = yield* createJobs(me.tenantId, [{ job, generatedSecret: undefined }])
@@ -259,6 +290,12 @@ export const JobsHandlers = HttpApiBuilder.group(
           yield* events.emit(row.tenant_id, "job.dead", { id: row.id, status: "dead", url: row.url, classification: "cancelled" })
           yield* tenantClient(row.tenant_id).ReleaseJobs({ jobIds: [row.id] }, { discard: true }).pipe(Effect.ignore)
           return { id: row.id, status: row.status, cancelled: true, finishedAt: toJob(row).finishedAt }
+        }))
+      .handle("webhookDeliveries", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          if (!(yield* repo.find(me.tenantId, params.id))) return yield* notFound("job")
+          return { items: yield* webhooks.forResource(me.tenantId, "job", params.id) }
         }))
       .handle("events", ({ headers }) =>
         Effect.gen(function*() {

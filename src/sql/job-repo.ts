@@ -5,6 +5,7 @@ import { SqlClient } from "effect/sql"
 import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
 import type { Job, JobResult, JobStatus, PageVersion, SearchJobsBody } from "../schema/job.ts"
+import { type NewDelivery, WebhookRepo } from "./webhook-repo.ts"
 
 export interface JobRow {
   readonly id: string
@@ -75,6 +76,8 @@ export interface JobFinish {
   readonly attempts: number
   readonly content?: { readonly body: Buffer; readonly contentType: string | null; readonly httpStatus: number | null; readonly finalUrl: string | null }
   readonly screenshot?: { readonly bytes: Buffer; readonly type: string }
+  /** A webhook delivery created atomically with the terminal state. */
+  readonly delivery?: NewDelivery
 }
 
 /** Column names the list and search may sort by (API field → column). */
@@ -125,6 +128,7 @@ export const JobRepoLive = Layer.effect(
   JobRepo,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const webhooks = yield* WebhookRepo
 
     const where = (q: JobQuery) => {
       const parts = [sql`tenant_id = ${q.tenantId}`]
@@ -221,6 +225,7 @@ export const JobRepoLive = Layer.effect(
                       ${f.screenshot?.bytes ?? null}, ${f.screenshot?.type ?? null})
               ON CONFLICT (job_id) DO NOTHING`
           }
+          if (f.delivery) yield* webhooks.insert(f.delivery)
           return row
         })).pipe(Effect.orDie),
       cancel: (tenantId, id) =>

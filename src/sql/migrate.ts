@@ -3,12 +3,14 @@ import { Migrator, SqlClient } from "effect/sql"
 import accounts from "./migrations/0001_accounts.ts"
 import clusterProbe from "./migrations/0002_cluster_probe.ts"
 import jobs from "./migrations/0003_jobs.ts"
+import webhooks from "./migrations/0004_webhooks.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
   "0001_accounts": accounts,
   "0002_cluster_probe": clusterProbe,
-  "0003_jobs": jobs
+  "0003_jobs": jobs,
+  "0004_webhooks": webhooks
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

@@ -1,0 +1,137 @@
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { iso } from "../schema/common.ts"
+
+export interface DeliveryRow {
+  readonly id: string
+  readonly tenant_id: string
+  readonly resource_type: "job" | "extraction"
+  readonly resource_id: string
+  readonly event_status: string
+  readonly url: string
+  readonly secret_enc: string
+  readonly body: string
+  readonly status: "pending" | "delivered" | "failed"
+  readonly attempts: number
+  readonly next_attempt_at: Date | null
+  readonly first_attempt_at: Date | null
+  readonly created_at: Date
+  readonly delivered_at: Date | null
+}
+
+export interface NewDelivery {
+  readonly id: string
+  readonly tenantId: string
+  readonly resourceType: "job" | "extraction"
+  readonly resourceId: string
+  readonly eventStatus: string
+  readonly url: string
+  readonly secretEnc: string
+  readonly body: string
+}
+
+export interface AttemptRecord {
+  readonly attempt: number
+  readonly manual: boolean
+  readonly httpStatus: number | null
+  readonly error: string | null
+  readonly durationMs: number
+  readonly responseBody: string
+}
+
+export const WebhookDeliveryView = (d: DeliveryRow, attempts: ReadonlyArray<any>) => ({
+  id: d.id,
+  status: d.status,
+  url: d.url,
+  event: d.event_status,
+  createdAt: iso(d.created_at)!,
+  deliveredAt: iso(d.delivered_at),
+  nextAttemptAt: d.status === "pending" ? iso(d.next_attempt_at) : null,
+  attempts: attempts.map((a) => ({
+    attempt: a.attempt,
+    manual: a.manual,
+    at: iso(a.at)!,
+    httpStatus: a.http_status,
+    error: a.error,
+    durationMs: a.duration_ms,
+    responseBody: a.response_body
+  }))
+})
+
+export interface WebhookRepoShape {
+  /** Inserts a delivery; called inside the transaction that records the terminal state. */
+  readonly insert: (d: NewDelivery) => Effect.Effect<void>
+  readonly byId: (id: string) => Effect.Effect<DeliveryRow | undefined>
+  /**
+   * Records one attempt and the delivery's new state; idempotent per attempt number.
+   * Scheduled attempts are numbered 1, 2, ...; manual redeliveries have their own numbering.
+   */
+  readonly recordAttempt: (
+    id: string,
+    a: AttemptRecord,
+    next: { status: "pending" | "delivered" | "failed"; nextAttemptAt: Date | null }
+  ) => Effect.Effect<void>
+  readonly forResource: (tenantId: string, type: "job" | "extraction", resourceId: string) => Effect.Effect<ReadonlyArray<ReturnType<typeof WebhookDeliveryView>>>
+  /** Pending deliveries whose next attempt is long overdue: their scheduled message was lost. */
+  readonly overdue: (graceMs: number, limit: number) => Effect.Effect<ReadonlyArray<DeliveryRow>>
+  readonly manualCount: (id: string) => Effect.Effect<number>
+  readonly distinctUrls: (tenantId: string) => Effect.Effect<ReadonlySet<string>>
+}
+
+export class WebhookRepo extends Context.Service<WebhookRepo, WebhookRepoShape>()("trawl/WebhookRepo") {}
+
+export const WebhookRepoLive = Layer.effect(
+  WebhookRepo,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const attemptsOf = (ids: ReadonlyArray<string>) =>
+      ids.length === 0 ? Effect.succeed([]) : sql`SELECT * FROM webhook_attempts WHERE delivery_id IN ${sql.in(ids)} ORDER BY id`
+    return WebhookRepo.of({
+      insert: (d) =>
+        sql`
+          INSERT INTO webhook_deliveries (id, tenant_id, resource_type, resource_id, event_status, url, secret_enc, body, next_attempt_at)
+          VALUES (${d.id}, ${d.tenantId}, ${d.resourceType}, ${d.resourceId}, ${d.eventStatus}, ${d.url}, ${d.secretEnc}, ${d.body}, now())
+          ON CONFLICT (resource_type, resource_id, event_status) DO NOTHING`.pipe(Effect.orDie, Effect.asVoid),
+      byId: (id) => sql<DeliveryRow>`SELECT * FROM webhook_deliveries WHERE id = ${id}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
+      recordAttempt: (id, a, next) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const inserted = yield* sql`
+            INSERT INTO webhook_attempts (delivery_id, attempt, manual, http_status, error, duration_ms, response_body)
+            VALUES (${id}, ${a.attempt}, ${a.manual}, ${a.httpStatus}, ${a.error}, ${a.durationMs}, ${a.responseBody})
+            ON CONFLICT (delivery_id, attempt, manual) DO NOTHING RETURNING id`
+          if (inserted.length === 0) return
+          yield* sql`
+            UPDATE webhook_deliveries SET
+              attempts = CASE WHEN ${a.manual} THEN attempts ELSE GREATEST(attempts, ${a.attempt}) END,
+              status = CASE WHEN status = 'delivered' THEN status ELSE ${next.status} END,
+              next_attempt_at = ${next.nextAttemptAt},
+              first_attempt_at = COALESCE(first_attempt_at, now()),
+              delivered_at = CASE WHEN ${next.status} = 'delivered' THEN COALESCE(delivered_at, now()) ELSE delivered_at END
+            WHERE id = ${id}`
+        })).pipe(Effect.orDie),
+      forResource: (tenantId, type, resourceId) =>
+        Effect.gen(function*() {
+          const deliveries = yield* sql<DeliveryRow>`
+            SELECT * FROM webhook_deliveries WHERE tenant_id = ${tenantId} AND resource_type = ${type} AND resource_id = ${resourceId}
+            ORDER BY created_at`
+          const attempts = yield* attemptsOf(deliveries.map((d) => d.id))
+          return deliveries.map((d) => WebhookDeliveryView(d, attempts.filter((a: any) => a.delivery_id === d.id)))
+        }).pipe(Effect.orDie),
+      overdue: (graceMs, limit) =>
+        sql<DeliveryRow>`
+          SELECT * FROM webhook_deliveries WHERE status = 'pending'
+            AND next_attempt_at < now() - ${graceMs} * interval '1 millisecond'
+          ORDER BY next_attempt_at LIMIT ${limit}`.pipe(Effect.orDie),
+      manualCount: (id) =>
+        sql<{ n: string }>`SELECT count(*) AS n FROM webhook_attempts WHERE delivery_id = ${id} AND manual`.pipe(
+          Effect.orDie,
+          Effect.map((r) => Number(r[0]!.n))
+        ),
+      distinctUrls: (tenantId) =>
+        sql<{ url: string }>`SELECT DISTINCT webhook_url AS url FROM jobs WHERE tenant_id = ${tenantId} AND webhook_url IS NOT NULL`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => new Set(rows.map((r) => r.url)))
+        )
+    })
+  })
+)
