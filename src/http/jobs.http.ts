@@ -65,20 +65,19 @@ export const JobsHandlers = HttpApiBuilder.group(
     /** Checks one job body beyond its schema: safe target and webhook URLs. */
     const prepare = (tenantId: string, body: CreateJobBody, requestId: string | null, replayOf: string | null = null) =>
       Effect.gen(function*() {
-        const target = yield* Effect.promise(() => checkUrl(body.url, { allowPrivate: config.allowPrivateTargets }))
-        // An unresolvable name is not unsafe; the crawl reports it as dns_error.
-        if (!target.ok && target.reason !== "dns_error") {
-          return yield* fail(422, "unsafe_url", `the url is refused: ${target.detail}`, {
-            details: [{ path: "url", code: target.reason, message: target.detail }]
-          })
-        }
-        if (body.webhookUrl) {
-          const hook = yield* Effect.promise(() => checkUrl(body.webhookUrl!, { allowPrivate: config.allowPrivateTargets }))
-          if (!hook.ok && hook.reason !== "dns_error") {
-            return yield* fail(422, "unsafe_url", `the webhookUrl is refused: ${hook.detail}`, {
-              details: [{ path: "webhookUrl", code: hook.reason, message: hook.detail }]
-            })
-          }
+        // Both URLs are checked, and every refusal is reported at once.
+        const [target, hook] = yield* Effect.promise(() =>
+          Promise.all([
+            checkUrl(body.url, { allowPrivate: config.allowPrivateTargets }),
+            body.webhookUrl ? checkUrl(body.webhookUrl, { allowPrivate: config.allowPrivateTargets }) : undefined
+          ])
+        )
+        // An unresolvable name is not unsafe; the crawl (or the delivery) reports it.
+        const refused: Array<ErrorDetail> = []
+        if (!target.ok && target.reason !== "dns_error") refused.push({ path: "url", code: target.reason, message: target.detail })
+        if (hook && !hook.ok && hook.reason !== "dns_error") refused.push({ path: "webhookUrl", code: hook.reason, message: hook.detail })
+        if (refused.length > 0) {
+          return yield* fail(422, "unsafe_url", `refused: ${refused.map((r) => `${r.path} (${r.message})`).join("; ")}`, { details: refused })
         }
         if (body.webhookUrl) {
           const known = yield* webhooks.distinctUrls(tenantId)
