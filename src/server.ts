@@ -6,6 +6,7 @@ import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ClusterLive } from "./actors/cluster.ts"
 import { ClusterInfoLive } from "./actors/cluster-info.ts"
 import { DomainEntityLive } from "./actors/domain-entity.ts"
+import { ExtractionEntityLive, ExtractionSweeperLive } from "./actors/extraction-entity.ts"
 import { JobEntityLive } from "./actors/job-entity.ts"
 import { JobSweeperLive } from "./actors/job-sweeper.ts"
 import { ProbeEntityLive } from "./actors/probe-entity.ts"
@@ -13,12 +14,14 @@ import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "./actors/webhook-
 import { TenantEntityLive } from "./actors/tenant-entity.ts"
 import { type AppConfig, Config } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
+import { JobCreationLive } from "./crawl/job-creation.ts"
 import { EventLogLive } from "./events/event-log.ts"
 import { AdminHandlers } from "./http/admin.http.ts"
 import { Api } from "./http/api.ts"
 import { BillingHandlers } from "./http/billing.http.ts"
 import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
+import { ExtractionsHandlers, ExtractorConfigsHandlers } from "./http/extractions.http.ts"
 import { IamHandlers } from "./http/iam.http.ts"
 import { IdempotencyLive } from "./http/idempotency.ts"
 import { JobsHandlers, WebhooksAdminHandlers } from "./http/jobs.http.ts"
@@ -30,6 +33,7 @@ import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
 import { KvLive } from "./kv/kv.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { DatabaseLive } from "./sql/database.ts"
+import { ExtractionRepoLive } from "./sql/extraction-repo.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
 import { TenantRepoLive } from "./sql/tenant-repo.ts"
@@ -52,16 +56,19 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" }
 export const makeServerLayer = (config: AppConfig) => {
   const ConfigLive = Layer.succeed(Config, config)
   const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
-  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive).pipe(Layer.provideMerge(WebhookRepoLive))
+  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive, ExtractionRepoLive).pipe(Layer.provideMerge(WebhookRepoLive))
   const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
     Layer.provideMerge(Repos)
   )
+  const Domain = JobCreationLive
   const Entities = Layer.mergeAll(
     TenantEntityLive,
     ProbeEntityLive,
     JobEntityLive,
     DomainEntityLive,
     WebhookDeliveryEntityLive,
+    ExtractionEntityLive,
+    ExtractionSweeperLive,
     JobSweeperLive,
     WebhookSweeperLive
   )
@@ -72,6 +79,8 @@ export const makeServerLayer = (config: AppConfig) => {
     JobsHandlers,
     WebhooksAdminHandlers,
     PageHistoryHandlers,
+    ExtractionsHandlers,
+    ExtractorConfigsHandlers,
     BillingHandlers,
     AdminHandlers,
     ControlHandlers
@@ -89,6 +98,7 @@ export const makeServerLayer = (config: AppConfig) => {
   )
 
   return Http.pipe(
+    Layer.provideMerge(Domain),
     Layer.provideMerge(Layer.mergeAll(Entities, ClusterInfoLive)),
     Layer.provideMerge(ClusterLive),
     Layer.provideMerge(Services),

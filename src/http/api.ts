@@ -2,6 +2,7 @@ import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminGroup } from "./admin.api.ts"
 import { BillingGroup } from "./billing.api.ts"
 import { ControlGroup } from "./control.api.ts"
+import { ExtractionsGroup, ExtractorConfigsGroup } from "./extractions.api.ts"
 import { IamGroup } from "./iam.api.ts"
 import { JobsGroup, WebhooksAdminGroup } from "./jobs.api.ts"
 import { PageHistoryGroup } from "./page-history.api.ts"
@@ -17,6 +18,8 @@ export const Api = HttpApi.make("trawl")
   .add(JobsGroup)
   .add(WebhooksAdminGroup)
   .add(PageHistoryGroup)
+  .add(ExtractionsGroup)
+  .add(ExtractorConfigsGroup)
   .add(BillingGroup)
   .add(AdminGroup)
   .add(ControlGroup)

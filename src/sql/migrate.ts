@@ -4,13 +4,15 @@ import accounts from "./migrations/0001_accounts.ts"
 import clusterProbe from "./migrations/0002_cluster_probe.ts"
 import jobs from "./migrations/0003_jobs.ts"
 import webhooks from "./migrations/0004_webhooks.ts"
+import extractions from "./migrations/0005_extractions.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
   "0001_accounts": accounts,
   "0002_cluster_probe": clusterProbe,
   "0003_jobs": jobs,
-  "0004_webhooks": webhooks
+  "0004_webhooks": webhooks,
+  "0005_extractions": extractions
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

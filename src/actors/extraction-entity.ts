@@ -1,0 +1,250 @@
+import { createHash } from "node:crypto"
+import { DateTime, Effect, Schedule, Schema } from "effect"
+import { ClusterSchema, DeliverAt, Entity, Singleton } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+import { Config } from "../config.ts"
+import { matchConfigs } from "../extract/config-match.ts"
+import { isExtractError } from "../extract/errors.ts"
+import { extract } from "../extract/extract.ts"
+import { refineWithLlm } from "../extract/llm.ts"
+import { EventLog } from "../events/event-log.ts"
+import { newId } from "../ids.ts"
+import { ExtractionRepo, type ExtractionRow } from "../sql/extraction-repo.ts"
+import { JobRepo } from "../sql/job-repo.ts"
+import { extractionWebhookBody } from "../webhooks/sender.ts"
+import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
+
+/** Runs of one extraction before a transient failure becomes `dead`. */
+export const MAX_EXTRACTION_ATTEMPTS = 3
+
+/** A (re)run, delivered at `dueAt`: retries back off through persisted delayed messages. */
+export class DueRun extends Schema.Class<DueRun>("trawl/DueRun")({ dueAt: Schema.Number }) {
+  [DeliverAt.symbol]() {
+    return DateTime.makeUnsafe(this.dueAt)
+  }
+}
+
+/**
+ * One entity per extraction: queued → claimed → done | failed (transient, retried
+ * with backoff) | dead (after retries) | cancelled. `Run` is persisted, so an
+ * extraction survives the death of the node working on it.
+ */
+export const ExtractionEntity = Entity.make("Extraction", [
+  Rpc.make("Run", { payload: DueRun }).annotate(ClusterSchema.Persisted, true),
+  /** Best-effort stop of a running extraction (its state is changed in SQL by the caller). */
+  Rpc.make("Abort")
+])
+
+class Failure {
+  constructor(readonly errorClass: string, readonly message: string, readonly transient: boolean) {}
+}
+
+export const ExtractionEntityLive = ExtractionEntity.toLayer(
+  Effect.gen(function*() {
+    const extractionId = (yield* Entity.CurrentAddress).entityId
+    const repo = yield* ExtractionRepo
+    const jobs = yield* JobRepo
+    const config = yield* Config
+    const events = yield* EventLog
+    const self = yield* ExtractionEntity.client
+    const deliveries = yield* WebhookDeliveryEntity.client
+    let running: AbortController | undefined
+
+    /** The content to extract from: stashed inline input, or a crawl job's HTML (waiting for the job). */
+    const inputOf = (row: ExtractionRow) =>
+      Effect.gen(function*() {
+        if (row.input_id) {
+          const stashed = yield* repo.input(row.input_id)
+          if (!stashed) return yield* Effect.fail(new Failure("input_stash_lost", "the stashed input is gone", false))
+          return stashed
+        }
+        const jobId = row.job_id!
+        for (;;) {
+          const job = yield* jobs.byId(jobId)
+          if (!job) return yield* Effect.fail(new Failure("invalid_input", `job ${jobId} does not exist`, false))
+          if (job.status === "done") {
+            const html = yield* jobs.html(row.tenant_id, jobId)
+            if (!html) return yield* Effect.fail(new Failure("invalid_input", `job ${jobId} kept no content`, false))
+            const content = html.body.toString("utf8")
+            return { content, hash: createHash("sha256").update(html.body).digest("hex") }
+          }
+          if (job.status === "failed" || job.status === "dead") {
+            return yield* Effect.fail(new Failure("invalid_input", `the page could not be fetched (${job.result?.classification ?? job.status})`, false))
+          }
+          yield* Effect.sleep("500 millis")
+        }
+      })
+
+    const process = (row: ExtractionRow) =>
+      Effect.gen(function*() {
+        const started = Date.now()
+        const input = yield* inputOf(row)
+        const requested = row.config_id ? yield* repo.configs.find(row.tenant_id, row.config_id) : undefined
+        const configs = matchConfigs(yield* repo.configs.candidates(row.tenant_id, row.type), { domainId: row.domain_id, url: row.url }, requested)
+        const llmOptions = configs.find((c) => c.payload.llm)?.payload.llm
+        const llmWanted = row.llm?.enabled ?? llmOptions?.enabled ?? false
+        const mode = row.llm?.mode ?? llmOptions?.mode ?? "fill-missing"
+        const cacheKey = createHash("sha256").update(JSON.stringify({
+          type: row.type,
+          format: row.input_format,
+          url: row.url,
+          input: input.hash,
+          configs: configs.map((c) => [c.id, new Date(c.updated_at).getTime()]),
+          llm: llmWanted ? { mode, ...llmOptions } : null
+        })).digest("hex")
+        const cached = yield* repo.cacheGet(cacheKey)
+        if (cached) return { data: cached.data, metadata: { ...cached.metadata, durationMs: Date.now() - started }, cacheHit: true, llmError: null }
+
+        const out = yield* Effect.try({
+          try: () => extract({
+            type: row.type,
+            content: input.content,
+            inputFormat: row.input_format,
+            url: row.url,
+            configs: configs.map((c) => ({ id: c.id, payload: c.payload }))
+          }),
+          catch: (e) => isExtractError(e) ? new Failure(e.errorClass, e.message, false) : new Failure("unknown", String(e), true)
+        })
+        let data = out.data as unknown as Record<string, unknown>
+        const metadata: Record<string, unknown> = { ...out.metadata }
+        let llmError: string | null = null
+        if (llmWanted) {
+          if (!config.llm) {
+            llmError = "llm_unavailable"
+          } else {
+            const controller = new AbortController()
+            running = controller
+            const refined = yield* Effect.promise(() =>
+              refineWithLlm({
+                type: row.type,
+                data,
+                text: input.content,
+                mode,
+                llm: {
+                  baseUrl: config.llm!.baseUrl,
+                  apiKey: config.llm!.apiKey,
+                  model: llmOptions?.model ?? config.llm!.model,
+                  ...(llmOptions?.temperature !== undefined ? { temperature: llmOptions.temperature } : {}),
+                  ...(llmOptions?.promptOverride !== undefined ? { promptOverride: llmOptions.promptOverride } : {})
+                },
+                signal: controller.signal
+              })
+            )
+            data = refined.data as Record<string, unknown>
+            metadata.llm = refined.llm
+            const status = refined.llm.status
+            if (status !== "ok") {
+              llmError = status === "failed_timeout" ? "llm_timeout" : status === "failed_validation" ? "llm_validation" : "llm_request"
+            }
+          }
+        }
+        metadata.durationMs = Date.now() - started
+        // A failed LLM call is not cached, so a later identical request may still be refined.
+        if (!llmError) yield* repo.cachePut(cacheKey, data, metadata)
+        return { data, metadata, cacheHit: false, llmError }
+      })
+
+    const delivery = (row: ExtractionRow, status: "done" | "failed" | "dead", data: Record<string, unknown>, metadata: Record<string, unknown>, error: { errorClass: string | null; errorMessage: string | null }) => {
+      if (!row.webhook_url || !row.webhook_secret_enc || !row.webhook_event_types.includes(status)) return undefined
+      const common = {
+        extractionId: row.id,
+        type: row.type,
+        url: row.url,
+        metadata,
+        requestId: row.request_id ?? "",
+        deliveredAt: new Date()
+      }
+      const body = status === "done"
+        ? extractionWebhookBody({ ...common, status, data })
+        : extractionWebhookBody({ ...common, status, errorClass: error.errorClass ?? "unknown", errorMessage: error.errorMessage ?? "" })
+      return {
+        id: newId("whd"),
+        tenantId: row.tenant_id,
+        resourceType: "extraction" as const,
+        resourceId: row.id,
+        eventStatus: status,
+        url: row.webhook_url,
+        secretEnc: row.webhook_secret_enc,
+        body
+      }
+    }
+
+    const finish = (row: ExtractionRow, status: "done" | "failed" | "dead", r: {
+      data: Record<string, unknown>
+      metadata: Record<string, unknown>
+      errorClass: string | null
+      errorMessage: string | null
+      cacheHit: boolean
+      retryAt: Date | null
+    }) =>
+      Effect.gen(function*() {
+        const d = delivery(row, status, r.data, r.metadata, r)
+        const done = yield* repo.finish(row.id, { status, ...r, ...(d ? { delivery: d } : {}) })
+        if (!done) return
+        yield* events.emit(row.tenant_id, `extraction.${status}`, { id: row.id, status, type: row.type, errorClass: r.errorClass })
+        if (d) yield* deliveries(d.id).Attempt(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
+        if (status === "failed" && r.retryAt) {
+          yield* self(row.id).Run(new DueRun({ dueAt: r.retryAt.getTime() }), { discard: true }).pipe(Effect.ignore)
+        }
+      })
+
+    const run = Effect.gen(function*() {
+      const current = yield* repo.byId(extractionId)
+      if (!current || !["queued", "claimed", "failed"].includes(current.status)) return
+      const row = yield* repo.claim(extractionId, 10 * 60_000)
+      if (!row) return
+      yield* events.emit(row.tenant_id, "extraction.claimed", { id: row.id, status: "claimed", type: row.type })
+      const result = yield* process(row).pipe(
+        Effect.catchDefect((d) => Effect.fail(new Failure("unknown", String(d), true))),
+        Effect.result,
+        Effect.ensuring(Effect.sync(() => (running = undefined)))
+      )
+      const meta = { inputFormat: row.input_format, strategiesUsed: [], configsApplied: [] }
+      if (result._tag === "Success") {
+        const r = result.success
+        const required = row.llm?.enabled === true
+        yield* finish(row, "done", {
+          data: r.data,
+          metadata: r.metadata,
+          errorClass: required ? r.llmError : null,
+          errorMessage: required && r.llmError ? `LLM refinement did not succeed (${r.llmError}); the heuristic result is kept` : null,
+          cacheHit: r.cacheHit,
+          retryAt: null
+        })
+        return
+      }
+      const f = result.failure instanceof Failure ? result.failure : new Failure("unknown", String(result.failure), true)
+      if (f.transient && row.attempts < MAX_EXTRACTION_ATTEMPTS) {
+        yield* finish(row, "failed", {
+          data: {}, metadata: meta, errorClass: f.errorClass, errorMessage: f.message, cacheHit: false,
+          retryAt: new Date(Date.now() + 1000 * 2 ** row.attempts)
+        })
+      } else {
+        yield* finish(row, "dead", { data: {}, metadata: meta, errorClass: f.errorClass, errorMessage: f.message, cacheHit: false, retryAt: null })
+      }
+    })
+
+    return ExtractionEntity.of({
+      Run: () => Effect.orDie(run),
+      Abort: () => Effect.sync(() => running?.abort()).pipe(Rpc.fork)
+    })
+  }),
+  { maxIdleTime: "1 minute" }
+)
+
+/** Re-sends runs of extractions whose lease ran out (lost hand-off or runner). */
+export const ExtractionSweeperLive = Singleton.make(
+  "ExtractionSweeper",
+  Effect.gen(function*() {
+    const repo = yield* ExtractionRepo
+    const extractions = yield* ExtractionEntity.client
+    const sweep = Effect.gen(function*() {
+      const stale = yield* repo.stale(200)
+      yield* Effect.forEach(stale, (e) => extractions(e.id).Run(new DueRun({ dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore), {
+        concurrency: 16,
+        discard: true
+      })
+    })
+    yield* sweep.pipe(Effect.catchCause(Effect.logWarning), Effect.repeat(Schedule.spaced("15 seconds")))
+  })
+)

@@ -1,0 +1,128 @@
+import { Context, Effect, Layer } from "effect"
+import { entityCall } from "../actors/entity-call.ts"
+import { JobEntity } from "../actors/job-entity.ts"
+import { TenantEntity } from "../actors/tenant-entity.ts"
+import { Config } from "../config.ts"
+import { EventLog } from "../events/event-log.ts"
+import { newId } from "../ids.ts"
+import { type ApiError, type ErrorDetail, fail } from "../schema/errors.ts"
+import type { CreateJobBody, Job } from "../schema/job.ts"
+import { JobRepo, type NewJob, toJob } from "../sql/job-repo.ts"
+import { TenantRepo } from "../sql/tenant-repo.ts"
+import { WebhookRepo } from "../sql/webhook-repo.ts"
+import { encryptSecret } from "../webhooks/secret-box.ts"
+import { generateWebhookSecret } from "../webhooks/signing.ts"
+import { domainIdOf, normalizeUrl } from "./domain.ts"
+import { checkUrl } from "./ssrf.ts"
+
+export const DEFAULT_JOB_TIMEOUT_MS = 120_000
+
+export interface PreparedJob {
+  readonly job: NewJob
+  /** A secret generated for the webhook, returned once in the creation response. */
+  readonly generatedSecret: string | undefined
+}
+
+export interface JobCreationShape {
+  /** Checks one job body beyond its schema: safe target and webhook URLs, the webhook endpoint quota. */
+  readonly prepare: (tenantId: string, body: CreateJobBody, requestId: string | null, replayOf?: string | null) => Effect.Effect<PreparedJob, ApiError>
+  /** Reserves quota in the tenant's entity, writes the rows, then hands each job to its entity. */
+  readonly create: (tenantId: string, prepared: ReadonlyArray<PreparedJob>) => Effect.Effect<ReadonlyArray<Job & { webhookSecret?: string }>, ApiError>
+}
+
+/** The one way jobs come into being: from the jobs API, replays and URL extractions. */
+export class JobCreation extends Context.Service<JobCreation, JobCreationShape>()("trawl/JobCreation") {}
+
+export const JobCreationLive = Layer.effect(
+  JobCreation,
+  Effect.gen(function*() {
+    const config = yield* Config
+    const repo = yield* JobRepo
+    const tenants = yield* TenantRepo
+    const webhooks = yield* WebhookRepo
+    const events = yield* EventLog
+    const jobClient = yield* JobEntity.client
+    const tenantClient = yield* TenantEntity.client
+
+    /** Checks one job body beyond its schema: safe target and webhook URLs. */
+    const prepare = (tenantId: string, body: CreateJobBody, requestId: string | null, replayOf: string | null = null): Effect.Effect<PreparedJob, ApiError> =>
+      Effect.gen(function*() {
+        // Both URLs are checked, and every refusal is reported at once.
+        const [target, hook] = yield* Effect.promise(() =>
+          Promise.all([
+            checkUrl(body.url, { allowPrivate: config.allowPrivateTargets }),
+            body.webhookUrl ? checkUrl(body.webhookUrl, { allowPrivate: config.allowPrivateTargets }) : undefined
+          ])
+        )
+        // An unresolvable name is not unsafe; the crawl (or the delivery) reports it.
+        const refused: Array<ErrorDetail> = []
+        if (!target.ok && target.reason !== "dns_error") refused.push({ path: "url", code: target.reason, message: target.detail })
+        if (hook && !hook.ok && hook.reason !== "dns_error") refused.push({ path: "webhookUrl", code: hook.reason, message: hook.detail })
+        if (refused.length > 0) {
+          return yield* fail(422, "unsafe_url", `refused: ${refused.map((r) => `${r.path} (${r.message})`).join("; ")}`, { details: refused })
+        }
+        if (body.webhookUrl) {
+          const known = yield* webhooks.distinctUrls(tenantId)
+          const limit = yield* tenants.quotaLimit(tenantId, "webhooks.endpoints.total")
+          if (!known.has(body.webhookUrl) && known.size >= limit) {
+            return yield* fail(429, "quota_exceeded", `the tenant already uses ${limit} webhook URLs (webhooks.endpoints.total)`, {
+              details: [{ path: "webhookUrl", code: "quota_exceeded", message: "a new webhook URL exceeds webhooks.endpoints.total" }]
+            })
+          }
+        }
+        const generatedSecret = body.webhookUrl && !body.webhookSecret ? generateWebhookSecret() : undefined
+        const secret = body.webhookSecret ?? generatedSecret
+        const url = new URL(body.url)
+        const job: NewJob = {
+          id: newId("job"),
+          tenantId,
+          url: url.href,
+          normalizedUrl: normalizeUrl(url),
+          domainId: domainIdOf(url) ?? url.hostname.toLowerCase(),
+          priority: body.priority ?? 0,
+          timeoutMs: body.timeoutMs ?? DEFAULT_JOB_TIMEOUT_MS,
+          escalation: body.escalation ?? null,
+          screenshot: body.screenshot ?? false,
+          webhookUrl: body.webhookUrl ?? null,
+          webhookSecretEnc: secret ? encryptSecret(config.secretKey, secret, "webhook") : null,
+          replayOf,
+          requestId
+        }
+        return { job, generatedSecret }
+      })
+
+    /** Reserves quota in the tenant's entity, writes the rows, then hands each job to its entity. */
+    const createJobs = (tenantId: string, prepared: ReadonlyArray<PreparedJob>) =>
+      Effect.gen(function*() {
+        const ids = prepared.map((p) => p.job.id)
+        yield* entityCall(tenantClient(tenantId).ReserveJobs({ jobIds: ids })).pipe(
+          Effect.catchTags({
+            QuotaExceeded: (e) =>
+              fail(429, "quota_exceeded", `the daily quota ${e.quotaKey} (${e.limit}) is used up`, { retryAfter: e.retryAfter }),
+            ConcurrentLimit: (e) =>
+              fail(429, "concurrent_limit_exceeded", `${e.limit} jobs are already running (${e.quotaKey}); retry when one ends`, {
+                retryAfter: 1
+              })
+          })
+        )
+        const rows = yield* repo.insert(prepared.map((p) => p.job)).pipe(
+          Effect.onError(() => tenantClient(tenantId).ReleaseJobs({ jobIds: ids }, { discard: true }).pipe(Effect.ignore))
+        )
+        yield* Effect.forEach(rows, (row) => events.emit(tenantId, "job.created", { id: row.id, status: row.status, url: row.url }), {
+          discard: true
+        })
+        // A lost hand-off is picked up by the sweeper once the job's lease runs out.
+        yield* Effect.forEach(ids, (id) => jobClient(id).Run(undefined, { discard: true }).pipe(Effect.ignore), {
+          concurrency: 8,
+          discard: true
+        })
+        return rows.map((row, i) => ({
+          ...toJob(row),
+          ...(prepared[i]!.generatedSecret ? { webhookSecret: prepared[i]!.generatedSecret } : {})
+        }))
+      })
+
+
+    return JobCreation.of({ prepare, create: createJobs })
+  })
+)

@@ -1,0 +1,103 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { Page, Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import {
+  CancelledExtraction,
+  CreateConfigBody,
+  CreatedExtraction,
+  CreateExtractionBody,
+  DeletedConfig,
+  Extraction,
+  ExtractionPage,
+  ExtractorConfig,
+  SearchExtractionsBody,
+  UpdateConfigBody
+} from "../schema/extraction.ts"
+import { WebhookDelivery } from "../schema/webhook.ts"
+import { PageQuery } from "./billing.api.ts"
+import { ApiKeyAuth, Requires } from "./security.ts"
+
+const id = { id: Schema.String }
+
+export class ExtractionsGroup extends HttpApiGroup.make("extractions")
+  .add(
+    HttpApiEndpoint.post("create", "/extractions", {
+      headers: { "idempotency-key": Schema.optional(Schema.String) },
+      payload: CreateExtractionBody,
+      success: Success(CreatedExtraction, 201),
+      error: errors(400, 404, 409, 413, 422, 429, 503)
+    }).annotate(Requires, "extractor:extractions:write"),
+    HttpApiEndpoint.get("list", "/extractions", {
+      query: {
+        ...PageQuery,
+        sort: Schema.optional(Schema.String),
+        status: Schema.optional(Schema.String),
+        type: Schema.optional(Schema.String),
+        domainId: Schema.optional(Schema.String)
+      },
+      success: Success(ExtractionPage),
+      error: errors(400)
+    }).annotate(Requires, "extractor:extractions:read"),
+    HttpApiEndpoint.post("search", "/extractions/search", {
+      payload: SearchExtractionsBody,
+      success: Success(ExtractionPage),
+      error: errors(400)
+    }).annotate(Requires, "extractor:extractions:read"),
+    HttpApiEndpoint.get("get", "/extractions/:id", {
+      params: id,
+      success: Success(Extraction),
+      error: errors(404)
+    }).annotate(Requires, "extractor:extractions:read"),
+    HttpApiEndpoint.delete("cancel", "/extractions/:id", {
+      params: id,
+      success: Success(CancelledExtraction),
+      error: errors(404)
+    }).annotate(Requires, "extractor:extractions:write"),
+    HttpApiEndpoint.post("replay", "/extractions/:id/replay", {
+      params: id,
+      success: Success(CreatedExtraction, 201),
+      error: errors(404, 409, 413, 422, 429, 503)
+    }).annotate(Requires, "extractor:extractions:write"),
+    HttpApiEndpoint.get("webhookDeliveries", "/extractions/:id/webhook-deliveries", {
+      params: id,
+      success: Success(Schema.Struct({ items: Schema.Array(WebhookDelivery) })),
+      error: errors(404)
+    }).annotate(Requires, "scraper:webhooks:read")
+  )
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/extractor")
+{}
+
+export class ExtractorConfigsGroup extends HttpApiGroup.make("extractor-configs")
+  .add(
+    HttpApiEndpoint.post("create", "/configs", {
+      payload: CreateConfigBody,
+      success: Success(ExtractorConfig, 201),
+      error: errors(400, 403, 422, 429)
+    }).annotate(Requires, "extractor:configs:write"),
+    HttpApiEndpoint.get("list", "/configs", {
+      query: PageQuery,
+      success: Success(Page(ExtractorConfig)),
+      error: errors(400)
+    }).annotate(Requires, "extractor:configs:read"),
+    HttpApiEndpoint.get("get", "/configs/:id", {
+      params: id,
+      success: Success(ExtractorConfig),
+      error: errors(404)
+    }).annotate(Requires, "extractor:configs:read"),
+    HttpApiEndpoint.patch("update", "/configs/:id", {
+      params: id,
+      payload: UpdateConfigBody,
+      success: Success(ExtractorConfig),
+      error: errors(400, 403, 404, 422)
+    }).annotate(Requires, "extractor:configs:write"),
+    HttpApiEndpoint.delete("remove", "/configs/:id", {
+      params: id,
+      success: Success(DeletedConfig),
+      error: errors(403, 404)
+    }).annotate(Requires, "extractor:configs:write")
+  )
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/extractor")
+{}

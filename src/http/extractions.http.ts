@@ -1,0 +1,329 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { DueRun, ExtractionEntity } from "../actors/extraction-entity.ts"
+import { Config } from "../config.ts"
+import { JobCreation } from "../crawl/job-creation.ts"
+import { checkUrl } from "../crawl/ssrf.ts"
+import { EventLog } from "../events/event-log.ts"
+import { CurrentPrincipal, isSuperAdmin } from "../iam/principal.ts"
+import { newId } from "../ids.ts"
+import { pageOf } from "../schema/envelope.ts"
+import { type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
+import {
+  type CreateExtractionBody,
+  type ExtractionStatus,
+  extractionSortFields,
+  MAX_INPUT_BYTES
+} from "../schema/extraction.ts"
+import { ExtractionRepo, type ExtractionRow, toConfig, toExtraction } from "../sql/extraction-repo.ts"
+import { JobRepo } from "../sql/job-repo.ts"
+import { TenantRepo } from "../sql/tenant-repo.ts"
+import { WebhookRepo } from "../sql/webhook-repo.ts"
+import { encryptSecret } from "../webhooks/secret-box.ts"
+import { generateWebhookSecret } from "../webhooks/signing.ts"
+import { Api } from "./api.ts"
+import { Idempotency } from "./idempotency.ts"
+import { parseSort } from "./list-query.ts"
+
+const statuses: ReadonlyArray<ExtractionStatus> = ["queued", "claimed", "done", "failed", "dead", "cancelled"]
+const terminal: ReadonlyArray<string> = ["done", "dead", "cancelled"]
+
+const utcDayStart = () => {
+  const d = new Date()
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()))
+}
+
+export const ExtractionsHandlers = HttpApiBuilder.group(
+  Api,
+  "extractions",
+  Effect.fn(function*(handlers) {
+    const config = yield* Config
+    const repo = yield* ExtractionRepo
+    const jobRepo = yield* JobRepo
+    const tenants = yield* TenantRepo
+    const webhooks = yield* WebhookRepo
+    const events = yield* EventLog
+    const idempotency = yield* Idempotency
+    const jobCreation = yield* JobCreation
+    const client = yield* ExtractionEntity.client
+
+    /** Validates, stashes the input or starts its crawl job, writes the row and hands it to its entity. */
+    const start = (tenantId: string, body: CreateExtractionBody, source: { replayOf: string | null; recycleCount: number; reuseInputId?: string | null }) =>
+      Effect.gen(function*() {
+        const sources = (["url", "input", "jobId"] as const).filter((k) => body[k] !== undefined)
+        if (sources.length !== 1 && !source.reuseInputId) {
+          return yield* fail(400, "validation_error", "give exactly one of url, input or jobId", {
+            details: [{ path: sources.length === 0 ? "url" : sources[1]!, code: "exactly_one_source", message: "exactly one of url, input, jobId" }]
+          })
+        }
+        if (body.inputFormat !== undefined && body.input === undefined) {
+          return yield* fail(400, "validation_error", "inputFormat goes with input", {
+            details: [{ path: "inputFormat", code: "invalid_value", message: "only with input" }]
+          })
+        }
+        if (body.input !== undefined && Buffer.byteLength(body.input, "utf8") > MAX_INPUT_BYTES) {
+          return yield* fail(413, "payload_too_large", `input is larger than ${MAX_INPUT_BYTES} bytes`, {
+            details: [{ path: "input", code: "too_large", message: "at most 5 MB" }]
+          })
+        }
+        if (body.input !== undefined && body.input.trim() === "") {
+          return yield* fail(400, "validation_error", "input is empty", { details: [{ path: "input", code: "invalid_value", message: "must not be empty" }] })
+        }
+        const daily = yield* tenants.quotaLimit(tenantId, "extractor.extractions.daily")
+        if ((yield* repo.createdSince(tenantId, utcDayStart())) >= daily) {
+          const retryAfter = Math.ceil((utcDayStart().getTime() + 86_400_000 - Date.now()) / 1000)
+          return yield* fail(429, "quota_exceeded", `the daily quota extractor.extractions.daily (${daily}) is used up`, { retryAfter })
+        }
+        if (body.configId !== undefined && !(yield* repo.configs.find(tenantId, body.configId))) {
+          return yield* fail(422, "invalid_config", "configId is not a config of this tenant", {
+            details: [{ path: "configId", code: "not_found", message: "no such config" }]
+          })
+        }
+        if (body.webhookUrl) {
+          const hook = yield* Effect.promise(() => checkUrl(body.webhookUrl!, { allowPrivate: config.allowPrivateTargets }))
+          if (!hook.ok && hook.reason !== "dns_error") {
+            return yield* fail(422, "unsafe_url", `the webhookUrl is refused: ${hook.detail}`, {
+              details: [{ path: "webhookUrl", code: hook.reason, message: hook.detail }]
+            })
+          }
+          const known = yield* webhooks.distinctUrls(tenantId)
+          const limit = yield* tenants.quotaLimit(tenantId, "webhooks.endpoints.total")
+          if (!known.has(body.webhookUrl) && known.size >= limit) {
+            return yield* fail(429, "quota_exceeded", `the tenant already uses ${limit} webhook URLs (webhooks.endpoints.total)`)
+          }
+        }
+        const requestId = yield* RequestId
+        const id = newId("ext")
+        let url: string | null = null
+        let domainId: string | null = null
+        let jobId: string | null = null
+        let inputId: string | null = source.reuseInputId ?? null
+        if (body.url !== undefined) {
+          const prepared = yield* jobCreation.prepare(tenantId, { url: body.url }, requestId)
+          const [job] = yield* jobCreation.create(tenantId, [prepared])
+          url = job!.url
+          domainId = job!.domainId
+          jobId = job!.id
+        } else if (body.jobId !== undefined) {
+          const job = yield* jobRepo.find(tenantId, body.jobId)
+          if (!job) {
+            return yield* fail(422, "invalid_job", "jobId is not a job of this tenant", {
+              details: [{ path: "jobId", code: "not_found", message: "no such job" }]
+            })
+          }
+          url = job.url
+          domainId = job.domain_id
+          jobId = job.id
+        } else if (body.input !== undefined) {
+          inputId = newId("inp")
+          // Stashed before the 201, so a crash never loses the client's input.
+          yield* repo.stash(tenantId, inputId, body.input)
+        }
+        const generatedSecret = body.webhookUrl && !body.webhookSecret ? generateWebhookSecret() : undefined
+        const secret = body.webhookSecret ?? generatedSecret
+        const row = yield* repo.insert({
+          id,
+          tenantId,
+          type: body.type,
+          url,
+          domainId,
+          inputFormat: body.input !== undefined || inputId ? body.inputFormat ?? "html" : "html",
+          inputId,
+          jobId,
+          configId: body.configId ?? null,
+          llm: body.llm ?? null,
+          webhookUrl: body.webhookUrl ?? null,
+          webhookSecretEnc: secret ? encryptSecret(config.secretKey, secret, "webhook") : null,
+          webhookEventTypes: body.webhookEventTypes ?? ["done", "dead"],
+          replayOf: source.replayOf,
+          requestId
+        })
+        if (source.recycleCount > 0) yield* repo.setRecycleCount(row.id, source.recycleCount)
+        yield* events.emit(tenantId, "extraction.created", { id, status: "queued", type: body.type })
+        yield* client(id).Run(new DueRun({ dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
+        return { ...toExtraction({ ...row, recycle_count: source.recycleCount }), ...(generatedSecret ? { webhookSecret: generatedSecret } : {}) }
+      })
+
+    const page = (tenantId: string, where: Parameters<typeof repo.query>[0]["where"], sort: Array<{ field: string; dir: "asc" | "desc" }>, offset: number, limit: number) =>
+      repo.query({ tenantId, where, sort, offset, limit }).pipe(
+        Effect.map((p) => ({ ...pageOf(p.items.map(toExtraction), offset, limit, p.total), sort }))
+      )
+
+    const filterError = (path: string, message: string) =>
+      fail(400, "invalid_filter", message, { details: [{ path, code: "invalid_value", message }] })
+
+    return handlers
+      .handle("create", ({ payload, headers }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "extraction", payload }, Effect.gen(function*() {
+            const created = yield* start(me.tenantId, payload, { replayOf: null, recycleCount: 0 })
+            return { status: 201, body: { status: "success", code: "201-created", data: created } }
+          }))
+        }))
+      .handle("list", ({ query }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const sort = yield* parseSort(query.sort, extractionSortFields, "createdAt:desc,id:desc")
+          const where: Parameters<typeof repo.query>[0]["where"] = {}
+          if (query.status !== undefined) {
+            const wanted = query.status.split(",").map((s) => s.trim())
+            if (wanted.some((s) => !(statuses as ReadonlyArray<string>).includes(s))) {
+              return yield* filterError("status", `status must be among ${statuses.join(", ")}`)
+            }
+            Object.assign(where, { status: wanted })
+          }
+          if (query.type !== undefined) {
+            if (query.type !== "article" && query.type !== "product") return yield* filterError("type", "type must be article or product")
+            Object.assign(where, { type: query.type })
+          }
+          if (query.domainId !== undefined) {
+            if (query.domainId.length === 0 || query.domainId.length > 253) return yield* filterError("domainId", "domainId must be a domain")
+            Object.assign(where, { domainId: query.domainId })
+          }
+          return yield* page(me.tenantId, where, sort, query.offset ?? 0, query.limit ?? 50)
+        }))
+      .handle("search", ({ payload }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const sort = [...(payload.sort ?? [{ field: "createdAt", dir: "desc" as const }, { field: "id", dir: "desc" as const }])]
+          const bad: Array<ErrorDetail> = sort.flatMap((s, i) =>
+            (extractionSortFields as ReadonlyArray<string>).includes(s.field) ? [] : [{ path: `sort.${i}.field`, code: "invalid_value", message: `"${s.field}" is not sortable` }]
+          )
+          if (bad.length > 0) return yield* fail(400, "invalid_sort_field", `sort fields must be among ${extractionSortFields.join(", ")}`, { details: bad })
+          const where = payload.where ?? {}
+          for (const k of ["gte", "lt"] as const) {
+            const v = where.createdAt?.[k]
+            if (v !== undefined && Number.isNaN(Date.parse(v))) return yield* filterError(`where.createdAt.${k}`, "createdAt bounds must be ISO 8601 date-times")
+          }
+          return yield* page(me.tenantId, where, sort, payload.pagination?.offset ?? 0, payload.pagination?.limit ?? 50)
+        }))
+      .handle("get", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const row = yield* repo.find(me.tenantId, params.id)
+          return row ? toExtraction(row) : yield* notFound("extraction")
+        }))
+      .handle("cancel", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const result = yield* repo.cancel(me.tenantId, params.id)
+          if (!result) return yield* notFound("extraction")
+          const row: ExtractionRow = result.row
+          if (result.changed) {
+            yield* client(row.id).Abort(undefined, { discard: true }).pipe(Effect.ignore)
+            yield* events.emit(row.tenant_id, "extraction.cancelled", { id: row.id, status: "cancelled", type: row.type })
+            return { id: row.id, status: row.status, cancelled: true, cancelledAt: toExtraction(row).cancelledAt }
+          }
+          return { id: row.id, status: row.status, cancelled: false, cancelledAt: toExtraction(row).cancelledAt, reason: `already ${row.status}` }
+        }))
+      .handle("replay", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const row = yield* repo.find(me.tenantId, params.id)
+          if (!row) return yield* notFound("extraction")
+          if (!terminal.includes(row.status)) {
+            return yield* fail(409, `cannot_replay_${row.status}`, `a ${row.status} extraction cannot be replayed; wait until it ends`)
+          }
+          const body: CreateExtractionBody = {
+            type: row.type,
+            ...(row.input_id ? {} : row.replay_of === null && row.job_id && row.url ? { url: row.url } : row.job_id ? { jobId: row.job_id } : {}),
+            ...(row.input_id ? { inputFormat: row.input_format } : {}),
+            ...(row.config_id ? { configId: row.config_id } : {}),
+            ...(row.llm ? { llm: row.llm } : {})
+          }
+          const created = yield* start(me.tenantId, body, { replayOf: row.id, recycleCount: row.recycle_count + 1, reuseInputId: row.input_id })
+          return created
+        }))
+      .handle("webhookDeliveries", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          if (!(yield* repo.find(me.tenantId, params.id))) return yield* notFound("extraction")
+          return { items: yield* webhooks.forResource(me.tenantId, "extraction", params.id) }
+        }))
+  })
+)
+
+export const ExtractorConfigsHandlers = HttpApiBuilder.group(
+  Api,
+  "extractor-configs",
+  Effect.fn(function*(handlers) {
+    const repo = yield* ExtractionRepo
+    const tenants = yield* TenantRepo
+
+    /** Global configs are the super-admin's; a tenant may only change its own. */
+    const writable = (id: string) =>
+      Effect.gen(function*() {
+        const me = yield* CurrentPrincipal
+        const row = yield* repo.configs.find(me.tenantId, id)
+        if (!row) return yield* notFound("extractor config")
+        if (row.scope === "global" && !isSuperAdmin(me)) return yield* fail(403, "forbidden", "global configs are changed by platform admins only")
+        return row
+      })
+
+    return handlers
+      .handle("create", ({ payload }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          if (payload.scope === "global" && !isSuperAdmin(me)) {
+            return yield* fail(403, "forbidden", "only platform admins create global configs")
+          }
+          if (payload.scope === "tenant" && payload.tenantId != null && payload.tenantId !== me.tenantId) {
+            return yield* fail(422, "invalid_tenant", "tenantId is set from the caller for tenant configs", {
+              details: [{ path: "tenantId", code: "invalid_value", message: "must be your tenant or omitted" }]
+            })
+          }
+          const limit = yield* tenants.quotaLimit(me.tenantId, "extractor.configs.total")
+          if (payload.scope === "tenant" && (yield* repo.configs.countOwn(me.tenantId)) >= limit) {
+            return yield* fail(429, "quota_exceeded", `the tenant already has ${limit} extractor configs (extractor.configs.total)`)
+          }
+          const row = yield* repo.configs.insert({
+            id: newId("cfg"),
+            tenant_id: payload.scope === "global" ? null : me.tenantId,
+            scope: payload.scope,
+            type: payload.type ?? null,
+            domain_id: payload.domainId?.toLowerCase() ?? null,
+            url_pattern: payload.urlPattern ?? null,
+            priority: payload.priority ?? 0,
+            enabled: payload.enabled ?? true,
+            payload: payload.payload ?? {},
+            notes: payload.notes ?? null
+          })
+          return toConfig(row)
+        }))
+      .handle("list", ({ query }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const offset = query.offset ?? 0
+          const limit = query.limit ?? 50
+          const p = yield* repo.configs.list(me.tenantId, offset, limit)
+          return pageOf(p.items.map(toConfig), offset, limit, p.total)
+        }))
+      .handle("get", ({ params }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const row = yield* repo.configs.find(me.tenantId, params.id)
+          return row ? toConfig(row) : yield* notFound("extractor config")
+        }))
+      .handle("update", ({ params, payload }) =>
+        Effect.gen(function*() {
+          yield* writable(params.id)
+          const patch: Record<string, unknown> = {}
+          if (payload.type !== undefined) patch.type = payload.type
+          if (payload.domainId !== undefined) patch.domain_id = payload.domainId?.toLowerCase() ?? null
+          if (payload.urlPattern !== undefined) patch.url_pattern = payload.urlPattern
+          if (payload.priority !== undefined) patch.priority = payload.priority
+          if (payload.enabled !== undefined) patch.enabled = payload.enabled
+          if (payload.payload !== undefined) patch.payload = JSON.stringify(payload.payload)
+          if (payload.notes !== undefined) patch.notes = payload.notes
+          const row = yield* repo.configs.update(params.id, patch)
+          return row ? toConfig(row) : yield* notFound("extractor config")
+        }))
+      .handle("remove", ({ params }) =>
+        Effect.gen(function*() {
+          yield* writable(params.id)
+          yield* repo.configs.remove(params.id)
+          return { deleted: true, deletedAt: new Date().toISOString(), id: params.id }
+        }))
+  })
+)

@@ -1,0 +1,193 @@
+import { Schema } from "effect"
+import { DateTime, NullableDateTime } from "./common.ts"
+import { Page } from "./envelope.ts"
+
+export const ExtractionStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead", "cancelled"])
+export type ExtractionStatus = typeof ExtractionStatus.Type
+export const ExtractionType = Schema.Literals(["article", "product"])
+export const InputFormat = Schema.Literals(["html", "markdown", "text", "json"])
+export const LlmMode = Schema.Literals(["fill-missing", "correct"])
+export const errorClasses = [
+  "parse_error", "sanitize_fail", "llm_request", "llm_validation", "llm_timeout", "llm_unavailable",
+  "invalid_input", "input_stash_lost", "cancelled_by_admin", "unknown"
+] as const
+
+/** Inline input is capped at 5 MB (bigger → 413). */
+export const MAX_INPUT_BYTES = 5 * 1024 * 1024
+
+const HttpUrl = Schema.String.check(
+  Schema.isBetweenLength(1, 2048),
+  Schema.makeFilter((s) => {
+    try {
+      return ["http:", "https:"].includes(new URL(s).protocol)
+    } catch {
+      return false
+    }
+  }, { expected: "an absolute http(s) URL" })
+)
+
+export const CreateExtractionBody = Schema.Struct({
+  type: ExtractionType,
+  url: Schema.optional(HttpUrl),
+  input: Schema.optional(Schema.String),
+  inputFormat: Schema.optional(InputFormat),
+  jobId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
+  configId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
+  llm: Schema.optional(Schema.Struct({ enabled: Schema.optional(Schema.Boolean), mode: Schema.optional(LlmMode) })),
+  webhookUrl: Schema.optional(Schema.NullOr(HttpUrl)),
+  webhookSecret: Schema.optional(Schema.String.check(Schema.isBetweenLength(16, 256))),
+  webhookEventTypes: Schema.optional(
+    Schema.Array(Schema.Literals(["done", "failed", "dead"])).check(Schema.isBetweenLength(1, 3))
+  )
+})
+export type CreateExtractionBody = typeof CreateExtractionBody.Type
+
+const LlmMetadata = Schema.Struct({
+  model: Schema.String,
+  status: Schema.Literals(["ok", "failed_validation", "failed_request", "failed_timeout"]),
+  refinedFields: Schema.Array(Schema.String),
+  correctedFields: Schema.Array(Schema.String),
+  rejectedRefines: Schema.Array(Schema.String),
+  promptTokens: Schema.optional(Schema.Int),
+  completionTokens: Schema.optional(Schema.Int),
+  durationMs: Schema.Int
+})
+
+export const ExtractionMetadata = Schema.StructWithRest(
+  Schema.Struct({
+    inputFormat: InputFormat,
+    strategiesUsed: Schema.Array(Schema.String),
+    configsApplied: Schema.Array(Schema.String),
+    durationMs: Schema.optional(Schema.Int),
+    truncated: Schema.optional(Schema.Boolean),
+    detectedLanguage: Schema.optional(Schema.String),
+    rootSelector: Schema.optional(Schema.String),
+    llm: Schema.optional(LlmMetadata)
+  }),
+  [Schema.Record(Schema.String, Schema.Unknown)]
+)
+
+export const Extraction = Schema.Struct({
+  id: Schema.String,
+  type: ExtractionType,
+  status: ExtractionStatus,
+  url: Schema.NullOr(Schema.String),
+  domainId: Schema.NullOr(Schema.String),
+  tenantId: Schema.String,
+  inputFormat: InputFormat,
+  data: Schema.Record(Schema.String, Schema.Unknown),
+  metadata: ExtractionMetadata,
+  errorMessage: Schema.NullOr(Schema.String),
+  errorClass: Schema.NullOr(Schema.String),
+  attempts: Schema.Int,
+  cacheHits: Schema.Int,
+  recycleCount: Schema.Int,
+  jobId: Schema.NullOr(Schema.String),
+  replayOf: Schema.NullOr(Schema.String),
+  createdAt: DateTime,
+  finishedAt: NullableDateTime,
+  cancelledAt: NullableDateTime
+}).annotate({ identifier: "Extraction" })
+export type Extraction = typeof Extraction.Type
+
+export const CreatedExtraction = Schema.Struct({
+  ...Extraction.fields,
+  webhookSecret: Schema.optional(Schema.String)
+}).annotate({ identifier: "CreatedExtraction" })
+
+export const ExtractionPage = Page(Extraction)
+
+export const extractionSortFields = ["createdAt", "id", "status", "type", "attempts"] as const
+
+export const SearchExtractionsBody = Schema.Struct({
+  where: Schema.optional(Schema.Struct({
+    status: Schema.optional(Schema.Array(ExtractionStatus).check(Schema.isBetweenLength(1, 6))),
+    type: Schema.optional(ExtractionType),
+    domainId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 253))),
+    createdAt: Schema.optional(Schema.Struct({ gte: Schema.optional(Schema.String), lt: Schema.optional(Schema.String) }))
+  })),
+  sort: Schema.optional(Schema.Array(Schema.Struct({ field: Schema.String, dir: Schema.Literals(["asc", "desc"]) })).check(Schema.isMaxLength(5))),
+  pagination: Schema.optional(Schema.Struct({
+    offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+    limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
+  }))
+})
+export type SearchExtractionsBody = typeof SearchExtractionsBody.Type
+
+export const CancelledExtraction = Schema.Struct({
+  id: Schema.String,
+  status: ExtractionStatus,
+  cancelled: Schema.Boolean,
+  cancelledAt: NullableDateTime,
+  reason: Schema.optional(Schema.String)
+})
+
+// --- extractor configs -------------------------------------------------------------------------
+
+const Selector = Schema.Struct({
+  css: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 500))),
+  attr: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
+  json: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 500))),
+  textOnly: Schema.optional(Schema.Boolean),
+  trim: Schema.optional(Schema.Boolean)
+})
+
+export const ConfigPayload = Schema.Struct({
+  selectors: Schema.optional(Schema.Record(Schema.String, Schema.Array(Selector).check(Schema.isBetweenLength(1, 20)))),
+  llm: Schema.optional(Schema.Struct({
+    enabled: Schema.optional(Schema.Boolean),
+    model: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 200))),
+    temperature: Schema.optional(Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: 2 }))),
+    promptOverride: Schema.optional(Schema.String.check(Schema.isMaxLength(8000))),
+    mode: Schema.optional(LlmMode)
+  })),
+  fields: Schema.optional(Schema.Array(Schema.String).check(Schema.isMaxLength(50))),
+  postProcess: Schema.optional(Schema.Record(Schema.String, Schema.Record(Schema.String, Schema.Unknown))),
+  rootSelector: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 500)))
+})
+export type ConfigPayload = typeof ConfigPayload.Type
+
+const Priority = Schema.Int.check(Schema.isBetween({ minimum: -1000, maximum: 1000 }))
+const Notes = Schema.String.check(Schema.isMaxLength(1000))
+
+export const CreateConfigBody = Schema.Struct({
+  scope: Schema.Literals(["tenant", "global"]),
+  type: Schema.optional(Schema.NullOr(ExtractionType)),
+  domainId: Schema.optional(Schema.NullOr(Schema.String.check(Schema.isBetweenLength(1, 253)))),
+  urlPattern: Schema.optional(Schema.NullOr(Schema.String.check(Schema.isBetweenLength(1, 500)))),
+  tenantId: Schema.optional(Schema.NullOr(Schema.String)),
+  priority: Schema.optional(Priority),
+  enabled: Schema.optional(Schema.Boolean),
+  payload: Schema.optional(ConfigPayload),
+  notes: Schema.optional(Schema.NullOr(Notes))
+})
+export type CreateConfigBody = typeof CreateConfigBody.Type
+
+export const UpdateConfigBody = Schema.Struct({
+  type: Schema.optional(Schema.NullOr(ExtractionType)),
+  domainId: Schema.optional(Schema.NullOr(Schema.String.check(Schema.isBetweenLength(1, 253)))),
+  urlPattern: Schema.optional(Schema.NullOr(Schema.String.check(Schema.isBetweenLength(1, 500)))),
+  priority: Schema.optional(Priority),
+  enabled: Schema.optional(Schema.Boolean),
+  payload: Schema.optional(ConfigPayload),
+  notes: Schema.optional(Schema.NullOr(Notes))
+})
+export type UpdateConfigBody = typeof UpdateConfigBody.Type
+
+export const ExtractorConfig = Schema.Struct({
+  id: Schema.String,
+  tenantId: Schema.NullOr(Schema.String),
+  scope: Schema.Literals(["tenant", "global"]),
+  type: Schema.NullOr(ExtractionType),
+  domainId: Schema.NullOr(Schema.String),
+  urlPattern: Schema.NullOr(Schema.String),
+  priority: Schema.Int,
+  enabled: Schema.Boolean,
+  payload: ConfigPayload,
+  notes: Schema.NullOr(Schema.String),
+  createdAt: DateTime,
+  updatedAt: DateTime
+}).annotate({ identifier: "ExtractorConfig" })
+export type ExtractorConfig = typeof ExtractorConfig.Type
+
+export const DeletedConfig = Schema.Struct({ deleted: Schema.Boolean, deletedAt: DateTime, id: Schema.String })

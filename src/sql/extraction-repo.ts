@@ -1,0 +1,302 @@
+import { createHash } from "node:crypto"
+import { gunzipSync, gzipSync } from "node:zlib"
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { iso } from "../schema/common.ts"
+import type { ConfigPayload, Extraction, ExtractionStatus, ExtractorConfig, SearchExtractionsBody } from "../schema/extraction.ts"
+import { type NewDelivery, WebhookRepo } from "./webhook-repo.ts"
+
+export interface ExtractionRow {
+  readonly id: string
+  readonly tenant_id: string
+  readonly type: "article" | "product"
+  readonly status: ExtractionStatus
+  readonly url: string | null
+  readonly domain_id: string | null
+  readonly input_format: "html" | "markdown" | "text" | "json"
+  readonly input_id: string | null
+  readonly job_id: string | null
+  readonly config_id: string | null
+  readonly llm: { enabled?: boolean; mode?: "fill-missing" | "correct" } | null
+  readonly webhook_url: string | null
+  readonly webhook_secret_enc: string | null
+  readonly webhook_event_types: ReadonlyArray<string>
+  readonly data: Record<string, unknown>
+  readonly metadata: Record<string, unknown> & { inputFormat: string }
+  readonly error_class: string | null
+  readonly error_message: string | null
+  readonly attempts: number
+  readonly cache_hits: number
+  readonly recycle_count: number
+  readonly replay_of: string | null
+  readonly request_id: string | null
+  readonly created_at: Date
+  readonly finished_at: Date | null
+  readonly cancelled_at: Date | null
+}
+
+export const toExtraction = (r: ExtractionRow): Extraction => ({
+  id: r.id,
+  type: r.type,
+  status: r.status,
+  url: r.url,
+  domainId: r.domain_id,
+  tenantId: r.tenant_id,
+  inputFormat: r.input_format,
+  data: r.data,
+  metadata: { strategiesUsed: [], configsApplied: [], ...r.metadata, inputFormat: r.input_format } as Extraction["metadata"],
+  errorMessage: r.error_message,
+  errorClass: r.error_class,
+  attempts: r.attempts,
+  cacheHits: r.cache_hits,
+  recycleCount: r.recycle_count,
+  jobId: r.job_id,
+  replayOf: r.replay_of,
+  createdAt: iso(r.created_at)!,
+  finishedAt: iso(r.finished_at),
+  cancelledAt: iso(r.cancelled_at)
+})
+
+export interface ConfigRow {
+  readonly id: string
+  readonly tenant_id: string | null
+  readonly scope: "tenant" | "global"
+  readonly type: "article" | "product" | null
+  readonly domain_id: string | null
+  readonly url_pattern: string | null
+  readonly priority: number
+  readonly enabled: boolean
+  readonly payload: ConfigPayload
+  readonly notes: string | null
+  readonly created_at: Date
+  readonly updated_at: Date
+}
+
+export const toConfig = (r: ConfigRow): ExtractorConfig => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  scope: r.scope,
+  type: r.type,
+  domainId: r.domain_id,
+  urlPattern: r.url_pattern,
+  priority: r.priority,
+  enabled: r.enabled,
+  payload: r.payload,
+  notes: r.notes,
+  createdAt: iso(r.created_at)!,
+  updatedAt: iso(r.updated_at)!
+})
+
+export interface NewExtraction {
+  readonly id: string
+  readonly tenantId: string
+  readonly type: "article" | "product"
+  readonly url: string | null
+  readonly domainId: string | null
+  readonly inputFormat: string
+  readonly inputId: string | null
+  readonly jobId: string | null
+  readonly configId: string | null
+  readonly llm: unknown
+  readonly webhookUrl: string | null
+  readonly webhookSecretEnc: string | null
+  readonly webhookEventTypes: ReadonlyArray<string>
+  readonly replayOf: string | null
+  readonly requestId: string | null
+}
+
+export interface ExtractionFinish {
+  readonly status: "done" | "failed" | "dead"
+  readonly data: Record<string, unknown>
+  readonly metadata: Record<string, unknown>
+  readonly errorClass: string | null
+  readonly errorMessage: string | null
+  readonly cacheHit: boolean
+  /** For `failed`: when the retry is due. */
+  readonly retryAt: Date | null
+  readonly delivery?: NewDelivery
+}
+
+export const extractionSortColumns: Record<string, string> = {
+  createdAt: "created_at",
+  id: "id",
+  status: "status",
+  type: "type",
+  attempts: "attempts"
+}
+
+export interface ExtractionQuery {
+  readonly tenantId: string
+  readonly where: NonNullable<SearchExtractionsBody["where"]>
+  readonly sort: ReadonlyArray<{ field: string; dir: "asc" | "desc" }>
+  readonly offset: number
+  readonly limit: number
+}
+
+export interface ExtractionRepoShape {
+  readonly stash: (tenantId: string, id: string, content: string) => Effect.Effect<string>
+  readonly input: (id: string) => Effect.Effect<{ content: string; hash: string } | undefined>
+  readonly insert: (e: NewExtraction) => Effect.Effect<ExtractionRow>
+  readonly find: (tenantId: string, id: string) => Effect.Effect<ExtractionRow | undefined>
+  readonly byId: (id: string) => Effect.Effect<ExtractionRow | undefined>
+  readonly query: (q: ExtractionQuery) => Effect.Effect<{ items: ReadonlyArray<ExtractionRow>; total: number }>
+  readonly claim: (id: string, leaseMs: number) => Effect.Effect<ExtractionRow | undefined>
+  readonly finish: (id: string, f: ExtractionFinish) => Effect.Effect<ExtractionRow | undefined>
+  readonly cancel: (tenantId: string, id: string) => Effect.Effect<{ row: ExtractionRow; changed: boolean } | undefined>
+  readonly setRecycleCount: (id: string, n: number) => Effect.Effect<void>
+  readonly createdSince: (tenantId: string, since: Date) => Effect.Effect<number>
+  readonly stale: (limit: number) => Effect.Effect<ReadonlyArray<{ id: string }>>
+  readonly cacheGet: (key: string) => Effect.Effect<{ data: Record<string, unknown>; metadata: Record<string, unknown> } | undefined>
+  readonly cachePut: (key: string, data: unknown, metadata: unknown) => Effect.Effect<void>
+  readonly configs: {
+    readonly insert: (c: Omit<ConfigRow, "created_at" | "updated_at">) => Effect.Effect<ConfigRow>
+    readonly find: (tenantId: string, id: string) => Effect.Effect<ConfigRow | undefined>
+    readonly update: (id: string, patch: Record<string, unknown>) => Effect.Effect<ConfigRow | undefined>
+    readonly remove: (id: string) => Effect.Effect<boolean>
+    readonly list: (tenantId: string, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<ConfigRow>; total: number }>
+    readonly countOwn: (tenantId: string) => Effect.Effect<number>
+    /** Enabled configs that may apply to an extraction: the tenant's and global ones. */
+    readonly candidates: (tenantId: string, type: string) => Effect.Effect<ReadonlyArray<ConfigRow>>
+  }
+}
+
+export class ExtractionRepo extends Context.Service<ExtractionRepo, ExtractionRepoShape>()("trawl/ExtractionRepo") {}
+
+export const ExtractionRepoLive = Layer.effect(
+  ExtractionRepo,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const webhooks = yield* WebhookRepo
+
+    const where = (q: ExtractionQuery) => {
+      const parts = [sql`tenant_id = ${q.tenantId}`]
+      const w = q.where
+      if (w.status) parts.push(sql`status IN ${sql.in(w.status)}`)
+      if (w.type) parts.push(sql`type = ${w.type}`)
+      if (w.domainId) parts.push(sql`domain_id = ${w.domainId.toLowerCase()}`)
+      if (w.createdAt?.gte) parts.push(sql`created_at >= ${w.createdAt.gte}::timestamptz`)
+      if (w.createdAt?.lt) parts.push(sql`created_at < ${w.createdAt.lt}::timestamptz`)
+      return sql.and(parts)
+    }
+    const orderBy = (sort: ExtractionQuery["sort"]) => {
+      const terms = sort.map((s) => `${extractionSortColumns[s.field]} ${s.dir === "asc" ? "ASC" : "DESC"}`)
+      if (!sort.some((s) => s.field === "id")) terms.push("id DESC")
+      return sql.literal(terms.join(", "))
+    }
+
+    return ExtractionRepo.of({
+      stash: (tenantId, id, content) =>
+        Effect.gen(function*() {
+          const bytes = Buffer.from(content, "utf8")
+          const hash = createHash("sha256").update(bytes).digest("hex")
+          yield* sql`INSERT INTO extraction_inputs (id, tenant_id, compressed, size, hash)
+                     VALUES (${id}, ${tenantId}, ${gzipSync(bytes)}, ${bytes.length}, ${hash})`
+          return hash
+        }).pipe(Effect.orDie),
+      input: (id) =>
+        sql<{ compressed: Uint8Array; hash: string }>`SELECT compressed, hash FROM extraction_inputs WHERE id = ${id}`.pipe(
+          Effect.orDie,
+          Effect.map(([r]) => r && { content: gunzipSync(Buffer.from(r.compressed)).toString("utf8"), hash: r.hash })
+        ),
+      insert: (e) =>
+        sql<ExtractionRow>`
+          INSERT INTO extractions (id, tenant_id, type, status, url, domain_id, input_format, input_id, job_id, config_id, llm,
+                                   webhook_url, webhook_secret_enc, webhook_event_types, metadata, replay_of, request_id, lease_until)
+          VALUES (${e.id}, ${e.tenantId}, ${e.type}, 'queued', ${e.url}, ${e.domainId}, ${e.inputFormat}, ${e.inputId}, ${e.jobId},
+                  ${e.configId}, ${e.llm === undefined ? null : JSON.stringify(e.llm)}::jsonb, ${e.webhookUrl}, ${e.webhookSecretEnc},
+                  ${JSON.stringify(e.webhookEventTypes)}::jsonb,
+                  ${JSON.stringify({ inputFormat: e.inputFormat, strategiesUsed: [], configsApplied: [] })}::jsonb,
+                  ${e.replayOf}, ${e.requestId}, now() + interval '10 minutes')
+          RETURNING *`.pipe(Effect.orDie, Effect.map((r) => r[0]!)),
+      find: (tenantId, id) =>
+        sql<ExtractionRow>`SELECT * FROM extractions WHERE id = ${id} AND tenant_id = ${tenantId}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
+      byId: (id) => sql<ExtractionRow>`SELECT * FROM extractions WHERE id = ${id}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
+      query: (q) =>
+        Effect.all([
+          sql<ExtractionRow>`SELECT * FROM extractions WHERE ${where(q)} ORDER BY ${orderBy(q.sort)} OFFSET ${q.offset} LIMIT ${q.limit}`,
+          sql<{ n: string }>`SELECT count(*) AS n FROM extractions WHERE ${where(q)}`
+        ], { concurrency: 2 }).pipe(Effect.orDie, Effect.map(([items, [c]]) => ({ items, total: Number(c!.n) }))),
+      claim: (id, leaseMs) =>
+        sql<ExtractionRow>`
+          UPDATE extractions SET status = 'claimed', claimed_at = now(), attempts = attempts + 1,
+                                 lease_until = now() + ${leaseMs} * interval '1 millisecond'
+          WHERE id = ${id} AND status IN ('queued', 'claimed', 'failed')
+          RETURNING *`.pipe(Effect.orDie, Effect.map((r) => r[0])),
+      finish: (id, f) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const [row] = yield* sql<ExtractionRow>`
+            UPDATE extractions SET status = ${f.status}, data = ${JSON.stringify(f.data)}::jsonb,
+              metadata = ${JSON.stringify(f.metadata)}::jsonb, error_class = ${f.errorClass}, error_message = ${f.errorMessage},
+              cache_hits = cache_hits + ${f.cacheHit ? 1 : 0},
+              finished_at = CASE WHEN ${f.status} = 'failed' THEN NULL ELSE now() END,
+              next_retry_at = ${f.retryAt}, lease_until = ${f.retryAt ? new Date(f.retryAt.getTime() + 60_000) : null}
+            WHERE id = ${id} AND status = 'claimed'
+            RETURNING *`
+          if (row && f.delivery) yield* webhooks.insert(f.delivery)
+          return row
+        })).pipe(Effect.orDie),
+      cancel: (tenantId, id) =>
+        Effect.gen(function*() {
+          const [changed] = yield* sql<ExtractionRow>`
+            UPDATE extractions SET status = 'cancelled', cancelled_at = now(), finished_at = now(), lease_until = NULL
+            WHERE id = ${id} AND tenant_id = ${tenantId} AND status IN ('queued', 'claimed', 'failed')
+            RETURNING *`
+          if (changed) return { row: changed, changed: true }
+          const [row] = yield* sql<ExtractionRow>`SELECT * FROM extractions WHERE id = ${id} AND tenant_id = ${tenantId}`
+          return row ? { row, changed: false } : undefined
+        }).pipe(Effect.orDie),
+      setRecycleCount: (id, n) => sql`UPDATE extractions SET recycle_count = ${n} WHERE id = ${id}`.pipe(Effect.orDie, Effect.asVoid),
+      createdSince: (tenantId, since) =>
+        sql<{ n: string }>`SELECT count(*) AS n FROM extractions WHERE tenant_id = ${tenantId} AND created_at >= ${since}`.pipe(
+          Effect.orDie,
+          Effect.map((r) => Number(r[0]!.n))
+        ),
+      stale: (limit) =>
+        sql<{ id: string }>`SELECT id FROM extractions WHERE status IN ('queued', 'claimed', 'failed') AND lease_until < now()
+                            ORDER BY lease_until LIMIT ${limit}`.pipe(Effect.orDie),
+      cacheGet: (key) =>
+        sql<{ data: Record<string, unknown>; metadata: Record<string, unknown> }>`
+          SELECT data, metadata FROM extraction_cache WHERE cache_key = ${key}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
+      cachePut: (key, data, metadata) =>
+        sql`INSERT INTO extraction_cache (cache_key, data, metadata) VALUES (${key}, ${JSON.stringify(data)}::jsonb, ${JSON.stringify(metadata)}::jsonb)
+            ON CONFLICT (cache_key) DO NOTHING`.pipe(Effect.orDie, Effect.asVoid),
+      configs: {
+        insert: (c) =>
+          sql<ConfigRow>`
+            INSERT INTO extractor_configs (id, tenant_id, scope, type, domain_id, url_pattern, priority, enabled, payload, notes)
+            VALUES (${c.id}, ${c.tenant_id}, ${c.scope}, ${c.type}, ${c.domain_id}, ${c.url_pattern}, ${c.priority}, ${c.enabled},
+                    ${JSON.stringify(c.payload)}::jsonb, ${c.notes})
+            RETURNING *`.pipe(Effect.orDie, Effect.map((r) => r[0]!)),
+        find: (tenantId, id) =>
+          sql<ConfigRow>`SELECT * FROM extractor_configs WHERE id = ${id} AND (tenant_id = ${tenantId} OR tenant_id IS NULL)`.pipe(
+            Effect.orDie,
+            Effect.map((r) => r[0])
+          ),
+        update: (id, patch) =>
+          Object.keys(patch).length === 0
+            ? sql<ConfigRow>`SELECT * FROM extractor_configs WHERE id = ${id}`.pipe(Effect.orDie, Effect.map((r) => r[0]))
+            : sql<ConfigRow>`UPDATE extractor_configs SET ${sql.update({ ...patch, updated_at: new Date() })} WHERE id = ${id} RETURNING *`.pipe(
+              Effect.orDie,
+              Effect.map((r) => r[0])
+            ),
+        remove: (id) => sql`DELETE FROM extractor_configs WHERE id = ${id} RETURNING id`.pipe(Effect.orDie, Effect.map((r) => r.length > 0)),
+        list: (tenantId, offset, limit) =>
+          Effect.all([
+            sql<ConfigRow>`SELECT * FROM extractor_configs WHERE tenant_id = ${tenantId} OR tenant_id IS NULL
+                           ORDER BY created_at DESC, id DESC OFFSET ${offset} LIMIT ${limit}`,
+            sql<{ n: string }>`SELECT count(*) AS n FROM extractor_configs WHERE tenant_id = ${tenantId} OR tenant_id IS NULL`
+          ]).pipe(Effect.orDie, Effect.map(([items, [c]]) => ({ items, total: Number(c!.n) }))),
+        countOwn: (tenantId) =>
+          sql<{ n: string }>`SELECT count(*) AS n FROM extractor_configs WHERE tenant_id = ${tenantId}`.pipe(
+            Effect.orDie,
+            Effect.map((r) => Number(r[0]!.n))
+          ),
+        candidates: (tenantId, type) =>
+          sql<ConfigRow>`
+            SELECT * FROM extractor_configs
+            WHERE enabled AND (tenant_id = ${tenantId} OR tenant_id IS NULL) AND (type IS NULL OR type = ${type})
+            ORDER BY priority DESC, (tenant_id IS NULL) ASC, created_at ASC`.pipe(Effect.orDie)
+      }
+    })
+  })
+)
