@@ -229,8 +229,11 @@ export const JobsHandlers = HttpApiBuilder.group(
               const offer = (e: StoredEvent) => {
                 if (BigInt(e.id) <= lastId) return
                 lastId = BigInt(e.id)
-                // A client that cannot keep up is cut off; it resumes with Last-Event-ID.
-                if (!Queue.offerUnsafe(queue, sseFrame(e))) overflow = true
+                // A client that cannot keep up is cut off at once; it resumes with Last-Event-ID.
+                if (!Queue.offerUnsafe(queue, sseFrame(e))) {
+                  overflow = true
+                  Queue.endUnsafe(queue)
+                }
               }
               yield* events.subscribe(me.tenantId, (e) => {
                 if (overflow) return
