@@ -44,6 +44,9 @@ const editScript = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): Array<O
   return ops.reverse()
 }
 
+/** A hunk range as diff -u writes it: `start,count`, just `start` for one line, `start-1,0` for none. */
+const range = (start: number, count: number) => count === 1 ? `${start}` : `${count === 0 ? start - 1 : start},${count}`
+
 /** A unified diff (`---`/`+++` headers, `@@` hunks with `context` lines around changes); "" when equal. */
 export const unifiedDiff = (
   a: ReadonlyArray<string>,
@@ -80,7 +83,7 @@ export const unifiedDiff = (
     const from = positions[start]!
     const aCount = hunk.filter((o) => o.kind !== "+").length
     const bCount = hunk.filter((o) => o.kind !== "-").length
-    out.push(`@@ -${aCount === 0 ? from.a - 1 : from.a},${aCount} +${bCount === 0 ? from.b - 1 : from.b},${bCount} @@`)
+    out.push(`@@ -${range(from.a, aCount)} +${range(from.b, bCount)} @@`)
     for (const o of hunk) out.push(`${o.kind}${o.line}`)
     i = stop
     start = stop
