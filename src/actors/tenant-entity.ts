@@ -145,7 +145,8 @@ export const TenantEntityLive = TenantEntity.toLayer(
           const now = Date.now()
           if (now - slots.reconciledAt > RECONCILE_MS || utcDayStart(now) !== slots.day) yield* reconcile
           const n = payload.jobIds.length
-          const daily = yield* repo.quotaLimit(tenantId, "scraper.jobs.daily")
+          const limits = yield* repo.quotaLimits(tenantId, ["scraper.jobs.daily", "scraper.jobs.concurrent"])
+          const daily = limits["scraper.jobs.daily"]
           if (slots.today + n > daily) {
             return yield* new QuotaExceeded({
               quotaKey: "scraper.jobs.daily",
@@ -153,7 +154,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
               retryAfter: Math.max(1, Math.ceil((slots.day + 86_400_000 - now) / 1000))
             })
           }
-          const concurrent = yield* repo.quotaLimit(tenantId, "scraper.jobs.concurrent")
+          const concurrent = limits["scraper.jobs.concurrent"]
           if (slots.active + n > concurrent) {
             return yield* new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: concurrent })
           }

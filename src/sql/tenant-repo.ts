@@ -59,6 +59,8 @@ export interface TenantRepoShape {
   readonly roles: (tenantId: string) => Effect.Effect<ReadonlyArray<RoleRow>>
   /** A quota's limit for a tenant: its override, else its plan's value. */
   readonly quotaLimit: (tenantId: string, key: QuotaKey) => Effect.Effect<number>
+  /** Several limits in one query. */
+  readonly quotaLimits: <K extends QuotaKey>(tenantId: string, keys: ReadonlyArray<K>) => Effect.Effect<Record<K, number>>
 }
 
 export interface RoleRow {
@@ -249,6 +251,18 @@ export const TenantRepoLive = Layer.effect(
           WHERE t.id = ${tenantId}`.pipe(
           Effect.orDie,
           Effect.map(([r]) => r?.quota_limit ?? planQuota(r?.plan ?? "starter", key))
+        ),
+      quotaLimits: (tenantId, keys) =>
+        sql<{ plan: string; quota_key: string | null; quota_limit: number | null }>`
+          SELECT t.plan, o.quota_key, o.quota_limit FROM tenants t
+          LEFT JOIN quota_overrides o ON o.tenant_id = t.id AND o.quota_key IN ${sql.in(keys)}
+          WHERE t.id = ${tenantId}`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => {
+            const plan = rows[0]?.plan ?? "starter"
+            const overrides = new Map(rows.filter((r) => r.quota_key !== null).map((r) => [r.quota_key!, r.quota_limit!]))
+            return Object.fromEntries(keys.map((k) => [k, overrides.get(k) ?? planQuota(plan, k)])) as Record<(typeof keys)[number], number>
+          })
         ),
       roles: (tenantId) =>
         sql<RoleRow>`SELECT * FROM roles WHERE tenant_id = ${tenantId} ORDER BY id`.pipe(Effect.orDie)
