@@ -32,6 +32,7 @@ import { SystemHandlers } from "./http/system.http.ts"
 import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
 import { KvLive } from "./kv/kv.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
+import { AuditLogLive } from "./sql/audit-log.ts"
 import { DatabaseLive } from "./sql/database.ts"
 import { ExtractionRepoLive } from "./sql/extraction-repo.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
@@ -56,7 +57,7 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" }
 export const makeServerLayer = (config: AppConfig) => {
   const ConfigLive = Layer.succeed(Config, config)
   const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
-  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive, ExtractionRepoLive).pipe(Layer.provideMerge(WebhookRepoLive))
+  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive, ExtractionRepoLive, AuditLogLive).pipe(Layer.provideMerge(WebhookRepoLive))
   const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
     Layer.provideMerge(Repos)
   )

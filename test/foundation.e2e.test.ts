@@ -224,6 +224,17 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     expect(tooMuch.status).toBe(409)
     expect((await api.get("/v1/billing/me/balance", t.apiKey)).json.data.balance).toBe("15.25")
     expect((await api.get("/v1/admin/tenants/ten_nope", adminKey)).status).toBe(404)
+
+    // A per-tenant quota override applies at once: one active key allowed, the owner's is it.
+    const override = await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/iam.api-keys.total`, { key: adminKey, body: { limit: 1 } })
+    expect(override.status).toBe(200)
+    expect(override.json.data).toEqual({ tenantId: t.tenantId, quotaKey: "iam.api-keys.total", limit: 1 })
+    const read = ((await api.get("/v1/iam/roles", t.apiKey)).json.data.items as Array<any>).find((r) => r.name === "read")
+    const refused = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "one too many", roleId: read.id }, t.apiKey)
+    expect(refused.status).toBe(429)
+    envelopeError(refused, 429, "quota_exceeded")
+    expect((await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/no.such.quota`, { key: adminKey, body: { limit: 1 } })).status).toBe(400)
+    expect((await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/iam.api-keys.total`, { key: t.apiKey, body: { limit: 99 } })).status).toBe(403)
   })
 
   it("publishes a valid OpenAPI 3.1 document of the public plane only", async () => {

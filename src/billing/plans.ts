@@ -10,3 +10,5 @@ export const planQuota = (plan: string, key: QuotaKey): number => {
   const p = (plansFile.plans as Record<string, { quotas: Record<string, number> }>)[plan] ?? plansFile.plans.starter
   return p.quotas[key] ?? plansFile.plans.starter.quotas[key]
 }
+
+export const quotaKeys = Object.keys(plansFile.plans.starter.quotas) as Array<QuotaKey>

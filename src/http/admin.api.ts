@@ -3,6 +3,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { CreditAdjustmentBody, Tenant, Transaction } from "../schema/tenant.ts"
+import { quotaKeys } from "../billing/plans.ts"
 import { PageQuery } from "./billing.api.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
@@ -18,6 +19,12 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       params: { tenantId: Schema.String },
       success: Success(Tenant),
       error: errors(404)
+    }),
+    HttpApiEndpoint.put("setQuota", "/tenants/:tenantId/quotas/:quotaKey", {
+      params: { tenantId: Schema.String, quotaKey: Schema.Literals(quotaKeys) },
+      payload: Schema.Struct({ limit: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 100_000_000 })) }),
+      success: Success(Schema.Struct({ tenantId: Schema.String, quotaKey: Schema.String, limit: Schema.Int })),
+      error: errors(400, 404)
     }),
     HttpApiEndpoint.post("adjustCredits", "/tenants/:tenantId/credits", {
       params: { tenantId: Schema.String },

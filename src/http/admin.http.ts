@@ -6,6 +6,7 @@ import { CurrentPrincipal } from "../iam/principal.ts"
 import { newId } from "../ids.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { fail, notFound } from "../schema/errors.ts"
+import { AuditLog } from "../sql/audit-log.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 
@@ -15,6 +16,7 @@ export const AdminHandlers = HttpApiBuilder.group(
   Effect.fn(function*(handlers) {
     const tenants = yield* TenantRepo
     const tenantClient = yield* TenantEntity.client
+    const audit = yield* AuditLog
     return handlers
       .handle("listTenants", ({ query }) =>
         Effect.gen(function*() {
@@ -25,6 +27,14 @@ export const AdminHandlers = HttpApiBuilder.group(
         }))
       .handle("getTenant", ({ params }) =>
         tenants.find(params.tenantId).pipe(Effect.flatMap((t) => t ? Effect.succeed(t) : notFound("tenant"))))
+      .handle("setQuota", ({ params, payload }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          if (!(yield* tenants.find(params.tenantId))) return yield* notFound("tenant")
+          yield* tenants.setQuota(params.tenantId, params.quotaKey, payload.limit)
+          yield* audit.record(me, "quota.override", params.tenantId, { quotaKey: params.quotaKey, limit: payload.limit })
+          return { tenantId: params.tenantId, quotaKey: params.quotaKey, limit: payload.limit }
+        }))
       .handle("adjustCredits", ({ params, payload }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal

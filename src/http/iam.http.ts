@@ -1,7 +1,6 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
-import { planQuota } from "../billing/plans.ts"
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
 import { allows, isPowerful, scopeOf } from "../iam/permissions.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
@@ -92,7 +91,7 @@ export const IamHandlers = HttpApiBuilder.group(
             if (!ok) return yield* fail(403, "reauthentication_failed", "re-authentication failed")
           }
           const expiresAt = yield* futureOrNull(payload.expiresAt)
-          const limit = planQuota((yield* tenants.find(me.tenantId))!.plan, "iam.api-keys.total")
+          const limit = yield* tenants.quotaLimit(me.tenantId, "iam.api-keys.total")
           if ((yield* keys.countActive(me.tenantId)) >= limit) {
             return yield* fail(429, "quota_exceeded", `the tenant already has ${limit} active API keys (iam.api-keys.total)`)
           }

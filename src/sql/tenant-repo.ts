@@ -59,6 +59,7 @@ export interface TenantRepoShape {
   readonly roles: (tenantId: string) => Effect.Effect<ReadonlyArray<RoleRow>>
   /** A quota's limit for a tenant: its override, else its plan's value. */
   readonly quotaLimit: (tenantId: string, key: QuotaKey) => Effect.Effect<number>
+  readonly setQuota: (tenantId: string, key: QuotaKey, limit: number) => Effect.Effect<void>
   /** Several limits in one query. */
   readonly quotaLimits: <K extends QuotaKey>(tenantId: string, keys: ReadonlyArray<K>) => Effect.Effect<Record<K, number>>
 }
@@ -251,6 +252,12 @@ export const TenantRepoLive = Layer.effect(
           WHERE t.id = ${tenantId}`.pipe(
           Effect.orDie,
           Effect.map(([r]) => r?.quota_limit ?? planQuota(r?.plan ?? "starter", key))
+        ),
+      setQuota: (tenantId, key, limit) =>
+        sql`INSERT INTO quota_overrides (tenant_id, quota_key, quota_limit) VALUES (${tenantId}, ${key}, ${limit})
+            ON CONFLICT (tenant_id, quota_key) DO UPDATE SET quota_limit = EXCLUDED.quota_limit, updated_at = now()`.pipe(
+          Effect.orDie,
+          Effect.asVoid
         ),
       quotaLimits: (tenantId, keys) =>
         sql<{ plan: string; quota_key: string | null; quota_limit: number | null }>`
