@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, type Scope } from "effect"
 import { Redis } from "ioredis"
 import { Config } from "../config.ts"
 
@@ -18,7 +18,7 @@ export interface KvShape {
   readonly del: (key: string) => Effect.Effect<void>
   readonly publish: (channel: string, message: string) => Effect.Effect<void>
   /** Calls `onMessage` for every message on `channel` until the scope closes. */
-  readonly subscribe: (channel: string, onMessage: (message: string) => void) => Effect.Effect<void, never, import("effect").Scope.Scope>
+  readonly subscribe: (channel: string, onMessage: (message: string) => void) => Effect.Effect<void, never, Scope.Scope>
   readonly ping: Effect.Effect<boolean>
 }
 
