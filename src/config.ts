@@ -15,6 +15,8 @@ export interface AppConfig {
   /** True when no INTERNAL_TOKEN was given and one was generated for this start. */
   readonly internalTokenGenerated: boolean
   readonly secretKey: Buffer
+  /** True when no SECRET_KEY was given and the key kept in DATA_DIR is used. */
+  readonly secretKeyGenerated: boolean
   readonly allowPrivateTargets: boolean
   readonly smtpUrl: string | undefined
   readonly mailFrom: string
@@ -141,6 +143,7 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
 
   return {
     nodeEnv,
+    secretKeyGenerated: !env.SECRET_KEY,
     webhookRetryScale,
     port: listenPort,
     host,

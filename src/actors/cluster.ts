@@ -25,7 +25,9 @@ export const ClusterLive = Layer.unwrap(
   Effect.gen(function*() {
     const config = yield* Config
     if (config.databaseUrl === undefined) {
-      return SingleRunner.layer({ runnerStorage: "sql", shardingConfig: shardingTuning }).pipe(
+      // A single runner has nobody to hand shards to, so it keeps the library's patient lock
+      // timings: a busy embedded database must not make it drop its own shards.
+      return SingleRunner.layer({ runnerStorage: "sql", shardingConfig: { entityMessagePollInterval: shardingTuning.entityMessagePollInterval } }).pipe(
         Layer.provide(NodeCrypto.layerDigest)
       )
     }

@@ -79,12 +79,15 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
       Effect.gen(function*() {
         const started = Date.now()
         const input = yield* inputOf(row)
-        const requested = row.config_id ? yield* repo.configs.find(row.tenant_id, row.config_id) : undefined
+        const found = row.config_id ? yield* repo.configs.find(row.tenant_id, row.config_id) : undefined
+        const requested = found?.enabled ? found : undefined
         const configs = matchConfigs(yield* repo.configs.candidates(row.tenant_id, row.type), { domainId: row.domain_id, url: row.url }, requested)
         const llmOptions = configs.find((c) => c.payload.llm)?.payload.llm
         const llmWanted = row.llm?.enabled ?? llmOptions?.enabled ?? false
         const mode = row.llm?.mode ?? llmOptions?.mode ?? "fill-missing"
+        // Per tenant: one tenant's results never reveal another's inputs.
         const cacheKey = createHash("sha256").update(JSON.stringify({
+          tenant: row.tenant_id,
           type: row.type,
           format: row.input_format,
           url: row.url,

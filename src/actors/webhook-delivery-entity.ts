@@ -42,6 +42,13 @@ const NODE_DELIVERIES = 64
 const HOST_DELIVERIES = 8
 const nodeSlots = new Semaphore(NODE_DELIVERIES)
 const hostSlots = new KeyedLimiter(HOST_DELIVERIES)
+// One guarded lookup per setting, so every delivery shares one pooled agent (keep-alive).
+const lookups = new Map<boolean, ReturnType<typeof createSafeLookup>>()
+const lookupFor = (allowPrivate: boolean) => {
+  let lookup = lookups.get(allowPrivate)
+  if (!lookup) lookups.set(allowPrivate, lookup = createSafeLookup({ allowPrivate }))
+  return lookup
+}
 
 export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
   Effect.gen(function*() {
@@ -50,7 +57,7 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
     const config = yield* Config
     const self = yield* WebhookDeliveryEntity.client
     const schedule = createRetrySchedule(undefined, { scale: config.webhookRetryScale })
-    const lookup = createSafeLookup({ allowPrivate: config.allowPrivateTargets })
+    const lookup = lookupFor(config.allowPrivateTargets)
 
     const send = (d: DeliveryRow) =>
       Effect.promise(async () => {
@@ -86,6 +93,9 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
           const d = yield* repo.byId(deliveryId)
           // Already made (a re-delivered message), or the delivery is settled.
           if (!d || d.status !== "pending" || d.attempts >= payload.attempt) return
+          // Once the request is out, its result is recorded even if the entity is being stopped,
+          // so an interruption never causes a second identical attempt.
+          yield* Effect.uninterruptible(Effect.gen(function*() {
           const result = yield* send(d)
           const elapsedMs = d.first_attempt_at ? Date.now() - new Date(d.first_attempt_at).getTime() : 0
           const delay = result.ok ? null : schedule.delayAfterResponse(payload.attempt, result.httpStatus, result.retryAfter, { elapsedMs })
@@ -102,6 +112,7 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
           if (nextAt !== null) {
             yield* self(deliveryId).Attempt(new DueAttempt({ attempt: payload.attempt + 1, dueAt: nextAt }), { discard: true })
           }
+          }))
         }).pipe(Effect.orDie),
       Redeliver: () =>
         Effect.gen(function*() {
@@ -133,13 +144,13 @@ export const WebhookSweeperLive = Singleton.make(
     const repo = yield* WebhookRepo
     const deliveries = yield* WebhookDeliveryEntity.client
     const sweep = Effect.gen(function*() {
-      const overdue = yield* repo.overdue(60_000, 200)
+      const overdue = yield* repo.overdue(15_000, 200)
       yield* Effect.forEach(overdue, (d) =>
         deliveries(d.id).Attempt(new DueAttempt({ attempt: d.attempts + 1, dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore), {
         concurrency: 16,
         discard: true
       })
     })
-    yield* sweep.pipe(Effect.catchCause(Effect.logWarning), Effect.repeat(Schedule.spaced("30 seconds")))
+    yield* sweep.pipe(Effect.catchCause(Effect.logWarning), Effect.repeat(Schedule.spaced("10 seconds")))
   })
 )

@@ -56,7 +56,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
             details: [{ path: sources.length === 0 ? "url" : sources[1]!, code: "exactly_one_source", message: "exactly one of url, input, jobId" }]
           })
         }
-        if (body.inputFormat !== undefined && body.input === undefined) {
+        if (body.inputFormat !== undefined && body.input === undefined && !source.reuseInputId) {
           return yield* fail(400, "validation_error", "inputFormat goes with input", {
             details: [{ path: "inputFormat", code: "invalid_value", message: "only with input" }]
           })
@@ -74,10 +74,18 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           const retryAfter = Math.ceil((utcDayStart().getTime() + 86_400_000 - Date.now()) / 1000)
           return yield* fail(429, "quota_exceeded", `the daily quota extractor.extractions.daily (${daily}) is used up`, { retryAfter })
         }
-        if (body.configId !== undefined && !(yield* repo.configs.find(tenantId, body.configId))) {
-          return yield* fail(422, "invalid_config", "configId is not a config of this tenant", {
-            details: [{ path: "configId", code: "not_found", message: "no such config" }]
-          })
+        if (body.configId !== undefined) {
+          const requested = yield* repo.configs.find(tenantId, body.configId)
+          if (!requested) {
+            return yield* fail(422, "invalid_config", "configId is not a config of this tenant", {
+              details: [{ path: "configId", code: "not_found", message: "no such config" }]
+            })
+          }
+          if (!requested.enabled) {
+            return yield* fail(422, "invalid_config", "the requested config is disabled", {
+              details: [{ path: "configId", code: "disabled", message: "enable the config first" }]
+            })
+          }
         }
         if (body.webhookUrl) {
           const hook = yield* Effect.promise(() => checkUrl(body.webhookUrl!, { allowPrivate: config.allowPrivateTargets }))

@@ -221,44 +221,36 @@ export const JobsHandlers = HttpApiBuilder.group(
           }
           const stream = Stream.callback<string>((queue) =>
             Effect.gen(function*() {
-              // Subscribe first, then replay the log, so nothing falls between the two.
-              const live: Array<StoredEvent> = []
-              let replayed = false
-              let lastId = BigInt(resumeFrom ?? "0")
-              let overflow = false
-              const offer = (e: StoredEvent) => {
-                if (BigInt(e.id) <= lastId) return
-                lastId = BigInt(e.id)
-                // A client that cannot keep up is cut off at once; it resumes with Last-Event-ID.
-                if (!Queue.offerUnsafe(queue, sseFrame(e))) {
-                  overflow = true
-                  Queue.endUnsafe(queue)
+              // The log is the source of truth; a notification only says it may have grown.
+              let lastSeq = resumeFrom ?? (yield* events.latest(me.tenantId))
+              let dirty = true
+              let reading = false
+              const wake = Effect.gen(function*() {
+                if (reading) return
+                reading = true
+                while (dirty) {
+                  dirty = false
+                  for (;;) {
+                    const batch = yield* events.since(me.tenantId, lastSeq, 500)
+                    for (const e of batch) {
+                      // A client that cannot keep up is cut off; it resumes with Last-Event-ID.
+                      if (!Queue.offerUnsafe(queue, sseFrame(e))) return yield* Queue.end(queue)
+                      lastSeq = e.id
+                    }
+                    if (batch.length < 500) break
+                  }
                 }
-              }
-              yield* events.subscribe(me.tenantId, (e) => {
-                if (overflow) return
-                if (!replayed) {
-                  if (live.length < SSE_BUFFER) live.push(e)
-                  else overflow = true
-                } else offer(e)
+                reading = false
+              })
+              const run = (eff: Effect.Effect<unknown>) => Effect.runFork(eff)
+              yield* events.subscribe(me.tenantId, () => {
+                dirty = true
+                run(wake)
               })
               Queue.offerUnsafe(queue, ": connected\n\n")
-              if (resumeFrom !== undefined) {
-                let after = resumeFrom
-                for (;;) {
-                  const batch = yield* events.since(me.tenantId, after, 500)
-                  for (const e of batch) offer(e)
-                  if (batch.length < 500) break
-                  after = batch[batch.length - 1]!.id
-                }
-              }
-              replayed = true
-              for (const e of live.splice(0)) offer(e)
+              yield* wake
               yield* Effect.forever(Effect.sleep(KEEPALIVE).pipe(
-                Effect.andThen(Effect.sync(() => {
-                  if (overflow) return Queue.endUnsafe(queue)
-                  Queue.offerUnsafe(queue, ": keep-alive\n\n")
-                }))
+                Effect.andThen(Effect.sync(() => Queue.offerUnsafe(queue, ": keep-alive\n\n")))
               ))
             }), { bufferSize: SSE_BUFFER, strategy: "dropping" })
           return HttpServerResponse.stream(Stream.encodeText(stream), {

@@ -19,14 +19,13 @@ export const PageHistoryHandlers = HttpApiBuilder.group(
       .handle("timeline", ({ query }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          let normalized: string
-          try {
-            normalized = normalizeUrl(query.url)
-          } catch {
+          const target = URL.canParse(query.url) ? new URL(query.url) : undefined
+          if (!target || (target.protocol !== "http:" && target.protocol !== "https:")) {
             return yield* fail(400, "invalid_filter", "url must be an absolute http(s) URL", {
-              details: [{ path: "url", code: "invalid_value", message: "not an absolute URL" }]
+              details: [{ path: "url", code: "invalid_value", message: "not an absolute http(s) URL" }]
             })
           }
+          const normalized = normalizeUrl(target)
           const offset = query.offset ?? 0
           const limit = query.limit ?? 50
           const page = yield* repo.timeline(me.tenantId, normalized, offset, limit)

@@ -35,13 +35,13 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
     const repo = yield* ApiKeyRepo
     const kv = yield* Kv
     const cache = new Map<string, { principal: Principal | undefined; until: number }>()
-    const lastUsed = new Map<string, Date>()
+    const lastUsed = new Map<string, number>()
 
     yield* kv.subscribe(INVALIDATE_CHANNEL, (hash) => cache.delete(hash))
 
     const flush = Effect.suspend(() => {
       if (lastUsed.size === 0) return Effect.void
-      const batch = new Map(lastUsed)
+      const batch = new Map([...lastUsed].map(([id, at]) => [id, new Date(at)]))
       lastUsed.clear()
       return repo.touch(batch)
     })
@@ -68,7 +68,7 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
       return Effect.map(lookup, (principal) => {
         if (!principal) return undefined
         if (principal.expiresAt !== null && principal.expiresAt <= Date.now()) return undefined
-        lastUsed.set(principal.apiKeyId, new Date())
+        lastUsed.set(principal.apiKeyId, Date.now())
         return principal
       })
     }

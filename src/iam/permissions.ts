@@ -82,7 +82,16 @@ export const internalAdminRole: SystemRole = {
 }
 
 /** A key's scope: `admin` when it may write under iam: or billing:, else `write` when it may write anything, else `read`. */
+const scopes = new Map<string, "admin" | "write" | "read">()
+
 export const scopeOf = (permissions: ReadonlyArray<string>): "admin" | "write" | "read" => {
+  const key = permissions.join(" ")
+  let scope = scopes.get(key)
+  if (!scope) scopes.set(key, scope = computeScope(permissions))
+  return scope
+}
+
+const computeScope = (permissions: ReadonlyArray<string>): "admin" | "write" | "read" => {
   const writesUnder = (service: string) =>
     resources.some((r) => r.startsWith(`${service}:`) && allows(permissions, `${r}:write`))
   if (writesUnder("iam") || writesUnder("billing")) return "admin"

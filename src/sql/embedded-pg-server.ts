@@ -64,6 +64,8 @@ export class EmbeddedPgServer {
       chain = chain.then(async () => {
         if (socket.destroyed) return
         await this.acquire(socket)
+        // The batch's answers leave in one write instead of one per protocol message.
+        socket.cork()
         try {
           for (const message of messages) {
             await this.db.execProtocolRawStream(message, {
@@ -73,6 +75,7 @@ export class EmbeddedPgServer {
             })
           }
         } finally {
+          socket.uncork()
           if (!this.db.isInTransaction()) this.release(socket)
         }
       }).catch(() => void socket.destroy())

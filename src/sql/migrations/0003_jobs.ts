@@ -78,11 +78,17 @@ export default Effect.gen(function*() {
     CREATE TABLE events (
       id bigserial PRIMARY KEY,
       tenant_id text NOT NULL,
+      seq bigint NOT NULL,
       type text NOT NULL,
       data jsonb NOT NULL,
       created_at timestamptz NOT NULL DEFAULT now()
     )`
-  yield* sql`CREATE INDEX events_tenant ON events (tenant_id, id)`
+  yield* sql`CREATE UNIQUE INDEX events_tenant_seq ON events (tenant_id, seq)`
+  yield* sql`
+    CREATE TABLE event_sequences (
+      tenant_id text PRIMARY KEY,
+      seq bigint NOT NULL
+    )`
   yield* sql`
     CREATE TABLE domain_engine_history (
       domain_id text NOT NULL,
