@@ -36,8 +36,10 @@ export function loadPage(html: string, url: string | null): Page {
 /** Structured nodes whose type is one of `types`, JSON-LD first, then microdata, then RDFa. */
 export function nodesOfType(page: Page, types: ReadonlySet<string>): Array<{ node: JsonObject; source: "json-ld" | "microdata" | "rdfa" }> {
   const out: Array<{ node: JsonObject; source: "json-ld" | "microdata" | "rdfa" }> = []
+  // type names are compared case-insensitively ("@type": "product" is common)
+  const wanted = new Set([...types].map((t) => t.toLowerCase()))
   for (const [source, list] of [["json-ld", page.structured.jsonld], ["microdata", page.structured.microdata], ["rdfa", page.structured.rdfa]] as const) {
-    for (const node of list) if (typesOf(node).some((t) => types.has(t))) out.push({ node, source })
+    for (const node of list) if (typesOf(node).some((t) => types.has(t) || wanted.has(t.toLowerCase()))) out.push({ node, source })
   }
   return out
 }

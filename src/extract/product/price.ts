@@ -46,7 +46,11 @@ export function detectCurrency(text: string): string | undefined {
 export function normalizeCurrency(v: string | undefined): string | undefined {
   if (v === undefined) return undefined
   const t = v.trim()
-  if (/^[A-Za-z]{3}$/.test(t)) return t.toUpperCase()
+  if (/^[A-Za-z]{3}$/.test(t)) {
+    const code = t.toUpperCase()
+    // pre-1998 ruble code, still common in Russian shops' markup
+    return code === "RUR" ? "RUB" : code
+  }
   return detectCurrency(t)
 }
 

@@ -4,12 +4,14 @@
  * identifier labels).
  */
 import type { Product } from "../types.js"
-import { Element, normalizeSpace, rawText, walk } from "../html/dom.js"
+import { normalizeSpace, walk } from "../html/dom.js"
+import { decodeEntities } from "../html/entities.js"
 import { str, strs, typesOf, type JsonObject, type JsonValue } from "../structured.js"
 import { nodesOfType, firstText, type Page } from "../page.js"
 import { ImageSet } from "../images.js"
-import { detectCurrency, normalizeCurrency, parseNumber, parsePrice } from "./price.js"
+import { normalizeCurrency, parseNumber } from "./price.js"
 import { cleanTitle } from "../article/article.js"
+import { availabilityFromText, readSignals, type Signals } from "./signals.js"
 import { getDomain } from "tldts"
 
 const PRODUCT_TYPES = new Set(["Product", "ProductGroup", "IndividualProduct", "ProductModel", "SomeProducts", "Book", "Vehicle", "Car", "Offer", "AggregateOffer", "MenuItem", "Event"])
@@ -26,17 +28,7 @@ export function normalizeAvailability(v: string | undefined): string | undefined
   return availabilityFromText(t)
 }
 
-const OUT_TEXT = /\b(out of stock|sold out|currently unavailable|unavailable|not available|no longer available|discontinued)\b|nicht (mehr )?(verfügbar|lieferbar|auf lager)|ausverkauft|vergriffen|épuisé|rupture de stock|indisponible|agotado|sin stock|no disponible|esaurito|non disponibile|esgotado|indisponível|uitverkocht|niet (op voorraad|leverbaar|beschikbaar)|nie ma w magazynie|niedostępny|brak w magazynie|нет в наличии|немає в наявності|slutsåld|udsolgt|utsolgt|loppuunmyyty|vypredané|vyprodáno|nedostupn|在庫切れ|품절|缺货|ไม่มีสินค้า/i
-const PRE_TEXT = /\b(pre-?order|coming soon)\b|vorbestell|précommande|preventa|pre-?venda|prenota/i
-const IN_TEXT = /\b(in stock|available|add to (cart|basket|bag|trolley)|buy now|ships (today|in|within))\b|auf lager|lieferbar|sofort verfügbar|in den warenkorb|en stock|disponible|ajouter au panier|en existencia|añadir al carrito|disponibile|aggiungi al carrello|em estoque|disponível|adicionar ao carrinho|op voorraad|in winkelwagen|w magazynie|dostępny|do koszyka|в наличии|купить|i lager|på lager|varastossa|skladem|na sklade|在庫あり|카트|장바구니|有货|加入购物车/i
-
-export function availabilityFromText(t: string): string | undefined {
-  if (OUT_TEXT.test(t)) return "OutOfStock"
-  if (PRE_TEXT.test(t)) return "PreOrder"
-  if (/backorder/i.test(t)) return "BackOrder"
-  if (IN_TEXT.test(t)) return "InStock"
-  return undefined
-}
+export { availabilityFromText }
 
 export interface ProductResult {
   data: Product
@@ -90,16 +82,15 @@ function readOffer(o: JsonValue | undefined, depth = 0): Offerish | undefined {
   return out
 }
 
-const NEG_PRICE = /old|was|strike|regular|list|compare|save|saving|discount|before|original|rrp|uvp|crossed|msrp|instead|prev|reference|unit|per|shipping|delivery|installment|monthly|credit|tax|vat|min|max|range|filter|slider/i
-
 export function productFromPage(page: Page): ProductResult {
   const sources: Record<string, string> = {}
   const extra: string[] = []
   const data: Product = { name: "" }
   const meta = page.meta
   const all = nodesOfType(page, PRODUCT_TYPES)
-  const products = all.filter(({ node }) => typesOf(node).some((t) => t !== "Offer" && t !== "AggregateOffer"))
-  const offersOnly = all.filter(({ node }) => typesOf(node).some((t) => t === "Offer" || t === "AggregateOffer"))
+  const isOffer = (t: string) => /^(aggregate)?offer$/i.test(t)
+  const products = all.filter(({ node }) => typesOf(node).some((t) => !isOffer(t)))
+  const offersOnly = all.filter(({ node }) => typesOf(node).some(isOffer))
   // the main product: the first one with an offer, else the first
   products.sort((a, b) => score(b.node) - score(a.node))
   const set = <K extends keyof Product>(k: K, v: Product[K] | undefined, source: string) => {
@@ -110,7 +101,7 @@ export function productFromPage(page: Page): ProductResult {
   }
 
   for (const { node, source } of products) {
-    set("name", str(node.name) !== undefined ? normalizeSpace(str(node.name)!) : undefined, source)
+    set("name", textValue(str(node.name)), source)
     const d = str(node.description)
     set("description", d !== undefined ? normalizeSpace(d) : undefined, source)
     const offer = readOffer(node.offers) ?? {}
@@ -120,7 +111,7 @@ export function productFromPage(page: Page): ProductResult {
     const sku = str(node.sku) ?? offer.sku ?? str(node.productID) ?? str(node.mpn)
     set("sku", cleanSku(sku), source)
     const brand = str(node.brand) ?? str(node.manufacturer)
-    set("brand", brand !== undefined ? normalizeSpace(brand) : undefined, source)
+    set("brand", textValue(brand), source)
     if (data.name !== "" && data.price !== undefined) break
   }
   for (const { node, source } of offersOnly) {
@@ -143,19 +134,13 @@ export function productFromPage(page: Page): ProductResult {
   set("name", m("og:title") !== undefined ? normalizeSpace(m("og:title")!) : undefined, "opengraph")
   set("description", m("og:description") ?? m("description"), m("og:description") !== undefined ? "opengraph" : "meta")
 
-  // heuristics on the page
-  if (data.price === undefined || data.availability === undefined || data.sku === undefined || data.brand === undefined) {
-    const h = heuristics(page.scope)
-    if (data.price === undefined && h.price !== undefined) {
-      set("price", h.price.price, "product-heuristics")
-      if (data.currency === undefined) set("currency", h.price.currency, "product-heuristics")
-    }
-    set("availability", h.availability, "product-heuristics")
-    set("sku", cleanSku(h.sku), "product-heuristics")
-    set("brand", h.brand, "product-heuristics")
-    if (data.sku === undefined) set("sku", idFromUrl(page), "product-heuristics")
-    set("sku", h.labelSku, "product-heuristics")
-  }
+  // what the page shows
+  const sig = readSignals(page.scope)
+  decidePrice(data, sources, sig, set, products.some(({ node }) => node.offers !== undefined) || offersOnly.length > 0)
+  decideAvailability(data, sources, sig, products, set)
+  decideSku(data, sources, sig, page)
+  set("brand", sig.itempropBrand, "product-heuristics")
+  if (data.brand === undefined) set("brand", sig.brand(), "product-heuristics")
   if (data.price !== undefined && data.currency === undefined) {
     const c = currencyFromDomain(page.url)
     if (c !== undefined) set("currency", c, "product-heuristics")
@@ -201,6 +186,108 @@ export function productFromPage(page: Page): ProductResult {
   return { data, sources, extra }
 }
 
+/** A structured text value: HTML entities some shops leave in JSON-LD (`Black &amp; Silver`) decoded, spaces collapsed. */
+function textValue(v: string | undefined): string | undefined {
+  if (v === undefined) return undefined
+  const t = normalizeSpace(/&(#\d+|#x[0-9a-f]+|[a-z]+);/i.test(v) ? decodeEntities(v) : v)
+  return t === "" ? undefined : t
+}
+
+type Setter = <K extends keyof Product>(k: K, v: Product[K] | undefined, source: string) => void
+
+/**
+ * Price: structured data and product meta tags first; the page's price elements when they have none.
+ * An auction's current bid (a "current bid" element or label) replaces a structured price, which on
+ * auction pages is the starting price.
+ */
+function decidePrice(data: Product, sources: Record<string, string>, sig: Signals, set: Setter, hasOffer: boolean): void {
+  if (sig.bid !== undefined && (data.price === undefined || data.price !== sig.bid.price)) {
+    data.price = sig.bid.price
+    sources.price = "product-heuristics"
+    if (sig.bid.currency !== undefined && data.currency === undefined) set("currency", sig.bid.currency, "product-heuristics")
+    return
+  }
+  // a plain-text price only on pages without structured offers (an offer without a usable price,
+  // e.g. `"price": "0"`, says the shop shows none)
+  const p = data.price === undefined ? (sig.price ?? (hasOffer ? undefined : sig.textPrice())) : undefined
+  if (p !== undefined) {
+    set("price", p.price, "product-heuristics")
+    if (data.currency === undefined) set("currency", p.currency, "product-heuristics")
+  }
+}
+
+const IN_STOCKISH = new Set(["InStock", "LimitedAvailability", "OnlineOnly", "InStoreOnly", "PreOrder", "PreSale", "BackOrder", "MadeToOrder"])
+
+/**
+ * Availability. What the page shows about the main product (its availability text, its buy button)
+ * settles a disagreement with structured data: a structured InStock with a visible "sold out" and no
+ * usable buy button is OutOfStock; a structured OutOfStock with a working buy button and no visible
+ * "sold out" is InStock (structured data often describes the first variant, not the product). A product
+ * whose variants (structured nodes of the same name) are partly in stock is InStock.
+ */
+function decideAvailability(data: Product, sources: Record<string, string>, sig: Signals, products: Array<{ node: JsonObject; source: string }>, set: Setter): void {
+  if (data.availability === "OutOfStock" && products.length > 1 && data.name !== "") {
+    const name = data.name.toLowerCase()
+    for (const { node } of products) {
+      const n = str(node.name)
+      if (n === undefined || normalizeSpace(n).toLowerCase() !== name) continue
+      const av = readOffer(node.offers)?.availability
+      if (av !== undefined && IN_STOCKISH.has(av)) { data.availability = av; break }
+    }
+  }
+  // signals near the product title (the first h1) belong to the main product
+  const near = (at: number | undefined) => at !== undefined && (sig.h1At === undefined ? at < 3000 : at >= sig.h1At - 1500 && at <= sig.h1At + 2000)
+  const text = near(sig.availabilityAt) ? sig.availabilityText : undefined
+  const button = near(sig.buyButtonAt) ? sig.buyButton : undefined
+  if (data.availability !== undefined) {
+    if (IN_STOCKISH.has(data.availability) && data.availability !== "PreOrder" && data.availability !== "PreSale") {
+      if ((text === "OutOfStock" || button === "oos") && button !== "enabled") {
+        data.availability = "OutOfStock"
+        sources.availability = "product-heuristics"
+      }
+    } else if (data.availability === "OutOfStock" || data.availability === "Discontinued") {
+      if (button === "enabled" && text !== "OutOfStock" && sig.availabilityText !== "OutOfStock") {
+        data.availability = "InStock"
+        sources.availability = "product-heuristics"
+      }
+    }
+    return
+  }
+  set("availability", normalizeAvailability(sig.itempropAvailability), "product-heuristics")
+  // the first of availability text and buy button decides ("disabled" alone says nothing: shops
+  // disable the button until a size is chosen)
+  const textFirst = sig.availabilityText !== undefined && (sig.buyButtonAt === undefined || sig.buyButton === "disabled" || sig.availabilityAt! <= sig.buyButtonAt)
+  if (textFirst) set("availability", sig.availabilityText, "product-heuristics")
+  else if (sig.buyButton === "enabled") set("availability", "InStock", "product-heuristics")
+  else if (sig.buyButton === "oos") set("availability", "OutOfStock", "product-heuristics")
+  set("availability", sig.availabilityText, "product-heuristics")
+  if (sig.anyEnabledBuy) set("availability", "InStock", "product-heuristics")
+}
+
+/**
+ * SKU. Shops show their article number next to a label ("SKU:", "Art.-Nr.", "Product code", "Код")
+ * while structured data often carries an internal or variant id. Order: a structured sku the page
+ * shows > a labelled identifier > an identifier in an element marked as one > a structured sku the
+ * page does not show > an identifier of the URL that the page repeats > a model/MPN/EAN label.
+ */
+function decideSku(data: Product, sources: Record<string, string>, sig: Signals, page: Page): void {
+  const structured = data.sku
+  const structuredSource = sources.sku
+  const pick = (v: string | undefined, source: string): boolean => {
+    if (v === undefined || v.trim() === "") return false
+    data.sku = v
+    sources.sku = source
+    return true
+  }
+  if (structured !== undefined && sig.shows(structured)) return
+  if (pick(sig.labelSku(), "product-heuristics")) return
+  if (pick(sig.attrSku, "product-heuristics")) return
+  if (structured !== undefined) { pick(structured, structuredSource ?? "json-ld"); return }
+  if (pick(cleanSku(sig.itempropSku), "product-heuristics")) return
+  if (pick(idFromUrl(page), "product-heuristics")) return
+  pick(sig.weakLabelSku(), "product-heuristics")
+}
+
 /** An identifier is one token: `SKU: AB-12 Blue shirt` → `AB-12`. */
 function cleanSku(v: string | undefined): string | undefined {
   if (v === undefined) return undefined
@@ -226,21 +313,31 @@ function idFromUrl(page: Page): string | undefined {
   let u: URL
   try { u = new URL(page.url) } catch { return undefined }
   const tokens = new Set<string>()
+  /** Digit runs of letter-prefixed tokens (`p400105394` → `400105394`): counted only as whole tokens. */
+  const inner = new Set<string>()
   for (const part of (u.pathname + "/" + [...u.searchParams.values()].join("/")).split(/[/_.=&?,;+-]+/)) {
-    if (/^[A-Za-z0-9]{5,24}$/.test(part) && /\d/.test(part) && !/^(19|20)\d\d$/.test(part) && !/^\d{1,4}$/.test(part)) tokens.add(part)
+    if (/^[A-Za-z0-9]{5,24}$/.test(part) && /\d/.test(part) && !/^(19|20)\d\d$/.test(part) && !/^\d{1,4}$/.test(part)) {
+      tokens.add(part)
+      if (/[A-Za-z]/.test(part)) for (const m of part.matchAll(/\d{5,}/g)) if (m[0] !== part) inner.add(m[0])
+    }
   }
+  for (const t of tokens) inner.delete(t)
   if (tokens.size === 0) return undefined
   const counts = new Map<string, number>()
+  const whole = (s: string, t: string) => {
+    for (let i = s.indexOf(t); i >= 0; i = s.indexOf(t, i + 1)) {
+      if (!/[A-Za-z0-9]/.test(s[i - 1] ?? " ") && !/[A-Za-z0-9]/.test(s[i + t.length] ?? " ")) return true
+    }
+    return false
+  }
+  const count = (s: string) => {
+    for (const t of tokens) if (s.includes(t)) counts.set(t, (counts.get(t) ?? 0) + 1)
+    for (const t of inner) if (s.includes(t) && whole(s, t)) counts.set(t, (counts.get(t) ?? 0) + 1)
+  }
   walk(page.doc.root, (el) => {
-    for (const c of el.children) {
-      if (typeof c !== "string") continue
-      for (const t of tokens) if (c.includes(t)) counts.set(t, (counts.get(t) ?? 0) + 1)
-    }
+    for (const c of el.children) if (typeof c === "string") count(c)
     const a = el.attrs
-    if (a !== null) for (const k in a) {
-      if (k === "href" || k === "src") continue
-      for (const t of tokens) if (a[k]!.includes(t)) counts.set(t, (counts.get(t) ?? 0) + 1)
-    }
+    if (a !== null) for (const k in a) if (k !== "href" && k !== "src") count(a[k]!)
   })
   let best: string | undefined
   let bestN = 0
@@ -262,98 +359,6 @@ function currencyFromDomain(url: string | null): string | undefined {
   if (d === null) return undefined
   const tld = d.split(".").pop()!
   return CCTLD_CURRENCY[tld]
-}
-
-interface Heuristics {
-  price?: { price: number; currency?: string }
-  availability?: string
-  sku?: string
-  /** An identifier found next to a label ("SKU:", "Art.-Nr.") — weaker than markup or the URL. */
-  labelSku?: string
-  brand?: string
-}
-
-const SKU_LABEL = /^\s*(sku|item\s*(no\.?|number|#|code)|article\s*(no\.?|number)|art\.?\s*-?\s*nr\.?|artikelnummer|artikel-?nr\.?|bestellnummer|product\s*(code|id|no\.?)|model\s*(no\.?|number)?|part\s*(no\.?|number)|mpn|ref(erence)?\.?|réf(érence)?\.?|código|codice( articolo)?|numer katalogowy|kod produktu|asin|isbn(-1[03])?|ean|item specifics|cod\.?|код товара|артикул)\s*[:#.]?\s*$/i
-const SKU_INLINE = /\b(sku|item\s*(?:no\.?|number|#)|art\.?\s*-?nr\.?|artikelnummer|product\s*code|model\s*(?:no\.?|number)|part\s*number|réf(?:érence)?|ref\.|asin|código|codice|артикул|код товара)\s*[:#]?\s*([A-Z0-9][A-Z0-9._/-]{2,30})/i
-
-function heuristics(root: Element): Heuristics {
-  const out: Heuristics = {}
-  let best: { score: number; price: number; currency?: string } | undefined
-  let order = 0
-  let cartButton = false
-  let outText: string | undefined
-  let labelNext: "sku" | "brand" | null = null
-  walk(root, (el) => {
-    order++
-    const a = el.attrs
-    const tag = el.tag
-    if (tag === "del" || tag === "s" || tag === "strike" || tag === "nav" || tag === "footer" || tag === "header" || tag === "noscript" || tag === "script") return false
-    const cls = a === null ? "" : ((a.class ?? "") + " " + (a.id ?? "") + " " + (a.itemprop ?? "") + " " + (a["data-testid"] ?? "")).toLowerCase()
-    if (a !== null) {
-      // identifiers in attributes
-      if (out.sku === undefined) {
-        const ip = a.itemprop
-        if (ip !== undefined && /^(sku|productid|mpn)$/i.test(ip)) {
-          const v = (a.content ?? normalizeSpace(rawText(el))).trim()
-          if (v !== "" && v.length < 60) out.sku = v
-        }
-      }
-      if (out.brand === undefined && a.itemprop === "brand") {
-        const v = a.content ?? normalizeSpace(rawText(el))
-        if (v !== "" && v.length < 60) out.brand = v
-      }
-      if (out.availability === undefined && (a.itemprop === "availability")) {
-        const v = normalizeAvailability(a.href ?? a.content ?? normalizeSpace(rawText(el)))
-        if (v !== undefined) out.availability = v
-      }
-    }
-    if (/price/.test(cls) && !NEG_PRICE.test(cls.replace(/price/g, " "))) {
-      const t = a?.content ?? normalizeSpace(rawText(el))
-      if (t.length > 0 && t.length < 40 && /\d/.test(t)) {
-        const p = parsePrice(t)
-        if (p !== undefined && p.price > 0) {
-          let s = 10 - Math.min(order / 400, 6)
-          if (p.currency !== undefined || detectCurrency(t) !== undefined) s += 3
-          if (/(^|[\s_-])(price|current|sale|final|actual|now|selling|our)/.test(cls)) s += 1
-          if (a?.itemprop === "price") s += 4
-          if (best === undefined || s > best.score) best = { score: s, ...p }
-        }
-      }
-    }
-    if (tag === "button" || (tag === "input" && /submit|button/i.test(a?.type ?? "")) || (tag === "a" && /cart|basket|buy/i.test(cls))) {
-      const t = (a?.value ?? "") + " " + normalizeSpace(rawText(el))
-      if (IN_TEXT.test(t) && !(a?.disabled !== undefined)) cartButton = true
-    }
-    if (outText === undefined && /avail|stock|inventory|lager|dispon|verfug/.test(cls)) {
-      const t = normalizeSpace(rawText(el))
-      if (t.length < 60) {
-        const v = availabilityFromText(t)
-        if (v !== undefined) outText = v
-      }
-    }
-    // "SKU: 12345" as label / value pairs
-    if (out.sku === undefined || out.brand === undefined) {
-      const own = el.children.filter((c): c is string => typeof c === "string").join(" ").trim()
-      if (labelNext !== null && own !== "") {
-        const v = own.replace(/^[:#\s]+/, "").trim()
-        if (labelNext === "sku" && out.labelSku === undefined && /^[A-Za-z0-9][A-Za-z0-9._/-]{1,40}$/.test(v) && /\d/.test(v)) out.labelSku = v
-        if (labelNext === "brand" && out.brand === undefined && v.length < 50) out.brand = v
-        labelNext = null
-      }
-      if (own !== "" && own.length < 40) {
-        if (SKU_LABEL.test(own)) labelNext = "sku"
-        else if (/^\s*(brand|marke|marque|marca|merk|marka|бренд|производитель)\s*:?\s*$/i.test(own)) labelNext = "brand"
-        else if (out.sku === undefined) {
-          const mm = SKU_INLINE.exec(own)
-          if (mm !== null && /\d/.test(mm[2]!)) out.labelSku ??= mm[2]
-        }
-      }
-    }
-    return
-  })
-  if (best !== undefined) out.price = best.currency !== undefined ? { price: best.price, currency: best.currency } : { price: best.price }
-  out.availability ??= cartButton ? "InStock" : outText
-  return out
 }
 
 /** Strings of a JSON-LD value, re-exported for config selectors. */

@@ -1,0 +1,438 @@
+/**
+ * What a product page shows, read in one pass over the (sanitized) tree: the visible text as a
+ * stream of segments, price elements, buy buttons and their state, availability texts, identifiers
+ * next to labels ("SKU:", "Art.-Nr.", "Código", "Артикул" …) or in elements marked as identifiers.
+ *
+ * Everything inside "related items" areas (carousels, recommendations, recently viewed …) and in
+ * page chrome (`nav`, `footer`) is kept apart: a shop page shows many prices and buttons, only the
+ * main product's count.
+ */
+import { Element, normalizeSpace } from "../html/dom.js"
+import { detectCurrency, parsePrice } from "./price.js"
+
+// ---------- vocabularies ----------
+
+/** Class/id words of areas that hold other products than the page's own. */
+const RELATED = /(^|[^a-z])(related|recommend\w*|similar|upsells?|up-sell|cross-?sells?|also-?(bought|viewed|like)|recently|recent-?view\w*|carousel|swiper|slick|owl\d*|glide|splide|suggest\w*|bundles?|complete-?the-?look|shop-?the-?look|you-?may|others|more-?from|reco|recs|teaser|minicart|mini-?cart|cart-?drawer|cart-?preview)([^a-z]|$)/
+/** Tags whose subtree is site chrome. */
+const SKIP_TAGS = new Set(["script", "style", "noscript", "template", "svg", "math", "select", "option", "textarea", "head", "title", "iframe", "object"])
+const HIDDEN_CLASS = /(^|\s)(hidden|d-none|hide|is-hidden|u-hidden|visually-hidden|sr-only|screen-reader-text|invisible)(\s|$)/
+
+/** Words around a price element that make it not the current price of the item. */
+export const NEG_PRICE = /old|was|strike|regular|list|compare|save|saving|discount|before|original|rrp|uvp|crossed|msrp|instead|prev|reference|unit|per|shipping|delivery|installment|monthly|credit|tax|vat|min|max|range|filter|slider|starting|start-?bid|opening|bid-?increment|estimate/
+const CUR_PRICE = /(^|[\s_-])(price|current|sale|final|actual|now|selling|our|special|offer)/
+const BID_CLASS = /current-?bid|currentbid|high-?bid|highest-?bid|winning-?bid|leading-?bid/
+const BID_TEXT = /(?:(?:current|highest|winning|leading)\s+bid|aktuelles gebot|höchstgebot|enchère actuelle|offerta attuale|puja actual|oferta actual|huidig bod|aktualna oferta|текущая ставка)\s*[:：]?\s*\n?\s*([^\n]{1,30}\d[^\n]{0,10})/i
+/** A class token of an old price: `price-old`, `was-price`, `regular-price`, `listPrice`, `price--strike` … */
+const OLD_WORDS = /old|was|strike|regular|compare|before|original|rrp|uvp|crossed|msrp|instead|prev|list[-_]?price/
+const isOldPriceWord = (w: string) => w.length < 80 && w.includes("price") && OLD_WORDS.test(w)
+const AVAIL_ATTR = /avail|stock|inventory|lager|dispon|verfug|verfüg|deliverability|delivery-?status|product-?status/
+
+/** Explicitly out-of-stock wording (many languages). */
+export const OUT_TEXT = /\b(out of stock|sold out|currently unavailable|temporarily unavailable|unavailable|not available|no longer available|discontinued|not in stock)\b|nicht (mehr )?(verfügbar|lieferbar|auf lager|vorrätig)|ausverkauft|vergriffen|derzeit nicht|épuisé|rupture de stock|indisponible|plus disponible|agotado|sin stock|no disponible|sin existencias|esaurit[oa]|non disponibile|non più disponibile|esgotado|indisponível|sem estoque|uitverkocht|niet (op voorraad|leverbaar|beschikbaar)|nie ma w magazynie|niedostępny|brak w magazynie|brak towaru|нет в наличии|немає в наявності|нет на складе|распродано|slutsåld|slut i lager|udsolgt|ikke på lager|utsolgt|loppuunmyyty|ei varastossa|vypredané|vyprodáno|není skladem|nie je skladom|nedostupn|nie je možné (produkt )?kúpiť|není možné koupit|nincs készleten|elfogyott|stokta yok|tükendi|在庫切れ|在庫なし|売り切れ|품절|일시품절|缺货|缺貨|售完|已售完|無庫存|ไม่มีสินค้า|אזל מהמלאי|לא במלאי|אינו במלאי|غير متوفر|نفدت الكمية|hết hàng/i
+export const PRE_TEXT = /\b(pre-?order|coming soon)\b|vorbestell|précommande|preventa|pre-?venda|prenota|предзаказ|予約/i
+/** In-stock wording (texts of availability elements). */
+export const IN_TEXT = /\b(in stock|available|ships (today|in|within)|ready to ship)\b|auf lager|lieferbar|sofort verfügbar|vorrätig|en stock|disponible|en existencia|disponibile|em estoque|disponível|op voorraad|w magazynie|dostępny|в наличии|є в наявності|i lager|på lager|varastossa|skladem|na sklade|skladom|készleten|stokta|在庫あり|有货|有貨|現貨|במלאי|còn hàng/i
+/** Buy-button wording. */
+export const CART_TEXT = /\b(add to (your )?(cart|basket|bag|trolley)|add to shopping (cart|bag)|buy (it )?now|order now|place bid|bid now|add$)\b|in den (warenkorb|einkaufswagen)|jetzt kaufen|ajouter au panier|añadir a la (cesta|bolsa)|añadir al carrito|agregar al carrito|aggiungi al carrello|adicionar ao carrinho|comprar|in winkel(mand|wagen)|toevoegen aan|dodaj do koszyka|do koszyka|do košíka|do košíku|vložit do košíku|kosárba|sepete ekle|lägg i (varukorg|kundvagn)|læg i kurv|legg i (handlekurv|handlevogn)|lisää ostoskoriin|adaugă în coș|dodaj u košaricu|в корзину|купить|додати в кошик|カートに入れる|カートへ|장바구니|바로구매|加入购物车|加入購物車|立即购买|立即購買|הוסף לסל|أضف إلى السلة|thêm vào giỏ/i
+/** Buttons shown instead of a buy button when the item cannot be bought. */
+export const OOS_BUTTON = /\b(sold out|out of stock|notify me|email me when|alert me when|let me know when|unavailable|coming soon)\b|benachrichtig|ausverkauft|nicht verfügbar|épuisé|m'avertir|prévenez-moi|m'alerter|agotado|avísame|esaurito|avvisami|esgotado|avise-me|uitverkocht|powiadom|уведомить|сообщить о поступлении|нет в наличии|bevaka|品切れ|입고알림|到货通知|到貨通知/i
+
+// ---------- identifier labels ----------
+
+/** Labels that name the shop's article number. */
+const SKU_LABELS = [
+  "sku", "item\\s*(?:no\\.?|nr\\.?|number|#|code|id)", "article\\s*(?:no\\.?|nr\\.?|number|code|#)", "art(?:ikel)?\\.?\\s*-?\\s*n(?:r|o)\\.?",
+  "artikelnummer", "bestellnummer", "bestell-?nr\\.?", "produktnummer", "produkt-?nr\\.?", "warennummer",
+  "product\\s*(?:code|no\\.?|nr\\.?|number|id|#)", "code\\s*(?:article|produit)", "código\\s*(?:de|del)\\s*(?:producto|artículo|articulo|produto)",
+  "cod(?:ice)?\\.?\\s*(?:articolo|prodotto|art\\.?)", "šifra(?:\\s*(?:artikla|proizvoda))?", "kód\\s*(?:produktu|tovaru|zboží)", "kod\\s*(?:produktu|towaru)",
+  "nr\\.?\\s*katalogowy", "numer\\s*katalogowy", "katalógové\\s*číslo", "katalogové\\s*číslo", "код\\s*(?:товара|продукта)", "артикул", "арт\\.",
+  "varenummer", "varenr\\.?", "varunummer", "artikelnr\\.?", "tuotenumero", "tuotekoodi", "cikkszám", "termékkód", "stock\\s*code",
+  "style\\s*(?:no\\.?|number|#|code)", "catalog(?:ue)?\\s*(?:no\\.?|number|#)", "商品番号", "品番", "货号", "貨號", "商品編號", "商品编号", "商品コード", "商品代码", "asin",
+]
+/** Generic code/reference labels: only when punctuation or a line break follows ("Ref. 12", "Код: 12", "Référence⏎12"). */
+const CODE_LABELS = [
+  "ref(?:erence)?(?:\\s*(?:no|number|code))?", "réf(?:érence)?", "référence", "prod(?:uct)?\\.?\\s*ref(?:erence)?", "code", "código", "cód", "codice", "cod",
+  "kód", "kod", "код", "šifra", "sifra", "шифр",
+]
+/** Manufacturer identifiers: used only when nothing better is shown. */
+const WEAK_LABELS = [
+  "model\\s*(?:no\\.?|nr\\.?|number|#|code)?", "modell(?:nummer)?", "modèle", "modelo", "modello", "mpn", "part\\s*(?:no\\.?|nr\\.?|number|#)",
+  "manufacturer\\s*part\\s*(?:no\\.?|number)", "herstellernummer", "hersteller-?nr\\.?", "型番", "型号", "ean(?:-?13)?", "gtin(?:-?1[234])?", "upc", "isbn(?:-?1[03])?",
+]
+const VALUE = "([A-Za-z0-9][A-Za-z0-9._/\\-]{0,38}[A-Za-z0-9])"
+const labelRegex = (labels: string[], sep: string) =>
+  new RegExp(`(?<![\\p{L}\\p{N}])(?:${labels.join("|")})(?![\\p{L}])${sep}${VALUE}(?![A-Za-z0-9])`, "giu")
+const ANY_SEP = "\\s*[:：#№.\\-–—]*\\s*"
+const STRICT_SEP = "\\s*(?:[.:：#№]|\\n)[\\s.:：#№]*"
+const SKU_RE = labelRegex(SKU_LABELS, ANY_SEP)
+const CODE_RE = labelRegex(CODE_LABELS, STRICT_SEP)
+const WEAK_RE = labelRegex(WEAK_LABELS, ANY_SEP)
+/** Class/id/data attribute words of an element that holds the product's identifier. */
+const ID_ATTR = /(^|[^a-z])(sku|product-?ref(erence)?|product-?code|product-?number|product-?no|article-?(number|no|nr|code)|item-?(number|no|code)|art-?nr|artnr|style-?(number|code)|model-?(number|no)|reference|ref-?code)([^a-z]|$)/
+const BRAND_RE = /(?:^|\n)(?:brand|marke|marque|marca|merk|marka|značka|márka|бренд|производитель|manufacturer|hersteller|fabricant|fabricante|produttore|proizvajalec|výrobce|výrobca|producent|valmistaja|tillverkare|ブランド|品牌|브랜드)(?![\p{L}])\s*(?:[:：\-–]\s*\n?|\n)\s*[:：]?\s*([^\n]{1,48})(?:\n|$)/iu
+
+export interface PriceCandidate {
+  price: number
+  currency?: string
+  score: number
+  /** A current bid of an auction. */
+  bid: boolean
+}
+
+export interface Signals {
+  /** Visible text segments of the page (main area; chrome and related areas excluded), joined by `\n`. */
+  text: string
+  /** Whether the page shows `value` as a whole token anywhere in its visible text (chrome and related areas included). */
+  shows(value: string): boolean
+  price?: PriceCandidate
+  bid?: PriceCandidate
+  /** First availability element's reading. */
+  availabilityText?: string
+  /** The first buy button of the main area: `enabled`, `disabled`, or `oos` (a "sold out"/"notify me" button). */
+  buyButton?: "enabled" | "disabled" | "oos"
+  /** Whether an enabled buy button exists anywhere in the main area. */
+  anyEnabledBuy: boolean
+  /** Offsets in `text` of the first h1, the availability text and the first buy button (for nearness to the title). */
+  h1At?: number
+  availabilityAt?: number
+  buyButtonAt?: number
+  itempropSku?: string
+  itempropBrand?: string
+  itempropAvailability?: string
+  /** Identifier after a label of the shop's number ("SKU:", "Art.-Nr.", "Код товара" …), else after a generic one ("Ref.", "Code:"). Computed on first use. */
+  labelSku(): string | undefined
+  /** Identifier after a manufacturer label ("Model", "MPN", "EAN" …). Computed on first use. */
+  weakLabelSku(): string | undefined
+  /** Identifier in an element marked as one (class/id/data attributes). */
+  attrSku?: string
+  /**
+   * A price written as plain text right after the title (no price markup): a short line with an
+   * amount and a currency (`$12.90`, `2320 元`, or the amount and the currency on adjacent lines).
+   * Computed on first use.
+   */
+  textPrice(): PriceCandidate | undefined
+  /** Value after a "Brand:" label. Computed on first use. */
+  brand(): string | undefined
+}
+
+function isHidden(el: Element): boolean {
+  const a = el.attrs
+  if (a === null) return false
+  if (a.hidden !== undefined) return true
+  if (a["aria-hidden"] === "true" && el.tag !== "span" && el.tag !== "i") return true
+  const st = a.style
+  if (st !== undefined && /display\s*:\s*none|visibility\s*:\s*hidden/i.test(st)) return true
+  const c = a.class
+  return c !== undefined && (c.includes("hid") || c.includes("none") || c.includes("only") || c.includes("invisible") || c.includes("screen-reader")) && HIDDEN_CLASS.test(c)
+}
+
+/** Reading of an availability text: the earliest of out-of-stock, pre-order and in-stock wordings. */
+export function availabilityFromText(t: string): string | undefined {
+  let best: string | undefined
+  let at = Infinity
+  const test = (re: RegExp, v: string) => {
+    const m = re.exec(t)
+    if (m !== null && m.index < at) { at = m.index; best = v }
+  }
+  test(OUT_TEXT, "OutOfStock")
+  test(PRE_TEXT, "PreOrder")
+  test(/backorder/i, "BackOrder")
+  test(IN_TEXT, "InStock")
+  return best
+}
+
+const ID_TOKEN = /^[A-Za-z0-9][A-Za-z0-9._/-]{1,38}[A-Za-z0-9]$/
+
+function idValue(v: string): string | undefined {
+  return ID_TOKEN.test(v) && /\d/.test(v) && !/^\d{1,6}[.,]\d{1,2}$/.test(v) ? v : undefined
+}
+
+const RELATED_TAGS = new Set(["div", "section", "ul", "ol", "aside", "article", "li", "table", "tbody", "dl"])
+/** Quick filter: attribute words that any of the checks below could match. */
+const INTERESTING = /avail|stock|invent|lager|dispon|verf|deliver|status|sku|ref|code|numb|no|nr|model|style/
+const F_RELATED = 1, F_CHROME = 2, F_OLD = 4
+const NEEDS_NORMALIZING = /\s\s|[\n\t\r\f\u00a0\u200b\u200c\u200d\ufeff]/
+
+/** One pass over `root`. */
+export function readSignals(root: Element): Signals {
+  let allText: string | undefined
+  let labelText: string | undefined
+  const memo = new Map<string, string | undefined>()
+  const lazy = (key: string, f: () => string | undefined) => () => {
+    if (!memo.has(key)) memo.set(key, f())
+    return memo.get(key)
+  }
+  const labels = () => (labelText ??= short.join("\n"))
+  const out: Signals = {
+    text: "",
+    anyEnabledBuy: false,
+    shows: (v) => shows((allText ??= all.join("\n")), v),
+    labelSku: lazy("sku", () => firstId(SKU_RE, labels()) ?? firstId(CODE_RE, labels())),
+    weakLabelSku: lazy("weak", () => firstId(WEAK_RE, labels())),
+    brand: lazy("brand", () => BRAND_RE.exec(out.text)?.[1]!.trim()),
+    textPrice: () => (h1Line === undefined ? undefined : priceAfter(main, h1Line)),
+  }
+  let h1Line: number | undefined
+  const main: string[] = []
+  const all: string[] = []
+  // short lines only, for the label scan (labels and values are short; a long line is a break "¶")
+  const short: string[] = []
+  let best: PriceCandidate | undefined
+  let bestBid: PriceCandidate | undefined
+  let order = 0
+  let mainChars = 0
+
+  /** Visits an element; returns the flags for its children, or -1 to skip its subtree. */
+  const visit = (el: Element, fl: number): number => {
+    const tag = el.tag
+    if (SKIP_TAGS.has(tag) || tag === "br") return -1
+    order++
+    const a = el.attrs
+    // one pass over the attributes
+    let words = ""
+    let itemprop: string | undefined, role: string | undefined, type: string | undefined, content: string | undefined
+    let value: string | undefined, ariaLabel: string | undefined, href: string | undefined
+    let disabled = false
+    if (a !== null) {
+      for (const k in a) {
+        const v = a[k]!
+        switch (k) {
+          case "class": case "id": words += " " + v; break
+          case "hidden": return -1
+          case "style": if ((v.includes("none") || v.includes("hidden")) && /display\s*:\s*none|visibility\s*:\s*hidden/i.test(v)) return -1; break
+          case "aria-hidden": if (v === "true" && tag !== "span" && tag !== "i") return -1; break
+          case "itemprop": itemprop = v; words += " " + v; break
+          case "role": role = v; break
+          case "type": type = v; break
+          case "content": content = v; break
+          case "value": value = v; break
+          case "aria-label": ariaLabel = v; break
+          case "href": href = v; break
+          case "disabled": disabled = true; break
+          case "aria-disabled": if (v === "true") disabled = true; break
+          default:
+            if (k.length > 5 && k.charCodeAt(4) === 45 && k.startsWith("data-") && v.length < 40 && k !== "data-src" && k !== "data-srcset") words += " " + k.slice(5) + " " + v
+        }
+      }
+      if (words !== "") {
+        words = words.toLowerCase()
+        if ((words.includes("hid") || words.includes("none") || words.includes("only") || words.includes("invisible") || words.includes("screen-reader")) && HIDDEN_CLASS.test(a.class ?? "")) return -1
+      }
+    }
+    if (tag === "nav" || tag === "footer") fl |= F_CHROME
+    if ((fl & F_RELATED) === 0 && words !== "" && RELATED_TAGS.has(tag) && !titlePath.has(el) && RELATED.test(words)) fl |= F_RELATED
+    const hasPrice = words.includes("price")
+    if (tag === "del" || tag === "s" || tag === "strike" || (hasPrice && words.split(" ").some(isOldPriceWord))) fl |= F_OLD
+
+    if (itemprop !== undefined) {
+      if (out.itempropSku === undefined && /^(sku|productid|mpn)$/i.test(itemprop)) {
+        const v = (content ?? blockText(el, 80)).trim()
+        if (v !== "" && v.length < 60) out.itempropSku = v
+      }
+      if (out.itempropBrand === undefined && itemprop === "brand") {
+        const v = content ?? blockText(el, 80)
+        if (v !== "" && v.length < 60) out.itempropBrand = v
+      }
+      if (out.itempropAvailability === undefined && itemprop === "availability") {
+        const v = href ?? content ?? blockText(el, 200)
+        if (v !== "") out.itempropAvailability = v
+      }
+    }
+    if ((fl & (F_RELATED | F_CHROME)) !== 0) return fl
+    if (tag === "h1" && out.h1At === undefined) { out.h1At = mainChars; h1Line = main.length }
+    if (words === "" && tag !== "button" && tag !== "input" && role === undefined) return fl
+
+    // price elements
+    if ((fl & F_OLD) === 0 && (hasPrice || words.includes("bid"))) {
+      const bid = BID_CLASS.test(words)
+      if (bid || (hasPrice && !NEG_PRICE.test(words.replace(/price/g, " ")))) {
+        const t = content ?? blockText(el, 60, false, true)
+        if (t.length > 0 && t.length < 40 && /\d/.test(t)) {
+          const p = parsePrice(t)
+          if (p !== undefined && p.price > 0) {
+            let sc = 10 - Math.min(order / 400, 6)
+            if (p.currency !== undefined || detectCurrency(t) !== undefined) sc += 3
+            if (CUR_PRICE.test(words)) sc += 1
+            if (itemprop === "price") sc += 4
+            const cand: PriceCandidate = { score: sc, price: p.price, bid, ...(p.currency !== undefined ? { currency: p.currency } : {}) }
+            if (bid) bestBid ??= cand
+            else if (best === undefined || sc > best.score) best = cand
+          }
+        }
+      }
+    }
+
+    // buy buttons
+    if (tag === "button" || (tag === "input" && /submit|button/i.test(type ?? "")) || role === "button" || (tag === "a" && /cart|basket|buy|bag/.test(words))) {
+      const t = normalizeSpace((value ?? "") + " " + blockText(el, 100, true) + " " + (tag === "input" ? "" : (ariaLabel ?? "")))
+      if (t.length < 80) {
+        if (/(^|[\s_-])(disabled|is-disabled|inactive)([\s_-]|$)/.test(words)) disabled = true
+        let state: Signals["buyButton"]
+        if (OOS_BUTTON.test(t)) state = "oos"
+        else if (CART_TEXT.test(t) || /add-?to-?(cart|basket|bag)|addtocart|addtobasket|buy-?now/.test(words)) state = disabled ? "disabled" : "enabled"
+        if (state !== undefined) {
+          if (out.buyButton === undefined) { out.buyButton = state; out.buyButtonAt = mainChars }
+          if (state === "enabled") out.anyEnabledBuy = true
+        }
+      }
+    }
+    if (words === "" || !INTERESTING.test(words)) return fl
+    // availability texts
+    if (out.availabilityText === undefined && AVAIL_ATTR.test(words)) {
+      const t = blockText(el, 300)
+      if (t !== "" && t.length < 300) {
+        const v = availabilityFromText(t.slice(0, 160))
+        if (v !== undefined) { out.availabilityText = v; out.availabilityAt = mainChars }
+      }
+    }
+    // identifiers in marked elements
+    if (out.attrSku === undefined && !hasPrice && ID_ATTR.test(words)) out.attrSku = idValue(blockText(el, 60))
+    return fl
+  }
+
+  // the title's ancestors are never "related items" (a page wrapper may be called `has-recommendations`)
+  const titlePath = new Set<Element>()
+  for (let e = firstH1(root); e !== null && e !== root; e = e.parent) titlePath.add(e)
+
+  // iterative walk in document order: parallel stacks of nodes and their context flags
+  const nodes: Array<Element | string> = []
+  const flags: number[] = []
+  const pushChildren = (el: Element, fl: number) => {
+    const ch = el.children
+    for (let i = ch.length - 1; i >= 0; i--) { nodes.push(ch[i]!); flags.push(fl) }
+  }
+  pushChildren(root, 0)
+  while (nodes.length > 0) {
+    const n = nodes.pop()!
+    const fl = flags.pop()!
+    if (typeof n === "string") {
+      let t = n.trim()
+      if (t === "") continue
+      if (NEEDS_NORMALIZING.test(t)) {
+        t = normalizeSpace(t)
+        if (t === "") continue
+      }
+      all.push(t)
+      if ((fl & (F_RELATED | F_CHROME)) === 0) {
+        main.push(t)
+        mainChars += t.length + 1
+        short.push(t.length <= 150 ? t : "¶")
+      }
+      continue
+    }
+    const f = visit(n, fl)
+    if (f >= 0) pushChildren(n, f)
+  }
+  out.text = main.join("\n")
+  if (best !== undefined) out.price = best
+  // "Current bid: $200"
+  if (bestBid === undefined) {
+    const m = BID_TEXT.exec(out.text)
+    if (m !== null) {
+      const p = parsePrice(m[1]!)
+      if (p !== undefined && p.price > 0) bestBid = { score: 0, price: p.price, bid: true, ...(p.currency !== undefined ? { currency: p.currency } : {}) }
+    }
+  }
+  if (bestBid !== undefined) out.bid = bestBid
+  return out
+}
+
+/** The first `h1` below `root` (tags only, no text read). */
+function firstH1(root: Element): Element | null {
+  const stack: Element[] = [root]
+  while (stack.length > 0) {
+    const el = stack.pop()!
+    if (el.tag === "h1") return el
+    const ch = el.children
+    for (let i = ch.length - 1; i >= 0; i--) {
+      const c = ch[i]!
+      if (typeof c !== "string" && !SKIP_TAGS.has(c.tag)) stack.push(c)
+    }
+  }
+  return null
+}
+
+const PRICE_LINE = /^[^\d\n]{0,4}\d[\d.,'’\s]*(?:[.,][-–])?[^\d\n]{0,4}$/
+const AMOUNT_LINE = /^\d[\d.,'’\s]*$/
+const NOT_A_PRICE = /%|\b(off|save|was|from|shipping|delivery|per|x)\b|uvp|statt|ab\b/i
+/** Labels of prices that are not the selling price: list/suggested prices, shipping, instalments. */
+const OTHER_PRICE_LABEL = /suggested|rrp|msrp|list price|regular|compare|uvp|statt|vorher|versand|liefer|prix conseillé|avant|livraison|precio (anterior|de lista)|envío|prezzo (consigliato|di listino)|spedizione|frete|verzend|dostawa|доставка|建議售價|建议售价|原價|原价|定價|定价|市價|市价|運費|运费|参考価格|希望小売価格|送料|정가|정상가|배송비|משלוח|每期|installment|monthly|\/\s*mo/i
+
+/** The first amount with a currency within 60 lines after the title line. */
+function priceAfter(lines: string[], from: number): PriceCandidate | undefined {
+  const end = Math.min(lines.length, from + 60)
+  for (let i = from; i < end; i++) {
+    const t = lines[i]!
+    if (t.length > 24 || !/\d/.test(t) || NOT_A_PRICE.test(t)) continue
+    let text: string | undefined
+    if (PRICE_LINE.test(t) && detectCurrency(t) !== undefined) text = t
+    else if (AMOUNT_LINE.test(t)) {
+      const next = lines[i + 1] ?? "", prev = lines[i - 1] ?? ""
+      if (next.length <= 4 && detectCurrency(next) !== undefined) text = t + " " + next
+      else if (prev.length <= 4 && detectCurrency(prev) !== undefined) text = prev + " " + t
+    }
+    if (text === undefined) continue
+    const before = (lines[i - 2] ?? "") + " " + (lines[i - 1] ?? "")
+    if (before.length < 60 && (NOT_A_PRICE.test(before) || OTHER_PRICE_LABEL.test(before))) continue
+    const p = parsePrice(text)
+    if (p !== undefined && p.price > 0) return { score: 0, price: p.price, bid: false, ...(p.currency !== undefined ? { currency: p.currency } : {}) }
+  }
+  return undefined
+}
+
+const BLOCKS = new Set(["div", "p", "li", "ul", "ol", "dl", "dt", "dd", "table", "tr", "td", "th", "section", "article", "h1", "h2", "h3", "h4", "h5", "h6", "br", "form", "button"])
+const NO_TEXT = new Set(["script", "style", "template", "noscript", "svg", "math", "select", "option", "textarea", "button"])
+
+/** A `del`/`s`/`strike` element or one whose class names an old price (`price-old`, `was-price` …). */
+function isOldPrice(el: Element): boolean {
+  if (el.tag === "del" || el.tag === "s" || el.tag === "strike") return true
+  const c = el.attrs?.class
+  return c !== undefined && c.includes("rice") && c.toLowerCase().split(/\s+/).some(isOldPriceWord)
+}
+
+/**
+ * Visible text of an element on one line, with a space where block elements meet (`$200` +
+ * `<div>2 bids</div>` → `$200 2 bids`). Reading stops a little after `max` characters (callers
+ * reject longer texts), so large containers cost little.
+ */
+function blockText(el: Element, max: number, inButton = false, skipOldPrices = false): string {
+  let out = ""
+  const limit = max * 2 + 50
+  const rec = (e: Element) => {
+    for (const c of e.children) {
+      if (out.length > limit) return
+      if (typeof c === "string") out += c
+      else if (!(NO_TEXT.has(c.tag) && !(inButton && c.tag === "button")) && !isHidden(c) && !(skipOldPrices && isOldPrice(c))) {
+        if (BLOCKS.has(c.tag)) { out += " "; rec(c); out += " " }
+        else rec(c)
+      }
+    }
+  }
+  rec(el)
+  return normalizeSpace(out)
+}
+
+function firstId(re: RegExp, text: string): string | undefined {
+  re.lastIndex = 0
+  let m: RegExpExecArray | null
+  while ((m = re.exec(text)) !== null) {
+    const v = m[1]!
+    if (/\d/.test(v) && v.length >= 3) return v
+    re.lastIndex = m.index + 1
+  }
+  return undefined
+}
+
+/** Whether `value` is shown in `text` as a whole token. */
+export function shows(text: string, value: string): boolean {
+  if (value.length < 3) return false
+  let i = text.indexOf(value)
+  while (i >= 0) {
+    const before = text[i - 1] ?? " "
+    const after = text[i + value.length] ?? " "
+    if (!/[\p{L}\p{N}]/u.test(before) && !/[\p{L}\p{N}]/u.test(after)) return true
+    i = text.indexOf(value, i + 1)
+  }
+  return false
+}

@@ -1,0 +1,137 @@
+import { describe, expect, it } from "vitest"
+import { product } from "./helpers.js"
+import { availabilityFromText } from "../../src/extract/product/signals.js"
+
+const ld = (o: unknown) => `<script type="application/ld+json">${JSON.stringify(o)}</script>`
+const page = (head: string, body: string) => `<html><head>${head}</head><body>${body}</body></html>`
+
+describe("product SKU: what the page shows", () => {
+  it("prefers a labelled article number to a structured id the page never shows", () => {
+    const html = page(ld({ "@type": "Product", name: "Selfie Stick", sku: "10134622", offers: { "@type": "Offer", price: "9.99", priceCurrency: "EUR" } }),
+      `<h1>Selfie Stick</h1><p class="code">Product code: 141677</p><span class="price">€9.99</span>`)
+    expect(product(html).data.sku).toBe("141677")
+  })
+
+  it("keeps a structured sku the page shows", () => {
+    const html = page(ld({ "@type": "Product", name: "Boot", sku: "GB-42", offers: { "@type": "Offer", price: "99" } }),
+      `<h1>Boot</h1><ul><li><strong>Model:</strong> X100</li><li><strong>Item number:</strong> 555123</li><li>GB-42</li></ul>`)
+    expect(product(html).data.sku).toBe("GB-42")
+  })
+
+  it("reads label and value across elements and languages", () => {
+    expect(product(page("", `<h1>Leče</h1><ul><li><strong>Šifra:</strong> 0638</li></ul>`)).data.sku).toBe("0638")
+    expect(product(page("", `<h1>Regal</h1><h4>Bestellnummer:</h4><div>79961</div>`)).data.sku).toBe("79961")
+    expect(product(page("", `<h1>Холодильник</h1><span>Код: 73556</span>`)).data.sku).toBe("73556")
+  })
+
+  it("takes generic code labels only with punctuation, and not from running text", () => {
+    const html = page("", `<h1>Radio</h1><p>Inserisci il codice SAVE10X al momento del pagamento.</p><p>Model: RT-22 Pro</p>`)
+    expect(product(html, { url: null }).data.sku).toBe("RT-22")
+    expect(product(page("", `<h1>Dress</h1><p>Ref. 3697/272</p>`), { url: null }).data.sku).toBe("3697/272")
+  })
+
+  it("reads an identifier from an element marked as one", () => {
+    const html = page(ld({ "@type": "Product", name: "Dress", sku: "83341420-808-1", offers: { "@type": "Offer", price: "99" } }),
+      `<h1>Dress</h1><p><span>Silver</span> - <span data-qa-qualifier="product-reference">3697/272</span></p>`)
+    expect(product(html).data.sku).toBe("3697/272")
+  })
+
+  it("finds the number inside a letter-prefixed URL token when the page shows it", () => {
+    const html = page("", `<h1>Fernbedienung</h1><div>Anzeige: <span>278526196</span></div>`)
+    expect(product(html, { url: "https://shop.example.at/tv/c7200a278526196/fernbedienung.html" }).data.sku).toBe("278526196")
+  })
+
+  it("accepts a lower-case @type", () => {
+    const html = page(ld({ "@context": "https://schema.org/", "@type": "product", name: "Chelsea Boot", brand: { "@type": "Brand", name: "GANT" },
+      offers: { "@type": "Offer", price: "136.00", priceCurrency: "GBP" } }), `<h1>Chelsea Boot</h1>`)
+    expect(product(html).data).toMatchObject({ name: "Chelsea Boot", brand: "GANT", price: 136, currency: "GBP" })
+  })
+})
+
+describe("product price: choosing among candidates", () => {
+  it("ignores old prices and prices of related items", () => {
+    const html = page("", `<h1>Hose</h1><div class="price-box"><div class="old-price"><span class="price">$1,499.00</span></div>
+      <span class="price">$1,234.56</span></div>`)
+    expect(product(html).data.price).toBe(1234.56)
+    const related = page("", `<div class="related-products"><div class="product"><span class="price">$5.00</span></div></div>
+      <h1>Lamp</h1><div class="product-price">$25.00</div>`)
+    expect(product(related).data.price).toBe(25)
+  })
+
+  it("uses an auction's current bid rather than the structured starting price", () => {
+    const html = page(ld({ "@type": "Product", name: "Pillows", offers: { "@type": "Offer", price: 150, priceCurrency: "USD" } }),
+      `<h1>Pillows</h1><div class="bidding"><span class="item-current-bid">$200</span><div class="bid-count">2 bids</div>
+       <span>Starting Price $150</span></div>`)
+    expect(product(html).data.price).toBe(200)
+  })
+
+  it("falls back to a plain-text price after the title, skipping a suggested price", () => {
+    const html = page("", `<h1>Camping sink</h1><table><tr><td>建議售價</td><td><b>$3200</b> 元</td></tr>
+      <tr><td><strong>一次付清特價</strong><b>72</b>折 <span style="font-size:27px">2320</span><span> 元 </span></td></tr></table>`)
+    expect(product(html, { url: null }).data.price).toBe(2320)
+  })
+
+  it("does not guess a price when the structured offer has none", () => {
+    const html = page(ld({ "@type": "Product", name: "Perfume", offers: { "@type": "Offer", price: "0", priceCurrency: "ILS" } }),
+      `<h1>Perfume</h1><p>Shipping:</p><p>10 ₪</p>`)
+    expect(product(html).data.price).toBeUndefined()
+  })
+})
+
+describe("product availability: page signals vs structured data", () => {
+  const offer = (availability: string) => ({ "@type": "Product", name: "Garni 570", offers: { "@type": "Offer", price: 54.5, priceCurrency: "EUR", availability } })
+
+  it("a visible out-of-stock text next to a disabled buy button overrides a structured InStock", () => {
+    const html = page(ld(offer("https://schema.org/InStock")), `<h1>Garni 570</h1>
+      <ul class="availability-box"><li><strong>Momentálne nie je možné produkt kúpiť</strong></li></ul>
+      <button type="submit" disabled>Do košíka</button>`)
+    expect(product(html).data.availability).toBe("OutOfStock")
+  })
+
+  it("a working add-to-cart button next to the title overrides a structured OutOfStock", () => {
+    const html = page(ld(offer("OutOfStock")), `<h1>Garni 570</h1><form><button id="add-to-basket-button" type="submit">Add to your basket</button></form>`)
+    expect(product(html).data.availability).toBe("InStock")
+  })
+
+  it("a sold-out button is OutOfStock; a disabled button alone says nothing", () => {
+    expect(product(page("", `<h1>Shirt</h1><button class="btn" disabled>Sold out</button>`)).data.availability).toBe("OutOfStock")
+    expect(product(page("", `<h1>Shirt</h1><button class="add-to-cart" disabled>Add to cart</button>`)).data.availability).toBeUndefined()
+  })
+
+  it("ignores availability texts far from the title or in related items", () => {
+    const filler = `<p>${"Lorem ipsum dolor sit amet. ".repeat(120)}</p>`
+    const html = page(ld(offer("InStock")), `<h1>Garni 570</h1>${filler}<table><tr><td class="stock">Out of Stock</td></tr></table>`)
+    expect(product(html).data.availability).toBe("InStock")
+    const related = page("", `<h1>Garni 570</h1><button>Add to cart</button><div class="recommendations"><span class="stock">Sold out</span></div>`)
+    expect(product(related).data.availability).toBe("InStock")
+  })
+
+  it("a product is in stock when one of its variants is", () => {
+    const v = (sku: string, av: string) => ({ "@type": "Product", name: "Boots", sku, offers: { "@type": "Offer", price: "69.95", availability: av } })
+    const html = page(ld([v("B-35", "OutOfStock"), v("B-36", "InStock"), v("B-37", "OutOfStock")]), `<h1>Boots</h1>`)
+    expect(product(html).data.availability).toBe("InStock")
+  })
+
+  it("reads the earliest wording of a text", () => {
+    expect(availabilityFromText("In stock. Not available for click & collect")).toBe("InStock")
+    expect(availabilityFromText("Non disponibile. Non sappiamo se o quando l'articolo sarà di nuovo disponibile.")).toBe("OutOfStock")
+    expect(availabilityFromText("Lieferzeit 2-3 Tage")).toBeUndefined()
+  })
+})
+
+describe("product heuristics on hostile pages", () => {
+  it("stay linear on long separator runs and huge class names", () => {
+    const html = page("", `<h1>X</h1><p>Code</p>${"<p>:</p>".repeat(20_000)}<p>!</p>
+      <div class="${"a-price-".repeat(20_000)}was">1</div><span class="sku">${"1".repeat(50_000)}</span>`)
+    const t0 = performance.now()
+    product(html)
+    expect(performance.now() - t0).toBeLessThan(3000)
+  })
+})
+
+describe("product values", () => {
+  it("decodes entities left in JSON-LD names and maps RUR to RUB", () => {
+    const html = page(ld({ "@type": "Product", name: "Selfie Stick - Black &amp; Silver", offers: { "@type": "Offer", price: "249", priceCurrency: "RUR" } }), "")
+    expect(product(html).data).toMatchObject({ name: "Selfie Stick - Black & Silver", currency: "RUB", price: 249 })
+  })
+})
