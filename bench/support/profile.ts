@@ -1,0 +1,78 @@
+/**
+ * CPU profile of the server under the load of `npm run bench:api` (embedded defaults).
+ *
+ *   node --import tsx bench/support/profile.ts [--target full|bare] [--duration 10] [--top 30] [--callers N] [--keep]
+ *
+ * Starts the target with `--cpu-prof`, bootstraps the same tenants and keys, loads it like the
+ * benchmark (warm-up 2 s, then --duration s at 64 connections), stops it gracefully so that V8
+ * writes the profile, and prints the top self-time functions and packages of the measured window
+ * (--callers N: also the caller stacks of the N hottest named functions). --keep leaves the
+ * .cpuprofile (path printed) for Chrome DevTools / speedscope.
+ */
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { startServer } from "../../test/support/server-process.ts"
+import { bootstrap } from "./bootstrap.ts"
+import { nowUs, printSummary } from "./cpuprofile.ts"
+import { runLoad } from "./load.ts"
+import { cleanupAll, installExitHandlers, onCleanup, startBare } from "./processes.ts"
+
+const args = process.argv.slice(2).filter((a) => a !== "--")
+const opt = (name: string, dflt: string) => {
+  const i = args.indexOf(`--${name}`)
+  return i >= 0 ? args[i + 1] ?? dflt : dflt
+}
+const target = opt("target", "full")
+const duration = Number(opt("duration", "10"))
+const top = Number(opt("top", "30"))
+const keep = args.includes("--keep")
+const callers = Number(opt("callers", "0"))
+
+const main = async () => {
+  installExitHandlers()
+  const profDir = mkdtempSync(join(tmpdir(), "trawl-bench-prof-"))
+  if (!keep) onCleanup("profile dir", () => rmSync(profDir, { recursive: true, force: true }))
+  const nodeOptions = `--cpu-prof --cpu-prof-dir=${profDir}`
+  const dataDir = mkdtempSync(join(tmpdir(), "trawl-bench-api-"))
+  onCleanup("trawl data dir", () => rmSync(dataDir, { recursive: true, force: true }))
+  // The bootstrap always needs Trawl; only the profiled process gets --cpu-prof.
+  const trawl = await startServer(target === "full" ? { NODE_OPTIONS: nodeOptions } : {}, { dataDir })
+  const stopTrawl = onCleanup("trawl server", () => trawl.stop())
+  const { targets, rows } = await bootstrap(trawl.baseUrl, { tenants: 4, keysPerTenant: 19, rateLimitPerMinute: 5000 })
+  let baseUrl = trawl.baseUrl
+  let stop = stopTrawl
+  if (target === "bare") {
+    await stopTrawl()
+    const bare = await startBare({ rows, nodeOptions })
+    baseUrl = bare.baseUrl
+    stop = bare.stop
+  }
+  await runLoad(baseUrl, targets, { connections: 64, duration: 2 })
+  const fromUs = nowUs()
+  const r = await runLoad(baseUrl, targets, { connections: 64, duration })
+  const toUs = nowUs()
+  console.log(
+    `${target}: ${r.rps.toFixed(1)} req/s  p50 ${r.p50.toFixed(3)} ms  p99 ${r.p99.toFixed(3)} ms  non-2xx ${r.non2xx}` +
+      ` (under --cpu-prof)`
+  )
+  await stop()
+  // The main thread's profile is the largest (tsx's loader thread writes a small one too).
+  const files = readdirSync(profDir)
+    .filter((f) => f.endsWith(".cpuprofile"))
+    .map((f) => join(profDir, f))
+    .sort((a, b) => statSync(b).size - statSync(a).size)
+  if (files.length === 0) throw new Error(`no .cpuprofile was written to ${profDir}`)
+  printSummary(files[0]!, top, { fromUs, toUs }, callers)
+  if (keep) console.log(`\nkept ${profDir}`)
+  await cleanupAll()
+}
+
+main().then(
+  () => process.exit(0),
+  async (error) => {
+    console.error(error)
+    await cleanupAll()
+    process.exit(1)
+  }
+)
