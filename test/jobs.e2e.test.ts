@@ -1,0 +1,854 @@
+/**
+ * End-to-end tests of the scraper jobs API, page history and the event stream, against the real
+ * server process and a local fixture site (loopback only; see test/support/fixture-site.ts).
+ */
+import { existsSync } from "node:fs"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import {
+  ARTICLE_HTML,
+  BLOCKED_CONTENT_MARKER,
+  type FixtureSite,
+  loopbackOnlyEnv,
+  PNG_MAGIC,
+  startFixtureSite
+} from "./support/fixture-site.ts"
+import { backends, client, type RunningServer, startServer } from "./support/server-process.ts"
+
+const hasChromium = existsSync("/usr/bin/chromium")
+const terminal = ["done", "failed", "dead"]
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+// One loopback address per concern: Trawl allows 2 concurrent fetches per domainId and learns per
+// domain which engine works, so slow, blocked and failing pages get hosts of their own.
+const HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"]
+const H = { main: 0, replay: 1, cancel: 2, blocked: 3, error: 4, list: 5 } as const
+
+const expectError = (res: { status: number; json: any; headers: Headers }, status: number, code: string) => {
+  expect(res.status, JSON.stringify(res.json)).toBe(status)
+  expect(res.json?.status).toBe("error")
+  expect(res.json.code).toBe(code)
+  expect(typeof res.json.error.message).toBe("string")
+  expect(res.json.error.requestId).toBe(res.headers.get("x-request-id"))
+}
+
+const detailPaths = (res: { json: any }) => ((res.json?.error?.details ?? []) as Array<{ path: string }>).map((d) => d.path).sort()
+
+interface SseEvent {
+  id: string
+  event: string
+  data: any
+}
+
+/** Reads a server-sent-event stream in the background; `until` waits for a condition on the events seen. */
+const openStream = async (baseUrl: string, key: string, lastEventId?: string) => {
+  const controller = new AbortController()
+  const res = await fetch(`${baseUrl}/v1/scraper/events`, {
+    headers: { "x-api-key": key, accept: "text/event-stream", ...(lastEventId ? { "last-event-id": lastEventId } : {}) },
+    signal: controller.signal
+  })
+  const events: Array<SseEvent> = []
+  let connected = false
+  let buffer = ""
+  const pump = (async () => {
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) return
+      buffer += value
+      let cut: number
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const frame = buffer.slice(0, cut)
+        buffer = buffer.slice(cut + 2)
+        const e: Partial<SseEvent> = {}
+        let data = ""
+        for (const line of frame.split("\n")) {
+          if (line.startsWith(":")) {
+            if (line.includes("connected")) connected = true
+            continue
+          }
+          const i = line.indexOf(":")
+          const field = i < 0 ? line : line.slice(0, i)
+          const val = i < 0 ? "" : line.slice(i + 1).replace(/^ /, "")
+          if (field === "id") e.id = val
+          else if (field === "event") e.event = val
+          else if (field === "data") data += val
+        }
+        if (e.event) events.push({ id: e.id!, event: e.event, data: JSON.parse(data) })
+      }
+    }
+  })().catch(() => undefined)
+  const until = async (cond: (events: ReadonlyArray<SseEvent>) => boolean, timeoutMs = 30_000) => {
+    const deadline = Date.now() + timeoutMs
+    while (!cond(events)) {
+      if (Date.now() > deadline) throw new Error(`stream condition not met in ${timeoutMs} ms; events: ${JSON.stringify(events)}`)
+      await sleep(50)
+    }
+  }
+  return {
+    status: res.status,
+    contentType: res.headers.get("content-type"),
+    events,
+    connected: () => connected,
+    until,
+    close: async () => {
+      controller.abort()
+      await pump
+    }
+  }
+}
+
+describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
+  let server: RunningServer
+  let site: FixtureSite
+  let api: ReturnType<typeof client>
+  let key: string
+  let tenantId: string
+
+  beforeAll(async () => {
+    site = await startFixtureSite({ hosts: HOSTS })
+    server = await startServer({ ...(await backend.env()), ALLOW_PRIVATE_TARGETS: "true", ...loopbackOnlyEnv() })
+    api = client(server.baseUrl)
+    const t = await api.createTenant({ credits: "1000.00" })
+    key = t.apiKey
+    tenantId = t.tenantId
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await site?.close()
+  })
+
+  const create = (body: Record<string, unknown>, k = key, headers: Record<string, string> = {}) =>
+    api.call("POST", "/v1/scraper/jobs", { key: k, body, headers })
+
+  const getJob = async (id: string, k = key) => (await api.get(`/v1/scraper/jobs/${id}`, k)).json.data
+
+  const waitFor = async (id: string, pred: (job: any) => boolean, timeoutMs = 45_000, k = key) => {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const job = await getJob(id, k)
+      if (pred(job)) return job
+      if (Date.now() > deadline) throw new Error(`job ${id} not as expected after ${timeoutMs} ms: ${JSON.stringify(job)}`)
+      await sleep(200)
+    }
+  }
+  const waitTerminal = (id: string, timeoutMs?: number, k = key) => waitFor(id, (j) => terminal.includes(j?.status), timeoutMs, k)
+
+  const createAndWait = async (body: Record<string, unknown>, k = key) => {
+    const res = await create(body, k)
+    expect(res.status, JSON.stringify(res.json)).toBe(201)
+    return waitTerminal(res.json.data.id, 45_000, k)
+  }
+
+  it("crawls a page to done with a full result, and serves its HTML", async () => {
+    const before = site.hits("/page")
+    const url = site.url("/page?case=basic")
+    const res = await create({ url })
+    expect(res.status).toBe(201)
+    expect(res.json.code).toBe("201-created")
+    const created = res.json.data
+    expect(created).toMatchObject({ url, status: "queued", priority: 0, attempts: 0, finishedAt: null, domainId: "127.0.0.1", tenantId })
+    expect(created.id).toMatch(/^job_/)
+    expect(Number.isNaN(Date.parse(created.createdAt))).toBe(false)
+    expect(created.webhookSecret).toBeUndefined()
+
+    const job = await waitTerminal(created.id)
+    expect(job.status).toBe("done")
+    expect(job.attempts).toBe(1)
+    expect(Date.parse(job.finishedAt)).toBeGreaterThanOrEqual(Date.parse(job.createdAt))
+    expect(job.replayOf).toBeNull()
+    const r = job.result
+    expect(r).toMatchObject({
+      httpStatus: 200,
+      finalUrl: url,
+      classification: "ok",
+      engine: "http",
+      bytes: Buffer.byteLength(ARTICLE_HTML)
+    })
+    expect(r.contentType).toMatch(/^text\/html/)
+    expect(Number.isInteger(r.durationMs) && r.durationMs >= 0).toBe(true)
+    expect(r.attempts).toHaveLength(1)
+    expect(r.attempts[0]).toMatchObject({ engine: "http", classification: "ok", httpStatus: 200, finalUrl: url, error: null })
+    expect(site.hits("/page")).toBe(before + 1)
+
+    const html = await fetch(`${server.baseUrl}/v1/scraper/jobs/${created.id}/html`, { headers: { "x-api-key": key } })
+    expect(html.status).toBe(200)
+    expect(html.headers.get("content-type")).toMatch(/^text\/html/)
+    expect(await html.text()).toBe(ARTICLE_HTML)
+
+    // an http-only result has no screenshot
+    const shot = await api.get(`/v1/scraper/jobs/${created.id}/screenshot`, key)
+    expectError(shot, 404, "not_found")
+  })
+
+  it("follows a redirect to another fixture page", async () => {
+    const url = site.url("/redirect?to=/page%3Fcase%3Dredirected")
+    const job = await createAndWait({ url })
+    expect(job.status).toBe("done")
+    expect(job.result.httpStatus).toBe(200)
+    expect(job.result.finalUrl).toBe(site.url("/page?case=redirected"))
+    const html = await api.get(`/v1/scraper/jobs/${job.id}/html`, key)
+    expect(html.text).toBe(ARTICLE_HTML)
+  })
+
+  it("reports a screenshot that an http-only crawl could not take", async () => {
+    const job = await createAndWait({ url: site.url("/page?case=shot-http"), screenshot: true, escalation: [{ engine: "http", attempts: 1, timeoutMs: 5000 }] })
+    expect(job.status).toBe("done")
+    expect(job.result.engine).toBe("http")
+    expect(job.result.screenshot.taken).toBe(false)
+    expect(typeof job.result.screenshot.reason).toBe("string")
+    expectError(await api.get(`/v1/scraper/jobs/${job.id}/screenshot`, key), 404, "not_found")
+  })
+
+  it("enforces permissions: a read-only key may read jobs but not create, replay or cancel them", async () => {
+    const t = await api.createTenant()
+    const roles = (await api.get("/v1/iam/roles", t.apiKey)).json.data.items as Array<any>
+    const read = roles.find((r) => r.name === "read")
+    const rk = (await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "reader", roleId: read.id }, t.apiKey)).json.data.rawKey
+    const job = await createAndWait({ url: site.url("/page?case=perm") }, t.apiKey)
+    expectError(await create({ url: site.url("/page?case=perm2") }, rk), 403, "forbidden")
+    expectError(await api.post("/v1/scraper/jobs/bulk", { jobs: [{ url: site.url("/page?case=perm3") }] }, rk), 403, "forbidden")
+    expectError(await api.post(`/v1/scraper/jobs/${job.id}/replay`, undefined, rk), 403, "forbidden")
+    expectError(await api.post(`/v1/scraper/jobs/${job.id}/cancel`, undefined, rk), 403, "forbidden")
+    expect((await api.get(`/v1/scraper/jobs/${job.id}`, rk)).status).toBe(200)
+    expect((await api.get("/v1/scraper/jobs", rk)).json.data.pagination.total).toBe(1)
+    expect((await api.post("/v1/scraper/jobs/search", {}, rk)).status).toBe(200)
+    expect((await api.get(`/v1/scraper/jobs/${job.id}/html`, rk)).status).toBe(200)
+    expect((await api.get(`/v1/page-history?url=${encodeURIComponent(job.url)}`, rk)).json.data.pagination.total).toBe(1)
+  })
+
+  it("ends a 404 target done with httpStatus 404", async () => {
+    const job = await createAndWait({ url: site.url("/missing") })
+    expect(job.status).toBe("done")
+    expect(job.result).toMatchObject({ httpStatus: 404, classification: "not_found", engine: "http" })
+    const html = await api.get(`/v1/scraper/jobs/${job.id}/html`, key)
+    expect(html.status).toBe(200)
+    expect(html.text).toContain("No such page")
+  })
+
+  it("retries a 500 target per its escalation, then ends failed with server_error", async () => {
+    const before = site.hits("/error")
+    const job = await createAndWait({ url: site.url("/error", H.error), escalation: [{ engine: "http", attempts: 2, timeoutMs: 5000 }] })
+    expect(job.status).toBe("failed")
+    expect(job.result.classification).toBe("server_error")
+    expect(job.result.httpStatus).toBe(500)
+    expect(job.result.attempts.map((a: any) => [a.engine, a.classification])).toEqual([["http", "server_error"], ["http", "server_error"]])
+    expect(job.attempts).toBe(2)
+    expect(site.hits("/error") - before).toBe(2)
+    expectError(await api.get(`/v1/scraper/jobs/${job.id}/html`, key), 404, "not_found")
+  })
+
+  it("keeps a page history: newest first, changed flags, raw content, unified diff", async () => {
+    // An identical refetch is not a change.
+    const stable = site.url("/page?case=history")
+    const s1 = await createAndWait({ url: stable })
+    const s2 = await createAndWait({ url: stable })
+    const st = await api.get(`/v1/page-history?url=${encodeURIComponent(stable)}`, key)
+    expect(st.status).toBe(200)
+    expect(st.json.code).toBe("200-ok")
+    expect(st.json.data.pagination).toEqual({ offset: 0, limit: 50, total: 2, hasMore: false })
+    const [sNew, sOld] = st.json.data.items
+    expect(sNew.jobId).toBe(s2.id)
+    expect(sOld.jobId).toBe(s1.id)
+    expect(sNew.changed).toBe(false)
+    expect(sNew.contentHash).toBe(sOld.contentHash)
+    expect(sNew.size).toBe(Buffer.byteLength(ARTICLE_HTML))
+    expect(sNew).toMatchObject({ url: stable, httpStatus: 200 })
+    expect(Date.parse(sNew.fetchedAt)).toBeGreaterThanOrEqual(Date.parse(sOld.fetchedAt))
+
+    // A page that changes on every fetch.
+    const changing = site.url("/changing")
+    const v0 = site.changingVersion()
+    const c1 = await createAndWait({ url: changing })
+    const c2 = await createAndWait({ url: changing })
+    const c3 = await createAndWait({ url: changing })
+    const tl = await api.get(`/v1/page-history?url=${encodeURIComponent(changing)}`, key)
+    expect(tl.json.data.pagination.total).toBe(3)
+    const items = tl.json.data.items as Array<any>
+    expect(items.map((v) => v.jobId)).toEqual([c3.id, c2.id, c1.id])
+    expect(items.map((v) => v.changed)).toEqual([true, true, true])
+    expect(new Set(items.map((v) => v.contentHash)).size).toBe(3)
+
+    // pagination of the timeline
+    const p1 = await api.get(`/v1/page-history?url=${encodeURIComponent(changing)}&limit=1`, key)
+    expect(p1.json.data.items).toHaveLength(1)
+    expect(p1.json.data.items[0].id).toBe(items[0].id)
+    expect(p1.json.data.pagination).toEqual({ offset: 0, limit: 1, total: 3, hasMore: true })
+    const p3 = await api.get(`/v1/page-history?url=${encodeURIComponent(changing)}&offset=2&limit=1`, key)
+    expect(p3.json.data.items[0].id).toBe(items[2].id)
+    expect(p3.json.data.pagination.hasMore).toBe(false)
+
+    // raw content of one version
+    const raw = await fetch(`${server.baseUrl}/v1/page-history/${items[1].id}/content`, { headers: { "x-api-key": key } })
+    expect(raw.status).toBe(200)
+    expect(raw.headers.get("content-type")).toMatch(/^text\/html/)
+    const rawText = await raw.text()
+    expect(rawText).toContain(`Version number ${v0 + 2}`)
+
+    // diff against the previous version
+    const diff = await api.get(`/v1/page-history/${items[0].id}/diff`, key)
+    expect(diff.status).toBe(200)
+    expect(diff.json.data).toMatchObject({ versionId: items[0].id, previousVersionId: items[1].id, changed: true })
+    const text: string = diff.json.data.diff
+    expect(text).toMatch(/^--- /m)
+    expect(text).toMatch(/^\+\+\+ /m)
+    expect(text).toMatch(/^@@ /m)
+    expect(text).toMatch(new RegExp(`^-.*Version number ${v0 + 2}`, "m"))
+    expect(text).toMatch(new RegExp(`^\\+.*Version number ${v0 + 3}`, "m"))
+    expect(text).not.toMatch(/^[-+].*Stable line one/m)
+    // the first version diffs against nothing
+    const first = await api.get(`/v1/page-history/${items[2].id}/diff`, key)
+    expect(first.json.data.previousVersionId).toBeNull()
+    // unchanged refetch: an empty change set
+    const same = await api.get(`/v1/page-history/${sNew.id}/diff`, key)
+    expect(same.json.data.changed).toBe(false)
+    expect(same.json.data.diff).not.toMatch(/^[-+](?![-+]{2} )/m)
+
+    // unknown version, bad url
+    expectError(await api.get(`/v1/page-history/pv_nope/content`, key), 404, "not_found")
+    expectError(await api.get(`/v1/page-history/pv_nope/diff`, key), 404, "not_found")
+    const none = await api.get(`/v1/page-history?url=${encodeURIComponent(site.url("/never-fetched"))}`, key)
+    expect(none.json.data).toMatchObject({ items: [], pagination: { total: 0, hasMore: false } })
+    expectError(await api.get(`/v1/page-history`, key), 400, "validation_error")
+  })
+
+  it("refuses a page-history timeline query whose url is not an absolute URL (400 invalid_filter)", async () => {
+    const bad = await api.get(`/v1/page-history?url=not-a-url`, key)
+    expectError(bad, 400, "invalid_filter")
+    expect(detailPaths(bad)).toEqual(["url"])
+  })
+
+  it("creates in bulk: 201 all created, 207 partial, 422 invalid_bulk_body", async () => {
+    const urls = [0, 1, 2].map((i) => site.url(`/page?case=bulk${i}`))
+    const all = await api.post("/v1/scraper/jobs/bulk", { jobs: urls.map((url, i) => ({ url, priority: i })) }, key)
+    expect(all.status, all.text).toBe(201)
+    expect(all.json.code).toBe("201-created")
+    expect(all.json.data).toMatchObject({ processed: true, summary: { total: 3, created: 3, failed: 0 }, failed: [] })
+    expect(all.json.data.created.map((j: any) => [j.url, j.priority, j.status])).toEqual(urls.map((u, i) => [u, i, "queued"]))
+
+    const mixed = await api.post("/v1/scraper/jobs/bulk", {
+      jobs: [
+        { url: site.url("/page?case=bulk-ok1") },
+        { url: "file:///etc/passwd" },
+        { url: "http://user:pw@127.0.0.1/" },
+        { url: site.url("/page?case=bulk-ok2"), priority: 11 },
+        { url: "ftp://127.0.0.1/x" },
+        { url: site.url("/page?case=bulk-ok3") }
+      ]
+    }, key)
+    expect(mixed.status, mixed.text).toBe(207)
+    expect(mixed.json.code).toBe("207-partial_success")
+    const d = mixed.json.data
+    expect(d.processed).toBe(true)
+    expect(d.summary).toEqual({ total: 6, created: 2, failed: 4 })
+    expect(d.created.map((j: any) => j.url)).toEqual([site.url("/page?case=bulk-ok1"), site.url("/page?case=bulk-ok3")])
+    expect(d.failed.map((f: any) => f.index)).toEqual([1, 2, 3, 4])
+    expect(d.failed.map((f: any) => f.url)).toEqual(["file:///etc/passwd", "http://user:pw@127.0.0.1/", site.url("/page?case=bulk-ok2"), "ftp://127.0.0.1/x"])
+    expect(d.failed[0].reason).toMatch(/unsafe_url/)
+    expect(d.failed[1].reason).toMatch(/unsafe_url/)
+    expect(d.failed[2].reason).toMatch(/validation_error/)
+    expect(d.failed[2].reason).toMatch(/priority/)
+    expect(d.failed[4 - 1].reason).toMatch(/unsafe_url/)
+    for (const j of d.created) await waitTerminal(j.id)
+
+    const empty = await api.post("/v1/scraper/jobs/bulk", { jobs: [] }, key)
+    expectError(empty, 422, "invalid_bulk_body")
+    const over = await api.post("/v1/scraper/jobs/bulk", { jobs: Array.from({ length: 101 }, (_, i) => ({ url: site.url(`/page?over=${i}`) })) }, key)
+    expectError(over, 422, "invalid_bulk_body")
+    // nothing of an over-cap body was created
+    const search = await api.post("/v1/scraper/jobs/search", { where: { url: { prefix: site.url("/page?over=") } } }, key)
+    expect(search.json.data.pagination.total).toBe(0)
+    // not an array at all: malformed
+    expectError(await api.post("/v1/scraper/jobs/bulk", { jobs: "nope" }, key), 400, "validation_error")
+    expectError(await api.post("/v1/scraper/jobs/bulk", {}, key), 400, "validation_error")
+  })
+
+  it("honours Idempotency-Key: replayed response, mismatch, concurrent duplicates, bad keys", async () => {
+    const url = site.url("/page?case=i1")
+    const k1 = `idem-${Date.now()}`
+    const first = await create({ url, priority: 3 }, key, { "idempotency-key": k1 })
+    expect(first.status).toBe(201)
+    const again = await create({ url, priority: 3 }, key, { "idempotency-key": k1 })
+    expect(again.status).toBe(201)
+    expect(again.json).toEqual(first.json)
+    const count = async (prefix: string) =>
+      (await api.post("/v1/scraper/jobs/search", { where: { url: { prefix } } }, key)).json.data.pagination.total
+    expect(await count(url)).toBe(1)
+
+    const other = await create({ url, priority: 4 }, key, { "idempotency-key": k1 })
+    expectError(other, 409, "idempotency_mismatch")
+    expect(await count(url)).toBe(1)
+
+    // keys are per tenant
+    const t2 = await api.createTenant()
+    const foreign = await create({ url, priority: 3 }, t2.apiKey, { "idempotency-key": k1 })
+    expect(foreign.status).toBe(201)
+    expect(foreign.json.data.id).not.toBe(first.json.data.id)
+
+    // 10 concurrent duplicates: exactly one job
+    const url2 = site.url("/page?case=i2")
+    const k2 = `idem-conc-${Date.now()}`
+    const results = await Promise.all(Array.from({ length: 10 }, () => create({ url: url2 }, key, { "idempotency-key": k2 })))
+    expect(results.map((r) => r.status)).toEqual(Array(10).fill(201))
+    expect(new Set(results.map((r) => r.json.data.id)).size).toBe(1)
+    expect(await count(url2)).toBe(1)
+
+    // bulk is idempotent too
+    const k3 = `idem-bulk-${Date.now()}`
+    const bulkBody = { jobs: [{ url: site.url("/page?case=i3") }] }
+    const b1 = await api.call("POST", "/v1/scraper/jobs/bulk", { key, body: bulkBody, headers: { "idempotency-key": k3 } })
+    const b2 = await api.call("POST", "/v1/scraper/jobs/bulk", { key, body: bulkBody, headers: { "idempotency-key": k3 } })
+    expect(b1.status).toBe(201)
+    expect(b2.json).toEqual(b1.json)
+    expect(await count(site.url("/page?case=i3"))).toBe(1)
+
+    expectError(
+      await api.call("POST", "/v1/scraper/jobs/bulk", { key, body: { jobs: [{ url: site.url("/page?case=i5") }] }, headers: { "idempotency-key": k3 } }),
+      409,
+      "idempotency_mismatch"
+    )
+
+    // a refused request leaves its key free
+    const k4 = `idem-free-${Date.now()}`
+    const refused = await create({ url: "file:///etc/passwd" }, key, { "idempotency-key": k4 })
+    expectError(refused, 422, "unsafe_url")
+    const invalid = await create({ url: site.url("/page?case=i6"), priority: 99 }, key, { "idempotency-key": k4 })
+    expectError(invalid, 400, "validation_error")
+    const freed = await create({ url: site.url("/page?case=i6") }, key, { "idempotency-key": k4 })
+    expect(freed.status, freed.text).toBe(201)
+
+    // bounds of the key: 255 printable ASCII is fine, 256 or non-ASCII is not
+    const ok255 = await create({ url: site.url("/page?case=i4") }, key, { "idempotency-key": "k".repeat(255) })
+    expect(ok255.status).toBe(201)
+    expectError(await create({ url }, key, { "idempotency-key": "k".repeat(256) }), 400, "invalid_idempotency_key")
+    expectError(await create({ url }, key, { "idempotency-key": "clé-unique" }), 400, "invalid_idempotency_key")
+    expectError(await create({ url }, key, { "idempotency-key": "tab\there" }), 400, "invalid_idempotency_key")
+    const badBulk = await api.call("POST", "/v1/scraper/jobs/bulk", { key, body: bulkBody, headers: { "idempotency-key": "x".repeat(256) } })
+    expectError(badBulk, 400, "invalid_idempotency_key")
+    expect(await count(url)).toBe(1)
+    for (const r of [first, results[0]!, ok255, freed]) await waitTerminal(r.json.data.id)
+  })
+
+  it("validates every bound of the create body with detail paths", async () => {
+    const url = site.url("/page?case=bounds")
+    const entry = { engine: "http", attempts: 1, timeoutMs: 5000 }
+    const cases: Array<[Record<string, unknown>, Array<string>]> = [
+      [{ url, priority: 11 }, ["priority"]],
+      [{ url, priority: -1 }, ["priority"]],
+      [{ url, priority: 1.5 }, ["priority"]],
+      [{ url, timeoutMs: 14_999 }, ["timeoutMs"]],
+      [{ url, timeoutMs: 300_001 }, ["timeoutMs"]],
+      [{ url, escalation: [] }, ["escalation"]],
+      [{ url, escalation: Array(9).fill(entry) }, ["escalation"]],
+      [{ url, escalation: [{ ...entry, attempts: 0 }] }, ["escalation.0.attempts"]],
+      [{ url, escalation: [entry, { ...entry, attempts: 6 }] }, ["escalation.1.attempts"]],
+      [{ url, escalation: [{ ...entry, timeoutMs: 999 }] }, ["escalation.0.timeoutMs"]],
+      [{ url, escalation: [{ ...entry, timeoutMs: 180_001 }] }, ["escalation.0.timeoutMs"]],
+      [{ url, escalation: [{ ...entry, engine: "curl" }] }, ["escalation.0.engine"]],
+      [{ url, escalation: [{ engine: "http" }] }, ["escalation.0.attempts", "escalation.0.timeoutMs"]],
+      [{ url, webhookSecret: "s".repeat(15) }, ["webhookSecret"]],
+      [{ url, colour: "blue" }, ["colour"]],
+      [{ priority: 1 }, ["url"]],
+      [{ url: "not a url" }, ["url"]],
+      [{ url, screenshot: { format: "gif" } }, ["screenshot.format"]],
+      // every offending path at once
+      [{ url, priority: 11, timeoutMs: 1, webhookSecret: "short", extra: true }, ["extra", "priority", "timeoutMs", "webhookSecret"]]
+    ]
+    for (const [body, paths] of cases) {
+      const res = await create(body)
+      expectError(res, 400, "validation_error")
+      const got = detailPaths(res)
+      for (const p of paths) expect(got, `${JSON.stringify(body)} → ${JSON.stringify(res.json.error.details)}`).toContain(p)
+      if (paths.length > 1 || body.colour) expect(got.length, JSON.stringify(res.json.error.details)).toBeGreaterThanOrEqual(paths.length)
+      for (const d of res.json.error.details) expect(Object.keys(d).sort()).toEqual(["code", "message", "path"])
+    }
+    const unknown = await create({ url, colour: "blue" })
+    expect(unknown.json.error.details.find((d: any) => d.path === "colour")?.code).toBe("unknown_field")
+
+    // the edges themselves are accepted
+    const edges = await create({
+      url,
+      priority: 10,
+      timeoutMs: 15_000,
+      webhookSecret: "s".repeat(16),
+      escalation: [
+        { engine: "http", attempts: 1, timeoutMs: 1000 },
+        ...Array(6).fill({ engine: "http", attempts: 5, timeoutMs: 180_000 }),
+        { engine: "alternate", attempts: 5, timeoutMs: 180_000 }
+      ]
+    })
+    expect(edges.status, edges.text).toBe(201)
+    expect(edges.json.data.priority).toBe(10)
+    const top = await create({ url, priority: 0, timeoutMs: 300_000 })
+    expect(top.status, top.text).toBe(201)
+    await waitTerminal(edges.json.data.id)
+    await waitTerminal(top.json.data.id)
+
+    // malformed JSON and unauthenticated
+    expectError(await api.call("POST", "/v1/scraper/jobs", { key, raw: "{nope" }), 400, "validation_error")
+    expectError(await api.post("/v1/scraper/jobs", { url }), 401, "unauthorized")
+  })
+
+  describe("list and search", () => {
+    let lk: string
+    let jobs: Array<any>
+    beforeAll(async () => {
+      const t = await api.createTenant()
+      lk = t.apiKey
+      // five jobs with priorities 0..4 on the list host, one more on the main host
+      const bulk = await api.post("/v1/scraper/jobs/bulk", {
+        jobs: [0, 1, 2, 3, 4].map((p) => ({ url: site.url(`/page?list=${p}`, H.list), priority: p }))
+      }, lk)
+      expect(bulk.status).toBe(201)
+      const extra = await create({ url: site.url("/missing?list=x"), priority: 7 }, lk)
+      expect(extra.status).toBe(201)
+      jobs = []
+      for (const j of [...bulk.json.data.created, extra.json.data]) jobs.push(await waitTerminal(j.id, 45_000, lk))
+    })
+
+    const list = (q: string) => api.get(`/v1/scraper/jobs${q}`, lk)
+    const search = (body: unknown) => api.post("/v1/scraper/jobs/search", body, lk)
+
+    it("lists with pagination edges and hasMore exactly right", async () => {
+      const all = await list("")
+      expect(all.status).toBe(200)
+      expect(all.json.data.pagination).toEqual({ offset: 0, limit: 50, total: 6, hasMore: false })
+      // default sort createdAt desc, id desc
+      const created = all.json.data.items.map((j: any) => Date.parse(j.createdAt))
+      expect([...created].sort((a, b) => b - a)).toEqual(created)
+      expect(all.json.data.sort).toEqual([{ field: "createdAt", dir: "desc" }, { field: "id", dir: "desc" }])
+
+      const one = await list("?limit=1")
+      expect(one.json.data.items).toHaveLength(1)
+      expect(one.json.data.pagination).toEqual({ offset: 0, limit: 1, total: 6, hasMore: true })
+      const last = await list("?offset=5&limit=1")
+      expect(last.json.data.items).toHaveLength(1)
+      expect(last.json.data.pagination).toEqual({ offset: 5, limit: 1, total: 6, hasMore: false })
+      const atTotal = await list("?offset=6")
+      expect(atTotal.json.data.items).toEqual([])
+      expect(atTotal.json.data.pagination).toEqual({ offset: 6, limit: 50, total: 6, hasMore: false })
+      const beyond = await list("?offset=60&limit=5")
+      expect(beyond.json.data.items).toEqual([])
+      expect(beyond.json.data.pagination.hasMore).toBe(false)
+      expect((await list("?offset=4&limit=2")).json.data.pagination.hasMore).toBe(false)
+      expect((await list("?offset=3&limit=2")).json.data.pagination.hasMore).toBe(true)
+
+      // pages never overlap or skip
+      const seen: Array<string> = []
+      for (let off = 0; off < 6; off += 2) seen.push(...(await list(`?offset=${off}&limit=2&sort=priority:asc`)).json.data.items.map((j: any) => j.id))
+      expect(new Set(seen).size).toBe(6)
+      expect(seen).toEqual((await list("?sort=priority:asc")).json.data.items.map((j: any) => j.id))
+
+      for (const q of ["?limit=0", "?limit=201", "?offset=-1", "?limit=abc"]) {
+        const bad = await list(q)
+        expectError(bad, 400, "validation_error")
+      }
+    })
+
+    it("sorts and filters the list; refuses unknown sort fields and statuses", async () => {
+      const asc = await list("?sort=priority:asc")
+      expect(asc.json.data.items.map((j: any) => j.priority)).toEqual([0, 1, 2, 3, 4, 7])
+      expect(asc.json.data.sort[0]).toEqual({ field: "priority", dir: "asc" })
+      const desc = await list("?sort=priority:desc,id:asc")
+      expect(desc.json.data.items.map((j: any) => j.priority)).toEqual([7, 4, 3, 2, 1, 0])
+      const byId = await list("?sort=id:asc")
+      const ids = byId.json.data.items.map((j: any) => j.id)
+      expect([...ids].sort()).toEqual(ids)
+
+      expectError(await list("?sort=url:asc"), 400, "invalid_sort_field")
+      expectError(await list("?sort=priority:sideways"), 400, "validation_error")
+      const badStatus = await list("?status=bogus")
+      expectError(badStatus, 400, "invalid_filter")
+      expect(detailPaths(badStatus)).toEqual(["status"])
+      expectError(await list("?status=done,bogus"), 400, "invalid_filter")
+      expect((await list("?status=done")).json.data.pagination.total).toBe(6)
+      expect((await list("?status=queued,claimed")).json.data.pagination.total).toBe(0)
+      expect((await list("?status=failed,dead")).json.data.items).toEqual([])
+    })
+
+    it("searches with where, sort and pagination", async () => {
+      const all = await search({})
+      expect(all.status).toBe(200)
+      expect(all.json.data.pagination).toEqual({ offset: 0, limit: 50, total: 6, hasMore: false })
+
+      expect((await search({ where: { status: ["done"] } })).json.data.pagination.total).toBe(6)
+      expect((await search({ where: { status: ["queued", "claimed", "failed"] } })).json.data.pagination.total).toBe(0)
+
+      const prefix = await search({ where: { url: { prefix: site.url("/page?list=", H.list) } } })
+      expect(prefix.json.data.pagination.total).toBe(5)
+      expect((await search({ where: { url: { prefix: site.url("/missing", H.main) } } })).json.data.items.map((j: any) => j.priority)).toEqual([7])
+
+      expect((await search({ where: { domainId: "127.0.0.6" } })).json.data.pagination.total).toBe(5)
+      expect((await search({ where: { domainId: "127.0.0.1" } })).json.data.pagination.total).toBe(1)
+      expect((await search({ where: { domainId: "example.com" } })).json.data.pagination.total).toBe(0)
+
+      const pr = await search({ where: { priority: { gte: 1, lte: 3 } }, sort: [{ field: "priority", dir: "asc" }] })
+      expect(pr.json.data.items.map((j: any) => j.priority)).toEqual([1, 2, 3])
+      expect(pr.json.data.sort).toEqual([{ field: "priority", dir: "asc" }])
+
+      const times = jobs.map((j) => Date.parse(j.createdAt)).sort((a, b) => a - b)
+      const min = new Date(times[0]!).toISOString()
+      const after = new Date(times[times.length - 1]! + 1).toISOString()
+      expect((await search({ where: { createdAt: { gte: min, lt: after } } })).json.data.pagination.total).toBe(6)
+      expect((await search({ where: { createdAt: { lt: min } } })).json.data.pagination.total).toBe(0)
+      expect((await search({ where: { createdAt: { gte: after } } })).json.data.pagination.total).toBe(0)
+
+      // combined filters, multi-field sort, pagination
+      const combo = await search({
+        where: { status: ["done"], domainId: "127.0.0.6", priority: { gte: 1 } },
+        sort: [{ field: "status", dir: "asc" }, { field: "priority", dir: "desc" }],
+        pagination: { offset: 1, limit: 2 }
+      })
+      expect(combo.json.data.items.map((j: any) => j.priority)).toEqual([3, 2])
+      expect(combo.json.data.pagination).toEqual({ offset: 1, limit: 2, total: 4, hasMore: true })
+      const tail = await search({ where: { domainId: "127.0.0.6" }, sort: [{ field: "priority", dir: "asc" }], pagination: { offset: 3, limit: 2 } })
+      expect(tail.json.data.items.map((j: any) => j.priority)).toEqual([3, 4])
+      expect(tail.json.data.pagination.hasMore).toBe(false)
+      const atTotal = await search({ pagination: { offset: 6, limit: 1 } })
+      expect(atTotal.json.data.items).toEqual([])
+      expect(atTotal.json.data.pagination).toEqual({ offset: 6, limit: 1, total: 6, hasMore: false })
+
+      // errors
+      const badSort = await search({ sort: [{ field: "url", dir: "asc" }] })
+      expectError(badSort, 400, "invalid_sort_field")
+      expect(detailPaths(badSort)).toEqual(["sort.0.field"])
+      const badDate = await search({ where: { createdAt: { gte: "yesterday" } } })
+      expectError(badDate, 400, "invalid_filter")
+      expect(detailPaths(badDate)).toEqual(["where.createdAt.gte"])
+      const badStatus = await search({ where: { status: ["bogus"] } })
+      expect(badStatus.status).toBe(400)
+      expect(["invalid_filter", "validation_error"]).toContain(badStatus.json.code)
+      expect(detailPaths(badStatus)).toEqual(["where.status.0"])
+      expectError(await search({ pagination: { limit: 201 } }), 400, "validation_error")
+      expectError(await search({ pagination: { limit: 0 } }), 400, "validation_error")
+      expectError(await search({ where: { colour: "x" } }), 400, "validation_error")
+    })
+  })
+
+  it("replays a done job as a new job, and refuses to replay a running one", async () => {
+    const url = site.url("/page?case=replay")
+    const original = await createAndWait({ url, priority: 2 })
+    const replay = await api.post(`/v1/scraper/jobs/${original.id}/replay`, undefined, key)
+    expect(replay.status, replay.text).toBe(201)
+    expect(replay.json.code).toBe("201-created")
+    expect(replay.json.data.id).not.toBe(original.id)
+    expect(replay.json.data).toMatchObject({ url, status: "queued", priority: 2, tenantId })
+    const replayed = await waitTerminal(replay.json.data.id)
+    expect(replayed.status).toBe("done")
+    expect(replayed.replayOf).toBe(original.id)
+
+    // a job that is still running
+    const slow = await create({
+      url: site.url("/slow?ms=30000&case=replay", H.replay),
+      timeoutMs: 60_000,
+      escalation: [{ engine: "http", attempts: 1, timeoutMs: 45_000 }]
+    })
+    expect(slow.status).toBe(201)
+    const early = await api.post(`/v1/scraper/jobs/${slow.json.data.id}/replay`, undefined, key)
+    expect(early.status).toBe(409)
+    expect(early.json.code).toMatch(/^cannot_replay_(queued|claimed)$/)
+    await waitFor(slow.json.data.id, (j) => j.status === "claimed")
+    const claimed = await api.post(`/v1/scraper/jobs/${slow.json.data.id}/replay`, undefined, key)
+    expectError(claimed, 409, "cannot_replay_claimed")
+    expect((await api.post(`/v1/scraper/jobs/${slow.json.data.id}/cancel`, undefined, key)).status).toBe(200)
+    expectError(await api.post(`/v1/scraper/jobs/job_nope/replay`, undefined, key), 404, "not_found")
+  })
+
+  it("cancels a running job: it ends dead with classification cancelled; cancel again is 409", async () => {
+    const stream = await openStream(server.baseUrl, key)
+    await stream.until(() => stream.connected(), 10_000)
+    const before = site.hits("/slow")
+    const res = await create({
+      url: site.url("/slow?ms=40000&case=cancel", H.cancel),
+      timeoutMs: 60_000,
+      escalation: [{ engine: "http", attempts: 1, timeoutMs: 50_000 }]
+    })
+    expect(res.status).toBe(201)
+    const id = res.json.data.id
+    await waitFor(id, (j) => j.status === "claimed")
+    // the fetch is under way at the fixture
+    const deadline = Date.now() + 10_000
+    while (site.hits("/slow") === before && Date.now() < deadline) await sleep(50)
+    expect(site.hits("/slow")).toBeGreaterThan(before)
+
+    const cancel = await api.post(`/v1/scraper/jobs/${id}/cancel`, undefined, key)
+    expect(cancel.status, cancel.text).toBe(200)
+    expect(cancel.json.data).toMatchObject({ id, status: "dead", cancelled: true })
+    expect(Number.isNaN(Date.parse(cancel.json.data.finishedAt))).toBe(false)
+    const job = await getJob(id)
+    expect(job.status).toBe("dead")
+    expect(job.result.classification).toBe("cancelled")
+
+    // the aborted crawl does not overwrite the outcome
+    await sleep(1500)
+    const later = await getJob(id)
+    expect(later.status).toBe("dead")
+    expect(later.result.classification).toBe("cancelled")
+    expect(later.finishedAt).toBe(job.finishedAt)
+
+    // exactly one job.dead event, with classification cancelled
+    await stream.until((es) => es.some((e) => e.event === "job.dead" && e.data.id === id))
+    await stream.close()
+    const mine = stream.events.filter((e) => e.data.id === id)
+    expect(mine.map((e) => e.event)).toEqual(["job.created", "job.claimed", "job.dead"])
+    expect(mine[2]!.data).toMatchObject({ status: "dead", classification: "cancelled" })
+
+    const again = await api.post(`/v1/scraper/jobs/${id}/cancel`, undefined, key)
+    expect(again.status).toBe(409)
+    expect(again.json.status).toBe("error")
+    const done = await createAndWait({ url: site.url("/page?case=cancel-done") })
+    const lateCancel = await api.post(`/v1/scraper/jobs/${done.id}/cancel`, undefined, key)
+    expect(lateCancel.status).toBe(409)
+    expect((await getJob(done.id)).status).toBe("done")
+    expectError(await api.post(`/v1/scraper/jobs/job_nope/cancel`, undefined, key), 404, "not_found")
+
+    // a dead (cancelled) job is terminal: it may be replayed
+    const replay = await api.post(`/v1/scraper/jobs/${id}/replay`, undefined, key)
+    expect(replay.status).toBe(201)
+    expect((await api.post(`/v1/scraper/jobs/${replay.json.data.id}/cancel`, undefined, key)).status).toBe(200)
+  })
+
+  it.skipIf(!hasChromium)("escalates a blocked page from http to brave, with a PNG screenshot", async () => {
+    const job = await createAndWait({ url: site.url("/blocked", H.blocked), screenshot: true })
+    expect(job.status, JSON.stringify(job.result)).toBe("done")
+    const r = job.result
+    expect(r.engine).toBe("brave")
+    expect(r.classification).toBe("ok")
+    expect(r.httpStatus).toBe(200)
+    expect(r.attempts[0]).toMatchObject({ engine: "http", classification: "blocked", httpStatus: 403 })
+    expect(r.attempts[r.attempts.length - 1]).toMatchObject({ engine: "brave", classification: "ok" })
+    expect(r.attempts.filter((a: any) => a.engine === "http").every((a: any) => a.classification === "blocked")).toBe(true)
+    expect(r.screenshot).toEqual({ taken: true, reason: null })
+    expect(job.attempts).toBe(r.attempts.length)
+
+    const html = await api.get(`/v1/scraper/jobs/${job.id}/html`, key)
+    expect(html.text).toContain(BLOCKED_CONTENT_MARKER)
+    const shot = await fetch(`${server.baseUrl}/v1/scraper/jobs/${job.id}/screenshot`, { headers: { "x-api-key": key } })
+    expect(shot.status).toBe(200)
+    expect(shot.headers.get("content-type")).toBe("image/png")
+    const bytes = Buffer.from(await shot.arrayBuffer())
+    expect(bytes.length).toBeGreaterThan(100)
+    expect(bytes.subarray(0, 8).equals(PNG_MAGIC)).toBe(true)
+  })
+
+  it("streams each tenant only its own events, and resumes with Last-Event-ID", async () => {
+    const a = await api.createTenant()
+    const b = await api.createTenant()
+    const sa = await openStream(server.baseUrl, a.apiKey)
+    const sb = await openStream(server.baseUrl, b.apiKey)
+    try {
+      expect(sa.status).toBe(200)
+      expect(sa.contentType).toMatch(/^text\/event-stream/)
+      await sa.until(() => sa.connected(), 10_000)
+      await sb.until(() => sb.connected(), 10_000)
+      const ja = (await create({ url: site.url("/page?case=sse-a") }, a.apiKey)).json.data.id
+      const jb = (await create({ url: site.url("/page?case=sse-b") }, b.apiKey)).json.data.id
+      await sa.until((es) => es.some((e) => e.event === "job.done" && e.data.id === ja))
+      await sb.until((es) => es.some((e) => e.event === "job.done" && e.data.id === jb))
+
+      for (const [s, t, j] of [[sa, a, ja], [sb, b, jb]] as const) {
+        expect(s.events.map((e) => e.event)).toEqual(["job.created", "job.claimed", "job.done"])
+        for (const e of s.events) {
+          expect(e.data).toMatchObject({ id: j, tenantId: t.tenantId })
+          expect(typeof e.data.status).toBe("string")
+          expect(Number.isNaN(Date.parse(e.data.at))).toBe(false)
+        }
+        expect(s.events.map((e) => e.data.status)).toEqual(["queued", "claimed", "done"])
+        const ids = s.events.map((e) => BigInt(e.id))
+        expect(ids[0]! < ids[1]! && ids[1]! < ids[2]!).toBe(true)
+      }
+    } finally {
+      await sa.close()
+      await sb.close()
+    }
+
+    // resume after the first event: exactly the later ones
+    const createdId = sa.events[0]!.id
+    const resumed = await openStream(server.baseUrl, a.apiKey, createdId)
+    try {
+      await resumed.until((es) => es.length >= 2, 10_000)
+      await sleep(750)
+      expect(resumed.events.map((e) => [e.id, e.event])).toEqual(sa.events.slice(1).map((e) => [e.id, e.event]))
+    } finally {
+      await resumed.close()
+    }
+    // resuming from the last event gives nothing
+    const none = await openStream(server.baseUrl, a.apiKey, sa.events[2]!.id)
+    try {
+      await none.until(() => none.connected(), 10_000)
+      await sleep(750)
+      expect(none.events).toEqual([])
+    } finally {
+      await none.close()
+    }
+    const bad = await api.call("GET", "/v1/scraper/events", { key: a.apiKey, headers: { "last-event-id": "abc" } })
+    expectError(bad, 400, "validation_error")
+    expectError(await api.get("/v1/scraper/events"), 401, "unauthorized")
+  })
+
+  it("delivers every event live, the same as a replay from the log, under concurrent jobs", async () => {
+    const BURST = 30
+    const t = await api.createTenant()
+    const live = await openStream(server.baseUrl, t.apiKey)
+    try {
+      await live.until(() => live.connected(), 10_000)
+      const bulk = await api.post("/v1/scraper/jobs/bulk", {
+        jobs: Array.from({ length: BURST }, (_, i) => ({ url: site.url(`/page?case=sse-burst-${i}`, i % HOSTS.length) }))
+      }, t.apiKey)
+      expect(bulk.status).toBe(201)
+      const ids = bulk.json.data.created.map((j: any) => j.id)
+      for (const id of ids) await waitTerminal(id, 45_000, t.apiKey)
+      await live.until((es) => es.filter((e) => e.event === "job.done").length >= BURST, 10_000).catch(() => undefined)
+      await sleep(500)
+    } finally {
+      await live.close()
+    }
+    const replay = await openStream(server.baseUrl, t.apiKey, "0")
+    try {
+      await replay.until((es) => es.length >= 3 * BURST, 10_000).catch(() => undefined)
+      await sleep(500)
+    } finally {
+      await replay.close()
+    }
+    const perJob = new Map<string, Array<string>>()
+    for (const e of replay.events) perJob.set(e.data.id, [...(perJob.get(e.data.id) ?? []), e.event])
+    const odd = [...perJob].filter(([, evs]) => evs.join() !== "job.created,job.claimed,job.done")
+    expect(odd, "each job's logged events are created, claimed, done").toEqual([])
+    expect(replay.events).toHaveLength(3 * BURST)
+    const liveIds = live.events.map((e) => `${e.id} ${e.event} ${e.data.id}`)
+    const logIds = replay.events.map((e) => `${e.id} ${e.event} ${e.data.id}`)
+    const missing = logIds.filter((x) => !liveIds.includes(x))
+    const outOfOrder = live.events.filter((e, i) => i > 0 && BigInt(e.id) < BigInt(live.events[i - 1]!.id)).length
+    expect(missing, `${missing.length} of ${logIds.length} events never delivered live (${live.events.length} delivered, ${outOfOrder} out of order); first missing: ${missing.slice(0, 5).join(" | ")}`).toEqual([])
+    expect(liveIds).toEqual(logIds)
+  })
+
+  it("hides another tenant's job on every job route (404)", async () => {
+    const mine = await createAndWait({ url: site.url("/page?case=isolation") })
+    const other = await api.createTenant()
+    const ok = other.apiKey
+    const routes: Array<[string, string]> = [
+      ["GET", `/v1/scraper/jobs/${mine.id}`],
+      ["GET", `/v1/scraper/jobs/${mine.id}/html`],
+      ["GET", `/v1/scraper/jobs/${mine.id}/screenshot`],
+      ["POST", `/v1/scraper/jobs/${mine.id}/replay`],
+      ["POST", `/v1/scraper/jobs/${mine.id}/cancel`]
+    ]
+    for (const [method, path] of routes) {
+      const res = await api.call(method, path, { key: ok })
+      expectError(res, 404, "not_found")
+    }
+    // page history of my page is invisible to the other tenant
+    const tl = await api.get(`/v1/page-history?url=${encodeURIComponent(mine.url)}`, key)
+    const version = tl.json.data.items[0]
+    expect(version.jobId).toBe(mine.id)
+    expectError(await api.get(`/v1/page-history/${version.id}/content`, ok), 404, "not_found")
+    expectError(await api.get(`/v1/page-history/${version.id}/diff`, ok), 404, "not_found")
+    const theirs = await api.get(`/v1/page-history?url=${encodeURIComponent(mine.url)}`, ok)
+    expect(theirs.json.data.pagination.total).toBe(0)
+    // nor in their list or search
+    expect((await api.get("/v1/scraper/jobs", ok)).json.data.pagination.total).toBe(0)
+    expect((await api.post("/v1/scraper/jobs/search", { where: { url: { prefix: mine.url } } }, ok)).json.data.pagination.total).toBe(0)
+    // and it still exists for me, untouched
+    expect((await getJob(mine.id)).status).toBe("done")
+  })
+})

@@ -1,0 +1,207 @@
+/**
+ * A local fixture web site for the end-to-end job tests. It listens on loopback addresses only
+ * (127.0.0.0/8), on a random port per address, and counts the requests it serves per path.
+ *
+ * Pages (every host serves the same pages):
+ *   /page                 a normal ~2 KB HTML article
+ *   /changing             content changes on each fetch (page-history `changed`, diff)
+ *   /missing              404
+ *   /error                500
+ *   /slow?ms=N            waits N ms (default 5000) before answering a normal page
+ *   /redirect?to=/path    302 to another fixture page (default /page)
+ *   /blocked              403 JS challenge for plain HTTP clients: a tiny page that sets a cookie and
+ *                         reloads; the request that carries the cookie gets the content (a real browser)
+ *   anything else         404
+ *
+ * Several loopback addresses give several `domainId`s: Trawl limits concurrent fetches per domain
+ * (2) and learns per domain which engine works, so tests that must not influence each other use
+ * different hosts.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs"
+import http from "node:http"
+import type { AddressInfo, Socket } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+export const ARTICLE_TITLE = "Trawl fixture article"
+
+const paragraph = (i: number) =>
+  `<p>Paragraph ${i}: the quick brown fox jumps over the lazy dog while the fixture site serves a steady page.</p>`
+
+/** The ~2 KB page served at /page (and after /redirect, and by /slow). */
+export const ARTICLE_HTML =
+  `<!doctype html><html><head><meta charset="utf-8"><title>${ARTICLE_TITLE}</title></head><body><article><h1>${ARTICLE_TITLE}</h1>` +
+  Array.from({ length: 16 }, (_, i) => paragraph(i + 1)).join("") +
+  `</article></body></html>`
+
+export const BLOCKED_CONTENT_MARKER = "Real content behind the wall"
+
+const changingPage = (n: number) =>
+  `<!doctype html><html><head><meta charset="utf-8"><title>Changing page</title></head><body>` +
+  `<h1>Changing page</h1><p>Stable line one.</p><p>Version number ${n}</p><p>Stable line two.</p></body></html>`
+
+export interface FixtureSite {
+  /** One origin per host, e.g. http://127.0.0.1:41234 */
+  readonly origins: ReadonlyArray<string>
+  /** Absolute URL of a path on host number `host` (default the first). */
+  readonly url: (path: string, host?: number) => string
+  /** Requests served for a path (query string ignored), across all hosts. */
+  readonly hits: (path: string) => number
+  /** Total TCP connections accepted, across all hosts. */
+  readonly connections: () => number
+  /** How many times /changing has been served (its current version number). */
+  readonly changingVersion: () => number
+  readonly close: () => Promise<void>
+}
+
+const isLoopback = (host: string) => /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host === "::1"
+
+export const startFixtureSite = async (options: { hosts?: ReadonlyArray<string> } = {}): Promise<FixtureSite> => {
+  const hosts = options.hosts ?? ["127.0.0.1"]
+  for (const h of hosts) if (!isLoopback(h)) throw new Error(`the fixture site listens on loopback only, not ${h}`)
+  const counts = new Map<string, number>()
+  let changing = 0
+  let connections = 0
+  const sockets = new Set<Socket>()
+  const timers = new Set<NodeJS.Timeout>()
+
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const u = new URL(req.url ?? "/", "http://fixture")
+    const path = u.pathname
+    counts.set(path, (counts.get(path) ?? 0) + 1)
+    const send = (status: number, body: string, headers: Record<string, string> = {}) => {
+      if (res.destroyed) return
+      res.writeHead(status, { "content-type": "text/html; charset=utf-8", ...headers }).end(body)
+    }
+    switch (path) {
+      case "/page":
+        return send(200, ARTICLE_HTML)
+      case "/changing":
+        changing++
+        return send(200, changingPage(changing))
+      case "/missing":
+        return send(404, "<!doctype html><html><head><title>Not found</title></head><body><h1>No such page</h1></body></html>")
+      case "/error":
+        return send(500, "<!doctype html><html><head><title>Oops</title></head><body><h1>Internal fixture error</h1></body></html>")
+      case "/slow": {
+        const ms = Math.min(Math.max(Number(u.searchParams.get("ms") ?? 5000) || 0, 0), 120_000)
+        const t = setTimeout(() => {
+          timers.delete(t)
+          send(200, ARTICLE_HTML)
+        }, ms)
+        timers.add(t)
+        res.on("close", () => {
+          clearTimeout(t)
+          timers.delete(t)
+        })
+        return
+      }
+      case "/redirect": {
+        const to = u.searchParams.get("to") ?? "/page"
+        // Only to this fixture (a relative Location), never elsewhere.
+        if (!to.startsWith("/") || to.startsWith("//")) return send(400, "bad redirect target")
+        return send(302, "", { location: to })
+      }
+      case "/blocked": {
+        if ((req.headers.cookie ?? "").includes("trawl_js=ok")) {
+          return send(
+            200,
+            `<!doctype html><html><head><title>Welcome</title></head><body><h1>Welcome, browser</h1><p>${BLOCKED_CONTENT_MARKER}.</p></body></html>`
+          )
+        }
+        return send(
+          403,
+          `<!doctype html><html><head><title>Just a moment...</title></head><body><p>Verify you are human. Checking your browser...</p>` +
+            `<script>document.cookie = "trawl_js=ok; path=/"; setTimeout(function () { location.reload() }, 50)</script></body></html>`
+        )
+      }
+      default:
+        return send(404, "<!doctype html><html><body><h1>Not here</h1></body></html>")
+    }
+  }
+
+  const servers: Array<http.Server> = []
+  const origins: Array<string> = []
+  for (const host of hosts) {
+    const server = http.createServer(handler)
+    server.keepAliveTimeout = 2000
+    server.on("connection", (s) => {
+      connections++
+      sockets.add(s)
+      s.on("close", () => sockets.delete(s))
+    })
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject)
+      server.listen(0, host, () => resolve())
+    })
+    const port = (server.address() as AddressInfo).port
+    servers.push(server)
+    origins.push(`http://${host.includes(":") ? `[${host}]` : host}:${port}`)
+  }
+
+  return {
+    origins,
+    url: (path, host = 0) => origins[host]! + path,
+    hits: (path) => counts.get(path) ?? 0,
+    connections: () => connections,
+    changingVersion: () => changing,
+    close: async () => {
+      for (const t of timers) clearTimeout(t)
+      for (const s of sockets) s.destroy()
+      await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))))
+    }
+  }
+}
+
+/**
+ * Env for a Trawl server process that keeps it on loopback: a preload module (written to a
+ * temporary file) makes `dns.lookup` answer only IP literals and `localhost`, and refuses any
+ * socket connection to an IP address outside 127.0.0.0/8 and ::1. Browser engines reach targets
+ * through Trawl's guard proxy (inside this process), so they are covered too. A belt and braces
+ * for the rule that tests send traffic to loopback only.
+ */
+export const loopbackOnlyEnv = (): Record<string, string> => {
+  const dir = mkdtempSync(join(tmpdir(), "trawl-loopback-"))
+  const file = join(dir, "loopback-only.mjs")
+  writeFileSync(
+    file,
+    `
+import dns from "node:dns"
+import net from "node:net"
+import { syncBuiltinESMExports } from "node:module"
+const loop = (a) => (net.isIPv4(a) && a.startsWith("127.")) || a === "::1" || a === "::ffff:127.0.0.1" || /^::ffff:127\\./.test(a)
+const refuse = (host) => Object.assign(new Error("loopback-only test guard: no DNS for " + host), { code: "ENOTFOUND", hostname: host })
+const origLookup = dns.lookup
+dns.lookup = function (hostname, options, callback) {
+  const cb = typeof options === "function" ? options : callback
+  if (net.isIP(hostname) || hostname === "localhost") return origLookup.call(dns, hostname, options, callback)
+  const all = typeof options === "object" && options !== null && options.all === true
+  process.nextTick(() => (all ? cb(refuse(hostname), []) : cb(refuse(hostname))))
+}
+const origPLookup = dns.promises.lookup
+dns.promises.lookup = async (hostname, options) => {
+  if (net.isIP(hostname) || hostname === "localhost") return origPLookup(hostname, options)
+  throw refuse(hostname)
+}
+const origConnect = net.Socket.prototype.connect
+net.Socket.prototype.connect = function (...args) {
+  let o = args[0]
+  if (Array.isArray(o)) o = o[0]
+  let host
+  if (o !== null && typeof o === "object") host = o.path ? undefined : (o.host ?? "localhost")
+  else if (typeof o === "number" || typeof o === "string") host = typeof args[1] === "string" ? args[1] : "localhost"
+  if (host !== undefined && net.isIP(host) && !loop(host)) {
+    const err = Object.assign(new Error("loopback-only test guard: refused connection to " + host), { code: "ECONNREFUSED" })
+    process.nextTick(() => this.destroy(err))
+    return this
+  }
+  return origConnect.apply(this, args)
+}
+syncBuiltinESMExports()
+`
+  )
+  return { NODE_OPTIONS: `--import ${file}` }
+}
+
+/** PNG files start with these 8 bytes. */
+export const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
