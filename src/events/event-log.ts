@@ -3,17 +3,21 @@ import { SqlClient } from "effect/sql"
 import { Kv } from "../kv/kv.ts"
 
 export interface StoredEvent {
+  /** The tenant's event sequence number, as a string (the SSE `id`). */
   readonly id: string
   readonly type: string
   readonly data: Record<string, unknown>
 }
 
 export interface EventLogShape {
-  /** Appends a lifecycle event of a tenant and fans it out to every node's stream subscribers. */
+  /** Appends a lifecycle event of a tenant and wakes every node's stream subscribers. */
   readonly emit: (tenantId: string, type: string, data: { id: string; status: string } & Record<string, unknown>) => Effect.Effect<void>
-  /** Events after `afterId`, oldest first. */
+  /** Events after sequence number `afterId`, oldest first. */
   readonly since: (tenantId: string, afterId: string, limit: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
-  readonly subscribe: (tenantId: string, onEvent: (e: StoredEvent) => void) => Effect.Effect<void, never, Scope.Scope>
+  /** The tenant's latest sequence number ("0" when it has none): where a fresh stream starts. */
+  readonly latest: (tenantId: string) => Effect.Effect<string>
+  /** Calls `onAppended` whenever the tenant's log may have grown. */
+  readonly subscribe: (tenantId: string, onAppended: () => void) => Effect.Effect<void, never, Scope.Scope>
 }
 
 export class EventLog extends Context.Service<EventLog, EventLogShape>()("trawl/EventLog") {}
@@ -23,6 +27,11 @@ export const EVENT_RETENTION_HOURS = 48
 
 const channelOf = (tenantId: string) => `trawl:events:${tenantId}`
 
+/**
+ * Each tenant's events get a gap-free sequence number under a row lock, so they commit
+ * in sequence order: a reader that has seen N has seen everything before N. Pub/sub only
+ * says "something new"; subscribers read the log itself, so nothing is lost or reordered.
+ */
 export const EventLogLive = Layer.effect(
   EventLog,
   Effect.gen(function*() {
@@ -39,19 +48,29 @@ export const EventLogLive = Layer.effect(
       emit: (tenantId, type, data) =>
         Effect.gen(function*() {
           const payload = { ...data, tenantId, at: new Date().toISOString() }
-          const [row] = yield* sql<{ id: string }>`
-            INSERT INTO events (tenant_id, type, data) VALUES (${tenantId}, ${type}, ${JSON.stringify(payload)}::jsonb)
-            RETURNING id`
-          yield* kv.publish(channelOf(tenantId), JSON.stringify({ id: String(row!.id), type, data: payload }))
+          yield* sql.withTransaction(Effect.gen(function*() {
+            const [row] = yield* sql<{ seq: string }>`
+              INSERT INTO event_sequences (tenant_id, seq) VALUES (${tenantId}, 1)
+              ON CONFLICT (tenant_id) DO UPDATE SET seq = event_sequences.seq + 1
+              RETURNING seq`
+            yield* sql`INSERT INTO events (tenant_id, seq, type, data)
+                       VALUES (${tenantId}, ${row!.seq}, ${type}, ${JSON.stringify(payload)}::jsonb)`
+          }))
+          yield* kv.publish(channelOf(tenantId), "1")
         }).pipe(Effect.catchCause((cause) => Effect.logWarning("event not recorded", cause))),
       since: (tenantId, afterId, limit) =>
-        sql<{ id: string; type: string; data: Record<string, unknown> }>`
-          SELECT id, type, data FROM events WHERE tenant_id = ${tenantId} AND id > ${afterId}::bigint
-          ORDER BY id LIMIT ${limit}`.pipe(
+        sql<{ seq: string; type: string; data: Record<string, unknown> }>`
+          SELECT seq, type, data FROM events WHERE tenant_id = ${tenantId} AND seq > ${afterId}::bigint
+          ORDER BY seq LIMIT ${limit}`.pipe(
           Effect.orDie,
-          Effect.map((rows) => rows.map((r) => ({ id: String(r.id), type: r.type, data: r.data })))
+          Effect.map((rows) => rows.map((r) => ({ id: String(r.seq), type: r.type, data: r.data })))
         ),
-      subscribe: (tenantId, onEvent) => kv.subscribe(channelOf(tenantId), (m) => onEvent(JSON.parse(m)))
+      latest: (tenantId) =>
+        sql<{ seq: string }>`SELECT seq FROM event_sequences WHERE tenant_id = ${tenantId}`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => String(rows[0]?.seq ?? "0"))
+        ),
+      subscribe: (tenantId, onAppended) => kv.subscribe(channelOf(tenantId), () => onAppended())
     })
   })
 )
