@@ -196,7 +196,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
       if (!current || !["queued", "claimed", "failed"].includes(current.status)) return
       const row = yield* repo.claim(extractionId, 10 * 60_000)
       if (!row) return
-      yield* events.emit(row.tenant_id, "extraction.claimed", { id: row.id, status: "claimed", type: row.type })
+      if (row.attempts === 1) yield* events.emit(row.tenant_id, "extraction.claimed", { id: row.id, status: "claimed", type: row.type })
       const result = yield* process(row).pipe(
         Effect.catchDefect((d) => Effect.fail(new Failure("unknown", String(d), true))),
         Effect.result,

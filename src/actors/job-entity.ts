@@ -94,7 +94,8 @@ export const JobEntityLive = JobEntity.toLayer(
       // The lease outlives the whole job; a job still claimed after it has lost its runner.
       const job = yield* repo.claim(jobId, queued.timeout_ms + 60_000)
       if (!job) return
-      yield* events.emit(job.tenant_id, "job.claimed", { id: job.id, status: "claimed", url: job.url })
+      // Clients hear of the claim once; a re-run after a lost node is not news to them.
+      if (job.runs === 1) yield* events.emit(job.tenant_id, "job.claimed", { id: job.id, status: "claimed", url: job.url })
 
       let plan: ReadonlyArray<PlanEntry>
       let startedWith: { engine: string; reason: string }
