@@ -1,6 +1,7 @@
 import { Effect, Schema } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
+import { secondsToNextUtcDay, utcDayStart } from "../billing/windows.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Transaction } from "../schema/tenant.ts"
@@ -84,10 +85,7 @@ export const TenantEntity = Entity.make("Tenant", [
 const RECONCILE_MS = 5_000
 const PENDING_TTL_MS = 30_000
 
-const utcDayStart = (now: number) => {
-  const d = new Date(now)
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate())
-}
+
 
 export const TenantEntityLive = TenantEntity.toLayer(
   Effect.gen(function*() {
@@ -151,7 +149,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
             return yield* new QuotaExceeded({
               quotaKey: "scraper.jobs.daily",
               limit: daily,
-              retryAfter: Math.max(1, Math.ceil((slots.day + 86_400_000 - now) / 1000))
+              retryAfter: secondsToNextUtcDay(now)
             })
           }
           const concurrent = limits["scraper.jobs.concurrent"]

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { DueRun, ExtractionEntity } from "../actors/extraction-entity.ts"
+import { secondsToNextUtcDay, utcDayStart } from "../billing/windows.ts"
 import { Config } from "../config.ts"
 import { JobCreation } from "../crawl/job-creation.ts"
 import { checkUrl } from "../crawl/ssrf.ts"
@@ -28,10 +29,6 @@ import { parseSort } from "./list-query.ts"
 const statuses: ReadonlyArray<ExtractionStatus> = ["queued", "claimed", "done", "failed", "dead", "cancelled"]
 const terminal: ReadonlyArray<string> = ["done", "dead", "cancelled"]
 
-const utcDayStart = () => {
-  const d = new Date()
-  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()))
-}
 
 export const ExtractionsHandlers = HttpApiBuilder.group(
   Api,
@@ -70,8 +67,8 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           return yield* fail(400, "validation_error", "input is empty", { details: [{ path: "input", code: "invalid_value", message: "must not be empty" }] })
         }
         const daily = yield* tenants.quotaLimit(tenantId, "extractor.extractions.daily")
-        if ((yield* repo.createdSince(tenantId, utcDayStart())) >= daily) {
-          const retryAfter = Math.ceil((utcDayStart().getTime() + 86_400_000 - Date.now()) / 1000)
+        if ((yield* repo.createdSince(tenantId, new Date(utcDayStart()))) >= daily) {
+          const retryAfter = secondsToNextUtcDay()
           return yield* fail(429, "quota_exceeded", `the daily quota extractor.extractions.daily (${daily}) is used up`, { retryAfter })
         }
         if (body.configId !== undefined) {

@@ -4,6 +4,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { iso } from "../schema/common.ts"
 import type { ConfigPayload, Extraction, ExtractionStatus, ExtractorConfig, SearchExtractionsBody } from "../schema/extraction.ts"
+import { orderByTerms } from "./order-by.ts"
 import { type NewDelivery, WebhookRepo } from "./webhook-repo.ts"
 
 export interface ExtractionRow {
@@ -178,11 +179,7 @@ export const ExtractionRepoLive = Layer.effect(
       if (w.createdAt?.lt) parts.push(sql`created_at < ${w.createdAt.lt}::timestamptz`)
       return sql.and(parts)
     }
-    const orderBy = (sort: ExtractionQuery["sort"]) => {
-      const terms = sort.map((s) => `${extractionSortColumns[s.field]} ${s.dir === "asc" ? "ASC" : "DESC"}`)
-      if (!sort.some((s) => s.field === "id")) terms.push("id DESC")
-      return sql.literal(terms.join(", "))
-    }
+    const orderBy = (sort: ExtractionQuery["sort"]) => sql.literal(orderByTerms(sort, extractionSortColumns))
 
     return ExtractionRepo.of({
       stash: (tenantId, id, content) =>

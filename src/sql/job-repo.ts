@@ -5,6 +5,7 @@ import { SqlClient } from "effect/sql"
 import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
 import type { Job, JobResult, JobStatus, PageVersion, SearchJobsBody } from "../schema/job.ts"
+import { orderByTerms } from "./order-by.ts"
 import { type NewDelivery, WebhookRepo } from "./webhook-repo.ts"
 
 export interface JobRow {
@@ -143,12 +144,7 @@ export const JobRepoLive = Layer.effect(
       return sql.and(parts)
     }
 
-    const orderBy = (sort: JobQuery["sort"]) => {
-      const terms = sort.map((s) => `${sortColumns[s.field]} ${s.dir === "asc" ? "ASC" : "DESC"}`)
-      // A total order, so pages never overlap or skip rows.
-      if (!sort.some((s) => s.field === "id")) terms.push("id DESC")
-      return sql.literal(terms.join(", "))
-    }
+    const orderBy = (sort: JobQuery["sort"]) => sql.literal(orderByTerms(sort, sortColumns))
 
     const storeContent = (tenantId: string, body: Buffer) =>
       Effect.gen(function*() {
