@@ -70,7 +70,8 @@ export class EmbeddedPgServer {
           for (const message of messages) {
             await this.db.execProtocolRawStream(message, {
               onRawData: (data) => {
-                if (!socket.destroyed) socket.write(data)
+                // PGlite reuses the memory behind `data`; a corked write must keep its own copy.
+                if (!socket.destroyed) socket.write(Buffer.from(data))
               }
             })
           }
