@@ -1,6 +1,7 @@
 import { NodeClusterSocket, NodeCrypto } from "@effect/platform-node"
 import { Effect, Layer, Option } from "effect"
 import { RunnerAddress, SingleRunner } from "effect/cluster"
+import { SqlClient } from "effect/sql"
 import { Config } from "../config.ts"
 
 /**
@@ -21,14 +22,28 @@ export const shardingTuning = {
  * cluster (runners, shards and durable messages in PostgreSQL); without it, the
  * embedded database serves a single runner with the same SQL message storage.
  */
+const ClearStaleLocks = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const [exists] = yield* sql<{ found: boolean }>`SELECT to_regclass('cluster_locks') IS NOT NULL AS found`
+    if (exists?.found) {
+      yield* sql`DELETE FROM cluster_locks`
+      yield* sql`DELETE FROM cluster_runners`
+    }
+  }).pipe(Effect.orDie)
+)
+
 export const ClusterLive = Layer.unwrap(
   Effect.gen(function*() {
     const config = yield* Config
     if (config.databaseUrl === undefined) {
       // A single runner has nobody to hand shards to, so it keeps the library's patient lock
-      // timings: a busy embedded database must not make it drop its own shards.
+      // timings: a busy embedded database must not make it drop its own shards. The embedded
+      // database belongs to this process alone, so locks left by a killed predecessor are
+      // cleared at start instead of waiting for them to expire.
       return SingleRunner.layer({ runnerStorage: "sql", shardingConfig: { entityMessagePollInterval: shardingTuning.entityMessagePollInterval } }).pipe(
-        Layer.provide(NodeCrypto.layerDigest)
+        Layer.provide(NodeCrypto.layerDigest),
+        Layer.provide(ClearStaleLocks)
       )
     }
     const address = RunnerAddress.make(config.runnerHost, config.runnerPort!)
