@@ -28,6 +28,11 @@ export interface AppConfig {
   readonly runnerHost: string
   readonly runnerPort: number | undefined
   readonly logLevel: "debug" | "info" | "warn" | "error"
+  /**
+   * Loopback addresses the SSRF guard treats as public, so a test can stand a "public" site on
+   * loopback beside a private one (tests only; refused in production).
+   */
+  readonly ssrfTestPublicAddresses: ReadonlyArray<string>
   /** Shrinks the webhook retry schedule (tests only; always 1 in production). */
   readonly webhookRetryScale: number
 }
@@ -141,8 +146,15 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
   if (!(webhookRetryScale > 0 && webhookRetryScale <= 1)) bad("WEBHOOK_RETRY_SCALE", "must be a number in (0, 1]")
   if (production && webhookRetryScale !== 1) bad("WEBHOOK_RETRY_SCALE", "cannot be changed when NODE_ENV=production")
 
+  const ssrfTestPublicAddresses = (env.SSRF_TEST_PUBLIC_ADDRESSES ?? "").split(",").map((a) => a.trim()).filter(Boolean)
+  for (const a of ssrfTestPublicAddresses) {
+    if (!/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a)) bad("SSRF_TEST_PUBLIC_ADDRESSES", `may only name 127.x.y.z addresses, got "${a}"`)
+  }
+  if (production && ssrfTestPublicAddresses.length > 0) bad("SSRF_TEST_PUBLIC_ADDRESSES", "cannot be set when NODE_ENV=production")
+
   return {
     nodeEnv,
+    ssrfTestPublicAddresses,
     secretKeyGenerated: !env.SECRET_KEY,
     webhookRetryScale,
     port: listenPort,

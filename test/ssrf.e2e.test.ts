@@ -189,6 +189,41 @@ try {
   out.connections = site.connections()
 } finally {
   await server.stop()
+}
+
+// A redirect during the crawl: a "public" site (127.0.0.2, declared public for this server only)
+// sends the crawler to the loopback site. Every engine must refuse the hop before connecting.
+const { createServer } = await import("node:http")
+let redirects = 0
+const redirector = createServer((req, res) => {
+  redirects++
+  res.writeHead(302, { location: "http://127.0.0.1:" + port + "/page" })
+  res.end()
+})
+await new Promise<void>((r) => redirector.listen(0, "127.0.0.2", () => r()))
+const publicOrigin = "http://127.0.0.2:" + (redirector.address() as { port: number }).port
+const before = site.connections()
+const hopServer = await startServer({ SSRF_TEST_PUBLIC_ADDRESSES: "127.0.0.2" }, { timeoutMs: 90_000 })
+try {
+  const api = client(hopServer.baseUrl)
+  const t = await api.createTenant()
+  const run = async (engine: string) => {
+    const created = await api.post("/v1/scraper/jobs", { url: publicOrigin + "/go-" + engine, escalation: [{ engine, attempts: 1, timeoutMs: 30000 }] }, t.apiKey)
+    if (created.status !== 201) return { status: created.status, code: created.json?.code }
+    for (let i = 0; i < 300; i++) {
+      const job = (await api.get("/v1/scraper/jobs/" + created.json.data.id, t.apiKey)).json.data
+      if (["done", "failed", "dead"].includes(job.status)) return { status: job.status, classification: job.result?.classification }
+      await new Promise((r) => setTimeout(r, 200))
+    }
+    return { status: "timeout" }
+  }
+  out.redirectHttp = await run("http")
+  out.redirectBrowser = await run("brave")
+  out.loopbackConnectionsDuringRedirects = site.connections() - before
+  out.redirectsServed = redirects
+} finally {
+  await hopServer.stop()
+  redirector.close()
   await site.close()
 }
 console.log("RESULT " + JSON.stringify(out))
@@ -217,7 +252,7 @@ describe.skipIf(!canUnshare.ok)(`SSRF inside a loopback-only network namespace${
     child.stdout.on("data", (d) => (stdout += d))
     child.stderr.on("data", (d) => (stderr += d))
     const code = await new Promise<number | null>((res) => {
-      const timer = setTimeout(() => child.kill("SIGKILL"), 100_000)
+      const timer = setTimeout(() => child.kill("SIGKILL"), 170_000)
       child.once("exit", (c) => {
         clearTimeout(timer)
         res(c)
@@ -235,5 +270,10 @@ describe.skipIf(!canUnshare.ok)(`SSRF inside a loopback-only network namespace${
     expect(r.bulk.failed?.[0]?.reason ?? "unsafe_url").toMatch(/^unsafe_url/)
     expect(r.jobsTotal).toBe(0)
     expect(r.connections).toBe(0)
-  }, 120_000)
+    // A redirect from a public page to loopback is refused by every engine, before any connection.
+    expect(r.redirectHttp).toEqual({ status: "failed", classification: "unsafe_url" })
+    expect(r.redirectBrowser).toEqual({ status: "failed", classification: "unsafe_url" })
+    expect(r.loopbackConnectionsDuringRedirects).toBe(0)
+    expect(r.redirectsServed, "both engines reached the public page and were sent on").toBeGreaterThanOrEqual(2)
+  }, 180_000)
 })

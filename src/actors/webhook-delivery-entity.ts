@@ -1,7 +1,8 @@
 import { DateTime, Effect, Schedule, Schema } from "effect"
 import { ClusterSchema, DeliverAt, Entity, Singleton } from "effect/cluster"
 import { Rpc } from "effect/rpc"
-import { Config } from "../config.ts"
+import { type AppConfig, Config } from "../config.ts"
+import { classifierFor } from "../crawl/ssrf-policy.ts"
 import { KeyedLimiter, Semaphore } from "../crawl/semaphore.ts"
 import { createSafeLookup } from "../crawl/ssrf.ts"
 import { WebhookRepo, type DeliveryRow } from "../sql/webhook-repo.ts"
@@ -42,13 +43,10 @@ const NODE_DELIVERIES = 64
 const HOST_DELIVERIES = 8
 const nodeSlots = new Semaphore(NODE_DELIVERIES)
 const hostSlots = new KeyedLimiter(HOST_DELIVERIES)
-// One guarded lookup per setting, so every delivery shares one pooled agent (keep-alive).
-const lookups = new Map<boolean, ReturnType<typeof createSafeLookup>>()
-const lookupFor = (allowPrivate: boolean) => {
-  let lookup = lookups.get(allowPrivate)
-  if (!lookup) lookups.set(allowPrivate, lookup = createSafeLookup({ allowPrivate }))
-  return lookup
-}
+// One guarded lookup per node, so every delivery shares one pooled agent (keep-alive).
+let sharedLookup: ReturnType<typeof createSafeLookup> | undefined
+const lookupFor = (config: AppConfig) =>
+  sharedLookup ??= createSafeLookup({ allowPrivate: config.allowPrivateTargets, classify: classifierFor(config) })
 
 export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
   Effect.gen(function*() {
@@ -57,7 +55,7 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
     const config = yield* Config
     const self = yield* WebhookDeliveryEntity.client
     const schedule = createRetrySchedule(undefined, { scale: config.webhookRetryScale })
-    const lookup = lookupFor(config.allowPrivateTargets)
+    const lookup = lookupFor(config)
 
     const send = (d: DeliveryRow) =>
       Effect.promise(async () => {

@@ -5,6 +5,7 @@ import { createEngines } from "./engines/index.ts"
 import type { EngineName, ScreenshotOptions } from "./engines/types.ts"
 import { type EscalationResult, type PlanEntry, runEscalation } from "./escalation.ts"
 import { Semaphore } from "./semaphore.ts"
+import { classifierFor } from "./ssrf-policy.ts"
 
 export interface CrawlRequest {
   readonly url: string
@@ -42,7 +43,8 @@ export const CrawlServiceLive = Layer.effect(
           bravePath: config.bravePath,
           camoufoxPath: config.camoufoxPath,
           alternateProxyUrl: config.alternateProxyUrl,
-          crawl: crawlConfig
+          crawl: crawlConfig,
+          classify: classifierFor(config)
         })
       ),
       (e) => Effect.promise(() => e.close()).pipe(Effect.ignore)

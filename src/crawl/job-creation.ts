@@ -14,6 +14,7 @@ import { encryptSecret } from "../webhooks/secret-box.ts"
 import { generateWebhookSecret } from "../webhooks/signing.ts"
 import { domainIdOf, normalizeUrl } from "./domain.ts"
 import { checkUrl } from "./ssrf.ts"
+import { classifierFor } from "./ssrf-policy.ts"
 
 export const DEFAULT_JOB_TIMEOUT_MS = 120_000
 
@@ -43,6 +44,7 @@ export const JobCreationLive = Layer.effect(
     const events = yield* EventLog
     const jobClient = yield* JobEntity.client
     const tenantClient = yield* TenantEntity.client
+    const guard = { allowPrivate: config.allowPrivateTargets, classify: classifierFor(config) }
 
     /** Checks one job body beyond its schema: safe target and webhook URLs. */
     const prepare = (tenantId: string, body: CreateJobBody, requestId: string | null, replayOf: string | null = null): Effect.Effect<PreparedJob, ApiError> =>
@@ -50,8 +52,8 @@ export const JobCreationLive = Layer.effect(
         // Both URLs are checked, and every refusal is reported at once.
         const [target, hook] = yield* Effect.promise(() =>
           Promise.all([
-            checkUrl(body.url, { allowPrivate: config.allowPrivateTargets }),
-            body.webhookUrl ? checkUrl(body.webhookUrl, { allowPrivate: config.allowPrivateTargets }) : undefined
+            checkUrl(body.url, guard),
+            body.webhookUrl ? checkUrl(body.webhookUrl, guard) : undefined
           ])
         )
         // An unresolvable name is not unsafe; the crawl (or the delivery) reports it.

@@ -5,6 +5,7 @@ import { secondsToNextUtcDay, utcDayStart } from "../billing/windows.ts"
 import { Config } from "../config.ts"
 import { JobCreation } from "../crawl/job-creation.ts"
 import { checkUrl } from "../crawl/ssrf.ts"
+import { classifierFor } from "../crawl/ssrf-policy.ts"
 import { EventLog } from "../events/event-log.ts"
 import { CurrentPrincipal, isSuperAdmin } from "../iam/principal.ts"
 import { newId } from "../ids.ts"
@@ -85,7 +86,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           }
         }
         if (body.webhookUrl) {
-          const hook = yield* Effect.promise(() => checkUrl(body.webhookUrl!, { allowPrivate: config.allowPrivateTargets }))
+          const hook = yield* Effect.promise(() => checkUrl(body.webhookUrl!, { allowPrivate: config.allowPrivateTargets, classify: classifierFor(config) }))
           if (!hook.ok && hook.reason !== "dns_error") {
             return yield* fail(422, "unsafe_url", `the webhookUrl is refused: ${hook.detail}`, {
               details: [{ path: "webhookUrl", code: hook.reason, message: hook.detail }]

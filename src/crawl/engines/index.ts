@@ -2,6 +2,7 @@
  * The node's engine set, built once at start from configuration (contract §1).
  */
 import type { CrawlConfig } from "../config.js"
+import type { AddressClassifier } from "../ssrf.js"
 import { DEFAULT_CRAWL_CONFIG } from "../config.js"
 import { createBrowserEngine } from "./browser.js"
 import { createHttpEngine } from "./http.js"
@@ -15,6 +16,8 @@ export interface EngineSettings {
   /** ALTERNATE_PROXY_URL; unset → `alternate` goes direct. */
   alternateProxyUrl?: string | undefined
   crawl?: CrawlConfig
+  /** The SSRF address classifier (default `classifyAddress`). */
+  classify?: AddressClassifier
 }
 
 export type EngineSet = Record<EngineName, Engine> & { close(): Promise<void> }
@@ -22,7 +25,9 @@ export type EngineSet = Record<EngineName, Engine> & { close(): Promise<void> }
 /** One long-lived instance of every engine; call `close()` on shutdown. */
 export const createEngines = (s: EngineSettings = {}): EngineSet => {
   const c = s.crawl ?? DEFAULT_CRAWL_CONFIG
+  const guard = s.classify ? { classify: s.classify } : {}
   const httpCommon = {
+    ...guard,
     maxBodyBytes: c.maxBodyBytes,
     maxRedirects: c.maxRedirects,
     transport: c.http.transport,
@@ -30,6 +35,7 @@ export const createEngines = (s: EngineSettings = {}): EngineSet => {
     headerPoolSize: c.http.headerPoolSize
   }
   const browserCommon = {
+    ...guard,
     maxBodyBytes: c.maxBodyBytes,
     maxPages: c.browser.maxPages,
     recycleAfterPages: c.browser.recycleAfterPages,
