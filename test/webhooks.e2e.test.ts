@@ -29,7 +29,11 @@ const receiver = async (answer: (n: number) => { status: number; delayMs?: numbe
   return {
     url: `http://127.0.0.1:${port}/hook`,
     received,
-    close: () => new Promise<void>((r) => server.close(() => r()))
+    // Trawl keeps delivery connections alive (and may still be retrying): drop them on close.
+    close: () => new Promise<void>((r) => {
+      server.close(() => r())
+      server.closeAllConnections()
+    })
   }
 }
 

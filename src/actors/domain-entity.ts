@@ -73,7 +73,11 @@ export const DomainEntityLive = DomainEntity.toLayer(
         }).pipe(Rpc.fork),
       Record: ({ payload }) =>
         Effect.gen(function*() {
-          history.set(payload.engine, { engine: payload.engine, ok: payload.ok, at: Date.now() })
+          const previous = history.get(payload.engine)
+          const now = Date.now()
+          history.set(payload.engine, { engine: payload.engine, ok: payload.ok, at: now })
+          // The table only needs to follow changes (and stay fresh within the learning window).
+          if (previous && previous.ok === payload.ok && now - previous.at < 60_000) return
           yield* sql`
             INSERT INTO domain_engine_history (domain_id, engine, ok, at) VALUES (${domainId}, ${payload.engine}, ${payload.ok}, now())
             ON CONFLICT (domain_id, engine) DO UPDATE SET ok = EXCLUDED.ok, at = EXCLUDED.at`.pipe(Effect.ignore)

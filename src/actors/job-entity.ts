@@ -81,19 +81,17 @@ export const JobEntityLive = JobEntity.toLayer(
       })
 
     const run = Effect.gen(function*() {
-      const queued = yield* repo.byId(jobId)
-      if (!queued || !["queued", "claimed"].includes(queued.status)) return
-      if (queued.runs >= MAX_RUNS) {
-        yield* end(queued, "dead", {
+      // The lease outlives the whole job; a job still claimed after it has lost its runner.
+      const job = yield* repo.claim(jobId, 60_000)
+      if (!job) return
+      if (job.runs > MAX_RUNS) {
+        yield* end(job, "dead", {
           httpStatus: null, finalUrl: null, classification: "internal_error", engine: null, durationMs: 0,
           contentType: null, bytes: 0, startedWith: { engine: "none", reason: `gave up after ${MAX_RUNS} interrupted runs` },
           screenshot: { taken: false, reason: "not crawled" }, attempts: []
-        }, queued.attempts)
+        }, job.attempts)
         return
       }
-      // The lease outlives the whole job; a job still claimed after it has lost its runner.
-      const job = yield* repo.claim(jobId, queued.timeout_ms + 60_000)
-      if (!job) return
       // Clients hear of the claim once; a re-run after a lost node is not news to them.
       if (job.runs === 1) yield* events.emit(job.tenant_id, "job.claimed", { id: job.id, status: "claimed", url: job.url })
 

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto"
-import { gunzipSync, gzipSync } from "node:zlib"
+import { promisify } from "node:util"
+import { gunzipSync, gzip } from "node:zlib"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { newId } from "../ids.ts"
@@ -103,8 +104,11 @@ export interface JobRepoShape {
   readonly find: (tenantId: string, id: string) => Effect.Effect<JobRow | undefined>
   readonly byId: (id: string) => Effect.Effect<JobRow | undefined>
   readonly query: (q: JobQuery) => Effect.Effect<{ items: ReadonlyArray<JobRow>; total: number }>
-  /** Marks a job claimed for one more run; undefined when it is terminal or missing. */
-  readonly claim: (id: string, leaseMs: number) => Effect.Effect<JobRow | undefined>
+  /**
+   * Marks a job claimed for one more run, leased for its `timeoutMs` plus `graceMs`;
+   * undefined when it is terminal or missing.
+   */
+  readonly claim: (id: string, graceMs: number) => Effect.Effect<JobRow | undefined>
   /** Moves a non-terminal job to its end state with its artifacts and page version, atomically. */
   readonly finish: (id: string, f: JobFinish) => Effect.Effect<JobRow | undefined>
   /** Non-terminal → dead (cancelled); returns the row as it is afterwards, and whether this call changed it. */
@@ -122,6 +126,8 @@ export interface JobRepoShape {
 }
 
 export class JobRepo extends Context.Service<JobRepo, JobRepoShape>()("trawl/JobRepo") {}
+
+const gzipAsync = promisify(gzip)
 
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex")
 
@@ -146,15 +152,11 @@ export const JobRepoLive = Layer.effect(
 
     const orderBy = (sort: JobQuery["sort"]) => sql.literal(orderByTerms(sort, sortColumns))
 
-    const storeContent = (tenantId: string, body: Buffer) =>
-      Effect.gen(function*() {
-        const hash = sha256(body)
-        yield* sql`
-          INSERT INTO page_contents (tenant_id, hash, compressed, size)
-          VALUES (${tenantId}, ${hash}, ${gzipSync(body)}, ${body.length})
-          ON CONFLICT (tenant_id, hash) DO NOTHING`
-        return hash
-      })
+    const storeContent = (tenantId: string, hash: string, body: Buffer, compressed: Buffer) =>
+      sql`
+        INSERT INTO page_contents (tenant_id, hash, compressed, size)
+        VALUES (${tenantId}, ${hash}, ${compressed}, ${body.length})
+        ON CONFLICT (tenant_id, hash) DO NOTHING`
 
     return JobRepo.of({
       insert: (jobs) =>
@@ -186,14 +188,19 @@ export const JobRepoLive = Layer.effect(
           sql<JobRow>`SELECT * FROM jobs WHERE ${where(q)} ORDER BY ${orderBy(q.sort)} OFFSET ${q.offset} LIMIT ${q.limit}`,
           sql<{ n: string }>`SELECT count(*) AS n FROM jobs WHERE ${where(q)}`
         ], { concurrency: 2 }).pipe(Effect.orDie, Effect.map(([items, [c]]) => ({ items, total: Number(c!.n) }))),
-      claim: (id, leaseMs) =>
+      claim: (id, graceMs) =>
         sql<JobRow>`
           UPDATE jobs SET status = 'claimed', claimed_at = now(), runs = runs + 1,
-                          lease_until = now() + ${leaseMs} * interval '1 millisecond'
+                          lease_until = now() + (timeout_ms + ${graceMs}) * interval '1 millisecond'
           WHERE id = ${id} AND status IN ('queued', 'claimed')
           RETURNING *`.pipe(Effect.orDie, Effect.map((r) => r[0])),
       finish: (id, f) =>
-        sql.withTransaction(Effect.gen(function*() {
+        Effect.gen(function*() {
+          // Hashing and compression happen before the transaction, off the event loop (gzip level 1).
+          const packed = f.content
+            ? { hash: sha256(f.content.body), compressed: yield* Effect.promise(() => gzipAsync(f.content!.body, { level: 1 })) }
+            : undefined
+          return yield* sql.withTransaction(Effect.gen(function*() {
           const [row] = yield* sql<JobRow>`
             UPDATE jobs SET status = ${f.status}, result = ${JSON.stringify(f.result)}::jsonb, attempts = ${f.attempts},
                             finished_at = now(), lease_until = NULL
@@ -201,8 +208,9 @@ export const JobRepoLive = Layer.effect(
             RETURNING *`
           if (!row) return undefined
           let contentHash: string | null = null
-          if (f.content) {
-            contentHash = yield* storeContent(row.tenant_id, f.content.body)
+          if (f.content && packed) {
+            contentHash = packed.hash
+            yield* storeContent(row.tenant_id, packed.hash, f.content.body, packed.compressed)
             const [prev] = yield* sql<{ content_hash: string }>`
               SELECT content_hash FROM page_versions WHERE tenant_id = ${row.tenant_id} AND normalized_url = ${row.normalized_url}
               ORDER BY fetched_at DESC, id DESC LIMIT 1`
@@ -223,7 +231,8 @@ export const JobRepoLive = Layer.effect(
           }
           if (f.delivery) yield* webhooks.insert(f.delivery)
           return row
-        })).pipe(Effect.orDie),
+        }))
+        }).pipe(Effect.orDie),
       cancel: (tenantId, id) =>
         Effect.gen(function*() {
           const result: JobResult = {

@@ -66,14 +66,20 @@ const visibleText = (html: string): string =>
  * A strong marker matches anywhere; a weak phrase only when the page has little visible text
  * (a normal article that mentions "captcha" is not a wall) and it appears in the title or text.
  */
+const escapeRe = (m: string) => m.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+const STRONG_RE = new RegExp(STRONG_MARKERS.map(escapeRe).join("|"), "i")
+const WEAK_RE = new RegExp([...WEAK_MARKERS.map(escapeRe), "captcha", "cf-turnstile"].join("|"), "i")
+
 export const detectBotWall = (body: Buffer | string | null): string | null => {
   if (!body) return null
   const len = typeof body === "string" ? body.length : body.byteLength
   if (len === 0 || len > MAX_SCAN_BYTES) return null
-  const html = (typeof body === "string" ? body : body.toString("utf8")).toLowerCase()
-  for (const m of STRONG_MARKERS) if (html.includes(m)) return m
-  // cheap pre-filter: the costly visible-text pass only runs when a weak marker occurs at all
-  if (!WEAK_MARKERS.some((m) => html.includes(m)) && !/captcha|cf-turnstile/.test(html)) return null
+  const raw = typeof body === "string" ? body : body.toString("utf8")
+  // One case-insensitive scan of the page; lower-casing a whole page is only paid when a marker occurs.
+  const strong = STRONG_RE.exec(raw)
+  if (strong) return strong[0].toLowerCase()
+  if (!WEAK_RE.test(raw)) return null
+  const html = raw.toLowerCase()
   const text = visibleText(html)
   if (text.length > SMALL_PAGE_TEXT_CHARS) return null
   const title = /<title[^>]*>([\s\S]*?)<\/title>/.exec(html)?.[1] ?? ""
