@@ -1,14 +1,31 @@
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
+import { Worker } from "node:worker_threads"
 import { PgClient } from "@effect/sql-pg"
-import { PGlite } from "@electric-sql/pglite"
 import { Effect, Layer, Redacted } from "effect"
 import { Config } from "../config.ts"
-import { EmbeddedPgServer } from "./embedded-pg-server.ts"
+
+/** Starts the embedded database in a worker thread; resolves with the port it listens on. */
+const startEmbeddedWorker = (dir: string) =>
+  new Promise<{ worker: Worker; port: number }>((resolve, reject) => {
+    const worker = new Worker(new URL("./embedded-pg-worker.ts", import.meta.url), { workerData: { dir } })
+    worker.once("error", reject)
+    worker.once("message", (m: { port: number }) => resolve({ worker, port: m.port }))
+  })
+
+const stopEmbeddedWorker = (worker: Worker) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(() => void worker.terminate().then(() => resolve()), 5_000)
+    worker.once("message", () => {
+      clearTimeout(timer)
+      void worker.terminate().then(() => resolve())
+    })
+    worker.postMessage("close")
+  })
 
 /**
- * The embedded default: PGlite in DATA_DIR behind an in-process wire-protocol server,
- * so the very same PgClient, SQL and cluster storage run on it. One runner only:
+ * The embedded default: PGlite in DATA_DIR behind a wire-protocol front, in a worker
+ * thread, so the very same PgClient, SQL and cluster storage run on it. One runner only:
  * PGlite is a single session, so it must never be shared by two processes.
  */
 const embedded = (dataDir: string) =>
@@ -16,14 +33,9 @@ const embedded = (dataDir: string) =>
     Effect.gen(function*() {
       const dir = join(dataDir, "pg")
       mkdirSync(dir, { recursive: true })
-      const db = yield* Effect.acquireRelease(
-        Effect.promise(() => PGlite.create(dir)),
-        (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
-      )
-      const server = new EmbeddedPgServer(db)
-      const port = yield* Effect.acquireRelease(
-        Effect.promise(() => server.listen()),
-        () => Effect.promise(() => server.close()).pipe(Effect.ignore)
+      const { port } = yield* Effect.acquireRelease(
+        Effect.promise(() => startEmbeddedWorker(dir)),
+        ({ worker }) => Effect.promise(() => stopEmbeddedWorker(worker))
       )
       return PgClient.layer({
         host: "127.0.0.1",

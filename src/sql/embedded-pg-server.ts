@@ -19,7 +19,12 @@ export class EmbeddedPgServer {
   private owner: Socket | undefined
   private waiters: Array<{ socket: Socket; resume: () => void }> = []
 
-  constructor(private readonly db: PGlite) {}
+  private readonly db: PGlite
+
+  // A plain field, not a parameter property: this file also runs in a worker under Node's type stripping.
+  constructor(db: PGlite) {
+    this.db = db
+  }
 
   async listen(): Promise<number> {
     await this.db.waitReady
