@@ -110,12 +110,10 @@ export const JobCreationLive = Layer.effect(
         const rows = yield* repo.insert(prepared.map((p) => p.job)).pipe(
           Effect.onError(() => tenantClient(tenantId).ReleaseJobs({ jobIds: ids }, { discard: true }).pipe(Effect.ignore))
         )
-        yield* Effect.forEach(rows, (row) => events.emit(tenantId, "job.created", { id: row.id, status: row.status, url: row.url }), {
-          discard: true
-        })
+        yield* events.emitAll(tenantId, rows.map((row) => ({ type: "job.created", data: { id: row.id, status: row.status, url: row.url } })))
         // A lost hand-off is picked up by the sweeper once the job's lease runs out.
         yield* Effect.forEach(ids, (id) => jobClient(id).Run(undefined, { discard: true }).pipe(Effect.ignore), {
-          concurrency: 8,
+          concurrency: 32,
           discard: true
         })
         return rows.map((row, i) => ({

@@ -11,7 +11,9 @@ export interface StoredEvent {
 
 export interface EventLogShape {
   /** Appends a lifecycle event of a tenant and wakes every node's stream subscribers. */
-  readonly emit: (tenantId: string, type: string, data: { id: string; status: string } & Record<string, unknown>) => Effect.Effect<void>
+  readonly emit: (tenantId: string, type: string, data: EventData) => Effect.Effect<void>
+  /** Appends several events of one tenant in one transaction (bulk creation). */
+  readonly emitAll: (tenantId: string, events: ReadonlyArray<{ type: string; data: EventData }>) => Effect.Effect<void>
   /** Events after sequence number `afterId`, oldest first. */
   readonly since: (tenantId: string, afterId: string, limit: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
   /** The tenant's latest sequence number ("0" when it has none): where a fresh stream starts. */
@@ -19,6 +21,8 @@ export interface EventLogShape {
   /** Calls `onAppended` whenever the tenant's log may have grown. */
   readonly subscribe: (tenantId: string, onAppended: () => void) => Effect.Effect<void, never, Scope.Scope>
 }
+
+export type EventData = { id: string; status: string } & Record<string, unknown>
 
 export class EventLog extends Context.Service<EventLog, EventLogShape>()("trawl/EventLog") {}
 
@@ -44,20 +48,30 @@ export const EventLogLive = Layer.effect(
       Effect.forkScoped
     )
 
+    const emitAll = (tenantId: string, events: ReadonlyArray<{ type: string; data: EventData }>) =>
+      Effect.gen(function*() {
+        if (events.length === 0) return
+        const at = new Date().toISOString()
+        yield* sql.withTransaction(Effect.gen(function*() {
+          // Takes n numbers at once; the row lock keeps commits in sequence order.
+          const [row] = yield* sql<{ seq: string }>`
+            INSERT INTO event_sequences (tenant_id, seq) VALUES (${tenantId}, ${events.length})
+            ON CONFLICT (tenant_id) DO UPDATE SET seq = event_sequences.seq + ${events.length}
+            RETURNING seq`
+          const first = Number(row!.seq) - events.length + 1
+          yield* sql`INSERT INTO events ${sql.insert(events.map((e, i) => ({
+            tenant_id: tenantId,
+            seq: first + i,
+            type: e.type,
+            data: JSON.stringify({ ...e.data, tenantId, at })
+          })) as unknown as [Record<string, unknown>, ...Array<Record<string, unknown>>])}`
+        }))
+        yield* kv.publish(channelOf(tenantId), "1")
+      }).pipe(Effect.catchCause((cause) => Effect.logWarning("events not recorded", cause)))
+
     return EventLog.of({
-      emit: (tenantId, type, data) =>
-        Effect.gen(function*() {
-          const payload = { ...data, tenantId, at: new Date().toISOString() }
-          yield* sql.withTransaction(Effect.gen(function*() {
-            const [row] = yield* sql<{ seq: string }>`
-              INSERT INTO event_sequences (tenant_id, seq) VALUES (${tenantId}, 1)
-              ON CONFLICT (tenant_id) DO UPDATE SET seq = event_sequences.seq + 1
-              RETURNING seq`
-            yield* sql`INSERT INTO events (tenant_id, seq, type, data)
-                       VALUES (${tenantId}, ${row!.seq}, ${type}, ${JSON.stringify(payload)}::jsonb)`
-          }))
-          yield* kv.publish(channelOf(tenantId), "1")
-        }).pipe(Effect.catchCause((cause) => Effect.logWarning("event not recorded", cause))),
+      emit: (tenantId, type, data) => emitAll(tenantId, [{ type, data }]),
+      emitAll,
       since: (tenantId, afterId, limit) =>
         sql<{ seq: string; type: string; data: Record<string, unknown> }>`
           SELECT seq, type, data FROM events WHERE tenant_id = ${tenantId} AND seq > ${afterId}::bigint
