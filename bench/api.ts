@@ -28,7 +28,7 @@ import { join } from "node:path"
 import { createTestDatabase, startServer } from "../test/support/server-process.ts"
 import { bootstrap } from "./support/bootstrap.ts"
 import { type LoadResult, mergeResults, runLoad, type Target } from "./support/load.ts"
-import { checkInterrupted, cleanupAll, cpuSeconds, dropDatabase, installExitHandlers, onCleanup, startBare } from "./support/processes.ts"
+import { checkInterrupted, cleanupAll, cpuMs, dropDatabase, installExitHandlers, onCleanup, runMain, startBare } from "./support/processes.ts"
 
 const args = process.argv.slice(2).filter((a) => a !== "--")
 const opt = (name: string, dflt: number): number => {
@@ -72,11 +72,11 @@ const cpu = { full: { server: 0, loader: 0 }, bare: { server: 0, loader: 0 } }
 
 const phase = async (label: "full" | "bare", kind: string, server: Server, targets: ReadonlyArray<Target>, seconds: number) => {
   checkInterrupted()
-  const server0 = cpuSeconds(server.pid)
+  const server0 = cpuMs(server.pid)
   const loader0 = process.cpuUsage()
   const r = await runLoad(server.baseUrl, targets, { connections, duration: seconds })
   const loader = process.cpuUsage(loader0)
-  const serverCpu = server0 === undefined ? undefined : cpuSeconds(server.pid)! - server0
+  const serverCpu = server0 === undefined ? undefined : (cpuMs(server.pid)! - server0) / 1000
   checkInterrupted()
   if (kind !== "warm-up") {
     cpu[label].server += serverCpu ?? NaN
@@ -189,17 +189,9 @@ const main = async () => {
   log(`api ratio=${f(ratio, 3)} p99_ratio=${f(p99Ratio, 3)}`)
 }
 
-main().then(
-  () => process.exit(0),
-  async (error) => {
-    if (error instanceof Error && error.message === "interrupted") {
-      await cleanupAll()
-      process.exit(130)
-    }
-    console.error(error instanceof Error ? error.stack ?? error.message : error)
-    if (error instanceof Error && error.cause !== undefined) console.error("cause:", error.cause)
-    if (serverOutput) console.error(`--- trawl server output (tail) ---\n${serverOutput().slice(-4000)}`)
-    await cleanupAll()
-    process.exit(1)
-  }
-)
+runMain(main, (error) => {
+  if (error instanceof Error && error.message === "interrupted") return 130
+  console.error(error instanceof Error ? error.stack ?? error.message : error)
+  if (error instanceof Error && error.cause !== undefined) console.error("cause:", error.cause)
+  if (serverOutput) console.error(`--- trawl server output (tail) ---\n${serverOutput().slice(-4000)}`)
+})

@@ -32,12 +32,9 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
 import { client, createTestDatabase, INTERNAL_TOKEN, type RunningServer, startServer } from "../test/support/server-process.ts"
 import { type LoadResult, openSse, runPostLoad, type SseStream } from "./crawl-support/load.ts"
-import { cleanupAll, installExitHandlers, onCleanup, procCpuMs, root, spawnChild } from "./crawl-support/processes.ts"
+import { cleanupAll, cpuMs, dropDatabase, installExitHandlers, onCleanup, root, runMain, spawnTs } from "./support/processes.ts"
 import { summarizeProfile } from "./crawl-support/profile.ts"
 import { connectStats, diffCounts, listeningPorts, type SqlStats, type TableCounts } from "./crawl-support/sql-stats.ts"
 
@@ -116,7 +113,7 @@ interface Fixture {
 }
 
 const startFixture = async (): Promise<Fixture> => {
-  const child = spawnChild("fixture server", "bench/crawl-support/fixture-server.ts", {
+  const child = spawnTs("fixture server", "bench/crawl-support/fixture-server.ts", {
     FIXTURE_HOSTS: hosts.join(","),
     PAGE_BYTES: String(pageBytes)
   })
@@ -179,7 +176,7 @@ const watchTenants = async (baseUrl: string, tenants: ReadonlyArray<Tenant>, ser
       if (terminal.has(data.id)) return
       // The CPU is read at each terminal event so that the last one gives the end of the span.
       lastTerminalAt = performance.now()
-      terminal.set(data.id, { status: e.event.slice(4), classification: data.classification, at: lastTerminalAt, cpuMs: procCpuMs(serverPid) })
+      terminal.set(data.id, { status: e.event.slice(4), classification: data.classification, at: lastTerminalAt, cpuMs: cpuMs(serverPid) ?? NaN })
       check()
     }, (error) => {
       streamError ??= error
@@ -309,7 +306,7 @@ const runTrawlCrawl = async (
   const urls = Array.from({ length: pages }, (_, i) => fixture.url("page", i))
   const counts0 = await stats?.read()
   if (profiling) await toggleProfiler(trawl, "bench-profile started")
-  const cpu0 = procCpuMs(pid)
+  const cpu0 = cpuMs(pid) ?? NaN
   const t0 = performance.now()
   const sub = await submitBulk(trawl.baseUrl, tenants, urls)
   const submittedMs = performance.now() - t0
@@ -351,7 +348,7 @@ const runChildCrawl = async (label: string, script: string, fixture: Fixture, di
     measured: Array.from({ length: pages }, (_, i) => fixture.url("page", i))
   }))
   const storage = mkdtempSync(join(tmpdir(), "trawl-bench-crawl-storage-"))
-  const child = spawnChild(label, script, {
+  const child = spawnTs(label, script, {
     URLS_FILE: urlsFile,
     CONCURRENCY: String(concurrency),
     CRAWLEE_STORAGE_DIR: storage,
@@ -401,17 +398,6 @@ const runCreate = async (
     loud(`${label.toUpperCase()}: ${r.unexpected} NON-201 RESPONSES (${codes}; ${r.errors} errors), ${w.unexpected} IN WARM-UP; e.g. ${r.sampleError ?? w.sampleError}`)
   }
   return { ...r, warmRequests: w.requests }
-}
-
-const dropDatabase = async (baseUrl: string, url: string) => {
-  const name = decodeURIComponent(new URL(url).pathname.slice(1))
-  if (!/^trawl_t_[a-z0-9_]+$/.test(name)) throw new Error(`refusing to drop database ${name}`)
-  await Effect.runPromise(
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
-    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(baseUrl), maxConnections: 1 })), Effect.scoped)
-  )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -486,7 +472,7 @@ const main = async () => {
         if (stats && counts0) printCounts("(d) SQL per create request (warm-up + measured, with the crawls of those jobs so far)", counts0, await stats.read(), createTrawl.requests + createTrawl.warmRequests)
       }
     } finally {
-      const cpuTotal = procCpuMs(trawl.process.pid!)
+      const cpuTotal = cpuMs(trawl.process.pid!) ?? NaN
       // Warnings while measuring (e.g. shard-lock timeouts under load) explain stalls and re-runs.
       const notes = trawl.output().split("\n").filter((l) => /\b(WARN|ERROR|FATAL)\b/.test(l) && !/REDIS_URL is not set/.test(l))
       if (notes.length > 0) {
@@ -516,7 +502,7 @@ const main = async () => {
   }
   if (phases.has("d")) {
     const bareDir = join(dir, "bare")
-    const bare = spawnChild("bare insert server", "bench/crawl-support/bare-insert-server.ts", {
+    const bare = spawnTs("bare insert server", "bench/crawl-support/bare-insert-server.ts", {
       BARE_PORT: "0",
       ...(databaseUrl ? { BARE_DATABASE_URL: databaseUrl } : { BARE_DATA_DIR: bareDir })
     })
@@ -579,11 +565,4 @@ const printProfile = (file: string, span: string, tag: string) => {
   log("")
 }
 
-main().then(
-  () => process.exit(0),
-  async (error) => {
-    console.error("bench:crawl failed:", error)
-    await cleanupAll()
-    process.exit(1)
-  }
-)
+runMain(main, (error) => console.error("bench:crawl failed:", error))

@@ -29,7 +29,8 @@ import { shardingTuning } from "../src/actors/cluster.ts"
 import { verifyWebhookSignature } from "../src/webhooks/signing.ts"
 import { jobWebhookBody } from "../src/webhooks/sender.ts"
 import { client, createTestDatabase, startServer } from "../test/support/server-process.ts"
-import { checkInterrupted, cleanupAll, dropDatabase, installExitHandlers, onCleanup, spawnTs } from "./webhooks-support/processes.ts"
+import { percentile } from "./support/load.ts"
+import { checkInterrupted, cleanupAll, dropDatabase, installExitHandlers, onCleanup, runMain, spawnTs } from "./support/processes.ts"
 import { type Arrival, nowMs, startFixture, startReceiver } from "./webhooks-support/servers.ts"
 
 const args = process.argv.slice(2).filter((a) => a !== "--")
@@ -64,8 +65,6 @@ function parseMs(d: string): number {
 
 const log = (line: string) => console.log(line)
 const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : String(x))
-const percentile = (sorted: ReadonlyArray<number>, p: number) =>
-  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 const until = async (what: string, done: () => boolean, timeoutMs: number) => {
@@ -330,11 +329,4 @@ const main = async () => {
   log(`webhooks ratio=${ratio.toFixed(3)} p99_ms=${Math.round(p99)}`)
 }
 
-main().then(
-  () => process.exit(0),
-  async (error) => {
-    console.error(error)
-    await cleanupAll()
-    process.exit(1)
-  }
-)
+runMain(main)

@@ -12,34 +12,12 @@
  * Prints `bare listening on <port>`; exits when its stdin closes.
  */
 import { randomUUID } from "node:crypto"
-import { mkdirSync } from "node:fs"
 import { createServer } from "node:http"
-import { join } from "node:path"
-import { PgClient } from "@effect/sql-pg"
-import { PGlite } from "@electric-sql/pglite"
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
-import { EmbeddedPgServer } from "../../src/sql/embedded-pg-server.ts"
-import { exitWithParent } from "./processes.ts"
+import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
+import { openBareDb, serveBare } from "../support/bare-db.ts"
 
-const port = Number(process.env.BARE_PORT ?? "0")
-const databaseUrl = process.env.BARE_DATABASE_URL
 const table = "bench_bare_jobs"
-
-let pglite: PGlite | undefined
-let front: EmbeddedPgServer | undefined
-
-const clientLayer = async (): Promise<Layer.Layer<SqlClient.SqlClient, unknown>> => {
-  // The same client settings as Trawl (src/sql/database.ts).
-  if (databaseUrl) return PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 20 })
-  const dataDir = process.env.BARE_DATA_DIR
-  if (!dataDir) throw new Error("BARE_DATA_DIR or BARE_DATABASE_URL is required")
-  mkdirSync(join(dataDir, "pg"), { recursive: true })
-  pglite = await PGlite.create(join(dataDir, "pg"))
-  front = new EmbeddedPgServer(pglite)
-  const pgPort = await front.listen()
-  return PgClient.layer({ host: "127.0.0.1", port: pgPort, database: "postgres", username: "postgres", maxConnections: 8, prepare: false })
-}
 
 const createTable = (sql: SqlClient.SqlClient) =>
   Effect.gen(function*() {
@@ -73,8 +51,8 @@ const createTable = (sql: SqlClient.SqlClient) =>
   })
 
 const main = async () => {
-  const runtime = ManagedRuntime.make(await clientLayer())
-  const sql = await runtime.runPromise(SqlClient.SqlClient)
+  const db = await openBareDb()
+  const { runtime, sql } = db
   await runtime.runPromise(createTable(sql))
 
   const insert = (tenantId: string, url: string, requestId: string) => {
@@ -113,20 +91,7 @@ const main = async () => {
       )
     })
   })
-  server.keepAliveTimeout = 60_000
-
-  exitWithParent(async () => {
-    server.closeAllConnections()
-    await new Promise<void>((res) => server.close(() => res()))
-    await runtime.dispose().catch(() => {})
-    await front?.close().catch(() => {})
-    await pglite?.close().catch(() => {})
-  })
-  await new Promise<void>((res, rej) => {
-    server.once("error", rej)
-    server.listen(port, "127.0.0.1", () => res())
-  })
-  console.log(`bare listening on ${(server.address() as { port: number }).port}`)
+  await serveBare(server, db)
 }
 
 main().catch((error) => {

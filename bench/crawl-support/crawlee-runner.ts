@@ -10,7 +10,7 @@
 import { readFileSync } from "node:fs"
 import { Configuration, log } from "@crawlee/core"
 import { HttpCrawler } from "@crawlee/http"
-import { exitWithParent } from "./processes.ts"
+import { exitWithParent } from "../support/processes.ts"
 
 const { warm, measured } = JSON.parse(readFileSync(process.env.URLS_FILE!, "utf8")) as { warm: Array<string>; measured: Array<string> }
 const concurrency = Number(process.env.CONCURRENCY ?? 32)

@@ -11,7 +11,7 @@
  * Prints `fixture ready <json [{host, port}]>`; exits when its stdin closes.
  */
 import { createServer, type Server } from "node:http"
-import { exitWithParent } from "./processes.ts"
+import { exitWithParent } from "../support/processes.ts"
 
 const hosts = (process.env.FIXTURE_HOSTS ?? "127.0.0.2").split(",").map((h) => h.trim()).filter(Boolean)
 const pageBytes = Number(process.env.PAGE_BYTES ?? 50_000)

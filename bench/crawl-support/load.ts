@@ -4,6 +4,7 @@
  */
 import { request as httpRequest, type IncomingMessage } from "node:http"
 import { Pool } from "undici"
+import { percentile } from "../support/load.ts"
 
 export interface PostTarget {
   readonly headers: Record<string, string>
@@ -23,12 +24,6 @@ export interface LoadResult {
   readonly unexpected: number
   readonly errors: number
   readonly sampleError?: string
-}
-
-const percentile = (sorted: Float64Array, p: number) => {
-  if (sorted.length === 0) return NaN
-  const rank = Math.ceil((p / 100) * sorted.length) - 1
-  return sorted[Math.min(sorted.length - 1, Math.max(0, rank))]!
 }
 
 /**

@@ -15,12 +15,9 @@
  */
 import { readFileSync } from "node:fs"
 import { createServer } from "node:http"
-import { join } from "node:path"
-import { PgClient } from "@effect/sql-pg"
-import { PGlite } from "@electric-sql/pglite"
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
-import { EmbeddedPgServer } from "../../src/sql/embedded-pg-server.ts"
+import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
+import { openBareDb, serveBare } from "./bare-db.ts"
 
 export interface MirrorRow {
   readonly id: string
@@ -36,33 +33,6 @@ export interface MirrorRow {
   readonly expires_at: string | null
   readonly revoked_at: string | null
   readonly created_at: string
-}
-
-const port = Number(process.env.BARE_PORT ?? "0")
-const databaseUrl = process.env.BARE_DATABASE_URL
-
-let pglite: PGlite | undefined
-let front: EmbeddedPgServer | undefined
-
-const clientLayer = async (): Promise<Layer.Layer<SqlClient.SqlClient, unknown>> => {
-  if (databaseUrl) {
-    // As Trawl does for DATABASE_URL (src/sql/database.ts).
-    return PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 20 })
-  }
-  const dataDir = process.env.BARE_DATA_DIR
-  if (!dataDir) throw new Error("BARE_DATA_DIR or BARE_DATABASE_URL is required")
-  // As Trawl does for the embedded default (src/sql/database.ts).
-  pglite = await PGlite.create(join(dataDir, "pg"))
-  front = new EmbeddedPgServer(pglite)
-  const pgPort = await front.listen()
-  return PgClient.layer({
-    host: "127.0.0.1",
-    port: pgPort,
-    database: "postgres",
-    username: "postgres",
-    maxConnections: 8,
-    prepare: false
-  })
 }
 
 /** A minimal table mirroring api_keys' columns, with the given rows (embedded case only). */
@@ -97,9 +67,9 @@ const createMirror = (sql: SqlClient.SqlClient, rows: ReadonlyArray<MirrorRow>) 
   })
 
 const main = async () => {
-  const runtime = ManagedRuntime.make(await clientLayer())
-  const sql = await runtime.runPromise(SqlClient.SqlClient)
-  if (!databaseUrl) {
+  const db = await openBareDb()
+  const { runtime, sql } = db
+  if (db.embedded) {
     const file = process.env.BARE_ROWS_FILE
     if (!file) throw new Error("BARE_ROWS_FILE is required with BARE_DATA_DIR")
     const rows = JSON.parse(readFileSync(file, "utf8")) as ReadonlyArray<MirrorRow>
@@ -134,31 +104,7 @@ const main = async () => {
       }
     )
   })
-  server.keepAliveTimeout = 60_000
-
-  let closing = false
-  const shutdown = async () => {
-    if (closing) return
-    closing = true
-    server.closeAllConnections()
-    await new Promise<void>((res) => server.close(() => res()))
-    await runtime.dispose().catch(() => {})
-    await front?.close().catch(() => {})
-    await pglite?.close().catch(() => {})
-    process.exit(0)
-  }
-  process.on("SIGTERM", () => void shutdown())
-  process.on("SIGINT", () => void shutdown())
-  // The parent keeps our stdin open; when it goes away (even by SIGKILL), so do we.
-  process.stdin.on("end", () => void shutdown())
-  process.stdin.on("error", () => void shutdown())
-  process.stdin.resume()
-
-  await new Promise<void>((res, rej) => {
-    server.once("error", rej)
-    server.listen(port, "127.0.0.1", () => res())
-  })
-  console.log(`bare listening on ${(server.address() as { port: number }).port}`)
+  await serveBare(server, db)
 }
 
 main().catch((error) => {

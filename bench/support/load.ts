@@ -36,7 +36,8 @@ export interface LoadResult {
   readonly timeouts: number
 }
 
-const percentile = (sorted: Float64Array, p: number) => {
+/** The `p`th percentile (nearest rank) of ascending `sorted`; NaN when empty. */
+export const percentile = (sorted: ArrayLike<number>, p: number): number => {
   if (sorted.length === 0) return NaN
   const rank = Math.ceil((p / 100) * sorted.length) - 1
   return sorted[Math.min(sorted.length - 1, Math.max(0, rank))]!

@@ -1,6 +1,8 @@
 /**
- * Process and resource handling of `npm run bench:api`: the bare baseline server, a test database
- * to drop, and a cleanup list that runs once, on normal exit, on errors and on signals.
+ * Process and resource handling of the benchmarks (`npm run bench:api`, `bench:crawl`,
+ * `bench:webhooks`): a cleanup list that runs once (newest first) on normal exit, on errors and on
+ * signals; child processes that die with us (their stdin is our pipe); CPU time from /proc; a test
+ * database to drop. Only what this run started is ever stopped, by its own handle.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -12,10 +14,10 @@ import { SqlClient } from "effect/sql"
 import { freePort, nodeBin } from "../../test/support/server-process.ts"
 import type { MirrorRow } from "./bare-server.ts"
 
-const root = resolve(import.meta.dirname, "../..")
+export const root = resolve(import.meta.dirname, "../..")
 
 // ---------------------------------------------------------------------------------------------
-// Cleanup
+// Cleanup, exit and interruption
 
 const cleanups: Array<{ name: string; run: () => Promise<void> | void }> = []
 let cleaning: Promise<void> | undefined
@@ -61,11 +63,14 @@ export const checkInterrupted = () => {
   if (interrupted) throw new Error("interrupted")
 }
 
-/** Cleanup also on Ctrl-C, SIGTERM and unexpected errors. */
-export const installExitHandlers = () => {
+/**
+ * Cleanup also on Ctrl-C, SIGTERM, SIGHUP and unexpected errors; with `deadlineMs`, also when the
+ * whole run takes longer than that (exit code 124).
+ */
+export const installExitHandlers = (deadlineMs?: number) => {
   const bail = (code: number) => (reason?: unknown) => {
-    if (reason instanceof Error) console.error(reason)
-    else if (typeof reason === "string") console.error(`\n${reason}: stopping and cleaning up`)
+    if (typeof reason === "string") console.error(`\n${reason}: stopping and cleaning up`)
+    else if (reason !== undefined) console.error(reason)
     interrupted = true
     for (const listener of interruptListeners) listener()
     void cleanupAll().finally(() => process.exit(code))
@@ -75,27 +80,146 @@ export const installExitHandlers = () => {
   process.once("SIGHUP", bail(129))
   process.on("uncaughtException", bail(1))
   process.on("unhandledRejection", bail(1))
+  if (deadlineMs !== undefined) {
+    const timer = setTimeout(() => bail(124)(`the run exceeded ${Math.round(deadlineMs / 1000)} s`), deadlineMs)
+    timer.unref()
+  }
 }
 
+/**
+ * Runs a bench's `main` and exits 0 when it is done. If it fails: `report` the error (by default
+ * print it), run the cleanups, and exit with 1 or the code `report` returns.
+ */
+export const runMain = (main: () => Promise<void>, report: (error: unknown) => number | void = (error) => console.error(error)) =>
+  main().then(
+    () => process.exit(0),
+    async (error) => {
+      const code = report(error) ?? 1
+      await cleanupAll()
+      process.exit(code)
+    }
+  )
+
 // ---------------------------------------------------------------------------------------------
-// Bare baseline server
+// Child processes
 
 /**
- * CPU seconds (user + system, all threads) a process has used so far, from /proc; undefined where
- * there is no /proc. On a shared machine CPU per request is steadier than requests per second.
+ * CPU time (user + system, all threads) a process has used so far, in ms, from /proc; undefined
+ * where there is no /proc. On a shared machine CPU per request is steadier than requests per second.
  */
-export const cpuSeconds = (pid: number | undefined): number | undefined => {
+export const cpuMs = (pid: number | undefined): number | undefined => {
   if (pid === undefined) return undefined
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    // The command name is in parentheses and may contain spaces: count fields after the last ")".
+    // fields[0] is field 3 (state); utime is field 14, stime field 15.
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS
   } catch {
     return undefined
   }
 }
 const CLOCK_TICKS = 100
+
+export interface Child {
+  readonly process: ChildProcess
+  /** stdout and stderr so far. */
+  readonly output: () => string
+  /** Resolves with the first stdout line that starts with `prefix` (rest of the line). */
+  readonly line: (prefix: string, timeoutMs?: number) => Promise<string>
+  /** Resolves with the exit code. */
+  readonly exited: Promise<number | null>
+  readonly stop: () => Promise<void>
+}
+
+/**
+ * Spawns `node --import tsx <script>` (cwd: the repo) with a minimal env and registers its stop.
+ * Its stdin stays a pipe, so a child written for a bench (see `exitWithParent`) exits when this
+ * process goes away, even by SIGKILL.
+ */
+export const spawnTs = (name: string, script: string, env: Record<string, string>): Child => {
+  checkInterrupted()
+  const child = spawn(nodeBin, ["--import", "tsx", script], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
+    stdio: ["pipe", "pipe", "pipe"]
+  })
+  let out = ""
+  let pending = ""
+  const lines: Array<string> = []
+  const listeners = new Set<() => void>()
+  child.stdout!.on("data", (d: Buffer) => {
+    out += d
+    pending += d
+    let nl: number
+    while ((nl = pending.indexOf("\n")) >= 0) {
+      lines.push(pending.slice(0, nl))
+      pending = pending.slice(nl + 1)
+    }
+    for (const l of listeners) l()
+  })
+  child.stderr!.on("data", (d) => (out += d))
+  child.stdin!.on("error", () => {})
+  const exited = new Promise<number | null>((res) => child.once("exit", (code) => res(code)))
+  let exitCode: number | undefined
+  child.once("exit", (code, signal) => {
+    exitCode = code ?? (signal ? -1 : 0)
+    for (const l of listeners) l()
+  })
+  const stop = onCleanup(name, async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.stdin!.end()
+    child.kill("SIGTERM")
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
+    await exited
+    clearTimeout(timer)
+  })
+  const line = (prefix: string, timeoutMs = 120_000) =>
+    new Promise<string>((res, rej) => {
+      const check = () => {
+        const found = lines.find((l) => l.startsWith(prefix))
+        if (found !== undefined) {
+          done()
+          res(found.slice(prefix.length).trim())
+        } else if (exitCode !== undefined) {
+          done()
+          rej(new Error(`${name} exited (${exitCode}) before printing "${prefix}":\n${out.slice(-4000)}`))
+        }
+      }
+      const timer = setTimeout(() => {
+        done()
+        rej(new Error(`${name}: no "${prefix}" within ${timeoutMs} ms:\n${out.slice(-4000)}`))
+      }, timeoutMs)
+      const done = () => {
+        clearTimeout(timer)
+        listeners.delete(check)
+      }
+      listeners.add(check)
+      check()
+    })
+  return { process: child, output: () => out, line, exited, stop }
+}
+
+/** For children: exit when the parent closes our stdin (it died or is done with us), or on SIGTERM/SIGINT. */
+export const exitWithParent = (shutdown: () => void | Promise<void>) => {
+  let closing = false
+  const go = () => {
+    if (closing) return
+    closing = true
+    void Promise.resolve()
+      .then(shutdown)
+      .catch(() => {})
+      .finally(() => process.exit(0))
+  }
+  process.stdin.on("end", go)
+  process.stdin.on("error", go)
+  process.stdin.resume()
+  process.on("SIGTERM", go)
+  process.on("SIGINT", go)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bare baseline server of bench:api
 
 export interface BareServer {
   readonly pid: number | undefined
@@ -114,59 +238,27 @@ export const startBare = async (
   checkInterrupted()
   const port = await freePort()
   const dir = mkdtempSync(join(tmpdir(), "trawl-bench-bare-"))
-  const removeDir = () => rmSync(dir, { recursive: true, force: true })
+  // Registered before the server, so that it runs after the server's stop.
+  const removeDir = onCleanup("bare server dir", () => rmSync(dir, { recursive: true, force: true }))
   const rowsFile = join(dir, "rows.json")
   writeFileSync(rowsFile, JSON.stringify(options.rows))
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? "",
-    HOME: process.env.HOME ?? "/tmp",
+  const child = spawnTs("bare server", "bench/support/bare-server.ts", {
     BARE_PORT: String(port),
     ...(options.nodeOptions ? { NODE_OPTIONS: options.nodeOptions } : {}),
     ...(options.databaseUrl ? { BARE_DATABASE_URL: options.databaseUrl } : { BARE_DATA_DIR: dir, BARE_ROWS_FILE: rowsFile })
-  }
-  let child: ChildProcess
-  try {
-    // stdin stays a pipe: the server exits when it closes, even if this process is killed.
-    child = spawn(nodeBin, ["--import", "tsx", "bench/support/bare-server.ts"], { cwd: root, env, stdio: ["pipe", "pipe", "pipe"] })
-  } catch (error) {
-    removeDir()
-    throw error
-  }
-  let out = ""
-  child.stdout!.on("data", (d) => (out += d))
-  child.stderr!.on("data", (d) => (out += d))
-  const exited = new Promise<void>((res) => child.once("exit", () => res()))
-  const stop = onCleanup("bare server", async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill("SIGTERM")
-      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
-      await exited
-      clearTimeout(timer)
-    }
-    removeDir()
   })
-  checkInterrupted()
-  await new Promise<void>((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`bare server did not start in time:\n${out}`)), options.timeoutMs ?? 60_000)
-    const check = () => {
-      if (out.includes("bare listening on")) {
-        clearTimeout(timer)
-        res()
-      }
-    }
-    child.stdout!.on("data", check)
-    child.once("exit", (code) => {
-      clearTimeout(timer)
-      rej(new Error(`bare server exited with ${code}:\n${out}`))
-    })
-  })
-  return { pid: child.pid, baseUrl: `http://127.0.0.1:${port}`, output: () => out, stop }
+  const stop = async () => {
+    await child.stop()
+    await removeDir()
+  }
+  await child.line("bare listening on", options.timeoutMs ?? 60_000)
+  return { pid: child.process.pid, baseUrl: `http://127.0.0.1:${port}`, output: child.output, stop }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Test database (DATABASE_URL case)
 
-/** Drops the database of `url` through the server of `baseUrl`. */
+/** Drops a database created by `createTestDatabase` (on the server of `baseUrl`). */
 export const dropDatabase = async (baseUrl: string, url: string): Promise<void> => {
   const name = decodeURIComponent(new URL(url).pathname.slice(1))
   if (!/^trawl_t_[a-z0-9_]+$/.test(name)) throw new Error(`refusing to drop database ${name}`)

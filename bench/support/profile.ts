@@ -16,7 +16,7 @@ import { startServer } from "../../test/support/server-process.ts"
 import { bootstrap } from "./bootstrap.ts"
 import { nowUs, printSummary } from "./cpuprofile.ts"
 import { runLoad } from "./load.ts"
-import { cleanupAll, installExitHandlers, onCleanup, startBare } from "./processes.ts"
+import { cleanupAll, installExitHandlers, onCleanup, runMain, startBare } from "./processes.ts"
 
 const args = process.argv.slice(2).filter((a) => a !== "--")
 const opt = (name: string, dflt: string) => {
@@ -68,11 +68,4 @@ const main = async () => {
   await cleanupAll()
 }
 
-main().then(
-  () => process.exit(0),
-  async (error) => {
-    console.error(error)
-    await cleanupAll()
-    process.exit(1)
-  }
-)
+runMain(main)
