@@ -185,7 +185,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
         const done = yield* repo.finish(row.id, { status, ...r, ...(d ? { delivery: d } : {}) })
         if (!done) return
         yield* events.emit(row.tenant_id, `extraction.${status}`, { id: row.id, status, type: row.type, errorClass: r.errorClass })
-        if (d) yield* deliveries(d.id).Attempt(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
+        if (d) yield* deliveries(d.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
         if (status === "failed" && r.retryAt) {
           yield* self(row.id).Run(new DueRun({ dueAt: r.retryAt.getTime() }), { discard: true }).pipe(Effect.ignore)
         }

@@ -74,7 +74,7 @@ export const JobEntityLive = JobEntity.toLayer(
         const finished = yield* repo.finish(job.id, { status, result, attempts, ...extra, ...(delivery ? { delivery } : {}) })
         if (!finished) return
         if (delivery) {
-          yield* deliveries(delivery.id).Attempt(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
+          yield* deliveries(delivery.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
         }
         yield* events.emit(job.tenant_id, `job.${status}`, { id: job.id, status, url: job.url, classification: result.classification })
         yield* tenants(job.tenant_id).ReleaseJobs({ jobIds: [job.id] }, { discard: true }).pipe(Effect.ignore)

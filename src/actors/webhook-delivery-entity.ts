@@ -34,6 +34,11 @@ export const AttemptOutcome = Schema.Struct({
  */
 export const WebhookDeliveryEntity = Entity.make("WebhookDelivery", [
   Rpc.make("Attempt", { payload: DueAttempt }).annotate(ClusterSchema.Persisted, true),
+  /**
+   * The first attempt, sent right after the terminal state commits. It is not persisted, for
+   * speed: the delivery row is durable, and the sweeper re-sends a first attempt that was lost.
+   */
+  Rpc.make("AttemptNow", { payload: DueAttempt }),
   /** A super-admin's manual redelivery: same payload and secret, fresh timestamp and signature. */
   Rpc.make("Redeliver", { success: AttemptOutcome }).annotate(ClusterSchema.Persisted, true)
 ])
@@ -85,8 +90,7 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
         }
       })
 
-    return WebhookDeliveryEntity.of({
-      Attempt: ({ payload }) =>
+    const attempt = (payload: DueAttempt) =>
         Effect.gen(function*() {
           const d = yield* repo.byId(deliveryId)
           // Already made (a re-delivered message), or the delivery is settled.
@@ -111,7 +115,11 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
             yield* self(deliveryId).Attempt(new DueAttempt({ attempt: payload.attempt + 1, dueAt: nextAt }), { discard: true })
           }
           }))
-        }).pipe(Effect.orDie),
+        }).pipe(Effect.orDie)
+
+    return WebhookDeliveryEntity.of({
+      Attempt: ({ payload }) => attempt(payload),
+      AttemptNow: ({ payload }) => attempt(payload),
       Redeliver: () =>
         Effect.gen(function*() {
           const d = yield* repo.byId(deliveryId)
