@@ -1,0 +1,36 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { client, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
+
+describe("extractor.extractions.daily", () => {
+  let server: RunningServer
+  let api: ReturnType<typeof client>
+
+  beforeAll(async () => {
+    server = await startServer({})
+    api = client(server.baseUrl)
+  })
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  it("refuses an extraction over the daily quota with 429 quota_exceeded and Retry-After to the next UTC day", async () => {
+    const t = await api.createTenant()
+    const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `quota-${Date.now()}@trawl.dev` } })
+    const set = await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/extractor.extractions.daily`, {
+      key: admin.json.data.apiKey,
+      body: { limit: 1 }
+    })
+    expect(set.status).toBe(200)
+    const body = { type: "article", input: "<html><body><h1>Title</h1><p>Some words here.</p></body></html>" }
+    expect((await api.post("/v1/extractor/extractions", body, t.apiKey)).status).toBe(201)
+    const refused = await api.post("/v1/extractor/extractions", body, t.apiKey)
+    expect(refused.status).toBe(429)
+    expect(refused.json.code).toBe("quota_exceeded")
+    const now = new Date()
+    const toMidnight = (Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) - now.getTime()) / 1000
+    expect(Math.abs(Number(refused.headers.get("retry-after")) - toMidnight)).toBeLessThan(10)
+    // Another tenant is not affected.
+    const other = await api.createTenant()
+    expect((await api.post("/v1/extractor/extractions", body, other.apiKey)).status).toBe(201)
+  })
+})
