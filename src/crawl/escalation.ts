@@ -14,7 +14,7 @@
  * with the classification of the last attempt that said something about the target (attempts
  * that only say `engine_unavailable` are skipped when there is another one).
  */
-import type { Attempt, Classification, Engine, EngineName, FetchRequest } from "./engines/types.js"
+import { type Attempt, type Classification, type Engine, type EngineName, type FetchRequest, emptyAttempt } from "./engines/types.js"
 
 export interface PlanEntry {
   engine: EngineName
@@ -80,19 +80,9 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener("abort", done, { once: true })
   })
 
-const synthetic = (engine: EngineName, classification: Classification, error: string): Attempt => ({
-  engine,
-  classification,
-  httpStatus: null,
-  finalUrl: null,
-  contentType: null,
-  body: null,
-  bytes: 0,
-  screenshot: null,
-  durationMs: 0,
-  error,
-  redirects: []
-})
+/** An attempt that never reached the target (engine missing, cancelled before it started). */
+const synthetic = (engine: EngineName, classification: Classification, error: string): Attempt =>
+  ({ ...emptyAttempt(engine, classification, performance.now(), { error }), durationMs: 0 })
 
 export const runEscalation = async (
   plan: readonly PlanEntry[],
