@@ -101,7 +101,11 @@ export const JobEntityLive = JobEntity.toLayer(
         plan = job.escalation as ReadonlyArray<PlanEntry>
         startedWith = { engine: plan[0]!.engine, reason: "escalation given by the request" }
       } else {
-        const history = yield* domains(job.domain_id).History().pipe(Effect.orElseSucceed(() => []))
+        // A reply lost with a dying node must not hold the job: the hint is optional.
+        const history = yield* domains(job.domain_id).History().pipe(
+          Effect.timeout("5 seconds"),
+          Effect.orElseSucceed(() => [])
+        )
         const choice = planFromHistory(crawl.defaultPlan, history.map((h) => ({ engine: h.engine as EngineName, ok: h.ok, at: h.at })), {
           windowMs: crawl.historyWindowMs
         })
@@ -113,8 +117,11 @@ export const JobEntityLive = JobEntity.toLayer(
       running = controller
       const holder = `${job.id}:${job.runs}`
       const screenshot = screenshotOf(job.screenshot)
+      // Each wait for a slot is bounded, so a reply lost with a dying node is asked for again;
+      // the holder id makes a repeated request for the same slot harmless.
       const politeness = domains(job.domain_id).Acquire({ holder, ttlMs: job.timeout_ms + 30_000 }).pipe(
-        Effect.retry({ times: 3, schedule: Schedule.spaced("1 second") }),
+        Effect.timeout("15 seconds"),
+        Effect.retry({ times: 8, schedule: Schedule.spaced("500 millis") }),
         // Politeness must not strand a job when its domain's entity cannot be reached.
         Effect.catch((e) => Effect.logWarning("domain slot unavailable, crawling without it", e))
       )
