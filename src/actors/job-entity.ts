@@ -115,7 +115,9 @@ export const JobEntityLive = JobEntity.toLayer(
 
       const controller = new AbortController()
       running = controller
-      const holder = `${job.id}:${job.runs}`
+      // The job id, not the run: a re-run after a lost node takes back its own slot instead of
+      // waiting for the dead run's slot to expire.
+      const holder = job.id
       const screenshot = screenshotOf(job.screenshot)
       // Each wait for a slot is bounded, so a reply lost with a dying node is asked for again;
       // the holder id makes a repeated request for the same slot harmless.
