@@ -54,6 +54,15 @@ const failureResponse = (
   request: HttpServerRequest.HttpServerRequest,
   routes: ReadonlyArray<Route>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  // Interrupted, not failed: the cluster moved or stopped the work (a node left, shards moved).
+  // The request may simply be sent again.
+  if (Cause.hasInterruptsOnly(cause)) {
+    return Effect.succeed(HttpServerResponse.setHeader(
+      json(503, errorEnvelope("dependency_unavailable", "the work was interrupted by a cluster change; try again", requestId)),
+      "retry-after",
+      "1"
+    ))
+  }
   const error = Cause.squash(cause)
   if (error instanceof ApiError) {
     return Effect.succeed(json(error.status, errorEnvelope(error.code, error.message, requestId, error.details, error.extra)))
