@@ -14,16 +14,18 @@ const Api = HttpApi.make("t").add(
       error: errors(409)
     }),
     HttpApiEndpoint.get("boom", "/boom", { success: Success(Schema.String) }),
-    HttpApiEndpoint.get("conflict", "/conflict", { success: Success(Schema.String), error: errors(409) })
+    HttpApiEndpoint.get("conflict", "/conflict", { success: Success(Schema.String), error: errors(409) }),
+    HttpApiEndpoint.get("interrupted", "/interrupted", { success: Success(Schema.String) })
   )
 ).annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })
 
 const Handlers = HttpApiBuilder.group(Api, "g", (h) =>
   h.handle("make", ({ payload }) => Effect.succeed({ n: payload.n }))
     .handle("boom", () => Effect.die(new Error("secret internal detail")))
-    .handle("conflict", () => Effect.fail(new ApiError({ status: 409, code: "cannot_replay_done", message: "no", retryAfter: 7 }))))
+    .handle("conflict", () => Effect.fail(new ApiError({ status: 409, code: "cannot_replay_done", message: "no", retryAfter: 7 })))
+    .handle("interrupted", () => Effect.interrupt))
 
-const routes = [{ method: "POST", path: "/things" }, { method: "GET", path: "/boom" }, { method: "GET", path: "/conflict" }]
+const routes = [{ method: "POST", path: "/things" }, { method: "GET", path: "/boom" }, { method: "GET", path: "/conflict" }, { method: "GET", path: "/interrupted" }]
 const { handler } = HttpRouter.toWebHandler(
   Layer.mergeAll(HttpApiBuilder.layer(Api).pipe(Layer.provide(Handlers)), envelopeMiddleware(routeTable(routes))).pipe(
     Layer.provide(HttpServer.layerServices)
@@ -50,6 +52,13 @@ describe("envelope middleware", () => {
     expect(r.json.code).toBe("internal_error")
     expect(r.json.error.requestId).toBe(r.headers.get("x-request-id"))
     expect(JSON.stringify(r.json)).not.toContain("secret internal detail")
+  })
+
+  it("answers work interrupted by the cluster with 503 and Retry-After, not 500", async () => {
+    const r = await call("GET", "/interrupted")
+    expect(r.status).toBe(503)
+    expect(r.json.code).toBe("dependency_unavailable")
+    expect(r.headers.get("retry-after")).toBe("1")
   })
 
   it("encodes a typed ApiError with its status and Retry-After", async () => {
