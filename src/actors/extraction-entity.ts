@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto"
-import { DateTime, Effect, Schedule, Schema } from "effect"
+import { DateTime, Effect, Schema } from "effect"
 import { ClusterSchema, DeliverAt, Entity, Singleton } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { Config } from "../config.ts"
@@ -12,6 +12,7 @@ import { newId } from "../ids.ts"
 import { ExtractionRepo, type ExtractionRow } from "../sql/extraction-repo.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { extractionWebhookBody } from "../webhooks/sender.ts"
+import { sweepLoop } from "./sweep.ts"
 import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
 
 /** Runs of one extraction before a transient failure becomes `dead`. */
@@ -241,13 +242,7 @@ export const ExtractionSweeperLive = Singleton.make(
   Effect.gen(function*() {
     const repo = yield* ExtractionRepo
     const extractions = yield* ExtractionEntity.client
-    const sweep = Effect.gen(function*() {
-      const stale = yield* repo.stale(200)
-      yield* Effect.forEach(stale, (e) => extractions(e.id).Run(new DueRun({ dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore), {
-        concurrency: 16,
-        discard: true
-      })
-    })
-    yield* sweep.pipe(Effect.catchCause(Effect.logWarning), Effect.repeat(Schedule.spaced("15 seconds")))
+    yield* sweepLoop("stale extractions", "15 seconds", repo.stale(200), (e) =>
+      extractions(e.id).Run(new DueRun({ dueAt: Date.now() }), { discard: true }))
   })
 )

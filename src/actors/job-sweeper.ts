@@ -1,7 +1,8 @@
-import { Effect, Schedule } from "effect"
+import { Effect } from "effect"
 import { Singleton } from "effect/cluster"
 import { JobRepo } from "../sql/job-repo.ts"
 import { JobEntity } from "./job-entity.ts"
+import { sweepLoop } from "./sweep.ts"
 
 /**
  * One sweeper in the whole cluster: a job still queued or claimed after its lease
@@ -13,14 +14,6 @@ export const JobSweeperLive = Singleton.make(
   Effect.gen(function*() {
     const repo = yield* JobRepo
     const jobs = yield* JobEntity.client
-    const sweep = Effect.gen(function*() {
-      const stale = yield* repo.stale(200)
-      yield* Effect.forEach(stale, (job) => jobs(job.id).Run(undefined, { discard: true }).pipe(Effect.ignore), {
-        concurrency: 16,
-        discard: true
-      })
-      if (stale.length > 0) yield* Effect.logInfo(`sweeper re-sent ${stale.length} stale jobs`)
-    })
-    yield* sweep.pipe(Effect.catchCause(Effect.logWarning), Effect.repeat(Schedule.spaced("15 seconds")))
+    yield* sweepLoop("stale jobs", "15 seconds", repo.stale(200), (job) => jobs(job.id).Run(undefined, { discard: true }))
   })
 )

@@ -1,4 +1,4 @@
-import { DateTime, Effect, Schedule, Schema } from "effect"
+import { DateTime, Effect, Schema } from "effect"
 import { ClusterSchema, DeliverAt, Entity, Singleton } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type AppConfig, Config } from "../config.ts"
@@ -9,6 +9,7 @@ import { WebhookRepo, type DeliveryRow } from "../sql/webhook-repo.ts"
 import { createRetrySchedule, webhooksConfig } from "../webhooks/schedule.ts"
 import { decryptSecret } from "../webhooks/secret-box.ts"
 import { buildDeliveryHeaders, sendWebhook } from "../webhooks/sender.ts"
+import { sweepLoop } from "./sweep.ts"
 
 /** The n-th scheduled attempt, delivered by the cluster at `dueAt` (persisted, so it survives restarts). */
 export class DueAttempt extends Schema.Class<DueAttempt>("trawl/DueAttempt")({
@@ -149,14 +150,7 @@ export const WebhookSweeperLive = Singleton.make(
   Effect.gen(function*() {
     const repo = yield* WebhookRepo
     const deliveries = yield* WebhookDeliveryEntity.client
-    const sweep = Effect.gen(function*() {
-      const overdue = yield* repo.overdue(15_000, 200)
-      yield* Effect.forEach(overdue, (d) =>
-        deliveries(d.id).Attempt(new DueAttempt({ attempt: d.attempts + 1, dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore), {
-        concurrency: 16,
-        discard: true
-      })
-    })
-    yield* sweep.pipe(Effect.catchCause(Effect.logWarning), Effect.repeat(Schedule.spaced("10 seconds")))
+    yield* sweepLoop("overdue webhook attempts", "10 seconds", repo.overdue(15_000, 200), (d) =>
+      deliveries(d.id).Attempt(new DueAttempt({ attempt: d.attempts + 1, dueAt: Date.now() }), { discard: true }))
   })
 )
