@@ -168,6 +168,19 @@ export const TenantRepoLive = Layer.effect(
         return { ok: true as const, transaction: toTransaction(tx) }
       })
 
+    const quotaLimits: TenantRepoShape["quotaLimits"] = (tenantId, keys) =>
+      sql<{ plan: string; quota_key: string | null; quota_limit: number | null }>`
+        SELECT t.plan, o.quota_key, o.quota_limit FROM tenants t
+        LEFT JOIN quota_overrides o ON o.tenant_id = t.id AND o.quota_key IN ${sql.in(keys)}
+        WHERE t.id = ${tenantId}`.pipe(
+        Effect.orDie,
+        Effect.map((rows) => {
+          const plan = rows[0]?.plan ?? "starter"
+          const overrides = new Map(rows.filter((r) => r.quota_key !== null).map((r) => [r.quota_key!, r.quota_limit!]))
+          return Object.fromEntries(keys.map((k) => [k, overrides.get(k) ?? planQuota(plan, k)])) as Record<(typeof keys)[number], number>
+        })
+      )
+
     return TenantRepo.of({
       bootstrapResult,
       bootstrap: (input) =>
@@ -245,32 +258,14 @@ export const TenantRepoLive = Layer.effect(
           sql`SELECT * FROM credit_transactions WHERE tenant_id = ${tenantId} ORDER BY seq DESC OFFSET ${offset} LIMIT ${limit}`,
           sql<{ n: string }>`SELECT count(*) AS n FROM credit_transactions WHERE tenant_id = ${tenantId}`
         ]).pipe(Effect.orDie, Effect.map(([rows, [count]]) => ({ items: rows.map(toTransaction), total: Number(count!.n) }))),
-      quotaLimit: (tenantId, key) =>
-        sql<{ plan: string; quota_limit: number | null }>`
-          SELECT t.plan, o.quota_limit FROM tenants t
-          LEFT JOIN quota_overrides o ON o.tenant_id = t.id AND o.quota_key = ${key}
-          WHERE t.id = ${tenantId}`.pipe(
-          Effect.orDie,
-          Effect.map(([r]) => r?.quota_limit ?? planQuota(r?.plan ?? "starter", key))
-        ),
       setQuota: (tenantId, key, limit) =>
         sql`INSERT INTO quota_overrides (tenant_id, quota_key, quota_limit) VALUES (${tenantId}, ${key}, ${limit})
             ON CONFLICT (tenant_id, quota_key) DO UPDATE SET quota_limit = EXCLUDED.quota_limit, updated_at = now()`.pipe(
           Effect.orDie,
           Effect.asVoid
         ),
-      quotaLimits: (tenantId, keys) =>
-        sql<{ plan: string; quota_key: string | null; quota_limit: number | null }>`
-          SELECT t.plan, o.quota_key, o.quota_limit FROM tenants t
-          LEFT JOIN quota_overrides o ON o.tenant_id = t.id AND o.quota_key IN ${sql.in(keys)}
-          WHERE t.id = ${tenantId}`.pipe(
-          Effect.orDie,
-          Effect.map((rows) => {
-            const plan = rows[0]?.plan ?? "starter"
-            const overrides = new Map(rows.filter((r) => r.quota_key !== null).map((r) => [r.quota_key!, r.quota_limit!]))
-            return Object.fromEntries(keys.map((k) => [k, overrides.get(k) ?? planQuota(plan, k)])) as Record<(typeof keys)[number], number>
-          })
-        ),
+      quotaLimits,
+      quotaLimit: (tenantId, key) => Effect.map(quotaLimits(tenantId, [key]), (limits) => limits[key]),
       roles: (tenantId) =>
         sql<RoleRow>`SELECT * FROM roles WHERE tenant_id = ${tenantId} ORDER BY id`.pipe(Effect.orDie)
     })
