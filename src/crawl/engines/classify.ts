@@ -69,11 +69,15 @@ const visibleText = (html: string): string =>
 const escapeRe = (m: string) => m.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 const STRONG_RE = new RegExp(STRONG_MARKERS.map(escapeRe).join("|"), "i")
 const WEAK_RE = new RegExp([...WEAK_MARKERS.map(escapeRe), "captcha", "cf-turnstile"].join("|"), "i")
+/** Any marker at all: one scan that clears the common page (most pages contain none). */
+const ANY_MARKER_RE = new RegExp(`${STRONG_RE.source}|${WEAK_RE.source}`, "i")
 
 export const detectBotWall = (body: Buffer | string | null): string | null => {
   if (!body) return null
   const len = typeof body === "string" ? body.length : body.byteLength
   if (len === 0 || len > MAX_SCAN_BYTES) return null
+  // Markers are ASCII, so a latin1 view (much cheaper to make than utf8) finds the same ones.
+  if (!ANY_MARKER_RE.test(typeof body === "string" ? body : body.toString("latin1"))) return null
   const raw = typeof body === "string" ? body : body.toString("utf8")
   // One case-insensitive scan of the page; lower-casing a whole page is only paid when a marker occurs.
   const strong = STRONG_RE.exec(raw)
