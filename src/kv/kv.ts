@@ -87,9 +87,11 @@ return v`
 
 const makeRedisKv = (url: string) =>
   Effect.gen(function*() {
-    const open = () => new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false })
-    const client = yield* Effect.acquireRelease(Effect.sync(open), (c) => Effect.promise(() => c.quit()).pipe(Effect.ignore))
-    const subscriber = yield* Effect.acquireRelease(Effect.sync(open), (c) => Effect.promise(() => c.quit()).pipe(Effect.ignore))
+    const open = (autoPipelining = false) =>
+      new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, enableAutoPipelining: autoPipelining })
+    // Commands issued in the same tick (rate-limit counters, event wake-ups) share one write.
+    const client = yield* Effect.acquireRelease(Effect.sync(() => open(true)), (c) => Effect.promise(() => c.quit()).pipe(Effect.ignore))
+    const subscriber = yield* Effect.acquireRelease(Effect.sync(() => open()), (c) => Effect.promise(() => c.quit()).pipe(Effect.ignore))
     client.on("error", () => {})
     subscriber.on("error", () => {})
     const listeners = new Map<string, Set<(m: string) => void>>()
