@@ -1,5 +1,5 @@
 import { NodeRuntime } from "@effect/platform-node"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { ConfigError, loadConfig } from "./config.ts"
 import { announce, makeServerLayer } from "./server.ts"
 
@@ -15,4 +15,8 @@ try {
 }
 
 // The announcement is built on top of the server, so it prints once the port is open.
-Layer.launch(Layer.effectDiscard(announce(config)).pipe(Layer.provide(makeServerLayer(config)))).pipe(NodeRuntime.runMain)
+// No traces are exported, so spans (one per SQL statement and entity message) are not built at all.
+Layer.launch(Layer.effectDiscard(announce(config)).pipe(Layer.provide(makeServerLayer(config)))).pipe(
+  Effect.withTracerEnabled(false),
+  NodeRuntime.runMain
+)

@@ -5,19 +5,37 @@ import { SqlClient } from "effect/sql"
 import { CrawlService } from "../crawl/crawl-service.ts"
 
 const HistoryEntry = Schema.Struct({ engine: Schema.String, ok: Schema.Boolean, at: Schema.Number })
+const Outcome = Schema.Struct({ engine: Schema.String, ok: Schema.Boolean })
 
 /**
  * One entity per registrable domain, cluster-wide. It owns the domain's politeness
  * slots (at most N fetches at once across all nodes) and remembers which engines
- * recently worked or were blocked there.
+ * recently worked or were blocked there. A job talks to it twice: `Acquire` (which also
+ * answers with the engine history the job plans from) and `Release` (which carries what
+ * the job learned).
  */
 export const DomainEntity = Entity.make("Domain", [
-  /** Waits for a fetch slot; the slot expires after `ttlMs` in case its holder dies. */
-  Rpc.make("Acquire", { payload: Schema.Struct({ holder: Schema.String, ttlMs: Schema.Int }) }),
-  Rpc.make("Release", { payload: Schema.Struct({ holder: Schema.String }) }),
-  Rpc.make("Record", { payload: Schema.Struct({ engine: Schema.String, ok: Schema.Boolean }) }),
-  Rpc.make("History", { success: Schema.Array(HistoryEntry) })
+  /**
+   * Waits for a fetch slot, higher `priority` first; the slot expires after `ttlMs` in case its
+   * holder dies. Answers with the domain's recent engine history.
+   */
+  Rpc.make("Acquire", {
+    payload: Schema.Struct({ holder: Schema.String, ttlMs: Schema.Int, priority: Schema.Int }),
+    success: Schema.Array(HistoryEntry)
+  }),
+  /** Frees the slot and records which engines worked (`ok`) or were refused on the domain. */
+  Rpc.make("Release", { payload: Schema.Struct({ holder: Schema.String, outcomes: Schema.Array(Outcome) }) })
 ])
+
+interface Waiter {
+  readonly holder: string
+  readonly ttlMs: number
+  readonly priority: number
+  readonly grants: Array<() => void>
+}
+
+/** How often expired slots (their holder died) are looked for while jobs wait. */
+const EXPIRY_CHECK_MS = 1000
 
 export const DomainEntityLive = DomainEntity.toLayer(
   Effect.gen(function*() {
@@ -26,63 +44,77 @@ export const DomainEntityLive = DomainEntity.toLayer(
     const domainId = (yield* Entity.CurrentAddress).entityId
     const limit = crawl.perDomainConcurrency
     const slots = new Map<string, number>()
-    const waiters: Array<() => void> = []
+    // Highest priority first, first come first served within a priority.
+    const waiters: Array<Waiter> = []
+    let expiryTimer: NodeJS.Timeout | undefined
 
     const rows = yield* sql<{ engine: string; ok: boolean; at: Date }>`
       SELECT engine, ok, at FROM domain_engine_history WHERE domain_id = ${domainId}`.pipe(Effect.orElseSucceed(() => []))
     const history = new Map(rows.map((r) => [r.engine, { engine: r.engine, ok: r.ok, at: new Date(r.at).getTime() }]))
 
-    const purge = () => {
+    const purgeExpired = () => {
       const now = Date.now()
       for (const [holder, until] of slots) if (until <= now) slots.delete(holder)
     }
-    const wake = () => {
-      for (const w of waiters.splice(0)) w()
-    }
-    const tryTake = (holder: string, ttlMs: number) => {
-      purge()
-      if (slots.has(holder) || slots.size < limit) {
-        slots.set(holder, Date.now() + ttlMs)
-        return true
+    /** Hands free slots to the waiters at the head of the queue. */
+    const grantWaiting = () => {
+      purgeExpired()
+      while (waiters.length > 0 && slots.size < limit) {
+        const w = waiters.shift()!
+        slots.set(w.holder, Date.now() + w.ttlMs)
+        for (const grant of w.grants) grant()
       }
-      return false
+      if (waiters.length === 0 && expiryTimer) {
+        clearInterval(expiryTimer)
+        expiryTimer = undefined
+      } else if (waiters.length > 0 && !expiryTimer) {
+        expiryTimer = setInterval(grantWaiting, EXPIRY_CHECK_MS)
+        expiryTimer.unref()
+      }
     }
-    const waitForSlot = (holder: string, ttlMs: number) =>
+    yield* Effect.addFinalizer(() => Effect.sync(() => expiryTimer && clearInterval(expiryTimer)))
+
+    const waitForSlot = (holder: string, ttlMs: number, priority: number) =>
       new Promise<void>((resolve) => {
-        const attempt = () => {
-          if (tryTake(holder, ttlMs)) return resolve()
-          waiters.push(attempt)
-          // Expired slots free themselves; look again now and then.
-          setTimeout(() => {
-            const i = waiters.indexOf(attempt)
-            if (i >= 0) {
-              waiters.splice(i, 1)
-              attempt()
-            }
-          }, 1000)
+        // A holder asking again (its earlier reply was lost) keeps its slot or its place.
+        if (slots.has(holder)) {
+          slots.set(holder, Date.now() + ttlMs)
+          return resolve()
         }
-        attempt()
+        const queued = waiters.find((w) => w.holder === holder)
+        if (queued) return void queued.grants.push(resolve)
+        let at = waiters.length
+        while (at > 0 && waiters[at - 1]!.priority < priority) at--
+        waiters.splice(at, 0, { holder, ttlMs, priority, grants: [resolve] })
+        grantWaiting()
       })
 
+    const record = (outcomes: ReadonlyArray<{ engine: string; ok: boolean }>) =>
+      Effect.forEach(outcomes, ({ engine, ok }) => {
+        const previous = history.get(engine)
+        const now = Date.now()
+        history.set(engine, { engine, ok, at: now })
+        // The table only needs to follow changes (and stay fresh within the learning window).
+        if (previous && previous.ok === ok && now - previous.at < 60_000) return Effect.void
+        return sql`
+          INSERT INTO domain_engine_history (domain_id, engine, ok, at) VALUES (${domainId}, ${engine}, ${ok}, now())
+          ON CONFLICT (domain_id, engine) DO UPDATE SET ok = EXCLUDED.ok, at = EXCLUDED.at`.pipe(Effect.ignore)
+      }, { discard: true })
+
     return DomainEntity.of({
-      Acquire: ({ payload }) => Effect.promise(() => waitForSlot(payload.holder, payload.ttlMs)).pipe(Rpc.fork),
+      Acquire: ({ payload }) =>
+        Effect.promise(() => waitForSlot(payload.holder, payload.ttlMs, payload.priority)).pipe(
+          Effect.map(() => [...history.values()]),
+          Rpc.fork
+        ),
       Release: ({ payload }) =>
         Effect.sync(() => {
           slots.delete(payload.holder)
-          wake()
-        }).pipe(Rpc.fork),
-      Record: ({ payload }) =>
-        Effect.gen(function*() {
-          const previous = history.get(payload.engine)
-          const now = Date.now()
-          history.set(payload.engine, { engine: payload.engine, ok: payload.ok, at: now })
-          // The table only needs to follow changes (and stay fresh within the learning window).
-          if (previous && previous.ok === payload.ok && now - previous.at < 60_000) return
-          yield* sql`
-            INSERT INTO domain_engine_history (domain_id, engine, ok, at) VALUES (${domainId}, ${payload.engine}, ${payload.ok}, now())
-            ON CONFLICT (domain_id, engine) DO UPDATE SET ok = EXCLUDED.ok, at = EXCLUDED.at`.pipe(Effect.ignore)
-        }).pipe(Rpc.fork),
-      History: () => Effect.sync(() => [...history.values()]).pipe(Rpc.fork)
+          // A holder that gave up waiting (and crawled without a slot) leaves the queue too.
+          const queued = waiters.findIndex((w) => w.holder === payload.holder)
+          if (queued >= 0) waiters.splice(queued, 1)
+          grantWaiting()
+        }).pipe(Effect.andThen(record(payload.outcomes)), Rpc.fork)
     })
   }),
   { maxIdleTime: "10 minutes" }

@@ -33,6 +33,16 @@ const screenshotOf = (s: JobRow["screenshot"]): false | ScreenshotOptions => {
   return { format: s.format === "jpeg" ? "jpeg" : "png", ...(s.quality !== undefined ? { quality: s.quality } : {}), ...(s.fullPage !== undefined ? { fullPage: s.fullPage } : {}) }
 }
 
+/**
+ * A one-way message whose loss heals itself (the tenant entity reconciles its counts from SQL,
+ * domain slots expire, the delivery sweeper resends first attempts). It must not hold the job:
+ * while the node is moving shards, a send can wait for the shard to come back.
+ */
+const tell = <E, R>(send: Effect.Effect<void, E, R>) => send.pipe(Effect.timeout("2 seconds"), Effect.ignore)
+
+/** Above every job priority (the API caps them far lower). */
+const CLAIM_PRIORITY = Number.MAX_SAFE_INTEGER
+
 const okClass = new Set(["ok", "not_found"])
 const learnedClass = new Set(["ok", "not_found", "blocked", "empty"])
 
@@ -74,15 +84,17 @@ export const JobEntityLive = JobEntity.toLayer(
         const finished = yield* repo.finish(job.id, { status, result, attempts, ...extra, ...(delivery ? { delivery } : {}) })
         if (!finished) return
         if (delivery) {
-          yield* deliveries(delivery.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
+          yield* tell(deliveries(delivery.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }))
         }
-        yield* events.emit(job.tenant_id, `job.${status}`, { id: job.id, status, url: job.url, classification: result.classification })
-        yield* tenants(job.tenant_id).ReleaseJobs({ jobIds: [job.id] }, { discard: true }).pipe(Effect.ignore)
+        yield* events.notify(job.tenant_id)
+        yield* tell(tenants(job.tenant_id).ReleaseJobs({ jobIds: [job.id] }, { discard: true }))
       })
 
     const run = Effect.gen(function*() {
       // The lease outlives the whole job; a job still claimed after it has lost its runner.
-      const job = yield* repo.claim(jobId, 60_000)
+      // Claims are short, so they go ahead of waiting crawls; a node handed thousands of jobs at
+      // once still makes only a bounded number of claims at a time.
+      const job = yield* crawl.withCapacity(CLAIM_PRIORITY, repo.claim(jobId, 60_000))
       if (!job) return
       if (job.runs > MAX_RUNS) {
         yield* end(job, "dead", {
@@ -93,25 +105,7 @@ export const JobEntityLive = JobEntity.toLayer(
         return
       }
       // Clients hear of the claim once; a re-run after a lost node is not news to them.
-      if (job.runs === 1) yield* events.emit(job.tenant_id, "job.claimed", { id: job.id, status: "claimed", url: job.url })
-
-      let plan: ReadonlyArray<PlanEntry>
-      let startedWith: { engine: string; reason: string }
-      if (job.escalation) {
-        plan = job.escalation as ReadonlyArray<PlanEntry>
-        startedWith = { engine: plan[0]!.engine, reason: "escalation given by the request" }
-      } else {
-        // A reply lost with a dying node must not hold the job: the hint is optional.
-        const history = yield* domains(job.domain_id).History().pipe(
-          Effect.timeout("5 seconds"),
-          Effect.orElseSucceed(() => [])
-        )
-        const choice = planFromHistory(crawl.defaultPlan, history.map((h) => ({ engine: h.engine as EngineName, ok: h.ok, at: h.at })), {
-          windowMs: crawl.historyWindowMs
-        })
-        plan = choice.plan
-        startedWith = { engine: plan[0]?.engine ?? "http", reason: choice.reason }
-      }
+      if (job.runs === 1) yield* events.notify(job.tenant_id)
 
       const controller = new AbortController()
       running = controller
@@ -120,61 +114,78 @@ export const JobEntityLive = JobEntity.toLayer(
       const holder = job.id
       const screenshot = screenshotOf(job.screenshot)
       // Each wait for a slot is bounded, so a reply lost with a dying node is asked for again;
-      // the holder id makes a repeated request for the same slot harmless.
-      const politeness = domains(job.domain_id).Acquire({ holder, ttlMs: job.timeout_ms + 30_000 }).pipe(
+      // the holder id makes a repeated request for the same slot harmless. The slot's answer is
+      // the domain's engine history, which a job without its own escalation plans from.
+      const history = yield* domains(job.domain_id).Acquire({ holder, ttlMs: job.timeout_ms + 30_000, priority: job.priority }).pipe(
         Effect.timeout("15 seconds"),
         Effect.retry({ times: 8, schedule: Schedule.spaced("500 millis") }),
         // Politeness must not strand a job when its domain's entity cannot be reached.
-        Effect.catch((e) => Effect.logWarning("domain slot unavailable, crawling without it", e))
+        Effect.catch((e) => Effect.logWarning("domain slot unavailable, crawling without it", e).pipe(Effect.as([])))
       )
-      const outcome = yield* politeness.pipe(
-        Effect.andThen(crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, priority: job.priority, screenshot, signal: controller.signal })),
-        Effect.ensuring(domains(job.domain_id).Release({ holder }, { discard: true }).pipe(Effect.ignore)),
-        Effect.ensuring(Effect.sync(() => (running = undefined)))
-      )
-
-      for (const a of outcome.attempts) {
-        if (learnedClass.has(a.classification)) {
-          yield* domains(job.domain_id).Record({ engine: a.engine, ok: okClass.has(a.classification) }, { discard: true }).pipe(Effect.ignore)
-        }
-      }
-
-      const winner = outcome.winning
-      const final = winner ?? outcome.final
-      const screenshotReason = !screenshot ? null
-        : winner?.screenshot ? null
-        : winner?.screenshotUnavailable ?? (winner ? `the ${winner.engine} engine cannot take screenshots` : "no content was fetched")
-      const result: JobResult = {
-        httpStatus: final?.httpStatus ?? null,
-        finalUrl: final?.finalUrl ?? null,
-        classification: outcome.classification,
-        engine: winner?.engine ?? final?.engine ?? null,
-        durationMs: outcome.durationMs,
-        contentType: winner?.contentType ?? null,
-        bytes: winner?.bytes ?? 0,
-        startedWith,
-        screenshot: { taken: !!(screenshot && winner?.screenshot), reason: screenshotReason },
-        attempts: outcome.attempts.map((a) => ({
-          engine: a.engine,
-          classification: a.classification,
-          httpStatus: a.httpStatus,
-          finalUrl: a.finalUrl,
-          durationMs: Math.round(a.durationMs),
-          error: a.error ?? null
-        }))
-      }
-      const attempts = job.attempts + outcome.attempts.length
-      if (outcome.outcome === "done" && winner?.body) {
-        yield* end(job, "done", result, attempts, {
-          content: { body: winner.body, contentType: winner.contentType, httpStatus: winner.httpStatus, finalUrl: winner.finalUrl },
-          ...(winner.screenshot ? { screenshot: { bytes: winner.screenshot, type: screenshot && screenshot.format === "jpeg" ? "image/jpeg" : "image/png" } } : {})
-        })
-      } else if (outcome.outcome === "cancelled") {
-        // Cancellation already moved the job to dead in SQL; nothing to overwrite.
-        yield* end(job, "dead", result, attempts)
+      let plan: ReadonlyArray<PlanEntry>
+      let startedWith: { engine: string; reason: string }
+      if (job.escalation) {
+        plan = job.escalation as ReadonlyArray<PlanEntry>
+        startedWith = { engine: plan[0]!.engine, reason: "escalation given by the request" }
       } else {
-        yield* end(job, "failed", result, attempts)
+        const choice = planFromHistory(crawl.defaultPlan, history.map((h) => ({ engine: h.engine as EngineName, ok: h.ok, at: h.at })), {
+          windowMs: crawl.historyWindowMs
+        })
+        plan = choice.plan
+        startedWith = { engine: plan[0]?.engine ?? "http", reason: choice.reason }
       }
+
+      // The crawl and the terminal write take one of the node's job slots, by the job's priority.
+      yield* crawl.withCapacity(job.priority, Effect.gen(function*() {
+        // What the attempts taught about the domain goes back with the slot.
+        let outcomes: Array<{ engine: string; ok: boolean }> = []
+        const outcome = yield* crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, screenshot, signal: controller.signal }).pipe(
+          Effect.tap((o) =>
+            Effect.sync(() => {
+              outcomes = o.attempts.filter((a) => learnedClass.has(a.classification)).map((a) => ({ engine: a.engine, ok: okClass.has(a.classification) }))
+            })
+          ),
+          Effect.ensuring(tell(Effect.suspend(() => domains(job.domain_id).Release({ holder, outcomes }, { discard: true })))),
+          Effect.ensuring(Effect.sync(() => (running = undefined)))
+        )
+
+        const winner = outcome.winning
+        const final = winner ?? outcome.final
+        const screenshotReason = !screenshot ? null
+          : winner?.screenshot ? null
+          : winner?.screenshotUnavailable ?? (winner ? `the ${winner.engine} engine cannot take screenshots` : "no content was fetched")
+        const result: JobResult = {
+          httpStatus: final?.httpStatus ?? null,
+          finalUrl: final?.finalUrl ?? null,
+          classification: outcome.classification,
+          engine: winner?.engine ?? final?.engine ?? null,
+          durationMs: outcome.durationMs,
+          contentType: winner?.contentType ?? null,
+          bytes: winner?.bytes ?? 0,
+          startedWith,
+          screenshot: { taken: !!(screenshot && winner?.screenshot), reason: screenshotReason },
+          attempts: outcome.attempts.map((a) => ({
+            engine: a.engine,
+            classification: a.classification,
+            httpStatus: a.httpStatus,
+            finalUrl: a.finalUrl,
+            durationMs: Math.round(a.durationMs),
+            error: a.error ?? null
+          }))
+        }
+        const attempts = job.attempts + outcome.attempts.length
+        if (outcome.outcome === "done" && winner?.body) {
+          yield* end(job, "done", result, attempts, {
+            content: { body: winner.body, contentType: winner.contentType, httpStatus: winner.httpStatus, finalUrl: winner.finalUrl },
+            ...(winner.screenshot ? { screenshot: { bytes: winner.screenshot, type: screenshot && screenshot.format === "jpeg" ? "image/jpeg" : "image/png" } } : {})
+          })
+        } else if (outcome.outcome === "cancelled") {
+          // Cancellation already moved the job to dead in SQL; nothing to overwrite.
+          yield* end(job, "dead", result, attempts)
+        } else {
+          yield* end(job, "failed", result, attempts)
+        }
+      }))
     })
 
     return JobEntity.of({

@@ -11,7 +11,6 @@ export interface CrawlRequest {
   readonly url: string
   readonly plan: ReadonlyArray<PlanEntry>
   readonly jobTimeoutMs: number
-  readonly priority: number
   readonly screenshot: false | ScreenshotOptions
   readonly signal: AbortSignal
 }
@@ -20,7 +19,13 @@ export interface CrawlServiceShape {
   readonly defaultPlan: ReadonlyArray<PlanEntry>
   readonly perDomainConcurrency: number
   readonly historyWindowMs: number
-  /** Runs one job's escalation when this node has capacity; higher priority first. */
+  /**
+   * Runs `effect` in one of this node's job slots, waiting (parked, higher priority first) for
+   * one. Jobs do their database work and their crawl in a slot, so however many jobs a node has
+   * been handed, only a bounded number work at once and the rest cost nothing while they wait.
+   */
+  readonly withCapacity: <A, E, R>(priority: number, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** Runs one job's escalation; call it inside `withCapacity`. */
   readonly crawl: (req: CrawlRequest) => Effect.Effect<EscalationResult>
   readonly engineNames: ReadonlyArray<EngineName>
 }
@@ -55,23 +60,28 @@ export const CrawlServiceLive = Layer.effect(
       perDomainConcurrency: crawlConfig.perDomainConcurrency,
       historyWindowMs: escalation.historyWindowMs,
       engineNames: ["http", "alternate", "brave", "camoufox"],
+      withCapacity: (priority, effect) =>
+        Effect.uninterruptibleMask((restore) =>
+          restore(Effect.callback<() => void>((resume, signal) => {
+            capacity.acquire(signal, priority).then(
+              // Granted just as the waiting fiber was interrupted: give the slot straight back.
+              (release) => (signal.aborted ? release() : resume(Effect.succeed(release))),
+              () => {}
+            )
+          })).pipe(Effect.flatMap((release) => restore(effect).pipe(Effect.ensuring(Effect.sync(release)))))
+        ),
       crawl: (req) =>
-        Effect.promise(async () => {
-          const release = await capacity.acquire(req.signal, req.priority).catch(() => undefined)
-          try {
-            return await runEscalation(req.plan, {
-              url: req.url,
-              allowPrivate: config.allowPrivateTargets,
-              ...(req.screenshot ? { screenshot: req.screenshot } : {})
-            }, engines, {
-              jobTimeoutMs: req.jobTimeoutMs,
-              signal: req.signal,
-              retryDelayMs: escalation.retryDelayMs
-            })
-          } finally {
-            release?.()
-          }
-        })
+        Effect.promise(() =>
+          runEscalation(req.plan, {
+            url: req.url,
+            allowPrivate: config.allowPrivateTargets,
+            ...(req.screenshot ? { screenshot: req.screenshot } : {})
+          }, engines, {
+            jobTimeoutMs: req.jobTimeoutMs,
+            signal: req.signal,
+            retryDelayMs: escalation.retryDelayMs
+          })
+        )
     })
   })
 )

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Schedule, type Scope } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { Kv } from "../kv/kv.ts"
 
 export interface StoredEvent {
@@ -12,6 +12,11 @@ export interface StoredEvent {
 export interface EventLogShape {
   /** Appends a lifecycle event of a tenant and wakes every node's stream subscribers. */
   readonly emit: (tenantId: string, type: string, data: EventData) => Effect.Effect<void>
+  /**
+   * Wakes the tenant's stream subscribers after a statement built with `appendEventCtes`
+   * committed an event.
+   */
+  readonly notify: (tenantId: string) => Effect.Effect<void>
   /** Appends several events of one tenant in one transaction (bulk creation). */
   readonly emitAll: (tenantId: string, events: ReadonlyArray<{ type: string; data: EventData }>) => Effect.Effect<void>
   /** Events after sequence number `afterId`, oldest first. */
@@ -30,6 +35,35 @@ export class EventLog extends Context.Service<EventLog, EventLogShape>()("trawl/
 export const EVENT_RETENTION_HOURS = 48
 
 const channelOf = (tenantId: string) => `trawl:events:${tenantId}`
+
+/**
+ * CTEs (`ev_seq`, `ev_rows`) that append one event to the log of the tenant of `source`, a CTE
+ * of at most one row with a `tenant_id` column, when `when` (an SQL condition over it) holds.
+ * A resource change and its event then commit in one statement: no separate transaction, and
+ * the sequence row lock is held only for that statement, so events still commit in sequence
+ * order. `data` is a jsonb expression over `source`; the tenant and time are added as in `emit`.
+ * Call `EventLog.notify` after the statement committed an event.
+ */
+export const appendEventCtes = (
+  sql: SqlClient.SqlClient,
+  o: { source: string; type: string; data: Statement.Fragment; when?: Statement.Fragment }
+): Statement.Fragment => {
+  const source = sql.literal(o.source)
+  return sql`
+    ev_seq AS (
+      INSERT INTO event_sequences (tenant_id, seq)
+      SELECT tenant_id, 1 FROM ${source} ${o.when ? sql`WHERE ${o.when}` : sql.literal("")}
+      ON CONFLICT (tenant_id) DO UPDATE SET seq = event_sequences.seq + 1
+      RETURNING tenant_id, seq
+    ),
+    ev_rows AS (
+      INSERT INTO events (tenant_id, seq, type, data)
+      SELECT ev_seq.tenant_id, ev_seq.seq, ${o.type}::text,
+             (${o.data}) || jsonb_build_object('tenantId', ev_seq.tenant_id, 'at', ${new Date().toISOString()}::text)
+      FROM ev_seq CROSS JOIN ${source}
+      RETURNING seq
+    )`
+}
 
 /**
  * Each tenant's events get a gap-free sequence number under a row lock, so they commit
@@ -71,6 +105,7 @@ export const EventLogLive = Layer.effect(
 
     return EventLog.of({
       emit: (tenantId, type, data) => emitAll(tenantId, [{ type, data }]),
+      notify: (tenantId) => kv.publish(channelOf(tenantId), "1").pipe(Effect.ignore),
       emitAll,
       since: (tenantId, afterId, limit) =>
         sql<{ seq: string; type: string; data: Record<string, unknown> }>`

@@ -7,7 +7,8 @@ import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
 import type { Job, JobResult, JobStatus, PageVersion, SearchJobsBody } from "../schema/job.ts"
 import { orderByTerms } from "./order-by.ts"
-import { type NewDelivery, WebhookRepo } from "./webhook-repo.ts"
+import { appendEventCtes } from "../events/event-log.ts"
+import { insertDeliverySql, type NewDelivery } from "./webhook-repo.ts"
 
 export interface JobRow {
   readonly id: string
@@ -106,10 +107,14 @@ export interface JobRepoShape {
   readonly query: (q: JobQuery) => Effect.Effect<{ items: ReadonlyArray<JobRow>; total: number }>
   /**
    * Marks a job claimed for one more run, leased for its `timeoutMs` plus `graceMs`;
-   * undefined when it is terminal or missing.
+   * undefined when it is terminal or missing. The first run also records `job.claimed`
+   * (a re-run after a lost node is not news to clients): notify when `runs` is 1.
    */
   readonly claim: (id: string, graceMs: number) => Effect.Effect<JobRow | undefined>
-  /** Moves a non-terminal job to its end state with its artifacts and page version, atomically. */
+  /**
+   * Moves a non-terminal job to its end state with its artifacts, page version, webhook delivery
+   * and `job.<status>` event, atomically; call `EventLog.notify` when it returns the row.
+   */
   readonly finish: (id: string, f: JobFinish) => Effect.Effect<JobRow | undefined>
   /** Non-terminal → dead (cancelled); returns the row as it is afterwards, and whether this call changed it. */
   readonly cancel: (tenantId: string, id: string) => Effect.Effect<{ row: JobRow; changed: boolean } | undefined>
@@ -135,7 +140,6 @@ export const JobRepoLive = Layer.effect(
   JobRepo,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const webhooks = yield* WebhookRepo
 
     const where = (q: JobQuery) => {
       const parts = [sql`tenant_id = ${q.tenantId}`]
@@ -151,12 +155,6 @@ export const JobRepoLive = Layer.effect(
     }
 
     const orderBy = (sort: JobQuery["sort"]) => sql.literal(orderByTerms(sort, sortColumns))
-
-    const storeContent = (tenantId: string, hash: string, body: Buffer, compressed: Buffer) =>
-      sql`
-        INSERT INTO page_contents (tenant_id, hash, compressed, size)
-        VALUES (${tenantId}, ${hash}, ${compressed}, ${body.length})
-        ON CONFLICT (tenant_id, hash) DO NOTHING`
 
     return JobRepo.of({
       insert: (jobs) =>
@@ -190,48 +188,77 @@ export const JobRepoLive = Layer.effect(
         ], { concurrency: 2 }).pipe(Effect.orDie, Effect.map(([items, [c]]) => ({ items, total: Number(c!.n) }))),
       claim: (id, graceMs) =>
         sql<JobRow>`
-          UPDATE jobs SET status = 'claimed', claimed_at = now(), runs = runs + 1,
-                          lease_until = now() + (timeout_ms + ${graceMs}) * interval '1 millisecond'
-          WHERE id = ${id} AND status IN ('queued', 'claimed')
-          RETURNING *`.pipe(Effect.orDie, Effect.map((r) => r[0])),
+          WITH j AS (
+            UPDATE jobs SET status = 'claimed', claimed_at = now(), runs = runs + 1,
+                            lease_until = now() + (timeout_ms + ${graceMs}) * interval '1 millisecond'
+            WHERE id = ${id} AND status IN ('queued', 'claimed')
+            RETURNING *
+          ),
+          ${appendEventCtes(sql, {
+            source: "j",
+            type: "job.claimed",
+            data: sql`jsonb_build_object('id', j.id, 'status', 'claimed', 'url', j.url)`,
+            when: sql`j.runs = 1`
+          })}
+          SELECT * FROM j`.pipe(Effect.orDie, Effect.map((r) => r[0])),
       finish: (id, f) =>
         Effect.gen(function*() {
-          // Hashing and compression happen before the transaction, off the event loop (gzip level 1).
+          // Hashing and compression happen before the statement, off the event loop (gzip level 1).
           const packed = f.content
             ? { hash: sha256(f.content.body), compressed: yield* Effect.promise(() => gzipAsync(f.content!.body, { level: 1 })) }
             : undefined
-          return yield* sql.withTransaction(Effect.gen(function*() {
+          const jobEnded = sql`EXISTS (SELECT 1 FROM j)`
+          const contentCtes = f.content && packed
+            ? sql`
+              stored AS (
+                INSERT INTO page_contents (tenant_id, hash, compressed, size)
+                SELECT j.tenant_id, ${packed.hash}::text, ${packed.compressed}::bytea, ${f.content.body.length}::integer FROM j
+                ON CONFLICT (tenant_id, hash) DO NOTHING
+              ),
+              previous AS (
+                SELECT pv.content_hash FROM page_versions pv JOIN j ON pv.tenant_id = j.tenant_id AND pv.normalized_url = j.normalized_url
+                ORDER BY pv.fetched_at DESC, pv.id DESC LIMIT 1
+              ),
+              version AS (
+                INSERT INTO page_versions (id, tenant_id, normalized_url, url, job_id, fetched_at, http_status, content_type, size,
+                                           content_hash, changed)
+                SELECT ${newId("pv")}::text, j.tenant_id, j.normalized_url, COALESCE(${f.content.finalUrl}::text, j.url), j.id, now(),
+                       ${f.content.httpStatus}::integer, ${f.content.contentType}::text, ${f.content.body.length}::integer,
+                       ${packed.hash}::text, (SELECT content_hash FROM previous) IS DISTINCT FROM ${packed.hash}::text
+                FROM j
+                ON CONFLICT (job_id) DO NOTHING
+              ),`
+            : sql.literal("")
+          const artifactCte = packed || f.screenshot
+            ? sql`
+              artifact AS (
+                INSERT INTO job_artifacts (job_id, tenant_id, content_hash, content_type, screenshot, screenshot_type)
+                SELECT j.id, j.tenant_id, ${packed?.hash ?? null}::text, ${f.content?.contentType ?? null}::text,
+                       ${f.screenshot?.bytes ?? null}::bytea, ${f.screenshot?.type ?? null}::text
+                FROM j
+                ON CONFLICT (job_id) DO NOTHING
+              ),`
+            : sql.literal("")
+          const deliveryCte = f.delivery ? sql`delivery AS (${insertDeliverySql(sql, f.delivery, jobEnded)}),` : sql.literal("")
+          // One statement: the terminal state, its page version, artifacts, webhook delivery and
+          // event commit together or not at all.
           const [row] = yield* sql<JobRow>`
-            UPDATE jobs SET status = ${f.status}, result = ${JSON.stringify(f.result)}::jsonb, attempts = ${f.attempts},
-                            finished_at = now(), lease_until = NULL
-            WHERE id = ${id} AND status IN ('queued', 'claimed')
-            RETURNING *`
-          if (!row) return undefined
-          let contentHash: string | null = null
-          if (f.content && packed) {
-            contentHash = packed.hash
-            yield* storeContent(row.tenant_id, packed.hash, f.content.body, packed.compressed)
-            const [prev] = yield* sql<{ content_hash: string }>`
-              SELECT content_hash FROM page_versions WHERE tenant_id = ${row.tenant_id} AND normalized_url = ${row.normalized_url}
-              ORDER BY fetched_at DESC, id DESC LIMIT 1`
-            yield* sql`
-              INSERT INTO page_versions (id, tenant_id, normalized_url, url, job_id, fetched_at, http_status, content_type, size,
-                                         content_hash, changed)
-              VALUES (${newId("pv")}, ${row.tenant_id}, ${row.normalized_url}, ${f.content.finalUrl ?? row.url}, ${row.id}, now(),
-                      ${f.content.httpStatus}, ${f.content.contentType}, ${f.content.body.length}, ${contentHash},
-                      ${prev ? prev.content_hash !== contentHash : true})
-              ON CONFLICT (job_id) DO NOTHING`
-          }
-          if (contentHash || f.screenshot) {
-            yield* sql`
-              INSERT INTO job_artifacts (job_id, tenant_id, content_hash, content_type, screenshot, screenshot_type)
-              VALUES (${row.id}, ${row.tenant_id}, ${contentHash}, ${f.content?.contentType ?? null},
-                      ${f.screenshot?.bytes ?? null}, ${f.screenshot?.type ?? null})
-              ON CONFLICT (job_id) DO NOTHING`
-          }
-          if (f.delivery) yield* webhooks.insert(f.delivery)
+            WITH j AS (
+              UPDATE jobs SET status = ${f.status}, result = ${JSON.stringify(f.result)}::jsonb, attempts = ${f.attempts},
+                              finished_at = now(), lease_until = NULL
+              WHERE id = ${id} AND status IN ('queued', 'claimed')
+              RETURNING *
+            ),
+            ${contentCtes}
+            ${artifactCte}
+            ${deliveryCte}
+            ${appendEventCtes(sql, {
+              source: "j",
+              type: `job.${f.status}`,
+              data: sql`jsonb_build_object('id', j.id, 'status', j.status, 'url', j.url, 'classification', ${f.result.classification}::text)`
+            })}
+            SELECT * FROM j`
           return row
-        }))
         }).pipe(Effect.orDie),
       cancel: (tenantId, id) =>
         Effect.gen(function*() {

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { iso } from "../schema/common.ts"
 
 export interface DeliveryRow {
@@ -78,6 +78,17 @@ export interface WebhookRepoShape {
   readonly distinctUrls: (tenantId: string) => Effect.Effect<ReadonlySet<string>>
 }
 
+/**
+ * The statement that records a new delivery; with `guard` (an SQL condition), only when it holds,
+ * so it can sit in a CTE of the statement that ends the resource.
+ */
+export const insertDeliverySql = (sql: SqlClient.SqlClient, d: NewDelivery, guard?: Statement.Fragment): Statement.Fragment => sql`
+  INSERT INTO webhook_deliveries (id, tenant_id, resource_type, resource_id, event_status, url, secret_enc, body, next_attempt_at)
+  SELECT ${d.id}::text, ${d.tenantId}::text, ${d.resourceType}::text, ${d.resourceId}::text, ${d.eventStatus}::text,
+         ${d.url}::text, ${d.secretEnc}::text, ${d.body}::text, now()
+  ${guard ? sql`WHERE ${guard}` : sql.literal("")}
+  ON CONFLICT (resource_type, resource_id, event_status) DO NOTHING`
+
 export class WebhookRepo extends Context.Service<WebhookRepo, WebhookRepoShape>()("trawl/WebhookRepo") {}
 
 export const WebhookRepoLive = Layer.effect(
@@ -87,11 +98,7 @@ export const WebhookRepoLive = Layer.effect(
     const attemptsOf = (ids: ReadonlyArray<string>) =>
       ids.length === 0 ? Effect.succeed([]) : sql`SELECT * FROM webhook_attempts WHERE delivery_id IN ${sql.in(ids)} ORDER BY id`
     return WebhookRepo.of({
-      insert: (d) =>
-        sql`
-          INSERT INTO webhook_deliveries (id, tenant_id, resource_type, resource_id, event_status, url, secret_enc, body, next_attempt_at)
-          VALUES (${d.id}, ${d.tenantId}, ${d.resourceType}, ${d.resourceId}, ${d.eventStatus}, ${d.url}, ${d.secretEnc}, ${d.body}, now())
-          ON CONFLICT (resource_type, resource_id, event_status) DO NOTHING`.pipe(Effect.orDie, Effect.asVoid),
+      insert: (d) => sql`${insertDeliverySql(sql, d)}`.pipe(Effect.orDie, Effect.asVoid),
       byId: (id) => sql<DeliveryRow>`SELECT * FROM webhook_deliveries WHERE id = ${id}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
       recordAttempt: (id, a, next) =>
         sql.withTransaction(Effect.gen(function*() {
