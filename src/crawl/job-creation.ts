@@ -110,7 +110,7 @@ export const JobCreationLive = Layer.effect(
         const rows = yield* repo.insert(prepared.map((p) => p.job)).pipe(
           Effect.onError(() => tenantClient(tenantId).ReleaseJobs({ jobIds: ids }, { discard: true }).pipe(Effect.ignore))
         )
-        yield* events.emitAll(tenantId, rows.map((row) => ({ type: "job.created", data: { id: row.id, status: row.status, url: row.url } })))
+        if (rows.length > 0) yield* events.notify(tenantId)
         // A lost hand-off is picked up by the sweeper once the job's lease runs out.
         yield* Effect.forEach(ids, (id) => jobClient(id).Run(undefined, { discard: true }).pipe(Effect.ignore), {
           concurrency: 32,

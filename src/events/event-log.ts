@@ -17,8 +17,6 @@ export interface EventLogShape {
    * committed an event.
    */
   readonly notify: (tenantId: string) => Effect.Effect<void>
-  /** Appends several events of one tenant in one transaction (bulk creation). */
-  readonly emitAll: (tenantId: string, events: ReadonlyArray<{ type: string; data: EventData }>) => Effect.Effect<void>
   /** Events after sequence number `afterId`, oldest first. */
   readonly since: (tenantId: string, afterId: string, limit: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
   /** The tenant's latest sequence number ("0" when it has none): where a fresh stream starts. */
@@ -37,39 +35,38 @@ export const EVENT_RETENTION_HOURS = 48
 const channelOf = (tenantId: string) => `trawl:events:${tenantId}`
 
 /**
- * CTEs (`ev_seq`, `ev_rows`) that append one event to the log of the tenant of `source`, a CTE
- * of at most one row with a `tenant_id` column, when `when` (an SQL condition over it) holds.
- * A resource change and its event then commit in one statement: no separate transaction, and
- * the sequence row lock is held only for that statement, so events still commit in sequence
- * order. `data` is a jsonb expression over `source`; the tenant and time are added as in `emit`.
- * Call `EventLog.notify` after the statement committed an event.
+ * CTEs (`ev_src`, `ev_seq`, `ev_rows`) that append one event per row of `source` (a CTE whose rows
+ * all belong to one tenant, with a `tenant_id` column) for the rows where `when` holds, numbered in
+ * `order`. A resource change and its events then commit in one statement: no separate transaction,
+ * and the sequence row lock is held only for that statement, so events still commit in sequence
+ * order. `data` is a jsonb expression over `ev_src` (the source's columns); the tenant and time are
+ * added as in `emit`. Call `EventLog.notify` after the statement committed an event.
  */
 export const appendEventCtes = (
   sql: SqlClient.SqlClient,
-  o: { source: string; type: string; data: Statement.Fragment; when?: Statement.Fragment }
+  o: { source: string; type: string; data: Statement.Fragment; when?: Statement.Fragment; order?: Statement.Fragment }
 ): Statement.Fragment => {
   const source = sql.literal(o.source)
   return sql`
+    ev_src AS (
+      SELECT ${source}.*, row_number() OVER (ORDER BY ${o.order ?? sql.literal("1")}) AS ev_i, count(*) OVER () AS ev_n
+      FROM ${source} ${o.when ? sql`WHERE ${o.when}` : sql.literal("")}
+    ),
     ev_seq AS (
       INSERT INTO event_sequences (tenant_id, seq)
-      SELECT tenant_id, 1 FROM ${source} ${o.when ? sql`WHERE ${o.when}` : sql.literal("")}
-      ON CONFLICT (tenant_id) DO UPDATE SET seq = event_sequences.seq + 1
+      SELECT tenant_id, ev_n FROM ev_src WHERE ev_i = 1
+      ON CONFLICT (tenant_id) DO UPDATE SET seq = event_sequences.seq + EXCLUDED.seq
       RETURNING tenant_id, seq
     ),
     ev_rows AS (
       INSERT INTO events (tenant_id, seq, type, data)
-      SELECT ev_seq.tenant_id, ev_seq.seq, ${o.type}::text,
+      SELECT ev_seq.tenant_id, ev_seq.seq - ev_src.ev_n + ev_src.ev_i, ${o.type}::text,
              (${o.data}) || jsonb_build_object('tenantId', ev_seq.tenant_id, 'at', ${new Date().toISOString()}::text)
-      FROM ev_seq CROSS JOIN ${source}
+      FROM ev_src JOIN ev_seq ON ev_seq.tenant_id = ev_src.tenant_id
       RETURNING seq
     )`
 }
 
-/**
- * Each tenant's events get a gap-free sequence number under a row lock, so they commit
- * in sequence order: a reader that has seen N has seen everything before N. Pub/sub only
- * says "something new"; subscribers read the log itself, so nothing is lost or reordered.
- */
 export const EventLogLive = Layer.effect(
   EventLog,
   Effect.gen(function*() {
@@ -106,7 +103,6 @@ export const EventLogLive = Layer.effect(
     return EventLog.of({
       emit: (tenantId, type, data) => emitAll(tenantId, [{ type, data }]),
       notify: (tenantId) => kv.publish(channelOf(tenantId), "1").pipe(Effect.ignore),
-      emitAll,
       since: (tenantId, afterId, limit) =>
         sql<{ seq: string; type: string; data: Record<string, unknown> }>`
           SELECT seq, type, data FROM events WHERE tenant_id = ${tenantId} AND seq > ${afterId}::bigint

@@ -101,6 +101,7 @@ export interface JobQuery {
 }
 
 export interface JobRepoShape {
+  /** Inserts new jobs with their `job.created` events in one statement; notify when it returns rows. */
   readonly insert: (jobs: ReadonlyArray<NewJob>) => Effect.Effect<ReadonlyArray<JobRow>>
   readonly find: (tenantId: string, id: string) => Effect.Effect<JobRow | undefined>
   readonly byId: (id: string) => Effect.Effect<JobRow | undefined>
@@ -159,6 +160,7 @@ export const JobRepoLive = Layer.effect(
     return JobRepo.of({
       insert: (jobs) =>
         jobs.length === 0 ? Effect.succeed([]) : sql<JobRow>`
+          WITH j AS (
           INSERT INTO jobs ${sql.insert(jobs.map((j): Record<string, unknown> => ({
             id: j.id,
             tenant_id: j.tenantId,
@@ -177,7 +179,16 @@ export const JobRepoLive = Layer.effect(
             lease_until: new Date(Date.now() + 10 * 60_000)
           })) as [Record<string, unknown>, ...Array<Record<string, unknown>>])}
           ON CONFLICT (id) DO NOTHING
-          RETURNING *`.pipe(Effect.orDie),
+          RETURNING *
+          ),
+          ${appendEventCtes(sql, {
+            source: "j",
+            type: "job.created",
+            data: sql`jsonb_build_object('id', ev_src.id, 'status', ev_src.status, 'url', ev_src.url)`,
+            // Ids increase in the order the request listed the jobs.
+            order: sql`j.id COLLATE "C"`
+          })}
+          SELECT * FROM j`.pipe(Effect.orDie),
       find: (tenantId, id) =>
         sql<JobRow>`SELECT * FROM jobs WHERE id = ${id} AND tenant_id = ${tenantId}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
       byId: (id) => sql<JobRow>`SELECT * FROM jobs WHERE id = ${id}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
@@ -197,7 +208,7 @@ export const JobRepoLive = Layer.effect(
           ${appendEventCtes(sql, {
             source: "j",
             type: "job.claimed",
-            data: sql`jsonb_build_object('id', j.id, 'status', 'claimed', 'url', j.url)`,
+            data: sql`jsonb_build_object('id', ev_src.id, 'status', 'claimed', 'url', ev_src.url)`,
             when: sql`j.runs = 1`
           })}
           SELECT * FROM j`.pipe(Effect.orDie, Effect.map((r) => r[0])),
@@ -255,7 +266,7 @@ export const JobRepoLive = Layer.effect(
             ${appendEventCtes(sql, {
               source: "j",
               type: `job.${f.status}`,
-              data: sql`jsonb_build_object('id', j.id, 'status', j.status, 'url', j.url, 'classification', ${f.result.classification}::text)`
+              data: sql`jsonb_build_object('id', ev_src.id, 'status', ev_src.status, 'url', ev_src.url, 'classification', ${f.result.classification}::text)`
             })}
             SELECT * FROM j`
           return row
