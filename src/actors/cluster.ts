@@ -1,8 +1,9 @@
 import { NodeClusterSocket, NodeCrypto } from "@effect/platform-node"
 import { Effect, Layer, Option } from "effect"
-import { RunnerAddress, SingleRunner } from "effect/cluster"
+import { RunnerAddress, RunnerHealth, Runners, Sharding, ShardingConfig, SqlRunnerStorage } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { Config } from "../config.ts"
+import { MessageStorageLive } from "./message-storage.ts"
 
 /**
  * Fail-over tuning: a runner whose heartbeat is older than 6 s is considered gone,
@@ -56,15 +57,21 @@ export const ClusterLive = Layer.unwrap(
       // timings: a busy embedded database must not make it drop its own shards. The embedded
       // database belongs to this process alone, so locks left by a killed predecessor are
       // cleared at start instead of waiting for them to expire.
-      return SingleRunner.layer({ runnerStorage: "sql", shardingConfig: { ...shardingCommon, entityMessagePollInterval: shardingTuning.entityMessagePollInterval } }).pipe(
+      return Sharding.layer.pipe(
+        Layer.provideMerge(Runners.layerNoop),
+        Layer.provideMerge(MessageStorageLive),
+        Layer.provide([Layer.orDie(SqlRunnerStorage.layer), RunnerHealth.layerNoop]),
+        Layer.provide(ShardingConfig.layerFromEnv({ ...shardingCommon, entityMessagePollInterval: shardingTuning.entityMessagePollInterval })),
         Layer.provide(NodeCrypto.layerDigest),
         Layer.provide(ClearStaleLocks)
       )
     }
     const address = RunnerAddress.make(config.runnerHost, config.runnerPort!)
-    return NodeClusterSocket.layer({
-      storage: "sql",
-      shardingConfig: { ...shardingTuning, ...shardingCommon, runnerAddress: Option.some(address) }
-    })
+    const shardingConfig = { ...shardingTuning, ...shardingCommon, runnerAddress: Option.some(address) }
+    return NodeClusterSocket.layer({ storage: "byo", shardingConfig }).pipe(
+      Layer.provideMerge(MessageStorageLive),
+      Layer.provide(Layer.orDie(SqlRunnerStorage.layer).pipe(Layer.provide(ShardingConfig.layerFromEnv(shardingConfig)))),
+      Layer.provide(NodeCrypto.layerDigest)
+    )
   })
 )
