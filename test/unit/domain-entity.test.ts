@@ -1,0 +1,98 @@
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Fiber, Layer } from "effect"
+import { Entity, ShardingConfig } from "effect/cluster"
+import { describe, expect, it } from "vitest"
+import { DomainEntity, DomainEntityLive } from "../../src/actors/domain-entity.ts"
+import { Config, loadConfig } from "../../src/config.ts"
+import { CrawlService, type CrawlServiceShape } from "../../src/crawl/crawl-service.ts"
+import { DatabaseLive } from "../../src/sql/database.ts"
+import { MigrationsLive } from "../../src/sql/migrate.ts"
+
+// The entity only reads the politeness limit from the crawl service.
+const crawl = { perDomainConcurrency: 2 } as CrawlServiceShape
+
+const entityLayer = () => {
+  const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "trawl-domain-")) })
+  return DomainEntityLive.pipe(
+    Layer.provide(Layer.succeed(CrawlService, crawl)),
+    Layer.provide(MigrationsLive),
+    Layer.provideMerge(DatabaseLive),
+    Layer.provide(Layer.succeed(Config, config))
+  )
+}
+
+const run = <A, E>(body: (domain: Effect.Success<ReturnType<typeof clientFor>>) => Effect.Effect<A, E>) =>
+  Effect.runPromise(
+    clientFor().pipe(
+      Effect.flatMap(body),
+      Effect.scoped,
+      Effect.provide(ShardingConfig.layer())
+    )
+  )
+
+const clientFor = () =>
+  Entity.makeTestClient(DomainEntity, entityLayer()).pipe(Effect.flatMap((make) => make("example.com")))
+
+const acquire = (domain: Effect.Success<ReturnType<typeof clientFor>>, holder: string, priority = 0) =>
+  domain.Acquire({ holder, ttlMs: 60_000, priority })
+
+/** True when the fiber has finished after the entity handled everything queued before this. */
+const granted = (fiber: Fiber.Fiber<unknown, unknown>) => Effect.yieldNow.pipe(Effect.repeat({ times: 20 }), Effect.as(fiber.pollUnsafe() !== undefined))
+
+describe("DomainEntity politeness slots", () => {
+  it("gives at most two slots, hands a freed slot to the next waiter by priority, one waiter per release", async () => {
+    await run((domain) =>
+      Effect.gen(function*() {
+        yield* acquire(domain, "a")
+        yield* acquire(domain, "b")
+        const low = yield* Effect.forkChild(acquire(domain, "low", 0))
+        const high = yield* Effect.forkChild(acquire(domain, "high", 5))
+        const later = yield* Effect.forkChild(acquire(domain, "later", 5))
+        expect(yield* granted(low)).toBe(false)
+        expect(yield* granted(high)).toBe(false)
+
+        yield* domain.Release({ holder: "a", outcomes: [] })
+        yield* Fiber.join(high)
+        expect(yield* granted(later)).toBe(false)
+        expect(yield* granted(low)).toBe(false)
+
+        yield* domain.Release({ holder: "b", outcomes: [] })
+        yield* Fiber.join(later)
+        expect(yield* granted(low)).toBe(false)
+
+        yield* domain.Release({ holder: "high", outcomes: [] })
+        yield* Fiber.join(low)
+      })
+    )
+  }, 60_000)
+
+  it("lets a holder that asks again keep its slot, and a holder that gives up leave the queue", async () => {
+    await run((domain) =>
+      Effect.gen(function*() {
+        yield* acquire(domain, "a")
+        yield* acquire(domain, "a")
+        yield* acquire(domain, "b")
+        const gaveUp = yield* Effect.forkChild(acquire(domain, "gave-up"))
+        const next = yield* Effect.forkChild(acquire(domain, "next"))
+        // The waiting holder stops waiting (it crawls without a slot) and releases what it never got.
+        yield* Fiber.interrupt(gaveUp)
+        yield* domain.Release({ holder: "gave-up", outcomes: [] })
+        yield* domain.Release({ holder: "a", outcomes: [] })
+        yield* Fiber.join(next)
+      })
+    )
+  }, 60_000)
+
+  it("answers Acquire with what earlier releases recorded about the engines", async () => {
+    const history = await run((domain) =>
+      Effect.gen(function*() {
+        expect(yield* acquire(domain, "first")).toEqual([])
+        yield* domain.Release({ holder: "first", outcomes: [{ engine: "http", ok: false }, { engine: "brave", ok: true }] })
+        return yield* acquire(domain, "second")
+      })
+    )
+    expect(history.map((h) => [h.engine, h.ok]).sort()).toEqual([["brave", true], ["http", false]])
+  }, 60_000)
+})
