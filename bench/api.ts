@@ -29,14 +29,9 @@ import { createTestDatabase, startServer } from "../test/support/server-process.
 import { bootstrap } from "./support/bootstrap.ts"
 import { type LoadResult, mergeResults, runLoad, type Target } from "./support/load.ts"
 import { checkInterrupted, cleanupAll, cpuMs, dropDatabase, installExitHandlers, onCleanup, runMain, startBare } from "./support/processes.ts"
+import { numberOption } from "./support/options.ts"
 
-const args = process.argv.slice(2).filter((a) => a !== "--")
-const opt = (name: string, dflt: number): number => {
-  const i = args.indexOf(`--${name}`)
-  const v = i >= 0 ? Number(args[i + 1]) : dflt
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name} must be a positive number`)
-  return v
-}
+const opt = numberOption
 const connections = opt("connections", 64)
 const duration = opt("duration", 10)
 const warmup = opt("warmup", 2)

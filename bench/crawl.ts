@@ -37,22 +37,13 @@ import { type LoadResult, openSse, runPostLoad, type SseStream } from "./crawl-s
 import { cleanupAll, cpuMs, dropDatabase, installExitHandlers, onCleanup, root, runMain, spawnTs } from "./support/processes.ts"
 import { summarizeProfile } from "./crawl-support/profile.ts"
 import { connectStats, diffCounts, listeningPorts, type SqlStats, type TableCounts } from "./crawl-support/sql-stats.ts"
+import { flag, numberOption, stringOption } from "./support/options.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Options
 
-const args = process.argv.slice(2).filter((a) => a !== "--")
-const flag = (name: string) => args.includes(`--${name}`)
-const opt = (name: string, dflt: number): number => {
-  const i = args.indexOf(`--${name}`)
-  const v = i >= 0 ? Number(args[i + 1]) : dflt
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name} must be a positive number`)
-  return v
-}
-const optStr = (name: string, dflt: string): string => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 ? String(args[i + 1]) : dflt
-}
+const opt = numberOption
+const optStr = stringOption
 
 const pages = opt("pages", 1000)
 const warmPages = opt("warm", 64)

@@ -31,19 +31,11 @@ import { jobWebhookBody } from "../src/webhooks/sender.ts"
 import { client, createTestDatabase, startServer } from "../test/support/server-process.ts"
 import { percentile } from "./support/load.ts"
 import { checkInterrupted, cleanupAll, dropDatabase, installExitHandlers, onCleanup, runMain, spawnTs } from "./support/processes.ts"
+import { numberOption, optionalString } from "./support/options.ts"
 import { type Arrival, nowMs, startFixture, startReceiver } from "./webhooks-support/servers.ts"
 
-const args = process.argv.slice(2).filter((a) => a !== "--")
-const opt = (name: string, dflt: number): number => {
-  const i = args.indexOf(`--${name}`)
-  const v = i >= 0 ? Number(args[i + 1]) : dflt
-  if (!Number.isFinite(v) || v < 0) throw new Error(`--${name} must be a non-negative number`)
-  return v
-}
-const optString = (name: string): string | undefined => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 ? args[i + 1] : undefined
-}
+const opt = (name: string, dflt: number) => numberOption(name, dflt, true)
+const optString = optionalString
 const jobCount = opt("jobs", 600)
 const hostCount = Math.min(200, Math.max(1, opt("hosts", 16)))
 const bareConcurrency = Math.max(1, opt("concurrency", 16))

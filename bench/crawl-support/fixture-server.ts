@@ -12,31 +12,20 @@
  */
 import { createServer, type Server } from "node:http"
 import { exitWithParent } from "../support/processes.ts"
+import { makeProse } from "../support/prose.ts"
 
 const hosts = (process.env.FIXTURE_HOSTS ?? "127.0.0.2").split(",").map((h) => h.trim()).filter(Boolean)
 const pageBytes = Number(process.env.PAGE_BYTES ?? 50_000)
 
 // Deterministic prose: a small PRNG over a vocabulary, cut into paragraph blocks.
-let seed = 0x2545f491
-const rand = () => {
-  seed ^= seed << 13
-  seed ^= seed >>> 17
-  seed ^= seed << 5
-  return (seed >>> 0) / 0x1_0000_0000
-}
-const words = (
+const { sentence } = makeProse(
+  0x2545f491,
   "the a of and to in harbour market river council report season weather freight station " +
-  "engineer valley museum library bridge garden village railway summer winter morning evening " +
-  "north south quietly rapidly announced described measured observed local regional annual " +
-  "water stone timber copper grain wool harvest festival schedule ferry coast island mountain " +
-  "committee survey volunteer archive record history archive map lantern mill orchard"
-).split(" ")
-const sentence = () => {
-  const n = 8 + Math.floor(rand() * 14)
-  const w = Array.from({ length: n }, () => words[Math.floor(rand() * words.length)]!)
-  w[0] = w[0]!.charAt(0).toUpperCase() + w[0]!.slice(1)
-  return w.join(" ") + "."
-}
+    "engineer valley museum library bridge garden village railway summer winter morning evening " +
+    "north south quietly rapidly announced described measured observed local regional annual " +
+    "water stone timber copper grain wool harvest festival schedule ferry coast island mountain " +
+    "committee survey volunteer archive record history archive map lantern mill orchard"
+)
 const BLOCKS = 64
 const blocks = Array.from({ length: BLOCKS }, (_, i) => {
   const ps = Array.from({ length: 3 }, () => `<p>${Array.from({ length: 4 }, sentence).join(" ")}</p>`).join("\n")

@@ -16,17 +16,14 @@ import { startServer } from "../../test/support/server-process.ts"
 import { bootstrap } from "./bootstrap.ts"
 import { nowUs, printSummary } from "./cpuprofile.ts"
 import { runLoad } from "./load.ts"
+import { flag, stringOption } from "./options.ts"
 import { cleanupAll, installExitHandlers, onCleanup, runMain, startBare } from "./processes.ts"
 
-const args = process.argv.slice(2).filter((a) => a !== "--")
-const opt = (name: string, dflt: string) => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 ? args[i + 1] ?? dflt : dflt
-}
+const opt = stringOption
 const target = opt("target", "full")
 const duration = Number(opt("duration", "10"))
 const top = Number(opt("top", "30"))
-const keep = args.includes("--keep")
+const keep = flag("keep")
 const callers = Number(opt("callers", "0"))
 
 const main = async () => {
