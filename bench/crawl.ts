@@ -34,7 +34,7 @@ import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { client, createTestDatabase, INTERNAL_TOKEN, type RunningServer, startServer } from "../test/support/server-process.ts"
 import { type LoadResult, openSse, runPostLoad, type SseStream } from "./crawl-support/load.ts"
-import { cleanupAll, cpuMs, dropDatabase, installExitHandlers, onCleanup, root, runMain, spawnTs } from "./support/processes.ts"
+import { cleanupAll, cpuMs, dropDatabase, threadCpuMs, installExitHandlers, onCleanup, root, runMain, spawnTs } from "./support/processes.ts"
 import { summarizeProfile } from "./crawl-support/profile.ts"
 import { connectStats, diffCounts, listeningPorts, type SqlStats, type TableCounts } from "./crawl-support/sql-stats.ts"
 import { flag, numberOption, stringOption } from "./support/options.ts"
@@ -298,6 +298,7 @@ const runTrawlCrawl = async (
   const counts0 = await stats?.read()
   if (profiling) await toggleProfiler(trawl, "bench-profile started")
   const cpu0 = cpuMs(pid) ?? NaN
+  const threads0 = threadCpuMs(pid)
   const t0 = performance.now()
   const sub = await submitBulk(trawl.baseUrl, tenants, urls)
   const submittedMs = performance.now() - t0
@@ -307,6 +308,7 @@ const runTrawlCrawl = async (
   } finally {
     if (profiling) await toggleProfiler(trawl, "bench-profile written")
   }
+  const threads1 = threadCpuMs(pid)
   if (stats && counts0) printCounts("(a) SQL per page", counts0, await stats.read(), pages)
   let last = { at: t0, cpuMs: cpu0 }
   const byStatus: Record<string, number> = {}
@@ -328,9 +330,19 @@ const runTrawlCrawl = async (
     failed: pages - (byStatus.done ?? 0),
     wallMs: last.at - t0,
     cpuMs: last.cpuMs - cpu0,
-    extra: `bulk ${tenants.length} req in ${f(submittedMs, 0)} ms, 429 retries ${sub.retried429}`
+    extra: `bulk ${tenants.length} req in ${f(submittedMs, 0)} ms, 429 retries ${sub.retried429}; ` +
+      `CPU ms/page by server thread: ${byThread(threads0, threads1, pages)}`
   }
 }
+
+/** The busiest threads' CPU between two readings, per page: where the server's CPU goes. */
+const byThread = (before: Map<string, number>, after: Map<string, number>, pages: number) =>
+  [...after]
+    .map(([name, ms]) => [name, (ms - (before.get(name) ?? 0)) / pages] as const)
+    .filter(([, ms]) => ms >= 0.05)
+    .sort((x, y) => y[1] - x[1])
+    .map(([name, ms]) => `${name} ${f(ms, 2)}`)
+    .join(", ")
 
 const runChildCrawl = async (label: string, script: string, fixture: Fixture, dir: string): Promise<CrawlFigures> => {
   const urlsFile = join(dir, `${label.replace(/\W+/g, "-")}-urls.json`)
@@ -369,7 +381,8 @@ const runCreate = async (
   baseUrl: string,
   keys: ReadonlyArray<string>,
   fixture: Fixture,
-  profiler?: (on: boolean) => Promise<void>
+  profiler?: (on: boolean) => Promise<void>,
+  pid?: number
 ): Promise<LoadResult & { warmRequests: number }> => {
   const targets = (i: number) => ({
     headers: { "x-api-key": keys[i % keys.length]! },
@@ -378,7 +391,9 @@ const runCreate = async (
   const w = await runPostLoad(baseUrl, "/v1/scraper/jobs", targets, { connections: createConnections, seconds: createWarmup, expect: 201 })
   log(`${label.padEnd(5)} warm-up  ${f(w.rps, 0)} req/s  non-201 ${w.unexpected}`)
   await profiler?.(true)
+  const threads0 = pid === undefined ? undefined : threadCpuMs(pid)
   const r = await runPostLoad(baseUrl, "/v1/scraper/jobs", targets, { connections: createConnections, seconds: createSeconds, expect: 201 })
+  if (pid !== undefined && threads0) log(`${label.padEnd(5)} CPU ms/request by server thread: ${byThread(threads0, threadCpuMs(pid), r.requests)}`)
   await profiler?.(false)
   log(
     `${label.padEnd(5)} measured ${f(r.rps, 1)} req/s  p50 ${f(r.p50, 2)} ms  p90 ${f(r.p90, 2)} ms  p99 ${f(r.p99, 2)} ms` +
@@ -458,7 +473,7 @@ const main = async () => {
         log(`(d) job creation: POST /v1/scraper/jobs, ${createConnections} connections, ${createTenants} tenants' owner keys, jobs on /tiny pages  [${load()}]`)
         const counts0 = await stats?.read()
         createTrawl = await runCreate("trawl", trawl.baseUrl, tenants.slice(0, createTenants).map((t) => t.apiKey), fixture,
-          profile ? (on) => toggleProfiler(trawl, on ? "bench-profile started" : "bench-profile written") : undefined)
+          profile ? (on) => toggleProfiler(trawl, on ? "bench-profile started" : "bench-profile written") : undefined, trawl.process.pid)
         // Includes the warm-up's requests and whatever of the created jobs ran meanwhile.
         if (stats && counts0) printCounts("(d) SQL per create request (warm-up + measured, with the crawls of those jobs so far)", counts0, await stats.read(), createTrawl.requests + createTrawl.warmRequests)
       }

@@ -5,7 +5,7 @@
  * database to drop. Only what this run started is ever stopped, by its own handle.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { PgClient } from "@effect/sql-pg"
@@ -120,6 +120,32 @@ export const cpuMs = (pid: number | undefined): number | undefined => {
   }
 }
 const CLOCK_TICKS = 100
+
+/**
+ * CPU ms of a process per thread, keyed by thread name (threads sharing a name are summed; the main
+ * thread is keyed "main"), from /proc/<pid>/task/<tid>/stat.
+ */
+export const threadCpuMs = (pid: number): Map<string, number> => {
+  const out = new Map<string, number>()
+  let tids: Array<string> = []
+  try {
+    tids = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return out
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8")
+      const name = Number(tid) === pid ? "main" : stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"))
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+      const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS
+      out.set(name, (out.get(name) ?? 0) + ms)
+    } catch {
+      // the thread ended while we listed it
+    }
+  }
+  return out
+}
 
 export interface Child {
   readonly process: ChildProcess
