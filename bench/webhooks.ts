@@ -15,6 +15,9 @@
  *    request), and per delivery the latency from the job's `finishedAt` (read back from
  *    `GET /v1/scraper/jobs`, the same field as `GET /v1/scraper/jobs/{id}`) to its arrival.
  *    Checked: every job delivered exactly once (duplicates counted), every signature valid.
+ *    Then a redelivery burst (`--redeliver-concurrency`, default 32; 0 skips it): every delivery
+ *    redelivered once by super-admins, to show the delivery plane's own rate when no job
+ *    completions pace it. Its arrivals are left out of the exactly-once check.
  * 2. Bare (bench/webhooks-support/bare-sender.ts, its own process, after the server stopped):
  *    `buildDeliveryHeaders` (both HMACs, fresh timestamp) + undici POST of the bodies Trawl sent
  *    (~300 B) and of 2 KB bodies, to the same receiver, at `--concurrency`.
@@ -28,7 +31,7 @@ import { join } from "node:path"
 import { shardingTuning } from "../src/actors/cluster.ts"
 import { verifyWebhookSignature } from "../src/webhooks/signing.ts"
 import { jobWebhookBody } from "../src/webhooks/sender.ts"
-import { client, createTestDatabase, startServer } from "../test/support/server-process.ts"
+import { client, createTestDatabase, INTERNAL_TOKEN, startServer } from "../test/support/server-process.ts"
 import { percentile } from "./support/load.ts"
 import { checkInterrupted, cleanupAll, dropDatabase, installExitHandlers, onCleanup, runMain, spawnTs } from "./support/processes.ts"
 import { numberOption, optionalString } from "./support/options.ts"
@@ -45,6 +48,8 @@ const deliveryTimeoutMs = opt("timeout", 90) * 1000
 const cpuProfDir = optString("cpu-prof")
 /** Bulk requests in flight at once while creating the measured jobs; 0: all at once. */
 const createConcurrency = opt("create-concurrency", 0)
+/** Redelivery requests in flight in the burst phase; 0 skips it. */
+const redeliverConcurrency = opt("redeliver-concurrency", 32)
 const PER_TENANT = 50 // plan quota scraper.jobs.concurrent
 const pollMs = parseMs(shardingTuning.entityMessagePollInterval)
 const p99GoalMs = 4 * pollMs
@@ -131,8 +136,10 @@ const main = async () => {
   const firstArrival = new Map<string, Arrival>()
   const arrivalsOf = new Map<string, number>()
   let scanned = 0
+  // Arrivals past this index belong to the redelivery burst, not to the measured deliveries.
+  let scanLimit = Infinity
   const scan = () => {
-    for (; scanned < receiver.arrivals.length; scanned++) {
+    for (; scanned < Math.min(scanLimit, receiver.arrivals.length); scanned++) {
       const a = receiver.arrivals[scanned]!
       if (!a.jobId) continue
       arrivalsOf.set(a.jobId, (arrivalsOf.get(a.jobId) ?? 0) + 1)
@@ -204,14 +211,16 @@ const main = async () => {
       `${d.id} ${d.status} created@${rel(Date.parse(d.createdAt))} attempts [${d.attempts.map((a) => `#${a.attempt}${a.manual ? "m" : ""} ${a.httpStatus} at@${rel(Date.parse(a.at))} ${a.durationMs}ms`).join("; ")}]`).join(" | ")}`)
   }
   const trawlConnections = receiver.state.connections - connectionsBefore
+  scan()
+  scanLimit = receiver.arrivals.length
+  const burst = redeliverConcurrency > 0 ? await redeliveryBurst(api, created.flatMap((j) => firstArrival.get(j.id)?.deliveryId ?? [])) : undefined
   await stopServer()
-  scan() // duplicates up to the server's stop
   receiver.state.keepRaw = false
   const serverOut = server.output()
 
   // --- Trawl figures --------------------------------------------------------------------------------
-  const measured = receiver.arrivals.slice(arrivalsBefore).filter((a) => a.jobId && jobs.has(a.jobId))
-  const strays = receiver.arrivals.slice(arrivalsBefore).filter((a) => !a.jobId || !jobs.has(a.jobId)).length
+  const measured = receiver.arrivals.slice(arrivalsBefore, scanLimit).filter((a) => a.jobId && jobs.has(a.jobId))
+  const strays = receiver.arrivals.slice(arrivalsBefore, scanLimit).filter((a) => !a.jobId || !jobs.has(a.jobId)).length
   const delivered = created.filter((j) => firstArrival.has(j.id))
   // Jobs notify on done and failed only; a dead job (e.g. its runs kept being interrupted) has no webhook.
   const expected = created.filter((j) => j.status === "done" || j.status === "failed")
@@ -261,6 +270,11 @@ const main = async () => {
   const keys = [...buckets.keys()].sort((a, b) => a - b)
   log(`  per second since the first bulk request [s: finished/delivered]: ${keys.map((k) => `${k}:${buckets.get(k)!.done}/${buckets.get(k)!.delivered}`).join(" ")}`)
   for (const line of diag) log(line)
+  if (burst) {
+    log(`  redelivery burst (the delivery plane unpaced by job completions): ${burst.ok} of ${burst.ids} deliveries redelivered by a super-admin, ` +
+      `${redeliverConcurrency} requests in flight: ${f(burst.rate)} deliveries/s, request p50 ${f(burst.p50, 0)} ms p99 ${f(burst.p99, 0)} ms, ` +
+      `not ok ${burst.ids - burst.ok}${burst.sample ? ` (e.g. ${burst.sample})` : ""}`)
+  }
   const warnings = serverOut.split("\n").filter((l) => /warn|error/i.test(l)).length
   if (warnings > 0) {
     log(`  server logged ${warnings} warning/error lines, the first ones:`)
@@ -315,10 +329,43 @@ const main = async () => {
   const ratio = rateFirstLast / bareRate
   log("")
   log(`Summary: Trawl ${f(rateFirstLast)} deliveries/s (first→last; ${f(rateOverall)} overall; job completions ${f(completionRate)}/s) vs bare ${f(bareRate)}/s (~${results[0]!.bodyBytes} B), ${f(results[1]!.rate)}/s (2 KB)`)
+  if (burst) log(`  redelivery burst ${f(burst.rate)} deliveries/s: ${f(burst.rate / bareRate, 3)} of the bare rate`)
   log(`  ratio ${f(ratio, 3)} (goal ≥ 0.5: ${ratio >= 0.5 ? "met" : "NOT met"}); p99 ${f(p99, 0)} ms (goal ≤ ${p99GoalMs} ms: ${p99 <= p99GoalMs ? "met" : "NOT met"}); exactly once: ${missing === 0 && duplicates === 0 ? "yes" : `NO (missing ${missing}, duplicates ${duplicates})`}${created.length - expected.length > 0 ? `; ${created.length - expected.length} of ${created.length} jobs did not end done/failed` : ""}`)
   if (profDir) log(`  server CPU profile in ${profDir}`)
   log(`  whole run ${((Date.now() - started) / 1000).toFixed(1)} s`)
   log(`webhooks ratio=${ratio.toFixed(3)} p99_ms=${Math.round(p99)}`)
+}
+
+/**
+ * Every delivery of the measured phase redelivered once (POST /v1/scraper/webhooks/{id}/redeliver
+ * as a super-admin, which answers after the attempt): deliveries per second when nothing but the
+ * requests paces them. Each is a message to the delivery's entity, a signed POST and its SQL record.
+ */
+const redeliveryBurst = async (api: ReturnType<typeof client>, ids: ReadonlyArray<string>) => {
+  // Several admins: one key's rate limit (5000 per minute) would pace the burst.
+  const keys = await Promise.all(Array.from({ length: 16 }, async (_, i) => {
+    const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `bench-${Date.now()}-${i}@trawl.dev` } })
+    if (admin.status !== 201) throw new Error(`internal admin: ${admin.status} ${admin.text.slice(0, 300)}`)
+    return admin.json.data.apiKey as string
+  }))
+  const latencies: Array<number> = []
+  let ok = 0
+  let sample: string | undefined
+  let next = 0
+  const t0 = nowMs()
+  const worker = async () => {
+    for (let i = next++; i < ids.length; i = next++) {
+      const s = nowMs()
+      const res = await api.post(`/v1/scraper/webhooks/${ids[i]}/redeliver`, {}, keys[i % keys.length]!)
+      latencies.push(nowMs() - s)
+      if (res.status === 200 && res.json.data.ok === true) ok++
+      else sample ??= `${res.status} ${res.text.slice(0, 200)}`
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(redeliverConcurrency, ids.length) }, worker))
+  const seconds = (nowMs() - t0) / 1000
+  latencies.sort((a, b) => a - b)
+  return { ids: ids.length, ok, rate: ok / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), sample }
 }
 
 runMain(main)
