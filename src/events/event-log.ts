@@ -35,32 +35,36 @@ export const EVENT_RETENTION_HOURS = 48
 const channelOf = (tenantId: string) => `trawl:events:${tenantId}`
 
 /**
- * CTEs (`ev_src`, `ev_seq`, `ev_rows`) that append one event per row of `source` (a CTE whose rows
- * all belong to one tenant, with a `tenant_id` column) for the rows where `when` holds, numbered in
- * `order`. A resource change and its events then commit in one statement: no separate transaction,
- * and the sequence row lock is held only for that statement, so events still commit in sequence
- * order. `data` is a jsonb expression over `ev_src` (the source's columns); the tenant and time are
- * added as in `emit`. Call `EventLog.notify` after the statement committed an event.
+ * CTEs (`ev_src`, `ev_seq`, `ev_rows`) that append one event per row of `source` (a CTE with a
+ * `tenant_id` column; its rows may belong to several tenants) for the rows where `when` holds,
+ * numbered per tenant in `order`. A resource change and its events then commit in one statement:
+ * no separate transaction, and each tenant's sequence row is locked only for that statement (in
+ * tenant order, so concurrent statements cannot deadlock on them), so events still commit in
+ * sequence order. `data` is a jsonb expression over `ev_src` (the source's columns); the tenant
+ * and time are added as in `emit`. Call `EventLog.notify` after the statement committed an event.
  */
 export const appendEventCtes = (
   sql: SqlClient.SqlClient,
-  o: { source: string; type: string; data: Statement.Fragment; when?: Statement.Fragment; order?: Statement.Fragment }
+  o: { source: string; type: string | Statement.Fragment; data: Statement.Fragment; when?: Statement.Fragment; order?: Statement.Fragment }
 ): Statement.Fragment => {
   const source = sql.literal(o.source)
+  const order = o.order ?? sql.literal("1")
   return sql`
     ev_src AS (
-      SELECT ${source}.*, row_number() OVER (ORDER BY ${o.order ?? sql.literal("1")}) AS ev_i, count(*) OVER () AS ev_n
+      SELECT ${source}.*, row_number() OVER (PARTITION BY ${source}.tenant_id ORDER BY ${order}) AS ev_i,
+             count(*) OVER (PARTITION BY ${source}.tenant_id) AS ev_n
       FROM ${source} ${o.when ? sql`WHERE ${o.when}` : sql.literal("")}
     ),
     ev_seq AS (
       INSERT INTO event_sequences (tenant_id, seq)
-      SELECT tenant_id, ev_n FROM ev_src WHERE ev_i = 1
+      SELECT tenant_id, ev_n FROM ev_src WHERE ev_i = 1 ORDER BY tenant_id
       ON CONFLICT (tenant_id) DO UPDATE SET seq = event_sequences.seq + EXCLUDED.seq
       RETURNING tenant_id, seq
     ),
     ev_rows AS (
       INSERT INTO events (tenant_id, seq, type, data)
-      SELECT ev_seq.tenant_id, ev_seq.seq - ev_src.ev_n + ev_src.ev_i, ${o.type}::text,
+      SELECT ev_seq.tenant_id, ev_seq.seq - ev_src.ev_n + ev_src.ev_i,
+             ${typeof o.type === "string" ? sql`${o.type}::text` : o.type},
              (${o.data}) || jsonb_build_object('tenantId', ev_seq.tenant_id, 'at', ${new Date().toISOString()}::text)
       FROM ev_src JOIN ev_seq ON ev_seq.tenant_id = ev_src.tenant_id
       RETURNING seq

@@ -43,7 +43,8 @@ const embedded = (dataDir: string) =>
         database: "postgres",
         username: "postgres",
         maxConnections: 8,
-        prepare: false
+        // Statements are planned once per connection: in PGlite planning costs more than running them.
+        prepare: true
       })
     })
   )

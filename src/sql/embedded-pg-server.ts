@@ -5,6 +5,25 @@ const SSL_REQUEST = 80877103
 const GSSENC_REQUEST = 80877104
 const CANCEL_REQUEST = 80877102
 
+const PARSE = 0x50
+const CLOSE = 0x43
+const STATEMENT = 0x53
+
+/** The NUL-terminated name at `at` of a Parse or Close message. */
+const nameAt = (m: Uint8Array, at: number) => Buffer.from(m.buffer, m.byteOffset + at, m.indexOf(0, at) - at).toString()
+
+/** Notes the named statements a message creates or closes, so they can be deallocated later. */
+const trackStatements = (m: Uint8Array, names: Set<string>) => {
+  if (m[0] === PARSE) {
+    const name = nameAt(m, 5)
+    if (name !== "") names.add(name)
+  } else if (m[0] === CLOSE && m[5] === STATEMENT) {
+    names.delete(nameAt(m, 6))
+  }
+}
+
+const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`
+
 /**
  * A PostgreSQL wire-protocol front for one in-process PGlite, so the ordinary
  * PgClient (and the cluster's SQL storage) can use it over several connections.
@@ -13,6 +32,10 @@ const CANCEL_REQUEST = 80877102
  * connection's messages run as whole batches (up to Sync, Query or Flush) under
  * one lock, and a connection that leaves a transaction open keeps the lock until
  * the transaction ends: other connections simply wait, as they would for a row lock.
+ * Named prepared statements live in that one session too. The client gives each
+ * connection's statements names of their own, and a closed connection's statements are
+ * deallocated here. They matter: planning a job's terminal statement costs PGlite more
+ * than running it.
  */
 export class EmbeddedPgServer {
   private server: Server | undefined
@@ -64,6 +87,7 @@ export class EmbeddedPgServer {
     let startup = true
     let batch: Array<Uint8Array> = []
     let chain = Promise.resolve()
+    const statements = new Set<string>()
 
     const run = (messages: Array<Uint8Array>) => {
       chain = chain.then(async () => {
@@ -119,6 +143,7 @@ export class EmbeddedPgServer {
           socket.end()
           return
         }
+        trackStatements(message, statements)
         batch.push(message)
         // Sync, simple Query and Flush end a unit of work the client waits on.
         if (type === "S" || type === "Q" || type === "H") {
@@ -130,12 +155,13 @@ export class EmbeddedPgServer {
 
     const cleanup = () => {
       chain = chain.then(async () => {
-        if (this.owner === socket) {
-          // A connection that died inside a transaction must not leave it open.
-          if (this.db.isInTransaction()) await this.db.exec("ROLLBACK").catch(() => {})
-          this.release(socket)
-        }
         this.waiters = this.waiters.filter((w) => w.socket !== socket)
+        if (this.owner !== socket && statements.size === 0) return
+        await this.acquire(socket)
+        // A connection that died inside a transaction must not leave it open, nor its statements behind.
+        if (this.db.isInTransaction()) await this.db.exec("ROLLBACK").catch(() => {})
+        for (const name of statements) await this.db.exec(`DEALLOCATE ${quoteIdent(name)}`).catch(() => {})
+        this.release(socket)
       })
     }
     socket.on("close", cleanup)

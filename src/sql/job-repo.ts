@@ -1,14 +1,15 @@
 import { createHash } from "node:crypto"
-import { promisify } from "node:util"
-import { gunzipSync, gzip } from "node:zlib"
-import { Context, Effect, Layer } from "effect"
+import { gunzipSync, gzipSync } from "node:zlib"
+import { PgTypes } from "@effect/sql-pg"
+import { Context, Effect, Layer, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
 import type { Job, JobResult, JobStatus, PageVersion, SearchJobsBody } from "../schema/job.ts"
 import { orderByTerms } from "./order-by.ts"
 import { appendEventCtes } from "../events/event-log.ts"
-import { insertDeliverySql, type NewDelivery } from "./webhook-repo.ts"
+import { makeGroupCommit } from "./group-commit.ts"
+import type { NewDelivery } from "./webhook-repo.ts"
 
 export interface JobRow {
   readonly id: string
@@ -107,16 +108,18 @@ export interface JobRepoShape {
   readonly byId: (id: string) => Effect.Effect<JobRow | undefined>
   readonly query: (q: JobQuery) => Effect.Effect<{ items: ReadonlyArray<JobRow>; total: number }>
   /**
-   * Marks a job claimed for one more run, leased for its `timeoutMs` plus `graceMs`;
+   * Marks a job claimed for one more run, leased for its `timeoutMs` plus `CLAIM_GRACE_MS`;
    * undefined when it is terminal or missing. The first run also records `job.claimed`
    * (a re-run after a lost node is not news to clients): notify when `runs` is 1.
+   * Concurrent claims on a node share one statement.
    */
-  readonly claim: (id: string, graceMs: number) => Effect.Effect<JobRow | undefined>
+  readonly claim: (id: string) => Effect.Effect<JobRow | undefined>
   /**
    * Moves a non-terminal job to its end state with its artifacts, page version, webhook delivery
-   * and `job.<status>` event, atomically; call `EventLog.notify` when it returns the row.
+   * and `job.<status>` event, atomically; true when this call ended it (then call
+   * `EventLog.notify`). Concurrent finishes on a node share one statement.
    */
-  readonly finish: (id: string, f: JobFinish) => Effect.Effect<JobRow | undefined>
+  readonly finish: (job: Pick<JobRow, "id" | "tenant_id" | "normalized_url">, f: JobFinish) => Effect.Effect<boolean>
   /** Non-terminal → dead (cancelled); returns the row as it is afterwards, and whether this call changed it. */
   readonly cancel: (tenantId: string, id: string) => Effect.Effect<{ row: JobRow; changed: boolean } | undefined>
   readonly counts: (tenantId: string, dayStart: Date) => Effect.Effect<{ active: number; today: number; ids: ReadonlySet<string> }>
@@ -133,9 +136,38 @@ export interface JobRepoShape {
 
 export class JobRepo extends Context.Service<JobRepo, JobRepoShape>()("trawl/JobRepo") {}
 
-const gzipAsync = promisify(gzip)
-
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex")
+
+/** A claim's lease lasts the job's `timeoutMs` plus this. */
+export const CLAIM_GRACE_MS = 60_000
+
+/** The most jobs one batched claim or finish statement carries. */
+const MAX_BATCH = 64
+
+/** A typed array parameter: the element type holds even when every element is null. */
+const pgArray = (values: ReadonlyArray<unknown>, oid: number) => Result.getOrThrow(PgTypes.array(values, oid))
+const { OID } = PgTypes
+
+/** A finish with its page compressed and hashed, ready for the batch statement. */
+interface PackedFinish {
+  readonly id: string
+  /** The page's history key: two versions of one page never share a statement. */
+  readonly page: string
+  readonly f: JobFinish
+  readonly hash: string | null
+  readonly compressed: Buffer | null
+  readonly versionId: string | null
+}
+
+const pack = (job: Pick<JobRow, "id" | "tenant_id" | "normalized_url">, f: JobFinish): PackedFinish => ({
+  id: job.id,
+  page: `${job.tenant_id} ${job.normalized_url}`,
+  f,
+  hash: f.content ? sha256(f.content.body) : null,
+  // Level 1 and synchronous: for a page of tens of KB this costs less than handing it to the thread pool.
+  compressed: f.content ? gzipSync(f.content.body, { level: 1 }) : null,
+  versionId: f.content ? newId("pv") : null
+})
 
 export const JobRepoLive = Layer.effect(
   JobRepo,
@@ -156,6 +188,109 @@ export const JobRepoLive = Layer.effect(
     }
 
     const orderBy = (sort: JobQuery["sort"]) => sql.literal(orderByTerms(sort, sortColumns))
+
+    const claimBatch = (ids: ReadonlyArray<string>) =>
+      sql<JobRow>`
+        WITH j AS (
+          UPDATE jobs SET status = 'claimed', claimed_at = now(), runs = runs + 1,
+                          lease_until = now() + (timeout_ms + ${CLAIM_GRACE_MS}) * interval '1 millisecond'
+          WHERE id = ANY(${pgArray(ids, OID.text)}) AND status IN ('queued', 'claimed')
+          RETURNING *
+        ),
+        ${appendEventCtes(sql, {
+          source: "j",
+          type: "job.claimed",
+          data: sql`jsonb_build_object('id', ev_src.id, 'status', 'claimed', 'url', ev_src.url)`,
+          when: sql`j.runs = 1`,
+          order: sql`j.id COLLATE "C"`
+        })}
+        SELECT * FROM j`.pipe(
+        Effect.orDie,
+        Effect.map((rows) => {
+          const byId = new Map(rows.map((r) => [r.id, r]))
+          return ids.map((id) => byId.get(id))
+        })
+      )
+    const claimOne = yield* makeGroupCommit(claimBatch, { maxBatch: MAX_BATCH })
+
+    /**
+     * One statement ends every job of the batch: the terminal state, page content
+     * (content-addressed, stored once per tenant), page version, artifacts, webhook
+     * delivery and event commit together or not at all. The inputs travel as parallel
+     * arrays, so the statement has one shape whatever the batch and is prepared once.
+     */
+    const finishBatch = (batch: ReadonlyArray<PackedFinish>) => {
+      const col = <A>(f: (p: PackedFinish) => A) => batch.map(f)
+      const d = (f: (d: NewDelivery) => unknown) => col((p) => (p.f.delivery ? f(p.f.delivery) : null))
+      return sql<{ id: string }>`
+        WITH input AS (
+          SELECT * FROM unnest(
+            ${pgArray(col((p) => p.id), OID.text)}, ${pgArray(col((p) => p.f.status), OID.text)},
+            ${pgArray(col((p) => JSON.stringify(p.f.result)), OID.text)}, ${pgArray(col((p) => p.f.attempts), OID.int4)},
+            ${pgArray(col((p) => p.f.result.classification), OID.text)},
+            ${pgArray(col((p) => p.hash), OID.text)}, ${pgArray(col((p) => p.compressed), OID.bytea)},
+            ${pgArray(col((p) => p.f.content?.body.length ?? null), OID.int4)},
+            ${pgArray(col((p) => p.f.content?.contentType ?? null), OID.text)},
+            ${pgArray(col((p) => p.f.content?.httpStatus ?? null), OID.int4)},
+            ${pgArray(col((p) => p.f.content?.finalUrl ?? null), OID.text)}, ${pgArray(col((p) => p.versionId), OID.text)},
+            ${pgArray(col((p) => p.f.screenshot?.bytes ?? null), OID.bytea)}, ${pgArray(col((p) => p.f.screenshot?.type ?? null), OID.text)},
+            ${pgArray(d((x) => x.id), OID.text)}, ${pgArray(d((x) => x.url), OID.text)},
+            ${pgArray(d((x) => x.secretEnc), OID.text)}, ${pgArray(d((x) => x.body), OID.text)}
+          ) AS i(id, status, result, attempts, classification, hash, compressed, size, content_type, http_status, final_url,
+                 version_id, shot, shot_type, delivery_id, delivery_url, delivery_secret, delivery_body)
+        ),
+        j AS (
+          UPDATE jobs SET status = i.status, result = i.result::jsonb, attempts = i.attempts, finished_at = now(), lease_until = NULL
+          FROM input i
+          WHERE jobs.id = i.id AND jobs.status IN ('queued', 'claimed')
+          RETURNING jobs.id, jobs.tenant_id, jobs.url, jobs.normalized_url, jobs.status, i.classification, i.hash, i.compressed,
+                    i.size, i.content_type, i.http_status, i.final_url, i.version_id, i.shot, i.shot_type,
+                    i.delivery_id, i.delivery_url, i.delivery_secret, i.delivery_body
+        ),
+        stored AS (
+          INSERT INTO page_contents (tenant_id, hash, compressed, size)
+          SELECT tenant_id, hash, compressed, size FROM j WHERE hash IS NOT NULL
+          ON CONFLICT (tenant_id, hash) DO NOTHING
+        ),
+        version AS (
+          INSERT INTO page_versions (id, tenant_id, normalized_url, url, job_id, fetched_at, http_status, content_type, size,
+                                     content_hash, changed)
+          SELECT j.version_id, j.tenant_id, j.normalized_url, COALESCE(j.final_url, j.url), j.id, now(), j.http_status,
+                 j.content_type, j.size, j.hash,
+                 (SELECT pv.content_hash FROM page_versions pv
+                  WHERE pv.tenant_id = j.tenant_id AND pv.normalized_url = j.normalized_url
+                  ORDER BY pv.fetched_at DESC, pv.id DESC LIMIT 1) IS DISTINCT FROM j.hash
+          FROM j WHERE j.hash IS NOT NULL
+          ON CONFLICT (job_id) DO NOTHING
+        ),
+        artifact AS (
+          INSERT INTO job_artifacts (job_id, tenant_id, content_hash, content_type, screenshot, screenshot_type)
+          SELECT id, tenant_id, hash, content_type, shot, shot_type FROM j WHERE hash IS NOT NULL OR shot IS NOT NULL
+          ON CONFLICT (job_id) DO NOTHING
+        ),
+        delivery AS (
+          INSERT INTO webhook_deliveries (id, tenant_id, resource_type, resource_id, event_status, url, secret_enc, body, next_attempt_at)
+          SELECT delivery_id, tenant_id, 'job', id, status, delivery_url, delivery_secret, delivery_body, now()
+          FROM j WHERE delivery_id IS NOT NULL
+          ON CONFLICT (resource_type, resource_id, event_status) DO NOTHING
+        ),
+        ${appendEventCtes(sql, {
+          source: "j",
+          type: sql`'job.' || ev_src.status`,
+          data: sql`jsonb_build_object('id', ev_src.id, 'status', ev_src.status, 'url', ev_src.url, 'classification', ev_src.classification)`,
+          order: sql`j.id COLLATE "C"`
+        })}
+        SELECT id FROM j`.pipe(
+        Effect.orDie,
+        Effect.map((rows) => {
+          const ended = new Set(rows.map((r) => r.id))
+          return batch.map((p) => ended.has(p.id))
+        })
+      )
+    }
+    // Two versions of one page in one statement would both compare against the same previous
+    // version, so a finish whose page is already in the batch waits for the next one.
+    const finishOne = yield* makeGroupCommit(finishBatch, { maxBatch: MAX_BATCH, key: (p) => p.page })
 
     return JobRepo.of({
       insert: (jobs) =>
@@ -197,80 +332,8 @@ export const JobRepoLive = Layer.effect(
           sql<JobRow>`SELECT * FROM jobs WHERE ${where(q)} ORDER BY ${orderBy(q.sort)} OFFSET ${q.offset} LIMIT ${q.limit}`,
           sql<{ n: string }>`SELECT count(*) AS n FROM jobs WHERE ${where(q)}`
         ], { concurrency: 2 }).pipe(Effect.orDie, Effect.map(([items, [c]]) => ({ items, total: Number(c!.n) }))),
-      claim: (id, graceMs) =>
-        sql<JobRow>`
-          WITH j AS (
-            UPDATE jobs SET status = 'claimed', claimed_at = now(), runs = runs + 1,
-                            lease_until = now() + (timeout_ms + ${graceMs}) * interval '1 millisecond'
-            WHERE id = ${id} AND status IN ('queued', 'claimed')
-            RETURNING *
-          ),
-          ${appendEventCtes(sql, {
-            source: "j",
-            type: "job.claimed",
-            data: sql`jsonb_build_object('id', ev_src.id, 'status', 'claimed', 'url', ev_src.url)`,
-            when: sql`j.runs = 1`
-          })}
-          SELECT * FROM j`.pipe(Effect.orDie, Effect.map((r) => r[0])),
-      finish: (id, f) =>
-        Effect.gen(function*() {
-          // Hashing and compression happen before the statement, off the event loop (gzip level 1).
-          const packed = f.content
-            ? { hash: sha256(f.content.body), compressed: yield* Effect.promise(() => gzipAsync(f.content!.body, { level: 1 })) }
-            : undefined
-          const jobEnded = sql`EXISTS (SELECT 1 FROM j)`
-          const contentCtes = f.content && packed
-            ? sql`
-              stored AS (
-                INSERT INTO page_contents (tenant_id, hash, compressed, size)
-                SELECT j.tenant_id, ${packed.hash}::text, ${packed.compressed}::bytea, ${f.content.body.length}::integer FROM j
-                ON CONFLICT (tenant_id, hash) DO NOTHING
-              ),
-              previous AS (
-                SELECT pv.content_hash FROM page_versions pv JOIN j ON pv.tenant_id = j.tenant_id AND pv.normalized_url = j.normalized_url
-                ORDER BY pv.fetched_at DESC, pv.id DESC LIMIT 1
-              ),
-              version AS (
-                INSERT INTO page_versions (id, tenant_id, normalized_url, url, job_id, fetched_at, http_status, content_type, size,
-                                           content_hash, changed)
-                SELECT ${newId("pv")}::text, j.tenant_id, j.normalized_url, COALESCE(${f.content.finalUrl}::text, j.url), j.id, now(),
-                       ${f.content.httpStatus}::integer, ${f.content.contentType}::text, ${f.content.body.length}::integer,
-                       ${packed.hash}::text, (SELECT content_hash FROM previous) IS DISTINCT FROM ${packed.hash}::text
-                FROM j
-                ON CONFLICT (job_id) DO NOTHING
-              ),`
-            : sql.literal("")
-          const artifactCte = packed || f.screenshot
-            ? sql`
-              artifact AS (
-                INSERT INTO job_artifacts (job_id, tenant_id, content_hash, content_type, screenshot, screenshot_type)
-                SELECT j.id, j.tenant_id, ${packed?.hash ?? null}::text, ${f.content?.contentType ?? null}::text,
-                       ${f.screenshot?.bytes ?? null}::bytea, ${f.screenshot?.type ?? null}::text
-                FROM j
-                ON CONFLICT (job_id) DO NOTHING
-              ),`
-            : sql.literal("")
-          const deliveryCte = f.delivery ? sql`delivery AS (${insertDeliverySql(sql, f.delivery, jobEnded)}),` : sql.literal("")
-          // One statement: the terminal state, its page version, artifacts, webhook delivery and
-          // event commit together or not at all.
-          const [row] = yield* sql<JobRow>`
-            WITH j AS (
-              UPDATE jobs SET status = ${f.status}, result = ${JSON.stringify(f.result)}::jsonb, attempts = ${f.attempts},
-                              finished_at = now(), lease_until = NULL
-              WHERE id = ${id} AND status IN ('queued', 'claimed')
-              RETURNING *
-            ),
-            ${contentCtes}
-            ${artifactCte}
-            ${deliveryCte}
-            ${appendEventCtes(sql, {
-              source: "j",
-              type: `job.${f.status}`,
-              data: sql`jsonb_build_object('id', ev_src.id, 'status', ev_src.status, 'url', ev_src.url, 'classification', ${f.result.classification}::text)`
-            })}
-            SELECT * FROM j`
-          return row
-        }).pipe(Effect.orDie),
+      claim: claimOne,
+      finish: (job, f) => finishOne(pack(job, f)),
       cancel: (tenantId, id) =>
         Effect.gen(function*() {
           const result: JobResult = {

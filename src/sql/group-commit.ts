@@ -1,0 +1,75 @@
+import { Cause, Deferred, Effect, Exit, type Scope } from "effect"
+
+/**
+ * Group commit: callers hand over one item at a time, and items that arrive while a batch is
+ * being written wait and go together in the next statement. There is no timer: an idle writer
+ * writes at once, a busy one writes larger batches, so the statements per item fall exactly
+ * when the database is the bottleneck.
+ *
+ * `write` gets the items in arrival order and answers one result per item, in the same order.
+ * Items with the same `key` never share a batch: a later one waits for the next.
+ * When a batch of several items fails, each item is written again on its own, so one bad item
+ * fails only its own caller. Writes run in the scope that made the writer: a caller that is
+ * interrupted while waiting does not take its item out of a batch already under way.
+ */
+export const makeGroupCommit = <I, O>(
+  write: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>>,
+  options: { readonly maxBatch: number; readonly key?: (item: I) => string }
+): Effect.Effect<(item: I) => Effect.Effect<O>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const pending: Array<{ readonly item: I; readonly done: Deferred.Deferred<O> }> = []
+    let writing = false
+
+    const settle = (batch: ReadonlyArray<{ readonly done: Deferred.Deferred<O> }>, exit: Exit.Exit<ReadonlyArray<O>>) => {
+      batch.forEach((entry, i) => {
+        Deferred.doneUnsafe(entry.done, Exit.isSuccess(exit) ? Exit.succeed(exit.value[i]!) : Exit.failCause(exit.cause))
+      })
+    }
+
+    const writeOne = (entry: { readonly item: I; readonly done: Deferred.Deferred<O> }) =>
+      write([entry.item]).pipe(Effect.exit, Effect.map((exit) => settle([entry], exit)))
+
+    const take = () => {
+      const key = options.key
+      if (!key) return pending.splice(0, options.maxBatch)
+      const batch: typeof pending = []
+      const keys = new Set<string>()
+      for (let i = 0; i < pending.length && batch.length < options.maxBatch;) {
+        const k = key(pending[i]!.item)
+        if (keys.has(k)) {
+          i++
+        } else {
+          keys.add(k)
+          batch.push(pending.splice(i, 1)[0]!)
+        }
+      }
+      return batch
+    }
+
+    const drain: Effect.Effect<void> = Effect.suspend(() => {
+      const batch = take()
+      if (batch.length === 0) {
+        writing = false
+        return Effect.void
+      }
+      return write(batch.map((b) => b.item)).pipe(
+        Effect.exit,
+        Effect.flatMap((exit) =>
+          Exit.isSuccess(exit) || batch.length === 1 || Cause.hasInterruptsOnly(exit.cause)
+            ? Effect.sync(() => settle(batch, exit))
+            : Effect.forEach(batch, writeOne, { discard: true })
+        ),
+        Effect.andThen(drain)
+      )
+    })
+
+    return (item: I) =>
+      Effect.suspend(() => {
+        const done = Deferred.makeUnsafe<O>()
+        pending.push({ item, done })
+        if (writing) return Deferred.await(done)
+        writing = true
+        return Effect.forkIn(drain, scope).pipe(Effect.andThen(Deferred.await(done)))
+      })
+  })

@@ -1,0 +1,48 @@
+import { PGlite } from "@electric-sql/pglite"
+import { PgClient } from "@effect/sql-pg"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { EmbeddedPgServer } from "../../src/sql/embedded-pg-server.ts"
+
+describe("embedded PostgreSQL front", () => {
+  let db: PGlite
+  let server: EmbeddedPgServer
+  let port: number
+  beforeAll(async () => {
+    db = await PGlite.create()
+    server = new EmbeddedPgServer(db)
+    port = await server.listen()
+    await db.exec("CREATE TABLE t (id int PRIMARY KEY, v text)")
+  })
+  afterAll(async () => {
+    await server.close()
+    await db.close()
+  })
+
+  const client = (maxConnections: number) =>
+    PgClient.layer({ host: "127.0.0.1", port, database: "postgres", username: "postgres", maxConnections, prepare: true })
+  const prepared = async () => (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_prepared_statements")).rows[0]!.n
+
+  it("runs prepared statements of several connections side by side, and deallocates them when the connections close", async () => {
+    const before = await prepared()
+    await Effect.runPromise(
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        // Two connections prepare different statements at once; each must run its own.
+        const results = yield* Effect.all(
+          Array.from({ length: 40 }, (_, i) =>
+            i % 2 === 0
+              ? sql`INSERT INTO t (id, v) VALUES (${i}, ${"even"}) RETURNING v`
+              : sql`SELECT ${i}::int + 1000 AS v`
+          ),
+          { concurrency: 8 }
+        )
+        results.forEach((rows, i) => expect((rows[0] as { v: unknown }).v).toBe(i % 2 === 0 ? "even" : i + 1000))
+        expect(yield* Effect.promise(prepared)).toBeGreaterThan(before)
+      }).pipe(Effect.provide(client(4)), Effect.scoped)
+    )
+    // The pool's connections are closed with its scope; the front deallocates after the close.
+    await expect.poll(prepared, { timeout: 5_000 }).toBe(before)
+  })
+})
