@@ -12,22 +12,22 @@ import { Cause, Deferred, Effect, Exit, type Scope } from "effect"
  * fails only its own caller. Writes run in the scope that made the writer: a caller that is
  * interrupted while waiting does not take its item out of a batch already under way.
  */
-export const makeGroupCommit = <I, O>(
-  write: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>>,
+export const makeGroupCommit = <I, O, E = never>(
+  write: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>, E>,
   options: { readonly maxBatch: number; readonly key?: (item: I) => string }
-): Effect.Effect<(item: I) => Effect.Effect<O>, never, Scope.Scope> =>
+): Effect.Effect<(item: I) => Effect.Effect<O, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
-    const pending: Array<{ readonly item: I; readonly done: Deferred.Deferred<O> }> = []
+    const pending: Array<{ readonly item: I; readonly done: Deferred.Deferred<O, E> }> = []
     let writing = false
 
-    const settle = (batch: ReadonlyArray<{ readonly done: Deferred.Deferred<O> }>, exit: Exit.Exit<ReadonlyArray<O>>) => {
+    const settle = (batch: ReadonlyArray<{ readonly done: Deferred.Deferred<O, E> }>, exit: Exit.Exit<ReadonlyArray<O>, E>) => {
       batch.forEach((entry, i) => {
         Deferred.doneUnsafe(entry.done, Exit.isSuccess(exit) ? Exit.succeed(exit.value[i]!) : Exit.failCause(exit.cause))
       })
     }
 
-    const writeOne = (entry: { readonly item: I; readonly done: Deferred.Deferred<O> }) =>
+    const writeOne = (entry: { readonly item: I; readonly done: Deferred.Deferred<O, E> }) =>
       write([entry.item]).pipe(Effect.exit, Effect.map((exit) => settle([entry], exit)))
 
     const take = () => {
@@ -66,7 +66,7 @@ export const makeGroupCommit = <I, O>(
 
     return (item: I) =>
       Effect.suspend(() => {
-        const done = Deferred.makeUnsafe<O>()
+        const done = Deferred.makeUnsafe<O, E>()
         pending.push({ item, done })
         if (writing) return Deferred.await(done)
         writing = true

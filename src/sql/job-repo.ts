@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto"
 import { gunzipSync, gzipSync } from "node:zlib"
-import { PgTypes } from "@effect/sql-pg"
-import { Context, Effect, Layer, Result } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
@@ -9,6 +8,7 @@ import type { Job, JobResult, JobStatus, PageVersion, SearchJobsBody } from "../
 import { orderByTerms } from "./order-by.ts"
 import { appendEventCtes } from "../events/event-log.ts"
 import { makeGroupCommit } from "./group-commit.ts"
+import { OID, pgArray } from "./pg-array.ts"
 import type { NewDelivery } from "./webhook-repo.ts"
 
 export interface JobRow {
@@ -143,10 +143,6 @@ export const CLAIM_GRACE_MS = 60_000
 
 /** The most jobs one batched claim or finish statement carries. */
 const MAX_BATCH = 64
-
-/** A typed array parameter: the element type holds even when every element is null. */
-const pgArray = (values: ReadonlyArray<unknown>, oid: number) => Result.getOrThrow(PgTypes.array(values, oid))
-const { OID } = PgTypes
 
 /** A finish with its page compressed and hashed, ready for the batch statement. */
 interface PackedFinish {
