@@ -185,12 +185,16 @@ export const JobRepoLive = Layer.effect(
 
     const orderBy = (sort: JobQuery["sort"]) => sql.literal(orderByTerms(sort, sortColumns))
 
+    // Batches find their jobs by primary key. Spelled "not terminal" rather than "queued or
+    // claimed", so the planner cannot prefer the partial index of active jobs (it reads them all).
+    const terminal = sql.literal("('done', 'failed', 'dead')")
+
     const claimBatch = (ids: ReadonlyArray<string>) =>
       sql<JobRow>`
         WITH j AS (
           UPDATE jobs SET status = 'claimed', claimed_at = now(), runs = runs + 1,
                           lease_until = now() + (timeout_ms + ${CLAIM_GRACE_MS}) * interval '1 millisecond'
-          WHERE id = ANY(${pgArray(ids, OID.text)}) AND status IN ('queued', 'claimed')
+          WHERE id = ANY(${pgArray(ids, OID.text)}) AND status NOT IN ${terminal}
           RETURNING *
         ),
         ${appendEventCtes(sql, {
@@ -238,7 +242,7 @@ export const JobRepoLive = Layer.effect(
         j AS (
           UPDATE jobs SET status = i.status, result = i.result::jsonb, attempts = i.attempts, finished_at = now(), lease_until = NULL
           FROM input i
-          WHERE jobs.id = i.id AND jobs.status IN ('queued', 'claimed')
+          WHERE jobs.id = ANY(${pgArray(col((p) => p.id), OID.text)}) AND jobs.id = i.id AND jobs.status NOT IN ${terminal}
           RETURNING jobs.id, jobs.tenant_id, jobs.url, jobs.normalized_url, jobs.status, i.classification, i.hash, i.compressed,
                     i.size, i.content_type, i.http_status, i.final_url, i.version_id, i.shot, i.shot_type,
                     i.delivery_id, i.delivery_url, i.delivery_secret, i.delivery_body

@@ -5,6 +5,7 @@ import clusterProbe from "./migrations/0002_cluster_probe.ts"
 import jobs from "./migrations/0003_jobs.ts"
 import webhooks from "./migrations/0004_webhooks.ts"
 import extractions from "./migrations/0005_extractions.ts"
+import storedBytes from "./migrations/0006_stored_bytes.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -12,7 +13,8 @@ export const migrations = {
   "0002_cluster_probe": clusterProbe,
   "0003_jobs": jobs,
   "0004_webhooks": webhooks,
-  "0005_extractions": extractions
+  "0005_extractions": extractions,
+  "0006_stored_bytes": storedBytes
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
