@@ -106,7 +106,9 @@ export const makeServerLayer = (config: AppConfig) => {
     Layer.provideMerge(KvLive),
     Layer.provideMerge(Storage),
     Layer.provideMerge(ConfigLive),
-    Layer.provide(Layer.succeed(References.MinimumLogLevel, logLevels[config.logLevel]))
+    Layer.provide(Layer.succeed(References.MinimumLogLevel, logLevels[config.logLevel])),
+    // No tracer is configured: spans would only cost time on every entity message.
+    Layer.provide(Layer.succeed(References.TracerEnabled, false))
   )
 }
 
