@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest"
+import { anyWordMatcher, detectBotWall } from "../../src/crawl/engines/classify.ts"
+
+const bytes = (s: string) => Buffer.from(s, "latin1")
+
+describe("anyWordMatcher", () => {
+  const match = anyWordMatcher(["captcha", "cf_chl", "access denied", "robot", "checking"])
+
+  it("finds any word, in any ASCII case, anywhere", () => {
+    expect(match(bytes("Please solve the CAPTCHA"))).toBe(true)
+    expect(match(bytes("cf_chl_opt"))).toBe(true)
+    expect(match(bytes("<h1>Access Denied</h1>"))).toBe(true)
+    expect(match(bytes("are you a RoBoT?"))).toBe(true)
+    expect(match(bytes("an ordinary page about harbours and ferries"))).toBe(false)
+    expect(match(bytes(""))).toBe(false)
+  })
+
+  it("follows failure links: a word that starts inside a partial match of another", () => {
+    // "checkin" fails at "c", which must restart a match of "captcha"... and "cf_chl" inside "ccf_chl".
+    expect(match(bytes("checkicaptcha"))).toBe(true)
+    expect(match(bytes("ccf_chl"))).toBe(true)
+    expect(match(bytes("robrobot"))).toBe(true)
+    expect(match(bytes("captch robo access denie"))).toBe(false)
+  })
+
+  it("agrees with a plain search on random text", () => {
+    const words = ["abc", "bca", "cab", "aab"]
+    const m = anyWordMatcher(words)
+    let seed = 7
+    for (let i = 0; i < 2000; i++) {
+      let s = ""
+      for (let j = 0; j < 12; j++) {
+        seed = (seed * 1103515245 + 12345) & 0x7fffffff
+        s += "abcAB"[seed % 5]
+      }
+      expect(m(bytes(s))).toBe(words.some((w) => s.toLowerCase().includes(w)))
+    }
+  })
+})
+
+describe("detectBotWall", () => {
+  it("finds a strong marker in a large page and a weak one only on a page with little text", () => {
+    const prose = "<p>The harbour council met to discuss the ferry schedule.</p>".repeat(900)
+    expect(detectBotWall(Buffer.from(`<html><body>${prose}<div id="challenge-form"></div></body></html>`))).toBe('id="challenge-form"')
+    expect(detectBotWall(Buffer.from(`<html><body>${prose}<p>Access denied</p></body></html>`))).toBeNull()
+    expect(detectBotWall(Buffer.from("<html><title>Access Denied</title><body>Access denied</body></html>"))).toBe("access denied")
+    expect(detectBotWall(Buffer.from(`<html><body>${prose}</body></html>`))).toBeNull()
+  })
+})
