@@ -85,25 +85,25 @@ export class EmbeddedPgServer {
     socket.setNoDelay(true)
     let buffer = Buffer.alloc(0)
     let startup = true
+    // Views of the current batch's messages in the received chunks; copied once, together, when it ends.
     let batch: Array<Uint8Array> = []
     let chain = Promise.resolve()
     const statements = new Set<string>()
 
-    const run = (messages: Array<Uint8Array>) => {
+    /** Runs a batch of protocol messages (one buffer) in one call into PGlite. */
+    const run = (messages: Uint8Array) => {
       chain = chain.then(async () => {
         if (socket.destroyed) return
         await this.acquire(socket)
         // The batch's answers leave in one write instead of one per protocol message.
         socket.cork()
         try {
-          for (const message of messages) {
-            await this.db.execProtocolRawStream(message, {
-              onRawData: (data) => {
-                // PGlite reuses the memory behind `data`; a corked write must keep its own copy.
-                if (!socket.destroyed) socket.write(Buffer.from(data))
-              }
-            })
-          }
+          await this.db.execProtocolRawStream(messages, {
+            onRawData: (data) => {
+              // PGlite reuses the memory behind `data`; a corked write must keep its own copy.
+              if (!socket.destroyed) socket.write(Buffer.from(data))
+            }
+          })
         } finally {
           socket.uncork()
           if (!this.db.isInTransaction()) this.release(socket)
@@ -130,14 +130,14 @@ export class EmbeddedPgServer {
             return
           }
           startup = false
-          run([new Uint8Array(message)])
+          run(new Uint8Array(message))
           continue
         }
         if (buffer.length < 5) return
         const length = 1 + buffer.readInt32BE(1)
         if (buffer.length < length) return
         const type = String.fromCharCode(buffer[0]!)
-        const message = new Uint8Array(buffer.subarray(0, length))
+        const message = buffer.subarray(0, length)
         buffer = buffer.subarray(length)
         if (type === "X") {
           socket.end()
@@ -147,7 +147,7 @@ export class EmbeddedPgServer {
         batch.push(message)
         // Sync, simple Query and Flush end a unit of work the client waits on.
         if (type === "S" || type === "Q" || type === "H") {
-          run(batch)
+          run(Buffer.concat(batch))
           batch = []
         }
       }
