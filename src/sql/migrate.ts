@@ -6,6 +6,7 @@ import jobs from "./migrations/0003_jobs.ts"
 import webhooks from "./migrations/0004_webhooks.ts"
 import extractions from "./migrations/0005_extractions.ts"
 import storedBytes from "./migrations/0006_stored_bytes.ts"
+import pageEncoding from "./migrations/0007_page_encoding.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -14,7 +15,8 @@ export const migrations = {
   "0003_jobs": jobs,
   "0004_webhooks": webhooks,
   "0005_extractions": extractions,
-  "0006_stored_bytes": storedBytes
+  "0006_stored_bytes": storedBytes,
+  "0007_page_encoding": pageEncoding
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

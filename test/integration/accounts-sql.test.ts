@@ -33,7 +33,7 @@ describe.each(databases)("accounts SQL ($name)", (db) => {
       )
     )
     const applied = results.flat().map(([id]) => id)
-    expect(applied.sort()).toEqual([1, 2, 3, 4, 5, 6])
+    expect(applied.sort()).toEqual([1, 2, 3, 4, 5, 6, 7])
     const again = await Effect.runPromise(runMigrations.pipe(Effect.provide(layerFor(config)), Effect.scoped))
     expect(again).toEqual([])
   }, 60_000)

@@ -1,0 +1,123 @@
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { gzipSync } from "node:zlib"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { describe, expect, it } from "vitest"
+import { Config, loadConfig } from "../../src/config.ts"
+import { newId } from "../../src/ids.ts"
+import type { JobResult } from "../../src/schema/job.ts"
+import { DatabaseLive } from "../../src/sql/database.ts"
+import { JobRepo, JobRepoLive, type NewJob } from "../../src/sql/job-repo.ts"
+import { runMigrations } from "../../src/sql/migrate.ts"
+import { createTestDatabase } from "../support/server-process.ts"
+
+const databases = [
+  { name: "embedded", url: async () => undefined as string | undefined },
+  ...(process.env.DATABASE_URL ? [{ name: "postgres", url: () => createTestDatabase(process.env.DATABASE_URL!) }] : [])
+]
+
+const layerFor = (url: string | undefined) => {
+  const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "trawl-jobs-")), ...(url ? { DATABASE_URL: url } : {}) })
+  return JobRepoLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(Layer.succeed(Config, config)))
+}
+
+const result: JobResult = {
+  httpStatus: 200,
+  finalUrl: null,
+  classification: "ok",
+  engine: "http",
+  durationMs: 1,
+  contentType: "text/html",
+  bytes: 0,
+  startedWith: { engine: "http", reason: "test" },
+  screenshot: { taken: false, reason: null },
+  attempts: []
+}
+
+const tenantSql = (sql: SqlClient.SqlClient, id: string) =>
+  sql`INSERT INTO tenants (id, name, is_internal, plan, balance) VALUES (${id}, ${id}, false, 'starter', 0)`
+
+const newJob = (tenantId: string, url: string): NewJob => ({
+  id: newId("job"),
+  tenantId,
+  url,
+  normalizedUrl: url,
+  domainId: "example.com",
+  priority: 0,
+  timeoutMs: 10_000,
+  escalation: null,
+  screenshot: false,
+  webhookUrl: null,
+  webhookSecretEnc: null,
+  replayOf: null,
+  requestId: null
+})
+
+describe.each(databases)("job repository ($name)", (db) => {
+  it("claims and finishes many concurrent jobs of several tenants in shared statements, with gap-free events and right page history", async () => {
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* runMigrations
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* JobRepo
+      const tenants = [newId("ten"), newId("ten"), newId("ten")]
+      for (const t of tenants) yield* tenantSql(sql, t)
+      // Every tenant fetches the same page 8 times at once: 24 jobs in all.
+      const jobs = tenants.flatMap((t) => Array.from({ length: 8 }, () => newJob(t, "https://example.com/page")))
+      for (const t of tenants) yield* repo.insert(jobs.filter((j) => j.tenantId === t))
+
+      const claimed = yield* Effect.forEach(jobs, (j) => repo.claim(j.id), { concurrency: "unbounded" })
+      expect(claimed.map((r) => r?.status)).toEqual(jobs.map(() => "claimed"))
+      expect(yield* repo.claim("job_missing")).toBeUndefined()
+
+      // Two bodies, each twice in a row, so some versions change and some do not.
+      const ended = yield* Effect.forEach(jobs, (j, i) =>
+        repo.finish({ id: j.id, tenant_id: j.tenantId, normalized_url: j.normalizedUrl }, {
+          status: "done",
+          result,
+          attempts: 1,
+          content: { body: Buffer.from(`<html>body ${(i >> 1) % 2}</html>`), contentType: "text/html", httpStatus: 200, finalUrl: null }
+        }), { concurrency: "unbounded" })
+      expect(ended).toEqual(jobs.map(() => true))
+      // A second finish of an ended job changes nothing.
+      expect(yield* repo.finish({ id: jobs[0]!.id, tenant_id: jobs[0]!.tenantId, normalized_url: jobs[0]!.normalizedUrl }, {
+        status: "failed",
+        result,
+        attempts: 2
+      })).toBe(false)
+
+      for (const t of tenants) {
+        const events = yield* sql<{ seq: string; type: string }>`SELECT seq, type FROM events WHERE tenant_id = ${t} ORDER BY seq`
+        // created, claimed and done for each of its 8 jobs, numbered 1..24 without gaps.
+        expect(events.map((e) => Number(e.seq))).toEqual(Array.from({ length: 24 }, (_, i) => i + 1))
+        expect(events.filter((e) => e.type === "job.done")).toHaveLength(8)
+
+        const { items } = yield* repo.timeline(t, "https://example.com/page", 0, 100)
+        expect(items).toHaveLength(8)
+        // Newest first: each version is "changed" exactly when its hash differs from the one before it,
+        // and no two versions share a fetch time (each was written by its own statement).
+        const oldestFirst = items.slice().reverse()
+        expect(new Set(items.map((v) => v.fetchedAt)).size).toBe(items.length)
+        expect(items.some((v) => !v.changed)).toBe(true)
+        oldestFirst.forEach((v, i) => expect(v.changed).toBe(i === 0 || v.contentHash !== oldestFirst[i - 1]!.contentHash))
+        for (const v of items) {
+          const body = (yield* repo.versionContent(t, v.contentHash))!.toString()
+          expect(body).toMatch(/^<html>body [01]<\/html>$/)
+        }
+      }
+    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+  }, 60_000)
+
+  it("reads page contents stored gzip-compressed by earlier versions", async () => {
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* runMigrations
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* JobRepo
+      const tenant = newId("ten")
+      yield* tenantSql(sql, tenant)
+      yield* sql`INSERT INTO page_contents (tenant_id, hash, compressed, size) VALUES (${tenant}, 'h-old', ${gzipSync("old page")}, 8)`
+      expect((yield* repo.versionContent(tenant, "h-old"))!.toString()).toBe("old page")
+    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+  })
+})
