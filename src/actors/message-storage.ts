@@ -20,6 +20,12 @@ const MAX_BATCH = 128
  * statement (group commit), and a final reply and its request's `processed` mark are written by
  * one statement instead of a transaction of four. Everything else, and any write made inside a
  * transaction, goes to the library as is.
+ *
+ * The storage read that delivers persisted messages (also to local entities) names its clock
+ * reading in the statement's text, so each read was a statement never seen before: parsed and
+ * planned again, and pushed out of the prepared-statement cache. The reading is rounded down to
+ * the second, so the statement repeats for a second; a message due later within that second is
+ * delivered on the next read.
  */
 export const MessageStorageLive = Layer.effect(
   MessageStorage.MessageStorage,
@@ -69,6 +75,7 @@ export const MessageStorageLive = Layer.effect(
 
     return yield* MessageStorage.makeEncoded({
       ...library,
+      unprocessedMessages: (shardIds, now, options) => library.unprocessedMessages(shardIds, now - (now % 1000), options),
       saveEnvelope: (save) =>
         save.envelope._tag !== "Request" || save.primaryKey !== null
           ? library.saveEnvelope(save)

@@ -94,8 +94,9 @@ export const TenantEntityLive = TenantEntity.toLayer(
     const address = yield* Entity.CurrentAddress
     const tenantId = address.entityId
 
-    // Job slots: counted from SQL, plus reservations whose rows are not written yet.
-    const slots = { active: 0, today: 0, day: 0, reconciledAt: 0 }
+    // Job slots: counted from SQL, plus reservations whose rows are not written yet. The quota
+    // limits are read again with each reconcile, so an operator's override applies within seconds.
+    const slots = { active: 0, today: 0, day: 0, reconciledAt: 0, daily: 0, concurrent: 0 }
     const pending = new Map<string, number>()
     const reconcile = Effect.gen(function*() {
       const now = Date.now()
@@ -106,8 +107,11 @@ export const TenantEntityLive = TenantEntity.toLayer(
         const written = yield* jobs.existing([...pending.keys()])
         for (const id of written) pending.delete(id)
       }
+      const limits = yield* repo.quotaLimits(tenantId, ["scraper.jobs.daily", "scraper.jobs.concurrent"])
       slots.active = counts.active + pending.size
       slots.today = counts.today + pending.size
+      slots.daily = limits["scraper.jobs.daily"]
+      slots.concurrent = limits["scraper.jobs.concurrent"]
       slots.day = day
       slots.reconciledAt = now
     })
@@ -143,8 +147,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
           const now = Date.now()
           if (now - slots.reconciledAt > RECONCILE_MS || utcDayStart(now) !== slots.day) yield* reconcile
           const n = payload.jobIds.length
-          const limits = yield* repo.quotaLimits(tenantId, ["scraper.jobs.daily", "scraper.jobs.concurrent"])
-          const daily = limits["scraper.jobs.daily"]
+          const daily = slots.daily
           if (slots.today + n > daily) {
             return yield* new QuotaExceeded({
               quotaKey: "scraper.jobs.daily",
@@ -152,7 +155,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
               retryAfter: secondsToNextUtcDay(now)
             })
           }
-          const concurrent = limits["scraper.jobs.concurrent"]
+          const concurrent = slots.concurrent
           if (slots.active + n > concurrent) {
             return yield* new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: concurrent })
           }

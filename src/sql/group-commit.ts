@@ -7,14 +7,21 @@ import { Cause, Deferred, Effect, Exit, type Scope } from "effect"
  * when the database is the bottleneck.
  *
  * `write` gets the items in arrival order and answers one result per item, in the same order.
- * Items with the same `key` never share a batch: a later one waits for the next.
+ * Items with the same `key` never share a batch: a later one waits for the next. With `weight`, a
+ * batch also stops before its items weigh more than `maxWeight` (an item heavier than that alone
+ * still goes, on its own).
  * When a batch of several items fails, each item is written again on its own, so one bad item
  * fails only its own caller. Writes run in the scope that made the writer: a caller that is
  * interrupted while waiting does not take its item out of a batch already under way.
  */
 export const makeGroupCommit = <I, O, E = never>(
   write: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>, E>,
-  options: { readonly maxBatch: number; readonly key?: (item: I) => string }
+  options: {
+    readonly maxBatch: number
+    readonly key?: (item: I) => string
+    readonly weight?: (item: I) => number
+    readonly maxWeight?: number
+  }
 ): Effect.Effect<(item: I) => Effect.Effect<O, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
@@ -31,18 +38,22 @@ export const makeGroupCommit = <I, O, E = never>(
       write([entry.item]).pipe(Effect.exit, Effect.map((exit) => settle([entry], exit)))
 
     const take = () => {
-      const key = options.key
-      if (!key) return pending.splice(0, options.maxBatch)
+      const { key, weight, maxWeight = Infinity } = options
       const batch: typeof pending = []
       const keys = new Set<string>()
+      let weighed = 0
       for (let i = 0; i < pending.length && batch.length < options.maxBatch;) {
-        const k = key(pending[i]!.item)
-        if (keys.has(k)) {
+        const item = pending[i]!.item
+        const k = key?.(item)
+        const w = weight?.(item) ?? 0
+        if (batch.length > 0 && weighed + w > maxWeight) break
+        if (k !== undefined && keys.has(k)) {
           i++
-        } else {
-          keys.add(k)
-          batch.push(pending.splice(i, 1)[0]!)
+          continue
         }
+        if (k !== undefined) keys.add(k)
+        weighed += w
+        batch.push(pending.splice(i, 1)[0]!)
       }
       return batch
     }

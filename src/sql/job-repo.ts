@@ -102,7 +102,7 @@ export interface JobQuery {
 }
 
 export interface JobRepoShape {
-  /** Inserts new jobs with their `job.created` events in one statement; notify when it returns rows. */
+  /** Inserts new jobs with their `job.created` events; concurrent requests share one statement. Notify when it returns rows. */
   readonly insert: (jobs: ReadonlyArray<NewJob>) => Effect.Effect<ReadonlyArray<JobRow>>
   readonly find: (tenantId: string, id: string) => Effect.Effect<JobRow | undefined>
   readonly byId: (id: string) => Effect.Effect<JobRow | undefined>
@@ -137,6 +137,9 @@ export interface JobRepoShape {
 export class JobRepo extends Context.Service<JobRepo, JobRepoShape>()("trawl/JobRepo") {}
 
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex")
+
+/** A queued job's lease: its hand-off is sent again if it is still queued after this. */
+const QUEUED_LEASE_MS = 10 * 60_000
 
 /** A claim's lease lasts the job's `timeoutMs` plus this. */
 export const CLAIM_GRACE_MS = 60_000
@@ -199,6 +202,50 @@ export const JobRepoLive = Layer.effect(
     // Batches find their jobs by primary key. Spelled "not terminal" rather than "queued or
     // claimed", so the planner cannot prefer the partial index of active jobs (it reads them all).
     const terminal = sql.literal("('done', 'failed', 'dead')")
+
+    /**
+     * New jobs of concurrent requests (of any tenants) in one statement with their `job.created`
+     * events. The rows travel as parallel arrays, so the statement has one shape and is prepared once.
+     */
+    const insertBatch = (requests: ReadonlyArray<ReadonlyArray<NewJob>>) => {
+      const jobs = requests.flat()
+      const col = (f: (j: NewJob) => unknown, oid: number) => pgArray(jobs.map(f), oid)
+      const leaseUntil = new Date(Date.now() + QUEUED_LEASE_MS)
+      return sql<JobRow>`
+        WITH j AS (
+          INSERT INTO jobs (id, tenant_id, url, normalized_url, domain_id, status, priority, timeout_ms, escalation, screenshot,
+                            webhook_url, webhook_secret_enc, replay_of, request_id, lease_until)
+          SELECT id, tenant_id, url, normalized_url, domain_id, 'queued', priority, timeout_ms, escalation::jsonb, screenshot::jsonb,
+                 webhook_url, webhook_secret_enc, replay_of, request_id, ${leaseUntil}
+          FROM unnest(
+            ${col((j) => j.id, OID.text)}, ${col((j) => j.tenantId, OID.text)}, ${col((j) => j.url, OID.text)},
+            ${col((j) => j.normalizedUrl, OID.text)}, ${col((j) => j.domainId, OID.text)}, ${col((j) => j.priority, OID.int4)},
+            ${col((j) => j.timeoutMs, OID.int4)}, ${col((j) => (j.escalation === null ? null : JSON.stringify(j.escalation)), OID.text)},
+            ${col((j) => (j.screenshot === undefined || j.screenshot === false ? null : JSON.stringify(j.screenshot)), OID.text)},
+            ${col((j) => j.webhookUrl, OID.text)}, ${col((j) => j.webhookSecretEnc, OID.text)}, ${col((j) => j.replayOf, OID.text)},
+            ${col((j) => j.requestId, OID.text)}
+          ) AS n(id, tenant_id, url, normalized_url, domain_id, priority, timeout_ms, escalation, screenshot, webhook_url,
+                 webhook_secret_enc, replay_of, request_id)
+          ON CONFLICT (id) DO NOTHING
+          RETURNING *
+        ),
+        ${appendEventCtes(sql, {
+          source: "j",
+          type: "job.created",
+          data: sql`jsonb_build_object('id', ev_src.id, 'status', ev_src.status, 'url', ev_src.url)`,
+          // Ids increase in the order the requests listed the jobs.
+          order: sql`j.id COLLATE "C"`
+        })}
+        SELECT * FROM j`.pipe(
+        Effect.orDie,
+        Effect.map((rows) => {
+          const byId = new Map(rows.map((r) => [r.id, r]))
+          return requests.map((request) => request.flatMap((job) => byId.get(job.id) ?? []))
+        })
+      )
+    }
+    // A bulk request's jobs are one item; batches stop at a few thousand rows.
+    const insertOne = yield* makeGroupCommit(insertBatch, { maxBatch: MAX_BATCH, weight: (jobs) => jobs.length, maxWeight: 2_000 })
 
     const claimBatch = (ids: ReadonlyArray<string>) =>
       sql<JobRow>`
@@ -304,37 +351,7 @@ export const JobRepoLive = Layer.effect(
     const finishOne = yield* makeGroupCommit(finishBatch, { maxBatch: MAX_BATCH, key: (p) => p.page })
 
     return JobRepo.of({
-      insert: (jobs) =>
-        jobs.length === 0 ? Effect.succeed([]) : sql<JobRow>`
-          WITH j AS (
-          INSERT INTO jobs ${sql.insert(jobs.map((j): Record<string, unknown> => ({
-            id: j.id,
-            tenant_id: j.tenantId,
-            url: j.url,
-            normalized_url: j.normalizedUrl,
-            domain_id: j.domainId,
-            status: "queued",
-            priority: j.priority,
-            timeout_ms: j.timeoutMs,
-            escalation: j.escalation === null ? null : JSON.stringify(j.escalation),
-            screenshot: j.screenshot === undefined || j.screenshot === false ? null : JSON.stringify(j.screenshot),
-            webhook_url: j.webhookUrl,
-            webhook_secret_enc: j.webhookSecretEnc,
-            replay_of: j.replayOf,
-            request_id: j.requestId,
-            lease_until: new Date(Date.now() + 10 * 60_000)
-          })) as [Record<string, unknown>, ...Array<Record<string, unknown>>])}
-          ON CONFLICT (id) DO NOTHING
-          RETURNING *
-          ),
-          ${appendEventCtes(sql, {
-            source: "j",
-            type: "job.created",
-            data: sql`jsonb_build_object('id', ev_src.id, 'status', ev_src.status, 'url', ev_src.url)`,
-            // Ids increase in the order the request listed the jobs.
-            order: sql`j.id COLLATE "C"`
-          })}
-          SELECT * FROM j`.pipe(Effect.orDie),
+      insert: (jobs) => (jobs.length === 0 ? Effect.succeed([]) : insertOne(jobs)),
       find: (tenantId, id) =>
         sql<JobRow>`SELECT * FROM jobs WHERE id = ${id} AND tenant_id = ${tenantId}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
       byId: (id) => sql<JobRow>`SELECT * FROM jobs WHERE id = ${id}`.pipe(Effect.orDie, Effect.map((r) => r[0])),

@@ -51,6 +51,25 @@ describe("group commit", () => {
     expect(batches).toEqual([["x0"], ["a1", "b1", "c1"], ["a2"]])
   })
 
+  it("stops a batch before its items weigh more than the bound; a heavy item goes alone", async () => {
+    const batches: Array<ReadonlyArray<number>> = []
+    await run(Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const write = yield* makeGroupCommit((items: ReadonlyArray<number>) =>
+        Effect.gen(function*() {
+          batches.push(items)
+          if (batches.length === 1) yield* Deferred.await(gate)
+          return items
+        }), { maxBatch: 10, weight: (n) => n, maxWeight: 10 })
+      yield* Effect.all([
+        write(1),
+        ...[4, 5, 2, 30, 3].map((n) => Effect.yieldNow.pipe(Effect.andThen(write(n)))),
+        Effect.sleep("20 millis").pipe(Effect.andThen(Deferred.succeed(gate, undefined)), Effect.as(0))
+      ], { concurrency: "unbounded" })
+    }))
+    expect(batches).toEqual([[1], [4, 5], [2], [30], [3]])
+  })
+
   it("writes each item of a failed batch on its own, so only the bad one fails", async () => {
     const batches: Array<ReadonlyArray<number>> = []
     const outcomes = await run(Effect.gen(function*() {
