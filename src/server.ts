@@ -6,6 +6,7 @@ import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ClusterLive } from "./actors/cluster.ts"
 import { ClusterInfoLive } from "./actors/cluster-info.ts"
 import { DomainEntityLive } from "./actors/domain-entity.ts"
+import { DomainSlotsLive } from "./actors/domain-slots.ts"
 import { ExtractionEntityLive, ExtractionSweeperLive } from "./actors/extraction-entity.ts"
 import { JobEntityLive } from "./actors/job-entity.ts"
 import { JobSweeperLive } from "./actors/job-sweeper.ts"
@@ -65,7 +66,7 @@ export const makeServerLayer = (config: AppConfig) => {
   const Entities = Layer.mergeAll(
     TenantEntityLive,
     ProbeEntityLive,
-    JobEntityLive,
+    JobEntityLive.pipe(Layer.provide(DomainSlotsLive)),
     DomainEntityLive,
     WebhookDeliveryEntityLive,
     ExtractionEntityLive,

@@ -5,14 +5,17 @@ import { SqlClient } from "effect/sql"
 import { CrawlService } from "../crawl/crawl-service.ts"
 
 const HistoryEntry = Schema.Struct({ engine: Schema.String, ok: Schema.Boolean, at: Schema.Number })
+export type HistoryEntry = typeof HistoryEntry.Type
 const Outcome = Schema.Struct({ engine: Schema.String, ok: Schema.Boolean })
+export type Outcome = typeof Outcome.Type
 
 /**
  * One entity per registrable domain, cluster-wide. It owns the domain's politeness
  * slots (at most N fetches at once across all nodes) and remembers which engines
  * recently worked or were blocked there. A job talks to it twice: `Acquire` (which also
  * answers with the engine history the job plans from) and `Release` (which carries what
- * the job learned).
+ * the job learned), or `Handover` when its node passes the slot straight to its next job
+ * (see `DomainSlots`).
  */
 export const DomainEntity = Entity.make("Domain", [
   /**
@@ -24,7 +27,15 @@ export const DomainEntity = Entity.make("Domain", [
     success: Schema.Array(HistoryEntry)
   }),
   /** Frees the slot and records which engines worked (`ok`) or were refused on the domain. */
-  Rpc.make("Release", { payload: Schema.Struct({ holder: Schema.String, outcomes: Schema.Array(Outcome) }) })
+  Rpc.make("Release", { payload: Schema.Struct({ holder: Schema.String, outcomes: Schema.Array(Outcome) }) }),
+  /**
+   * The slot of `from` now belongs to `to` (a job of the same node, already crawling), for `ttlMs`;
+   * records what `from` learned. If `from` no longer held a slot, `to` is counted anyway, since it
+   * is fetching: new grants wait until the domain is below its limit again.
+   */
+  Rpc.make("Handover", {
+    payload: Schema.Struct({ from: Schema.String, to: Schema.String, ttlMs: Schema.Int, outcomes: Schema.Array(Outcome) })
+  })
 ])
 
 interface Waiter {
@@ -114,6 +125,13 @@ export const DomainEntityLive = DomainEntity.toLayer(
           const queued = waiters.findIndex((w) => w.holder === payload.holder)
           if (queued >= 0) waiters.splice(queued, 1)
           grantWaiting()
+        }).pipe(Effect.andThen(record(payload.outcomes)), Rpc.fork),
+      Handover: ({ payload }) =>
+        Effect.sync(() => {
+          slots.delete(payload.from)
+          const queued = waiters.findIndex((w) => w.holder === payload.to)
+          if (queued >= 0) waiters.splice(queued, 1)
+          slots.set(payload.to, Date.now() + payload.ttlMs)
         }).pipe(Effect.andThen(record(payload.outcomes)), Rpc.fork)
     })
   }),

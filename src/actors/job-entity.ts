@@ -1,4 +1,4 @@
-import { Effect, Schedule } from "effect"
+import { Effect } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { CrawlService } from "../crawl/crawl-service.ts"
@@ -7,7 +7,7 @@ import { type PlanEntry, planFromHistory } from "../crawl/escalation.ts"
 import { EventLog } from "../events/event-log.ts"
 import type { JobResult } from "../schema/job.ts"
 import { JobRepo, type JobRow } from "../sql/job-repo.ts"
-import { DomainEntity } from "./domain-entity.ts"
+import { DomainSlots } from "./domain-slots.ts"
 import { TenantEntity } from "./tenant-entity.ts"
 import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
 import { newId } from "../ids.ts"
@@ -52,7 +52,7 @@ export const JobEntityLive = JobEntity.toLayer(
     const repo = yield* JobRepo
     const crawl = yield* CrawlService
     const events = yield* EventLog
-    const domains = yield* DomainEntity.client
+    const domainSlots = yield* DomainSlots
     const tenants = yield* TenantEntity.client
     const deliveries = yield* WebhookDeliveryEntity.client
     let running: AbortController | undefined
@@ -113,15 +113,9 @@ export const JobEntityLive = JobEntity.toLayer(
       // waiting for the dead run's slot to expire.
       const holder = job.id
       const screenshot = screenshotOf(job.screenshot)
-      // Each wait for a slot is bounded, so a reply lost with a dying node is asked for again;
-      // the holder id makes a repeated request for the same slot harmless. The slot's answer is
-      // the domain's engine history, which a job without its own escalation plans from.
-      const history = process.env.HACK_NODOMAIN ? [] : yield* domains(job.domain_id).Acquire({ holder, ttlMs: job.timeout_ms + 30_000, priority: job.priority }).pipe(
-        Effect.timeout("15 seconds"),
-        Effect.retry({ times: 8, schedule: Schedule.spaced("500 millis") }),
-        // Politeness must not strand a job when its domain's entity cannot be reached.
-        Effect.catch((e) => Effect.logWarning("domain slot unavailable, crawling without it", e).pipe(Effect.as([])))
-      )
+      // The slot's answer is the domain's engine history, which a job without its own escalation plans from.
+      const slot = yield* domainSlots.acquire(job.domain_id, holder, job.priority, job.timeout_ms + 30_000)
+      const history = slot.history
       let plan: ReadonlyArray<PlanEntry>
       let startedWith: { engine: string; reason: string }
       if (job.escalation) {
@@ -145,7 +139,7 @@ export const JobEntityLive = JobEntity.toLayer(
               outcomes = o.attempts.filter((a) => learnedClass.has(a.classification)).map((a) => ({ engine: a.engine, ok: okClass.has(a.classification) }))
             })
           ),
-          Effect.ensuring(process.env.HACK_NODOMAIN ? Effect.void : tell(Effect.suspend(() => domains(job.domain_id).Release({ holder, outcomes }, { discard: true })))),
+          Effect.ensuring(Effect.suspend(() => slot.release(outcomes))),
           Effect.ensuring(Effect.sync(() => (running = undefined)))
         )
 

@@ -95,8 +95,14 @@ export const TenantEntityLive = TenantEntity.toLayer(
     const tenantId = address.entityId
 
     // Job slots: counted from SQL, plus reservations whose rows are not written yet. The quota
-    // limits are read again with each reconcile, so an operator's override applies within seconds.
+    // limits are read with each reconcile and before any refusal: a raised limit applies to the
+    // very next request, a lowered one within RECONCILE_MS.
     const slots = { active: 0, today: 0, day: 0, reconciledAt: 0, daily: 0, concurrent: 0 }
+    const readLimits = Effect.gen(function*() {
+      const limits = yield* repo.quotaLimits(tenantId, ["scraper.jobs.daily", "scraper.jobs.concurrent"])
+      slots.daily = limits["scraper.jobs.daily"]
+      slots.concurrent = limits["scraper.jobs.concurrent"]
+    })
     const pending = new Map<string, number>()
     const reconcile = Effect.gen(function*() {
       const now = Date.now()
@@ -107,11 +113,9 @@ export const TenantEntityLive = TenantEntity.toLayer(
         const written = yield* jobs.existing([...pending.keys()])
         for (const id of written) pending.delete(id)
       }
-      const limits = yield* repo.quotaLimits(tenantId, ["scraper.jobs.daily", "scraper.jobs.concurrent"])
+      yield* readLimits
       slots.active = counts.active + pending.size
       slots.today = counts.today + pending.size
-      slots.daily = limits["scraper.jobs.daily"]
-      slots.concurrent = limits["scraper.jobs.concurrent"]
       slots.day = day
       slots.reconciledAt = now
     })
@@ -147,6 +151,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
           const now = Date.now()
           if (now - slots.reconciledAt > RECONCILE_MS || utcDayStart(now) !== slots.day) yield* reconcile
           const n = payload.jobIds.length
+          if (slots.today + n > slots.daily || slots.active + n > slots.concurrent) yield* readLimits
           const daily = slots.daily
           if (slots.today + n > daily) {
             return yield* new QuotaExceeded({

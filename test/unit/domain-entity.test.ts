@@ -95,4 +95,27 @@ describe("DomainEntity politeness slots", () => {
     )
     expect(history.map((h) => [h.engine, h.ok]).sort()).toEqual([["brave", true], ["http", false]])
   }, 60_000)
+
+  it("moves a slot to the holder a node hands it over to, and counts that holder even if the slot had expired", async () => {
+    await run((domain) =>
+      Effect.gen(function*() {
+        yield* acquire(domain, "a")
+        yield* acquire(domain, "b")
+        const waiting = yield* Effect.forkChild(acquire(domain, "w"))
+        // a's slot now belongs to c: still two holders, so w keeps waiting.
+        yield* domain.Handover({ from: "a", to: "c", ttlMs: 60_000, outcomes: [{ engine: "http", ok: true }] })
+        expect(yield* granted(waiting)).toBe(false)
+        // a released late (its message raced the handover): it held nothing any more, so w still waits.
+        yield* domain.Release({ holder: "a", outcomes: [] })
+        expect(yield* granted(waiting)).toBe(false)
+        // A handover from a holder that no longer holds anything still counts its new holder (it is fetching).
+        yield* domain.Handover({ from: "gone", to: "d", ttlMs: 60_000, outcomes: [] })
+        yield* domain.Release({ holder: "b", outcomes: [] })
+        expect(yield* granted(waiting)).toBe(false)
+        // Below the limit again (d alone): the waiting holder gets the slot.
+        yield* domain.Release({ holder: "c", outcomes: [] })
+        yield* Fiber.join(waiting)
+      })
+    )
+  }, 60_000)
 })

@@ -1,0 +1,176 @@
+import { Context, Deferred, Effect, Layer, Schedule, type Scope } from "effect"
+import { CrawlService } from "../crawl/crawl-service.ts"
+import { DomainEntity, type HistoryEntry, type Outcome } from "./domain-entity.ts"
+
+/** A politeness slot of one domain, held by one job until it calls `release` with what it learned. */
+export interface DomainSlot {
+  /** The domain's recent engine history, which a job without its own escalation plans from. */
+  readonly history: ReadonlyArray<HistoryEntry>
+  readonly release: (outcomes: ReadonlyArray<Outcome>) => Effect.Effect<void>
+}
+
+/** What the node's slot cache asks of the domain's entity. */
+export interface DomainSlotBackend {
+  /** Waits for a slot; undefined when the entity could not be reached (the job crawls without one). */
+  readonly acquire: (domainId: string, holder: string, priority: number, ttlMs: number) => Effect.Effect<ReadonlyArray<HistoryEntry> | undefined>
+  readonly release: (domainId: string, holder: string, outcomes: ReadonlyArray<Outcome>) => Effect.Effect<void>
+  readonly handover: (domainId: string, from: string, to: string, ttlMs: number, outcomes: ReadonlyArray<Outcome>) => Effect.Effect<void>
+}
+
+export interface DomainSlotsShape {
+  readonly acquire: (domainId: string, holder: string, priority: number, ttlMs: number) => Effect.Effect<DomainSlot>
+}
+
+/**
+ * The node's side of the domain entities' politeness slots. While this node's jobs hold all of a
+ * domain's slots, the domain's next jobs here wait here (no other node can be given one anyway),
+ * and a job that ends hands its slot to the first of them: that job starts at once and the entity
+ * learns of the new holder by a one-way message, instead of a release and a fresh request that
+ * waits for its answer. A slot is handed over at most `MAX_HANDOVERS` times in a row, then it
+ * goes back to the entity, whose queue orders the waiting jobs of every node by priority; so a
+ * busy node cannot keep a domain's slots from the others. Holders stay job ids, so the entity's
+ * expiry and a re-run's reclaim of its own slot work as before.
+ */
+export class DomainSlots extends Context.Service<DomainSlots, DomainSlotsShape>()("trawl/DomainSlots") {}
+
+/** Times a slot passes from job to job on one node before it returns to the domain's queue. */
+export const MAX_HANDOVERS = 16
+
+interface Waiter {
+  readonly holder: string
+  readonly priority: number
+  readonly ttlMs: number
+  readonly granted: Deferred.Deferred<ReadonlyArray<HistoryEntry>>
+}
+
+interface DomainState {
+  /** Slots held by this node's jobs, with the number of handovers each slot has been through. */
+  readonly holding: Map<string, number>
+  /** Jobs waiting for one of those slots, highest priority first; they have not asked the entity.
+   *  There are only such jobs while this node holds all of the domain's slots. */
+  readonly waiting: Array<Waiter>
+  history: ReadonlyArray<HistoryEntry>
+}
+
+export const makeDomainSlots = (backend: DomainSlotBackend, perDomainLimit: number): Effect.Effect<DomainSlotsShape, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const domains = new Map<string, DomainState>()
+    const stateOf = (domainId: string) => {
+      let d = domains.get(domainId)
+      if (!d) domains.set(domainId, (d = { holding: new Map(), waiting: [], history: [] }))
+      return d
+    }
+    const forget = (domainId: string, d: DomainState) => {
+      if (d.holding.size === 0 && d.waiting.length === 0) domains.delete(domainId)
+    }
+    /** What a job learned also updates the history this node hands out with its next handovers. */
+    const learn = (d: DomainState, outcomes: ReadonlyArray<Outcome>) => {
+      if (outcomes.length === 0) return
+      const byEngine = new Map(d.history.map((h) => [h.engine, h]))
+      const at = Date.now()
+      for (const o of outcomes) byEngine.set(o.engine, { engine: o.engine, ok: o.ok, at })
+      d.history = [...byEngine.values()]
+    }
+
+    const slot = (domainId: string, holder: string, history: ReadonlyArray<HistoryEntry>, held: boolean): DomainSlot => ({
+      history,
+      release: (outcomes) => (held ? release(domainId, holder, outcomes) : backend.release(domainId, holder, outcomes))
+    })
+
+    /** Asks the entity for a slot; the answer is the job's own, or the next handover's if the job left meanwhile. */
+    const askEntity = (domainId: string, holder: string, priority: number, ttlMs: number) =>
+      backend.acquire(domainId, holder, priority, ttlMs).pipe(
+        Effect.map((history) => {
+          if (history === undefined) return slot(domainId, holder, [], false)
+          const d = stateOf(domainId)
+          d.history = history
+          d.holding.set(holder, 0)
+          return slot(domainId, holder, history, true)
+        })
+      )
+
+    const release = (domainId: string, holder: string, outcomes: ReadonlyArray<Outcome>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const d = stateOf(domainId)
+        const handovers = d.holding.get(holder)
+        d.holding.delete(holder)
+        learn(d, outcomes)
+        const next = d.waiting[0]
+        if (handovers !== undefined && next && handovers < MAX_HANDOVERS) {
+          d.waiting.shift()
+          d.holding.set(next.holder, handovers + 1)
+          Deferred.doneUnsafe(next.granted, Effect.succeed(d.history))
+          return backend.handover(domainId, holder, next.holder, next.ttlMs, outcomes)
+        }
+        // The slot goes back, and this node no longer holds all of them: the jobs waiting here ask
+        // the entity, whose queue also holds other nodes' jobs.
+        const uncovered = d.waiting.splice(0)
+        forget(domainId, d)
+        return backend.release(domainId, holder, outcomes).pipe(
+          Effect.andThen(Effect.forEach(uncovered, (w) =>
+            askEntity(domainId, w.holder, w.priority, w.ttlMs).pipe(
+              Effect.flatMap((s) =>
+                Deferred.isDoneUnsafe(w.granted)
+                  // The job stopped waiting meanwhile: the slot it was given goes straight back.
+                  ? s.release([])
+                  : Effect.sync(() => Deferred.doneUnsafe(w.granted, Effect.succeed(s.history)))
+              ),
+              Effect.forkIn(scope)
+            ), { discard: true }))
+        )
+      })
+
+    const acquire = (domainId: string, holder: string, priority: number, ttlMs: number): Effect.Effect<DomainSlot> =>
+      Effect.suspend(() => {
+        const d = stateOf(domainId)
+        if (d.holding.size < perDomainLimit || d.holding.has(holder)) return askEntity(domainId, holder, priority, ttlMs)
+        const granted = Deferred.makeUnsafe<ReadonlyArray<HistoryEntry>>()
+        let at = d.waiting.length
+        while (at > 0 && d.waiting[at - 1]!.priority < priority) at--
+        const waiter: Waiter = { holder, priority, ttlMs, granted }
+        d.waiting.splice(at, 0, waiter)
+        return Deferred.await(granted).pipe(
+          Effect.map((history) => slot(domainId, holder, history, true)),
+          Effect.onInterrupt(() =>
+            Effect.suspend(() => {
+              const i = d.waiting.indexOf(waiter)
+              if (i >= 0) {
+                d.waiting.splice(i, 1)
+                forget(domainId, d)
+                return Effect.void
+              }
+              // Granted just as the job stopped waiting: pass the slot on.
+              Deferred.doneUnsafe(granted, Effect.interrupt)
+              return d.holding.has(holder) ? release(domainId, holder, []) : Effect.void
+            })
+          )
+        )
+      })
+
+    return { acquire }
+  })
+
+/** The backend through the cluster: bounded waits, and one-way messages whose loss heals by expiry. */
+export const DomainSlotsLive = Layer.effect(
+  DomainSlots,
+  Effect.gen(function*() {
+    const entity = yield* DomainEntity.client
+    const crawl = yield* CrawlService
+    const oneWay = <E>(send: Effect.Effect<void, E>) => send.pipe(Effect.timeout("2 seconds"), Effect.ignore)
+    return DomainSlots.of(yield* makeDomainSlots({
+      // Each wait for a slot is bounded, so a reply lost with a dying node is asked for again; the
+      // holder id makes a repeated request for the same slot harmless.
+      acquire: (domainId, holder, priority, ttlMs) =>
+        entity(domainId).Acquire({ holder, ttlMs, priority }).pipe(
+          Effect.timeout("15 seconds"),
+          Effect.retry({ times: 8, schedule: Schedule.spaced("500 millis") }),
+          // Politeness must not strand a job when its domain's entity cannot be reached.
+          Effect.catch((e) => Effect.logWarning("domain slot unavailable, crawling without it", e).pipe(Effect.as(undefined)))
+        ),
+      release: (domainId, holder, outcomes) => oneWay(entity(domainId).Release({ holder, outcomes }, { discard: true })),
+      handover: (domainId, from, to, ttlMs, outcomes) =>
+        oneWay(entity(domainId).Handover({ from, to, ttlMs, outcomes }, { discard: true }))
+    }, crawl.perDomainConcurrency))
+  })
+)

@@ -1,0 +1,147 @@
+import { Deferred, Effect, Fiber, type Scope } from "effect"
+import { describe, expect, it } from "vitest"
+import type { HistoryEntry } from "../../src/actors/domain-entity.ts"
+import { type DomainSlotBackend, type DomainSlotsShape, makeDomainSlots, MAX_HANDOVERS } from "../../src/actors/domain-slots.ts"
+
+/**
+ * A stand-in for the domain entity with a limit of two slots: it records every message and grants
+ * waiting holders in arrival order, so the tests can check what the node's cache sends and that the
+ * domain never has more than two holders.
+ */
+const fakeEntity = () => {
+  const log: Array<string> = []
+  const holders = new Set<string>()
+  let peak = 0
+  const queue: Array<{ holder: string; granted: Deferred.Deferred<ReadonlyArray<HistoryEntry>> }> = []
+  const history: Array<HistoryEntry> = [{ engine: "http", ok: true, at: 1 }]
+  const grant = () => {
+    while (holders.size < 2 && queue.length > 0) {
+      const next = queue.shift()!
+      holders.add(next.holder)
+      peak = Math.max(peak, holders.size)
+      Deferred.doneUnsafe(next.granted, Effect.succeed(history))
+    }
+  }
+  const backend: DomainSlotBackend = {
+    acquire: (_d, holder) =>
+      Effect.suspend(() => {
+        log.push(`acquire ${holder}`)
+        const granted = Deferred.makeUnsafe<ReadonlyArray<HistoryEntry>>()
+        queue.push({ holder, granted })
+        grant()
+        return Deferred.await(granted)
+      }),
+    release: (_d, holder) =>
+      Effect.sync(() => {
+        log.push(`release ${holder}`)
+        holders.delete(holder)
+        grant()
+      }),
+    handover: (_d, from, to) =>
+      Effect.sync(() => {
+        log.push(`handover ${from}->${to}`)
+        holders.delete(from)
+        holders.add(to)
+        peak = Math.max(peak, holders.size)
+      })
+  }
+  return { backend, log, holders, peak: () => peak }
+}
+
+const run = <A>(body: (slots: DomainSlotsShape, entity: ReturnType<typeof fakeEntity>) => Effect.Effect<A, never, Scope.Scope>) => {
+  const entity = fakeEntity()
+  return Effect.runPromise(Effect.scoped(Effect.flatMap(makeDomainSlots(entity.backend, 2), (slots) => body(slots, entity))))
+}
+
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+const done = (f: Fiber.Fiber<unknown, unknown>) => f.pollUnsafe() !== undefined
+
+describe("DomainSlots (the node's side of the domain's politeness slots)", () => {
+  it("asks the entity while it holds no slot, then hands a freed slot to the next waiting job without asking", async () => {
+    await run((slots, entity) =>
+      Effect.gen(function*() {
+        const a = yield* slots.acquire("d", "a", 0, 1000)
+        const b = yield* slots.acquire("d", "b", 0, 1000)
+        expect(a.history).toEqual([{ engine: "http", ok: true, at: 1 }])
+        // Two slots held, so the next two jobs wait for them here.
+        const c = yield* Effect.forkChild(slots.acquire("d", "c", 0, 1000))
+        const e = yield* Effect.forkChild(slots.acquire("d", "e", 5, 1000))
+        yield* settle
+        expect(done(c) || done(e)).toBe(false)
+        yield* a.release([{ engine: "brave", ok: false }])
+        const eSlot = yield* Fiber.join(e)
+        // The higher priority went first, and learned what the released job found.
+        expect(eSlot.history.map((h) => [h.engine, h.ok]).sort()).toEqual([["brave", false], ["http", true]])
+        yield* b.release([])
+        yield* (yield* Fiber.join(c)).release([])
+        yield* eSlot.release([])
+        expect(entity.log).toEqual(["acquire a", "acquire b", "handover a->e", "handover b->c", "release c", "release e"])
+        expect(entity.peak()).toBe(2)
+        expect(entity.holders.size).toBe(0)
+      })
+    )
+  })
+
+  it("returns a slot to the entity after MAX_HANDOVERS, and the jobs it no longer covers ask the entity", async () => {
+    await run((slots, entity) =>
+      Effect.gen(function*() {
+        // A long job holds one slot all along; jobs pass the other one on.
+        const long = yield* slots.acquire("d", "long", 0, 1000)
+        let current = yield* slots.acquire("d", "j0", 0, 1000)
+        for (let i = 1; i <= MAX_HANDOVERS + 1; i++) {
+          const next = yield* Effect.forkChild(slots.acquire("d", `j${i}`, 0, 1000))
+          yield* settle
+          yield* current.release([])
+          current = yield* Fiber.join(next)
+        }
+        yield* current.release([])
+        yield* long.release([])
+        const kinds = entity.log.map((l) => l.split(" ")[0])
+        expect(kinds.filter((k) => k === "handover")).toHaveLength(MAX_HANDOVERS)
+        // After the last allowed handover the slot went back, and the waiting job asked for its own.
+        expect(entity.log.slice(MAX_HANDOVERS + 2, MAX_HANDOVERS + 4)).toEqual([`release j${MAX_HANDOVERS}`, `acquire j${MAX_HANDOVERS + 1}`])
+        expect(entity.holders.size).toBe(0)
+      })
+    )
+  })
+
+  it("lets a waiting job leave, and passes on a slot granted just as it left", async () => {
+    await run((slots, entity) =>
+      Effect.gen(function*() {
+        const a = yield* slots.acquire("d", "a", 0, 1000)
+        const b = yield* slots.acquire("d", "b", 0, 1000)
+        const gone = yield* Effect.forkChild(slots.acquire("d", "gone", 0, 1000))
+        const stays = yield* Effect.forkChild(slots.acquire("d", "stays", 0, 1000))
+        yield* settle
+        yield* Fiber.interrupt(gone)
+        yield* a.release([])
+        const s = yield* Fiber.join(stays)
+        yield* b.release([])
+        yield* s.release([])
+        expect(entity.log).toEqual(["acquire a", "acquire b", "handover a->stays", "release b", "release stays"])
+        expect(entity.holders.size).toBe(0)
+      })
+    )
+  })
+
+  it("asks the entity while this node holds fewer than all of the domain's slots", async () => {
+    await run((slots, entity) =>
+      Effect.gen(function*() {
+        const a = yield* slots.acquire("d", "a", 0, 1000)
+        // One slot held here: the second may be free (or another node's), so the entity decides.
+        const b = yield* slots.acquire("d", "b", 0, 1000)
+        // Both held here now: the third waits here for one of them.
+        const c = yield* Effect.forkChild(slots.acquire("d", "c", 0, 1000))
+        yield* settle
+        expect(done(c)).toBe(false)
+        expect(entity.log).toEqual(["acquire a", "acquire b"])
+        yield* a.release([])
+        yield* (yield* Fiber.join(c)).release([])
+        yield* b.release([])
+        expect(entity.log).toEqual(["acquire a", "acquire b", "handover a->c", "release c", "release b"])
+        expect(entity.holders.size).toBe(0)
+        expect(entity.peak()).toBe(2)
+      })
+    )
+  })
+})
