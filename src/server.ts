@@ -12,7 +12,7 @@ import { JobEntityLive } from "./actors/job-entity.ts"
 import { JobSweeperLive } from "./actors/job-sweeper.ts"
 import { ProbeEntityLive } from "./actors/probe-entity.ts"
 import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "./actors/webhook-delivery-entity.ts"
-import { TenantEntityLive } from "./actors/tenant-entity.ts"
+import { JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
 import { type AppConfig, Config } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
 import { JobCreationLive } from "./crawl/job-creation.ts"
@@ -66,7 +66,7 @@ export const makeServerLayer = (config: AppConfig) => {
   const Entities = Layer.mergeAll(
     TenantEntityLive,
     ProbeEntityLive,
-    JobEntityLive.pipe(Layer.provide(DomainSlotsLive)),
+    JobEntityLive.pipe(Layer.provide([DomainSlotsLive, JobSlotReleasesLive])),
     DomainEntityLive,
     WebhookDeliveryEntityLive,
     ExtractionEntityLive,

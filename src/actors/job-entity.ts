@@ -8,7 +8,7 @@ import { EventLog } from "../events/event-log.ts"
 import type { JobResult } from "../schema/job.ts"
 import { JobRepo, type JobRow } from "../sql/job-repo.ts"
 import { DomainSlots } from "./domain-slots.ts"
-import { TenantEntity } from "./tenant-entity.ts"
+import { JobSlotReleases } from "./tenant-entity.ts"
 import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
 import { newId } from "../ids.ts"
 import { jobWebhookBody } from "../webhooks/sender.ts"
@@ -34,9 +34,8 @@ const screenshotOf = (s: JobRow["screenshot"]): false | ScreenshotOptions => {
 }
 
 /**
- * A one-way message whose loss heals itself (the tenant entity reconciles its counts from SQL,
- * domain slots expire, the delivery sweeper resends first attempts). It must not hold the job:
- * while the node is moving shards, a send can wait for the shard to come back.
+ * A one-way message whose loss heals itself (the delivery sweeper resends first attempts). It
+ * must not hold the job: while the node is moving shards, a send can wait for the shard to come back.
  */
 const tell = <E, R>(send: Effect.Effect<void, E, R>) => send.pipe(Effect.timeout("2 seconds"), Effect.ignore)
 
@@ -53,7 +52,7 @@ export const JobEntityLive = JobEntity.toLayer(
     const crawl = yield* CrawlService
     const events = yield* EventLog
     const domainSlots = yield* DomainSlots
-    const tenants = yield* TenantEntity.client
+    const slotReleases = yield* JobSlotReleases
     const deliveries = yield* WebhookDeliveryEntity.client
     let running: AbortController | undefined
 
@@ -87,7 +86,7 @@ export const JobEntityLive = JobEntity.toLayer(
           yield* tell(deliveries(delivery.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }))
         }
         yield* events.notify(job.tenant_id)
-        yield* tell(tenants(job.tenant_id).ReleaseJobs({ jobIds: [job.id] }, { discard: true }))
+        yield* slotReleases.release(job.tenant_id, job.id)
       })
 
     const run = Effect.gen(function*() {

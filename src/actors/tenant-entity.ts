@@ -1,10 +1,11 @@
-import { Effect, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { secondsToNextUtcDay, utcDayStart } from "../billing/windows.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Transaction } from "../schema/tenant.ts"
+import { makeGroupCommit } from "../sql/group-commit.ts"
 
 const BootstrapPayload = Schema.Struct({
   name: Schema.String,
@@ -176,4 +177,31 @@ export const TenantEntityLive = TenantEntity.toLayer(
     })
   }),
   { maxIdleTime: "5 minutes" }
+)
+
+/** Gives a finished job's concurrency slot back to its tenant's entity. */
+export class JobSlotReleases extends Context.Service<JobSlotReleases, {
+  readonly release: (tenantId: string, jobId: string) => Effect.Effect<void>
+}>()("trawl/JobSlotReleases") {}
+
+/**
+ * Jobs of one tenant that end at about the same time on a node give their slots back in one
+ * message. The message is one-way and its loss heals itself (the entity reconciles its counts
+ * from SQL), so a send that cannot get through in time is dropped rather than holding the job.
+ */
+export const JobSlotReleasesLive = Layer.effect(
+  JobSlotReleases,
+  Effect.gen(function*() {
+    const tenants = yield* TenantEntity.client
+    const send = yield* makeGroupCommit((ended: ReadonlyArray<{ tenantId: string; jobId: string }>) => {
+      const byTenant = new Map<string, Array<string>>()
+      for (const { tenantId, jobId } of ended) byTenant.set(tenantId, [...(byTenant.get(tenantId) ?? []), jobId])
+      return Effect.forEach(byTenant, ([tenantId, jobIds]) =>
+        tenants(tenantId).ReleaseJobs({ jobIds }, { discard: true }).pipe(Effect.timeout("2 seconds"), Effect.ignore), {
+        concurrency: "unbounded",
+        discard: true
+      }).pipe(Effect.as(ended.map(() => undefined)))
+    }, { maxBatch: 256 })
+    return JobSlotReleases.of({ release: (tenantId, jobId) => send({ tenantId, jobId }) })
+  })
 )
