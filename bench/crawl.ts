@@ -3,7 +3,7 @@
  * and Trawl's job creation against a bare `node:http` + one INSERT handler.
  *
  *   npm run bench:crawl
- *   npm run bench:crawl -- --pages 1000 --concurrency 32 --create-seconds 8 --create-connections 32
+ *   npm run bench:crawl -- --pages 2000 --warm 500 --concurrency 32 --create-seconds 8 --create-connections 32
  *   npm run bench:crawl -- --profile            # also --cpu-prof the Trawl server and summarize it
  *   npm run bench:crawl -- --phases a           # only some phases (a, b, c, d); no ratio line then
  *
@@ -45,8 +45,10 @@ import { flag, numberOption, stringOption } from "./support/options.ts"
 const opt = numberOption
 const optStr = stringOption
 
-const pages = opt("pages", 1000)
-const warmPages = opt("warm", 64)
+// Enough pages, after enough warm-up, to measure steady state: a short run of a cold server
+// mostly measures its JIT (and the embedded database's WebAssembly tier-up).
+const pages = opt("pages", 2000)
+const warmPages = opt("warm", 500)
 const requestedConcurrency = opt("concurrency", 32)
 const jobsPerTenant = Math.min(50, opt("jobs-per-tenant", 40))
 const createSeconds = opt("create-seconds", 8)
