@@ -11,6 +11,7 @@ import { ExtractionEntityLive, ExtractionSweeperLive } from "./actors/extraction
 import { JobEntityLive } from "./actors/job-entity.ts"
 import { JobSweeperLive } from "./actors/job-sweeper.ts"
 import { ProbeEntityLive } from "./actors/probe-entity.ts"
+import { StorageMaintenanceLive } from "./actors/storage-maintenance.ts"
 import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "./actors/webhook-delivery-entity.ts"
 import { JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
 import { type AppConfig, Config } from "./config.ts"
@@ -72,7 +73,8 @@ export const makeServerLayer = (config: AppConfig) => {
     ExtractionEntityLive,
     ExtractionSweeperLive,
     JobSweeperLive,
-    WebhookSweeperLive
+    WebhookSweeperLive,
+    StorageMaintenanceLive
   )
 
   const Handlers = Layer.mergeAll(

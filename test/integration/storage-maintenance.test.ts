@@ -1,0 +1,65 @@
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Layer } from "effect"
+import { MachineId, Snowflake, SqlMessageStorage } from "effect/cluster"
+import { SqlClient } from "effect/sql"
+import { describe, expect, it } from "vitest"
+import { NodeCrypto } from "@effect/platform-node"
+import { maintainStorage, MESSAGE_RETENTION_HOURS } from "../../src/actors/storage-maintenance.ts"
+import { Config, loadConfig } from "../../src/config.ts"
+import { DatabaseLive } from "../../src/sql/database.ts"
+import { runMigrations } from "../../src/sql/migrate.ts"
+import { createTestDatabase } from "../support/server-process.ts"
+
+const databases = [
+  { name: "embedded", url: async () => undefined as string | undefined },
+  ...(process.env.DATABASE_URL ? [{ name: "postgres", url: () => createTestDatabase(process.env.DATABASE_URL!) }] : [])
+]
+
+const layerFor = (url: string | undefined) => {
+  const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "trawl-maint-")), ...(url ? { DATABASE_URL: url } : {}) })
+  // The cluster's own tables, as a runner creates them at start.
+  return SqlMessageStorage.layerMigrations({}).pipe(
+    Layer.provide(NodeCrypto.layerDigest),
+    Layer.provideMerge(DatabaseLive),
+    Layer.provideMerge(Layer.succeed(Config, config))
+  )
+}
+
+const idAt = (ageHours: number, sequence: number) =>
+  String(Snowflake.make({ timestamp: Date.now() - ageHours * 3_600_000, machineId: MachineId.make(1), sequence }))
+
+describe.each(databases)("storage maintenance ($name)", (db) => {
+  it("deletes answered cluster messages older than the retention with their replies, and keeps the rest", async () => {
+    const url = await db.url()
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* runMigrations
+      const sql = yield* SqlClient.SqlClient
+      const message = (id: string, processed: boolean) => sql`
+        INSERT INTO cluster_messages (id, shard_id, entity_type, entity_id, kind, tag, payload, headers, processed, request_id)
+        VALUES (${id}::bigint, 'default:1', 'Job', ${`job_${id}`}, 0, 'Run', 'null', '{}', ${processed}, ${id}::bigint)`
+      const reply = (id: string, requestId: string) => sql`
+        INSERT INTO cluster_replies (id, kind, request_id, payload) VALUES (${id}::bigint, 0, ${requestId}::bigint, '{}')`
+      const oldDone = idAt(MESSAGE_RETENTION_HOURS + 2, 1)
+      const oldPending = idAt(MESSAGE_RETENTION_HOURS + 2, 2)
+      const recentDone = idAt(1, 3)
+      yield* message(oldDone, true)
+      yield* reply(idAt(MESSAGE_RETENTION_HOURS + 2, 10), oldDone)
+      yield* message(oldPending, false)
+      yield* message(recentDone, true)
+      yield* reply(idAt(1, 11), recentDone)
+
+      expect(yield* maintainStorage).toBe(1)
+      const left = yield* sql<{ id: string }>`SELECT id::text AS id FROM cluster_messages ORDER BY id`
+      expect(left.map((r) => r.id).sort()).toEqual([oldPending, recentDone].sort())
+      const replies = yield* sql<{ request_id: string }>`SELECT request_id::text AS request_id FROM cluster_replies`
+      expect(replies.map((r) => r.request_id)).toEqual([recentDone])
+      // The embedded database also got its statistics (PGlite runs no autovacuum).
+      if (!url) {
+        const [jobs] = yield* sql<{ analyzed: boolean }>`SELECT reltuples >= 0 AS analyzed FROM pg_class WHERE relname = 'jobs'`
+        expect(jobs!.analyzed).toBe(true)
+      }
+    }).pipe(Effect.provide(layerFor(url)), Effect.scoped))
+  }, 60_000)
+})
