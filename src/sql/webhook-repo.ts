@@ -1,6 +1,8 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { iso } from "../schema/common.ts"
+import { makeGroupCommit } from "./group-commit.ts"
+import { OID, pgArray } from "./pg-array.ts"
 
 export interface DeliveryRow {
   readonly id: string
@@ -61,10 +63,12 @@ export const WebhookDeliveryView = (d: DeliveryRow, attempts: ReadonlyArray<any>
 export interface WebhookRepoShape {
   /** Inserts a delivery; called inside the transaction that records the terminal state. */
   readonly insert: (d: NewDelivery) => Effect.Effect<void>
+  /** Concurrent reads share one statement. */
   readonly byId: (id: string) => Effect.Effect<DeliveryRow | undefined>
   /**
-   * Records one attempt and the delivery's new state; idempotent per attempt number.
-   * Scheduled attempts are numbered 1, 2, ...; manual redeliveries have their own numbering.
+   * Records one attempt and the delivery's new state in one statement; idempotent per attempt
+   * number. Scheduled attempts are numbered 1, 2, ...; manual redeliveries have their own
+   * numbering. Concurrent records of different deliveries share one statement.
    */
   readonly recordAttempt: (
     id: string,
@@ -97,25 +101,51 @@ export const WebhookRepoLive = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const attemptsOf = (ids: ReadonlyArray<string>) =>
       ids.length === 0 ? Effect.succeed([]) : sql`SELECT * FROM webhook_attempts WHERE delivery_id IN ${sql.in(ids)} ORDER BY id`
+    const readBatch = (ids: ReadonlyArray<string>) =>
+      sql<DeliveryRow>`SELECT * FROM webhook_deliveries WHERE id = ANY(${pgArray(ids, OID.text)})`.pipe(
+        Effect.orDie,
+        Effect.map((rows) => {
+          const byId = new Map(rows.map((r) => [r.id, r]))
+          return ids.map((id) => byId.get(id))
+        })
+      )
+    const readOne = yield* makeGroupCommit(readBatch, { maxBatch: 256 })
+
+    type AttemptToRecord = { readonly id: string; readonly a: AttemptRecord; readonly next: { status: string; nextAttemptAt: Date | null } }
+    /** The attempt rows, and for each one that is new, the delivery's new state. */
+    const recordBatch = (records: ReadonlyArray<AttemptToRecord>) => {
+      const col = (f: (r: AttemptToRecord) => unknown, oid: number) => pgArray(records.map(f), oid)
+      return sql`
+        WITH input AS (
+          SELECT * FROM unnest(
+            ${col((r) => r.id, OID.text)}, ${col((r) => r.a.attempt, OID.int4)}, ${col((r) => r.a.manual, OID.bool)},
+            ${col((r) => r.a.httpStatus, OID.int4)}, ${col((r) => r.a.error, OID.text)}, ${col((r) => r.a.durationMs, OID.int4)},
+            ${col((r) => r.a.responseBody, OID.text)}, ${col((r) => r.next.status, OID.text)},
+            ${col((r) => r.next.nextAttemptAt, OID.timestamptz)}
+          ) AS i(delivery_id, attempt, manual, http_status, error, duration_ms, response_body, next_status, next_at)
+        ),
+        inserted AS (
+          INSERT INTO webhook_attempts (delivery_id, attempt, manual, http_status, error, duration_ms, response_body)
+          SELECT delivery_id, attempt, manual, http_status, error, duration_ms, response_body FROM input
+          ON CONFLICT (delivery_id, attempt, manual) DO NOTHING
+          RETURNING delivery_id, attempt, manual
+        )
+        UPDATE webhook_deliveries d SET
+          attempts = CASE WHEN i.manual THEN d.attempts ELSE GREATEST(d.attempts, i.attempt) END,
+          status = CASE WHEN d.status = 'delivered' THEN d.status ELSE i.next_status END,
+          next_attempt_at = i.next_at,
+          first_attempt_at = COALESCE(d.first_attempt_at, now()),
+          delivered_at = CASE WHEN i.next_status = 'delivered' THEN COALESCE(d.delivered_at, now()) ELSE d.delivered_at END
+        FROM input i JOIN inserted x ON x.delivery_id = i.delivery_id AND x.attempt = i.attempt AND x.manual = i.manual
+        WHERE d.id = i.delivery_id`.pipe(Effect.orDie, Effect.as(records.map(() => undefined)))
+    }
+    // One delivery's records never share a statement (each would update the same row).
+    const recordOne = yield* makeGroupCommit(recordBatch, { maxBatch: 256, key: (r) => r.id })
+
     return WebhookRepo.of({
       insert: (d) => sql`${insertDeliverySql(sql, d)}`.pipe(Effect.orDie, Effect.asVoid),
-      byId: (id) => sql<DeliveryRow>`SELECT * FROM webhook_deliveries WHERE id = ${id}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
-      recordAttempt: (id, a, next) =>
-        sql.withTransaction(Effect.gen(function*() {
-          const inserted = yield* sql`
-            INSERT INTO webhook_attempts (delivery_id, attempt, manual, http_status, error, duration_ms, response_body)
-            VALUES (${id}, ${a.attempt}, ${a.manual}, ${a.httpStatus}, ${a.error}, ${a.durationMs}, ${a.responseBody})
-            ON CONFLICT (delivery_id, attempt, manual) DO NOTHING RETURNING id`
-          if (inserted.length === 0) return
-          yield* sql`
-            UPDATE webhook_deliveries SET
-              attempts = CASE WHEN ${a.manual} THEN attempts ELSE GREATEST(attempts, ${a.attempt}) END,
-              status = CASE WHEN status = 'delivered' THEN status ELSE ${next.status} END,
-              next_attempt_at = ${next.nextAttemptAt},
-              first_attempt_at = COALESCE(first_attempt_at, now()),
-              delivered_at = CASE WHEN ${next.status} = 'delivered' THEN COALESCE(delivered_at, now()) ELSE delivered_at END
-            WHERE id = ${id}`
-        })).pipe(Effect.orDie),
+      byId: readOne,
+      recordAttempt: (id, a, next) => recordOne({ id, a, next }),
       forResource: (tenantId, type, resourceId) =>
         Effect.gen(function*() {
           const deliveries = yield* sql<DeliveryRow>`
