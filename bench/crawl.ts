@@ -34,7 +34,7 @@ import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { client, createTestDatabase, INTERNAL_TOKEN, type RunningServer, startServer } from "../test/support/server-process.ts"
 import { type LoadResult, openSse, runPostLoad, type SseStream } from "./crawl-support/load.ts"
-import { cleanupAll, cpuMs, dropDatabase, threadCpuMs, installExitHandlers, onCleanup, root, runMain, spawnTs } from "./support/processes.ts"
+import { cleanupAll, cpuMs, dropDatabase, threadCpuMs, installExitHandlers, onCleanup, root, runMain, spawnTs, toggleProfiler } from "./support/processes.ts"
 import { summarizeProfile } from "./crawl-support/profile.ts"
 import { connectStats, diffCounts, listeningPorts, type SqlStats, type TableCounts } from "./crawl-support/sql-stats.ts"
 import { flag, numberOption, stringOption } from "./support/options.ts"
@@ -274,13 +274,6 @@ interface CrawlFigures {
 }
 const pps = (r: CrawlFigures) => (r.pages / r.wallMs) * 1000
 const cpuPerPage = (r: CrawlFigures) => r.cpuMs / r.pages
-
-/** Starts (first call) or stops and writes (second call) the profile of a server run with --profile. */
-const toggleProfiler = async (trawl: RunningServer, marker: string) => {
-  const before = trawl.output().split(marker).length
-  trawl.process.kill("SIGUSR2")
-  for (let i = 0; i < 200 && trawl.output().split(marker).length === before; i++) await sleep(50)
-}
 
 const runTrawlCrawl = async (
   trawl: RunningServer,

@@ -3,6 +3,8 @@
  *
  *   npm run bench:webhooks
  *   npm run bench:webhooks -- --jobs 800 --hosts 16 --concurrency 16 --duration 3 --cpu-prof /tmp/prof
+ *   (--cpu-prof: a V8 CPU profile of the server's main thread over the measured phase, from the
+ *   first bulk request to the last delivery, written to the given directory)
  *
  * 1. Trawl: the real server process (embedded PGlite, or DATABASE_URL [+ REDIS_URL] on a fresh test
  *    database, dropped at the end), with ALLOW_PRIVATE_TARGETS. A receiver on 127.0.0.1 answers
@@ -25,7 +27,7 @@
  *
  * Goals: ratio ≥ 0.5 while jobs keep completing; p99 ≤ 4 × entityMessagePollInterval (2000 ms).
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { shardingTuning } from "../src/actors/cluster.ts"
@@ -33,7 +35,7 @@ import { verifyWebhookSignature } from "../src/webhooks/signing.ts"
 import { jobWebhookBody } from "../src/webhooks/sender.ts"
 import { client, createTestDatabase, INTERNAL_TOKEN, startServer } from "../test/support/server-process.ts"
 import { percentile } from "./support/load.ts"
-import { checkInterrupted, cleanupAll, dropDatabase, installExitHandlers, onCleanup, runMain, spawnTs } from "./support/processes.ts"
+import { checkInterrupted, cleanupAll, dropDatabase, installExitHandlers, onCleanup, runMain, spawnTs, toggleProfiler } from "./support/processes.ts"
 import { numberOption, optionalString } from "./support/options.ts"
 import { type Arrival, nowMs, startFixture, startReceiver } from "./webhooks-support/servers.ts"
 
@@ -106,7 +108,9 @@ const main = async () => {
   let profDir: string | undefined
   if (cpuProfDir) {
     profDir = cpuProfDir
-    dbEnv.NODE_OPTIONS = `--cpu-prof --cpu-prof-dir=${profDir}`
+    mkdirSync(profDir, { recursive: true })
+    dbEnv.NODE_OPTIONS = `--import=${join(process.cwd(), "bench/crawl-support/profile-hook.mjs")}`
+    dbEnv.BENCH_PROFILE_FILE = join(profDir, "trawl-webhooks")
   }
   checkInterrupted()
   const server = await startServer({ ALLOW_PRIVATE_TARGETS: "true", ...dbEnv })
@@ -158,6 +162,7 @@ const main = async () => {
 
   // Measured phase.
   receiver.state.keepRaw = true
+  if (profDir) await toggleProfiler(server, "bench-profile started")
   const arrivalsBefore = receiver.arrivals.length
   const connectionsBefore = receiver.state.connections
   const t0 = nowMs()
@@ -178,6 +183,7 @@ const main = async () => {
   const waitMs = Math.max(10_000, Math.min(deliveryTimeoutMs, 150_000 - (Date.now() - started) - 15_000))
   const allIn = await until("deliveries", () => (scan(), created.every((j) => firstArrival.has(j.id))), waitMs)
   if (!allIn) log(`not every job was delivered within ${f(waitMs / 1000, 0)} s (dead or unfinished jobs, or lost deliveries): see below`)
+  if (profDir) await toggleProfiler(server, "bench-profile written")
   await sleep(1000) // late duplicates
   scan()
 
@@ -331,7 +337,7 @@ const main = async () => {
   log(`Summary: Trawl ${f(rateFirstLast)} deliveries/s (first→last; ${f(rateOverall)} overall; job completions ${f(completionRate)}/s) vs bare ${f(bareRate)}/s (~${results[0]!.bodyBytes} B), ${f(results[1]!.rate)}/s (2 KB)`)
   if (burst) log(`  redelivery burst ${f(burst.rate)} deliveries/s: ${f(burst.rate / bareRate, 3)} of the bare rate`)
   log(`  ratio ${f(ratio, 3)} (goal ≥ 0.5: ${ratio >= 0.5 ? "met" : "NOT met"}); p99 ${f(p99, 0)} ms (goal ≤ ${p99GoalMs} ms: ${p99 <= p99GoalMs ? "met" : "NOT met"}); exactly once: ${missing === 0 && duplicates === 0 ? "yes" : `NO (missing ${missing}, duplicates ${duplicates})`}${created.length - expected.length > 0 ? `; ${created.length - expected.length} of ${created.length} jobs did not end done/failed` : ""}`)
-  if (profDir) log(`  server CPU profile in ${profDir}`)
+  if (profDir) log(`  server CPU profile of the measured phase: ${join(profDir, "trawl-webhooks-1.cpuprofile")}`)
   log(`  whole run ${((Date.now() - started) / 1000).toFixed(1)} s`)
   log(`webhooks ratio=${ratio.toFixed(3)} p99_ms=${Math.round(p99)}`)
 }

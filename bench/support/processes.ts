@@ -11,7 +11,7 @@ import { join, resolve } from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { freePort, nodeBin } from "../../test/support/server-process.ts"
+import { freePort, nodeBin, type RunningServer } from "../../test/support/server-process.ts"
 import type { MirrorRow } from "./bare-server.ts"
 
 export const root = resolve(import.meta.dirname, "../..")
@@ -294,4 +294,14 @@ export const dropDatabase = async (baseUrl: string, url: string): Promise<void> 
       yield* sql.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
     }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(baseUrl), maxConnections: 1 })), Effect.scoped)
   )
+}
+
+/**
+ * Starts (first call) or stops and writes (second call) the CPU profile of a server started with
+ * bench/crawl-support/profile-hook.mjs preloaded; waits until the server says it did.
+ */
+export const toggleProfiler = async (server: RunningServer, marker: string) => {
+  const before = server.output().split(marker).length
+  server.process.kill("SIGUSR2")
+  for (let i = 0; i < 200 && server.output().split(marker).length === before; i++) await new Promise((r) => setTimeout(r, 50))
 }
