@@ -20,6 +20,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { hasChromium, NO_CHROMIUM_REASON } from "./crawl/fixture.ts"
 import { type FixtureSite, loopbackOnlyEnv, startFixtureSite } from "./support/fixture-site.ts"
 import { client, nodeBin, type RunningServer, startServer } from "./support/server-process.ts"
 
@@ -272,8 +273,15 @@ describe.skipIf(!canUnshare.ok)(`SSRF inside a loopback-only network namespace${
     expect(r.connections).toBe(0)
     // A redirect from a public page to loopback is refused by every engine, before any connection.
     expect(r.redirectHttp).toEqual({ status: "failed", classification: "unsafe_url" })
-    expect(r.redirectBrowser).toEqual({ status: "failed", classification: "unsafe_url" })
     expect(r.loopbackConnectionsDuringRedirects).toBe(0)
-    expect(r.redirectsServed, "both engines reached the public page and were sent on").toBeGreaterThanOrEqual(2)
+    if (hasChromium) {
+      expect(r.redirectBrowser).toEqual({ status: "failed", classification: "unsafe_url" })
+      expect(r.redirectsServed, "both engines reached the public page and were sent on").toBeGreaterThanOrEqual(2)
+    } else {
+      // Without the browser its attempt is engine_unavailable; the refusal by the browser is then not shown.
+      console.log(`SSRF redirect refusal by the browser engine not exercised: ${NO_CHROMIUM_REASON}`)
+      expect(r.redirectBrowser).toEqual({ status: "failed", classification: "engine_unavailable" })
+      expect(r.redirectsServed, "the http engine reached the public page and was sent on").toBeGreaterThanOrEqual(1)
+    }
   }, 180_000)
 })
