@@ -1,3 +1,4 @@
+import { gotScraping } from "got-scraping"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createHttpEngine } from "../../src/crawl/engines/http.js"
 import { classifyAddress } from "../../src/crawl/ssrf.js"
@@ -41,7 +42,9 @@ beforeAll(async () => {
     "/r2": (_req, res) => res.writeHead(302, { location: "/cookie-echo" }).end(),
     "/cookie-echo": (req, res) => res.writeHead(200, { "content-type": "text/html" }).end(html(`<p>cookie=${req.headers.cookie ?? ""}</p>${"<p>filler text</p>".repeat(5)}`)),
     "/loop": (_req, res) => res.writeHead(302, { location: "/loop" }).end(),
-    "/headers": (req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(req.headers))
+    "/headers": (req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(req.headers)),
+    "/raw-headers": (req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(req.rawHeaders)),
+    "/cookie-then-raw": (_req, res) => res.writeHead(302, { location: "/raw-headers", "set-cookie": "step=2; Path=/" }).end()
   })
 })
 afterAll(async () => {
@@ -70,6 +73,23 @@ describe("http engine: classification", () => {
     expect(h["accept"]).toContain("text/html")
     expect(h["accept-language"]).toBeTruthy()
     expect(h["accept-encoding"]).not.toContain("zstd")
+  })
+
+  it("sends the headers in the browser's order and casing (got-scraping's generator), a redirect's cookie in its place", async () => {
+    const generator = (gotScraping.defaults.options.context as { headerGenerator: { orderHeaders(h: object): object } }).headerGenerator
+    for (const path of ["/raw-headers", "/cookie-then-raw"]) {
+      const a = await get(path)
+      const raw = JSON.parse(a.body!.toString()) as Array<string>
+      const names = raw.filter((_, i) => i % 2 === 0)
+      const values = Object.fromEntries(names.map((n, i) => [n, raw[2 * i + 1]]))
+      expect(names.slice(0, 2)).toEqual(["Host", "Connection"])
+      expect(values.Host).toBe(new URL(site.url("/")).host)
+      // A browser's GET carries no body headers.
+      expect(names.some((n) => /^(content-length|transfer-encoding)$/i.test(n))).toBe(false)
+      expect(names.every((n) => n === n.split("-").map((p) => p[0]!.toUpperCase() + p.slice(1).toLowerCase()).join("-"))).toBe(true)
+      expect(names).toEqual(Object.keys(generator.orderHeaders(values)))
+      expect(values.Cookie).toBe(path === "/cookie-then-raw" ? "step=2" : undefined)
+    }
   })
 
   it("404 and 410 are not_found with their status (content, not a failure)", async () => {

@@ -113,6 +113,42 @@ const buildHeaderPool = (size: number): HeaderSet[] => {
   return pool.length > 0 ? pool : [FALLBACK_HEADERS]
 }
 
+/**
+ * A header set as the raw list Node sends untouched: browser casing and browser order for its
+ * User-Agent (got-scraping's header generator, as its TransformHeadersAgent does per request), with
+ * `Host` and `Connection` where that browser sends them, and the place a `Cookie` goes. Worked out
+ * once per set instead of on every request. Unlike the per-request transform it adds no
+ * `Content-Length: 0` to a GET, which no browser sends.
+ */
+interface OrderedHeaders {
+  readonly userAgent: string | undefined
+  /** Name/value pairs before the cookie, flat; `Host`'s value is filled in per request. */
+  readonly beforeCookie: ReadonlyArray<string>
+  readonly afterCookie: ReadonlyArray<string>
+  /** Index of `Host`'s value in `beforeCookie`. */
+  readonly hostAt: number
+}
+
+const pascalCase = (name: string) => name.split("-").map((part) => part[0]!.toUpperCase() + part.slice(1).toLowerCase()).join("-")
+
+const orderHeaders = (set: HeaderSet): OrderedHeaders => {
+  const generator = (gotScraping.defaults.options.context as { headerGenerator?: { orderHeaders(h: object): object } }).headerGenerator
+  const named: Record<string, string> = { Host: "", Connection: "keep-alive", Cookie: "" }
+  for (const [k, v] of Object.entries(set)) named[k.startsWith("x-") ? k : pascalCase(k)] = v
+  const order = Object.keys(generator ? generator.orderHeaders(named) : named)
+  const cookieAt = order.indexOf("Cookie")
+  const flat = (names: ReadonlyArray<string>) => names.flatMap((n) => [n, named[n]!])
+  const beforeCookie = flat(order.slice(0, cookieAt))
+  return { userAgent: set["user-agent"], beforeCookie, afterCookie: flat(order.slice(cookieAt + 1)), hostAt: beforeCookie.indexOf("Host") + 1 }
+}
+
+/** The raw header list of one request. */
+const rawHeaders = (h: OrderedHeaders, host: string, cookie: string | undefined): Array<string> => {
+  const before = h.beforeCookie.slice()
+  before[h.hostAt] = host
+  return cookie ? [...before, "Cookie", cookie, ...h.afterCookie] : before.concat(h.afterCookie)
+}
+
 /** Minimal per-attempt cookie jar: cookies set during a redirect chain go back to the same host. */
 class AttemptCookies {
   private readonly byHost = new Map<string, Map<string, string>>()
@@ -227,7 +263,7 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
   const proxyUrl = opts.proxyUrl && opts.proxyUrl.trim() !== "" ? opts.proxyUrl : undefined
   const classify = opts.classify ?? classifyAddress
   const transport = opts.transport ?? "native"
-  let headerPool: HeaderSet[] | null = null
+  let headerPool: Array<{ set: HeaderSet; ordered: OrderedHeaders }> | null = null
   let headerIndex = Math.floor(Math.random() * 1000)
 
   const makeAgents = (allowPrivate: boolean): Agents => {
@@ -242,9 +278,12 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
       timeout: 60_000,
       lookup
     }
+    // The native transport sends ready-made raw header lists; got's pipeline needs the
+    // TransformHeadersAgent to put its headers in browser order.
+    const wrap = <A>(agent: A): A => (transport === "native" && !proxyUrl ? agent : new TransformHeadersAgent(agent as never) as unknown as A)
     return {
-      http: new TransformHeadersAgent(new http.Agent(common)) as unknown as http.Agent,
-      https: new TransformHeadersAgent(new https.Agent({ ...common, rejectUnauthorized: false })) as unknown as https.Agent
+      http: wrap(new http.Agent(common)),
+      https: wrap(new https.Agent({ ...common, rejectUnauthorized: false }))
     }
   }
   const agentsByMode = new Map<boolean, Agents & { lookup: LookupFunction }>()
@@ -257,8 +296,8 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
     return a
   }
 
-  const nextHeaders = (): HeaderSet => {
-    if (!headerPool) headerPool = buildHeaderPool(opts.headerPoolSize ?? 32)
+  const nextHeaders = (): { set: HeaderSet; ordered: OrderedHeaders } => {
+    if (!headerPool) headerPool = buildHeaderPool(opts.headerPoolSize ?? 32).map((set) => ({ set, ordered: orderHeaders(set) }))
     headerIndex = (headerIndex + 1) % headerPool.length
     return headerPool[headerIndex]!
   }
@@ -348,7 +387,8 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
 
   const nativeHop = (
     url: URL,
-    headers: HeaderSet,
+    headers: OrderedHeaders,
+    cookie: string | undefined,
     signal: AbortSignal,
     allowPrivate: boolean,
     isRedirectProbe: (status: number, h: http.IncomingHttpHeaders) => boolean
@@ -363,12 +403,12 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
         port: url.port === "" ? (secure ? 443 : 80) : Number(url.port),
         path: url.pathname + url.search,
         method: "GET",
-        headers: { host: url.host, ...headers },
+        headers: rawHeaders(headers, url.host, cookie),
         agent: secure ? agents.https : agents.http,
         lookup: agents.lookup as unknown as https.RequestOptions["lookup"],
         signal,
         insecureHTTPParser: true,
-        ...(secure ? { ...tlsProfileFor(headers["user-agent"]), rejectUnauthorized: false, ...(isIP(host) ? {} : { servername: host }) } : {})
+        ...(secure ? { ...tlsProfileFor(headers.userAgent), rejectUnauthorized: false, ...(isIP(host) ? {} : { servername: host }) } : {})
       }
       const request = (secure ? https : http).request(options)
       request.once("error", reject)
@@ -413,7 +453,7 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
       request.end()
     })
 
-  const requestHop = transport === "native" && !proxyUrl ? nativeHop : gotHop
+  const native = transport === "native" && !proxyUrl
 
   const isRedirect = (status: number, h: http.IncomingHttpHeaders) => REDIRECT_STATUSES.has(status) && !!h.location
 
@@ -439,9 +479,10 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
     try {
       for (let hop = 0; ; hop++) {
         const cookie = cookies.header(url.host)
-        const headers = cookie ? { ...baseHeaders, cookie } : baseHeaders
         lastStatus = null
-        const res = await requestHop(url, headers, signal, req.allowPrivate, isRedirect)
+        const res = native
+          ? await nativeHop(url, baseHeaders.ordered, cookie, signal, req.allowPrivate, isRedirect)
+          : await gotHop(url, cookie ? { ...baseHeaders.set, cookie } : baseHeaders.set, signal, req.allowPrivate, isRedirect)
         lastStatus = res.status
         const contentType = (res.headers["content-type"] as string | undefined) ?? null
         if (isRedirect(res.status, res.headers)) {
