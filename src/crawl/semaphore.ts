@@ -5,9 +5,38 @@
 const abortError = (signal: AbortSignal): Error =>
   signal.reason instanceof Error ? signal.reason : new DOMException("aborted", "AbortError")
 
+interface Waiter {
+  readonly grant: () => void
+  cancelled: boolean
+}
+
+/** A FIFO queue with an advancing head: taking the first is O(1), not a shift of the whole array. */
+class Fifo<A> {
+  private items: Array<A> = []
+  private head = 0
+  get size(): number {
+    return this.items.length - this.head
+  }
+  push(item: A) {
+    this.items.push(item)
+  }
+  take(): A | undefined {
+    if (this.head === this.items.length) return undefined
+    const item = this.items[this.head++]!
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head)
+      this.head = 0
+    }
+    return item
+  }
+}
+
 export class Semaphore {
   private active = 0
-  private readonly waiters: Array<{ grant: () => void; priority: number }> = []
+  private queued = 0
+  /** Waiters by priority; `levels` lists the priorities that have any, highest first. */
+  private readonly byPriority = new Map<number, Fifo<Waiter>>()
+  private readonly levels: Array<number> = []
   constructor(readonly limit: number) {
     if (!(limit >= 1)) throw new Error("semaphore limit must be >= 1")
   }
@@ -15,11 +44,26 @@ export class Semaphore {
     return this.active
   }
   get waiting(): number {
-    return this.waiters.length
+    return this.queued
+  }
+  /** The next waiter that has not given up, highest priority first; undefined when none waits. */
+  private next(): Waiter | undefined {
+    while (this.levels.length > 0) {
+      const level = this.levels[0]!
+      const fifo = this.byPriority.get(level)!
+      const waiter = fifo.take()
+      if (fifo.size === 0) {
+        this.byPriority.delete(level)
+        this.levels.shift()
+      }
+      if (waiter && !waiter.cancelled) return waiter
+    }
+    return undefined
   }
   /**
    * Resolves with a release function (idempotent); rejects when `signal` aborts first.
    * Waiters are served highest `priority` first, first come first served within a priority.
+   * Joining or leaving the queue costs O(number of distinct priorities waiting).
    */
   acquire(signal?: AbortSignal, priority = 0): Promise<() => void> {
     if (signal?.aborted) return Promise.reject(abortError(signal))
@@ -28,9 +72,13 @@ export class Semaphore {
       return () => {
         if (done) return
         done = true
-        const next = this.waiters.shift()
-        if (next) next.grant()
-        else this.active--
+        const next = this.next()
+        if (next) {
+          this.queued--
+          next.grant()
+        } else {
+          this.active--
+        }
       }
     }
     if (this.active < this.limit) {
@@ -38,22 +86,29 @@ export class Semaphore {
       return Promise.resolve(release())
     }
     return new Promise((resolve, reject) => {
-      const waiter = {
-        priority,
+      const waiter: Waiter = {
+        cancelled: false,
         grant: () => {
           signal?.removeEventListener("abort", onAbort)
           resolve(release())
         }
       }
+      // A waiter that gives up stays in its queue, marked, and is skipped when its turn comes.
       const onAbort = () => {
-        const i = this.waiters.indexOf(waiter)
-        if (i >= 0) this.waiters.splice(i, 1)
+        waiter.cancelled = true
+        this.queued--
         reject(abortError(signal!))
       }
       signal?.addEventListener("abort", onAbort, { once: true })
-      const at = this.waiters.findIndex((w) => w.priority < priority)
-      if (at < 0) this.waiters.push(waiter)
-      else this.waiters.splice(at, 0, waiter)
+      let fifo = this.byPriority.get(priority)
+      if (!fifo) {
+        this.byPriority.set(priority, (fifo = new Fifo()))
+        let at = 0
+        while (at < this.levels.length && this.levels[at]! > priority) at++
+        this.levels.splice(at, 0, priority)
+      }
+      fifo.push(waiter)
+      this.queued++
     })
   }
 }

@@ -34,6 +34,31 @@ describe("Semaphore / KeyedLimiter", () => {
     expect(sem.inUse).toBe(0)
   })
 
+  it("serves the highest priority first, in arrival order within a priority, skipping waiters that gave up", async () => {
+    const sem = new Semaphore(1)
+    const held = await sem.acquire()
+    const order: Array<string> = []
+    const ac = new AbortController()
+    const waiters = [
+      ["low-1", 0], ["high-1", 5], ["mid", 2], ["high-2", 5], ["low-2", 0], ["gives-up", 5]
+    ].map(([name, priority]) => {
+      const signal = name === "gives-up" ? ac.signal : undefined
+      return sem.acquire(signal, priority as number).then((release) => {
+        order.push(name as string)
+        release()
+      }, () => order.push(`${name} (aborted)`))
+    })
+    expect(sem.waiting).toBe(6)
+    ac.abort()
+    await Promise.resolve()
+    expect(sem.waiting).toBe(5)
+    held()
+    await Promise.all(waiters)
+    expect(order).toEqual(["gives-up (aborted)", "high-1", "high-2", "mid", "low-1", "low-2"])
+    expect(sem.inUse).toBe(0)
+    expect(sem.waiting).toBe(0)
+  })
+
   it("per-domain politeness: 2 per key, keys independent, idle keys dropped", async () => {
     const lim = new KeyedLimiter(2)
     const a1 = await lim.acquire("example.com")
