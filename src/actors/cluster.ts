@@ -19,6 +19,15 @@ export const shardingTuning = {
 } as const
 
 /**
+ * How long an entity of one job, extraction or delivery stays in memory without messages. A runner
+ * keeps at most 10 000 entities (the library's `maxResidentEntities`); one per job kept for a minute
+ * after its end would cap a node at about 170 jobs a second (10 000 / 60 s), and jobs beyond the cap
+ * wait in storage until old entities go. Such an entity has nothing left to do once its resource has
+ * ended; a later message (a re-sent run, a scheduled retry) starts it again.
+ */
+export const RESOURCE_ENTITY_IDLE = "5 seconds"
+
+/**
  * Settings for every runner. 16 shards, not the library's 300: before a persisted message's reply
  * is stored, the runner confirms it still holds the shard's lock, on one lock connection, and
  * concurrent replies of a shard share one check. With 300 shards a burst of jobs queued hundreds

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto"
 import { DateTime, Effect, Schema } from "effect"
 import { ClusterSchema, DeliverAt, Entity, Singleton } from "effect/cluster"
 import { Rpc } from "effect/rpc"
+import { RESOURCE_ENTITY_IDLE } from "./cluster.ts"
 import { Config } from "../config.ts"
 import { matchConfigs } from "../extract/config-match.ts"
 import { isExtractError } from "../extract/errors.ts"
@@ -233,7 +234,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
       Abort: () => Effect.sync(() => running?.abort()).pipe(Rpc.fork)
     })
   }),
-  { maxIdleTime: "1 minute" }
+  { maxIdleTime: RESOURCE_ENTITY_IDLE }
 )
 
 /** Re-sends runs of extractions whose lease ran out (lost hand-off or runner). */

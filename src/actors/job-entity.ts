@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
+import { RESOURCE_ENTITY_IDLE } from "./cluster.ts"
 import { CrawlService } from "../crawl/crawl-service.ts"
 import type { EngineName, ScreenshotOptions } from "../crawl/engines/types.ts"
 import { type PlanEntry, planFromHistory } from "../crawl/escalation.ts"
@@ -186,5 +187,5 @@ export const JobEntityLive = JobEntity.toLayer(
       Abort: () => Effect.sync(() => running?.abort()).pipe(Rpc.fork)
     })
   }),
-  { maxIdleTime: "1 minute" }
+  { maxIdleTime: RESOURCE_ENTITY_IDLE }
 )

@@ -1,6 +1,7 @@
 import { DateTime, Effect, Schema } from "effect"
 import { ClusterSchema, DeliverAt, Entity, Singleton } from "effect/cluster"
 import { Rpc } from "effect/rpc"
+import { RESOURCE_ENTITY_IDLE } from "./cluster.ts"
 import { type AppConfig, Config } from "../config.ts"
 import { classifierFor } from "../crawl/ssrf-policy.ts"
 import { KeyedLimiter, Semaphore } from "../crawl/semaphore.ts"
@@ -141,7 +142,7 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
         }).pipe(Effect.orDie)
     })
   }),
-  { maxIdleTime: "1 minute" }
+  { maxIdleTime: RESOURCE_ENTITY_IDLE }
 )
 
 /** Re-sends the next attempt of deliveries whose scheduled message went missing. */
