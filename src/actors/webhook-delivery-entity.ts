@@ -45,9 +45,14 @@ export const WebhookDeliveryEntity = Entity.make("WebhookDelivery", [
   Rpc.make("Redeliver", { success: AttemptOutcome }).annotate(ClusterSchema.Persisted, true)
 ])
 
-/** Deliveries in flight per node, and per receiving host: a slow receiver only slows itself. */
-const NODE_DELIVERIES = 64
-const HOST_DELIVERIES = 8
+/**
+ * Deliveries in flight per node, and per receiving host: a slow receiver only slows itself, and it
+ * takes 16 slow hosts to fill a node. A receiver gets as many connections (config/webhooks.json
+ * `connectionsPerOrigin`): with 4 of them a busy node's deliveries to one host fell behind its
+ * job completions (about 500/s here), since each connection waits out a round trip.
+ */
+const NODE_DELIVERIES = 256
+const HOST_DELIVERIES = 16
 const nodeSlots = new Semaphore(NODE_DELIVERIES)
 const hostSlots = new KeyedLimiter(HOST_DELIVERIES)
 // One guarded lookup per node, so every delivery shares one pooled agent (keep-alive).
