@@ -1,9 +1,36 @@
-import { randomBytes } from "node:crypto"
+import { randomFillSync } from "node:crypto"
 
 const alphabet = "0123456789abcdefghjkmnpqrstvwxyz" // Crockford base32, lower case
 
+/** Random bytes are drawn a pool at a time: one system call serves about a hundred ids. */
+const pool = new Uint8Array(1024)
+let poolOffset = pool.length
+
 let lastMs = 0
-let lastRandom = new Uint8Array(10)
+/** The 80 random bits of the last id, as two 40-bit halves (exact in a double). */
+let high = 0
+let low = 0
+const TWO_40 = 2 ** 40
+
+const fortyBits = (): number => {
+  if (poolOffset + 5 > pool.length) {
+    randomFillSync(pool)
+    poolOffset = 0
+  }
+  let n = 0
+  for (let i = 0; i < 5; i++) n = n * 256 + pool[poolOffset++]!
+  return n
+}
+
+/** `count` base32 characters of `n`, most significant first. */
+const base32 = (n: number, count: number): string => {
+  let out = ""
+  for (let i = 0; i < count; i++) {
+    out = alphabet[n % 32]! + out
+    n = Math.floor(n / 32)
+  }
+  return out
+}
 
 /**
  * `<prefix>_<26 chars>`: 48 bits of milliseconds then 80 random bits, so ids sort
@@ -13,32 +40,17 @@ let lastRandom = new Uint8Array(10)
 export const newId = (prefix: string): string => {
   const now = Date.now()
   if (now <= lastMs) {
-    for (let i = 9; i >= 0; i--) {
-      lastRandom[i] = (lastRandom[i]! + 1) & 0xff
-      if (lastRandom[i] !== 0) break
+    low += 1
+    if (low === TWO_40) {
+      low = 0
+      high = (high + 1) % TWO_40
     }
   } else {
     lastMs = now
-    lastRandom = new Uint8Array(randomBytes(10))
+    high = fortyBits()
+    low = fortyBits()
   }
-  let out = ""
-  let time = lastMs
-  const timeChars: Array<string> = []
-  for (let i = 0; i < 10; i++) {
-    timeChars.push(alphabet[time % 32]!)
-    time = Math.floor(time / 32)
-  }
-  out += timeChars.reverse().join("")
-  // 80 bits → 16 base32 characters
-  let acc = 0n
-  for (const b of lastRandom) acc = (acc << 8n) | BigInt(b)
-  const randomChars: Array<string> = []
-  for (let i = 0; i < 16; i++) {
-    randomChars.push(alphabet[Number(acc & 31n)]!)
-    acc >>= 5n
-  }
-  out += randomChars.reverse().join("")
-  return `${prefix}_${out}`
+  return `${prefix}_${base32(lastMs, 10)}${base32(high, 8)}${base32(low, 8)}`
 }
 
 export const idPattern = (prefix: string) => new RegExp(`^${prefix}_[0-9a-hjkmnp-tv-z]{26}$`)

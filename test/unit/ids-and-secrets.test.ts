@@ -17,6 +17,19 @@ describe("ids", () => {
     const b = newId("x")
     expect(a < b).toBe(true)
   })
+
+  it("draw fresh random bits in each millisecond", async () => {
+    const ids: Array<string> = []
+    for (let i = 0; i < 150; i++) {
+      ids.push(newId("x"))
+      await new Promise((r) => setTimeout(r, 1))
+    }
+    // 150 draws of 80 bits (more than one 1024-byte pool): no random part repeats, and every
+    // character position of it takes many values.
+    const randomParts = ids.map((id) => id.slice(-16))
+    expect(new Set(randomParts).size).toBe(ids.length)
+    for (let i = 0; i < 16; i++) expect(new Set(randomParts.map((r) => r[i])).size).toBeGreaterThan(8)
+  })
 })
 
 describe("API key secrets", () => {
