@@ -614,6 +614,24 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       const badDate = await search({ where: { createdAt: { gte: "yesterday" } } })
       expectError(badDate, 400, "invalid_filter")
       expect(detailPaths(badDate)).toEqual(["where.createdAt.gte"])
+      // Strings Date.parse takes but that are no real instant, or that PostgreSQL cannot read.
+      for (const bad of ["2020", "1", "2020-02-30T00:00:00Z", "2021-02-29", "0000-01-01T00:00:00Z", "-000001-01-01T00:00:00Z",
+        "+275760-09-13T00:00:00.000Z", "12/31/2019 10:00", "2020-01-01T24:00:00Z", "2020-01-01T10:00:00+15:00"]) {
+        const res = await search({ where: { createdAt: { lt: bad } } })
+        expectError(res, 400, "invalid_filter")
+        expect(detailPaths(res)).toEqual(["where.createdAt.lt"])
+      }
+      // Date only, offsets and fractions are real instants: nothing created after 9999 or before 0001.
+      expect((await search({ where: { createdAt: { gte: "2024-02-29" } } })).json.data.pagination.total).toBe(6)
+      expect((await search({ where: { createdAt: { lt: "0001-01-01T14:00:00.123456+14:00" } } })).json.data.pagination.total).toBe(0)
+      expect((await search({ where: { createdAt: { gte: "9999-12-31T09:59:59-14:00" } } })).json.data.pagination.total).toBe(0)
+      // ...but not when the offset carries them out of those years.
+      expectError(await search({ where: { createdAt: { lt: "0001-01-01T00:00:00+01:00" } } }), 400, "invalid_filter")
+      expectError(await search({ where: { createdAt: { gte: "9999-12-31T23:00:00-01:00" } } }), 400, "invalid_filter")
+      // A NUL character cannot be stored, so no filter holding one can match: 400, not a database error.
+      expectError(await search({ where: { url: { prefix: "http://a\u0000" } } }), 400, "validation_error")
+      expectError(await search({ where: { domainId: "a\u0000b" } }), 400, "validation_error")
+      expectError(await list("?sort=createdAt:desc,id:desc,priority:asc,attempts:asc,status:asc,url:asc"), 400, "validation_error")
       const badStatus = await search({ where: { status: ["bogus"] } })
       expect(badStatus.status).toBe(400)
       expect(["invalid_filter", "validation_error"]).toContain(badStatus.json.code)
@@ -836,7 +854,11 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     for (const [method, path] of routes) {
       const res = await api.call(method, path, { key: ok })
       expectError(res, 404, "not_found")
+      // An id with a NUL character names nothing either (the database could not even compare it).
+      expectError(await api.call(method, path.replace(mine.id, "a%00b"), { key }), 404, "not_found")
     }
+    expectError(await api.get("/v1/page-history/%00/content", key), 404, "not_found")
+    expectError(await api.get("/v1/scraper/jobs?status=%00", key), 400, "validation_error")
     // page history of my page is invisible to the other tenant
     const tl = await api.get(`/v1/page-history?url=${encodeURIComponent(mine.url)}`, key)
     const version = tl.json.data.items[0]

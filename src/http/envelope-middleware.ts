@@ -98,6 +98,11 @@ const failureResponse = (
     }
     return Effect.succeed(json(404, errorEnvelope("not_found", `no route for ${request.method} ${path}`, requestId)))
   }
+  if (NUL_SQLSTATES.has(sqlStateOf(error) ?? "")) {
+    return Effect.succeed(json(400, errorEnvelope("validation_error", "text cannot contain the NUL character (U+0000)", requestId, [
+      { path: "", code: "invalid_value", message: "contains U+0000" }
+    ])))
+  }
   if (isTag(error, "RequestParseError")) {
     return Effect.succeed(json(400, errorEnvelope("validation_error", "the request could not be read", requestId)))
   }
@@ -105,6 +110,20 @@ const failureResponse = (
     Effect.annotateLogs({ requestId }),
     Effect.as(json(500, errorEnvelope("internal_error", "an unexpected error occurred", requestId)))
   )
+}
+
+/**
+ * PostgreSQL's answers to a NUL character in text or JSON (invalid byte sequence, untranslatable
+ * character): input that slipped past validation, so the client's fault and not a 500.
+ */
+const NUL_SQLSTATES = new Set(["22021", "22P05"])
+
+/** The SQLSTATE of a database error, looked for through its wrappers. */
+const sqlStateOf = (u: unknown, depth = 0): string | undefined => {
+  if (typeof u !== "object" || u === null || depth > 4) return undefined
+  const e = u as { code?: unknown; reason?: unknown; cause?: unknown }
+  if (typeof e.code === "string" && /^[0-9A-Z]{5}$/.test(e.code)) return e.code
+  return sqlStateOf(e.reason, depth + 1) ?? sqlStateOf(e.cause, depth + 1)
 }
 
 const isTag = (u: unknown, tag: string): boolean => {
@@ -130,6 +149,19 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
         const incoming = request.headers["x-request-id"]
         const requestId = incoming && requestIdPattern.test(incoming) ? incoming : `req_${randomUUID()}`
         const bag: Record<string, string> = {}
+        // No resource's name holds a NUL character (the database cannot store one), so a path with
+        // one names nothing; in the query string it is a bad parameter.
+        const nulAt = request.url.search(/%00/i)
+        if (nulAt >= 0) {
+          const queryAt = request.url.indexOf("?")
+          const inPath = queryAt < 0 || nulAt < queryAt
+          const response = inPath
+            ? json(404, errorEnvelope("not_found", "no resource has a NUL character (%00) in its name", requestId))
+            : json(400, errorEnvelope("validation_error", "query parameters cannot contain the NUL character (%00)", requestId, [
+              { path: "query", code: "invalid_value", message: "contains %00" }
+            ]))
+          return HttpServerResponse.setHeaders(response, { "x-request-id": requestId })
+        }
         let response = yield* httpApp.pipe(
           Effect.provideService(RequestId, requestId),
           Effect.provideService(ResponseHeaders, bag),

@@ -25,7 +25,7 @@ import { encryptSecret } from "../webhooks/secret-box.ts"
 import { generateWebhookSecret } from "../webhooks/signing.ts"
 import { Api } from "./api.ts"
 import { Idempotency } from "./idempotency.ts"
-import { parseSort } from "./list-query.ts"
+import { createdAtBounds, parseSort } from "./list-query.ts"
 
 const statuses: ReadonlyArray<ExtractionStatus> = ["queued", "claimed", "done", "failed", "dead", "cancelled"]
 const terminal: ReadonlyArray<string> = ["done", "dead", "cancelled"]
@@ -197,11 +197,10 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
             (extractionSortFields as ReadonlyArray<string>).includes(s.field) ? [] : [{ path: `sort.${i}.field`, code: "invalid_value", message: `"${s.field}" is not sortable` }]
           )
           if (bad.length > 0) return yield* fail(400, "invalid_sort_field", `sort fields must be among ${extractionSortFields.join(", ")}`, { details: bad })
-          const where = payload.where ?? {}
-          for (const k of ["gte", "lt"] as const) {
-            const v = where.createdAt?.[k]
-            if (v !== undefined && Number.isNaN(Date.parse(v))) return yield* filterError(`where.createdAt.${k}`, "createdAt bounds must be ISO 8601 date-times")
-          }
+          const where = { ...payload.where }
+          const bounds = createdAtBounds(where.createdAt)
+          if (bounds._tag === "Failure") return yield* filterError(`where.createdAt.${bounds.failure[0]}`, "createdAt bounds must be ISO 8601 date-times")
+          if (where.createdAt) where.createdAt = bounds.success
           return yield* page(me.tenantId, where, sort, payload.pagination?.offset ?? 0, payload.pagination?.limit ?? 50)
         }))
       .handle("get", ({ params }) =>

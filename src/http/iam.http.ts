@@ -6,7 +6,7 @@ import { allows, isPowerful, scopeOf } from "../iam/permissions.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { generateApiKey, verifyPassword } from "../iam/secrets.ts"
 import { newId } from "../ids.ts"
-import { iso } from "../schema/common.ts"
+import { iso, parseIsoDateTime } from "../schema/common.ts"
 import { fail, notFound } from "../schema/errors.ts"
 import type { ApiKey, Role } from "../schema/iam.ts"
 import { ApiKeyRepo, type ApiKeyRow } from "../sql/api-key-repo.ts"
@@ -40,7 +40,7 @@ const toRole = (r: RoleRow): Role => ({
 
 const futureOrNull = (expiresAt: string | null | undefined) => {
   if (expiresAt === undefined || expiresAt === null) return Effect.succeed(expiresAt)
-  return Date.parse(expiresAt) > Date.now()
+  return parseIsoDateTime(expiresAt)! > Date.now()
     ? Effect.succeed(expiresAt)
     : fail(400, "validation_error", "expiresAt must be in the future", {
       details: [{ path: "expiresAt", code: "invalid_value", message: "must be in the future" }]
@@ -106,7 +106,7 @@ export const IamHandlers = HttpApiBuilder.group(
             keyPrefix: key.prefix,
             keyHash: authenticator.hash(key.raw),
             rateLimitPerMinute: payload.rateLimitPerMinute ?? 600,
-            expiresAt: expiresAt ? new Date(expiresAt) : null
+            expiresAt: expiresAt ? new Date(parseIsoDateTime(expiresAt)!) : null
           })
           return { ...toApiKey(row), rawKey: key.raw }
         }))
@@ -130,7 +130,7 @@ export const IamHandlers = HttpApiBuilder.group(
           const updated = yield* keys.update(me.tenantId, params.id, params.kid, {
             description: payload.description,
             rateLimitPerMinute: payload.rateLimitPerMinute,
-            expiresAt: expiresAt === undefined ? undefined : expiresAt === null ? null : new Date(expiresAt)
+            expiresAt: expiresAt === undefined ? undefined : expiresAt === null ? null : new Date(parseIsoDateTime(expiresAt)!)
           })
           if (!updated) return yield* notFound("API key")
           yield* authenticator.invalidate(updated.keyHash)

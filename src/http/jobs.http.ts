@@ -16,7 +16,7 @@ import { Api } from "./api.ts"
 import { issueDetails } from "./envelope-middleware.ts"
 import { Idempotency } from "./idempotency.ts"
 import { JobCreation, type PreparedJob } from "../crawl/job-creation.ts"
-import { parseSort } from "./list-query.ts"
+import { createdAtBounds, parseSort } from "./list-query.ts"
 
 const statuses: ReadonlyArray<JobStatus> = ["queued", "claimed", "done", "failed", "dead"]
 const SSE_BUFFER = 1000
@@ -121,13 +121,14 @@ export const JobsHandlers = HttpApiBuilder.group(
               details: badSort.map(({ s, i }) => ({ path: `sort.${i}.field`, code: "invalid_value", message: `"${s.field}" is not sortable` }))
             })
           }
-          const where = payload.where ?? {}
-          const badDates = (["gte", "lt"] as const).filter((k) => where.createdAt?.[k] !== undefined && Number.isNaN(Date.parse(where.createdAt[k]!)))
-          if (badDates.length > 0) {
+          const where = { ...payload.where }
+          const bounds = createdAtBounds(where.createdAt)
+          if (bounds._tag === "Failure") {
             return yield* fail(400, "invalid_filter", "createdAt bounds must be ISO 8601 date-times", {
-              details: badDates.map((k) => ({ path: `where.createdAt.${k}`, code: "invalid_value", message: "not a date-time" }))
+              details: bounds.failure.map((k) => ({ path: `where.createdAt.${k}`, code: "invalid_value", message: "not a date-time" }))
             })
           }
+          if (where.createdAt) where.createdAt = bounds.success
           const offset = payload.pagination?.offset ?? 0
           const limit = payload.pagination?.limit ?? 50
           return yield* listQuery(me.tenantId, where, sort, offset, limit)

@@ -1,7 +1,30 @@
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
+import { parseIsoDateTime } from "../schema/common.ts"
 import { fail } from "../schema/errors.ts"
 
 export type SortEntry = { field: string; dir: "asc" | "desc" }
+
+/** As many sort terms as a search body's `sort` takes. */
+export const MAX_SORT_TERMS = 5
+
+/**
+ * A search's `createdAt` bounds, each checked strictly and rewritten as a UTC ISO string (so the
+ * database never reads a spelling of its own), or the names of the bounds that are not date-times.
+ */
+export const createdAtBounds = (
+  range: { readonly gte?: string | undefined; readonly lt?: string | undefined } | undefined
+): Result.Result<{ gte?: string; lt?: string }, ReadonlyArray<"gte" | "lt">> => {
+  const out: { gte?: string; lt?: string } = {}
+  const bad: Array<"gte" | "lt"> = []
+  for (const k of ["gte", "lt"] as const) {
+    const v = range?.[k]
+    if (v === undefined) continue
+    const ms = parseIsoDateTime(v)
+    if (ms === undefined) bad.push(k)
+    else out[k] = new Date(ms).toISOString()
+  }
+  return bad.length > 0 ? Result.fail(bad) : Result.succeed(out)
+}
 
 /**
  * Parses `sort=field:dir,field:dir` against the sortable fields. An unknown field
@@ -10,6 +33,11 @@ export type SortEntry = { field: string; dir: "asc" | "desc" }
 export const parseSort = (raw: string | undefined, fields: ReadonlyArray<string>, fallback: string) =>
   Effect.gen(function*() {
     const pairs = (raw === undefined || raw.trim() === "" ? fallback : raw).split(",")
+    if (pairs.length > MAX_SORT_TERMS) {
+      return yield* fail(400, "validation_error", `sort takes at most ${MAX_SORT_TERMS} field:dir pairs`, {
+        details: [{ path: "sort", code: "invalid_value", message: `${pairs.length} pairs, at most ${MAX_SORT_TERMS}` }]
+      })
+    }
     const sort: Array<SortEntry> = []
     for (const [i, pair] of pairs.entries()) {
       const [field, dir = "asc", ...rest] = pair.trim().split(":")

@@ -4,9 +4,47 @@ import { Schema } from "effect"
 export const DateTime = Schema.String.annotate({ format: "date-time", description: "ISO 8601 date-time" })
 export const NullableDateTime = Schema.NullOr(DateTime)
 
-/** An input date-time: must parse. */
+const isoDateTime = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:\d{2})?)?$/
+
+/**
+ * Milliseconds since the epoch of an ISO 8601 date (`2026-01-31`, UTC midnight) or date-time
+ * (`2026-01-31T12:00:00Z`, seconds, fraction and offset optional; no offset means UTC), or
+ * undefined. Stricter than `Date.parse`, which takes February 30 and other spellings: every field
+ * is range-checked (years 0001-9999, also after the offset is applied; offsets up to 14:00), so what passes is a real instant that
+ * PostgreSQL reads the same way.
+ */
+export const parseIsoDateTime = (s: string): number | undefined => {
+  const m = isoDateTime.exec(s)
+  if (!m) return undefined
+  const [year, month, day, hour = 0, minute = 0, second = 0] = [m[1], m[2], m[3], m[4], m[5], m[6]].map((v) => (v === undefined ? undefined : Number(v)))
+  if (year! < 1 || month! < 1 || month! > 12 || day! < 1) return undefined
+  const daysInMonth = [31, isLeap(year!) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month! - 1]!
+  if (day! > daysInMonth || hour > 23 || minute > 59 || second > 59) return undefined
+  let offsetMinutes = 0
+  const zone = m[8]
+  if (zone && zone !== "Z") {
+    const oh = Number(zone.slice(1, 3))
+    const om = Number(zone.slice(4, 6))
+    if (oh > 14 || om > 59 || (oh === 14 && om > 0)) return undefined
+    offsetMinutes = (zone[0] === "-" ? -1 : 1) * (oh * 60 + om)
+  }
+  const ms = m[7] ? Number(m[7].slice(0, 3).padEnd(3, "0")) : 0
+  const utc = new Date(0)
+  utc.setUTCFullYear(year!, month! - 1, day!)
+  utc.setUTCHours(hour, minute, second, ms)
+  const instant = utc.getTime() - offsetMinutes * 60_000
+  return instant >= FIRST_INSTANT && instant <= LAST_INSTANT ? instant : undefined
+}
+
+/** 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z: an offset must not carry a bound out of range. */
+const FIRST_INSTANT = -62135596800000
+const LAST_INSTANT = 253402300799999
+
+const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0
+
+/** An input date-time: must be a real instant (see `parseIsoDateTime`), with a time part. */
 export const DateTimeInput = Schema.String.check(
-  Schema.makeFilter((s) => !Number.isNaN(Date.parse(s)) && /^\d{4}-\d{2}-\d{2}T/.test(s), {
+  Schema.makeFilter((s) => s.includes("T") && parseIsoDateTime(s) !== undefined, {
     expected: "an ISO 8601 date-time such as 2026-01-31T12:00:00Z"
   })
 ).annotate({ format: "date-time" })
