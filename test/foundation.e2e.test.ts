@@ -104,6 +104,22 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     })
     expect(huge.status).toBe(413)
     envelopeError(huge, 413, "payload_too_large")
+    // 415 a body that is not JSON by its content type, whatever it holds; JSON types with parameters are fine
+    for (const type of ["text/plain", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
+      const res = await api.call("POST", `/v1/iam/identities/${t.ownerIdentityId}/api-keys`, {
+        key: t.apiKey, raw: JSON.stringify({ name: "k" }), headers: { "content-type": type }
+      })
+      envelopeError(res, 415, "unsupported_media_type")
+      expect(res.json.error.details[0].path).toBe("content-type")
+    }
+    const viaFetch = await fetch(`${server.baseUrl}/v1/iam/identities/${t.ownerIdentityId}/api-keys`, {
+      method: "POST", headers: { "x-api-key": t.apiKey }, body: new Uint8Array(Buffer.from("{}"))
+    })
+    expect(viaFetch.status).toBe(415)
+    const charset = await api.call("POST", `/v1/iam/identities/${t.ownerIdentityId}/api-keys`, {
+      key: t.apiKey, raw: JSON.stringify({ name: "k", roleId: "role_nope" }), headers: { "content-type": "Application/JSON; charset=utf-8" }
+    })
+    expect(charset.status).toBe(422)
     // 422 business validation
     const role = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "k", roleId: "role_nope" }, t.apiKey)
     expect(role.status).toBe(422)

@@ -134,6 +134,16 @@ const isTag = (u: unknown, tag: string): boolean => {
   return e.reason === tag
 }
 
+/** Whether the request says it has a body: a non-zero length, or chunks. */
+const carriesBody = (headers: Readonly<Record<string, string | undefined>>): boolean =>
+  (headers["content-length"] !== undefined && headers["content-length"].trim() !== "0") || headers["transfer-encoding"] !== undefined
+
+/** `application/json` or any `+json` type, with or without parameters such as `charset`. */
+const isJsonMediaType = (contentType: string | undefined): boolean => {
+  const type = contentType?.split(";")[0]!.trim().toLowerCase()
+  return type === "application/json" || (type !== undefined && /^application\/[a-z0-9.+-]+\+json$/.test(type))
+}
+
 const tooLarge = (requestId: string) =>
   json(413, errorEnvelope("payload_too_large", `the body is larger than ${MAX_BODY_BYTES} bytes`, requestId))
 
@@ -161,6 +171,15 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
               { path: "query", code: "invalid_value", message: "contains %00" }
             ]))
           return HttpServerResponse.setHeaders(response, { "x-request-id": requestId })
+        }
+        if (carriesBody(request.headers) && !isJsonMediaType(request.headers["content-type"])) {
+          const given = request.headers["content-type"]
+          return HttpServerResponse.setHeaders(
+            json(415, errorEnvelope("unsupported_media_type", "send the body as application/json", requestId, [
+              { path: "content-type", code: "invalid_value", message: given ? `${given} is not JSON` : "is missing" }
+            ])),
+            { "x-request-id": requestId }
+          )
         }
         let response = yield* httpApp.pipe(
           Effect.provideService(RequestId, requestId),
