@@ -228,6 +228,13 @@ describe.skipIf(!baseDbUrl)("job quotas answer 429 (postgres backend; skipped wi
     expect(free.status).toBe(201)
     await waitTerminal(free.json.data.id, other.apiKey)
     expect((await api.post(`/v1/scraper/jobs/${j2.json.data.id}/cancel`, undefined, t.apiKey)).status).toBe(200)
+
+    // a bulk larger than the limit is not refused forever: what fits now is created, the rest reported
+    const big = await api.post("/v1/scraper/jobs/bulk", { jobs: [slow(5), slow(6), slow(7)] }, t.apiKey)
+    expect(big.status, big.text).toBe(207)
+    expect(big.json.data.summary).toEqual({ total: 3, created: 2, failed: 1 })
+    expect(big.json.data.failed).toEqual([{ index: 2, url: slow(7).url, reason: expect.stringMatching(/^concurrent_limit_exceeded: /) }])
+    for (const j of big.json.data.created) expect((await api.post(`/v1/scraper/jobs/${j.id}/cancel`, undefined, t.apiKey)).status).toBe(200)
   }, 60_000)
 
   it("scraper.jobs.daily: 429 quota_exceeded with Retry-After to the next UTC midnight", async () => {
@@ -238,10 +245,12 @@ describe.skipIf(!baseDbUrl)("job quotas answer 429 (postgres backend; skipped wi
     const first = await api.call("POST", "/v1/scraper/jobs", { key: t.apiKey, body: body(1), headers: { "idempotency-key": k1 } })
     expect(first.status).toBe(201)
     expect((await api.post("/v1/scraper/jobs", body(2), t.apiKey)).status).toBe(201)
-    // a bulk that would overshoot is refused whole
+    // a bulk that would overshoot creates what fits, in request order, and reports the rest as failed
     const bulk = await api.post("/v1/scraper/jobs/bulk", { jobs: [body(3), body(4)] }, t.apiKey)
-    expect429(bulk, "quota_exceeded")
-    expect((await api.post("/v1/scraper/jobs", body(3), t.apiKey)).status).toBe(201)
+    expect(bulk.status, bulk.text).toBe(207)
+    expect(bulk.json.data.summary).toEqual({ total: 2, created: 1, failed: 1 })
+    expect(bulk.json.data.created.map((j: any) => j.url)).toEqual([body(3).url])
+    expect(bulk.json.data.failed).toEqual([{ index: 1, url: body(4).url, reason: expect.stringMatching(/^quota_exceeded: /) }])
 
     const over = await api.post("/v1/scraper/jobs", body(4), t.apiKey)
     const now = Date.now()

@@ -73,10 +73,13 @@ export const TenantEntity = Entity.make("Tenant", [
   }).annotate(ClusterSchema.Persisted, true),
   /**
    * Takes daily and concurrency slots for jobs about to be created. Serial per
-   * tenant, so concurrent requests on any number of nodes cannot overshoot.
+   * tenant, so concurrent requests on any number of nodes cannot overshoot. All of
+   * them or none; with `partial`, as many of the first ids as fit (at least one), and
+   * `shortBy` names the quota that left the others out.
    */
   Rpc.make("ReserveJobs", {
-    payload: Schema.Struct({ jobIds: Schema.Array(Schema.String) }),
+    payload: Schema.Struct({ jobIds: Schema.Array(Schema.String), partial: Schema.optional(Schema.Boolean) }),
+    success: Schema.Struct({ reserved: Schema.Int, shortBy: Schema.optional(Schema.Union([QuotaExceeded, ConcurrentLimit])) }),
     error: Schema.Union([QuotaExceeded, ConcurrentLimit])
   }),
   /** Gives concurrency slots back (jobs ended, or were never created). */
@@ -151,23 +154,20 @@ export const TenantEntityLive = TenantEntity.toLayer(
         Effect.gen(function*() {
           const now = Date.now()
           if (now - slots.reconciledAt > RECONCILE_MS || utcDayStart(now) !== slots.day) yield* reconcile
-          const n = payload.jobIds.length
-          if (slots.today + n > slots.daily || slots.active + n > slots.concurrent) yield* readLimits
-          const daily = slots.daily
-          if (slots.today + n > daily) {
-            return yield* new QuotaExceeded({
-              quotaKey: "scraper.jobs.daily",
-              limit: daily,
-              retryAfter: secondsToNextUtcDay(now)
-            })
-          }
-          const concurrent = slots.concurrent
-          if (slots.active + n > concurrent) {
-            return yield* new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: concurrent })
-          }
-          for (const id of payload.jobIds) pending.set(id, now + PENDING_TTL_MS)
+          const wanted = payload.jobIds.length
+          if (slots.today + wanted > slots.daily || slots.active + wanted > slots.concurrent) yield* readLimits
+          const dailyRoom = slots.daily - slots.today
+          const concurrentRoom = slots.concurrent - slots.active
+          const n = payload.partial ? Math.min(wanted, dailyRoom, concurrentRoom) : wanted
+          const daily = () => new QuotaExceeded({ quotaKey: "scraper.jobs.daily", limit: slots.daily, retryAfter: secondsToNextUtcDay(now) })
+          const concurrent = () => new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: slots.concurrent })
+          // The daily quota is named first: waiting for a running job to end does not help then.
+          if (n < 1 || n > dailyRoom || n > concurrentRoom) return yield* (dailyRoom < (payload.partial ? 1 : wanted) ? daily() : concurrent())
+          const shortBy = n === wanted ? undefined : n === dailyRoom ? daily() : concurrent()
+          for (const id of payload.jobIds.slice(0, n)) pending.set(id, now + PENDING_TTL_MS)
           slots.active += n
           slots.today += n
+          return { reserved: n, ...(shortBy ? { shortBy } : {}) }
         }),
       ReleaseJobs: ({ payload }) =>
         Effect.sync(() => {

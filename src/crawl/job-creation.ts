@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { entityCall } from "../actors/entity-call.ts"
 import { JobEntity } from "../actors/job-entity.ts"
-import { TenantEntity } from "../actors/tenant-entity.ts"
+import { type ConcurrentLimit, type QuotaExceeded, TenantEntity } from "../actors/tenant-entity.ts"
 import { Config } from "../config.ts"
 import { EventLog } from "../events/event-log.ts"
 import { newId } from "../ids.ts"
@@ -28,8 +28,18 @@ export interface JobCreationShape {
   /** Checks one job body beyond its schema: safe target and webhook URLs, the webhook endpoint quota. */
   readonly prepare: (tenantId: string, body: CreateJobBody, requestId: string | null, replayOf?: string | null) => Effect.Effect<PreparedJob, ApiError>
   /** Reserves quota in the tenant's entity, writes the rows, then hands each job to its entity. */
-  readonly create: (tenantId: string, prepared: ReadonlyArray<PreparedJob>) => Effect.Effect<ReadonlyArray<Job & { webhookSecret?: string }>, ApiError>
+  readonly create: (tenantId: string, prepared: ReadonlyArray<PreparedJob>) => Effect.Effect<ReadonlyArray<CreatedJob>, ApiError>
+  /**
+   * As `create`, for as many of the first jobs as the tenant's quotas take now (at least one, or
+   * the quota's error); `refused` says why the others were not created.
+   */
+  readonly createWhatFits: (tenantId: string, prepared: ReadonlyArray<PreparedJob>) => Effect.Effect<{
+    readonly created: ReadonlyArray<CreatedJob>
+    readonly refused: ApiError | undefined
+  }, ApiError>
 }
+
+export type CreatedJob = Job & { webhookSecret?: string }
 
 /** The one way jobs come into being: from the jobs API, replays and URL extractions. */
 export class JobCreation extends Context.Service<JobCreation, JobCreationShape>()("trawl/JobCreation") {}
@@ -93,20 +103,36 @@ export const JobCreationLive = Layer.effect(
         return { job, generatedSecret }
       })
 
+    const quotaError = (e: QuotaExceeded | ConcurrentLimit) =>
+      e._tag === "QuotaExceeded"
+        ? fail(429, "quota_exceeded", `the daily quota ${e.quotaKey} (${e.limit}) is used up`, { retryAfter: e.retryAfter })
+        : fail(429, "concurrent_limit_exceeded", `the tenant's ${e.limit} running jobs (${e.quotaKey}) leave no room; retry when one ends`, {
+          retryAfter: 1
+        })
+
+    const createWhatFits = (tenantId: string, all: ReadonlyArray<PreparedJob>) =>
+      Effect.gen(function*() {
+        const { reserved, shortBy } = yield* entityCall(tenantClient(tenantId).ReserveJobs({ jobIds: all.map((p) => p.job.id), partial: true })).pipe(
+          Effect.catchTags({ QuotaExceeded: quotaError, ConcurrentLimit: quotaError })
+        )
+        const created = yield* writeAndRun(tenantId, all.slice(0, reserved))
+        return { created, refused: shortBy ? yield* Effect.flip(quotaError(shortBy)) : undefined }
+      })
+
     /** Reserves quota in the tenant's entity, writes the rows, then hands each job to its entity. */
     const createJobs = (tenantId: string, prepared: ReadonlyArray<PreparedJob>) =>
       Effect.gen(function*() {
-        const ids = prepared.map((p) => p.job.id)
-        yield* entityCall(tenantClient(tenantId).ReserveJobs({ jobIds: ids })).pipe(
-          Effect.catchTags({
-            QuotaExceeded: (e) =>
-              fail(429, "quota_exceeded", `the daily quota ${e.quotaKey} (${e.limit}) is used up`, { retryAfter: e.retryAfter }),
-            ConcurrentLimit: (e) =>
-              fail(429, "concurrent_limit_exceeded", `${e.limit} jobs are already running (${e.quotaKey}); retry when one ends`, {
-                retryAfter: 1
-              })
-          })
+        yield* entityCall(tenantClient(tenantId).ReserveJobs({ jobIds: prepared.map((p) => p.job.id) })).pipe(
+          Effect.catchTags({ QuotaExceeded: quotaError, ConcurrentLimit: quotaError })
         )
+        return yield* writeAndRun(tenantId, prepared)
+      })
+
+    /** Writes the rows of reserved jobs, then hands each job to its entity. */
+    const writeAndRun = (tenantId: string, prepared: ReadonlyArray<PreparedJob>) =>
+      Effect.gen(function*() {
+        if (prepared.length === 0) return []
+        const ids = prepared.map((p) => p.job.id)
         const rows = yield* repo.insert(prepared.map((p) => p.job)).pipe(
           Effect.onError(() => tenantClient(tenantId).ReleaseJobs({ jobIds: ids }, { discard: true }).pipe(Effect.ignore))
         )
@@ -123,6 +149,6 @@ export const JobCreationLive = Layer.effect(
       })
 
 
-    return JobCreation.of({ prepare, create: createJobs })
+    return JobCreation.of({ prepare, create: createJobs, createWhatFits })
   })
 )

@@ -49,7 +49,7 @@ export const JobsHandlers = HttpApiBuilder.group(
     const repo = yield* JobRepo
     const events = yield* EventLog
     const idempotency = yield* Idempotency
-    const { prepare, create: createJobs } = yield* JobCreation
+    const { prepare, create: createJobs, createWhatFits } = yield* JobCreation
     const jobClient = yield* JobEntity.client
     const tenantClient = yield* TenantEntity.client
     const webhooks = yield* WebhookRepo
@@ -84,7 +84,7 @@ export const JobsHandlers = HttpApiBuilder.group(
           return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "bulk", payload }, Effect.gen(function*() {
             const requestId = yield* RequestId
             const failed: Array<{ index: number; url: string | null; reason: string }> = []
-            const ok: Array<PreparedJob> = []
+            const ok: Array<{ index: number; url: string | null; prepared: PreparedJob }> = []
             yield* Effect.forEach(payload.jobs, (item, index) =>
               Effect.gen(function*() {
                 const url = typeof (item as { url?: unknown })?.url === "string" ? (item as { url: string }).url : null
@@ -98,10 +98,17 @@ export const JobsHandlers = HttpApiBuilder.group(
                 const result = yield* Effect.result(prepare(me.tenantId, decoded.value, requestId))
                 if (result._tag === "Failure") {
                   failed.push({ index, url, reason: `${result.failure.code}: ${result.failure.message}` })
-                } else ok.push(result.success)
+                } else ok.push({ index, url, prepared: result.success })
               }), { concurrency: 8, discard: true })
+            // Quota slots go to the items in request order; the ones left without are reported as failed.
+            ok.sort((a, b) => a.index - b.index)
+            const { created, refused } = ok.length > 0
+              ? yield* createWhatFits(me.tenantId, ok.map((o) => o.prepared))
+              : { created: [], refused: undefined }
+            if (refused) {
+              for (const o of ok.slice(created.length)) failed.push({ index: o.index, url: o.url, reason: `${refused.code}: ${refused.message}` })
+            }
             failed.sort((a, b) => a.index - b.index)
-            const created = ok.length > 0 ? yield* createJobs(me.tenantId, ok) : []
             const data = {
               processed: true,
               summary: { total: payload.jobs.length, created: created.length, failed: failed.length },
