@@ -30,7 +30,9 @@ export interface IdempotencyShape {
 
 export class Idempotency extends Context.Service<Idempotency, IdempotencyShape>()("trawl/Idempotency") {}
 
-const respond = (r: StoredResponse) => HttpServerResponse.jsonUnsafe(r.body, { status: r.status })
+/** A response from its JSON text: a replay answers the very bytes of the first response. */
+const respondText = (status: number, body: string) => HttpServerResponse.text(body, { status, contentType: "application/json" })
+const respond = (r: StoredResponse) => respondText(r.status, JSON.stringify(r.body))
 
 export const IdempotencyLive = Layer.effect(
   Idempotency,
@@ -54,7 +56,7 @@ export const IdempotencyLive = Layer.effect(
       }).pipe(Effect.orDie)
 
     const stored = (tenantId: string, key: string) =>
-      sql<{ request_hash: string; status_code: number | null; response: unknown }>`
+      sql<{ request_hash: string; status_code: number | null; response: string | null }>`
         SELECT request_hash, status_code, response FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(
         Effect.orDie,
         Effect.map((rows) => rows[0])
@@ -74,9 +76,10 @@ export const IdempotencyLive = Layer.effect(
             const response = yield* create.pipe(
               Effect.onError(() => sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.ignore))
             )
-            yield* sql`UPDATE idempotency_keys SET status_code = ${response.status}, response = ${JSON.stringify(response.body)}::jsonb
+            const body = JSON.stringify(response.body)
+            yield* sql`UPDATE idempotency_keys SET status_code = ${response.status}, response = ${body}
                        WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.orDie)
-            return respond(response)
+            return respondText(response.status, body)
           }
           // Someone holds the key: the same request finishing elsewhere, or a finished one.
           for (let waited = 0; waited < 30_000; waited += 100) {
@@ -85,7 +88,7 @@ export const IdempotencyLive = Layer.effect(
             if (row.request_hash !== hash) {
               return yield* fail(409, "idempotency_mismatch", "this Idempotency-Key was used with a different request")
             }
-            if (row.status_code !== null) return respond({ status: row.status_code, body: row.response })
+            if (row.status_code !== null) return respondText(row.status_code, row.response!)
             yield* Effect.sleep("100 millis")
           }
           return yield* fail(409, "idempotency_in_progress", "a request with this key is still being processed", { retryAfter: 1 })

@@ -7,6 +7,7 @@ import webhooks from "./migrations/0004_webhooks.ts"
 import extractions from "./migrations/0005_extractions.ts"
 import storedBytes from "./migrations/0006_stored_bytes.ts"
 import pageEncoding from "./migrations/0007_page_encoding.ts"
+import idempotencyText from "./migrations/0008_idempotency_text.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -16,7 +17,8 @@ export const migrations = {
   "0004_webhooks": webhooks,
   "0005_extractions": extractions,
   "0006_stored_bytes": storedBytes,
-  "0007_page_encoding": pageEncoding
+  "0007_page_encoding": pageEncoding,
+  "0008_idempotency_text": idempotencyText
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
