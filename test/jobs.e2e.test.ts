@@ -173,6 +173,9 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     const html = await fetch(`${server.baseUrl}/v1/scraper/jobs/${created.id}/html`, { headers: { "x-api-key": key } })
     expect(html.status).toBe(200)
     expect(html.headers.get("content-type")).toMatch(/^text\/html/)
+    // the crawled page is served from the API's origin, so a browser must not run it
+    expect(html.headers.get("x-content-type-options")).toBe("nosniff")
+    expect(html.headers.get("content-security-policy")).toMatch(/^sandbox;/)
     expect(await html.text()).toBe(ARTICLE_HTML)
 
     // an http-only result has no screenshot

@@ -7,7 +7,7 @@ import { TenantEntity } from "../actors/tenant-entity.ts"
 import { WebhookDeliveryEntity } from "../actors/webhook-delivery-entity.ts"
 import { EventLog, type StoredEvent } from "../events/event-log.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
-import { pageOf } from "../schema/envelope.ts"
+import { pageOf, storedContentHeaders } from "../schema/envelope.ts"
 import { type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
 import { CreateJobBody, type JobStatus, jobSortFields, terminalStatuses } from "../schema/job.ts"
 import { JobRepo, type JobRow, toJob } from "../sql/job-repo.ts"
@@ -168,14 +168,14 @@ export const JobsHandlers = HttpApiBuilder.group(
           const me = yield* CurrentPrincipal
           const content = yield* repo.html(me.tenantId, params.id)
           if (!content) return yield* notFound("HTML of this job")
-          return HttpServerResponse.uint8Array(content.body, { contentType: content.contentType ?? "text/html; charset=utf-8" })
+          return HttpServerResponse.uint8Array(content.body, { contentType: content.contentType ?? "text/html; charset=utf-8", headers: storedContentHeaders })
         }))
       .handle("screenshot", ({ params }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           const shot = yield* repo.screenshot(me.tenantId, params.id)
           if (!shot) return yield* notFound("screenshot of this job")
-          return HttpServerResponse.uint8Array(shot.bytes, { contentType: shot.type })
+          return HttpServerResponse.uint8Array(shot.bytes, { contentType: shot.type, headers: storedContentHeaders })
         }))
       .handle("replay", ({ params }) =>
         Effect.gen(function*() {

@@ -5,7 +5,7 @@ import { normalizeUrl } from "../crawl/domain.ts"
 import { unifiedDiff } from "../crawl/text-diff.ts"
 import { visibleLines } from "../crawl/visible-text.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
-import { pageOf } from "../schema/envelope.ts"
+import { pageOf, storedContentHeaders } from "../schema/envelope.ts"
 import { fail, notFound } from "../schema/errors.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { Api } from "./api.ts"
@@ -38,7 +38,7 @@ export const PageHistoryHandlers = HttpApiBuilder.group(
           if (!version) return yield* notFound("page version")
           const body = yield* repo.versionContent(me.tenantId, version.contentHash)
           if (!body) return yield* notFound("content of this version")
-          return HttpServerResponse.uint8Array(body, { contentType: version.contentType ?? "text/html; charset=utf-8" })
+          return HttpServerResponse.uint8Array(body, { contentType: version.contentType ?? "text/html; charset=utf-8", headers: storedContentHeaders })
         }))
       .handle("diff", ({ params }) =>
         Effect.gen(function*() {
