@@ -281,4 +281,22 @@ describe.skipIf(!baseDbUrl)("job quotas answer 429 (postgres backend; skipped wi
     expect(raised.status, raised.text).toBe(201)
     await waitTerminal(raised.json.data.id, t.apiKey)
   }, 60_000)
+
+  it("keeps an idempotent response that holds a generated webhook secret encrypted at rest", async () => {
+    const t = await api.createTenant()
+    const key = `secret-${Date.now()}`
+    const body = { url: site.url("/page?idem-secret=1", 2), webhookUrl: site.url("/hook", 1) }
+    const first = await api.call("POST", "/v1/scraper/jobs", { key: t.apiKey, body, headers: { "idempotency-key": key } })
+    expect(first.status, first.text).toBe(201)
+    const secret = first.json.data.webhookSecret as string
+    expect(secret.length).toBeGreaterThanOrEqual(43)
+    // the same client asking again gets its first response, secret included (it may never have read it)...
+    const again = await api.call("POST", "/v1/scraper/jobs", { key: t.apiKey, body, headers: { "idempotency-key": key } })
+    expect(again.text).toBe(first.text)
+    // ...but the stored copy does not hold it in clear
+    const [row] = await query<{ response: string }>(dbUrl, "SELECT response FROM idempotency_keys WHERE tenant_id = $1 AND key = $2", [t.tenantId, key])
+    expect(row!.response).not.toContain(secret)
+    expect(row!.response).not.toContain(first.json.data.id)
+    await waitTerminal(first.json.data.id, t.apiKey)
+  }, 60_000)
 })

@@ -2,7 +2,9 @@ import { createHash } from "node:crypto"
 import { Context, Effect, Layer, Schedule } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
+import { Config } from "../config.ts"
 import { ApiError, fail } from "../schema/errors.ts"
+import { decryptSecret, encryptSecret, isSecretBox } from "../webhooks/secret-box.ts"
 
 /** How long a key and its stored response are kept. */
 export const IDEMPOTENCY_TTL_HOURS = 24
@@ -38,6 +40,11 @@ export const IdempotencyLive = Layer.effect(
   Idempotency,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const { secretKey } = yield* Config
+    // A stored response can hold a generated webhook secret, so it is kept encrypted, bound to its key.
+    const seal = (tenantId: string, key: string, body: string) => encryptSecret(secretKey, body, `idempotency ${tenantId} ${key}`)
+    const unseal = (tenantId: string, key: string, stored: string) =>
+      isSecretBox(stored) ? decryptSecret(secretKey, stored, `idempotency ${tenantId} ${key}`) : stored
     yield* sql`DELETE FROM idempotency_keys WHERE created_at < now() - ${IDEMPOTENCY_TTL_HOURS} * interval '1 hour'`.pipe(
       Effect.ignore,
       Effect.repeat(Schedule.spaced("10 minutes")),
@@ -77,7 +84,7 @@ export const IdempotencyLive = Layer.effect(
               Effect.onError(() => sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.ignore))
             )
             const body = JSON.stringify(response.body)
-            yield* sql`UPDATE idempotency_keys SET status_code = ${response.status}, response = ${body}
+            yield* sql`UPDATE idempotency_keys SET status_code = ${response.status}, response = ${seal(tenantId, key, body)}
                        WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.orDie)
             return respondText(response.status, body)
           }
@@ -88,7 +95,7 @@ export const IdempotencyLive = Layer.effect(
             if (row.request_hash !== hash) {
               return yield* fail(409, "idempotency_mismatch", "this Idempotency-Key was used with a different request")
             }
-            if (row.status_code !== null) return respondText(row.status_code, row.response!)
+            if (row.status_code !== null) return respondText(row.status_code, unseal(tenantId, key, row.response!))
             yield* Effect.sleep("100 millis")
           }
           return yield* fail(409, "idempotency_in_progress", "a request with this key is still being processed", { retryAfter: 1 })
