@@ -17,6 +17,7 @@ import { JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts
 import { type AppConfig, Config } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
 import { JobCreationLive } from "./crawl/job-creation.ts"
+import { WebhookEndpointsLive } from "./webhooks/endpoints.ts"
 import { EventLogLive } from "./events/event-log.ts"
 import { AdminHandlers } from "./http/admin.http.ts"
 import { Api } from "./http/api.ts"
@@ -63,7 +64,7 @@ export const makeServerLayer = (config: AppConfig) => {
   const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
     Layer.provideMerge(Repos)
   )
-  const Domain = JobCreationLive
+  const Domain = JobCreationLive.pipe(Layer.provideMerge(WebhookEndpointsLive))
   const Entities = Layer.mergeAll(
     TenantEntityLive,
     ProbeEntityLive,

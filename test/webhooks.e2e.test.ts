@@ -144,6 +144,41 @@ describe("webhook deliveries over HTTP", () => {
     expect((await api.get(`/v1/scraper/jobs/${created.json.data.id}/webhook-deliveries`, other.apiKey)).status).toBe(404)
   })
 
+  it("counts distinct webhook URLs of jobs and extractions against webhooks.endpoints.total, also within a bulk and in parallel", async () => {
+    const admin = (await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `quota-${Date.now()}@trawl.dev` } })).json.data.apiKey
+    const limitTo = async (tenantId: string, limit: number) =>
+      expect((await api.call("PUT", `/v1/admin/tenants/${tenantId}/quotas/webhooks.endpoints.total`, { key: admin, body: { limit } })).status).toBe(200)
+    const hookUrl = (n: number) => `http://127.0.0.1:9/hook-${n}` // nothing listens: deliveries just fail and retry
+    const job = (n: number, hook: number) => ({ url: `${pages.base}/q${n}`, webhookUrl: hookUrl(hook) })
+
+    // within one bulk request: the first two new URLs fit, the others are refused item by item
+    const a = await api.createTenant()
+    await limitTo(a.tenantId, 2)
+    const bulk = await api.post("/v1/scraper/jobs/bulk", { jobs: [job(1, 1), job(2, 2), job(3, 1), job(4, 3), job(5, 4)] }, a.apiKey)
+    expect(bulk.status, bulk.text).toBe(207)
+    expect(bulk.json.data.summary).toEqual({ total: 5, created: 3, failed: 2 })
+    expect(bulk.json.data.failed.map((f: any) => f.reason.split(":")[0])).toEqual(["quota_exceeded", "quota_exceeded"])
+    expect((await api.post("/v1/scraper/jobs", job(6, 2), a.apiKey)).status).toBe(201)
+    const over = await api.post("/v1/scraper/jobs", job(7, 5), a.apiKey)
+    expect(over.status).toBe(429)
+    expect(over.json.code).toBe("quota_exceeded")
+    expect(over.json.error.details[0].path).toBe("webhookUrl")
+
+    // in parallel: one new URL of five wins the last place
+    const b = await api.createTenant()
+    await limitTo(b.tenantId, 1)
+    const racing = await Promise.all([1, 2, 3, 4, 5].map((n) => api.post("/v1/scraper/jobs", job(10 + n, 10 + n), b.apiKey)))
+    expect(racing.map((r) => r.status).sort()).toEqual([201, 429, 429, 429, 429])
+
+    // extractions' URLs count too, and a URL already counted stays usable by either
+    const c = await api.createTenant()
+    await limitTo(c.tenantId, 1)
+    const extraction = await api.post("/v1/extractor/extractions", { type: "article", input: `<h1>Quota ${Date.now()}</h1><p>text</p>`, webhookUrl: hookUrl(20) }, c.apiKey)
+    expect(extraction.status, extraction.text).toBe(201)
+    expect((await api.post("/v1/scraper/jobs", job(21, 21), c.apiKey)).status).toBe(429)
+    expect((await api.post("/v1/scraper/jobs", job(22, 20), c.apiKey)).status).toBe(201)
+  })
+
   it("lets a super-admin redeliver, with the same payload and a fresh signature, and refuses a tenant owner", async () => {
     const hook = await receiver(() => ({ status: 200 }))
     receivers.push(hook)

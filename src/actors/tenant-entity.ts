@@ -4,6 +4,7 @@ import { Rpc } from "effect/rpc"
 import { secondsToNextUtcDay, utcDayStart } from "../billing/windows.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
+import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { Transaction } from "../schema/tenant.ts"
 import { makeGroupCommit } from "../sql/group-commit.ts"
 
@@ -30,6 +31,8 @@ export const BootstrapResult = Schema.Struct({
   apiKeyId: Schema.String
 })
 
+/** A new webhook URL would exceed the tenant's `webhooks.endpoints.total`. */
+export class EndpointLimit extends Schema.TaggedError<EndpointLimit>()("EndpointLimit", { limit: Schema.Int }) {}
 export class EmailInUse extends Schema.TaggedError<EmailInUse>()("EmailInUse", {}) {}
 export class TenantMissing extends Schema.TaggedError<TenantMissing>()("TenantMissing", {}) {}
 /** A daily quota is used up until `retryAfter` seconds from now (the next UTC day). */
@@ -83,7 +86,15 @@ export const TenantEntity = Entity.make("Tenant", [
     error: Schema.Union([QuotaExceeded, ConcurrentLimit])
   }),
   /** Gives concurrency slots back (jobs ended, or were never created). */
-  Rpc.make("ReleaseJobs", { payload: Schema.Struct({ jobIds: Schema.Array(Schema.String) }) })
+  Rpc.make("ReleaseJobs", { payload: Schema.Struct({ jobIds: Schema.Array(Schema.String) }) }),
+  /**
+   * Registers a webhook URL unless it would exceed `webhooks.endpoints.total`. Serial per tenant,
+   * so parallel requests (and the items of a bulk request) cannot register more than the limit.
+   */
+  Rpc.make("RegisterWebhookEndpoint", {
+    payload: Schema.Struct({ url: Schema.String }),
+    error: EndpointLimit
+  })
 ])
 
 const RECONCILE_MS = 5_000
@@ -95,6 +106,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
   Effect.gen(function*() {
     const repo = yield* TenantRepo
     const jobs = yield* JobRepo
+    const webhooks = yield* WebhookRepo
     const address = yield* Entity.CurrentAddress
     const tenantId = address.entityId
 
@@ -108,6 +120,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
       slots.concurrent = limits["scraper.jobs.concurrent"]
     })
     const pending = new Map<string, number>()
+    let endpoints: Set<string> | undefined
     const reconcile = Effect.gen(function*() {
       const now = Date.now()
       const day = utcDayStart(now)
@@ -168,6 +181,16 @@ export const TenantEntityLive = TenantEntity.toLayer(
           slots.active += n
           slots.today += n
           return { reserved: n, ...(shortBy ? { shortBy } : {}) }
+        }),
+      RegisterWebhookEndpoint: ({ payload }) =>
+        Effect.gen(function*() {
+          // Every registration of this tenant passes here, so the set read once stays exact.
+          const known = endpoints ?? (endpoints = new Set(yield* webhooks.endpoints(tenantId)))
+          if (known.has(payload.url)) return
+          const limit = yield* repo.quotaLimit(tenantId, "webhooks.endpoints.total")
+          if (known.size >= limit) return yield* new EndpointLimit({ limit })
+          yield* webhooks.addEndpoint(tenantId, payload.url)
+          known.add(payload.url)
         }),
       ReleaseJobs: ({ payload }) =>
         Effect.sync(() => {

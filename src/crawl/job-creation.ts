@@ -8,8 +8,6 @@ import { newId } from "../ids.ts"
 import { type ApiError, type ErrorDetail, fail } from "../schema/errors.ts"
 import type { CreateJobBody, Job } from "../schema/job.ts"
 import { JobRepo, type NewJob, toJob } from "../sql/job-repo.ts"
-import { TenantRepo } from "../sql/tenant-repo.ts"
-import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
 import { generateWebhookSecret } from "../webhooks/signing.ts"
 import { domainIdOf, normalizeUrl } from "./domain.ts"
@@ -25,7 +23,10 @@ export interface PreparedJob {
 }
 
 export interface JobCreationShape {
-  /** Checks one job body beyond its schema: safe target and webhook URLs, the webhook endpoint quota. */
+  /**
+   * Checks one job body beyond its schema: safe target and webhook URLs. (The webhook URL's place in
+   * `webhooks.endpoints.total` is the caller's to take, with `WebhookEndpoints`, in request order.)
+   */
   readonly prepare: (tenantId: string, body: CreateJobBody, requestId: string | null, replayOf?: string | null) => Effect.Effect<PreparedJob, ApiError>
   /** Reserves quota in the tenant's entity, writes the rows, then hands each job to its entity. */
   readonly create: (tenantId: string, prepared: ReadonlyArray<PreparedJob>) => Effect.Effect<ReadonlyArray<CreatedJob>, ApiError>
@@ -49,8 +50,6 @@ export const JobCreationLive = Layer.effect(
   Effect.gen(function*() {
     const config = yield* Config
     const repo = yield* JobRepo
-    const tenants = yield* TenantRepo
-    const webhooks = yield* WebhookRepo
     const events = yield* EventLog
     const jobClient = yield* JobEntity.client
     const tenantClient = yield* TenantEntity.client
@@ -72,15 +71,6 @@ export const JobCreationLive = Layer.effect(
         if (hook && !hook.ok && hook.reason !== "dns_error") refused.push({ path: "webhookUrl", code: hook.reason, message: hook.detail })
         if (refused.length > 0) {
           return yield* fail(422, "unsafe_url", `refused: ${refused.map((r) => `${r.path} (${r.message})`).join("; ")}`, { details: refused })
-        }
-        if (body.webhookUrl) {
-          const known = yield* webhooks.distinctUrls(tenantId)
-          const limit = yield* tenants.quotaLimit(tenantId, "webhooks.endpoints.total")
-          if (!known.has(body.webhookUrl) && known.size >= limit) {
-            return yield* fail(429, "quota_exceeded", `the tenant already uses ${limit} webhook URLs (webhooks.endpoints.total)`, {
-              details: [{ path: "webhookUrl", code: "quota_exceeded", message: "a new webhook URL exceeds webhooks.endpoints.total" }]
-            })
-          }
         }
         const generatedSecret = body.webhookUrl && !body.webhookSecret ? generateWebhookSecret() : undefined
         const secret = body.webhookSecret ?? generatedSecret

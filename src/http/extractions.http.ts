@@ -21,6 +21,7 @@ import { ExtractionRepo, type ExtractionRow, toConfig, toExtraction } from "../s
 import { JobRepo } from "../sql/job-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
+import { WebhookEndpoints } from "../webhooks/endpoints.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
 import { generateWebhookSecret } from "../webhooks/signing.ts"
 import { Api } from "./api.ts"
@@ -40,6 +41,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
     const jobRepo = yield* JobRepo
     const tenants = yield* TenantRepo
     const webhooks = yield* WebhookRepo
+    const endpoints = yield* WebhookEndpoints
     const events = yield* EventLog
     const idempotency = yield* Idempotency
     const jobCreation = yield* JobCreation
@@ -92,11 +94,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
               details: [{ path: "webhookUrl", code: hook.reason, message: hook.detail }]
             })
           }
-          const known = yield* webhooks.distinctUrls(tenantId)
-          const limit = yield* tenants.quotaLimit(tenantId, "webhooks.endpoints.total")
-          if (!known.has(body.webhookUrl) && known.size >= limit) {
-            return yield* fail(429, "quota_exceeded", `the tenant already uses ${limit} webhook URLs (webhooks.endpoints.total)`)
-          }
+          yield* endpoints.register(tenantId, body.webhookUrl)
         }
         const requestId = yield* RequestId
         const id = newId("ext")

@@ -8,6 +8,7 @@ import extractions from "./migrations/0005_extractions.ts"
 import storedBytes from "./migrations/0006_stored_bytes.ts"
 import pageEncoding from "./migrations/0007_page_encoding.ts"
 import idempotencyText from "./migrations/0008_idempotency_text.ts"
+import webhookEndpoints from "./migrations/0009_webhook_endpoints.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -18,7 +19,8 @@ export const migrations = {
   "0005_extractions": extractions,
   "0006_stored_bytes": storedBytes,
   "0007_page_encoding": pageEncoding,
-  "0008_idempotency_text": idempotencyText
+  "0008_idempotency_text": idempotencyText,
+  "0009_webhook_endpoints": webhookEndpoints
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

@@ -79,7 +79,10 @@ export interface WebhookRepoShape {
   /** Pending deliveries whose next attempt is long overdue: their scheduled message was lost. */
   readonly overdue: (graceMs: number, limit: number) => Effect.Effect<ReadonlyArray<DeliveryRow>>
   readonly manualCount: (id: string) => Effect.Effect<number>
-  readonly distinctUrls: (tenantId: string) => Effect.Effect<ReadonlySet<string>>
+  /** The webhook URLs the tenant has registered. */
+  readonly endpoints: (tenantId: string) => Effect.Effect<ReadonlySet<string>>
+  /** Registers one more; only the tenant's entity calls this, so the count it checked holds. */
+  readonly addEndpoint: (tenantId: string, url: string) => Effect.Effect<void>
 }
 
 /**
@@ -164,11 +167,13 @@ export const WebhookRepoLive = Layer.effect(
           Effect.orDie,
           Effect.map((r) => Number(r[0]!.n))
         ),
-      distinctUrls: (tenantId) =>
-        sql<{ url: string }>`SELECT DISTINCT webhook_url AS url FROM jobs WHERE tenant_id = ${tenantId} AND webhook_url IS NOT NULL`.pipe(
+      endpoints: (tenantId) =>
+        sql<{ url: string }>`SELECT url FROM webhook_endpoints WHERE tenant_id = ${tenantId}`.pipe(
           Effect.orDie,
           Effect.map((rows) => new Set(rows.map((r) => r.url)))
-        )
+        ),
+      addEndpoint: (tenantId, url) =>
+        sql`INSERT INTO webhook_endpoints (tenant_id, url) VALUES (${tenantId}, ${url}) ON CONFLICT DO NOTHING`.pipe(Effect.orDie, Effect.asVoid)
     })
   })
 )

@@ -1,0 +1,30 @@
+import { Context, Effect, Layer } from "effect"
+import { entityCall } from "../actors/entity-call.ts"
+import { TenantEntity } from "../actors/tenant-entity.ts"
+import { type ApiError, fail } from "../schema/errors.ts"
+
+/**
+ * `webhooks.endpoints.total`: the distinct webhook URLs a tenant's jobs and extractions use. A URL
+ * counts from the request that first gives it (even when that request fails later for another
+ * reason); the tenant's entity registers them one at a time, so no two requests can both take the
+ * last place.
+ */
+export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
+  readonly register: (tenantId: string, url: string) => Effect.Effect<void, ApiError>
+}>()("trawl/WebhookEndpoints") {}
+
+export const WebhookEndpointsLive = Layer.effect(
+  WebhookEndpoints,
+  Effect.gen(function*() {
+    const tenants = yield* TenantEntity.client
+    return WebhookEndpoints.of({
+      register: (tenantId, url) =>
+        entityCall(tenants(tenantId).RegisterWebhookEndpoint({ url })).pipe(
+          Effect.catchTag("EndpointLimit", (e) =>
+            fail(429, "quota_exceeded", `the tenant already uses ${e.limit} webhook URLs (webhooks.endpoints.total)`, {
+              details: [{ path: "webhookUrl", code: "quota_exceeded", message: "a new webhook URL exceeds webhooks.endpoints.total" }]
+            }))
+        )
+    })
+  })
+)
