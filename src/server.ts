@@ -18,6 +18,7 @@ import { type AppConfig, Config } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
 import { JobCreationLive } from "./crawl/job-creation.ts"
 import { WebhookEndpointsLive } from "./webhooks/endpoints.ts"
+import { DrainingLive, DrainOnShutdown } from "./http/draining.ts"
 import { EventLogLive } from "./events/event-log.ts"
 import { AdminHandlers } from "./http/admin.http.ts"
 import { Api } from "./http/api.ts"
@@ -102,7 +103,8 @@ export const makeServerLayer = (config: AppConfig) => {
     Layer.provide(NodeHttpServer.layer(() => createServer({ keepAliveTimeout: 65_000 }), { port: config.port, host: config.host }))
   )
 
-  return Http.pipe(
+  return DrainOnShutdown.pipe(
+    Layer.provideMerge(Http),
     Layer.provideMerge(Domain),
     Layer.provideMerge(Layer.mergeAll(Entities, ClusterInfoLive)),
     Layer.provideMerge(ClusterLive),
@@ -110,6 +112,7 @@ export const makeServerLayer = (config: AppConfig) => {
     Layer.provideMerge(KvLive),
     Layer.provideMerge(Storage),
     Layer.provideMerge(ConfigLive),
+    Layer.provideMerge(DrainingLive),
     Layer.provide(Layer.succeed(References.MinimumLogLevel, logLevels[config.logLevel])),
     // No tracer is configured: spans would only cost time on every entity message.
     Layer.provide(Layer.succeed(References.TracerEnabled, false))

@@ -89,6 +89,8 @@ const openStream = async (baseUrl: string, key: string, lastEventId?: string) =>
     contentType: res.headers.get("content-type"),
     events,
     connected: () => connected,
+    /** Settles when the server ends the stream (or it is closed here). */
+    ended: pump,
     until,
     close: async () => {
       controller.abort()
@@ -878,4 +880,27 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     // and it still exists for me, untouched
     expect((await getJob(mine.id)).status).toBe("done")
   })
+})
+
+describe("shutdown", () => {
+  it("ends open event streams when the node is asked to stop, instead of waiting out the server's grace period", async () => {
+    const server = await startServer({})
+    try {
+      const api = client(server.baseUrl)
+      const t = await api.createTenant()
+      const stream = await openStream(server.baseUrl, t.apiKey)
+      for (let i = 0; i < 200 && !stream.connected(); i++) await sleep(50)
+      expect(stream.connected()).toBe(true)
+      const exited = new Promise<number | null>((resolve) => server.process.once("exit", (code) => resolve(code)))
+      const asked = Date.now()
+      server.process.kill("SIGTERM")
+      await stream.ended
+      const code = await Promise.race([exited, sleep(15_000).then(() => "still running" as const)])
+      // Without draining, the open stream held the process for the server's grace period (about 20 s).
+      expect(code, server.output()).not.toBe("still running")
+      expect(Date.now() - asked).toBeLessThan(10_000)
+    } finally {
+      await server.stop("SIGKILL")
+    }
+  }, 60_000)
 })

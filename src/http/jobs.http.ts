@@ -15,6 +15,7 @@ import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { WebhookEndpoints } from "../webhooks/endpoints.ts"
 import { Api } from "./api.ts"
 import { issueDetails } from "./envelope-middleware.ts"
+import { Draining } from "./draining.ts"
 import { Idempotency } from "./idempotency.ts"
 import { JobCreation, type PreparedJob } from "../crawl/job-creation.ts"
 import { createdAtBounds, parseSort } from "./list-query.ts"
@@ -55,6 +56,7 @@ export const JobsHandlers = HttpApiBuilder.group(
     const tenantClient = yield* TenantEntity.client
     const webhooks = yield* WebhookRepo
     const endpoints = yield* WebhookEndpoints
+    const draining = yield* Draining
 
     const withResult = (row: JobRow) => ({ ...toJob(row), result: row.result ?? null, replayOf: row.replay_of })
 
@@ -273,7 +275,7 @@ export const JobsHandlers = HttpApiBuilder.group(
                 Effect.andThen(Effect.sync(() => Queue.offerUnsafe(queue, ": keep-alive\n\n")))
               ))
             }), { bufferSize: SSE_BUFFER, strategy: "dropping" })
-          return HttpServerResponse.stream(Stream.encodeText(stream), {
+          return HttpServerResponse.stream(Stream.encodeText(Stream.interruptWhen(stream, draining.started)), {
             contentType: "text/event-stream",
             headers: { "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" }
           })
