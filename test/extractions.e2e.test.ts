@@ -838,6 +838,13 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
   // ---------------------------------------------------------------- webhooks
 
   describe("extraction webhooks", () => {
+    it("refuses a webhook secret or event types without a webhook URL", async () => {
+      const res = await create({ type: "article", input: `<h1>Orphan ${nonce()}</h1>`, webhookSecret: "s".repeat(16), webhookEventTypes: ["done"] })
+      expect(res.status, res.text).toBe(400)
+      expect(res.json.code).toBe("validation_error")
+      expect(res.json.error.details.map((d: any) => d.path).sort()).toEqual(["webhookEventTypes", "webhookSecret"])
+    })
+
     it("delivers done with the extraction headers and body, signed", async () => {
       const hook = await startReceiver()
       try {

@@ -468,6 +468,10 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       if (paths.length > 1 || body.colour) expect(got.length, JSON.stringify(res.json.error.details)).toBeGreaterThanOrEqual(paths.length)
       for (const d of res.json.error.details) expect(Object.keys(d).sort()).toEqual(["code", "message", "path"])
     }
+    // a secret without a webhook to sign is a mistake worth telling
+    const orphan = await create({ url, webhookSecret: "s".repeat(16) })
+    expectError(orphan, 400, "validation_error")
+    expect(detailPaths(orphan)).toEqual(["webhookSecret"])
     const unknown = await create({ url, colour: "blue" })
     expect(unknown.json.error.details.find((d: any) => d.path === "colour")?.code).toBe("unknown_field")
 
@@ -476,6 +480,7 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       url,
       priority: 10,
       timeoutMs: 15_000,
+      webhookUrl: site.url("/page?case=edges-hook"),
       webhookSecret: "s".repeat(16),
       escalation: [
         { engine: "http", attempts: 1, timeoutMs: 1000 },

@@ -58,6 +58,11 @@ export const JobCreationLive = Layer.effect(
     /** Checks one job body beyond its schema: safe target and webhook URLs. */
     const prepare = (tenantId: string, body: CreateJobBody, requestId: string | null, replayOf: string | null = null): Effect.Effect<PreparedJob, ApiError> =>
       Effect.gen(function*() {
+        if (body.webhookSecret !== undefined && !body.webhookUrl) {
+          return yield* fail(400, "validation_error", "webhookSecret goes with webhookUrl", {
+            details: [{ path: "webhookSecret", code: "invalid_value", message: "only with webhookUrl" }]
+          })
+        }
         // Both URLs are checked, and every refusal is reported at once.
         const [target, hook] = yield* Effect.promise(() =>
           Promise.all([

@@ -61,6 +61,12 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
             details: [{ path: "inputFormat", code: "invalid_value", message: "only with input" }]
           })
         }
+        const orphans = (["webhookSecret", "webhookEventTypes"] as const).filter((k) => body[k] !== undefined && !body.webhookUrl)
+        if (orphans.length > 0) {
+          return yield* fail(400, "validation_error", `${orphans.join(" and ")} go with webhookUrl`, {
+            details: orphans.map((k) => ({ path: k, code: "invalid_value", message: "only with webhookUrl" }))
+          })
+        }
         if (body.input !== undefined && Buffer.byteLength(body.input, "utf8") > MAX_INPUT_BYTES) {
           return yield* fail(413, "payload_too_large", `input is larger than ${MAX_INPUT_BYTES} bytes`, {
             details: [{ path: "input", code: "too_large", message: "at most 5 MB" }]
