@@ -97,6 +97,12 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     expect(method.status).toBe(405)
     envelopeError(method, 405, "method_not_allowed")
     expect(method.headers.get("allow")).toContain("GET")
+    // a route's own name is not an id of the resource next to it
+    for (const path of ["/v1/scraper/jobs/bulk", "/v1/scraper/jobs/search", "/v1/extractor/extractions/search"]) {
+      const res = await api.get(path, t.apiKey)
+      envelopeError(res, 405, "method_not_allowed")
+      expect(res.headers.get("allow")).toBe("POST")
+    }
     // 413 oversized body
     const huge = await api.call("POST", `/v1/iam/identities/${t.ownerIdentityId}/api-keys`, {
       key: t.apiKey,

@@ -38,13 +38,22 @@ export const issueDetails = (issue: SchemaIssue.Issue, path: ReadonlyArray<Prope
   }
 }
 
-type Route = { readonly method: string; readonly pattern: RegExp }
+type Route = { readonly method: string; readonly pattern: RegExp; readonly literal: string | undefined }
 
 const toPattern = (path: string) =>
   new RegExp("^" + path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/\/:[^/]+/g, "/[^/]+") + "/?$")
 
 export const routeTable = (routes: ReadonlyArray<{ method: string; path: string }>): ReadonlyArray<Route> =>
-  routes.map((r) => ({ method: r.method.toUpperCase(), pattern: toPattern(r.path) }))
+  routes.map((r) => ({ method: r.method.toUpperCase(), pattern: toPattern(r.path), literal: r.path.includes(":") ? undefined : r.path }))
+
+/**
+ * The methods of the routes whose whole path is `path` itself, when `method` is not one of them:
+ * `GET /v1/scraper/jobs/bulk` names the bulk route, not a job called "bulk" (a 405, not a 404).
+ */
+const otherMethodsOfLiteral = (routes: ReadonlyArray<Route>, method: string, path: string): ReadonlyArray<string> => {
+  const methods = routes.filter((r) => r.literal === path || r.literal === path.replace(/\/$/, "")).map((r) => r.method)
+  return methods.length > 0 && !methods.includes(method) && method !== "HEAD" && method !== "OPTIONS" ? [...new Set(methods)] : []
+}
 
 const json = (status: number, body: unknown) => HttpServerResponse.jsonUnsafe(body, { status })
 
@@ -171,6 +180,13 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
               { path: "query", code: "invalid_value", message: "contains %00" }
             ]))
           return HttpServerResponse.setHeaders(response, { "x-request-id": requestId })
+        }
+        const allowed = otherMethodsOfLiteral(routes, request.method, request.url.split("?")[0]!)
+        if (allowed.length > 0) {
+          return HttpServerResponse.setHeaders(
+            json(405, errorEnvelope("method_not_allowed", `${request.method} is not allowed here`, requestId)),
+            { allow: allowed.join(", "), "x-request-id": requestId }
+          )
         }
         if (carriesBody(request.headers) && !isJsonMediaType(request.headers["content-type"])) {
           const given = request.headers["content-type"]
