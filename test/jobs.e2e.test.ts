@@ -810,6 +810,16 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     } finally {
       await none.close()
     }
+    // an id the tenant never reached resumes from now, rather than waiting until the sequence gets there
+    const ahead = await openStream(server.baseUrl, a.apiKey, "999999999999999999")
+    try {
+      await ahead.until(() => ahead.connected(), 10_000)
+      const later = (await create({ url: site.url("/page?case=sse-ahead") }, a.apiKey)).json.data.id
+      await ahead.until((es) => es.some((e) => e.event === "job.done" && e.data.id === later))
+      expect(ahead.events.map((e) => e.event)).toEqual(["job.created", "job.claimed", "job.done"])
+    } finally {
+      await ahead.close()
+    }
     const bad = await api.call("GET", "/v1/scraper/events", { key: a.apiKey, headers: { "last-event-id": "abc" } })
     expectError(bad, 400, "validation_error")
     expectError(await api.get("/v1/scraper/events"), 401, "unauthorized")

@@ -244,7 +244,10 @@ export const JobsHandlers = HttpApiBuilder.group(
           const stream = Stream.callback<string>((queue) =>
             Effect.gen(function*() {
               // The log is the source of truth; a notification only says it may have grown.
-              let lastSeq = resumeFrom ?? (yield* events.latest(me.tenantId))
+              // An id beyond the tenant's latest (from another installation, say) resumes from now
+              // instead of waiting, silently, until the sequence reaches it.
+              const latest = yield* events.latest(me.tenantId)
+              let lastSeq = resumeFrom !== undefined && BigInt(resumeFrom) <= BigInt(latest) ? resumeFrom : latest
               let dirty = true
               let reading = false
               const wake = Effect.gen(function*() {
