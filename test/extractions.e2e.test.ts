@@ -435,6 +435,13 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       await api.call("DELETE", `/v1/extractor/extractions/${at.json.data.id}`, { key: t.apiKey })
     })
 
+    it("refuses a NUL character in inline input (400), which no text column can hold", async () => {
+      const res = await create({ type: "article", input: `<h1>Nul ${nonce()}</h1><p>a\u0000b</p>` })
+      expect(res.status, res.text).toBe(400)
+      expect(res.json.code).toBe("validation_error")
+      expect(res.json.error.details[0].path).toBe("input")
+    })
+
     it("sanitizes: no script, event handler or javascript: URL reaches the output", async () => {
       const n = nonce()
       const html = `<html><head><title>Sanitize ${n}</title><script>window.evil = "alert(document.cookie)"</script>

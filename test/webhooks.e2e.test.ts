@@ -177,6 +177,19 @@ describe("webhook deliveries over HTTP", () => {
     expect(extraction.status, extraction.text).toBe(201)
     expect((await api.post("/v1/scraper/jobs", job(21, 21), c.apiKey)).status).toBe(429)
     expect((await api.post("/v1/scraper/jobs", job(22, 20), c.apiKey)).status).toBe(201)
+
+    // a request refused for another reason takes no place: a bad jobId, a full concurrent-job quota
+    const d = await api.createTenant()
+    await limitTo(d.tenantId, 1)
+    const badJob = await api.post("/v1/extractor/extractions", { type: "article", jobId: "job_00000000000000000000000000", webhookUrl: hookUrl(30) }, d.apiKey)
+    expect(badJob.status, badJob.text).toBe(422)
+    expect((await api.call("PUT", `/v1/admin/tenants/${d.tenantId}/quotas/scraper.jobs.concurrent`, { key: admin, body: { limit: 0 } })).status).toBe(200)
+    const noSlot = await api.post("/v1/scraper/jobs", job(31, 31), d.apiKey)
+    expect(noSlot.status, noSlot.text).toBe(429)
+    expect(noSlot.json.code).toBe("concurrent_limit_exceeded")
+    expect((await api.call("PUT", `/v1/admin/tenants/${d.tenantId}/quotas/scraper.jobs.concurrent`, { key: admin, body: { limit: 50 } })).status).toBe(200)
+    const first = await api.post("/v1/scraper/jobs", job(32, 32), d.apiKey)
+    expect(first.status, first.text).toBe(201)
   })
 
   it("lets a super-admin redeliver, with the same payload and a fresh signature, and refuses a tenant owner", async () => {

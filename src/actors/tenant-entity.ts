@@ -120,7 +120,6 @@ export const TenantEntityLive = TenantEntity.toLayer(
       slots.concurrent = limits["scraper.jobs.concurrent"]
     })
     const pending = new Map<string, number>()
-    let endpoints: Set<string> | undefined
     const reconcile = Effect.gen(function*() {
       const now = Date.now()
       const day = utcDayStart(now)
@@ -165,6 +164,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
         }),
       ReserveJobs: ({ payload }) =>
         Effect.gen(function*() {
+          if (payload.jobIds.length === 0) return { reserved: 0 }
           const now = Date.now()
           if (now - slots.reconciledAt > RECONCILE_MS || utcDayStart(now) !== slots.day) yield* reconcile
           const wanted = payload.jobIds.length
@@ -184,13 +184,9 @@ export const TenantEntityLive = TenantEntity.toLayer(
         }),
       RegisterWebhookEndpoint: ({ payload }) =>
         Effect.gen(function*() {
-          // Every registration of this tenant passes here, so the set read once stays exact.
-          const known = endpoints ?? (endpoints = new Set(yield* webhooks.endpoints(tenantId)))
-          if (known.has(payload.url)) return
+          // Every registration of this tenant passes here one at a time, so the count checked holds.
           const limit = yield* repo.quotaLimit(tenantId, "webhooks.endpoints.total")
-          if (known.size >= limit) return yield* new EndpointLimit({ limit })
-          yield* webhooks.addEndpoint(tenantId, payload.url)
-          known.add(payload.url)
+          if (!(yield* webhooks.addEndpoint(tenantId, payload.url, limit))) return yield* new EndpointLimit({ limit })
         }),
       ReleaseJobs: ({ payload }) =>
         Effect.sync(() => {

@@ -8,6 +8,7 @@ import { newId } from "../ids.ts"
 import { type ApiError, type ErrorDetail, fail } from "../schema/errors.ts"
 import type { CreateJobBody, Job } from "../schema/job.ts"
 import { JobRepo, type NewJob, toJob } from "../sql/job-repo.ts"
+import { WebhookEndpoints } from "../webhooks/endpoints.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
 import { generateWebhookSecret } from "../webhooks/signing.ts"
 import { domainIdOf, normalizeUrl } from "./domain.ts"
@@ -23,20 +24,19 @@ export interface PreparedJob {
 }
 
 export interface JobCreationShape {
-  /**
-   * Checks one job body beyond its schema: safe target and webhook URLs. (The webhook URL's place in
-   * `webhooks.endpoints.total` is the caller's to take, with `WebhookEndpoints`, in request order.)
-   */
+  /** Checks one job body beyond its schema: safe target and webhook URLs. */
   readonly prepare: (tenantId: string, body: CreateJobBody, requestId: string | null, replayOf?: string | null) => Effect.Effect<PreparedJob, ApiError>
   /** Reserves quota in the tenant's entity, writes the rows, then hands each job to its entity. */
   readonly create: (tenantId: string, prepared: ReadonlyArray<PreparedJob>) => Effect.Effect<ReadonlyArray<CreatedJob>, ApiError>
   /**
    * As `create`, for as many of the first jobs as the tenant's quotas take now (at least one, or
-   * the quota's error); `refused` says why the others were not created.
+   * the quota's error), less those whose new webhook URL finds no place; `refused` says why the
+   * others were not created.
    */
   readonly createWhatFits: (tenantId: string, prepared: ReadonlyArray<PreparedJob>) => Effect.Effect<{
     readonly created: ReadonlyArray<CreatedJob>
-    readonly refused: ApiError | undefined
+    /** The jobs not created (by their position in `prepared`), and why. */
+    readonly refused: ReadonlyArray<{ readonly position: number; readonly error: ApiError }>
   }, ApiError>
 }
 
@@ -53,6 +53,7 @@ export const JobCreationLive = Layer.effect(
     const events = yield* EventLog
     const jobClient = yield* JobEntity.client
     const tenantClient = yield* TenantEntity.client
+    const endpoints = yield* WebhookEndpoints
     const guard = { allowPrivate: config.allowPrivateTargets, classify: classifierFor(config) }
 
     /** Checks one job body beyond its schema: safe target and webhook URLs. */
@@ -105,13 +106,39 @@ export const JobCreationLive = Layer.effect(
           retryAfter: 1
         })
 
+    /**
+     * Takes the place of each job's webhook URL in `webhooks.endpoints.total`, in order (a URL is
+     * asked for once); answers each job's refusal, or undefined. Only jobs that hold their quota
+     * slots get here, so a request refused for quota takes no place.
+     */
+    const registerEndpoints = (tenantId: string, prepared: ReadonlyArray<PreparedJob>) =>
+      Effect.gen(function*() {
+        const verdicts = new Map<string, ApiError | undefined>()
+        for (const url of new Set(prepared.flatMap((p) => (p.job.webhookUrl ? [p.job.webhookUrl] : [])))) {
+          const result = yield* Effect.result(endpoints.register(tenantId, url))
+          verdicts.set(url, result._tag === "Failure" ? result.failure : undefined)
+        }
+        return prepared.map((p) => (p.job.webhookUrl ? verdicts.get(p.job.webhookUrl) : undefined))
+      })
+
+    const release = (tenantId: string, jobs: ReadonlyArray<PreparedJob>) =>
+      jobs.length === 0 ? Effect.void : tenantClient(tenantId).ReleaseJobs({ jobIds: jobs.map((p) => p.job.id) }, { discard: true }).pipe(Effect.ignore)
+
     const createWhatFits = (tenantId: string, all: ReadonlyArray<PreparedJob>) =>
       Effect.gen(function*() {
         const { reserved, shortBy } = yield* entityCall(tenantClient(tenantId).ReserveJobs({ jobIds: all.map((p) => p.job.id), partial: true })).pipe(
           Effect.catchTags({ QuotaExceeded: quotaError, ConcurrentLimit: quotaError })
         )
-        const created = yield* writeAndRun(tenantId, all.slice(0, reserved))
-        return { created, refused: shortBy ? yield* Effect.flip(quotaError(shortBy)) : undefined }
+        const held = all.slice(0, reserved)
+        const verdicts = yield* registerEndpoints(tenantId, held).pipe(Effect.onError(() => release(tenantId, held)))
+        yield* release(tenantId, held.filter((_, i) => verdicts[i] !== undefined))
+        const created = yield* writeAndRun(tenantId, held.filter((_, i) => verdicts[i] === undefined))
+        const quotaRefusal = shortBy ? yield* Effect.flip(quotaError(shortBy)) : undefined
+        const refused = all.flatMap((_, position) => {
+          const error = position < reserved ? verdicts[position] : quotaRefusal
+          return error ? [{ position, error }] : []
+        })
+        return { created, refused }
       })
 
     /** Reserves quota in the tenant's entity, writes the rows, then hands each job to its entity. */
@@ -120,6 +147,12 @@ export const JobCreationLive = Layer.effect(
         yield* entityCall(tenantClient(tenantId).ReserveJobs({ jobIds: prepared.map((p) => p.job.id) })).pipe(
           Effect.catchTags({ QuotaExceeded: quotaError, ConcurrentLimit: quotaError })
         )
+        const verdicts = yield* registerEndpoints(tenantId, prepared).pipe(Effect.onError(() => release(tenantId, prepared)))
+        const refusal = verdicts.find((v) => v !== undefined)
+        if (refusal) {
+          yield* release(tenantId, prepared)
+          return yield* Effect.fail(refusal)
+        }
         return yield* writeAndRun(tenantId, prepared)
       })
 

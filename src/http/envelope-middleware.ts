@@ -143,15 +143,19 @@ const isTag = (u: unknown, tag: string): boolean => {
   return e.reason === tag
 }
 
-/** Whether the request says it has a body: a non-zero length, or chunks. */
-const carriesBody = (headers: Readonly<Record<string, string | undefined>>): boolean =>
-  (headers["content-length"] !== undefined && headers["content-length"].trim() !== "0") || headers["transfer-encoding"] !== undefined
-
-/** `application/json` or any `+json` type, with or without parameters such as `charset`. */
-const isJsonMediaType = (contentType: string | undefined): boolean => {
-  const type = contentType?.split(";")[0]!.trim().toLowerCase()
-  return type === "application/json" || (type !== undefined && /^application\/[a-z0-9.+-]+\+json$/.test(type))
+/**
+ * Whether the request carries a body that is not JSON by its content type. A chunked body without
+ * a content type may well be empty, so it is left to the decoder.
+ */
+const isNonJsonBody = (headers: Readonly<Record<string, string | undefined>>): boolean => {
+  const chunked = headers["transfer-encoding"] !== undefined
+  if (!chunked && !(Number(headers["content-length"] ?? 0) > 0)) return false
+  const type = headers["content-type"]
+  return type === undefined ? !chunked : !isJsonMediaType(type)
 }
+
+/** `application/json`, with or without parameters such as `charset` (the one type the decoder reads). */
+const isJsonMediaType = (contentType: string): boolean => contentType.split(";")[0]!.trim().toLowerCase() === "application/json"
 
 const tooLarge = (requestId: string) =>
   json(413, errorEnvelope("payload_too_large", `the body is larger than ${MAX_BODY_BYTES} bytes`, requestId))
@@ -188,7 +192,7 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
             { allow: allowed.join(", "), "x-request-id": requestId }
           )
         }
-        if (carriesBody(request.headers) && !isJsonMediaType(request.headers["content-type"])) {
+        if (isNonJsonBody(request.headers)) {
           const given = request.headers["content-type"]
           return HttpServerResponse.setHeaders(
             json(415, errorEnvelope("unsupported_media_type", "send the body as application/json", requestId, [

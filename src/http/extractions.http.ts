@@ -72,6 +72,11 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
             details: [{ path: "input", code: "too_large", message: "at most 5 MB" }]
           })
         }
+        if (body.input !== undefined && body.input.includes("\u0000")) {
+          return yield* fail(400, "validation_error", "input cannot contain the NUL character (U+0000)", {
+            details: [{ path: "input", code: "invalid_value", message: "contains U+0000" }]
+          })
+        }
         if (body.input !== undefined && body.input.trim() === "") {
           return yield* fail(400, "validation_error", "input is empty", { details: [{ path: "input", code: "invalid_value", message: "must not be empty" }] })
         }
@@ -100,7 +105,6 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
               details: [{ path: "webhookUrl", code: hook.reason, message: hook.detail }]
             })
           }
-          yield* endpoints.register(tenantId, body.webhookUrl)
         }
         const requestId = yield* RequestId
         const id = newId("ext")
@@ -108,22 +112,24 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
         let domainId: string | null = null
         let jobId: string | null = null
         let inputId: string | null = source.reuseInputId ?? null
-        if (body.url !== undefined) {
-          const prepared = yield* jobCreation.prepare(tenantId, { url: body.url }, requestId)
-          const [job] = yield* jobCreation.create(tenantId, [prepared])
+        // Everything is checked before anything is written: the URL's job, then the webhook URL's place.
+        const pageJob = body.url !== undefined ? yield* jobCreation.prepare(tenantId, { url: body.url }, requestId) : undefined
+        const givenJob = body.jobId !== undefined ? yield* jobRepo.find(tenantId, body.jobId) : undefined
+        if (body.jobId !== undefined && !givenJob) {
+          return yield* fail(422, "invalid_job", "jobId is not a job of this tenant", {
+            details: [{ path: "jobId", code: "not_found", message: "no such job" }]
+          })
+        }
+        if (body.webhookUrl) yield* endpoints.register(tenantId, body.webhookUrl)
+        if (pageJob) {
+          const [job] = yield* jobCreation.create(tenantId, [pageJob])
           url = job!.url
           domainId = job!.domainId
           jobId = job!.id
-        } else if (body.jobId !== undefined) {
-          const job = yield* jobRepo.find(tenantId, body.jobId)
-          if (!job) {
-            return yield* fail(422, "invalid_job", "jobId is not a job of this tenant", {
-              details: [{ path: "jobId", code: "not_found", message: "no such job" }]
-            })
-          }
-          url = job.url
-          domainId = job.domain_id
-          jobId = job.id
+        } else if (givenJob) {
+          url = givenJob.url
+          domainId = givenJob.domain_id
+          jobId = givenJob.id
         } else if (body.input !== undefined) {
           inputId = newId("inp")
           // Stashed before the 201, so a crash never loses the client's input.

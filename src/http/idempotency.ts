@@ -95,7 +95,17 @@ export const IdempotencyLive = Layer.effect(
             if (row.request_hash !== hash) {
               return yield* fail(409, "idempotency_mismatch", "this Idempotency-Key was used with a different request")
             }
-            if (row.status_code !== null) return respondText(row.status_code, unseal(tenantId, key, row.response!))
+            if (row.status_code !== null) {
+              const body = yield* Effect.try(() => unseal(tenantId, key, row.response!)).pipe(
+                // Sealed with another SECRET_KEY (API keys would not pass either, but a 500 is never the answer).
+                Effect.catch((e) =>
+                  Effect.logWarning("a stored idempotent response cannot be decrypted", e).pipe(
+                    Effect.andThen(fail(409, "idempotency_conflict", "the stored response of this key cannot be read here; send the request with a new key"))
+                  )
+                )
+              )
+              return respondText(row.status_code, body)
+            }
             yield* Effect.sleep("100 millis")
           }
           return yield* fail(409, "idempotency_in_progress", "a request with this key is still being processed", { retryAfter: 1 })

@@ -12,7 +12,6 @@ import { type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts
 import { CreateJobBody, type JobStatus, jobSortFields, terminalStatuses } from "../schema/job.ts"
 import { JobRepo, type JobRow, toJob } from "../sql/job-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
-import { WebhookEndpoints } from "../webhooks/endpoints.ts"
 import { Api } from "./api.ts"
 import { issueDetails } from "./envelope-middleware.ts"
 import { Draining } from "./draining.ts"
@@ -55,7 +54,6 @@ export const JobsHandlers = HttpApiBuilder.group(
     const jobClient = yield* JobEntity.client
     const tenantClient = yield* TenantEntity.client
     const webhooks = yield* WebhookRepo
-    const endpoints = yield* WebhookEndpoints
     const draining = yield* Draining
 
     const withResult = (row: JobRow) => ({ ...toJob(row), result: row.result ?? null, replayOf: row.replay_of })
@@ -73,7 +71,6 @@ export const JobsHandlers = HttpApiBuilder.group(
           const me = yield* CurrentPrincipal
           return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "create", payload }, Effect.gen(function*() {
             const prepared = yield* prepare(me.tenantId, payload, yield* RequestId)
-            if (payload.webhookUrl) yield* endpoints.register(me.tenantId, payload.webhookUrl)
             const [created] = yield* createJobs(me.tenantId, [prepared])
             return envelope(201, "created", created)
           }))
@@ -105,22 +102,14 @@ export const JobsHandlers = HttpApiBuilder.group(
                   failed.push({ index, url, reason: `${result.failure.code}: ${result.failure.message}` })
                 } else ok.push({ index, url, prepared: result.success })
               }), { concurrency: 8, discard: true })
-            // Quota places go to the items in request order; the ones left without are reported as failed.
+            // Quota slots and webhook URL places go to the items in request order; the items left
+            // without are reported as failed.
             ok.sort((a, b) => a.index - b.index)
-            for (const o of ok.slice()) {
-              const webhookUrl = o.prepared.job.webhookUrl
-              if (!webhookUrl) continue
-              const registered = yield* Effect.result(endpoints.register(me.tenantId, webhookUrl))
-              if (registered._tag === "Failure") {
-                failed.push({ index: o.index, url: o.url, reason: `${registered.failure.code}: ${registered.failure.message}` })
-                ok.splice(ok.indexOf(o), 1)
-              }
-            }
             const { created, refused } = ok.length > 0
               ? yield* createWhatFits(me.tenantId, ok.map((o) => o.prepared))
-              : { created: [], refused: undefined }
-            if (refused) {
-              for (const o of ok.slice(created.length)) failed.push({ index: o.index, url: o.url, reason: `${refused.code}: ${refused.message}` })
+              : { created: [], refused: [] }
+            for (const { position, error } of refused) {
+              failed.push({ index: ok[position]!.index, url: ok[position]!.url, reason: `${error.code}: ${error.message}` })
             }
             failed.sort((a, b) => a.index - b.index)
             const data = {

@@ -79,10 +79,11 @@ export interface WebhookRepoShape {
   /** Pending deliveries whose next attempt is long overdue: their scheduled message was lost. */
   readonly overdue: (graceMs: number, limit: number) => Effect.Effect<ReadonlyArray<DeliveryRow>>
   readonly manualCount: (id: string) => Effect.Effect<number>
-  /** The webhook URLs the tenant has registered. */
-  readonly endpoints: (tenantId: string) => Effect.Effect<ReadonlySet<string>>
-  /** Registers one more; only the tenant's entity calls this, so the count it checked holds. */
-  readonly addEndpoint: (tenantId: string, url: string) => Effect.Effect<void>
+  /**
+   * Registers a webhook URL of the tenant unless it would make more than `limit`; true when the URL
+   * is (now) registered. Only the tenant's entity calls this, one call at a time.
+   */
+  readonly addEndpoint: (tenantId: string, url: string, limit: number) => Effect.Effect<boolean>
 }
 
 /**
@@ -167,13 +168,21 @@ export const WebhookRepoLive = Layer.effect(
           Effect.orDie,
           Effect.map((r) => Number(r[0]!.n))
         ),
-      endpoints: (tenantId) =>
-        sql<{ url: string }>`SELECT url FROM webhook_endpoints WHERE tenant_id = ${tenantId}`.pipe(
+      addEndpoint: (tenantId, url, limit) =>
+        sql<{ ok: boolean }>`
+          WITH known AS (SELECT 1 FROM webhook_endpoints WHERE tenant_id = ${tenantId} AND url = ${url}),
+          added AS (
+            INSERT INTO webhook_endpoints (tenant_id, url)
+            SELECT ${tenantId}, ${url}
+            WHERE NOT EXISTS (SELECT 1 FROM known)
+              AND (SELECT count(*) FROM webhook_endpoints WHERE tenant_id = ${tenantId}) < ${limit}
+            ON CONFLICT DO NOTHING
+            RETURNING 1
+          )
+          SELECT EXISTS (SELECT 1 FROM known) OR EXISTS (SELECT 1 FROM added) AS ok`.pipe(
           Effect.orDie,
-          Effect.map((rows) => new Set(rows.map((r) => r.url)))
-        ),
-      addEndpoint: (tenantId, url) =>
-        sql`INSERT INTO webhook_endpoints (tenant_id, url) VALUES (${tenantId}, ${url}) ON CONFLICT DO NOTHING`.pipe(Effect.orDie, Effect.asVoid)
+          Effect.map(([row]) => row?.ok === true)
+        )
     })
   })
 )

@@ -4,10 +4,9 @@ import { TenantEntity } from "../actors/tenant-entity.ts"
 import { type ApiError, fail } from "../schema/errors.ts"
 
 /**
- * `webhooks.endpoints.total`: the distinct webhook URLs a tenant's jobs and extractions use. A URL
- * counts from the request that first gives it (even when that request fails later for another
- * reason); the tenant's entity registers them one at a time, so no two requests can both take the
- * last place.
+ * `webhooks.endpoints.total`: the distinct webhook URLs a tenant's jobs and extractions use. Callers
+ * register a URL once its request has passed every other check; the tenant's entity registers them
+ * one at a time, so no two requests can both take the last place.
  */
 export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
   readonly register: (tenantId: string, url: string) => Effect.Effect<void, ApiError>
