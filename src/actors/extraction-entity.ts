@@ -168,6 +168,8 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
         resourceType: "extraction" as const,
         resourceId: row.id,
         eventStatus: status,
+        // Each failed attempt is its own event; done and dead happen once.
+        eventSeq: status === "failed" ? row.attempts : 0,
         url: row.webhook_url,
         secretEnc: row.webhook_secret_enc,
         body

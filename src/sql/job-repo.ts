@@ -330,7 +330,7 @@ export const JobRepoLive = Layer.effect(
           INSERT INTO webhook_deliveries (id, tenant_id, resource_type, resource_id, event_status, url, secret_enc, body, next_attempt_at)
           SELECT delivery_id, tenant_id, 'job', id, status, delivery_url, delivery_secret, delivery_body, now()
           FROM j WHERE delivery_id IS NOT NULL
-          ON CONFLICT (resource_type, resource_id, event_status) DO NOTHING
+          ON CONFLICT (resource_type, resource_id, event_status, event_seq) DO NOTHING
         ),
         ${appendEventCtes(sql, {
           source: "j",

@@ -9,6 +9,7 @@ import storedBytes from "./migrations/0006_stored_bytes.ts"
 import pageEncoding from "./migrations/0007_page_encoding.ts"
 import idempotencyText from "./migrations/0008_idempotency_text.ts"
 import webhookEndpoints from "./migrations/0009_webhook_endpoints.ts"
+import deliveryEventSeq from "./migrations/0010_delivery_event_seq.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -20,7 +21,8 @@ export const migrations = {
   "0006_stored_bytes": storedBytes,
   "0007_page_encoding": pageEncoding,
   "0008_idempotency_text": idempotencyText,
-  "0009_webhook_endpoints": webhookEndpoints
+  "0009_webhook_endpoints": webhookEndpoints,
+  "0010_delivery_event_seq": deliveryEventSeq
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

@@ -27,6 +27,8 @@ export interface NewDelivery {
   readonly resourceType: "job" | "extraction"
   readonly resourceId: string
   readonly eventStatus: string
+  /** Which occurrence of `eventStatus` (an extraction's failed attempt); 0 for once-only states. */
+  readonly eventSeq?: number
   readonly url: string
   readonly secretEnc: string
   readonly body: string
@@ -91,11 +93,11 @@ export interface WebhookRepoShape {
  * so it can sit in a CTE of the statement that ends the resource.
  */
 export const insertDeliverySql = (sql: SqlClient.SqlClient, d: NewDelivery, guard?: Statement.Fragment): Statement.Fragment => sql`
-  INSERT INTO webhook_deliveries (id, tenant_id, resource_type, resource_id, event_status, url, secret_enc, body, next_attempt_at)
+  INSERT INTO webhook_deliveries (id, tenant_id, resource_type, resource_id, event_status, event_seq, url, secret_enc, body, next_attempt_at)
   SELECT ${d.id}::text, ${d.tenantId}::text, ${d.resourceType}::text, ${d.resourceId}::text, ${d.eventStatus}::text,
-         ${d.url}::text, ${d.secretEnc}::text, ${d.body}::text, now()
+         ${d.eventSeq ?? 0}::int, ${d.url}::text, ${d.secretEnc}::text, ${d.body}::text, now()
   ${guard ? sql`WHERE ${guard}` : sql.literal("")}
-  ON CONFLICT (resource_type, resource_id, event_status) DO NOTHING`
+  ON CONFLICT (resource_type, resource_id, event_status, event_seq) DO NOTHING`
 
 export class WebhookRepo extends Context.Service<WebhookRepo, WebhookRepoShape>()("trawl/WebhookRepo") {}
 

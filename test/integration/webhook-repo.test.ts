@@ -1,0 +1,45 @@
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { describe, expect, it } from "vitest"
+import { Config, loadConfig } from "../../src/config.ts"
+import { newId } from "../../src/ids.ts"
+import { DatabaseLive } from "../../src/sql/database.ts"
+import { runMigrations } from "../../src/sql/migrate.ts"
+import { type NewDelivery, WebhookRepo, WebhookRepoLive } from "../../src/sql/webhook-repo.ts"
+import { createTestDatabase } from "../support/server-process.ts"
+
+const databases = [
+  { name: "embedded", url: async () => undefined as string | undefined },
+  ...(process.env.DATABASE_URL ? [{ name: "postgres", url: () => createTestDatabase(process.env.DATABASE_URL!) }] : [])
+]
+
+const layerFor = (url: string | undefined) => {
+  const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "trawl-webhooks-")), ...(url ? { DATABASE_URL: url } : {}) })
+  return WebhookRepoLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(Layer.succeed(Config, config)))
+}
+
+describe.each(databases)("webhook repository ($name)", (db) => {
+  it("keeps one delivery per resource, status and occurrence, however often it is written", async () => {
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* runMigrations
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* WebhookRepo
+      const tenant = newId("ten")
+      yield* sql`INSERT INTO tenants (id, name, is_internal, plan, balance) VALUES (${tenant}, ${tenant}, false, 'starter', 0)`
+      const delivery = (resourceId: string, eventStatus: string, eventSeq?: number): NewDelivery => ({
+        id: newId("whd"), tenantId: tenant, resourceType: "extraction", resourceId, eventStatus,
+        ...(eventSeq === undefined ? {} : { eventSeq }), url: "http://127.0.0.1:9/hook", secretEnc: "x", body: "{}"
+      })
+      const extraction = newId("ext")
+      // an extraction failing on attempts 1 and 2, each written twice (a re-run of the same finish), then dead
+      for (const d of [delivery(extraction, "failed", 1), delivery(extraction, "failed", 1), delivery(extraction, "failed", 2),
+        delivery(extraction, "failed", 2), delivery(extraction, "dead"), delivery(extraction, "dead")]) yield* repo.insert(d)
+      const rows = yield* sql<{ event_status: string; event_seq: number }>`
+        SELECT event_status, event_seq FROM webhook_deliveries WHERE resource_id = ${extraction} ORDER BY event_status, event_seq`
+      expect(rows.map((r) => `${r.event_status}#${r.event_seq}`)).toEqual(["dead#0", "failed#1", "failed#2"])
+    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+  })
+})
