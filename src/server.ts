@@ -125,6 +125,9 @@ export const announce = (config: AppConfig) =>
     console.log(`trawl listening on ${base}`)
     console.log(`database: ${config.databaseUrl ? "PostgreSQL (DATABASE_URL)" : `embedded PGlite in ${config.dataDir}`}`)
     if (config.internalTokenGenerated) console.log(`internal token (generated for this start): ${config.internalTokens[0]}`)
+    if (config.allowPrivateTargets) {
+      console.warn("warning: ALLOW_PRIVATE_TARGETS=true: crawls and webhooks may reach private and loopback addresses (development and tests only)")
+    }
     if (config.databaseUrl && config.secretKeyGenerated) {
       console.warn("warning: SECRET_KEY is not set; this node uses its own key from DATA_DIR. Every node of a cluster must share one SECRET_KEY.")
     }

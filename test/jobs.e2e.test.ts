@@ -172,6 +172,8 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(r.attempts[0]).toMatchObject({ engine: "http", classification: "ok", httpStatus: 200, finalUrl: url, error: null })
     expect(site.hits("/page")).toBe(before + 1)
 
+    // a server that may reach private targets says so when it starts
+    expect(server.output()).toContain("warning: ALLOW_PRIVATE_TARGETS=true")
     const html = await fetch(`${server.baseUrl}/v1/scraper/jobs/${created.id}/html`, { headers: { "x-api-key": key } })
     expect(html.status).toBe(200)
     expect(html.headers.get("content-type")).toMatch(/^text\/html/)
@@ -901,6 +903,7 @@ describe("shutdown", () => {
   it("ends open event streams when the node is asked to stop, instead of waiting out the server's grace period", async () => {
     const server = await startServer({})
     try {
+      expect(server.output()).not.toContain("ALLOW_PRIVATE_TARGETS")
       const api = client(server.baseUrl)
       const t = await api.createTenant()
       const stream = await openStream(server.baseUrl, t.apiKey)

@@ -1,3 +1,4 @@
+import { createSocket } from "node:dgram"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createBraveEngine, createCamoufoxEngine } from "../../src/crawl/engines/browser.js"
 import { startGuardProxy } from "../../src/crawl/engines/guard-proxy.js"
@@ -181,6 +182,34 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       expect(a.classification).toBe("unsafe_url")
       expect(internal.hits).toEqual([])
       expect(internal.connections()).toBe(0)
+    })
+
+    it("a page's WebRTC sends no UDP (STUN/TURN would not pass the guard proxy)", async () => {
+      const udp = createSocket("udp4")
+      const packets: Array<Buffer> = []
+      udp.on("message", (m) => packets.push(m))
+      await new Promise<void>((r) => udp.bind(0, "127.0.0.1", () => r()))
+      const port = udp.address().port
+      try {
+        const stunPage = await startFixture({
+          "/webrtc": page(200, html(`${"<p>a page that opens a peer connection</p>".repeat(5)}
+            <script>
+              const pc = new RTCPeerConnection({ iceServers: [{ urls: "stun:127.0.0.1:${port}" }, { urls: "turn:127.0.0.1:${port}?transport=udp", username: "u", credential: "c" }] })
+              pc.createDataChannel("probe")
+              pc.createOffer().then((offer) => pc.setLocalDescription(offer))
+            </script>`))
+        }, "127.0.0.2")
+        try {
+          const a = await guarded.fetch({ url: `http://public.example:${stunPage.port}/webrtc`, timeoutMs: 20_000, allowPrivate: false })
+          expect(a).toMatchObject({ classification: "ok", httpStatus: 200 })
+          await new Promise((r) => setTimeout(r, 1500))
+          expect(packets).toEqual([])
+        } finally {
+          await stunPage.close()
+        }
+      } finally {
+        udp.close()
+      }
     })
 
     it("subresources and fetches to internal addresses are aborted; the page itself is ok", async () => {

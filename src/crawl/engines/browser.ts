@@ -21,9 +21,15 @@ import { type Attempt, type Classification, type Engine, emptyAttempt, type Fetc
 
 export const DEFAULT_CHROMIUM_PATH = "/usr/bin/chromium"
 
-/** Flags every Chromium launch gets (headless, no background traffic, no QUIC). */
+/**
+ * Flags every Chromium launch gets (headless, no background traffic, no QUIC). WebRTC may use UDP
+ * only through a proxy, and there is none for UDP: a page's STUN/TURN packets would otherwise leave
+ * the browser directly, past the guard proxy and the route checks, to any address it names.
+ */
 export const CHROMIUM_BASE_ARGS = [
   "--no-sandbox",
+  "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+  "--force-webrtc-ip-handling-policy",
   "--disable-gpu",
   "--disable-quic",
   "--no-first-run",
@@ -38,8 +44,15 @@ export const CHROMIUM_BASE_ARGS = [
   "--metrics-recording-only"
 ]
 
-/** Firefox preferences that silence background connections. */
+/**
+ * Firefox preferences that silence background connections, turn WebRTC off (its UDP would bypass
+ * the guard proxy), and send loopback requests through the proxy too (Firefox skips it for them by
+ * default), so every hop meets the guard.
+ */
 const FIREFOX_QUIET_PREFS: Record<string, string | number | boolean> = {
+  "media.peerconnection.enabled": false,
+  "network.proxy.allow_hijacking_localhost": true,
+  "network.proxy.no_proxies_on": "",
   "app.update.enabled": false,
   "browser.safebrowsing.malware.enabled": false,
   "browser.safebrowsing.phishing.enabled": false,
