@@ -1,31 +1,16 @@
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
-import { Config, loadConfig } from "../../src/config.ts"
 import { newId } from "../../src/ids.ts"
-import { DatabaseLive } from "../../src/sql/database.ts"
 import { migrations, runMigrations } from "../../src/sql/migrate.ts"
 import { TenantRepo, TenantRepoLive } from "../../src/sql/tenant-repo.ts"
-import { createTestDatabase } from "../support/server-process.ts"
+import { databaseLayer, freshDatabaseConfig, testDatabases } from "../support/databases.ts"
 
-const databases = [
-  { name: "embedded", url: async () => undefined as string | undefined },
-  ...(process.env.DATABASE_URL ? [{ name: "postgres", url: () => createTestDatabase(process.env.DATABASE_URL!) }] : [])
-]
+const layerFor = (config: ReturnType<typeof freshDatabaseConfig>) => TenantRepoLive.pipe(Layer.provideMerge(databaseLayer(config)))
 
-/** A database for one test: a fresh PostgreSQL database, or a fresh embedded data dir. */
-const databaseOf = (url: string | undefined) =>
-  loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "trawl-sql-")), ...(url ? { DATABASE_URL: url } : {}) })
-
-const layerFor = (config: ReturnType<typeof loadConfig>) =>
-  TenantRepoLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(Layer.succeed(Config, config)))
-
-describe.each(databases)("accounts SQL ($name)", (db) => {
+describe.each(testDatabases)("accounts SQL ($name)", (db) => {
   it("applies migrations once, also when several nodes start at the same time", async () => {
-    const config = databaseOf(await db.url())
+    const config = freshDatabaseConfig(await db.url())
     const results = await Effect.runPromise(
       Effect.all([runMigrations, runMigrations, runMigrations], { concurrency: "unbounded" }).pipe(
         Effect.provide(layerFor(config)),
@@ -40,7 +25,7 @@ describe.each(databases)("accounts SQL ($name)", (db) => {
   }, 60_000)
 
   it("never lets concurrent debits take the balance below zero, and keeps the ledger consistent", async () => {
-    const config = databaseOf(await db.url())
+    const config = freshDatabaseConfig(await db.url())
     await Effect.runPromise(
       Effect.gen(function*() {
         yield* runMigrations

@@ -1,27 +1,14 @@
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { gzipSync } from "node:zlib"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
-import { Config, loadConfig } from "../../src/config.ts"
 import { newId } from "../../src/ids.ts"
 import type { JobResult } from "../../src/schema/job.ts"
-import { DatabaseLive } from "../../src/sql/database.ts"
 import { JobRepo, JobRepoLive, type NewJob } from "../../src/sql/job-repo.ts"
 import { runMigrations } from "../../src/sql/migrate.ts"
-import { createTestDatabase } from "../support/server-process.ts"
+import { databaseLayer, freshDatabaseConfig, testDatabases } from "../support/databases.ts"
 
-const databases = [
-  { name: "embedded", url: async () => undefined as string | undefined },
-  ...(process.env.DATABASE_URL ? [{ name: "postgres", url: () => createTestDatabase(process.env.DATABASE_URL!) }] : [])
-]
-
-const layerFor = (url: string | undefined) => {
-  const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "trawl-jobs-")), ...(url ? { DATABASE_URL: url } : {}) })
-  return JobRepoLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(Layer.succeed(Config, config)))
-}
+const layerFor = (url: string | undefined) => JobRepoLive.pipe(Layer.provideMerge(databaseLayer(freshDatabaseConfig(url))))
 
 const result: JobResult = {
   httpStatus: 200,
@@ -55,7 +42,7 @@ const newJob = (tenantId: string, url: string): NewJob => ({
   requestId: null
 })
 
-describe.each(databases)("job repository ($name)", (db) => {
+describe.each(testDatabases)("job repository ($name)", (db) => {
   it("claims and finishes many concurrent jobs of several tenants in shared statements, with gap-free events and right page history", async () => {
     await Effect.runPromise(Effect.gen(function*() {
       yield* runMigrations

@@ -1,36 +1,23 @@
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { MachineId, Snowflake, SqlMessageStorage } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
 import { NodeCrypto } from "@effect/platform-node"
 import { maintainStorage, MESSAGE_RETENTION_HOURS } from "../../src/actors/storage-maintenance.ts"
-import { Config, loadConfig } from "../../src/config.ts"
-import { DatabaseLive } from "../../src/sql/database.ts"
 import { runMigrations } from "../../src/sql/migrate.ts"
-import { createTestDatabase } from "../support/server-process.ts"
+import { databaseLayer, freshDatabaseConfig, testDatabases } from "../support/databases.ts"
 
-const databases = [
-  { name: "embedded", url: async () => undefined as string | undefined },
-  ...(process.env.DATABASE_URL ? [{ name: "postgres", url: () => createTestDatabase(process.env.DATABASE_URL!) }] : [])
-]
-
-const layerFor = (url: string | undefined) => {
-  const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "trawl-maint-")), ...(url ? { DATABASE_URL: url } : {}) })
+const layerFor = (url: string | undefined) =>
   // The cluster's own tables, as a runner creates them at start.
-  return SqlMessageStorage.layerMigrations({}).pipe(
+  SqlMessageStorage.layerMigrations({}).pipe(
     Layer.provide(NodeCrypto.layerDigest),
-    Layer.provideMerge(DatabaseLive),
-    Layer.provideMerge(Layer.succeed(Config, config))
+    Layer.provideMerge(databaseLayer(freshDatabaseConfig(url)))
   )
-}
 
 const idAt = (ageHours: number, sequence: number) =>
   String(Snowflake.make({ timestamp: Date.now() - ageHours * 3_600_000, machineId: MachineId.make(1), sequence }))
 
-describe.each(databases)("storage maintenance ($name)", (db) => {
+describe.each(testDatabases)("storage maintenance ($name)", (db) => {
   it("deletes answered cluster messages older than the retention with their replies, and keeps the rest", async () => {
     const url = await db.url()
     await Effect.runPromise(Effect.gen(function*() {

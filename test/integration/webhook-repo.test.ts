@@ -1,27 +1,14 @@
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
-import { Config, loadConfig } from "../../src/config.ts"
 import { newId } from "../../src/ids.ts"
-import { DatabaseLive } from "../../src/sql/database.ts"
 import { runMigrations } from "../../src/sql/migrate.ts"
 import { type NewDelivery, WebhookRepo, WebhookRepoLive } from "../../src/sql/webhook-repo.ts"
-import { createTestDatabase } from "../support/server-process.ts"
+import { databaseLayer, freshDatabaseConfig, testDatabases } from "../support/databases.ts"
 
-const databases = [
-  { name: "embedded", url: async () => undefined as string | undefined },
-  ...(process.env.DATABASE_URL ? [{ name: "postgres", url: () => createTestDatabase(process.env.DATABASE_URL!) }] : [])
-]
+const layerFor = (url: string | undefined) => WebhookRepoLive.pipe(Layer.provideMerge(databaseLayer(freshDatabaseConfig(url))))
 
-const layerFor = (url: string | undefined) => {
-  const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "trawl-webhooks-")), ...(url ? { DATABASE_URL: url } : {}) })
-  return WebhookRepoLive.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(Layer.succeed(Config, config)))
-}
-
-describe.each(databases)("webhook repository ($name)", (db) => {
+describe.each(testDatabases)("webhook repository ($name)", (db) => {
   it("keeps one delivery per resource, status and occurrence, however often it is written", async () => {
     await Effect.runPromise(Effect.gen(function*() {
       yield* runMigrations
