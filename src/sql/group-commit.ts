@@ -39,6 +39,8 @@ export const makeGroupCommit = <I, O, E = never>(
 
     const take = () => {
       const { key, weight, maxWeight = Infinity } = options
+      // Most writers batch by count alone: one splice, not one per item.
+      if (!key && !weight) return pending.splice(0, options.maxBatch)
       const batch: typeof pending = []
       const keys = new Set<string>()
       let weighed = 0
