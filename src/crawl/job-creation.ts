@@ -161,9 +161,7 @@ export const JobCreationLive = Layer.effect(
       Effect.gen(function*() {
         if (prepared.length === 0) return []
         const ids = prepared.map((p) => p.job.id)
-        const rows = yield* repo.insert(prepared.map((p) => p.job)).pipe(
-          Effect.onError(() => tenantClient(tenantId).ReleaseJobs({ jobIds: ids }, { discard: true }).pipe(Effect.ignore))
-        )
+        const rows = yield* repo.insert(prepared.map((p) => p.job)).pipe(Effect.onError(() => release(tenantId, prepared)))
         if (rows.length > 0) yield* events.notify(tenantId)
         // A lost hand-off is picked up by the sweeper once the job's lease runs out.
         yield* Effect.forEach(ids, (id) => jobClient(id).Run(undefined, { discard: true }).pipe(Effect.ignore), {
