@@ -1,11 +1,9 @@
 import { Effect, Result } from "effect"
 import { parseIsoDateTime } from "../schema/common.ts"
+import { MAX_SORT_TERMS } from "../schema/envelope.ts"
 import { fail } from "../schema/errors.ts"
 
 export type SortEntry = { field: string; dir: "asc" | "desc" }
-
-/** As many sort terms as a search body's `sort` takes. */
-export const MAX_SORT_TERMS = 5
 
 /**
  * A search's `createdAt` bounds, each checked strictly and rewritten as a UTC ISO string (so the

@@ -33,6 +33,12 @@ export const Success = <S extends Schema.Top>(data: S, status = 200, label = lab
 
 export const SortEntry = Schema.Struct({ field: Schema.String, dir: Schema.Literals(["asc", "desc"]) })
 
+/** The most sort terms a list or search takes. */
+export const MAX_SORT_TERMS = 5
+
+/** A search body's `sort`. */
+export const SortTerms = Schema.Array(SortEntry).check(Schema.isMaxLength(MAX_SORT_TERMS))
+
 export const Pagination = Schema.Struct({
   offset: Schema.Int,
   limit: Schema.Int,

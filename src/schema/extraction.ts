@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { DateTime, NullableDateTime } from "./common.ts"
-import { Page } from "./envelope.ts"
+import { Page, SortTerms } from "./envelope.ts"
 
 export const ExtractionStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead", "cancelled"])
 export type ExtractionStatus = typeof ExtractionStatus.Type
@@ -106,7 +106,7 @@ export const SearchExtractionsBody = Schema.Struct({
     domainId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 253))),
     createdAt: Schema.optional(Schema.Struct({ gte: Schema.optional(Schema.String), lt: Schema.optional(Schema.String) }))
   })),
-  sort: Schema.optional(Schema.Array(Schema.Struct({ field: Schema.String, dir: Schema.Literals(["asc", "desc"]) })).check(Schema.isMaxLength(5))),
+  sort: Schema.optional(SortTerms),
   pagination: Schema.optional(Schema.Struct({
     offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
     limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))

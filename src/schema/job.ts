@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { DateTime, NullableDateTime } from "./common.ts"
-import { Page } from "./envelope.ts"
+import { Page, SortTerms } from "./envelope.ts"
 
 export const JobStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead"])
 export type JobStatus = typeof JobStatus.Type
@@ -115,7 +115,7 @@ export const SearchJobsBody = Schema.Struct({
       lte: Schema.optional(Schema.Int)
     }))
   })),
-  sort: Schema.optional(Schema.Array(Schema.Struct({ field: Schema.String, dir: Schema.Literals(["asc", "desc"]) })).check(Schema.isMaxLength(5))),
+  sort: Schema.optional(SortTerms),
   pagination: Schema.optional(Schema.Struct({
     offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
     limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
