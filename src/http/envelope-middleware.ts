@@ -96,15 +96,7 @@ const failureResponse = (
   if (isTag(error, "RouteNotFound")) {
     const path = request.url.split("?")[0]!
     const allowed = routes.filter((r) => r.pattern.test(path)).map((r) => r.method)
-    if (allowed.length > 0) {
-      return Effect.succeed(
-        HttpServerResponse.setHeader(
-          json(405, errorEnvelope("method_not_allowed", `${request.method} is not allowed here`, requestId)),
-          "allow",
-          [...new Set(allowed)].join(", ")
-        )
-      )
-    }
+    if (allowed.length > 0) return Effect.succeed(methodNotAllowed(request.method, allowed, requestId))
     return Effect.succeed(json(404, errorEnvelope("not_found", `no route for ${request.method} ${path}`, requestId)))
   }
   if (NUL_SQLSTATES.has(sqlStateOf(error) ?? "")) {
@@ -157,6 +149,45 @@ const isNonJsonBody = (headers: Readonly<Record<string, string | undefined>>): b
 /** `application/json`, with or without parameters such as `charset` (the one type the decoder reads). */
 const isJsonMediaType = (contentType: string): boolean => contentType.split(";")[0]!.trim().toLowerCase() === "application/json"
 
+const methodNotAllowed = (method: string, allowed: ReadonlyArray<string>, requestId: string) =>
+  HttpServerResponse.setHeader(
+    json(405, errorEnvelope("method_not_allowed", `${method} is not allowed here`, requestId)),
+    "allow",
+    [...new Set(allowed)].join(", ")
+  )
+
+const unsupportedMediaType = (requestId: string, details?: ReadonlyArray<ErrorDetail>) =>
+  json(415, errorEnvelope("unsupported_media_type", "send the body as application/json", requestId, details))
+
+/**
+ * Answers decided from the request line and headers alone, before any route runs: a path or query
+ * with a NUL character, a route's own name taken for a resource id, a body that is not JSON.
+ */
+const refusalBeforeRouting = (
+  request: HttpServerRequest.HttpServerRequest,
+  routes: ReadonlyArray<Route>,
+  requestId: string
+): HttpServerResponse.HttpServerResponse | undefined => {
+  // No resource's name holds a NUL character (the database cannot store one), so a path with
+  // one names nothing; in the query string it is a bad parameter.
+  const nulAt = request.url.search(/%00/i)
+  if (nulAt >= 0) {
+    const queryAt = request.url.indexOf("?")
+    return queryAt < 0 || nulAt < queryAt
+      ? json(404, errorEnvelope("not_found", "no resource has a NUL character (%00) in its name", requestId))
+      : json(400, errorEnvelope("validation_error", "query parameters cannot contain the NUL character (%00)", requestId, [
+        { path: "query", code: "invalid_value", message: "contains %00" }
+      ]))
+  }
+  const allowed = otherMethodsOfLiteral(routes, request.method, request.url.split("?")[0]!)
+  if (allowed.length > 0) return methodNotAllowed(request.method, allowed, requestId)
+  if (isNonJsonBody(request.headers)) {
+    const given = request.headers["content-type"]
+    return unsupportedMediaType(requestId, [{ path: "content-type", code: "invalid_value", message: given ? `${given} is not JSON` : "is missing" }])
+  }
+  return undefined
+}
+
 const tooLarge = (requestId: string) =>
   json(413, errorEnvelope("payload_too_large", `the body is larger than ${MAX_BODY_BYTES} bytes`, requestId))
 
@@ -172,50 +203,21 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
         const incoming = request.headers["x-request-id"]
         const requestId = incoming && requestIdPattern.test(incoming) ? incoming : `req_${randomUUID()}`
         const bag: Record<string, string> = {}
-        // No resource's name holds a NUL character (the database cannot store one), so a path with
-        // one names nothing; in the query string it is a bad parameter.
-        const nulAt = request.url.search(/%00/i)
-        if (nulAt >= 0) {
-          const queryAt = request.url.indexOf("?")
-          const inPath = queryAt < 0 || nulAt < queryAt
-          const response = inPath
-            ? json(404, errorEnvelope("not_found", "no resource has a NUL character (%00) in its name", requestId))
-            : json(400, errorEnvelope("validation_error", "query parameters cannot contain the NUL character (%00)", requestId, [
-              { path: "query", code: "invalid_value", message: "contains %00" }
-            ]))
-          return HttpServerResponse.setHeaders(response, { "x-request-id": requestId })
-        }
-        const allowed = otherMethodsOfLiteral(routes, request.method, request.url.split("?")[0]!)
-        if (allowed.length > 0) {
-          return HttpServerResponse.setHeaders(
-            json(405, errorEnvelope("method_not_allowed", `${request.method} is not allowed here`, requestId)),
-            { allow: allowed.join(", "), "x-request-id": requestId }
-          )
-        }
-        if (isNonJsonBody(request.headers)) {
-          const given = request.headers["content-type"]
-          return HttpServerResponse.setHeaders(
-            json(415, errorEnvelope("unsupported_media_type", "send the body as application/json", requestId, [
-              { path: "content-type", code: "invalid_value", message: given ? `${given} is not JSON` : "is missing" }
-            ])),
-            { "x-request-id": requestId }
-          )
-        }
-        let response = yield* httpApp.pipe(
+        let response = refusalBeforeRouting(request, routes, requestId) ?? (yield* httpApp.pipe(
           Effect.provideService(RequestId, requestId),
           Effect.provideService(ResponseHeaders, bag),
           Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)),
           Effect.catchCause((cause) =>
             failureResponse(cause, requestId, request, routes).pipe(Effect.provideService(ResponseHeaders, bag))
           )
-        )
+        ))
         // Built-in plain-text answers (413 from the body reader, 415) get the envelope too.
         if (response.status === 413 || response.status === 415) {
           const isEnvelope = response.headers["content-type"]?.startsWith("application/json")
           if (!isEnvelope) {
             response = response.status === 413
               ? tooLarge(requestId)
-              : json(415, errorEnvelope("unsupported_media_type", "send the body as application/json", requestId))
+              : unsupportedMediaType(requestId)
           }
         }
         return HttpServerResponse.setHeaders(response, { ...bag, "x-request-id": requestId })

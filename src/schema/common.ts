@@ -10,8 +10,8 @@ const isoDateTime = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.
  * Milliseconds since the epoch of an ISO 8601 date (`2026-01-31`, UTC midnight) or date-time
  * (`2026-01-31T12:00:00Z`, seconds, fraction and offset optional; no offset means UTC), or
  * undefined. Stricter than `Date.parse`, which takes February 30 and other spellings: every field
- * is range-checked (years 0001-9999, also after the offset is applied; offsets up to 14:00), so what passes is a real instant that
- * PostgreSQL reads the same way.
+ * is range-checked (years 0001-9999, also after the offset is applied; offsets up to 14:00), so
+ * what passes is a real instant that PostgreSQL reads the same way.
  */
 export const parseIsoDateTime = (s: string): number | undefined => {
   const m = isoDateTime.exec(s)
