@@ -542,6 +542,10 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       const badDate = await search({ where: { createdAt: { gte: "yesterday" } } })
       expect(badDate.status).toBe(400)
       expect(badDate.json.code).toBe("invalid_filter")
+      // Every bad bound is named, as in the job search.
+      const bothBad = await search({ where: { createdAt: { gte: "yesterday", lt: "2021-02-29" } } })
+      expect(bothBad.status).toBe(400)
+      expect(bothBad.json.error.details.map((d: { path: string }) => d.path)).toEqual(["where.createdAt.gte", "where.createdAt.lt"])
       expect((await search({ where: { colour: "red" } })).status).toBe(400)
       expect((await search({ pagination: { limit: 201 } })).status).toBe(400)
     })

@@ -26,7 +26,7 @@ import { encryptSecret } from "../webhooks/secret-box.ts"
 import { generateWebhookSecret } from "../webhooks/signing.ts"
 import { Api } from "./api.ts"
 import { Idempotency } from "./idempotency.ts"
-import { createdAtBounds, parseSort } from "./list-query.ts"
+import { createdAtFilter, parseSort } from "./list-query.ts"
 
 const statuses: ReadonlyArray<ExtractionStatus> = ["queued", "claimed", "done", "failed", "dead", "cancelled"]
 const terminal: ReadonlyArray<string> = ["done", "dead", "cancelled"]
@@ -208,9 +208,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           )
           if (bad.length > 0) return yield* fail(400, "invalid_sort_field", `sort fields must be among ${extractionSortFields.join(", ")}`, { details: bad })
           const where = { ...payload.where }
-          const bounds = createdAtBounds(where.createdAt)
-          if (bounds._tag === "Failure") return yield* filterError(`where.createdAt.${bounds.failure[0]}`, "createdAt bounds must be ISO 8601 date-times")
-          if (where.createdAt) where.createdAt = bounds.success
+          if (where.createdAt) where.createdAt = yield* createdAtFilter(where.createdAt)
           return yield* page(me.tenantId, where, sort, payload.pagination?.offset ?? 0, payload.pagination?.limit ?? 50)
         }))
       .handle("get", ({ params }) =>

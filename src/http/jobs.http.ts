@@ -17,7 +17,7 @@ import { issueDetails } from "./envelope-middleware.ts"
 import { Draining } from "./draining.ts"
 import { Idempotency } from "./idempotency.ts"
 import { JobCreation, type PreparedJob } from "../crawl/job-creation.ts"
-import { createdAtBounds, parseSort } from "./list-query.ts"
+import { createdAtFilter, parseSort } from "./list-query.ts"
 
 const statuses: ReadonlyArray<JobStatus> = ["queued", "claimed", "done", "failed", "dead"]
 const SSE_BUFFER = 1000
@@ -132,13 +132,7 @@ export const JobsHandlers = HttpApiBuilder.group(
             })
           }
           const where = { ...payload.where }
-          const bounds = createdAtBounds(where.createdAt)
-          if (bounds._tag === "Failure") {
-            return yield* fail(400, "invalid_filter", "createdAt bounds must be ISO 8601 date-times", {
-              details: bounds.failure.map((k) => ({ path: `where.createdAt.${k}`, code: "invalid_value", message: "not a date-time" }))
-            })
-          }
-          if (where.createdAt) where.createdAt = bounds.success
+          if (where.createdAt) where.createdAt = yield* createdAtFilter(where.createdAt)
           const offset = payload.pagination?.offset ?? 0
           const limit = payload.pagination?.limit ?? 50
           return yield* listQuery(me.tenantId, where, sort, offset, limit)

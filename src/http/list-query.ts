@@ -1,4 +1,4 @@
-import { Effect, Result } from "effect"
+import { Effect } from "effect"
 import { parseIsoDateTime } from "../schema/common.ts"
 import { MAX_SORT_TERMS } from "../schema/envelope.ts"
 import { fail } from "../schema/errors.ts"
@@ -7,22 +7,27 @@ export type SortEntry = { field: string; dir: "asc" | "desc" }
 
 /**
  * A search's `createdAt` bounds, each checked strictly and rewritten as a UTC ISO string (so the
- * database never reads a spelling of its own), or the names of the bounds that are not date-times.
+ * database never reads a spelling of its own); `400 invalid_filter` naming every bound that is not
+ * a date-time.
  */
-export const createdAtBounds = (
-  range: { readonly gte?: string | undefined; readonly lt?: string | undefined } | undefined
-): Result.Result<{ gte?: string; lt?: string }, ReadonlyArray<"gte" | "lt">> => {
-  const out: { gte?: string; lt?: string } = {}
-  const bad: Array<"gte" | "lt"> = []
-  for (const k of ["gte", "lt"] as const) {
-    const v = range?.[k]
-    if (v === undefined) continue
-    const ms = parseIsoDateTime(v)
-    if (ms === undefined) bad.push(k)
-    else out[k] = new Date(ms).toISOString()
-  }
-  return bad.length > 0 ? Result.fail(bad) : Result.succeed(out)
-}
+export const createdAtFilter = (range: { readonly gte?: string | undefined; readonly lt?: string | undefined }) =>
+  Effect.gen(function*() {
+    const out: { gte?: string; lt?: string } = {}
+    const bad: Array<"gte" | "lt"> = []
+    for (const k of ["gte", "lt"] as const) {
+      const v = range[k]
+      if (v === undefined) continue
+      const ms = parseIsoDateTime(v)
+      if (ms === undefined) bad.push(k)
+      else out[k] = new Date(ms).toISOString()
+    }
+    if (bad.length > 0) {
+      return yield* fail(400, "invalid_filter", "createdAt bounds must be ISO 8601 date-times", {
+        details: bad.map((k) => ({ path: `where.createdAt.${k}`, code: "invalid_value", message: "not a date-time" }))
+      })
+    }
+    return out
+  })
 
 /**
  * Parses `sort=field:dir,field:dir` against the sortable fields. An unknown field
