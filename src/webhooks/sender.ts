@@ -52,9 +52,9 @@ export interface SendWebhookOptions {
 export interface SendWebhookResult {
   /** True for a 2xx answer only (a 3xx is not followed and counts as a failure). */
   readonly ok: boolean
-  /** The receiver's status; null when no HTTP answer arrived. */
+  /** The receiver's status; null when no HTTP answer arrived. With `error` set, the answer began but did not end. */
   readonly httpStatus: number | null
-  /** Short code when no HTTP answer arrived; null otherwise. */
+  /** Short code when no complete HTTP answer arrived; null otherwise. */
   readonly error: SendErrorCode | null
   /** The underlying error message, for the operator's audit log; null when `error` is null. */
   readonly errorDetail: string | null
@@ -161,13 +161,15 @@ const firstHeader = (value: string | string[] | undefined): string | null =>
   (Array.isArray(value) ? value[0] : value) ?? null
 
 /**
- * Reads at most `maxBytes` of a body, then drops the rest (that connection is not reused). A body
- * that fails midway (timeout, reset) keeps what arrived: the status is the answer either way.
+ * Reads at most `maxBytes` of a body, then drops the rest (that connection is not reused).
+ * `error` is set when the body failed before its end or the cap (timeout, reset): the receiver
+ * never gave a complete answer, so the attempt does not count as delivered whatever its status.
  */
 const readCapped = async (body: AsyncIterable<Uint8Array> & { destroy(): void }, maxBytes: number) => {
   const decoder = new StringDecoder("utf8")
   let text = ""
   let kept = 0
+  let error: unknown
   try {
     for await (const chunk of body) {
       const take = Math.min(chunk.length, maxBytes - kept)
@@ -176,12 +178,12 @@ const readCapped = async (body: AsyncIterable<Uint8Array> & { destroy(): void },
       kept += take
       if (kept >= maxBytes) break
     }
-  } catch {
-    // keep the partial text
+  } catch (err) {
+    error = err ?? new Error("response body failed")
   } finally {
     body.destroy()
   }
-  return text
+  return { text, error }
 }
 
 /**
@@ -242,14 +244,21 @@ export const sendWebhook = async (options: SendWebhookOptions): Promise<SendWebh
     })
     const httpStatus = response.statusCode
     const retryAfter = firstHeader(response.headers["retry-after"])
-    const responseBody = await readCapped(response.body, maxResponseBytes)
+    const read = await readCapped(response.body, maxResponseBytes)
+    if (read.error !== undefined) {
+      // The status arrived but the answer did not end: recorded with what came, and retried.
+      const cut = controller.signal.aborted
+        ? failure("timeout", String((controller.signal.reason as Error).message))
+        : failure(classify(read.error), read.error instanceof Error ? read.error.message || errorCodeOf(read.error) || read.error.name : String(read.error))
+      return { ...cut, httpStatus, responseBody: read.text, retryAfter }
+    }
     return {
       ok: httpStatus >= 200 && httpStatus < 300,
       httpStatus,
       error: null,
       errorDetail: null,
       durationMs: elapsed(),
-      responseBody,
+      responseBody: read.text,
       retryAfter
     }
   } catch (err) {

@@ -51,6 +51,11 @@ beforeAll(async () => {
         res.write("partial")
         return void setTimeout(() => res.end(" rest"), 2_000)
       }
+      if (path === "/cut-body") {
+        res.writeHead(200, { "content-length": "100" })
+        res.write("partial")
+        return void setTimeout(() => res.socket?.destroy(), 50)
+      }
       res.writeHead(404).end()
     })
   })
@@ -186,9 +191,12 @@ describe("sendWebhook against a loopback receiver", () => {
     expect(result.durationMs).toBeLessThan(1_500)
   })
 
-  it("keeps the status when only the body is slow", async () => {
-    const result = await post("/slow-body", { timeoutMs: 300 })
-    expect(result).toMatchObject({ ok: true, httpStatus: 200, error: null, responseBody: "partial" })
+  it("does not count a 2xx whose body never ends as delivered, keeping its status and what arrived", async () => {
+    const slow = await post("/slow-body", { timeoutMs: 300 })
+    expect(slow).toMatchObject({ ok: false, httpStatus: 200, error: "timeout", responseBody: "partial" })
+    const cut = await post("/cut-body")
+    expect(cut).toMatchObject({ ok: false, httpStatus: 200, responseBody: "partial" })
+    expect(cut.error).not.toBeNull()
   })
 
   it("truncates the response body to the cap without splitting a character", async () => {
