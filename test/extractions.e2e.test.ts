@@ -329,6 +329,18 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       expect(e.data.images?.map((i: any) => i.url)).toContain(`https://example.com/pic-${n}.png`)
     })
 
+    it("extracts from HTML nested 100 000 elements deep while the node keeps answering", async () => {
+      const n = nonce()
+      const depth = 100_000
+      const body = `<p>Deep paragraph ${n}: the council said on Tuesday that the works, which began in spring, will continue until the end of the year.</p>`.repeat(3)
+      const res = await create({ type: "article", input: `<html><body>${"<div>".repeat(depth)}${body}${"</div>".repeat(depth)}</body></html>` })
+      expect(res.status, res.text).toBe(201)
+      expect((await api.call("GET", "/readyz")).status).toBe(200)
+      const e = await waitFinal(res.json.data.id)
+      expect(e.status, JSON.stringify(e)).toBe("done")
+      expect(e.data.content).toContain(`Deep paragraph ${n}`)
+    })
+
     it("extracts an article from plain text", async () => {
       const n = nonce()
       const text = `Text title ${n}\n\nThe first paragraph of plain text. It has two sentences.\n\nThe second paragraph follows here.`

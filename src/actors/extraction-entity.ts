@@ -108,8 +108,13 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
             url: row.url,
             configs: configs.map((c) => ({ id: c.id, payload: c.payload }))
           }),
-          catch: (e) => isExtractError(e) ? new Failure(e.errorClass, e.message, false) : new Failure("unknown", String(e), true)
-        })
+          catch: (e) => e
+        }).pipe(Effect.catch((e) =>
+          isExtractError(e)
+            ? Effect.fail(new Failure(e.errorClass, e.message, false))
+            // A fault of the extractor itself: the same input would fail again, and its text is for the log only.
+            : Effect.logError("extractor fault", e).pipe(Effect.andThen(Effect.fail(new Failure("unknown", "the extractor failed on this input", false))))
+        ))
         let data = out.data as unknown as Record<string, unknown>
         const metadata: Record<string, unknown> = { ...out.metadata }
         let llmError: string | null = null

@@ -4,7 +4,7 @@ import { ExtractError } from "../../src/extract/errors.js"
 import { applyPostProcess } from "../../src/extract/post-process.js"
 import { detectLanguage } from "../../src/extract/language.js"
 import { querySelectorAll } from "../../src/extract/html/selector.js"
-import { parseHtml } from "../../src/extract/html/parser.js"
+import { MAX_OPEN_ELEMENTS, parseHtml } from "../../src/extract/html/parser.js"
 
 describe("sanitizing", () => {
   const evil = `<html><head><style>.x{color:red}</style><script>window.stolen = "SECRET-SCRIPT"</script></head>
@@ -117,6 +117,23 @@ describe("HTML parser and selectors", () => {
     expect(querySelectorAll(doc.root, "p + p")[0]!.children[0]).toBe("b ééA")
     expect(querySelectorAll(doc.root, "tr > td:nth-child(2)")[0]!.children[0]).toBe("y")
     expect(querySelectorAll(doc.root, "script")[0]!.children[0]).toBe("if (a < b) {}")
+  })
+  it("bounds the depth of deeply nested input and keeps its text (a browser's 512 open elements)", () => {
+    const depth = 100_000
+    const deep = `<html><body>${"<div>".repeat(depth)}${para(3)}${"</div>".repeat(depth)}<footer>after</footer></body></html>`
+    const doc = parseHtml(deep)
+    let deepest = 0
+    const measure = (el: { children: ReadonlyArray<unknown> }, d: number) => {
+      deepest = Math.max(deepest, d)
+      for (const c of el.children) if (typeof c !== "string") measure(c as { children: ReadonlyArray<unknown> }, d + 1)
+    }
+    measure(doc.root, 0)
+    expect(deepest).toBeLessThanOrEqual(MAX_OPEN_ELEMENTS + 1)
+    expect(querySelectorAll(doc.root, "p")).toHaveLength(3)
+    expect(querySelectorAll(doc.root, "footer")).toHaveLength(1)
+    // The whole extraction runs over it without exhausting the stack.
+    const out = article(deep)
+    expect(JSON.stringify(out.data)).toContain("Paragraph 3 about the harbour")
   })
   it("supports attribute selectors and :not", () => {
     const doc = parseHtml(`<div class="a b" data-x="hello"><span id="s" class="c">1</span><span class="d">2</span></div>`)

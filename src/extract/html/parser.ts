@@ -47,6 +47,13 @@ const INLINE = new Set([
 const BLOCKISH = new Set([...CLOSES_P, "td", "th", "tr", "tbody", "thead", "tfoot", "body", "li"])
 const HEADINGS = new Set(["h1", "h2", "h3", "h4", "h5", "h6"])
 
+/**
+ * Open elements at most, as Chromium's parser (512): an element opened deeper is attached where
+ * it appears but does not open, so its content goes to the deepest open element. This keeps every
+ * stack scan and every recursive walk of the tree bounded, however deep the input nests.
+ */
+export const MAX_OPEN_ELEMENTS = 512
+
 const rawEndCache = new Map<string, RegExp>()
 function rawEnd(tag: string): RegExp {
   let re = rawEndCache.get(tag)
@@ -278,7 +285,7 @@ export function parseHtml(src: string): ParsedDocument {
     else if (tag === "head") head = el
     el.parent = cur
     cur.children.push(el)
-    if (VOID.has(tag) || (selfClosing && foreign > 0)) return
+    if (VOID.has(tag) || (selfClosing && foreign > 0) || stack.length >= MAX_OPEN_ELEMENTS) return
     if (tag === "svg" || tag === "math") foreign++
     stack.push(el)
     cur = el
