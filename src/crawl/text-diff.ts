@@ -1,16 +1,40 @@
 type Op = { kind: " " | "-" | "+"; line: string }
 
-/** The shortest edit script between two line lists (Myers' O((N+M)·D) algorithm). */
-const editScript = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): Array<Op> => {
+/**
+ * Edit steps the search may take before it gives up on the shortest script. The search costs
+ * O((N+M)·D) time and O(D²) memory, so this bounds both (about 4 MB and some 10⁸ comparisons at
+ * worst); texts further apart than that get one replacement of everything between their common
+ * start and end.
+ */
+export const MAX_EDIT_STEPS = 1000
+
+/**
+ * An edit script between two line lists: the shortest one (Myers' algorithm) when the lines that
+ * differ, after the common start and end are set aside, need at most `MAX_EDIT_STEPS` edits.
+ */
+const editScript = (a: ReadonlyArray<string>, b: ReadonlyArray<string>, maxSteps: number): Array<Op> => {
+  let head = 0
+  while (head < a.length && head < b.length && a[head] === b[head]) head++
+  let tail = 0
+  while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++
+  const same = (from: number, to: number) => a.slice(from, to).map((line): Op => ({ kind: " ", line }))
+  const middle = shortestMiddle(a.slice(head, a.length - tail), b.slice(head, b.length - tail), maxSteps) ??
+    [...a.slice(head, a.length - tail).map((line): Op => ({ kind: "-", line })), ...b.slice(head, b.length - tail).map((line): Op => ({ kind: "+", line }))]
+  return [...same(0, head), ...middle, ...same(a.length - tail, a.length)]
+}
+
+/** Myers' shortest edit script, or undefined when it needs more than `maxSteps` edits. */
+const shortestMiddle = (a: ReadonlyArray<string>, b: ReadonlyArray<string>, maxSteps: number): Array<Op> | undefined => {
   const n = a.length
   const m = b.length
-  const max = n + m
+  const max = Math.min(n + m, maxSteps)
   const offset = max + 1
   const v = new Int32Array(2 * max + 3)
+  // trace[d] keeps only diagonals -d..d of V before step d: O(D²) in all.
   const trace: Array<Int32Array> = []
-  let found = false
+  let found = n === 0 && m === 0
   for (let d = 0; d <= max && !found; d++) {
-    trace.push(v.slice())
+    trace.push(v.slice(offset - d, offset + d + 1))
     for (let k = -d; k <= d; k += 2) {
       let x = k === -d || (k !== d && v[offset + k - 1]! < v[offset + k + 1]!) ? v[offset + k + 1]! : v[offset + k - 1]! + 1
       let y = x - k
@@ -25,15 +49,17 @@ const editScript = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): Array<O
       }
     }
   }
+  if (!found) return undefined
   // Walk the trace backwards to recover the operations.
   const ops: Array<Op> = []
   let x = n
   let y = m
   for (let d = trace.length - 1; d >= 0; d--) {
     const vd = trace[d]!
+    const at = (k: number) => vd[k + d]!
     const k = x - y
-    const prevK = k === -d || (k !== d && vd[offset + k - 1]! < vd[offset + k + 1]!) ? k + 1 : k - 1
-    const prevX = vd[offset + prevK]!
+    const prevK = k === -d || (k !== d && at(k - 1) < at(k + 1)) ? k + 1 : k - 1
+    const prevX = d === 0 ? 0 : at(prevK)
     const prevY = prevX - prevK
     while (x > prevX && y > prevY) ops.push({ kind: " ", line: a[--x]! }), y--
     if (d > 0) {
@@ -52,9 +78,10 @@ export const unifiedDiff = (
   a: ReadonlyArray<string>,
   b: ReadonlyArray<string>,
   labels: { from: string; to: string },
-  context = 3
+  context = 3,
+  maxSteps = MAX_EDIT_STEPS
 ): string => {
-  const ops = editScript(a, b)
+  const ops = editScript(a, b, maxSteps)
   if (!ops.some((o) => o.kind !== " ")) return ""
   const out = [`--- ${labels.from}`, `+++ ${labels.to}`]
   let i = 0

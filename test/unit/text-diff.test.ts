@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { unifiedDiff } from "../../src/crawl/text-diff.ts"
+import { MAX_EDIT_STEPS, unifiedDiff } from "../../src/crawl/text-diff.ts"
 import { visibleLines } from "../../src/crawl/visible-text.ts"
 
 /** GNU diff's hunks for the same input, headers dropped. */
@@ -33,6 +33,66 @@ describe("unified text diff", () => {
   ])("matches GNU diff -u hunks for %j → %j", (a, b) => {
     const ours = unifiedDiff(a, b, { from: "a", to: "b" })
     expect(hunks(ours)).toBe(hunks(gnuDiff(a, b)))
+  })
+})
+
+/** Applies a unified diff to `a` (every context and removed line must match); the lines it gives. */
+const applyDiff = (a: ReadonlyArray<string>, diff: string): Array<string> => {
+  if (diff === "") return [...a]
+  const out: Array<string> = []
+  let at = 0
+  const lines = diff.split("\n").slice(2, -1)
+  for (const line of lines) {
+    const hunk = /^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@$/.exec(line)
+    if (hunk) {
+      const start = Number(hunk[2] === "0" ? Number(hunk[1]) : Number(hunk[1]) - 1)
+      while (at < start) out.push(a[at++]!)
+      continue
+    }
+    const body = line.slice(1)
+    if (line[0] === "+") out.push(body)
+    else {
+      expect(a[at], `line ${at + 1} of the old text`).toBe(body)
+      if (line[0] === " ") out.push(body)
+      at++
+    }
+  }
+  while (at < a.length) out.push(a[at++]!)
+  return out
+}
+const changedLines = (d: string) => d.split("\n").filter((l) => /^[-+]/.test(l) && !l.startsWith("---") && !l.startsWith("+++")).length
+
+describe("unified text diff under load", () => {
+  it("gives a correct, shortest diff for many random edits (as many changed lines as GNU diff)", () => {
+    let seed = 7
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648
+    for (let t = 0; t < 150; t++) {
+      const a = Array.from({ length: Math.floor(rnd() * 40) }, () => `l${Math.floor(rnd() * 6)}`)
+      const b = a.filter(() => rnd() > 0.2).flatMap((l) => (rnd() < 0.2 ? [l, `n${Math.floor(rnd() * 4)}`] : [l]))
+      const ours = unifiedDiff(a, b, { from: "a", to: "b" })
+      expect(applyDiff(a, ours)).toEqual(b)
+      expect(changedLines(ours)).toBe(changedLines(gnuDiff(a, b)))
+    }
+  })
+
+  it("replaces the differing middle at once when the texts are further apart than the edit budget", () => {
+    const a = ["same start", ...Array.from({ length: 20_000 }, (_, i) => `old ${i}`), "same end"]
+    const b = ["same start", ...Array.from({ length: 20_000 }, (_, i) => `new ${i}`), "same end"]
+    const diff = unifiedDiff(a, b, { from: "a", to: "b" })
+    expect(applyDiff(a, diff)).toEqual(b)
+    expect(diff.split("\n").filter((l) => l.startsWith("@@"))).toEqual(["@@ -1,20002 +1,20002 @@"])
+    expect(changedLines(diff)).toBe(40_000)
+    // Within the budget the script stays the shortest one.
+    const near = [...a]
+    near[5_000] = "edited"
+    expect(changedLines(unifiedDiff(a, near, { from: "a", to: "b" }))).toBe(2)
+    expect(MAX_EDIT_STEPS).toBeLessThan(40_000)
+  })
+
+  it("gives a correct diff whatever the budget", () => {
+    const a = ["p", "q", "r", "s", "t", "u", "v"]
+    const b = ["q", "r", "X", "t", "u", "v", "w"]
+    for (const budget of [0, 1, 2, 3, 4, 100]) expect(applyDiff(a, unifiedDiff(a, b, { from: "a", to: "b" }, 3, budget))).toEqual(b)
   })
 })
 
