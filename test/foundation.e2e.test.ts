@@ -104,6 +104,12 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
       envelopeError(res, 405, "method_not_allowed")
       expect(res.headers.get("allow")).toBe("POST")
     }
+    // an id longer than any the router takes names nothing: 404, for every method its route has
+    const longId = "j".repeat(101)
+    for (const [m, path] of [["GET", `/v1/scraper/jobs/${longId}`], ["POST", `/v1/scraper/jobs/${longId}/cancel`], ["GET", `/v1/page-history/${longId}/diff`]] as const) {
+      envelopeError(await api.call(m, path, { key: t.apiKey }), 404, "not_found")
+    }
+    envelopeError(await api.call("DELETE", `/v1/scraper/jobs/${longId}/cancel`, { key: t.apiKey }), 405, "method_not_allowed")
     // 413 oversized body
     const huge = await api.call("POST", `/v1/iam/identities/${t.ownerIdentityId}/api-keys`, {
       key: t.apiKey,

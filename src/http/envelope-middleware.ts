@@ -96,7 +96,10 @@ const failureResponse = (
   if (isTag(error, "RouteNotFound")) {
     const path = request.url.split("?")[0]!
     const allowed = routes.filter((r) => r.pattern.test(path)).map((r) => r.method)
-    if (allowed.length > 0) return Effect.succeed(methodNotAllowed(request.method, allowed, requestId))
+    // A route of this method matches but the router passed it by (a path parameter longer than
+    // any id, 100 characters): nothing has that name.
+    const method = request.method === "HEAD" ? "GET" : request.method
+    if (allowed.length > 0 && !allowed.includes(method)) return Effect.succeed(methodNotAllowed(request.method, allowed, requestId))
     return Effect.succeed(json(404, errorEnvelope("not_found", `no route for ${request.method} ${path}`, requestId)))
   }
   if (NUL_SQLSTATES.has(sqlStateOf(error) ?? "")) {
