@@ -425,6 +425,12 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     const freed = await create({ url: site.url("/page?case=i6") }, key, { "idempotency-key": k4 })
     expect(freed.status, freed.text).toBe(201)
 
+    // concurrent duplicates of a failing request: each meets the real error (the key is freed, and
+    // a duplicate waiting on it runs itself), never a conflict
+    const k5 = `idem-conc-fail-${Date.now()}`
+    const failing = await Promise.all(Array.from({ length: 8 }, () => create({ url: "file:///etc/passwd" }, key, { "idempotency-key": k5 })))
+    for (const r of failing) expectError(r, 422, "unsafe_url")
+
     // bounds of the key: 255 printable ASCII is fine, 256 or non-ASCII is not
     const ok255 = await create({ url: site.url("/page?case=i4") }, key, { "idempotency-key": "k".repeat(255) })
     expect(ok255.status).toBe(201)

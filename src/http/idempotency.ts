@@ -19,8 +19,9 @@ export interface IdempotencyShape {
   /**
    * Runs `create` at most once per (tenant, key) within 24 h. The same key with the same
    * body answers the stored first response again; with another body, 409
-   * `idempotency_mismatch`. A concurrent duplicate waits for the first to finish.
-   * Only successful responses are stored: a failed request leaves the key free.
+   * `idempotency_mismatch`. A concurrent duplicate waits for the first to finish (up to 30 s).
+   * Only successful responses are stored: a failed request leaves the key free, and a duplicate
+   * that was waiting on it then runs itself.
    */
   readonly run: <R>(
     tenantId: string,
@@ -79,34 +80,38 @@ export const IdempotencyLive = Layer.effect(
         }
         const hash = createHash("sha256").update(JSON.stringify(fingerprint)).digest("hex")
         return Effect.gen(function*() {
-          if (yield* claim(tenantId, key, hash)) {
-            const response = yield* create.pipe(
-              Effect.onError(() => sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.ignore))
-            )
-            const body = JSON.stringify(response.body)
-            yield* sql`UPDATE idempotency_keys SET status_code = ${response.status}, response = ${seal(tenantId, key, body)}
-                       WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.orDie)
-            return respondText(response.status, body)
-          }
-          // Someone holds the key: the same request finishing elsewhere, or a finished one.
-          for (let waited = 0; waited < 30_000; waited += 100) {
-            const row = yield* stored(tenantId, key)
-            if (!row) return yield* fail(409, "idempotency_conflict", "the first request with this key failed; send it again")
-            if (row.request_hash !== hash) {
-              return yield* fail(409, "idempotency_mismatch", "this Idempotency-Key was used with a different request")
+          const deadline = Date.now() + 30_000
+          while (Date.now() < deadline) {
+            if (yield* claim(tenantId, key, hash)) {
+              const response = yield* create.pipe(
+                Effect.onError(() => sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.ignore))
+              )
+              const body = JSON.stringify(response.body)
+              yield* sql`UPDATE idempotency_keys SET status_code = ${response.status}, response = ${seal(tenantId, key, body)}
+                         WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.orDie)
+              return respondText(response.status, body)
             }
-            if (row.status_code !== null) {
-              const body = yield* Effect.try(() => unseal(tenantId, key, row.response!)).pipe(
-                // Sealed with another SECRET_KEY (API keys would not pass either, but a 500 is never the answer).
-                Effect.catch((e) =>
-                  Effect.logWarning("a stored idempotent response cannot be decrypted", e).pipe(
-                    Effect.andThen(fail(409, "idempotency_conflict", "the stored response of this key cannot be read here; send the request with a new key"))
+            // Someone holds the key: the same request finishing elsewhere, or a finished one.
+            while (Date.now() < deadline) {
+              const row = yield* stored(tenantId, key)
+              // The holder failed and freed the key: this request runs itself (and meets the same error or succeeds).
+              if (!row) break
+              if (row.request_hash !== hash) {
+                return yield* fail(409, "idempotency_mismatch", "this Idempotency-Key was used with a different request")
+              }
+              if (row.status_code !== null) {
+                const body = yield* Effect.try(() => unseal(tenantId, key, row.response!)).pipe(
+                  // Sealed with another SECRET_KEY (API keys would not pass either, but a 500 is never the answer).
+                  Effect.catch((e) =>
+                    Effect.logWarning("a stored idempotent response cannot be decrypted", e).pipe(
+                      Effect.andThen(fail(409, "idempotency_conflict", "the stored response of this key cannot be read here; send the request with a new key"))
+                    )
                   )
                 )
-              )
-              return respondText(row.status_code, body)
+                return respondText(row.status_code, body)
+              }
+              yield* Effect.sleep("100 millis")
             }
-            yield* Effect.sleep("100 millis")
           }
           return yield* fail(409, "idempotency_in_progress", "a request with this key is still being processed", { retryAfter: 1 })
         })
