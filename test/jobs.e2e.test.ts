@@ -464,6 +464,8 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       [{ url, colour: "blue" }, ["colour"]],
       [{ priority: 1 }, ["url"]],
       [{ url: "not a url" }, ["url"]],
+      [{ url: site.url("/page").replace(/:\d+\//, ":0/") }, ["url"]],
+      [{ url, webhookUrl: "http://127.0.0.1:0/hook" }, ["webhookUrl"]],
       [{ url, screenshot: { format: "gif" } }, ["screenshot.format"]],
       // every offending path at once
       [{ url, priority: 11, timeoutMs: 1, webhookSecret: "short", extra: true }, ["extra", "priority", "timeoutMs", "webhookSecret"]]

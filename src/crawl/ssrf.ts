@@ -235,6 +235,8 @@ export const parseTargetUrl = (raw: string, opts: { allowPrivate?: boolean } = {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     return { ok: false, reason: "scheme_not_allowed", detail: `scheme ${url.protocol} is not allowed` }
   }
+  // Sockets read port 0 as "the default port": the fetch would go somewhere the URL does not say.
+  if (url.port === "0") return { ok: false, reason: "invalid_url", detail: "port 0 is not a port" }
   // "http://@host/" parses with an empty username: refuse any userinfo marker in the authority too
   const authority = /^[a-z][a-z0-9+.-]*:[\\/]*([^\\/?#]*)/i.exec(input)?.[1] ?? ""
   if (url.username !== "" || url.password !== "" || authority.includes("@")) {

@@ -49,6 +49,23 @@ export const DateTimeInput = Schema.String.check(
   })
 ).annotate({ format: "date-time" })
 
+/**
+ * An absolute URL of at most 2048 characters, `http:`/`https:` only with `httpOnly`. Port 0 is
+ * refused: nothing listens there, and clients would read `:0` while the fetch used the default port.
+ */
+export const AbsoluteUrl = (options: { readonly httpOnly: boolean }) =>
+  Schema.String.check(
+    Schema.isBetweenLength(1, 2048),
+    Schema.makeFilter((s) => {
+      try {
+        const url = new URL(s)
+        return url.port !== "0" && (!options.httpOnly || url.protocol === "http:" || url.protocol === "https:")
+      } catch {
+        return false
+      }
+    }, { expected: options.httpOnly ? "an absolute http(s) URL (port 1-65535)" : "an absolute URL (port 1-65535)" })
+  )
+
 export const Email = Schema.String.check(
   Schema.isMaxLength(255),
   Schema.isPattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { expected: "an e-mail address" })

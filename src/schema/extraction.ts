@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DateTime, NullableDateTime } from "./common.ts"
+import { AbsoluteUrl, DateTime, NullableDateTime } from "./common.ts"
 import { Page, SortTerms } from "./envelope.ts"
 
 export const ExtractionStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead", "cancelled"])
@@ -15,16 +15,7 @@ export const errorClasses = [
 /** Inline input is capped at 5 MB (bigger → 413). */
 export const MAX_INPUT_BYTES = 5 * 1024 * 1024
 
-const HttpUrl = Schema.String.check(
-  Schema.isBetweenLength(1, 2048),
-  Schema.makeFilter((s) => {
-    try {
-      return ["http:", "https:"].includes(new URL(s).protocol)
-    } catch {
-      return false
-    }
-  }, { expected: "an absolute http(s) URL" })
-)
+const HttpUrl = AbsoluteUrl({ httpOnly: true })
 
 export const CreateExtractionBody = Schema.Struct({
   type: ExtractionType,

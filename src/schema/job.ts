@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DateTime, NullableDateTime } from "./common.ts"
+import { AbsoluteUrl, DateTime, NullableDateTime } from "./common.ts"
 import { Page, SortTerms } from "./envelope.ts"
 
 export const JobStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead"])
@@ -21,22 +21,12 @@ export const ScreenshotOptions = Schema.Struct({
   loadResources: Schema.optional(Schema.Boolean)
 })
 
-const HttpUrl = Schema.String.check(
-  Schema.isBetweenLength(1, 2048),
-  Schema.makeFilter((s) => {
-    try {
-      new URL(s)
-      return true
-    } catch {
-      return false
-    }
-  }, { expected: "an absolute URL" })
-)
+const TargetUrl = AbsoluteUrl({ httpOnly: false })
 
 export const CreateJobBody = Schema.Struct({
-  url: HttpUrl,
+  url: TargetUrl,
   priority: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10 }))),
-  webhookUrl: Schema.optional(Schema.NullOr(HttpUrl)),
+  webhookUrl: Schema.optional(Schema.NullOr(TargetUrl)),
   webhookSecret: Schema.optional(Schema.String.check(Schema.isBetweenLength(16, 256))),
   timeoutMs: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 15_000, maximum: 300_000 }))),
   escalation: Schema.optional(Schema.Array(EscalationEntry).check(Schema.isBetweenLength(1, 8))),

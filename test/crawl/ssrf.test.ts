@@ -154,7 +154,9 @@ describe("parseTargetUrl", () => {
     ["", "invalid_url"],
     ["http://exa mple.com/", "invalid_url"],
     ["http://127.0.0.1\t/", "invalid_url"],
-    ["http://127.0.\n0.1/", "invalid_url"]
+    ["http://127.0.\n0.1/", "invalid_url"],
+    ["http://example.com:0/", "invalid_url"],
+    ["https://example.com:00/x", "invalid_url"]
   ]
   it.each(refused)("refuses %j (%s)", (raw, reason) => {
     const r = parseTargetUrl(raw)
