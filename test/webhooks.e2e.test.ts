@@ -177,6 +177,11 @@ describe("webhook deliveries over HTTP", () => {
     expect(extraction.status, extraction.text).toBe(201)
     expect((await api.post("/v1/scraper/jobs", job(21, 21), c.apiKey)).status).toBe(429)
     expect((await api.post("/v1/scraper/jobs", job(22, 20), c.apiKey)).status).toBe(201)
+    // spellings of one URL are one endpoint, stored in its one form
+    for (const spelling of [` ${hookUrl(20)}`, hookUrl(20).replace("http://", "HTTP://"), hookUrl(20).replace(":9/", ":9/./")]) {
+      const res = await api.post("/v1/scraper/jobs", { url: `${pages.base}/q23`, webhookUrl: spelling }, c.apiKey)
+      expect(res.status, `${spelling}: ${res.text}`).toBe(201)
+    }
 
     // a request refused for another reason takes no place: a bad jobId, a full concurrent-job quota
     const d = await api.createTenant()

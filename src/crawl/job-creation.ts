@@ -8,7 +8,7 @@ import { newId } from "../ids.ts"
 import { type ApiError, type ErrorDetail, fail } from "../schema/errors.ts"
 import type { CreateJobBody, Job } from "../schema/job.ts"
 import { JobRepo, type NewJob, toJob } from "../sql/job-repo.ts"
-import { WebhookEndpoints } from "../webhooks/endpoints.ts"
+import { canonicalWebhookUrl, WebhookEndpoints } from "../webhooks/endpoints.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
 import { generateWebhookSecret } from "../webhooks/signing.ts"
 import { domainIdOf, normalizeUrl } from "./domain.ts"
@@ -91,7 +91,7 @@ export const JobCreationLive = Layer.effect(
           timeoutMs: body.timeoutMs ?? DEFAULT_JOB_TIMEOUT_MS,
           escalation: body.escalation ?? null,
           screenshot: body.screenshot ?? false,
-          webhookUrl: body.webhookUrl ?? null,
+          webhookUrl: body.webhookUrl ? canonicalWebhookUrl(body.webhookUrl) : null,
           webhookSecretEnc: secret ? encryptSecret(config.secretKey, secret, "webhook") : null,
           replayOf,
           requestId

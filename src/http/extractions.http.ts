@@ -21,7 +21,7 @@ import { ExtractionRepo, type ExtractionRow, toConfig, toExtraction } from "../s
 import { JobRepo } from "../sql/job-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
-import { WebhookEndpoints } from "../webhooks/endpoints.ts"
+import { canonicalWebhookUrl, WebhookEndpoints } from "../webhooks/endpoints.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
 import { generateWebhookSecret } from "../webhooks/signing.ts"
 import { Api } from "./api.ts"
@@ -120,7 +120,8 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
             details: [{ path: "jobId", code: "not_found", message: "no such job" }]
           })
         }
-        if (body.webhookUrl) yield* endpoints.register(tenantId, body.webhookUrl)
+        const webhookUrl = body.webhookUrl ? canonicalWebhookUrl(body.webhookUrl) : null
+        if (webhookUrl) yield* endpoints.register(tenantId, webhookUrl)
         if (pageJob) {
           const [job] = yield* jobCreation.create(tenantId, [pageJob])
           url = job!.url
@@ -148,7 +149,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           jobId,
           configId: body.configId ?? null,
           llm: body.llm ?? null,
-          webhookUrl: body.webhookUrl ?? null,
+          webhookUrl,
           webhookSecretEnc: secret ? encryptSecret(config.secretKey, secret, "webhook") : null,
           webhookEventTypes: body.webhookEventTypes ?? ["done", "dead"],
           replayOf: source.replayOf,

@@ -4,6 +4,13 @@ import { TenantEntity } from "../actors/tenant-entity.ts"
 import { type ApiError, fail } from "../schema/errors.ts"
 
 /**
+ * A webhook URL as it is stored, counted and called: the WHATWG form of what the client sent, so
+ * spellings of one URL (`HTTP://Host:80/`, surrounding spaces) are one endpoint. The body schema has
+ * already checked that it parses.
+ */
+export const canonicalWebhookUrl = (raw: string): string => new URL(raw.trim()).href
+
+/**
  * `webhooks.endpoints.total`: the distinct webhook URLs a tenant's jobs and extractions use. Callers
  * register a URL once its request has passed every other check; the tenant's entity registers them
  * one at a time, so no two requests can both take the last place.

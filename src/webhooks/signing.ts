@@ -141,6 +141,8 @@ export const verifyWebhookSignature = (options: VerifyOptions): VerifyResult => 
   const timestamp = Number(timestampHeader)
 
   const toleranceSeconds = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS
+  // NaN would compare false both ways and accept any age.
+  if (typeof toleranceSeconds !== "number" || !(toleranceSeconds >= 0)) throw new TypeError("toleranceSeconds must be a number >= 0")
   const nowMs = options.now === undefined ? Date.now() : Number(options.now)
   if (!Number.isFinite(nowMs)) throw new TypeError("now must be a valid Date or a number of milliseconds")
   const skewSeconds = nowMs / 1000 - timestamp

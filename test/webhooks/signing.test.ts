@@ -122,6 +122,9 @@ describe("verifyWebhookSignature", () => {
     expect(check(-301)).toEqual({ ok: false, reason: "timestamp_in_future" })
     expect(check(61, 60)).toEqual({ ok: false, reason: "timestamp_too_old" })
     expect(() => verifyWebhookSignature({ rawBody: body, headers: headersFor(good), secret, now: new Date("nope") })).toThrow(TypeError)
+    // A tolerance that is no number of seconds is a programming error, never "any age".
+    for (const bad of [Number.NaN, -1]) expect(() => check(10_000, bad)).toThrow(TypeError)
+    expect(check(0, 0).ok).toBe(true)
   })
 
   it("rejects missing or malformed headers", () => {
