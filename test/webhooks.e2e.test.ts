@@ -123,7 +123,8 @@ describe("webhook deliveries over HTTP", () => {
   })
 
   it("retries a receiver that answers 500 twice, and the log shows every attempt", async () => {
-    const hook = await receiver((n) => ({ status: n <= 2 ? 500 : 200 }))
+    // The first answer takes 1.5 s: an attempt's time is when it was sent, not when it was recorded.
+    const hook = await receiver((n) => ({ status: n <= 2 ? 500 : 200, delayMs: n === 1 ? 1500 : 0 }))
     receivers.push(hook)
     const t = await api.createTenant()
     const created = await api.post("/v1/scraper/jobs", { url: `${pages.base}/c`, webhookUrl: hook.url }, t.apiKey)
@@ -136,6 +137,8 @@ describe("webhook deliveries over HTTP", () => {
     })
     expect(log.attempts.map((a: any) => a.httpStatus)).toEqual([500, 500, 200])
     expect(log.attempts[0].responseBody.length).toBeLessThanOrEqual(4096)
+    expect(log.attempts[0].durationMs).toBeGreaterThanOrEqual(1400)
+    expect(Math.abs(Date.parse(log.attempts[0].at) - hook.received[0]!.at)).toBeLessThan(700)
     expect(log.nextAttemptAt).toBeNull()
     await new Promise((r) => setTimeout(r, 500))
     expect(hook.received).toHaveLength(3)

@@ -131,8 +131,10 @@ export const WebhookRepoLive = Layer.effect(
           ) AS i(delivery_id, attempt, manual, http_status, error, duration_ms, response_body, next_status, next_at)
         ),
         inserted AS (
-          INSERT INTO webhook_attempts (delivery_id, attempt, manual, http_status, error, duration_ms, response_body)
-          SELECT delivery_id, attempt, manual, http_status, error, duration_ms, response_body FROM input
+          -- at: when the request went out, not when its result is written
+          INSERT INTO webhook_attempts (delivery_id, attempt, manual, http_status, error, duration_ms, response_body, at)
+          SELECT delivery_id, attempt, manual, http_status, error, duration_ms, response_body,
+                 now() - duration_ms * interval '1 millisecond' FROM input
           ON CONFLICT (delivery_id, attempt, manual) DO NOTHING
           RETURNING delivery_id, attempt, manual
         )
