@@ -302,6 +302,14 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(text).toMatch(new RegExp(`^-.*Version number ${v0 + 2}`, "m"))
     expect(text).toMatch(new RegExp(`^\\+.*Version number ${v0 + 3}`, "m"))
     expect(text).not.toMatch(/^[-+].*Stable line one/m)
+    // text that is not HTML is diffed line by line as it is
+    const plain = site.url("/changing.txt")
+    await createAndWait({ url: plain })
+    await createAndWait({ url: plain })
+    const plainLatest = (await api.get(`/v1/page-history?url=${encodeURIComponent(plain)}`, key)).json.data.items[0]
+    const plainDiff: string = (await api.get(`/v1/page-history/${plainLatest.id}/diff`, key)).json.data.diff
+    expect(plainDiff.split("\n").filter((l) => /^[-+](?![-+]{2} )/.test(l))).toEqual([expect.stringMatching(/^-Version number \d+$/), expect.stringMatching(/^\+Version number \d+$/)])
+    expect(plainDiff).toMatch(/^ Stable line one\.$/m)
     // the first version diffs against nothing
     const first = await api.get(`/v1/page-history/${items[2].id}/diff`, key)
     expect(first.json.data.previousVersionId).toBeNull()

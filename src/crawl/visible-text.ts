@@ -37,3 +37,10 @@ export const visibleLines = (html: string): Array<string> => {
   flush()
   return lines
 }
+
+/**
+ * The lines a page-history diff compares: the visible text of HTML (and of content without a
+ * type, which crawls nearly always are), the lines of any other text as they are.
+ */
+export const diffLines = (text: string, contentType: string | null): Array<string> =>
+  contentType === null || /html/i.test(contentType) ? visibleLines(text) : text.split(/\r?\n/)

@@ -3,7 +3,7 @@ import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { normalizeUrl } from "../crawl/domain.ts"
 import { unifiedDiff } from "../crawl/text-diff.ts"
-import { visibleLines } from "../crawl/visible-text.ts"
+import { diffLines } from "../crawl/visible-text.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { pageOf, storedContentHeaders } from "../schema/envelope.ts"
 import { fail, notFound } from "../schema/errors.ts"
@@ -49,8 +49,8 @@ export const PageHistoryHandlers = HttpApiBuilder.group(
           const now = yield* repo.versionContent(me.tenantId, version.contentHash)
           const before = previous ? yield* repo.versionContent(me.tenantId, previous.contentHash) : undefined
           const diff = unifiedDiff(
-            before ? visibleLines(before.toString("utf8")) : [],
-            now ? visibleLines(now.toString("utf8")) : [],
+            before && previous ? diffLines(before.toString("utf8"), previous.contentType) : [],
+            now ? diffLines(now.toString("utf8"), version.contentType) : [],
             { from: previous ? `${previous.id} ${previous.fetchedAt}` : "/dev/null", to: `${version.id} ${version.fetchedAt}` }
           )
           return { versionId: version.id, previousVersionId: previous?.id ?? null, changed: version.changed, diff }

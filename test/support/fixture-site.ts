@@ -5,6 +5,7 @@
  * Pages (every host serves the same pages):
  *   /page                 a normal ~2 KB HTML article
  *   /changing             content changes on each fetch (page-history `changed`, diff)
+ *   /changing.txt         the same as text/plain lines
  *   /missing              404
  *   /error                500
  *   /slow?ms=N            waits N ms (default 5000) before answering a normal page
@@ -61,6 +62,7 @@ export const startFixtureSite = async (options: { hosts?: ReadonlyArray<string> 
   for (const h of hosts) if (!isLoopback(h)) throw new Error(`the fixture site listens on loopback only, not ${h}`)
   const counts = new Map<string, number>()
   let changing = 0
+  let changingText = 0
   let connections = 0
   const sockets = new Set<Socket>()
   const timers = new Set<NodeJS.Timeout>()
@@ -79,6 +81,9 @@ export const startFixtureSite = async (options: { hosts?: ReadonlyArray<string> 
       case "/changing":
         changing++
         return send(200, changingPage(changing))
+      case "/changing.txt":
+        changingText++
+        return send(200, `Stable line one.\nVersion number ${changingText}\nStable line two.\n`, { "content-type": "text/plain; charset=utf-8" })
       case "/missing":
         return send(404, "<!doctype html><html><head><title>Not found</title></head><body><h1>No such page</h1></body></html>")
       case "/error":
