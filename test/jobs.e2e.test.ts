@@ -568,10 +568,13 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       expect(new Set(seen).size).toBe(6)
       expect(seen).toEqual((await list("?sort=priority:asc")).json.data.items.map((j: any) => j.id))
 
-      for (const q of ["?limit=0", "?limit=201", "?offset=-1", "?limit=abc"]) {
+      // numbers in decimal digits only
+      for (const q of ["?limit=0", "?limit=201", "?offset=-1", "?limit=abc", "?limit=0x10", "?offset=1e3", "?limit=%2010", "?offset=", "?limit=", "?offset=1.0"]) {
         const bad = await list(q)
         expectError(bad, 400, "validation_error")
+        expect(detailPaths(bad), q).toEqual([q.slice(1).split("=")[0]])
       }
+      expect((await list("?offset=0002&limit=010")).json.data.pagination).toMatchObject({ offset: 2, limit: 10 })
     })
 
     it("sorts and filters the list; refuses unknown sort fields and statuses", async () => {

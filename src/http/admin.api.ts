@@ -1,10 +1,9 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { Page, Success } from "../schema/envelope.ts"
+import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { CreditAdjustmentBody, Tenant, Transaction } from "../schema/tenant.ts"
 import { quotaKeys } from "../billing/plans.ts"
-import { PageQuery } from "./billing.api.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
 /** The super-admin plane: the `internal` tenant's `internal_admin` role only; not in the public document. */

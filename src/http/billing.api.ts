@@ -1,14 +1,9 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { Page, Success } from "../schema/envelope.ts"
+import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { Balance, Transaction } from "../schema/tenant.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
-
-export const PageQuery = {
-  offset: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))),
-  limit: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 200 })))
-}
 
 export class BillingGroup extends HttpApiGroup.make("billing")
   .add(

@@ -1,10 +1,9 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Success } from "../schema/envelope.ts"
+import { PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobWithResult, SearchJobsBody } from "../schema/job.ts"
 import { RedeliveryResult, WebhookDelivery } from "../schema/webhook.ts"
-import { PageQuery } from "./billing.api.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
 const IdempotencyHeader = { "idempotency-key": Schema.optional(Schema.String) }

@@ -1,9 +1,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
-import { Page, Success } from "../schema/envelope.ts"
+import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { PageDiff, PageVersion } from "../schema/job.ts"
-import { PageQuery } from "./billing.api.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
 export class PageHistoryGroup extends HttpApiGroup.make("page-history")

@@ -39,6 +39,17 @@ export const MAX_SORT_TERMS = 5
 /** A search body's `sort`. */
 export const SortTerms = Schema.Array(SortEntry).check(Schema.isMaxLength(MAX_SORT_TERMS))
 
+/** A whole number in a query string, in decimal digits only (not `0x10`, `1e3`, ` 10` or empty). */
+const QueryInt = Schema.String.check(Schema.isPattern(/^\d{1,15}$/, { expected: "decimal digits" })).pipe(
+  Schema.decodeTo(Schema.Number, SchemaTransformation.numberFromString)
+)
+
+/** `offset` and `limit` in the query string of every list. */
+export const PageQuery = {
+  offset: Schema.optional(QueryInt),
+  limit: Schema.optional(QueryInt.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
+}
+
 export const Pagination = Schema.Struct({
   offset: Schema.Int,
   limit: Schema.Int,
