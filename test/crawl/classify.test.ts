@@ -46,4 +46,22 @@ describe("detectBotWall", () => {
     expect(detectBotWall(Buffer.from("<html><title>Access Denied</title><body>Access denied</body></html>"))).toBe("access denied")
     expect(detectBotWall(Buffer.from(`<html><body>${prose}</body></html>`))).toBeNull()
   })
+
+  it("reads past scripts, styles and comments to the visible text, and a title's text", () => {
+    const hidden = `<script>var t = "${"filler text ".repeat(300)}"</script><style>p { color: red } ${"x".repeat(3000)}</style><!-- ${"note ".repeat(1000)} -->`
+    expect(detectBotWall(Buffer.from(`<html><head>${hidden}</head><body><p>Access denied</p></body></html>`))).toBe("access denied")
+    expect(detectBotWall(Buffer.from(`<html><head><title>Access Denied</title></head><body>${hidden}</body></html>`))).toBe("access denied")
+    // hidden text does not make the page look like content
+    expect(detectBotWall(Buffer.from(`<html><body>${"<p>The ferry schedule changed.</p>".repeat(100)}<p>captcha</p></body></html>`))).toBeNull()
+  })
+
+  it("stays linear on markup that is never closed (each would be a scan to the end)", () => {
+    // 300 000 unclosed "<", comments or script tags on a page that has a weak marker: quadratic
+    // regexes took minutes on such pages; every case here is a single pass.
+    for (const filler of ["<", "<!--", "<script>", "<title>", "<a"]) {
+      const page = Buffer.from(`<html><body>access denied ${filler.repeat(300_000)}`)
+      expect(() => detectBotWall(page)).not.toThrow()
+    }
+    expect(detectBotWall(Buffer.from(`<p>access denied</p>${"<".repeat(100)}`))).toBe("access denied")
+  })
 })

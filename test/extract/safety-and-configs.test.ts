@@ -135,6 +135,18 @@ describe("HTML parser and selectors", () => {
     const out = article(deep)
     expect(JSON.stringify(out.data)).toContain("Paragraph 3 about the harbour")
   })
+  it("spends a bounded budget searching the open elements, which real pages never reach", () => {
+    // Every <li> searches the 512 open <div>s for an <li> to close: 512 steps a tag without the budget.
+    const hostile = `${"<div>".repeat(520)}${"<li>x".repeat(300_000)}`
+    const doc = parseHtml(hostile)
+    expect(doc.searchSteps).toBe(8 * hostile.length + 65_536) // the budget ran out, and parsing went on
+    expect(querySelectorAll(doc.root, "li")).toHaveLength(300_000)
+    // A page of nested lists, tables and paragraphs stays far below it, so nothing changes for it.
+    const real = `<html><body>${`<div class="c"><ul><li><p>one<li>two<ol><li>x</ol></ul><table><tr><td>a<td>b<tr><td>c</table><p>para <a href="#">l</a> <b>b</b></p></div>`.repeat(2_000)}</body></html>`
+    const realDoc = parseHtml(real)
+    expect(realDoc.searchSteps).toBeLessThan(real.length)
+    expect(querySelectorAll(realDoc.root, "td")).toHaveLength(6_000)
+  })
   it("supports attribute selectors and :not", () => {
     const doc = parseHtml(`<div class="a b" data-x="hello"><span id="s" class="c">1</span><span class="d">2</span></div>`)
     expect(querySelectorAll(doc.root, "div.a.b > span:not(.c)")).toHaveLength(1)

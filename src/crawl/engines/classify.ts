@@ -52,14 +52,62 @@ const SMALL_PAGE_TEXT_CHARS = 2_000
 /** Pages above this size are never scanned (a wall is small). */
 const MAX_SCAN_BYTES = 2 * 1024 * 1024
 
-const visibleText = (html: string): string =>
-  html
-    .replace(/<(script|style|noscript|template)\b[^>]*>[\s\S]*?<\/\1\s*>/gi, " ")
-    .replace(/<!--[\s\S]*?-->/g, " ")
-    .replace(/<[^>]+>/g, " ")
-    .replace(/&nbsp;|&#160;/gi, " ")
-    .replace(/\s+/g, " ")
-    .trim()
+const HIDDEN_ELEMENTS = ["script", "style", "noscript", "template"]
+const NAME_END = /[\s/>]/
+
+/**
+ * The visible text of lower-cased HTML: tags, comments and script-like elements dropped. One pass
+ * with forward searches only, and a search that finds nothing is not repeated, so no page (such as
+ * thousands of `<` never closed) makes it slower than linear. What is never closed runs to the end.
+ */
+const visibleText = (html: string): string => {
+  const n = html.length
+  const parts: Array<string> = []
+  let noGtFrom = n + 1 // no ">" at or after this position
+  let i = 0
+  while (i < n) {
+    const lt = html.indexOf("<", i)
+    if (lt < 0) {
+      parts.push(html.slice(i))
+      break
+    }
+    parts.push(html.slice(i, lt), " ")
+    if (html.startsWith("<!--", lt)) {
+      const end = html.indexOf("-->", lt + 4)
+      if (end < 0) break
+      i = end + 3
+      continue
+    }
+    const gt = lt + 1 >= noGtFrom ? -1 : html.indexOf(">", lt + 1)
+    if (gt < 0) {
+      noGtFrom = Math.min(noGtFrom, lt + 1)
+      parts.push("<")
+      i = lt + 1
+      continue
+    }
+    const hidden = HIDDEN_ELEMENTS.find((name) => html.startsWith(name, lt + 1) && NAME_END.test(html[lt + 1 + name.length] ?? ">"))
+    if (hidden) {
+      const close = html.indexOf(`</${hidden}`, gt + 1)
+      if (close < 0) break
+      const closeEnd = html.indexOf(">", close)
+      if (closeEnd < 0) break
+      i = closeEnd + 1
+      continue
+    }
+    i = gt + 1
+  }
+  return parts.join("").replace(/&nbsp;|&#160;/g, " ").replace(/\s+/g, " ").trim()
+}
+
+/** The text of the first `<title>`, by forward searches only. */
+const titleText = (html: string): string => {
+  const open = html.indexOf("<title")
+  if (open < 0) return ""
+  const gt = html.indexOf(">", open)
+  if (gt < 0) return ""
+  const close = html.indexOf("</title>", gt)
+  return close < 0 ? "" : html.slice(gt + 1, close)
+}
 
 /**
  * Generic bot-wall / captcha detection. Returns the marker that matched, or null.
@@ -163,7 +211,7 @@ export const detectBotWall = (body: Buffer | string | null): string | null => {
   const html = raw.toLowerCase()
   const text = visibleText(html)
   if (text.length > SMALL_PAGE_TEXT_CHARS) return null
-  const title = /<title[^>]*>([\s\S]*?)<\/title>/.exec(html)?.[1] ?? ""
+  const title = titleText(html)
   for (const m of WEAK_MARKERS) if (text.includes(m) || title.includes(m)) return m
   // a captcha widget on an otherwise empty page
   if (text.length < 300 && /g-recaptcha|h-captcha|hcaptcha\.com|cf-turnstile|recaptcha\/api/.test(html)) return "captcha-widget"

@@ -77,6 +77,8 @@ export interface ParsedDocument {
   html: Element
   head: Element | null
   body: Element
+  /** Steps spent searching the open-element stack below the current element; at most 8 × the input length + 65 536. */
+  searchSteps: number
 }
 
 /** Parses HTML text into a tree. Never throws. */
@@ -105,9 +107,18 @@ export function parseHtml(src: string): ParsedDocument {
     }
     cur = stack[stack.length - 1]!
   }
+  /**
+   * Steps that searches down the open-element stack may take in all. Real pages stay far below it;
+   * input built so that every tag searches a deep stack in vain would make parsing quadratic, so
+   * once it is spent a search only looks at the current element.
+   */
+  const searchLimit = 8 * n + 65_536
+  let searchBudget = searchLimit
+  /** Whether a search that started at stack index `top` may look at index `k`. */
+  const mayLook = (k: number, top: number) => k === top || --searchBudget >= 0
   /** Index of the nearest open `tag` not beyond a scope boundary, or -1. */
   const findOpen = (tag: string, stops: Set<string> | null): number => {
-    for (let k = stack.length - 1; k > 0; k--) {
+    for (let top = stack.length - 1, k = top; k > 0 && mayLook(k, top); k--) {
       const t = stack[k]!.tag
       if (t === tag) return k
       if (SCOPE.has(t) || (stops !== null && stops.has(t))) return -1
@@ -257,14 +268,14 @@ export function parseHtml(src: string): ParsedDocument {
           const k = findOpen("li", LIST_STOPS)
           if (k > 0) popTo(k)
         } else if (tag === "dd" || tag === "dt") {
-          for (let k = stack.length - 1; k > 0; k--) {
+          for (let top = stack.length - 1, k = top; k > 0 && mayLook(k, top); k--) {
             const t = stack[k]!.tag
             if (t === "dd" || t === "dt") { popTo(k); break }
             if (t === "dl" || SCOPE.has(t)) break
           }
         }
       } else if (tag === "tr" || tag === "td" || tag === "th" || tag === "thead" || tag === "tbody" || tag === "tfoot") {
-        for (let k = stack.length - 1; k > 0; k--) {
+        for (let top = stack.length - 1, k = top; k > 0 && mayLook(k, top); k--) {
           const t = stack[k]!.tag
           if (t === "table") break
           if (t === "td" || t === "th" || (tag !== "td" && tag !== "th" && t === "tr") ||
@@ -298,12 +309,13 @@ export function parseHtml(src: string): ParsedDocument {
     }
     if (tag === "html" || tag === "body" || tag === "head") {
       if (tag === "head") {
-        const k = stack.lastIndexOf(head as unknown as Element)
-        if (k > 0) popTo(k)
+        for (let top = stack.length - 1, k = top; k > 0 && mayLook(k, top); k--) {
+          if (stack[k] === head) { popTo(k); break }
+        }
       }
       return
     }
-    for (let k = stack.length - 1; k > 0; k--) {
+    for (let top = stack.length - 1, k = top; k > 0 && mayLook(k, top); k--) {
       const t = stack[k]!.tag
       if (t === tag) { popTo(k); return }
       if (foreign > 0) continue
@@ -320,7 +332,7 @@ export function parseHtml(src: string): ParsedDocument {
     root.children.push(html)
   }
   if (body === null) body = html
-  return { root, html, head, body }
+  return { root, html, head, body, searchSteps: searchLimit - Math.max(0, searchBudget) }
 }
 
 const LIST_STOPS = new Set(["ol", "ul"])
