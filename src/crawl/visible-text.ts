@@ -42,5 +42,13 @@ export const visibleLines = (html: string): Array<string> => {
  * The lines a page-history diff compares: the visible text of HTML (and of content without a
  * type, which crawls nearly always are), the lines of any other text as they are.
  */
-export const diffLines = (text: string, contentType: string | null): Array<string> =>
-  contentType === null || /html/i.test(contentType) ? visibleLines(text) : text.split(/\r?\n/)
+export const diffLines = (text: string, contentType: string | null): Array<string> => {
+  const head = text.length > MAX_DIFF_INPUT_CHARS ? text.slice(0, MAX_DIFF_INPUT_CHARS) : text
+  return contentType === null || /html/i.test(contentType) ? visibleLines(head) : head.split(/\r?\n/)
+}
+
+/**
+ * A diff reads the first 2 MiB characters of each version: the work runs on the request's node
+ * and a page may be 10 MiB of markup, so this bounds what one request costs.
+ */
+export const MAX_DIFF_INPUT_CHARS = 2 * 1024 * 1024

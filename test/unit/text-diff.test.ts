@@ -4,7 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { MAX_EDIT_STEPS, unifiedDiff } from "../../src/crawl/text-diff.ts"
-import { visibleLines } from "../../src/crawl/visible-text.ts"
+import { diffLines, MAX_DIFF_INPUT_CHARS, visibleLines } from "../../src/crawl/visible-text.ts"
 
 /** GNU diff's hunks for the same input, headers dropped. */
 const gnuDiff = (a: Array<string>, b: Array<string>) => {
@@ -93,6 +93,19 @@ describe("unified text diff under load", () => {
     const a = ["p", "q", "r", "s", "t", "u", "v"]
     const b = ["q", "r", "X", "t", "u", "v", "w"]
     for (const budget of [0, 1, 2, 3, 4, 100]) expect(applyDiff(a, unifiedDiff(a, b, { from: "a", to: "b" }, 3, budget))).toEqual(b)
+  })
+})
+
+describe("diff input", () => {
+  it("reads the first 2 MiB characters of a version, HTML or not", () => {
+    const text = "line\n".repeat(1_000_000) // 5 MB
+    const lines = diffLines(text, "text/plain; charset=utf-8")
+    expect(lines).toHaveLength(Math.floor(MAX_DIFF_INPUT_CHARS / 5) + 1)
+    expect(lines.at(-1)).toBe("line".slice(0, MAX_DIFF_INPUT_CHARS % 5))
+    const html = `<p>first</p>${"<p>x</p>".repeat(400_000)}<p>beyond the cap</p>`
+    const visible = diffLines(html, "text/html")
+    expect(visible[0]).toBe("first")
+    expect(visible).not.toContain("beyond the cap")
   })
 })
 
