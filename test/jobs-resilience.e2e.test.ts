@@ -12,6 +12,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { MAX_RUNS } from "../src/actors/job-entity.ts"
 import { type FixtureSite, loopbackOnlyEnv, startFixtureSite } from "./support/fixture-site.ts"
 import { backends, client, createTestDatabase, freePort, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
 
@@ -117,6 +118,49 @@ describe("a server killed mid-crawl loses no accepted job (embedded backend, res
     const list = await client(second.baseUrl).get("/v1/scraper/jobs?limit=200", t.apiKey)
     expect(list.json.data.pagination.total).toBe(JOBS)
   }, 60_000)
+})
+
+describe("graceful restarts do not count as interrupted runs (embedded backend)", () => {
+  let site: FixtureSite
+  let dataDir: string
+  const servers: Array<RunningServer> = []
+  const env = { ALLOW_PRIVATE_TARGETS: "true", ...loopbackOnlyEnv() }
+
+  beforeAll(async () => {
+    site = await startFixtureSite({ hosts: ["127.0.0.31"] })
+    dataDir = mkdtempSync(join(tmpdir(), "trawl-restart-"))
+  })
+  afterAll(async () => {
+    for (const s of servers) await s.stop("SIGKILL").catch(() => undefined)
+    await site?.close()
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it("finishes jobs whose runs were stopped by more SIGTERM restarts than MAX_RUNS", async () => {
+    // Ten jobs on one domain: two crawl, eight wait for the domain's slots, all of them claimed. A
+    // SIGTERM stops every run at once (the process exits by itself); each is claimed again after the
+    // restart, so every job sees MAX_RUNS + 1 restarts or ends before.
+    let server = await startServer(env, { dataDir })
+    servers.push(server)
+    const t = await client(server.baseUrl).createTenant()
+    const body = (i: number) => ({ url: site.url(`/slow?ms=3000&job=${i}`), timeoutMs: 15_000, escalation: [{ engine: "http", attempts: 1, timeoutMs: 10_000 }] })
+    const bulk = await client(server.baseUrl).post("/v1/scraper/jobs/bulk", { jobs: Array.from({ length: 10 }, (_, i) => body(i)) }, t.apiKey)
+    expect(bulk.status, bulk.text).toBe(201)
+    const ids = bulk.json.data.created.map((j: any) => j.id as string)
+    for (let restart = 1; restart <= MAX_RUNS + 1; restart++) {
+      const hits = site.hits("/slow")
+      const deadline = Date.now() + 30_000
+      while (site.hits("/slow") <= hits && Date.now() < deadline) await sleep(50)
+      expect(site.hits("/slow"), `crawls running before restart ${restart}`).toBeGreaterThan(hits)
+      await server.stop("SIGTERM")
+      expect(server.process.signalCode, "the server did not exit by itself within 10 s of SIGTERM").not.toBe("SIGKILL")
+      server = await startServer(env, { dataDir })
+      servers.push(server)
+    }
+    const { jobs, open } = await waitAllTerminal(server.baseUrl, t.apiKey, ids, 60_000)
+    expect(open).toEqual([])
+    for (const j of jobs.values()) expect(`${j.status}/${j.result?.classification}`, JSON.stringify(j.result)).toBe("done/ok")
+  }, 150_000)
 })
 
 describe.skipIf(!baseDbUrl)("a node killed mid-crawl loses no accepted job (two nodes on one PostgreSQL)", () => {

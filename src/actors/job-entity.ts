@@ -23,7 +23,9 @@ export const MAX_RUNS = 3
  * running it dies, the message is delivered again on another node and the job finishes there.
  */
 export const JobEntity = Entity.make("Job", [
-  Rpc.make("Run").annotate(ClusterSchema.Persisted, true),
+  // Stopped at once when its node gives the entity up (shutdown, shard moved): the message is run
+  // again by the shard's next owner, and the run's count is given back (see runClaimed).
+  Rpc.make("Run").annotate(ClusterSchema.Persisted, true).annotate(ClusterSchema.InterruptOnTermination, true),
   /** Best-effort: stops the crawl if it is running here; the state change itself is made in SQL. */
   Rpc.make("Abort")
 ])
@@ -106,7 +108,12 @@ export const JobEntityLive = JobEntity.toLayer(
       }
       // Clients hear of the claim once; a re-run after a lost node is not news to them.
       if (job.runs === 1) yield* events.notify(job.tenant_id)
+      // A run its own node stops (a shard handed to another node, a shutdown) was not lost to a
+      // crash: it gives its run back, so only runs cut off by a dead node count towards MAX_RUNS.
+      yield* runClaimed(job).pipe(Effect.onInterrupt(() => repo.giveBackRun(job.id).pipe(Effect.timeout("2 seconds"), Effect.ignore)))
+    })
 
+    const runClaimed = (job: JobRow) => Effect.gen(function*() {
       const controller = new AbortController()
       running = controller
       // The job id, not the run: a re-run after a lost node takes back its own slot instead of
@@ -134,6 +141,8 @@ export const JobEntityLive = JobEntity.toLayer(
         // What the attempts taught about the domain goes back with the slot.
         let outcomes: Array<{ engine: string; ok: boolean }> = []
         const outcome = yield* crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, screenshot, signal: controller.signal }).pipe(
+          // An interrupted run leaves no fetch behind.
+          Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
           Effect.tap((o) =>
             Effect.sync(() => {
               outcomes = o.attempts.filter((a) => learnedClass.has(a.classification)).map((a) => ({ engine: a.engine, ok: okClass.has(a.classification) }))
