@@ -13,6 +13,7 @@ import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { MAX_RUNS } from "../src/actors/job-entity.ts"
+import { ABANDONED_CLAIM_SECONDS } from "../src/http/idempotency.ts"
 import { type FixtureSite, loopbackOnlyEnv, startFixtureSite } from "./support/fixture-site.ts"
 import { backends, client, createTestDatabase, freePort, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
 
@@ -167,10 +168,11 @@ describe.skipIf(!baseDbUrl)("a node killed mid-crawl loses no accepted job (two 
   let site: FixtureSite
   let a: RunningServer
   let b: RunningServer
+  let dbUrl: string
 
   beforeAll(async () => {
     site = await startFixtureSite({ hosts: SLOW_HOSTS })
-    const dbUrl = await createTestDatabase(baseDbUrl!)
+    dbUrl = await createTestDatabase(baseDbUrl!)
     // Nodes of one cluster share SECRET_KEY (API keys are stored as an HMAC keyed by it).
     const env = { DATABASE_URL: dbUrl, ...redis, SECRET_KEY: randomBytes(32).toString("hex"), ALLOW_PRIVATE_TARGETS: "true", ...loopbackOnlyEnv() }
     a = await startServer({ ...env, RUNNER_PORT: String(await freePort()) })
@@ -196,6 +198,24 @@ describe.skipIf(!baseDbUrl)("a node killed mid-crawl loses no accepted job (two 
     const list = await client(a.baseUrl).get("/v1/scraper/jobs?limit=200", t.apiKey)
     expect(list.json.data.pagination.total).toBe(JOBS)
   }, 60_000)
+
+  it("frees an Idempotency-Key whose request died with its node once the claim is abandoned", async () => {
+    const t = await client(a.baseUrl).createTenant()
+    const url = site.url("/page?case=abandoned")
+    // What a node killed mid-request leaves: the key claimed, no response stored.
+    const claim = (key: string, agoSeconds: number) =>
+      query(dbUrl, `INSERT INTO idempotency_keys (tenant_id, key, request_hash, created_at) VALUES ($1, $2, 'hash-of-the-lost-request', now() - $3 * interval '1 second')`, [t.tenantId, key, agoSeconds])
+    await claim("abandoned-key", ABANDONED_CLAIM_SECONDS + 1)
+    const freed = await client(a.baseUrl).call("POST", "/v1/scraper/jobs", { key: t.apiKey, body: { url }, headers: { "idempotency-key": "abandoned-key" } })
+    expect(freed.status, freed.text).toBe(201)
+    const again = await client(a.baseUrl).call("POST", "/v1/scraper/jobs", { key: t.apiKey, body: { url }, headers: { "idempotency-key": "abandoned-key" } })
+    expect(again.text).toBe(freed.text)
+    // A claim younger than that is a request still running: a different body is a mismatch.
+    await claim("running-key", 1)
+    const mismatch = await client(a.baseUrl).call("POST", "/v1/scraper/jobs", { key: t.apiKey, body: { url }, headers: { "idempotency-key": "running-key" } })
+    expect(mismatch.status).toBe(409)
+    expect(mismatch.json.code).toBe("idempotency_mismatch")
+  }, 30_000)
 })
 
 // Limits are lowered per tenant through the super-admin quota override, on every backend.

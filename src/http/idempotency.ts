@@ -8,6 +8,11 @@ import { decryptSecret, encryptSecret, isSecretBox } from "../webhooks/secret-bo
 
 /** How long a key and its stored response are kept. */
 export const IDEMPOTENCY_TTL_HOURS = 24
+/**
+ * A claimed key whose request has stored nothing after this long was left by a node that died
+ * mid-request; the next request with the key runs. Creation requests take seconds at most.
+ */
+export const ABANDONED_CLAIM_SECONDS = 60
 const keyPattern = /^[\x20-\x7e]{1,255}$/
 
 export interface StoredResponse {
@@ -54,9 +59,11 @@ export const IdempotencyLive = Layer.effect(
 
     const claim = (tenantId: string, key: string, hash: string) =>
       Effect.gen(function*() {
-        // An expired key is free again.
+        // An expired key is free again, and so is a claim whose request never finished (its node
+        // died): a request that ends sooner than ABANDONED_CLAIM_SECONDS stores its response or frees its key.
         yield* sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}
-                   AND created_at < now() - ${IDEMPOTENCY_TTL_HOURS} * interval '1 hour'`
+                   AND (created_at < now() - ${IDEMPOTENCY_TTL_HOURS} * interval '1 hour'
+                        OR (status_code IS NULL AND created_at < now() - ${ABANDONED_CLAIM_SECONDS} * interval '1 second'))`
         const inserted = yield* sql`
           INSERT INTO idempotency_keys (tenant_id, key, request_hash) VALUES (${tenantId}, ${key}, ${hash})
           ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key`
