@@ -35,7 +35,9 @@ export const DomainEntity = Entity.make("Domain", [
    */
   Rpc.make("Handover", {
     payload: Schema.Struct({ from: Schema.String, to: Schema.String, ttlMs: Schema.Int, outcomes: Schema.Array(Outcome) })
-  })
+  }),
+  /** Answers at once: tells a job whose `Acquire` is slow a long queue from an entity out of reach. */
+  Rpc.make("Ping")
 ])
 
 interface Waiter {
@@ -132,7 +134,8 @@ export const DomainEntityLive = DomainEntity.toLayer(
           const queued = waiters.findIndex((w) => w.holder === payload.to)
           if (queued >= 0) waiters.splice(queued, 1)
           slots.set(payload.to, Date.now() + payload.ttlMs)
-        }).pipe(Effect.andThen(record(payload.outcomes)), Rpc.fork)
+        }).pipe(Effect.andThen(record(payload.outcomes)), Rpc.fork),
+      Ping: () => Rpc.fork(Effect.void)
     })
   }),
   { maxIdleTime: "10 minutes" }

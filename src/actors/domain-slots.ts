@@ -1,4 +1,4 @@
-import { Context, Deferred, Effect, Layer, Schedule, type Scope } from "effect"
+import { Context, Deferred, type Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { CrawlService } from "../crawl/crawl-service.ts"
 import { DomainEntity, type HistoryEntry, type Outcome } from "./domain-entity.ts"
 
@@ -151,26 +151,58 @@ export const makeDomainSlots = (backend: DomainSlotBackend, perDomainLimit: numb
     return { acquire }
   })
 
-/** The backend through the cluster: bounded waits, and one-way messages whose loss heals by expiry. */
+/** The calls the cluster backend makes to one domain's entity (its client, or a stand-in in tests). */
+export interface DomainEntityCalls {
+  readonly Acquire: (payload: { holder: string; ttlMs: number; priority: number }) => Effect.Effect<ReadonlyArray<HistoryEntry>, unknown>
+  readonly Release: (payload: { holder: string; outcomes: ReadonlyArray<Outcome> }, options: { discard: true }) => Effect.Effect<void, unknown>
+  readonly Handover: (payload: { from: string; to: string; ttlMs: number; outcomes: ReadonlyArray<Outcome> }, options: { discard: true }) => Effect.Effect<void, unknown>
+  readonly Ping: () => Effect.Effect<void, unknown>
+}
+
+/**
+ * The backend through the cluster: bounded waits, and one-way messages whose loss heals by expiry.
+ * Each wait for a slot is bounded (`acquireWait`), so a reply lost with a dying node is asked for
+ * again; the holder id makes a repeated request for the same slot harmless. A job waits as long as
+ * the domain's queue is long, and crawls without a slot only when the entity does not answer a
+ * ping (three tries of `pingWait`): politeness must not strand a job, nor give way to a long queue.
+ */
+export const entitySlotBackend = (
+  entity: (domainId: string) => DomainEntityCalls,
+  timing: { readonly acquireWait: Duration.Input; readonly pingWait: Duration.Input } = { acquireWait: "15 seconds", pingWait: "5 seconds" }
+): DomainSlotBackend => {
+  const oneWay = <E>(send: Effect.Effect<void, E>) => send.pipe(Effect.timeout("2 seconds"), Effect.ignore)
+  const reachable = (domainId: string) =>
+    entity(domainId).Ping().pipe(
+      Effect.timeout(timing.pingWait),
+      Effect.retry({ times: 2, schedule: Schedule.spaced("500 millis") }),
+      Effect.as(true),
+      Effect.catch(() => Effect.succeed(false))
+    )
+  const acquire = (domainId: string, holder: string, priority: number, ttlMs: number): Effect.Effect<ReadonlyArray<HistoryEntry> | undefined> =>
+    entity(domainId).Acquire({ holder, ttlMs, priority }).pipe(
+      Effect.timeout(timing.acquireWait),
+      Effect.catch((e) =>
+        reachable(domainId).pipe(
+          Effect.flatMap((answers) =>
+            answers
+              ? acquire(domainId, holder, priority, ttlMs)
+              : Effect.logWarning("domain slot unavailable, crawling without it", e).pipe(Effect.as(undefined))
+          )
+        )
+      )
+    )
+  return {
+    acquire,
+    release: (domainId, holder, outcomes) => oneWay(entity(domainId).Release({ holder, outcomes }, { discard: true })),
+    handover: (domainId, from, to, ttlMs, outcomes) => oneWay(entity(domainId).Handover({ from, to, ttlMs, outcomes }, { discard: true }))
+  }
+}
+
 export const DomainSlotsLive = Layer.effect(
   DomainSlots,
   Effect.gen(function*() {
     const entity = yield* DomainEntity.client
     const crawl = yield* CrawlService
-    const oneWay = <E>(send: Effect.Effect<void, E>) => send.pipe(Effect.timeout("2 seconds"), Effect.ignore)
-    return DomainSlots.of(yield* makeDomainSlots({
-      // Each wait for a slot is bounded, so a reply lost with a dying node is asked for again; the
-      // holder id makes a repeated request for the same slot harmless.
-      acquire: (domainId, holder, priority, ttlMs) =>
-        entity(domainId).Acquire({ holder, ttlMs, priority }).pipe(
-          Effect.timeout("15 seconds"),
-          Effect.retry({ times: 8, schedule: Schedule.spaced("500 millis") }),
-          // Politeness must not strand a job when its domain's entity cannot be reached.
-          Effect.catch((e) => Effect.logWarning("domain slot unavailable, crawling without it", e).pipe(Effect.as(undefined)))
-        ),
-      release: (domainId, holder, outcomes) => oneWay(entity(domainId).Release({ holder, outcomes }, { discard: true })),
-      handover: (domainId, from, to, ttlMs, outcomes) =>
-        oneWay(entity(domainId).Handover({ from, to, ttlMs, outcomes }, { discard: true }))
-    }, crawl.perDomainConcurrency))
+    return DomainSlots.of(yield* makeDomainSlots(entitySlotBackend(entity), crawl.perDomainConcurrency))
   })
 )

@@ -5,6 +5,7 @@ import { Effect, Fiber, Layer } from "effect"
 import { Entity, ShardingConfig } from "effect/cluster"
 import { describe, expect, it } from "vitest"
 import { DomainEntity, DomainEntityLive } from "../../src/actors/domain-entity.ts"
+import { entitySlotBackend } from "../../src/actors/domain-slots.ts"
 import { Config, loadConfig } from "../../src/config.ts"
 import { CrawlService, type CrawlServiceShape } from "../../src/crawl/crawl-service.ts"
 import { DatabaseLive } from "../../src/sql/database.ts"
@@ -117,5 +118,37 @@ describe("DomainEntity politeness slots", () => {
         yield* Fiber.join(waiting)
       })
     )
+  }, 60_000)
+})
+
+describe("the cluster slot backend (entitySlotBackend)", () => {
+  const quick = { acquireWait: "100 millis", pingWait: "100 millis" } as const
+
+  it("keeps a job waiting in a long queue, past many bounded waits, and never crawls it without a slot", async () => {
+    await run((domain) =>
+      Effect.gen(function*() {
+        const backend = entitySlotBackend(() => domain, quick)
+        yield* acquire(domain, "a")
+        yield* acquire(domain, "b")
+        const waiting = yield* Effect.forkChild(backend.acquire("example.com", "queued", 0, 60_000))
+        // Ten bounded waits run out; the entity answers its pings, so the job is still waiting.
+        yield* Effect.sleep("1 second")
+        expect(waiting.pollUnsafe()).toBeUndefined()
+        yield* domain.Release({ holder: "a", outcomes: [{ engine: "http", ok: true }] })
+        const history = yield* Fiber.join(waiting)
+        expect(history?.map((h) => h.engine)).toEqual(["http"])
+      })
+    )
+  }, 60_000)
+
+  it("crawls without a slot when the entity answers nothing at all", async () => {
+    const unreachable = {
+      Acquire: () => Effect.never,
+      Release: () => Effect.void,
+      Handover: () => Effect.void,
+      Ping: () => Effect.never
+    }
+    const history = await Effect.runPromise(entitySlotBackend(() => unreachable, quick).acquire("example.com", "alone", 0, 60_000))
+    expect(history).toBeUndefined()
   }, 60_000)
 })
