@@ -452,6 +452,8 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
   })
 
   it("validates every bound of the create body with detail paths", async () => {
+    // Its own tenant: a burst of some thirty requests stays within one key's per-second rate limit.
+    const own = (await api.createTenant()).apiKey
     const url = site.url("/page?case=bounds")
     const entry = { engine: "http", attempts: 1, timeoutMs: 5000 }
     const cases: Array<[Record<string, unknown>, Array<string>]> = [
@@ -479,7 +481,7 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       [{ url, priority: 11, timeoutMs: 1, webhookSecret: "short", extra: true }, ["extra", "priority", "timeoutMs", "webhookSecret"]]
     ]
     for (const [body, paths] of cases) {
-      const res = await create(body)
+      const res = await create(body, own)
       expectError(res, 400, "validation_error")
       const got = detailPaths(res)
       for (const p of paths) expect(got, `${JSON.stringify(body)} → ${JSON.stringify(res.json.error.details)}`).toContain(p)
@@ -487,10 +489,10 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       for (const d of res.json.error.details) expect(Object.keys(d).sort()).toEqual(["code", "message", "path"])
     }
     // a secret without a webhook to sign is a mistake worth telling
-    const orphan = await create({ url, webhookSecret: "s".repeat(16) })
+    const orphan = await create({ url, webhookSecret: "s".repeat(16) }, own)
     expectError(orphan, 400, "validation_error")
     expect(detailPaths(orphan)).toEqual(["webhookSecret"])
-    const unknown = await create({ url, colour: "blue" })
+    const unknown = await create({ url, colour: "blue" }, own)
     expect(unknown.json.error.details.find((d: any) => d.path === "colour")?.code).toBe("unknown_field")
 
     // the edges themselves are accepted
@@ -505,16 +507,16 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
         ...Array(6).fill({ engine: "http", attempts: 5, timeoutMs: 180_000 }),
         { engine: "alternate", attempts: 5, timeoutMs: 180_000 }
       ]
-    })
+    }, own)
     expect(edges.status, edges.text).toBe(201)
     expect(edges.json.data.priority).toBe(10)
-    const top = await create({ url, priority: 0, timeoutMs: 300_000 })
+    const top = await create({ url, priority: 0, timeoutMs: 300_000 }, own)
     expect(top.status, top.text).toBe(201)
-    await waitTerminal(edges.json.data.id)
-    await waitTerminal(top.json.data.id)
+    await waitTerminal(edges.json.data.id, undefined, own)
+    await waitTerminal(top.json.data.id, undefined, own)
 
     // malformed JSON and unauthenticated
-    expectError(await api.call("POST", "/v1/scraper/jobs", { key, raw: "{nope" }), 400, "validation_error")
+    expectError(await api.call("POST", "/v1/scraper/jobs", { key: own, raw: "{nope" }), 400, "validation_error")
     expectError(await api.post("/v1/scraper/jobs", { url }), 401, "unauthorized")
   })
 
