@@ -21,11 +21,12 @@ describe.skipIf(!baseUrl)("two runners sharing one PostgreSQL", () => {
   let dbUrl: string
   let a: RunningServer
   let b: RunningServer
+  let portA: number
   let portB: number
 
   beforeAll(async () => {
     dbUrl = await createTestDatabase(baseUrl!)
-    const portA = await freePort()
+    portA = await freePort()
     portB = await freePort()
     a = await startServer({ DATABASE_URL: dbUrl, RUNNER_PORT: String(portA) })
     b = await startServer({ DATABASE_URL: dbUrl, RUNNER_PORT: String(portB) })
@@ -57,6 +58,15 @@ describe.skipIf(!baseUrl)("two runners sharing one PostgreSQL", () => {
     expect(onB, "B never hosted two entities").toHaveLength(2)
     const [busyEntity, otherEntity] = onB as [string, string]
 
+    // The cluster view from A: both runners healthy, the 16 shards split between A and B's session.
+    const runnerA = `127.0.0.1:${portA}`
+    const view = async () => (await client(a.baseUrl).call("GET", "/internal/v1/cluster", { token: INTERNAL_TOKEN })).json.data
+    const before = await view()
+    expect(before.runners.filter((r: any) => r.healthy).map((r: any) => r.address).sort()).toEqual([runnerA, runnerB].sort())
+    expect(before.shards.reduce((n: number, s: any) => n + s.count, 0)).toBe(16)
+    expect(before.shards.find((s: any) => s.runner === runnerA)?.count).toBeGreaterThan(0)
+    expect(before.shards.filter((s: any) => s.runner !== runnerA)).toHaveLength(1)
+
     // A durable message that B is working on when it dies.
     const slowId = `slow-${Date.now()}`
     const slow = probe(a, busyEntity, slowId, 6000)
@@ -84,5 +94,10 @@ describe.skipIf(!baseUrl)("two runners sharing one PostgreSQL", () => {
     const effects = await query<{ runner: string }>(dbUrl, `SELECT runner FROM cluster_probe_effects WHERE probe_id = '${slowId}'`)
     expect(effects).toHaveLength(1)
     expect(effects[0]!.runner).toBe(done.json.data.runner)
+
+    // A's view: B is no longer healthy, and A holds every shard.
+    const after = await view()
+    expect(after.runners.find((r: any) => r.address === runnerB)?.healthy ?? false).toBe(false)
+    expect(after.shards).toEqual([{ group: "default", runner: runnerA, count: 16 }])
   }, 120_000)
 })

@@ -1,8 +1,9 @@
-import { Context, Effect, Layer } from "effect"
-import { Sharding } from "effect/cluster"
+import { Context, Duration, Effect, Layer } from "effect"
+import { Sharding, ShardingConfig, ShardId } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { Config } from "../config.ts"
 import { iso } from "../schema/common.ts"
+import { shardingCommon, shardingTuning } from "./cluster.ts"
 
 export interface ClusterSnapshot {
   readonly mode: "single" | "cluster"
@@ -20,6 +21,17 @@ export interface ClusterInfoShape {
 
 export class ClusterInfo extends Context.Service<ClusterInfo, ClusterInfoShape>()("trawl/ClusterInfo") {}
 
+/**
+ * The advisory-lock namespace under which the library takes shard locks on PostgreSQL: FNV-1a of
+ * "effect-cluster:cluster" (its `cluster` table prefix), as the library computes it; the library
+ * calls this a wire format that never changes. pg_locks shows it as `classid`, unsigned.
+ */
+const shardLockNamespace = (() => {
+  let hash = 0x811c9dc5
+  for (const byte of new TextEncoder().encode("effect-cluster:cluster")) hash = Math.imul(hash ^ byte, 0x01000193)
+  return hash >>> 0
+})()
+
 export const ClusterInfoLive = Layer.effect(
   ClusterInfo,
   Effect.gen(function*() {
@@ -28,16 +40,57 @@ export const ClusterInfoLive = Layer.effect(
     const sharding = yield* Sharding.Sharding
     const single = config.databaseUrl === undefined
 
+    // A runner is healthy while its heartbeat is younger than a shard lock's life: a killed runner's
+    // row keeps its last `healthy` flag until someone removes it.
+    const heartbeatSeconds = Duration.toMillis(Duration.fromInputUnsafe(shardingTuning.shardLockExpiration)) / 1000
     const runners = sql<{ address: string; healthy: boolean; last_heartbeat: Date }>`
-      SELECT address, healthy, last_heartbeat FROM cluster_runners ORDER BY address`.pipe(
+      SELECT address, healthy AND last_heartbeat > now() - ${heartbeatSeconds} * interval '1 second' AS healthy, last_heartbeat
+      FROM cluster_runners ORDER BY address`.pipe(
       Effect.catch(() => Effect.succeed([]))
     )
+    // The library's advisory lock number of a shard: (index of its group, groups sorted, + 1) × 10⁶ + shard.
+    const shardByLock = new Map([...ShardingConfig.defaults.availableShardGroups].sort().flatMap((group, g) =>
+      Array.from({ length: shardingCommon.shardsPerGroup }, (_, i) => [(g + 1) * 1_000_000 + i + 1, ShardId.make(group, i + 1)] as const)
+    ))
+    const me = `${config.runnerHost}:${config.runnerPort}`
+
+    /**
+     * Shards by holder. The embedded runner records its leases in `cluster_locks`; on PostgreSQL
+     * the library holds advisory locks instead, one database session per runner, and this node
+     * knows which shards are its own: so its session is named by its address, and each other
+     * runner by its session.
+     */
+    const shardHolders = single
+      ? sql<{ shard_group: string; address: string; n: string }>`
+          SELECT split_part(shard_id, ':', 1) AS shard_group, address, count(*) AS n
+          FROM cluster_locks GROUP BY 1, 2 ORDER BY 1, 2`.pipe(
+          Effect.map((rows) => rows.map((r) => ({ group: r.shard_group, runner: r.address as string | null, count: Number(r.n) })))
+        )
+      : sql<{ pid: number; objid: number }>`
+          SELECT pid, objid::int8 AS objid FROM pg_locks
+          WHERE locktype = 'advisory' AND granted AND classid = ${shardLockNamespace}::int8::oid AND objsubid = 2`.pipe(
+          Effect.map((rows) => {
+            const myPid = rows.find((r) => {
+              const shard = shardByLock.get(Number(r.objid))
+              return shard !== undefined && sharding.hasShardId(shard)
+            })?.pid
+            const counts = new Map<string, { group: string; runner: string | null; count: number }>()
+            for (const r of rows) {
+              const shard = shardByLock.get(Number(r.objid))
+              if (!shard) continue
+              const runner = r.pid === myPid ? me : `another runner (database session ${r.pid})`
+              const key = `${shard.group} ${runner}`
+              const entry = counts.get(key) ?? { group: shard.group, runner, count: 0 }
+              entry.count++
+              counts.set(key, entry)
+            }
+            return [...counts.values()].sort((a, b) => a.group.localeCompare(b.group) || String(a.runner).localeCompare(String(b.runner)))
+          })
+        )
 
     const snapshot = Effect.gen(function*() {
       const runnerRows = yield* runners
-      const shardRows = yield* sql<{ shard_group: string; address: string; n: string }>`
-        SELECT split_part(shard_id, ':', 1) AS shard_group, address, count(*) AS n
-        FROM cluster_locks GROUP BY 1, 2 ORDER BY 1, 2`.pipe(Effect.catch(() => Effect.succeed([])))
+      const shards = yield* shardHolders.pipe(Effect.catch(() => Effect.succeed([])))
       const entityRows = yield* sql<{ entity_type: string; n: string }>`
         SELECT entity_type, count(DISTINCT entity_id) AS n FROM cluster_messages GROUP BY 1`.pipe(
         Effect.catch(() => Effect.succeed([]))
@@ -48,7 +101,7 @@ export const ClusterInfoLive = Layer.effect(
         runners: single && runnerRows.length === 0
           ? [{ address: "embedded", healthy: true, lastHeartbeat: null }]
           : runnerRows.map((r) => ({ address: r.address, healthy: r.healthy, lastHeartbeat: iso(r.last_heartbeat) })),
-        shards: shardRows.map((r) => ({ group: r.shard_group, runner: r.address, count: Number(r.n) })),
+        shards,
         entities: {
           ...Object.fromEntries(entityRows.map((r) => [r.entity_type, Number(r.n)])),
           activeOnThisNode: active
@@ -56,7 +109,6 @@ export const ClusterInfoLive = Layer.effect(
       }
     }).pipe(Effect.orDie)
 
-    const me = `${config.runnerHost}:${config.runnerPort}`
     const isMember = single
       ? Effect.succeed(true)
       : runners.pipe(Effect.map((rows) => rows.some((r) => r.healthy && r.address === me)))
