@@ -5,16 +5,37 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { Config } from "../config.ts"
 
-/** Starts the embedded database in a worker thread; resolves with the port it listens on. */
-const startEmbeddedWorker = (dir: string) =>
+/** Workers being stopped on purpose: their exit is not a loss. */
+const stopping = new WeakSet<Worker>()
+
+/**
+ * Starts the embedded database in a worker thread; resolves with the port it listens on. If the
+ * worker stops later without being asked to (a crash, an out-of-memory end), `onLost` is called:
+ * the node has lost its database and cannot serve any more.
+ */
+export const startEmbeddedWorker = (dir: string, onLost: (reason: string) => void) =>
   new Promise<{ worker: Worker; port: number }>((resolve, reject) => {
     const worker = new Worker(new URL("./embedded-pg-worker.ts", import.meta.url), { workerData: { dir } })
     worker.once("error", reject)
-    worker.once("message", (m: { port: number }) => resolve({ worker, port: m.port }))
+    worker.once("message", (m: { port: number }) => {
+      worker.off("error", reject)
+      worker.on("error", (e) => onLost(`the embedded database failed: ${e instanceof Error ? e.message : String(e)}`))
+      worker.once("exit", (code) => {
+        if (!stopping.has(worker)) onLost(`the embedded database stopped (worker exit code ${code})`)
+      })
+      resolve({ worker, port: m.port })
+    })
   })
 
-const stopEmbeddedWorker = (worker: Worker) =>
+/** A lost embedded database ends the process, so that its supervisor starts a healthy one. */
+const exitOnLostDatabase = (reason: string) => {
+  console.error(`fatal: ${reason}; the node stops`)
+  process.exit(70)
+}
+
+export const stopEmbeddedWorker = (worker: Worker) =>
   new Promise<void>((resolve) => {
+    stopping.add(worker)
     const timer = setTimeout(() => void worker.terminate().then(() => resolve()), 5_000)
     worker.once("message", () => {
       clearTimeout(timer)
@@ -34,7 +55,7 @@ const embedded = (dataDir: string) =>
       const dir = join(dataDir, "pg")
       mkdirSync(dir, { recursive: true })
       const { port } = yield* Effect.acquireRelease(
-        Effect.promise(() => startEmbeddedWorker(dir)),
+        Effect.promise(() => startEmbeddedWorker(dir, exitOnLostDatabase)),
         ({ worker }) => Effect.promise(() => stopEmbeddedWorker(worker))
       )
       return PgClient.layer({

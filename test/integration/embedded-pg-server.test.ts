@@ -1,9 +1,13 @@
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { PGlite } from "@electric-sql/pglite"
 import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { EmbeddedPgServer } from "../../src/sql/embedded-pg-server.ts"
+import { startEmbeddedWorker, stopEmbeddedWorker } from "../../src/sql/database.ts"
 
 describe("embedded PostgreSQL front", () => {
   let db: PGlite
@@ -45,4 +49,26 @@ describe("embedded PostgreSQL front", () => {
     // The pool's connections are closed with its scope; the front deallocates after the close.
     await expect.poll(prepared, { timeout: 5_000 }).toBe(before)
   })
+})
+
+describe("embedded database worker", () => {
+  it("reports a worker that stops unasked as a lost database, and a stop it asked for as nothing", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "trawl-worker-"))
+    try {
+      const lost: Array<string> = []
+      const crashed = await startEmbeddedWorker(join(dir, "a"), (reason) => lost.push(reason))
+      await crashed.worker.terminate() // as if the thread died
+      await new Promise((r) => setTimeout(r, 100))
+      expect(lost).toHaveLength(1)
+      expect(lost[0]).toMatch(/stopped/)
+
+      const calm: Array<string> = []
+      const stopped = await startEmbeddedWorker(join(dir, "b"), (reason) => calm.push(reason))
+      await stopEmbeddedWorker(stopped.worker)
+      await new Promise((r) => setTimeout(r, 100))
+      expect(calm).toEqual([])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 60_000)
 })
