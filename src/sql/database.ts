@@ -19,7 +19,9 @@ export const startEmbeddedWorker = (dir: string, onLost: (reason: string) => voi
     worker.once("error", reject)
     worker.once("message", (m: { port: number }) => {
       worker.off("error", reject)
-      worker.on("error", (e) => onLost(`the embedded database failed: ${e instanceof Error ? e.message : String(e)}`))
+      worker.on("error", (e) => {
+        if (!stopping.has(worker)) onLost(`the embedded database failed: ${e instanceof Error ? e.stack ?? e.message : String(e)}`)
+      })
       worker.once("exit", (code) => {
         if (!stopping.has(worker)) onLost(`the embedded database stopped (worker exit code ${code})`)
       })

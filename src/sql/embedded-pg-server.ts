@@ -162,6 +162,9 @@ export class EmbeddedPgServer {
         if (this.db.isInTransaction()) await this.db.exec("ROLLBACK").catch(() => {})
         for (const name of statements) await this.db.exec(`DEALLOCATE ${quoteIdent(name)}`).catch(() => {})
         this.release(socket)
+      }).catch(() => {
+        // The database closed under it (the worker is stopping): nothing is left to clean.
+        this.release(socket)
       })
     }
     socket.on("close", cleanup)
