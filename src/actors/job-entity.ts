@@ -42,8 +42,12 @@ const screenshotOf = (s: JobRow["screenshot"]): false | ScreenshotOptions => {
  */
 const tell = <E, R>(send: Effect.Effect<void, E, R>) => send.pipe(Effect.timeout("2 seconds"), Effect.ignore)
 
-/** Above every job priority (the API caps them far lower). */
-const CLAIM_PRIORITY = Number.MAX_SAFE_INTEGER
+/**
+ * Write-slot priorities, above every job priority (the API caps them far lower). Terminal writes
+ * go first: the job waiting for one still holds its crawl slot and its page.
+ */
+const FINISH_PRIORITY = Number.MAX_SAFE_INTEGER
+const CLAIM_PRIORITY = Number.MAX_SAFE_INTEGER - 1
 
 const okClass = new Set(["ok", "not_found"])
 const learnedClass = new Set(["ok", "not_found", "blocked", "empty"])
@@ -94,9 +98,8 @@ export const JobEntityLive = JobEntity.toLayer(
 
     const run = Effect.gen(function*() {
       // The lease outlives the whole job; a job still claimed after it has lost its runner.
-      // Claims are short, so they go ahead of waiting crawls; a node handed thousands of jobs at
-      // once still makes only a bounded number of claims at a time.
-      const job = yield* crawl.withCapacity(CLAIM_PRIORITY, repo.claim(jobId))
+      // A node handed thousands of jobs at once makes only a bounded number of claims at a time.
+      const job = yield* Effect.scoped(crawl.holdWriteSlot(CLAIM_PRIORITY).pipe(Effect.andThen(repo.claim(jobId))))
       if (!job) return
       if (job.runs > MAX_RUNS) {
         yield* end(job, "dead", {
@@ -136,20 +139,25 @@ export const JobEntityLive = JobEntity.toLayer(
         startedWith = { engine: plan[0]?.engine ?? "http", reason: choice.reason }
       }
 
-      // The crawl and the terminal write take one of the node's job slots, by the job's priority.
-      yield* crawl.withCapacity(job.priority, Effect.gen(function*() {
+      // The crawl takes one of the node's crawl slots, by the job's priority; the job takes a write
+      // slot for its terminal write before it gives the crawl slot up (see holdWriteSlot).
+      yield* Effect.scoped(Effect.gen(function*() {
         // What the attempts taught about the domain goes back with the slot.
         let outcomes: Array<{ engine: string; ok: boolean }> = []
-        const outcome = yield* crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, screenshot, signal: controller.signal }).pipe(
-          // An interrupted run leaves no fetch behind.
-          Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
-          Effect.tap((o) =>
-            Effect.sync(() => {
-              outcomes = o.attempts.filter((a) => learnedClass.has(a.classification)).map((a) => ({ engine: a.engine, ok: okClass.has(a.classification) }))
-            })
-          ),
-          Effect.ensuring(Effect.suspend(() => slot.release(outcomes))),
-          Effect.ensuring(Effect.sync(() => (running = undefined)))
+        const outcome = yield* crawl.withCrawlSlot(
+          job.priority,
+          crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, screenshot, signal: controller.signal }).pipe(
+            // An interrupted run leaves no fetch behind.
+            Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
+            Effect.tap((o) =>
+              Effect.sync(() => {
+                outcomes = o.attempts.filter((a) => learnedClass.has(a.classification)).map((a) => ({ engine: a.engine, ok: okClass.has(a.classification) }))
+              })
+            ),
+            Effect.ensuring(Effect.suspend(() => slot.release(outcomes))),
+            Effect.ensuring(Effect.sync(() => (running = undefined))),
+            Effect.tap(() => crawl.holdWriteSlot(FINISH_PRIORITY))
+          )
         )
 
         const winner = outcome.winning

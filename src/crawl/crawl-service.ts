@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, type Scope } from "effect"
 import { Config } from "../config.ts"
 import { loadCrawlConfig, loadEscalationConfig } from "./config.ts"
 import { createEngines } from "./engines/index.ts"
@@ -20,12 +20,18 @@ export interface CrawlServiceShape {
   readonly perDomainConcurrency: number
   readonly historyWindowMs: number
   /**
-   * Runs `effect` in one of this node's job slots, waiting (parked, higher priority first) for
-   * one. Jobs do their database work and their crawl in a slot, so however many jobs a node has
-   * been handed, only a bounded number work at once and the rest cost nothing while they wait.
+   * Runs `effect` in one of this node's crawl slots, waiting (parked, higher priority first) for
+   * one. Only fetching happens in a crawl slot, so however many jobs a node has been handed, only
+   * a bounded number crawl at once and the rest cost nothing while they wait.
    */
-  readonly withCapacity: <A, E, R>(priority: number, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  /** Runs one job's escalation; call it inside `withCapacity`. */
+  readonly withCrawlSlot: <A, E, R>(priority: number, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /**
+   * Takes one of this node's write slots (by priority) until the scope closes. Claims and terminal
+   * writes run in one; a job takes it before it gives up its crawl slot, so the pages held in
+   * memory for their write stay bounded by the two capacities.
+   */
+  readonly holdWriteSlot: (priority: number) => Effect.Effect<void, never, Scope.Scope>
+  /** Runs one job's escalation; call it inside `withCrawlSlot`. */
   readonly crawl: (req: CrawlRequest) => Effect.Effect<EscalationResult>
   readonly engineNames: ReadonlyArray<EngineName>
 }
@@ -34,6 +40,18 @@ export class CrawlService extends Context.Service<CrawlService, CrawlServiceShap
 
 /** Jobs crawling at once on one node; more wait in priority order. */
 export const NODE_JOB_CAPACITY = 32
+/** Claims and terminal writes in flight at once on one node (group commit batches them). */
+export const NODE_WRITE_CAPACITY = 64
+
+/** Waits for a slot of `semaphore`, interruptibly; answers its release. */
+const takeSlot = (semaphore: Semaphore, priority: number) =>
+  Effect.callback<() => void>((resume, signal) => {
+    semaphore.acquire(signal, priority).then(
+      // Granted just as the waiting fiber was interrupted: give the slot straight back.
+      (release) => (signal.aborted ? release() : resume(Effect.succeed(release))),
+      () => {}
+    )
+  })
 
 /** One long-lived set of engines per node (browser pools, HTTP agents), closed on shutdown. */
 export const CrawlServiceLive = Layer.effect(
@@ -54,21 +72,20 @@ export const CrawlServiceLive = Layer.effect(
       ),
       (e) => Effect.promise(() => e.close()).pipe(Effect.ignore)
     )
-    const capacity = new Semaphore(NODE_JOB_CAPACITY)
+    const crawlSlots = new Semaphore(NODE_JOB_CAPACITY)
+    const writeSlots = new Semaphore(NODE_WRITE_CAPACITY)
     return CrawlService.of({
       defaultPlan: escalation.defaultPlan,
       perDomainConcurrency: crawlConfig.perDomainConcurrency,
       historyWindowMs: escalation.historyWindowMs,
       engineNames: ["http", "alternate", "brave", "camoufox"],
-      withCapacity: (priority, effect) =>
+      withCrawlSlot: (priority, effect) =>
         Effect.uninterruptibleMask((restore) =>
-          restore(Effect.callback<() => void>((resume, signal) => {
-            capacity.acquire(signal, priority).then(
-              // Granted just as the waiting fiber was interrupted: give the slot straight back.
-              (release) => (signal.aborted ? release() : resume(Effect.succeed(release))),
-              () => {}
-            )
-          })).pipe(Effect.flatMap((release) => restore(effect).pipe(Effect.ensuring(Effect.sync(release)))))
+          restore(takeSlot(crawlSlots, priority)).pipe(Effect.flatMap((release) => restore(effect).pipe(Effect.ensuring(Effect.sync(release)))))
+        ),
+      holdWriteSlot: (priority) =>
+        Effect.uninterruptibleMask((restore) =>
+          restore(takeSlot(writeSlots, priority)).pipe(Effect.flatMap((release) => Effect.addFinalizer(() => Effect.sync(release))))
         ),
       crawl: (req) =>
         Effect.promise(() =>
