@@ -186,7 +186,6 @@ export type UrlRefusal =
   | "credentials_in_url"
   | "empty_host"
   | "obfuscated_ip"
-  | "ipv6_literal"
   | "internal_hostname"
   | "single_label_host"
 
@@ -215,9 +214,9 @@ const rawHostOf = (raw: string): string | null => {
  *  - only `http:`/`https:`; no user/password in the URL
  *  - IPv4 hosts only in canonical dotted-decimal form (decimal `2130706433`, octal `0177.0.0.1`,
  *    hex `0x7f.1`, short `127.1`, percent-encoded, trailing-dot spellings are refused as obfuscated)
- *  - IPv6 literals, `localhost`, `*.localhost`, `*.local`, `*.internal`, `*.home.arpa`, ... and
- *    single-label names are refused unless `allowPrivate` (development only).
- * A canonical IPv4 literal passes here; `checkUrl` then classifies it.
+ *  - `localhost`, `*.localhost`, `*.local`, `*.internal`, `*.home.arpa`, ... and single-label
+ *    names are refused unless `allowPrivate` (development only).
+ * A canonical IPv4 literal and any IPv6 literal pass here; `checkUrl` then classifies them.
  */
 export const parseTargetUrl = (raw: string, opts: { allowPrivate?: boolean } = {}): ParseResult => {
   if (typeof raw !== "string") return { ok: false, reason: "invalid_url", detail: "not a string" }
@@ -244,10 +243,9 @@ export const parseTargetUrl = (raw: string, opts: { allowPrivate?: boolean } = {
   }
   const hostname = url.hostname
   if (hostname === "") return { ok: false, reason: "empty_host", detail: "no host" }
-  if (hostname.startsWith("[")) {
-    if (!opts.allowPrivate) return { ok: false, reason: "ipv6_literal", detail: "IPv6 literal hosts are not allowed" }
-    return { ok: true, url }
-  }
+  // An IPv6 literal has one spelling once parsed (no zone ids, no numeric tricks); like an IPv4
+  // literal it passes here and is classified by checkUrl and at every hop.
+  if (hostname.startsWith("[")) return { ok: true, url }
   if (isIPv4(hostname)) {
     if (rawHostOf(input) !== hostname) {
       return { ok: false, reason: "obfuscated_ip", detail: `non-canonical IPv4 spelling of ${hostname}` }

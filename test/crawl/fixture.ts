@@ -22,7 +22,7 @@ export interface Fixture {
 }
 
 export const startFixture = async (routes: Record<string, Handler>, host = "127.0.0.1"): Promise<Fixture> => {
-  if (!host.startsWith("127.")) throw new Error("fixtures listen on loopback only")
+  if (!host.startsWith("127.") && host !== "::1") throw new Error("fixtures listen on loopback only")
   const hits: string[] = []
   let connections = 0
   const server = http.createServer((req, res) => {
@@ -40,7 +40,7 @@ export const startFixture = async (routes: Record<string, Handler>, host = "127.
   })
   await new Promise<void>((resolve) => server.listen(0, host, resolve))
   const port = (server.address() as AddressInfo).port
-  const origin = `http://${host}:${port}`
+  const origin = `http://${host.includes(":") ? `[${host}]` : host}:${port}`
   return {
     host,
     port,

@@ -255,6 +255,50 @@ describe("http engine: SSRF guard", () => {
   })
 })
 
+describe("http engine and IPv6 literal hosts", () => {
+  // ::1 plays a public IPv6 site (the test classifier calls it public); 127.0.0.1 plays an
+  // internal service. Every other IPv6 address keeps its real class, so nothing else is contacted.
+  let v6Site: Fixture
+  let internal: Fixture
+  const guarded = createHttpEngine({ classify: (ip) => (ip === "::1" ? "public" : classifyAddress(ip)) })
+  beforeAll(async () => {
+    internal = await startFixture({ "/secret": page(200, html("<p>internal secret</p>")) }, "127.0.0.1")
+    v6Site = await startFixture(
+      {
+        "/ok": page(200, ARTICLE),
+        "/to-self": (_req, res) => res.writeHead(302, { location: "/ok" }).end(),
+        "/to-mapped": (_req, res) => res.writeHead(302, { location: `http://[::ffff:127.0.0.1]:${internal.port}/secret` }).end(),
+        "/to-unique-local": (_req, res) => res.writeHead(302, { location: `http://[fd00::1]:${internal.port}/secret` }).end()
+      },
+      "::1"
+    )
+  })
+  afterAll(async () => {
+    await guarded.close?.()
+    await v6Site.close()
+    await internal.close()
+  })
+
+  it("fetches a public IPv6 literal and follows its redirects", async () => {
+    const a = await guarded.fetch({ url: v6Site.url("/to-self"), timeoutMs: 5000, allowPrivate: false })
+    expect(a).toMatchObject({ classification: "ok", httpStatus: 200, finalUrl: v6Site.url("/ok") })
+  })
+
+  it.each(["/to-mapped", "/to-unique-local"])("refuses a redirect from it to a non-public IPv6 literal (%s)", async (path) => {
+    const a = await guarded.fetch({ url: v6Site.url(path), timeoutMs: 5000, allowPrivate: false })
+    expect(a.classification).toBe("unsafe_url")
+    expect(a.error).toMatch(/redirect refused/)
+    expect(internal.connections()).toBe(0)
+  })
+
+  it("refuses the IPv6 loopback literal itself under the real classifier", async () => {
+    const before = v6Site.connections()
+    const a = await engine.fetch({ url: v6Site.url("/ok"), timeoutMs: 3000, allowPrivate: false })
+    expect(a.classification).toBe("unsafe_url")
+    expect(v6Site.connections()).toBe(before)
+  })
+})
+
 describe("http engine with the got-scraping transport", () => {
   const gotEngine = createHttpEngine({ transport: "got-scraping", maxBodyBytes: 64 * 1024 })
   afterAll(async () => {

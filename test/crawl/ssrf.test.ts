@@ -137,10 +137,7 @@ describe("parseTargetUrl", () => {
     ["http://127.0.0.1./", "obfuscated_ip"],
     ["http://0/", "obfuscated_ip"],
     ["http:\\\\127.1\\", "obfuscated_ip"],
-    ["http://[::1]/", "ipv6_literal"],
-    ["http://[::ffff:127.0.0.1]/", "ipv6_literal"],
-    ["http://[::ffff:7f00:1]:8080/", "ipv6_literal"],
-    ["http://[2606:4700::1111]/", "ipv6_literal"],
+    ["http://[fe80::1%25eth0]/", "invalid_url"],
     ["http://localhost/", "internal_hostname"],
     ["http://LOCALHOST:3000/", "internal_hostname"],
     ["http://localhost./", "internal_hostname"],
@@ -171,6 +168,8 @@ describe("parseTargetUrl", () => {
     ["http://93.184.216.34/", "http://93.184.216.34/"],
     // syntax only: a canonical literal passes here and is classified by checkUrl
     ["http://127.0.0.1:8080/", "http://127.0.0.1:8080/"],
+    ["http://[::1]/", "http://[::1]/"],
+    ["http://[2606:4700:0:0:0:0:0:1111]:8443/x", "http://[2606:4700::1111]:8443/x"],
     ["https://xn--bcher-kva.example/", "https://xn--bcher-kva.example/"]
   ]
   it.each(accepted)("accepts %j", (raw, href) => {
@@ -208,7 +207,16 @@ describe("checkUrl", () => {
     ["http://v6.example/", "private"],
     ["http://127.0.0.1/", "loopback"],
     ["http://10.1.2.3:8080/", "private"],
-    ["http://0.0.0.0/", "this_network"]
+    ["http://0.0.0.0/", "this_network"],
+    ["http://[::1]/", "loopback"],
+    ["http://[0:0:0:0:0:0:0:1]:8080/", "loopback"],
+    ["http://[::]/", "unspecified"],
+    ["http://[::ffff:127.0.0.1]/", "loopback"],
+    ["http://[::ffff:7f00:1]:8080/", "loopback"],
+    ["http://[::ffff:8.8.8.8]/", "ipv4_mapped"],
+    ["http://[fd00::1]/", "unique_local"],
+    ["http://[fe80::1]/", "link_local"],
+    ["http://[2001:db8::1]/", "documentation"]
   ])("refuses %s (%s)", async (url, cls) => {
     const r = await checkUrl(url, { allowPrivate: false, lookup })
     expect(r.ok).toBe(false)
@@ -216,6 +224,13 @@ describe("checkUrl", () => {
       expect(r.reason).toBe("non_public_address")
       expect(r.addressClass).toBe(cls)
     }
+  })
+
+  it("accepts a public IPv6 literal without asking DNS", async () => {
+    const spy = fakeLookup({})
+    const r = await checkUrl("https://[2606:4700::1111]/", { allowPrivate: false, lookup: spy })
+    expect(r).toMatchObject({ ok: true, addresses: ["2606:4700::1111"] })
+    expect(spy.calls).toEqual([])
   })
 
   it("refuses when any one of several addresses is not public", async () => {
