@@ -19,6 +19,18 @@ export interface DomainSlotBackend {
 
 export interface DomainSlotsShape {
   readonly acquire: (domainId: string, holder: string, priority: number, ttlMs: number) => Effect.Effect<DomainSlot>
+  /**
+   * Runs `use` with a slot of the domain. `use` gives the slot back with what it learned as soon
+   * as its fetch is over; if it ends in any other way first (also by interruption, say while it
+   * waits for a crawl slot), the slot goes back then. It goes back once either way.
+   */
+  readonly withSlot: <A, E, R>(
+    domainId: string,
+    holder: string,
+    priority: number,
+    ttlMs: number,
+    use: (history: ReadonlyArray<HistoryEntry>, release: (outcomes: ReadonlyArray<Outcome>) => Effect.Effect<void>) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E, R>
 }
 
 /**
@@ -100,8 +112,14 @@ export const makeDomainSlots = (backend: DomainSlotBackend, perDomainLimit: numb
         if (handovers !== undefined && next && handovers < MAX_HANDOVERS) {
           d.waiting.shift()
           d.holding.set(next.holder, handovers + 1)
-          Deferred.doneUnsafe(next.granted, Effect.succeed(d.history))
-          return backend.handover(domainId, holder, next.holder, next.ttlMs, outcomes)
+          // The entity hears of the new holder before that job can start (and perhaps end and send
+          // its own release, which would otherwise arrive first and leave a phantom holder).
+          const history = d.history
+          return Effect.uninterruptible(
+            backend.handover(domainId, holder, next.holder, next.ttlMs, outcomes).pipe(
+              Effect.andThen(Effect.sync(() => Deferred.doneUnsafe(next.granted, Effect.succeed(history))))
+            )
+          )
         }
         // The slot goes back, and this node no longer holds all of them: the jobs waiting here ask
         // the entity, whose queue also holds other nodes' jobs.
@@ -148,7 +166,23 @@ export const makeDomainSlots = (backend: DomainSlotBackend, perDomainLimit: numb
         )
       })
 
-    return { acquire }
+    const withSlot: DomainSlotsShape["withSlot"] = (domainId, holder, priority, ttlMs, use) =>
+      Effect.uninterruptibleMask((restore) =>
+        restore(acquire(domainId, holder, priority, ttlMs)).pipe(
+          Effect.flatMap((slot) => {
+            let released = false
+            const releaseOnce = (outcomes: ReadonlyArray<Outcome>) =>
+              Effect.suspend(() => {
+                if (released) return Effect.void
+                released = true
+                return slot.release(outcomes)
+              })
+            return restore(use(slot.history, releaseOnce)).pipe(Effect.ensuring(releaseOnce([])))
+          })
+        )
+      )
+
+    return { acquire, withSlot }
   })
 
 /** The calls the cluster backend makes to one domain's entity (its client, or a stand-in in tests). */

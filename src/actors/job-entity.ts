@@ -8,6 +8,7 @@ import { type PlanEntry, planFromHistory } from "../crawl/escalation.ts"
 import { EventLog } from "../events/event-log.ts"
 import type { JobResult } from "../schema/job.ts"
 import { JobRepo, type JobRow } from "../sql/job-repo.ts"
+import type { HistoryEntry, Outcome } from "./domain-entity.ts"
 import { DomainSlots } from "./domain-slots.ts"
 import { JobSlotReleases } from "./tenant-entity.ts"
 import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
@@ -63,7 +64,15 @@ export const JobEntityLive = JobEntity.toLayer(
     const deliveries = yield* WebhookDeliveryEntity.client
     let running: AbortController | undefined
 
-    const end = (job: JobRow, status: "done" | "failed" | "dead", result: JobResult, attempts: number, extra: Partial<Parameters<typeof repo.finish>[1]> = {}) =>
+    /** The terminal write, in a write slot that `writeDone` gives back as soon as the row is written. */
+    const end = (
+      job: JobRow,
+      status: "done" | "failed" | "dead",
+      result: JobResult,
+      attempts: number,
+      writeDone: Effect.Effect<void>,
+      extra: Partial<Parameters<typeof repo.finish>[1]> = {}
+    ) =>
       Effect.gen(function*() {
         // Jobs notify on done and failed; the delivery is written with the terminal state.
         const delivery = job.webhook_url && job.webhook_secret_enc && status !== "dead"
@@ -88,6 +97,7 @@ export const JobEntityLive = JobEntity.toLayer(
           }
           : undefined
         const finished = yield* repo.finish(job, { status, result, attempts, ...extra, ...(delivery ? { delivery } : {}) })
+        yield* writeDone
         if (!finished) return
         if (delivery) {
           yield* tell(deliveries(delivery.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }))
@@ -99,14 +109,17 @@ export const JobEntityLive = JobEntity.toLayer(
     const run = Effect.gen(function*() {
       // The lease outlives the whole job; a job still claimed after it has lost its runner.
       // A node handed thousands of jobs at once makes only a bounded number of claims at a time.
-      const job = yield* Effect.scoped(crawl.holdWriteSlot(CLAIM_PRIORITY).pipe(Effect.andThen(repo.claim(jobId))))
+      const job = yield* Effect.scoped(crawl.takeWriteSlot(CLAIM_PRIORITY).pipe(Effect.andThen(repo.claim(jobId))))
       if (!job) return
       if (job.runs > MAX_RUNS) {
-        yield* end(job, "dead", {
-          httpStatus: null, finalUrl: null, classification: "internal_error", engine: null, durationMs: 0,
-          contentType: null, bytes: 0, startedWith: { engine: "none", reason: `gave up after ${MAX_RUNS} interrupted runs` },
-          screenshot: { taken: false, reason: "not crawled" }, attempts: []
-        }, job.attempts)
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writeDone = yield* crawl.takeWriteSlot(FINISH_PRIORITY)
+          yield* end(job, "dead", {
+            httpStatus: null, finalUrl: null, classification: "internal_error", engine: null, durationMs: 0,
+            contentType: null, bytes: 0, startedWith: { engine: "none", reason: `gave up after ${MAX_RUNS} interrupted runs` },
+            screenshot: { taken: false, reason: "not crawled" }, attempts: []
+          }, job.attempts, writeDone)
+        }))
         return
       }
       // Clients hear of the claim once; a re-run after a lost node is not news to them.
@@ -116,16 +129,27 @@ export const JobEntityLive = JobEntity.toLayer(
       yield* runClaimed(job).pipe(Effect.onInterrupt(() => repo.giveBackRun(job.id).pipe(Effect.timeout("2 seconds"), Effect.ignore)))
     })
 
-    const runClaimed = (job: JobRow) => Effect.gen(function*() {
+    const runClaimed = (job: JobRow) => {
+      // Set before the waits, so that a cancel that comes while the job waits stops it too.
       const controller = new AbortController()
       running = controller
       // The job id, not the run: a re-run after a lost node takes back its own slot instead of
       // waiting for the dead run's slot to expire.
       const holder = job.id
+      // The slot's answer is the domain's engine history, which a job without its own escalation
+      // plans from; the job gives the slot back, with what its attempts taught, once the fetch is over.
+      return domainSlots.withSlot(job.domain_id, holder, job.priority, job.timeout_ms + 30_000, (history, releaseDomainSlot) =>
+        crawlAndEnd(job, controller, history, releaseDomainSlot))
+    }
+
+    /** The fetch with its domain slot held (given back by `releaseDomainSlot` as soon as the fetch is over), then the terminal write. */
+    const crawlAndEnd = (
+      job: JobRow,
+      controller: AbortController,
+      history: ReadonlyArray<HistoryEntry>,
+      releaseDomainSlot: (outcomes: ReadonlyArray<Outcome>) => Effect.Effect<void>
+    ) => Effect.gen(function*() {
       const screenshot = screenshotOf(job.screenshot)
-      // The slot's answer is the domain's engine history, which a job without its own escalation plans from.
-      const slot = yield* domainSlots.acquire(job.domain_id, holder, job.priority, job.timeout_ms + 30_000)
-      const history = slot.history
       let plan: ReadonlyArray<PlanEntry>
       let startedWith: { engine: string; reason: string }
       if (job.escalation) {
@@ -139,65 +163,59 @@ export const JobEntityLive = JobEntity.toLayer(
         startedWith = { engine: plan[0]?.engine ?? "http", reason: choice.reason }
       }
 
-      // The crawl takes one of the node's crawl slots, by the job's priority; the job takes a write
-      // slot for its terminal write before it gives the crawl slot up (see holdWriteSlot).
-      yield* Effect.scoped(Effect.gen(function*() {
-        // What the attempts taught about the domain goes back with the slot.
-        let outcomes: Array<{ engine: string; ok: boolean }> = []
-        const outcome = yield* crawl.withCrawlSlot(
-          job.priority,
-          crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, screenshot, signal: controller.signal }).pipe(
-            // An interrupted run leaves no fetch behind.
-            Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
-            Effect.tap((o) =>
-              Effect.sync(() => {
-                outcomes = o.attempts.filter((a) => learnedClass.has(a.classification)).map((a) => ({ engine: a.engine, ok: okClass.has(a.classification) }))
-              })
-            ),
-            Effect.ensuring(Effect.suspend(() => slot.release(outcomes))),
-            Effect.ensuring(Effect.sync(() => (running = undefined))),
-            Effect.tap(() => crawl.holdWriteSlot(FINISH_PRIORITY))
-          )
+      // The fetch takes one of the node's crawl slots, by the job's priority; the job takes a write
+      // slot for its terminal write before it gives the crawl slot up (see takeWriteSlot).
+      const [outcome, writeDone] = yield* crawl.withCrawlSlot(
+        job.priority,
+        crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, screenshot, signal: controller.signal }).pipe(
+          // An interrupted run leaves no fetch behind.
+          Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
+          // What the attempts taught about the domain goes back with the slot.
+          Effect.tap((o) =>
+            releaseDomainSlot(o.attempts.filter((a) => learnedClass.has(a.classification)).map((a) => ({ engine: a.engine, ok: okClass.has(a.classification) })))
+          ),
+          Effect.ensuring(Effect.sync(() => (running = undefined))),
+          Effect.flatMap((o) => Effect.map(crawl.takeWriteSlot(FINISH_PRIORITY), (done) => [o, done] as const))
         )
+      )
 
-        const winner = outcome.winning
-        const final = winner ?? outcome.final
-        const screenshotReason = !screenshot ? null
-          : winner?.screenshot ? null
-          : winner?.screenshotUnavailable ?? (winner ? `the ${winner.engine} engine cannot take screenshots` : "no content was fetched")
-        const result: JobResult = {
-          httpStatus: final?.httpStatus ?? null,
-          finalUrl: final?.finalUrl ?? null,
-          classification: outcome.classification,
-          engine: winner?.engine ?? final?.engine ?? null,
-          durationMs: outcome.durationMs,
-          contentType: winner?.contentType ?? null,
-          bytes: winner?.bytes ?? 0,
-          startedWith,
-          screenshot: { taken: !!(screenshot && winner?.screenshot), reason: screenshotReason },
-          attempts: outcome.attempts.map((a) => ({
-            engine: a.engine,
-            classification: a.classification,
-            httpStatus: a.httpStatus,
-            finalUrl: a.finalUrl,
-            durationMs: Math.round(a.durationMs),
-            error: a.error ?? null
-          }))
-        }
-        const attempts = job.attempts + outcome.attempts.length
-        if (outcome.outcome === "done" && winner?.body) {
-          yield* end(job, "done", result, attempts, {
-            content: { body: winner.body, contentType: winner.contentType, httpStatus: winner.httpStatus, finalUrl: winner.finalUrl },
-            ...(winner.screenshot ? { screenshot: { bytes: winner.screenshot, type: screenshot && screenshot.format === "jpeg" ? "image/jpeg" : "image/png" } } : {})
-          })
-        } else if (outcome.outcome === "cancelled") {
-          // Cancellation already moved the job to dead in SQL; nothing to overwrite.
-          yield* end(job, "dead", result, attempts)
-        } else {
-          yield* end(job, "failed", result, attempts)
-        }
-      }))
-    })
+      const winner = outcome.winning
+      const final = winner ?? outcome.final
+      const screenshotReason = !screenshot ? null
+        : winner?.screenshot ? null
+        : winner?.screenshotUnavailable ?? (winner ? `the ${winner.engine} engine cannot take screenshots` : "no content was fetched")
+      const result: JobResult = {
+        httpStatus: final?.httpStatus ?? null,
+        finalUrl: final?.finalUrl ?? null,
+        classification: outcome.classification,
+        engine: winner?.engine ?? final?.engine ?? null,
+        durationMs: outcome.durationMs,
+        contentType: winner?.contentType ?? null,
+        bytes: winner?.bytes ?? 0,
+        startedWith,
+        screenshot: { taken: !!(screenshot && winner?.screenshot), reason: screenshotReason },
+        attempts: outcome.attempts.map((a) => ({
+          engine: a.engine,
+          classification: a.classification,
+          httpStatus: a.httpStatus,
+          finalUrl: a.finalUrl,
+          durationMs: Math.round(a.durationMs),
+          error: a.error ?? null
+        }))
+      }
+      const attempts = job.attempts + outcome.attempts.length
+      if (outcome.outcome === "done" && winner?.body) {
+        yield* end(job, "done", result, attempts, writeDone, {
+          content: { body: winner.body, contentType: winner.contentType, httpStatus: winner.httpStatus, finalUrl: winner.finalUrl },
+          ...(winner.screenshot ? { screenshot: { bytes: winner.screenshot, type: screenshot && screenshot.format === "jpeg" ? "image/jpeg" : "image/png" } } : {})
+        })
+      } else if (outcome.outcome === "cancelled") {
+        // Cancellation already moved the job to dead in SQL; nothing to overwrite.
+        yield* end(job, "dead", result, attempts, writeDone)
+      } else {
+        yield* end(job, "failed", result, attempts, writeDone)
+      }
+    }).pipe(Effect.scoped)
 
     return JobEntity.of({
       Run: () => Effect.orDie(run),

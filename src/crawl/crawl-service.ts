@@ -26,11 +26,12 @@ export interface CrawlServiceShape {
    */
   readonly withCrawlSlot: <A, E, R>(priority: number, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /**
-   * Takes one of this node's write slots (by priority) until the scope closes. Claims and terminal
-   * writes run in one; a job takes it before it gives up its crawl slot, so the pages held in
-   * memory for their write stay bounded by the two capacities.
+   * Takes one of this node's write slots (by priority); it is given back by the answered effect
+   * (at most once) or when the scope closes. Claims and terminal writes run in one; a job takes it
+   * before it gives up its crawl slot, so the pages held in memory for their write stay bounded by
+   * the two capacities.
    */
-  readonly holdWriteSlot: (priority: number) => Effect.Effect<void, never, Scope.Scope>
+  readonly takeWriteSlot: (priority: number) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
   /** Runs one job's escalation; call it inside `withCrawlSlot`. */
   readonly crawl: (req: CrawlRequest) => Effect.Effect<EscalationResult>
   readonly engineNames: ReadonlyArray<EngineName>
@@ -83,9 +84,12 @@ export const CrawlServiceLive = Layer.effect(
         Effect.uninterruptibleMask((restore) =>
           restore(takeSlot(crawlSlots, priority)).pipe(Effect.flatMap((release) => restore(effect).pipe(Effect.ensuring(Effect.sync(release)))))
         ),
-      holdWriteSlot: (priority) =>
+      takeWriteSlot: (priority) =>
         Effect.uninterruptibleMask((restore) =>
-          restore(takeSlot(writeSlots, priority)).pipe(Effect.flatMap((release) => Effect.addFinalizer(() => Effect.sync(release))))
+          restore(takeSlot(writeSlots, priority)).pipe(
+            // The semaphore's release is idempotent, so the early release and the finalizer can both run.
+            Effect.flatMap((release) => Effect.as(Effect.addFinalizer(() => Effect.sync(release)), Effect.sync(release)))
+          )
         ),
       crawl: (req) =>
         Effect.promise(() =>

@@ -144,4 +144,51 @@ describe("DomainSlots (the node's side of the domain's politeness slots)", () =>
       })
     )
   })
+
+  describe("withSlot (how a job holds its slot)", () => {
+    it("gives the slot back once, with what the job learned, when the job releases it early", async () => {
+      await run((slots, entity) =>
+        Effect.gen(function*() {
+          const after = yield* slots.withSlot("d", "a", 0, 1000, (history, release) =>
+            Effect.gen(function*() {
+              expect(history).toEqual([{ engine: "http", ok: true, at: 1 }])
+              yield* release([{ engine: "http", ok: true }])
+              yield* release([])
+              // The rest of the job (its terminal write) runs without the slot.
+              return entity.holders.size
+            }))
+          expect(after).toBe(0)
+          expect(entity.log).toEqual(["acquire a", "release a"])
+        })
+      )
+    })
+
+    it("gives the slot back when the job fails or is interrupted before it releases it (also while it waits for something else)", async () => {
+      await run((slots, entity) =>
+        Effect.gen(function*() {
+          const failed = yield* Effect.result(slots.withSlot("d", "failing", 0, 1000, () => Effect.fail("boom")))
+          expect(failed._tag).toBe("Failure")
+          // Two jobs hold both slots and then park, as a job parks waiting for a crawl slot.
+          const parked = Deferred.makeUnsafe<void>()
+          const holding = yield* Effect.forkChild(slots.withSlot("d", "x", 0, 1000, () => Deferred.await(parked)))
+          const holding2 = yield* Effect.forkChild(slots.withSlot("d", "y", 0, 1000, () => Deferred.await(parked)))
+          yield* settle
+          expect(entity.holders).toEqual(new Set(["x", "y"]))
+          const waiting = yield* Effect.forkChild(slots.withSlot("d", "z", 0, 1000, () => Effect.succeed("crawled")))
+          yield* settle
+          expect(done(waiting)).toBe(false)
+          // Interrupted while parked: its slot goes to the waiting job.
+          yield* Fiber.interrupt(holding)
+          expect(yield* Fiber.join(waiting)).toBe("crawled")
+          yield* Fiber.interrupt(holding2)
+          yield* settle
+          // The entity heard of the handover before the job it went to could end and release it,
+          // so no phantom holder is left.
+          expect(entity.log.slice(-3)).toEqual(["handover x->z", "release z", "release y"])
+          expect(entity.holders.size).toBe(0)
+          expect(entity.peak()).toBe(2)
+        })
+      )
+    })
+  })
 })
