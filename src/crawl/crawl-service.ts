@@ -44,6 +44,9 @@ export const NODE_JOB_CAPACITY = 32
 /** Claims and terminal writes in flight at once on one node (group commit batches them). */
 export const NODE_WRITE_CAPACITY = 64
 
+/** How long an interrupted crawl may take to stop before its slots are given back anyway. */
+const STOP_WAIT = "10 seconds"
+
 /** Waits for a slot of `semaphore`, interruptibly; answers its release. */
 const takeSlot = (semaphore: Semaphore, priority: number) =>
   Effect.callback<() => void>((resume, signal) => {
@@ -92,17 +95,21 @@ export const CrawlServiceLive = Layer.effect(
           )
         ),
       crawl: (req) =>
-        Effect.promise(() =>
-          runEscalation(req.plan, {
+        Effect.callback<EscalationResult>((resume, signal) => {
+          const running = runEscalation(req.plan, {
             url: req.url,
             allowPrivate: config.allowPrivateTargets,
             ...(req.screenshot ? { screenshot: req.screenshot } : {})
           }, engines, {
             jobTimeoutMs: req.jobTimeoutMs,
-            signal: req.signal,
+            signal: AbortSignal.any([req.signal, signal]),
             retryDelayMs: escalation.retryDelayMs
           })
-        )
+          running.then((result) => resume(Effect.succeed(result)), (e) => resume(Effect.die(e)))
+          // Interrupted: the fetch is aborted, and the crawl ends once it has stopped, so the slots
+          // around it do not go to the next job while this one still has a connection or page open.
+          return Effect.promise(() => running.then(() => undefined, () => undefined)).pipe(Effect.timeout(STOP_WAIT), Effect.ignore)
+        })
     })
   })
 )
