@@ -1,4 +1,4 @@
-import { Context, Deferred, type Duration, Effect, Layer, Schedule, type Scope } from "effect"
+import { Cause, Context, Deferred, type Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { CrawlService } from "../crawl/crawl-service.ts"
 import { DomainEntity, type HistoryEntry, type Outcome } from "./domain-entity.ts"
 
@@ -202,11 +202,17 @@ export interface DomainEntityCalls {
  */
 export const entitySlotBackend = (
   entity: (domainId: string) => DomainEntityCalls,
-  timing: { readonly acquireWait: Duration.Input; readonly pingWait: Duration.Input } = { acquireWait: "15 seconds", pingWait: "5 seconds" }
+  timing: { readonly acquireWait: Duration.Input; readonly pingWait: Duration.Input; readonly retryAfterInterrupt: Duration.Input } = {
+    acquireWait: "15 seconds",
+    pingWait: "5 seconds",
+    retryAfterInterrupt: "200 millis"
+  }
 ): DomainSlotBackend => {
   const oneWay = <E>(send: Effect.Effect<void, E>) => send.pipe(Effect.timeout("2 seconds"), Effect.ignore)
   const reachable = (domainId: string) =>
     entity(domainId).Ping().pipe(
+      // Interrupted by the entity's own stop (its shard moving): its next owner answers shortly.
+      Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.failCause(cause))),
       Effect.timeout(timing.pingWait),
       Effect.retry({ times: 2, schedule: Schedule.spaced("500 millis") }),
       Effect.as(true),
@@ -214,6 +220,14 @@ export const entitySlotBackend = (
     )
   const acquire = (domainId: string, holder: string, priority: number, ttlMs: number): Effect.Effect<ReadonlyArray<HistoryEntry> | undefined> =>
     entity(domainId).Acquire({ holder, ttlMs, priority }).pipe(
+      // An entity that stops (its shard moving to another node) answers a waiting request with an
+      // interruption. That is the reply's, not this job's: let it through and the job's run would
+      // end as if interrupted, its message answered and the job left claimed. Ask again instead
+      // (the new owner has the slot, or the queue, again); if this fiber is the one interrupted,
+      // the retry stops at once.
+      Effect.catchCause((cause) =>
+        Cause.hasInterruptsOnly(cause) ? Effect.sleep(timing.retryAfterInterrupt).pipe(Effect.andThen(acquire(domainId, holder, priority, ttlMs))) : Effect.failCause(cause)
+      ),
       Effect.timeout(timing.acquireWait),
       Effect.catch((e) =>
         reachable(domainId).pipe(

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Cause, Effect } from "effect"
 import { ApiError } from "../schema/errors.ts"
 
 const clusterTags = new Set([
@@ -11,9 +11,18 @@ const clusterTags = new Set([
   "MalformedMessage"
 ])
 
+const unavailable = new ApiError({
+  status: 503,
+  code: "dependency_unavailable",
+  message: "the cluster could not take the request now, try again",
+  retryAfter: 1
+})
+
 /**
  * Maps the cluster's own transport failures of an entity call to
- * `503 dependency_unavailable`, leaving the entity's domain errors to the caller.
+ * `503 dependency_unavailable`, leaving the entity's domain errors to the caller. So is a reply that
+ * is an interruption: the entity stopped while it handled the call (its shard moving to another
+ * node). If it is the caller that is interrupted, the mapping never runs on.
  */
 export const entityCall = <A, E, R>(
   call: Effect.Effect<A, E, R>
@@ -21,15 +30,11 @@ export const entityCall = <A, E, R>(
   Effect.catchIf(
     call,
     (e): e is any => typeof e === "object" && e !== null && clusterTags.has((e as { _tag?: string })._tag ?? ""),
-    (e) =>
-      Effect.logWarning("entity call failed", e).pipe(
-        Effect.andThen(Effect.fail(
-          new ApiError({
-            status: 503,
-            code: "dependency_unavailable",
-            message: "the cluster could not take the request now, try again",
-            retryAfter: 1
-          })
-        ))
-      )
+    (e) => Effect.logWarning("entity call failed", e).pipe(Effect.andThen(Effect.fail(unavailable)))
+  ).pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.logWarning("entity call interrupted by the entity's stop").pipe(Effect.andThen(Effect.fail(unavailable)))
+        : Effect.failCause(cause)
+    )
   ) as never

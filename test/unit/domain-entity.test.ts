@@ -122,7 +122,7 @@ describe("DomainEntity politeness slots", () => {
 })
 
 describe("the cluster slot backend (entitySlotBackend)", () => {
-  const quick = { acquireWait: "100 millis", pingWait: "100 millis" } as const
+  const quick = { acquireWait: "100 millis", pingWait: "100 millis", retryAfterInterrupt: "10 millis" } as const
 
   it("keeps a job waiting in a long queue, past many bounded waits, and never crawls it without a slot", async () => {
     await run((domain) =>
@@ -139,6 +139,30 @@ describe("the cluster slot backend (entitySlotBackend)", () => {
         expect(history?.map((h) => h.engine)).toEqual(["http"])
       })
     )
+  }, 60_000)
+
+  it("asks again when the entity's reply is an interruption (the entity stopped, its shard moving), instead of ending the job's run", async () => {
+    let asked = 0
+    const moving = {
+      Acquire: () => (++asked < 3 ? Effect.interrupt : Effect.succeed([{ engine: "http", ok: true, at: 1 }])),
+      Release: () => Effect.void,
+      Handover: () => Effect.void,
+      Ping: () => Effect.void
+    }
+    const exit = await Effect.runPromise(Effect.exit(entitySlotBackend(() => moving, quick).acquire("example.com", "moved", 0, 60_000)))
+    expect(exit._tag).toBe("Success")
+    if (exit._tag === "Success") expect(exit.value?.map((h) => h.engine)).toEqual(["http"])
+    expect(asked).toBe(3)
+  }, 60_000)
+
+  it("still stops at once when the waiting job itself is interrupted", async () => {
+    const waitingForever = { Acquire: () => Effect.never, Release: () => Effect.void, Handover: () => Effect.void, Ping: () => Effect.void }
+    await Effect.runPromise(Effect.gen(function*() {
+      const fiber = yield* Effect.forkChild(entitySlotBackend(() => waitingForever, quick).acquire("example.com", "stopped", 0, 60_000))
+      yield* Effect.sleep("50 millis")
+      const exit = yield* Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber)))
+      expect(exit._tag).toBe("Failure")
+    }))
   }, 60_000)
 
   it("crawls without a slot when the entity answers nothing at all", async () => {
