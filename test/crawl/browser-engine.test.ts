@@ -1,4 +1,7 @@
 import { createSocket } from "node:dgram"
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createBraveEngine, createCamoufoxEngine } from "../../src/crawl/engines/browser.js"
 import { startGuardProxy } from "../../src/crawl/engines/guard-proxy.js"
@@ -19,6 +22,35 @@ describe("camoufox without a binary", () => {
     const missing = createCamoufoxEngine({ camoufoxPath: "/nonexistent/camoufox" })
     expect(await missing.available()).toBe(false)
   })
+})
+
+describe("a browser that never starts", () => {
+  // A stand-in binary that never announces its DevTools endpoint, as a wedged browser would not:
+  // Playwright waits for it for its whole launch timeout, and the attempt must not.
+  let dir: string
+  let binary: string
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), "trawl-stuck-browser-"))
+    binary = join(dir, "stuck-browser")
+    writeFileSync(binary, "#!/bin/sh\nexec sleep 45\n")
+    chmodSync(binary, 0o755)
+  })
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  it("answers cancelled soon after the signal, and timeout soon after the deadline", async () => {
+    const engine = createBraveEngine({ bravePath: binary })
+    const ac = new AbortController()
+    setTimeout(() => ac.abort(), 300)
+    let t = performance.now()
+    const cancelled = await engine.fetch({ url: "http://127.0.0.1:9/", timeoutMs: 60_000, allowPrivate: true, signal: ac.signal })
+    expect(cancelled.classification).toBe("cancelled")
+    expect(performance.now() - t).toBeLessThan(10_000)
+    t = performance.now()
+    const late = await engine.fetch({ url: "http://127.0.0.1:9/", timeoutMs: 1_000, allowPrivate: true })
+    expect(late.classification).toBe("timeout")
+    expect(performance.now() - t).toBeLessThan(10_000)
+    await engine.close?.()
+  }, 30_000)
 })
 
 describe("guard proxy (no browser)", () => {

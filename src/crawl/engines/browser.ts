@@ -95,6 +95,9 @@ interface BrowserSlot {
 
 const PASSTHROUGH_SCHEMES = new Set(["data:", "blob:", "about:"])
 
+/** How long an aborted or timed-out attempt waits for the browser to wind down before it answers anyway. */
+const ABORT_GRACE_MS = 2_000
+
 export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
   const name = opts.name
   const kind = name === "camoufox" ? "firefox" : "chromium"
@@ -182,8 +185,39 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
     }
   }
 
+  /**
+   * The attempt ends at its deadline or on its caller's signal even when a browser step does not
+   * (a launch or a context that hangs): the answer comes at most `ABORT_GRACE_MS` after, while the
+   * stuck step finishes and cleans up in the background (its page slot is freed only then, so a
+   * wedged browser cannot make the engine open more pages than its cap).
+   */
   const fetch = async (req: FetchRequest): Promise<Attempt> => {
     const t0 = performance.now()
+    const deadline = new AbortController()
+    const timer = setTimeout(() => deadline.abort(new DOMException("attempt timed out", "TimeoutError")), req.timeoutMs)
+    const signal = req.signal ? AbortSignal.any([req.signal, deadline.signal]) : deadline.signal
+    const work = fetchWithin(req, t0, signal, deadline.signal).finally(() => clearTimeout(timer))
+    let onAbort: (() => void) | undefined
+    let grace: NodeJS.Timeout | undefined
+    const abandoned = new Promise<Attempt>((resolve) => {
+      onAbort = () => {
+        grace = setTimeout(() => {
+          const classification: Classification = req.signal?.aborted ? "cancelled" : "timeout"
+          resolve(emptyAttempt(name, classification, t0, { finalUrl: req.url, error: `${classification}: the browser did not stop in time` }))
+        }, ABORT_GRACE_MS)
+      }
+      if (signal.aborted) onAbort()
+      else signal.addEventListener("abort", onAbort, { once: true })
+    })
+    try {
+      return await Promise.race([work, abandoned])
+    } finally {
+      clearTimeout(grace)
+      signal.removeEventListener("abort", onAbort!)
+    }
+  }
+
+  const fetchWithin = async (req: FetchRequest, t0: number, signal: AbortSignal, deadlineSignal: AbortSignal): Promise<Attempt> => {
     const remaining = () => req.timeoutMs - (performance.now() - t0)
     if (req.signal?.aborted) return emptyAttempt(name, "cancelled", t0, { error: "cancelled before start" })
     if (closed) return emptyAttempt(name, "engine_unavailable", t0, { error: "engine closed" })
@@ -201,11 +235,8 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       })
     }
 
-    const deadline = new AbortController()
-    const timer = setTimeout(() => deadline.abort(new DOMException("attempt timed out", "TimeoutError")), req.timeoutMs)
-    const signal = req.signal ? AbortSignal.any([req.signal, deadline.signal]) : deadline.signal
     const outcome = (e?: unknown): Classification =>
-      req.signal?.aborted ? "cancelled" : deadline.signal.aborted ? "timeout" : e === undefined ? "connection_error" : classifyError(e)
+      req.signal?.aborted ? "cancelled" : deadlineSignal.aborted ? "timeout" : e === undefined ? "connection_error" : classifyError(e)
 
     let releasePage: (() => void) | undefined
     let slot: BrowserSlot | undefined
@@ -386,7 +417,6 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
     } catch (e) {
       return emptyAttempt(name, outcome(e), t0, { finalUrl: req.url, redirects, error: signal.aborted ? String((signal.reason as Error)?.message ?? "aborted") : errorText(e) })
     } finally {
-      clearTimeout(timer)
       if (onAbort) signal.removeEventListener("abort", onAbort)
       if (context) await context.close().catch(() => {})
       if (proxy) await proxy.close().catch(() => {})
