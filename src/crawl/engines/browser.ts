@@ -12,7 +12,7 @@
  * safe lookup, so redirect hops (invisible to `route`) and DNS rebinding are covered too.
  */
 import { access, constants } from "node:fs/promises"
-import { chromium, firefox, type Browser, type BrowserContext, type Page, type Request, type Response } from "playwright-core"
+import type { Browser, BrowserContext, Page, Request, Response } from "playwright-core"
 import { type AddressClassifier, checkUrl, type CheckResult, type LookupFunction } from "../ssrf.js"
 import { Semaphore } from "../semaphore.js"
 import { classifyError, classifyResponse, errorText } from "./classify.js"
@@ -123,6 +123,8 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
   }
 
   const launch = async (): Promise<BrowserSlot> => {
+    // Loaded on the first launch: a node that never needs a browser does not pay for Playwright.
+    const { chromium, firefox } = await import("playwright-core")
     const browser =
       kind === "chromium"
         ? await chromium.launch({
