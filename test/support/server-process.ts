@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { cpSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
@@ -20,6 +20,31 @@ export const freePort = () =>
       s.close(() => res(port))
     })
   })
+
+/**
+ * A blank embedded database (PGlite's initdb, nothing else), made once per machine and PGlite
+ * version and copied into each new server's data directory: initdb takes seconds, a copy of the
+ * closed directory a fraction of one. Servers that start on an existing directory (restarts) keep it.
+ */
+let blankDatabase: Promise<string> | undefined
+const blankDatabaseTemplate = () =>
+  (blankDatabase ??= (async () => {
+    const { version } = JSON.parse(readFileSync(join(root, "node_modules/@electric-sql/pglite/package.json"), "utf8")) as { version: string }
+    const template = join(tmpdir(), `trawl-test-blank-pglite-${version}`)
+    if (existsSync(template)) return template
+    const { PGlite } = await import("@electric-sql/pglite")
+    const building = mkdtempSync(join(tmpdir(), "trawl-test-blank-pglite-building-"))
+    const db = await PGlite.create(join(building, "pg"))
+    await db.close()
+    try {
+      // Atomic: a concurrent test process that got there first keeps its copy.
+      renameSync(join(building, "pg"), template)
+    } catch {
+      if (!existsSync(template)) throw new Error(`could not place the blank database template at ${template}`)
+    }
+    rmSync(building, { recursive: true, force: true })
+    return template
+  })())
 
 /** A fresh database on the server of DATABASE_URL; returns its URL. */
 export const createTestDatabase = async (baseUrl: string): Promise<string> => {
@@ -75,6 +100,7 @@ export const startServer = async (
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "trawl-test-"))
   // Each server of a test run is its own runner, so it needs its own runner port.
   const runnerPort = env.DATABASE_URL && !env.RUNNER_PORT ? { RUNNER_PORT: String(await freePort()) } : {}
+  if (!env.DATABASE_URL && !existsSync(join(dataDir, "pg"))) cpSync(await blankDatabaseTemplate(), join(dataDir, "pg"), { recursive: true })
   const child = spawn(nodeBin, ["--import", "tsx", "src/main.ts"], {
     cwd: root,
     env: {
