@@ -102,8 +102,10 @@ export const makeDomainSlots = (backend: DomainSlotBackend, perDomainLimit: numb
         })
       )
 
+    // Atomic: once it has taken the slot (and perhaps the jobs waiting for it) out of this node's
+    // books, it must finish handing them on, even if the releasing job is being interrupted.
     const release = (domainId: string, holder: string, outcomes: ReadonlyArray<Outcome>): Effect.Effect<void> =>
-      Effect.suspend(() => {
+      Effect.uninterruptible(Effect.suspend(() => {
         const d = stateOf(domainId)
         const handovers = d.holding.get(holder)
         d.holding.delete(holder)
@@ -113,12 +115,15 @@ export const makeDomainSlots = (backend: DomainSlotBackend, perDomainLimit: numb
           d.waiting.shift()
           d.holding.set(next.holder, handovers + 1)
           // The entity hears of the new holder before that job can start (and perhaps end and send
-          // its own release, which would otherwise arrive first and leave a phantom holder).
+          // its own release, which would otherwise arrive first and leave a phantom holder). A job
+          // that stopped waiting meanwhile is released from here, after the handover, for the same reason.
           const history = d.history
-          return Effect.uninterruptible(
-            backend.handover(domainId, holder, next.holder, next.ttlMs, outcomes).pipe(
-              Effect.andThen(Effect.sync(() => Deferred.doneUnsafe(next.granted, Effect.succeed(history))))
-            )
+          return backend.handover(domainId, holder, next.holder, next.ttlMs, outcomes).pipe(
+            Effect.ensuring(Effect.suspend(() =>
+              Deferred.isDoneUnsafe(next.granted)
+                ? release(domainId, next.holder, [])
+                : Effect.sync(() => Deferred.doneUnsafe(next.granted, Effect.succeed(history)))
+            ))
           )
         }
         // The slot goes back, and this node no longer holds all of them: the jobs waiting here ask
@@ -137,7 +142,7 @@ export const makeDomainSlots = (backend: DomainSlotBackend, perDomainLimit: numb
               Effect.forkIn(scope)
             ), { discard: true }))
         )
-      })
+      }))
 
     const acquire = (domainId: string, holder: string, priority: number, ttlMs: number): Effect.Effect<DomainSlot> =>
       Effect.suspend(() => {
@@ -159,8 +164,11 @@ export const makeDomainSlots = (backend: DomainSlotBackend, perDomainLimit: numb
                 return Effect.void
               }
               // Granted just as the job stopped waiting: pass the slot on.
+              if (Deferred.isDoneUnsafe(granted)) return d.holding.has(holder) ? release(domainId, holder, []) : Effect.void
+              // Being handed over, or asked for from the entity, right now: whoever completes that
+              // sees the job gone and passes the slot on once the entity knows it was this job's.
               Deferred.doneUnsafe(granted, Effect.interrupt)
-              return d.holding.has(holder) ? release(domainId, holder, []) : Effect.void
+              return Effect.void
             })
           )
         )
@@ -208,7 +216,9 @@ export const entitySlotBackend = (
     retryAfterInterrupt: "200 millis"
   }
 ): DomainSlotBackend => {
-  const oneWay = <E>(send: Effect.Effect<void, E>) => send.pipe(Effect.timeout("2 seconds"), Effect.ignore)
+  // Best effort whatever the send's failure, also a reply that is an interruption (the entity
+  // stopping while its shard moves): Effect.ignore would pass that on and end the sending job's run.
+  const oneWay = <E>(send: Effect.Effect<void, E>) => send.pipe(Effect.timeout("2 seconds"), Effect.catchCause(() => Effect.void))
   const reachable = (domainId: string) =>
     entity(domainId).Ping().pipe(
       // Interrupted by the entity's own stop (its shard moving): its next owner answers shortly.

@@ -40,8 +40,10 @@ const screenshotOf = (s: JobRow["screenshot"]): false | ScreenshotOptions => {
 /**
  * A one-way message whose loss heals itself (the delivery sweeper resends first attempts). It
  * must not hold the job: while the node is moving shards, a send can wait for the shard to come back.
+ * Nor may its failure end the job's run, not even a reply that is an interruption (the receiving
+ * entity stopping), which Effect.ignore would pass on.
  */
-const tell = <E, R>(send: Effect.Effect<void, E, R>) => send.pipe(Effect.timeout("2 seconds"), Effect.ignore)
+const tell = <E, R>(send: Effect.Effect<void, E, R>) => send.pipe(Effect.timeout("2 seconds"), Effect.catchCause(() => Effect.void))
 
 /**
  * Write-slot priorities, above every job priority (the API caps them far lower). Terminal writes

@@ -155,6 +155,18 @@ describe("the cluster slot backend (entitySlotBackend)", () => {
     expect(asked).toBe(3)
   }, 60_000)
 
+  it("takes a one-way message whose reply is an interruption or a defect as sent, instead of ending the sending job's run", async () => {
+    const stopping = {
+      Acquire: () => Effect.never,
+      Release: () => Effect.interrupt,
+      Handover: () => Effect.die("entity gone"),
+      Ping: () => Effect.void
+    }
+    const backend = entitySlotBackend(() => stopping, quick)
+    const exit = await Effect.runPromise(Effect.exit(Effect.all([backend.release("example.com", "a", []), backend.handover("example.com", "a", "b", 1000, [])])))
+    expect(exit._tag).toBe("Success")
+  }, 60_000)
+
   it("still stops at once when the waiting job itself is interrupted", async () => {
     const waitingForever = { Acquire: () => Effect.never, Release: () => Effect.void, Handover: () => Effect.void, Ping: () => Effect.void }
     await Effect.runPromise(Effect.gen(function*() {

@@ -22,7 +22,8 @@ const fakeEntity = () => {
       Deferred.doneUnsafe(next.granted, Effect.succeed(history))
     }
   }
-  const backend: DomainSlotBackend = {
+  // Mutable, so a test can slow one call down.
+  const backend: { -readonly [K in keyof DomainSlotBackend]: DomainSlotBackend[K] } = {
     acquire: (_d, holder) =>
       Effect.suspend(() => {
         log.push(`acquire ${holder}`)
@@ -141,6 +142,61 @@ describe("DomainSlots (the node's side of the domain's politeness slots)", () =>
         expect(entity.log).toEqual(["acquire a", "acquire b", "handover a->c", "release c", "release b"])
         expect(entity.holders.size).toBe(0)
         expect(entity.peak()).toBe(2)
+      })
+    )
+  })
+
+  it("finishes a slot's return to the entity, and asks for the jobs waiting here, even if the releasing job is interrupted meanwhile", async () => {
+    await run((slots, entity) =>
+      Effect.gen(function*() {
+        // The last allowed handover makes the next release give the slot back to the entity.
+        const long = yield* slots.acquire("d", "long", 0, 1000)
+        let current = yield* slots.acquire("d", "j0", 0, 1000)
+        for (let i = 1; i <= MAX_HANDOVERS; i++) {
+          const next = yield* Effect.forkChild(slots.acquire("d", `j${i}`, 0, 1000))
+          yield* settle
+          yield* current.release([])
+          current = yield* Fiber.join(next)
+        }
+        const waiting = yield* Effect.forkChild(slots.acquire("d", "waiting", 0, 1000))
+        yield* settle
+        // The entity is slow to take the release (a send across nodes, a shard moving).
+        const gate = Deferred.makeUnsafe<void>()
+        const slowRelease = entity.backend.release
+        entity.backend.release = (d, h, o) => Deferred.await(gate).pipe(Effect.andThen(slowRelease(d, h, o)))
+        const releasing = yield* Effect.forkChild(current.release([]))
+        yield* settle
+        const interrupting = yield* Effect.forkChild(Fiber.interrupt(releasing))
+        yield* settle
+        Deferred.doneUnsafe(gate, Effect.void)
+        yield* Fiber.join(interrupting)
+        const w = yield* Fiber.join(waiting).pipe(Effect.timeout("2 seconds"), Effect.orDie)
+        yield* w.release([])
+        yield* long.release([])
+        expect(entity.log.slice(-4)).toEqual([`release j${MAX_HANDOVERS}`, "acquire waiting", "release waiting", "release long"])
+        expect(entity.holders.size).toBe(0)
+      })
+    )
+  })
+
+  it("releases a job that stopped waiting while its slot was being handed to it only after the handover, so no phantom holder is left", async () => {
+    await run((slots, entity) =>
+      Effect.gen(function*() {
+        const a = yield* slots.acquire("d", "a", 0, 1000)
+        const b = yield* slots.acquire("d", "b", 0, 1000)
+        const leaving = yield* Effect.forkChild(slots.acquire("d", "leaving", 0, 1000))
+        yield* settle
+        const gate = Deferred.makeUnsafe<void>()
+        const slowHandover = entity.backend.handover
+        entity.backend.handover = (d, f, t, ttl, o) => Deferred.await(gate).pipe(Effect.andThen(slowHandover(d, f, t, ttl, o)))
+        const releasing = yield* Effect.forkChild(a.release([]))
+        yield* settle
+        yield* Fiber.interrupt(leaving)
+        Deferred.doneUnsafe(gate, Effect.void)
+        yield* Fiber.join(releasing)
+        yield* b.release([])
+        expect(entity.log).toEqual(["acquire a", "acquire b", "handover a->leaving", "release leaving", "release b"])
+        expect(entity.holders.size).toBe(0)
       })
     )
   })
