@@ -7,13 +7,10 @@
  * test/support/fixture-site.ts; the one check that needs name resolution runs inside a network
  * namespace that has only a loopback interface.
  *
- * What cannot be tested here: a crawl whose FIRST hop is public and whose redirect leads to
- * loopback. Without ALLOW_PRIVATE_TARGETS only a public address passes the creation check, and
- * these tests may use no address outside 127.0.0.0/8 and ::1 (not even one assigned to a private
- * namespace), so a "public-looking" first hop cannot be built. The redirect-hop refusal is covered
- * at the engine level by test/crawl/ssrf.test.ts (an injected classifier calls 127.0.0.2 public);
- * end to end we test what is possible: refusal at creation for every spelling, refusal of a host
- * NAME that resolves to loopback, and zero connections reaching the loopback service.
+ * A crawl whose first hop is public and whose redirect leads to loopback needs a public-looking
+ * site, and these tests may use no address outside 127.0.0.0/8 and ::1: inside the namespace, a
+ * second server declares 127.0.0.2 public (SSRF_TEST_PUBLIC_ADDRESSES, refused in production), and
+ * a page there redirects to the loopback site. Every engine must refuse that hop before connecting.
  */
 import { spawn, spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -267,8 +264,9 @@ describe.skipIf(!canUnshare.ok)(`SSRF inside a loopback-only network namespace${
     expect(r.byName).toMatchObject({ status: 422, code: "unsafe_url", detail: { path: "url" } })
     expect(r.byNameRedirect).toMatchObject({ status: 422, code: "unsafe_url" })
     expect(r.byLiteral).toMatchObject({ status: 422, code: "unsafe_url" })
-    expect(r.bulk.created ?? 0).toBe(0)
-    expect(r.bulk.failed?.[0]?.reason ?? "unsafe_url").toMatch(/^unsafe_url/)
+    expect(r.bulk.status).toBe(207)
+    expect(r.bulk.created).toBe(0)
+    expect(r.bulk.failed?.[0]?.reason).toMatch(/^unsafe_url/)
     expect(r.jobsTotal).toBe(0)
     expect(r.connections).toBe(0)
     // A redirect from a public page to loopback is refused by every engine, before any connection.
