@@ -1,7 +1,7 @@
 import { Deferred, Effect, Fiber, type Scope } from "effect"
 import { describe, expect, it } from "vitest"
 import type { HistoryEntry } from "../../src/actors/domain-entity.ts"
-import { type DomainSlotBackend, type DomainSlotsShape, makeDomainSlots, MAX_HANDOVERS } from "../../src/actors/domain-slots.ts"
+import { type DomainSlot, type DomainSlotBackend, type DomainSlotsShape, makeDomainSlots, MAX_HANDOVERS } from "../../src/actors/domain-slots.ts"
 
 /**
  * A stand-in for the domain entity with a limit of two slots: it records every message and grants
@@ -55,6 +55,19 @@ const run = <A>(body: (slots: DomainSlotsShape, entity: ReturnType<typeof fakeEn
 }
 
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+
+/** Passes `slot` on from job to job `times` times (jobs j1, j2, ...); answers the last job's slot. */
+const passAlong = (slots: DomainSlotsShape, slot: DomainSlot, times: number) =>
+  Effect.gen(function*() {
+    let current = slot
+    for (let i = 1; i <= times; i++) {
+      const next = yield* Effect.forkChild(slots.acquire("d", `j${i}`, 0, 1000))
+      yield* settle
+      yield* current.release([])
+      current = yield* Fiber.join(next)
+    }
+    return current
+  })
 const done = (f: Fiber.Fiber<unknown, unknown>) => f.pollUnsafe() !== undefined
 
 describe("DomainSlots (the node's side of the domain's politeness slots)", () => {
@@ -88,14 +101,8 @@ describe("DomainSlots (the node's side of the domain's politeness slots)", () =>
       Effect.gen(function*() {
         // A long job holds one slot all along; jobs pass the other one on.
         const long = yield* slots.acquire("d", "long", 0, 1000)
-        let current = yield* slots.acquire("d", "j0", 0, 1000)
-        for (let i = 1; i <= MAX_HANDOVERS + 1; i++) {
-          const next = yield* Effect.forkChild(slots.acquire("d", `j${i}`, 0, 1000))
-          yield* settle
-          yield* current.release([])
-          current = yield* Fiber.join(next)
-        }
-        yield* current.release([])
+        const last = yield* passAlong(slots, yield* slots.acquire("d", "j0", 0, 1000), MAX_HANDOVERS + 1)
+        yield* last.release([])
         yield* long.release([])
         const kinds = entity.log.map((l) => l.split(" ")[0])
         expect(kinds.filter((k) => k === "handover")).toHaveLength(MAX_HANDOVERS)
@@ -151,13 +158,7 @@ describe("DomainSlots (the node's side of the domain's politeness slots)", () =>
       Effect.gen(function*() {
         // The last allowed handover makes the next release give the slot back to the entity.
         const long = yield* slots.acquire("d", "long", 0, 1000)
-        let current = yield* slots.acquire("d", "j0", 0, 1000)
-        for (let i = 1; i <= MAX_HANDOVERS; i++) {
-          const next = yield* Effect.forkChild(slots.acquire("d", `j${i}`, 0, 1000))
-          yield* settle
-          yield* current.release([])
-          current = yield* Fiber.join(next)
-        }
+        const current = yield* passAlong(slots, yield* slots.acquire("d", "j0", 0, 1000), MAX_HANDOVERS)
         const waiting = yield* Effect.forkChild(slots.acquire("d", "waiting", 0, 1000))
         yield* settle
         // The entity is slow to take the release (a send across nodes, a shard moving).
