@@ -55,12 +55,24 @@ describe("detectBotWall", () => {
     expect(detectBotWall(Buffer.from(`<html><body>${"<p>The ferry schedule changed.</p>".repeat(100)}<p>captcha</p></body></html>`))).toBeNull()
   })
 
-  it("stays linear on markup that is never closed (each would be a scan to the end)", () => {
-    // 300 000 unclosed "<", comments or script tags on a page that has a weak marker: quadratic
-    // regexes took minutes on such pages; every case here is a single pass.
-    for (const filler of ["<", "<!--", "<script>", "<title>", "<a"]) {
-      const page = Buffer.from(`<html><body>access denied ${filler.repeat(300_000)}`)
-      expect(() => detectBotWall(page)).not.toThrow()
+  it("reads hostile pages just under the scan limit in one pass, with the right verdict", () => {
+    // Markup never closed, or a flood of text, after a weak marker, on pages just under the 2 MiB
+    // that are scanned at all: quadratic scans took minutes on such pages, and one pass that built
+    // the whole visible text took seconds; the text is now given up on once it is too long for a
+    // wall. (Speed itself is not asserted here; a regression shows as this test's timeout.)
+    const verdicts: Array<[string, string | null]> = [
+      ["<", null], // each "<" is text: far more than a wall has
+      ["<a", null],
+      ["x ", null],
+      ["<!--", "access denied"], // the rest is one comment: nothing else is visible
+      ["<script>", "access denied"],
+      ["<title>", "access denied"],
+      [" ", "access denied"]
+    ]
+    for (const [filler, verdict] of verdicts) {
+      const page = Buffer.from(`<html><body>access denied ${filler.repeat(Math.floor(2_000_000 / filler.length))}`)
+      expect(page.byteLength).toBeLessThan(2 * 1024 * 1024)
+      expect(detectBotWall(page), JSON.stringify(filler)).toBe(verdict)
     }
     expect(detectBotWall(Buffer.from(`<p>access denied</p>${"<".repeat(100)}`))).toBe("access denied")
   })

@@ -55,23 +55,44 @@ const MAX_SCAN_BYTES = 2 * 1024 * 1024
 const HIDDEN_ELEMENTS = ["script", "style", "noscript", "template"]
 const NAME_END = /[\s/>]/
 
+const collapse = (text: string) => text.replace(/&nbsp;|&#160;/g, " ").replace(/\s+/g, " ")
+
 /**
- * The visible text of lower-cased HTML: tags, comments and script-like elements dropped. One pass
- * with forward searches only, and a search that finds nothing is not repeated, so no page (such as
- * thousands of `<` never closed) makes it slower than linear. What is never closed runs to the end.
+ * The visible text of lower-cased HTML: tags, comments and script-like elements dropped; undefined
+ * as soon as it is known to be longer than `limit` characters. One pass with forward searches
+ * only, and a search that finds nothing is not repeated, so no page (such as thousands of `<`
+ * never closed) makes it slower than linear. What is never closed runs to the end.
  */
-const visibleText = (html: string): string => {
+const visibleText = (html: string, limit: number): string | undefined => {
   const n = html.length
-  const parts: Array<string> = []
+  let parts: Array<string> = []
+  let collected = 0
+  let nextCheck = 2 * limit
   let noGtFrom = n + 1 // no ">" at or after this position
+  let noLtFrom = n + 1 // no "<" at or after this position
   let i = 0
   while (i < n) {
-    const lt = html.indexOf("<", i)
+    // Now and then (at doubling lengths, so still linear) the text so far is collapsed: once it is
+    // over the limit the rest cannot make it shorter, and a hostile page stops costing at once.
+    if (collected > nextCheck) {
+      const sofar = collapse(parts.join(""))
+      if (sofar.trim().length > limit) return undefined
+      parts = [sofar]
+      collected = sofar.length
+      nextCheck = 2 * Math.max(limit, collected)
+    }
+    const lt = i >= noLtFrom ? -1 : html.indexOf("<", i)
     if (lt < 0) {
-      parts.push(html.slice(i))
-      break
+      // The rest is text: taken in pieces, so that a long rest is checked against the limit too.
+      noLtFrom = Math.min(noLtFrom, i)
+      const end = Math.min(n, i + 4 * limit)
+      parts.push(html.slice(i, end))
+      collected += end - i
+      i = end
+      continue
     }
     parts.push(html.slice(i, lt), " ")
+    collected += lt - i + 1
     if (html.startsWith("<!--", lt)) {
       const end = html.indexOf("-->", lt + 4)
       if (end < 0) break
@@ -82,6 +103,7 @@ const visibleText = (html: string): string => {
     if (gt < 0) {
       noGtFrom = Math.min(noGtFrom, lt + 1)
       parts.push("<")
+      collected++
       i = lt + 1
       continue
     }
@@ -96,7 +118,8 @@ const visibleText = (html: string): string => {
     }
     i = gt + 1
   }
-  return parts.join("").replace(/&nbsp;|&#160;/g, " ").replace(/\s+/g, " ").trim()
+  const text = collapse(parts.join("")).trim()
+  return text.length > limit ? undefined : text
 }
 
 /** The text of the first `<title>`, by forward searches only. */
@@ -209,8 +232,8 @@ export const detectBotWall = (body: Buffer | string | null): string | null => {
   if (strong) return strong[0].toLowerCase()
   if (!WEAK_RE.test(raw)) return null
   const html = raw.toLowerCase()
-  const text = visibleText(html)
-  if (text.length > SMALL_PAGE_TEXT_CHARS) return null
+  const text = visibleText(html, SMALL_PAGE_TEXT_CHARS)
+  if (text === undefined) return null
   const title = titleText(html)
   for (const m of WEAK_MARKERS) if (text.includes(m) || title.includes(m)) return m
   // a captcha widget on an otherwise empty page
