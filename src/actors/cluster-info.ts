@@ -26,7 +26,7 @@ export class ClusterInfo extends Context.Service<ClusterInfo, ClusterInfoShape>(
  * "effect-cluster:cluster" (its `cluster` table prefix), as the library computes it; the library
  * calls this a wire format that never changes. pg_locks shows it as `classid`, unsigned.
  */
-const shardLockNamespace = (() => {
+export const shardLockNamespace = (() => {
   let hash = 0x811c9dc5
   for (const byte of new TextEncoder().encode("effect-cluster:cluster")) hash = Math.imul(hash ^ byte, 0x01000193)
   return hash >>> 0
@@ -68,7 +68,8 @@ export const ClusterInfoLive = Layer.effect(
         )
       : sql<{ pid: number; objid: number }>`
           SELECT pid, objid::int8 AS objid FROM pg_locks
-          WHERE locktype = 'advisory' AND granted AND classid = ${shardLockNamespace}::int8::oid AND objsubid = 2`.pipe(
+          WHERE locktype = 'advisory' AND granted AND classid = ${shardLockNamespace}::int8::oid AND objsubid = 2
+            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`.pipe(
           Effect.map((rows) => {
             const myPid = rows.find((r) => {
               const shard = shardByLock.get(Number(r.objid))
