@@ -471,7 +471,8 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       const out = JSON.stringify({ data: e.data, metadata: e.metadata })
       expect(out).not.toMatch(/<script|javascript:|alert\(|onerror|onclick|injected-by-script|document\.cookie/i)
       expect(e.data.content).toContain("Safe paragraph one")
-      for (const img of e.data.images ?? []) expect(img.url).toMatch(/^https?:\/\//)
+      expect(e.data.images.map((i: { url: string }) => i.url)).toContain(`https://cdn.example.com/ok-${n}.jpg`)
+      for (const img of e.data.images) expect(img.url).toMatch(/^https?:\/\//)
       const prod = await extractDone({
         type: "product",
         inputFormat: "json",
@@ -773,6 +774,8 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       const marker = `LLMCASE-script-${nonce()}`
       llm.when(marker, { json: { description: `Nice lamp <script>alert('llm')</script><img src=x onerror=alert(1)>` } })
       const e = await extractDone({ type: "product", llm: { enabled: true }, input: productPage(marker) })
+      expect(llm.requestsFor(marker)).toHaveLength(1)
+      expect(e.data.description).toMatch(/^Nice lamp/)
       expect(JSON.stringify(e.data)).not.toMatch(/<script|onerror=|javascript:/i)
     })
 

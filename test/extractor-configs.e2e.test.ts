@@ -273,9 +273,10 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
       const viaOwn = await extract({ type: "article", url: `${base}/global-${n}-b` }, tenant.apiKey)
       expect(viaOwn.data.title).toBe("Tenant title")
       expect(viaOwn.metadata.configsApplied[0]).toBe(own.json.data.id)
-      // A global config may be requested by configId.
-      const byId = await api.post("/v1/extractor/extractions", { type: "article", input: `<h1>x ${n}</h1>`, configId: g.id }, tenant.apiKey)
-      expect(byId.status).toBe(201)
+      // A global config may be requested by configId, and is then applied to input without a URL.
+      const byId = await extract({ type: "article", input: html, configId: g.id }, tenant.apiKey)
+      expect(byId.metadata.configsApplied).toEqual([g.id])
+      expect(byId.data.title).toBe("Global title")
 
       // The super-admin can change it.
       const changed = await patch(g.id, { notes: "ops note" }, admin)
@@ -328,7 +329,7 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
     expect(on.metadata.configsApplied).toEqual([cfg.json.data.id])
   })
 
-  it("does not apply a disabled config even when it is requested by configId", async () => {
+  it("refuses a disabled config requested by configId (422 invalid_config, detail configId disabled)", async () => {
     const tenant = await api.createTenant()
     const cfg = await createConfig({ scope: "tenant", type: "article", enabled: false, payload: { selectors: { title: [{ css: ".cfg-title" }] } } }, tenant.apiKey)
     const n = nonce()
@@ -337,15 +338,10 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
       input: `<html><body><article><h1>Heading ${n}</h1><div class="cfg-title">Config title</div><p>${para}</p></article></body></html>`,
       configId: cfg.json.data.id
     }, tenant.apiKey)
-    // Either refused up front, or accepted and the disabled config left out.
-    if (res.status === 422) return
-    expect(res.status).toBe(201)
-    const e = await until("extraction", async () => {
-      const r = await api.get(`/v1/extractor/extractions/${res.json.data.id}`, tenant.apiKey)
-      return r.json.data.status === "done" ? r.json.data : undefined
-    })
-    expect(e.metadata.configsApplied).toEqual([])
-    expect(e.data.title).toBe(`Heading ${n}`)
+    expect(res.status, res.text).toBe(422)
+    expect(res.json.code).toBe("invalid_config")
+    expect(res.json.error.details).toEqual([expect.objectContaining({ path: "configId", code: "disabled" })])
+    expect((await api.get("/v1/extractor/extractions", tenant.apiKey)).json.data.pagination.total).toBe(0)
   })
 
   it("matches configs by urlPattern and domainId (and not on input without a URL)", async () => {

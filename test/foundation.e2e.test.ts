@@ -5,7 +5,8 @@ import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends, client, INTERNAL_TOKEN, nodeBin, type RunningServer, startServer } from "./support/server-process.ts"
 
-const envelopeError = (res: { json: any; headers: Headers }, status: number, code: string) => {
+const envelopeError = (res: { status: number; json: any; headers: Headers }, status: number, code: string) => {
+  expect(res.status).toBe(status)
   expect(res.json.status).toBe("error")
   expect(res.json.code).toBe(code)
   expect(typeof res.json.error.message).toBe("string")

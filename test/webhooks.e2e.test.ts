@@ -245,6 +245,8 @@ describe("webhook deliveries over HTTP", () => {
     const elapsed = Date.now() - started
     // Every receiver call takes 4 s; 80 deliveries at 8 per host would need 40 s if jobs waited on them.
     expect(elapsed).toBeLessThan(20_000)
+    // The deliveries were really being made meanwhile (a dispatch that never ran would not delay jobs either).
+    await until("deliveries under way", () => (hook.received.length > 0 ? true : undefined), 20_000)
   }, 60_000)
 })
 

@@ -116,7 +116,12 @@ describe("runEscalation rules (scripted engines)", () => {
   it("each attempt's timeout is the step's, capped by what is left of the job", async () => {
     const http = scripted("http", ["server_error"])
     await run({ http }, [{ engine: "http", attempts: 1, timeoutMs: 15_000 }], { jobTimeoutMs: 5_000 })
+    // What is left of the job: its 5 s less the moments spent before the attempt started.
     expect(http.calls[0]!.timeoutMs).toBeLessThanOrEqual(5_000)
+    expect(http.calls[0]!.timeoutMs).toBeGreaterThan(4_000)
+    const roomy = scripted("http", ["server_error"])
+    await run({ http: roomy }, [{ engine: "http", attempts: 1, timeoutMs: 15_000 }], { jobTimeoutMs: 120_000 })
+    expect(roomy.calls[0]!.timeoutMs).toBe(15_000)
   })
 
   it("onAttempt sees every attempt; a failing observer does not break the job", async () => {

@@ -292,7 +292,10 @@ describe("safe lookup (connection-level guard)", () => {
     expect((await call(lookup, "missing.example", {})).err?.code).toBe("ENOTFOUND")
   })
 
-  it("the exported strict safeLookup is a function with dns.lookup's arity", () => {
-    expect(typeof safeLookup).toBe("function")
+  it("the exported safeLookup is strict: it refuses a loopback answer (an IP literal, so no query is made)", async () => {
+    expect(safeLookup.length).toBe(3)
+    const { err } = await call(safeLookup, "127.0.0.1", {})
+    expect(err).toBeInstanceOf(UnsafeAddressError)
+    expect(err?.code).toBe("ERR_UNSAFE_ADDRESS")
   })
 })

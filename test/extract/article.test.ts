@@ -65,7 +65,8 @@ describe("article extraction (HTML)", () => {
   it("falls back to the <title> and then to the first words for the title", () => {
     expect(article(`<html><head><title>Only a title | Site</title></head><body>${para(2)}</body></html>`).data.title).toBe("Only a title")
     const d = article(`<html><body>${para(2)}</body></html>`).data
-    expect(d.title.length).toBeGreaterThan(0)
+    expect(d.title).toMatch(/^Paragraph 1 about the harbour: the council said/)
+    expect(d.title.length).toBeLessThanOrEqual(120)
   })
 
   it("keeps lists, headings and quotes that belong to the article", () => {

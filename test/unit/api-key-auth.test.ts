@@ -73,12 +73,16 @@ describe("ApiKeyAuthenticator (mocked repository)", () => {
   })
 
   it.effect("refuses malformed keys without a lookup, and expired keys even when cached", () => {
-    const repo = makeRepo(principal({ expiresAt: Date.now() - 1 }))
+    const repo = makeRepo(principal({ expiresAt: Date.now() + 100 }))
     return Effect.gen(function*() {
       const auth = yield* ApiKeyAuthenticator
       expect(yield* auth.authenticate("not-a-key")).toBeUndefined()
       expect(repo.calls.lookups).toBe(0)
+      expect((yield* auth.authenticate(raw))?.apiKeyId).toBe("key_1")
+      // The key expires while its lookup is still cached (real time: the expiry is a wall-clock instant).
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 150)))
       expect(yield* auth.authenticate(raw)).toBeUndefined()
+      expect(repo.calls.lookups).toBe(1)
     }).pipe(Effect.provide(authLayer(repo.layer)))
   })
 

@@ -78,9 +78,12 @@ describe("envelope middleware", () => {
   })
 
   it("answers 404 and 405 in the envelope", async () => {
-    expect((await call("GET", "/nothing")).json.code).toBe("not_found")
+    const missing = await call("GET", "/nothing")
+    expect(missing.status).toBe(404)
+    expect(missing.json).toMatchObject({ status: "error", code: "not_found" })
     const r = await call("DELETE", "/things")
     expect(r.status).toBe(405)
+    expect(r.json).toMatchObject({ status: "error", code: "method_not_allowed" })
     expect(r.headers.get("allow")).toBe("POST")
   })
 })
