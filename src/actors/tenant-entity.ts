@@ -7,6 +7,7 @@ import { TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { Transaction } from "../schema/tenant.ts"
 import { makeGroupCommit } from "../sql/group-commit.ts"
+import { TenantJobSlots } from "./tenant-job-slots.ts"
 
 const BootstrapPayload = Schema.Struct({
   name: Schema.String,
@@ -113,28 +114,21 @@ export const TenantEntityLive = TenantEntity.toLayer(
     // Job slots: counted from SQL, plus reservations whose rows are not written yet. The quota
     // limits are read with each reconcile and before any refusal: a raised limit applies to the
     // very next request, a lowered one within RECONCILE_MS.
-    const slots = { active: 0, today: 0, day: 0, reconciledAt: 0, daily: 0, concurrent: 0 }
+    const slots = new TenantJobSlots({ reconcileEveryMs: RECONCILE_MS, pendingTtlMs: PENDING_TTL_MS })
+    const limits = { daily: 0, concurrent: 0 }
     const readLimits = Effect.gen(function*() {
-      const limits = yield* repo.quotaLimits(tenantId, ["scraper.jobs.daily", "scraper.jobs.concurrent"])
-      slots.daily = limits["scraper.jobs.daily"]
-      slots.concurrent = limits["scraper.jobs.concurrent"]
+      const read = yield* repo.quotaLimits(tenantId, ["scraper.jobs.daily", "scraper.jobs.concurrent"])
+      limits.daily = read["scraper.jobs.daily"]
+      limits.concurrent = read["scraper.jobs.concurrent"]
     })
-    const pending = new Map<string, number>()
-    const reconcile = Effect.gen(function*() {
-      const now = Date.now()
-      const day = utcDayStart(now)
-      const counts = yield* jobs.counts(tenantId, new Date(day))
-      for (const [id, until] of pending) if (until <= now) pending.delete(id)
-      if (pending.size > 0) {
-        const written = yield* jobs.existing([...pending.keys()])
-        for (const id of written) pending.delete(id)
-      }
-      yield* readLimits
-      slots.active = counts.active + pending.size
-      slots.today = counts.today + pending.size
-      slots.day = day
-      slots.reconciledAt = now
-    })
+    const reconcile = (now: number, day: number) =>
+      Effect.gen(function*() {
+        const pending = slots.pendingIds(now)
+        const written = pending.length > 0 ? yield* jobs.existing(pending) : new Set<string>()
+        const counts = yield* jobs.counts(tenantId, new Date(day))
+        yield* readLimits
+        slots.reconcile({ runningIds: counts.ids, today: counts.today }, written, now, day)
+      })
     return TenantEntity.of({
       Bootstrap: ({ payload }) =>
         Effect.gen(function*() {
@@ -166,20 +160,19 @@ export const TenantEntityLive = TenantEntity.toLayer(
         Effect.gen(function*() {
           if (payload.jobIds.length === 0) return { reserved: 0 }
           const now = Date.now()
-          if (now - slots.reconciledAt > RECONCILE_MS || utcDayStart(now) !== slots.day) yield* reconcile
+          const day = utcDayStart(now)
+          if (slots.needsReconcile(now, day)) yield* reconcile(now, day)
           const wanted = payload.jobIds.length
-          if (slots.today + wanted > slots.daily || slots.active + wanted > slots.concurrent) yield* readLimits
-          const dailyRoom = slots.daily - slots.today
-          const concurrentRoom = slots.concurrent - slots.active
+          if (slots.today + wanted > limits.daily || slots.running + wanted > limits.concurrent) yield* readLimits
+          const dailyRoom = limits.daily - slots.today
+          const concurrentRoom = limits.concurrent - slots.running
           const n = payload.partial ? Math.min(wanted, dailyRoom, concurrentRoom) : wanted
-          const daily = () => new QuotaExceeded({ quotaKey: "scraper.jobs.daily", limit: slots.daily, retryAfter: secondsToNextUtcDay(now) })
-          const concurrent = () => new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: slots.concurrent })
+          const daily = () => new QuotaExceeded({ quotaKey: "scraper.jobs.daily", limit: limits.daily, retryAfter: secondsToNextUtcDay(now) })
+          const concurrent = () => new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: limits.concurrent })
           // The daily quota is named first: waiting for a running job to end does not help then.
           if (n < 1 || n > dailyRoom || n > concurrentRoom) return yield* (dailyRoom < (payload.partial ? 1 : wanted) ? daily() : concurrent())
           const shortBy = n === wanted ? undefined : n === dailyRoom ? daily() : concurrent()
-          for (const id of payload.jobIds.slice(0, n)) pending.set(id, now + PENDING_TTL_MS)
-          slots.active += n
-          slots.today += n
+          slots.reserve(payload.jobIds.slice(0, n), now)
           return { reserved: n, ...(shortBy ? { shortBy } : {}) }
         }),
       RegisterWebhookEndpoint: ({ payload }) =>
@@ -188,11 +181,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
           const limit = yield* repo.quotaLimit(tenantId, "webhooks.endpoints.total")
           if (!(yield* webhooks.addEndpoint(tenantId, payload.url, limit))) return yield* new EndpointLimit({ limit })
         }),
-      ReleaseJobs: ({ payload }) =>
-        Effect.sync(() => {
-          for (const id of payload.jobIds) pending.delete(id)
-          slots.active = Math.max(0, slots.active - payload.jobIds.length)
-        })
+      ReleaseJobs: ({ payload }) => Effect.sync(() => slots.release(payload.jobIds))
     })
   }),
   { maxIdleTime: "5 minutes" }

@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest"
+import { TenantJobSlots } from "../../src/actors/tenant-job-slots.ts"
+
+const day = Date.UTC(2026, 10, 25)
+const slotsAt = () => new TenantJobSlots({ reconcileEveryMs: 5_000, pendingTtlMs: 30_000 })
+
+describe("TenantJobSlots (a tenant's concurrency and daily counts)", () => {
+  it("frees a job's slot once, even when its release arrives after a reconcile already left it out", () => {
+    const slots = slotsAt()
+    slots.reconcile({ runningIds: new Set(["a", "b"]), today: 2 }, new Set(), day, day)
+    expect(slots.running).toBe(2)
+    // Both jobs end; their rows are terminal before the (batched) release reaches the entity, and
+    // a reconcile reads SQL meanwhile.
+    slots.reconcile({ runningIds: new Set(), today: 2 }, new Set(), day + 6_000, day)
+    slots.reserve(["c", "d"], day + 6_000)
+    expect(slots.running).toBe(2)
+    slots.release(["a", "b"])
+    // A count would have dropped to 0 here and let two more jobs past the limit.
+    expect(slots.running).toBe(2)
+    slots.release(["c"])
+    slots.release(["c"])
+    expect(slots.running).toBe(1)
+  })
+
+  it("counts a reservation whose row is written while the counts are read, rather than forgetting it", () => {
+    const slots = slotsAt()
+    slots.reconcile({ runningIds: new Set(), today: 0 }, new Set(), day, day)
+    slots.reserve(["a"], day)
+    // The entity looks its reservations up first: "a" is not written yet…
+    const pending = slots.pendingIds(day + 6_000)
+    expect(pending).toEqual(["a"])
+    // …and its row commits before the counts are read: counted in SQL and still pending.
+    slots.reconcile({ runningIds: new Set(["a"]), today: 1 }, new Set(), day + 6_000, day)
+    expect(slots.running).toBe(1)
+    expect(slots.today).toBe(2) // twice for now, on the safe side; the next reconcile settles it
+    slots.reconcile({ runningIds: new Set(["a"]), today: 1 }, new Set(slots.pendingIds(day + 12_000)), day + 12_000, day)
+    expect(slots.today).toBe(1)
+    expect(slots.running).toBe(1)
+  })
+
+  it("forgets a reservation whose row was never written after its time to live", () => {
+    const slots = slotsAt()
+    slots.reconcile({ runningIds: new Set(), today: 0 }, new Set(), day, day)
+    slots.reserve(["lost"], day)
+    expect(slots.pendingIds(day + 29_000)).toEqual(["lost"])
+    expect(slots.pendingIds(day + 31_000)).toEqual([])
+    slots.reconcile({ runningIds: new Set(), today: 0 }, new Set(), day + 31_000, day)
+    expect(slots.running).toBe(0)
+    expect(slots.today).toBe(0)
+  })
+
+  it("asks for a reconcile when the counts are old or a new UTC day began", () => {
+    const slots = slotsAt()
+    expect(slots.needsReconcile(day, day)).toBe(true)
+    slots.reconcile({ runningIds: new Set(), today: 0 }, new Set(), day + 1_000, day)
+    expect(slots.needsReconcile(day + 2_000, day)).toBe(false)
+    expect(slots.needsReconcile(day + 7_000, day)).toBe(true)
+    expect(slots.needsReconcile(day + 2_000, day + 86_400_000)).toBe(true)
+  })
+})
