@@ -156,9 +156,13 @@ export const JobCreationLive = Layer.effect(
         return yield* writeAndRun(tenantId, prepared)
       })
 
-    /** Writes the rows of reserved jobs, then hands each job to its entity. */
+    /**
+     * Writes the rows of reserved jobs, then hands each job to its entity. Not interruptible (a
+     * client that hangs up, say): once the rows may be written, the jobs are handed on and their
+     * slots kept, instead of jobs that exist with their slots given back and no run sent.
+     */
     const writeAndRun = (tenantId: string, prepared: ReadonlyArray<PreparedJob>) =>
-      Effect.gen(function*() {
+      Effect.uninterruptible(Effect.gen(function*() {
         if (prepared.length === 0) return []
         const ids = prepared.map((p) => p.job.id)
         const rows = yield* repo.insert(prepared.map((p) => p.job)).pipe(Effect.onError(() => release(tenantId, prepared)))
@@ -172,7 +176,7 @@ export const JobCreationLive = Layer.effect(
           ...toJob(row),
           ...(prepared[i]!.generatedSecret ? { webhookSecret: prepared[i]!.generatedSecret } : {})
         }))
-      })
+      }))
 
 
     return JobCreation.of({ prepare, create: createJobs, createWhatFits })

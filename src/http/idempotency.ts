@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto"
-import { Context, Effect, Layer, Schedule } from "effect"
+import { Context, type Duration, Effect, Layer, Schedule } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { Config } from "../config.ts"
@@ -10,7 +10,8 @@ import { decryptSecret, encryptSecret, isSecretBox } from "../webhooks/secret-bo
 export const IDEMPOTENCY_TTL_HOURS = 24
 /**
  * A claimed key whose request has stored nothing after this long was left by a node that died
- * mid-request; the next request with the key runs. Creation requests take seconds at most.
+ * mid-request; the next request with the key runs. A request that is still working (a bulk
+ * request waiting on slow name lookups, say) renews its claim every `CLAIM_RENEWAL` meanwhile.
  */
 export const ABANDONED_CLAIM_SECONDS = 60
 const keyPattern = /^[\x20-\x7e]{1,255}$/
@@ -42,7 +43,8 @@ export class Idempotency extends Context.Service<Idempotency, IdempotencyShape>(
 const respondText = (status: number, body: string) => HttpServerResponse.text(body, { status, contentType: "application/json" })
 const respond = (r: StoredResponse) => respondText(r.status, JSON.stringify(r.body))
 
-export const IdempotencyLive = Layer.effect(
+/** The service; `claimRenewal` is how often a running request renews its claim (tests shorten it). */
+export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.Input }) => Layer.effect(
   Idempotency,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -90,13 +92,25 @@ export const IdempotencyLive = Layer.effect(
           const deadline = Date.now() + 30_000
           while (Date.now() < deadline) {
             if (yield* claim(tenantId, key, hash)) {
-              const response = yield* create.pipe(
-                Effect.onError(() => sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.ignore))
+              const renewClaim = sql`UPDATE idempotency_keys SET created_at = now()
+                                     WHERE tenant_id = ${tenantId} AND key = ${key} AND status_code IS NULL`.pipe(
+                Effect.ignore,
+                Effect.delay(options.claimRenewal),
+                Effect.forever
               )
-              const body = JSON.stringify(response.body)
-              yield* sql`UPDATE idempotency_keys SET status_code = ${response.status}, response = ${seal(tenantId, key, body)}
-                         WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.orDie)
-              return respondText(response.status, body)
+              // Not interruptible: a client that hangs up must not leave jobs created under a key
+              // that is then freed (its retry would create them again) or never answered.
+              const body = yield* Effect.uninterruptible(Effect.scoped(Effect.gen(function*() {
+                yield* Effect.forkScoped(Effect.interruptible(renewClaim))
+                const response = yield* create.pipe(
+                  Effect.onError(() => sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.ignore))
+                )
+                const body = JSON.stringify(response.body)
+                yield* sql`UPDATE idempotency_keys SET status_code = ${response.status}, response = ${seal(tenantId, key, body)}
+                           WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.orDie)
+                return { status: response.status, body }
+              })))
+              return respondText(body.status, body.body)
             }
             // Someone holds the key: the same request finishing elsewhere, or a finished one.
             while (Date.now() < deadline) {
@@ -126,3 +140,5 @@ export const IdempotencyLive = Layer.effect(
     })
   })
 )
+
+export const IdempotencyLive = makeIdempotencyLayer({ claimRenewal: "15 seconds" })

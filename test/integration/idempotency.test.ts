@@ -1,0 +1,68 @@
+import { Deferred, Effect, Fiber, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { describe, expect, it } from "vitest"
+import { Idempotency, makeIdempotencyLayer } from "../../src/http/idempotency.ts"
+import { newId } from "../../src/ids.ts"
+import { runMigrations } from "../../src/sql/migrate.ts"
+import { databaseLayer, freshDatabaseConfig, testDatabases } from "../support/databases.ts"
+
+const layerFor = (url: string | undefined) =>
+  makeIdempotencyLayer({ claimRenewal: "100 millis" }).pipe(Layer.provideMerge(databaseLayer(freshDatabaseConfig(url))))
+
+describe.each(testDatabases)("Idempotency-Key handling ($name)", (db) => {
+  it("finishes and stores a request whose client went away mid-way, so its retry gets the first answer and creates nothing again", async () => {
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* runMigrations
+      const idempotency = yield* Idempotency
+      const tenant = newId("ten")
+      let created = 0
+      const started = Deferred.makeUnsafe<void>()
+      const create = Effect.gen(function*() {
+        created++
+        Deferred.doneUnsafe(started, Effect.void)
+        // The rows are being written while the client hangs up.
+        yield* Effect.sleep("200 millis")
+        return { status: 201, body: { id: `job-${created}` } }
+      })
+      const first = yield* Effect.forkChild(idempotency.run(tenant, "k", { url: "x" }, create))
+      yield* Deferred.await(started)
+      yield* Fiber.interrupt(first)
+      const retry = yield* idempotency.run(tenant, "k", { url: "x" }, create)
+      expect(retry.status).toBe(201)
+      expect(created).toBe(1)
+    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+  })
+
+  it("renews the claim of a request that takes long, so a duplicate waits for it instead of taking the key as abandoned", async () => {
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* runMigrations
+      const sql = yield* SqlClient.SqlClient
+      const idempotency = yield* Idempotency
+      const tenant = newId("ten")
+      let created = 0
+      const started = Deferred.makeUnsafe<void>()
+      const finish = Deferred.makeUnsafe<void>()
+      const create = Effect.gen(function*() {
+        created++
+        Deferred.doneUnsafe(started, Effect.void)
+        yield* Deferred.await(finish)
+        return { status: 201, body: { id: `job-${created}` } }
+      })
+      const slow = yield* Effect.forkChild(idempotency.run(tenant, "slow", { url: "x" }, create))
+      yield* Deferred.await(started)
+      // The claim looks as old as one its node left behind…
+      yield* sql`UPDATE idempotency_keys SET created_at = now() - interval '10 minutes' WHERE tenant_id = ${tenant} AND key = 'slow'`
+      // …until the running request renews it.
+      yield* Effect.sleep("500 millis")
+      const [row] = yield* sql<{ fresh: boolean }>`
+        SELECT created_at > now() - interval '5 seconds' AS fresh FROM idempotency_keys WHERE tenant_id = ${tenant} AND key = 'slow'`
+      expect(row?.fresh).toBe(true)
+      const duplicate = yield* Effect.forkChild(idempotency.run(tenant, "slow", { url: "x" }, create))
+      yield* Effect.sleep("300 millis")
+      Deferred.doneUnsafe(finish, Effect.void)
+      const [a, b] = [yield* Fiber.join(slow), yield* Fiber.join(duplicate)]
+      expect([a.status, b.status]).toEqual([201, 201])
+      expect(created).toBe(1)
+    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+  })
+})
