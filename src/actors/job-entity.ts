@@ -128,7 +128,7 @@ export const JobEntityLive = JobEntity.toLayer(
       if (job.runs === 1) yield* events.notify(job.tenant_id)
       // A run its own node stops (a shard handed to another node, a shutdown) was not lost to a
       // crash: it gives its run back, so only runs cut off by a dead node count towards MAX_RUNS.
-      yield* runClaimed(job).pipe(Effect.onInterrupt(() => repo.giveBackRun(job.id).pipe(Effect.timeout("2 seconds"), Effect.ignore)))
+      yield* runClaimed(job).pipe(Effect.onInterrupt(() => repo.giveBackRun(job.id, job.runs).pipe(Effect.timeout("2 seconds"), Effect.ignore)))
     })
 
     const runClaimed = (job: JobRow) => {

@@ -116,9 +116,10 @@ export interface JobRepoShape {
   readonly claim: (id: string) => Effect.Effect<JobRow | undefined>
   /**
    * Undoes a claim's count of runs for a run stopped by its own node (not lost to a crash); a
-   * job's first run stays counted, so `job.claimed` is still recorded once.
+   * job's first run stays counted, so `job.claimed` is still recorded once. `runs` is the count
+   * this run's own claim made: if another node has claimed the job since, nothing is undone.
    */
-  readonly giveBackRun: (id: string) => Effect.Effect<void>
+  readonly giveBackRun: (id: string, runs: number) => Effect.Effect<void>
   /**
    * Moves a non-terminal job to its end state with its artifacts, page version, webhook delivery
    * and `job.<status>` event, atomically; true when this call ended it (then call
@@ -367,8 +368,8 @@ export const JobRepoLive = Layer.effect(
         ], { concurrency: 2 }).pipe(Effect.orDie, Effect.map(([items, [c]]) => ({ items, total: Number(c!.n) }))),
       claim: claimOne,
       finish: (job, f) => finishOne(pack(job, f)),
-      giveBackRun: (id) =>
-        sql`UPDATE jobs SET runs = GREATEST(runs - 1, 1) WHERE id = ${id} AND status = 'claimed'`.pipe(Effect.orDie, Effect.asVoid),
+      giveBackRun: (id, runs) =>
+        sql`UPDATE jobs SET runs = GREATEST(runs - 1, 1) WHERE id = ${id} AND status = 'claimed' AND runs = ${runs}`.pipe(Effect.orDie, Effect.asVoid),
       cancel: (tenantId, id) =>
         Effect.gen(function*() {
           const result: JobResult = {

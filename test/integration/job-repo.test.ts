@@ -98,6 +98,29 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
     }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
   }, 60_000)
 
+  it("gives back only the run its own claim counted: a later claim by another node stays counted", async () => {
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* runMigrations
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* JobRepo
+      const tenant = newId("ten")
+      yield* tenantSql(sql, tenant)
+      const job = newJob(tenant, "https://example.com/runs")
+      yield* repo.insert([job])
+      const runsNow = () => sql<{ runs: number }>`SELECT runs FROM jobs WHERE id = ${job.id}`.pipe(Effect.map((r) => r[0]!.runs))
+      const onA = (yield* repo.claim(job.id))!
+      // A's shard lock lapsed while it was stuck; B took the shard and claimed the job again.
+      const onB = (yield* repo.claim(job.id))!
+      expect([onA.runs, onB.runs]).toEqual([1, 2])
+      // A comes back and stops its own run: B's claim is not undone.
+      yield* repo.giveBackRun(job.id, onA.runs)
+      expect(yield* runsNow()).toBe(2)
+      // B's node hands its shard on: its run is given back, the first run stays counted.
+      yield* repo.giveBackRun(job.id, onB.runs)
+      expect(yield* runsNow()).toBe(1)
+    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+  })
+
   it("reads page contents stored gzip-compressed by earlier versions", async () => {
     await Effect.runPromise(Effect.gen(function*() {
       yield* runMigrations
