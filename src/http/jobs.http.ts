@@ -204,9 +204,12 @@ export const JobsHandlers = HttpApiBuilder.group(
             return yield* fail(409, `cannot_cancel_${cancelled.row.status}`, `the job is already ${cancelled.row.status}`)
           }
           const row = cancelled.row
-          yield* jobClient(row.id).Abort(undefined, { discard: true }).pipe(Effect.ignore)
-          yield* events.emit(row.tenant_id, "job.dead", { id: row.id, status: "dead", url: row.url, classification: "cancelled" })
-          yield* tenantClient(row.tenant_id).ReleaseJobs({ jobIds: [row.id] }, { discard: true }).pipe(Effect.ignore)
+          // The job is dead and its event written: what follows must happen even if the client hangs up.
+          yield* Effect.uninterruptible(Effect.all([
+            events.notify(row.tenant_id),
+            jobClient(row.id).Abort(undefined, { discard: true }).pipe(Effect.timeout("2 seconds"), Effect.catchCause(() => Effect.void)),
+            tenantClient(row.tenant_id).ReleaseJobs({ jobIds: [row.id] }, { discard: true }).pipe(Effect.timeout("2 seconds"), Effect.catchCause(() => Effect.void))
+          ], { discard: true }))
           return { id: row.id, status: row.status, cancelled: true, finishedAt: toJob(row).finishedAt }
         }))
       .handle("webhookDeliveries", ({ params }) =>

@@ -126,7 +126,10 @@ export interface JobRepoShape {
    * `EventLog.notify`). Concurrent finishes on a node share one statement.
    */
   readonly finish: (job: Pick<JobRow, "id" | "tenant_id" | "normalized_url">, f: JobFinish) => Effect.Effect<boolean>
-  /** Non-terminal → dead (cancelled); returns the row as it is afterwards, and whether this call changed it. */
+  /**
+   * Non-terminal → dead (cancelled), with its `job.dead` event; returns the row as it is afterwards,
+   * and whether this call changed it (then call `EventLog.notify`).
+   */
   readonly cancel: (tenantId: string, id: string) => Effect.Effect<{ row: JobRow; changed: boolean } | undefined>
   readonly counts: (tenantId: string, dayStart: Date) => Effect.Effect<{ active: number; today: number; ids: ReadonlySet<string> }>
   readonly existing: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>>
@@ -384,11 +387,20 @@ export const JobRepoLive = Layer.effect(
             screenshot: { taken: false, reason: "cancelled" },
             attempts: []
           }
+          // The state change and its job.dead event commit together.
           const [changed] = yield* sql<JobRow>`
-            UPDATE jobs SET status = 'dead', finished_at = now(), lease_until = NULL,
-                            result = COALESCE(result, ${JSON.stringify(result)}::jsonb)
-            WHERE id = ${id} AND tenant_id = ${tenantId} AND status IN ('queued', 'claimed')
-            RETURNING *`
+            WITH j AS (
+              UPDATE jobs SET status = 'dead', finished_at = now(), lease_until = NULL,
+                              result = COALESCE(result, ${JSON.stringify(result)}::jsonb)
+              WHERE id = ${id} AND tenant_id = ${tenantId} AND status IN ('queued', 'claimed')
+              RETURNING *
+            ),
+            ${appendEventCtes(sql, {
+            source: "j",
+            type: "job.dead",
+            data: sql`jsonb_build_object('id', ev_src.id, 'status', 'dead', 'url', ev_src.url, 'classification', 'cancelled')`
+          })}
+            SELECT * FROM j`
           if (changed) return { row: changed, changed: true }
           const [row] = yield* sql<JobRow>`SELECT * FROM jobs WHERE id = ${id} AND tenant_id = ${tenantId}`
           return row ? { row, changed: false } : undefined

@@ -121,6 +121,27 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
     }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
   })
 
+  it("cancels a job and writes its job.dead event in the same statement; a second cancel changes nothing", async () => {
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* runMigrations
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* JobRepo
+      const tenant = newId("ten")
+      yield* tenantSql(sql, tenant)
+      const job = newJob(tenant, "https://example.com/cancelled")
+      yield* repo.insert([job])
+      const first = yield* repo.cancel(tenant, job.id)
+      expect(first).toMatchObject({ changed: true, row: { status: "dead" } })
+      const again = yield* repo.cancel(tenant, job.id)
+      expect(again).toMatchObject({ changed: false, row: { status: "dead" } })
+      expect(yield* repo.cancel("ten_other", job.id)).toBeUndefined()
+      const events = yield* sql<{ type: string; data: Record<string, unknown> }>`
+        SELECT type, data FROM events WHERE tenant_id = ${tenant} ORDER BY seq`
+      expect(events.map((e) => e.type)).toEqual(["job.created", "job.dead"])
+      expect(events[1]!.data).toMatchObject({ id: job.id, status: "dead", classification: "cancelled", tenantId: tenant })
+    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+  })
+
   it("reads page contents stored gzip-compressed by earlier versions", async () => {
     await Effect.runPromise(Effect.gen(function*() {
       yield* runMigrations
