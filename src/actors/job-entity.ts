@@ -65,6 +65,9 @@ export const JobEntityLive = JobEntity.toLayer(
     const slotReleases = yield* JobSlotReleases
     const deliveries = yield* WebhookDeliveryEntity.client
     let running: AbortController | undefined
+    // An Abort can come between the claim and the crawl's start (the job was cancelled then): it
+    // is kept, and the crawl starts aborted. The job is dead by then, so no later run claims it.
+    let aborted = false
 
     /** The terminal write, in a write slot that `writeDone` gives back as soon as the row is written. */
     const end = (
@@ -134,6 +137,7 @@ export const JobEntityLive = JobEntity.toLayer(
     const runClaimed = (job: JobRow) => {
       // Set before the waits, so that a cancel that comes while the job waits stops it too.
       const controller = new AbortController()
+      if (aborted) controller.abort()
       running = controller
       // The job id, not the run: a re-run after a lost node takes back its own slot instead of
       // waiting for the dead run's slot to expire.
@@ -221,7 +225,11 @@ export const JobEntityLive = JobEntity.toLayer(
 
     return JobEntity.of({
       Run: () => Effect.orDie(run),
-      Abort: () => Effect.sync(() => running?.abort()).pipe(Rpc.fork)
+      Abort: () =>
+        Effect.sync(() => {
+          aborted = true
+          running?.abort()
+        }).pipe(Rpc.fork)
     })
   }),
   { maxIdleTime: RESOURCE_ENTITY_IDLE }
