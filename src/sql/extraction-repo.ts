@@ -146,6 +146,11 @@ export interface ExtractionRepoShape {
   readonly cancel: (tenantId: string, id: string) => Effect.Effect<{ row: ExtractionRow; changed: boolean } | undefined>
   readonly setRecycleCount: (id: string, n: number) => Effect.Effect<void>
   readonly createdSince: (tenantId: string, since: Date) => Effect.Effect<number>
+  /**
+   * Extractions whose lease ran out (a lost hand-off or runner), oldest first, each with its lease
+   * renewed by `STALE_RESEND_MS`: one that is only waiting is sent again once per that time, and
+   * the next sweep reaches others.
+   */
   readonly stale: (limit: number) => Effect.Effect<ReadonlyArray<{ id: string }>>
   readonly cacheGet: (key: string) => Effect.Effect<{ data: Record<string, unknown>; metadata: Record<string, unknown> } | undefined>
   readonly cachePut: (key: string, data: unknown, metadata: unknown) => Effect.Effect<void>
@@ -162,6 +167,9 @@ export interface ExtractionRepoShape {
 }
 
 export class ExtractionRepo extends Context.Service<ExtractionRepo, ExtractionRepoShape>()("trawl/ExtractionRepo") {}
+
+/** How long after a sweep re-sends an extraction it may be re-sent again. */
+const STALE_RESEND_MS = 5 * 60_000
 
 export const ExtractionRepoLive = Layer.effect(
   ExtractionRepo,
@@ -249,8 +257,11 @@ export const ExtractionRepoLive = Layer.effect(
           Effect.map((r) => Number(r[0]!.n))
         ),
       stale: (limit) =>
-        sql<{ id: string }>`SELECT id FROM extractions WHERE status IN ('queued', 'claimed', 'failed') AND lease_until < now()
-                            ORDER BY lease_until LIMIT ${limit}`.pipe(Effect.orDie),
+        sql<{ id: string }>`
+          UPDATE extractions SET lease_until = now() + ${STALE_RESEND_MS} * interval '1 millisecond'
+          WHERE id IN (SELECT id FROM extractions WHERE status IN ('queued', 'claimed', 'failed') AND lease_until < now()
+                       ORDER BY lease_until LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+          RETURNING id`.pipe(Effect.orDie),
       cacheGet: (key) =>
         sql<{ data: Record<string, unknown>; metadata: Record<string, unknown> }>`
           SELECT data, metadata FROM extraction_cache WHERE cache_key = ${key}`.pipe(Effect.orDie, Effect.map((r) => r[0])),

@@ -133,7 +133,11 @@ export interface JobRepoShape {
   readonly cancel: (tenantId: string, id: string) => Effect.Effect<{ row: JobRow; changed: boolean } | undefined>
   readonly counts: (tenantId: string, dayStart: Date) => Effect.Effect<{ active: number; today: number; ids: ReadonlySet<string> }>
   readonly existing: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>>
-  /** Non-terminal jobs whose lease ran out: their runner is gone. */
+  /**
+   * Non-terminal jobs whose lease ran out (their hand-off or their runner may be lost), oldest
+   * lease first, each with its lease renewed as a claim or creation would: a job that is only
+   * waiting (for a busy domain, say) is sent again once per lease, and the next sweep reaches others.
+   */
   readonly stale: (limit: number) => Effect.Effect<ReadonlyArray<{ id: string; tenant_id: string }>>
   readonly html: (tenantId: string, id: string) => Effect.Effect<{ body: Buffer; contentType: string | null } | undefined>
   readonly screenshot: (tenantId: string, id: string) => Effect.Effect<{ bytes: Buffer; type: string } | undefined>
@@ -420,8 +424,11 @@ export const JobRepoLive = Layer.effect(
         ),
       stale: (limit) =>
         sql<{ id: string; tenant_id: string }>`
-          SELECT id, tenant_id FROM jobs WHERE status IN ('queued', 'claimed') AND lease_until < now()
-          ORDER BY lease_until LIMIT ${limit}`.pipe(Effect.orDie),
+          UPDATE jobs SET lease_until = now() + (CASE WHEN status = 'queued' THEN ${QUEUED_LEASE_MS} ELSE timeout_ms + ${CLAIM_GRACE_MS} END)
+                                               * interval '1 millisecond'
+          WHERE id IN (SELECT id FROM jobs WHERE status IN ('queued', 'claimed') AND lease_until < now()
+                       ORDER BY lease_until LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+          RETURNING id, tenant_id`.pipe(Effect.orDie),
       html: (tenantId, id) =>
         sql<{ compressed: Uint8Array; encoding: string; content_type: string | null }>`
           SELECT c.compressed, c.encoding, a.content_type FROM job_artifacts a

@@ -142,6 +142,32 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
     }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
   })
 
+  it("hands the sweeper each lapsed job once per lease: oldest first, with its lease renewed, so the next sweep reaches the others", async () => {
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* runMigrations
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* JobRepo
+      const tenant = newId("ten")
+      yield* tenantSql(sql, tenant)
+      const jobs = [newJob(tenant, "https://example.com/s1"), newJob(tenant, "https://example.com/s2"), newJob(tenant, "https://example.com/s3")]
+      yield* repo.insert(jobs)
+      yield* repo.claim(jobs[1]!.id)
+      for (const [i, job] of jobs.entries()) {
+        yield* sql`UPDATE jobs SET lease_until = now() - ${(3 - i) * 60} * interval '1 second' WHERE id = ${job.id}`
+      }
+      expect((yield* repo.stale(2)).map((j) => j.id).sort()).toEqual([jobs[0]!.id, jobs[1]!.id].sort())
+      expect((yield* repo.stale(2)).map((j) => j.id)).toEqual([jobs[2]!.id])
+      expect(yield* repo.stale(2)).toEqual([])
+      const leases = yield* sql<{ id: string; seconds: number }>`
+        SELECT id, extract(epoch FROM lease_until - now())::int AS seconds FROM jobs WHERE tenant_id = ${tenant} ORDER BY id`
+      const byId = new Map(leases.map((l) => [l.id, Number(l.seconds)]))
+      // queued: the creation lease (10 min); claimed: its timeout (10 s here) plus the claim grace (60 s)
+      expect(byId.get(jobs[0]!.id)).toBeGreaterThan(590)
+      expect(byId.get(jobs[1]!.id)).toBeGreaterThan(60)
+      expect(byId.get(jobs[1]!.id)).toBeLessThanOrEqual(70)
+    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+  })
+
   it("reads page contents stored gzip-compressed by earlier versions", async () => {
     await Effect.runPromise(Effect.gen(function*() {
       yield* runMigrations
