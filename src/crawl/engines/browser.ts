@@ -343,11 +343,24 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       }
       await settle()
 
+      // A page that navigates by itself (a challenge's reload) can be read just as its document is
+      // replaced; the read fails then, and is tried again once the new document has loaded.
+      const readContent = async (): Promise<string> => {
+        for (let tries = 0; ; tries++) {
+          try {
+            return await page.content()
+          } catch (e) {
+            if (tries === 2 || remaining() < 250 || page.isClosed()) throw e
+            await page.waitForLoadState("domcontentloaded", { timeout: Math.max(1, Math.min(remaining() - 100, 5_000)) }).catch(() => {})
+          }
+        }
+      }
+
       // a challenge page usually navigates by itself once its script ran (cookie + reload)
       let html = ""
       let verdict: { classification: Classification; marker?: string } = { classification: "ok" }
       for (let round = 0; round < 4; round++) {
-        html = await page.content().catch(() => "")
+        html = await readContent().catch(() => "")
         const main = lastMain as Response
         verdict = classifyResponse(main.status(), Buffer.from(html))
         // only a recognised wall (marker) is worth waiting for; a bare 403/429 will not move
