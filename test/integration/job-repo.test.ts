@@ -43,6 +43,16 @@ const newJob = (tenantId: string, url: string): NewJob => ({
 })
 
 describe.each(testDatabases)("job repository ($name)", (db) => {
+  /** Runs `body` on a fresh, migrated database with one tenant. */
+  const withTenant = async (body: (c: { sql: SqlClient.SqlClient; repo: typeof JobRepo.Service; tenant: string }) => Effect.Effect<void, unknown>) =>
+    Effect.runPromise(Effect.gen(function*() {
+      yield* runMigrations
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* JobRepo
+      const tenant = newId("ten")
+      yield* tenantSql(sql, tenant)
+      yield* body({ sql, repo, tenant })
+    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
   it("claims and finishes many concurrent jobs of several tenants in shared statements, with gap-free events and right page history", async () => {
     await Effect.runPromise(Effect.gen(function*() {
       yield* runMigrations
@@ -99,12 +109,7 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
   }, 60_000)
 
   it("gives back only the run its own claim counted: a later claim by another node stays counted", async () => {
-    await Effect.runPromise(Effect.gen(function*() {
-      yield* runMigrations
-      const sql = yield* SqlClient.SqlClient
-      const repo = yield* JobRepo
-      const tenant = newId("ten")
-      yield* tenantSql(sql, tenant)
+    await withTenant(({ sql, repo, tenant }) => Effect.gen(function*() {
       const job = newJob(tenant, "https://example.com/runs")
       yield* repo.insert([job])
       const runsNow = () => sql<{ runs: number }>`SELECT runs FROM jobs WHERE id = ${job.id}`.pipe(Effect.map((r) => r[0]!.runs))
@@ -118,16 +123,11 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
       // B's node hands its shard on: its run is given back, the first run stays counted.
       yield* repo.giveBackRun(job.id, onB.runs)
       expect(yield* runsNow()).toBe(1)
-    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+    }))
   })
 
   it("cancels a job and writes its job.dead event in the same statement; a second cancel changes nothing", async () => {
-    await Effect.runPromise(Effect.gen(function*() {
-      yield* runMigrations
-      const sql = yield* SqlClient.SqlClient
-      const repo = yield* JobRepo
-      const tenant = newId("ten")
-      yield* tenantSql(sql, tenant)
+    await withTenant(({ sql, repo, tenant }) => Effect.gen(function*() {
       const job = newJob(tenant, "https://example.com/cancelled")
       yield* repo.insert([job])
       const first = yield* repo.cancel(tenant, job.id)
@@ -139,16 +139,11 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
         SELECT type, data FROM events WHERE tenant_id = ${tenant} ORDER BY seq`
       expect(events.map((e) => e.type)).toEqual(["job.created", "job.dead"])
       expect(events[1]!.data).toMatchObject({ id: job.id, status: "dead", classification: "cancelled", tenantId: tenant })
-    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+    }))
   })
 
   it("hands the sweeper each lapsed job once per lease: oldest first, with its lease renewed, so the next sweep reaches the others", async () => {
-    await Effect.runPromise(Effect.gen(function*() {
-      yield* runMigrations
-      const sql = yield* SqlClient.SqlClient
-      const repo = yield* JobRepo
-      const tenant = newId("ten")
-      yield* tenantSql(sql, tenant)
+    await withTenant(({ sql, repo, tenant }) => Effect.gen(function*() {
       const jobs = [newJob(tenant, "https://example.com/s1"), newJob(tenant, "https://example.com/s2"), newJob(tenant, "https://example.com/s3")]
       yield* repo.insert(jobs)
       yield* repo.claim(jobs[1]!.id)
@@ -165,7 +160,7 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
       expect(byId.get(jobs[0]!.id)).toBeGreaterThan(590)
       expect(byId.get(jobs[1]!.id)).toBeGreaterThan(60)
       expect(byId.get(jobs[1]!.id)).toBeLessThanOrEqual(70)
-    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+    }))
   })
 
   it("reads page contents stored gzip-compressed by earlier versions", async () => {
