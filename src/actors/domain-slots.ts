@@ -1,6 +1,7 @@
 import { Cause, Context, Deferred, type Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { CrawlService } from "../crawl/crawl-service.ts"
 import { DomainEntity, type HistoryEntry, type Outcome } from "./domain-entity.ts"
+import { sendOneWay } from "./entity-call.ts"
 
 /** A politeness slot of one domain, held by one job until it calls `release` with what it learned. */
 export interface DomainSlot {
@@ -216,9 +217,6 @@ export const entitySlotBackend = (
     retryAfterInterrupt: "200 millis"
   }
 ): DomainSlotBackend => {
-  // Best effort whatever the send's failure, also a reply that is an interruption (the entity
-  // stopping while its shard moves): Effect.ignore would pass that on and end the sending job's run.
-  const oneWay = <E>(send: Effect.Effect<void, E>) => send.pipe(Effect.timeout("2 seconds"), Effect.catchCause(() => Effect.void))
   const reachable = (domainId: string) =>
     entity(domainId).Ping().pipe(
       // Interrupted by the entity's own stop (its shard moving): its next owner answers shortly.
@@ -251,8 +249,8 @@ export const entitySlotBackend = (
     )
   return {
     acquire,
-    release: (domainId, holder, outcomes) => oneWay(entity(domainId).Release({ holder, outcomes }, { discard: true })),
-    handover: (domainId, from, to, ttlMs, outcomes) => oneWay(entity(domainId).Handover({ from, to, ttlMs, outcomes }, { discard: true }))
+    release: (domainId, holder, outcomes) => sendOneWay(entity(domainId).Release({ holder, outcomes }, { discard: true })),
+    handover: (domainId, from, to, ttlMs, outcomes) => sendOneWay(entity(domainId).Handover({ from, to, ttlMs, outcomes }, { discard: true }))
   }
 }
 

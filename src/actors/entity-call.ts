@@ -19,6 +19,15 @@ const unavailable = new ApiError({
 })
 
 /**
+ * Sends a one-way message whose loss heals itself (a sweeper resends, or a reconcile recounts), at
+ * best effort: it never holds its sender for more than 2 s (while shards move, a send can wait for
+ * its shard to come back), and no failure of it ends the sender's work, not even a reply that is an
+ * interruption (the receiving entity stopping), which Effect.ignore would pass on.
+ */
+export const sendOneWay = <E, R>(send: Effect.Effect<void, E, R>): Effect.Effect<void, never, R> =>
+  send.pipe(Effect.timeout("2 seconds"), Effect.catchCause(() => Effect.void))
+
+/**
  * Maps the cluster's own transport failures of an entity call to
  * `503 dependency_unavailable`, leaving the entity's domain errors to the caller. So is a reply that
  * is an interruption: the entity stopped while it handled the call (its shard moving to another

@@ -3,6 +3,7 @@ import { DateTime, Effect, Schema } from "effect"
 import { ClusterSchema, DeliverAt, Entity, Singleton } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { RESOURCE_ENTITY_IDLE } from "./cluster.ts"
+import { sendOneWay } from "./entity-call.ts"
 import { Config } from "../config.ts"
 import { matchConfigs } from "../extract/config-match.ts"
 import { isExtractError } from "../extract/errors.ts"
@@ -194,7 +195,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
         const done = yield* repo.finish(row.id, { status, ...r, ...(d ? { delivery: d } : {}) })
         if (!done) return
         yield* events.emit(row.tenant_id, `extraction.${status}`, { id: row.id, status, type: row.type, errorClass: r.errorClass })
-        if (d) yield* deliveries(d.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
+        if (d) yield* sendOneWay(deliveries(d.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }))
         if (status === "failed" && r.retryAt) {
           yield* self(row.id).Run(new DueRun({ dueAt: r.retryAt.getTime() }), { discard: true }).pipe(Effect.ignore)
         }

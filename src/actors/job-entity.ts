@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { RESOURCE_ENTITY_IDLE } from "./cluster.ts"
+import { sendOneWay } from "./entity-call.ts"
 import { CrawlService } from "../crawl/crawl-service.ts"
 import type { EngineName, ScreenshotOptions } from "../crawl/engines/types.ts"
 import { type PlanEntry, planFromHistory } from "../crawl/escalation.ts"
@@ -37,13 +38,6 @@ const screenshotOf = (s: JobRow["screenshot"]): false | ScreenshotOptions => {
   return { format: s.format === "jpeg" ? "jpeg" : "png", ...(s.quality !== undefined ? { quality: s.quality } : {}), ...(s.fullPage !== undefined ? { fullPage: s.fullPage } : {}) }
 }
 
-/**
- * A one-way message whose loss heals itself (the delivery sweeper resends first attempts). It
- * must not hold the job: while the node is moving shards, a send can wait for the shard to come back.
- * Nor may its failure end the job's run, not even a reply that is an interruption (the receiving
- * entity stopping), which Effect.ignore would pass on.
- */
-const tell = <E, R>(send: Effect.Effect<void, E, R>) => send.pipe(Effect.timeout("2 seconds"), Effect.catchCause(() => Effect.void))
 
 /**
  * Write-slot priorities, above every job priority (the API caps them far lower). Terminal writes
@@ -105,7 +99,8 @@ export const JobEntityLive = JobEntity.toLayer(
         yield* writeDone
         if (!finished) return
         if (delivery) {
-          yield* tell(deliveries(delivery.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }))
+          // The delivery sweeper resends a first attempt whose message was lost.
+          yield* sendOneWay(deliveries(delivery.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }))
         }
         yield* events.notify(job.tenant_id)
         yield* slotReleases.release(job.tenant_id, job.id)

@@ -7,6 +7,7 @@ import { TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { Transaction } from "../schema/tenant.ts"
 import { makeGroupCommit } from "../sql/group-commit.ts"
+import { sendOneWay } from "./entity-call.ts"
 import { TenantJobSlots } from "./tenant-job-slots.ts"
 
 const BootstrapPayload = Schema.Struct({
@@ -127,7 +128,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
         const written = pending.length > 0 ? yield* jobs.existing(pending) : new Set<string>()
         const counts = yield* jobs.counts(tenantId, new Date(day))
         yield* readLimits
-        slots.reconcile({ runningIds: counts.ids, today: counts.today }, written, now, day)
+        slots.reconcile(counts, written, now, day)
       })
     return TenantEntity.of({
       Bootstrap: ({ payload }) =>
@@ -205,7 +206,7 @@ export const JobSlotReleasesLive = Layer.effect(
       const byTenant = new Map<string, Array<string>>()
       for (const { tenantId, jobId } of ended) byTenant.set(tenantId, [...(byTenant.get(tenantId) ?? []), jobId])
       return Effect.forEach(byTenant, ([tenantId, jobIds]) =>
-        tenants(tenantId).ReleaseJobs({ jobIds }, { discard: true }).pipe(Effect.timeout("2 seconds"), Effect.ignore), {
+        sendOneWay(tenants(tenantId).ReleaseJobs({ jobIds }, { discard: true })), {
         concurrency: "unbounded",
         discard: true
       }).pipe(Effect.as(ended.map(() => undefined)))

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { entityCall } from "../actors/entity-call.ts"
+import { entityCall, sendOneWay } from "../actors/entity-call.ts"
 import { JobEntity } from "../actors/job-entity.ts"
 import { type ConcurrentLimit, type QuotaExceeded, TenantEntity } from "../actors/tenant-entity.ts"
 import { Config } from "../config.ts"
@@ -122,7 +122,7 @@ export const JobCreationLive = Layer.effect(
       })
 
     const release = (tenantId: string, jobs: ReadonlyArray<PreparedJob>) =>
-      jobs.length === 0 ? Effect.void : tenantClient(tenantId).ReleaseJobs({ jobIds: jobs.map((p) => p.job.id) }, { discard: true }).pipe(Effect.ignore)
+      jobs.length === 0 ? Effect.void : sendOneWay(tenantClient(tenantId).ReleaseJobs({ jobIds: jobs.map((p) => p.job.id) }, { discard: true }))
 
     const createWhatFits = (tenantId: string, all: ReadonlyArray<PreparedJob>) =>
       Effect.gen(function*() {

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
+import { sendOneWay } from "../actors/entity-call.ts"
 import { DueRun, ExtractionEntity } from "../actors/extraction-entity.ts"
 import { secondsToNextUtcDay, utcDayStart } from "../billing/windows.ts"
 import { Config } from "../config.ts"
@@ -225,8 +226,11 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           if (!result) return yield* notFound("extraction")
           const row: ExtractionRow = result.row
           if (result.changed) {
-            yield* client(row.id).Abort(undefined, { discard: true }).pipe(Effect.ignore)
-            yield* events.emit(row.tenant_id, "extraction.cancelled", { id: row.id, status: "cancelled", type: row.type })
+            // Cancelled in SQL: its abort and event must follow even if the client hangs up.
+            yield* Effect.uninterruptible(Effect.all([
+              sendOneWay(client(row.id).Abort(undefined, { discard: true })),
+              events.emit(row.tenant_id, "extraction.cancelled", { id: row.id, status: "cancelled", type: row.type })
+            ], { discard: true }))
             return { id: row.id, status: row.status, cancelled: true, cancelledAt: toExtraction(row).cancelledAt }
           }
           return { id: row.id, status: row.status, cancelled: false, cancelledAt: toExtraction(row).cancelledAt, reason: `already ${row.status}` }

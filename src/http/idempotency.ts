@@ -11,7 +11,7 @@ export const IDEMPOTENCY_TTL_HOURS = 24
 /**
  * A claimed key whose request has stored nothing after this long was left by a node that died
  * mid-request; the next request with the key runs. A request that is still working (a bulk
- * request waiting on slow name lookups, say) renews its claim every `CLAIM_RENEWAL` meanwhile.
+ * request waiting on slow name lookups, say) renews its claim meanwhile (every 15 s).
  */
 export const ABANDONED_CLAIM_SECONDS = 60
 const keyPattern = /^[\x20-\x7e]{1,255}$/

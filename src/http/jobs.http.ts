@@ -1,7 +1,7 @@
 import { Effect, Queue, Schema, Stream } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { entityCall } from "../actors/entity-call.ts"
+import { entityCall, sendOneWay } from "../actors/entity-call.ts"
 import { JobEntity } from "../actors/job-entity.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { WebhookDeliveryEntity } from "../actors/webhook-delivery-entity.ts"
@@ -207,8 +207,8 @@ export const JobsHandlers = HttpApiBuilder.group(
           // The job is dead and its event written: what follows must happen even if the client hangs up.
           yield* Effect.uninterruptible(Effect.all([
             events.notify(row.tenant_id),
-            jobClient(row.id).Abort(undefined, { discard: true }).pipe(Effect.timeout("2 seconds"), Effect.catchCause(() => Effect.void)),
-            tenantClient(row.tenant_id).ReleaseJobs({ jobIds: [row.id] }, { discard: true }).pipe(Effect.timeout("2 seconds"), Effect.catchCause(() => Effect.void))
+            sendOneWay(jobClient(row.id).Abort(undefined, { discard: true })),
+            sendOneWay(tenantClient(row.tenant_id).ReleaseJobs({ jobIds: [row.id] }, { discard: true }))
           ], { discard: true }))
           return { id: row.id, status: row.status, cancelled: true, finishedAt: toJob(row).finishedAt }
         }))

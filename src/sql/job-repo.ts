@@ -131,7 +131,8 @@ export interface JobRepoShape {
    * and whether this call changed it (then call `EventLog.notify`).
    */
   readonly cancel: (tenantId: string, id: string) => Effect.Effect<{ row: JobRow; changed: boolean } | undefined>
-  readonly counts: (tenantId: string, dayStart: Date) => Effect.Effect<{ active: number; today: number; ids: ReadonlySet<string> }>
+  /** The tenant's jobs that have not ended (by id), and the number created since `dayStart`. */
+  readonly counts: (tenantId: string, dayStart: Date) => Effect.Effect<{ runningIds: ReadonlySet<string>; today: number }>
   readonly existing: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>>
   /**
    * Non-terminal jobs whose lease ran out (their hand-off or their runner may be lost), oldest
@@ -415,7 +416,7 @@ export const JobRepoLive = Layer.effect(
           sql<{ n: string }>`SELECT count(*) AS n FROM jobs WHERE tenant_id = ${tenantId} AND created_at >= ${dayStart}`
         ]).pipe(
           Effect.orDie,
-          Effect.map(([active, [today]]) => ({ active: active.length, today: Number(today!.n), ids: new Set(active.map((r) => r.id)) }))
+          Effect.map(([running, [today]]) => ({ runningIds: new Set(running.map((r) => r.id)), today: Number(today!.n) }))
         ),
       existing: (ids) =>
         ids.length === 0 ? Effect.succeed(new Set()) : sql<{ id: string }>`SELECT id FROM jobs WHERE id IN ${sql.in(ids)}`.pipe(
