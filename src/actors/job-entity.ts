@@ -38,7 +38,6 @@ const screenshotOf = (s: JobRow["screenshot"]): false | ScreenshotOptions => {
   return { format: s.format === "jpeg" ? "jpeg" : "png", ...(s.quality !== undefined ? { quality: s.quality } : {}), ...(s.fullPage !== undefined ? { fullPage: s.fullPage } : {}) }
 }
 
-
 /**
  * Write-slot priorities, above every job priority (the API caps them far lower). Terminal writes
  * go first: the job waiting for one still holds its crawl slot and its page.
