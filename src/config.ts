@@ -35,6 +35,12 @@ export interface AppConfig {
   readonly ssrfTestPublicAddresses: ReadonlyArray<string>
   /** Shrinks the webhook retry schedule (tests only; always 1 in production). */
   readonly webhookRetryScale: number
+  /**
+   * TEST_FAULT: a crash a test asks for, at a point it cannot hit by timing (tests only; refused in
+   * production). `crash-after-job-insert`: the node kills itself once the rows of new jobs are
+   * written, before their hand-off and the response.
+   */
+  readonly testFault: "crash-after-job-insert" | undefined
 }
 
 export class ConfigError extends Error {}
@@ -152,11 +158,16 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
   }
   if (production && ssrfTestPublicAddresses.length > 0) bad("SSRF_TEST_PUBLIC_ADDRESSES", "cannot be set when NODE_ENV=production")
 
+  const testFault = env.TEST_FAULT === "crash-after-job-insert" ? env.TEST_FAULT : undefined
+  if (env.TEST_FAULT && testFault === undefined) bad("TEST_FAULT", "may only be crash-after-job-insert")
+  if (production && testFault !== undefined) bad("TEST_FAULT", "cannot be set when NODE_ENV=production")
+
   return {
     nodeEnv,
     ssrfTestPublicAddresses,
     secretKeyGenerated: !env.SECRET_KEY,
     webhookRetryScale,
+    testFault,
     port: listenPort,
     host,
     databaseUrl,

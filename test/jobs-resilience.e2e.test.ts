@@ -14,6 +14,9 @@ import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { MAX_RUNS } from "../src/actors/job-entity.ts"
 import { ABANDONED_CLAIM_SECONDS } from "../src/http/idempotency.ts"
+import { loadConfig } from "../src/config.ts"
+import { decryptSecret } from "../src/webhooks/secret-box.ts"
+import { databaseLayer } from "./support/databases.ts"
 import { type FixtureSite, loopbackOnlyEnv, startFixtureSite } from "./support/fixture-site.ts"
 import { backends, client, createTestDatabase, freePort, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
 
@@ -119,6 +122,128 @@ describe("a server killed mid-crawl loses no accepted job (embedded backend, res
     const list = await client(second.baseUrl).get("/v1/scraper/jobs?limit=200", t.apiKey)
     expect(list.json.data.pagination.total).toBe(JOBS)
   }, 60_000)
+})
+
+describe("a node killed between writing new jobs and answering (embedded backend, restart on the same DATA_DIR)", () => {
+  let site: FixtureSite
+  let dataDir: string
+  const servers: Array<RunningServer> = []
+  const secretKey = randomBytes(32)
+  const env = { ALLOW_PRIVATE_TARGETS: "true", SECRET_KEY: secretKey.toString("hex"), ...loopbackOnlyEnv() }
+
+  beforeAll(async () => {
+    site = await startFixtureSite({ hosts: ["127.0.0.31", "127.0.0.32"] })
+    dataDir = mkdtempSync(join(tmpdir(), "trawl-crash-"))
+  }, 60_000)
+  afterAll(async () => {
+    for (const s of servers) await s.stop("SIGKILL").catch(() => undefined)
+    await site?.close()
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  /** SQL on the embedded database of a stopped server. */
+  const onDatabase = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
+    Effect.runPromise(Effect.gen(function*() {
+      return yield* f(yield* SqlClient.SqlClient)
+    }).pipe(Effect.provide(databaseLayer(loadConfig({ DATA_DIR: dataDir, SECRET_KEY: env.SECRET_KEY }))), Effect.scoped))
+
+  it("a retry under the same Idempotency-Key meets the jobs the dead try wrote: none twice, none stranded, same webhook secrets", async () => {
+    const crashing = await startServer({ ...env, TEST_FAULT: "crash-after-job-insert" }, { dataDir })
+    servers.push(crashing)
+    const t = await client(crashing.baseUrl).createTenant()
+    const body = {
+      jobs: [
+        { url: site.url("/page?case=crash-1", 0), webhookUrl: site.url("/hook", 1) },
+        { url: site.url("/page?case=crash-2", 1) },
+        { url: "ftp://example.com/refused" },
+        { url: site.url("/page?case=crash-3", 0), webhookUrl: site.url("/hook", 1) }
+      ]
+    }
+    const send = (baseUrl: string) =>
+      client(baseUrl).call("POST", "/v1/scraper/jobs/bulk", { key: t.apiKey, body, headers: { "idempotency-key": "crash-key" } })
+    // The node dies once the rows are written: no answer, no hand-off.
+    await expect(send(crashing.baseUrl)).rejects.toThrow()
+    const died = crashing.process
+    if (died.exitCode === null && died.signalCode === null) await new Promise((res) => died.once("exit", res))
+    expect(died.signalCode).toBe("SIGKILL")
+
+    // What it left: three queued jobs and the key's claim, which is abandoned once its age passes.
+    const left = await onDatabase((sql) =>
+      Effect.gen(function*() {
+        yield* sql`UPDATE idempotency_keys SET created_at = now() - ${ABANDONED_CLAIM_SECONDS + 1} * interval '1 second' WHERE tenant_id = ${t.tenantId}`
+        return yield* sql<{ id: string; status: string }>`SELECT id, status FROM jobs WHERE tenant_id = ${t.tenantId} ORDER BY id`
+      }))
+    expect(left.map((j) => j.status)).toEqual(["queued", "queued", "queued"])
+
+    const second = await startServer(env, { dataDir })
+    servers.push(second)
+    const retry = await send(second.baseUrl)
+    expect(retry.status, retry.text).toBe(207)
+    const created = retry.json.data.created as Array<{ id: string; webhookSecret?: string }>
+    expect(created.map((j) => j.id).sort()).toEqual(left.map((j) => j.id))
+    expect(retry.json.data.failed.map((f: { index: number }) => f.index)).toEqual([2])
+    // A third send answers the stored response.
+    expect((await send(second.baseUrl)).text).toBe(retry.text)
+
+    // The jobs run now (the retry handed them on), not after their hand-off lease.
+    const { jobs, open } = await waitAllTerminal(second.baseUrl, t.apiKey, created.map((j) => j.id), 30_000)
+    expect(open).toEqual([])
+    for (const j of jobs.values()) expect(j.status, JSON.stringify(j)).toBe("done")
+    const list = await client(second.baseUrl).get("/v1/scraper/jobs?limit=50", t.apiKey)
+    expect(list.json.data.pagination.total).toBe(3)
+
+    // The generated webhook secrets the retry answered are the ones the jobs sign with.
+    const withHook = created.filter((j) => j.webhookSecret !== undefined)
+    expect(withHook).toHaveLength(2)
+    await second.stop("SIGTERM")
+    const stored = await onDatabase((sql) => sql<{ id: string; webhook_secret_enc: string }>`
+      SELECT id, webhook_secret_enc FROM jobs WHERE tenant_id = ${t.tenantId} AND webhook_secret_enc IS NOT NULL`)
+    const storedSecret = new Map(stored.map((r) => [r.id, decryptSecret(secretKey, r.webhook_secret_enc, "webhook")]))
+    for (const j of withHook) expect(storedSecret.get(j.id)).toBe(j.webhookSecret)
+  }, 120_000)
+
+  it("a retry of an extraction whose node died after writing its page's job meets that job and creates one extraction", async () => {
+    const crashing = await startServer({ ...env, TEST_FAULT: "crash-after-job-insert" }, { dataDir })
+    servers.push(crashing)
+    const t = await client(crashing.baseUrl).createTenant()
+    const body = { url: site.url("/page?case=crash-extraction", 0), type: "article", webhookUrl: site.url("/hook", 1) }
+    const send = (baseUrl: string) =>
+      client(baseUrl).call("POST", "/v1/extractor/extractions", { key: t.apiKey, body, headers: { "idempotency-key": "extraction-key" } })
+    await expect(send(crashing.baseUrl)).rejects.toThrow()
+    const died = crashing.process
+    if (died.exitCode === null && died.signalCode === null) await new Promise((res) => died.once("exit", res))
+    expect(died.signalCode).toBe("SIGKILL")
+    const left = await onDatabase((sql) =>
+      Effect.gen(function*() {
+        yield* sql`UPDATE idempotency_keys SET created_at = now() - ${ABANDONED_CLAIM_SECONDS + 1} * interval '1 second' WHERE tenant_id = ${t.tenantId}`
+        return {
+          jobs: yield* sql<{ id: string }>`SELECT id FROM jobs WHERE tenant_id = ${t.tenantId}`,
+          extractions: yield* sql<{ id: string }>`SELECT id FROM extractions WHERE tenant_id = ${t.tenantId}`
+        }
+      }))
+    expect(left.jobs).toHaveLength(1)
+    expect(left.extractions).toHaveLength(0)
+
+    const second = await startServer(env, { dataDir })
+    servers.push(second)
+    const retry = await send(second.baseUrl)
+    expect(retry.status, retry.text).toBe(201)
+    expect(retry.json.data.jobId).toBe(left.jobs[0]!.id)
+    expect((await send(second.baseUrl)).text).toBe(retry.text)
+    const api = client(second.baseUrl)
+    const deadline = Date.now() + 30_000
+    let extraction: any
+    do {
+      await sleep(300)
+      extraction = (await api.get(`/v1/extractor/extractions/${retry.json.data.id}`, t.apiKey)).json.data
+    } while (!["done", "failed", "dead"].includes(extraction?.status) && Date.now() < deadline)
+    expect(extraction.status, JSON.stringify(extraction)).toBe("done")
+    expect((await api.get("/v1/scraper/jobs?limit=50", t.apiKey)).json.data.pagination.total).toBe(1)
+    expect((await api.get("/v1/extractor/extractions?limit=50", t.apiKey)).json.data.pagination.total).toBe(1)
+    await second.stop("SIGTERM")
+    const [row] = await onDatabase((sql) => sql<{ webhook_secret_enc: string }>`SELECT webhook_secret_enc FROM extractions WHERE id = ${retry.json.data.id}`)
+    expect(decryptSecret(secretKey, row!.webhook_secret_enc, "webhook")).toBe(retry.json.data.webhookSecret)
+  }, 120_000)
 })
 
 describe("graceful restarts do not count as interrupted runs (embedded backend)", () => {

@@ -4,13 +4,14 @@ import { JobEntity } from "../actors/job-entity.ts"
 import { type ConcurrentLimit, type QuotaExceeded, TenantEntity } from "../actors/tenant-entity.ts"
 import { Config } from "../config.ts"
 import { EventLog } from "../events/event-log.ts"
-import { newId } from "../ids.ts"
+import type { KeyedAttempt } from "../http/idempotency.ts"
+import { newId, seededId } from "../ids.ts"
 import { type ApiError, type ErrorDetail, fail } from "../schema/errors.ts"
 import type { CreateJobBody, Job } from "../schema/job.ts"
 import { JobRepo, type NewJob, toJob } from "../sql/job-repo.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "../webhooks/endpoints.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
-import { generateWebhookSecret } from "../webhooks/signing.ts"
+import { generateWebhookSecret, seededWebhookSecret } from "../webhooks/signing.ts"
 import { domainIdOf, normalizeUrl } from "./domain.ts"
 import { checkUrl } from "./ssrf.ts"
 import { classifierFor } from "./ssrf-policy.ts"
@@ -21,11 +22,20 @@ export interface PreparedJob {
   readonly job: NewJob
   /** A secret generated for the webhook, returned once in the creation response. */
   readonly generatedSecret: string | undefined
+  /** An earlier try of its request (same Idempotency-Key) may have written this very job. */
+  readonly resumed: boolean
+}
+
+/** Where a job's id comes from: fresh, or item `index` of a request run under an Idempotency-Key. */
+export interface JobOrigin {
+  readonly requestId: string | null
+  readonly replayOf?: string | null
+  readonly keyed?: { readonly attempt: KeyedAttempt; readonly index: number } | undefined
 }
 
 export interface JobCreationShape {
   /** Checks one job body beyond its schema: safe target and webhook URLs. */
-  readonly prepare: (tenantId: string, body: CreateJobBody, requestId: string | null, replayOf?: string | null) => Effect.Effect<PreparedJob, ApiError>
+  readonly prepare: (tenantId: string, body: CreateJobBody, origin: JobOrigin) => Effect.Effect<PreparedJob, ApiError>
   /** Reserves quota in the tenant's entity, writes the rows, then hands each job to its entity. */
   readonly create: (tenantId: string, prepared: ReadonlyArray<PreparedJob>) => Effect.Effect<ReadonlyArray<CreatedJob>, ApiError>
   /**
@@ -57,7 +67,7 @@ export const JobCreationLive = Layer.effect(
     const guard = { allowPrivate: config.allowPrivateTargets, classify: classifierFor(config) }
 
     /** Checks one job body beyond its schema: safe target and webhook URLs. */
-    const prepare = (tenantId: string, body: CreateJobBody, requestId: string | null, replayOf: string | null = null): Effect.Effect<PreparedJob, ApiError> =>
+    const prepare = (tenantId: string, body: CreateJobBody, origin: JobOrigin): Effect.Effect<PreparedJob, ApiError> =>
       Effect.gen(function*() {
         if (body.webhookSecret !== undefined && !body.webhookUrl) {
           return yield* fail(400, "validation_error", "webhookSecret goes with webhookUrl", {
@@ -78,11 +88,14 @@ export const JobCreationLive = Layer.effect(
         if (refused.length > 0) {
           return yield* fail(422, "unsafe_url", `refused: ${refused.map((r) => `${r.path} (${r.message})`).join("; ")}`, { details: refused })
         }
-        const generatedSecret = body.webhookUrl && !body.webhookSecret ? generateWebhookSecret() : undefined
+        const { keyed } = origin
+        const generatedSecret = body.webhookUrl && !body.webhookSecret
+          ? keyed ? seededWebhookSecret(config.secretKey, keyed.attempt.seed, keyed.index) : generateWebhookSecret()
+          : undefined
         const secret = body.webhookSecret ?? generatedSecret
         const url = new URL(body.url)
         const job: NewJob = {
-          id: newId("job"),
+          id: keyed ? seededId("job", keyed.attempt.seed, keyed.index) : newId("job"),
           tenantId,
           url: url.href,
           normalizedUrl: normalizeUrl(url),
@@ -93,10 +106,10 @@ export const JobCreationLive = Layer.effect(
           screenshot: body.screenshot ?? false,
           webhookUrl: body.webhookUrl ? canonicalWebhookUrl(body.webhookUrl) : null,
           webhookSecretEnc: secret ? encryptSecret(config.secretKey, secret, "webhook") : null,
-          replayOf,
-          requestId
+          replayOf: origin.replayOf ?? null,
+          requestId: origin.requestId
         }
-        return { job, generatedSecret }
+        return { job, generatedSecret, resumed: keyed?.attempt.resumed ?? false }
       })
 
     const quotaError = (e: QuotaExceeded | ConcurrentLimit) =>
@@ -124,18 +137,34 @@ export const JobCreationLive = Layer.effect(
     const release = (tenantId: string, jobs: ReadonlyArray<PreparedJob>) =>
       jobs.length === 0 ? Effect.void : sendOneWay(tenantClient(tenantId).ReleaseJobs({ jobIds: jobs.map((p) => p.job.id) }, { discard: true }))
 
+    /**
+     * The jobs that an earlier try of the same request wrote before its node died: they hold their
+     * slots and places already, so they are only handed on again. Looked up only for resumed tries.
+     */
+    const alreadyWritten = (tenantId: string, prepared: ReadonlyArray<PreparedJob>) =>
+      prepared.some((p) => p.resumed)
+        ? repo.findMany(tenantId, prepared.filter((p) => p.resumed).map((p) => p.job.id)).pipe(Effect.map((rows) => new Set(rows.map((r) => r.id))))
+        : Effect.succeed(new Set<string>())
+
     const createWhatFits = (tenantId: string, all: ReadonlyArray<PreparedJob>) =>
       Effect.gen(function*() {
-        const { reserved, shortBy } = yield* entityCall(tenantClient(tenantId).ReserveJobs({ jobIds: all.map((p) => p.job.id), partial: true })).pipe(
-          Effect.catchTags({ QuotaExceeded: quotaError, ConcurrentLimit: quotaError })
-        )
-        const held = all.slice(0, reserved)
+        const written = yield* alreadyWritten(tenantId, all)
+        const fresh = all.filter((p) => !written.has(p.job.id))
+        const { reserved, shortBy } = fresh.length === 0 ? { reserved: 0, shortBy: undefined } : yield* entityCall(
+          tenantClient(tenantId).ReserveJobs({ jobIds: fresh.map((p) => p.job.id), partial: true })
+        ).pipe(Effect.catchTags({ QuotaExceeded: quotaError, ConcurrentLimit: quotaError }))
+        const held = fresh.slice(0, reserved)
         const verdicts = yield* registerEndpoints(tenantId, held).pipe(Effect.onError(() => release(tenantId, held)))
         yield* release(tenantId, held.filter((_, i) => verdicts[i] !== undefined))
-        const created = yield* writeAndRun(tenantId, held.filter((_, i) => verdicts[i] === undefined))
         const quotaRefusal = shortBy ? yield* Effect.flip(quotaError(shortBy)) : undefined
-        const refused = all.flatMap((_, position) => {
-          const error = position < reserved ? verdicts[position] : quotaRefusal
+        const refusals = new Map<string, ApiError>()
+        fresh.forEach((p, i) => {
+          const error = i < reserved ? verdicts[i] : quotaRefusal
+          if (error) refusals.set(p.job.id, error)
+        })
+        const created = yield* writeAndRun(tenantId, all.filter((p) => !refusals.has(p.job.id)), held)
+        const refused = all.flatMap((p, position) => {
+          const error = refusals.get(p.job.id)
           return error ? [{ position, error }] : []
         })
         return { created, refused }
@@ -144,40 +173,51 @@ export const JobCreationLive = Layer.effect(
     /** Reserves quota in the tenant's entity, writes the rows, then hands each job to its entity. */
     const createJobs = (tenantId: string, prepared: ReadonlyArray<PreparedJob>) =>
       Effect.gen(function*() {
-        yield* entityCall(tenantClient(tenantId).ReserveJobs({ jobIds: prepared.map((p) => p.job.id) })).pipe(
-          Effect.catchTags({ QuotaExceeded: quotaError, ConcurrentLimit: quotaError })
-        )
-        const verdicts = yield* registerEndpoints(tenantId, prepared).pipe(Effect.onError(() => release(tenantId, prepared)))
+        const written = yield* alreadyWritten(tenantId, prepared)
+        const fresh = prepared.filter((p) => !written.has(p.job.id))
+        if (fresh.length > 0) {
+          yield* entityCall(tenantClient(tenantId).ReserveJobs({ jobIds: fresh.map((p) => p.job.id) })).pipe(
+            Effect.catchTags({ QuotaExceeded: quotaError, ConcurrentLimit: quotaError })
+          )
+        }
+        const verdicts = yield* registerEndpoints(tenantId, fresh).pipe(Effect.onError(() => release(tenantId, fresh)))
         const refusal = verdicts.find((v) => v !== undefined)
         if (refusal) {
-          yield* release(tenantId, prepared)
+          yield* release(tenantId, fresh)
           return yield* Effect.fail(refusal)
         }
-        return yield* writeAndRun(tenantId, prepared)
+        return yield* writeAndRun(tenantId, prepared, fresh)
       })
 
     /**
-     * Writes the rows of reserved jobs, then hands each job to its entity. Not interruptible (a
-     * client that hangs up, say): once the rows may be written, the jobs are handed on and their
-     * slots kept, instead of jobs that exist with their slots given back and no run sent.
+     * Writes the rows of `jobs`, then hands each one to its entity; `reserved` are those whose
+     * slots this request holds (the others were written by an earlier try, and are met, not
+     * written again). Not interruptible (a client that hangs up, say): once the rows may be
+     * written, the jobs are handed on and their slots kept, instead of jobs that exist with their
+     * slots given back and no run sent.
      */
-    const writeAndRun = (tenantId: string, prepared: ReadonlyArray<PreparedJob>) =>
+    const writeAndRun = (tenantId: string, jobs: ReadonlyArray<PreparedJob>, reserved: ReadonlyArray<PreparedJob>) =>
       Effect.uninterruptible(Effect.gen(function*() {
-        if (prepared.length === 0) return []
-        const ids = prepared.map((p) => p.job.id)
-        const rows = yield* repo.insert(prepared.map((p) => p.job)).pipe(Effect.onError(() => release(tenantId, prepared)))
-        if (rows.length > 0) yield* events.notify(tenantId)
+        if (jobs.length === 0) return []
+        const ids = jobs.map((p) => p.job.id)
+        const inserted = yield* repo.insert(jobs.map((p) => p.job)).pipe(Effect.onError(() => release(tenantId, reserved)))
+        if (config.testFault === "crash-after-job-insert") process.kill(process.pid, "SIGKILL")
+        if (inserted.length > 0) yield* events.notify(tenantId)
+        // Rows an earlier try wrote are not inserted again: they are read as they are now.
+        const rows = new Map(inserted.map((r) => [r.id, r]))
+        if (rows.size < ids.length) {
+          for (const row of yield* repo.findMany(tenantId, ids.filter((id) => !rows.has(id)))) rows.set(row.id, row)
+        }
         // A lost hand-off is picked up by the sweeper once the job's lease runs out.
         yield* Effect.forEach(ids, (id) => jobClient(id).Run(undefined, { discard: true }).pipe(Effect.ignore), {
           concurrency: 32,
           discard: true
         })
-        return rows.map((row, i) => ({
-          ...toJob(row),
-          ...(prepared[i]!.generatedSecret ? { webhookSecret: prepared[i]!.generatedSecret } : {})
-        }))
+        return jobs.flatMap((p) => {
+          const row = rows.get(p.job.id)
+          return row ? [{ ...toJob(row), ...(p.generatedSecret ? { webhookSecret: p.generatedSecret } : {}) }] : []
+        })
       }))
-
 
     return JobCreation.of({ prepare, create: createJobs, createWhatFits })
   })

@@ -9,7 +9,7 @@ import { checkUrl } from "../crawl/ssrf.ts"
 import { classifierFor } from "../crawl/ssrf-policy.ts"
 import { EventLog } from "../events/event-log.ts"
 import { CurrentPrincipal, isSuperAdmin } from "../iam/principal.ts"
-import { newId } from "../ids.ts"
+import { newId, seededId } from "../ids.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
 import {
@@ -24,9 +24,9 @@ import { TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "../webhooks/endpoints.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
-import { generateWebhookSecret } from "../webhooks/signing.ts"
+import { generateWebhookSecret, seededWebhookSecret } from "../webhooks/signing.ts"
 import { Api } from "./api.ts"
-import { Idempotency } from "./idempotency.ts"
+import { Idempotency, type KeyedAttempt } from "./idempotency.ts"
 import { createdAtFilter, parseSort } from "./list-query.ts"
 
 const statuses: ReadonlyArray<ExtractionStatus> = ["queued", "claimed", "done", "failed", "dead", "cancelled"]
@@ -49,8 +49,25 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
     const client = yield* ExtractionEntity.client
 
     /** Validates, stashes the input or starts its crawl job, writes the row and hands it to its entity. */
-    const start = (tenantId: string, body: CreateExtractionBody, source: { replayOf: string | null; recycleCount: number; reuseInputId?: string | null }) =>
+    const start = (
+      tenantId: string,
+      body: CreateExtractionBody,
+      source: { replayOf: string | null; recycleCount: number; reuseInputId?: string | null; keyed?: KeyedAttempt | undefined }
+    ) =>
       Effect.gen(function*() {
+        const { keyed } = source
+        // Under an Idempotency-Key the ids come from the key's seed: a retry after a try whose node
+        // died mid-way meets what that try wrote instead of writing it twice.
+        const id = keyed ? seededId("ext", keyed.seed, 0) : newId("ext")
+        const generatedSecret = body.webhookUrl && !body.webhookSecret
+          ? keyed ? seededWebhookSecret(config.secretKey, keyed.seed, 0) : generateWebhookSecret()
+          : undefined
+        const written = keyed?.resumed ? yield* repo.find(tenantId, id) : undefined
+        if (written) {
+          // The dead try wrote the row (and all it needed before it); it may not have handed it on.
+          yield* client(id).Run(new DueRun({ dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
+          return { ...toExtraction(written), ...(generatedSecret ? { webhookSecret: generatedSecret } : {}) }
+        }
         const sources = (["url", "input", "jobId"] as const).filter((k) => body[k] !== undefined)
         if (sources.length !== 1 && !source.reuseInputId) {
           return yield* fail(400, "validation_error", "give exactly one of url, input or jobId", {
@@ -108,13 +125,12 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           }
         }
         const requestId = yield* RequestId
-        const id = newId("ext")
         let url: string | null = null
         let domainId: string | null = null
         let jobId: string | null = null
         let inputId: string | null = source.reuseInputId ?? null
         // Everything is checked before anything is written: the URL's job, then the webhook URL's place.
-        const pageJob = body.url !== undefined ? yield* jobCreation.prepare(tenantId, { url: body.url }, requestId) : undefined
+        const pageJob = body.url !== undefined ? yield* jobCreation.prepare(tenantId, { url: body.url }, { requestId, keyed: keyed && { attempt: keyed, index: 0 } }) : undefined
         const givenJob = body.jobId !== undefined ? yield* jobRepo.find(tenantId, body.jobId) : undefined
         if (body.jobId !== undefined && !givenJob) {
           return yield* fail(422, "invalid_job", "jobId is not a job of this tenant", {
@@ -133,11 +149,10 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           domainId = givenJob.domain_id
           jobId = givenJob.id
         } else if (body.input !== undefined) {
-          inputId = newId("inp")
+          inputId = keyed ? seededId("inp", keyed.seed, 0) : newId("inp")
           // Stashed before the 201, so a crash never loses the client's input.
           yield* repo.stash(tenantId, inputId, body.input)
         }
-        const generatedSecret = body.webhookUrl && !body.webhookSecret ? generateWebhookSecret() : undefined
         const secret = body.webhookSecret ?? generatedSecret
         const row = yield* repo.insert({
           id,
@@ -157,7 +172,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           requestId
         })
         if (source.recycleCount > 0) yield* repo.setRecycleCount(row.id, source.recycleCount)
-        yield* events.emit(tenantId, "extraction.created", { id, status: "queued", type: body.type })
+        yield* events.notify(tenantId)
         yield* client(id).Run(new DueRun({ dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
         return { ...toExtraction({ ...row, recycle_count: source.recycleCount }), ...(generatedSecret ? { webhookSecret: generatedSecret } : {}) }
       })
@@ -174,8 +189,8 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
       .handle("create", ({ payload, headers }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "extraction", payload }, Effect.gen(function*() {
-            const created = yield* start(me.tenantId, payload, { replayOf: null, recycleCount: 0 })
+          return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "extraction", payload }, (keyed) => Effect.gen(function*() {
+            const created = yield* start(me.tenantId, payload, { replayOf: null, recycleCount: 0, keyed })
             return { status: 201, body: { status: "success", code: "201-created", data: created } }
           }))
         }))

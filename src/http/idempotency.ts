@@ -3,6 +3,7 @@ import { Context, type Duration, Effect, Layer, Schedule } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { Config } from "../config.ts"
+import { newId } from "../ids.ts"
 import { ApiError, fail } from "../schema/errors.ts"
 import { decryptSecret, encryptSecret, isSecretBox } from "../webhooks/secret-box.ts"
 
@@ -16,6 +17,18 @@ export const IDEMPOTENCY_TTL_HOURS = 24
 export const ABANDONED_CLAIM_SECONDS = 60
 const keyPattern = /^[\x20-\x7e]{1,255}$/
 
+/**
+ * What a request run under an Idempotency-Key knows of its earlier tries. Ids and generated
+ * secrets are derived from `seed` (`seededId`), which every try of the same request gets: a try
+ * that takes over the claim of one whose node died mid-way creates the same resources again, and
+ * where that try already wrote them, meets them instead of making more.
+ */
+export interface KeyedAttempt {
+  readonly seed: string
+  /** An earlier try of this very request may have written something before it died. */
+  readonly resumed: boolean
+}
+
 export interface StoredResponse {
   readonly status: number
   readonly body: unknown
@@ -27,17 +40,20 @@ export interface IdempotencyShape {
    * body answers the stored first response again; with another body, 409
    * `idempotency_mismatch`. A concurrent duplicate waits for the first to finish (up to 30 s).
    * Only successful responses are stored: a failed request leaves the key free, and a duplicate
-   * that was waiting on it then runs itself.
+   * that was waiting on it then runs itself. `create` gets the key's `KeyedAttempt` (none without a key).
    */
   readonly run: <R>(
     tenantId: string,
     key: string | undefined,
     fingerprint: unknown,
-    create: Effect.Effect<StoredResponse, ApiError, R>
+    create: (attempt: KeyedAttempt | undefined) => Effect.Effect<StoredResponse, ApiError, R>
   ) => Effect.Effect<HttpServerResponse.HttpServerResponse, ApiError, R>
 }
 
 export class Idempotency extends Context.Service<Idempotency, IdempotencyShape>()("trawl/Idempotency") {}
+
+/** What tells two requests under one key apart: a hash of the operation and its body. */
+export const requestHash = (fingerprint: unknown): string => createHash("sha256").update(JSON.stringify(fingerprint)).digest("hex")
 
 /** A response from its JSON text: a replay answers the very bytes of the first response. */
 const respondText = (status: number, body: string) => HttpServerResponse.text(body, { status, contentType: "application/json" })
@@ -59,17 +75,31 @@ export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.
       Effect.forkScoped
     )
 
+    /**
+     * Claims the key for this request: a new claim, or the claim of a request that never finished
+     * (its node died) taken over. The same request taking over keeps the key's seed, so it derives
+     * the ids the dead one may have written; another body gets a new seed. A request that ends
+     * sooner than ABANDONED_CLAIM_SECONDS stores its response or frees its key.
+     */
     const claim = (tenantId: string, key: string, hash: string) =>
       Effect.gen(function*() {
-        // An expired key is free again, and so is a claim whose request never finished (its node
-        // died): a request that ends sooner than ABANDONED_CLAIM_SECONDS stores its response or frees its key.
         yield* sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}
-                   AND (created_at < now() - ${IDEMPOTENCY_TTL_HOURS} * interval '1 hour'
-                        OR (status_code IS NULL AND created_at < now() - ${ABANDONED_CLAIM_SECONDS} * interval '1 second'))`
-        const inserted = yield* sql`
-          INSERT INTO idempotency_keys (tenant_id, key, request_hash) VALUES (${tenantId}, ${key}, ${hash})
-          ON CONFLICT (tenant_id, key) DO NOTHING RETURNING key`
-        return inserted.length > 0
+                   AND created_at < now() - ${IDEMPOTENCY_TTL_HOURS} * interval '1 hour'`
+        const seed = newId("seed")
+        const inserted = yield* sql<{ id_seed: string }>`
+          INSERT INTO idempotency_keys (tenant_id, key, request_hash, id_seed) VALUES (${tenantId}, ${key}, ${hash}, ${seed})
+          ON CONFLICT (tenant_id, key) DO NOTHING RETURNING id_seed`
+        if (inserted.length > 0) return { seed, resumed: false } satisfies KeyedAttempt
+        const [takenOver] = yield* sql<{ id_seed: string; resumed: boolean }>`
+          UPDATE idempotency_keys k SET created_at = now(),
+            id_seed = CASE WHEN k.request_hash = ${hash} AND k.id_seed IS NOT NULL THEN k.id_seed ELSE ${seed} END,
+            request_hash = ${hash}
+          FROM (SELECT request_hash = ${hash} AND id_seed IS NOT NULL AS resumed FROM idempotency_keys
+                WHERE tenant_id = ${tenantId} AND key = ${key} FOR UPDATE) old
+          WHERE k.tenant_id = ${tenantId} AND k.key = ${key} AND k.status_code IS NULL
+            AND k.created_at < now() - ${ABANDONED_CLAIM_SECONDS} * interval '1 second'
+          RETURNING k.id_seed, old.resumed`
+        return takenOver ? ({ seed: takenOver.id_seed, resumed: takenOver.resumed } satisfies KeyedAttempt) : undefined
       }).pipe(Effect.orDie)
 
     const stored = (tenantId: string, key: string) =>
@@ -81,17 +111,18 @@ export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.
 
     return Idempotency.of({
       run: (tenantId, key, fingerprint, create) => {
-        if (key === undefined) return Effect.map(create, respond)
+        if (key === undefined) return Effect.map(create(undefined), respond)
         if (!keyPattern.test(key)) {
           return fail(400, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters", {
             details: [{ path: "Idempotency-Key", code: "invalid_value", message: "1 to 255 printable ASCII characters" }]
           })
         }
-        const hash = createHash("sha256").update(JSON.stringify(fingerprint)).digest("hex")
+        const hash = requestHash(fingerprint)
         return Effect.gen(function*() {
           const deadline = Date.now() + 30_000
           while (Date.now() < deadline) {
-            if (yield* claim(tenantId, key, hash)) {
+            const attempt = yield* claim(tenantId, key, hash)
+            if (attempt) {
               const renewClaim = sql`UPDATE idempotency_keys SET created_at = now()
                                      WHERE tenant_id = ${tenantId} AND key = ${key} AND status_code IS NULL`.pipe(
                 Effect.ignore,
@@ -102,7 +133,7 @@ export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.
               // that is then freed (its retry would create them again) or never answered.
               const body = yield* Effect.uninterruptible(Effect.scoped(Effect.gen(function*() {
                 yield* Effect.forkScoped(Effect.interruptible(renewClaim))
-                const response = yield* create.pipe(
+                const response = yield* create(attempt).pipe(
                   Effect.onError(() => sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.ignore))
                 )
                 const body = JSON.stringify(response.body)

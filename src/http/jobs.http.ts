@@ -69,8 +69,8 @@ export const JobsHandlers = HttpApiBuilder.group(
       .handle("create", ({ payload, headers }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "create", payload }, Effect.gen(function*() {
-            const prepared = yield* prepare(me.tenantId, payload, yield* RequestId)
+          return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "create", payload }, (attempt) => Effect.gen(function*() {
+            const prepared = yield* prepare(me.tenantId, payload, { requestId: yield* RequestId, keyed: attempt && { attempt, index: 0 } })
             const [created] = yield* createJobs(me.tenantId, [prepared])
             return envelope(201, "created", created)
           }))
@@ -83,7 +83,7 @@ export const JobsHandlers = HttpApiBuilder.group(
               details: [{ path: "jobs", code: "invalid_value", message: "1 to 100 entries" }]
             })
           }
-          return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "bulk", payload }, Effect.gen(function*() {
+          return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "bulk", payload }, (attempt) => Effect.gen(function*() {
             const requestId = yield* RequestId
             const failed: Array<{ index: number; url: string | null; reason: string }> = []
             const ok: Array<{ index: number; url: string | null; prepared: PreparedJob }> = []
@@ -97,7 +97,7 @@ export const JobsHandlers = HttpApiBuilder.group(
                   failed.push({ index, url, reason: `validation_error: ${details.map((d) => `${d.path || "item"} ${d.message}`).join("; ")}` })
                   return
                 }
-                const result = yield* Effect.result(prepare(me.tenantId, decoded.value, requestId))
+                const result = yield* Effect.result(prepare(me.tenantId, decoded.value, { requestId, keyed: attempt && { attempt, index } }))
                 if (result._tag === "Failure") {
                   failed.push({ index, url, reason: `${result.failure.code}: ${result.failure.message}` })
                 } else ok.push({ index, url, prepared: result.success })
@@ -189,10 +189,10 @@ export const JobsHandlers = HttpApiBuilder.group(
             ...(row.escalation ? { escalation: row.escalation as CreateJobBody["escalation"] } : {}),
             ...(row.screenshot ? { screenshot: row.screenshot as CreateJobBody["screenshot"] } : {})
           }
-          const prepared = yield* prepare(me.tenantId, body, yield* RequestId, row.id)
+          const prepared = yield* prepare(me.tenantId, body, { requestId: yield* RequestId, replayOf: row.id })
           // The replay keeps the original's webhook and its secret.
           const job = { ...prepared.job, webhookUrl: row.webhook_url, webhookSecretEnc: row.webhook_secret_enc }
-          const [created] = yield* createJobs(me.tenantId, [{ job, generatedSecret: undefined }])
+          const [created] = yield* createJobs(me.tenantId, [{ ...prepared, job, generatedSecret: undefined }])
           return HttpServerResponse.jsonUnsafe(envelope(201, "created", created).body, { status: 201 })
         }))
       .handle("cancel", ({ params }) =>

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto"
 import { gunzipSync, gzipSync } from "node:zlib"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { appendEventCtes } from "../events/event-log.ts"
 import { iso } from "../schema/common.ts"
 import type { ConfigPayload, Extraction, ExtractionStatus, ExtractorConfig, SearchExtractionsBody } from "../schema/extraction.ts"
 import { orderByTerms } from "./order-by.ts"
@@ -137,6 +138,7 @@ export interface ExtractionQuery {
 export interface ExtractionRepoShape {
   readonly stash: (tenantId: string, id: string, content: string) => Effect.Effect<string>
   readonly input: (id: string) => Effect.Effect<{ content: string; hash: string } | undefined>
+  /** Writes a new extraction with its `extraction.created` event, in one statement. Notify after. */
   readonly insert: (e: NewExtraction) => Effect.Effect<ExtractionRow>
   readonly find: (tenantId: string, id: string) => Effect.Effect<ExtractionRow | undefined>
   readonly byId: (id: string) => Effect.Effect<ExtractionRow | undefined>
@@ -194,8 +196,10 @@ export const ExtractionRepoLive = Layer.effect(
         Effect.gen(function*() {
           const bytes = Buffer.from(content, "utf8")
           const hash = createHash("sha256").update(bytes).digest("hex")
+          // A retry under an Idempotency-Key stashes under the id its dead try used: the same input.
           yield* sql`INSERT INTO extraction_inputs (id, tenant_id, compressed, size, hash)
-                     VALUES (${id}, ${tenantId}, ${gzipSync(bytes)}, ${bytes.length}, ${hash})`
+                     VALUES (${id}, ${tenantId}, ${gzipSync(bytes)}, ${bytes.length}, ${hash})
+                     ON CONFLICT (id) DO NOTHING`
           return hash
         }).pipe(Effect.orDie),
       input: (id) =>
@@ -203,16 +207,22 @@ export const ExtractionRepoLive = Layer.effect(
           Effect.orDie,
           Effect.map(([r]) => r && { content: gunzipSync(Buffer.from(r.compressed)).toString("utf8"), hash: r.hash })
         ),
+      // A new row's lease is the hand-off's: its entity claims it at once, and one whose Run was lost
+      // with its node is sent again by the sweeper a minute later.
       insert: (e) =>
         sql<ExtractionRow>`
+          WITH x AS (
           INSERT INTO extractions (id, tenant_id, type, status, url, domain_id, input_format, input_id, job_id, config_id, llm,
                                    webhook_url, webhook_secret_enc, webhook_event_types, metadata, replay_of, request_id, lease_until)
           VALUES (${e.id}, ${e.tenantId}, ${e.type}, 'queued', ${e.url}, ${e.domainId}, ${e.inputFormat}, ${e.inputId}, ${e.jobId},
                   ${e.configId}, ${e.llm === undefined ? null : JSON.stringify(e.llm)}::jsonb, ${e.webhookUrl}, ${e.webhookSecretEnc},
                   ${JSON.stringify(e.webhookEventTypes)}::jsonb,
                   ${JSON.stringify({ inputFormat: e.inputFormat, strategiesUsed: [], configsApplied: [] })}::jsonb,
-                  ${e.replayOf}, ${e.requestId}, now() + interval '10 minutes')
-          RETURNING *`.pipe(Effect.orDie, Effect.map((r) => r[0]!)),
+                  ${e.replayOf}, ${e.requestId}, now() + interval '1 minute')
+          RETURNING *
+          ),
+          ${appendEventCtes(sql, { source: "x", type: "extraction.created", data: sql`jsonb_build_object('id', ev_src.id, 'status', ev_src.status, 'type', ev_src.type)` })}
+          SELECT * FROM x`.pipe(Effect.orDie, Effect.map((r) => r[0]!)),
       find: (tenantId, id) =>
         sql<ExtractionRow>`SELECT * FROM extractions WHERE id = ${id} AND tenant_id = ${tenantId}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
       byId: (id) => sql<ExtractionRow>`SELECT * FROM extractions WHERE id = ${id}`.pipe(Effect.orDie, Effect.map((r) => r[0])),

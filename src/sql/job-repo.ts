@@ -105,6 +105,8 @@ export interface JobRepoShape {
   /** Inserts new jobs with their `job.created` events; concurrent requests share one statement. Notify when it returns rows. */
   readonly insert: (jobs: ReadonlyArray<NewJob>) => Effect.Effect<ReadonlyArray<JobRow>>
   readonly find: (tenantId: string, id: string) => Effect.Effect<JobRow | undefined>
+  /** The tenant's jobs among `ids` that exist, in no particular order. */
+  readonly findMany: (tenantId: string, ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<JobRow>>
   readonly byId: (id: string) => Effect.Effect<JobRow | undefined>
   readonly query: (q: JobQuery) => Effect.Effect<{ items: ReadonlyArray<JobRow>; total: number }>
   /**
@@ -152,7 +154,15 @@ export class JobRepo extends Context.Service<JobRepo, JobRepoShape>()("trawl/Job
 
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex")
 
-/** A queued job's lease: its hand-off is sent again if it is still queued after this. */
+/**
+ * A new job's lease: if it is still queued after this, its hand-off (the `Run` sent after the row
+ * is written) may have been lost with the node that wrote it, and the sweeper sends it again.
+ * Short, so such a job waits about a minute, not ten; a job only waiting for capacity gets one
+ * harmless `Run` more.
+ */
+const HANDOFF_LEASE_MS = 60_000
+
+/** The lease the sweeper gives a job it found still queued: it is sent again if it still waits after this. */
 const QUEUED_LEASE_MS = 10 * 60_000
 
 /** A claim's lease lasts the job's `timeoutMs` plus this. */
@@ -224,7 +234,7 @@ export const JobRepoLive = Layer.effect(
     const insertBatch = (requests: ReadonlyArray<ReadonlyArray<NewJob>>) => {
       const jobs = requests.flat()
       const col = (f: (j: NewJob) => unknown, oid: number) => pgArray(jobs.map(f), oid)
-      const leaseUntil = new Date(Date.now() + QUEUED_LEASE_MS)
+      const leaseUntil = new Date(Date.now() + HANDOFF_LEASE_MS)
       return sql<JobRow>`
         WITH j AS (
           INSERT INTO jobs (id, tenant_id, url, normalized_url, domain_id, status, priority, timeout_ms, escalation, screenshot,
@@ -368,6 +378,8 @@ export const JobRepoLive = Layer.effect(
       insert: (jobs) => (jobs.length === 0 ? Effect.succeed([]) : insertOne(jobs)),
       find: (tenantId, id) =>
         sql<JobRow>`SELECT * FROM jobs WHERE id = ${id} AND tenant_id = ${tenantId}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
+      findMany: (tenantId, ids) =>
+        ids.length === 0 ? Effect.succeed([]) : sql<JobRow>`SELECT * FROM jobs WHERE id IN ${sql.in(ids)} AND tenant_id = ${tenantId}`.pipe(Effect.orDie),
       byId: (id) => sql<JobRow>`SELECT * FROM jobs WHERE id = ${id}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
       query: (q) =>
         Effect.all([

@@ -10,6 +10,7 @@ import pageEncoding from "./migrations/0007_page_encoding.ts"
 import idempotencyText from "./migrations/0008_idempotency_text.ts"
 import webhookEndpoints from "./migrations/0009_webhook_endpoints.ts"
 import deliveryEventSeq from "./migrations/0010_delivery_event_seq.ts"
+import idempotencySeed from "./migrations/0011_idempotency_seed.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -22,7 +23,8 @@ export const migrations = {
   "0007_page_encoding": pageEncoding,
   "0008_idempotency_text": idempotencyText,
   "0009_webhook_endpoints": webhookEndpoints,
-  "0010_delivery_event_seq": deliveryEventSeq
+  "0010_delivery_event_seq": deliveryEventSeq,
+  "0011_idempotency_seed": idempotencySeed
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

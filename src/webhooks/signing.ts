@@ -81,6 +81,14 @@ export const standardWebhooksSecret = (secret: string): string => {
  */
 export const generateWebhookSecret = (): string => randomBytes(32).toString("base64url")
 
+/**
+ * The secret generated for item `index` of a request run under an Idempotency-Key: the same for
+ * every try of the request (derived from the key's seed under the service's secret key), so a
+ * retry that meets a job an earlier try wrote answers the secret that job signs with.
+ */
+export const seededWebhookSecret = (secretKey: Uint8Array, seed: string, index: number): string =>
+  createHmac("sha256", secretKey).update(`webhook secret ${seed} ${index}`).digest("base64url")
+
 /** Node's `IncomingHttpHeaders`, any plain header record, or a Fetch `Headers`. */
 export type HeadersLike =
   | { get(name: string): string | null }

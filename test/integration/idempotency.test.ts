@@ -1,7 +1,7 @@
 import { Deferred, Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
-import { Idempotency, makeIdempotencyLayer } from "../../src/http/idempotency.ts"
+import { ABANDONED_CLAIM_SECONDS, Idempotency, type KeyedAttempt, makeIdempotencyLayer, requestHash } from "../../src/http/idempotency.ts"
 import { newId } from "../../src/ids.ts"
 import { runMigrations } from "../../src/sql/migrate.ts"
 import { databaseLayer, freshDatabaseConfig, testDatabases } from "../support/databases.ts"
@@ -24,10 +24,10 @@ describe.each(testDatabases)("Idempotency-Key handling ($name)", (db) => {
         yield* Effect.sleep("200 millis")
         return { status: 201, body: { id: `job-${created}` } }
       })
-      const first = yield* Effect.forkChild(idempotency.run(tenant, "k", { url: "x" }, create))
+      const first = yield* Effect.forkChild(idempotency.run(tenant, "k", { url: "x" }, () => create))
       yield* Deferred.await(started)
       yield* Fiber.interrupt(first)
-      const retry = yield* idempotency.run(tenant, "k", { url: "x" }, create)
+      const retry = yield* idempotency.run(tenant, "k", { url: "x" }, () => create)
       expect(retry.status).toBe(201)
       expect(created).toBe(1)
     }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
@@ -48,7 +48,7 @@ describe.each(testDatabases)("Idempotency-Key handling ($name)", (db) => {
         yield* Deferred.await(finish)
         return { status: 201, body: { id: `job-${created}` } }
       })
-      const slow = yield* Effect.forkChild(idempotency.run(tenant, "slow", { url: "x" }, create))
+      const slow = yield* Effect.forkChild(idempotency.run(tenant, "slow", { url: "x" }, () => create))
       yield* Deferred.await(started)
       // The claim looks as old as one its node left behind…
       yield* sql`UPDATE idempotency_keys SET created_at = now() - interval '10 minutes' WHERE tenant_id = ${tenant} AND key = 'slow'`
@@ -57,12 +57,52 @@ describe.each(testDatabases)("Idempotency-Key handling ($name)", (db) => {
       const [row] = yield* sql<{ fresh: boolean }>`
         SELECT created_at > now() - interval '5 seconds' AS fresh FROM idempotency_keys WHERE tenant_id = ${tenant} AND key = 'slow'`
       expect(row?.fresh).toBe(true)
-      const duplicate = yield* Effect.forkChild(idempotency.run(tenant, "slow", { url: "x" }, create))
+      const duplicate = yield* Effect.forkChild(idempotency.run(tenant, "slow", { url: "x" }, () => create))
       yield* Effect.sleep("300 millis")
       Deferred.doneUnsafe(finish, Effect.void)
       const [a, b] = [yield* Fiber.join(slow), yield* Fiber.join(duplicate)]
       expect([a.status, b.status]).toEqual([201, 201])
       expect(created).toBe(1)
+    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+  })
+
+  it("gives a request that takes over its own abandoned claim the key's seed again, and any other request a new one", async () => {
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* runMigrations
+      const sql = yield* SqlClient.SqlClient
+      const idempotency = yield* Idempotency
+      const tenant = newId("ten")
+      const seen: Array<KeyedAttempt | undefined> = []
+      const succeeds = (attempt: KeyedAttempt | undefined) => {
+        seen.push(attempt)
+        return Effect.succeed({ status: 201, body: { seed: attempt?.seed } })
+      }
+      // What a try whose node died mid-way leaves: its claim, with its seed and no response.
+      const deadTry = (key: string, fingerprint: unknown, ageSeconds: number) => {
+        const seed = newId("seed")
+        return sql`INSERT INTO idempotency_keys (tenant_id, key, request_hash, id_seed, created_at)
+                   VALUES (${tenant}, ${key}, ${requestHash(fingerprint)}, ${seed}, now() - ${ageSeconds} * interval '1 second')`.pipe(Effect.as(seed))
+      }
+      const seed = yield* deadTry("k", { url: "a" }, ABANDONED_CLAIM_SECONDS + 1)
+      const retry = yield* idempotency.run(tenant, "k", { url: "a" }, succeeds)
+      expect(retry.status).toBe(201)
+      expect(seen[0]).toEqual({ seed, resumed: true })
+      // The retry's answer is stored: the next one gets it, and runs nothing.
+      yield* idempotency.run(tenant, "k", { url: "a" }, succeeds)
+      expect(seen).toHaveLength(1)
+
+      // Another body that finds an abandoned claim starts afresh: a new seed, nothing to resume.
+      const otherSeed = yield* deadTry("other", { url: "a" }, ABANDONED_CLAIM_SECONDS + 1)
+      yield* idempotency.run(tenant, "other", { url: "b" }, succeeds)
+      expect(seen[1]!.resumed).toBe(false)
+      expect(seen[1]!.seed).not.toBe(otherSeed)
+      // A claim of its own, fresh, is not a resumption either.
+      yield* idempotency.run(tenant, "new", { url: "a" }, succeeds)
+      expect(seen[2]!.resumed).toBe(false)
+      expect(seen[2]!.seed).toMatch(/^seed_/)
+      // Without a key there is no attempt to derive anything from.
+      yield* idempotency.run(tenant, undefined, { url: "a" }, succeeds)
+      expect(seen[3]).toBeUndefined()
     }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
   })
 })

@@ -146,6 +146,10 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
     await withTenant(({ sql, repo, tenant }) => Effect.gen(function*() {
       const jobs = [newJob(tenant, "https://example.com/s1"), newJob(tenant, "https://example.com/s2"), newJob(tenant, "https://example.com/s3")]
       yield* repo.insert(jobs)
+      // A new job's lease is the hand-off's: a minute, so a Run lost with its node is re-sent soon.
+      const fresh = yield* sql<{ seconds: number }>`SELECT extract(epoch FROM lease_until - now())::int AS seconds FROM jobs WHERE tenant_id = ${tenant}`
+      for (const { seconds } of fresh) expect(Number(seconds)).toBeGreaterThan(50)
+      for (const { seconds } of fresh) expect(Number(seconds)).toBeLessThanOrEqual(60)
       yield* repo.claim(jobs[1]!.id)
       for (const [i, job] of jobs.entries()) {
         yield* sql`UPDATE jobs SET lease_until = now() - ${(3 - i) * 60} * interval '1 second' WHERE id = ${job.id}`
@@ -156,7 +160,7 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
       const leases = yield* sql<{ id: string; seconds: number }>`
         SELECT id, extract(epoch FROM lease_until - now())::int AS seconds FROM jobs WHERE tenant_id = ${tenant} ORDER BY id`
       const byId = new Map(leases.map((l) => [l.id, Number(l.seconds)]))
-      // queued: the creation lease (10 min); claimed: its timeout (10 s here) plus the claim grace (60 s)
+      // queued: the sweeper's lease for a job still waiting (10 min); claimed: its timeout (10 s here) plus the claim grace (60 s)
       expect(byId.get(jobs[0]!.id)).toBeGreaterThan(590)
       expect(byId.get(jobs[1]!.id)).toBeGreaterThan(60)
       expect(byId.get(jobs[1]!.id)).toBeLessThanOrEqual(70)

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
-import { idPattern, newId } from "../../src/ids.ts"
+import { idPattern, newId, seededId } from "../../src/ids.ts"
+import { seededWebhookSecret } from "../../src/webhooks/signing.ts"
 import { apiKeyPattern, constantTimeEqual, generateApiKey, hashApiKey, hashPassword, verifyPassword } from "../../src/iam/secrets.ts"
 
 describe("ids", () => {
@@ -29,6 +30,33 @@ describe("ids", () => {
     const randomParts = ids.map((id) => id.slice(-16))
     expect(new Set(randomParts).size).toBe(ids.length)
     for (let i = 0; i < 16; i++) expect(new Set(randomParts.map((r) => r[i])).size).toBeGreaterThan(8)
+  })
+})
+
+describe("ids derived from an Idempotency-Key's seed", () => {
+  it("are the same for every try of a request, distinct per item, prefix and seed, and shaped like any id", () => {
+    const seed = newId("seed")
+    const ids = Array.from({ length: 100 }, (_, i) => seededId("job", seed, i))
+    expect(Array.from({ length: 100 }, (_, i) => seededId("job", seed, i))).toEqual(ids)
+    expect(new Set(ids).size).toBe(100)
+    for (const id of ids) expect(id).toMatch(idPattern("job"))
+    // the seed's time leads, so they sort with the ids made when the key was first claimed
+    for (const id of ids) expect(id.slice(4, 14)).toBe(seed.slice(5, 15))
+    // a bulk request's items keep their order
+    expect([...ids].sort()).toEqual(ids)
+    expect(seededId("job", newId("seed"), 0)).not.toBe(ids[0])
+    expect(seededId("ext", seed, 0).slice(4)).not.toBe(ids[0]!.slice(4))
+    expect(() => seededId("job", "no seed", 0)).toThrow()
+  })
+
+  it("give generated webhook secrets that hold across tries and depend on SECRET_KEY", () => {
+    const seed = newId("seed")
+    const key = Buffer.alloc(32, 7)
+    const secret = seededWebhookSecret(key, seed, 3)
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect(seededWebhookSecret(key, seed, 3)).toBe(secret)
+    expect(seededWebhookSecret(key, seed, 4)).not.toBe(secret)
+    expect(seededWebhookSecret(Buffer.alloc(32, 8), seed, 3)).not.toBe(secret)
   })
 })
 
