@@ -56,14 +56,17 @@ export const newId = (prefix: string): string => {
 export const idPattern = (prefix: string) => new RegExp(`^${prefix}_[0-9a-hjkmnp-tv-z]{26}$`)
 
 /**
- * The id of item `index` of a request retried under an Idempotency-Key: every try of the request
+ * The id of item `index` of a request run under an Idempotency-Key: every try of the request
  * (see `KeyedAttempt` in src/http/idempotency.ts) derives the same ids from the key's seed, so
  * one that takes over from a try whose node died meets the rows that try wrote. Same shape as
- * `newId`: the seed's milliseconds, then 40 bits of a hash of the seed and the prefix, then the index.
+ * `newId`: the seed's milliseconds, 70 bits of a hash of the seed and the prefix, then the index
+ * (below 1024), so a request's ids sort in its items' order.
  */
 export const seededId = (prefix: string, seed: string, index: number): string => {
   const time = /^[a-z]+_([0-9a-hjkmnp-tv-z]{10})/.exec(seed)
-  if (!time || !Number.isInteger(index) || index < 0) throw new Error(`not an id seed and index: ${seed} ${index}`)
+  if (!time || !Number.isInteger(index) || index < 0 || index >= 1024) throw new Error(`not an id seed and index: ${seed} ${index}`)
   const digest = createHash("sha256").update(`${prefix} ${seed}`).digest()
-  return `${prefix}_${time[1]}${base32(digest.readUIntBE(0, 5), 8)}${base32(index, 8)}`
+  // 35 bits from each of two 5-byte words: exact in a double.
+  const word = (at: number) => Math.floor(digest.readUIntBE(at, 5) / 32)
+  return `${prefix}_${time[1]}${base32(word(0), 7)}${base32(word(5), 7)}${base32(index, 2)}`
 }

@@ -150,13 +150,19 @@ describe("a node killed between writing new jobs and answering (embedded backend
   it("a retry under the same Idempotency-Key meets the jobs the dead try wrote: none twice, none stranded, same webhook secrets", async () => {
     const crashing = await startServer({ ...env, TEST_FAULT: "crash-after-job-insert" }, { dataDir })
     servers.push(crashing)
-    const t = await client(crashing.baseUrl).createTenant()
+    const api = client(crashing.baseUrl)
+    const t = await api.createTenant()
+    // Room for three running jobs: the fourth valid item is refused for quota, by both tries.
+    const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `crash-ops-${Date.now()}@trawl.dev` } })
+    const quota = await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/scraper.jobs.concurrent`, { key: admin.json.data.apiKey, body: { limit: 3 } })
+    expect(quota.status, quota.text).toBe(200)
     const body = {
       jobs: [
         { url: site.url("/page?case=crash-1", 0), webhookUrl: site.url("/hook", 1) },
         { url: site.url("/page?case=crash-2", 1) },
         { url: "ftp://example.com/refused" },
-        { url: site.url("/page?case=crash-3", 0), webhookUrl: site.url("/hook", 1) }
+        { url: site.url("/page?case=crash-3", 0), webhookUrl: site.url("/hook", 1) },
+        { url: site.url("/page?case=crash-4", 1) }
       ]
     }
     const send = (baseUrl: string) =>
@@ -180,8 +186,13 @@ describe("a node killed between writing new jobs and answering (embedded backend
     const retry = await send(second.baseUrl)
     expect(retry.status, retry.text).toBe(207)
     const created = retry.json.data.created as Array<{ id: string; webhookSecret?: string }>
-    expect(created.map((j) => j.id).sort()).toEqual(left.map((j) => j.id))
-    expect(retry.json.data.failed.map((f: { index: number }) => f.index)).toEqual([2])
+    // The jobs the dead try wrote, in request order; the others are refused as that try refused them
+    // (with the three jobs still holding the tenant's slots, the fifth item finds no room).
+    expect(created.map((j) => j.id)).toEqual(left.map((j) => j.id))
+    expect(retry.json.data.failed.map((f: { index: number; reason: string }) => [f.index, f.reason.split(":")[0]])).toEqual([
+      [2, "unsafe_url"],
+      [4, "concurrent_limit_exceeded"]
+    ])
     // A third send answers the stored response.
     expect((await send(second.baseUrl)).text).toBe(retry.text)
 
@@ -327,9 +338,11 @@ describe.skipIf(!baseDbUrl)("a node killed mid-crawl loses no accepted job (two 
   it("frees an Idempotency-Key whose request died with its node once the claim is abandoned", async () => {
     const t = await client(a.baseUrl).createTenant()
     const url = site.url("/page?case=abandoned")
-    // What a node killed mid-request leaves: the key claimed, no response stored.
+    // What a node killed mid-request leaves: the key claimed by it, no response stored.
     const claim = (key: string, agoSeconds: number) =>
-      query(dbUrl, `INSERT INTO idempotency_keys (tenant_id, key, request_hash, created_at) VALUES ($1, $2, 'hash-of-the-lost-request', now() - $3 * interval '1 second')`, [t.tenantId, key, agoSeconds])
+      query(dbUrl, `INSERT INTO idempotency_keys (tenant_id, key, request_hash, id_seed, claim_token, created_at)
+                    VALUES ($1, $2, 'hash-of-the-lost-request', 'seed_01m89hvef2vzpj76dvd3ahs8n4', 'claim-of-the-lost-request', now() - $3 * interval '1 second')`,
+        [t.tenantId, key, agoSeconds])
     await claim("abandoned-key", ABANDONED_CLAIM_SECONDS + 1)
     const freed = await client(a.baseUrl).call("POST", "/v1/scraper/jobs", { key: t.apiKey, body: { url }, headers: { "idempotency-key": "abandoned-key" } })
     expect(freed.status, freed.text).toBe(201)

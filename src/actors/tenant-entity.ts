@@ -163,7 +163,9 @@ export const TenantEntityLive = TenantEntity.toLayer(
           const now = Date.now()
           const day = utcDayStart(now)
           if (slots.needsReconcile(now, day)) yield* reconcile(now, day)
-          const wanted = payload.jobIds.length
+          // A job that already holds its slot (reserved twice by two tries of one keyed request) takes no more room.
+          const newIds = payload.jobIds.filter((id) => !slots.holds(id))
+          const wanted = newIds.length
           if (slots.today + wanted > limits.daily || slots.running + wanted > limits.concurrent) yield* readLimits
           const dailyRoom = limits.daily - slots.today
           const concurrentRoom = limits.concurrent - slots.running
@@ -171,10 +173,14 @@ export const TenantEntityLive = TenantEntity.toLayer(
           const daily = () => new QuotaExceeded({ quotaKey: "scraper.jobs.daily", limit: limits.daily, retryAfter: secondsToNextUtcDay(now) })
           const concurrent = () => new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: limits.concurrent })
           // The daily quota is named first: waiting for a running job to end does not help then.
-          if (n < 1 || n > dailyRoom || n > concurrentRoom) return yield* (dailyRoom < (payload.partial ? 1 : wanted) ? daily() : concurrent())
+          if (wanted > 0 && (n < 1 || n > dailyRoom || n > concurrentRoom)) {
+            return yield* (dailyRoom < (payload.partial ? 1 : wanted) ? daily() : concurrent())
+          }
           const shortBy = n === wanted ? undefined : n === dailyRoom ? daily() : concurrent()
-          slots.reserve(payload.jobIds.slice(0, n), now)
-          return { reserved: n, ...(shortBy ? { shortBy } : {}) }
+          // The jobs reserved are the longest prefix of the request whose new jobs fit in n.
+          const fits = n === wanted ? payload.jobIds.length : payload.jobIds.indexOf(newIds[n]!)
+          slots.reserve(payload.jobIds.slice(0, fits), now)
+          return { reserved: fits, ...(shortBy ? { shortBy } : {}) }
         }),
       RegisterWebhookEndpoint: ({ payload }) =>
         Effect.gen(function*() {

@@ -52,12 +52,17 @@ export class TenantJobSlots {
     this.reconciledAt = now
   }
 
+  /** Whether the job already holds a slot (reserved or running): reserving it again takes no room. */
+  holds(id: string): boolean {
+    return this.active.has(id) || this.pending.has(id)
+  }
+
   reserve(ids: ReadonlyArray<string>, now: number): void {
     for (const id of ids) {
+      if (!this.holds(id)) this.createdToday++
       this.pending.set(id, now + this.options.pendingTtlMs)
       this.active.add(id)
     }
-    this.createdToday += ids.length
   }
 
   /** The jobs ended, or were never created: their running slots are free again. */

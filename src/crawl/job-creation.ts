@@ -150,9 +150,13 @@ export const JobCreationLive = Layer.effect(
       Effect.gen(function*() {
         const written = yield* alreadyWritten(tenantId, all)
         const fresh = all.filter((p) => !written.has(p.job.id))
+        // With jobs already written, a quota with no room left refuses the others item by item: the
+        // request still answers what exists (failing it whole would leave those jobs unanswered).
+        const noRoom = (e: QuotaExceeded | ConcurrentLimit) =>
+          written.size > 0 ? Effect.succeed({ reserved: 0, shortBy: e }) : quotaError(e)
         const { reserved, shortBy } = fresh.length === 0 ? { reserved: 0, shortBy: undefined } : yield* entityCall(
           tenantClient(tenantId).ReserveJobs({ jobIds: fresh.map((p) => p.job.id), partial: true })
-        ).pipe(Effect.catchTags({ QuotaExceeded: quotaError, ConcurrentLimit: quotaError }))
+        ).pipe(Effect.catchTags({ QuotaExceeded: noRoom, ConcurrentLimit: noRoom }))
         const held = fresh.slice(0, reserved)
         const verdicts = yield* registerEndpoints(tenantId, held).pipe(Effect.onError(() => release(tenantId, held)))
         yield* release(tenantId, held.filter((_, i) => verdicts[i] !== undefined))
@@ -208,15 +212,14 @@ export const JobCreationLive = Layer.effect(
         if (rows.size < ids.length) {
           for (const row of yield* repo.findMany(tenantId, ids.filter((id) => !rows.has(id)))) rows.set(row.id, row)
         }
+        const missing = ids.filter((id) => !rows.has(id))
+        if (missing.length > 0) return yield* Effect.die(new Error(`jobs neither written nor found: ${missing.join(", ")}`))
         // A lost hand-off is picked up by the sweeper once the job's lease runs out.
         yield* Effect.forEach(ids, (id) => jobClient(id).Run(undefined, { discard: true }).pipe(Effect.ignore), {
           concurrency: 32,
           discard: true
         })
-        return jobs.flatMap((p) => {
-          const row = rows.get(p.job.id)
-          return row ? [{ ...toJob(row), ...(p.generatedSecret ? { webhookSecret: p.generatedSecret } : {}) }] : []
-        })
+        return jobs.map((p) => ({ ...toJob(rows.get(p.job.id)!), ...(p.generatedSecret ? { webhookSecret: p.generatedSecret } : {}) }))
       }))
 
     return JobCreation.of({ prepare, create: createJobs, createWhatFits })

@@ -64,8 +64,9 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           : undefined
         const written = keyed?.resumed ? yield* repo.find(tenantId, id) : undefined
         if (written) {
-          // The dead try wrote the row (and all it needed before it); it may not have handed it on.
-          yield* client(id).Run(new DueRun({ dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
+          // The dead try wrote the row (and all it needed before it), and may not have handed it on.
+          // Only a queued one is handed on: a failed one waits for its retry.
+          if (written.status === "queued") yield* client(id).Run(new DueRun({ dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
           return { ...toExtraction(written), ...(generatedSecret ? { webhookSecret: generatedSecret } : {}) }
         }
         const sources = (["url", "input", "jobId"] as const).filter((k) => body[k] !== undefined)
@@ -154,7 +155,8 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           yield* repo.stash(tenantId, inputId, body.input)
         }
         const secret = body.webhookSecret ?? generatedSecret
-        const row = yield* repo.insert({
+        // Not written when a try of the same keyed request, taken for dead but still running, wrote it first.
+        const inserted = yield* repo.insert({
           id,
           tenantId,
           type: body.type,
@@ -171,9 +173,13 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           replayOf: source.replayOf,
           requestId
         })
-        if (source.recycleCount > 0) yield* repo.setRecycleCount(row.id, source.recycleCount)
-        yield* events.notify(tenantId)
-        yield* client(id).Run(new DueRun({ dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
+        const row = inserted ?? (yield* repo.find(tenantId, id))
+        if (!row) return yield* Effect.die(new Error(`extraction ${id} was neither written nor found`))
+        if (inserted) {
+          if (source.recycleCount > 0) yield* repo.setRecycleCount(row.id, source.recycleCount)
+          yield* events.notify(tenantId)
+        }
+        if (row.status === "queued") yield* client(id).Run(new DueRun({ dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
         return { ...toExtraction({ ...row, recycle_count: source.recycleCount }), ...(generatedSecret ? { webhookSecret: generatedSecret } : {}) }
       })
 

@@ -75,36 +75,37 @@ export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.
       Effect.forkScoped
     )
 
+    /** A claim nobody holds: its request failed (and freed it) or has not renewed it in time (its node died). */
+    const free = sql`(claim_token IS NULL OR created_at < now() - ${ABANDONED_CLAIM_SECONDS} * interval '1 second')`
+
     /**
-     * Claims the key for this request: a new claim, or the claim of a request that never finished
-     * (its node died) taken over. The same request taking over keeps the key's seed, so it derives
-     * the ids the dead one may have written; another body gets a new seed. A request that ends
-     * sooner than ABANDONED_CLAIM_SECONDS stores its response or frees its key.
+     * Claims the key for this request: a new claim, or a free one taken over (see `free`). The same
+     * request taking over keeps the key's seed, so it derives the ids an earlier try may have
+     * written; another body gets a new seed. `token` names this holder.
      */
-    const claim = (tenantId: string, key: string, hash: string) =>
+    const claim = (tenantId: string, key: string, hash: string, token: string) =>
       Effect.gen(function*() {
         yield* sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}
                    AND created_at < now() - ${IDEMPOTENCY_TTL_HOURS} * interval '1 hour'`
         const seed = newId("seed")
         const inserted = yield* sql<{ id_seed: string }>`
-          INSERT INTO idempotency_keys (tenant_id, key, request_hash, id_seed) VALUES (${tenantId}, ${key}, ${hash}, ${seed})
+          INSERT INTO idempotency_keys (tenant_id, key, request_hash, id_seed, claim_token) VALUES (${tenantId}, ${key}, ${hash}, ${seed}, ${token})
           ON CONFLICT (tenant_id, key) DO NOTHING RETURNING id_seed`
         if (inserted.length > 0) return { seed, resumed: false } satisfies KeyedAttempt
         const [takenOver] = yield* sql<{ id_seed: string; resumed: boolean }>`
-          UPDATE idempotency_keys k SET created_at = now(),
-            id_seed = CASE WHEN k.request_hash = ${hash} AND k.id_seed IS NOT NULL THEN k.id_seed ELSE ${seed} END,
+          UPDATE idempotency_keys k SET created_at = now(), claim_token = ${token},
+            id_seed = CASE WHEN old.resumed THEN k.id_seed ELSE ${seed} END,
             request_hash = ${hash}
           FROM (SELECT request_hash = ${hash} AND id_seed IS NOT NULL AS resumed FROM idempotency_keys
                 WHERE tenant_id = ${tenantId} AND key = ${key} FOR UPDATE) old
-          WHERE k.tenant_id = ${tenantId} AND k.key = ${key} AND k.status_code IS NULL
-            AND k.created_at < now() - ${ABANDONED_CLAIM_SECONDS} * interval '1 second'
+          WHERE k.tenant_id = ${tenantId} AND k.key = ${key} AND k.status_code IS NULL AND ${free}
           RETURNING k.id_seed, old.resumed`
         return takenOver ? ({ seed: takenOver.id_seed, resumed: takenOver.resumed } satisfies KeyedAttempt) : undefined
       }).pipe(Effect.orDie)
 
     const stored = (tenantId: string, key: string) =>
-      sql<{ request_hash: string; status_code: number | null; response: string | null }>`
-        SELECT request_hash, status_code, response FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(
+      sql<{ request_hash: string; status_code: number | null; response: string | null; free: boolean }>`
+        SELECT request_hash, status_code, response, ${free} AS free FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(
         Effect.orDie,
         Effect.map((rows) => rows[0])
       )
@@ -121,10 +122,11 @@ export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.
         return Effect.gen(function*() {
           const deadline = Date.now() + 30_000
           while (Date.now() < deadline) {
-            const attempt = yield* claim(tenantId, key, hash)
+            const token = newId("claim")
+            const attempt = yield* claim(tenantId, key, hash, token)
             if (attempt) {
-              const renewClaim = sql`UPDATE idempotency_keys SET created_at = now()
-                                     WHERE tenant_id = ${tenantId} AND key = ${key} AND status_code IS NULL`.pipe(
+              const mine = sql`tenant_id = ${tenantId} AND key = ${key} AND claim_token = ${token}`
+              const renewClaim = sql`UPDATE idempotency_keys SET created_at = now() WHERE ${mine} AND status_code IS NULL`.pipe(
                 Effect.ignore,
                 Effect.delay(options.claimRenewal),
                 Effect.forever
@@ -134,11 +136,12 @@ export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.
               const body = yield* Effect.uninterruptible(Effect.scoped(Effect.gen(function*() {
                 yield* Effect.forkScoped(Effect.interruptible(renewClaim))
                 const response = yield* create(attempt).pipe(
-                  Effect.onError(() => sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.ignore))
+                  // Freed, not deleted: the seed stays, so a retry still meets whatever this try wrote.
+                  Effect.onError(() => sql`UPDATE idempotency_keys SET claim_token = NULL WHERE ${mine} AND status_code IS NULL`.pipe(Effect.ignore))
                 )
                 const body = JSON.stringify(response.body)
                 yield* sql`UPDATE idempotency_keys SET status_code = ${response.status}, response = ${seal(tenantId, key, body)}
-                           WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(Effect.orDie)
+                           WHERE ${mine}`.pipe(Effect.orDie)
                 return { status: response.status, body }
               })))
               return respondText(body.status, body.body)
@@ -146,8 +149,8 @@ export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.
             // Someone holds the key: the same request finishing elsewhere, or a finished one.
             while (Date.now() < deadline) {
               const row = yield* stored(tenantId, key)
-              // The holder failed and freed the key: this request runs itself (and meets the same error or succeeds).
-              if (!row) break
+              // The holder failed and freed the key (or died): this request runs itself (and meets the same error or succeeds).
+              if (!row || (row.status_code === null && row.free)) break
               if (row.request_hash !== hash) {
                 return yield* fail(409, "idempotency_mismatch", "this Idempotency-Key was used with a different request")
               }

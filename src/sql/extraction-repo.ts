@@ -138,8 +138,11 @@ export interface ExtractionQuery {
 export interface ExtractionRepoShape {
   readonly stash: (tenantId: string, id: string, content: string) => Effect.Effect<string>
   readonly input: (id: string) => Effect.Effect<{ content: string; hash: string } | undefined>
-  /** Writes a new extraction with its `extraction.created` event, in one statement. Notify after. */
-  readonly insert: (e: NewExtraction) => Effect.Effect<ExtractionRow>
+  /**
+   * Writes a new extraction with its `extraction.created` event, in one statement (notify after);
+   * undefined when a row with its id exists (an earlier try of its keyed request wrote it).
+   */
+  readonly insert: (e: NewExtraction) => Effect.Effect<ExtractionRow | undefined>
   readonly find: (tenantId: string, id: string) => Effect.Effect<ExtractionRow | undefined>
   readonly byId: (id: string) => Effect.Effect<ExtractionRow | undefined>
   readonly query: (q: ExtractionQuery) => Effect.Effect<{ items: ReadonlyArray<ExtractionRow>; total: number }>
@@ -197,9 +200,13 @@ export const ExtractionRepoLive = Layer.effect(
           const bytes = Buffer.from(content, "utf8")
           const hash = createHash("sha256").update(bytes).digest("hex")
           // A retry under an Idempotency-Key stashes under the id its dead try used: the same input.
-          yield* sql`INSERT INTO extraction_inputs (id, tenant_id, compressed, size, hash)
+          const written = yield* sql`INSERT INTO extraction_inputs (id, tenant_id, compressed, size, hash)
                      VALUES (${id}, ${tenantId}, ${gzipSync(bytes)}, ${bytes.length}, ${hash})
-                     ON CONFLICT (id) DO NOTHING`
+                     ON CONFLICT (id) DO NOTHING RETURNING id`
+          if (written.length === 0) {
+            const [same] = yield* sql`SELECT 1 FROM extraction_inputs WHERE id = ${id} AND tenant_id = ${tenantId} AND hash = ${hash}`
+            if (!same) return yield* Effect.die(new Error(`input ${id} exists with other content`))
+          }
           return hash
         }).pipe(Effect.orDie),
       input: (id) =>
@@ -219,10 +226,11 @@ export const ExtractionRepoLive = Layer.effect(
                   ${JSON.stringify(e.webhookEventTypes)}::jsonb,
                   ${JSON.stringify({ inputFormat: e.inputFormat, strategiesUsed: [], configsApplied: [] })}::jsonb,
                   ${e.replayOf}, ${e.requestId}, now() + interval '1 minute')
+          ON CONFLICT (id) DO NOTHING
           RETURNING *
           ),
           ${appendEventCtes(sql, { source: "x", type: "extraction.created", data: sql`jsonb_build_object('id', ev_src.id, 'status', ev_src.status, 'type', ev_src.type)` })}
-          SELECT * FROM x`.pipe(Effect.orDie, Effect.map((r) => r[0]!)),
+          SELECT * FROM x`.pipe(Effect.orDie, Effect.map((r) => r[0])),
       find: (tenantId, id) =>
         sql<ExtractionRow>`SELECT * FROM extractions WHERE id = ${id} AND tenant_id = ${tenantId}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
       byId: (id) => sql<ExtractionRow>`SELECT * FROM extractions WHERE id = ${id}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
@@ -236,6 +244,9 @@ export const ExtractionRepoLive = Layer.effect(
           UPDATE extractions SET status = 'claimed', claimed_at = now(), attempts = attempts + 1,
                                  lease_until = now() + ${leaseMs} * interval '1 millisecond'
           WHERE id = ${id} AND status IN ('queued', 'claimed', 'failed')
+            -- a failed one waits for its retry: a Run that was queued behind its last one must not skip
+            -- the backoff (a few seconds' slack for the clocks of the node that scheduled it)
+            AND (status <> 'failed' OR next_retry_at IS NULL OR next_retry_at <= now() + interval '5 seconds')
           RETURNING *`.pipe(Effect.orDie, Effect.map((r) => r[0])),
       finish: (id, f) =>
         sql.withTransaction(Effect.gen(function*() {

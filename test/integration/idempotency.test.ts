@@ -3,6 +3,7 @@ import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
 import { ABANDONED_CLAIM_SECONDS, Idempotency, type KeyedAttempt, makeIdempotencyLayer, requestHash } from "../../src/http/idempotency.ts"
 import { newId } from "../../src/ids.ts"
+import { fail } from "../../src/schema/errors.ts"
 import { runMigrations } from "../../src/sql/migrate.ts"
 import { databaseLayer, freshDatabaseConfig, testDatabases } from "../support/databases.ts"
 
@@ -80,9 +81,13 @@ describe.each(testDatabases)("Idempotency-Key handling ($name)", (db) => {
       // What a try whose node died mid-way leaves: its claim, with its seed and no response.
       const deadTry = (key: string, fingerprint: unknown, ageSeconds: number) => {
         const seed = newId("seed")
-        return sql`INSERT INTO idempotency_keys (tenant_id, key, request_hash, id_seed, created_at)
-                   VALUES (${tenant}, ${key}, ${requestHash(fingerprint)}, ${seed}, now() - ${ageSeconds} * interval '1 second')`.pipe(Effect.as(seed))
+        return sql`INSERT INTO idempotency_keys (tenant_id, key, request_hash, id_seed, claim_token, created_at)
+                   VALUES (${tenant}, ${key}, ${requestHash(fingerprint)}, ${seed}, ${newId("claim")}, now() - ${ageSeconds} * interval '1 second')`.pipe(Effect.as(seed))
       }
+      // A claim renewed lately is a request still running: the same request waits for it, another is a mismatch.
+      yield* deadTry("live", { url: "a" }, 1)
+      const mismatch = yield* Effect.flip(idempotency.run(tenant, "live", { url: "b" }, succeeds))
+      expect(mismatch.code).toBe("idempotency_mismatch")
       const seed = yield* deadTry("k", { url: "a" }, ABANDONED_CLAIM_SECONDS + 1)
       const retry = yield* idempotency.run(tenant, "k", { url: "a" }, succeeds)
       expect(retry.status).toBe(201)
@@ -99,10 +104,42 @@ describe.each(testDatabases)("Idempotency-Key handling ($name)", (db) => {
       // A claim of its own, fresh, is not a resumption either.
       yield* idempotency.run(tenant, "new", { url: "a" }, succeeds)
       expect(seen[2]!.resumed).toBe(false)
-      expect(seen[2]!.seed).toMatch(/^seed_/)
+      expect(seen[2]!.seed).not.toBe(seed)
       // Without a key there is no attempt to derive anything from.
       yield* idempotency.run(tenant, undefined, { url: "a" }, succeeds)
       expect(seen[3]).toBeUndefined()
+    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+  })
+
+  it("keeps the seed of a request that failed, so its retry still meets what it wrote; a slow holder whose claim was taken cannot touch it", async () => {
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* runMigrations
+      const sql = yield* SqlClient.SqlClient
+      const idempotency = yield* Idempotency
+      const tenant = newId("ten")
+      const seen: Array<KeyedAttempt | undefined> = []
+      const record = (attempt: KeyedAttempt | undefined) => Effect.sync(() => seen.push(attempt))
+      // A try that wrote something, then failed (an entity that was moving, say): 503.
+      const failed = yield* Effect.flip(idempotency.run(tenant, "k", { url: "a" }, (attempt) =>
+        record(attempt).pipe(Effect.andThen(fail(503, "service_unavailable", "try again")))))
+      expect(failed.status).toBe(503)
+      // The key is free at once (no 30 s wait), and the retry derives the same ids.
+      yield* idempotency.run(tenant, "k", { url: "a" }, (attempt) => record(attempt).pipe(Effect.as({ status: 201, body: {} })))
+      expect(seen[1]).toEqual({ seed: seen[0]!.seed, resumed: true })
+
+      // A holder that took too long: its claim went to a successor. It then neither renews, stores nor frees that claim.
+      const started = Deferred.makeUnsafe<void>()
+      const finish = Deferred.makeUnsafe<void>()
+      const slow = yield* Effect.forkChild(idempotency.run(tenant, "slow", { url: "a" }, () =>
+        Deferred.succeed(started, undefined).pipe(Effect.andThen(Deferred.await(finish)), Effect.as({ status: 201, body: { from: "slow" } }))))
+      yield* Deferred.await(started)
+      yield* sql`UPDATE idempotency_keys SET claim_token = 'successor', created_at = now() - interval '1 hour' WHERE tenant_id = ${tenant} AND key = 'slow'`
+      yield* Effect.sleep("300 millis")
+      Deferred.doneUnsafe(finish, Effect.void)
+      expect((yield* Fiber.join(slow)).status).toBe(201)
+      const [row] = yield* sql<{ claim_token: string; status_code: number | null; renewed: boolean }>`
+        SELECT claim_token, status_code, created_at > now() - interval '1 minute' AS renewed FROM idempotency_keys WHERE tenant_id = ${tenant} AND key = 'slow'`
+      expect(row).toEqual({ claim_token: "successor", status_code: null, renewed: false })
     }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
   })
 })

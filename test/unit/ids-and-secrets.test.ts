@@ -47,6 +47,8 @@ describe("ids derived from an Idempotency-Key's seed", () => {
     expect(seededId("job", newId("seed"), 0)).not.toBe(ids[0])
     expect(seededId("ext", seed, 0).slice(4)).not.toBe(ids[0]!.slice(4))
     expect(() => seededId("job", "no seed", 0)).toThrow()
+    expect(() => seededId("job", seed, 1024)).toThrow()
+    expect(seededId("job", seed, 1023)).toMatch(idPattern("job"))
   })
 
   it("give generated webhook secrets that hold across tries and depend on SECRET_KEY", () => {

@@ -22,6 +22,17 @@ describe("TenantJobSlots (a tenant's concurrency and daily counts)", () => {
     expect(slots.running).toBe(1)
   })
 
+  it("counts a job reserved twice (two tries of one keyed request) once, running or written", () => {
+    const slots = slotsAt()
+    slots.reconcile({ runningIds: new Set(["written"]), today: 1 }, new Set(), day, day)
+    slots.reserve(["a", "b"], day)
+    expect([slots.running, slots.today]).toEqual([3, 3])
+    slots.reserve(["a", "b", "written", "c"], day)
+    expect([slots.running, slots.today]).toEqual([4, 4])
+    expect(slots.holds("written") && slots.holds("c")).toBe(true)
+    expect(slots.holds("other")).toBe(false)
+  })
+
   it("counts a reservation whose row is written while the counts are read, rather than forgetting it", () => {
     const slots = slotsAt()
     slots.reconcile({ runningIds: new Set(), today: 0 }, new Set(), day, day)
