@@ -1,5 +1,9 @@
+import { spawnSync } from "node:child_process"
 import { createSocket } from "node:dgram"
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import http from "node:http"
+import https from "node:https"
+import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -10,6 +14,27 @@ import { ARTICLE, type Fixture, fakeLookup, hasChromium, html, jsChallenge, NO_C
 
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
 const JPEG_MAGIC = Buffer.from([0xff, 0xd8, 0xff])
+
+const hasOpenssl = spawnSync("openssl", ["version"]).status === 0
+
+/** A root, an intermediate and a leaf for public.example whose AIA names the intermediate at `aiaUrl`; the server sends the leaf alone. */
+const makeChainWithAia = (dir: string, aiaUrl: string) => {
+  writeFileSync(join(dir, "ext.cnf"), [
+    "[ca]", "basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign,cRLSign",
+    "[leaf]", "basicConstraints=CA:FALSE", "keyUsage=critical,digitalSignature,keyEncipherment", "extendedKeyUsage=serverAuth",
+    "subjectAltName=DNS:public.example", `authorityInfoAccess=caIssuers;URI:${aiaUrl}`
+  ].join("\n"))
+  const openssl = (...args: Array<string>) => {
+    const r = spawnSync("openssl", args, { cwd: dir, encoding: "utf8" })
+    if (r.status !== 0) throw new Error(`openssl ${args.join(" ")}: ${r.stderr}`)
+  }
+  openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "root.key", "-out", "root.pem", "-subj", "/CN=Trawl test root", "-days", "2", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+  openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "int.key", "-out", "int.csr", "-subj", "/CN=Trawl test intermediate")
+  openssl("x509", "-req", "-in", "int.csr", "-CA", "root.pem", "-CAkey", "root.key", "-CAcreateserial", "-out", "int.pem", "-days", "2", "-extfile", "ext.cnf", "-extensions", "ca")
+  openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "leaf.key", "-out", "leaf.csr", "-subj", "/CN=public.example")
+  openssl("x509", "-req", "-in", "leaf.csr", "-CA", "int.pem", "-CAkey", "int.key", "-CAcreateserial", "-out", "leaf.pem", "-days", "2", "-extfile", "ext.cnf", "-extensions", "leaf")
+  openssl("x509", "-in", "int.pem", "-outform", "der", "-out", "int.der")
+}
 
 describe("camoufox without a binary", () => {
   it("is unavailable and answers engine_unavailable", async () => {
@@ -250,6 +275,51 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       expect(internal.hits).toEqual([])
       expect(internal.connections()).toBe(0)
     })
+
+    // Chromium fetches a certificate's missing intermediate from the URL in its AIA extension by
+    // itself, outside the page. Such a fetch goes through the context's guard proxy too: it reaches
+    // an AIA host classified public, and never one classified private.
+    it.skipIf(!hasOpenssl)("a certificate's AIA fetch (Chromium's own) passes the guard: refused for a private address (skipped without the openssl command, which makes the certificates)", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "trawl-aia-"))
+      const aiaHits: Array<string> = []
+      const aia = http.createServer((req, res) => {
+        aiaHits.push(req.url ?? "")
+        res.writeHead(200, { "content-type": "application/pkix-cert" }).end(readFileSync(join(dir, "int.der")))
+      })
+      await new Promise<void>((r) => aia.listen(0, "127.0.0.77", () => r()))
+      const aiaUrl = `http://127.0.0.77:${(aia.address() as AddressInfo).port}/int.der`
+      makeChainWithAia(dir, aiaUrl)
+      const site = https.createServer({ key: readFileSync(join(dir, "leaf.key")), cert: readFileSync(join(dir, "leaf.pem")) }, page(200, ARTICLE))
+      await new Promise<void>((r) => site.listen(0, "127.0.0.66", () => r()))
+      const url = `https://public.example:${(site.address() as AddressInfo).port}/`
+      const fetchWith = async (aiaPublic: boolean) => {
+        // A browser of its own each time: Chromium keeps intermediates it fetched.
+        const engine = createBraveEngine({
+          launchArgs: testBrowserArgs(),
+          settleMs: 300,
+          lookup: fakeLookup({ "public.example": "127.0.0.66" }),
+          classify: (ip) => (ip === "127.0.0.66" || (aiaPublic && ip === "127.0.0.77") ? "public" : classifyAddress(ip))
+        })
+        try {
+          const a = await engine.fetch({ url, timeoutMs: 20_000, allowPrivate: false })
+          expect(a).toMatchObject({ classification: "ok", httpStatus: 200 })
+          await new Promise((r) => setTimeout(r, 1000))
+        } finally {
+          await engine.close?.()
+        }
+      }
+      try {
+        await fetchWith(false)
+        expect(aiaHits).toEqual([])
+        // The same page with the AIA host public: Chromium does fetch it (so the refusal above was the guard's).
+        await fetchWith(true)
+        expect(aiaHits).toEqual(["/int.der"])
+      } finally {
+        aia.close()
+        site.close()
+        rmSync(dir, { recursive: true, force: true })
+      }
+    }, 60_000)
   })
 })
 
