@@ -141,6 +141,18 @@ describe("a node killed between writing new jobs and answering (embedded backend
     if (dataDir) rmSync(dataDir, { recursive: true, force: true })
   })
 
+  /** Sends the request that makes the node kill itself (TEST_FAULT), and waits until it is dead. */
+  const crashWith = async (node: RunningServer, send: () => Promise<unknown>) => {
+    await expect(send()).rejects.toThrow()
+    const died = node.process
+    if (died.exitCode === null && died.signalCode === null) await new Promise((res) => died.once("exit", res))
+    expect(died.signalCode).toBe("SIGKILL")
+  }
+
+  /** Ages the tenant's key claims as a minute without their dead node's renewals would. */
+  const abandonClaims = (sql: SqlClient.SqlClient, tenantId: string) =>
+    sql`UPDATE idempotency_keys SET created_at = now() - ${ABANDONED_CLAIM_SECONDS + 1} * interval '1 second' WHERE tenant_id = ${tenantId}`
+
   /** SQL on the embedded database of a stopped server. */
   const onDatabase = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
     Effect.runPromise(Effect.gen(function*() {
@@ -168,15 +180,12 @@ describe("a node killed between writing new jobs and answering (embedded backend
     const send = (baseUrl: string) =>
       client(baseUrl).call("POST", "/v1/scraper/jobs/bulk", { key: t.apiKey, body, headers: { "idempotency-key": "crash-key" } })
     // The node dies once the rows are written: no answer, no hand-off.
-    await expect(send(crashing.baseUrl)).rejects.toThrow()
-    const died = crashing.process
-    if (died.exitCode === null && died.signalCode === null) await new Promise((res) => died.once("exit", res))
-    expect(died.signalCode).toBe("SIGKILL")
+    await crashWith(crashing, () => send(crashing.baseUrl))
 
     // What it left: three queued jobs and the key's claim, which is abandoned once its age passes.
     const left = await onDatabase((sql) =>
       Effect.gen(function*() {
-        yield* sql`UPDATE idempotency_keys SET created_at = now() - ${ABANDONED_CLAIM_SECONDS + 1} * interval '1 second' WHERE tenant_id = ${t.tenantId}`
+        yield* abandonClaims(sql, t.tenantId)
         return yield* sql<{ id: string; status: string }>`SELECT id, status FROM jobs WHERE tenant_id = ${t.tenantId} ORDER BY id`
       }))
     expect(left.map((j) => j.status)).toEqual(["queued", "queued", "queued"])
@@ -220,13 +229,10 @@ describe("a node killed between writing new jobs and answering (embedded backend
     const body = { url: site.url("/page?case=crash-extraction", 0), type: "article", webhookUrl: site.url("/hook", 1) }
     const send = (baseUrl: string) =>
       client(baseUrl).call("POST", "/v1/extractor/extractions", { key: t.apiKey, body, headers: { "idempotency-key": "extraction-key" } })
-    await expect(send(crashing.baseUrl)).rejects.toThrow()
-    const died = crashing.process
-    if (died.exitCode === null && died.signalCode === null) await new Promise((res) => died.once("exit", res))
-    expect(died.signalCode).toBe("SIGKILL")
+    await crashWith(crashing, () => send(crashing.baseUrl))
     const left = await onDatabase((sql) =>
       Effect.gen(function*() {
-        yield* sql`UPDATE idempotency_keys SET created_at = now() - ${ABANDONED_CLAIM_SECONDS + 1} * interval '1 second' WHERE tenant_id = ${t.tenantId}`
+        yield* abandonClaims(sql, t.tenantId)
         return {
           jobs: yield* sql<{ id: string }>`SELECT id FROM jobs WHERE tenant_id = ${t.tenantId}`,
           extractions: yield* sql<{ id: string }>`SELECT id FROM extractions WHERE tenant_id = ${t.tenantId}`

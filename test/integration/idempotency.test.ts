@@ -1,7 +1,7 @@
 import { Deferred, Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
-import { ABANDONED_CLAIM_SECONDS, Idempotency, type KeyedAttempt, makeIdempotencyLayer, requestHash } from "../../src/http/idempotency.ts"
+import { ABANDONED_CLAIM_SECONDS, Idempotency, type IdempotencyShape, type KeyedAttempt, makeIdempotencyLayer, requestHash } from "../../src/http/idempotency.ts"
 import { newId } from "../../src/ids.ts"
 import { fail } from "../../src/schema/errors.ts"
 import { runMigrations } from "../../src/sql/migrate.ts"
@@ -10,12 +10,19 @@ import { databaseLayer, freshDatabaseConfig, testDatabases } from "../support/da
 const layerFor = (url: string | undefined) =>
   makeIdempotencyLayer({ claimRenewal: "100 millis" }).pipe(Layer.provideMerge(databaseLayer(freshDatabaseConfig(url))))
 
+/** Runs `test` on a fresh migrated database of `db`, with the service (claims renewed every 100 ms) and a tenant id. */
+const withIdempotency = async <A>(
+  db: (typeof testDatabases)[number],
+  test: (ctx: { sql: SqlClient.SqlClient; idempotency: IdempotencyShape; tenant: string }) => Effect.Effect<A, unknown>
+) =>
+  Effect.runPromise(Effect.gen(function*() {
+    yield* runMigrations
+    return yield* test({ sql: yield* SqlClient.SqlClient, idempotency: yield* Idempotency, tenant: newId("ten") })
+  }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+
 describe.each(testDatabases)("Idempotency-Key handling ($name)", (db) => {
   it("finishes and stores a request whose client went away mid-way, so its retry gets the first answer and creates nothing again", async () => {
-    await Effect.runPromise(Effect.gen(function*() {
-      yield* runMigrations
-      const idempotency = yield* Idempotency
-      const tenant = newId("ten")
+    await withIdempotency(db, ({ idempotency, tenant }) => Effect.gen(function*() {
       let created = 0
       const started = Deferred.makeUnsafe<void>()
       const create = Effect.gen(function*() {
@@ -31,15 +38,11 @@ describe.each(testDatabases)("Idempotency-Key handling ($name)", (db) => {
       const retry = yield* idempotency.run(tenant, "k", { url: "x" }, () => create)
       expect(retry.status).toBe(201)
       expect(created).toBe(1)
-    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+    }))
   })
 
   it("renews the claim of a request that takes long, so a duplicate waits for it instead of taking the key as abandoned", async () => {
-    await Effect.runPromise(Effect.gen(function*() {
-      yield* runMigrations
-      const sql = yield* SqlClient.SqlClient
-      const idempotency = yield* Idempotency
-      const tenant = newId("ten")
+    await withIdempotency(db, ({ sql, idempotency, tenant }) => Effect.gen(function*() {
       let created = 0
       const started = Deferred.makeUnsafe<void>()
       const finish = Deferred.makeUnsafe<void>()
@@ -64,15 +67,11 @@ describe.each(testDatabases)("Idempotency-Key handling ($name)", (db) => {
       const [a, b] = [yield* Fiber.join(slow), yield* Fiber.join(duplicate)]
       expect([a.status, b.status]).toEqual([201, 201])
       expect(created).toBe(1)
-    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+    }))
   })
 
   it("gives a request that takes over its own abandoned claim the key's seed again, and any other request a new one", async () => {
-    await Effect.runPromise(Effect.gen(function*() {
-      yield* runMigrations
-      const sql = yield* SqlClient.SqlClient
-      const idempotency = yield* Idempotency
-      const tenant = newId("ten")
+    await withIdempotency(db, ({ sql, idempotency, tenant }) => Effect.gen(function*() {
       const seen: Array<KeyedAttempt | undefined> = []
       const succeeds = (attempt: KeyedAttempt | undefined) => {
         seen.push(attempt)
@@ -108,15 +107,11 @@ describe.each(testDatabases)("Idempotency-Key handling ($name)", (db) => {
       // Without a key there is no attempt to derive anything from.
       yield* idempotency.run(tenant, undefined, { url: "a" }, succeeds)
       expect(seen[3]).toBeUndefined()
-    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+    }))
   })
 
   it("keeps the seed of a request that failed, so its retry still meets what it wrote; a slow holder whose claim was taken cannot touch it", async () => {
-    await Effect.runPromise(Effect.gen(function*() {
-      yield* runMigrations
-      const sql = yield* SqlClient.SqlClient
-      const idempotency = yield* Idempotency
-      const tenant = newId("ten")
+    await withIdempotency(db, ({ sql, idempotency, tenant }) => Effect.gen(function*() {
       const seen: Array<KeyedAttempt | undefined> = []
       const record = (attempt: KeyedAttempt | undefined) => Effect.sync(() => seen.push(attempt))
       // A try that wrote something, then failed (an entity that was moving, say): 503.
@@ -140,6 +135,6 @@ describe.each(testDatabases)("Idempotency-Key handling ($name)", (db) => {
       const [row] = yield* sql<{ claim_token: string; status_code: number | null; renewed: boolean }>`
         SELECT claim_token, status_code, created_at > now() - interval '1 minute' AS renewed FROM idempotency_keys WHERE tenant_id = ${tenant} AND key = 'slow'`
       expect(row).toEqual({ claim_token: "successor", status_code: null, renewed: false })
-    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+    }))
   })
 })
