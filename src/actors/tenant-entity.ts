@@ -8,7 +8,7 @@ import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { Transaction } from "../schema/tenant.ts"
 import { makeGroupCommit } from "../sql/group-commit.ts"
 import { sendOneWay } from "./entity-call.ts"
-import { TenantJobSlots } from "./tenant-job-slots.ts"
+import { type QuotaName, TenantJobSlots } from "./tenant-job-slots.ts"
 
 const BootstrapPayload = Schema.Struct({
   name: Schema.String,
@@ -84,7 +84,8 @@ export const TenantEntity = Entity.make("Tenant", [
    */
   Rpc.make("ReserveJobs", {
     payload: Schema.Struct({ jobIds: Schema.Array(Schema.String), partial: Schema.optional(Schema.Boolean) }),
-    success: Schema.Struct({ reserved: Schema.Int, shortBy: Schema.optional(Schema.Union([QuotaExceeded, ConcurrentLimit])) }),
+    /** `reserved`: the jobs that hold their slots now; with `partial`, `shortBy` names the quota that left the others out. */
+    success: Schema.Struct({ reserved: Schema.Array(Schema.String), shortBy: Schema.optional(Schema.Union([QuotaExceeded, ConcurrentLimit])) }),
     error: Schema.Union([QuotaExceeded, ConcurrentLimit])
   }),
   /** Gives concurrency slots back (jobs ended, or were never created). */
@@ -159,28 +160,20 @@ export const TenantEntityLive = TenantEntity.toLayer(
         }),
       ReserveJobs: ({ payload }) =>
         Effect.gen(function*() {
-          if (payload.jobIds.length === 0) return { reserved: 0 }
+          if (payload.jobIds.length === 0) return { reserved: [] }
           const now = Date.now()
           const day = utcDayStart(now)
           if (slots.needsReconcile(now, day)) yield* reconcile(now, day)
           // A job that already holds its slot (reserved twice by two tries of one keyed request) takes no more room.
-          const newIds = payload.jobIds.filter((id) => !slots.holds(id))
-          const wanted = newIds.length
+          const wanted = slots.newIds(payload.jobIds).length
           if (slots.today + wanted > limits.daily || slots.running + wanted > limits.concurrent) yield* readLimits
-          const dailyRoom = limits.daily - slots.today
-          const concurrentRoom = limits.concurrent - slots.running
-          const n = payload.partial ? Math.min(wanted, dailyRoom, concurrentRoom) : wanted
-          const daily = () => new QuotaExceeded({ quotaKey: "scraper.jobs.daily", limit: limits.daily, retryAfter: secondsToNextUtcDay(now) })
-          const concurrent = () => new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: limits.concurrent })
-          // The daily quota is named first: waiting for a running job to end does not help then.
-          if (wanted > 0 && (n < 1 || n > dailyRoom || n > concurrentRoom)) {
-            return yield* (dailyRoom < (payload.partial ? 1 : wanted) ? daily() : concurrent())
-          }
-          const shortBy = n === wanted ? undefined : n === dailyRoom ? daily() : concurrent()
-          // The jobs reserved are the longest prefix of the request whose new jobs fit in n.
-          const fits = n === wanted ? payload.jobIds.length : payload.jobIds.indexOf(newIds[n]!)
-          slots.reserve(payload.jobIds.slice(0, fits), now)
-          return { reserved: fits, ...(shortBy ? { shortBy } : {}) }
+          const quota = (name: QuotaName) =>
+            name === "daily"
+              ? new QuotaExceeded({ quotaKey: "scraper.jobs.daily", limit: limits.daily, retryAfter: secondsToNextUtcDay(now) })
+              : new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: limits.concurrent })
+          const admission = slots.admit(payload.jobIds, payload.partial ?? false, limits, now)
+          if ("refused" in admission) return yield* quota(admission.refused)
+          return { reserved: admission.reserved, ...(admission.shortBy ? { shortBy: quota(admission.shortBy) } : {}) }
         }),
       RegisterWebhookEndpoint: ({ payload }) =>
         Effect.gen(function*() {

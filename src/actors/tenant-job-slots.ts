@@ -7,6 +7,13 @@
  * reconcile already left the job out changes nothing). Reserved jobs whose rows may not be written
  * yet are pending; a reservation whose request died is forgotten after `pendingTtlMs`.
  */
+export type QuotaName = "daily" | "concurrent"
+
+/** What `admit` did: the jobs that hold their slots now (and which quota left the others out), or which quota refused them all. */
+export type Admission =
+  | { readonly reserved: ReadonlyArray<string>; readonly shortBy?: QuotaName }
+  | { readonly refused: QuotaName }
+
 export class TenantJobSlots {
   private active = new Set<string>()
   private readonly pending = new Map<string, number>()
@@ -55,6 +62,32 @@ export class TenantJobSlots {
   /** Whether the job already holds a slot (reserved or running): reserving it again takes no room. */
   holds(id: string): boolean {
     return this.active.has(id) || this.pending.has(id)
+  }
+
+  /** The jobs among `ids` (each once) that hold no slot yet: only they need room. */
+  newIds(ids: ReadonlyArray<string>): ReadonlyArray<string> {
+    return [...new Set(ids)].filter((id) => !this.holds(id))
+  }
+
+  /**
+   * Reserves slots for `ids` within `limits`: all of them or none, or with `partial` as many of
+   * the new ones as fit, in order (at least one job, or refused). Jobs that hold a slot already
+   * take no room and are always admitted. Names the quota that refused or cut the request: the
+   * daily one when it has no more room than the other, since waiting for a job to end does not help then.
+   */
+  admit(ids: ReadonlyArray<string>, partial: boolean, limits: { readonly daily: number; readonly concurrent: number }, now: number): Admission {
+    const unique = [...new Set(ids)]
+    const fresh = unique.filter((id) => !this.holds(id))
+    const dailyRoom = limits.daily - this.createdToday
+    const room = Math.max(0, Math.min(dailyRoom, limits.concurrent - this.active.size))
+    const binding = (need: number) => (dailyRoom < need ? "daily" : "concurrent")
+    if (fresh.length > room && (!partial || (room === 0 && fresh.length === unique.length))) {
+      return { refused: binding(partial ? 1 : fresh.length) }
+    }
+    const admittedNew = new Set(fresh.slice(0, room))
+    const reserved = unique.filter((id) => this.holds(id) || admittedNew.has(id))
+    this.reserve(reserved, now)
+    return fresh.length > room ? { reserved, shortBy: binding(room + 1) } : { reserved }
   }
 
   reserve(ids: ReadonlyArray<string>, now: number): void {

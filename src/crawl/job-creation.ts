@@ -153,19 +153,22 @@ export const JobCreationLive = Layer.effect(
         // With jobs already written, a quota with no room left refuses the others item by item: the
         // request still answers what exists (failing it whole would leave those jobs unanswered).
         const noRoom = (e: QuotaExceeded | ConcurrentLimit) =>
-          written.size > 0 ? Effect.succeed({ reserved: 0, shortBy: e }) : quotaError(e)
-        const { reserved, shortBy } = fresh.length === 0 ? { reserved: 0, shortBy: undefined } : yield* entityCall(
+          written.size > 0 ? Effect.succeed({ reserved: [], shortBy: e }) : quotaError(e)
+        const { reserved, shortBy } = fresh.length === 0 ? { reserved: [], shortBy: undefined } : yield* entityCall(
           tenantClient(tenantId).ReserveJobs({ jobIds: fresh.map((p) => p.job.id), partial: true })
         ).pipe(Effect.catchTags({ QuotaExceeded: noRoom, ConcurrentLimit: noRoom }))
-        const held = fresh.slice(0, reserved)
+        const reservedIds = new Set(reserved)
+        const held = fresh.filter((p) => reservedIds.has(p.job.id))
         const verdicts = yield* registerEndpoints(tenantId, held).pipe(Effect.onError(() => release(tenantId, held)))
         yield* release(tenantId, held.filter((_, i) => verdicts[i] !== undefined))
         const quotaRefusal = shortBy ? yield* Effect.flip(quotaError(shortBy)) : undefined
         const refusals = new Map<string, ApiError>()
-        fresh.forEach((p, i) => {
-          const error = i < reserved ? verdicts[i] : quotaRefusal
-          if (error) refusals.set(p.job.id, error)
+        held.forEach((p, i) => {
+          if (verdicts[i]) refusals.set(p.job.id, verdicts[i])
         })
+        const unreserved = fresh.filter((p) => !reservedIds.has(p.job.id))
+        if (unreserved.length > 0 && !quotaRefusal) return yield* Effect.die(new Error("jobs left out of a reservation with no quota named"))
+        for (const p of unreserved) refusals.set(p.job.id, quotaRefusal!)
         const created = yield* writeAndRun(tenantId, all.filter((p) => !refusals.has(p.job.id)), held)
         const refused = all.flatMap((p, position) => {
           const error = refusals.get(p.job.id)

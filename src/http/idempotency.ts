@@ -75,8 +75,12 @@ export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.
       Effect.forkScoped
     )
 
-    /** A claim nobody holds: its request failed (and freed it) or has not renewed it in time (its node died). */
-    const free = sql`(claim_token IS NULL OR created_at < now() - ${ABANDONED_CLAIM_SECONDS} * interval '1 second')`
+    /**
+     * A claim nobody holds: its request failed (and freed it, keeping the seed) or has not renewed
+     * it in time (its node died). A claim with neither token nor seed was made before these columns
+     * existed and is still held until it is that old.
+     */
+    const free = sql`((claim_token IS NULL AND id_seed IS NOT NULL) OR created_at < now() - ${ABANDONED_CLAIM_SECONDS} * interval '1 second')`
 
     /**
      * Claims the key for this request: a new claim, or a free one taken over (see `free`). The same

@@ -295,7 +295,8 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       const fetchWith = async (aiaPublic: boolean) => {
         // A browser of its own each time: Chromium keeps intermediates it fetched.
         const engine = createBraveEngine({
-          launchArgs: testBrowserArgs(),
+          // The AIA address is left to Chromium itself, so that a fetch that bypassed the guard would arrive.
+          launchArgs: ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE 127.0.0.77"],
           settleMs: 300,
           lookup: fakeLookup({ "public.example": "127.0.0.66" }),
           classify: (ip) => (ip === "127.0.0.66" || (aiaPublic && ip === "127.0.0.77") ? "public" : classifyAddress(ip))
@@ -313,7 +314,7 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
         expect(aiaHits).toEqual([])
         // The same page with the AIA host public: Chromium does fetch it (so the refusal above was the guard's).
         await fetchWith(true)
-        expect(aiaHits).toEqual(["/int.der"])
+        expect(aiaHits).toContain("/int.der")
       } finally {
         aia.close()
         site.close()
