@@ -95,6 +95,18 @@ describe.each(testDatabases)("Idempotency-Key handling ($name)", (db) => {
       yield* idempotency.run(tenant, "k", { url: "a" }, succeeds)
       expect(seen).toHaveLength(1)
 
+      // Two retries at once take the abandoned claim over once: one runs, the other answers its response.
+      const raceSeed = yield* deadTry("race", { url: "a" }, ABANDONED_CLAIM_SECONDS + 1)
+      const runs: Array<KeyedAttempt | undefined> = []
+      const slowly = (attempt: KeyedAttempt | undefined) =>
+        Effect.sync(() => runs.push(attempt)).pipe(Effect.andThen(Effect.sleep("200 millis")), Effect.as({ status: 201, body: { run: runs.length } }))
+      const [r1, r2] = yield* Effect.all([
+        idempotency.run(tenant, "race", { url: "a" }, slowly),
+        idempotency.run(tenant, "race", { url: "a" }, slowly)
+      ], { concurrency: 2 })
+      expect(runs).toEqual([{ seed: raceSeed, resumed: true }])
+      expect([r1.status, r2.status]).toEqual([201, 201])
+
       // Another body that finds an abandoned claim starts afresh: a new seed, nothing to resume.
       const otherSeed = yield* deadTry("other", { url: "a" }, ABANDONED_CLAIM_SECONDS + 1)
       yield* idempotency.run(tenant, "other", { url: "b" }, succeeds)
