@@ -4,13 +4,14 @@ import { describe, expect, it } from "vitest"
 import { newId } from "../../src/ids.ts"
 import { migrations, runMigrations } from "../../src/sql/migrate.ts"
 import { TenantRepo, TenantRepoLive } from "../../src/sql/tenant-repo.ts"
-import { databaseLayer, freshDatabaseConfig, testDatabases } from "../support/databases.ts"
+import type { loadConfig } from "../../src/config.ts"
+import { databaseLayer, testDatabases } from "../support/databases.ts"
 
-const layerFor = (config: ReturnType<typeof freshDatabaseConfig>) => TenantRepoLive.pipe(Layer.provideMerge(databaseLayer(config)))
+const layerFor = (config: ReturnType<typeof loadConfig>) => TenantRepoLive.pipe(Layer.provideMerge(databaseLayer(config)))
 
 describe.each(testDatabases)("accounts SQL ($name)", (db) => {
   it("applies migrations once, also when several nodes start at the same time", async () => {
-    const config = freshDatabaseConfig(await db.url())
+    const config = await db.config()
     const results = await Effect.runPromise(
       Effect.all([runMigrations, runMigrations, runMigrations], { concurrency: "unbounded" }).pipe(
         Effect.provide(layerFor(config)),
@@ -25,7 +26,7 @@ describe.each(testDatabases)("accounts SQL ($name)", (db) => {
   }, 60_000)
 
   it("never lets concurrent debits take the balance below zero, and keeps the ledger consistent", async () => {
-    const config = freshDatabaseConfig(await db.url())
+    const config = await db.config()
     await Effect.runPromise(
       Effect.gen(function*() {
         yield* runMigrations

@@ -5,10 +5,11 @@ import { ABANDONED_CLAIM_SECONDS, Idempotency, type IdempotencyShape, type Keyed
 import { newId } from "../../src/ids.ts"
 import { fail } from "../../src/schema/errors.ts"
 import { runMigrations } from "../../src/sql/migrate.ts"
-import { databaseLayer, freshDatabaseConfig, testDatabases } from "../support/databases.ts"
+import type { loadConfig } from "../../src/config.ts"
+import { databaseLayer, testDatabases } from "../support/databases.ts"
 
-const layerFor = (url: string | undefined) =>
-  makeIdempotencyLayer({ claimRenewal: "100 millis" }).pipe(Layer.provideMerge(databaseLayer(freshDatabaseConfig(url))))
+const layerFor = (config: ReturnType<typeof loadConfig>) =>
+  makeIdempotencyLayer({ claimRenewal: "100 millis" }).pipe(Layer.provideMerge(databaseLayer(config)))
 
 /** Runs `test` on a fresh migrated database of `db`, with the service (claims renewed every 100 ms) and a tenant id. */
 const withIdempotency = async <A>(
@@ -18,7 +19,7 @@ const withIdempotency = async <A>(
   Effect.runPromise(Effect.gen(function*() {
     yield* runMigrations
     return yield* test({ sql: yield* SqlClient.SqlClient, idempotency: yield* Idempotency, tenant: newId("ten") })
-  }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+  }).pipe(Effect.provide(layerFor(await db.config())), Effect.scoped))
 
 describe.each(testDatabases)("Idempotency-Key handling ($name)", (db) => {
   it("finishes and stores a request whose client went away mid-way, so its retry gets the first answer and creates nothing again", async () => {

@@ -6,9 +6,10 @@ import { newId } from "../../src/ids.ts"
 import type { JobResult } from "../../src/schema/job.ts"
 import { JobRepo, JobRepoLive, type NewJob } from "../../src/sql/job-repo.ts"
 import { runMigrations } from "../../src/sql/migrate.ts"
-import { databaseLayer, freshDatabaseConfig, testDatabases } from "../support/databases.ts"
+import type { loadConfig } from "../../src/config.ts"
+import { databaseLayer, testDatabases } from "../support/databases.ts"
 
-const layerFor = (url: string | undefined) => JobRepoLive.pipe(Layer.provideMerge(databaseLayer(freshDatabaseConfig(url))))
+const layerFor = (config: ReturnType<typeof loadConfig>) => JobRepoLive.pipe(Layer.provideMerge(databaseLayer(config)))
 
 const result: JobResult = {
   httpStatus: 200,
@@ -52,7 +53,7 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
       const tenant = newId("ten")
       yield* tenantSql(sql, tenant)
       yield* body({ sql, repo, tenant })
-    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+    }).pipe(Effect.provide(layerFor(await db.config())), Effect.scoped))
   it("claims and finishes many concurrent jobs of several tenants in shared statements, with gap-free events and right page history", async () => {
     await Effect.runPromise(Effect.gen(function*() {
       yield* runMigrations
@@ -105,7 +106,7 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
           expect(body).toMatch(/^<html>body [01]<\/html>$/)
         }
       }
-    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+    }).pipe(Effect.provide(layerFor(await db.config())), Effect.scoped))
   }, 60_000)
 
   it("gives back only the run its own claim counted: a later claim by another node stays counted", async () => {
@@ -176,6 +177,6 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
       yield* tenantSql(sql, tenant)
       yield* sql`INSERT INTO page_contents (tenant_id, hash, compressed, size) VALUES (${tenant}, 'h-old', ${gzipSync("old page")}, 8)`
       expect((yield* repo.versionContent(tenant, "h-old"))!.toString()).toBe("old page")
-    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+    }).pipe(Effect.provide(layerFor(await db.config())), Effect.scoped))
   })
 })

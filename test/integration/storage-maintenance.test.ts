@@ -5,13 +5,14 @@ import { describe, expect, it } from "vitest"
 import { NodeCrypto } from "@effect/platform-node"
 import { maintainStorage, MESSAGE_RETENTION_HOURS } from "../../src/actors/storage-maintenance.ts"
 import { runMigrations } from "../../src/sql/migrate.ts"
-import { databaseLayer, freshDatabaseConfig, testDatabases } from "../support/databases.ts"
+import type { loadConfig } from "../../src/config.ts"
+import { databaseLayer, testDatabases } from "../support/databases.ts"
 
-const layerFor = (url: string | undefined) =>
+const layerFor = (config: ReturnType<typeof loadConfig>) =>
   // The cluster's own tables, as a runner creates them at start.
   SqlMessageStorage.layerMigrations({}).pipe(
     Layer.provide(NodeCrypto.layerDigest),
-    Layer.provideMerge(databaseLayer(freshDatabaseConfig(url)))
+    Layer.provideMerge(databaseLayer(config))
   )
 
 const idAt = (ageHours: number, sequence: number) =>
@@ -19,7 +20,7 @@ const idAt = (ageHours: number, sequence: number) =>
 
 describe.each(testDatabases)("storage maintenance ($name)", (db) => {
   it("deletes answered cluster messages older than the retention with their replies, and keeps the rest", async () => {
-    const url = await db.url()
+    const config = await db.config()
     await Effect.runPromise(Effect.gen(function*() {
       yield* runMigrations
       const sql = yield* SqlClient.SqlClient
@@ -43,10 +44,10 @@ describe.each(testDatabases)("storage maintenance ($name)", (db) => {
       const replies = yield* sql<{ request_id: string }>`SELECT request_id::text AS request_id FROM cluster_replies`
       expect(replies.map((r) => r.request_id)).toEqual([recentDone])
       // The embedded database also got its statistics (PGlite runs no autovacuum).
-      if (!url) {
+      if (!config.databaseUrl) {
         const [jobs] = yield* sql<{ analyzed: boolean }>`SELECT reltuples >= 0 AS analyzed FROM pg_class WHERE relname = 'jobs'`
         expect(jobs!.analyzed).toBe(true)
       }
-    }).pipe(Effect.provide(layerFor(url)), Effect.scoped))
+    }).pipe(Effect.provide(layerFor(config)), Effect.scoped))
   }, 60_000)
 })

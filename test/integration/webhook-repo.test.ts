@@ -4,9 +4,10 @@ import { describe, expect, it } from "vitest"
 import { newId } from "../../src/ids.ts"
 import { runMigrations } from "../../src/sql/migrate.ts"
 import { type NewDelivery, WebhookRepo, WebhookRepoLive } from "../../src/sql/webhook-repo.ts"
-import { databaseLayer, freshDatabaseConfig, testDatabases } from "../support/databases.ts"
+import type { loadConfig } from "../../src/config.ts"
+import { databaseLayer, testDatabases } from "../support/databases.ts"
 
-const layerFor = (url: string | undefined) => WebhookRepoLive.pipe(Layer.provideMerge(databaseLayer(freshDatabaseConfig(url))))
+const layerFor = (config: ReturnType<typeof loadConfig>) => WebhookRepoLive.pipe(Layer.provideMerge(databaseLayer(config)))
 
 describe.each(testDatabases)("webhook repository ($name)", (db) => {
   it("keeps one delivery per resource, status and occurrence, however often it is written", async () => {
@@ -27,6 +28,6 @@ describe.each(testDatabases)("webhook repository ($name)", (db) => {
       const rows = yield* sql<{ event_status: string; event_seq: number }>`
         SELECT event_status, event_seq FROM webhook_deliveries WHERE resource_id = ${extraction} ORDER BY event_status, event_seq`
       expect(rows.map((r) => `${r.event_status}#${r.event_seq}`)).toEqual(["dead#0", "failed#1", "failed#2"])
-    }).pipe(Effect.provide(layerFor(await db.url())), Effect.scoped))
+    }).pipe(Effect.provide(layerFor(await db.config())), Effect.scoped))
   })
 })

@@ -1,20 +1,31 @@
-import { mkdtempSync } from "node:fs"
+import { cpSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Layer } from "effect"
 import { Config, loadConfig } from "../../src/config.ts"
 import { DatabaseLive } from "../../src/sql/database.ts"
-import { createTestDatabase } from "./server-process.ts"
+import { blankDatabaseTemplate, createTestDatabase } from "./server-process.ts"
 
-/** The databases an integration test runs on: embedded always, PostgreSQL too when DATABASE_URL is set. */
-export const testDatabases = [
-  { name: "embedded", url: async () => undefined as string | undefined },
-  ...(process.env.DATABASE_URL ? [{ name: "postgres", url: () => createTestDatabase(process.env.DATABASE_URL!) }] : [])
+const dataDir = () => mkdtempSync(join(tmpdir(), "trawl-db-"))
+
+/**
+ * The databases an integration test runs on: embedded always, PostgreSQL too when DATABASE_URL is
+ * set. `config()` is the configuration of a fresh one: a new embedded data dir (a copy of a blank
+ * database, which is quicker than creating one), or a new PostgreSQL database.
+ */
+export const testDatabases: ReadonlyArray<{ readonly name: string; readonly config: () => Promise<ReturnType<typeof loadConfig>> }> = [
+  {
+    name: "embedded",
+    config: async () => {
+      const dir = dataDir()
+      cpSync(await blankDatabaseTemplate(), join(dir, "pg"), { recursive: true })
+      return loadConfig({ DATA_DIR: dir })
+    }
+  },
+  ...(process.env.DATABASE_URL
+    ? [{ name: "postgres", config: async () => loadConfig({ DATA_DIR: dataDir(), DATABASE_URL: await createTestDatabase(process.env.DATABASE_URL!) }) }]
+    : [])
 ]
-
-/** The configuration of a fresh database: a new PostgreSQL database's URL, or a new embedded data dir. */
-export const freshDatabaseConfig = (url: string | undefined) =>
-  loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "trawl-db-")), ...(url ? { DATABASE_URL: url } : {}) })
 
 /** The database layer (and its Config) of a configuration; a config used again is the same database. */
 export const databaseLayer = (config: ReturnType<typeof loadConfig>) =>

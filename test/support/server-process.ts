@@ -27,7 +27,7 @@ export const freePort = () =>
  * closed directory a fraction of one. Servers that start on an existing directory (restarts) keep it.
  */
 let blankDatabase: Promise<string> | undefined
-const blankDatabaseTemplate = () =>
+export const blankDatabaseTemplate = () =>
   (blankDatabase ??= (async () => {
     const { version } = JSON.parse(readFileSync(join(root, "node_modules/@electric-sql/pglite/package.json"), "utf8")) as { version: string }
     const template = join(tmpdir(), `trawl-test-blank-pglite-${version}`)
