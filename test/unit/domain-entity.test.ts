@@ -1,40 +1,37 @@
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { Effect, Fiber, Layer } from "effect"
 import { Entity, ShardingConfig } from "effect/cluster"
 import { describe, expect, it } from "vitest"
 import { DomainEntity, DomainEntityLive } from "../../src/actors/domain-entity.ts"
 import { entitySlotBackend } from "../../src/actors/domain-slots.ts"
-import { Config, loadConfig } from "../../src/config.ts"
+import { Config, type loadConfig } from "../../src/config.ts"
 import { CrawlService, type CrawlServiceShape } from "../../src/crawl/crawl-service.ts"
 import { DatabaseLive } from "../../src/sql/database.ts"
 import { MigrationsLive } from "../../src/sql/migrate.ts"
+import { testDatabases } from "../support/databases.ts"
 
 // The entity only reads the politeness limit from the crawl service.
 const crawl = { perDomainConcurrency: 2 } as CrawlServiceShape
 
-const entityLayer = () => {
-  const config = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), "trawl-domain-")) })
-  return DomainEntityLive.pipe(
+const entityLayer = (config: ReturnType<typeof loadConfig>) =>
+  DomainEntityLive.pipe(
     Layer.provide(Layer.succeed(CrawlService, crawl)),
     Layer.provide(MigrationsLive),
     Layer.provideMerge(DatabaseLive),
     Layer.provide(Layer.succeed(Config, config))
   )
-}
 
-const run = <A, E>(body: (domain: Effect.Success<ReturnType<typeof clientFor>>) => Effect.Effect<A, E>) =>
+/** Runs `body` against the entity of one domain, on a fresh embedded database. */
+const run = async <A, E>(body: (domain: Effect.Success<ReturnType<typeof clientFor>>) => Effect.Effect<A, E>) =>
   Effect.runPromise(
-    clientFor().pipe(
+    clientFor(await testDatabases[0]!.config()).pipe(
       Effect.flatMap(body),
       Effect.scoped,
       Effect.provide(ShardingConfig.layer())
     )
   )
 
-const clientFor = () =>
-  Entity.makeTestClient(DomainEntity, entityLayer()).pipe(Effect.flatMap((make) => make("example.com")))
+const clientFor = (config: ReturnType<typeof loadConfig>) =>
+  Entity.makeTestClient(DomainEntity, entityLayer(config)).pipe(Effect.flatMap((make) => make("example.com")))
 
 const acquire = (domain: Effect.Success<ReturnType<typeof clientFor>>, holder: string, priority = 0) =>
   domain.Acquire({ holder, ttlMs: 60_000, priority })
