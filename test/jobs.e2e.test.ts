@@ -666,13 +666,30 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       expectError(await search({ where: { url: { prefix: "http://a\u0000" } } }), 400, "validation_error")
       expectError(await search({ where: { domainId: "a\u0000b" } }), 400, "validation_error")
       expectError(await list("?sort=createdAt:desc,id:desc,priority:asc,attempts:asc,status:asc,url:asc"), 400, "validation_error")
+      // A bad filter in the body is invalid_filter, as a bad status in the list's query is.
       const badStatus = await search({ where: { status: ["bogus"] } })
-      expect(badStatus.status).toBe(400)
-      expect(["invalid_filter", "validation_error"]).toContain(badStatus.json.code)
+      expectError(badStatus, 400, "invalid_filter")
       expect(detailPaths(badStatus)).toEqual(["where.status.0"])
-      expectError(await search({ pagination: { limit: 201 } }), 400, "validation_error")
-      expectError(await search({ pagination: { limit: 0 } }), 400, "validation_error")
-      expectError(await search({ where: { colour: "x" } }), 400, "validation_error")
+      expectError(await search({ where: { colour: "x" } }), 400, "invalid_filter")
+      expectError(await search({ where: { priority: { gte: 1.5 } } }), 400, "invalid_filter")
+      // Other bounds of the body: validation_error, with the path of each.
+      for (const [body, path] of [
+        [{ pagination: { limit: 201 } }, "pagination.limit"],
+        [{ pagination: { limit: 0 } }, "pagination.limit"],
+        [{ pagination: { offset: -1 } }, "pagination.offset"],
+        [{ pagination: { offset: 1.5 } }, "pagination.offset"],
+        [{ sort: [{ field: "priority", dir: "sideways" }] }, "sort.0.dir"],
+        [{ sort: Array.from({ length: 6 }, () => ({ field: "id", dir: "asc" })) }, "sort"]
+      ] as const) {
+        const res = await search(body)
+        expectError(res, 400, "validation_error")
+        expect(detailPaths(res), JSON.stringify(body)).toEqual([path])
+      }
+      // A filter that mixes in another error is a validation error as a whole.
+      expectError(await search({ where: { colour: "x" }, pagination: { limit: 0 } }), 400, "validation_error")
+      // The largest page is allowed.
+      expect((await search({ pagination: { limit: 200 } })).json.data.pagination.limit).toBe(200)
+      expect((await list("?limit=200")).json.data.pagination.limit).toBe(200)
     })
   })
 
@@ -744,12 +761,9 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(mine.map((e) => e.event)).toEqual(["job.created", "job.claimed", "job.dead"])
     expect(mine[2]!.data).toMatchObject({ status: "dead", classification: "cancelled" })
 
-    const again = await api.post(`/v1/scraper/jobs/${id}/cancel`, undefined, key)
-    expect(again.status).toBe(409)
-    expect(again.json.status).toBe("error")
+    expectError(await api.post(`/v1/scraper/jobs/${id}/cancel`, undefined, key), 409, "cannot_cancel_dead")
     const done = await createAndWait({ url: site.url("/page?case=cancel-done") })
-    const lateCancel = await api.post(`/v1/scraper/jobs/${done.id}/cancel`, undefined, key)
-    expect(lateCancel.status).toBe(409)
+    expectError(await api.post(`/v1/scraper/jobs/${done.id}/cancel`, undefined, key), 409, "cannot_cancel_done")
     expect((await getJob(done.id)).status).toBe("done")
     expectError(await api.post(`/v1/scraper/jobs/job_nope/cancel`, undefined, key), 404, "not_found")
 

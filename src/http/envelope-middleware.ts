@@ -80,11 +80,13 @@ const failureResponse = (
     const details = issueDetails(error.cause.issue)
     const isJson = error.kind === "Payload" && details.some((d) => /valid JSON/i.test(d.message))
     const where = error.kind === "Payload" ? "body" : error.kind.toLowerCase()
+    // A search body's bad `where` is a bad filter, as a list's bad query filter is.
+    const badFilter = error.kind === "Payload" && details.length > 0 && details.every((d) => d.path === "where" || d.path.startsWith("where."))
     return Effect.succeed(json(
       400,
       errorEnvelope(
-        "validation_error",
-        isJson ? "the body is not valid JSON" : `the request ${where} is not valid`,
+        badFilter ? "invalid_filter" : "validation_error",
+        isJson ? "the body is not valid JSON" : badFilter ? "the search filter is not valid" : `the request ${where} is not valid`,
         requestId,
         isJson ? [{ path: "", code: "invalid_json", message: "body must be valid JSON" }] : details
       )

@@ -1,7 +1,7 @@
 import { Deferred, Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
-import { ABANDONED_CLAIM_SECONDS, Idempotency, type IdempotencyShape, type KeyedAttempt, makeIdempotencyLayer, requestHash } from "../../src/http/idempotency.ts"
+import { ABANDONED_CLAIM_SECONDS, IDEMPOTENCY_TTL_HOURS, Idempotency, type IdempotencyShape, type KeyedAttempt, makeIdempotencyLayer, requestHash } from "../../src/http/idempotency.ts"
 import { newId } from "../../src/ids.ts"
 import { fail } from "../../src/schema/errors.ts"
 import { runMigrations } from "../../src/sql/migrate.ts"
@@ -117,9 +117,16 @@ describe.each(testDatabases)("Idempotency-Key handling ($name)", (db) => {
       yield* idempotency.run(tenant, "new", { url: "a" }, succeeds)
       expect(seen[2]!.resumed).toBe(false)
       expect(seen[2]!.seed).not.toBe(seed)
+      // After 24 hours a key is free for anything: another body runs, with a new seed.
+      yield* idempotency.run(tenant, "old", { url: "a" }, succeeds)
+      yield* sql`UPDATE idempotency_keys SET created_at = now() - ${IDEMPOTENCY_TTL_HOURS + 1} * interval '1 hour' WHERE tenant_id = ${tenant} AND key = 'old'`
+      const expired = yield* idempotency.run(tenant, "old", { url: "b" }, succeeds)
+      expect(expired.status).toBe(201)
+      expect(seen.slice(-2).map((a) => a!.resumed)).toEqual([false, false])
+      expect(seen.at(-1)!.seed).not.toBe(seen.at(-2)!.seed)
       // Without a key there is no attempt to derive anything from.
       yield* idempotency.run(tenant, undefined, { url: "a" }, succeeds)
-      expect(seen[3]).toBeUndefined()
+      expect(seen.at(-1)).toBeUndefined()
     }))
   })
 
