@@ -1,4 +1,4 @@
-import { Effect, Queue, Schema, Stream } from "effect"
+import { Cause, Effect, Latch, Queue, Schema, Stream } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { entityCall, sendOneWay } from "../actors/entity-call.ts"
@@ -234,35 +234,40 @@ export const JobsHandlers = HttpApiBuilder.group(
               // instead of waiting, silently, until the sequence reaches it.
               const latest = yield* events.latest(me.tenantId)
               let lastSeq = resumeFrom !== undefined && BigInt(resumeFrom) <= BigInt(latest) ? resumeFrom : latest
-              let dirty = true
-              let reading = false
-              const wake = Effect.gen(function*() {
-                if (reading) return
-                reading = true
-                while (dirty) {
-                  dirty = false
-                  for (;;) {
-                    const batch = yield* events.since(me.tenantId, lastSeq, 500)
-                    for (const e of batch) {
-                      // A client that cannot keep up is cut off; it resumes with Last-Event-ID.
-                      if (!Queue.offerUnsafe(queue, sseFrame(e))) return yield* Queue.end(queue)
-                      lastSeq = e.id
-                    }
-                    if (batch.length < 500) break
-                  }
-                }
-                reading = false
-              })
-              const run = (eff: Effect.Effect<unknown>) => Effect.runFork(eff)
-              yield* events.subscribe(me.tenantId, () => {
-                dirty = true
-                run(wake)
-              })
+              // One reader per stream. A notification (and each keep-alive tick, in case a
+              // notification was lost, say while Redis reconnected) opens the latch; the reader
+              // closes it before it reads, so what is appended meanwhile is read next time round.
+              const due = Latch.makeUnsafe(true)
+              yield* events.subscribe(me.tenantId, () => due.openUnsafe())
               Queue.offerUnsafe(queue, ": connected\n\n")
-              yield* wake
-              yield* Effect.forever(Effect.sleep(KEEPALIVE).pipe(
-                Effect.andThen(Effect.sync(() => Queue.offerUnsafe(queue, ": keep-alive\n\n")))
-              ))
+              yield* Effect.forkScoped(Effect.forever(Effect.sleep(KEEPALIVE).pipe(
+                Effect.andThen(Effect.sync(() => {
+                  Queue.offerUnsafe(queue, ": keep-alive\n\n")
+                  due.openUnsafe()
+                }))
+              )))
+              const read = Effect.gen(function*() {
+                yield* due.await
+                due.closeUnsafe()
+                for (;;) {
+                  const batch = yield* events.since(me.tenantId, lastSeq, 500)
+                  for (const e of batch) {
+                    // A client that cannot keep up is cut off; it resumes with Last-Event-ID.
+                    if (!Queue.offerUnsafe(queue, sseFrame(e))) return yield* Queue.end(queue)
+                    lastSeq = e.id
+                  }
+                  if (batch.length < 500) return
+                }
+              })
+              // A failed read (the database went away) ends the stream, so the client reconnects
+              // and resumes, rather than a stream that only sends keep-alives.
+              yield* Effect.forever(read).pipe(
+                Effect.catchCause((cause) =>
+                  Cause.hasInterruptsOnly(cause)
+                    ? Effect.failCause(cause)
+                    : Effect.logWarning("event stream ended by a failed read", cause).pipe(Effect.andThen(Queue.end(queue)))
+                )
+              )
             }), { bufferSize: SSE_BUFFER, strategy: "dropping" })
           return HttpServerResponse.stream(Stream.encodeText(Stream.interruptWhen(stream, draining.started)), {
             contentType: "text/event-stream",

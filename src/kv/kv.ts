@@ -85,7 +85,7 @@ local v = redis.call('INCR', KEYS[1])
 if v == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return v`
 
-const makeRedisKv = (url: string) =>
+export const makeRedisKv = (url: string) =>
   Effect.gen(function*() {
     const open = (autoPipelining = false) =>
       new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, enableAutoPipelining: autoPipelining })
@@ -94,10 +94,20 @@ const makeRedisKv = (url: string) =>
     const subscriber = yield* Effect.acquireRelease(Effect.sync(() => open()), (c) => Effect.promise(() => c.quit()).pipe(Effect.ignore))
     client.on("error", () => {})
     subscriber.on("error", () => {})
-    const listeners = new Map<string, Set<(m: string) => void>>()
+    // A channel's listeners and its SUBSCRIBE, stored before that round trip: a second subscriber
+    // that comes meanwhile joins the same set and waits for the same SUBSCRIBE.
+    const channels = new Map<string, { readonly listeners: Set<(m: string) => void>; readonly ready: Promise<unknown> }>()
     subscriber.on("message", (channel: string, message: string) => {
-      for (const l of listeners.get(channel) ?? []) l(message)
+      for (const l of channels.get(channel)?.listeners ?? []) l(message)
     })
+    const leave = (channel: string, onMessage: (m: string) => void) =>
+      Effect.suspend(() => {
+        const entry = channels.get(channel)
+        if (!entry || !entry.listeners.delete(onMessage) || entry.listeners.size > 0) return Effect.void
+        channels.delete(channel)
+        // Commands keep their order on the connection: a SUBSCRIBE sent after this one still wins.
+        return call(() => subscriber.unsubscribe(channel)).pipe(Effect.ignore)
+      })
     const call = <A>(f: () => Promise<A>) => Effect.orDie(Effect.tryPromise(f))
     const kv: KvShape = {
       kind: "redis",
@@ -110,18 +120,18 @@ const makeRedisKv = (url: string) =>
       publish: (channel, message) => call(() => client.publish(channel, message)).pipe(Effect.asVoid),
       subscribe: (channel, onMessage) =>
         Effect.acquireRelease(
-          Effect.gen(function*() {
-            const set = listeners.get(channel) ?? new Set()
-            if (set.size === 0) yield* call(() => subscriber.subscribe(channel))
-            set.add(onMessage)
-            listeners.set(channel, set)
+          Effect.suspend(() => {
+            let entry = channels.get(channel)
+            if (!entry) {
+              entry = { listeners: new Set(), ready: subscriber.subscribe(channel) }
+              entry.ready.catch(() => {})
+              channels.set(channel, entry)
+            }
+            entry.listeners.add(onMessage)
+            const ready = entry.ready
+            return call(() => ready).pipe(Effect.onError(() => leave(channel, onMessage)))
           }),
-          () =>
-            Effect.gen(function*() {
-              const set = listeners.get(channel)
-              set?.delete(onMessage)
-              if (set && set.size === 0) yield* call(() => subscriber.unsubscribe(channel)).pipe(Effect.ignore)
-            })
+          () => leave(channel, onMessage)
         ),
       ping: Effect.tryPromise(() => client.ping()).pipe(
         Effect.timeout("1 second"),
