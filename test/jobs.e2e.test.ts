@@ -294,7 +294,7 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     // diff against the previous version
     const diff = await api.get(`/v1/page-history/${items[0].id}/diff`, key)
     expect(diff.status).toBe(200)
-    expect(diff.json.data).toMatchObject({ versionId: items[0].id, previousVersionId: items[1].id, changed: true })
+    expect(diff.json.data).toMatchObject({ versionId: items[0].id, previousVersionId: items[1].id, changed: true, binary: false, truncated: false })
     const text: string = diff.json.data.diff
     expect(text).toMatch(/^--- /m)
     expect(text).toMatch(/^\+\+\+ /m)

@@ -9,22 +9,28 @@ type Op = { kind: " " | "-" | "+"; line: string }
 export const MAX_EDIT_STEPS = 1000
 
 /**
+ * Line comparisons the search may make before it gives up the same way: with long texts even a
+ * few hundred edit steps cost (N+M) comparisons each, so the steps alone do not bound the time.
+ */
+export const MAX_COMPARISONS = 10_000_000
+
+/**
  * An edit script between two line lists: the shortest one (Myers' algorithm) when the lines that
  * differ, after the common start and end are set aside, need at most `MAX_EDIT_STEPS` edits.
  */
-const editScript = (a: ReadonlyArray<string>, b: ReadonlyArray<string>, maxSteps: number): Array<Op> => {
+const editScript = (a: ReadonlyArray<string>, b: ReadonlyArray<string>, maxSteps: number, maxComparisons: number): Array<Op> => {
   let head = 0
   while (head < a.length && head < b.length && a[head] === b[head]) head++
   let tail = 0
   while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++
   const same = (from: number, to: number) => a.slice(from, to).map((line): Op => ({ kind: " ", line }))
-  const middle = shortestMiddle(a.slice(head, a.length - tail), b.slice(head, b.length - tail), maxSteps) ??
+  const middle = shortestMiddle(a.slice(head, a.length - tail), b.slice(head, b.length - tail), maxSteps, maxComparisons) ??
     [...a.slice(head, a.length - tail).map((line): Op => ({ kind: "-", line })), ...b.slice(head, b.length - tail).map((line): Op => ({ kind: "+", line }))]
   return [...same(0, head), ...middle, ...same(a.length - tail, a.length)]
 }
 
-/** Myers' shortest edit script, or undefined when it needs more than `maxSteps` edits. */
-const shortestMiddle = (a: ReadonlyArray<string>, b: ReadonlyArray<string>, maxSteps: number): Array<Op> | undefined => {
+/** Myers' shortest edit script, or undefined when it needs more than `maxSteps` edits or `maxComparisons` line comparisons. */
+const shortestMiddle = (a: ReadonlyArray<string>, b: ReadonlyArray<string>, maxSteps: number, maxComparisons: number): Array<Op> | undefined => {
   const n = a.length
   const m = b.length
   const max = Math.min(n + m, maxSteps)
@@ -33,15 +39,19 @@ const shortestMiddle = (a: ReadonlyArray<string>, b: ReadonlyArray<string>, maxS
   // trace[d] keeps only diagonals -d..d of V before step d: O(D²) in all.
   const trace: Array<Int32Array> = []
   let found = n === 0 && m === 0
+  let comparisons = 0
   for (let d = 0; d <= max && !found; d++) {
     trace.push(v.slice(offset - d, offset + d + 1))
     for (let k = -d; k <= d; k += 2) {
       let x = k === -d || (k !== d && v[offset + k - 1]! < v[offset + k + 1]!) ? v[offset + k + 1]! : v[offset + k - 1]! + 1
       let y = x - k
+      const from = x
       while (x < n && y < m && a[x] === b[y]) {
         x++
         y++
       }
+      comparisons += x - from + 1
+      if (comparisons > maxComparisons) return undefined
       v[offset + k] = x
       if (x >= n && y >= m) {
         found = true
@@ -79,9 +89,10 @@ export const unifiedDiff = (
   b: ReadonlyArray<string>,
   labels: { from: string; to: string },
   context = 3,
-  maxSteps = MAX_EDIT_STEPS
+  maxSteps = MAX_EDIT_STEPS,
+  maxComparisons = MAX_COMPARISONS
 ): string => {
-  const ops = editScript(a, b, maxSteps)
+  const ops = editScript(a, b, maxSteps, maxComparisons)
   if (!ops.some((o) => o.kind !== " ")) return ""
   const out = [`--- ${labels.from}`, `+++ ${labels.to}`]
   let i = 0

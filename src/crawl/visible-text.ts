@@ -42,9 +42,10 @@ export const visibleLines = (html: string): Array<string> => {
  * The lines a page-history diff compares: the visible text of HTML (and of content without a
  * type, which crawls nearly always are), the lines of any other text as they are.
  */
-export const diffLines = (text: string, contentType: string | null): Array<string> => {
-  const head = text.length > MAX_DIFF_INPUT_CHARS ? text.slice(0, MAX_DIFF_INPUT_CHARS) : text
-  return contentType === null || /html/i.test(contentType) ? visibleLines(head) : head.split(/\r?\n/)
+export const diffLines = (text: string, contentType: string | null): { readonly lines: Array<string>; readonly cut: boolean } => {
+  const cut = text.length > MAX_DIFF_INPUT_CHARS
+  const head = cut ? text.slice(0, MAX_DIFF_INPUT_CHARS) : text
+  return { lines: contentType === null || /html/i.test(contentType) ? visibleLines(head) : head.split(/\r?\n/), cut }
 }
 
 /**

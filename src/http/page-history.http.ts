@@ -2,8 +2,7 @@ import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { normalizeUrl } from "../crawl/domain.ts"
-import { unifiedDiff } from "../crawl/text-diff.ts"
-import { diffLines } from "../crawl/visible-text.ts"
+import { pageDiff } from "../crawl/page-diff.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { pageOf, storedContentHeaders } from "../schema/envelope.ts"
 import { fail, notFound } from "../schema/errors.ts"
@@ -47,13 +46,15 @@ export const PageHistoryHandlers = HttpApiBuilder.group(
           if (!version) return yield* notFound("page version")
           const previous = yield* repo.previousVersion(me.tenantId, version)
           const now = yield* repo.versionContent(me.tenantId, version.contentHash)
+          if (!now) return yield* notFound("content of this version")
           const before = previous ? yield* repo.versionContent(me.tenantId, previous.contentHash) : undefined
-          const diff = unifiedDiff(
-            before && previous ? diffLines(before.toString("utf8"), previous.contentType) : [],
-            now ? diffLines(now.toString("utf8"), version.contentType) : [],
-            { from: previous ? `${previous.id} ${previous.fetchedAt}` : "/dev/null", to: `${version.id} ${version.fetchedAt}` }
-          )
-          return { versionId: version.id, previousVersionId: previous?.id ?? null, changed: version.changed, diff }
+          const result = yield* Effect.tryPromise(() =>
+            pageDiff({
+              before: before && previous ? { body: before, contentType: previous.contentType, label: `${previous.id} ${previous.fetchedAt}` } : null,
+              now: { body: now, contentType: version.contentType, label: `${version.id} ${version.fetchedAt}` }
+            })
+          ).pipe(Effect.catch((e) => fail(503, "dependency_unavailable", `the diff could not be worked out: ${e.cause instanceof Error ? e.cause.message : "failed"}`, { retryAfter: 5 })))
+          return { versionId: version.id, previousVersionId: previous?.id ?? null, changed: version.changed, ...result }
         }))
   })
 )

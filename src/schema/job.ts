@@ -140,5 +140,7 @@ export const PageDiff = Schema.Struct({
   versionId: Schema.String,
   previousVersionId: Schema.NullOr(Schema.String),
   changed: Schema.Boolean,
-  diff: Schema.String
+  diff: Schema.String,
+  binary: Schema.Boolean.annotate({ description: "A version is not text: no line diff; `changed` says whether the bytes differ" }),
+  truncated: Schema.Boolean.annotate({ description: "A version is longer than a diff reads (20 000 lines of its first 2 MiB): the diff covers its start" })
 })

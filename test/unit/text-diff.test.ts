@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
+import { computePageDiff, MAX_DIFF_LINES, pageDiff } from "../../src/crawl/page-diff.ts"
 import { MAX_EDIT_STEPS, unifiedDiff } from "../../src/crawl/text-diff.ts"
 import { diffLines, MAX_DIFF_INPUT_CHARS, visibleLines } from "../../src/crawl/visible-text.ts"
 
@@ -99,13 +100,63 @@ describe("unified text diff under load", () => {
 describe("diff input", () => {
   it("reads the first 2 MiB characters of a version, HTML or not", () => {
     const text = "line\n".repeat(1_000_000) // 5 MB
-    const lines = diffLines(text, "text/plain; charset=utf-8")
+    const { lines, cut } = diffLines(text, "text/plain; charset=utf-8")
+    expect(cut).toBe(true)
     expect(lines).toHaveLength(Math.floor(MAX_DIFF_INPUT_CHARS / 5) + 1)
     expect(lines.at(-1)).toBe("line".slice(0, MAX_DIFF_INPUT_CHARS % 5))
     const html = `<p>first</p>${"<p>x</p>".repeat(400_000)}<p>beyond the cap</p>`
-    const visible = diffLines(html, "text/html")
+    const visible = diffLines(html, "text/html").lines
     expect(visible[0]).toBe("first")
     expect(visible).not.toContain("beyond the cap")
+    expect(diffLines("<p>small</p>", "text/html")).toEqual({ lines: ["small"], cut: false })
+  })
+
+  it("gives up the shortest script once its comparisons pass the budget, and stays correct", () => {
+    // Long texts with an edit every 50 lines: few steps, but each step compares thousands of lines.
+    const a = Array.from({ length: 20_000 }, (_, i) => `line ${i}`)
+    const b = a.map((l, i) => (i % 50 === 0 ? `${l} changed` : l))
+    const cheap = unifiedDiff(a, b, { from: "a", to: "b" }, 3, MAX_EDIT_STEPS, 1000)
+    expect(cheap.split("\n").filter((l) => l.startsWith("@@"))).toHaveLength(1)
+    expect(applyDiff(a, cheap)).toEqual(b)
+    const full = unifiedDiff(a, b, { from: "a", to: "b" })
+    expect(full.split("\n").filter((l) => l.startsWith("@@")).length).toBeGreaterThan(1)
+    expect(applyDiff(a, full)).toEqual(b)
+  })
+})
+
+describe("page diff (what the diff endpoint answers)", () => {
+  const utf8 = (s: string) => new TextEncoder().encode(s)
+  const version = (body: Uint8Array, contentType: string | null, label: string) => ({ body, contentType, label })
+
+  it("diffs the visible text of HTML, and says nothing of a version that is not text", () => {
+    const r = computePageDiff({ before: version(utf8("<p>old</p>"), "text/html", "v1"), now: version(utf8("<p>new</p>"), "text/html", "v2") })
+    expect(r).toMatchObject({ binary: false, truncated: false })
+    expect(r.diff).toContain("-old\n+new")
+    const png = computePageDiff({ before: version(Uint8Array.from([0x89, 0x50, 0x4e, 0x47]), "image/png", "v1"), now: version(Uint8Array.from([0x89, 0x50, 0x4e, 0x48]), "image/png", "v2") })
+    expect(png).toEqual({ diff: "", binary: true, truncated: false })
+    expect(computePageDiff({ before: null, now: version(utf8("{\"a\":1}"), "application/json", "v1") })).toMatchObject({ binary: false, diff: expect.stringContaining('+{"a":1}') })
+  })
+
+  it("decodes each version in the charset its content type names", () => {
+    const latin1 = Uint8Array.from([0x63, 0x61, 0x66, 0xe9]) // "café" in windows-1252
+    const r = computePageDiff({
+      before: version(utf8("cafe"), "text/plain; charset=utf-8", "v1"),
+      now: version(latin1, "text/plain; charset=windows-1252", "v2")
+    })
+    expect(r.diff).toContain("+café")
+  })
+
+  it("reads at most MAX_DIFF_LINES lines of a version, and says so", () => {
+    const long = Array.from({ length: MAX_DIFF_LINES + 10 }, (_, i) => `row ${i}`).join("\n")
+    const r = computePageDiff({ before: null, now: version(utf8(long), "text/plain", "v1") })
+    expect(r.truncated).toBe(true)
+    expect(r.diff).toContain(`+row ${MAX_DIFF_LINES - 1}\n`)
+    expect(r.diff).not.toContain(`+row ${MAX_DIFF_LINES}\n`)
+  })
+
+  it("works in the diff worker, off the event loop", async () => {
+    const r = await pageDiff({ before: version(utf8("a\nb"), "text/plain", "v1"), now: version(utf8("a\nc"), "text/plain", "v2") })
+    expect(r.diff).toContain("-b\n+c")
   })
 })
 

@@ -1,0 +1,109 @@
+/**
+ * The page-history diff of two stored versions, worked out in a worker thread: the visible text
+ * of a large page and the diff itself cost up to some tens of milliseconds of CPU, which must not
+ * stall the node's event loop (its job entities, streams and other requests).
+ */
+import { Worker } from "node:worker_threads"
+import { unifiedDiff } from "./text-diff.ts"
+import { diffLines } from "./visible-text.ts"
+
+export interface PageDiffInput {
+  readonly before: { readonly body: Uint8Array; readonly contentType: string | null; readonly label: string } | null
+  readonly now: { readonly body: Uint8Array; readonly contentType: string | null; readonly label: string }
+}
+
+export interface PageDiffResult {
+  readonly diff: string
+  /** A version is not text (an image, a PDF): there is no line diff, `changed` tells whether it differs. */
+  readonly binary: boolean
+  /** A version was longer than the diff reads (`MAX_DIFF_LINES` lines of its first 2 MiB): the diff covers the start only. */
+  readonly truncated: boolean
+}
+
+/** Lines of each version that a diff compares at most. */
+export const MAX_DIFF_LINES = 20_000
+
+/** Text, HTML, XML, JSON and JavaScript have lines; a version without a type is taken as HTML, as crawls nearly always are. */
+const isText = (contentType: string | null) =>
+  contentType === null || /^\s*(text\/|[^;]*[+/](xml|json|html)\b|application\/(javascript|ecmascript|x-www-form-urlencoded))/i.test(contentType)
+
+/** The body as text, in the charset its content type names (UTF-8 when it names none, or one unknown here). */
+const decode = (body: Uint8Array, contentType: string | null) => {
+  const charset = /charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1]
+  try {
+    return new TextDecoder(charset ?? "utf-8").decode(body)
+  } catch {
+    return new TextDecoder("utf-8").decode(body)
+  }
+}
+
+/** The diff itself, on this thread (the worker's entry point, and tests). */
+export const computePageDiff = (input: PageDiffInput): PageDiffResult => {
+  const versions = input.before ? [input.before, input.now] : [input.now]
+  if (versions.some((v) => !isText(v.contentType))) return { diff: "", binary: true, truncated: false }
+  let truncated = false
+  const linesOf = (v: NonNullable<PageDiffInput["before"]>) => {
+    const { lines, cut } = diffLines(decode(v.body, v.contentType), v.contentType)
+    truncated ||= cut || lines.length > MAX_DIFF_LINES
+    return lines.length > MAX_DIFF_LINES ? lines.slice(0, MAX_DIFF_LINES) : lines
+  }
+  const before = input.before ? linesOf(input.before) : []
+  const now = linesOf(input.now)
+  const diff = unifiedDiff(before, now, { from: input.before?.label ?? "/dev/null", to: input.now.label })
+  return { diff, binary: false, truncated }
+}
+
+/** A diff that takes longer than this is given up (the worker is replaced). */
+export const DIFF_TIMEOUT_MS = 10_000
+
+let worker: Worker | undefined
+let nextId = 0
+const waiting = new Map<number, { resolve: (r: PageDiffResult) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>()
+
+const failAll = (error: Error) => {
+  for (const [id, w] of waiting) {
+    clearTimeout(w.timer)
+    w.reject(error)
+    waiting.delete(id)
+  }
+}
+
+const diffWorker = (): Worker => {
+  if (worker) return worker
+  // The worker loads TypeScript sources the way the process does (tsx), also where the process
+  // itself was started otherwise (a test runner).
+  const w = new Worker(new URL("./page-diff-worker.ts", import.meta.url), {
+    execArgv: process.execArgv.some((a) => a.includes("tsx")) ? process.execArgv : [...process.execArgv, "--import", "tsx"]
+  })
+  w.unref()
+  w.on("message", (m: { id: number; result?: PageDiffResult; error?: string }) => {
+    const entry = waiting.get(m.id)
+    if (!entry) return
+    waiting.delete(m.id)
+    clearTimeout(entry.timer)
+    if (m.result) entry.resolve(m.result)
+    else entry.reject(new Error(m.error ?? "the diff failed"))
+  })
+  const lost = (e: unknown) => {
+    if (worker === w) worker = undefined
+    failAll(e instanceof Error ? e : new Error(`the diff worker stopped (${String(e)})`))
+  }
+  w.on("error", lost)
+  w.on("exit", lost)
+  return (worker = w)
+}
+
+/** Works out the diff in the node's diff worker (one per node; requests queue there). */
+export const pageDiff = (input: PageDiffInput): Promise<PageDiffResult> =>
+  new Promise((resolve, reject) => {
+    const w = diffWorker()
+    const id = nextId++
+    const timer = setTimeout(() => {
+      // A diff that runs away takes its worker with it; the next request starts a new one.
+      if (worker === w) worker = undefined
+      void w.terminate()
+      failAll(new Error(`the diff took longer than ${DIFF_TIMEOUT_MS} ms`))
+    }, DIFF_TIMEOUT_MS)
+    waiting.set(id, { resolve, reject, timer })
+    w.postMessage({ id, input })
+  })
