@@ -666,6 +666,13 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       expectError(await search({ where: { url: { prefix: "http://a\u0000" } } }), 400, "validation_error")
       expectError(await search({ where: { domainId: "a\u0000b" } }), 400, "validation_error")
       expectError(await list("?sort=createdAt:desc,id:desc,priority:asc,attempts:asc,status:asc,url:asc"), 400, "validation_error")
+    })
+
+    it("answers a bad search body with invalid_filter for its where, validation_error otherwise, with paths", async () => {
+      // A key of its own: these requests on top of the others above would pass one key's per-second limit.
+      const own = (await api.createTenant()).apiKey
+      const search = (body: unknown) => api.post("/v1/scraper/jobs/search", body, own)
+      const list = (q: string) => api.get(`/v1/scraper/jobs${q}`, own)
       // A bad filter in the body is invalid_filter, as a bad status in the list's query is.
       const badStatus = await search({ where: { status: ["bogus"] } })
       expectError(badStatus, 400, "invalid_filter")

@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createBraveEngine, createCamoufoxEngine } from "../../src/crawl/engines/browser.js"
+import { createBraveEngine, createCamoufoxEngine, renderedContentType } from "../../src/crawl/engines/browser.js"
 import { startGuardProxy } from "../../src/crawl/engines/guard-proxy.js"
 import { classifyAddress } from "../../src/crawl/ssrf.js"
 import { ARTICLE, type Fixture, fakeLookup, hasChromium, html, jsChallenge, NO_CHROMIUM_REASON, page, startFixture, testBrowserArgs } from "./fixture.js"
@@ -35,6 +35,17 @@ const makeChainWithAia = (dir: string, aiaUrl: string) => {
   openssl("x509", "-req", "-in", "leaf.csr", "-CA", "int.pem", "-CAkey", "int.key", "-CAcreateserial", "-out", "leaf.pem", "-days", "2", "-extfile", "ext.cnf", "-extensions", "leaf")
   openssl("x509", "-in", "int.pem", "-outform", "der", "-out", "int.der")
 }
+
+describe("the content type of a rendered page", () => {
+  it("names utf-8, the charset the page is serialized in, whatever the site sent", () => {
+    expect(renderedContentType("text/html; charset=windows-1252")).toBe("text/html; charset=utf-8")
+    expect(renderedContentType("text/html;charset=Shift_JIS; foo=bar")).toBe("text/html; foo=bar; charset=utf-8")
+    expect(renderedContentType("text/html")).toBe("text/html; charset=utf-8")
+    expect(renderedContentType("application/xhtml+xml")).toBe("application/xhtml+xml; charset=utf-8")
+    expect(renderedContentType("image/png")).toBe("image/png")
+    expect(renderedContentType(null)).toBeNull()
+  })
+})
 
 describe("camoufox without a binary", () => {
   it("is unavailable and answers engine_unavailable", async () => {

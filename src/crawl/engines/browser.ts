@@ -22,6 +22,17 @@ import { type Attempt, type Classification, type Engine, emptyAttempt, type Fetc
 export const DEFAULT_CHROMIUM_PATH = "/usr/bin/chromium"
 
 /**
+ * The content type of a rendered page: the page is serialized from the DOM as UTF-8 whatever
+ * charset the site sent, so a charset the header names is replaced with utf-8 (stored bytes and
+ * their label must agree).
+ */
+export const renderedContentType = (contentType: string | null): string | null => {
+  if (contentType === null) return null
+  const withoutCharset = contentType.split(";").filter((part, i) => i === 0 || !/^\s*charset\s*=/i.test(part)).join(";").trim()
+  return /html|xml|text\//i.test(withoutCharset) ? `${withoutCharset}; charset=utf-8` : contentType
+}
+
+/**
  * Flags every Chromium launch gets (headless, no background traffic, no QUIC). WebRTC may use UDP
  * only through a proxy, and there is none for UDP: a page's STUN/TURN packets would otherwise leave
  * the browser directly, past the guard proxy and the route checks, to any address it names.
@@ -385,7 +396,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       redirects.push(...chainOf(main))
       const body = Buffer.from(html)
       const headers = await main.allHeaders().catch(() => main.headers())
-      const contentType = headers["content-type"] ?? null
+      const contentType = renderedContentType(headers["content-type"] ?? null)
       if (body.byteLength > maxBody) {
         return emptyAttempt(name, "too_large", t0, {
           httpStatus: main.status(),
