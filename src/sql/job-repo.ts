@@ -467,9 +467,10 @@ export const JobRepoLive = Layer.effect(
           Effect.orDie,
           Effect.map(([r]) => r && toPageVersion(r))
         ),
+      // Compared with the row itself: `fetchedAt` is cut to milliseconds, and versions a millisecond apart exist.
       previousVersion: (tenantId, v) =>
         sql`SELECT * FROM page_versions WHERE tenant_id = ${tenantId} AND normalized_url = ${v.normalizedUrl}
-              AND (fetched_at, id) < (${v.fetchedAt}::timestamptz, ${v.id})
+              AND (fetched_at, id) < (SELECT fetched_at, id FROM page_versions WHERE id = ${v.id})
             ORDER BY fetched_at DESC, id DESC LIMIT 1`.pipe(Effect.orDie, Effect.map(([r]) => r && toPageVersion(r))),
       versionContent: (tenantId, hash) =>
         sql<{ compressed: Uint8Array; encoding: string }>`

@@ -143,6 +143,25 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
     }))
   })
 
+  it("finds the version before another one written in the same millisecond", async () => {
+    await withTenant(({ sql, repo, tenant }) => Effect.gen(function*() {
+      const url = "https://example.com/same-ms"
+      const version = (id: string, at: string) => sql`
+        INSERT INTO page_versions (id, tenant_id, normalized_url, url, job_id, fetched_at, http_status, content_type, size, content_hash, changed)
+        VALUES (${id}, ${tenant}, ${url}, ${url}, ${`job-${id}`}, ${at}::timestamptz, 200, 'text/html', 1, ${id}, true)`
+      yield* version("pv_a", "2026-01-01T00:00:00.123100Z")
+      yield* version("pv_b", "2026-01-01T00:00:00.123400Z")
+      yield* version("pv_c", "2026-01-01T00:00:00.123700Z")
+      const newest = (yield* repo.timeline(tenant, url, 0, 10)).items
+      expect(newest.map((v) => v.id)).toEqual(["pv_c", "pv_b", "pv_a"])
+      // All three read as the same millisecond; each one's predecessor is still the one before it.
+      expect(new Set(newest.map((v) => v.fetchedAt)).size).toBe(1)
+      expect((yield* repo.previousVersion(tenant, newest[0]!))?.id).toBe("pv_b")
+      expect((yield* repo.previousVersion(tenant, newest[1]!))?.id).toBe("pv_a")
+      expect(yield* repo.previousVersion(tenant, newest[2]!)).toBeUndefined()
+    }))
+  })
+
   it("hands the sweeper each lapsed job once per lease: oldest first, with its lease renewed, so the next sweep reaches the others", async () => {
     await withTenant(({ sql, repo, tenant }) => Effect.gen(function*() {
       const jobs = [newJob(tenant, "https://example.com/s1"), newJob(tenant, "https://example.com/s2"), newJob(tenant, "https://example.com/s3")]
