@@ -8,8 +8,7 @@ import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { MAX_RUNS } from "../src/actors/job-entity.ts"
@@ -18,20 +17,13 @@ import { loadConfig } from "../src/config.ts"
 import { decryptSecret } from "../src/webhooks/secret-box.ts"
 import { databaseLayer } from "./support/databases.ts"
 import { type FixtureSite, loopbackOnlyEnv, startFixtureSite } from "./support/fixture-site.ts"
-import { backends, client, createTestDatabase, freePort, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
+import { backends, client, createTestDatabase, freePort, INTERNAL_TOKEN, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
 
 const baseDbUrl = process.env.DATABASE_URL
 const redis: Record<string, string> = process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}
 const terminal = ["done", "failed", "dead"]
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-const query = <A>(url: string, text: string, params: ReadonlyArray<unknown> = []) =>
-  Effect.runPromise(
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      return (yield* sql.unsafe(text, params as Array<any>)) as unknown as ReadonlyArray<A>
-    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })), Effect.scoped)
-  )
 
 // 20 slow jobs over 10 loopback hosts: Trawl crawls at most 2 pages per domain at once, so every
 // job is in flight at the same time.
@@ -346,7 +338,7 @@ describe.skipIf(!baseDbUrl)("a node killed mid-crawl loses no accepted job (two 
     const url = site.url("/page?case=abandoned")
     // What a node killed mid-request leaves: the key claimed by it, no response stored.
     const claim = (key: string, agoSeconds: number) =>
-      query(dbUrl, `INSERT INTO idempotency_keys (tenant_id, key, request_hash, id_seed, claim_token, created_at)
+      pgQuery(dbUrl, `INSERT INTO idempotency_keys (tenant_id, key, request_hash, id_seed, claim_token, created_at)
                     VALUES ($1, $2, 'hash-of-the-lost-request', 'seed_01m89hvef2vzpj76dvd3ahs8n4', 'claim-of-the-lost-request', now() - $3 * interval '1 second')`,
         [t.tenantId, key, agoSeconds])
     await claim("abandoned-key", ABANDONED_CLAIM_SECONDS + 1)
@@ -507,7 +499,7 @@ describe.each(backends())("job quotas answer 429 ($name)", (backend) => {
     const again = await api.call("POST", "/v1/scraper/jobs", { key: t.apiKey, body, headers: { "idempotency-key": key } })
     expect(again.text).toBe(first.text)
     // ...but the stored copy does not hold it in clear
-    const [row] = await query<{ response: string }>(dbUrl!, "SELECT response FROM idempotency_keys WHERE tenant_id = $1 AND key = $2", [t.tenantId, key])
+    const [row] = await pgQuery<{ response: string }>(dbUrl!, "SELECT response FROM idempotency_keys WHERE tenant_id = $1 AND key = $2", [t.tenantId, key])
     expect(row!.response).not.toContain(secret)
     expect(row!.response).not.toContain(first.json.data.id)
     await waitTerminal(first.json.data.id, t.apiKey)

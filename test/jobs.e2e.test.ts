@@ -12,7 +12,7 @@ import {
   PNG_MAGIC,
   startFixtureSite
 } from "./support/fixture-site.ts"
-import { backends, client, type RunningServer, startServer } from "./support/server-process.ts"
+import { backends, client, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
 
 const hasChromium = existsSync("/usr/bin/chromium")
 const terminal = ["done", "failed", "dead"]
@@ -47,6 +47,7 @@ const openStream = async (baseUrl: string, key: string, lastEventId?: string) =>
     signal: controller.signal
   })
   const events: Array<SseEvent> = []
+  const comments: Array<string> = []
   let connected = false
   let buffer = ""
   const pump = (async () => {
@@ -64,6 +65,7 @@ const openStream = async (baseUrl: string, key: string, lastEventId?: string) =>
         for (const line of frame.split("\n")) {
           if (line.startsWith(":")) {
             if (line.includes("connected")) connected = true
+            comments.push(line.slice(1).trim())
             continue
           }
           const i = line.indexOf(":")
@@ -88,6 +90,7 @@ const openStream = async (baseUrl: string, key: string, lastEventId?: string) =>
     status: res.status,
     contentType: res.headers.get("content-type"),
     events,
+    comments,
     connected: () => connected,
     /** Settles when the server ends the stream (or it is closed here). */
     ended: pump,
@@ -105,10 +108,14 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
   let api: ReturnType<typeof client>
   let key: string
   let tenantId: string
+  /** The PostgreSQL database of the server, on that backend. */
+  let serverDbUrl: string | undefined
 
   beforeAll(async () => {
     site = await startFixtureSite({ hosts: HOSTS })
-    server = await startServer({ ...(await backend.env()), ALLOW_PRIVATE_TARGETS: "true", ...loopbackOnlyEnv() })
+    const env = await backend.env()
+    serverDbUrl = env.DATABASE_URL
+    server = await startServer({ ...env, ALLOW_PRIVATE_TARGETS: "true", ...loopbackOnlyEnv() })
     api = client(server.baseUrl)
     const t = await api.createTenant({ credits: "1000.00" })
     key = t.apiKey
@@ -852,6 +859,18 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       expect(none.events).toEqual([])
     } finally {
       await none.close()
+    }
+    // events past their retention (deleted here, as the retention sweep would): the gap is said, then the rest comes
+    if (backend.name === "postgres") {
+      await pgQuery(serverDbUrl!, "DELETE FROM events WHERE tenant_id = $1 AND seq <= $2", [a.tenantId, sa.events[1]!.id])
+      const late = await openStream(server.baseUrl, a.apiKey, sa.events[0]!.id)
+      try {
+        await late.until((es) => es.length >= 1, 10_000)
+        expect(late.events.map((e) => e.id)).toEqual([sa.events[2]!.id])
+        expect(late.comments).toContain(`events ${sa.events[1]!.id} to ${sa.events[1]!.id} have expired (events are kept 48 hours)`)
+      } finally {
+        await late.close()
+      }
     }
     // an id the tenant never reached resumes from now, rather than waiting until the sequence gets there
     const ahead = await openStream(server.baseUrl, a.apiKey, "999999999999999999")

@@ -5,7 +5,7 @@ import { entityCall, sendOneWay } from "../actors/entity-call.ts"
 import { JobEntity } from "../actors/job-entity.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { WebhookDeliveryEntity } from "../actors/webhook-delivery-entity.ts"
-import { EventLog, type StoredEvent } from "../events/event-log.ts"
+import { EVENT_RETENTION_HOURS, EventLog, type StoredEvent } from "../events/event-log.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { pageOf, storedContentHeaders } from "../schema/envelope.ts"
 import { type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
@@ -251,6 +251,12 @@ export const JobsHandlers = HttpApiBuilder.group(
                 due.closeUnsafe()
                 for (;;) {
                   const batch = yield* events.since(me.tenantId, lastSeq, 500)
+                  // Ids have no gaps, so a gap is events past their retention: said in a comment
+                  // (clients that check can tell; EventSource ignores it), then the stream goes on.
+                  const first = batch[0]
+                  if (first && BigInt(first.id) > BigInt(lastSeq) + 1n) {
+                    Queue.offerUnsafe(queue, `: events ${BigInt(lastSeq) + 1n} to ${BigInt(first.id) - 1n} have expired (events are kept ${EVENT_RETENTION_HOURS} hours)\n\n`)
+                  }
                   for (const e of batch) {
                     // A client that cannot keep up is cut off; it resumes with Last-Event-ID.
                     if (!Queue.offerUnsafe(queue, sseFrame(e))) return yield* Queue.end(queue)

@@ -46,6 +46,15 @@ export const blankDatabaseTemplate = () =>
     return template
   })())
 
+/** Runs one SQL statement on the PostgreSQL database at `url` (a test looking past a server's API). */
+export const pgQuery = <A>(url: string, text: string, params: ReadonlyArray<unknown> = []) =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      return (yield* sql.unsafe(text, params as Array<any>)) as unknown as ReadonlyArray<A>
+    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })), Effect.scoped)
+  )
+
 /** A fresh database on the server of DATABASE_URL; returns its URL. */
 export const createTestDatabase = async (baseUrl: string): Promise<string> => {
   const name = `trawl_t_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
