@@ -223,6 +223,17 @@ export const JobRepoLive = Layer.effect(
 
     const orderBy = (sort: JobQuery["sort"]) => sql.literal(orderByTerms(sort, sortColumns))
 
+    /**
+     * A version's columns (as `pv`) with `changed`: whether its content differs from the version
+     * before it in the timeline, read from that row, so the flag always agrees with the timeline
+     * and the diff (a flag stored when the version was written could not, with two nodes finishing
+     * the same page at once).
+     */
+    const versionColumns = sql`pv.*, pv.content_hash IS DISTINCT FROM (
+      SELECT p.content_hash FROM page_versions p
+      WHERE p.tenant_id = pv.tenant_id AND p.normalized_url = pv.normalized_url AND (p.fetched_at, p.id) < (pv.fetched_at, pv.id)
+      ORDER BY p.fetched_at DESC, p.id DESC LIMIT 1) AS changed`
+
     // Batches find their jobs by primary key. Spelled "not terminal" rather than "queued or
     // claimed", so the planner cannot prefer the partial index of active jobs (it reads them all).
     const terminal = sql.literal("('done', 'failed', 'dead')")
@@ -336,12 +347,9 @@ export const JobRepoLive = Layer.effect(
         ),
         version AS (
           INSERT INTO page_versions (id, tenant_id, normalized_url, url, job_id, fetched_at, http_status, content_type, size,
-                                     content_hash, changed)
+                                     content_hash)
           SELECT j.version_id, j.tenant_id, j.normalized_url, COALESCE(j.final_url, j.url), j.id, now(), j.http_status,
-                 j.content_type, j.size, j.hash,
-                 (SELECT pv.content_hash FROM page_versions pv
-                  WHERE pv.tenant_id = j.tenant_id AND pv.normalized_url = j.normalized_url
-                  ORDER BY pv.fetched_at DESC, pv.id DESC LIMIT 1) IS DISTINCT FROM j.hash
+                 j.content_type, j.size, j.hash
           FROM j WHERE j.hash IS NOT NULL
           ON CONFLICT (job_id) DO NOTHING
         ),
@@ -370,8 +378,8 @@ export const JobRepoLive = Layer.effect(
         })
       )
     }
-    // Two versions of one page in one statement would both compare against the same previous
-    // version, so a finish whose page is already in the batch waits for the next one.
+    // Rows of one statement share its now(): a finish whose page is already in the batch waits for
+    // the next one, so each version of a page has a fetched time of its own.
     const finishOne = yield* makeGroupCommit(finishBatch, { maxBatch: MAX_BATCH, key: (p) => p.page })
 
     return JobRepo.of({
@@ -458,18 +466,18 @@ export const JobRepoLive = Layer.effect(
         ),
       timeline: (tenantId, normalizedUrl, offset, limit) =>
         Effect.all([
-          sql`SELECT * FROM page_versions WHERE tenant_id = ${tenantId} AND normalized_url = ${normalizedUrl}
+          sql`SELECT ${versionColumns} FROM page_versions pv WHERE tenant_id = ${tenantId} AND normalized_url = ${normalizedUrl}
               ORDER BY fetched_at DESC, id DESC OFFSET ${offset} LIMIT ${limit}`,
           sql<{ n: string }>`SELECT count(*) AS n FROM page_versions WHERE tenant_id = ${tenantId} AND normalized_url = ${normalizedUrl}`
         ]).pipe(Effect.orDie, Effect.map(([rows, [c]]) => ({ items: rows.map(toPageVersion), total: Number(c!.n) }))),
       version: (tenantId, versionId) =>
-        sql`SELECT * FROM page_versions WHERE id = ${versionId} AND tenant_id = ${tenantId}`.pipe(
+        sql`SELECT ${versionColumns} FROM page_versions pv WHERE id = ${versionId} AND tenant_id = ${tenantId}`.pipe(
           Effect.orDie,
           Effect.map(([r]) => r && toPageVersion(r))
         ),
       // Compared with the row itself: `fetchedAt` is cut to milliseconds, and versions a millisecond apart exist.
       previousVersion: (tenantId, v) =>
-        sql`SELECT * FROM page_versions WHERE tenant_id = ${tenantId} AND normalized_url = ${v.normalizedUrl}
+        sql`SELECT ${versionColumns} FROM page_versions pv WHERE tenant_id = ${tenantId} AND normalized_url = ${v.normalizedUrl}
               AND (fetched_at, id) < (SELECT fetched_at, id FROM page_versions WHERE id = ${v.id})
             ORDER BY fetched_at DESC, id DESC LIMIT 1`.pipe(Effect.orDie, Effect.map(([r]) => r && toPageVersion(r))),
       versionContent: (tenantId, hash) =>

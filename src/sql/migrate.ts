@@ -11,6 +11,7 @@ import idempotencyText from "./migrations/0008_idempotency_text.ts"
 import webhookEndpoints from "./migrations/0009_webhook_endpoints.ts"
 import deliveryEventSeq from "./migrations/0010_delivery_event_seq.ts"
 import idempotencySeed from "./migrations/0011_idempotency_seed.ts"
+import pageVersionChangedDerived from "./migrations/0012_page_version_changed_derived.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -24,7 +25,8 @@ export const migrations = {
   "0008_idempotency_text": idempotencyText,
   "0009_webhook_endpoints": webhookEndpoints,
   "0010_delivery_event_seq": deliveryEventSeq,
-  "0011_idempotency_seed": idempotencySeed
+  "0011_idempotency_seed": idempotencySeed,
+  "0012_page_version_changed_derived": pageVersionChangedDerived
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

@@ -147,18 +147,27 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
     await withTenant(({ sql, repo, tenant }) => Effect.gen(function*() {
       const url = "https://example.com/same-ms"
       const version = (id: string, at: string) => sql`
-        INSERT INTO page_versions (id, tenant_id, normalized_url, url, job_id, fetched_at, http_status, content_type, size, content_hash, changed)
-        VALUES (${id}, ${tenant}, ${url}, ${url}, ${`job-${id}`}, ${at}::timestamptz, 200, 'text/html', 1, ${id}, true)`
+        INSERT INTO page_versions (id, tenant_id, normalized_url, url, job_id, fetched_at, http_status, content_type, size, content_hash)
+        VALUES (${id}, ${tenant}, ${url}, ${url}, ${`job-${id}`}, ${at}::timestamptz, 200, 'text/html', 1, ${id})`
       yield* version("pv_a", "2026-01-01T00:00:00.123100Z")
       yield* version("pv_b", "2026-01-01T00:00:00.123400Z")
       yield* version("pv_c", "2026-01-01T00:00:00.123700Z")
       const newest = (yield* repo.timeline(tenant, url, 0, 10)).items
       expect(newest.map((v) => v.id)).toEqual(["pv_c", "pv_b", "pv_a"])
-      // All three read as the same millisecond; each one's predecessor is still the one before it.
+      // changed: read from each version's predecessor in the timeline (pv_a and pv_b have the same content)
+      yield* sql`UPDATE page_versions SET content_hash = 'same' WHERE id IN ('pv_a', 'pv_b') AND tenant_id = ${tenant}`
+      const flags = (yield* repo.timeline(tenant, url, 0, 10)).items.map((v) => [v.id, v.changed])
+      expect(flags).toEqual([["pv_c", true], ["pv_b", false], ["pv_a", true]])
+      // ...also when a version is written after a later one, as a node finishing late would write it
+      yield* version("pv_0", "2026-01-01T00:00:00.000001Z")
+      yield* sql`UPDATE page_versions SET content_hash = 'same' WHERE id = 'pv_0' AND tenant_id = ${tenant}`
+      expect((yield* repo.version(tenant, "pv_a"))?.changed).toBe(false)
+      expect((yield* repo.version(tenant, "pv_0"))?.changed).toBe(true)
+      // All of them read as the same millisecond; each one's predecessor is still the one before it.
       expect(new Set(newest.map((v) => v.fetchedAt)).size).toBe(1)
       expect((yield* repo.previousVersion(tenant, newest[0]!))?.id).toBe("pv_b")
       expect((yield* repo.previousVersion(tenant, newest[1]!))?.id).toBe("pv_a")
-      expect(yield* repo.previousVersion(tenant, newest[2]!)).toBeUndefined()
+      expect((yield* repo.previousVersion(tenant, newest[2]!))?.id).toBe("pv_0")
     }))
   })
 
