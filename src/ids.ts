@@ -70,3 +70,7 @@ export const seededId = (prefix: string, seed: string, index: number): string =>
   const word = (at: number) => Math.floor(digest.readUIntBE(at, 5) / 32)
   return `${prefix}_${time[1]}${base32(word(0), 7)}${base32(word(5), 7)}${base32(index, 2)}`
 }
+
+/** A request item's id: derived from its Idempotency-Key's seed when it has one, else fresh. */
+export const itemId = (prefix: string, keyed: { readonly seed: string; readonly index: number } | undefined): string =>
+  keyed ? seededId(prefix, keyed.seed, keyed.index) : newId(prefix)

@@ -77,7 +77,7 @@ export class TenantJobSlots {
    */
   admit(ids: ReadonlyArray<string>, partial: boolean, limits: { readonly daily: number; readonly concurrent: number }, now: number): Admission {
     const unique = [...new Set(ids)]
-    const fresh = unique.filter((id) => !this.holds(id))
+    const fresh = this.newIds(unique)
     const dailyRoom = limits.daily - this.createdToday
     const room = Math.max(0, Math.min(dailyRoom, limits.concurrent - this.active.size))
     const binding = (need: number) => (dailyRoom < need ? "daily" : "concurrent")

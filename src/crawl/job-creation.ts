@@ -5,13 +5,13 @@ import { type ConcurrentLimit, type QuotaExceeded, TenantEntity } from "../actor
 import { Config } from "../config.ts"
 import { EventLog } from "../events/event-log.ts"
 import type { KeyedAttempt } from "../http/idempotency.ts"
-import { newId, seededId } from "../ids.ts"
+import { itemId } from "../ids.ts"
 import { type ApiError, type ErrorDetail, fail } from "../schema/errors.ts"
 import type { CreateJobBody, Job } from "../schema/job.ts"
 import { JobRepo, type NewJob, toJob } from "../sql/job-repo.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "../webhooks/endpoints.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
-import { generateWebhookSecret, seededWebhookSecret } from "../webhooks/signing.ts"
+import { itemWebhookSecret } from "../webhooks/signing.ts"
 import { domainIdOf, normalizeUrl } from "./domain.ts"
 import { checkUrl } from "./ssrf.ts"
 import { classifierFor } from "./ssrf-policy.ts"
@@ -89,13 +89,12 @@ export const JobCreationLive = Layer.effect(
           return yield* fail(422, "unsafe_url", `refused: ${refused.map((r) => `${r.path} (${r.message})`).join("; ")}`, { details: refused })
         }
         const { keyed } = origin
-        const generatedSecret = body.webhookUrl && !body.webhookSecret
-          ? keyed ? seededWebhookSecret(config.secretKey, keyed.attempt.seed, keyed.index) : generateWebhookSecret()
-          : undefined
+        const item = keyed && { seed: keyed.attempt.seed, index: keyed.index }
+        const generatedSecret = body.webhookUrl && !body.webhookSecret ? itemWebhookSecret(config.secretKey, item) : undefined
         const secret = body.webhookSecret ?? generatedSecret
         const url = new URL(body.url)
         const job: NewJob = {
-          id: keyed ? seededId("job", keyed.attempt.seed, keyed.index) : newId("job"),
+          id: itemId("job", item),
           tenantId,
           url: url.href,
           normalizedUrl: normalizeUrl(url),

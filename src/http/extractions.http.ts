@@ -9,7 +9,7 @@ import { checkUrl } from "../crawl/ssrf.ts"
 import { classifierFor } from "../crawl/ssrf-policy.ts"
 import { EventLog } from "../events/event-log.ts"
 import { CurrentPrincipal, isSuperAdmin } from "../iam/principal.ts"
-import { newId, seededId } from "../ids.ts"
+import { itemId, newId } from "../ids.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
 import {
@@ -24,7 +24,7 @@ import { TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "../webhooks/endpoints.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
-import { generateWebhookSecret, seededWebhookSecret } from "../webhooks/signing.ts"
+import { itemWebhookSecret } from "../webhooks/signing.ts"
 import { Api } from "./api.ts"
 import { Idempotency, type KeyedAttempt } from "./idempotency.ts"
 import { createdAtFilter, parseSort } from "./list-query.ts"
@@ -58,10 +58,9 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
         const { keyed } = source
         // Under an Idempotency-Key the ids come from the key's seed: a retry after a try whose node
         // died mid-way meets what that try wrote instead of writing it twice.
-        const id = keyed ? seededId("ext", keyed.seed, 0) : newId("ext")
-        const generatedSecret = body.webhookUrl && !body.webhookSecret
-          ? keyed ? seededWebhookSecret(config.secretKey, keyed.seed, 0) : generateWebhookSecret()
-          : undefined
+        const item = keyed && { seed: keyed.seed, index: 0 }
+        const id = itemId("ext", item)
+        const generatedSecret = body.webhookUrl && !body.webhookSecret ? itemWebhookSecret(config.secretKey, item) : undefined
         const written = keyed?.resumed ? yield* repo.find(tenantId, id) : undefined
         if (written) {
           // The dead try wrote the row (and all it needed before it), and may not have handed it on.
@@ -150,7 +149,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           domainId = givenJob.domain_id
           jobId = givenJob.id
         } else if (body.input !== undefined) {
-          inputId = keyed ? seededId("inp", keyed.seed, 0) : newId("inp")
+          inputId = itemId("inp", item)
           // Stashed before the 201, so a crash never loses the client's input.
           yield* repo.stash(tenantId, inputId, body.input)
         }

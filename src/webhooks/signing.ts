@@ -89,6 +89,10 @@ export const generateWebhookSecret = (): string => randomBytes(32).toString("bas
 export const seededWebhookSecret = (secretKey: Uint8Array, seed: string, index: number): string =>
   createHmac("sha256", secretKey).update(`webhook secret ${seed} ${index}`).digest("base64url")
 
+/** A request item's generated webhook secret: derived from its Idempotency-Key's seed when it has one, else fresh. */
+export const itemWebhookSecret = (secretKey: Uint8Array, keyed: { readonly seed: string; readonly index: number } | undefined): string =>
+  keyed ? seededWebhookSecret(secretKey, keyed.seed, keyed.index) : generateWebhookSecret()
+
 /** Node's `IncomingHttpHeaders`, any plain header record, or a Fetch `Headers`. */
 export type HeadersLike =
   | { get(name: string): string | null }
