@@ -145,7 +145,7 @@ const WEAK_RE = new RegExp([...WEAK_MARKERS.map(escapeRe), "captcha", "cf-turnst
  * page (most pages contain none), at a fraction of the cost of scanning for all the markers.
  */
 const MARKER_ANCHORS = [
-  "captcha", "challenge", "cf_chl", "cf-browser", "just a moment", "cloudflare", "incapsula", "verify", "robot",
+  "captcha", "challenge", "cf_chl_", "cf-browser", "just a moment", "cloudflare", "incapsula", "verify ", "a robot",
   "checking", "unusual traffic", "automated queries", "bot detection", "enable javascript", "access denied",
   "pardon our", "turnstile"
 ]
@@ -155,66 +155,57 @@ for (const m of [...STRONG_MARKERS, ...WEAK_MARKERS, "cf-turnstile"]) {
 
 /**
  * A matcher that tells whether any of `words` (ASCII) occurs in a byte string, ignoring ASCII
- * case: an Aho-Corasick automaton unrolled into a table, so the scan reads each byte once and
- * builds no string. Row offsets stand in for states; a negative entry is a match.
+ * case, and builds no string. A window as long as the shortest word slides over the bytes; the
+ * two bytes at its end say how far it may jump without passing an occurrence (no word has them
+ * nearer its window's end), so most of a page is skipped several bytes at a time (a multi-word
+ * Horspool search, after Wu and Manber). Where a jump is 0, the words are compared in full.
  */
 export const anyWordMatcher = (words: ReadonlyArray<string>): ((bytes: Uint8Array) => boolean) => {
-  // Byte classes: one per distinct character of the words (both cases of a letter share it), 0 for the rest.
-  const classOf = new Uint8Array(256)
-  let classes = 1
-  for (const ch of words.join("").toLowerCase()) {
-    const c = ch.charCodeAt(0)
-    if (c > 127) throw new Error(`not an ASCII word: ${ch}`)
-    if (classOf[c] !== 0) continue
-    classOf[c] = classes
-    if (c >= 97 && c <= 122) classOf[c - 32] = classes
-    classes++
+  const lower = words.map((w) => w.toLowerCase())
+  for (const w of lower) {
+    if (w.length === 0) throw new Error("an empty word")
+    for (let i = 0; i < w.length; i++) if (w.charCodeAt(i) > 127) throw new Error(`not an ASCII word: ${w}`)
   }
-  // The trie of the words, then breadth-first failure links that complete every transition.
-  const children: Array<Map<number, number>> = [new Map()]
-  const accepting: Array<boolean> = [false]
-  for (const word of words) {
-    let state = 0
-    for (const ch of word.toLowerCase()) {
-      const k = classOf[ch.charCodeAt(0)]!
-      let next = children[state]!.get(k)
-      if (next === undefined) {
-        next = children.length
-        children.push(new Map())
-        accepting.push(false)
-        children[state]!.set(k, next)
-      }
-      state = next
-    }
-    accepting[state] = true
-  }
-  const next = new Int32Array(children.length * classes)
-  const failure = new Int32Array(children.length)
-  const queue: Array<number> = []
-  for (const [k, child] of children[0]!) {
-    next[k] = child
-    queue.push(child)
-  }
-  for (let head = 0; head < queue.length; head++) {
-    const state = queue[head]!
-    if (accepting[failure[state]!]) accepting[state] = true
-    for (let k = 1; k < classes; k++) {
-      const child = children[state]!.get(k)
-      if (child === undefined) {
-        next[state * classes + k] = next[failure[state]! * classes + k]!
-      } else {
-        failure[child] = next[failure[state]! * classes + k]!
-        next[state * classes + k] = child
-        queue.push(child)
-      }
+  // ASCII upper case folds to lower case; every other byte stands for itself.
+  const fold = new Uint8Array(256).map((_, c) => (c >= 65 && c <= 90 ? c + 32 : c))
+  const codes = lower.map((w) => Uint8Array.from(w, (ch) => ch.charCodeAt(0)))
+  const window = Math.min(...codes.map((w) => w.length))
+  const block = Math.min(2, window)
+  const blockKey = (first: number, second: number) => (block === 2 ? (first << 8) | second : second)
+  // The jump for each block that can end a window: how far it is from the end of each word's
+  // first `window` bytes, at its nearest; any other block jumps the whole window less the block.
+  const jump = new Uint8Array(block === 2 ? 65536 : 256).fill(Math.min(255, window - block + 1))
+  for (const w of codes) {
+    for (let end = block - 1; end < window; end++) {
+      const key = blockKey(w[end - 1] ?? 0, w[end]!)
+      jump[key] = Math.min(jump[key]!, window - 1 - end)
     }
   }
-  const table = next.map((state) => (accepting[state] ? -1 : state * classes))
+  // The words that can end where the jump is 0, by the block there.
+  const candidates = new Map<number, Array<Uint8Array>>()
+  for (const w of codes) {
+    const key = blockKey(w[window - 2] ?? 0, w[window - 1]!)
+    candidates.set(key, [...(candidates.get(key) ?? []), w])
+  }
+  const occursAt = (bytes: Uint8Array, start: number, key: number) => {
+    for (const w of candidates.get(key) ?? []) {
+      if (start + w.length > bytes.length) continue
+      let i = 0
+      while (i < w.length && fold[bytes[start + i]!] === w[i]) i++
+      if (i === w.length) return true
+    }
+    return false
+  }
   return (bytes) => {
-    let row = 0
-    for (let i = 0; i < bytes.length; i++) {
-      row = table[row + classOf[bytes[i]!]!]!
-      if (row < 0) return true
+    for (let end = window - 1; end < bytes.length;) {
+      const key = blockKey(block === 2 ? fold[bytes[end - 1]!]! : 0, fold[bytes[end]!]!)
+      const shift = jump[key]!
+      if (shift > 0) {
+        end += shift
+        continue
+      }
+      if (occursAt(bytes, end - window + 1, key)) return true
+      end++
     }
     return false
   }
