@@ -6,6 +6,7 @@
  *   npm run bench:crawl -- --pages 2000 --warm 500 --concurrency 32 --create-seconds 8 --create-connections 32
  *   npm run bench:crawl -- --profile            # also --cpu-prof the Trawl server and summarize it
  *   npm run bench:crawl -- --phases a           # only some phases (a, b, c, d); no ratio line then
+ *   npm run bench:crawl -- --rounds 5           # rounds of (a), (b), (c) in turn (default 3); medians reported
  *
  * Fixture site (bench/crawl-support/fixture-server.ts, own process): `--pages` distinct ~50 KB HTML
  * pages. All loopback addresses are one "domain" each for Trawl's politeness limit
@@ -26,6 +27,11 @@
  *     over many tenants' owner keys (84 req/s per key, 50 active jobs per tenant), each job pointing
  *     at a tiny fixture page; against the bare INSERT server (bench/crawl-support/bare-insert-server.ts)
  *     on its own PGlite, or on the same DATABASE_URL database. Any non-201 is printed loudly.
+ *
+ * Rounds: (a), (b) and (c) run in turn `--rounds` times, each a fresh process that warms up, is
+ * measured and stops (Trawl on one data directory, its tenants made once; each round fetches pages
+ * no earlier round fetched). The crawl figures and ratios are the medians over the rounds, and
+ * each round's ratio is printed too. (d) runs on one more fresh Trawl server after the rounds.
  *
  * Last line: `crawl ratio_crawlee=<a/b> ratio_ceiling=<a/c> create_ratio=<trawl/bare>`.
  */
@@ -59,6 +65,9 @@ const pageBytes = opt("page-bytes", 50_000)
 const profile = flag("profile")
 const sqlStats = flag("sql-stats")
 const phases = new Set(optStr("phases", "a,b,c,d").split(",").map((s) => s.trim()))
+// The crawls (a), (b) and (c) run in turn this many times; the figures are the medians, so that a
+// moment of load on this shared machine moves one round, not the result.
+const rounds = Math.max(1, opt("rounds", 3))
 
 const log = (line = "") => console.log(line)
 const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : String(x))
@@ -275,23 +284,33 @@ interface CrawlFigures {
   readonly extra?: string
 }
 const pps = (r: CrawlFigures) => (r.pages / r.wallMs) * 1000
+const median = (xs: ReadonlyArray<number>) => {
+  const sorted = [...xs].sort((x, y) => x - y)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
 const cpuPerPage = (r: CrawlFigures) => r.cpuMs / r.pages
 
+type Watch = Awaited<ReturnType<typeof watchTenants>>
+
+/** Trawl's warm-up, the same number of pages as the children's (pages of its own in each round). */
+const warmTrawl = async (trawl: RunningServer, fixture: Fixture, tenants: ReadonlyArray<Tenant>, watch: Watch, round: number) => {
+  const warm = await submitBulk(trawl.baseUrl, tenants, Array.from({ length: warmPages }, (_, i) => fixture.url("warm", round * warmPages + i)))
+  await watch.waitFor(new Set(warm.ids), 120_000)
+}
+
+/** One measured crawl of `pages` pages through the API; `round` picks pages no earlier round fetched. */
 const runTrawlCrawl = async (
   trawl: RunningServer,
   fixture: Fixture,
   tenants: ReadonlyArray<Tenant>,
+  watch: Watch,
+  round: number,
   profiling: boolean,
   stats: SqlStats | undefined
 ): Promise<CrawlFigures> => {
   const pid = trawl.process.pid!
-  const watch = await watchTenants(trawl.baseUrl, tenants, pid)
-
-  // Warm-up, the same as for the children.
-  const warm = await submitBulk(trawl.baseUrl, tenants, Array.from({ length: warmPages }, (_, i) => fixture.url("warm", i)))
-  await watch.waitFor(new Set(warm.ids), 120_000)
-
-  const urls = Array.from({ length: pages }, (_, i) => fixture.url("page", i))
+  const urls = roundUrls(fixture, round)
   const counts0 = await stats?.read()
   if (profiling) await toggleProfiler(trawl, "bench-profile started")
   const cpu0 = cpuMs(pid) ?? NaN
@@ -318,7 +337,6 @@ const runTrawlCrawl = async (
     const k = t.status === "done" ? "done" : `${t.status}/${t.classification}`
     byStatus[k] = (byStatus[k] ?? 0) + 1
   }
-  await watch.close()
   if (sub.failures.length > 0) loud(`TRAWL REFUSED ${sub.failures.length} OF THE BULK JOBS, e.g. ${sub.failures[0]}`)
   if (ids.size !== pages || (byStatus.done ?? 0) !== pages) {
     loud(`TRAWL: ${ids.size} jobs created of ${pages}, terminal: ${JSON.stringify(byStatus)}: FIGURES NOT VALID`)
@@ -345,11 +363,14 @@ const byThread = (before: Map<string, number>, after: Map<string, number>, pages
     .map(([name, ms]) => `${name} ${f(ms, 2)}`)
     .join(", ")
 
-const runChildCrawl = async (label: string, script: string, fixture: Fixture, dir: string): Promise<CrawlFigures> => {
+/** The measured pages of a round: distinct per round, so Trawl's page history stores each round's pages anew. */
+const roundUrls = (fixture: Fixture, round: number) => Array.from({ length: pages }, (_, i) => fixture.url("page", round * pages + i))
+
+const runChildCrawl = async (label: string, script: string, fixture: Fixture, dir: string, round: number): Promise<CrawlFigures> => {
   const urlsFile = join(dir, `${label.replace(/\W+/g, "-")}-urls.json`)
   writeFileSync(urlsFile, JSON.stringify({
     warm: Array.from({ length: warmPages }, (_, i) => fixture.url("warm", i)),
-    measured: Array.from({ length: pages }, (_, i) => fixture.url("page", i))
+    measured: roundUrls(fixture, round)
   }))
   const storage = mkdtempSync(join(tmpdir(), "trawl-bench-crawl-storage-"))
   const child = spawnTs(label, script, {
@@ -425,88 +446,114 @@ const main = async () => {
   onCleanup("temp dir", () => rmSync(dir, { recursive: true, force: true }))
   const fixture = await startFixture()
 
-  let a: CrawlFigures | undefined
-  let b: CrawlFigures | undefined
-  let c: CrawlFigures | undefined
+  const aRounds: Array<CrawlFigures> = []
+  const bRounds: Array<CrawlFigures> = []
+  const cRounds: Array<CrawlFigures> = []
   let createTrawl: (LoadResult & { warmRequests: number }) | undefined
   let createBare: LoadResult | undefined
 
-  // 1. Trawl: (a) and (d), then stopped before the baselines run.
+  // 1. Trawl runs as a fresh server process for each round's (a) and again for (d), on one data
+  //    directory: like each baseline's child, it warms up, is measured and stops, so that nothing
+  //    else runs while the baselines are measured.
   let databaseUrl: string | undefined
-  if (phases.has("a") || phases.has("d")) {
-    const env: Record<string, string> = { ALLOW_PRIVATE_TARGETS: "true" }
-    if (baseDatabaseUrl) {
-      databaseUrl = await createTestDatabase(baseDatabaseUrl)
-      onCleanup("test database", () => dropDatabase(baseDatabaseUrl, databaseUrl!))
-      env.DATABASE_URL = databaseUrl
-      if (process.env.REDIS_URL) env.REDIS_URL = process.env.REDIS_URL
-    }
-    const profFile = join(dir, "trawl")
-    if (profile) {
-      env.NODE_OPTIONS = `--import=${join(root, "bench/crawl-support/profile-hook.mjs")}`
-      env.BENCH_PROFILE_FILE = profFile
-    }
-    const dataDir = join(dir, "trawl-data")
+  const env: Record<string, string> = { ALLOW_PRIVATE_TARGETS: "true" }
+  if ((phases.has("a") || phases.has("d")) && baseDatabaseUrl) {
+    databaseUrl = await createTestDatabase(baseDatabaseUrl)
+    onCleanup("test database", () => dropDatabase(baseDatabaseUrl, databaseUrl!))
+    env.DATABASE_URL = databaseUrl
+    if (process.env.REDIS_URL) env.REDIS_URL = process.env.REDIS_URL
+  }
+  const dataDir = join(dir, "trawl-data")
+  const profFile = join(dir, "trawl")
+  const profiles: Array<{ file: string; span: string; tag: string }> = []
+  let tenants: Array<Tenant> = []
+  const crawlTenantCount = Math.ceil(pages / jobsPerTenant)
+
+  /** Starts a Trawl server, runs `use` with it, and stops it, printing the warnings it logged. */
+  const withTrawl = async (label: string, use: (server: RunningServer, stats: SqlStats | undefined) => Promise<void>) => {
     const t0 = performance.now()
-    const trawl = await startServer(env, { dataDir })
-    const stopTrawl = onCleanup("trawl server", () => trawl.stop())
-    log(`trawl: pid ${trawl.process.pid} at ${trawl.baseUrl}, started in ${f((performance.now() - t0) / 1000, 1)} s`)
-
-    const crawlTenantCount = Math.ceil(pages / jobsPerTenant)
-    const tenantCount = Math.max(phases.has("a") ? crawlTenantCount : 0, phases.has("d") ? createTenants : 0)
-    const t1 = performance.now()
-    const tenants = await createTenantsOn(trawl.baseUrl, tenantCount, Date.now().toString(36))
-    log(`trawl: ${tenantCount} tenants created in ${f((performance.now() - t1) / 1000, 1)} s`)
-
+    const server = await startServer({
+      ...env,
+      ...(profile ? { NODE_OPTIONS: `--import=${join(root, "bench/crawl-support/profile-hook.mjs")}`, BENCH_PROFILE_FILE: `${profFile}-${label}` } : {})
+    }, { dataDir, keepDataDir: true })
+    const stop = onCleanup("trawl server", () => server.stop())
+    log(`trawl (${label}): pid ${server.process.pid} at ${server.baseUrl}, started in ${f((performance.now() - t0) / 1000, 1)} s`)
     let stats: SqlStats | undefined
     if (sqlStats) {
-      stats = await connectStats(databaseUrl, listeningPorts(trawl.process.pid!).filter((p) => p !== trawl.port))
-      if (stats) onCleanup("sql stats", () => stats!.close())
-      else log("sql-stats: could not reach the server's database")
+      stats = await connectStats(databaseUrl, listeningPorts(server.process.pid!).filter((p) => p !== server.port))
+      if (!stats) log("sql-stats: could not reach the server's database")
     }
     try {
-      if (phases.has("a")) {
-        log(`(a) Trawl: ${pages} pages over ${crawlTenantCount} tenants (<= ${jobsPerTenant} jobs each), one bulk request per tenant  [${load()}]`)
-        a = await runTrawlCrawl(trawl, fixture, tenants.slice(0, crawlTenantCount), profile, stats)
-        log(`(a) Trawl: ${f(pps(a), 1)} pages/s  ${f(cpuPerPage(a), 3)} CPU ms/page (server)  ${a.ok} done  (${f(a.wallMs, 0)} ms; ${a.extra})`)
+      if (tenants.length === 0) {
+        const tenantCount = Math.max(phases.has("a") ? crawlTenantCount : 0, phases.has("d") ? createTenants : 0)
+        const t1 = performance.now()
+        tenants = await createTenantsOn(server.baseUrl, tenantCount, Date.now().toString(36))
+        log(`trawl: ${tenantCount} tenants created in ${f((performance.now() - t1) / 1000, 1)} s`)
       }
-      if (phases.has("d")) {
-        log(`(d) job creation: POST /v1/scraper/jobs, ${createConnections} connections, ${createTenants} tenants' owner keys, jobs on /tiny pages  [${load()}]`)
-        const counts0 = await stats?.read()
-        createTrawl = await runCreate("trawl", trawl.baseUrl, tenants.slice(0, createTenants).map((t) => t.apiKey), fixture,
-          profile ? (on) => toggleProfiler(trawl, on ? "bench-profile started" : "bench-profile written") : undefined, trawl.process.pid)
-        // Includes the warm-up's requests and whatever of the created jobs ran meanwhile.
-        if (stats && counts0) printCounts("(d) SQL per create request (warm-up + measured, with the crawls of those jobs so far)", counts0, await stats.read(), createTrawl.requests + createTrawl.warmRequests)
-      }
+      await use(server, stats)
     } finally {
-      const cpuTotal = cpuMs(trawl.process.pid!) ?? NaN
+      await stats?.close()
+      const cpuTotal = cpuMs(server.process.pid!) ?? NaN
       // Warnings while measuring (e.g. shard-lock timeouts under load) explain stalls and re-runs.
-      const notes = trawl.output().split("\n").filter((l) => /\b(WARN|ERROR|FATAL)\b/.test(l) && !/REDIS_URL is not set/.test(l))
+      const notes = server.output().split("\n").filter((l) => /\b(WARN|ERROR|FATAL)\b/.test(l) && !/REDIS_URL is not set/.test(l))
       if (notes.length > 0) {
         log(`trawl: ${notes.length} warnings/errors in the server log, the last ones:`)
         for (const l of notes.slice(-6)) log(`  ${l.slice(0, 240)}`)
       }
-      await stopTrawl()
-      log(`trawl: stopped (server CPU over its life ${f(cpuTotal / 1000, 1)} s)`)
-      if (profile) {
-        let n = 0
-        if (a) printProfile(`${profFile}-${++n}.cpuprofile`, "(a), from the first submit to the last terminal event", "a")
-        if (createTrawl) printProfile(`${profFile}-${++n}.cpuprofile`, "(d), the measured seconds of job creation", "d")
-      }
+      await stop()
+      log(`trawl (${label}): stopped (server CPU over its life ${f(cpuTotal / 1000, 1)} s)`)
     }
   }
 
-  // 2. Baselines, one at a time.
-  if (phases.has("b")) {
-    log(`(b) Crawlee HttpCrawler: defaults except minConcurrency = maxConcurrency = ${concurrency}, persistStorage: false; own process  [${load()}]`)
-    b = await runChildCrawl("Crawlee HttpCrawler", "bench/crawl-support/crawlee-runner.ts", fixture, dir)
-    log(`(b) Crawlee: ${f(pps(b), 1)} pages/s  ${f(cpuPerPage(b), 3)} CPU ms/page  ${b.ok} ok  (${f(b.wallMs, 0)} ms)  [${load()}]`)
+  // 2. Rounds: (a), (b) and (c) in turn.
+  for (let round = 0; round < rounds; round++) {
+    const of = `round ${round + 1} of ${rounds}`
+    const profiling = profile && round === 0
+    if (phases.has("a")) {
+      await withTrawl(`a${round + 1}`, async (server, stats) => {
+        const crawlTenants = tenants.slice(0, crawlTenantCount)
+        const watch = await watchTenants(server.baseUrl, crawlTenants, server.process.pid!)
+        try {
+          await warmTrawl(server, fixture, crawlTenants, watch, round)
+          log(`(a) Trawl, ${of}: ${pages} pages over ${crawlTenantCount} tenants (<= ${jobsPerTenant} jobs each), one bulk request per tenant  [${load()}]`)
+          const a = await runTrawlCrawl(server, fixture, crawlTenants, watch, round, profiling, round === 0 ? stats : undefined)
+          aRounds.push(a)
+          log(`(a) Trawl: ${f(pps(a), 1)} pages/s  ${f(cpuPerPage(a), 3)} CPU ms/page (server)  ${a.ok} done  (${f(a.wallMs, 0)} ms; ${a.extra})`)
+        } finally {
+          await watch.close()
+        }
+      })
+      if (profiling) profiles.push({ file: `${profFile}-a1-1.cpuprofile`, span: "(a) round 1, from the first submit to the last terminal event", tag: "a" })
+    }
+    if (phases.has("b")) {
+      log(`(b) Crawlee HttpCrawler, ${of}: defaults except minConcurrency = maxConcurrency = ${concurrency}, persistStorage: false; own process  [${load()}]`)
+      const b = await runChildCrawl("Crawlee HttpCrawler", "bench/crawl-support/crawlee-runner.ts", fixture, dir, round)
+      bRounds.push(b)
+      log(`(b) Crawlee: ${f(pps(b), 1)} pages/s  ${f(cpuPerPage(b), 3)} CPU ms/page  ${b.ok} ok  (${f(b.wallMs, 0)} ms)  [${load()}]`)
+    }
+    if (phases.has("c")) {
+      log(`(c) undici, ${of}: ${concurrency} workers over one keep-alive Agent, whole body read; own process`)
+      const c = await runChildCrawl("undici loop", "bench/crawl-support/undici-runner.ts", fixture, dir, round)
+      cRounds.push(c)
+      log(`(c) undici: ${f(pps(c), 1)} pages/s  ${f(cpuPerPage(c), 3)} CPU ms/page  ${c.ok} ok  (${f(c.wallMs, 0)} ms)  [${load()}]`)
+    }
   }
-  if (phases.has("c")) {
-    log(`(c) undici: ${concurrency} workers over one keep-alive Agent, whole body read; own process`)
-    c = await runChildCrawl("undici loop", "bench/crawl-support/undici-runner.ts", fixture, dir)
-    log(`(c) undici: ${f(pps(c), 1)} pages/s  ${f(cpuPerPage(c), 3)} CPU ms/page  ${c.ok} ok  (${f(c.wallMs, 0)} ms)  [${load()}]`)
+
+  // 3. Job creation.
+  if (phases.has("d")) {
+    await withTrawl("d", async (server, stats) => {
+      log(`(d) job creation: POST /v1/scraper/jobs, ${createConnections} connections, ${createTenants} tenants' owner keys, jobs on /tiny pages  [${load()}]`)
+      const counts0 = await stats?.read()
+      createTrawl = await runCreate("trawl", server.baseUrl, tenants.slice(0, createTenants).map((t) => t.apiKey), fixture,
+        profile ? (on) => toggleProfiler(server, on ? "bench-profile started" : "bench-profile written") : undefined, server.process.pid)
+      // Includes the warm-up's requests and whatever of the created jobs ran meanwhile.
+      if (stats && counts0) printCounts("(d) SQL per create request (warm-up + measured, with the crawls of those jobs so far)", counts0, await stats.read(), createTrawl.requests + createTrawl.warmRequests)
+    })
+    if (profile) profiles.push({ file: `${profFile}-d-1.cpuprofile`, span: "(d), the measured seconds of job creation", tag: "d" })
   }
+  for (const p of profiles) printProfile(p.file, p.span, p.tag)
+
+  // 4. The bare INSERT server, after Trawl has stopped.
   if (phases.has("d")) {
     const bareDir = join(dir, "bare")
     const bare = spawnTs("bare insert server", "bench/crawl-support/bare-insert-server.ts", {
@@ -520,16 +567,23 @@ const main = async () => {
     await bare.stop()
   }
 
-  // 3. Summary.
+  // 5. Summary: medians over the rounds.
   log("")
-  log(`crawl of ${pages} pages at concurrency ${concurrency}   pages/s     CPU ms/page   ok`)
-  for (const r of [a, b, c]) {
-    if (r) log(`  ${r.label.padEnd(22)} ${f(pps(r), 1).padStart(13)} ${f(cpuPerPage(r), 3).padStart(13)} ${String(r.ok).padStart(6)}`)
+  log(`crawl of ${pages} pages at concurrency ${concurrency}, median of ${rounds} round(s)   pages/s   CPU ms/page   rounds' pages/s`)
+  const rows = [aRounds, bRounds, cRounds].filter((r) => r.length > 0)
+  for (const r of rows) {
+    const ok = r.every((x) => x.ok === x.pages) ? "" : "  (SOME PAGES FAILED)"
+    log(`  ${r[0]!.label.padEnd(22)} ${f(median(r.map(pps)), 1).padStart(22)} ${f(median(r.map(cpuPerPage)), 3).padStart(13)}   ${r.map((x) => f(pps(x), 1)).join(", ")}${ok}`)
   }
-  const ratioCrawlee = a && b ? pps(a) / pps(b) : NaN
-  const ratioCeiling = a && c ? pps(a) / pps(c) : NaN
-  if (a && b) log(`  Trawl / Crawlee   ${f(ratioCrawlee, 3)} (goal >= 1.0: ${ratioCrawlee >= 1 ? "met" : "NOT met"}); CPU/page ${f(cpuPerPage(a) / cpuPerPage(b), 2)}x`)
-  if (a && c) log(`  Trawl / undici    ${f(ratioCeiling, 3)} (goal >= 0.3: ${ratioCeiling >= 0.3 ? "met" : "NOT met"}); CPU/page ${f(cpuPerPage(a) / cpuPerPage(c), 2)}x`)
+  const ratioCrawlee = aRounds.length && bRounds.length ? median(aRounds.map(pps)) / median(bRounds.map(pps)) : NaN
+  const ratioCeiling = aRounds.length && cRounds.length ? median(aRounds.map(pps)) / median(cRounds.map(pps)) : NaN
+  const perRound = (x: Array<CrawlFigures>, y: Array<CrawlFigures>) => x.map((r, i) => (y[i] ? f(pps(r) / pps(y[i]!), 3) : "-")).join(", ")
+  if (aRounds.length && bRounds.length) {
+    log(`  Trawl / Crawlee   ${f(ratioCrawlee, 3)} (goal >= 1.0: ${ratioCrawlee >= 1 ? "met" : "NOT met"}); each round ${perRound(aRounds, bRounds)}; CPU/page ${f(median(aRounds.map(cpuPerPage)) / median(bRounds.map(cpuPerPage)), 2)}x`)
+  }
+  if (aRounds.length && cRounds.length) {
+    log(`  Trawl / undici    ${f(ratioCeiling, 3)} (goal >= 0.3: ${ratioCeiling >= 0.3 ? "met" : "NOT met"}); each round ${perRound(aRounds, cRounds)}; CPU/page ${f(median(aRounds.map(cpuPerPage)) / median(cRounds.map(cpuPerPage)), 2)}x`)
+  }
   let createRatio = NaN
   if (createTrawl && createBare) {
     createRatio = createTrawl.rps / createBare.rps
@@ -544,7 +598,7 @@ const main = async () => {
   }
   log(`total ${f((performance.now() - started) / 1000, 1)} s`)
   await cleanupAll()
-  if (a && b && c && createTrawl && createBare) {
+  if (aRounds.length && bRounds.length && cRounds.length && createTrawl && createBare) {
     log(`crawl ratio_crawlee=${f(ratioCrawlee, 3)} ratio_ceiling=${f(ratioCeiling, 3)} create_ratio=${f(createRatio, 3)}`)
   }
 }
