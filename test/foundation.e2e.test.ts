@@ -289,6 +289,9 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     expect(paths.some((p) => p.startsWith("/v1/admin"))).toBe(false)
     expect(paths).toContain("/v1/iam/roles")
     expect(doc.json.components.securitySchemes.apiKey).toMatchObject({ type: "apiKey", in: "header", name: "x-api-key" })
+    // A status a handler answers must be declared by its endpoint: an undeclared one cannot be
+    // encoded and becomes a 500. The diff answers 503 when it cannot be worked out in time.
+    expect(Object.keys(doc.json.paths["/v1/page-history/{versionId}/diff"].get.responses)).toEqual(expect.arrayContaining(["200", "404", "503"]))
     const docsPage = await fetch(server.baseUrl + "/docs")
     expect(docsPage.status).toBe(200)
     expect(docsPage.headers.get("content-type")).toContain("text/html")

@@ -20,7 +20,8 @@ export class PageHistoryGroup extends HttpApiGroup.make("page-history")
     HttpApiEndpoint.get("diff", "/:versionId/diff", {
       params: { versionId: Schema.String },
       success: Success(PageDiff),
-      error: errors(404)
+      // 503 when the diff cannot be worked out in time (see docs/api.md).
+      error: errors(404, 503)
     }).annotate(Requires, "page-history:pages:read")
   )
   .middleware(ApiKeyAuth)
