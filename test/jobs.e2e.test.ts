@@ -478,6 +478,9 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       [{ url, escalation: [{ ...entry, engine: "curl" }] }, ["escalation.0.engine"]],
       [{ url, escalation: [{ engine: "http" }] }, ["escalation.0.attempts", "escalation.0.timeoutMs"]],
       [{ url, webhookSecret: "s".repeat(15) }, ["webhookSecret"]],
+      [{ url, webhookSecret: "s".repeat(257) }, ["webhookSecret"]],
+      [{ url: `${url}?q=${"a".repeat(2048)}` }, ["url"]],
+      [{ url, webhookUrl: `${url}?q=${"a".repeat(2048)}` }, ["webhookUrl"]],
       [{ url, colour: "blue" }, ["colour"]],
       [{ priority: 1 }, ["url"]],
       [{ url: "not a url" }, ["url"]],
@@ -686,6 +689,11 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       expect(detailPaths(badStatus)).toEqual(["where.status.0"])
       expectError(await search({ where: { colour: "x" } }), 400, "invalid_filter")
       expectError(await search({ where: { priority: { gte: 1.5 } } }), 400, "invalid_filter")
+      // Bounds the priority column cannot hold are a bad filter, not a database error.
+      const tooLarge = await search({ where: { priority: { gte: 0, lte: 3_000_000_000 } } })
+      expectError(tooLarge, 400, "invalid_filter")
+      expect(detailPaths(tooLarge)).toEqual(["where.priority.lte"])
+      expect((await search({ where: { priority: { gte: -(2 ** 31), lte: 2 ** 31 - 1 } } })).status).toBe(200)
       // Other bounds of the body: validation_error, with the path of each.
       for (const [body, path] of [
         [{ pagination: { limit: 201 } }, "pagination.limit"],

@@ -94,6 +94,9 @@ export const BulkResult = Schema.Struct({
 
 export const jobSortFields = ["createdAt", "id", "priority", "attempts", "status"] as const
 
+/** A bound of a priority filter: any value the column (a 4-byte integer) can be compared with. */
+const PriorityBound = Schema.Int.check(Schema.isBetween({ minimum: -(2 ** 31), maximum: 2 ** 31 - 1 }))
+
 export const SearchJobsBody = Schema.Struct({
   where: Schema.optional(Schema.Struct({
     status: Schema.optional(Schema.Array(JobStatus).check(Schema.isBetweenLength(1, 5))),
@@ -101,8 +104,8 @@ export const SearchJobsBody = Schema.Struct({
     domainId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 253))),
     createdAt: Schema.optional(Schema.Struct({ gte: Schema.optional(Schema.String), lt: Schema.optional(Schema.String) })),
     priority: Schema.optional(Schema.Struct({
-      gte: Schema.optional(Schema.Int),
-      lte: Schema.optional(Schema.Int)
+      gte: Schema.optional(PriorityBound),
+      lte: Schema.optional(PriorityBound)
     }))
   })),
   sort: Schema.optional(SortTerms),
