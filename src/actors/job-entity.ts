@@ -121,7 +121,7 @@ export const JobEntityLive = JobEntity.toLayer(
         }))
         return
       }
-      // Clients hear of the claim once; a re-run after a lost node is not news to them.
+      // The first claim wrote job.claimed (a re-run's claim writes nothing): streams may read it.
       if (job.runs === 1) yield* events.notify(job.tenant_id)
       // A run its own node stops (a shard handed to another node, a shutdown) was not lost to a
       // crash: it gives its run back, so only runs cut off by a dead node count towards MAX_RUNS.

@@ -111,15 +111,15 @@ export interface JobRepoShape {
   readonly query: (q: JobQuery) => Effect.Effect<{ items: ReadonlyArray<JobRow>; total: number }>
   /**
    * Marks a job claimed for one more run, leased for its `timeoutMs` plus `CLAIM_GRACE_MS`;
-   * undefined when it is terminal or missing. The first run also records `job.claimed`
-   * (a re-run after a lost node is not news to clients): notify when `runs` is 1.
-   * Concurrent claims on a node share one statement.
+   * undefined when it is terminal or missing. The job's first claim ever also records `job.claimed`
+   * (a re-run is not news to clients): `claimed_at` keeps the time of that first claim, so the claim
+   * that sets it is the first. Concurrent claims on a node share one statement.
    */
   readonly claim: (id: string) => Effect.Effect<JobRow | undefined>
   /**
-   * Undoes a claim's count of runs for a run stopped by its own node (not lost to a crash); a
-   * job's first run stays counted, so `job.claimed` is still recorded once. `runs` is the count
-   * this run's own claim made: if another node has claimed the job since, nothing is undone.
+   * Undoes a claim's count of runs for a run stopped by its own node (not lost to a crash), the
+   * first run's too. `runs` is the count this run's own claim made: if another node has claimed the
+   * job since, nothing is undone.
    */
   readonly giveBackRun: (id: string, runs: number) => Effect.Effect<void>
   /**
@@ -285,7 +285,7 @@ export const JobRepoLive = Layer.effect(
     const claimBatch = (ids: ReadonlyArray<string>) =>
       sql<JobRow>`
         WITH j AS (
-          UPDATE jobs SET status = 'claimed', claimed_at = now(), runs = runs + 1,
+          UPDATE jobs SET status = 'claimed', claimed_at = COALESCE(claimed_at, now()), runs = runs + 1,
                           lease_until = now() + (timeout_ms + ${CLAIM_GRACE_MS}) * interval '1 millisecond'
           WHERE id = ANY(${pgArray(ids, OID.text)}) AND status NOT IN ${terminal}
           RETURNING *
@@ -294,7 +294,8 @@ export const JobRepoLive = Layer.effect(
           source: "j",
           type: "job.claimed",
           data: sql`jsonb_build_object('id', ev_src.id, 'status', 'claimed', 'url', ev_src.url)`,
-          when: sql`j.runs = 1`,
+          // A claim before this statement's transaction set claimed_at earlier than its now().
+          when: sql`j.claimed_at = now()`,
           order: sql`j.id COLLATE "C"`
         })}
         SELECT * FROM j`.pipe(
@@ -397,7 +398,7 @@ export const JobRepoLive = Layer.effect(
       claim: claimOne,
       finish: (job, f) => finishOne(pack(job, f)),
       giveBackRun: (id, runs) =>
-        sql`UPDATE jobs SET runs = GREATEST(runs - 1, 1) WHERE id = ${id} AND status = 'claimed' AND runs = ${runs}`.pipe(Effect.orDie, Effect.asVoid),
+        sql`UPDATE jobs SET runs = GREATEST(runs - 1, 0) WHERE id = ${id} AND status = 'claimed' AND runs = ${runs}`.pipe(Effect.orDie, Effect.asVoid),
       cancel: (tenantId, id) =>
         Effect.gen(function*() {
           const result: JobResult = {

@@ -121,9 +121,26 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
       // A comes back and stops its own run: B's claim is not undone.
       yield* repo.giveBackRun(job.id, onA.runs)
       expect(yield* runsNow()).toBe(2)
-      // B's node hands its shard on: its run is given back, the first run stays counted.
+      // B's node hands its shard on: its run is given back; A's, never given back, stays counted.
       yield* repo.giveBackRun(job.id, onB.runs)
       expect(yield* runsNow()).toBe(1)
+    }))
+  })
+
+  it("gives back a first run too, and the claim after it records no second job.claimed", async () => {
+    await withTenant(({ sql, repo, tenant }) => Effect.gen(function*() {
+      const job = newJob(tenant, "https://example.com/first-run")
+      yield* repo.insert([job])
+      const first = (yield* repo.claim(job.id))!
+      expect(first.runs).toBe(1)
+      // Its own node stops the first run (a SIGTERM): it does not count towards MAX_RUNS.
+      yield* repo.giveBackRun(job.id, first.runs)
+      const again = (yield* repo.claim(job.id))!
+      expect(again.runs).toBe(1)
+      // A crash of that run: the next claim counts it.
+      expect((yield* repo.claim(job.id))!.runs).toBe(2)
+      const events = yield* sql<{ type: string }>`SELECT type FROM events WHERE tenant_id = ${tenant} ORDER BY seq`
+      expect(events.map((e) => e.type)).toEqual(["job.created", "job.claimed"])
     }))
   })
 
