@@ -20,8 +20,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 // One loopback address per concern: Trawl allows 2 concurrent fetches per domainId and learns per
 // domain which engine works, so slow, blocked and failing pages get hosts of their own.
-const HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"]
-const H = { main: 0, replay: 1, cancel: 2, blocked: 3, error: 4, list: 5 } as const
+const HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]
+const H = { main: 0, replay: 1, cancel: 2, blocked: 3, error: 4, list: 5, waiting: 6 } as const
 
 const expectError = (res: { status: number; json: any; headers: Headers }, status: number, code: string) => {
   expect(res.status, JSON.stringify(res.json)).toBe(status)
@@ -793,6 +793,34 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     const replay = await api.post(`/v1/scraper/jobs/${id}/replay`, undefined, key)
     expect(replay.status).toBe(201)
     expect((await api.post(`/v1/scraper/jobs/${replay.json.data.id}/cancel`, undefined, key)).status).toBe(200)
+  })
+
+  // Whether a run has ended is only seen in the cluster's message table, which the embedded database
+  // keeps inside the server process: this one runs on PostgreSQL.
+  it.skipIf(backend.name !== "postgres")("ends the run of a job cancelled while it waits for its domain's slot at once, not when its turn comes", async () => {
+    const slow = { timeoutMs: 60_000, escalation: [{ engine: "http", attempts: 1, timeoutMs: 50_000 }] }
+    const before = site.hits("/slow")
+    // Two slow jobs take both of the domain's slots (config/crawl.json perDomainConcurrency: 2).
+    const holders = await Promise.all([1, 2].map((i) => create({ url: site.url(`/slow?ms=20000&case=holder-${i}`, H.waiting), ...slow })))
+    const deadline = Date.now() + 10_000
+    while (site.hits("/slow") < before + 2 && Date.now() < deadline) await sleep(50)
+    expect(site.hits("/slow")).toBe(before + 2)
+    const waiting = await create({ url: site.url("/page?case=waiting", H.waiting) })
+    const id = waiting.json.data.id
+    await waitFor(id, (j) => j.status === "claimed")
+    const runEnded = async () =>
+      (await pgQuery<{ processed: boolean }>(serverDbUrl!, "SELECT processed FROM cluster_messages WHERE entity_type = 'Job' AND entity_id = $1 AND tag = 'Run'", [id]))
+        .every((m) => m.processed)
+    expect(await runEnded()).toBe(false)
+    expect((await api.post(`/v1/scraper/jobs/${id}/cancel`, undefined, key)).status).toBe(200)
+    // Its run ends within seconds, while the holders still have some 15 s to go.
+    const until = Date.now() + 5_000
+    while (!(await runEnded()) && Date.now() < until) await sleep(100)
+    expect(await runEnded()).toBe(true)
+    expect(holders.every((h) => h.status === 201)).toBe(true)
+    for (const h of holders) expect((await getJob(h.json.data.id)).status).toBe("claimed")
+    for (const h of holders) await api.post(`/v1/scraper/jobs/${h.json.data.id}/cancel`, undefined, key)
+    expect(await getJob(id)).toMatchObject({ status: "dead", result: { classification: "cancelled" } })
   })
 
   it.skipIf(!hasChromium)("escalates a blocked page from http to brave, with a PNG screenshot", async () => {

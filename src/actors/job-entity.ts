@@ -45,6 +45,15 @@ const screenshotOf = (s: JobRow["screenshot"]): false | ScreenshotOptions => {
 const FINISH_PRIORITY = Number.MAX_SAFE_INTEGER
 const CLAIM_PRIORITY = Number.MAX_SAFE_INTEGER - 1
 
+/** Succeeds once `signal` is aborted. */
+const whenAborted = (signal: AbortSignal) =>
+  Effect.callback<void>((resume) => {
+    if (signal.aborted) return resume(Effect.void)
+    const onAbort = () => resume(Effect.void)
+    signal.addEventListener("abort", onAbort, { once: true })
+    return Effect.sync(() => signal.removeEventListener("abort", onAbort))
+  })
+
 const okClass = new Set(["ok", "not_found"])
 const learnedClass = new Set(["ok", "not_found", "blocked", "empty"])
 
@@ -138,8 +147,12 @@ export const JobEntityLive = JobEntity.toLayer(
       const holder = job.id
       // The slot's answer is the domain's engine history, which a job without its own escalation
       // plans from; the job gives the slot back, with what its attempts taught, once the fetch is over.
-      return domainSlots.withSlot(job.domain_id, holder, job.priority, job.timeout_ms + 30_000, (history, releaseDomainSlot) =>
+      const work = domainSlots.withSlot(job.domain_id, holder, job.priority, job.timeout_ms + 30_000, (history, releaseDomainSlot) =>
         crawlAndEnd(job, controller, history, releaseDomainSlot))
+      // An abort comes only from a cancel that has already ended the job in SQL and given its quota
+      // slot back: the run stops wherever it is, also while it waits for a domain or crawl slot, so a
+      // cancelled job leaves those queues at once instead of taking its turn in them.
+      return Effect.raceFirst(work, whenAborted(controller.signal))
     }
 
     /** The fetch with its domain slot held (given back by `releaseDomainSlot` as soon as the fetch is over), then the terminal write. */

@@ -198,18 +198,24 @@ export const JobsHandlers = HttpApiBuilder.group(
       .handle("cancel", ({ params }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          const cancelled = yield* repo.cancel(me.tenantId, params.id)
+          // Once the job may be dead, its run's abort, its quota slot and the streams' wake-up must
+          // follow even if the client hangs up: the cancel and what follows it are not interrupted.
+          const cancelled = yield* Effect.uninterruptible(repo.cancel(me.tenantId, params.id).pipe(
+            Effect.tap((c) =>
+              c?.changed
+                ? Effect.all([
+                  events.notify(c.row.tenant_id),
+                  sendOneWay(jobClient(c.row.id).Abort(undefined, { discard: true })),
+                  sendOneWay(tenantClient(c.row.tenant_id).ReleaseJobs({ jobIds: [c.row.id] }, { discard: true }))
+                ], { discard: true })
+                : Effect.void
+            )
+          ))
           if (!cancelled) return yield* notFound("job")
           if (!cancelled.changed) {
             return yield* fail(409, `cannot_cancel_${cancelled.row.status}`, `the job is already ${cancelled.row.status}`)
           }
           const row = cancelled.row
-          // The job is dead and its event written: what follows must happen even if the client hangs up.
-          yield* Effect.uninterruptible(Effect.all([
-            events.notify(row.tenant_id),
-            sendOneWay(jobClient(row.id).Abort(undefined, { discard: true })),
-            sendOneWay(tenantClient(row.tenant_id).ReleaseJobs({ jobIds: [row.id] }, { discard: true }))
-          ], { discard: true }))
           return { id: row.id, status: row.status, cancelled: true, finishedAt: toJob(row).finishedAt }
         }))
       .handle("webhookDeliveries", ({ params }) =>
