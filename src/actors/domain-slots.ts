@@ -100,7 +100,11 @@ export const makeDomainSlots = (backend: DomainSlotBackend, perDomainLimit: numb
           d.history = history
           d.holding.set(holder, 0)
           return slot(domainId, holder, history, true)
-        })
+        }),
+        // A job that stops waiting for the answer (cancelled, or stopped by its node) says so: the
+        // entity takes it out of its queue, or frees the slot it was given just then. Otherwise the
+        // slot would go to a job that is gone, and stay taken until its time-to-live ran out.
+        Effect.onInterrupt(() => backend.release(domainId, holder, []))
       )
 
     // Atomic: once it has taken the slot (and perhaps the jobs waiting for it) out of this node's

@@ -36,6 +36,9 @@ const fakeEntity = () => {
       Effect.sync(() => {
         log.push(`release ${holder}`)
         holders.delete(holder)
+        // As the entity does: a holder that gave up waiting leaves the queue too.
+        const queued = queue.findIndex((q) => q.holder === holder)
+        if (queued >= 0) queue.splice(queued, 1)
         grant()
       }),
     handover: (_d, from, to) =>
@@ -128,6 +131,28 @@ describe("DomainSlots (the node's side of the domain's politeness slots)", () =>
         yield* s.release([])
         expect(entity.log).toEqual(["acquire a", "acquire b", "handover a->stays", "release b", "release stays"])
         expect(entity.holders.size).toBe(0)
+      })
+    )
+  })
+
+  it("tells the entity when a job stops waiting for its answer, so the slot never goes to a job that left", async () => {
+    await run((slots, entity) =>
+      Effect.gen(function*() {
+        // Another node holds both slots: this node's job waits in the entity's queue.
+        entity.holders.add("other-1")
+        entity.holders.add("other-2")
+        const gone = yield* Effect.forkChild(slots.acquire("d", "gone", 0, 1000))
+        const stays = yield* Effect.forkChild(slots.acquire("d", "stays", 0, 1000))
+        yield* settle
+        expect(entity.log).toEqual(["acquire gone", "acquire stays"])
+        yield* Fiber.interrupt(gone)
+        yield* settle
+        expect(entity.log).toEqual(["acquire gone", "acquire stays", "release gone"])
+        // The other node frees a slot: it goes to the job that still waits.
+        yield* entity.backend.release("d", "other-1", [])
+        const s = yield* Fiber.join(stays)
+        expect([...entity.holders].sort()).toEqual(["other-2", "stays"])
+        yield* s.release([])
       })
     )
   })
