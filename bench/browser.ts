@@ -30,6 +30,7 @@ import { createBraveEngine } from "../src/crawl/engines/browser.ts"
 import type { Attempt, FetchRequest } from "../src/crawl/engines/types.ts"
 import { CHROMIUM_PATH, testBrowserArgs } from "../test/crawl/fixture.ts"
 import { checkInterrupted, cleanupAll, installExitHandlers, onCleanup, onInterrupt, runMain, spawnTs } from "./support/processes.ts"
+import { median } from "./support/load.ts"
 import { numberOption } from "./support/options.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -43,12 +44,6 @@ const log = (line = "") => console.log(line)
 const f = (x: number, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : String(x))
 const load = () => `load ${loadavg().map((x) => x.toFixed(1)).join(" ")} on ${cpus().length} cores`
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms))
-const median = (xs: number[]) => {
-  if (xs.length === 0) return NaN
-  const s = [...xs].sort((a, b) => a - b)
-  const m = s.length >> 1
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2
-}
 
 // ---------------------------------------------------------------------------------------------
 // /proc sampling

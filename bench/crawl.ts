@@ -43,6 +43,7 @@ import { type LoadResult, openSse, runPostLoad, type SseStream } from "./crawl-s
 import { cleanupAll, cpuMs, dropDatabase, threadCpuMs, installExitHandlers, onCleanup, root, runMain, spawnTs, toggleProfiler } from "./support/processes.ts"
 import { summarizeProfile } from "./crawl-support/profile.ts"
 import { connectStats, diffCounts, listeningPorts, type SqlStats, type TableCounts } from "./crawl-support/sql-stats.ts"
+import { median } from "./support/load.ts"
 import { flag, numberOption, stringOption } from "./support/options.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -284,11 +285,6 @@ interface CrawlFigures {
   readonly extra?: string
 }
 const pps = (r: CrawlFigures) => (r.pages / r.wallMs) * 1000
-const median = (xs: ReadonlyArray<number>) => {
-  const sorted = [...xs].sort((x, y) => x - y)
-  const mid = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
-}
 const cpuPerPage = (r: CrawlFigures) => r.cpuMs / r.pages
 
 type Watch = Awaited<ReturnType<typeof watchTenants>>

@@ -36,6 +36,14 @@ export interface LoadResult {
   readonly timeouts: number
 }
 
+/** The median of `xs` (the mean of the middle two when their number is even); NaN when empty. */
+export const median = (xs: ReadonlyArray<number>): number => {
+  if (xs.length === 0) return NaN
+  const sorted = [...xs].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
 /** The `p`th percentile (nearest rank) of ascending `sorted`; NaN when empty. */
 export const percentile = (sorted: ArrayLike<number>, p: number): number => {
   if (sorted.length === 0) return NaN
