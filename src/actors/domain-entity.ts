@@ -16,6 +16,10 @@ export type Outcome = typeof Outcome.Type
  * answers with the engine history the job plans from) and `Release` (which carries what
  * the job learned), or `Handover` when its node passes the slot straight to its next job
  * (see `DomainSlots`).
+ *
+ * A holder names a job, and may name its run as `<job>#<run>`: a slot belongs to the job, so a later
+ * run (the job picked up again after its node was lost) takes the slot over at once, and from then
+ * on the earlier run's Release or Handover, if that run was only slow and not dead, frees nothing.
  */
 export const DomainEntity = Entity.make("Domain", [
   /**
@@ -40,8 +44,21 @@ export const DomainEntity = Entity.make("Domain", [
   Rpc.make("Ping")
 ])
 
+/** A holder's job and run (run 0 when the holder names no run). */
+export const parseHolder = (holder: string): { readonly job: string; readonly run: number } => {
+  const at = holder.lastIndexOf("#")
+  const run = at < 0 ? Number.NaN : Number(holder.slice(at + 1))
+  return Number.isSafeInteger(run) && run >= 0 ? { job: holder.slice(0, at), run } : { job: holder, run: 0 }
+}
+
+interface Slot {
+  until: number
+  run: number
+}
+
 interface Waiter {
-  readonly holder: string
+  readonly job: string
+  run: number
   readonly ttlMs: number
   readonly priority: number
   readonly grants: Array<() => void>
@@ -56,7 +73,8 @@ export const DomainEntityLive = DomainEntity.toLayer(
     const crawl = yield* CrawlService
     const domainId = (yield* Entity.CurrentAddress).entityId
     const limit = crawl.perDomainConcurrency
-    const slots = new Map<string, number>()
+    // By job: the run that holds the slot, and when the slot expires.
+    const slots = new Map<string, Slot>()
     // Highest priority first, first come first served within a priority.
     const waiters: Array<Waiter> = []
     let expiryTimer: NodeJS.Timeout | undefined
@@ -67,14 +85,14 @@ export const DomainEntityLive = DomainEntity.toLayer(
 
     const purgeExpired = () => {
       const now = Date.now()
-      for (const [holder, until] of slots) if (until <= now) slots.delete(holder)
+      for (const [job, slot] of slots) if (slot.until <= now) slots.delete(job)
     }
     /** Hands free slots to the waiters at the head of the queue. */
     const grantWaiting = () => {
       purgeExpired()
       while (waiters.length > 0 && slots.size < limit) {
         const w = waiters.shift()!
-        slots.set(w.holder, Date.now() + w.ttlMs)
+        slots.set(w.job, { until: Date.now() + w.ttlMs, run: w.run })
         for (const grant of w.grants) grant()
       }
       if (waiters.length === 0 && expiryTimer) {
@@ -89,18 +107,35 @@ export const DomainEntityLive = DomainEntity.toLayer(
 
     const waitForSlot = (holder: string, ttlMs: number, priority: number) =>
       new Promise<void>((resolve) => {
-        // A holder asking again (its earlier reply was lost) keeps its slot or its place.
-        if (slots.has(holder)) {
-          slots.set(holder, Date.now() + ttlMs)
+        const { job, run } = parseHolder(holder)
+        // A job asking again keeps its slot or its place: the same run whose earlier reply was lost,
+        // or a later run that takes over from a run that was lost. (An earlier run still asking, slow
+        // rather than dead, shares the slot of its job.)
+        const held = slots.get(job)
+        if (held) {
+          if (run >= held.run) Object.assign(held, { until: Date.now() + ttlMs, run })
           return resolve()
         }
-        const queued = waiters.find((w) => w.holder === holder)
-        if (queued) return void queued.grants.push(resolve)
+        const queued = waiters.find((w) => w.job === job)
+        if (queued) {
+          queued.run = Math.max(queued.run, run)
+          return void queued.grants.push(resolve)
+        }
         let at = waiters.length
         while (at > 0 && waiters[at - 1]!.priority < priority) at--
-        waiters.splice(at, 0, { holder, ttlMs, priority, grants: [resolve] })
+        waiters.splice(at, 0, { job, run, ttlMs, priority, grants: [resolve] })
         grantWaiting()
       })
+
+    /** Frees the slot or place of `holder`, unless a later run of its job holds it now. */
+    const leave = (holder: string) => {
+      const { job, run } = parseHolder(holder)
+      const held = slots.get(job)
+      if (held && held.run <= run) slots.delete(job)
+      // A holder that gave up waiting (and crawled without a slot) leaves the queue too.
+      const queued = waiters.findIndex((w) => w.job === job && w.run <= run)
+      if (queued >= 0) waiters.splice(queued, 1)
+    }
 
     const record = (outcomes: ReadonlyArray<{ engine: string; ok: boolean }>) =>
       Effect.forEach(outcomes, ({ engine, ok }) => {
@@ -122,18 +157,17 @@ export const DomainEntityLive = DomainEntity.toLayer(
         ),
       Release: ({ payload }) =>
         Effect.sync(() => {
-          slots.delete(payload.holder)
-          // A holder that gave up waiting (and crawled without a slot) leaves the queue too.
-          const queued = waiters.findIndex((w) => w.holder === payload.holder)
-          if (queued >= 0) waiters.splice(queued, 1)
+          leave(payload.holder)
           grantWaiting()
         }).pipe(Effect.andThen(record(payload.outcomes)), Rpc.fork),
       Handover: ({ payload }) =>
         Effect.sync(() => {
-          slots.delete(payload.from)
-          const queued = waiters.findIndex((w) => w.holder === payload.to)
+          leave(payload.from)
+          const to = parseHolder(payload.to)
+          const queued = waiters.findIndex((w) => w.job === to.job)
           if (queued >= 0) waiters.splice(queued, 1)
-          slots.set(payload.to, Date.now() + payload.ttlMs)
+          const run = Math.max(to.run, slots.get(to.job)?.run ?? 0)
+          slots.set(to.job, { until: Date.now() + payload.ttlMs, run })
         }).pipe(Effect.andThen(record(payload.outcomes)), Rpc.fork),
       Ping: () => Rpc.fork(Effect.void)
     })

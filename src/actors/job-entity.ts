@@ -142,9 +142,9 @@ export const JobEntityLive = JobEntity.toLayer(
       const controller = new AbortController()
       if (aborted) controller.abort()
       running = controller
-      // The job id, not the run: a re-run after a lost node takes back its own slot instead of
-      // waiting for the dead run's slot to expire.
-      const holder = job.id
+      // The job and its run: a re-run after a lost node takes over its job's slot instead of waiting
+      // for the dead run's slot to expire, and the earlier run, if it was only slow, cannot free it.
+      const holder = `${job.id}#${job.runs}`
       // The slot's answer is the domain's engine history, which a job without its own escalation
       // plans from; the job gives the slot back, with what its attempts taught, once the fetch is over.
       const work = domainSlots.withSlot(job.domain_id, holder, job.priority, job.timeout_ms + 30_000, (history, releaseDomainSlot) =>

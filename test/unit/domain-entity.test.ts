@@ -1,7 +1,7 @@
 import { Effect, Fiber, Layer } from "effect"
 import { Entity, ShardingConfig } from "effect/cluster"
 import { describe, expect, it } from "vitest"
-import { DomainEntity, DomainEntityLive } from "../../src/actors/domain-entity.ts"
+import { DomainEntity, DomainEntityLive, parseHolder } from "../../src/actors/domain-entity.ts"
 import { entitySlotBackend } from "../../src/actors/domain-slots.ts"
 import { Config, type loadConfig } from "../../src/config.ts"
 import { CrawlService, type CrawlServiceShape } from "../../src/crawl/crawl-service.ts"
@@ -116,6 +116,40 @@ describe("DomainEntity politeness slots", () => {
       })
     )
   }, 60_000)
+
+  it("lets a job's later run take over its slot at once, and frees nothing on the earlier run's late release or handover", async () => {
+    await run((domain) =>
+      Effect.gen(function*() {
+        yield* acquire(domain, "job#1")
+        yield* acquire(domain, "b")
+        // The job's node was lost: its next run gets the job's slot without waiting for it to expire.
+        yield* acquire(domain, "job#2")
+        const waiting = yield* Effect.forkChild(acquire(domain, "w"))
+        // The first run was only slow: its release comes late and must not free the second run's slot.
+        yield* domain.Release({ holder: "job#1", outcomes: [] })
+        expect(yield* granted(waiting)).toBe(false)
+        // Nor may it hand that slot on; the job it hands to is fetching, so it is counted too.
+        yield* domain.Handover({ from: "job#1", to: "c", ttlMs: 60_000, outcomes: [] })
+        yield* domain.Release({ holder: "b", outcomes: [] })
+        expect(yield* granted(waiting)).toBe(false)
+        yield* domain.Release({ holder: "c", outcomes: [] })
+        expect(yield* granted(waiting)).toBe(false)
+        // The second run's own release frees the slot.
+        yield* domain.Release({ holder: "job#2", outcomes: [] })
+        yield* Fiber.join(waiting)
+      })
+    )
+  }, 60_000)
+})
+
+describe("parseHolder", () => {
+  it("reads a job and its run, and takes any other holder as a job of run 0", () => {
+    expect(parseHolder("job_abc#3")).toEqual({ job: "job_abc", run: 3 })
+    expect(parseHolder("a#b#12")).toEqual({ job: "a#b", run: 12 })
+    expect(parseHolder("plain")).toEqual({ job: "plain", run: 0 })
+    expect(parseHolder("odd#x")).toEqual({ job: "odd#x", run: 0 })
+    expect(parseHolder("neg#-1")).toEqual({ job: "neg#-1", run: 0 })
+  })
 })
 
 describe("the cluster slot backend (entitySlotBackend)", () => {
