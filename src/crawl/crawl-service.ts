@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, type Scope } from "effect"
+import { Context, Effect, Layer, Scope } from "effect"
 import { Config } from "../config.ts"
 import { loadCrawlConfig, loadEscalationConfig } from "./config.ts"
 import { createEngines } from "./engines/index.ts"
@@ -91,7 +91,11 @@ export const CrawlServiceLive = Layer.effect(
         Effect.uninterruptibleMask((restore) =>
           restore(takeSlot(writeSlots, priority)).pipe(
             // The semaphore's release is idempotent, so the early release and the finalizer can both run.
-            Effect.flatMap((release) => Effect.as(Effect.addFinalizer(() => Effect.sync(release)), Effect.sync(release)))
+            // Scope.addFinalizer, not Effect.addFinalizer: the latter runs its finalizer in the caller's
+            // context merged into the closing fiber's, a copy of the node's services twice per job.
+            Effect.flatMap((release) =>
+              Effect.flatMap(Effect.scope, (scope) => Effect.as(Scope.addFinalizer(scope, Effect.sync(release)), Effect.sync(release)))
+            )
           )
         ),
       crawl: (req) =>
