@@ -431,6 +431,24 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       "idempotency_mismatch"
     )
 
+    // the same bulk body with its keys in another order is the same request; an item nested
+    // thousands deep is refused as that item, not a fault of the server
+    const kOrder = `idem-bulk-order-${Date.now()}`
+    const ordered = await api.call("POST", "/v1/scraper/jobs/bulk", {
+      key, raw: `{"jobs":[{"url":${JSON.stringify(site.url("/page?case=i7"))},"priority":2}]}`, headers: { "idempotency-key": kOrder }
+    })
+    expect(ordered.status, ordered.text).toBe(201)
+    const reordered = await api.call("POST", "/v1/scraper/jobs/bulk", {
+      key, raw: `{"jobs":[{"priority":2,"url":${JSON.stringify(site.url("/page?case=i7"))}}]}`, headers: { "idempotency-key": kOrder }
+    })
+    expect(reordered.json).toEqual(ordered.json)
+    const deep = await api.call("POST", "/v1/scraper/jobs/bulk", {
+      key, raw: `{"jobs":[${"[".repeat(20_000)}${"]".repeat(20_000)},{"url":${JSON.stringify(site.url("/page?case=i8"))}}]}`,
+      headers: { "idempotency-key": `idem-deep-${Date.now()}` }
+    })
+    expect(deep.status, deep.text).toBe(207)
+    expect(deep.json.data.failed.map((f: { index: number }) => f.index)).toEqual([0])
+
     // a refused request leaves its key free
     const k4 = `idem-free-${Date.now()}`
     const refused = await create({ url: "file:///etc/passwd" }, key, { "idempotency-key": k4 })

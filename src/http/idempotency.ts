@@ -52,8 +52,50 @@ export interface IdempotencyShape {
 
 export class Idempotency extends Context.Service<Idempotency, IdempotencyShape>()("trawl/Idempotency") {}
 
-/** What tells two requests under one key apart: a hash of the operation and its body. */
-export const requestHash = (fingerprint: unknown): string => createHash("sha256").update(JSON.stringify(fingerprint)).digest("hex")
+/**
+ * JSON text of a JSON value with every object's keys sorted, so that two bodies that differ only in
+ * the order of their keys read the same. Iterative: a client may nest arrays thousands deep, and
+ * a recursive writer (JSON.stringify too) would overflow the stack on them.
+ */
+export const canonicalJson = (value: unknown): string => {
+  const out: Array<string> = []
+  // Either a value still to write, or a piece of punctuation to emit when its turn comes.
+  const stack: Array<{ readonly value: unknown } | { readonly text: string }> = [{ value }]
+  while (stack.length > 0) {
+    const next = stack.pop()!
+    if ("text" in next) {
+      out.push(next.text)
+      continue
+    }
+    // As JSON.stringify: a value that says how it is written (a Date) is written so.
+    const raw = next.value
+    const v = raw !== null && typeof raw === "object" && typeof (raw as { toJSON?: unknown }).toJSON === "function"
+      ? (raw as { toJSON: () => unknown }).toJSON()
+      : raw
+    if (Array.isArray(v)) {
+      stack.push({ text: "]" })
+      for (let i = v.length - 1; i >= 0; i--) {
+        stack.push({ value: v[i] === undefined ? null : v[i] })
+        if (i > 0) stack.push({ text: "," })
+      }
+      out.push("[")
+    } else if (v !== null && typeof v === "object") {
+      const keys = Object.keys(v).filter((k) => (v as Record<string, unknown>)[k] !== undefined).sort()
+      stack.push({ text: "}" })
+      for (let i = keys.length - 1; i >= 0; i--) {
+        stack.push({ value: (v as Record<string, unknown>)[keys[i]!] })
+        stack.push({ text: `${i > 0 ? "," : ""}${JSON.stringify(keys[i])}:` })
+      }
+      out.push("{")
+    } else {
+      out.push(JSON.stringify(v) ?? "null")
+    }
+  }
+  return out.join("")
+}
+
+/** What tells two requests under one key apart: a hash of the operation and its body (keys in any order). */
+export const requestHash = (fingerprint: unknown): string => createHash("sha256").update(canonicalJson(fingerprint)).digest("hex")
 
 /** A response from its JSON text: a replay answers the very bytes of the first response. */
 const respondText = (status: number, body: string) => HttpServerResponse.text(body, { status, contentType: "application/json" })

@@ -83,7 +83,13 @@ export const JobsHandlers = HttpApiBuilder.group(
               details: [{ path: "jobs", code: "invalid_value", message: "1 to 100 entries" }]
             })
           }
-          return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "bulk", payload }, (attempt) => Effect.gen(function*() {
+          // An item is told apart by what it decodes to, as a single job's body is; one that does not
+          // decode, by its JSON.
+          const items = payload.jobs.map((item) => {
+            const decoded = decodeJob(item)
+            return decoded._tag === "Success" ? { job: decoded.value } : { invalid: item }
+          })
+          return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "bulk", items }, (attempt) => Effect.gen(function*() {
             const requestId = yield* RequestId
             const failed: Array<{ index: number; url: string | null; reason: string }> = []
             const ok: Array<{ index: number; url: string | null; prepared: PreparedJob }> = []
