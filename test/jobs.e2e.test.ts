@@ -691,8 +691,8 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       expectError(await search({ where: { createdAt: { lt: "0001-01-01T00:00:00+01:00" } } }), 400, "invalid_filter")
       expectError(await search({ where: { createdAt: { gte: "9999-12-31T23:00:00-01:00" } } }), 400, "invalid_filter")
       // A NUL character cannot be stored, so no filter holding one can match: 400, not a database error.
-      expectError(await search({ where: { url: { prefix: "http://a\u0000" } } }), 400, "validation_error")
-      expectError(await search({ where: { domainId: "a\u0000b" } }), 400, "validation_error")
+      expectError(await search({ where: { url: { prefix: "http://a\u0000" } } }), 400, "invalid_filter")
+      expectError(await search({ where: { domainId: "a\u0000b" } }), 400, "invalid_filter")
       expectError(await list("?sort=createdAt:desc,id:desc,priority:asc,attempts:asc,status:asc,url:asc"), 400, "validation_error")
     })
 
@@ -996,7 +996,13 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       expectError(await api.call(method, path.replace(mine.id, "a%00b"), { key }), 404, "not_found")
     }
     expectError(await api.get("/v1/page-history/%00/content", key), 404, "not_found")
-    expectError(await api.get("/v1/scraper/jobs?status=%00", key), 400, "validation_error")
+    const nulQuery = await api.get("/v1/scraper/jobs?limit=%00&offset=0&status=%00x", key)
+    expectError(nulQuery, 400, "validation_error")
+    expect(detailPaths(nulQuery)).toEqual(["limit", "status"])
+    // A NUL in a search filter's text is a bad filter, named by its path.
+    const nulFilter = await api.post("/v1/scraper/jobs/search", { where: { url: { prefix: "http://a/\u0000" }, domainId: "x\u0000" } }, key)
+    expectError(nulFilter, 400, "invalid_filter")
+    expect(detailPaths(nulFilter)).toEqual(["where.domainId", "where.url.prefix"])
     // page history of my page is invisible to the other tenant
     const tl = await api.get(`/v1/page-history?url=${encodeURIComponent(mine.url)}`, key)
     const version = tl.json.data.items[0]

@@ -105,9 +105,22 @@ const failureResponse = (
     return Effect.succeed(json(404, errorEnvelope("not_found", `no route for ${request.method} ${path}`, requestId)))
   }
   if (NUL_SQLSTATES.has(sqlStateOf(error) ?? "")) {
-    return Effect.succeed(json(400, errorEnvelope("validation_error", "text cannot contain the NUL character (U+0000)", requestId, [
-      { path: "", code: "invalid_value", message: "contains U+0000" }
-    ])))
+    // The body was read by the handler (and is kept by the request): it names where the NUL is.
+    return request.json.pipe(
+      Effect.timeout("1 second"),
+      Effect.map((body) => nulPaths(body)),
+      Effect.orElseSucceed(() => []),
+      Effect.map((paths) => {
+        const details = (paths.length > 0 ? paths : [""]).map((path) => ({ path, code: "invalid_value", message: "contains U+0000" }))
+        const badFilter = paths.length > 0 && paths.every((p) => p === "where" || p.startsWith("where."))
+        return json(400, errorEnvelope(
+          badFilter ? "invalid_filter" : "validation_error",
+          "text cannot contain the NUL character (U+0000)",
+          requestId,
+          details
+        ))
+      })
+    )
   }
   if (isTag(error, "RequestParseError")) {
     return Effect.succeed(json(400, errorEnvelope("validation_error", "the request could not be read", requestId)))
@@ -116,6 +129,32 @@ const failureResponse = (
     Effect.annotateLogs({ requestId }),
     Effect.as(json(500, errorEnvelope("internal_error", "an unexpected error occurred", requestId)))
   )
+}
+
+/**
+ * The paths (as in `details`) of a JSON value's strings and keys that hold a NUL character, at
+ * most `limit` of them, found without recursion (a body may nest deeply).
+ */
+export const nulPaths = (value: unknown, limit = 20): Array<string> => {
+  const found: Array<string> = []
+  const stack: Array<{ readonly value: unknown; readonly path: string }> = [{ value, path: "" }]
+  const join = (path: string, key: string | number) => (path === "" ? String(key) : `${path}.${key}`)
+  while (stack.length > 0 && found.length < limit) {
+    const { value: v, path } = stack.pop()!
+    if (typeof v === "string") {
+      if (v.includes("\u0000")) found.push(path)
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], path: join(path, i) })
+    } else if (v !== null && typeof v === "object") {
+      const keys = Object.keys(v)
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i]!
+        if (key.includes("\u0000")) found.push(join(path, key))
+        else stack.push({ value: (v as Record<string, unknown>)[key], path: join(path, key) })
+      }
+    }
+  }
+  return found.slice(0, limit)
 }
 
 /**
@@ -180,9 +219,9 @@ const refusalBeforeRouting = (
     const queryAt = request.url.indexOf("?")
     return queryAt < 0 || nulAt < queryAt
       ? json(404, errorEnvelope("not_found", "no resource has a NUL character (%00) in its name", requestId))
-      : json(400, errorEnvelope("validation_error", "query parameters cannot contain the NUL character (%00)", requestId, [
-        { path: "query", code: "invalid_value", message: "contains %00" }
-      ]))
+      : json(400, errorEnvelope("validation_error", "query parameters cannot contain the NUL character (%00)", requestId, nulQueryParameters(request.url.slice(queryAt + 1)).map((name) => (
+        { path: name, code: "invalid_value", message: "contains %00" }
+      ))))
   }
   const allowed = otherMethodsOfLiteral(routes, request.method, request.url.split("?")[0]!)
   if (allowed.length > 0) return methodNotAllowed(request.method, allowed, requestId)
@@ -191,6 +230,19 @@ const refusalBeforeRouting = (
     return unsupportedMediaType(requestId, [{ path: "content-type", code: "invalid_value", message: given ? `${given} is not JSON` : "is missing" }])
   }
   return undefined
+}
+
+/** The names of the query parameters whose name or value holds %00 (each once, in order). */
+const nulQueryParameters = (query: string): Array<string> => {
+  const names = query.split("&").filter((pair) => /%00/i.test(pair)).map((pair) => {
+    const name = pair.split("=")[0]!
+    try {
+      return decodeURIComponent(name.replaceAll("+", " ")).replaceAll("\u0000", "%00")
+    } catch {
+      return name
+    }
+  })
+  return names.length > 0 ? [...new Set(names)] : ["query"]
 }
 
 const tooLarge = (requestId: string) =>
