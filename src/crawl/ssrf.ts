@@ -246,6 +246,10 @@ export const parseTargetUrl = (raw: string, opts: { allowPrivate?: boolean } = {
   // An IPv6 literal has one spelling once parsed (no zone ids, no numeric tricks); like an IPv4
   // literal it passes here and is classified by checkUrl and at every hop.
   if (hostname.startsWith("[")) return { ok: true, url }
+  // "a..b" and ".a" parse, but name no host (a trailing dot, the root, is fine).
+  if (hostname.replace(/\.$/, "").split(".").some((label) => label === "")) {
+    return { ok: false, reason: "invalid_url", detail: `${hostname} has an empty label` }
+  }
   if (isIPv4(hostname)) {
     if (rawHostOf(input) !== hostname) {
       return { ok: false, reason: "obfuscated_ip", detail: `non-canonical IPv4 spelling of ${hostname}` }

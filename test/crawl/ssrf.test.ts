@@ -153,7 +153,11 @@ describe("parseTargetUrl", () => {
     ["http://127.0.0.1\t/", "invalid_url"],
     ["http://127.0.\n0.1/", "invalid_url"],
     ["http://example.com:0/", "invalid_url"],
-    ["https://example.com:00/x", "invalid_url"]
+    ["https://example.com:00/x", "invalid_url"],
+    ["http://a..b/", "invalid_url"],
+    ["http://.example.com/", "invalid_url"],
+    ["http://example.com../", "invalid_url"],
+    ["http://./", "invalid_url"]
   ]
   it.each(refused)("refuses %j (%s)", (raw, reason) => {
     const r = parseTargetUrl(raw)
@@ -170,7 +174,8 @@ describe("parseTargetUrl", () => {
     ["http://127.0.0.1:8080/", "http://127.0.0.1:8080/"],
     ["http://[::1]/", "http://[::1]/"],
     ["http://[2606:4700:0:0:0:0:0:1111]:8443/x", "http://[2606:4700::1111]:8443/x"],
-    ["https://xn--bcher-kva.example/", "https://xn--bcher-kva.example/"]
+    ["https://xn--bcher-kva.example/", "https://xn--bcher-kva.example/"],
+    ["http://example.com./", "http://example.com./"]
   ]
   it.each(accepted)("accepts %j", (raw, href) => {
     const r = parseTargetUrl(raw)
