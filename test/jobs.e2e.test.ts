@@ -499,6 +499,8 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       [{ url, webhookSecret: "s".repeat(257) }, ["webhookSecret"]],
       [{ url: `${url}?q=${"a".repeat(2048)}` }, ["url"]],
       [{ url, webhookUrl: `${url}?q=${"a".repeat(2048)}` }, ["webhookUrl"]],
+      // Within 2048 as written, not once percent-encoded (each é is six characters there).
+      [{ url: `${url}&q=${"é".repeat(1000)}` }, ["url"]],
       [{ url, colour: "blue" }, ["colour"]],
       [{ priority: 1 }, ["url"]],
       [{ url: "not a url" }, ["url"]],

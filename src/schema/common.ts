@@ -52,6 +52,8 @@ export const DateTimeInput = Schema.String.check(
 /**
  * An absolute URL of at most 2048 characters, `http:`/`https:` only with `httpOnly`. Port 0 is
  * refused: nothing listens there, and clients would read `:0` while the fetch used the default port.
+ * The bound also holds for the URL as it is stored and answered, percent-encoded (`é` is six
+ * characters there), so the URL a job reports can always be given back, to the page history say.
  */
 export const AbsoluteUrl = (options: { readonly httpOnly: boolean }) =>
   Schema.String.check(
@@ -63,7 +65,14 @@ export const AbsoluteUrl = (options: { readonly httpOnly: boolean }) =>
       } catch {
         return false
       }
-    }, { expected: options.httpOnly ? "an absolute http(s) URL (port 1-65535)" : "an absolute URL (port 1-65535)" })
+    }, { expected: options.httpOnly ? "an absolute http(s) URL (port 1-65535)" : "an absolute URL (port 1-65535)" }),
+    Schema.makeFilter((s) => {
+      try {
+        return new URL(s).href.length <= 2048
+      } catch {
+        return true
+      }
+    }, { expected: "a URL of at most 2048 characters once percent-encoded" })
   )
 
 export const Email = Schema.String.check(
