@@ -22,6 +22,7 @@ import { DrainingLive, DrainOnShutdown } from "./http/draining.ts"
 import { EventLogLive } from "./events/event-log.ts"
 import { AdminHandlers } from "./http/admin.http.ts"
 import { Api } from "./http/api.ts"
+import { answerParserRefusals } from "./http/client-error.ts"
 import { BillingHandlers } from "./http/billing.http.ts"
 import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
@@ -100,7 +101,7 @@ export const makeServerLayer = (config: AppConfig) => {
   ).pipe(Layer.provide(Security))
 
   const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
-    Layer.provide(NodeHttpServer.layer(() => createServer({ keepAliveTimeout: 65_000 }), { port: config.port, host: config.host }))
+    Layer.provide(NodeHttpServer.layer(() => answerParserRefusals(createServer({ keepAliveTimeout: 65_000 })), { port: config.port, host: config.host }))
   )
 
   return DrainOnShutdown.pipe(

@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process"
 import { resolve } from "node:path"
 import { Validator } from "@seriousme/openapi-schema-validator"
 import { request as httpRequest } from "node:http"
+import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends, client, INTERNAL_TOKEN, nodeBin, type RunningServer, startServer } from "./support/server-process.ts"
 
@@ -147,6 +148,30 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     const role = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "k", roleId: "role_nope" }, t.apiKey)
     expect(role.status).toBe(422)
     envelopeError(role, 422, "invalid_role")
+  })
+
+  it("answers requests Node's HTTP parser refuses in the envelope, with a request id", async () => {
+    /** Sends `head` as is on a fresh connection and reads the whole answer. */
+    const raw = (head: string) =>
+      new Promise<{ status: number; headers: Headers; json: any }>((resolvePromise, reject) => {
+        const socket = connect(server.port, "127.0.0.1", () => socket.end(head))
+        let text = ""
+        socket.setEncoding("latin1")
+        socket.on("data", (d: string) => (text += d))
+        socket.on("error", reject)
+        socket.on("close", () => {
+          const [top, body = ""] = text.split("\r\n\r\n")
+          const [statusLine, ...lines] = top!.split("\r\n")
+          const headers = new Headers(lines.map((l) => [l.slice(0, l.indexOf(":")), l.slice(l.indexOf(":") + 1).trim()] as [string, string]))
+          resolvePromise({ status: Number(statusLine!.split(" ")[1]), headers, json: JSON.parse(body) })
+        })
+      })
+    // A header value with a control character (DEL) never reaches a route.
+    envelopeError(await raw("GET /v1/scraper/jobs HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\x7fb\r\n\r\n"), 400, "validation_error")
+    // A request line and headers over Node's 16 KiB.
+    envelopeError(await raw(`GET /v1/scraper/jobs?q=${"a".repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`), 431, "headers_too_large")
+    // The node still serves.
+    expect((await api.get("/healthz")).status).toBe(200)
   })
 
   it("honours a valid incoming x-request-id and replaces an invalid one", async () => {
