@@ -742,7 +742,7 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(replay.status, replay.text).toBe(201)
     expect(replay.json.code).toBe("201-created")
     expect(replay.json.data.id).not.toBe(original.id)
-    expect(replay.json.data).toMatchObject({ url, status: "queued", priority: 2, tenantId })
+    expect(replay.json.data).toMatchObject({ url, status: "queued", priority: 2, tenantId, replayOf: original.id })
     const replayed = await waitTerminal(replay.json.data.id)
     expect(replayed.status).toBe("done")
     expect(replayed.replayOf).toBe(original.id)

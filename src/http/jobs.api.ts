@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
-import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobWithResult, SearchJobsBody } from "../schema/job.ts"
+import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
 import { RedeliveryResult, WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
@@ -56,7 +56,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
     }).annotate(Requires, "scraper:jobs:read"),
     HttpApiEndpoint.post("replay", "/jobs/:id/replay", {
       params: id,
-      success: Success(CreatedJob, 201),
+      success: Success(ReplayedJob, 201),
       error: errors(404, 409, 422, 429, 503)
     }).annotate(Requires, "scraper:jobs:write"),
     HttpApiEndpoint.post("cancel", "/jobs/:id/cancel", {

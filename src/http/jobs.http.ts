@@ -199,7 +199,7 @@ export const JobsHandlers = HttpApiBuilder.group(
           // The replay keeps the original's webhook and its secret.
           const job = { ...prepared.job, webhookUrl: row.webhook_url, webhookSecretEnc: row.webhook_secret_enc }
           const [created] = yield* createJobs(me.tenantId, [{ ...prepared, job, generatedSecret: undefined }])
-          return HttpServerResponse.jsonUnsafe(envelope(201, "created", created).body, { status: 201 })
+          return HttpServerResponse.jsonUnsafe(envelope(201, "created", { ...created, replayOf: row.id }).body, { status: 201 })
         }))
       .handle("cancel", ({ params }) =>
         Effect.gen(function*() {

@@ -79,6 +79,12 @@ export const CreatedJob = Schema.Struct({
   webhookSecret: Schema.optional(Schema.String.annotate({ description: "The generated webhook secret; shown once" }))
 }).annotate({ identifier: "CreatedJob" })
 
+/** A replay's answer: the new job, and the job it replays. */
+export const ReplayedJob = Schema.Struct({
+  ...Job.fields,
+  replayOf: Schema.String
+}).annotate({ identifier: "ReplayedJob" })
+
 export const JobWithResult = Schema.Struct({
   ...Job.fields,
   result: Schema.NullOr(JobResult),
