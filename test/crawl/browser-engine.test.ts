@@ -108,6 +108,10 @@ describe("guard proxy (no browser)", () => {
   })
 })
 
+const JSON_BODY = JSON.stringify({ a: 1, b: ["x", "y"] })
+// A 1x1 transparent PNG.
+const PNG_BYTES = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64")
+
 describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
   let site: Fixture
   const engine = createBraveEngine({ launchArgs: testBrowserArgs(), maxPages: 2, recycleAfterPages: 5, settleMs: 500 })
@@ -121,6 +125,10 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       "/redirect": (_req, res) => res.writeHead(302, { location: "/ok" }).end(),
       "/tall": page(200, html(`<div style="height:3000px;background:linear-gradient(red,blue)">tall page</div>`)),
       "/big": page(200, html(`<p>${"z".repeat(300 * 1024)}</p>`)),
+      "/json": (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON_BODY),
+      "/png": (_req, res) => res.writeHead(200, { "content-type": "image/png" }).end(PNG_BYTES),
+      "/empty": (_req, res) => res.writeHead(200, { "content-type": "text/html" }).end(),
+      "/blank": (_req, res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(" \n\t "),
       "/slow": (_req, res) => {
         const t = setTimeout(() => res.writeHead(200).end(ARTICLE), 15_000)
         res.on("close", () => clearTimeout(t))
@@ -156,6 +164,20 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
     // full page: the image is taller than the 768 px viewport (JPEG SOF0/SOF2 height)
     const sof = jpeg.screenshot!.findIndex((b, i, buf) => b === 0xff && (buf[i + 1] === 0xc0 || buf[i + 1] === 0xc2))
     expect(jpeg.screenshot!.readUInt16BE(sof + 5)).toBeGreaterThan(768)
+  })
+
+  it("keeps the bytes the target sent for a document the browser shows in a viewer (JSON, an image)", async () => {
+    const json = await get("/json")
+    expect(json).toMatchObject({ classification: "ok", httpStatus: 200, contentType: "application/json", bytes: Buffer.byteLength(JSON_BODY) })
+    expect(json.body!.toString()).toBe(JSON_BODY)
+    const png = await get("/png")
+    expect(png).toMatchObject({ classification: "ok", contentType: "image/png", bytes: PNG_BYTES.byteLength })
+    expect(png.body!.equals(PNG_BYTES)).toBe(true)
+  })
+
+  it("answers empty for an empty or blank page, as the http engine does, though the browser shows an empty document", async () => {
+    expect((await get("/empty")).classification).toBe("empty")
+    expect((await get("/blank")).classification).toBe("empty")
   })
 
   it("records redirects", async () => {

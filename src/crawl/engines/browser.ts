@@ -32,6 +32,9 @@ export const renderedContentType = (contentType: string | null): string | null =
   return /html|xml|text\//i.test(withoutCharset) ? `${withoutCharset}; charset=utf-8` : contentType
 }
 
+/** Content types the browser renders as a document of their own (anything else opens in a viewer). */
+const MARKUP_TYPE = /^\s*(text\/html|application\/xhtml\+xml)\s*(;|$)/i
+
 /**
  * Flags every Chromium launch gets (headless, no background traffic, no QUIC). WebRTC may use UDP
  * only through a proxy, and there is none for UDP: a page's STUN/TURN packets would otherwise leave
@@ -394,9 +397,18 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       }
       const main = lastMain as Response
       redirects.push(...chainOf(main))
-      const body = Buffer.from(html)
       const headers = await main.allHeaders().catch(() => main.headers())
-      const contentType = renderedContentType(headers["content-type"] ?? null)
+      const declaredType = headers["content-type"] ?? null
+      // What the target sent, as it sent it (unavailable for some answers: the rendered page stands then).
+      const sent = await main.body().catch(() => null)
+      // A document that is not markup (JSON, an image, plain text) is shown in one of the browser's
+      // viewers, whose HTML is not what the target answered: its own bytes are kept instead.
+      const keepSent = sent !== null && declaredType !== null && !MARKUP_TYPE.test(declaredType)
+      const body = keepSent ? sent : Buffer.from(html)
+      const contentType = keepSent ? declaredType : renderedContentType(declaredType)
+      if (keepSent) verdict = classifyResponse(main.status(), sent)
+      // An empty answer is empty, though the browser shows it as an empty document.
+      else if (sent !== null && classifyResponse(main.status(), sent).classification === "empty") verdict = { classification: "empty" }
       if (body.byteLength > maxBody) {
         return emptyAttempt(name, "too_large", t0, {
           httpStatus: main.status(),
@@ -404,7 +416,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
           contentType,
           bytes: body.byteLength,
           redirects,
-          error: `rendered HTML larger than ${maxBody} bytes`
+          error: `${keepSent ? "body" : "rendered HTML"} larger than ${maxBody} bytes`
         })
       }
 
