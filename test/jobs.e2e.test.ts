@@ -20,8 +20,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 // One loopback address per concern: Trawl allows 2 concurrent fetches per domainId and learns per
 // domain which engine works, so slow, blocked and failing pages get hosts of their own.
-const HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]
-const H = { main: 0, replay: 1, cancel: 2, blocked: 3, error: 4, list: 5, waiting: 6 } as const
+const HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7", "127.0.0.8"]
+const H = { main: 0, replay: 1, cancel: 2, blocked: 3, error: 4, list: 5, waiting: 6, empty: 7 } as const
 
 const expectError = (res: { status: number; json: any; headers: Headers }, status: number, code: string) => {
   expect(res.status, JSON.stringify(res.json)).toBe(status)
@@ -864,6 +864,19 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     const bytes = Buffer.from(await shot.arrayBuffer())
     expect(bytes.length).toBeGreaterThan(100)
     expect(bytes.subarray(0, 8).equals(PNG_MAGIC)).toBe(true)
+  })
+
+  it("ends an empty page failed/empty on every engine, and does not send the domain's next job to the browser for it", async () => {
+    const job = await createAndWait({ url: site.url("/empty", H.empty) })
+    expect(job.status, JSON.stringify(job.result)).toBe("failed")
+    expect(job.result.classification).toBe("empty")
+    expect(job.result.attempts.map((a: any) => a.classification).every((c: string) => c === "empty")).toBe(true)
+    if (hasChromium) expect(job.result.attempts.map((a: any) => a.engine)).toContain("brave")
+    // An empty URL says nothing about the engines on its domain: the next job starts at http.
+    const next = await createAndWait({ url: site.url("/page?case=after-empty", H.empty) })
+    expect(next.status).toBe("done")
+    expect(next.result.startedWith.engine).toBe("http")
+    expect(next.result.engine).toBe("http")
   })
 
   it("streams each tenant only its own events, and resumes with Last-Event-ID", async () => {

@@ -55,7 +55,9 @@ const whenAborted = (signal: AbortSignal) =>
   })
 
 const okClass = new Set(["ok", "not_found"])
-const learnedClass = new Set(["ok", "not_found", "blocked", "empty"])
+// What an attempt teaches about its engine on the domain: it worked, or the domain refused it. An
+// empty page says nothing about the engine (the URL is empty), nor does a timeout or an error.
+const learnedClass = new Set(["ok", "not_found", "blocked"])
 
 export const JobEntityLive = JobEntity.toLayer(
   Effect.gen(function*() {

@@ -84,6 +84,8 @@ export const startFixtureSite = async (options: { hosts?: ReadonlyArray<string> 
       case "/changing.txt":
         changingText++
         return send(200, `Stable line one.\nVersion number ${changingText}\nStable line two.\n`, { "content-type": "text/plain; charset=utf-8" })
+      case "/empty":
+        return send(200, "")
       case "/missing":
         return send(404, "<!doctype html><html><head><title>Not found</title></head><body><h1>No such page</h1></body></html>")
       case "/error":
