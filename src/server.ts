@@ -18,11 +18,12 @@ import { type AppConfig, Config } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
 import { JobCreationLive } from "./crawl/job-creation.ts"
 import { WebhookEndpointsLive } from "./webhooks/endpoints.ts"
-import { DrainingLive, DrainOnShutdown } from "./http/draining.ts"
+import { DrainingLive, drainOnShutdown } from "./http/draining.ts"
 import { EventLogLive } from "./events/event-log.ts"
 import { AdminHandlers } from "./http/admin.http.ts"
 import { Api } from "./http/api.ts"
 import { answerParserRefusals } from "./http/client-error.ts"
+import { StreamConnections } from "./http/stream-connections.ts"
 import { BillingHandlers } from "./http/billing.http.ts"
 import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
@@ -100,11 +101,13 @@ export const makeServerLayer = (config: AppConfig) => {
     envelopeMiddleware(routeTable(apiRoutes))
   ).pipe(Layer.provide(Security))
 
+  // A live event stream sends a keep-alive every 15 s: one that sends nothing for a minute is stuck.
+  const streams = new StreamConnections({ isStream: (request) => (request.url ?? "").split("?")[0] === "/v1/scraper/events", stallMs: 60_000 })
   const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
-    Layer.provide(NodeHttpServer.layer(() => answerParserRefusals(createServer({ keepAliveTimeout: 65_000 })), { port: config.port, host: config.host }))
+    Layer.provide(NodeHttpServer.layer(() => streams.watch(answerParserRefusals(createServer({ keepAliveTimeout: 65_000 }))), { port: config.port, host: config.host }))
   )
 
-  return DrainOnShutdown.pipe(
+  return drainOnShutdown(streams).pipe(
     Layer.provideMerge(Http),
     Layer.provideMerge(Domain),
     Layer.provideMerge(Layer.mergeAll(Entities, ClusterInfoLive)),

@@ -1,4 +1,5 @@
 import { Context, Deferred, Effect, Layer } from "effect"
+import type { StreamConnections } from "./stream-connections.ts"
 
 /**
  * Set once the node starts shutting down, before the HTTP server waits for open responses:
@@ -18,9 +19,11 @@ export const DrainingLive = Layer.sync(Draining, () => {
 
 /**
  * Built on top of the HTTP server, so its finalizer runs before the server's own: shutdown
- * first ends the long-lived responses, then closes the server.
+ * first ends the long-lived responses, closes the stream connections that cannot deliver their
+ * last bytes (a client that reads nothing) within a second, then closes the server.
  */
-export const DrainOnShutdown = Layer.effectDiscard(Effect.gen(function*() {
-  const draining = yield* Draining
-  yield* Effect.addFinalizer(() => draining.begin)
-}))
+export const drainOnShutdown = (streams: StreamConnections) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const draining = yield* Draining
+    yield* Effect.addFinalizer(() => draining.begin.pipe(Effect.andThen(Effect.promise(() => streams.closeAll(1000)))))
+  }))
