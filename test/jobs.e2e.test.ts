@@ -879,6 +879,24 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(next.result.engine).toBe("http")
   })
 
+  it("ends an open event stream soon after its key is revoked", async () => {
+    const t = await api.createTenant()
+    const roles = (await api.get("/v1/iam/roles", t.apiKey)).json.data.items as Array<{ id: string; name: string }>
+    const made = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "stream", roleId: roles.find((r) => r.name === "read")!.id }, t.apiKey)
+    expect(made.status, made.text).toBe(201)
+    const stream = await openStream(server.baseUrl, made.json.data.rawKey)
+    try {
+      await stream.until(() => stream.connected(), 10_000)
+      const revoked = await api.call("DELETE", `/v1/iam/identities/${t.ownerIdentityId}/api-keys/${made.json.data.id}`, { key: t.apiKey })
+      expect(revoked.status).toBe(200)
+      // The stream re-checks its key every 5 s; it must not carry the tenant's events on after that.
+      const ended = await Promise.race([stream.ended.then(() => "ended"), sleep(15_000).then(() => "still open")])
+      expect(ended).toBe("ended")
+    } finally {
+      await stream.close()
+    }
+  })
+
   it("streams each tenant only its own events, and resumes with Last-Event-ID", async () => {
     const a = await api.createTenant()
     const b = await api.createTenant()

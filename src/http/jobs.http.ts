@@ -1,11 +1,13 @@
 import { Cause, Effect, Latch, Queue, Schema, Stream } from "effect"
-import { HttpServerResponse } from "effect/http"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { entityCall, sendOneWay } from "../actors/entity-call.ts"
 import { JobEntity } from "../actors/job-entity.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { WebhookDeliveryEntity } from "../actors/webhook-delivery-entity.ts"
 import { EVENT_RETENTION_HOURS, EventLog, type StoredEvent } from "../events/event-log.ts"
+import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
+import { allows } from "../iam/permissions.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { pageOf, storedContentHeaders } from "../schema/envelope.ts"
 import { type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
@@ -22,6 +24,8 @@ import { createdAtFilter, parseSort } from "./list-query.ts"
 const statuses: ReadonlyArray<JobStatus> = ["queued", "claimed", "done", "failed", "dead"]
 const SSE_BUFFER = 1000
 const KEEPALIVE = "15 seconds"
+/** How often an open stream asks again whether its key still holds (revoked, expired, role changed). */
+const REAUTHENTICATE = "5 seconds"
 
 const envelope = (status: number, label: string, data: unknown) => ({ status, body: { status: "success", code: `${status}-${label}`, data } })
 
@@ -55,6 +59,7 @@ export const JobsHandlers = HttpApiBuilder.group(
     const tenantClient = yield* TenantEntity.client
     const webhooks = yield* WebhookRepo
     const draining = yield* Draining
+    const authenticator = yield* ApiKeyAuthenticator
 
     const withResult = (row: JobRow) => ({ ...toJob(row), result: row.result ?? null, replayOf: row.replay_of })
 
@@ -233,6 +238,7 @@ export const JobsHandlers = HttpApiBuilder.group(
       .handle("events", ({ headers }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
+          const rawKey = (yield* HttpServerRequest.HttpServerRequest).headers["x-api-key"] ?? ""
           const resumeFrom = headers["last-event-id"]
           if (resumeFrom !== undefined && !/^\d{1,18}$/.test(resumeFrom)) {
             return yield* fail(400, "validation_error", "Last-Event-ID must be an event id", {
@@ -257,6 +263,14 @@ export const JobsHandlers = HttpApiBuilder.group(
                   Queue.offerUnsafe(queue, ": keep-alive\n\n")
                   due.openUnsafe()
                 }))
+              )))
+              // A stream outlives the request that opened it: once its key is revoked or expires, or no
+              // longer grants the events (or the key's tenant), it ends, as the key's next request would fail.
+              yield* Effect.forkScoped(Effect.forever(Effect.sleep(REAUTHENTICATE).pipe(
+                Effect.andThen(authenticator.authenticate(rawKey)),
+                Effect.flatMap((p) =>
+                  p && p.tenantId === me.tenantId && allows(p.permissions, "scraper:events:read") ? Effect.void : Queue.end(queue)
+                )
               )))
               const read = Effect.gen(function*() {
                 yield* due.await

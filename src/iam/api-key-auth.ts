@@ -50,7 +50,8 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
 
     const hash = (raw: string) => hashApiKey(secretKey, raw)
 
-    const authenticate = (raw: string): Effect.Effect<Principal | undefined> => {
+    // Suspended: the cache is read when the effect runs, so one effect can be run again later.
+    const authenticate = (raw: string): Effect.Effect<Principal | undefined> => Effect.suspend(() => {
       if (!apiKeyPattern.test(raw)) return Effect.succeed(undefined)
       const keyHash = hash(raw)
       const now = Date.now()
@@ -71,7 +72,7 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
         lastUsed.set(principal.apiKeyId, Date.now())
         return principal
       })
-    }
+    })
 
     return ApiKeyAuthenticator.of({
       authenticate,
