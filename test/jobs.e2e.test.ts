@@ -960,7 +960,8 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       }
     }
     // an id the tenant never reached resumes from now, rather than waiting until the sequence gets there
-    const ahead = await openStream(server.baseUrl, a.apiKey, "999999999999999999")
+    // (also one of more digits than any 64-bit sequence holds)
+    const ahead = await openStream(server.baseUrl, a.apiKey, "99999999999999999999999")
     try {
       await ahead.until(() => ahead.connected(), 10_000)
       const later = (await create({ url: site.url("/page?case=sse-ahead") }, a.apiKey)).json.data.id

@@ -240,7 +240,7 @@ export const JobsHandlers = HttpApiBuilder.group(
           const me = yield* CurrentPrincipal
           const rawKey = (yield* HttpServerRequest.HttpServerRequest).headers["x-api-key"] ?? ""
           const resumeFrom = headers["last-event-id"]
-          if (resumeFrom !== undefined && !/^\d{1,18}$/.test(resumeFrom)) {
+          if (resumeFrom !== undefined && !/^\d{1,64}$/.test(resumeFrom)) {
             return yield* fail(400, "validation_error", "Last-Event-ID must be an event id", {
               details: [{ path: "Last-Event-ID", code: "invalid_value", message: "a decimal event id" }]
             })
