@@ -40,7 +40,7 @@ export const MAX_SORT_TERMS = 5
 export const SortTerms = Schema.Array(SortEntry).check(Schema.isMaxLength(MAX_SORT_TERMS))
 
 /** A whole number in a query string, in decimal digits only (not `0x10`, `1e3`, ` 10` or empty). */
-const QueryInt = Schema.String.check(Schema.isPattern(/^\d{1,15}$/, { expected: "decimal digits" })).pipe(
+const QueryInt = Schema.String.check(Schema.isPattern(/^\d{1,15}$/, { expected: "a whole number in decimal digits, at most 15 of them" })).pipe(
   Schema.decodeTo(Schema.Number, SchemaTransformation.numberFromString)
 )
 
