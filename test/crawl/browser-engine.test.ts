@@ -128,6 +128,7 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       "/json": (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON_BODY),
       "/png": (_req, res) => res.writeHead(200, { "content-type": "image/png" }).end(PNG_BYTES),
       "/empty": (_req, res) => res.writeHead(200, { "content-type": "text/html" }).end(),
+      "/no-content": (_req, res) => res.writeHead(204).end(),
       "/blank": (_req, res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(" \n\t "),
       "/slow": (_req, res) => {
         const t = setTimeout(() => res.writeHead(200).end(ARTICLE), 15_000)
@@ -178,6 +179,8 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
   it("answers empty for an empty or blank page, as the http engine does, though the browser shows an empty document", async () => {
     expect((await get("/empty")).classification).toBe("empty")
     expect((await get("/blank")).classification).toBe("empty")
+    // A 204 leaves the browser on its blank page, but the target answered: empty, with its status.
+    expect(await get("/no-content")).toMatchObject({ classification: "empty", httpStatus: 204, finalUrl: site.url("/no-content") })
   })
 
   it("records redirects", async () => {

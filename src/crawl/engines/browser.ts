@@ -343,6 +343,12 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       if (refusal) {
         return emptyAttempt(name, "unsafe_url", t0, { finalUrl: page.url(), redirects: chainOf(lastMain), error: `refused: ${refusal}` })
       }
+      // A 204 or 205 answers with no content: the browser stays on its blank page and calls the
+      // navigation aborted, but the target did answer.
+      const answered = lastMain as Response | null
+      if (answered && (answered.status() === 204 || answered.status() === 205)) {
+        return emptyAttempt(name, "empty", t0, { httpStatus: answered.status(), finalUrl: answered.url(), redirects: chainOf(answered) })
+      }
       if (navError !== undefined || !lastMain) {
         return emptyAttempt(name, navError !== undefined ? outcome(navError) : "connection_error", t0, {
           finalUrl: req.url,
