@@ -286,6 +286,14 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     expect(topup.json.data).toMatchObject({ amount: "5.25", balanceAfter: "15.25", type: "topup" })
     const tooMuch = await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount: "-100", note: "oops" }, adminKey)
     expect(tooMuch.status).toBe(409)
+    // Text the tenant's entity would store is refused up front if it cannot be stored (a NUL
+    // character): it once failed the entity's write on every retry, and the request hung.
+    const nulNote = await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount: "1.00", note: "x\u0000y" }, adminKey)
+    envelopeError(nulNote, 400, "validation_error")
+    expect(nulNote.json.error.details.map((d: any) => d.path)).toEqual(["note"])
+    const nulName = await api.call("POST", "/internal/v1/tenants", { token: INTERNAL_TOKEN, body: { name: "n\u0000ul", ownerEmail: "nul\u0000@example.com" } })
+    envelopeError(nulName, 400, "validation_error")
+    expect(nulName.json.error.details.map((d: any) => d.path).sort()).toEqual(["name", "ownerEmail"])
     expect((await api.get("/v1/billing/me/balance", t.apiKey)).json.data.balance).toBe("15.25")
     expect((await api.get("/v1/admin/tenants/ten_nope", adminKey)).status).toBe(404)
 

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { entityCall } from "../actors/entity-call.ts"
@@ -73,7 +73,10 @@ export const ControlHandlers = HttpApiBuilder.group(
         }))
       .handle("cluster", () => clusterInfo.snapshot)
       .handle("probe", ({ payload }) =>
-        entityCall(probeClient(payload.entityId).Work({ probeId: payload.probeId, durationMs: payload.durationMs })))
+        // A probe works for up to a minute, and may be handed to another node on the way.
+        entityCall(probeClient(payload.entityId).Work({ probeId: payload.probeId, durationMs: payload.durationMs }), {
+          timeout: Duration.millis(payload.durationMs + 120_000)
+        }))
       .handle("outbox", ({ query }) =>
         Effect.gen(function*() {
           const rows = yield* (query.to

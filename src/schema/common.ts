@@ -75,9 +75,18 @@ export const AbsoluteUrl = (options: { readonly httpOnly: boolean }) =>
     }, { expected: "a URL of at most 2048 characters once percent-encoded" })
   )
 
+/**
+ * Text that can be stored: PostgreSQL's text holds no NUL character, and one that reached an
+ * entity's write would fail it on every retry of the message.
+ */
+export const isStorableText = Schema.makeFilter((s: string) => !s.includes("\u0000"), { expected: "text without the NUL character (U+0000)" })
+
+/** Free text of `min` to `max` characters that can be stored. */
+export const Text = (min: number, max: number) => Schema.String.check(Schema.isBetweenLength(min, max), isStorableText)
+
 export const Email = Schema.String.check(
   Schema.isMaxLength(255),
-  Schema.isPattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { expected: "an e-mail address" })
+  Schema.isPattern(/^[^\s@\u0000]+@[^\s@\u0000]+\.[^\s@\u0000]+$/, { expected: "an e-mail address" })
 )
 
 /** A decimal amount in euros, as a string: up to 4 decimals. */

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DateTime, DateTimeInput, NullableDateTime } from "./common.ts"
+import { DateTime, DateTimeInput, NullableDateTime, Text } from "./common.ts"
 
 export const ApiKey = Schema.Struct({
   id: Schema.String,
@@ -24,8 +24,8 @@ export const CreatedApiKey = Schema.Struct({
 export const RateLimitPerMinute = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 5000 }))
 
 export const CreateApiKeyBody = Schema.Struct({
-  name: Schema.String.check(Schema.isBetweenLength(1, 100)),
-  description: Schema.optional(Schema.NullOr(Schema.String.check(Schema.isMaxLength(500)))),
+  name: Text(1, 100),
+  description: Schema.optional(Schema.NullOr(Text(0, 500))),
   roleId: Schema.String.check(Schema.isMinLength(1)),
   rateLimitPerMinute: Schema.optional(RateLimitPerMinute),
   expiresAt: Schema.optional(Schema.NullOr(DateTimeInput)),
@@ -34,7 +34,7 @@ export const CreateApiKeyBody = Schema.Struct({
 })
 
 export const UpdateApiKeyBody = Schema.Struct({
-  description: Schema.optional(Schema.NullOr(Schema.String.check(Schema.isMaxLength(500)))),
+  description: Schema.optional(Schema.NullOr(Text(0, 500))),
   rateLimitPerMinute: Schema.optional(RateLimitPerMinute),
   expiresAt: Schema.optional(Schema.NullOr(DateTimeInput))
 })

@@ -1,8 +1,8 @@
 import { Schema } from "effect"
-import { Amount, DateTime, Email } from "./common.ts"
+import { Amount, DateTime, Email, Text } from "./common.ts"
 
 export const CreateTenantBody = Schema.Struct({
-  name: Schema.String.check(Schema.isBetweenLength(1, 200)),
+  name: Text(1, 200),
   ownerEmail: Email,
   ownerPassword: Schema.optional(Schema.String.check(Schema.isBetweenLength(8, 1024))),
   plan: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 60))),
@@ -48,7 +48,7 @@ export const Balance = Schema.Struct({
 
 export const CreditAdjustmentBody = Schema.Struct({
   amount: Amount.check(Schema.makeFilter((s) => Number(s) !== 0, { expected: "a non-zero amount" })),
-  note: Schema.String.check(Schema.isBetweenLength(1, 500))
+  note: Text(1, 500)
 })
 
 export const Transaction = Schema.Struct({

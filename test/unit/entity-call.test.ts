@@ -20,6 +20,15 @@ describe("entityCall (how handlers meet the cluster's failures)", () => {
     expect(Cause.squash(await failureOf(Effect.fail({ _tag: "QuotaExceeded", limit: 1 })))).toEqual({ _tag: "QuotaExceeded", limit: 1 })
   })
 
+  it("answers 503 when the entity does not answer in time (one that fails on a message and restarts, say), saying the call may still take effect", async () => {
+    const exit = await Effect.runPromise(Effect.exit(entityCall(Effect.never, { timeout: "50 millis" })))
+    expect(Exit.isFailure(exit)).toBe(true)
+    if (Exit.isFailure(exit)) {
+      expect(Cause.squash(exit.cause)).toMatchObject({ status: 503, code: "dependency_unavailable", retryAfter: 5 })
+      expect((Cause.squash(exit.cause) as Error).message).toMatch(/may still take effect/)
+    }
+  })
+
   it("stays interrupted when the caller itself is interrupted", async () => {
     const exit = await Effect.runPromise(Effect.gen(function*() {
       const fiber = yield* Effect.forkChild(entityCall(Effect.never))
