@@ -295,6 +295,14 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     envelopeError(nulName, 400, "validation_error")
     expect(nulName.json.error.details.map((d: any) => d.path).sort()).toEqual(["name", "ownerEmail"])
     expect((await api.get("/v1/billing/me/balance", t.apiKey)).json.data.balance).toBe("15.25")
+    // The ledger filters by type (and by service, which no entry of this tenant names yet).
+    const types = async (query: string) =>
+      ((await api.get(`/v1/billing/me/transactions${query}`, t.apiKey)).json.data.items as Array<{ type: string }>).map((e) => e.type)
+    expect(await types("")).toEqual(["topup", "topup"])
+    expect(await types("?type=topup")).toEqual(["topup", "topup"])
+    expect(await types("?type=debit")).toEqual([])
+    expect(await types("?serviceKey=scraper")).toEqual([])
+    envelopeError(await api.get("/v1/billing/me/transactions?type=gift", t.apiKey), 400, "validation_error")
     expect((await api.get("/v1/admin/tenants/ten_nope", adminKey)).status).toBe(404)
 
     // A per-tenant quota override applies at once: one active key allowed, the owner's is it.

@@ -11,7 +11,11 @@ export class BillingGroup extends HttpApiGroup.make("billing")
       success: Success(Balance)
     }).annotate(Requires, "billing:transactions:read"),
     HttpApiEndpoint.get("transactions", "/me/transactions", {
-      query: { ...PageQuery, type: Schema.optional(Schema.String), serviceKey: Schema.optional(Schema.String) },
+      query: {
+        ...PageQuery,
+        type: Schema.optional(Schema.Literals(["topup", "correction", "debit"])),
+        serviceKey: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100)))
+      },
       success: Success(Page(Transaction)),
       error: errors(400)
     }).annotate(Requires, "billing:transactions:read")

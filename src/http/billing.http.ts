@@ -28,7 +28,7 @@ export const BillingHandlers = HttpApiBuilder.group(
           const me = yield* CurrentPrincipal
           const offset = query.offset ?? 0
           const limit = query.limit ?? 50
-          const page = yield* tenants.transactions(me.tenantId, offset, limit)
+          const page = yield* tenants.transactions(me.tenantId, { type: query.type, serviceKey: query.serviceKey }, offset, limit)
           return pageOf(page.items, offset, limit, page.total)
         }))
   })

@@ -55,7 +55,12 @@ export interface TenantRepoShape {
     resourceId?: string | null
     resourceType?: string | null
   }) => Effect.Effect<{ ok: true; transaction: Transaction } | { ok: false; balance: string }>
-  readonly transactions: (tenantId: string, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<Transaction>; total: number }>
+  readonly transactions: (
+    tenantId: string,
+    filter: { readonly type?: string | undefined; readonly serviceKey?: string | undefined },
+    offset: number,
+    limit: number
+  ) => Effect.Effect<{ items: ReadonlyArray<Transaction>; total: number }>
   readonly roles: (tenantId: string) => Effect.Effect<ReadonlyArray<RoleRow>>
   /** A quota's limit for a tenant: its override, else its plan's value. */
   readonly quotaLimit: (tenantId: string, key: QuotaKey) => Effect.Effect<number>
@@ -253,11 +258,17 @@ export const TenantRepoLive = Layer.effect(
           Effect.map((rows) => rows[0] && money(rows[0].balance))
         ),
       adjust: (entry) => sql.withTransaction(adjustIn(entry)).pipe(Effect.orDie),
-      transactions: (tenantId, offset, limit) =>
-        Effect.all([
-          sql`SELECT * FROM credit_transactions WHERE tenant_id = ${tenantId} ORDER BY seq DESC OFFSET ${offset} LIMIT ${limit}`,
-          sql<{ n: string }>`SELECT count(*) AS n FROM credit_transactions WHERE tenant_id = ${tenantId}`
-        ]).pipe(Effect.orDie, Effect.map(([rows, [count]]) => ({ items: rows.map(toTransaction), total: Number(count!.n) }))),
+      transactions: (tenantId, filter, offset, limit) => {
+        const where = sql.and([
+          sql`tenant_id = ${tenantId}`,
+          ...(filter.type !== undefined ? [sql`type = ${filter.type}`] : []),
+          ...(filter.serviceKey !== undefined ? [sql`service_key = ${filter.serviceKey}`] : [])
+        ])
+        return Effect.all([
+          sql`SELECT * FROM credit_transactions WHERE ${where} ORDER BY seq DESC OFFSET ${offset} LIMIT ${limit}`,
+          sql<{ n: string }>`SELECT count(*) AS n FROM credit_transactions WHERE ${where}`
+        ]).pipe(Effect.orDie, Effect.map(([rows, [count]]) => ({ items: rows.map(toTransaction), total: Number(count!.n) })))
+      },
       setQuota: (tenantId, key, limit) =>
         sql`INSERT INTO quota_overrides (tenant_id, quota_key, quota_limit) VALUES (${tenantId}, ${key}, ${limit})
             ON CONFLICT (tenant_id, quota_key) DO UPDATE SET quota_limit = EXCLUDED.quota_limit, updated_at = now()`.pipe(

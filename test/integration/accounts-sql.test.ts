@@ -50,7 +50,7 @@ describe.each(testDatabases)("accounts SQL ($name)", (db) => {
         expect(results.filter((r) => !r.ok)).toHaveLength(5)
         expect(yield* repo.balance(tenantId)).toBe("0.00")
         // Every entry's balanceAfter is the previous one plus its amount.
-        const ledger = (yield* repo.transactions(tenantId, 0, 100)).items.slice().reverse() // oldest first
+        const ledger = (yield* repo.transactions(tenantId, {}, 0, 100)).items.slice().reverse() // oldest first
         let running = 0
         for (const entry of ledger) {
           running = Math.round((running + Number(entry.amount)) * 10_000) / 10_000
