@@ -313,6 +313,22 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     const refused = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "one too many", roleId: read.id }, t.apiKey)
     expect(refused.status).toBe(429)
     envelopeError(refused, 429, "quota_exceeded")
+    // Many creations at once cannot go past the limit: with room for two more keys, two are made.
+    await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/iam.api-keys.total`, { key: adminKey, body: { limit: 3 } })
+    const burst = await Promise.all(Array.from({ length: 12 }, (_, i) =>
+      api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: `burst ${i}`, roleId: read.id }, t.apiKey)))
+    expect(burst.filter((r) => r.status === 201)).toHaveLength(2)
+    for (const r of burst.filter((r) => r.status !== 201)) envelopeError(r, 429, "quota_exceeded")
+    // An expired key brought back to life needs room as a new key does.
+    const made = burst.find((r) => r.status === 201)!.json.data
+    const keyPath = `/v1/iam/identities/${t.ownerIdentityId}/api-keys/${made.id}`
+    const soon = new Date(Date.now() + 1500).toISOString()
+    expect((await api.call("PATCH", keyPath, { key: t.apiKey, body: { expiresAt: soon } })).status).toBe(200)
+    await new Promise((resolve) => setTimeout(resolve, 2000))
+    const third = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "in its place", roleId: read.id }, t.apiKey)
+    expect(third.status).toBe(201)
+    envelopeError(await api.call("PATCH", keyPath, { key: t.apiKey, body: { expiresAt: null } }), 429, "quota_exceeded")
+    expect((await api.call("PATCH", keyPath, { key: t.apiKey, body: { description: "still expired" } })).status).toBe(200)
     expect((await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/no.such.quota`, { key: adminKey, body: { limit: 1 } })).status).toBe(400)
     expect((await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/iam.api-keys.total`, { key: t.apiKey, body: { limit: 99 } })).status).toBe(403)
   })

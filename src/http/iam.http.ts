@@ -47,6 +47,10 @@ const futureOrNull = (expiresAt: string | null | undefined) => {
     })
 }
 
+/** An active key more than the tenant's `iam.api-keys.total` allows (a new one, or an expired one brought back). */
+const keyQuotaExceeded = (limit: number) =>
+  fail(429, "quota_exceeded", `the tenant already has ${limit} active API keys (iam.api-keys.total)`)
+
 export const IamHandlers = HttpApiBuilder.group(
   Api,
   "iam",
@@ -92,9 +96,6 @@ export const IamHandlers = HttpApiBuilder.group(
           }
           const expiresAt = yield* futureOrNull(payload.expiresAt)
           const limit = yield* tenants.quotaLimit(me.tenantId, "iam.api-keys.total")
-          if ((yield* keys.countActive(me.tenantId)) >= limit) {
-            return yield* fail(429, "quota_exceeded", `the tenant already has ${limit} active API keys (iam.api-keys.total)`)
-          }
           const key = generateApiKey()
           const row = yield* keys.insert({
             id: newId("key"),
@@ -107,7 +108,8 @@ export const IamHandlers = HttpApiBuilder.group(
             keyHash: authenticator.hash(key.raw),
             rateLimitPerMinute: payload.rateLimitPerMinute ?? 600,
             expiresAt: expiresAt ? new Date(parseIsoDateTime(expiresAt)!) : null
-          })
+          }, limit)
+          if (!row) return yield* keyQuotaExceeded(limit)
           return { ...toApiKey(row), rawKey: key.raw }
         }))
       .handle("listApiKeys", ({ params }) =>
@@ -127,12 +129,14 @@ export const IamHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           const expiresAt = yield* futureOrNull(payload.expiresAt)
+          const limit = yield* tenants.quotaLimit(me.tenantId, "iam.api-keys.total")
           const updated = yield* keys.update(me.tenantId, params.id, params.kid, {
             description: payload.description,
             rateLimitPerMinute: payload.rateLimitPerMinute,
             expiresAt: expiresAt === undefined ? undefined : expiresAt === null ? null : new Date(parseIsoDateTime(expiresAt)!)
-          })
+          }, limit)
           if (!updated) return yield* notFound("API key")
+          if (updated === "quota_exceeded") return yield* keyQuotaExceeded(limit)
           yield* authenticator.invalidate(updated.keyHash)
           return toApiKey(updated.row)
         }))

@@ -38,19 +38,24 @@ const columns = `id, tenant_id, identity_id, role_id, name, description, key_pre
 export interface ApiKeyRepoShape {
   /** The principal of a live (not revoked) key by its hash; expiry is checked by the caller. */
   readonly principalByHash: (keyHash: string) => Effect.Effect<Principal | undefined>
-  readonly insert: (key: NewApiKey) => Effect.Effect<ApiKeyRow>
+  /**
+   * Inserts the key if its tenant has fewer than `activeLimit` active keys, counted under a lock of
+   * the tenant's row, so that concurrent creations cannot go past the limit; undefined if it has not.
+   */
+  readonly insert: (key: NewApiKey, activeLimit: number) => Effect.Effect<ApiKeyRow | undefined>
   readonly listByIdentity: (tenantId: string, identityId: string) => Effect.Effect<ReadonlyArray<ApiKeyRow>>
   readonly find: (tenantId: string, identityId: string, id: string) => Effect.Effect<ApiKeyRow | undefined>
   readonly update: (
     tenantId: string,
     identityId: string,
     id: string,
-    patch: { description?: string | null; rateLimitPerMinute?: number; expiresAt?: Date | null }
-  ) => Effect.Effect<{ row: ApiKeyRow; keyHash: string } | undefined>
+    patch: { description?: string | null; rateLimitPerMinute?: number; expiresAt?: Date | null },
+    /** An expired key that the new `expiresAt` makes live again needs room under this limit, as a new key does. */
+    activeLimit: number
+  ) => Effect.Effect<{ row: ApiKeyRow; keyHash: string } | "quota_exceeded" | undefined>
   /** Sets `revoked_at` once; returns the row and hash (for cache invalidation). */
   readonly revoke: (tenantId: string, identityId: string, id: string) => Effect.Effect<{ row: ApiKeyRow; keyHash: string } | undefined>
   readonly touch: (lastUsed: ReadonlyMap<string, Date>) => Effect.Effect<void>
-  readonly countActive: (tenantId: string) => Effect.Effect<number>
 }
 
 export class ApiKeyRepo extends Context.Service<ApiKeyRepo, ApiKeyRepoShape>()("trawl/ApiKeyRepo") {}
@@ -60,6 +65,16 @@ export const ApiKeyRepoLive = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const cols = sql.literal(columns)
+    /** Locks the tenant's row for the transaction and counts its active keys. */
+    const lockAndCountActive = (tenantId: string) =>
+      Effect.gen(function*() {
+        yield* sql`SELECT 1 FROM tenants WHERE id = ${tenantId} FOR UPDATE`
+        const [count] = yield* sql<{ n: string }>`
+          SELECT count(*) AS n FROM api_keys
+          WHERE tenant_id = ${tenantId} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`
+        return Number(count!.n)
+      })
+
     return ApiKeyRepo.of({
       principalByHash: (keyHash) =>
         sql<{
@@ -91,13 +106,17 @@ export const ApiKeyRepoLive = Layer.effect(
             }
           )
         ),
-      insert: (k) =>
-        sql<ApiKeyRow>`
-          INSERT INTO api_keys (id, tenant_id, identity_id, role_id, name, description, key_prefix, key_hash,
-                                rate_limit_per_minute, expires_at)
-          VALUES (${k.id}, ${k.tenantId}, ${k.identityId}, ${k.roleId}, ${k.name}, ${k.description}, ${k.keyPrefix},
-                  ${k.keyHash}, ${k.rateLimitPerMinute}, ${k.expiresAt})
-          RETURNING ${cols}`.pipe(Effect.orDie, Effect.map((rows) => rows[0]!)),
+      insert: (k, activeLimit) =>
+        sql.withTransaction(Effect.gen(function*() {
+          if ((yield* lockAndCountActive(k.tenantId)) >= activeLimit) return undefined
+          const [row] = yield* sql<ApiKeyRow>`
+            INSERT INTO api_keys (id, tenant_id, identity_id, role_id, name, description, key_prefix, key_hash,
+                                  rate_limit_per_minute, expires_at)
+            VALUES (${k.id}, ${k.tenantId}, ${k.identityId}, ${k.roleId}, ${k.name}, ${k.description}, ${k.keyPrefix},
+                    ${k.keyHash}, ${k.rateLimitPerMinute}, ${k.expiresAt})
+            RETURNING ${cols}`
+          return row!
+        })).pipe(Effect.orDie),
       listByIdentity: (tenantId, identityId) =>
         sql<ApiKeyRow>`SELECT ${cols} FROM api_keys WHERE tenant_id = ${tenantId} AND identity_id = ${identityId}
                        ORDER BY id`.pipe(Effect.orDie),
@@ -107,18 +126,25 @@ export const ApiKeyRepoLive = Layer.effect(
           Effect.orDie,
           Effect.map((rows) => rows[0])
         ),
-      update: (tenantId, identityId, id, patch) =>
-        sql<ApiKeyRow & { key_hash: string }>`
+      update: (tenantId, identityId, id, patch, activeLimit) =>
+        sql.withTransaction(Effect.gen(function*() {
+          // Only a new expiry can bring a key back to life (a revoked key stays revoked).
+          if (patch.expiresAt !== undefined && (patch.expiresAt === null || patch.expiresAt.getTime() > Date.now())) {
+            const active = yield* lockAndCountActive(tenantId)
+            const [current] = yield* sql<{ dormant: boolean }>`
+              SELECT revoked_at IS NULL AND expires_at IS NOT NULL AND expires_at <= now() AS dormant
+              FROM api_keys WHERE id = ${id} AND tenant_id = ${tenantId} AND identity_id = ${identityId}`
+            if (current?.dormant && active >= activeLimit) return "quota_exceeded" as const
+          }
+          return yield* sql<ApiKeyRow & { key_hash: string }>`
           UPDATE api_keys SET
             description = CASE WHEN ${patch.description !== undefined} THEN ${patch.description ?? null}::text ELSE description END,
             rate_limit_per_minute = COALESCE(${patch.rateLimitPerMinute ?? null}::integer, rate_limit_per_minute),
             expires_at = CASE WHEN ${patch.expiresAt !== undefined} THEN ${patch.expiresAt ?? null}::timestamptz ELSE expires_at END,
             updated_at = now()
           WHERE id = ${id} AND tenant_id = ${tenantId} AND identity_id = ${identityId}
-          RETURNING ${cols}, key_hash`.pipe(
-          Effect.orDie,
-          Effect.map(([row]) => row && { row, keyHash: row.key_hash })
-        ),
+          RETURNING ${cols}, key_hash`.pipe(Effect.map(([row]) => row && { row, keyHash: row.key_hash }))
+        })).pipe(Effect.orDie),
       revoke: (tenantId, identityId, id) =>
         sql<ApiKeyRow & { key_hash: string }>`
           UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()), updated_at = now()
@@ -126,12 +152,6 @@ export const ApiKeyRepoLive = Layer.effect(
           RETURNING ${cols}, key_hash`.pipe(
           Effect.orDie,
           Effect.map(([row]) => row && { row, keyHash: row.key_hash })
-        ),
-      countActive: (tenantId) =>
-        sql<{ n: string }>`SELECT count(*) AS n FROM api_keys WHERE tenant_id = ${tenantId} AND revoked_at IS NULL
-                           AND (expires_at IS NULL OR expires_at > now())`.pipe(
-          Effect.orDie,
-          Effect.map((rows) => Number(rows[0]!.n))
         ),
       touch: (lastUsed) =>
         lastUsed.size === 0

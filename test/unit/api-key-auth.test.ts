@@ -24,8 +24,7 @@ const makeRepo = (principal: Principal | undefined) => {
     listByIdentity: () => Effect.die("unused"),
     find: () => Effect.die("unused"),
     update: () => Effect.die("unused"),
-    revoke: () => Effect.die("unused"),
-    countActive: () => Effect.die("unused")
+    revoke: () => Effect.die("unused")
   }))
   return { calls, layer }
 }
