@@ -183,6 +183,16 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
     expect(await get("/no-content")).toMatchObject({ classification: "empty", httpStatus: 204, finalUrl: site.url("/no-content") })
   })
 
+  it("reports a target that refuses the connection as connection_error with no status, not the guard proxy's 502", async () => {
+    const closed = http.createServer()
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve))
+    const port = (closed.address() as { port: number }).port
+    await new Promise<void>((resolve) => closed.close(() => resolve()))
+    const a = await engine.fetch({ url: `http://127.0.0.1:${port}/`, timeoutMs: 20_000, allowPrivate: true })
+    expect(a).toMatchObject({ classification: "connection_error", httpStatus: null, body: null })
+    expect(a.error).toMatch(/ECONNREFUSED/)
+  })
+
   it("records redirects", async () => {
     const a = await get("/redirect")
     expect(a).toMatchObject({ classification: "ok", finalUrl: site.url("/ok"), redirects: [site.url("/redirect")] })

@@ -13,6 +13,9 @@ import http from "node:http"
 import net from "node:net"
 import { type AddressClassifier, classifyAddress, createSafeLookup, type LookupFunction, parseTargetUrl } from "../ssrf.js"
 
+/** Names the error when the proxy could not reach the target and answers in its place. */
+export const PROXY_ERROR_HEADER = "x-trawl-proxy-error"
+
 export interface GuardProxyOptions {
   allowPrivate: boolean
   lookup?: LookupFunction
@@ -113,7 +116,12 @@ export const startGuardProxy = async (opts: GuardProxyOptions): Promise<GuardPro
       if (e.code === "ERR_UNSAFE_ADDRESS") refuse(url.href, authorityOf(url), e.message)
       if (!res.headersSent) {
         res
-          .writeHead(e.code === "ERR_UNSAFE_ADDRESS" ? 403 : 502, { "content-type": "text/plain", "x-trawl-refused": e.code === "ERR_UNSAFE_ADDRESS" ? "1" : "0" })
+          .writeHead(e.code === "ERR_UNSAFE_ADDRESS" ? 403 : 502, {
+            "content-type": "text/plain",
+            "x-trawl-refused": e.code === "ERR_UNSAFE_ADDRESS" ? "1" : "0",
+            // The proxy's own answer, not the target's: the engine reports the failure, not a 502.
+            [PROXY_ERROR_HEADER]: e.code ?? "ERR_PROXY"
+          })
           .end(`proxy error: ${e.code ?? e.message}`)
       } else res.destroy()
     })
