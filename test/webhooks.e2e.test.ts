@@ -147,6 +147,34 @@ describe("webhook deliveries over HTTP", () => {
     expect((await api.get(`/v1/scraper/jobs/${created.json.data.id}/webhook-deliveries`, other.apiKey)).status).toBe(404)
   })
 
+  it("retries a receiver whose 2xx answer does not complete in time (its body stalls)", async () => {
+    // The first answer sends 200 and part of its body, then nothing: the attempt times out after 10 s.
+    let calls = 0
+    const stalling = createServer((req, res) => {
+      req.resume()
+      calls++
+      if (calls === 1) {
+        res.writeHead(200, { "content-length": "100" })
+        res.write("partial")
+        return
+      }
+      res.writeHead(200).end("ok")
+    })
+    await new Promise<void>((resolve) => stalling.listen(0, "127.0.0.1", resolve))
+    receivers.push({ close: () => new Promise<void>((resolve) => { stalling.closeAllConnections(); stalling.close(() => resolve()) }) })
+    const t = await api.createTenant()
+    const created = await api.post("/v1/scraper/jobs", {
+      url: `${pages.base}/stall`,
+      webhookUrl: `http://127.0.0.1:${(stalling.address() as { port: number }).port}/hook`
+    }, t.apiKey)
+    expect(created.status).toBe(201)
+    const log = await until("delivered after the stalled answer", async () => {
+      const res = await api.get(`/v1/scraper/jobs/${created.json.data.id}/webhook-deliveries`, t.apiKey)
+      return res.json.data.items[0]?.status === "delivered" ? res.json.data.items[0] : undefined
+    }, 40_000)
+    expect(log.attempts.map((a: any) => [a.httpStatus, a.error])).toEqual([[200, "timeout"], [200, null]])
+  }, 60_000)
+
   it("counts distinct webhook URLs of jobs and extractions against webhooks.endpoints.total, also within a bulk and in parallel", async () => {
     const admin = (await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `quota-${Date.now()}@trawl.dev` } })).json.data.apiKey
     const limitTo = async (tenantId: string, limit: number) =>

@@ -107,7 +107,9 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
           yield* Effect.uninterruptible(Effect.gen(function*() {
           const result = yield* send(d)
           const elapsedMs = d.first_attempt_at ? Date.now() - new Date(d.first_attempt_at).getTime() : 0
-          const delay = result.ok ? null : schedule.delayAfterResponse(payload.attempt, result.httpStatus, result.retryAfter, { elapsedMs })
+          // A 2xx whose answer did not complete in time (its body stalled) was no answer: it is retried.
+          const answered = result.httpStatus !== null && result.httpStatus >= 200 && result.httpStatus < 300 ? null : result.httpStatus
+          const delay = result.ok ? null : schedule.delayAfterResponse(payload.attempt, answered, result.retryAfter, { elapsedMs })
           const status = result.ok ? "delivered" : delay === null ? "failed" : "pending"
           const nextAt = delay === null ? null : Date.now() + delay
           yield* repo.recordAttempt(deliveryId, {
