@@ -366,6 +366,14 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
         input: JSON.stringify({ "@context": "https://schema.org", "@type": "Product", name: `JSON product ${n}`, sku: "JP-1", offers: { price: 12.5, priceCurrency: "EUR" } })
       })
       expect(prod.data).toMatchObject({ name: `JSON product ${n}`, sku: "JP-1", price: 12.5, currency: "EUR" })
+      // What the input says can hold text the database cannot store (an escaped NUL, half a surrogate
+      // pair): it is stored with U+FFFD in its place, instead of failing every attempt.
+      const odd = await extractDone({
+        type: "article",
+        inputFormat: "json",
+        input: `{"headline": "odd \\u0000 and \\ud800 ${n}", "articleBody": "The body of an odd JSON article. It is short."}`
+      })
+      expect(odd.data.title).toBe(`odd \uFFFD and \uFFFD ${n}`)
       const bad = await create({ type: "article", inputFormat: "json", input: `{"headline": "broken ${n}", oops` })
       expect(bad.status).toBe(201)
       const e = await waitFinal(bad.json.data.id)

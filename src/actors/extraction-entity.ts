@@ -12,6 +12,7 @@ import { refineWithLlm } from "../extract/llm.ts"
 import { EventLog } from "../events/event-log.ts"
 import { newId } from "../ids.ts"
 import { ExtractionRepo, type ExtractionRow } from "../sql/extraction-repo.ts"
+import { storableJson } from "../sql/storable-json.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { extractionWebhookBody } from "../webhooks/sender.ts"
 import { sweepLoop } from "./sweep.ts"
@@ -150,6 +151,8 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
           }
         }
         metadata.durationMs = Date.now() - started
+        // Text from the page can hold what the database cannot store (a NUL, half a surrogate pair).
+        data = storableJson(data) as Record<string, unknown>
         // A failed LLM call is not cached, so a later identical request may still be refined.
         if (!llmError) yield* repo.cachePut(cacheKey, data, metadata)
         return { data, metadata, cacheHit: false, llmError }
@@ -208,7 +211,10 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
       if (!row) return
       if (row.attempts === 1) yield* events.emit(row.tenant_id, "extraction.claimed", { id: row.id, status: "claimed", type: row.type })
       const result = yield* process(row).pipe(
-        Effect.catchDefect((d) => Effect.fail(new Failure("unknown", String(d), true))),
+        // A fault of the service (its database, say), retried; its text is for the log only.
+        Effect.catchDefect((d) =>
+          Effect.logError("extraction fault", d).pipe(Effect.andThen(Effect.fail(new Failure("unknown", "an internal error interrupted the extraction", true))))
+        ),
         Effect.result,
         Effect.ensuring(Effect.sync(() => (running = undefined)))
       )
@@ -226,7 +232,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
         })
         return
       }
-      const f = result.failure instanceof Failure ? result.failure : new Failure("unknown", String(result.failure), true)
+      const f = result.failure instanceof Failure ? result.failure : new Failure("unknown", "an internal error interrupted the extraction", true)
       if (f.transient && row.attempts < MAX_EXTRACTION_ATTEMPTS) {
         yield* finish(row, "failed", {
           data: {}, metadata: meta, errorClass: f.errorClass, errorMessage: f.message, cacheHit: false,
