@@ -177,7 +177,14 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
       ["unknown scope", { scope: "world" }, "scope"],
       ["unknown type", { scope: "tenant", type: "video" }, "type"],
       ["unknown llm mode", { scope: "tenant", payload: { llm: { mode: "rewrite" } } }, "payload.llm.mode"],
-      ["unknown field", { scope: "tenant", colour: "red" }, "colour"]
+      ["unknown field", { scope: "tenant", colour: "red" }, "colour"],
+      // What would fail every extraction the config applies to is refused when it is written.
+      ["root selector that does not parse", { scope: "tenant", payload: { rootSelector: "div[[[" } }, "payload.rootSelector"],
+      ["css selector that does not parse", { scope: "tenant", payload: { selectors: { title: [{ css: "h1[[[" }] } } }, "payload.selectors.title.0.css"],
+      ["unknown post-processing", { scope: "tenant", payload: { postProcess: { title: { bogusOp: {} } } } }, "payload.postProcess.title.bogusOp"],
+      ["regex that does not compile", { scope: "tenant", payload: { postProcess: { title: { regexReplace: { pattern: "[unclosed" } } } } }, "payload.postProcess.title.regexReplace"],
+      ["unknown regex flags", { scope: "tenant", payload: { postProcess: { title: { regexReplace: { pattern: "a", flags: "zz" } } } } }, "payload.postProcess.title.regexReplace"],
+      ["negative truncate", { scope: "tenant", payload: { postProcess: { title: { truncate: { length: -5 } } } } }, "payload.postProcess.title.truncate"]
     ]
     for (const [what, body, path] of bad) {
       const res = await createConfig(body)
@@ -185,12 +192,20 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
       expect(res.json.code, what).toBe("validation_error")
       expect(res.json.error.details.map((d: any) => d.path), what).toContain(path)
     }
+    // Options nested thousands deep (the body is written by hand: JSON.stringify cannot write it).
+    const deep = await api.call("POST", "/v1/extractor/configs", {
+      key: t.apiKey,
+      raw: `{"scope":"tenant","payload":{"postProcess":{"title":{"default":{"value":${"[".repeat(5000)}${"]".repeat(5000)}}}}}}`
+    })
+    expect(deep.status, deep.text).toBe(400)
+    expect(deep.json.error.details.map((d: any) => d.path)).toEqual(["payload.postProcess.title"])
     const badPatches: Array<[string, unknown, string]> = [
       ["priority 1001", { priority: 1001 }, "priority"],
       ["notes 1001", { notes: "n".repeat(1001) }, "notes"],
       ["promptOverride 8001", { payload: { llm: { promptOverride: "p".repeat(8001) } } }, "payload.llm.promptOverride"],
       ["scope", { scope: "global" }, "scope"],
-      ["tenantId", { tenantId: null }, "tenantId"]
+      ["tenantId", { tenantId: null }, "tenantId"],
+      ["root selector that does not parse", { payload: { rootSelector: "div[[[" } }, "payload.rootSelector"]
     ]
     for (const [what, body, path] of badPatches) {
       const res = await patch(id, body)

@@ -8,11 +8,13 @@ import { JobCreation } from "../crawl/job-creation.ts"
 import { checkUrl } from "../crawl/ssrf.ts"
 import { classifierFor } from "../crawl/ssrf-policy.ts"
 import { EventLog } from "../events/event-log.ts"
+import { configPayloadProblems } from "../extract/config-check.ts"
 import { CurrentPrincipal, isSuperAdmin } from "../iam/principal.ts"
 import { itemId, newId } from "../ids.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
 import {
+  type ConfigPayload,
   type CreateExtractionBody,
   type ExtractionStatus,
   extractionSortFields,
@@ -282,6 +284,14 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
   })
 )
 
+/** Refuses a config payload that would fail every extraction it applies to (see configPayloadProblems). */
+const checkConfigPayload = (payload: ConfigPayload) => {
+  const problems = configPayloadProblems(payload)
+  return problems.length === 0
+    ? Effect.void
+    : fail(400, "validation_error", "the config's payload would fail every extraction it applies to", { details: problems })
+}
+
 export const ExtractorConfigsHandlers = HttpApiBuilder.group(
   Api,
   "extractor-configs",
@@ -311,6 +321,7 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
               details: [{ path: "tenantId", code: "invalid_value", message: "must be your tenant or omitted" }]
             })
           }
+          if (payload.payload) yield* checkConfigPayload(payload.payload)
           const limit = yield* tenants.quotaLimit(me.tenantId, "extractor.configs.total")
           if (payload.scope === "tenant" && (yield* repo.configs.countOwn(me.tenantId)) >= limit) {
             return yield* fail(429, "quota_exceeded", `the tenant already has ${limit} extractor configs (extractor.configs.total)`)
@@ -346,6 +357,7 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
       .handle("update", ({ params, payload }) =>
         Effect.gen(function*() {
           yield* writable(params.id)
+          if (payload.payload) yield* checkConfigPayload(payload.payload)
           const patch: Record<string, unknown> = {}
           if (payload.type !== undefined) patch.type = payload.type
           if (payload.domainId !== undefined) patch.domain_id = payload.domainId?.toLowerCase() ?? null
