@@ -387,6 +387,25 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
     expect(inline.metadata.configsApplied).toEqual([])
   })
 
+  it("bounds an extraction whose config makes it run away (a backtracking regex), while the service answers everyone else", async () => {
+    const own = await api.createTenant()
+    const cfg = await createConfig({ scope: "tenant", type: "product", payload: { postProcess: { name: { regexReplace: { pattern: "(a+)+$" } } } } }, own.apiKey)
+    expect(cfg.status, cfg.text).toBe(201)
+    const res = await api.post("/v1/extractor/extractions", { type: "product", input: `<html><body><h1>${"a".repeat(40)}!</h1></body></html>` }, own.apiKey)
+    expect(res.status, res.text).toBe(201)
+    // The regex would run for hours; meanwhile the node answers at once.
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    const t0 = Date.now()
+    expect((await api.get("/healthz")).status).toBe(200)
+    expect(Date.now() - t0).toBeLessThan(2000)
+    const e = await until(`extraction ${res.json.data.id}`, async () => {
+      const r = await api.get(`/v1/extractor/extractions/${res.json.data.id}`, own.apiKey)
+      return ["done", "dead", "cancelled"].includes(r.json.data.status) ? r.json.data : undefined
+    }, 60_000)
+    expect(e).toMatchObject({ status: "dead", errorClass: "invalid_input" })
+    expect(e.errorMessage).toMatch(/took longer than 20 s/)
+  }, 90_000)
+
   it("refuses a configId of another tenant or an unknown one (422)", async () => {
     const other = await api.createTenant()
     const theirs = await createConfig({ scope: "tenant", notes: "theirs" }, other.apiKey)

@@ -6,13 +6,14 @@ import { RESOURCE_ENTITY_IDLE } from "./cluster.ts"
 import { sendOneWay } from "./entity-call.ts"
 import { Config } from "../config.ts"
 import { matchConfigs } from "../extract/config-match.ts"
-import { isExtractError } from "../extract/errors.ts"
-import { extract } from "../extract/extract.ts"
+import type { ExtractErrorClass } from "../extract/errors.ts"
+import { EXTRACT_TIMEOUT_MS, extractInWorker } from "../extract/extract-in-worker.ts"
 import { refineWithLlm } from "../extract/llm.ts"
 import { EventLog } from "../events/event-log.ts"
 import { newId } from "../ids.ts"
 import { ExtractionRepo, type ExtractionRow } from "../sql/extraction-repo.ts"
 import { storableJson } from "../sql/storable-json.ts"
+import { WorkerTaskError, WorkerTimeout } from "../workers/timed-worker.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { extractionWebhookBody } from "../webhooks/sender.ts"
 import { sweepLoop } from "./sweep.ts"
@@ -33,6 +34,8 @@ export class DueRun extends Schema.Class<DueRun>("trawl/DueRun")({ dueAt: Schema
  * with backoff) | dead (after retries) | cancelled. `Run` is persisted, so an
  * extraction survives the death of the node working on it.
  */
+const EXTRACT_ERROR_CLASSES: ReadonlySet<string> = new Set<ExtractErrorClass>(["parse_error", "invalid_input", "sanitize_fail", "unknown"])
+
 export const ExtractionEntity = Entity.make("Extraction", [
   Rpc.make("Run", { payload: DueRun }).annotate(ClusterSchema.Persisted, true),
   /** Best-effort stop of a running extraction (its state is changed in SQL by the caller). */
@@ -102,8 +105,8 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
         const cached = yield* repo.cacheGet(cacheKey)
         if (cached) return { data: cached.data, metadata: { ...cached.metadata, durationMs: Date.now() - started }, cacheHit: true, llmError: null }
 
-        const out = yield* Effect.try({
-          try: () => extract({
+        const out = yield* Effect.tryPromise({
+          try: () => extractInWorker({
             type: row.type,
             content: input.content,
             inputFormat: row.input_format,
@@ -112,8 +115,11 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
           }),
           catch: (e) => e
         }).pipe(Effect.catch((e) =>
-          isExtractError(e)
-            ? Effect.fail(new Failure(e.errorClass, e.message, false))
+          e instanceof WorkerTaskError && e.code !== undefined && EXTRACT_ERROR_CLASSES.has(e.code)
+            ? Effect.fail(new Failure(e.code, e.message, false))
+            // The same page and configs would run as long again.
+            : e instanceof WorkerTimeout
+            ? Effect.fail(new Failure("invalid_input", `the extraction took longer than ${EXTRACT_TIMEOUT_MS / 1000} s (a config's selector or regex, say, on this page)`, false))
             // A fault of the extractor itself: the same input would fail again, and its text is for the log only.
             : Effect.logError("extractor fault", e).pipe(Effect.andThen(Effect.fail(new Failure("unknown", "the extractor failed on this input", false))))
         ))

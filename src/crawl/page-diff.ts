@@ -3,7 +3,7 @@
  * of a large page and the diff itself cost up to some tens of milliseconds of CPU, which must not
  * stall the node's event loop (its job entities, streams and other requests).
  */
-import { Worker } from "node:worker_threads"
+import { makeTimedWorkers } from "../workers/timed-worker.ts"
 import { unifiedDiff } from "./text-diff.ts"
 import { diffLines } from "./visible-text.ts"
 
@@ -56,54 +56,11 @@ export const computePageDiff = (input: PageDiffInput): PageDiffResult => {
 /** A diff that takes longer than this is given up (the worker is replaced). */
 export const DIFF_TIMEOUT_MS = 10_000
 
-let worker: Worker | undefined
-let nextId = 0
-const waiting = new Map<number, { resolve: (r: PageDiffResult) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>()
-
-const failAll = (error: Error) => {
-  for (const [id, w] of waiting) {
-    clearTimeout(w.timer)
-    w.reject(error)
-    waiting.delete(id)
-  }
-}
-
-const diffWorker = (): Worker => {
-  if (worker) return worker
-  // The worker loads TypeScript sources the way the process does (tsx), also where the process
-  // itself was started otherwise (a test runner).
-  const w = new Worker(new URL("./page-diff-worker.ts", import.meta.url), {
-    execArgv: process.execArgv.some((a) => a.includes("tsx")) ? process.execArgv : [...process.execArgv, "--import", "tsx"]
-  })
-  w.unref()
-  w.on("message", (m: { id: number; result?: PageDiffResult; error?: string }) => {
-    const entry = waiting.get(m.id)
-    if (!entry) return
-    waiting.delete(m.id)
-    clearTimeout(entry.timer)
-    if (m.result) entry.resolve(m.result)
-    else entry.reject(new Error(m.error ?? "the diff failed"))
-  })
-  const lost = (e: unknown) => {
-    if (worker === w) worker = undefined
-    failAll(e instanceof Error ? e : new Error(`the diff worker stopped (${String(e)})`))
-  }
-  w.on("error", lost)
-  w.on("exit", lost)
-  return (worker = w)
-}
+const diffWorkers = makeTimedWorkers<PageDiffInput, PageDiffResult>(new URL("./page-diff-worker.ts", import.meta.url), {
+  size: 1,
+  timeoutMs: DIFF_TIMEOUT_MS,
+  what: "diff"
+})
 
 /** Works out the diff in the node's diff worker (one per node; requests queue there). */
-export const pageDiff = (input: PageDiffInput): Promise<PageDiffResult> =>
-  new Promise((resolve, reject) => {
-    const w = diffWorker()
-    const id = nextId++
-    const timer = setTimeout(() => {
-      // A diff that runs away takes its worker with it; the next request starts a new one.
-      if (worker === w) worker = undefined
-      void w.terminate()
-      failAll(new Error(`the diff took longer than ${DIFF_TIMEOUT_MS} ms`))
-    }, DIFF_TIMEOUT_MS)
-    waiting.set(id, { resolve, reject, timer })
-    w.postMessage({ id, input })
-  })
+export const pageDiff = (input: PageDiffInput): Promise<PageDiffResult> => diffWorkers.run(input)

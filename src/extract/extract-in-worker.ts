@@ -1,0 +1,19 @@
+import { availableParallelism } from "node:os"
+import { makeTimedWorkers } from "../workers/timed-worker.ts"
+import type { ExtractInput, ExtractOutput } from "./types.ts"
+
+/**
+ * How long one extraction may run. A page and a config can make the engine's work explode (a
+ * regex that backtracks, a selector of many descendant steps over deep markup); run on the event
+ * loop, that stalled every request of every tenant.
+ */
+export const EXTRACT_TIMEOUT_MS = 20_000
+
+const extractWorkers = makeTimedWorkers<ExtractInput, ExtractOutput>(new URL("./extract-worker.ts", import.meta.url), {
+  size: Math.max(1, Math.min(4, availableParallelism() - 1)),
+  timeoutMs: EXTRACT_TIMEOUT_MS,
+  what: "extraction"
+})
+
+/** `extract`, on the node's extraction workers, within EXTRACT_TIMEOUT_MS. */
+export const extractInWorker = (input: ExtractInput): Promise<ExtractOutput> => extractWorkers.run(input)

@@ -1,0 +1,110 @@
+import { Worker } from "node:worker_threads"
+
+/**
+ * CPU-bound work on worker threads, each task bounded in time: a task that runs too long takes
+ * its worker with it (the thread is terminated, which stops any JavaScript, a runaway regex
+ * included) and fails alone; tasks queued behind it go to a fresh worker. Workers start on
+ * demand, one task at a time each, and do not keep the process alive.
+ *
+ * A worker entry answers `{ id, input }` messages with `{ id, result }` or `{ id, error, code? }`.
+ */
+export interface TimedWorkers<I, O> {
+  readonly run: (input: I) => Promise<O>
+}
+
+/** A task's failure as its worker reported it; `code` says which kind (the entry's own names). */
+export class WorkerTaskError extends Error {
+  override readonly name = "WorkerTaskError"
+  readonly code: string | undefined
+  constructor(message: string, code?: string) {
+    super(message)
+    this.code = code
+  }
+}
+
+/** A task that did not end within the time bound. */
+export class WorkerTimeout extends Error {
+  override readonly name = "WorkerTimeout"
+}
+
+interface Task<I, O> {
+  readonly id: number
+  readonly input: I
+  readonly resolve: (o: O) => void
+  readonly reject: (e: Error) => void
+}
+
+interface Slot<I, O> {
+  readonly worker: Worker
+  task: Task<I, O> | undefined
+  timer: NodeJS.Timeout | undefined
+}
+
+export const makeTimedWorkers = <I, O>(entry: URL, options: { readonly size: number; readonly timeoutMs: number; readonly what: string }): TimedWorkers<I, O> => {
+  const slots: Array<Slot<I, O>> = []
+  const queue: Array<Task<I, O>> = []
+  let nextId = 0
+
+  const settle = (slot: Slot<I, O>) => {
+    clearTimeout(slot.timer)
+    const task = slot.task
+    slot.task = undefined
+    slot.timer = undefined
+    return task
+  }
+
+  const drop = (slot: Slot<I, O>) => {
+    const i = slots.indexOf(slot)
+    if (i >= 0) slots.splice(i, 1)
+  }
+
+  const start = (): Slot<I, O> => {
+    // The worker loads TypeScript sources the way the process does (tsx), also where the process
+    // itself was started otherwise (a test runner).
+    const worker = new Worker(entry, {
+      execArgv: process.execArgv.some((a) => a.includes("tsx")) ? process.execArgv : [...process.execArgv, "--import", "tsx"]
+    })
+    worker.unref()
+    const slot: Slot<I, O> = { worker, task: undefined, timer: undefined }
+    worker.on("message", (m: { id: number; result?: O; error?: string; code?: string }) => {
+      if (slot.task?.id !== m.id) return
+      const task = settle(slot)!
+      if (m.error === undefined) task.resolve(m.result as O)
+      else task.reject(new WorkerTaskError(m.error, m.code))
+      dispatch()
+    })
+    const lost = (e: unknown) => {
+      drop(slot)
+      settle(slot)?.reject(e instanceof Error ? e : new Error(`the ${options.what} worker stopped (${String(e)})`))
+      dispatch()
+    }
+    worker.on("error", lost)
+    worker.on("exit", lost)
+    slots.push(slot)
+    return slot
+  }
+
+  const dispatch = () => {
+    while (queue.length > 0) {
+      const slot = slots.find((s) => s.task === undefined) ?? (slots.length < options.size ? start() : undefined)
+      if (!slot) return
+      const task = queue.shift()!
+      slot.task = task
+      slot.timer = setTimeout(() => {
+        drop(slot)
+        settle(slot)?.reject(new WorkerTimeout(`the ${options.what} took longer than ${options.timeoutMs} ms`))
+        void slot.worker.terminate()
+        dispatch()
+      }, options.timeoutMs)
+      slot.worker.postMessage({ id: task.id, input: task.input })
+    }
+  }
+
+  return {
+    run: (input) =>
+      new Promise<O>((resolve, reject) => {
+        queue.push({ id: nextId++, input, resolve, reject })
+        dispatch()
+      })
+  }
+}

@@ -1,0 +1,25 @@
+import { describe, expect, it } from "vitest"
+import { makeTimedWorkers, WorkerTaskError, WorkerTimeout } from "../../src/workers/timed-worker.ts"
+
+const entry = new URL("../support/busy-worker.ts", import.meta.url)
+
+describe("timed workers (CPU-bound work off the event loop, each task bounded)", () => {
+  it("answers tasks, and a task's own failure with its code", async () => {
+    const workers = makeTimedWorkers<{ spinMs: number; fail?: string }, { spun: number }>(entry, { size: 2, timeoutMs: 5000, what: "test" })
+    expect(await workers.run({ spinMs: 10 })).toEqual({ spun: 10 })
+    const failed = await workers.run({ spinMs: 0, fail: "no" }).catch((e) => e)
+    expect(failed).toBeInstanceOf(WorkerTaskError)
+    expect(failed).toMatchObject({ message: "no", code: "asked" })
+  })
+
+  it("fails a task that runs too long alone, and the tasks queued behind it run on a fresh worker", async () => {
+    const workers = makeTimedWorkers<{ spinMs: number }, { spun: number }>(entry, { size: 1, timeoutMs: 500, what: "test" })
+    const runaway = workers.run({ spinMs: 60_000 })
+    const queued = [workers.run({ spinMs: 5 }), workers.run({ spinMs: 6 })]
+    const started = Date.now()
+    await expect(runaway).rejects.toBeInstanceOf(WorkerTimeout)
+    // The event loop was free meanwhile: the timer fired on time, not after the spin.
+    expect(Date.now() - started).toBeLessThan(10_000)
+    expect(await Promise.all(queued)).toEqual([{ spun: 5 }, { spun: 6 }])
+  })
+})
