@@ -253,6 +253,19 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     expect(second.status).toBe(429)
     envelopeError(second, 429, "rate_limited")
     expect(Number(second.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+
+    // At most one request in any one second (60 a minute), also across the turn of a second; and a
+    // refused request does not use up the minute's budget.
+    const perSecond = (await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "one a second", roleId: read.id, rateLimitPerMinute: 60 }, t.apiKey)).json.data.rawKey
+    while (Date.now() % 1000 < 900) await new Promise((resolve) => setTimeout(resolve, 5))
+    const before = await api.get("/v1/iam/roles", perSecond)
+    expect(before.status).toBe(200)
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    const across = await api.get("/v1/iam/roles", perSecond)
+    expect(across.status).toBe(429)
+    expect(across.headers.get("ratelimit-remaining")).toBe(before.headers.get("ratelimit-remaining"))
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    expect((await api.get("/v1/iam/roles", perSecond)).status).toBe(200)
   })
 
   it("isolates tenants: another tenant's identity and keys are 404", async () => {

@@ -18,8 +18,10 @@ export interface RateLimiterShape {
 export class RateLimiter extends Context.Service<RateLimiter, RateLimiterShape>()("trawl/RateLimiter") {}
 
 /**
- * Per key: at most `perMinute` requests in a minute window, spread over seconds
- * (at most ceil(perMinute / 60) in any one second), counted in Kv so all nodes share it.
+ * Per key: at most `perMinute` requests in a minute window, spread over seconds: at most
+ * ceil(perMinute / 60) in any one second (a sliding window, so no burst fits across the turn of a
+ * second), counted in Kv so all nodes share it. A request the per-second limit refuses does not
+ * use up the minute's budget.
  */
 export const RateLimiterLive = Layer.effect(
   RateLimiter,
@@ -29,16 +31,14 @@ export const RateLimiterLive = Layer.effect(
       check: (apiKeyId, perMinute) =>
         Effect.gen(function*() {
           const now = Date.now()
-          const second = Math.floor(now / 1000)
           const minute = Math.floor(now / 60_000)
           const perSecond = Math.ceil(perMinute / 60)
-          const [inSecond, inMinute] = yield* Effect.all([
-            kv.incr(`rl:s:${apiKeyId}:${second}`, 2_000),
-            kv.incr(`rl:m:${apiKeyId}:${minute}`, 61_000)
-          ], { concurrency: 2 })
+          const minuteKey = `rl:m:${apiKeyId}:${minute}`
+          const inSecond = yield* kv.admitInWindow(`rl:s:${apiKeyId}`, 1000, perSecond)
+          const inMinute = inSecond ? yield* kv.incr(minuteKey, 61_000) : Number((yield* kv.get(minuteKey)) ?? 0)
           const reset = Math.max(1, Math.ceil(((minute + 1) * 60_000 - now) / 1000))
           const overMinute = inMinute > perMinute
-          const overSecond = inSecond > perSecond
+          const overSecond = !inSecond
           return {
             allowed: !overMinute && !overSecond,
             limit: perMinute,

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto"
 import { Context, Effect, Layer, type Scope } from "effect"
 import { Redis } from "ioredis"
 import { Config } from "../config.ts"
@@ -11,6 +12,12 @@ export interface KvShape {
   readonly kind: "redis" | "memory"
   /** Increments a counter that expires `ttlMs` after its first increment; returns the new value. */
   readonly incr: (key: string, ttlMs: number) => Effect.Effect<number>
+  /**
+   * Admits one more event under `key` if fewer than `limit` were admitted within the last
+   * `windowMs` (a sliding window, not clock-aligned buckets); true when admitted. Refused events
+   * are not counted.
+   */
+  readonly admitInWindow: (key: string, windowMs: number, limit: number) => Effect.Effect<boolean>
   /** Sets `key` only when absent; true when this call set it. */
   readonly setIfAbsent: (key: string, value: string, ttlMs: number) => Effect.Effect<boolean>
   readonly get: (key: string) => Effect.Effect<string | undefined>
@@ -26,6 +33,8 @@ export class Kv extends Context.Service<Kv, KvShape>()("trawl/Kv") {}
 
 export const makeMemoryKv = (): KvShape => {
   const values = new Map<string, { value: string; expiresAt: number }>()
+  // Per key, the times of the events admitted within its window, oldest first.
+  const windows = new Map<string, { times: Array<number>; windowMs: number }>()
   const listeners = new Map<string, Set<(m: string) => void>>()
   const live = (key: string) => {
     const entry = values.get(key)
@@ -39,6 +48,7 @@ export const makeMemoryKv = (): KvShape => {
   const sweep = setInterval(() => {
     const now = Date.now()
     for (const [k, v] of values) if (v.expiresAt <= now) values.delete(k)
+    for (const [k, w] of windows) if ((w.times.at(-1) ?? 0) <= now - w.windowMs) windows.delete(k)
   }, 10_000)
   sweep.unref()
   return {
@@ -53,6 +63,18 @@ export const makeMemoryKv = (): KvShape => {
         }
         values.set(key, { value: "1", expiresAt: Date.now() + ttlMs })
         return 1
+      }),
+    admitInWindow: (key, windowMs, limit) =>
+      Effect.sync(() => {
+        const now = Date.now()
+        let w = windows.get(key)
+        if (!w) windows.set(key, (w = { times: [], windowMs }))
+        let expired = 0
+        while (expired < w.times.length && w.times[expired]! <= now - windowMs) expired++
+        if (expired > 0) w.times.splice(0, expired)
+        if (w.times.length >= limit) return false
+        w.times.push(now)
+        return true
       }),
     setIfAbsent: (key, value, ttlMs) =>
       Effect.sync(() => {
@@ -85,6 +107,18 @@ local v = redis.call('INCR', KEYS[1])
 if v == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return v`
 
+// A sorted set of admitted events scored by the server's clock (microseconds), so every node
+// counts against the same time; members are unique per call.
+const ADMIT_IN_WINDOW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local window = tonumber(ARGV[1]) * 1000
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], now, now .. ':' .. ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1`
+
 export const makeRedisKv = (url: string) =>
   Effect.gen(function*() {
     const open = (autoPipelining = false) =>
@@ -112,6 +146,10 @@ export const makeRedisKv = (url: string) =>
     const kv: KvShape = {
       kind: "redis",
       incr: (key, ttlMs) => call(() => client.eval(INCR_WITH_TTL, 1, key, String(ttlMs)) as Promise<number>),
+      admitInWindow: (key, windowMs, limit) =>
+        call(() => client.eval(ADMIT_IN_WINDOW, 1, key, String(windowMs), String(limit), randomUUID()) as Promise<number>).pipe(
+          Effect.map((admitted) => admitted === 1)
+        ),
       setIfAbsent: (key, value, ttlMs) =>
         call(() => client.set(key, value, "PX", ttlMs, "NX")).pipe(Effect.map((r) => r === "OK")),
       get: (key) => call(() => client.get(key)).pipe(Effect.map((v) => v ?? undefined)),

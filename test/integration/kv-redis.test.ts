@@ -34,3 +34,18 @@ describe.skipIf(!redisUrl)("Redis pub/sub of the event fan-out (skipped without 
     })))
   }, 20_000)
 })
+
+describe.skipIf(!redisUrl)("Redis sliding window of the per-second rate limit (skipped without REDIS_URL)", () => {
+  it("admits at most `limit` events in any window by the server's clock, and does not count refusals", async () => {
+    const key = `trawl:test:window:${Date.now()}:${Math.random()}`
+    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const kv = yield* makeRedisKv(redisUrl!)
+      const admit = () => kv.admitInWindow(key, 300, 2)
+      // Issued together, as concurrent requests of one key on several nodes are: exactly two pass.
+      const burst = yield* Effect.all(Array.from({ length: 6 }, admit), { concurrency: "unbounded" })
+      expect(burst.filter(Boolean)).toHaveLength(2)
+      yield* Effect.sleep("320 millis")
+      expect(yield* Effect.all([admit(), admit(), admit()])).toEqual([true, true, false])
+    })))
+  }, 20_000)
+})
