@@ -638,6 +638,20 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       expect((await waitFinal(r.json.data.id)).status).toBe("done")
     })
 
+    it("replays an extraction of a job the client named by reading that job again, not by fetching its URL", async () => {
+      const n = nonce()
+      const url = pages.put(`/replay-job-${n}`, `<h1>Replay job ${n}</h1>${longPara("RJ")}`)
+      const first = await extractDone({ type: "article", url })
+      const e = await extractDone({ type: "article", jobId: first.jobId })
+      const r = await api.post(`/v1/extractor/extractions/${e.id}/replay`, {}, t.apiKey)
+      expect(r.status, r.text).toBe(201)
+      expect(r.json.data).toMatchObject({ replayOf: e.id, jobId: first.jobId })
+      expect((await waitFinal(r.json.data.id)).status).toBe("done")
+      // The replay of the URL extraction itself fetches again: a job of its own.
+      const u = await api.post(`/v1/extractor/extractions/${first.id}/replay`, {}, t.apiKey)
+      expect(u.json.data.jobId).not.toBe(first.jobId)
+    })
+
     it("refuses to replay an extraction that has not ended (409 cannot_replay_<status>)", async () => {
       const n = nonce()
       const url = pages.put(`/slow-replay-${n}`, `<h1>Slow ${n}</h1>`, { delayMs: 3000 })
@@ -915,6 +929,12 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
         expect(log).toHaveLength(1)
         await sleep(300)
         expect(hook.received).toHaveLength(1) // once, on the terminal state
+        // A replay repeats the original's options: the same webhook, signed with the same secret.
+        const replay = await api.post(`/v1/extractor/extractions/${id}/replay`, {}, t.apiKey)
+        expect(replay.status, replay.text).toBe(201)
+        const again = await until("the replay's delivery", () => hook.received[1])
+        expect(JSON.parse(again.raw.toString("utf8")).extractionId).toBe(replay.json.data.id)
+        expect(verifyWebhookSignature({ rawBody: again.raw, headers: again.headers as Record<string, string>, secret }).ok).toBe(true)
       } finally {
         await hook.close()
       }

@@ -25,7 +25,7 @@ import { JobRepo } from "../sql/job-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "../webhooks/endpoints.ts"
-import { encryptSecret } from "../webhooks/secret-box.ts"
+import { decryptSecret, encryptSecret } from "../webhooks/secret-box.ts"
 import { itemWebhookSecret } from "../webhooks/signing.ts"
 import { Api } from "./api.ts"
 import { Idempotency, type KeyedAttempt } from "./idempotency.ts"
@@ -265,12 +265,24 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           if (!terminal.includes(row.status)) {
             return yield* fail(409, `cannot_replay_${row.status}`, `a ${row.status} extraction cannot be replayed; wait until it ends`)
           }
+          // The same input: a URL is fetched again (the extraction made its job itself, in its own
+          // request), a job the client named is read again.
+          const job = row.job_id ? yield* jobRepo.find(me.tenantId, row.job_id) : undefined
+          const ownJob = job !== undefined && row.url !== null && job.request_id !== null && job.request_id === row.request_id
           const body: CreateExtractionBody = {
             type: row.type,
-            ...(row.input_id ? {} : row.replay_of === null && row.job_id && row.url ? { url: row.url } : row.job_id ? { jobId: row.job_id } : {}),
+            ...(row.input_id ? {} : ownJob ? { url: row.url! } : row.job_id ? { jobId: row.job_id } : {}),
             ...(row.input_id ? { inputFormat: row.input_format } : {}),
             ...(row.config_id ? { configId: row.config_id } : {}),
-            ...(row.llm ? { llm: row.llm } : {})
+            ...(row.llm ? { llm: row.llm } : {}),
+            // The same webhook, signed with the same secret, for the same events.
+            ...(row.webhook_url
+              ? {
+                webhookUrl: row.webhook_url,
+                webhookEventTypes: row.webhook_event_types as CreateExtractionBody["webhookEventTypes"],
+                ...(row.webhook_secret_enc ? { webhookSecret: decryptSecret(config.secretKey, row.webhook_secret_enc, "webhook") } : {})
+              }
+              : {})
           }
           const created = yield* start(me.tenantId, body, { replayOf: row.id, recycleCount: row.recycle_count + 1, reuseInputId: row.input_id })
           return created
