@@ -596,6 +596,9 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       const later = await get(id)
       expect(later.status).toBe("cancelled")
       expect(later.data).toEqual({})
+      // The job it made to fetch its URL was cancelled with it, instead of crawling on for nobody.
+      const job = await api.get(`/v1/scraper/jobs/${res.json.data.jobId}`, t.apiKey)
+      expect(job.json.data).toMatchObject({ status: "dead", result: { classification: "cancelled" } })
       // A second DELETE is a no-op success.
       const again = await api.call("DELETE", `/v1/extractor/extractions/${id}`, { key: t.apiKey })
       expect(again.status).toBe(200)

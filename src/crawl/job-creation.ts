@@ -8,7 +8,7 @@ import type { KeyedAttempt } from "../http/idempotency.ts"
 import { itemId } from "../ids.ts"
 import { type ApiError, type ErrorDetail, fail } from "../schema/errors.ts"
 import type { CreateJobBody, Job } from "../schema/job.ts"
-import { JobRepo, type NewJob, toJob } from "../sql/job-repo.ts"
+import { JobRepo, type JobRow, type NewJob, toJob } from "../sql/job-repo.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "../webhooks/endpoints.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
 import { itemWebhookSecret } from "../webhooks/signing.ts"
@@ -48,11 +48,17 @@ export interface JobCreationShape {
     /** The jobs not created (by their position in `prepared`), and why. */
     readonly refused: ReadonlyArray<{ readonly position: number; readonly error: ApiError }>
   }, ApiError>
+  /**
+   * Cancels a job of the tenant: the job ends dead in SQL and, if it changed, its run is aborted,
+   * its quota slot given back and the streams woken, all uninterrupted (a client that hangs up
+   * cannot skip the follow-ups). Undefined when the tenant has no such job.
+   */
+  readonly cancel: (tenantId: string, jobId: string) => Effect.Effect<{ readonly row: JobRow; readonly changed: boolean } | undefined>
 }
 
 export type CreatedJob = Job & { webhookSecret?: string }
 
-/** The one way jobs come into being: from the jobs API, replays and URL extractions. */
+/** The one way jobs come into being (from the jobs API, replays and URL extractions), and are cancelled. */
 export class JobCreation extends Context.Service<JobCreation, JobCreationShape>()("trawl/JobCreation") {}
 
 export const JobCreationLive = Layer.effect(
@@ -224,6 +230,19 @@ export const JobCreationLive = Layer.effect(
         return jobs.map((p) => ({ ...toJob(rows.get(p.job.id)!), ...(p.generatedSecret ? { webhookSecret: p.generatedSecret } : {}) }))
       }))
 
-    return JobCreation.of({ prepare, create: createJobs, createWhatFits })
+    const cancel = (tenantId: string, jobId: string) =>
+      Effect.uninterruptible(repo.cancel(tenantId, jobId).pipe(
+        Effect.tap((c) =>
+          c?.changed
+            ? Effect.all([
+              events.notify(c.row.tenant_id),
+              sendOneWay(jobClient(c.row.id).Abort(undefined, { discard: true })),
+              sendOneWay(tenantClient(c.row.tenant_id).ReleaseJobs({ jobIds: [c.row.id] }, { discard: true }))
+            ], { discard: true })
+            : Effect.void
+        )
+      ))
+
+    return JobCreation.of({ prepare, create: createJobs, createWhatFits, cancel })
   })
 )

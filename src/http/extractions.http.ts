@@ -21,7 +21,7 @@ import {
   MAX_INPUT_BYTES
 } from "../schema/extraction.ts"
 import { ExtractionRepo, type ExtractionRow, toConfig, toExtraction } from "../sql/extraction-repo.ts"
-import { JobRepo } from "../sql/job-repo.ts"
+import { JobRepo, type JobRow } from "../sql/job-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "../webhooks/endpoints.ts"
@@ -248,10 +248,13 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           if (!result) return yield* notFound("extraction")
           const row: ExtractionRow = result.row
           if (result.changed) {
-            // Cancelled in SQL: its abort and event must follow even if the client hangs up.
+            // Cancelled in SQL: its abort and event must follow even if the client hangs up. The job
+            // it made to fetch its URL has nobody else waiting for it: it is cancelled too.
+            const job = row.job_id ? yield* jobRepo.find(me.tenantId, row.job_id) : undefined
             yield* Effect.uninterruptible(Effect.all([
               sendOneWay(client(row.id).Abort(undefined, { discard: true })),
-              events.emit(row.tenant_id, "extraction.cancelled", { id: row.id, status: "cancelled", type: row.type })
+              events.emit(row.tenant_id, "extraction.cancelled", { id: row.id, status: "cancelled", type: row.type }),
+              job && madeFor(job, row) ? jobCreation.cancel(me.tenantId, job.id) : Effect.void
             ], { discard: true }))
             return { id: row.id, status: row.status, cancelled: true, cancelledAt: toExtraction(row).cancelledAt }
           }
@@ -265,10 +268,10 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           if (!terminal.includes(row.status)) {
             return yield* fail(409, `cannot_replay_${row.status}`, `a ${row.status} extraction cannot be replayed; wait until it ends`)
           }
-          // The same input: a URL is fetched again (the extraction made its job itself, in its own
-          // request), a job the client named is read again.
+          // The same input: a URL is fetched again (the extraction made its job itself), a job the
+          // client named is read again.
           const job = row.job_id ? yield* jobRepo.find(me.tenantId, row.job_id) : undefined
-          const ownJob = job !== undefined && row.url !== null && job.request_id !== null && job.request_id === row.request_id
+          const ownJob = job !== undefined && madeFor(job, row)
           const body: CreateExtractionBody = {
             type: row.type,
             ...(row.input_id ? {} : ownJob ? { url: row.url! } : row.job_id ? { jobId: row.job_id } : {}),
@@ -295,6 +298,10 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
         }))
   })
 )
+
+/** Whether the extraction made `job` to fetch its URL (in its own request), rather than being given it. */
+const madeFor = (job: JobRow, extraction: ExtractionRow) =>
+  extraction.url !== null && job.request_id !== null && job.request_id === extraction.request_id
 
 /** Refuses a config payload that would fail every extraction it applies to (see configPayloadProblems). */
 const checkConfigPayload = (payload: ConfigPayload) => {

@@ -1,9 +1,7 @@
 import { Cause, Effect, Latch, Queue, Schema, Stream } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { entityCall, sendOneWay } from "../actors/entity-call.ts"
-import { JobEntity } from "../actors/job-entity.ts"
-import { TenantEntity } from "../actors/tenant-entity.ts"
+import { entityCall } from "../actors/entity-call.ts"
 import { WebhookDeliveryEntity } from "../actors/webhook-delivery-entity.ts"
 import { EVENT_RETENTION_HOURS, EventLog, type StoredEvent } from "../events/event-log.ts"
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
@@ -54,9 +52,7 @@ export const JobsHandlers = HttpApiBuilder.group(
     const repo = yield* JobRepo
     const events = yield* EventLog
     const idempotency = yield* Idempotency
-    const { prepare, create: createJobs, createWhatFits } = yield* JobCreation
-    const jobClient = yield* JobEntity.client
-    const tenantClient = yield* TenantEntity.client
+    const { prepare, create: createJobs, createWhatFits, cancel: cancelJob } = yield* JobCreation
     const webhooks = yield* WebhookRepo
     const draining = yield* Draining
     const authenticator = yield* ApiKeyAuthenticator
@@ -209,19 +205,7 @@ export const JobsHandlers = HttpApiBuilder.group(
       .handle("cancel", ({ params }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          // Once the job may be dead, its run's abort, its quota slot and the streams' wake-up must
-          // follow even if the client hangs up: the cancel and what follows it are not interrupted.
-          const cancelled = yield* Effect.uninterruptible(repo.cancel(me.tenantId, params.id).pipe(
-            Effect.tap((c) =>
-              c?.changed
-                ? Effect.all([
-                  events.notify(c.row.tenant_id),
-                  sendOneWay(jobClient(c.row.id).Abort(undefined, { discard: true })),
-                  sendOneWay(tenantClient(c.row.tenant_id).ReleaseJobs({ jobIds: [c.row.id] }, { discard: true }))
-                ], { discard: true })
-                : Effect.void
-            )
-          ))
+          const cancelled = yield* cancelJob(me.tenantId, params.id)
           if (!cancelled) return yield* notFound("job")
           if (!cancelled.changed) {
             return yield* fail(409, `cannot_cancel_${cancelled.row.status}`, `the job is already ${cancelled.row.status}`)
