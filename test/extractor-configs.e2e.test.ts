@@ -177,6 +177,7 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
       ["unknown scope", { scope: "world" }, "scope"],
       ["unknown type", { scope: "tenant", type: "video" }, "type"],
       ["unknown llm mode", { scope: "tenant", payload: { llm: { mode: "rewrite" } } }, "payload.llm.mode"],
+      ["temperature not a number", { scope: "tenant", payload: { llm: { temperature: "hot" } } }, "payload.llm.temperature"],
       ["unknown field", { scope: "tenant", colour: "red" }, "colour"],
       // What would fail every extraction the config applies to is refused when it is written.
       ["root selector that does not parse", { scope: "tenant", payload: { rootSelector: "div[[[" } }, "payload.rootSelector"],
@@ -191,6 +192,8 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
       expect(res.status, what).toBe(400)
       expect(res.json.code, what).toBe("validation_error")
       expect(res.json.error.details.map((d: any) => d.path), what).toContain(path)
+      // Each message says what was expected, in words a client can act on.
+      for (const d of res.json.error.details) expect(d.message, what).not.toMatch(/Infinity|NaN/)
     }
     // Options nested thousands deep (the body is written by hand: JSON.stringify cannot write it).
     const deep = await api.call("POST", "/v1/extractor/configs", {

@@ -15,7 +15,9 @@ export const errorClasses = [
 /** Inline input is capped at 5 MB (bigger → 413). */
 export const MAX_INPUT_BYTES = 5 * 1024 * 1024
 
-const HttpUrl = AbsoluteUrl({ httpOnly: true })
+// Any scheme parses here; one other than http(s) is refused as an unsafe URL (422 unsafe_url,
+// detail scheme_not_allowed) by the same guard as a job's, not as a malformed one.
+const HttpUrl = AbsoluteUrl({ httpOnly: false })
 
 export const CreateExtractionBody = Schema.Struct({
   type: ExtractionType,
@@ -128,7 +130,7 @@ export const ConfigPayload = Schema.Struct({
   llm: Schema.optional(Schema.Struct({
     enabled: Schema.optional(Schema.Boolean),
     model: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 200))),
-    temperature: Schema.optional(Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: 2 }))),
+    temperature: Schema.optional(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 2 }))),
     promptOverride: Schema.optional(Schema.String.check(Schema.isMaxLength(8000))),
     mode: Schema.optional(LlmMode)
   })),
