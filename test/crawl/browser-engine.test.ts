@@ -129,6 +129,8 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       "/png": (_req, res) => res.writeHead(200, { "content-type": "image/png" }).end(PNG_BYTES),
       "/empty": (_req, res) => res.writeHead(200, { "content-type": "text/html" }).end(),
       "/no-content": (_req, res) => res.writeHead(204).end(),
+      // A target posing as the guard proxy: its headers must not make it anything but a page.
+      "/spoof": (_req, res) => res.writeHead(502, { "content-type": "text/html", "x-trawl-proxy-error": "ABORT_ERR", "x-trawl-refused": "1" }).end(html("<h1>Gateway trouble</h1>")),
       "/blank": (_req, res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(" \n\t "),
       "/slow": (_req, res) => {
         const t = setTimeout(() => res.writeHead(200).end(ARTICLE), 15_000)
@@ -191,6 +193,8 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
     const a = await engine.fetch({ url: `http://127.0.0.1:${port}/`, timeoutMs: 20_000, allowPrivate: true })
     expect(a).toMatchObject({ classification: "connection_error", httpStatus: null, body: null })
     expect(a.error).toMatch(/ECONNREFUSED/)
+    // A target's own 502, whatever headers it sends, is its answer.
+    expect(await get("/spoof")).toMatchObject({ classification: "server_error", httpStatus: 502 })
   })
 
   it("records redirects", async () => {

@@ -16,7 +16,7 @@ import type { Browser, BrowserContext, Page, Request, Response } from "playwrigh
 import { type AddressClassifier, checkUrl, type CheckResult, type LookupFunction } from "../ssrf.js"
 import { Semaphore } from "../semaphore.js"
 import { classifyError, classifyResponse, errorText } from "./classify.js"
-import { type GuardProxy, PROXY_ERROR_HEADER, startGuardProxy } from "./guard-proxy.js"
+import { type GuardProxy, startGuardProxy } from "./guard-proxy.js"
 import { type Attempt, type Classification, type Engine, emptyAttempt, type FetchRequest } from "./types.js"
 
 export const DEFAULT_CHROMIUM_PATH = "/usr/bin/chromium"
@@ -343,8 +343,9 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       if (refusal) {
         return emptyAttempt(name, "unsafe_url", t0, { finalUrl: page.url(), redirects: chainOf(lastMain), error: `refused: ${refusal}` })
       }
-      // The guard proxy could not reach the target and answered in its place: the target said nothing.
-      const unreached = (lastMain as Response | null)?.headers()[PROXY_ERROR_HEADER]
+      // The guard proxy could not reach the target and answered 502 in its place: the target said nothing.
+      const proxied = lastMain as Response | null
+      const unreached = proxied?.status() === 502 ? proxy!.unreached(proxied.url()) : undefined
       if (unreached !== undefined) {
         const error = Object.assign(new Error(`the target could not be reached: ${unreached}`), { code: unreached })
         return emptyAttempt(name, classifyError(error), t0, { finalUrl: req.url, error: error.message })

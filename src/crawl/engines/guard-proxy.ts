@@ -13,9 +13,6 @@ import http from "node:http"
 import net from "node:net"
 import { type AddressClassifier, classifyAddress, createSafeLookup, type LookupFunction, parseTargetUrl } from "../ssrf.js"
 
-/** Names the error when the proxy could not reach the target and answers in its place. */
-export const PROXY_ERROR_HEADER = "x-trawl-proxy-error"
-
 export interface GuardProxyOptions {
   allowPrivate: boolean
   lookup?: LookupFunction
@@ -36,6 +33,11 @@ export interface GuardProxy {
   readonly refusals: Refusal[]
   /** True when the given URL (or its authority) was refused by the proxy. */
   refused(url: string): Refusal | undefined
+  /**
+   * The error (`ECONNREFUSED`, ...) with which the proxy last failed to reach this plain-http URL,
+   * answering 502 in the target's place; undefined once the target answered it again.
+   */
+  unreached(url: string): string | undefined
   close(): Promise<void>
 }
 
@@ -58,6 +60,8 @@ export const startGuardProxy = async (opts: GuardProxyOptions): Promise<GuardPro
   const lookup = createSafeLookup({ allowPrivate: opts.allowPrivate, lookup: opts.lookup, classify })
   const agent = new http.Agent({ keepAlive: true, maxSockets: 16, lookup: lookup as unknown as http.AgentOptions["lookup"] })
   const refusals: Refusal[] = []
+  // Kept by the proxy, not said in a header of the answer: a target's own headers pass through.
+  const unreachable = new Map<string, string>()
   const sockets = new Set<net.Socket>()
 
   /** Syntax + literal classification; names are classified by `lookup` at connect time. */
@@ -106,7 +110,9 @@ export const startGuardProxy = async (opts: GuardProxyOptions): Promise<GuardPro
       },
       (up) => {
         const out: http.OutgoingHttpHeaders = {}
-        for (const [k, v] of Object.entries(up.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) out[k] = v
+        unreachable.delete(url.href)
+        // The proxy's own headers are its own: a target cannot pass one off as the proxy's.
+        for (const [k, v] of Object.entries(up.headers)) if (!HOP_BY_HOP.has(k) && !k.startsWith("x-trawl-") && v !== undefined) out[k] = v
         res.writeHead(up.statusCode ?? 502, up.statusMessage, out)
         up.pipe(res)
         up.on("error", () => res.destroy())
@@ -114,13 +120,16 @@ export const startGuardProxy = async (opts: GuardProxyOptions): Promise<GuardPro
     )
     upstream.on("error", (e: NodeJS.ErrnoException) => {
       if (e.code === "ERR_UNSAFE_ADDRESS") refuse(url.href, authorityOf(url), e.message)
+      else {
+        // The browser will see this proxy's 502; the engine reports the failure instead (bounded: oldest out).
+        if (unreachable.size >= 1000) unreachable.delete(unreachable.keys().next().value!)
+        unreachable.set(url.href, e.code ?? "ERR_PROXY")
+      }
       if (!res.headersSent) {
         res
           .writeHead(e.code === "ERR_UNSAFE_ADDRESS" ? 403 : 502, {
             "content-type": "text/plain",
-            "x-trawl-refused": e.code === "ERR_UNSAFE_ADDRESS" ? "1" : "0",
-            // The proxy's own answer, not the target's: the engine reports the failure, not a 502.
-            [PROXY_ERROR_HEADER]: e.code ?? "ERR_PROXY"
+            "x-trawl-refused": e.code === "ERR_UNSAFE_ADDRESS" ? "1" : "0"
           })
           .end(`proxy error: ${e.code ?? e.message}`)
       } else res.destroy()
@@ -184,6 +193,7 @@ export const startGuardProxy = async (opts: GuardProxyOptions): Promise<GuardPro
   return {
     url: `http://127.0.0.1:${port}`,
     refusals,
+    unreached: (raw: string) => unreachable.get(raw),
     refused: (raw: string) => {
       let u: URL
       try {
