@@ -21,7 +21,7 @@ import {
   MAX_INPUT_BYTES
 } from "../schema/extraction.ts"
 import { ExtractionRepo, type ExtractionRow, toConfig, toExtraction } from "../sql/extraction-repo.ts"
-import { JobRepo, type JobRow } from "../sql/job-repo.ts"
+import { JobRepo } from "../sql/job-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "../webhooks/endpoints.ts"
@@ -172,7 +172,8 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           webhookSecretEnc: secret ? encryptSecret(config.secretKey, secret, "webhook") : null,
           webhookEventTypes: body.webhookEventTypes ?? ["done", "dead"],
           replayOf: source.replayOf,
-          requestId
+          requestId,
+          madeOwnJob: pageJob !== undefined
         })
         const row = inserted ?? (yield* repo.find(tenantId, id))
         if (!row) return yield* Effect.die(new Error(`extraction ${id} was neither written nor found`))
@@ -250,11 +251,10 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           if (result.changed) {
             // Cancelled in SQL: its abort and event must follow even if the client hangs up. The job
             // it made to fetch its URL has nobody else waiting for it: it is cancelled too.
-            const job = row.job_id ? yield* jobRepo.find(me.tenantId, row.job_id) : undefined
             yield* Effect.uninterruptible(Effect.all([
               sendOneWay(client(row.id).Abort(undefined, { discard: true })),
               events.emit(row.tenant_id, "extraction.cancelled", { id: row.id, status: "cancelled", type: row.type }),
-              job && madeFor(job, row) ? jobCreation.cancel(me.tenantId, job.id) : Effect.void
+              row.job_id && row.made_own_job === true ? jobCreation.cancel(me.tenantId, row.job_id) : Effect.void
             ], { discard: true }))
             return { id: row.id, status: row.status, cancelled: true, cancelledAt: toExtraction(row).cancelledAt }
           }
@@ -270,8 +270,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           }
           // The same input: a URL is fetched again (the extraction made its job itself), a job the
           // client named is read again.
-          const job = row.job_id ? yield* jobRepo.find(me.tenantId, row.job_id) : undefined
-          const ownJob = job !== undefined && madeFor(job, row)
+          const ownJob = row.job_id !== null && row.url !== null && madeOwnJob(row)
           const body: CreateExtractionBody = {
             type: row.type,
             ...(row.input_id ? {} : ownJob ? { url: row.url! } : row.job_id ? { jobId: row.job_id } : {}),
@@ -299,9 +298,12 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
   })
 )
 
-/** Whether the extraction made `job` to fetch its URL (in its own request), rather than being given it. */
-const madeFor = (job: JobRow, extraction: ExtractionRow) =>
-  extraction.url !== null && job.request_id !== null && job.request_id === extraction.request_id
+/**
+ * Whether the extraction made its job to fetch its URL, rather than being given it. Rows from before
+ * this was recorded: a first extraction with a url and a job made it (what replays assumed then).
+ */
+const madeOwnJob = (extraction: ExtractionRow) =>
+  extraction.made_own_job ?? (extraction.replay_of === null && extraction.url !== null && extraction.job_id !== null)
 
 /** Refuses a config payload that would fail every extraction it applies to (see configPayloadProblems). */
 const checkConfigPayload = (payload: ConfigPayload) => {

@@ -250,12 +250,14 @@ export const JobsHandlers = HttpApiBuilder.group(
               )))
               // A stream outlives the request that opened it: once its key is revoked or expires, or no
               // longer grants the events (or the key's tenant), it ends, as the key's next request would fail.
+              // A check that cannot be made (the database away) ends the stream too: it fails closed,
+              // and the client reconnects, authenticated anew.
               yield* Effect.forkScoped(Effect.forever(Effect.sleep(REAUTHENTICATE).pipe(
                 Effect.andThen(authenticator.authenticate(rawKey)),
                 Effect.flatMap((p) =>
-                  p && p.tenantId === me.tenantId && allows(p.permissions, "scraper:events:read") ? Effect.void : Queue.end(queue)
+                  p && p.tenantId === me.tenantId && allows(p.permissions, "scraper:events:read") ? Effect.void : Effect.fail("key no longer valid" as const)
                 )
-              )))
+              )).pipe(Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Queue.end(queue)))))
               const read = Effect.gen(function*() {
                 yield* due.await
                 due.closeUnsafe()

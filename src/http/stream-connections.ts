@@ -1,12 +1,14 @@
-import type { IncomingMessage, Server } from "node:http"
+import type { IncomingMessage, Server, ServerResponse } from "node:http"
 import type { Socket } from "node:net"
 
 /**
- * The connections that carry an event stream. Such a response ends only when the stream does, and
- * a client that stops reading leaves its last bytes unsent: the connection then stays open, and
- * a shutdown waits on it for the server's whole grace period. So a stream connection that sends
- * nothing for `stallMs` is closed (a live stream sends a keep-alive every 15 s), and when the node
- * shuts down, the stream connections still open `settleMs` after the streams ended are closed.
+ * The connections that carry an event stream now. Such a response ends only when the stream does,
+ * and a client that stops reading leaves its last bytes unsent: the connection then stays open,
+ * and a shutdown waits on it for the server's whole grace period. So a connection whose stream
+ * sends nothing for `stallMs` is closed (a live stream sends a keep-alive every 15 s), and when the
+ * node shuts down, the connections whose stream has not finished `settleMs` after the streams
+ * ended are closed. A connection leaves the set when its stream response closes (a keep-alive
+ * connection may go on with other requests, which Node times as usual).
  */
 export class StreamConnections {
   private readonly sockets = new Set<Socket>()
@@ -24,14 +26,17 @@ export class StreamConnections {
 
   /** Watches the server's requests for streams; answers the server. */
   watch(server: Server): Server {
-    return server.on("request", (request: IncomingMessage) => {
+    return server.on("request", (request: IncomingMessage, response: ServerResponse) => {
       if (!this.isStream(request)) return
       const socket = request.socket
-      if (this.sockets.has(socket)) return
       this.sockets.add(socket)
       // Idle means nothing went out (or came in): a full send buffer towards a client that reads nothing.
-      socket.setTimeout(this.stallMs, () => socket.destroy())
-      socket.once("close", () => this.sockets.delete(socket))
+      const stalled = () => socket.destroy()
+      socket.setTimeout(this.stallMs, stalled)
+      response.once("close", () => {
+        this.sockets.delete(socket)
+        socket.off("timeout", stalled)
+      })
     })
   }
 

@@ -32,6 +32,8 @@ export interface ExtractionRow {
   readonly recycle_count: number
   readonly replay_of: string | null
   readonly request_id: string | null
+  /** The extraction made its job to fetch its url (null: written before this was recorded). */
+  readonly made_own_job: boolean | null
   readonly created_at: Date
   readonly finished_at: Date | null
   readonly cancelled_at: Date | null
@@ -105,6 +107,8 @@ export interface NewExtraction {
   readonly webhookEventTypes: ReadonlyArray<string>
   readonly replayOf: string | null
   readonly requestId: string | null
+  /** The extraction makes its job itself, to fetch its url. */
+  readonly madeOwnJob: boolean
 }
 
 export interface ExtractionFinish {
@@ -220,12 +224,13 @@ export const ExtractionRepoLive = Layer.effect(
         sql<ExtractionRow>`
           WITH x AS (
           INSERT INTO extractions (id, tenant_id, type, status, url, domain_id, input_format, input_id, job_id, config_id, llm,
-                                   webhook_url, webhook_secret_enc, webhook_event_types, metadata, replay_of, request_id, lease_until)
+                                   webhook_url, webhook_secret_enc, webhook_event_types, metadata, replay_of, request_id, made_own_job,
+                                   lease_until)
           VALUES (${e.id}, ${e.tenantId}, ${e.type}, 'queued', ${e.url}, ${e.domainId}, ${e.inputFormat}, ${e.inputId}, ${e.jobId},
                   ${e.configId}, ${e.llm === undefined ? null : JSON.stringify(e.llm)}::jsonb, ${e.webhookUrl}, ${e.webhookSecretEnc},
                   ${JSON.stringify(e.webhookEventTypes)}::jsonb,
                   ${JSON.stringify({ inputFormat: e.inputFormat, strategiesUsed: [], configsApplied: [] })}::jsonb,
-                  ${e.replayOf}, ${e.requestId}, now() + interval '1 minute')
+                  ${e.replayOf}, ${e.requestId}, ${e.madeOwnJob}, now() + interval '1 minute')
           ON CONFLICT (id) DO NOTHING
           RETURNING *
           ),

@@ -12,6 +12,7 @@ import webhookEndpoints from "./migrations/0009_webhook_endpoints.ts"
 import deliveryEventSeq from "./migrations/0010_delivery_event_seq.ts"
 import idempotencySeed from "./migrations/0011_idempotency_seed.ts"
 import pageVersionChangedDerived from "./migrations/0012_page_version_changed_derived.ts"
+import extractionOwnJob from "./migrations/0013_extraction_own_job.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -26,7 +27,8 @@ export const migrations = {
   "0009_webhook_endpoints": webhookEndpoints,
   "0010_delivery_event_seq": deliveryEventSeq,
   "0011_idempotency_seed": idempotencySeed,
-  "0012_page_version_changed_derived": pageVersionChangedDerived
+  "0012_page_version_changed_derived": pageVersionChangedDerived,
+  "0013_extraction_own_job": extractionOwnJob
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
