@@ -32,6 +32,19 @@ export const renderedContentType = (contentType: string | null): string | null =
   return /html|xml|text\//i.test(withoutCharset) ? `${withoutCharset}; charset=utf-8` : contentType
 }
 
+/** How long the bytes the target sent are waited for, once the page has been read. */
+const SENT_BODY_WAIT_MS = 5_000
+
+/** The bytes of `response` as the target sent them, or null when unavailable or not there within `ms`. */
+const sentBody = (response: Response, ms: number): Promise<Buffer | null> =>
+  new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(null), ms)
+    response.body().then(
+      (bytes) => (clearTimeout(timer), resolve(bytes)),
+      () => (clearTimeout(timer), resolve(null))
+    )
+  })
+
 /** Content types the browser renders as a document of their own (anything else opens in a viewer). */
 const MARKUP_TYPE = /^\s*(text\/html|application\/xhtml\+xml)\s*(;|$)/i
 
@@ -412,11 +425,25 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       redirects.push(...chainOf(main))
       const headers = await main.allHeaders().catch(() => main.headers())
       const declaredType = headers["content-type"] ?? null
-      // What the target sent, as it sent it (unavailable for some answers: the rendered page stands then).
-      const sent = await main.body().catch(() => null)
       // A document that is not markup (JSON, an image, plain text) is shown in one of the browser's
-      // viewers, whose HTML is not what the target answered: its own bytes are kept instead.
-      const keepSent = sent !== null && declaredType !== null && !MARKUP_TYPE.test(declaredType)
+      // viewers, whose HTML is not what the target answered: its own bytes are kept instead. A markup
+      // page the browser shows with no text at all may have been an empty answer. Only then are the
+      // bytes the target sent read (bounded in time: an answer that never ends must not hold the
+      // attempt; unavailable for some answers, when the rendered page stands).
+      const viewer = declaredType !== null && !MARKUP_TYPE.test(declaredType)
+      const looksEmpty = !viewer && html.length < 4096 && !/\S/.test(html.replace(/<[^>]*>/g, ""))
+      const declaredBytes = Number(headers["content-length"])
+      if (viewer && Number.isFinite(declaredBytes) && declaredBytes > maxBody) {
+        return emptyAttempt(name, "too_large", t0, {
+          httpStatus: main.status(), finalUrl: page.url(), contentType: declaredType, bytes: declaredBytes, redirects,
+          error: `body larger than ${maxBody} bytes`
+        })
+      }
+      const sent = viewer || looksEmpty
+        ? await sentBody(main, Math.max(1, Math.min(remaining(), SENT_BODY_WAIT_MS)))
+        : null
+      if (signal.aborted) throw signal.reason
+      const keepSent = sent !== null && viewer
       const body = keepSent ? sent : Buffer.from(html)
       const contentType = keepSent ? declaredType : renderedContentType(declaredType)
       if (keepSent) verdict = classifyResponse(main.status(), sent)
