@@ -59,6 +59,8 @@ export const DIFF_TIMEOUT_MS = 10_000
 const diffWorkers = makeTimedWorkers<PageDiffInput, PageDiffResult>(new URL("./page-diff-worker.ts", import.meta.url), {
   size: 1,
   timeoutMs: DIFF_TIMEOUT_MS,
+  // A request waits for its diff: behind others for at most as long again.
+  queueTimeoutMs: DIFF_TIMEOUT_MS,
   what: "diff"
 })
 

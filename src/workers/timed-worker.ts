@@ -3,8 +3,10 @@ import { Worker } from "node:worker_threads"
 /**
  * CPU-bound work on worker threads, each task bounded in time: a task that runs too long takes
  * its worker with it (the thread is terminated, which stops any JavaScript, a runaway regex
- * included) and fails alone; tasks queued behind it go to a fresh worker. Workers start on
- * demand, one task at a time each, and do not keep the process alive.
+ * included) and fails alone; tasks queued behind it go to a fresh worker. A task's time starts
+ * once its worker is up (a fresh one first loads its code). With `queueTimeoutMs`, a task that
+ * waits that long for a worker fails too. Workers start on demand, one task at a time each, and
+ * do not keep the process alive.
  *
  * A worker entry answers `{ id, input }` messages with `{ id, result }` or `{ id, error, code? }`.
  */
@@ -32,15 +34,20 @@ interface Task<I, O> {
   readonly input: I
   readonly resolve: (o: O) => void
   readonly reject: (e: Error) => void
+  queueTimer?: NodeJS.Timeout
 }
 
 interface Slot<I, O> {
   readonly worker: Worker
+  online: boolean
   task: Task<I, O> | undefined
   timer: NodeJS.Timeout | undefined
 }
 
-export const makeTimedWorkers = <I, O>(entry: URL, options: { readonly size: number; readonly timeoutMs: number; readonly what: string }): TimedWorkers<I, O> => {
+export const makeTimedWorkers = <I, O>(
+  entry: URL,
+  options: { readonly size: number; readonly timeoutMs: number; readonly queueTimeoutMs?: number; readonly what: string }
+): TimedWorkers<I, O> => {
   const slots: Array<Slot<I, O>> = []
   const queue: Array<Task<I, O>> = []
   let nextId = 0
@@ -65,7 +72,11 @@ export const makeTimedWorkers = <I, O>(entry: URL, options: { readonly size: num
       execArgv: process.execArgv.some((a) => a.includes("tsx")) ? process.execArgv : [...process.execArgv, "--import", "tsx"]
     })
     worker.unref()
-    const slot: Slot<I, O> = { worker, task: undefined, timer: undefined }
+    const slot: Slot<I, O> = { worker, online: false, task: undefined, timer: undefined }
+    worker.once("online", () => {
+      slot.online = true
+      if (slot.task) arm(slot)
+    })
     worker.on("message", (m: { id: number; result?: O; error?: string; code?: string }) => {
       if (slot.task?.id !== m.id) return
       const task = settle(slot)!
@@ -84,18 +95,36 @@ export const makeTimedWorkers = <I, O>(entry: URL, options: { readonly size: num
     return slot
   }
 
+  /** Starts the running task's clock. */
+  const arm = (slot: Slot<I, O>) => {
+    slot.timer = setTimeout(() => {
+      drop(slot)
+      settle(slot)?.reject(new WorkerTimeout(`the ${options.what} took longer than ${options.timeoutMs} ms`))
+      void slot.worker.terminate()
+      dispatch()
+    }, options.timeoutMs)
+  }
+
   const dispatch = () => {
     while (queue.length > 0) {
-      const slot = slots.find((s) => s.task === undefined) ?? (slots.length < options.size ? start() : undefined)
+      let slot = slots.find((s) => s.task === undefined)
+      if (!slot && slots.length < options.size) {
+        try {
+          slot = start()
+        } catch (e) {
+          // No worker can be started: the waiting tasks fail instead of waiting for ever.
+          for (const task of queue.splice(0)) {
+            clearTimeout(task.queueTimer)
+            task.reject(e instanceof Error ? e : new Error(String(e)))
+          }
+          return
+        }
+      }
       if (!slot) return
       const task = queue.shift()!
+      clearTimeout(task.queueTimer)
       slot.task = task
-      slot.timer = setTimeout(() => {
-        drop(slot)
-        settle(slot)?.reject(new WorkerTimeout(`the ${options.what} took longer than ${options.timeoutMs} ms`))
-        void slot.worker.terminate()
-        dispatch()
-      }, options.timeoutMs)
+      if (slot.online) arm(slot)
       slot.worker.postMessage({ id: task.id, input: task.input })
     }
   }
@@ -103,7 +132,16 @@ export const makeTimedWorkers = <I, O>(entry: URL, options: { readonly size: num
   return {
     run: (input) =>
       new Promise<O>((resolve, reject) => {
-        queue.push({ id: nextId++, input, resolve, reject })
+        const task: Task<I, O> = { id: nextId++, input, resolve, reject }
+        if (options.queueTimeoutMs !== undefined) {
+          task.queueTimer = setTimeout(() => {
+            const at = queue.indexOf(task)
+            if (at < 0) return
+            queue.splice(at, 1)
+            reject(new WorkerTimeout(`the ${options.what} waited longer than ${options.queueTimeoutMs} ms for a worker`))
+          }, options.queueTimeoutMs)
+        }
+        queue.push(task)
         dispatch()
       })
   }

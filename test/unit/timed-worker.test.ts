@@ -13,7 +13,8 @@ describe("timed workers (CPU-bound work off the event loop, each task bounded)",
   })
 
   it("fails a task that runs too long alone, and the tasks queued behind it run on a fresh worker", async () => {
-    const workers = makeTimedWorkers<{ spinMs: number }, { spun: number }>(entry, { size: 1, timeoutMs: 500, what: "test" })
+    // The clock starts once the worker is up, so a slow start (a busy machine) does not count.
+    const workers = makeTimedWorkers<{ spinMs: number }, { spun: number }>(entry, { size: 1, timeoutMs: 1000, what: "test" })
     const runaway = workers.run({ spinMs: 60_000 })
     const queued = [workers.run({ spinMs: 5 }), workers.run({ spinMs: 6 })]
     const started = Date.now()
@@ -21,5 +22,15 @@ describe("timed workers (CPU-bound work off the event loop, each task bounded)",
     // The event loop was free meanwhile: the timer fired on time, not after the spin.
     expect(Date.now() - started).toBeLessThan(10_000)
     expect(await Promise.all(queued)).toEqual([{ spun: 5 }, { spun: 6 }])
+  })
+
+  it("fails a task that waits too long for a worker, without running it", async () => {
+    const workers = makeTimedWorkers<{ spinMs: number }, { spun: number }>(entry, { size: 1, timeoutMs: 5000, queueTimeoutMs: 300, what: "test" })
+    const busy = workers.run({ spinMs: 1500 })
+    const waiting = workers.run({ spinMs: 1 })
+    const failed = await waiting.catch((e) => e)
+    expect(failed).toBeInstanceOf(WorkerTimeout)
+    expect(failed.message).toMatch(/waited longer than 300 ms/)
+    expect(await busy).toEqual({ spun: 1500 })
   })
 })
