@@ -28,8 +28,11 @@ export const answerParserRefusals = (server: Server): Server =>
     const [status, reason, code, message] = refusalOf(error.code)
     const requestId = `req_${randomUUID()}`
     const body = JSON.stringify(errorEnvelope(code, message, requestId))
+    // Written, then closed for good: the server allows half-open connections, so end() alone would
+    // leave the socket open until the client closed its side.
     socket.end(
       `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-        `x-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`
+        `x-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
+      () => socket.destroy()
     )
   })

@@ -68,7 +68,8 @@ export const ApiKeyRepoLive = Layer.effect(
     /** Locks the tenant's row for the transaction and counts its active keys. */
     const lockAndCountActive = (tenantId: string) =>
       Effect.gen(function*() {
-        yield* sql`SELECT 1 FROM tenants WHERE id = ${tenantId} FOR UPDATE`
+        // FOR NO KEY UPDATE: enough to order key creations, without holding up rows that refer to the tenant.
+        yield* sql`SELECT 1 FROM tenants WHERE id = ${tenantId} FOR NO KEY UPDATE`
         const [count] = yield* sql<{ n: string }>`
           SELECT count(*) AS n FROM api_keys
           WHERE tenant_id = ${tenantId} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`

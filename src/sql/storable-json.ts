@@ -21,7 +21,10 @@ export const storableJson = (value: unknown): unknown => {
     } else if (from !== null && typeof from === "object" && !(from instanceof Date)) {
       const copy: Record<string, unknown> = {}
       put(copy)
-      for (const [key, item] of Object.entries(from)) stack.push({ from: item, put: (v) => (copy[storableText(key)] = v) })
+      // defineProperty: a key named __proto__ is kept as a key, not taken for the prototype.
+      for (const [key, item] of Object.entries(from)) {
+        stack.push({ from: item, put: (v) => Object.defineProperty(copy, storableText(key), { value: v, enumerable: true, writable: true, configurable: true }) })
+      }
     } else put(from)
   }
   return root.value

@@ -13,6 +13,10 @@ describe("storable text (what PostgreSQL can hold)", () => {
     const value = { "he\u0000ad": ["ok", { deep: "h\u0000x", n: 1, no: null, yes: true }], list: [["\uD800"]] }
     expect(storableJson(value)).toEqual({ "he\uFFFDad": ["ok", { deep: "h\uFFFDx", n: 1, no: null, yes: true }], list: [["\uFFFD"]] })
     expect(value.list[0]![0]).toBe("\uD800")
+    // A key named __proto__ (JSON.parse makes it an own key) stays a key.
+    const proto = storableJson(JSON.parse('{"__proto__": {"x": 1}}')) as Record<string, unknown>
+    expect(Object.keys(proto)).toEqual(["__proto__"])
+    expect(Object.getPrototypeOf(proto)).toBe(Object.prototype)
     let deep: unknown = "\u0000"
     for (let i = 0; i < 100_000; i++) deep = [deep]
     let out = storableJson(deep)
