@@ -112,7 +112,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
             inputFormat: row.input_format,
             url: row.url,
             configs: configs.map((c) => ({ id: c.id, payload: c.payload }))
-          }),
+          }, row.tenant_id),
           catch: (e) => e
         }).pipe(Effect.catch((e) =>
           e instanceof WorkerTaskError && e.code !== undefined && EXTRACT_ERROR_CLASSES.has(e.code)

@@ -15,5 +15,5 @@ const extractWorkers = makeTimedWorkers<ExtractInput, ExtractOutput>(new URL("./
   what: "extraction"
 })
 
-/** `extract`, on the node's extraction workers, within EXTRACT_TIMEOUT_MS. */
-export const extractInWorker = (input: ExtractInput): Promise<ExtractOutput> => extractWorkers.run(input)
+/** `extract`, on the node's extraction workers, within EXTRACT_TIMEOUT_MS; tenants waiting take turns. */
+export const extractInWorker = (input: ExtractInput, tenantId: string): Promise<ExtractOutput> => extractWorkers.run(input, tenantId)

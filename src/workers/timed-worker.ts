@@ -5,13 +5,14 @@ import { Worker } from "node:worker_threads"
  * its worker with it (the thread is terminated, which stops any JavaScript, a runaway regex
  * included) and fails alone; tasks queued behind it go to a fresh worker. A task's time starts
  * once its worker is up (a fresh one first loads its code). With `queueTimeoutMs`, a task that
- * waits that long for a worker fails too. Workers start on demand, one task at a time each, and
- * do not keep the process alive.
+ * waits that long for a worker fails too. Waiting tasks are taken by their `owner` in turn (a
+ * tenant, say), so one owner's many tasks do not hold every other owner's behind them. Workers
+ * start on demand, one task at a time each, and do not keep the process alive.
  *
  * A worker entry answers `{ id, input }` messages with `{ id, result }` or `{ id, error, code? }`.
  */
 export interface TimedWorkers<I, O> {
-  readonly run: (input: I) => Promise<O>
+  readonly run: (input: I, owner?: string) => Promise<O>
 }
 
 /** A task's failure as its worker reported it; `code` says which kind (the entry's own names). */
@@ -31,6 +32,7 @@ export class WorkerTimeout extends Error {
 
 interface Task<I, O> {
   readonly id: number
+  readonly owner: string
   readonly input: I
   readonly resolve: (o: O) => void
   readonly reject: (e: Error) => void
@@ -49,7 +51,32 @@ export const makeTimedWorkers = <I, O>(
   options: { readonly size: number; readonly timeoutMs: number; readonly queueTimeoutMs?: number; readonly what: string }
 ): TimedWorkers<I, O> => {
   const slots: Array<Slot<I, O>> = []
-  const queue: Array<Task<I, O>> = []
+  // Waiting tasks by owner, and the owners with waiting tasks in the order they are served.
+  const waiting = new Map<string, Array<Task<I, O>>>()
+  const turns: Array<string> = []
+
+  /** The next task: the first of the owner whose turn it is, who then goes to the back of the line. */
+  const takeNext = (): Task<I, O> | undefined => {
+    const owner = turns.shift()
+    if (owner === undefined) return undefined
+    const tasks = waiting.get(owner)!
+    const task = tasks.shift()!
+    if (tasks.length > 0) turns.push(owner)
+    else waiting.delete(owner)
+    return task
+  }
+
+  const unqueue = (task: Task<I, O>): boolean => {
+    const tasks = waiting.get(task.owner)
+    const at = tasks?.indexOf(task) ?? -1
+    if (at < 0) return false
+    tasks!.splice(at, 1)
+    if (tasks!.length === 0) {
+      waiting.delete(task.owner)
+      turns.splice(turns.indexOf(task.owner), 1)
+    }
+    return true
+  }
   let nextId = 0
 
   const settle = (slot: Slot<I, O>) => {
@@ -106,14 +133,14 @@ export const makeTimedWorkers = <I, O>(
   }
 
   const dispatch = () => {
-    while (queue.length > 0) {
+    while (turns.length > 0) {
       let slot = slots.find((s) => s.task === undefined)
       if (!slot && slots.length < options.size) {
         try {
           slot = start()
         } catch (e) {
           // No worker can be started: the waiting tasks fail instead of waiting for ever.
-          for (const task of queue.splice(0)) {
+          for (let task = takeNext(); task; task = takeNext()) {
             clearTimeout(task.queueTimer)
             task.reject(e instanceof Error ? e : new Error(String(e)))
           }
@@ -121,7 +148,7 @@ export const makeTimedWorkers = <I, O>(
         }
       }
       if (!slot) return
-      const task = queue.shift()!
+      const task = takeNext()!
       clearTimeout(task.queueTimer)
       slot.task = task
       if (slot.online) arm(slot)
@@ -130,18 +157,20 @@ export const makeTimedWorkers = <I, O>(
   }
 
   return {
-    run: (input) =>
+    run: (input, owner = "") =>
       new Promise<O>((resolve, reject) => {
-        const task: Task<I, O> = { id: nextId++, input, resolve, reject }
+        const task: Task<I, O> = { id: nextId++, owner, input, resolve, reject }
         if (options.queueTimeoutMs !== undefined) {
           task.queueTimer = setTimeout(() => {
-            const at = queue.indexOf(task)
-            if (at < 0) return
-            queue.splice(at, 1)
-            reject(new WorkerTimeout(`the ${options.what} waited longer than ${options.queueTimeoutMs} ms for a worker`))
+            if (unqueue(task)) reject(new WorkerTimeout(`the ${options.what} waited longer than ${options.queueTimeoutMs} ms for a worker`))
           }, options.queueTimeoutMs)
         }
-        queue.push(task)
+        const tasks = waiting.get(owner)
+        if (tasks) tasks.push(task)
+        else {
+          waiting.set(owner, [task])
+          turns.push(owner)
+        }
         dispatch()
       })
   }

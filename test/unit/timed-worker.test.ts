@@ -24,6 +24,15 @@ describe("timed workers (CPU-bound work off the event loop, each task bounded)",
     expect(await Promise.all(queued)).toEqual([{ spun: 5 }, { spun: 6 }])
   })
 
+  it("serves waiting owners in turn: one owner's many tasks do not hold another's behind them", async () => {
+    const workers = makeTimedWorkers<{ spinMs: number }, { spun: number }>(entry, { size: 1, timeoutMs: 5000, what: "test" })
+    const order: Array<string> = []
+    const run = (owner: string, i: number) => workers.run({ spinMs: 20 + i }, owner).then(() => void order.push(`${owner}${i}`))
+    const all = [run("a", 0), run("a", 1), run("a", 2), run("a", 3), run("b", 0), run("b", 1)]
+    await Promise.all(all)
+    expect(order).toEqual(["a0", "a1", "b0", "a2", "b1", "a3"])
+  })
+
   it("fails a task that waits too long for a worker, without running it", async () => {
     const workers = makeTimedWorkers<{ spinMs: number }, { spun: number }>(entry, { size: 1, timeoutMs: 5000, queueTimeoutMs: 300, what: "test" })
     const busy = workers.run({ spinMs: 1500 })
