@@ -84,12 +84,10 @@ export const JobsHandlers = HttpApiBuilder.group(
               details: [{ path: "jobs", code: "invalid_value", message: "1 to 100 entries" }]
             })
           }
-          // An item is told apart by what it decodes to, as a single job's body is; one that does not
-          // decode, by its JSON.
-          const items = payload.jobs.map((item) => {
-            const decoded = decodeJob(item)
-            return decoded._tag === "Success" ? { job: decoded.value } : { invalid: item }
-          })
+          // Each item decoded once. An item is told apart by what it decodes to, as a single job's
+          // body is; one that does not decode, by its JSON.
+          const decodedItems = payload.jobs.map((item) => decodeJob(item))
+          const items = decodedItems.map((decoded, index) => (decoded._tag === "Success" ? { job: decoded.value } : { invalid: payload.jobs[index] }))
           return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "bulk", items }, (attempt) => Effect.gen(function*() {
             const requestId = yield* RequestId
             const failed: Array<{ index: number; url: string | null; reason: string }> = []
@@ -97,7 +95,7 @@ export const JobsHandlers = HttpApiBuilder.group(
             yield* Effect.forEach(payload.jobs, (item, index) =>
               Effect.gen(function*() {
                 const url = typeof (item as { url?: unknown })?.url === "string" ? (item as { url: string }).url : null
-                const decoded = decodeJob(item)
+                const decoded = decodedItems[index]!
                 if (decoded._tag === "Failure") {
                   const issue = (decoded.cause as any).reasons?.[0]?.error?.issue
                   const details: Array<ErrorDetail> = issue ? issueDetails(issue) : []
