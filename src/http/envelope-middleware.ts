@@ -57,6 +57,9 @@ const otherMethodsOfLiteral = (routes: ReadonlyArray<Route>, method: string, pat
 
 const json = (status: number, body: unknown) => HttpServerResponse.jsonUnsafe(body, { status })
 
+/** Whether a detail's path lies in a search body's `where`: an error only there is a bad filter. */
+const inSearchFilter = (path: string) => path === "where" || path.startsWith("where.")
+
 const failureResponse = (
   cause: Cause.Cause<unknown>,
   requestId: string,
@@ -81,7 +84,7 @@ const failureResponse = (
     const isJson = error.kind === "Payload" && details.some((d) => /valid JSON/i.test(d.message))
     const where = error.kind === "Payload" ? "body" : error.kind.toLowerCase()
     // A search body's bad `where` is a bad filter, as a list's bad query filter is.
-    const badFilter = error.kind === "Payload" && details.length > 0 && details.every((d) => d.path === "where" || d.path.startsWith("where."))
+    const badFilter = error.kind === "Payload" && details.length > 0 && details.every((d) => inSearchFilter(d.path))
     return Effect.succeed(json(
       400,
       errorEnvelope(
@@ -112,7 +115,7 @@ const failureResponse = (
       Effect.orElseSucceed(() => []),
       Effect.map((paths) => {
         const details = (paths.length > 0 ? paths : [""]).map((path) => ({ path, code: "invalid_value", message: "contains U+0000" }))
-        const badFilter = paths.length > 0 && paths.every((p) => p === "where" || p.startsWith("where."))
+        const badFilter = paths.length > 0 && paths.every(inSearchFilter)
         return json(400, errorEnvelope(
           badFilter ? "invalid_filter" : "validation_error",
           "text cannot contain the NUL character (U+0000)",
