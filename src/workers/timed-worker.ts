@@ -1,4 +1,4 @@
-import { Worker } from "node:worker_threads"
+import { parentPort, Worker } from "node:worker_threads"
 
 /**
  * CPU-bound work on worker threads, each task bounded in time: a task that runs too long takes
@@ -174,4 +174,18 @@ export const makeTimedWorkers = <I, O>(
         dispatch()
       })
   }
+}
+
+/**
+ * The worker side: answers each task with `handle`'s result, or its error's message and the
+ * `code` that `codeOf` gives it. Called once, from a worker entry.
+ */
+export const serveTasks = <I, O>(handle: (input: I) => O, codeOf: (e: unknown) => string | undefined = () => undefined): void => {
+  parentPort!.on("message", ({ id, input }: { id: number; input: I }) => {
+    try {
+      parentPort!.postMessage({ id, result: handle(input) })
+    } catch (e) {
+      parentPort!.postMessage({ id, error: e instanceof Error ? e.message : String(e), code: codeOf(e) })
+    }
+  })
 }
