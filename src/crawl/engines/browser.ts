@@ -356,16 +356,15 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       if (refusal) {
         return emptyAttempt(name, "unsafe_url", t0, { finalUrl: page.url(), redirects: chainOf(lastMain), error: `refused: ${refusal}` })
       }
+      const answered = lastMain as Response | null
       // The guard proxy could not reach the target and answered 502 in its place: the target said nothing.
-      const proxied = lastMain as Response | null
-      const unreached = proxied?.status() === 502 ? proxy!.unreached(proxied.url()) : undefined
+      const unreached = answered?.status() === 502 ? proxy!.unreached(answered.url()) : undefined
       if (unreached !== undefined) {
         const error = Object.assign(new Error(`the target could not be reached: ${unreached}`), { code: unreached })
         return emptyAttempt(name, classifyError(error), t0, { finalUrl: req.url, error: error.message })
       }
       // A 204 or 205 answers with no content: the browser stays on its blank page and calls the
       // navigation aborted, but the target did answer.
-      const answered = lastMain as Response | null
       if (answered && (answered.status() === 204 || answered.status() === 205)) {
         return emptyAttempt(name, "empty", t0, { httpStatus: answered.status(), finalUrl: answered.url(), redirects: chainOf(answered) })
       }
