@@ -50,30 +50,29 @@ export const DateTimeInput = Schema.String.check(
 ).annotate({ format: "date-time" })
 
 /**
- * An absolute URL of at most 2048 characters, `http:`/`https:` only with `httpOnly`. Port 0 is
- * refused: nothing listens there, and clients would read `:0` while the fetch used the default port.
+ * An absolute URL of at most 2048 characters. Port 0 is refused: nothing listens there, and clients
+ * would read `:0` while the fetch used the default port. Any scheme parses here: one other than
+ * http(s) is an unsafe URL (422 `unsafe_url`), refused by the SSRF guard, not a malformed one.
  * The bound also holds for the URL as it is stored and answered, percent-encoded (`é` is six
  * characters there), so the URL a job reports can always be given back, to the page history say.
  */
-export const AbsoluteUrl = (options: { readonly httpOnly: boolean }) =>
-  Schema.String.check(
-    Schema.isBetweenLength(1, 2048),
-    Schema.makeFilter((s) => {
-      try {
-        const url = new URL(s)
-        return url.port !== "0" && (!options.httpOnly || url.protocol === "http:" || url.protocol === "https:")
-      } catch {
-        return false
-      }
-    }, { expected: options.httpOnly ? "an absolute http(s) URL (port 1-65535)" : "an absolute URL (port 1-65535)" }),
-    Schema.makeFilter((s) => {
-      try {
-        return new URL(s).href.length <= 2048
-      } catch {
-        return true
-      }
-    }, { expected: "a URL of at most 2048 characters once percent-encoded" })
-  )
+export const AbsoluteUrl = Schema.String.check(
+  Schema.isBetweenLength(1, 2048),
+  Schema.makeFilter((s) => {
+    try {
+      return new URL(s).port !== "0"
+    } catch {
+      return false
+    }
+  }, { expected: "an absolute URL (port 1-65535)" }),
+  Schema.makeFilter((s) => {
+    try {
+      return new URL(s).href.length <= 2048
+    } catch {
+      return true
+    }
+  }, { expected: "a URL of at most 2048 characters once percent-encoded" })
+)
 
 /**
  * Text that can be stored: PostgreSQL's text holds no NUL character, and one that reached an

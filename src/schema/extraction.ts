@@ -15,19 +15,15 @@ export const errorClasses = [
 /** Inline input is capped at 5 MB (bigger → 413). */
 export const MAX_INPUT_BYTES = 5 * 1024 * 1024
 
-// Any scheme parses here; one other than http(s) is refused as an unsafe URL (422 unsafe_url,
-// detail scheme_not_allowed) by the same guard as a job's, not as a malformed one.
-const HttpUrl = AbsoluteUrl({ httpOnly: false })
-
 export const CreateExtractionBody = Schema.Struct({
   type: ExtractionType,
-  url: Schema.optional(HttpUrl),
+  url: Schema.optional(AbsoluteUrl),
   input: Schema.optional(Schema.String),
   inputFormat: Schema.optional(InputFormat),
   jobId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
   configId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
   llm: Schema.optional(Schema.Struct({ enabled: Schema.optional(Schema.Boolean), mode: Schema.optional(LlmMode) })),
-  webhookUrl: Schema.optional(Schema.NullOr(HttpUrl)),
+  webhookUrl: Schema.optional(Schema.NullOr(AbsoluteUrl)),
   webhookSecret: Schema.optional(Schema.String.check(Schema.isBetweenLength(16, 256))),
   webhookEventTypes: Schema.optional(
     Schema.Array(Schema.Literals(["done", "failed", "dead"])).check(Schema.isBetweenLength(1, 3))

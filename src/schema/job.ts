@@ -21,12 +21,10 @@ export const ScreenshotOptions = Schema.Struct({
   loadResources: Schema.optional(Schema.Boolean)
 })
 
-const TargetUrl = AbsoluteUrl({ httpOnly: false })
-
 export const CreateJobBody = Schema.Struct({
-  url: TargetUrl,
+  url: AbsoluteUrl,
   priority: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10 }))),
-  webhookUrl: Schema.optional(Schema.NullOr(TargetUrl)),
+  webhookUrl: Schema.optional(Schema.NullOr(AbsoluteUrl)),
   webhookSecret: Schema.optional(Schema.String.check(Schema.isBetweenLength(16, 256))),
   timeoutMs: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 15_000, maximum: 300_000 }))),
   escalation: Schema.optional(Schema.Array(EscalationEntry).check(Schema.isBetweenLength(1, 8))),
