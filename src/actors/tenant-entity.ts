@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
+import { fromUnits, jobCharge, type JobUsage, jobMinimumUnits, toUnits } from "../billing/pricing.ts"
 import { secondsToNextUtcDay, utcDayStart } from "../billing/windows.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
@@ -48,8 +49,10 @@ export class ConcurrentLimit extends Schema.TaggedError<ConcurrentLimit>()("Conc
   limit: Schema.Int
 }) {}
 
+/** The balance (less what jobs not charged yet may cost) cannot cover the call; `required` is what it needed free. */
 export class InsufficientCredit extends Schema.TaggedError<InsufficientCredit>()("InsufficientCredit", {
-  balance: Schema.String
+  balance: Schema.String,
+  required: Schema.optional(Schema.String)
 }) {}
 
 /**
@@ -85,11 +88,16 @@ export const TenantEntity = Entity.make("Tenant", [
   Rpc.make("ReserveJobs", {
     payload: Schema.Struct({ jobIds: Schema.Array(Schema.String), partial: Schema.optional(Schema.Boolean) }),
     /** `reserved`: the jobs that hold their slots now; with `partial`, `shortBy` names the quota that left the others out. */
-    success: Schema.Struct({ reserved: Schema.Array(Schema.String), shortBy: Schema.optional(Schema.Union([QuotaExceeded, ConcurrentLimit])) }),
-    error: Schema.Union([QuotaExceeded, ConcurrentLimit])
+    success: Schema.Struct({
+      reserved: Schema.Array(Schema.String),
+      shortBy: Schema.optional(Schema.Union([QuotaExceeded, ConcurrentLimit, InsufficientCredit]))
+    }),
+    error: Schema.Union([QuotaExceeded, ConcurrentLimit, InsufficientCredit])
   }),
-  /** Gives concurrency slots back (jobs ended, or were never created). */
+  /** Gives concurrency slots back (jobs ended, or were never created), and charges the jobs that ended. */
   Rpc.make("ReleaseJobs", { payload: Schema.Struct({ jobIds: Schema.Array(Schema.String) }) }),
+  /** Charges the tenant's ended jobs not charged yet (sent by the sweeper for charges whose trigger was lost). */
+  Rpc.make("SettleJobs"),
   /**
    * Registers a webhook URL unless it would exceed `webhooks.endpoints.total`. Serial per tenant,
    * so parallel requests (and the items of a bulk request) cannot register more than the limit.
@@ -101,6 +109,8 @@ export const TenantEntity = Entity.make("Tenant", [
 ])
 
 const RECONCILE_MS = 5_000
+/** The most ended jobs one charging transaction takes. */
+const SETTLE_BATCH = 200
 const PENDING_TTL_MS = 30_000
 
 
@@ -118,6 +128,13 @@ export const TenantEntityLive = TenantEntity.toLayer(
     // very next request, a lowered one within RECONCILE_MS.
     const slots = new TenantJobSlots({ reconcileEveryMs: RECONCILE_MS, pendingTtlMs: PENDING_TTL_MS })
     const limits = { daily: 0, concurrent: 0 }
+    // Credit, in units of 1/10000 EUR: the balance, and the jobs not charged yet (each of which
+    // costs at least the minimum once it ends). Read with the slots; the entity's own charges and
+    // adjustments move them in between.
+    const credit = { balance: 0, unchargedJobs: 0 }
+    /** How many more new jobs the free credit covers. */
+    const creditRoom = () =>
+      jobMinimumUnits <= 0 ? Infinity : Math.max(0, Math.floor((credit.balance - credit.unchargedJobs * jobMinimumUnits) / jobMinimumUnits))
     const readLimits = Effect.gen(function*() {
       const read = yield* repo.quotaLimits(tenantId, ["scraper.jobs.daily", "scraper.jobs.concurrent"])
       limits.daily = read["scraper.jobs.daily"]
@@ -128,9 +145,26 @@ export const TenantEntityLive = TenantEntity.toLayer(
         const pending = slots.pendingIds(now)
         const written = pending.length > 0 ? yield* jobs.existing(pending) : new Set<string>()
         const counts = yield* jobs.counts(tenantId, new Date(day))
+        const [unsettled, balance] = yield* Effect.all([repo.unsettledJobs(tenantId), repo.balance(tenantId)])
         yield* readLimits
         slots.reconcile(counts, written, now, day)
+        credit.balance = toUnits(balance ?? 0)
+        credit.unchargedJobs = unsettled + slots.pendingCount
       })
+
+    // Charges the jobs that ended: one run at a time, and calls that come while one runs share the next.
+    const settleAll = (calls: ReadonlyArray<void>) =>
+      Effect.gen(function*() {
+        for (let settled = SETTLE_BATCH; settled === SETTLE_BATCH;) {
+          const after = yield* repo.settleJobs(tenantId, SETTLE_BATCH, (result) => jobCharge(result as JobUsage | null))
+          settled = after.settled
+          credit.balance = toUnits(after.balance)
+          credit.unchargedJobs = Math.max(0, credit.unchargedJobs - settled)
+        }
+        return calls.map(() => undefined)
+      })
+    const settle = yield* makeGroupCommit(settleAll, { maxBatch: 1024 })
+    const settleQuietly = settle(undefined).pipe(Effect.catchCause(Effect.logWarning))
     return TenantEntity.of({
       Bootstrap: ({ payload }) =>
         Effect.gen(function*() {
@@ -156,6 +190,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
             resourceType: payload.resourceType
           })
           if (!result.ok) return yield* new InsufficientCredit({ balance: result.balance })
+          credit.balance = toUnits(result.transaction.balanceAfter)
           return result.transaction
         }),
       ReserveJobs: ({ payload }) =>
@@ -167,11 +202,20 @@ export const TenantEntityLive = TenantEntity.toLayer(
           // A job that already holds its slot (reserved twice by two tries of one keyed request) takes no more room.
           const wanted = slots.newIds(payload.jobIds).length
           if (slots.today + wanted > limits.daily || slots.running + wanted > limits.concurrent) yield* readLimits
+          // Before a refusal for credit, the balance is read again (and jobs that ended are charged).
+          if (creditRoom() < wanted) yield* settle(undefined).pipe(Effect.andThen(reconcile(now, day)))
           const quota = (name: QuotaName) =>
             name === "daily"
               ? new QuotaExceeded({ quotaKey: "scraper.jobs.daily", limit: limits.daily, retryAfter: secondsToNextUtcDay(now) })
+              : name === "credit"
+              ? new InsufficientCredit({ balance: fromUnits(credit.balance), required: fromUnits((credit.unchargedJobs + Math.max(1, wanted)) * jobMinimumUnits) })
               : new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: limits.concurrent })
-          const admission = slots.admit(payload.jobIds, payload.partial ?? false, limits, now)
+          const fresh = slots.newIds(payload.jobIds)
+          const admission = slots.admit(payload.jobIds, payload.partial ?? false, { ...limits, creditRoom: creditRoom() }, now)
+          if (!("refused" in admission)) {
+            const reserved = new Set(admission.reserved)
+            credit.unchargedJobs += fresh.filter((id) => reserved.has(id)).length
+          }
           if ("refused" in admission) return yield* quota(admission.refused)
           return { reserved: admission.reserved, ...(admission.shortBy ? { shortBy: quota(admission.shortBy) } : {}) }
         }),
@@ -181,7 +225,9 @@ export const TenantEntityLive = TenantEntity.toLayer(
           const limit = yield* repo.quotaLimit(tenantId, "webhooks.endpoints.total")
           if (!(yield* webhooks.addEndpoint(tenantId, payload.url, limit))) return yield* new EndpointLimit({ limit })
         }),
-      ReleaseJobs: ({ payload }) => Effect.sync(() => slots.release(payload.jobIds))
+      // Charging runs beside the entity's other messages: a creation does not wait for it.
+      ReleaseJobs: ({ payload }) => Effect.sync(() => slots.release(payload.jobIds)).pipe(Effect.andThen(settleQuietly), Rpc.fork),
+      SettleJobs: () => settleQuietly.pipe(Rpc.fork)
     })
   }),
   { maxIdleTime: "5 minutes" }

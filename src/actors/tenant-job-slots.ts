@@ -7,7 +7,7 @@
  * reconcile already left the job out changes nothing). Reserved jobs whose rows may not be written
  * yet are pending; a reservation whose request died is forgotten after `pendingTtlMs`.
  */
-export type QuotaName = "daily" | "concurrent"
+export type QuotaName = "daily" | "concurrent" | "credit"
 
 /** What `admit` did: the jobs that hold their slots now (and which quota left the others out), or which quota refused them all. */
 export type Admission =
@@ -32,6 +32,11 @@ export class TenantJobSlots {
 
   get today(): number {
     return this.createdToday
+  }
+
+  /** Reserved jobs whose rows may not be written yet. */
+  get pendingCount(): number {
+    return this.pending.size
   }
 
   /** Whether the counts are due to be read from SQL again (they are old, or a new UTC day began). */
@@ -72,15 +77,21 @@ export class TenantJobSlots {
   /**
    * Reserves slots for `ids` within `limits`: all of them or none, or with `partial` as many of
    * the new ones as fit, in order (at least one job, or refused). Jobs that hold a slot already
-   * take no room and are always admitted. Names the quota that refused or cut the request: the
-   * daily one when it has no more room than the other, since waiting for a job to end does not help then.
+   * take no room and are always admitted. `creditRoom` is how many new jobs the tenant's free
+   * credit covers. Names the limit that refused or cut the request: the daily quota, then the
+   * credit, before the concurrency, since waiting for a job to end does not help with those.
    */
-  admit(ids: ReadonlyArray<string>, partial: boolean, limits: { readonly daily: number; readonly concurrent: number }, now: number): Admission {
+  admit(
+    ids: ReadonlyArray<string>,
+    partial: boolean,
+    limits: { readonly daily: number; readonly concurrent: number; readonly creditRoom: number },
+    now: number
+  ): Admission {
     const unique = [...new Set(ids)]
     const fresh = this.newIds(unique)
     const dailyRoom = limits.daily - this.createdToday
-    const room = Math.max(0, Math.min(dailyRoom, limits.concurrent - this.active.size))
-    const binding = (need: number) => (dailyRoom < need ? "daily" : "concurrent")
+    const room = Math.max(0, Math.min(dailyRoom, limits.creditRoom, limits.concurrent - this.active.size))
+    const binding = (need: number): QuotaName => (dailyRoom < need ? "daily" : limits.creditRoom < need ? "credit" : "concurrent")
     if (fresh.length > room && (!partial || (room === 0 && fresh.length === unique.length))) {
       return { refused: binding(partial ? 1 : fresh.length) }
     }

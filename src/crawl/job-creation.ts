@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { entityCall, sendOneWay } from "../actors/entity-call.ts"
 import { JobEntity } from "../actors/job-entity.ts"
-import { type ConcurrentLimit, type QuotaExceeded, TenantEntity } from "../actors/tenant-entity.ts"
+import { type ConcurrentLimit, type InsufficientCredit, type QuotaExceeded, TenantEntity } from "../actors/tenant-entity.ts"
 import { Config } from "../config.ts"
 import { EventLog } from "../events/event-log.ts"
 import type { KeyedAttempt } from "../http/idempotency.ts"
@@ -117,9 +117,11 @@ export const JobCreationLive = Layer.effect(
         return { job, generatedSecret, resumed: keyed?.attempt.resumed ?? false }
       })
 
-    const quotaError = (e: QuotaExceeded | ConcurrentLimit) =>
+    const quotaError = (e: QuotaExceeded | ConcurrentLimit | InsufficientCredit) =>
       e._tag === "QuotaExceeded"
         ? fail(429, "quota_exceeded", `the daily quota ${e.quotaKey} (${e.limit}) is used up`, { retryAfter: e.retryAfter })
+        : e._tag === "InsufficientCredit"
+        ? fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that these jobs and the tenant's uncharged ones may cost at least (see GET /v1/billing/pricing)`)
         : fail(429, "concurrent_limit_exceeded", `the tenant's ${e.limit} running jobs (${e.quotaKey}) leave no room; retry when one ends`, {
           retryAfter: 1
         })
@@ -157,11 +159,11 @@ export const JobCreationLive = Layer.effect(
         const fresh = all.filter((p) => !written.has(p.job.id))
         // With jobs already written, a quota with no room left refuses the others item by item: the
         // request still answers what exists (failing it whole would leave those jobs unanswered).
-        const noRoom = (e: QuotaExceeded | ConcurrentLimit) =>
+        const noRoom = (e: QuotaExceeded | ConcurrentLimit | InsufficientCredit) =>
           written.size > 0 ? Effect.succeed({ reserved: [], shortBy: e }) : quotaError(e)
         const { reserved, shortBy } = fresh.length === 0 ? { reserved: [], shortBy: undefined } : yield* entityCall(
           tenantClient(tenantId).ReserveJobs({ jobIds: fresh.map((p) => p.job.id), partial: true })
-        ).pipe(Effect.catchTags({ QuotaExceeded: noRoom, ConcurrentLimit: noRoom }))
+        ).pipe(Effect.catchTags({ QuotaExceeded: noRoom, ConcurrentLimit: noRoom, InsufficientCredit: noRoom }))
         const reservedIds = new Set(reserved)
         const held = fresh.filter((p) => reservedIds.has(p.job.id))
         const verdicts = yield* registerEndpoints(tenantId, held).pipe(Effect.onError(() => release(tenantId, held)))
@@ -189,7 +191,7 @@ export const JobCreationLive = Layer.effect(
         const fresh = prepared.filter((p) => !written.has(p.job.id))
         if (fresh.length > 0) {
           yield* entityCall(tenantClient(tenantId).ReserveJobs({ jobIds: fresh.map((p) => p.job.id) })).pipe(
-            Effect.catchTags({ QuotaExceeded: quotaError, ConcurrentLimit: quotaError })
+            Effect.catchTags({ QuotaExceeded: quotaError, ConcurrentLimit: quotaError, InsufficientCredit: quotaError })
           )
         }
         const verdicts = yield* registerEndpoints(tenantId, fresh).pipe(Effect.onError(() => release(tenantId, fresh)))

@@ -2,8 +2,8 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
-import { Balance, Transaction } from "../schema/tenant.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { Balance, PriceList, Transaction } from "../schema/tenant.ts"
+import { ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
 
 export class BillingGroup extends HttpApiGroup.make("billing")
   .add(
@@ -18,7 +18,10 @@ export class BillingGroup extends HttpApiGroup.make("billing")
       },
       success: Success(Page(Transaction)),
       error: errors(400)
-    }).annotate(Requires, "billing:transactions:read")
+    }).annotate(Requires, "billing:transactions:read"),
+    HttpApiEndpoint.get("pricing", "/pricing", {
+      success: Success(PriceList)
+    }).annotate(Requires, ANY_KEY)
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/billing")

@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
+import { priceList } from "../billing/pricing.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
@@ -31,5 +32,6 @@ export const BillingHandlers = HttpApiBuilder.group(
           const page = yield* tenants.transactions(me.tenantId, { type: query.type, serviceKey: query.serviceKey }, offset, limit)
           return pageOf(page.items, offset, limit, page.total)
         }))
+      .handle("pricing", () => Effect.succeed({ ...priceList(), currency: "EUR" as const }))
   })
 )

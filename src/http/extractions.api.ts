@@ -25,7 +25,7 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
       headers: { "idempotency-key": Schema.optional(Schema.String) },
       payload: CreateExtractionBody,
       success: Success(CreatedExtraction, 201),
-      error: errors(400, 404, 409, 413, 422, 429, 503)
+      error: errors(400, 402, 404, 409, 413, 422, 429, 503)
     }).annotate(Requires, "extractor:extractions:write"),
     HttpApiEndpoint.get("list", "/extractions", {
       query: {
@@ -56,7 +56,7 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
     HttpApiEndpoint.post("replay", "/extractions/:id/replay", {
       params: id,
       success: Success(CreatedExtraction, 201),
-      error: errors(400, 404, 409, 413, 422, 429, 503)
+      error: errors(400, 402, 404, 409, 413, 422, 429, 503)
     }).annotate(Requires, "extractor:extractions:write"),
     HttpApiEndpoint.get("webhookDeliveries", "/extractions/:id/webhook-deliveries", {
       params: id,

@@ -21,13 +21,13 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       headers: IdempotencyHeader,
       payload: CreateJobBody,
       success: Success(CreatedJob, 201),
-      error: errors(400, 409, 422, 429, 503)
+      error: errors(400, 402, 409, 422, 429, 503)
     }).annotate(Requires, "scraper:jobs:write"),
     HttpApiEndpoint.post("bulk", "/jobs/bulk", {
       headers: IdempotencyHeader,
       payload: BulkJobsBody,
       success: [Success(BulkResult, 201), Success(BulkResult, 207)],
-      error: errors(400, 409, 422, 429, 503)
+      error: errors(400, 402, 409, 422, 429, 503)
     }).annotate(Requires, "scraper:jobs:write"),
     HttpApiEndpoint.post("search", "/jobs/search", {
       payload: SearchJobsBody,
@@ -57,7 +57,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
     HttpApiEndpoint.post("replay", "/jobs/:id/replay", {
       params: id,
       success: Success(ReplayedJob, 201),
-      error: errors(404, 409, 422, 429, 503)
+      error: errors(402, 404, 409, 422, 429, 503)
     }).annotate(Requires, "scraper:jobs:write"),
     HttpApiEndpoint.post("cancel", "/jobs/:id/cancel", {
       params: id,

@@ -6,8 +6,10 @@ import { errors } from "../schema/errors.ts"
 /**
  * The permission an endpoint needs, declared on the endpoint itself:
  * `.annotate(Requires, "scraper:jobs:write")`. `cross_tenant:*:*` marks the
- * super-admin plane. The docs table of endpoint → permission is read from it.
+ * super-admin plane, and `ANY_KEY` an endpoint open to every valid key (the price list). The docs
+ * table of endpoint → permission is read from it.
  */
+export const ANY_KEY = "any valid key"
 export const Requires = Context.Reference<string | undefined>("trawl/Requires", { defaultValue: () => undefined })
 
 /** `x-api-key` authentication, rate limit and permission check for the public and super-admin planes. */

@@ -46,6 +46,19 @@ export const Balance = Schema.Struct({
   currency: Schema.Literal("EUR")
 })
 
+export const PriceItem = Schema.Struct({
+  serviceKey: Schema.String,
+  item: Schema.String,
+  unit: Schema.String,
+  price: Schema.String,
+  description: Schema.String
+}).annotate({ identifier: "PriceItem" })
+
+export const PriceList = Schema.Struct({
+  currency: Schema.Literal("EUR"),
+  items: Schema.Array(PriceItem)
+}).annotate({ identifier: "PriceList" })
+
 export const CreditAdjustmentBody = Schema.Struct({
   amount: Amount.check(Schema.makeFilter((s) => Number(s) !== 0, { expected: "a non-zero amount" })),
   note: Text(1, 500)

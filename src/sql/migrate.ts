@@ -13,6 +13,7 @@ import deliveryEventSeq from "./migrations/0010_delivery_event_seq.ts"
 import idempotencySeed from "./migrations/0011_idempotency_seed.ts"
 import pageVersionChangedDerived from "./migrations/0012_page_version_changed_derived.ts"
 import extractionOwnJob from "./migrations/0013_extraction_own_job.ts"
+import jobCharges from "./migrations/0014_job_charges.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -28,7 +29,8 @@ export const migrations = {
   "0010_delivery_event_seq": deliveryEventSeq,
   "0011_idempotency_seed": idempotencySeed,
   "0012_page_version_changed_derived": pageVersionChangedDerived,
-  "0013_extraction_own_job": extractionOwnJob
+  "0013_extraction_own_job": extractionOwnJob,
+  "0014_job_charges": jobCharges
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

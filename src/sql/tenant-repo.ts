@@ -5,6 +5,7 @@ import { planQuota, type QuotaKey } from "../billing/plans.ts"
 import { newId } from "../ids.ts"
 import { iso, money } from "../schema/common.ts"
 import type { Tenant, Transaction } from "../schema/tenant.ts"
+import { OID, pgArray } from "./pg-array.ts"
 
 export interface BootstrapInput {
   readonly tenantId: string
@@ -55,6 +56,21 @@ export interface TenantRepoShape {
     resourceId?: string | null
     resourceType?: string | null
   }) => Effect.Effect<{ ok: true; transaction: Transaction } | { ok: false; balance: string }>
+  /** Jobs of the tenant not charged yet: running, or ended and waiting for their charge. */
+  readonly unsettledJobs: (tenantId: string) => Effect.Effect<number>
+  /**
+   * Charges up to `limit` of the tenant's ended, uncharged jobs, oldest first, in one transaction
+   * with the tenant's row locked: a ledger debit per job that cost anything (at most what the
+   * balance still holds, so it never goes below zero), and each job marked settled. `charge`
+   * prices a job from its result. Answers the jobs settled and the balance after.
+   */
+  readonly settleJobs: (
+    tenantId: string,
+    limit: number,
+    charge: (result: unknown) => { readonly units: number; readonly note: string }
+  ) => Effect.Effect<{ readonly settled: number; readonly balance: string }>
+  /** Tenants with jobs that ended more than `olderThanMs` ago and are still uncharged. */
+  readonly tenantsWithUnsettledJobs: (olderThanMs: number, limit: number) => Effect.Effect<ReadonlyArray<string>>
   readonly transactions: (
     tenantId: string,
     filter: { readonly type?: string | undefined; readonly serviceKey?: string | undefined },
@@ -258,6 +274,58 @@ export const TenantRepoLive = Layer.effect(
           Effect.map((rows) => rows[0] && money(rows[0].balance))
         ),
       adjust: (entry) => sql.withTransaction(adjustIn(entry)).pipe(Effect.orDie),
+      unsettledJobs: (tenantId) =>
+        sql<{ n: string }>`SELECT count(*) AS n FROM jobs WHERE tenant_id = ${tenantId} AND settled_at IS NULL`.pipe(
+          Effect.orDie,
+          Effect.map(([row]) => Number(row!.n))
+        ),
+      settleJobs: (tenantId, limit, charge) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const [tenant] = yield* sql<{ balance: string }>`SELECT balance FROM tenants WHERE id = ${tenantId} FOR UPDATE`
+          if (!tenant) return { settled: 0, balance: "0" }
+          const jobs = yield* sql<{ id: string; result: unknown }>`
+            SELECT id, result FROM jobs
+            WHERE tenant_id = ${tenantId} AND settled_at IS NULL AND status IN ('done', 'failed', 'dead')
+            ORDER BY finished_at, id LIMIT ${limit}`
+          if (jobs.length === 0) return { settled: 0, balance: money(tenant.balance) }
+          // Ten-thousandths of a euro, the ledger's precision: exact sums.
+          let balance = Math.round(Number(tenant.balance) * 10_000)
+          const charged: Array<number> = []
+          const entries: Array<{ id: string; jobId: string; units: number; after: number; note: string }> = []
+          for (const job of jobs) {
+            const { units, note } = charge(job.result)
+            const take = Math.min(units, balance)
+            balance -= take
+            charged.push(take)
+            if (take > 0) {
+              const short = take < units ? ` (${(units - take) / 10_000} EUR not covered by the balance)` : ""
+              entries.push({ id: newId("txn"), jobId: job.id, units: take, after: balance, note: `${note}${short}` })
+            }
+          }
+          const eur = (units: number) => (units / 10_000).toFixed(4)
+          if (entries.length > 0) {
+            yield* sql`
+              INSERT INTO credit_transactions (id, tenant_id, type, amount, balance_after, service_key, resource_id, resource_type, note)
+              SELECT id, ${tenantId}, 'debit', -amount::numeric, balance_after::numeric, 'scraper.jobs', job_id, 'job', note
+              FROM unnest(${pgArray(entries.map((e) => e.id), OID.text)}, ${pgArray(entries.map((e) => e.jobId), OID.text)},
+                          ${pgArray(entries.map((e) => eur(e.units)), OID.text)}, ${pgArray(entries.map((e) => eur(e.after)), OID.text)},
+                          ${pgArray(entries.map((e) => e.note), OID.text)})
+                WITH ORDINALITY AS e(id, job_id, amount, balance_after, note, position)
+              ORDER BY position`
+            yield* sql`UPDATE tenants SET balance = ${eur(balance)}::numeric, updated_at = now() WHERE id = ${tenantId}`
+          }
+          yield* sql`
+            UPDATE jobs SET settled_at = now(), charged = c.amount::numeric
+            FROM unnest(${pgArray(jobs.map((j) => j.id), OID.text)}, ${pgArray(charged.map(eur), OID.text)}) AS c(id, amount)
+            WHERE jobs.id = c.id`
+          return { settled: jobs.length, balance: money(eur(balance)) }
+        })).pipe(Effect.orDie),
+      tenantsWithUnsettledJobs: (olderThanMs, limit) =>
+        sql<{ tenant_id: string }>`
+          SELECT DISTINCT tenant_id FROM jobs
+          WHERE settled_at IS NULL AND status IN ('done', 'failed', 'dead')
+            AND finished_at < now() - ${olderThanMs} * interval '1 millisecond'
+          LIMIT ${limit}`.pipe(Effect.orDie, Effect.map((rows) => rows.map((r) => r.tenant_id))),
       transactions: (tenantId, filter, offset, limit) => {
         const where = sql.and([
           sql`tenant_id = ${tenantId}`,

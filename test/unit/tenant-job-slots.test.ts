@@ -36,10 +36,10 @@ describe("TenantJobSlots (a tenant's concurrency and daily counts)", () => {
   it("admits all jobs or none, naming the daily quota when it alone has no room", () => {
     const slots = slotsAt()
     slots.reconcile({ runningIds: new Set(["r1"]), today: 8 }, new Set(), day, day)
-    expect(slots.admit(["a", "b", "c"], false, { daily: 10, concurrent: 50 }, day)).toEqual({ refused: "daily" })
-    expect(slots.admit(["a", "b", "c"], false, { daily: 100, concurrent: 3 }, day)).toEqual({ refused: "concurrent" })
+    expect(slots.admit(["a", "b", "c"], false, { daily: 10, concurrent: 50, creditRoom: Infinity }, day)).toEqual({ refused: "daily" })
+    expect(slots.admit(["a", "b", "c"], false, { daily: 100, concurrent: 3, creditRoom: Infinity }, day)).toEqual({ refused: "concurrent" })
     expect([slots.running, slots.today]).toEqual([1, 8])
-    expect(slots.admit(["a", "b"], false, { daily: 10, concurrent: 3 }, day)).toEqual({ reserved: ["a", "b"] })
+    expect(slots.admit(["a", "b"], false, { daily: 10, concurrent: 3, creditRoom: Infinity }, day)).toEqual({ reserved: ["a", "b"] })
     expect([slots.running, slots.today]).toEqual([3, 10])
   })
 
@@ -47,15 +47,27 @@ describe("TenantJobSlots (a tenant's concurrency and daily counts)", () => {
     const slots = slotsAt()
     slots.reconcile({ runningIds: new Set(["h"]), today: 1 }, new Set(), day, day)
     // One slot left: x fits, y does not, h takes none; y's refusal names the concurrency quota.
-    expect(slots.admit(["x", "y", "h"], true, { daily: 100, concurrent: 2 }, day)).toEqual({ reserved: ["x", "h"], shortBy: "concurrent" })
+    expect(slots.admit(["x", "y", "h"], true, { daily: 100, concurrent: 2, creditRoom: Infinity }, day)).toEqual({ reserved: ["x", "h"], shortBy: "concurrent" })
     // No room at all (a limit lowered below the running count): the held ones still pass, without error.
-    expect(slots.admit(["x", "h"], true, { daily: 100, concurrent: 1 }, day)).toEqual({ reserved: ["x", "h"] })
-    expect(slots.admit(["x", "z"], true, { daily: 100, concurrent: 1 }, day)).toEqual({ reserved: ["x"], shortBy: "concurrent" })
+    expect(slots.admit(["x", "h"], true, { daily: 100, concurrent: 1, creditRoom: Infinity }, day)).toEqual({ reserved: ["x", "h"] })
+    expect(slots.admit(["x", "z"], true, { daily: 100, concurrent: 1, creditRoom: Infinity }, day)).toEqual({ reserved: ["x"], shortBy: "concurrent" })
     // Nothing new fits and nothing is held: refused, by the daily quota when it is the one used up.
-    expect(slots.admit(["z"], true, { daily: 2, concurrent: 10 }, day)).toEqual({ refused: "daily" })
+    expect(slots.admit(["z"], true, { daily: 2, concurrent: 10, creditRoom: Infinity }, day)).toEqual({ refused: "daily" })
     // A job named twice needs one slot.
-    expect(slots.admit(["d", "d"], true, { daily: 100, concurrent: 3 }, day)).toEqual({ reserved: ["d"] })
+    expect(slots.admit(["d", "d"], true, { daily: 100, concurrent: 3, creditRoom: Infinity }, day)).toEqual({ reserved: ["d"] })
     expect([slots.running, slots.today]).toEqual([3, 3])
+  })
+
+  it("admits no more new jobs than the free credit covers, naming the credit before the concurrency", () => {
+    const slots = slotsAt()
+    slots.reconcile({ runningIds: new Set(["h"]), today: 1 }, new Set(), day, day)
+    expect(slots.admit(["a", "b"], false, { daily: 100, concurrent: 1, creditRoom: 1 }, day)).toEqual({ refused: "credit" })
+    expect(slots.admit(["a", "b", "h"], true, { daily: 100, concurrent: 10, creditRoom: 1 }, day)).toEqual({ reserved: ["a", "h"], shortBy: "credit" })
+    // A job that holds its slot already was paid for: it passes with no credit free.
+    expect(slots.admit(["a"], false, { daily: 100, concurrent: 10, creditRoom: 0 }, day)).toEqual({ reserved: ["a"] })
+    expect(slots.admit(["c"], true, { daily: 100, concurrent: 10, creditRoom: 0 }, day)).toEqual({ refused: "credit" })
+    // The daily quota is named first: a top-up would not help.
+    expect(slots.admit(["c"], true, { daily: 2, concurrent: 10, creditRoom: 0 }, day)).toEqual({ refused: "daily" })
   })
 
   it("counts a reservation whose row is written while the counts are read, rather than forgetting it", () => {

@@ -1,0 +1,83 @@
+import pricingFile from "../../config/pricing.json" with { type: "json" }
+import { money } from "../schema/common.ts"
+
+/**
+ * Prices (config/pricing.json) and what a call costs. Money is counted in units of a
+ * ten-thousandth of a euro, the ledger's precision (numeric(18,4)), so sums are exact.
+ */
+export const toUnits = (eur: string | number): number => Math.round(Number(eur) * 10_000)
+export const fromUnits = (units: number): string => money(units / 10_000)
+
+export const JOB_SERVICE_KEY = "scraper.jobs"
+
+const jobPrices = pricingFile[JOB_SERVICE_KEY]
+const attemptUnits: Readonly<Record<string, number>> = Object.fromEntries(
+  Object.entries(jobPrices.perAttempt).map(([engine, price]) => [engine, toUnits(price)])
+)
+const screenshotUnits = toUnits(jobPrices.screenshot)
+
+/** The least a job can cost, one attempt of the cheapest engine: the credit a new job needs free. */
+export const jobMinimumUnits = Math.min(...Object.values(attemptUnits))
+
+// An attempt that ran nothing (no such engine here, or stopped by a cancel before it began) is free.
+const freeAttempts = new Set(["engine_unavailable", "cancelled"])
+
+export interface JobUsage {
+  readonly attempts: ReadonlyArray<{ readonly engine: string; readonly classification: string }>
+  readonly screenshot?: { readonly taken: boolean } | undefined
+}
+
+/** What a job used and costs: each attempt at its engine's price, and a screenshot taken. */
+export const jobCharge = (usage: JobUsage | null): { readonly units: number; readonly note: string } => {
+  const perEngine = new Map<string, number>()
+  for (const a of usage?.attempts ?? []) {
+    if (!freeAttempts.has(a.classification)) perEngine.set(a.engine, (perEngine.get(a.engine) ?? 0) + 1)
+  }
+  let units = 0
+  const parts: Array<string> = []
+  for (const [engine, n] of perEngine) {
+    units += n * (attemptUnits[engine] ?? jobMinimumUnits)
+    parts.push(`${engine} x${n}`)
+  }
+  if (usage?.screenshot?.taken) {
+    units += screenshotUnits
+    parts.push("screenshot")
+  }
+  return { units, note: parts.length > 0 ? parts.join(", ") : "nothing fetched" }
+}
+
+export interface PriceItem {
+  readonly serviceKey: string
+  readonly item: string
+  readonly unit: string
+  readonly price: string
+  readonly description: string
+}
+
+/** The price list that `GET /v1/billing/pricing` answers. */
+export const priceList = (): { readonly currency: string; readonly items: ReadonlyArray<PriceItem> } => ({
+  currency: pricingFile.currency,
+  items: [
+    ...Object.entries(attemptUnits).map(([engine, units]) => ({
+      serviceKey: JOB_SERVICE_KEY,
+      item: `attempt.${engine}`,
+      unit: "attempt",
+      price: fromUnits(units),
+      description: `one fetch attempt of a crawl job with the ${engine} engine`
+    })),
+    {
+      serviceKey: JOB_SERVICE_KEY,
+      item: "screenshot",
+      unit: "screenshot",
+      price: fromUnits(screenshotUnits),
+      description: "a screenshot taken for a crawl job"
+    },
+    {
+      serviceKey: JOB_SERVICE_KEY,
+      item: "minimum",
+      unit: "job",
+      price: fromUnits(jobMinimumUnits),
+      description: "the credit a new job needs free (one attempt of the cheapest engine); the job is charged what it used once it ends"
+    }
+  ]
+})

@@ -1,0 +1,139 @@
+/**
+ * Credits through the real HTTP interface: the price list, 402 insufficient_credit when a tenant's
+ * free credit cannot cover a new job's minimum price, and each ended job charged in the ledger at
+ * what it used (see docs/api.md "Credits and prices"). Targets are a loopback fixture site.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type FixtureSite, loopbackOnlyEnv, startFixtureSite } from "./support/fixture-site.ts"
+import { backends, client, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const terminal = ["done", "failed", "dead"]
+
+describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
+  let server: RunningServer
+  let site: FixtureSite
+  let api: ReturnType<typeof client>
+  let adminKey: string
+  let prices: Map<string, string>
+
+  beforeAll(async () => {
+    site = await startFixtureSite({ hosts: ["127.0.0.1", "127.0.0.2", "127.0.0.3"] })
+    server = await startServer({ ...(await backend.env()), ALLOW_PRIVATE_TARGETS: "true", ...loopbackOnlyEnv() })
+    api = client(server.baseUrl)
+    const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `root-${Date.now()}@trawl.dev` } })
+    expect(admin.status).toBe(201)
+    adminKey = admin.json.data.apiKey
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await site?.close()
+  })
+
+  const create = (key: string, body: Record<string, unknown>) => api.call("POST", "/v1/scraper/jobs", { key, body })
+  const waitTerminal = async (key: string, id: string) => {
+    for (const deadline = Date.now() + 45_000; Date.now() < deadline; await sleep(200)) {
+      const job = (await api.get(`/v1/scraper/jobs/${id}`, key)).json.data
+      if (terminal.includes(job.status)) return job
+    }
+    throw new Error(`job ${id} did not end`)
+  }
+  /** The tenant's debits, oldest first, once `count` of them are written (charging follows a job's end). */
+  const debits = async (key: string, count: number) => {
+    for (const deadline = Date.now() + 20_000; Date.now() < deadline; await sleep(200)) {
+      const res = await api.get("/v1/billing/me/transactions?type=debit&limit=100", key)
+      expect(res.status).toBe(200)
+      if (res.json.data.items.length >= count) return [...res.json.data.items].reverse()
+    }
+    throw new Error(`fewer than ${count} debits`)
+  }
+  const balance = async (key: string) => (await api.get("/v1/billing/me/balance", key)).json.data.balance as string
+
+  it("lists prices to any valid key, and to no one else", async () => {
+    const t = await api.createTenant()
+    const res = await api.get("/v1/billing/pricing", t.apiKey)
+    expect(res.status).toBe(200)
+    expect(res.json.data.currency).toBe("EUR")
+    prices = new Map(res.json.data.items.map((i: any) => [i.item, i.price]))
+    for (const item of ["attempt.http", "attempt.brave", "screenshot", "minimum"]) expect(prices.get(item)).toMatch(/^\d+\.\d+$/)
+    for (const i of res.json.data.items) expect(i).toMatchObject({ serviceKey: "scraper.jobs", unit: expect.any(String), description: expect.any(String) })
+    // The minimum is the cheapest attempt.
+    const attempts = res.json.data.items.filter((i: any) => i.unit === "attempt").map((i: any) => Number(i.price))
+    expect(Number(prices.get("minimum"))).toBe(Math.min(...attempts))
+    expect((await api.get("/v1/billing/pricing")).status).toBe(401)
+  })
+
+  it("refuses a job with 402 when the free credit cannot cover its minimum price, creating nothing, and charges each ended job", async () => {
+    const minimum = Number(prices.get("minimum"))
+    const t = await api.createTenant({ credits: (2 * minimum).toFixed(4) })
+    const first = await create(t.apiKey, { url: site.url("/page?case=bill-1") })
+    const second = await create(t.apiKey, { url: site.url("/page?case=bill-2") })
+    expect([first.status, second.status]).toEqual([201, 201])
+    // Both may still be running, and each may cost at least the minimum: nothing is free for a third.
+    const third = await create(t.apiKey, { url: site.url("/page?case=bill-3") })
+    expect(third.status, JSON.stringify(third.json)).toBe(402)
+    expect(third.json).toMatchObject({ status: "error", code: "insufficient_credit" })
+    expect(third.json.error.message).toMatch(/EUR/)
+    const listed = await api.get("/v1/scraper/jobs?limit=10", t.apiKey)
+    expect(listed.json.data.pagination.total).toBe(2)
+
+    for (const id of [first.json.data.id, second.json.data.id]) expect((await waitTerminal(t.apiKey, id)).status).toBe("done")
+    const entries = await debits(t.apiKey, 2)
+    expect(entries.map((e: any) => e.resourceId).sort()).toEqual([first.json.data.id, second.json.data.id].sort())
+    let running = 2 * minimum
+    for (const e of entries) {
+      expect(e).toMatchObject({ type: "debit", serviceKey: "scraper.jobs", resourceType: "job" })
+      expect(Number(e.amount)).toBeCloseTo(-Number(prices.get("attempt.http")), 6)
+      running += Number(e.amount)
+      expect(Number(e.balanceAfter)).toBeCloseTo(running, 6)
+      expect(e.note).toMatch(/http x1/)
+    }
+    expect(Number(await balance(t.apiKey))).toBeCloseTo(0, 6)
+    expect((await create(t.apiKey, { url: site.url("/page?case=bill-4") })).status).toBe(402)
+
+    // A top-up makes room at once.
+    const topup = await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount: "1.00", note: "more" }, adminKey)
+    expect(topup.status).toBe(201)
+    expect((await create(t.apiKey, { url: site.url("/page?case=bill-5") })).status).toBe(201)
+  })
+
+  it("charges every attempt a job made, at its engine's price", async () => {
+    const t = await api.createTenant({ credits: "1.00" })
+    const res = await create(t.apiKey, { url: site.url("/error"), escalation: [{ engine: "http", attempts: 2, timeoutMs: 5000 }] })
+    expect(res.status).toBe(201)
+    const job = await waitTerminal(t.apiKey, res.json.data.id)
+    const made = job.result.attempts.length
+    expect(made).toBeGreaterThanOrEqual(1)
+    const [entry] = await debits(t.apiKey, 1)
+    expect(entry.resourceId).toBe(job.id)
+    expect(Number(entry.amount)).toBeCloseTo(-made * Number(prices.get("attempt.http")), 6)
+    expect(entry.note).toBe(`http x${made}`)
+  })
+
+  it("creates in bulk what the credit covers and refuses the rest item by item", async () => {
+    const minimum = Number(prices.get("minimum"))
+    const t = await api.createTenant({ credits: (3 * minimum).toFixed(4) })
+    const jobs = Array.from({ length: 5 }, (_, i) => ({ url: site.url(`/page?case=bulk-bill-${i}`) }))
+    const res = await api.call("POST", "/v1/scraper/jobs/bulk", { key: t.apiKey, body: { jobs } })
+    expect(res.status, JSON.stringify(res.json)).toBe(207)
+    expect(res.json.data.created).toHaveLength(3)
+    expect(res.json.data.failed.map((f: any) => f.index)).toEqual([3, 4])
+    for (const f of res.json.data.failed) expect(f.reason).toMatch(/^insufficient_credit/)
+  })
+
+  it("never lets concurrent creations spend more than the balance", async () => {
+    const minimum = Number(prices.get("minimum"))
+    const t = await api.createTenant({ credits: (4 * minimum).toFixed(4) })
+    const results = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => create(t.apiKey, { url: site.url(`/page?case=race-${i}`) }))
+    )
+    const statuses = results.map((r) => r.status)
+    expect(statuses.filter((s) => s === 201)).toHaveLength(4)
+    expect(statuses.filter((s) => s === 402)).toHaveLength(12)
+    for (const r of results.filter((r) => r.status === 201)) await waitTerminal(t.apiKey, r.json.data.id)
+    const entries = await debits(t.apiKey, 4)
+    expect(entries).toHaveLength(4)
+    expect(Number(await balance(t.apiKey))).toBeGreaterThanOrEqual(0)
+    expect(Number(entries.at(-1).balanceAfter)).toBeCloseTo(4 * minimum - 4 * Number(prices.get("attempt.http")), 6)
+  })
+})
