@@ -372,6 +372,13 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(d.failed[4 - 1].reason).toMatch(/unsafe_url/)
     for (const j of d.created) await waitTerminal(j.id)
 
+    // One body, one verdict: an optional field given as null is absent in a bulk item as in a single job.
+    const withNulls = { timeoutMs: null, priority: null, escalation: null }
+    expect((await create({ url: site.url("/page?case=single-null"), ...withNulls })).status).toBe(201)
+    const bulkNulls = await api.post("/v1/scraper/jobs/bulk", { jobs: [{ url: site.url("/page?case=bulk-null"), ...withNulls }] }, key)
+    expect(bulkNulls.status, bulkNulls.text).toBe(201)
+    expect(bulkNulls.json.data.created[0]).toMatchObject({ priority: 0 })
+
     const empty = await api.post("/v1/scraper/jobs/bulk", { jobs: [] }, key)
     expectError(empty, 422, "invalid_bulk_body")
     const over = await api.post("/v1/scraper/jobs/bulk", { jobs: Array.from({ length: 101 }, (_, i) => ({ url: site.url(`/page?over=${i}`) })) }, key)
@@ -504,6 +511,10 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       [{ url, colour: "blue" }, ["colour"]],
       [{ priority: 1 }, ["url"]],
       [{ url: "not a url" }, ["url"]],
+      // Malformed, not unsafe: the parser would quietly drop or encode these characters.
+      [{ url: `${url}&q=a b` }, ["url"]],
+      [{ url: `${url}&q=a\tb` }, ["url"]],
+      [{ url, webhookUrl: `${url}\n` }, ["webhookUrl"]],
       [{ url: site.url("/page").replace(/:\d+\//, ":0/") }, ["url"]],
       [{ url, webhookUrl: "http://127.0.0.1:0/hook" }, ["webhookUrl"]],
       [{ url, screenshot: { format: "gif" } }, ["screenshot.format"]],
@@ -523,6 +534,9 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(detailPaths(orphan)).toEqual(["webhookSecret"])
     const unknown = await create({ url, colour: "blue" }, own)
     expect(unknown.json.error.details.find((d: any) => d.path === "colour")?.code).toBe("unknown_field")
+    // a value of the wrong JSON type is named as such
+    const wrongType = await create({ url, priority: "5", screenshot: 1 }, own)
+    expect(wrongType.json.error.details.map((d: any) => [d.path, d.code]).sort()).toEqual([["priority", "invalid_type"], ["screenshot", "invalid_type"]])
 
     // the edges themselves are accepted
     const edges = await create({
@@ -647,7 +661,9 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
 
       const pr = await search({ where: { priority: { gte: 1, lte: 3 } }, sort: [{ field: "priority", dir: "asc" }] })
       expect(pr.json.data.items.map((j: any) => j.priority)).toEqual([1, 2, 3])
-      expect(pr.json.data.sort).toEqual([{ field: "priority", dir: "asc" }])
+      // The sort echoed is the order applied, its tie-breaker included; an empty one is the default.
+      expect(pr.json.data.sort).toEqual([{ field: "priority", dir: "asc" }, { field: "id", dir: "desc" }])
+      expect((await search({ sort: [] })).json.data.sort).toEqual([{ field: "createdAt", dir: "desc" }, { field: "id", dir: "desc" }])
 
       const times = jobs.map((j) => Date.parse(j.createdAt)).sort((a, b) => a - b)
       const min = new Date(times[0]!).toISOString()

@@ -23,10 +23,15 @@ export const issueDetails = (issue: SchemaIssue.Issue, path: ReadonlyArray<Prope
     case "Encoding":
       return issueDetails(issue.issue, path)
     case "AnyOf":
-      // A union that failed through exactly one member reports that member's issues.
+      // A union that failed through exactly one member reports that member's issues; one that no
+      // member could even take (none applied to the input's type) is a wrong type.
       return issue.issues.length === 1
         ? issueDetails(issue.issues[0]!, path)
-        : [{ path: at, code: "invalid_value", message: messageOf(issue) }]
+        : [{
+          path: at,
+          code: issue.issues.every((i) => i._tag === "InvalidType") ? "invalid_type" : "invalid_value",
+          message: messageOf(issue)
+        }]
     case "MissingKey":
       return [{ path: at, code: "required", message: "is required" }]
     case "UnexpectedKey":

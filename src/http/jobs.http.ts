@@ -27,7 +27,9 @@ const REAUTHENTICATE = "5 seconds"
 
 const envelope = (status: number, label: string, data: unknown) => ({ status, body: { status: "success", code: `${status}-${label}`, data } })
 
-const decodeJob = Schema.decodeUnknownExit(CreateJobBody, { errors: "all", onExcessProperty: "error" })
+// The JSON codec the single-job endpoint decodes its body with, so that one body gets one verdict
+// either way (a null optional field, for one, is taken as absent by both).
+const decodeJob = Schema.decodeUnknownExit(Schema.toCodecJson(CreateJobBody), { errors: "all", onExcessProperty: "error" })
 
 /** Manual redelivery by a super-admin. */
 export const WebhooksAdminHandlers = HttpApiBuilder.group(
@@ -59,10 +61,13 @@ export const JobsHandlers = HttpApiBuilder.group(
 
     const withResult = (row: JobRow) => ({ ...toJob(row), result: row.result ?? null, replayOf: row.replay_of })
 
-    const listQuery = (tenantId: string, where: Parameters<typeof repo.query>[0]["where"], sort: Array<{ field: string; dir: "asc" | "desc" }>, offset: number, limit: number) =>
-      repo.query({ tenantId, where, sort, offset, limit }).pipe(
-        Effect.map((page) => ({ ...pageOf(page.items.map(toJob), offset, limit, page.total), sort }))
+    /** A page of jobs; `sort` echoes the order applied, with the id that breaks ties (see orderByTerms). */
+    const listQuery = (tenantId: string, where: Parameters<typeof repo.query>[0]["where"], sort: Array<{ field: string; dir: "asc" | "desc" }>, offset: number, limit: number) => {
+      const applied = sort.some((s) => s.field === "id") ? sort : [...sort, { field: "id", dir: "desc" as const }]
+      return repo.query({ tenantId, where, sort: applied, offset, limit }).pipe(
+        Effect.map((page) => ({ ...pageOf(page.items.map(toJob), offset, limit, page.total), sort: applied }))
       )
+    }
 
     const sseFrame = (e: StoredEvent) => `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ ...e.data, id: e.data.id })}\n\n`
 
@@ -129,7 +134,8 @@ export const JobsHandlers = HttpApiBuilder.group(
       .handle("search", ({ payload }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          const sort = [...(payload.sort ?? [{ field: "createdAt", dir: "desc" as const }])]
+          // No sort, or an empty one, is the default order.
+          const sort = payload.sort && payload.sort.length > 0 ? [...payload.sort] : [{ field: "createdAt", dir: "desc" as const }]
           const badSort = sort.map((s, i) => ({ s, i })).filter(({ s }) => !(jobSortFields as ReadonlyArray<string>).includes(s.field))
           if (badSort.length > 0) {
             return yield* fail(400, "invalid_sort_field", `sort fields must be among ${jobSortFields.join(", ")}`, {
