@@ -514,7 +514,8 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       // Malformed, not unsafe: the parser would quietly drop or encode these characters.
       [{ url: `${url}&q=a b` }, ["url"]],
       [{ url: `${url}&q=a\tb` }, ["url"]],
-      [{ url, webhookUrl: `${url}\n` }, ["webhookUrl"]],
+      [{ url, webhookUrl: `${url}&q=a\nb` }, ["webhookUrl"]],
+      [{ url: `${url}&q=a\u0000b` }, ["url"]],
       [{ url: site.url("/page").replace(/:\d+\//, ":0/") }, ["url"]],
       [{ url, webhookUrl: "http://127.0.0.1:0/hook" }, ["webhookUrl"]],
       [{ url, screenshot: { format: "gif" } }, ["screenshot.format"]],

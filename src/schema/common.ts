@@ -58,9 +58,12 @@ export const DateTimeInput = Schema.String.check(
  */
 export const AbsoluteUrl = Schema.String.check(
   Schema.isBetweenLength(1, 2048),
-  // The URL parser would drop tabs and newlines and encode spaces without a word: a URL written
-  // with them is refused as malformed instead of fetched as something else.
-  Schema.makeFilter((s) => !/[\u0000-\u0020\u007f]/.test(s), { expected: "a URL without spaces or control characters" }),
+  // The URL parser would drop tabs and newlines and encode spaces inside a URL without a word: a
+  // URL written with them is refused as malformed instead of fetched as something else. Blanks
+  // around it are only trimmed, as the parser does.
+  Schema.makeFilter((s) => !/[\u0000-\u0020\u007f]/.test(s.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "")), {
+    expected: "a URL without spaces or control characters inside it"
+  }),
   Schema.makeFilter((s) => {
     try {
       return new URL(s).port !== "0"
