@@ -45,7 +45,14 @@ export const visibleLines = (html: string): Array<string> => {
 export const diffLines = (text: string, contentType: string | null): { readonly lines: Array<string>; readonly cut: boolean } => {
   const cut = text.length > MAX_DIFF_INPUT_CHARS
   const head = cut ? text.slice(0, MAX_DIFF_INPUT_CHARS) : text
-  return { lines: contentType === null || /html/i.test(contentType) ? visibleLines(head) : head.split(/\r?\n/), cut }
+  return { lines: contentType === null || /html/i.test(contentType) ? visibleLines(head) : textLines(head), cut }
+}
+
+/** The lines of plain text: a final line break ends the last line rather than starting an empty one. */
+const textLines = (text: string): Array<string> => {
+  const lines = text.split(/\r?\n/)
+  if (lines.at(-1) === "") lines.pop()
+  return lines
 }
 
 /**

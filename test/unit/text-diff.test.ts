@@ -111,6 +111,13 @@ describe("diff input", () => {
     expect(diffLines("<p>small</p>", "text/html")).toEqual({ lines: ["small"], cut: false })
   })
 
+  it("ends plain text's last line at a final line break instead of adding an empty one", () => {
+    expect(diffLines("line1\nline2\n", "text/plain").lines).toEqual(["line1", "line2"])
+    expect(diffLines("line1\r\nline2", "text/plain").lines).toEqual(["line1", "line2"])
+    expect(diffLines("a\n\n", "application/json").lines).toEqual(["a", ""])
+    expect(diffLines("", "text/plain").lines).toEqual([])
+  })
+
   it("gives up the shortest script once its comparisons pass the budget, and stays correct", () => {
     // Long texts with an edit every 50 lines: few steps, but each step compares thousands of lines.
     const a = Array.from({ length: 20_000 }, (_, i) => `line ${i}`)
