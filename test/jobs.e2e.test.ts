@@ -192,6 +192,7 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     // an http-only result has no screenshot
     const shot = await api.get(`/v1/scraper/jobs/${created.id}/screenshot`, key)
     expectError(shot, 404, "not_found")
+    expect(shot.json.error.message).toMatch(/no screenshot was asked for/)
   })
 
   it("follows a redirect to another fixture page", async () => {
@@ -210,7 +211,10 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(job.result.engine).toBe("http")
     expect(job.result.screenshot.taken).toBe(false)
     expect(typeof job.result.screenshot.reason).toBe("string")
-    expectError(await api.get(`/v1/scraper/jobs/${job.id}/screenshot`, key), 404, "not_found")
+    const shot = await api.get(`/v1/scraper/jobs/${job.id}/screenshot`, key)
+    expectError(shot, 404, "not_found")
+    // the 404 says why, in the job's own words
+    expect(shot.json.error.message).toBe(`this job has no screenshot: ${job.result.screenshot.reason}`)
   })
 
   it("enforces permissions: a read-only key may read jobs but not create, replay or cancel them", async () => {
@@ -806,12 +810,14 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(job.status).toBe("dead")
     expect(job.result.classification).toBe("cancelled")
 
-    // the aborted crawl does not overwrite the outcome
-    await sleep(1500)
-    const later = await getJob(id)
+    // the aborted crawl does not overwrite the outcome, but records the attempt it had under way
+    const later = await waitFor(id, (j) => j.attempts === 1, 10_000)
     expect(later.status).toBe("dead")
     expect(later.result.classification).toBe("cancelled")
     expect(later.finishedAt).toBe(job.finishedAt)
+    expect(later.result.attempts).toHaveLength(1)
+    expect(later.result.attempts[0]).toMatchObject({ engine: "http", classification: "cancelled" })
+    expect(later.result.startedWith).toMatchObject({ engine: "http" })
 
     // exactly one job.dead event, with classification cancelled
     await stream.until((es) => es.some((e) => e.event === "job.dead" && e.data.id === id))

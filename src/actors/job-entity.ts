@@ -69,6 +69,8 @@ export const JobEntityLive = JobEntity.toLayer(
     const slotReleases = yield* JobSlotReleases
     const deliveries = yield* WebhookDeliveryEntity.client
     let running: AbortController | undefined
+    // Whether the run's fetch has begun: from then on a cancel stops it through its signal.
+    let fetching = false
     // An Abort can come between the claim and the crawl's start (the job was cancelled then): it
     // is kept, and the crawl starts aborted. The job is dead by then, so no later run claims it.
     let aborted = false
@@ -152,9 +154,11 @@ export const JobEntityLive = JobEntity.toLayer(
       const work = domainSlots.withSlot(job.domain_id, holder, job.priority, job.timeout_ms + 30_000, (history, releaseDomainSlot) =>
         crawlAndEnd(job, controller, history, releaseDomainSlot))
       // An abort comes only from a cancel that has already ended the job in SQL and given its quota
-      // slot back: the run stops wherever it is, also while it waits for a domain or crawl slot, so a
-      // cancelled job leaves those queues at once instead of taking its turn in them.
-      return Effect.raceFirst(work, whenAborted(controller.signal))
+      // slot back. A job still waiting for a domain or crawl slot leaves those queues at once instead
+      // of taking its turn in them; a fetch under way is stopped by the signal and its run ends with
+      // what it did (see crawlAndEnd).
+      const waitingOnly = whenAborted(controller.signal).pipe(Effect.andThen(Effect.suspend(() => (fetching ? Effect.never : Effect.void))))
+      return Effect.raceFirst(work, waitingOnly)
     }
 
     /** The fetch with its domain slot held (given back by `releaseDomainSlot` as soon as the fetch is over), then the terminal write. */
@@ -182,14 +186,20 @@ export const JobEntityLive = JobEntity.toLayer(
       // slot for its terminal write before it gives the crawl slot up (see takeWriteSlot).
       const [outcome, writeDone] = yield* crawl.withCrawlSlot(
         job.priority,
-        crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, screenshot, signal: controller.signal }).pipe(
+        Effect.suspend(() => {
+          fetching = true
+          return crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, screenshot, signal: controller.signal })
+        }).pipe(
           // An interrupted run leaves no fetch behind.
           Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
           // What the attempts taught about the domain goes back with the slot.
           Effect.tap((o) =>
             releaseDomainSlot(o.attempts.filter((a) => learnedClass.has(a.classification)).map((a) => ({ engine: a.engine, ok: okClass.has(a.classification) })))
           ),
-          Effect.ensuring(Effect.sync(() => (running = undefined))),
+          Effect.ensuring(Effect.sync(() => {
+            running = undefined
+            fetching = false
+          })),
           Effect.flatMap((o) => Effect.map(crawl.takeWriteSlot(FINISH_PRIORITY), (done) => [o, done] as const))
         )
       )
@@ -225,8 +235,10 @@ export const JobEntityLive = JobEntity.toLayer(
           ...(winner.screenshot ? { screenshot: { bytes: winner.screenshot, type: screenshot && screenshot.format === "jpeg" ? "image/jpeg" : "image/png" } } : {})
         })
       } else if (outcome.outcome === "cancelled") {
-        // Cancellation already moved the job to dead in SQL; nothing to overwrite.
-        yield* end(job, "dead", result, attempts, writeDone)
+        // The cancel ended the job dead in SQL already; the attempts its run made before it stopped
+        // take the place of the cancel's empty result.
+        yield* repo.recordCancelledRun(job.id, { ...result, classification: "cancelled" }, attempts)
+        yield* writeDone
       } else {
         yield* end(job, "failed", result, attempts, writeDone)
       }

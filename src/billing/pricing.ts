@@ -23,12 +23,17 @@ export const jobMinimumUnits = Math.min(...Object.values(attemptUnits))
 const freeAttempts = new Set(["engine_unavailable", "cancelled"])
 
 export interface JobUsage {
+  readonly classification?: string | undefined
   readonly attempts: ReadonlyArray<{ readonly engine: string; readonly classification: string }>
   readonly screenshot?: { readonly taken: boolean } | undefined
 }
 
-/** What a job used and costs: each attempt at its engine's price, and a screenshot taken. */
+/**
+ * What a job used and costs: each attempt at its engine's price, and a screenshot taken. A job
+ * cancelled by its tenant costs nothing, whatever its run had done when the cancel stopped it.
+ */
 export const jobCharge = (usage: JobUsage | null): { readonly units: number; readonly note: string } => {
+  if (usage?.classification === "cancelled") return { units: 0, note: "cancelled" }
   const perEngine = new Map<string, number>()
   for (const a of usage?.attempts ?? []) {
     if (!freeAttempts.has(a.classification)) perEngine.set(a.engine, (perEngine.get(a.engine) ?? 0) + 1)

@@ -182,7 +182,15 @@ export const JobsHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           const shot = yield* repo.screenshot(me.tenantId, params.id)
-          if (!shot) return yield* notFound("screenshot of this job")
+          if (!shot) {
+            // The job's own words on why there is none, when it has them.
+            const row = yield* repo.find(me.tenantId, params.id)
+            if (!row) return yield* notFound("job")
+            const why = !row.screenshot ? "no screenshot was asked for"
+              : !row.result ? `the job is ${row.status}`
+              : row.result.screenshot?.reason ?? "none was taken"
+            return yield* fail(404, "not_found", `this job has no screenshot: ${why}`)
+          }
           return HttpServerResponse.uint8Array(shot.bytes, { contentType: shot.type, headers: storedContentHeaders })
         }))
       .handle("replay", ({ params }) =>

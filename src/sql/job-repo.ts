@@ -133,6 +133,8 @@ export interface JobRepoShape {
    * and whether this call changed it (then call `EventLog.notify`).
    */
   readonly cancel: (tenantId: string, id: string) => Effect.Effect<{ row: JobRow; changed: boolean } | undefined>
+  /** What the run of a job cancelled mid-fetch did (its attempts), in place of the cancel's empty result. */
+  readonly recordCancelledRun: (id: string, result: JobResult, attempts: number) => Effect.Effect<void>
   /** The tenant's jobs that have not ended (by id), and the number created since `dayStart`. */
   readonly counts: (tenantId: string, dayStart: Date) => Effect.Effect<{ runningIds: ReadonlySet<string>; today: number }>
   readonly existing: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>>
@@ -431,6 +433,9 @@ export const JobRepoLive = Layer.effect(
           const [row] = yield* sql<JobRow>`SELECT * FROM jobs WHERE id = ${id} AND tenant_id = ${tenantId}`
           return row ? { row, changed: false } : undefined
         }).pipe(Effect.orDie),
+      recordCancelledRun: (id, result, attempts) =>
+        sql`UPDATE jobs SET result = ${JSON.stringify(result)}::jsonb, attempts = ${attempts}
+            WHERE id = ${id} AND status = 'dead' AND result->>'classification' = 'cancelled'`.pipe(Effect.orDie, Effect.asVoid),
       counts: (tenantId, dayStart) =>
         Effect.all([
           sql<{ id: string }>`SELECT id FROM jobs WHERE tenant_id = ${tenantId} AND status IN ('queued', 'claimed')`,
