@@ -110,6 +110,23 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     expect(entry.note).toBe(`http x${made}`)
   })
 
+  it("charges nothing for a job cancelled while it was being fetched", async () => {
+    const t = await api.createTenant({ credits: "1.00" })
+    const slow = await create(t.apiKey, { url: site.url("/slow?ms=30000&case=bill-cancel", 1), escalation: [{ engine: "http", attempts: 1, timeoutMs: 40_000 }] })
+    expect(slow.status).toBe(201)
+    const id = slow.json.data.id
+    for (const deadline = Date.now() + 10_000; site.hits("/slow") === 0 && Date.now() < deadline;) await sleep(50)
+    expect((await api.post(`/v1/scraper/jobs/${id}/cancel`, undefined, t.apiKey)).status).toBe(200)
+    // Its run records the aborted attempt, and a page fetched afterwards is charged: the charge
+    // of the cancelled one, had there been any, came first.
+    for (const deadline = Date.now() + 10_000; (await api.get(`/v1/scraper/jobs/${id}`, t.apiKey)).json.data.attempts === 0 && Date.now() < deadline;) await sleep(100)
+    const after = await create(t.apiKey, { url: site.url("/page?case=bill-after-cancel") })
+    await waitTerminal(t.apiKey, after.json.data.id)
+    const entries = await debits(t.apiKey, 1)
+    expect(entries.map((e: any) => e.resourceId)).toEqual([after.json.data.id])
+    expect(await balance(t.apiKey)).toBe((1 - Number(prices.get("attempt.http"))).toFixed(3))
+  })
+
   it("creates in bulk what the credit covers and refuses the rest item by item", async () => {
     const minimum = Number(prices.get("minimum"))
     const t = await api.createTenant({ credits: (3 * minimum).toFixed(4) })

@@ -67,4 +67,54 @@ describe.each(testDatabases)("accounts SQL ($name)", (db) => {
       }).pipe(Effect.provide(layerFor(config)), Effect.scoped)
     )
   }, 60_000)
+
+  it("charges each ended job once, at most what the balance holds, oldest first", async () => {
+    const config = await db.config()
+    await Effect.runPromise(
+      Effect.gen(function*() {
+        yield* runMigrations
+        const repo = yield* TenantRepo
+        const sql = yield* SqlClient.SqlClient
+        const tenantId = newId("ten")
+        yield* repo.bootstrap({
+          tenantId,
+          name: "t",
+          isInternal: false,
+          plan: "starter",
+          credits: "0.0025",
+          email: `${tenantId}@example.com`,
+          passwordHash: null,
+          apiKey: { id: newId("key"), prefix: "trawl_abcdef", hash: tenantId, rateLimitPerMinute: 600 }
+        })
+        const job = (id: string, status: string, units: number | null, endedAgoMs: number) =>
+          sql`INSERT INTO jobs (id, tenant_id, url, normalized_url, domain_id, status, priority, timeout_ms, result, finished_at)
+              VALUES (${id}, ${tenantId}, 'http://a.test/', 'http://a.test/', 'a.test', ${status}, 0, 30000,
+                      ${units === null ? null : JSON.stringify({ units })}::jsonb,
+                      ${status === "queued" ? null : new Date(Date.now() - endedAgoMs)})`
+        yield* job(`${tenantId}-old`, "done", 10, 120_000)
+        yield* job(`${tenantId}-new`, "failed", 40, 1_000)
+        yield* job(`${tenantId}-free`, "dead", 0, 500)
+        yield* job(`${tenantId}-running`, "queued", null, 0)
+        expect(yield* repo.unsettledJobs(tenantId)).toBe(4)
+        // Only a tenant whose ended job has waited long enough is named to the sweeper.
+        expect(yield* repo.tenantsWithUnsettledJobs(60_000, 1000)).toContain(tenantId)
+        const price = (result: unknown) => ({ units: (result as { units: number }).units, note: "test" })
+        // Concurrent settlements charge each job once.
+        const runs = yield* Effect.all([1, 2, 3].map(() => repo.settleJobs(tenantId, 10, price)), { concurrency: "unbounded" })
+        expect(runs.map((r) => r.settled).sort()).toEqual([0, 0, 3])
+        expect(yield* repo.balance(tenantId)).toBe("0.00")
+        expect(yield* repo.unsettledJobs(tenantId)).toBe(1)
+        expect(yield* repo.tenantsWithUnsettledJobs(0, 1000)).not.toContain(tenantId)
+        const debits = (yield* repo.transactions(tenantId, { type: "debit" }, 0, 10)).items.slice().reverse()
+        // The older job in full, the newer one with what was left, the free one not at all.
+        expect(debits.map((d) => [d.resourceId, d.amount, d.balanceAfter])).toEqual([
+          [`${tenantId}-old`, "-0.001", "0.0015"],
+          [`${tenantId}-new`, "-0.0015", "0.00"]
+        ])
+        expect(debits[1]!.note).toMatch(/0\.0025 EUR not covered/)
+        const charged = yield* sql<{ id: string; charged: string }>`SELECT id, charged FROM jobs WHERE tenant_id = ${tenantId} AND settled_at IS NOT NULL ORDER BY id`
+        expect(charged.map((r) => Number(r.charged))).toEqual([0, 0.0015, 0.001])
+      }).pipe(Effect.provide(layerFor(config)), Effect.scoped)
+    )
+  }, 60_000)
 })
