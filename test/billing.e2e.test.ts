@@ -4,6 +4,7 @@
  * what it used (see docs/api.md "Credits and prices"). Targets are a loopback fixture site.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type FakeLlm, startFakeLlm } from "./support/fake-llm.ts"
 import { type FixtureSite, loopbackOnlyEnv, startFixtureSite } from "./support/fixture-site.ts"
 import { backends, client, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
 
@@ -13,13 +14,23 @@ const terminal = ["done", "failed", "dead"]
 describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
   let server: RunningServer
   let site: FixtureSite
+  let llm: FakeLlm
   let api: ReturnType<typeof client>
   let adminKey: string
+  /** Items of each service's price list, by item name. */
   let prices: Map<string, string>
+  let extractionPrices: Map<string, string>
 
   beforeAll(async () => {
     site = await startFixtureSite({ hosts: ["127.0.0.1", "127.0.0.2", "127.0.0.3"] })
-    server = await startServer({ ...(await backend.env()), ALLOW_PRIVATE_TARGETS: "true", ...loopbackOnlyEnv() })
+    llm = await startFakeLlm()
+    server = await startServer({
+      ...(await backend.env()),
+      ALLOW_PRIVATE_TARGETS: "true",
+      LLM_BASE_URL: llm.baseUrl,
+      LLM_MODEL: "test-model",
+      ...loopbackOnlyEnv()
+    })
     api = client(server.baseUrl)
     const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `root-${Date.now()}@trawl.dev` } })
     expect(admin.status).toBe(201)
@@ -28,6 +39,7 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
   afterAll(async () => {
     await server?.stop()
     await site?.close()
+    await llm?.close()
   })
 
   const create = (key: string, body: Record<string, unknown>) => api.call("POST", "/v1/scraper/jobs", { key, body })
@@ -39,9 +51,9 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     throw new Error(`job ${id} did not end`)
   }
   /** The tenant's debits, oldest first, once `count` of them are written (charging follows a job's end). */
-  const debits = async (key: string, count: number) => {
+  const debits = async (key: string, count: number, serviceKey = "scraper.jobs") => {
     for (const deadline = Date.now() + 20_000; Date.now() < deadline; await sleep(200)) {
-      const res = await api.get("/v1/billing/me/transactions?type=debit&limit=100", key)
+      const res = await api.get(`/v1/billing/me/transactions?type=debit&limit=100&serviceKey=${serviceKey}`, key)
       expect(res.status).toBe(200)
       if (res.json.data.items.length >= count) return [...res.json.data.items].reverse()
     }
@@ -54,9 +66,12 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     const res = await api.get("/v1/billing/pricing", t.apiKey)
     expect(res.status).toBe(200)
     expect(res.json.data.currency).toBe("EUR")
-    prices = new Map(res.json.data.items.map((i: any) => [i.item, i.price]))
+    const itemsOf = (serviceKey: string) => new Map<string, string>(res.json.data.items.filter((i: any) => i.serviceKey === serviceKey).map((i: any) => [i.item, i.price]))
+    prices = itemsOf("scraper.jobs")
+    extractionPrices = itemsOf("extractor.extractions")
+    for (const item of ["extraction", "llm.tokens", "minimum"]) expect(extractionPrices.get(item)).toMatch(/^\d+\.\d+$/)
     for (const item of ["attempt.http", "attempt.brave", "screenshot", "minimum"]) expect(prices.get(item)).toMatch(/^\d+\.\d+$/)
-    for (const i of res.json.data.items) expect(i).toMatchObject({ serviceKey: "scraper.jobs", unit: expect.any(String), description: expect.any(String) })
+    for (const i of res.json.data.items) expect(i).toMatchObject({ serviceKey: expect.stringMatching(/^(scraper\.jobs|extractor\.extractions)$/), unit: expect.any(String), description: expect.any(String) })
     // The minimum is the cheapest attempt.
     const attempts = res.json.data.items.filter((i: any) => i.unit === "attempt").map((i: any) => Number(i.price))
     expect(Number(prices.get("minimum"))).toBe(Math.min(...attempts))
@@ -152,5 +167,47 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     expect(entries).toHaveLength(4)
     expect(Number(await balance(t.apiKey))).toBeGreaterThanOrEqual(0)
     expect(Number(entries.at(-1).balanceAfter)).toBeCloseTo(4 * minimum - 4 * Number(prices.get("attempt.http")), 6)
+  })
+
+  describe("extractions", () => {
+    const extract = (key: string, body: Record<string, unknown>) => api.call("POST", "/v1/extractor/extractions", { key, body })
+    const waitEnded = async (key: string, id: string) => {
+      for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(200)) {
+        const e = (await api.get(`/v1/extractor/extractions/${id}`, key)).json.data
+        if (["done", "dead", "cancelled"].includes(e.status)) return e
+      }
+      throw new Error(`extraction ${id} did not end`)
+    }
+    const page = (n: string) => `<html><body><article><h1>Billing ${n}</h1><p>Some text about the harbour ${n}.</p></article></body></html>`
+
+    it("refuses an extraction with 402 when the free credit cannot cover its minimum price, and charges a done one its price", async () => {
+      const minimum = Number(extractionPrices.get("minimum"))
+      expect(minimum).toBe(Number(extractionPrices.get("extraction")))
+      const t = await api.createTenant({ credits: minimum.toFixed(4) })
+      const first = await extract(t.apiKey, { type: "article", input: page("one") })
+      expect(first.status, first.text).toBe(201)
+      const second = await extract(t.apiKey, { type: "article", input: page("two") })
+      expect(second.status, second.text).toBe(402)
+      expect(second.json.code).toBe("insufficient_credit")
+      expect((await api.get("/v1/extractor/extractions?limit=10", t.apiKey)).json.data.pagination.total).toBe(1)
+      expect((await waitEnded(t.apiKey, first.json.data.id)).status).toBe("done")
+      const [entry] = await debits(t.apiKey, 1, "extractor.extractions")
+      expect(entry).toMatchObject({ type: "debit", resourceType: "extraction", resourceId: first.json.data.id, note: "extraction", balanceAfter: "0.00" })
+      expect(Number(entry.amount)).toBeCloseTo(-minimum, 6)
+    })
+
+    it("charges the LLM tokens a refinement used", async () => {
+      const t = await api.createTenant({ credits: "1.00" })
+      const res = await extract(t.apiKey, { type: "article", input: page("llm"), llm: { enabled: true } })
+      expect(res.status, res.text).toBe(201)
+      const e = await waitEnded(t.apiKey, res.json.data.id)
+      expect(e.status).toBe("done")
+      const tokens = e.metadata.llm.promptTokens + e.metadata.llm.completionTokens
+      expect(tokens).toBeGreaterThan(0)
+      const [entry] = await debits(t.apiKey, 1, "extractor.extractions")
+      expect(entry.note).toBe(`extraction, ${tokens} LLM tokens`)
+      const tokenPrice = Math.ceil(tokens * Number(extractionPrices.get("llm.tokens")) * 10_000 / 1000) / 10_000
+      expect(Number(entry.amount)).toBeCloseTo(-(Number(extractionPrices.get("extraction")) + tokenPrice), 6)
+    })
   })
 })

@@ -18,6 +18,7 @@ import { JobRepo } from "../sql/job-repo.ts"
 import { extractionWebhookBody } from "../webhooks/sender.ts"
 import { sweepLoop } from "./sweep.ts"
 import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
+import { TenantEntity } from "./tenant-entity.ts"
 
 /** Runs of one extraction before a transient failure becomes `dead`. */
 export const MAX_EXTRACTION_ATTEMPTS = 3
@@ -55,6 +56,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
     const events = yield* EventLog
     const self = yield* ExtractionEntity.client
     const deliveries = yield* WebhookDeliveryEntity.client
+    const tenants = yield* TenantEntity.client
     let running: AbortController | undefined
 
     /** The content to extract from: stashed inline input, or a crawl job's HTML (waiting for the job). */
@@ -204,6 +206,8 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
         const done = yield* repo.finish(row.id, { status, ...r, ...(d ? { delivery: d } : {}) })
         if (!done) return
         yield* events.emit(row.tenant_id, `extraction.${status}`, { id: row.id, status, type: row.type, errorClass: r.errorClass })
+        // An ended extraction is charged by its tenant's entity (the sweeper catches a lost message).
+        if (status !== "failed") yield* sendOneWay(tenants(row.tenant_id).Settle(undefined, { discard: true }))
         if (d) yield* sendOneWay(deliveries(d.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }))
         if (status === "failed" && r.retryAt) {
           yield* self(row.id).Run(new DueRun({ dueAt: r.retryAt.getTime() }), { discard: true }).pipe(Effect.ignore)

@@ -6,14 +6,14 @@ import { JobEntity } from "./job-entity.ts"
 import { sweepLoop } from "./sweep.ts"
 import { TenantEntity } from "./tenant-entity.ts"
 
-/** An ended job is charged by its tenant's entity at once; one still uncharged after this lost its trigger. */
+/** Ended work is charged by its tenant's entity at once; work still uncharged after this lost its trigger. */
 const UNCHARGED_AFTER_MS = 60_000
 
 /**
  * One sweeper in the whole cluster: a job still queued or claimed after its lease
  * has lost its hand-off or its runner, so its entity is told to run it again
- * (runs are idempotent; a job interrupted too often ends dead). A tenant with ended jobs
- * left uncharged is told to charge them.
+ * (runs are idempotent; a job interrupted too often ends dead). A tenant with ended jobs or
+ * extractions left uncharged is told to charge them.
  */
 export const JobSweeperLive = Singleton.make(
   "JobSweeper",
@@ -24,8 +24,8 @@ export const JobSweeperLive = Singleton.make(
     const tenants = yield* TenantEntity.client
     yield* Effect.all([
       sweepLoop("stale jobs", "15 seconds", repo.stale(200), (job) => jobs(job.id).Run(undefined, { discard: true })),
-      sweepLoop("uncharged jobs' tenants", "30 seconds", tenantRepo.tenantsWithUnsettledJobs(UNCHARGED_AFTER_MS, 100), (tenantId) =>
-        tenants(tenantId).SettleJobs(undefined, { discard: true }))
+      sweepLoop("tenants with uncharged work", "30 seconds", tenantRepo.tenantsWithUnchargedWork(UNCHARGED_AFTER_MS, 100), (tenantId) =>
+        tenants(tenantId).Settle(undefined, { discard: true }))
     ], { concurrency: 2, discard: true })
   })
 )

@@ -1,7 +1,8 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
-import { fromUnits, jobCharge, type JobUsage, jobMinimumUnits, toUnits } from "../billing/pricing.ts"
+import { extractionCharge, type ExtractionUsage, extractionMinimumUnits, fromUnits, jobCharge, type JobUsage, jobMinimumUnits, toUnits } from "../billing/pricing.ts"
+import { TenantCredit } from "../billing/tenant-credit.ts"
 import { secondsToNextUtcDay, utcDayStart } from "../billing/windows.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
@@ -96,8 +97,13 @@ export const TenantEntity = Entity.make("Tenant", [
   }),
   /** Gives concurrency slots back (jobs ended, or were never created), and charges the jobs that ended. */
   Rpc.make("ReleaseJobs", { payload: Schema.Struct({ jobIds: Schema.Array(Schema.String) }) }),
-  /** Charges the tenant's ended jobs not charged yet (sent by the sweeper for charges whose trigger was lost). */
-  Rpc.make("SettleJobs"),
+  /**
+   * Takes the credit a new extraction needs free (its minimum price) until it is written and
+   * charged; retried for the same extraction, it takes none again.
+   */
+  Rpc.make("ReserveExtraction", { payload: Schema.Struct({ extractionId: Schema.String }), error: InsufficientCredit }),
+  /** Charges the tenant's ended jobs and extractions not charged yet (sent when an extraction ends, and by the sweeper). */
+  Rpc.make("Settle"),
   /**
    * Registers a webhook URL unless it would exceed `webhooks.endpoints.total`. Serial per tenant,
    * so parallel requests (and the items of a bulk request) cannot register more than the limit.
@@ -128,13 +134,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
     // very next request, a lowered one within RECONCILE_MS.
     const slots = new TenantJobSlots({ reconcileEveryMs: RECONCILE_MS, pendingTtlMs: PENDING_TTL_MS })
     const limits = { daily: 0, concurrent: 0 }
-    // Credit, in units of 1/10000 EUR: the balance, and the jobs not charged yet (each of which
-    // costs at least the minimum once it ends). Read with the slots; the entity's own charges and
-    // adjustments move them in between.
-    const credit = { balance: 0, unchargedJobs: 0 }
-    /** How many more new jobs the free credit covers. */
-    const creditRoom = () =>
-      jobMinimumUnits <= 0 ? Infinity : Math.max(0, Math.floor((credit.balance - credit.unchargedJobs * jobMinimumUnits) / jobMinimumUnits))
+    const credit = new TenantCredit({ pendingTtlMs: PENDING_TTL_MS })
     const readLimits = Effect.gen(function*() {
       const read = yield* repo.quotaLimits(tenantId, ["scraper.jobs.daily", "scraper.jobs.concurrent"])
       limits.daily = read["scraper.jobs.daily"]
@@ -143,23 +143,34 @@ export const TenantEntityLive = TenantEntity.toLayer(
     const reconcile = (now: number, day: number) =>
       Effect.gen(function*() {
         const pending = slots.pendingIds(now)
-        const written = pending.length > 0 ? yield* jobs.existing(pending) : new Set<string>()
+        const pendingExtractions = credit.pendingExtractionIds(now)
+        const [written, writtenExtractions] = yield* Effect.all([
+          pending.length > 0 ? jobs.existing(pending) : Effect.succeed(new Set<string>()),
+          repo.extractionsWritten(pendingExtractions)
+        ])
         const counts = yield* jobs.counts(tenantId, new Date(day))
-        const [unsettled, balance] = yield* Effect.all([repo.unsettledJobs(tenantId), repo.balance(tenantId)])
+        const [uncharged, balance] = yield* Effect.all([repo.uncharged(tenantId), repo.balance(tenantId)])
         yield* readLimits
         slots.reconcile(counts, written, now, day)
-        credit.balance = toUnits(balance ?? 0)
-        credit.unchargedJobs = unsettled + slots.pendingCount
+        credit.reconcile({ balance: toUnits(balance ?? 0), ...uncharged }, slots.pendingCount, writtenExtractions)
       })
+    /** Reads the counts again now, for a refusal that may be out of date. */
+    const reconcileNow = Effect.suspend(() => {
+      const now = Date.now()
+      return reconcile(now, utcDayStart(now))
+    })
 
-    // Charges the jobs that ended: one run at a time, and calls that come while one runs share the next.
+    // Charges the jobs and extractions that ended: one run at a time, and calls that come while
+    // one runs share the next.
     const settleAll = (calls: ReadonlyArray<void>) =>
       Effect.gen(function*() {
-        for (let settled = SETTLE_BATCH; settled === SETTLE_BATCH;) {
-          const after = yield* repo.settleJobs(tenantId, SETTLE_BATCH, (result) => jobCharge(result as JobUsage | null))
-          settled = after.settled
-          credit.balance = toUnits(after.balance)
-          credit.unchargedJobs = Math.max(0, credit.unchargedJobs - settled)
+        for (const source of ["jobs", "extractions"] as const) {
+          for (let settled = SETTLE_BATCH; settled === SETTLE_BATCH;) {
+            const after = yield* repo.settle(tenantId, source, SETTLE_BATCH, (row) =>
+              source === "jobs" ? jobCharge(row.result as JobUsage | null) : extractionCharge(row as unknown as ExtractionUsage))
+            settled = after.settled
+            credit.charged(source, settled, toUnits(after.balance))
+          }
         }
         return calls.map(() => undefined)
       })
@@ -193,6 +204,20 @@ export const TenantEntityLive = TenantEntity.toLayer(
           credit.balance = toUnits(result.transaction.balanceAfter)
           return result.transaction
         }),
+      ReserveExtraction: ({ payload }) =>
+        Effect.gen(function*() {
+          const now = Date.now()
+          if (slots.needsReconcile(now, utcDayStart(now))) yield* reconcileNow
+          // Before a refusal, the balance is read again (and work that ended is charged).
+          if (!credit.extractionFits(payload.extractionId)) yield* settle(undefined).pipe(Effect.andThen(reconcileNow))
+          if (!credit.extractionFits(payload.extractionId)) {
+            return yield* new InsufficientCredit({
+              balance: fromUnits(credit.balance),
+              required: fromUnits(credit.balance - credit.free + extractionMinimumUnits)
+            })
+          }
+          credit.extractionReserved(payload.extractionId, now)
+        }),
       ReserveJobs: ({ payload }) =>
         Effect.gen(function*() {
           if (payload.jobIds.length === 0) return { reserved: [] }
@@ -202,19 +227,19 @@ export const TenantEntityLive = TenantEntity.toLayer(
           // A job that already holds its slot (reserved twice by two tries of one keyed request) takes no more room.
           const wanted = slots.newIds(payload.jobIds).length
           if (slots.today + wanted > limits.daily || slots.running + wanted > limits.concurrent) yield* readLimits
-          // Before a refusal for credit, the balance is read again (and jobs that ended are charged).
-          if (creditRoom() < wanted) yield* settle(undefined).pipe(Effect.andThen(reconcile(now, day)))
+          // Before a refusal for credit, the balance is read again (and work that ended is charged).
+          if (credit.jobRoom() < wanted) yield* settle(undefined).pipe(Effect.andThen(reconcileNow))
           const quota = (name: QuotaName) =>
             name === "daily"
               ? new QuotaExceeded({ quotaKey: "scraper.jobs.daily", limit: limits.daily, retryAfter: secondsToNextUtcDay(now) })
               : name === "credit"
-              ? new InsufficientCredit({ balance: fromUnits(credit.balance), required: fromUnits((credit.unchargedJobs + Math.max(1, wanted)) * jobMinimumUnits) })
+              ? new InsufficientCredit({ balance: fromUnits(credit.balance), required: fromUnits(credit.balance - credit.free + Math.max(1, wanted) * jobMinimumUnits) })
               : new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: limits.concurrent })
           const fresh = slots.newIds(payload.jobIds)
-          const admission = slots.admit(payload.jobIds, payload.partial ?? false, { ...limits, creditRoom: creditRoom() }, now)
+          const admission = slots.admit(payload.jobIds, payload.partial ?? false, { ...limits, creditRoom: credit.jobRoom() }, now)
           if (!("refused" in admission)) {
             const reserved = new Set(admission.reserved)
-            credit.unchargedJobs += fresh.filter((id) => reserved.has(id)).length
+            credit.jobsReserved(fresh.filter((id) => reserved.has(id)).length)
           }
           if ("refused" in admission) return yield* quota(admission.refused)
           return { reserved: admission.reserved, ...(admission.shortBy ? { shortBy: quota(admission.shortBy) } : {}) }
@@ -227,7 +252,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
         }),
       // Charging runs beside the entity's other messages: a creation does not wait for it.
       ReleaseJobs: ({ payload }) => Effect.sync(() => slots.release(payload.jobIds)).pipe(Effect.andThen(settleQuietly), Rpc.fork),
-      SettleJobs: () => settleQuietly.pipe(Rpc.fork)
+      Settle: () => settleQuietly.pipe(Rpc.fork)
     })
   }),
   { maxIdleTime: "5 minutes" }

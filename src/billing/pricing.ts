@@ -9,6 +9,7 @@ export const toUnits = (eur: string | number): number => Math.round(Number(eur) 
 export const fromUnits = (units: number): string => money(units / 10_000)
 
 export const JOB_SERVICE_KEY = "scraper.jobs"
+export const EXTRACTION_SERVICE_KEY = "extractor.extractions"
 
 const jobPrices = pricingFile[JOB_SERVICE_KEY]
 const attemptUnits: Readonly<Record<string, number>> = Object.fromEntries(
@@ -51,6 +52,34 @@ export const jobCharge = (usage: JobUsage | null): { readonly units: number; rea
   return { units, note: parts.length > 0 ? parts.join(", ") : "nothing fetched" }
 }
 
+const extractionPrices = pricingFile[EXTRACTION_SERVICE_KEY]
+const extractionUnits = toUnits(extractionPrices.perExtraction)
+const thousandTokenUnits = toUnits(extractionPrices.perThousandLlmTokens)
+
+/** The least an extraction can cost: the credit a new one needs free. */
+export const extractionMinimumUnits = extractionUnits
+
+export interface ExtractionUsage {
+  readonly status: string
+  /** Times its result was served from the extraction cache: a cached refinement used no LLM tokens. */
+  readonly cacheHits: number
+  readonly metadata: { readonly llm?: { readonly promptTokens?: number; readonly completionTokens?: number } } | null
+}
+
+/**
+ * What an ended extraction costs: a done one its price, and the LLM tokens any refinement used
+ * (also when the extraction failed in the end); a cancelled one nothing.
+ */
+export const extractionCharge = (usage: ExtractionUsage): { readonly units: number; readonly note: string } => {
+  if (usage.status === "cancelled") return { units: 0, note: "cancelled" }
+  const llm = usage.cacheHits === 0 ? usage.metadata?.llm : undefined
+  const tokens = (llm?.promptTokens ?? 0) + (llm?.completionTokens ?? 0)
+  const tokenUnits = Math.ceil((tokens * thousandTokenUnits) / 1000)
+  const base = usage.status === "done" ? extractionUnits : 0
+  const parts = [...(base > 0 ? ["extraction"] : []), ...(tokens > 0 ? [`${tokens} LLM tokens`] : [])]
+  return { units: base + tokenUnits, note: parts.length > 0 ? parts.join(", ") : `${usage.status}, nothing used` }
+}
+
 export interface PriceItem {
   readonly serviceKey: string
   readonly item: string
@@ -83,6 +112,27 @@ export const priceList = (): { readonly currency: string; readonly items: Readon
       unit: "job",
       price: fromUnits(jobMinimumUnits),
       description: "the credit a new job needs free (one attempt of the cheapest engine); the job is charged what it used once it ends"
+    },
+    {
+      serviceKey: EXTRACTION_SERVICE_KEY,
+      item: "extraction",
+      unit: "extraction",
+      price: fromUnits(extractionUnits),
+      description: "an extraction that ends done"
+    },
+    {
+      serviceKey: EXTRACTION_SERVICE_KEY,
+      item: "llm.tokens",
+      unit: "1000 tokens",
+      price: fromUnits(thousandTokenUnits),
+      description: "LLM tokens (prompt and completion) an extraction's refinement used, rounded up to the price's precision"
+    },
+    {
+      serviceKey: EXTRACTION_SERVICE_KEY,
+      item: "minimum",
+      unit: "extraction",
+      price: fromUnits(extractionUnits),
+      description: "the credit a new extraction needs free; it is charged what it used once it ends"
     }
   ]
 })

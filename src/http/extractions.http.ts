@@ -1,7 +1,8 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { sendOneWay } from "../actors/entity-call.ts"
+import { entityCall, sendOneWay } from "../actors/entity-call.ts"
 import { DueRun, ExtractionEntity } from "../actors/extraction-entity.ts"
+import { TenantEntity } from "../actors/tenant-entity.ts"
 import { secondsToNextUtcDay, utcDayStart } from "../billing/windows.ts"
 import { Config } from "../config.ts"
 import { JobCreation } from "../crawl/job-creation.ts"
@@ -49,6 +50,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
     const idempotency = yield* Idempotency
     const jobCreation = yield* JobCreation
     const client = yield* ExtractionEntity.client
+    const tenantClient = yield* TenantEntity.client
 
     /** Validates, stashes the input or starts its crawl job, writes the row and hands it to its entity. */
     const start = (
@@ -139,6 +141,11 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
             details: [{ path: "jobId", code: "not_found", message: "no such job" }]
           })
         }
+        // The credit it may cost at least is taken in the tenant's entity, before anything is written.
+        yield* entityCall(tenantClient(tenantId).ReserveExtraction({ extractionId: id })).pipe(
+          Effect.catchTag("InsufficientCredit", (e) =>
+            fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that this extraction and the tenant's uncharged work may cost at least (see GET /v1/billing/pricing)`))
+        )
         const webhookUrl = body.webhookUrl ? canonicalWebhookUrl(body.webhookUrl) : null
         if (webhookUrl) yield* endpoints.register(tenantId, webhookUrl)
         if (pageJob) {
@@ -253,6 +260,8 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
             // it made to fetch its URL has nobody else waiting for it: it is cancelled too.
             yield* Effect.uninterruptible(Effect.all([
               sendOneWay(client(row.id).Abort(undefined, { discard: true })),
+              // Cancelled, it costs nothing: the credit it held is free again once it is settled.
+              sendOneWay(tenantClient(row.tenant_id).Settle(undefined, { discard: true })),
               events.emit(row.tenant_id, "extraction.cancelled", { id: row.id, status: "cancelled", type: row.type }),
               row.job_id && row.made_own_job === true ? jobCreation.cancel(me.tenantId, row.job_id) : Effect.void
             ], { discard: true }))

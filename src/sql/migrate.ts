@@ -14,6 +14,7 @@ import idempotencySeed from "./migrations/0011_idempotency_seed.ts"
 import pageVersionChangedDerived from "./migrations/0012_page_version_changed_derived.ts"
 import extractionOwnJob from "./migrations/0013_extraction_own_job.ts"
 import jobCharges from "./migrations/0014_job_charges.ts"
+import extractionCharges from "./migrations/0015_extraction_charges.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -30,7 +31,8 @@ export const migrations = {
   "0011_idempotency_seed": idempotencySeed,
   "0012_page_version_changed_derived": pageVersionChangedDerived,
   "0013_extraction_own_job": extractionOwnJob,
-  "0014_job_charges": jobCharges
+  "0014_job_charges": jobCharges,
+  "0015_extraction_charges": extractionCharges
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

@@ -56,21 +56,24 @@ export interface TenantRepoShape {
     resourceId?: string | null
     resourceType?: string | null
   }) => Effect.Effect<{ ok: true; transaction: Transaction } | { ok: false; balance: string }>
-  /** Jobs of the tenant not charged yet: running, or ended and waiting for their charge. */
-  readonly unsettledJobs: (tenantId: string) => Effect.Effect<number>
+  /** Jobs and extractions of the tenant not charged yet: running, or ended and waiting for their charge. */
+  readonly uncharged: (tenantId: string) => Effect.Effect<{ readonly jobs: number; readonly extractions: number }>
+  /** Those of `ids` that are extractions written already. */
+  readonly extractionsWritten: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>>
   /**
-   * Charges up to `limit` of the tenant's ended, uncharged jobs, oldest first, in one transaction
-   * with the tenant's row locked: a ledger debit per job that cost anything (at most what the
-   * balance still holds, so it never goes below zero), and each job marked settled. `charge`
-   * prices a job from its result. Answers the jobs settled and the balance after.
+   * Charges up to `limit` of the tenant's ended, uncharged jobs or extractions, oldest first, in
+   * one transaction with the tenant's row locked: a ledger debit for each that cost anything (at
+   * most what the balance still holds, so it never goes below zero), and each marked settled.
+   * `charge` prices one from its row. Answers how many were settled and the balance after.
    */
-  readonly settleJobs: (
+  readonly settle: (
     tenantId: string,
+    source: ChargeSource,
     limit: number,
-    charge: (result: unknown) => { readonly units: number; readonly note: string }
+    charge: (row: ChargeableRow) => { readonly units: number; readonly note: string }
   ) => Effect.Effect<{ readonly settled: number; readonly balance: string }>
-  /** Tenants with jobs that ended more than `olderThanMs` ago and are still uncharged. */
-  readonly tenantsWithUnsettledJobs: (olderThanMs: number, limit: number) => Effect.Effect<ReadonlyArray<string>>
+  /** Tenants with jobs or extractions that ended more than `olderThanMs` ago and are still uncharged. */
+  readonly tenantsWithUnchargedWork: (olderThanMs: number, limit: number) => Effect.Effect<ReadonlyArray<string>>
   readonly transactions: (
     tenantId: string,
     filter: { readonly type?: string | undefined; readonly serviceKey?: string | undefined },
@@ -83,6 +86,18 @@ export interface TenantRepoShape {
   readonly setQuota: (tenantId: string, key: QuotaKey, limit: number) => Effect.Effect<void>
   /** Several limits in one query. */
   readonly quotaLimits: <K extends QuotaKey>(tenantId: string, keys: ReadonlyArray<K>) => Effect.Effect<Record<K, number>>
+}
+
+/** What is charged once it has ended. */
+export type ChargeSource = "jobs" | "extractions"
+
+/** An ended job (its `result`) or extraction (`status`, `metadata`, `cacheHits`) to be priced. */
+export interface ChargeableRow {
+  readonly id: string
+  readonly status: string
+  readonly result: unknown
+  readonly metadata: unknown
+  readonly cacheHits: number
 }
 
 export interface RoleRow {
@@ -274,57 +289,75 @@ export const TenantRepoLive = Layer.effect(
           Effect.map((rows) => rows[0] && money(rows[0].balance))
         ),
       adjust: (entry) => sql.withTransaction(adjustIn(entry)).pipe(Effect.orDie),
-      unsettledJobs: (tenantId) =>
-        sql<{ n: string }>`SELECT count(*) AS n FROM jobs WHERE tenant_id = ${tenantId} AND settled_at IS NULL`.pipe(
+      uncharged: (tenantId) =>
+        sql<{ jobs: string; extractions: string }>`
+          SELECT (SELECT count(*) FROM jobs WHERE tenant_id = ${tenantId} AND settled_at IS NULL) AS jobs,
+                 (SELECT count(*) FROM extractions WHERE tenant_id = ${tenantId} AND settled_at IS NULL) AS extractions`.pipe(
           Effect.orDie,
-          Effect.map(([row]) => Number(row!.n))
+          Effect.map(([row]) => ({ jobs: Number(row!.jobs), extractions: Number(row!.extractions) }))
         ),
-      settleJobs: (tenantId, limit, charge) =>
+      extractionsWritten: (ids) =>
+        ids.length === 0 ? Effect.succeed(new Set<string>()) : sql<{ id: string }>`SELECT id FROM extractions WHERE id IN ${sql.in(ids)}`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => new Set(rows.map((r) => r.id)))
+        ),
+      settle: (tenantId, source, limit, charge) =>
         sql.withTransaction(Effect.gen(function*() {
           const [tenant] = yield* sql<{ balance: string }>`SELECT balance FROM tenants WHERE id = ${tenantId} FOR UPDATE`
           if (!tenant) return { settled: 0, balance: "0" }
-          const jobs = yield* sql<{ id: string; result: unknown }>`
-            SELECT id, result FROM jobs
-            WHERE tenant_id = ${tenantId} AND settled_at IS NULL AND status IN ('done', 'failed', 'dead')
-            ORDER BY finished_at, id LIMIT ${limit}`
-          if (jobs.length === 0) return { settled: 0, balance: money(tenant.balance) }
+          const rows: ReadonlyArray<ChargeableRow> = source === "jobs"
+            ? (yield* sql<{ id: string; status: string; result: unknown }>`
+                SELECT id, status, result FROM jobs
+                WHERE tenant_id = ${tenantId} AND settled_at IS NULL AND status IN ('done', 'failed', 'dead')
+                ORDER BY finished_at, id LIMIT ${limit}`).map((r) => ({ ...r, metadata: null, cacheHits: 0 }))
+            : (yield* sql<{ id: string; status: string; metadata: unknown; cache_hits: number }>`
+                SELECT id, status, metadata, cache_hits FROM extractions
+                WHERE tenant_id = ${tenantId} AND settled_at IS NULL AND status IN ('done', 'dead', 'cancelled')
+                ORDER BY finished_at, id LIMIT ${limit}`).map((r) => ({ id: r.id, status: r.status, result: null, metadata: r.metadata, cacheHits: r.cache_hits }))
+          if (rows.length === 0) return { settled: 0, balance: money(tenant.balance) }
           // Ten-thousandths of a euro, the ledger's precision: exact sums.
           let balance = Math.round(Number(tenant.balance) * 10_000)
           const charged: Array<number> = []
-          const entries: Array<{ id: string; jobId: string; units: number; after: number; note: string }> = []
-          for (const job of jobs) {
-            const { units, note } = charge(job.result)
+          const entries: Array<{ id: string; resourceId: string; units: number; after: number; note: string }> = []
+          for (const row of rows) {
+            const { units, note } = charge(row)
             const take = Math.min(units, balance)
             balance -= take
             charged.push(take)
             if (take > 0) {
               const short = take < units ? ` (${(units - take) / 10_000} EUR not covered by the balance)` : ""
-              entries.push({ id: newId("txn"), jobId: job.id, units: take, after: balance, note: `${note}${short}` })
+              entries.push({ id: newId("txn"), resourceId: row.id, units: take, after: balance, note: `${note}${short}` })
             }
           }
           const eur = (units: number) => (units / 10_000).toFixed(4)
+          const [serviceKey, resourceType] = source === "jobs" ? ["scraper.jobs", "job"] : ["extractor.extractions", "extraction"]
           if (entries.length > 0) {
             yield* sql`
               INSERT INTO credit_transactions (id, tenant_id, type, amount, balance_after, service_key, resource_id, resource_type, note)
-              SELECT id, ${tenantId}, 'debit', -amount::numeric, balance_after::numeric, 'scraper.jobs', job_id, 'job', note
-              FROM unnest(${pgArray(entries.map((e) => e.id), OID.text)}, ${pgArray(entries.map((e) => e.jobId), OID.text)},
+              SELECT id, ${tenantId}, 'debit', -amount::numeric, balance_after::numeric, ${serviceKey}, resource_id, ${resourceType}, note
+              FROM unnest(${pgArray(entries.map((e) => e.id), OID.text)}, ${pgArray(entries.map((e) => e.resourceId), OID.text)},
                           ${pgArray(entries.map((e) => eur(e.units)), OID.text)}, ${pgArray(entries.map((e) => eur(e.after)), OID.text)},
                           ${pgArray(entries.map((e) => e.note), OID.text)})
-                WITH ORDINALITY AS e(id, job_id, amount, balance_after, note, position)
+                WITH ORDINALITY AS e(id, resource_id, amount, balance_after, note, position)
               ORDER BY position`
             yield* sql`UPDATE tenants SET balance = ${eur(balance)}::numeric, updated_at = now() WHERE id = ${tenantId}`
           }
-          yield* sql`
-            UPDATE jobs SET settled_at = now(), charged = c.amount::numeric
-            FROM unnest(${pgArray(jobs.map((j) => j.id), OID.text)}, ${pgArray(charged.map(eur), OID.text)}) AS c(id, amount)
-            WHERE jobs.id = c.id`
-          return { settled: jobs.length, balance: money(eur(balance)) }
+          const ids = pgArray(rows.map((r) => r.id), OID.text)
+          const amounts = pgArray(charged.map(eur), OID.text)
+          yield* source === "jobs"
+            ? sql`UPDATE jobs SET settled_at = now(), charged = c.amount::numeric
+                  FROM unnest(${ids}, ${amounts}) AS c(id, amount) WHERE jobs.id = c.id`
+            : sql`UPDATE extractions SET settled_at = now(), charged = c.amount::numeric
+                  FROM unnest(${ids}, ${amounts}) AS c(id, amount) WHERE extractions.id = c.id`
+          return { settled: rows.length, balance: money(eur(balance)) }
         })).pipe(Effect.orDie),
-      tenantsWithUnsettledJobs: (olderThanMs, limit) =>
+      tenantsWithUnchargedWork: (olderThanMs, limit) =>
         sql<{ tenant_id: string }>`
-          SELECT DISTINCT tenant_id FROM jobs
-          WHERE settled_at IS NULL AND status IN ('done', 'failed', 'dead')
-            AND finished_at < now() - ${olderThanMs} * interval '1 millisecond'
+          SELECT tenant_id FROM jobs
+          WHERE settled_at IS NULL AND status IN ('done', 'failed', 'dead') AND finished_at < now() - ${olderThanMs} * interval '1 millisecond'
+          UNION
+          SELECT tenant_id FROM extractions
+          WHERE settled_at IS NULL AND status IN ('done', 'dead', 'cancelled') AND finished_at < now() - ${olderThanMs} * interval '1 millisecond'
           LIMIT ${limit}`.pipe(Effect.orDie, Effect.map((rows) => rows.map((r) => r.tenant_id))),
       transactions: (tenantId, filter, offset, limit) => {
         const where = sql.and([

@@ -95,16 +95,16 @@ describe.each(testDatabases)("accounts SQL ($name)", (db) => {
         yield* job(`${tenantId}-new`, "failed", 40, 1_000)
         yield* job(`${tenantId}-free`, "dead", 0, 500)
         yield* job(`${tenantId}-running`, "queued", null, 0)
-        expect(yield* repo.unsettledJobs(tenantId)).toBe(4)
+        expect(yield* repo.uncharged(tenantId)).toEqual({ jobs: 4, extractions: 0 })
         // Only a tenant whose ended job has waited long enough is named to the sweeper.
-        expect(yield* repo.tenantsWithUnsettledJobs(60_000, 1000)).toContain(tenantId)
-        const price = (result: unknown) => ({ units: (result as { units: number }).units, note: "test" })
+        expect(yield* repo.tenantsWithUnchargedWork(60_000, 1000)).toContain(tenantId)
+        const price = (row: { result: unknown }) => ({ units: (row.result as { units: number }).units, note: "test" })
         // Concurrent settlements charge each job once.
-        const runs = yield* Effect.all([1, 2, 3].map(() => repo.settleJobs(tenantId, 10, price)), { concurrency: "unbounded" })
+        const runs = yield* Effect.all([1, 2, 3].map(() => repo.settle(tenantId, "jobs", 10, price)), { concurrency: "unbounded" })
         expect(runs.map((r) => r.settled).sort()).toEqual([0, 0, 3])
         expect(yield* repo.balance(tenantId)).toBe("0.00")
-        expect(yield* repo.unsettledJobs(tenantId)).toBe(1)
-        expect(yield* repo.tenantsWithUnsettledJobs(0, 1000)).not.toContain(tenantId)
+        expect((yield* repo.uncharged(tenantId)).jobs).toBe(1)
+        expect(yield* repo.tenantsWithUnchargedWork(0, 1000)).not.toContain(tenantId)
         const debits = (yield* repo.transactions(tenantId, { type: "debit" }, 0, 10)).items.slice().reverse()
         // The older job in full, the newer one with what was left, the free one not at all.
         expect(debits.map((d) => [d.resourceId, d.amount, d.balanceAfter])).toEqual([

@@ -1,0 +1,72 @@
+import { extractionMinimumUnits, jobMinimumUnits } from "./pricing.ts"
+
+/**
+ * A tenant's credit as its entity counts it, in units of 1/10000 EUR: the balance, and the jobs and
+ * extractions not charged yet, each of which costs at least its minimum once it ends. New work is
+ * admitted only while the free credit (the balance less those minimums) covers its own minimum, so
+ * concurrent requests cannot together promise more than the balance holds.
+ *
+ * Counts come from SQL at each reconcile; in between, the entity's own reservations and charges
+ * move them. Extractions reserved whose rows may not be written yet are pending, by id, and
+ * forgotten after `pendingTtlMs` (their request died); pending jobs are counted by TenantJobSlots.
+ */
+export class TenantCredit {
+  balance = 0
+  private unchargedJobs = 0
+  private unchargedExtractions = 0
+  private readonly pendingExtractions = new Map<string, number>()
+  private readonly pendingTtlMs: number
+
+  constructor(options: { readonly pendingTtlMs: number }) {
+    this.pendingTtlMs = options.pendingTtlMs
+  }
+
+  /** The balance less the least that the work not charged yet may cost. */
+  get free(): number {
+    return this.balance - this.unchargedJobs * jobMinimumUnits - this.unchargedExtractions * extractionMinimumUnits
+  }
+
+  /** How many more new jobs the free credit covers. */
+  jobRoom(): number {
+    return jobMinimumUnits <= 0 ? Infinity : Math.max(0, Math.floor(this.free / jobMinimumUnits))
+  }
+
+  /** Whether a new extraction fits (one reserved already, by a try of the same request, always does). */
+  extractionFits(id: string): boolean {
+    return this.pendingExtractions.has(id) || this.free >= extractionMinimumUnits
+  }
+
+  /** The extraction reservations to look up in SQL before the counts are read (expired ones dropped). */
+  pendingExtractionIds(now: number): ReadonlyArray<string> {
+    for (const [id, until] of this.pendingExtractions) if (until <= now) this.pendingExtractions.delete(id)
+    return [...this.pendingExtractions.keys()]
+  }
+
+  /**
+   * New counts from SQL, plus the reservations not written yet: `pendingJobs` (from the job slots)
+   * and the pending extractions not among `writtenExtractions`. Read in that order, a row written
+   * in between is counted twice (the safe way) rather than not at all.
+   */
+  reconcile(sql: { readonly balance: number; readonly jobs: number; readonly extractions: number }, pendingJobs: number, writtenExtractions: ReadonlySet<string>): void {
+    for (const id of writtenExtractions) this.pendingExtractions.delete(id)
+    this.balance = sql.balance
+    this.unchargedJobs = sql.jobs + pendingJobs
+    this.unchargedExtractions = sql.extractions + this.pendingExtractions.size
+  }
+
+  jobsReserved(count: number): void {
+    this.unchargedJobs += count
+  }
+
+  extractionReserved(id: string, now: number): void {
+    if (!this.pendingExtractions.has(id)) this.unchargedExtractions++
+    this.pendingExtractions.set(id, now + this.pendingTtlMs)
+  }
+
+  /** `count` ended jobs or extractions were charged, leaving `balance`. */
+  charged(source: "jobs" | "extractions", count: number, balance: number): void {
+    this.balance = balance
+    if (source === "jobs") this.unchargedJobs = Math.max(0, this.unchargedJobs - count)
+    else this.unchargedExtractions = Math.max(0, this.unchargedExtractions - count)
+  }
+}
