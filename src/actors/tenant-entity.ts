@@ -115,8 +115,9 @@ export const TenantEntity = Entity.make("Tenant", [
 ])
 
 const RECONCILE_MS = 5_000
-/** The most ended jobs one charging transaction takes. */
+/** The most ended jobs (or extractions) one charging statement takes. */
 const SETTLE_BATCH = 200
+const SETTLE_DELAY = "1 second"
 const PENDING_TTL_MS = 30_000
 
 
@@ -169,13 +170,23 @@ export const TenantEntityLive = TenantEntity.toLayer(
             const after = yield* repo.settle(tenantId, source, SETTLE_BATCH, (row) =>
               source === "jobs" ? jobCharge(row.result as JobUsage | null) : extractionCharge(row as unknown as ExtractionUsage))
             settled = after.settled
-            credit.charged(source, settled, toUnits(after.balance))
+            if (after.balance !== undefined) credit.charged(source, settled, toUnits(after.balance))
           }
         }
         return calls.map(() => undefined)
       })
     const settle = yield* makeGroupCommit(settleAll, { maxBatch: 1024 })
-    const settleQuietly = settle(undefined).pipe(Effect.catchCause(Effect.logWarning))
+    // Work that ends is charged a moment later, so that what ends together is charged by one statement.
+    let settleScheduled = false
+    const settleSoon = Effect.suspend(() => {
+      if (settleScheduled) return Effect.void
+      settleScheduled = true
+      return Effect.sleep(SETTLE_DELAY).pipe(
+        Effect.andThen(Effect.sync(() => (settleScheduled = false))),
+        Effect.andThen(settle(undefined)),
+        Effect.catchCause(Effect.logWarning)
+      )
+    })
     return TenantEntity.of({
       Bootstrap: ({ payload }) =>
         Effect.gen(function*() {
@@ -251,8 +262,8 @@ export const TenantEntityLive = TenantEntity.toLayer(
           if (!(yield* webhooks.addEndpoint(tenantId, payload.url, limit))) return yield* new EndpointLimit({ limit })
         }),
       // Charging runs beside the entity's other messages: a creation does not wait for it.
-      ReleaseJobs: ({ payload }) => Effect.sync(() => slots.release(payload.jobIds)).pipe(Effect.andThen(settleQuietly), Rpc.fork),
-      Settle: () => settleQuietly.pipe(Rpc.fork)
+      ReleaseJobs: ({ payload }) => Effect.sync(() => slots.release(payload.jobIds)).pipe(Effect.andThen(settleSoon), Rpc.fork),
+      Settle: () => settleSoon.pipe(Rpc.fork)
     })
   }),
   { maxIdleTime: "5 minutes" }

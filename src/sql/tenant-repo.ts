@@ -62,16 +62,17 @@ export interface TenantRepoShape {
   readonly extractionsWritten: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>>
   /**
    * Charges up to `limit` of the tenant's ended, uncharged jobs or extractions, oldest first, in
-   * one transaction with the tenant's row locked: a ledger debit for each that cost anything (at
+   * one statement with the tenant's row locked: a ledger debit for each that cost anything (at
    * most what the balance still holds, so it never goes below zero), and each marked settled.
-   * `charge` prices one from its row. Answers how many were settled and the balance after.
+   * `charge` prices one from its row. Answers how many were settled and the balance after (none
+   * when there was nothing to charge).
    */
   readonly settle: (
     tenantId: string,
     source: ChargeSource,
     limit: number,
     charge: (row: ChargeableRow) => { readonly units: number; readonly note: string }
-  ) => Effect.Effect<{ readonly settled: number; readonly balance: string }>
+  ) => Effect.Effect<{ readonly settled: number; readonly balance: string | undefined }>
   /** Tenants with jobs or extractions that ended more than `olderThanMs` ago and are still uncharged. */
   readonly tenantsWithUnchargedWork: (olderThanMs: number, limit: number) => Effect.Effect<ReadonlyArray<string>>
   readonly transactions: (
@@ -302,9 +303,9 @@ export const TenantRepoLive = Layer.effect(
           Effect.map((rows) => new Set(rows.map((r) => r.id)))
         ),
       settle: (tenantId, source, limit, charge) =>
-        sql.withTransaction(Effect.gen(function*() {
-          const [tenant] = yield* sql<{ balance: string }>`SELECT balance FROM tenants WHERE id = ${tenantId} FOR UPDATE`
-          if (!tenant) return { settled: 0, balance: "0" }
+        Effect.gen(function*() {
+          // Read, priced here, then written by one statement: no transaction holds the database
+          // (the embedded one runs one at a time) while the prices are worked out.
           const rows: ReadonlyArray<ChargeableRow> = source === "jobs"
             ? (yield* sql<{ id: string; status: string; result: unknown }>`
                 SELECT id, status, result FROM jobs
@@ -314,43 +315,57 @@ export const TenantRepoLive = Layer.effect(
                 SELECT id, status, metadata, cache_hits FROM extractions
                 WHERE tenant_id = ${tenantId} AND settled_at IS NULL AND status IN ('done', 'dead', 'cancelled')
                 ORDER BY finished_at, id LIMIT ${limit}`).map((r) => ({ id: r.id, status: r.status, result: null, metadata: r.metadata, cacheHits: r.cache_hits }))
-          if (rows.length === 0) return { settled: 0, balance: money(tenant.balance) }
-          // Ten-thousandths of a euro, the ledger's precision: exact sums.
-          let balance = Math.round(Number(tenant.balance) * 10_000)
-          const charged: Array<number> = []
-          const entries: Array<{ id: string; resourceId: string; units: number; after: number; note: string }> = []
-          for (const row of rows) {
-            const { units, note } = charge(row)
-            const take = Math.min(units, balance)
-            balance -= take
-            charged.push(take)
-            if (take > 0) {
-              const short = take < units ? ` (${(units - take) / 10_000} EUR not covered by the balance)` : ""
-              entries.push({ id: newId("txn"), resourceId: row.id, units: take, after: balance, note: `${note}${short}` })
-            }
-          }
-          const eur = (units: number) => (units / 10_000).toFixed(4)
+          if (rows.length === 0) return { settled: 0, balance: undefined }
+          const priced = rows.map((row) => ({ id: row.id, ...charge(row) }))
           const [serviceKey, resourceType] = source === "jobs" ? ["scraper.jobs", "job"] : ["extractor.extractions", "extraction"]
-          if (entries.length > 0) {
-            yield* sql`
+          const input = sql`
+            input AS (
+              SELECT id, units::bigint AS units, note, entry_id, position
+              FROM unnest(${pgArray(priced.map((p) => p.id), OID.text)}, ${pgArray(priced.map((p) => String(p.units)), OID.text)},
+                          ${pgArray(priced.map((p) => p.note), OID.text)}, ${pgArray(priced.map(() => newId("txn")), OID.text)})
+                WITH ORDINALITY AS i(id, units, note, entry_id, position)
+            ),
+            tenant AS (SELECT round(balance * 10000)::bigint AS balance FROM tenants WHERE id = ${tenantId} FOR UPDATE)`
+          // Each one still uncharged (locked, so a charge made meanwhile is seen and not made twice)
+          // takes its price, or what the balance still holds: in order, the balance only falls.
+          const charges = sql`
+            charges AS (
+              SELECT i.id, i.note, i.entry_id, i.position,
+                     LEAST(i.units, GREATEST(0, t.balance - COALESCE(sum(i.units) OVER before, 0))) AS take,
+                     i.units,
+                     GREATEST(0, t.balance - sum(i.units) OVER upto) AS after
+              FROM input i JOIN open o ON o.id = i.id CROSS JOIN tenant t
+              WINDOW before AS (ORDER BY i.position ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+                     upto AS (ORDER BY i.position ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+            ),
+            ledger AS (
               INSERT INTO credit_transactions (id, tenant_id, type, amount, balance_after, service_key, resource_id, resource_type, note)
-              SELECT id, ${tenantId}, 'debit', -amount::numeric, balance_after::numeric, ${serviceKey}, resource_id, ${resourceType}, note
-              FROM unnest(${pgArray(entries.map((e) => e.id), OID.text)}, ${pgArray(entries.map((e) => e.resourceId), OID.text)},
-                          ${pgArray(entries.map((e) => eur(e.units)), OID.text)}, ${pgArray(entries.map((e) => eur(e.after)), OID.text)},
-                          ${pgArray(entries.map((e) => e.note), OID.text)})
-                WITH ORDINALITY AS e(id, resource_id, amount, balance_after, note, position)
-              ORDER BY position`
-            yield* sql`UPDATE tenants SET balance = ${eur(balance)}::numeric, updated_at = now() WHERE id = ${tenantId}`
-          }
-          const ids = pgArray(rows.map((r) => r.id), OID.text)
-          const amounts = pgArray(charged.map(eur), OID.text)
-          yield* source === "jobs"
-            ? sql`UPDATE jobs SET settled_at = now(), charged = c.amount::numeric
-                  FROM unnest(${ids}, ${amounts}) AS c(id, amount) WHERE jobs.id = c.id`
-            : sql`UPDATE extractions SET settled_at = now(), charged = c.amount::numeric
-                  FROM unnest(${ids}, ${amounts}) AS c(id, amount) WHERE extractions.id = c.id`
-          return { settled: rows.length, balance: money(eur(balance)) }
-        })).pipe(Effect.orDie),
+              SELECT entry_id, ${tenantId}, 'debit', -(take / 10000.0), after / 10000.0, ${serviceKey}, id, ${resourceType},
+                     note || CASE WHEN take < units THEN ' (' || trim_scale((units - take) / 10000.0)::text || ' EUR not covered by the balance)' ELSE '' END
+              FROM charges WHERE take > 0 ORDER BY position
+            ),
+            paid AS (
+              UPDATE tenants SET balance = (SELECT (t.balance - COALESCE(sum(c.take), 0)) / 10000.0 FROM tenant t LEFT JOIN charges c ON true GROUP BY t.balance),
+                                 updated_at = now()
+              WHERE id = ${tenantId} AND EXISTS (SELECT 1 FROM charges WHERE take > 0)
+            )`
+          const [result] = yield* (source === "jobs"
+            ? sql<{ settled: string; balance: string }>`
+                WITH ${input},
+                open AS (SELECT j.id FROM jobs j JOIN input i ON i.id = j.id WHERE j.settled_at IS NULL FOR UPDATE OF j),
+                ${charges},
+                marked AS (UPDATE jobs SET settled_at = now(), charged = c.take / 10000.0 FROM charges c WHERE jobs.id = c.id RETURNING jobs.id)
+                SELECT (SELECT count(*) FROM marked) AS settled,
+                       (SELECT (t.balance - COALESCE((SELECT sum(take) FROM charges), 0)) / 10000.0 FROM tenant t) AS balance`
+            : sql<{ settled: string; balance: string }>`
+                WITH ${input},
+                open AS (SELECT x.id FROM extractions x JOIN input i ON i.id = x.id WHERE x.settled_at IS NULL FOR UPDATE OF x),
+                ${charges},
+                marked AS (UPDATE extractions SET settled_at = now(), charged = c.take / 10000.0 FROM charges c WHERE extractions.id = c.id RETURNING extractions.id)
+                SELECT (SELECT count(*) FROM marked) AS settled,
+                       (SELECT (t.balance - COALESCE((SELECT sum(take) FROM charges), 0)) / 10000.0 FROM tenant t) AS balance`)
+          return { settled: Number(result!.settled), balance: result!.balance === null ? undefined : money(result!.balance) }
+        }).pipe(Effect.orDie),
       tenantsWithUnchargedWork: (olderThanMs, limit) =>
         sql<{ tenant_id: string }>`
           SELECT tenant_id FROM jobs
