@@ -6,6 +6,7 @@ import { appendEventCtes } from "../events/event-log.ts"
 import { iso } from "../schema/common.ts"
 import type { ConfigPayload, Extraction, ExtractionStatus, ExtractorConfig, SearchExtractionsBody } from "../schema/extraction.ts"
 import { orderByTerms } from "./order-by.ts"
+import { pageWithTotal } from "./page-with-total.ts"
 import { type NewDelivery, WebhookRepo } from "./webhook-repo.ts"
 
 export interface ExtractionRow {
@@ -240,10 +241,11 @@ export const ExtractionRepoLive = Layer.effect(
         sql<ExtractionRow>`SELECT * FROM extractions WHERE id = ${id} AND tenant_id = ${tenantId}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
       byId: (id) => sql<ExtractionRow>`SELECT * FROM extractions WHERE id = ${id}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
       query: (q) =>
-        Effect.all([
-          sql<ExtractionRow>`SELECT * FROM extractions WHERE ${where(q)} ORDER BY ${orderBy(q.sort)} OFFSET ${q.offset} LIMIT ${q.limit}`,
-          sql<{ n: string }>`SELECT count(*) AS n FROM extractions WHERE ${where(q)}`
-        ], { concurrency: 2 }).pipe(Effect.orDie, Effect.map(([items, [c]]) => ({ items, total: Number(c!.n) }))),
+        pageWithTotal<ExtractionRow>(
+          sql,
+          sql`SELECT * FROM extractions WHERE ${where(q)} ORDER BY ${orderBy(q.sort)} OFFSET ${q.offset} LIMIT ${q.limit}`,
+          sql`SELECT count(*) FROM extractions WHERE ${where(q)}`
+        ),
       claim: (id, leaseMs) =>
         sql<ExtractionRow>`
           UPDATE extractions SET status = 'claimed', claimed_at = now(), attempts = attempts + 1,

@@ -8,6 +8,7 @@ import type { Job, JobResult, JobStatus, PageVersion, SearchJobsBody } from "../
 import { orderByTerms } from "./order-by.ts"
 import { appendEventCtes } from "../events/event-log.ts"
 import { makeGroupCommit } from "./group-commit.ts"
+import { pageWithTotal } from "./page-with-total.ts"
 import { OID, pgArray } from "./pg-array.ts"
 import type { NewDelivery } from "./webhook-repo.ts"
 
@@ -393,10 +394,11 @@ export const JobRepoLive = Layer.effect(
         ids.length === 0 ? Effect.succeed([]) : sql<JobRow>`SELECT * FROM jobs WHERE id IN ${sql.in(ids)} AND tenant_id = ${tenantId}`.pipe(Effect.orDie),
       byId: (id) => sql<JobRow>`SELECT * FROM jobs WHERE id = ${id}`.pipe(Effect.orDie, Effect.map((r) => r[0])),
       query: (q) =>
-        Effect.all([
-          sql<JobRow>`SELECT * FROM jobs WHERE ${where(q)} ORDER BY ${orderBy(q.sort)} OFFSET ${q.offset} LIMIT ${q.limit}`,
-          sql<{ n: string }>`SELECT count(*) AS n FROM jobs WHERE ${where(q)}`
-        ], { concurrency: 2 }).pipe(Effect.orDie, Effect.map(([items, [c]]) => ({ items, total: Number(c!.n) }))),
+        pageWithTotal<JobRow>(
+          sql,
+          sql`SELECT * FROM jobs WHERE ${where(q)} ORDER BY ${orderBy(q.sort)} OFFSET ${q.offset} LIMIT ${q.limit}`,
+          sql`SELECT count(*) FROM jobs WHERE ${where(q)}`
+        ),
       claim: claimOne,
       finish: (job, f) => finishOne(pack(job, f)),
       giveBackRun: (id, runs) =>
@@ -471,11 +473,12 @@ export const JobRepoLive = Layer.effect(
           Effect.map(([r]) => r?.screenshot ? { bytes: Buffer.from(r.screenshot), type: r.screenshot_type ?? "image/png" } : undefined)
         ),
       timeline: (tenantId, normalizedUrl, offset, limit) =>
-        Effect.all([
+        pageWithTotal<{ id: string }>(
+          sql,
           sql`SELECT ${versionColumns} FROM page_versions pv WHERE tenant_id = ${tenantId} AND normalized_url = ${normalizedUrl}
               ORDER BY fetched_at DESC, id DESC OFFSET ${offset} LIMIT ${limit}`,
-          sql<{ n: string }>`SELECT count(*) AS n FROM page_versions WHERE tenant_id = ${tenantId} AND normalized_url = ${normalizedUrl}`
-        ]).pipe(Effect.orDie, Effect.map(([rows, [c]]) => ({ items: rows.map(toPageVersion), total: Number(c!.n) }))),
+          sql`SELECT count(*) FROM page_versions WHERE tenant_id = ${tenantId} AND normalized_url = ${normalizedUrl}`
+        ).pipe(Effect.map((page) => ({ items: page.items.map(toPageVersion), total: page.total }))),
       version: (tenantId, versionId) =>
         sql`SELECT ${versionColumns} FROM page_versions pv WHERE id = ${versionId} AND tenant_id = ${tenantId}`.pipe(
           Effect.orDie,

@@ -5,6 +5,7 @@ import { planQuota, type QuotaKey } from "../billing/plans.ts"
 import { newId } from "../ids.ts"
 import { iso, money } from "../schema/common.ts"
 import type { Tenant, Transaction } from "../schema/tenant.ts"
+import { pageWithTotal } from "./page-with-total.ts"
 import { OID, pgArray } from "./pg-array.ts"
 
 export interface BootstrapInput {
@@ -380,10 +381,11 @@ export const TenantRepoLive = Layer.effect(
           ...(filter.type !== undefined ? [sql`type = ${filter.type}`] : []),
           ...(filter.serviceKey !== undefined ? [sql`service_key = ${filter.serviceKey}`] : [])
         ])
-        return Effect.all([
+        return pageWithTotal<{ id: string }>(
+          sql,
           sql`SELECT * FROM credit_transactions WHERE ${where} ORDER BY seq DESC OFFSET ${offset} LIMIT ${limit}`,
-          sql<{ n: string }>`SELECT count(*) AS n FROM credit_transactions WHERE ${where}`
-        ]).pipe(Effect.orDie, Effect.map(([rows, [count]]) => ({ items: rows.map(toTransaction), total: Number(count!.n) })))
+          sql`SELECT count(*) FROM credit_transactions WHERE ${where}`
+        ).pipe(Effect.map((page) => ({ items: page.items.map(toTransaction), total: page.total })))
       },
       setQuota: (tenantId, key, limit) =>
         sql`INSERT INTO quota_overrides (tenant_id, quota_key, quota_limit) VALUES (${tenantId}, ${key}, ${limit})
