@@ -40,9 +40,25 @@ export const DomainEntity = Entity.make("Domain", [
   Rpc.make("Handover", {
     payload: Schema.Struct({ from: Schema.String, to: Schema.String, ttlMs: Schema.Int, outcomes: Schema.Array(Outcome) })
   }),
+  /**
+   * The holders' node still holds these slots: each lease runs `ttlMs` from now. A holder the
+   * entity does not know (it restarted on another node after its own node died, or the lease ran
+   * out while the holder lived) is counted again, over the limit if need be, as a handover's is.
+   */
+  Rpc.make("Renew", {
+    payload: Schema.Struct({ holders: Schema.Array(Schema.Struct({ holder: Schema.String, ttlMs: Schema.Int })) })
+  }),
   /** Answers at once: tells a job whose `Acquire` is slow a long queue from an entity out of reach. */
   Rpc.make("Ping")
 ])
+
+/**
+ * A slot is a lease: the entity frees it `SLOT_LEASE_MS` after it was granted or last renewed, in
+ * case its holder's node died. While a job holds it (waiting for a crawl slot, or fetching), its
+ * node renews it every `SLOT_RENEW_MS` (see DomainSlots).
+ */
+export const SLOT_LEASE_MS = 30_000
+export const SLOT_RENEW_MS = 10_000
 
 /** A holder's job and run (run 0 when the holder names no run). */
 export const parseHolder = (holder: string): { readonly job: string; readonly run: number } => {
@@ -81,16 +97,44 @@ export const DomainEntityLive = DomainEntity.toLayer(
 
     const rows = yield* sql<{ engine: string; ok: boolean; at: Date }>`
       SELECT engine, ok, at FROM domain_engine_history WHERE domain_id = ${domainId}`.pipe(Effect.orElseSucceed(() => []))
+
+    // Slots live in this entity's memory only. So that an entity started again elsewhere, after
+    // its node died with slots out, does not hand out more while their holders still fetch, the
+    // entity marks in SQL until when it may have slots out, before its first grant and again while
+    // it has any. Starting within a marked span, it grants nothing until the holders' nodes have
+    // renewed their slots with it (at most SLOT_RENEW_MS), so it counts them first.
+    const services = yield* Effect.context<never>()
+    const [mark] = yield* sql<{ held_until: Date }>`SELECT held_until FROM domain_leases WHERE domain_id = ${domainId}`.pipe(
+      Effect.orElseSucceed(() => [])
+    )
+    let markedUntil = mark ? new Date(mark.held_until).getTime() : 0
+    const quietUntil = Math.min(markedUntil, Date.now() + SLOT_RENEW_MS + 1000)
+    let marking: Promise<void> | undefined
+    /** Marks the slots out for another lease unless half of the current mark is left. */
+    const markHeld = (): Promise<void> => {
+      if (markedUntil - Date.now() > SLOT_LEASE_MS / 2) return Promise.resolve()
+      return (marking ??= Effect.runPromiseWith(services)(
+        sql`INSERT INTO domain_leases (domain_id, held_until) VALUES (${domainId}, now() + ${SLOT_LEASE_MS} * interval '1 millisecond')
+            ON CONFLICT (domain_id) DO UPDATE SET held_until = EXCLUDED.held_until`.pipe(
+          Effect.andThen(Effect.sync(() => {
+            markedUntil = Date.now() + SLOT_LEASE_MS
+          })),
+          Effect.catchCause(Effect.logWarning)
+        )
+      ).finally(() => (marking = undefined)))
+    }
     const history = new Map(rows.map((r) => [r.engine, { engine: r.engine, ok: r.ok, at: new Date(r.at).getTime() }]))
 
     const purgeExpired = () => {
       const now = Date.now()
       for (const [job, slot] of slots) if (slot.until <= now) slots.delete(job)
     }
-    /** Hands free slots to the waiters at the head of the queue. */
+    /** Hands free slots to the waiters at the head of the queue (none while it waits for renewals after a restart). */
     const grantWaiting = () => {
       purgeExpired()
-      while (waiters.length > 0 && slots.size < limit) {
+      const quiet = Date.now() < quietUntil
+      if (!quiet && waiters.length > 0 && slots.size < limit) void markHeld()
+      while (!quiet && waiters.length > 0 && slots.size < limit) {
         const w = waiters.shift()!
         slots.set(w.job, { until: Date.now() + w.ttlMs, run: w.run })
         for (const grant of w.grants) grant()
@@ -151,7 +195,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
 
     return DomainEntity.of({
       Acquire: ({ payload }) =>
-        Effect.promise(() => waitForSlot(payload.holder, payload.ttlMs, payload.priority)).pipe(
+        Effect.promise(() => markHeld().then(() => waitForSlot(payload.holder, payload.ttlMs, payload.priority))).pipe(
           Effect.map(() => [...history.values()]),
           Rpc.fork
         ),
@@ -169,6 +213,20 @@ export const DomainEntityLive = DomainEntity.toLayer(
           const run = Math.max(to.run, slots.get(to.job)?.run ?? 0)
           slots.set(to.job, { until: Date.now() + payload.ttlMs, run })
         }).pipe(Effect.andThen(record(payload.outcomes)), Rpc.fork),
+      Renew: ({ payload }) =>
+        Effect.sync(() => {
+          const now = Date.now()
+          for (const { holder, ttlMs } of payload.holders) {
+            const { job, run } = parseHolder(holder)
+            const held = slots.get(job)
+            // A slot a later run of the job has taken over is that run's to renew.
+            if (held && held.run > run) continue
+            slots.set(job, { until: now + ttlMs, run })
+            const queued = waiters.findIndex((w) => w.job === job && w.run <= run)
+            if (queued >= 0) waiters.splice(queued, 1)
+          }
+          if (slots.size > 0) void markHeld()
+        }).pipe(Rpc.fork),
       Ping: () => Rpc.fork(Effect.void)
     })
   }),

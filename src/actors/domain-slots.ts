@@ -1,6 +1,6 @@
 import { Cause, Context, Deferred, type Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { CrawlService } from "../crawl/crawl-service.ts"
-import { DomainEntity, type HistoryEntry, type Outcome } from "./domain-entity.ts"
+import { DomainEntity, type HistoryEntry, type Outcome, SLOT_RENEW_MS } from "./domain-entity.ts"
 import { sendOneWay } from "./entity-call.ts"
 
 /** A politeness slot of one domain, held by one job until it calls `release` with what it learned. */
@@ -16,6 +16,8 @@ export interface DomainSlotBackend {
   readonly acquire: (domainId: string, holder: string, priority: number, ttlMs: number) => Effect.Effect<ReadonlyArray<HistoryEntry> | undefined>
   readonly release: (domainId: string, holder: string, outcomes: ReadonlyArray<Outcome>) => Effect.Effect<void>
   readonly handover: (domainId: string, from: string, to: string, ttlMs: number, outcomes: ReadonlyArray<Outcome>) => Effect.Effect<void>
+  /** Extends the leases of slots this node's jobs still hold (and tells an entity that lost them, restarted on another node, of them). */
+  readonly renew: (domainId: string, holders: ReadonlyArray<{ readonly holder: string; readonly ttlMs: number }>) => Effect.Effect<void>
 }
 
 export interface DomainSlotsShape {
@@ -56,19 +58,44 @@ interface Waiter {
   readonly granted: Deferred.Deferred<ReadonlyArray<HistoryEntry>>
 }
 
+interface Holding {
+  /** The handovers the slot has been through. */
+  readonly handovers: number
+  readonly ttlMs: number
+}
+
 interface DomainState {
-  /** Slots held by this node's jobs, with the number of handovers each slot has been through. */
-  readonly holding: Map<string, number>
+  /** Slots held by this node's jobs. */
+  readonly holding: Map<string, Holding>
   /** Jobs waiting for one of those slots, highest priority first; they have not asked the entity.
    *  There are only such jobs while this node holds all of the domain's slots. */
   readonly waiting: Array<Waiter>
   history: ReadonlyArray<HistoryEntry>
 }
 
-export const makeDomainSlots = (backend: DomainSlotBackend, perDomainLimit: number): Effect.Effect<DomainSlotsShape, never, Scope.Scope> =>
+export const makeDomainSlots = (
+  backend: DomainSlotBackend,
+  perDomainLimit: number,
+  options: { readonly renewEveryMs?: number } = {}
+): Effect.Effect<DomainSlotsShape, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const domains = new Map<string, DomainState>()
+    // The leases of every slot held here, renewed while held: a job that waits long for a crawl
+    // slot keeps its domain slot, and an entity that restarted elsewhere learns who holds its slots.
+    const renewAll = Effect.suspend(() =>
+      Effect.forEach(
+        [...domains].filter(([, d]) => d.holding.size > 0),
+        ([domainId, d]) => backend.renew(domainId, [...d.holding].map(([holder, h]) => ({ holder, ttlMs: h.ttlMs }))),
+        { discard: true }
+      )
+    )
+    yield* renewAll.pipe(
+      Effect.catchCause(Effect.logWarning),
+      Effect.repeat(Schedule.spaced(options.renewEveryMs ?? SLOT_RENEW_MS)),
+      Effect.delay(options.renewEveryMs ?? SLOT_RENEW_MS),
+      Effect.forkIn(scope)
+    )
     const stateOf = (domainId: string) => {
       let d = domains.get(domainId)
       if (!d) domains.set(domainId, (d = { holding: new Map(), waiting: [], history: [] }))
@@ -98,7 +125,7 @@ export const makeDomainSlots = (backend: DomainSlotBackend, perDomainLimit: numb
           if (history === undefined) return slot(domainId, holder, [], false)
           const d = stateOf(domainId)
           d.history = history
-          d.holding.set(holder, 0)
+          d.holding.set(holder, { handovers: 0, ttlMs })
           return slot(domainId, holder, history, true)
         }),
         // A job that stops waiting for the answer (cancelled, or stopped by its node) says so: the
@@ -112,13 +139,13 @@ export const makeDomainSlots = (backend: DomainSlotBackend, perDomainLimit: numb
     const release = (domainId: string, holder: string, outcomes: ReadonlyArray<Outcome>): Effect.Effect<void> =>
       Effect.uninterruptible(Effect.suspend(() => {
         const d = stateOf(domainId)
-        const handovers = d.holding.get(holder)
+        const handovers = d.holding.get(holder)?.handovers
         d.holding.delete(holder)
         learn(d, outcomes)
         const next = d.waiting[0]
         if (handovers !== undefined && next && handovers < MAX_HANDOVERS) {
           d.waiting.shift()
-          d.holding.set(next.holder, handovers + 1)
+          d.holding.set(next.holder, { handovers: handovers + 1, ttlMs: next.ttlMs })
           // The entity hears of the new holder before that job can start (and perhaps end and send
           // its own release, which would otherwise arrive first and leave a phantom holder). A job
           // that stopped waiting meanwhile is released from here, after the handover, for the same reason.
@@ -203,6 +230,7 @@ export interface DomainEntityCalls {
   readonly Acquire: (payload: { holder: string; ttlMs: number; priority: number }) => Effect.Effect<ReadonlyArray<HistoryEntry>, unknown>
   readonly Release: (payload: { holder: string; outcomes: ReadonlyArray<Outcome> }, options: { discard: true }) => Effect.Effect<void, unknown>
   readonly Handover: (payload: { from: string; to: string; ttlMs: number; outcomes: ReadonlyArray<Outcome> }, options: { discard: true }) => Effect.Effect<void, unknown>
+  readonly Renew: (payload: { holders: ReadonlyArray<{ holder: string; ttlMs: number }> }, options: { discard: true }) => Effect.Effect<void, unknown>
   readonly Ping: () => Effect.Effect<void, unknown>
 }
 
@@ -254,7 +282,8 @@ export const entitySlotBackend = (
   return {
     acquire,
     release: (domainId, holder, outcomes) => sendOneWay(entity(domainId).Release({ holder, outcomes }, { discard: true })),
-    handover: (domainId, from, to, ttlMs, outcomes) => sendOneWay(entity(domainId).Handover({ from, to, ttlMs, outcomes }, { discard: true }))
+    handover: (domainId, from, to, ttlMs, outcomes) => sendOneWay(entity(domainId).Handover({ from, to, ttlMs, outcomes }, { discard: true })),
+    renew: (domainId, holders) => sendOneWay(entity(domainId).Renew({ holders }, { discard: true }))
   }
 }
 

@@ -9,7 +9,7 @@ import { type PlanEntry, planFromHistory } from "../crawl/escalation.ts"
 import { EventLog } from "../events/event-log.ts"
 import type { JobResult } from "../schema/job.ts"
 import { JobRepo, type JobRow } from "../sql/job-repo.ts"
-import type { HistoryEntry, Outcome } from "./domain-entity.ts"
+import { type HistoryEntry, type Outcome, SLOT_LEASE_MS } from "./domain-entity.ts"
 import { DomainSlots } from "./domain-slots.ts"
 import { JobSlotReleases } from "./tenant-entity.ts"
 import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
@@ -151,7 +151,7 @@ export const JobEntityLive = JobEntity.toLayer(
       const holder = `${job.id}#${job.runs}`
       // The slot's answer is the domain's engine history, which a job without its own escalation
       // plans from; the job gives the slot back, with what its attempts taught, once the fetch is over.
-      const work = domainSlots.withSlot(job.domain_id, holder, job.priority, job.timeout_ms + 30_000, (history, releaseDomainSlot) =>
+      const work = domainSlots.withSlot(job.domain_id, holder, job.priority, SLOT_LEASE_MS, (history, releaseDomainSlot) =>
         crawlAndEnd(job, controller, history, releaseDomainSlot))
       // An abort comes only from a cancel that has already ended the job in SQL and given its quota
       // slot back. A job still waiting for a domain or crawl slot leaves those queues at once instead

@@ -15,6 +15,7 @@ import pageVersionChangedDerived from "./migrations/0012_page_version_changed_de
 import extractionOwnJob from "./migrations/0013_extraction_own_job.ts"
 import jobCharges from "./migrations/0014_job_charges.ts"
 import extractionCharges from "./migrations/0015_extraction_charges.ts"
+import domainLeases from "./migrations/0016_domain_leases.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -32,7 +33,8 @@ export const migrations = {
   "0012_page_version_changed_derived": pageVersionChangedDerived,
   "0013_extraction_own_job": extractionOwnJob,
   "0014_job_charges": jobCharges,
-  "0015_extraction_charges": extractionCharges
+  "0015_extraction_charges": extractionCharges,
+  "0016_domain_leases": domainLeases
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

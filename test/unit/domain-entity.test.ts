@@ -1,7 +1,7 @@
 import { Effect, Fiber, Layer } from "effect"
 import { Entity, ShardingConfig } from "effect/cluster"
 import { describe, expect, it } from "vitest"
-import { DomainEntity, DomainEntityLive, parseHolder } from "../../src/actors/domain-entity.ts"
+import { DomainEntity, DomainEntityLive, parseHolder, SLOT_RENEW_MS } from "../../src/actors/domain-entity.ts"
 import { entitySlotBackend } from "../../src/actors/domain-slots.ts"
 import { Config, type loadConfig } from "../../src/config.ts"
 import { CrawlService, type CrawlServiceShape } from "../../src/crawl/crawl-service.ts"
@@ -41,6 +41,46 @@ const granted = (fiber: Fiber.Fiber<unknown, unknown>) =>
   Effect.yieldNow.pipe(Effect.repeat({ times: 20 }), Effect.andThen(Effect.sync(() => fiber.pollUnsafe() !== undefined)))
 
 describe("DomainEntity politeness slots", () => {
+  it("started again while its earlier self had slots out, grants nothing until their holders have renewed them", async () => {
+    const config = await testDatabases[0]!.config()
+    const on = <A, E>(body: (domain: Effect.Success<ReturnType<typeof clientFor>>) => Effect.Effect<A, E>) =>
+      Effect.runPromise(clientFor(config).pipe(Effect.flatMap(body), Effect.scoped, Effect.provide(ShardingConfig.layer())))
+    // The first entity grants two slots, then its node dies (its memory goes with it).
+    await on((domain) => Effect.all([acquire(domain, "x#1"), acquire(domain, "y#1")]))
+    await on((domain) =>
+      Effect.gen(function*() {
+        const fresh = yield* Effect.forkChild(acquire(domain, "fresh"))
+        yield* Effect.sleep("1 second")
+        expect(yield* granted(fresh)).toBe(false)
+        // The holders' node renews: both slots are counted, so the fresh job waits for one of them.
+        yield* domain.Renew({ holders: [{ holder: "x#1", ttlMs: 60_000 }, { holder: "y#1", ttlMs: 60_000 }] })
+        yield* Effect.sleep(`${SLOT_RENEW_MS + 1500} millis`)
+        expect(yield* granted(fresh)).toBe(false)
+        yield* domain.Release({ holder: "x#1", outcomes: [] })
+        yield* Fiber.join(fresh)
+      }))
+  }, 60_000)
+
+  it("keeps a renewed slot past its first lease, and counts a holder it did not know (it restarted) before granting more", async () => {
+    await run((domain) =>
+      Effect.gen(function*() {
+        // a holds with a short lease, renewed before it runs out; b is a holder from before a restart.
+        yield* domain.Acquire({ holder: "a", ttlMs: 300, priority: 0 })
+        yield* domain.Renew({ holders: [{ holder: "a", ttlMs: 60_000 }, { holder: "b#1", ttlMs: 60_000 }] })
+        yield* Effect.sleep("1500 millis")
+        // Both slots are held: past a's first lease and the entity's expiry check, c still waits.
+        const c = yield* Effect.forkChild(acquire(domain, "c"))
+        yield* Effect.sleep("1200 millis")
+        expect(yield* granted(c)).toBe(false)
+        yield* domain.Release({ holder: "b#1", outcomes: [] })
+        yield* Fiber.join(c)
+        yield* domain.Renew({ holders: [{ holder: "c#0", ttlMs: 60_000 }] })
+        yield* domain.Release({ holder: "a", outcomes: [] })
+        const d = yield* Effect.forkChild(acquire(domain, "d"))
+        yield* Fiber.join(d)
+      }))
+  }, 60_000)
+
   it("gives at most two slots, hands a freed slot to the next waiter by priority, one waiter per release", async () => {
     await run((domain) =>
       Effect.gen(function*() {
@@ -182,6 +222,7 @@ describe("the cluster slot backend (entitySlotBackend)", () => {
       Acquire: () => (++asked < 3 ? Effect.interrupt : Effect.succeed([{ engine: "http", ok: true, at: 1 }])),
       Release: () => Effect.void,
       Handover: () => Effect.void,
+      Renew: () => Effect.void,
       Ping: () => Effect.void
     }
     const exit = await Effect.runPromise(Effect.exit(entitySlotBackend(() => moving, quick).acquire("example.com", "moved", 0, 60_000)))
@@ -195,15 +236,20 @@ describe("the cluster slot backend (entitySlotBackend)", () => {
       Acquire: () => Effect.never,
       Release: () => Effect.interrupt,
       Handover: () => Effect.die("entity gone"),
+      Renew: () => Effect.interrupt,
       Ping: () => Effect.void
     }
     const backend = entitySlotBackend(() => stopping, quick)
-    const exit = await Effect.runPromise(Effect.exit(Effect.all([backend.release("example.com", "a", []), backend.handover("example.com", "a", "b", 1000, [])])))
+    const exit = await Effect.runPromise(Effect.exit(Effect.all([
+      backend.release("example.com", "a", []),
+      backend.handover("example.com", "a", "b", 1000, []),
+      backend.renew("example.com", [{ holder: "b", ttlMs: 1000 }])
+    ])))
     expect(exit._tag).toBe("Success")
   }, 60_000)
 
   it("still stops at once when the waiting job itself is interrupted", async () => {
-    const waitingForever = { Acquire: () => Effect.never, Release: () => Effect.void, Handover: () => Effect.void, Ping: () => Effect.void }
+    const waitingForever = { Acquire: () => Effect.never, Release: () => Effect.void, Handover: () => Effect.void, Renew: () => Effect.void, Ping: () => Effect.void }
     await Effect.runPromise(Effect.gen(function*() {
       const fiber = yield* Effect.forkChild(entitySlotBackend(() => waitingForever, quick).acquire("example.com", "stopped", 0, 60_000))
       yield* Effect.sleep("50 millis")
@@ -217,6 +263,7 @@ describe("the cluster slot backend (entitySlotBackend)", () => {
       Acquire: () => Effect.never,
       Release: () => Effect.void,
       Handover: () => Effect.void,
+      Renew: () => Effect.void,
       Ping: () => Effect.never
     }
     const history = await Effect.runPromise(entitySlotBackend(() => unreachable, quick).acquire("example.com", "alone", 0, 60_000))

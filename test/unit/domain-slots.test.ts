@@ -47,14 +47,15 @@ const fakeEntity = () => {
         holders.delete(from)
         holders.add(to)
         peak = Math.max(peak, holders.size)
-      })
+      }),
+    renew: (_d, renewed) => Effect.sync(() => void log.push(`renew ${renewed.map((r) => `${r.holder}/${r.ttlMs}`).join(",")}`))
   }
   return { backend, log, holders, peak: () => peak }
 }
 
-const run = <A>(body: (slots: DomainSlotsShape, entity: ReturnType<typeof fakeEntity>) => Effect.Effect<A, never, Scope.Scope>) => {
+const run = <A>(body: (slots: DomainSlotsShape, entity: ReturnType<typeof fakeEntity>) => Effect.Effect<A, never, Scope.Scope>, renewEveryMs?: number) => {
   const entity = fakeEntity()
-  return Effect.runPromise(Effect.scoped(Effect.flatMap(makeDomainSlots(entity.backend, 2), (slots) => body(slots, entity))))
+  return Effect.runPromise(Effect.scoped(Effect.flatMap(makeDomainSlots(entity.backend, 2, { ...(renewEveryMs ? { renewEveryMs } : {}) }), (slots) => body(slots, entity))))
 }
 
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
@@ -74,6 +75,21 @@ const passAlong = (slots: DomainSlotsShape, slot: DomainSlot, times: number) =>
 const done = (f: Fiber.Fiber<unknown, unknown>) => f.pollUnsafe() !== undefined
 
 describe("DomainSlots (the node's side of the domain's politeness slots)", () => {
+  it("renews the lease of every slot its jobs hold, with each slot's own length, until it is given back", async () => {
+    await run((slots, entity) =>
+      Effect.gen(function*() {
+        const a = yield* slots.acquire("d", "a", 0, 1000)
+        yield* slots.acquire("d", "b", 0, 2000)
+        yield* Effect.sleep("130 millis")
+        expect(entity.log.filter((l) => l.startsWith("renew"))).toContain("renew a/1000,b/2000")
+        yield* a.release([])
+        entity.log.length = 0
+        yield* Effect.sleep("130 millis")
+        expect(entity.log.filter((l) => l.startsWith("renew"))).toContain("renew b/2000")
+        expect(entity.log.join(" ")).not.toMatch(/renew[^ ]*a\//)
+      }), 50)
+  })
+
   it("asks the entity while it holds no slot, then hands a freed slot to the next waiting job without asking", async () => {
     await run((slots, entity) =>
       Effect.gen(function*() {
