@@ -147,7 +147,17 @@ export const DomainEntityLive = DomainEntity.toLayer(
         expiryTimer.unref()
       }
     }
-    yield* Effect.addFinalizer(() => Effect.sync(() => expiryTimer && clearInterval(expiryTimer)))
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        if (expiryTimer) clearInterval(expiryTimer)
+        // Stopped with no slot out (reaped when idle, or its node shutting down once its jobs gave
+        // theirs back): its next start need not wait for renewals. A node that dies leaves the mark.
+        purgeExpired()
+        if (slots.size === 0 && markedUntil > Date.now()) {
+          yield* sql`DELETE FROM domain_leases WHERE domain_id = ${domainId}`.pipe(Effect.timeout("2 seconds"), Effect.ignore)
+        }
+      })
+    )
 
     const waitForSlot = (holder: string, ttlMs: number, priority: number) =>
       new Promise<void>((resolve) => {

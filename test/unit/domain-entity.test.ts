@@ -61,6 +61,19 @@ describe("DomainEntity politeness slots", () => {
       }))
   }, 60_000)
 
+  it("started again after it stopped with no slot out, grants at once", async () => {
+    const config = await testDatabases[0]!.config()
+    const on = <A, E>(body: (domain: Effect.Success<ReturnType<typeof clientFor>>) => Effect.Effect<A, E>) =>
+      Effect.runPromise(clientFor(config).pipe(Effect.flatMap(body), Effect.scoped, Effect.provide(ShardingConfig.layer())))
+    await on((domain) => acquire(domain, "x").pipe(Effect.andThen(domain.Release({ holder: "x", outcomes: [] }))))
+    await on((domain) =>
+      Effect.gen(function*() {
+        const fresh = yield* Effect.forkChild(acquire(domain, "fresh"))
+        yield* Effect.sleep("300 millis")
+        expect(yield* granted(fresh)).toBe(true)
+      }))
+  }, 60_000)
+
   it("keeps a renewed slot past its first lease, and counts a holder it did not know (it restarted) before granting more", async () => {
     await run((domain) =>
       Effect.gen(function*() {
