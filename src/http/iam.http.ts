@@ -1,6 +1,8 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
+import { quotaKeys } from "../billing/plans.ts"
+import { utcDayStart } from "../billing/windows.ts"
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
 import { allows, isPowerful, scopeOf } from "../iam/permissions.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
@@ -152,6 +154,22 @@ export const IamHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           return { items: (yield* tenants.roles(me.tenantId)).map(toRole) }
+        }))
+      .handle("myQuotas", () =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const now = Date.now()
+          const day = utcDayStart(now)
+          const [limits, used] = yield* Effect.all([tenants.quotaLimits(me.tenantId, quotaKeys), tenants.quotaUsage(me.tenantId, new Date(day))])
+          const resetAt = new Date(day + 86_400_000).toISOString()
+          return {
+            items: quotaKeys.map((key) => ({
+              key,
+              limit: limits[key],
+              used: used[key],
+              ...(key.endsWith(".daily") ? { window: "day" as const, resetAt } : {})
+            }))
+          }
         }))
       .handle("getRole", ({ params }) =>
         Effect.gen(function*() {

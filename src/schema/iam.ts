@@ -45,6 +45,15 @@ export const RevokedApiKey = Schema.Struct({
   apiKeyId: Schema.String
 })
 
+/** A quota with what the tenant uses of it; `window` and `resetAt` for a quota counted per day. */
+export const Quota = Schema.Struct({
+  key: Schema.String,
+  limit: Schema.Int,
+  used: Schema.Int,
+  window: Schema.optional(Schema.Literal("day")),
+  resetAt: Schema.optional(Schema.String)
+}).annotate({ identifier: "Quota" })
+
 export const Role = Schema.Struct({
   id: Schema.String,
   tenantId: Schema.String,

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { internalAdminRole, type SystemRole, tenantSystemRoles } from "../iam/permissions.ts"
-import { planQuota, type QuotaKey } from "../billing/plans.ts"
+import { planQuota, type QuotaKey, quotaKeys } from "../billing/plans.ts"
 import { newId } from "../ids.ts"
 import { iso, money } from "../schema/common.ts"
 import type { Tenant, Transaction } from "../schema/tenant.ts"
@@ -86,6 +86,8 @@ export interface TenantRepoShape {
   /** A quota's limit for a tenant: its override, else its plan's value. */
   readonly quotaLimit: (tenantId: string, key: QuotaKey) => Effect.Effect<number>
   readonly setQuota: (tenantId: string, key: QuotaKey, limit: number) => Effect.Effect<void>
+  /** What the tenant uses of each quota now: daily counts since `dayStart`, the others in total. */
+  readonly quotaUsage: (tenantId: string, dayStart: Date) => Effect.Effect<Record<QuotaKey, number>>
   /** Several limits in one query. */
   readonly quotaLimits: <K extends QuotaKey>(tenantId: string, keys: ReadonlyArray<K>) => Effect.Effect<Record<K, number>>
 }
@@ -394,6 +396,20 @@ export const TenantRepoLive = Layer.effect(
           Effect.asVoid
         ),
       quotaLimits,
+      quotaUsage: (tenantId, dayStart) =>
+        sql<Record<QuotaKey, string>>`
+          SELECT
+            (SELECT count(*) FROM jobs WHERE tenant_id = ${tenantId} AND created_at >= ${dayStart}) AS "scraper.jobs.daily",
+            (SELECT count(*) FROM jobs WHERE tenant_id = ${tenantId} AND status IN ('queued', 'claimed')) AS "scraper.jobs.concurrent",
+            (SELECT count(*) FROM extractions WHERE tenant_id = ${tenantId} AND created_at >= ${dayStart}) AS "extractor.extractions.daily",
+            (SELECT count(*) FROM extractor_configs WHERE tenant_id = ${tenantId}) AS "extractor.configs.total",
+            (SELECT count(*) FROM identities WHERE tenant_id = ${tenantId} AND type = 'user') AS "iam.identities.total",
+            (SELECT count(*) FROM api_keys WHERE tenant_id = ${tenantId} AND revoked_at IS NULL
+                                           AND (expires_at IS NULL OR expires_at > now())) AS "iam.api-keys.total",
+            (SELECT count(*) FROM webhook_endpoints WHERE tenant_id = ${tenantId}) AS "webhooks.endpoints.total"`.pipe(
+          Effect.orDie,
+          Effect.map(([row]) => Object.fromEntries(quotaKeys.map((k) => [k, Number(row![k])])) as Record<QuotaKey, number>)
+        ),
       quotaLimit: (tenantId, key) => Effect.map(quotaLimits(tenantId, [key]), (limits) => limits[key]),
       roles: (tenantId) =>
         sql<RoleRow>`SELECT * FROM roles WHERE tenant_id = ${tenantId} ORDER BY id`.pipe(Effect.orDie)

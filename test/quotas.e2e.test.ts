@@ -1,0 +1,67 @@
+/**
+ * `GET /v1/iam/quotas/me` through the real HTTP interface: every quota of the catalogue with its
+ * limit (plan or override) and what the tenant uses of it now.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type FixtureSite, loopbackOnlyEnv, startFixtureSite } from "./support/fixture-site.ts"
+import { backends, client, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+describe.each(backends())("quotas over HTTP ($name)", (backend) => {
+  let server: RunningServer
+  let site: FixtureSite
+  let api: ReturnType<typeof client>
+
+  beforeAll(async () => {
+    site = await startFixtureSite({ hosts: ["127.0.0.1"] })
+    server = await startServer({ ...(await backend.env()), ALLOW_PRIVATE_TARGETS: "true", ...loopbackOnlyEnv() })
+    api = client(server.baseUrl)
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await site?.close()
+  })
+
+  it("lists every quota with its limit and the tenant's use of it, daily ones with their window", async () => {
+    const t = await api.createTenant()
+    const other = await api.createTenant()
+    const quotas = async (key = t.apiKey) => {
+      const res = await api.get("/v1/iam/quotas/me", key)
+      expect(res.status, res.text).toBe(200)
+      return new Map<string, any>(res.json.data.items.map((q: any) => [q.key, q]))
+    }
+    const before = await quotas()
+    expect([...before.keys()].sort()).toEqual([
+      "extractor.configs.total", "extractor.extractions.daily", "iam.api-keys.total", "iam.identities.total",
+      "scraper.jobs.concurrent", "scraper.jobs.daily", "webhooks.endpoints.total"
+    ])
+    expect(before.get("scraper.jobs.daily")).toMatchObject({ limit: 10000, used: 0, window: "day" })
+    const nextUtcDay = new Date(new Date().toISOString().slice(0, 10) + "T00:00:00Z").getTime() + 86_400_000
+    expect(Date.parse(before.get("scraper.jobs.daily").resetAt)).toBe(nextUtcDay)
+    expect(before.get("iam.api-keys.total")).toEqual({ key: "iam.api-keys.total", limit: 20, used: 1 })
+    expect(before.get("iam.identities.total")).toMatchObject({ used: 1 })
+
+    // A job (with a webhook URL) and an extraction count; a limit the platform set for the tenant shows.
+    const job = await api.call("POST", "/v1/scraper/jobs", { key: t.apiKey, body: { url: site.url("/slow?ms=3000"), webhookUrl: site.url("/hook") } })
+    expect(job.status).toBe(201)
+    expect((await api.call("POST", "/v1/extractor/extractions", { key: t.apiKey, body: { type: "article", input: "<h1>Quota</h1><p>text</p>" } })).status).toBe(201)
+    const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `root-${Date.now()}@trawl.dev` } })
+    expect((await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/scraper.jobs.concurrent`, { key: admin.json.data.apiKey, body: { limit: 7 } })).status).toBe(200)
+    const during = await quotas()
+    expect(during.get("scraper.jobs.daily")).toMatchObject({ used: 1 })
+    expect(during.get("scraper.jobs.concurrent")).toEqual({ key: "scraper.jobs.concurrent", limit: 7, used: 1 })
+    expect(during.get("extractor.extractions.daily")).toMatchObject({ used: 1 })
+    expect(during.get("webhooks.endpoints.total")).toMatchObject({ used: 1 })
+    // Once the job has ended it no longer runs; it still counts for the day.
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(200)) {
+      if ((await api.get(`/v1/scraper/jobs/${job.json.data.id}`, t.apiKey)).json.data.status === "done") break
+    }
+    const after = await quotas()
+    expect(after.get("scraper.jobs.concurrent")).toMatchObject({ used: 0 })
+    expect(after.get("scraper.jobs.daily")).toMatchObject({ used: 1 })
+    // Another tenant's use is its own.
+    expect((await quotas(other.apiKey)).get("scraper.jobs.daily")).toMatchObject({ used: 0 })
+    expect((await api.get("/v1/iam/quotas/me")).status).toBe(401)
+  })
+})
