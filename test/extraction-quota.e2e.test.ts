@@ -33,4 +33,18 @@ describe("extractor.extractions.daily", () => {
     const other = await api.createTenant()
     expect((await api.post("/v1/extractor/extractions", body, other.apiKey)).status).toBe(201)
   })
+
+  it("cannot be overshot by concurrent requests: the tenant's entity counts them one at a time", async () => {
+    const t = await api.createTenant()
+    const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `quota-race-${Date.now()}@trawl.dev` } })
+    expect((await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/extractor.extractions.daily`, {
+      key: admin.json.data.apiKey,
+      body: { limit: 3 }
+    })).status).toBe(200)
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) =>
+      api.post("/v1/extractor/extractions", { type: "article", input: `<h1>Race ${i}</h1><p>Some words here.</p>` }, t.apiKey)))
+    expect(results.map((r) => r.status).sort()).toEqual([...Array(3).fill(201), ...Array(9).fill(429)])
+    const listed = await api.get("/v1/extractor/extractions?limit=50", t.apiKey)
+    expect(listed.json.data.pagination.total).toBe(3)
+  })
 })

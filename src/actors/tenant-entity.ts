@@ -4,6 +4,7 @@ import { Rpc } from "effect/rpc"
 import { extractionCharge, type ExtractionUsage, extractionMinimumUnits, fromUnits, jobCharge, type JobUsage, jobMinimumUnits, toUnits } from "../billing/pricing.ts"
 import { TenantCredit } from "../billing/tenant-credit.ts"
 import { secondsToNextUtcDay, utcDayStart } from "../billing/windows.ts"
+import { ExtractionRepo } from "../sql/extraction-repo.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
@@ -101,7 +102,7 @@ export const TenantEntity = Entity.make("Tenant", [
    * Takes the credit a new extraction needs free (its minimum price) until it is written and
    * charged; retried for the same extraction, it takes none again.
    */
-  Rpc.make("ReserveExtraction", { payload: Schema.Struct({ extractionId: Schema.String }), error: InsufficientCredit }),
+  Rpc.make("ReserveExtraction", { payload: Schema.Struct({ extractionId: Schema.String }), error: Schema.Union([QuotaExceeded, InsufficientCredit]) }),
   /** Charges the tenant's ended jobs and extractions not charged yet (sent when an extraction ends, and by the sweeper). */
   Rpc.make("Settle"),
   /**
@@ -126,6 +127,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
   Effect.gen(function*() {
     const repo = yield* TenantRepo
     const jobs = yield* JobRepo
+    const extractions = yield* ExtractionRepo
     const webhooks = yield* WebhookRepo
     const address = yield* Entity.CurrentAddress
     const tenantId = address.entityId
@@ -134,12 +136,15 @@ export const TenantEntityLive = TenantEntity.toLayer(
     // limits are read with each reconcile and before any refusal: a raised limit applies to the
     // very next request, a lowered one within RECONCILE_MS.
     const slots = new TenantJobSlots({ reconcileEveryMs: RECONCILE_MS, pendingTtlMs: PENDING_TTL_MS })
-    const limits = { daily: 0, concurrent: 0 }
+    const limits = { daily: 0, concurrent: 0, extractionsDaily: 0 }
+    // Extractions created today (`extractor.extractions.daily`): SQL's count and the ones reserved since.
+    let extractionsToday = 0
     const credit = new TenantCredit({ pendingTtlMs: PENDING_TTL_MS })
     const readLimits = Effect.gen(function*() {
-      const read = yield* repo.quotaLimits(tenantId, ["scraper.jobs.daily", "scraper.jobs.concurrent"])
+      const read = yield* repo.quotaLimits(tenantId, ["scraper.jobs.daily", "scraper.jobs.concurrent", "extractor.extractions.daily"])
       limits.daily = read["scraper.jobs.daily"]
       limits.concurrent = read["scraper.jobs.concurrent"]
+      limits.extractionsDaily = read["extractor.extractions.daily"]
     })
     const reconcile = (now: number, day: number) =>
       Effect.gen(function*() {
@@ -150,10 +155,15 @@ export const TenantEntityLive = TenantEntity.toLayer(
           repo.extractionsWritten(pendingExtractions)
         ])
         const counts = yield* jobs.counts(tenantId, new Date(day))
-        const [uncharged, balance] = yield* Effect.all([repo.uncharged(tenantId), repo.balance(tenantId)])
+        const [uncharged, balance, extractionsSince] = yield* Effect.all([
+          repo.uncharged(tenantId),
+          repo.balance(tenantId),
+          extractions.createdSince(tenantId, new Date(day))
+        ])
         yield* readLimits
         slots.reconcile(counts, written, now, day)
         credit.reconcile({ balance: toUnits(balance ?? 0), ...uncharged }, slots.pendingCount, writtenExtractions)
+        extractionsToday = extractionsSince + credit.pendingExtractionCount
       })
     /** Reads the counts again now, for a refusal that may be out of date. */
     const reconcileNow = Effect.suspend(() => {
@@ -219,6 +229,13 @@ export const TenantEntityLive = TenantEntity.toLayer(
         Effect.gen(function*() {
           const now = Date.now()
           if (slots.needsReconcile(now, utcDayStart(now))) yield* reconcileNow
+          // Serial per tenant, so concurrent requests on any node cannot create more than the day allows.
+          if (extractionsToday >= limits.extractionsDaily && !credit.holdsExtraction(payload.extractionId)) {
+            yield* readLimits
+            if (extractionsToday >= limits.extractionsDaily) {
+              return yield* new QuotaExceeded({ quotaKey: "extractor.extractions.daily", limit: limits.extractionsDaily, retryAfter: secondsToNextUtcDay(now) })
+            }
+          }
           // Before a refusal, the balance is read again (and work that ended is charged).
           if (!credit.extractionFits(payload.extractionId)) yield* settle(undefined).pipe(Effect.andThen(reconcileNow))
           if (!credit.extractionFits(payload.extractionId)) {
@@ -227,7 +244,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
               required: fromUnits(credit.balance - credit.free + extractionMinimumUnits)
             })
           }
-          credit.extractionReserved(payload.extractionId, now)
+          if (credit.extractionReserved(payload.extractionId, now)) extractionsToday++
         }),
       ReserveJobs: ({ payload }) =>
         Effect.gen(function*() {

@@ -31,9 +31,19 @@ export class TenantCredit {
     return jobMinimumUnits <= 0 ? Infinity : Math.max(0, Math.floor(this.free / jobMinimumUnits))
   }
 
+  /** Whether extraction `id` is reserved already (by a try of the same request). */
+  holdsExtraction(id: string): boolean {
+    return this.pendingExtractions.has(id)
+  }
+
   /** Whether a new extraction fits (one reserved already, by a try of the same request, always does). */
   extractionFits(id: string): boolean {
     return this.pendingExtractions.has(id) || this.free >= extractionMinimumUnits
+  }
+
+  /** Extractions reserved whose rows may not be written yet. */
+  get pendingExtractionCount(): number {
+    return this.pendingExtractions.size
   }
 
   /** The extraction reservations to look up in SQL before the counts are read (expired ones dropped). */
@@ -58,9 +68,12 @@ export class TenantCredit {
     this.unchargedJobs += count
   }
 
-  extractionReserved(id: string, now: number): void {
-    if (!this.pendingExtractions.has(id)) this.unchargedExtractions++
+  /** Takes the credit of extraction `id`; true when it is new (not a try of a request reserved already). */
+  extractionReserved(id: string, now: number): boolean {
+    const fresh = !this.pendingExtractions.has(id)
+    if (fresh) this.unchargedExtractions++
     this.pendingExtractions.set(id, now + this.pendingTtlMs)
+    return fresh
   }
 
   /** `count` ended jobs or extractions were charged, leaving `balance`. */

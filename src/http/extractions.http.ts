@@ -3,7 +3,6 @@ import { HttpApiBuilder } from "effect/http-api"
 import { entityCall, sendOneWay } from "../actors/entity-call.ts"
 import { DueRun, ExtractionEntity } from "../actors/extraction-entity.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
-import { secondsToNextUtcDay, utcDayStart } from "../billing/windows.ts"
 import { Config } from "../config.ts"
 import { JobCreation } from "../crawl/job-creation.ts"
 import { checkUrl } from "../crawl/ssrf.ts"
@@ -43,7 +42,6 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
     const config = yield* Config
     const repo = yield* ExtractionRepo
     const jobRepo = yield* JobRepo
-    const tenants = yield* TenantRepo
     const webhooks = yield* WebhookRepo
     const endpoints = yield* WebhookEndpoints
     const events = yield* EventLog
@@ -102,11 +100,6 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
         if (body.input !== undefined && body.input.trim() === "") {
           return yield* fail(400, "validation_error", "input is empty", { details: [{ path: "input", code: "invalid_value", message: "must not be empty" }] })
         }
-        const daily = yield* tenants.quotaLimit(tenantId, "extractor.extractions.daily")
-        if ((yield* repo.createdSince(tenantId, new Date(utcDayStart()))) >= daily) {
-          const retryAfter = secondsToNextUtcDay()
-          return yield* fail(429, "quota_exceeded", `the daily quota extractor.extractions.daily (${daily}) is used up`, { retryAfter })
-        }
         if (body.configId !== undefined) {
           const requested = yield* repo.configs.find(tenantId, body.configId)
           if (!requested) {
@@ -141,10 +134,14 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
             details: [{ path: "jobId", code: "not_found", message: "no such job" }]
           })
         }
-        // The credit it may cost at least is taken in the tenant's entity, before anything is written.
+        // Its place in the day's quota and the credit it may cost at least are taken in the tenant's
+        // entity, before anything is written.
         yield* entityCall(tenantClient(tenantId).ReserveExtraction({ extractionId: id })).pipe(
-          Effect.catchTag("InsufficientCredit", (e) =>
-            fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that this extraction and the tenant's uncharged work may cost at least (see GET /v1/billing/pricing)`))
+          Effect.catchTags({
+            QuotaExceeded: (e) => fail(429, "quota_exceeded", `the daily quota ${e.quotaKey} (${e.limit}) is used up`, { retryAfter: e.retryAfter }),
+            InsufficientCredit: (e) =>
+              fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that this extraction and the tenant's uncharged work may cost at least (see GET /v1/billing/pricing)`)
+          })
         )
         const webhookUrl = body.webhookUrl ? canonicalWebhookUrl(body.webhookUrl) : null
         if (webhookUrl) yield* endpoints.register(tenantId, webhookUrl)
