@@ -100,41 +100,60 @@ export const DomainEntityLive = DomainEntity.toLayer(
 
     // Slots live in this entity's memory only. So that an entity started again elsewhere, after
     // its node died with slots out, does not hand out more while their holders still fetch, the
-    // entity marks in SQL until when it may have slots out, before its first grant and again while
-    // it has any. Starting within a marked span, it grants nothing until the holders' nodes have
-    // renewed their slots with it (at most SLOT_RENEW_MS), so it counts them first.
+    // entity marks in SQL until when it may have slots out: every grant is covered by the mark for
+    // its whole lease. Starting within a marked span, it grants nothing until the holders' nodes have
+    // had the time to renew their slots with it (a renewal period, plus a send, plus a margin).
     const services = yield* Effect.context<never>()
     const [mark] = yield* sql<{ held_until: Date }>`SELECT held_until FROM domain_leases WHERE domain_id = ${domainId}`.pipe(
       Effect.orElseSucceed(() => [])
     )
     let markedUntil = mark ? new Date(mark.held_until).getTime() : 0
-    const quietUntil = Math.min(markedUntil, Date.now() + SLOT_RENEW_MS + 1000)
-    let marking: Promise<void> | undefined
-    /** Marks the slots out for another lease unless half of the current mark is left. */
-    const markHeld = (): Promise<void> => {
-      if (markedUntil - Date.now() > SLOT_LEASE_MS / 2) return Promise.resolve()
-      return (marking ??= Effect.runPromiseWith(services)(
-        sql`INSERT INTO domain_leases (domain_id, held_until) VALUES (${domainId}, now() + ${SLOT_LEASE_MS} * interval '1 millisecond')
-            ON CONFLICT (domain_id) DO UPDATE SET held_until = EXCLUDED.held_until`.pipe(
-          Effect.andThen(Effect.sync(() => {
-            markedUntil = Date.now() + SLOT_LEASE_MS
-          })),
-          Effect.catchCause(Effect.logWarning)
+    const quietUntil = Math.min(markedUntil, Date.now() + SLOT_RENEW_MS + 3000)
+    let marking = false
+    /**
+     * Whether the mark covers a slot granted now for its whole lease. When it does not, it is
+     * written again (for two leases) and the waiters are served once it is. A mark that cannot be
+     * written does not stop the domain: grants go on unmarked for a lease, and the write is tried again.
+     */
+    const markCovers = (): boolean => {
+      if (markedUntil - Date.now() >= SLOT_LEASE_MS) return true
+      if (!marking) {
+        marking = true
+        Effect.runForkWith(services)(
+          sql`INSERT INTO domain_leases (domain_id, held_until) VALUES (${domainId}, now() + ${2 * SLOT_LEASE_MS} * interval '1 millisecond')
+              ON CONFLICT (domain_id) DO UPDATE SET held_until = EXCLUDED.held_until`.pipe(
+            Effect.andThen(Effect.sync(() => {
+              markedUntil = Date.now() + 2 * SLOT_LEASE_MS
+            })),
+            Effect.catchCause((cause) =>
+              Effect.logWarning("domain lease mark not written", cause).pipe(Effect.andThen(Effect.sync(() => {
+                markedUntil = Date.now() + SLOT_LEASE_MS
+              })))
+            ),
+            Effect.ensuring(Effect.sync(() => {
+              marking = false
+              grantWaiting()
+            }))
+          )
         )
-      ).finally(() => (marking = undefined)))
+      }
+      return false
     }
+    // Holders that gave their slot back, for one lease: a renewal sent before the release but
+    // arriving after it brings nothing back.
+    const released = new Map<string, { readonly run: number; readonly until: number }>()
     const history = new Map(rows.map((r) => [r.engine, { engine: r.engine, ok: r.ok, at: new Date(r.at).getTime() }]))
 
     const purgeExpired = () => {
       const now = Date.now()
       for (const [job, slot] of slots) if (slot.until <= now) slots.delete(job)
+      for (const [job, gone] of released) if (gone.until <= now) released.delete(job)
     }
     /** Hands free slots to the waiters at the head of the queue (none while it waits for renewals after a restart). */
     const grantWaiting = () => {
       purgeExpired()
-      const quiet = Date.now() < quietUntil
-      if (!quiet && waiters.length > 0 && slots.size < limit) void markHeld()
-      while (!quiet && waiters.length > 0 && slots.size < limit) {
+      const ready = Date.now() >= quietUntil && waiters.length > 0 && slots.size < limit && markCovers()
+      while (ready && waiters.length > 0 && slots.size < limit) {
         const w = waiters.shift()!
         slots.set(w.job, { until: Date.now() + w.ttlMs, run: w.run })
         for (const grant of w.grants) grant()
@@ -153,7 +172,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
         // Stopped with no slot out (reaped when idle, or its node shutting down once its jobs gave
         // theirs back): its next start need not wait for renewals. A node that dies leaves the mark.
         purgeExpired()
-        if (slots.size === 0 && markedUntil > Date.now()) {
+        if (slots.size === 0) {
           yield* sql`DELETE FROM domain_leases WHERE domain_id = ${domainId}`.pipe(Effect.timeout("2 seconds"), Effect.ignore)
         }
       })
@@ -162,6 +181,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
     const waitForSlot = (holder: string, ttlMs: number, priority: number) =>
       new Promise<void>((resolve) => {
         const { job, run } = parseHolder(holder)
+        released.delete(job)
         // A job asking again keeps its slot or its place: the same run whose earlier reply was lost,
         // or a later run that takes over from a run that was lost. (An earlier run still asking, slow
         // rather than dead, shares the slot of its job.)
@@ -186,6 +206,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
       const { job, run } = parseHolder(holder)
       const held = slots.get(job)
       if (held && held.run <= run) slots.delete(job)
+      released.set(job, { run, until: Date.now() + SLOT_LEASE_MS })
       // A holder that gave up waiting (and crawled without a slot) leaves the queue too.
       const queued = waiters.findIndex((w) => w.job === job && w.run <= run)
       if (queued >= 0) waiters.splice(queued, 1)
@@ -205,7 +226,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
 
     return DomainEntity.of({
       Acquire: ({ payload }) =>
-        Effect.promise(() => markHeld().then(() => waitForSlot(payload.holder, payload.ttlMs, payload.priority))).pipe(
+        Effect.promise(() => waitForSlot(payload.holder, payload.ttlMs, payload.priority)).pipe(
           Effect.map(() => [...history.values()]),
           Rpc.fork
         ),
@@ -218,6 +239,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
         Effect.sync(() => {
           leave(payload.from)
           const to = parseHolder(payload.to)
+          released.delete(to.job)
           const queued = waiters.findIndex((w) => w.job === to.job)
           if (queued >= 0) waiters.splice(queued, 1)
           const run = Math.max(to.run, slots.get(to.job)?.run ?? 0)
@@ -229,13 +251,14 @@ export const DomainEntityLive = DomainEntity.toLayer(
           for (const { holder, ttlMs } of payload.holders) {
             const { job, run } = parseHolder(holder)
             const held = slots.get(job)
-            // A slot a later run of the job has taken over is that run's to renew.
-            if (held && held.run > run) continue
+            const gone = released.get(job)
+            // A slot a later run of the job has taken over is that run's to renew; one given back stays so.
+            if ((held && held.run > run) || (!held && gone && gone.run >= run)) continue
             slots.set(job, { until: now + ttlMs, run })
             const queued = waiters.findIndex((w) => w.job === job && w.run <= run)
             if (queued >= 0) waiters.splice(queued, 1)
           }
-          if (slots.size > 0) void markHeld()
+          if (slots.size > 0) markCovers()
         }).pipe(Rpc.fork),
       Ping: () => Rpc.fork(Effect.void)
     })

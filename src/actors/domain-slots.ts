@@ -87,7 +87,8 @@ export const makeDomainSlots = (
       Effect.forEach(
         [...domains].filter(([, d]) => d.holding.size > 0),
         ([domainId, d]) => backend.renew(domainId, [...d.holding].map(([holder, h]) => ({ holder, ttlMs: h.ttlMs }))),
-        { discard: true }
+        // At once: a domain whose entity is out of reach (its node just died) must not hold up the others' renewals.
+        { concurrency: "unbounded", discard: true }
       )
     )
     yield* renewAll.pipe(

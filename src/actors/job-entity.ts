@@ -234,7 +234,7 @@ export const JobEntityLive = JobEntity.toLayer(
           content: { body: winner.body, contentType: winner.contentType, httpStatus: winner.httpStatus, finalUrl: winner.finalUrl },
           ...(winner.screenshot ? { screenshot: { bytes: winner.screenshot, type: screenshot && screenshot.format === "jpeg" ? "image/jpeg" : "image/png" } } : {})
         })
-      } else if (outcome.outcome === "cancelled") {
+      } else if (outcome.outcome === "cancelled" && controller.signal.aborted) {
         // The cancel ended the job dead in SQL already; the attempts its run made before it stopped
         // take the place of the cancel's empty result.
         yield* repo.recordCancelledRun(job.id, { ...result, classification: "cancelled" }, attempts)

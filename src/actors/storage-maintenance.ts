@@ -25,7 +25,8 @@ const EVERY = "10 minutes"
 
 /**
  * One round: deletes answered cluster messages (every job, attempt and delivery leaves one, with
- * its reply) once they are older than MESSAGE_RETENTION_HOURS, and on the embedded database
+ * its reply) once they are older than MESSAGE_RETENTION_HOURS, and domains' lease marks an hour
+ * past, and on the embedded database
  * vacuums and analyzes the busy tables, one at a time. Answers the number of messages deleted.
  */
 export const maintainStorage = Effect.gen(function*() {
@@ -53,6 +54,8 @@ export const maintainStorage = Effect.gen(function*() {
   const vacuum = Effect.forEach(BUSY_TABLES, (table) => sql.unsafe(`VACUUM (ANALYZE) ${table}`).pipe(Effect.ignore), { discard: true })
 
   const deleted = yield* deleteAnsweredMessages
+  // Lease marks of domains whose entity did not stop cleanly (its node died): long past, they mean nothing.
+  yield* sql`DELETE FROM domain_leases WHERE held_until < now() - interval '1 hour'`
   if (config.databaseUrl === undefined) yield* vacuum
   return deleted
 })

@@ -128,11 +128,16 @@ export const runEscalation = async (
       if (opts.signal?.aborted) return cancelled()
       const budget = opts.jobTimeoutMs - elapsed()
       if (budget < 1) return finish("failed", lastMeaningful(attempts), "timeout")
-      const attempt = await engine.fetch({
+      const fetched = await engine.fetch({
         ...req,
         timeoutMs: Math.max(1, Math.min(entry.timeoutMs, Math.floor(budget))),
         ...(opts.signal ? { signal: opts.signal } : {})
       })
+      // An abort that nobody here asked for (a navigation the browser dropped, say) is a failed
+      // fetch, not a cancel: only the caller's signal cancels.
+      const attempt: Attempt = fetched.classification === "cancelled" && !opts.signal?.aborted
+        ? { ...fetched, classification: "connection_error" }
+        : fetched
       await record(attempt, step, n)
       const rule = ESCALATION_RULES[attempt.classification]
       if (rule === "done") return finish("done", attempt)

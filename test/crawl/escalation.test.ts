@@ -105,12 +105,25 @@ describe("runEscalation rules (scripted engines)", () => {
 
   it("cancellation stops the job with outcome cancelled", async () => {
     const ac = new AbortController()
+    // The caller cancels while the attempt is under way.
     const http = scripted("http", ["cancelled"])
+    const fetch = http.fetch
+    http.fetch = async (r) => {
+      ac.abort()
+      return fetch(r)
+    }
     const r = await run({ http, brave: scripted("brave", ["ok"]) }, plan2, { signal: ac.signal })
     expect(r).toMatchObject({ outcome: "cancelled", classification: "cancelled" })
-    ac.abort()
     const r2 = await run({ http: scripted("http", ["ok"]) }, plan2, { signal: ac.signal })
     expect(r2.outcome).toBe("cancelled")
+  })
+
+  it("only the caller's signal cancels: an abort an engine met by itself is a failed fetch", async () => {
+    const ac = new AbortController()
+    const r = await run({ http: scripted("http", ["cancelled"]), brave: scripted("brave", ["ok"]) }, plan2, { signal: ac.signal })
+    expect(r.outcome).toBe("done")
+    expect(r.attempts[0]!.classification).toBe("connection_error")
+    expect(r.attempts.at(-1)).toMatchObject({ engine: "brave", classification: "ok" })
   })
 
   it("each attempt's timeout is the step's, capped by what is left of the job", async () => {

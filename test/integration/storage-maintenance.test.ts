@@ -38,7 +38,11 @@ describe.each(testDatabases)("storage maintenance ($name)", (db) => {
       yield* message(recentDone, true)
       yield* reply(idAt(1, 11), recentDone)
 
+      yield* sql`INSERT INTO domain_leases (domain_id, held_until) VALUES ('old.test', now() - interval '2 hours'), ('busy.test', now() + interval '1 minute')`
+
       expect(yield* maintainStorage).toBe(1)
+      // A domain's lease mark long past goes; a live one stays.
+      expect((yield* sql<{ domain_id: string }>`SELECT domain_id FROM domain_leases`).map((r) => r.domain_id)).toEqual(["busy.test"])
       const left = yield* sql<{ id: string }>`SELECT id::text AS id FROM cluster_messages ORDER BY id`
       expect(left.map((r) => r.id).sort()).toEqual([oldPending, recentDone].sort())
       const replies = yield* sql<{ request_id: string }>`SELECT request_id::text AS request_id FROM cluster_replies`

@@ -74,6 +74,23 @@ describe("DomainEntity politeness slots", () => {
       }))
   }, 60_000)
 
+  it("does not bring back a slot on a renewal that arrives after its release", async () => {
+    await run((domain) =>
+      Effect.gen(function*() {
+        yield* acquire(domain, "a#1")
+        yield* acquire(domain, "b#1")
+        yield* domain.Release({ holder: "a#1", outcomes: [] })
+        // Sent before the release, arrived after it.
+        yield* domain.Renew({ holders: [{ holder: "a#1", ttlMs: 60_000 }, { holder: "b#1", ttlMs: 60_000 }] })
+        const c = yield* Effect.forkChild(acquire(domain, "c"))
+        yield* Fiber.join(c)
+        // b still holds its slot: the domain is full again.
+        const d = yield* Effect.forkChild(acquire(domain, "d"))
+        expect(yield* granted(d)).toBe(false)
+        yield* Fiber.interrupt(d)
+      }))
+  }, 60_000)
+
   it("keeps a renewed slot past its first lease, and counts a holder it did not know (it restarted) before granting more", async () => {
     await run((domain) =>
       Effect.gen(function*() {
