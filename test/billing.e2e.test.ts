@@ -196,6 +196,20 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
       expect(Number(entry.amount)).toBeCloseTo(-minimum, 6)
     })
 
+    it("refuses an extraction of a URL whose job the free credit would not cover too, leaving nothing behind", async () => {
+      const minimum = Number(extractionPrices.get("minimum"))
+      const t = await api.createTenant({ credits: minimum.toFixed(4) })
+      const refused = await extract(t.apiKey, { type: "article", url: site.url("/page?case=bill-url"), webhookUrl: site.url("/hook") })
+      expect(refused.status, refused.text).toBe(402)
+      expect(refused.json.code).toBe("insufficient_credit")
+      expect((await api.get("/v1/extractor/extractions?limit=10", t.apiKey)).json.data.pagination.total).toBe(0)
+      expect((await api.get("/v1/scraper/jobs?limit=10", t.apiKey)).json.data.pagination.total).toBe(0)
+      const quotas = (await api.get("/v1/iam/quotas/me", t.apiKey)).json.data.items
+      expect(quotas.find((q: any) => q.key === "webhooks.endpoints.total").used).toBe(0)
+      // Nothing was kept for it: an extraction of inline input still fits.
+      expect((await extract(t.apiKey, { type: "article", input: page("after") })).status).toBe(201)
+    })
+
     it("charges the LLM tokens a refinement used", async () => {
       const t = await api.createTenant({ credits: "1.00" })
       const res = await extract(t.apiKey, { type: "article", input: page("llm"), llm: { enabled: true } })

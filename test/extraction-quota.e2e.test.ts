@@ -6,7 +6,7 @@ describe("extractor.extractions.daily", () => {
   let api: ReturnType<typeof client>
 
   beforeAll(async () => {
-    server = await startServer({})
+    server = await startServer({ ALLOW_PRIVATE_TARGETS: "true" })
     api = client(server.baseUrl)
   })
   afterAll(async () => {
@@ -32,6 +32,19 @@ describe("extractor.extractions.daily", () => {
     // Another tenant is not affected.
     const other = await api.createTenant()
     expect((await api.post("/v1/extractor/extractions", body, other.apiKey)).status).toBe(201)
+  })
+
+  it("gives its place back when the request fails after taking it (the webhook URL finds no place)", async () => {
+    const t = await api.createTenant()
+    const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `quota-back-${Date.now()}@trawl.dev` } })
+    for (const [key, limit] of [["extractor.extractions.daily", 1], ["webhooks.endpoints.total", 0]] as const) {
+      expect((await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/${key}`, { key: admin.json.data.apiKey, body: { limit } })).status).toBe(200)
+    }
+    const input = "<h1>Place</h1><p>Some words here.</p>"
+    const refused = await api.post("/v1/extractor/extractions", { type: "article", input, webhookUrl: "http://127.0.0.1:9/hook" }, t.apiKey)
+    expect(refused.status, refused.text).toBe(429)
+    expect(refused.json.error.details?.[0]?.path).toBe("webhookUrl")
+    expect((await api.post("/v1/extractor/extractions", { type: "article", input }, t.apiKey)).status).toBe(201)
   })
 
   it("cannot be overshot by concurrent requests: the tenant's entity counts them one at a time", async () => {

@@ -102,7 +102,13 @@ export const TenantEntity = Entity.make("Tenant", [
    * Takes the credit a new extraction needs free (its minimum price) until it is written and
    * charged; retried for the same extraction, it takes none again.
    */
-  Rpc.make("ReserveExtraction", { payload: Schema.Struct({ extractionId: Schema.String }), error: Schema.Union([QuotaExceeded, InsufficientCredit]) }),
+  Rpc.make("ReserveExtraction", {
+    /** `withJob`: the extraction makes a job too, whose minimum must then be free as well (the job reserves its own). */
+    payload: Schema.Struct({ extractionId: Schema.String, withJob: Schema.optional(Schema.Boolean) }),
+    error: Schema.Union([QuotaExceeded, InsufficientCredit])
+  }),
+  /** Gives back what a reserved extraction took, when its request failed before it was written. */
+  Rpc.make("ReleaseExtraction", { payload: Schema.Struct({ extractionId: Schema.String }) }),
   /** Charges the tenant's ended jobs and extractions not charged yet (sent when an extraction ends, and by the sweeper). */
   Rpc.make("Settle"),
   /**
@@ -118,6 +124,7 @@ export const TenantEntity = Entity.make("Tenant", [
 const RECONCILE_MS = 5_000
 /** The most ended jobs (or extractions) one charging statement takes. */
 const SETTLE_BATCH = 200
+const SETTLE_ROUNDS = 5
 const SETTLE_DELAY = "1 second"
 const PENDING_TTL_MS = 30_000
 
@@ -176,7 +183,9 @@ export const TenantEntityLive = TenantEntity.toLayer(
     const settleAll = (calls: ReadonlyArray<void>) =>
       Effect.gen(function*() {
         for (const source of ["jobs", "extractions"] as const) {
-          for (let settled = SETTLE_BATCH; settled === SETTLE_BATCH;) {
+          // At most SETTLE_ROUNDS batches a call: a backlog is charged over several calls (and the
+          // sweeper), not by one that holds the tenant's other messages up.
+          for (let settled = SETTLE_BATCH, round = 0; settled === SETTLE_BATCH && round < SETTLE_ROUNDS; round++) {
             const after = yield* repo.settle(tenantId, source, SETTLE_BATCH, (row) =>
               source === "jobs" ? jobCharge(row.result as JobUsage | null) : extractionCharge(row as unknown as ExtractionUsage))
             settled = after.settled
@@ -186,6 +195,9 @@ export const TenantEntityLive = TenantEntity.toLayer(
         return calls.map(() => undefined)
       })
     const settle = yield* makeGroupCommit(settleAll, { maxBatch: 1024 })
+    // A creation that would be refused for credit first has the ended work charged and the counts
+    // read again; a charge that fails then leaves the refusal to the counts as they are.
+    const settleBeforeRefusal = settle(undefined).pipe(Effect.catchCause(Effect.logWarning), Effect.andThen(reconcileNow))
     // Work that ends is charged a moment later, so that what ends together is charged by one statement.
     let settleScheduled = false
     const settleSoon = Effect.suspend(() => {
@@ -237,11 +249,11 @@ export const TenantEntityLive = TenantEntity.toLayer(
             }
           }
           // Before a refusal, the balance is read again (and work that ended is charged).
-          if (!credit.extractionFits(payload.extractionId)) yield* settle(undefined).pipe(Effect.andThen(reconcileNow))
-          if (!credit.extractionFits(payload.extractionId)) {
+          if (!credit.extractionFits(payload.extractionId, payload.withJob ?? false)) yield* settleBeforeRefusal
+          if (!credit.extractionFits(payload.extractionId, payload.withJob ?? false)) {
             return yield* new InsufficientCredit({
               balance: fromUnits(credit.balance),
-              required: fromUnits(credit.balance - credit.free + extractionMinimumUnits)
+              required: fromUnits(credit.balance - credit.free + extractionMinimumUnits + (payload.withJob ? jobMinimumUnits : 0))
             })
           }
           if (credit.extractionReserved(payload.extractionId, now)) extractionsToday++
@@ -256,7 +268,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
           const wanted = slots.newIds(payload.jobIds).length
           if (slots.today + wanted > limits.daily || slots.running + wanted > limits.concurrent) yield* readLimits
           // Before a refusal for credit, the balance is read again (and work that ended is charged).
-          if (credit.jobRoom() < wanted) yield* settle(undefined).pipe(Effect.andThen(reconcileNow))
+          if (credit.jobRoom() < wanted) yield* settleBeforeRefusal
           const quota = (name: QuotaName) =>
             name === "daily"
               ? new QuotaExceeded({ quotaKey: "scraper.jobs.daily", limit: limits.daily, retryAfter: secondsToNextUtcDay(now) })
@@ -279,6 +291,10 @@ export const TenantEntityLive = TenantEntity.toLayer(
           if (!(yield* webhooks.addEndpoint(tenantId, payload.url, limit))) return yield* new EndpointLimit({ limit })
         }),
       // Charging runs beside the entity's other messages: a creation does not wait for it.
+      ReleaseExtraction: ({ payload }) =>
+        Effect.sync(() => {
+          if (credit.extractionReleased(payload.extractionId)) extractionsToday = Math.max(0, extractionsToday - 1)
+        }),
       ReleaseJobs: ({ payload }) => Effect.sync(() => slots.release(payload.jobIds)).pipe(Effect.andThen(settleSoon), Rpc.fork),
       Settle: () => settleSoon.pipe(Rpc.fork)
     })

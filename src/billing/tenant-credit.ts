@@ -36,9 +36,19 @@ export class TenantCredit {
     return this.pendingExtractions.has(id)
   }
 
-  /** Whether a new extraction fits (one reserved already, by a try of the same request, always does). */
-  extractionFits(id: string): boolean {
-    return this.pendingExtractions.has(id) || this.free >= extractionMinimumUnits
+  /**
+   * Whether a new extraction fits, with the job it makes (`withJob`) when it makes one; one
+   * reserved already, by a try of the same request, always does.
+   */
+  extractionFits(id: string, withJob: boolean): boolean {
+    return this.pendingExtractions.has(id) || this.free >= extractionMinimumUnits + (withJob ? jobMinimumUnits : 0)
+  }
+
+  /** Gives back the credit of extraction `id`, reserved and not written; true when it held any. */
+  extractionReleased(id: string): boolean {
+    if (!this.pendingExtractions.delete(id)) return false
+    this.unchargedExtractions = Math.max(0, this.unchargedExtractions - 1)
+    return true
   }
 
   /** Extractions reserved whose rows may not be written yet. */

@@ -136,49 +136,52 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
         }
         // Its place in the day's quota and the credit it may cost at least are taken in the tenant's
         // entity, before anything is written.
-        yield* entityCall(tenantClient(tenantId).ReserveExtraction({ extractionId: id })).pipe(
+        yield* entityCall(tenantClient(tenantId).ReserveExtraction({ extractionId: id, withJob: pageJob !== undefined })).pipe(
           Effect.catchTags({
             QuotaExceeded: (e) => fail(429, "quota_exceeded", `the daily quota ${e.quotaKey} (${e.limit}) is used up`, { retryAfter: e.retryAfter }),
             InsufficientCredit: (e) =>
               fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that this extraction and the tenant's uncharged work may cost at least (see GET /v1/billing/pricing)`)
           })
         )
-        const webhookUrl = body.webhookUrl ? canonicalWebhookUrl(body.webhookUrl) : null
-        if (webhookUrl) yield* endpoints.register(tenantId, webhookUrl)
-        if (pageJob) {
-          const [job] = yield* jobCreation.create(tenantId, [pageJob])
-          url = job!.url
-          domainId = job!.domainId
-          jobId = job!.id
-        } else if (givenJob) {
-          url = givenJob.url
-          domainId = givenJob.domain_id
-          jobId = givenJob.id
-        } else if (body.input !== undefined) {
-          inputId = itemId("inp", item)
-          // Stashed before the 201, so a crash never loses the client's input.
-          yield* repo.stash(tenantId, inputId, body.input)
-        }
-        const secret = body.webhookSecret ?? generatedSecret
-        // Not written when a try of the same keyed request, taken for dead but still running, wrote it first.
-        const inserted = yield* repo.insert({
-          id,
-          tenantId,
-          type: body.type,
-          url,
-          domainId,
-          inputFormat: body.input !== undefined || inputId ? body.inputFormat ?? "html" : "html",
-          inputId,
-          jobId,
-          configId: body.configId ?? null,
-          llm: body.llm ?? null,
-          webhookUrl,
-          webhookSecretEnc: secret ? encryptSecret(config.secretKey, secret, "webhook") : null,
-          webhookEventTypes: body.webhookEventTypes ?? ["done", "dead"],
-          replayOf: source.replayOf,
-          requestId,
-          madeOwnJob: pageJob !== undefined
-        })
+        // What it took in the tenant's entity goes back if the request fails before its row is written.
+        const inserted = yield* Effect.gen(function*() {
+          const webhookUrl = body.webhookUrl ? canonicalWebhookUrl(body.webhookUrl) : null
+          if (webhookUrl) yield* endpoints.register(tenantId, webhookUrl)
+          if (pageJob) {
+            const [job] = yield* jobCreation.create(tenantId, [pageJob])
+            url = job!.url
+            domainId = job!.domainId
+            jobId = job!.id
+          } else if (givenJob) {
+            url = givenJob.url
+            domainId = givenJob.domain_id
+            jobId = givenJob.id
+          } else if (body.input !== undefined) {
+            inputId = itemId("inp", item)
+            // Stashed before the 201, so a crash never loses the client's input.
+            yield* repo.stash(tenantId, inputId, body.input)
+          }
+          const secret = body.webhookSecret ?? generatedSecret
+          // Not written when a try of the same keyed request, taken for dead but still running, wrote it first.
+          return yield* repo.insert({
+            id,
+            tenantId,
+            type: body.type,
+            url,
+            domainId,
+            inputFormat: body.input !== undefined || inputId ? body.inputFormat ?? "html" : "html",
+            inputId,
+            jobId,
+            configId: body.configId ?? null,
+            llm: body.llm ?? null,
+            webhookUrl,
+            webhookSecretEnc: secret ? encryptSecret(config.secretKey, secret, "webhook") : null,
+            webhookEventTypes: body.webhookEventTypes ?? ["done", "dead"],
+            replayOf: source.replayOf,
+            requestId,
+            madeOwnJob: pageJob !== undefined
+          })
+        }).pipe(Effect.onError(() => sendOneWay(tenantClient(tenantId).ReleaseExtraction({ extractionId: id }, { discard: true }))))
         const row = inserted ?? (yield* repo.find(tenantId, id))
         if (!row) return yield* Effect.die(new Error(`extraction ${id} was neither written nor found`))
         if (inserted) {

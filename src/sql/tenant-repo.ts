@@ -196,7 +196,8 @@ export const TenantRepoLive = Layer.effect(
       Effect.gen(function*() {
         const existing = yield* sql`SELECT * FROM credit_transactions WHERE id = ${entry.id}`
         if (existing[0]) return { ok: true as const, transaction: toTransaction(existing[0]) }
-        const [row] = yield* sql<{ balance: string }>`SELECT balance FROM tenants WHERE id = ${entry.tenantId} FOR UPDATE`
+        // FOR NO KEY UPDATE: the balance's writers queue, without holding up rows that refer to the tenant.
+        const [row] = yield* sql<{ balance: string }>`SELECT balance FROM tenants WHERE id = ${entry.tenantId} FOR NO KEY UPDATE`
         const next = Number(row!.balance) + Number(entry.amount)
         if (next < 0) return { ok: false as const, balance: money(row!.balance) }
         yield* sql`UPDATE tenants SET balance = ${next.toFixed(4)}::numeric, updated_at = now() WHERE id = ${entry.tenantId}`
@@ -328,7 +329,7 @@ export const TenantRepoLive = Layer.effect(
                           ${pgArray(priced.map((p) => p.note), OID.text)}, ${pgArray(priced.map(() => newId("txn")), OID.text)})
                 WITH ORDINALITY AS i(id, units, note, entry_id, position)
             ),
-            tenant AS (SELECT round(balance * 10000)::bigint AS balance FROM tenants WHERE id = ${tenantId} FOR UPDATE)`
+            tenant AS (SELECT round(balance * 10000)::bigint AS balance FROM tenants WHERE id = ${tenantId} FOR NO KEY UPDATE)`
           // Each one still uncharged (locked, so a charge made meanwhile is seen and not made twice)
           // takes its price, or what the balance still holds: in order, the balance only falls.
           const charges = sql`
@@ -370,13 +371,16 @@ export const TenantRepoLive = Layer.effect(
           return { settled: Number(result!.settled), balance: result!.balance === null ? undefined : money(result!.balance) }
         }).pipe(Effect.orDie),
       tenantsWithUnchargedWork: (olderThanMs, limit) =>
+        // Longest waiting first, so that a tenant whose charging keeps failing cannot crowd out the others.
         sql<{ tenant_id: string }>`
-          SELECT tenant_id FROM jobs
-          WHERE settled_at IS NULL AND status IN ('done', 'failed', 'dead') AND finished_at < now() - ${olderThanMs} * interval '1 millisecond'
-          UNION
-          SELECT tenant_id FROM extractions
-          WHERE settled_at IS NULL AND status IN ('done', 'dead', 'cancelled') AND finished_at < now() - ${olderThanMs} * interval '1 millisecond'
-          LIMIT ${limit}`.pipe(Effect.orDie, Effect.map((rows) => rows.map((r) => r.tenant_id))),
+          SELECT tenant_id FROM (
+            SELECT tenant_id, finished_at FROM jobs
+            WHERE settled_at IS NULL AND status IN ('done', 'failed', 'dead') AND finished_at < now() - ${olderThanMs} * interval '1 millisecond'
+            UNION ALL
+            SELECT tenant_id, finished_at FROM extractions
+            WHERE settled_at IS NULL AND status IN ('done', 'dead', 'cancelled') AND finished_at < now() - ${olderThanMs} * interval '1 millisecond'
+          ) ended
+          GROUP BY tenant_id ORDER BY min(finished_at) LIMIT ${limit}`.pipe(Effect.orDie, Effect.map((rows) => rows.map((r) => r.tenant_id))),
       transactions: (tenantId, filter, offset, limit) => {
         const where = sql.and([
           sql`tenant_id = ${tenantId}`,

@@ -8,19 +8,32 @@ describe("a tenant's credit", () => {
     credit.reconcile({ balance: 3 * jobMinimumUnits + extractionMinimumUnits, jobs: 1, extractions: 0 }, 1, new Set())
     // One job in SQL and one pending leave room for one more job and the extraction.
     expect(credit.jobRoom()).toBe(1 + Math.floor(extractionMinimumUnits / jobMinimumUnits))
-    expect(credit.extractionFits("e1")).toBe(true)
+    expect(credit.extractionFits("e1", false)).toBe(true)
     credit.extractionReserved("e1", 0)
     expect(credit.jobRoom()).toBe(1)
     // A try of the same request fits again, and takes nothing more.
-    expect(credit.extractionFits("e1")).toBe(true)
+    expect(credit.extractionFits("e1", false)).toBe(true)
     credit.extractionReserved("e1", 0)
     expect(credit.jobRoom()).toBe(1)
     credit.jobsReserved(1)
     expect(credit.jobRoom()).toBe(0)
-    expect(credit.extractionFits("e2")).toBe(false)
+    expect(credit.extractionFits("e2", false)).toBe(false)
     // Charged work frees its minimum; what it cost comes off the balance.
     credit.charged("jobs", 2, jobMinimumUnits + extractionMinimumUnits)
     expect(credit.free).toBe(0)
+  })
+
+  it("asks room for the job an extraction makes as well, and gives an unwritten extraction's credit back", () => {
+    const credit = new TenantCredit({ pendingTtlMs: 30_000 })
+    credit.reconcile({ balance: extractionMinimumUnits, jobs: 0, extractions: 0 }, 0, new Set())
+    expect(credit.extractionFits("e", false)).toBe(true)
+    expect(credit.extractionFits("e", true)).toBe(jobMinimumUnits <= 0)
+    expect(credit.extractionReserved("e", 0)).toBe(true)
+    expect(credit.extractionReserved("e", 0)).toBe(false)
+    expect(credit.free).toBe(0)
+    expect(credit.extractionReleased("e")).toBe(true)
+    expect(credit.extractionReleased("e")).toBe(false)
+    expect(credit.free).toBe(extractionMinimumUnits)
   })
 
   it("forgets an extraction reservation once its row is written, or when its request died", () => {
