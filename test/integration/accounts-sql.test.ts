@@ -9,6 +9,23 @@ import { databaseLayer, testDatabases } from "../support/databases.ts"
 
 const layerFor = (config: ReturnType<typeof loadConfig>) => TenantRepoLive.pipe(Layer.provideMerge(databaseLayer(config)))
 
+/** A tenant with `credits`, bootstrapped straight through the repository. */
+const newTenant = (repo: TenantRepo["Service"], credits: string) =>
+  Effect.gen(function*() {
+    const tenantId = newId("ten")
+    yield* repo.bootstrap({
+      tenantId,
+      name: "t",
+      isInternal: false,
+      plan: "starter",
+      credits,
+      email: `${tenantId}@example.com`,
+      passwordHash: null,
+      apiKey: { id: newId("key"), prefix: "trawl_abcdef", hash: tenantId, rateLimitPerMinute: 600 }
+    })
+    return tenantId
+  })
+
 describe.each(testDatabases)("accounts SQL ($name)", (db) => {
   it("applies migrations once, also when several nodes start at the same time", async () => {
     const config = await db.config()
@@ -31,17 +48,7 @@ describe.each(testDatabases)("accounts SQL ($name)", (db) => {
       Effect.gen(function*() {
         yield* runMigrations
         const repo = yield* TenantRepo
-        const tenantId = newId("ten")
-        yield* repo.bootstrap({
-          tenantId,
-          name: "t",
-          isInternal: false,
-          plan: "starter",
-          credits: "1.00",
-          email: `${tenantId}@example.com`,
-          passwordHash: null,
-          apiKey: { id: newId("key"), prefix: "trawl_abcdef", hash: tenantId, rateLimitPerMinute: 600 }
-        })
+        const tenantId = yield* newTenant(repo, "1.00")
         const debits = Array.from({ length: 15 }, () =>
           repo.adjust({ id: newId("txn"), tenantId, type: "debit", amount: "-0.10", note: null })
         )
@@ -75,17 +82,7 @@ describe.each(testDatabases)("accounts SQL ($name)", (db) => {
         yield* runMigrations
         const repo = yield* TenantRepo
         const sql = yield* SqlClient.SqlClient
-        const tenantId = newId("ten")
-        yield* repo.bootstrap({
-          tenantId,
-          name: "t",
-          isInternal: false,
-          plan: "starter",
-          credits: "0.0025",
-          email: `${tenantId}@example.com`,
-          passwordHash: null,
-          apiKey: { id: newId("key"), prefix: "trawl_abcdef", hash: tenantId, rateLimitPerMinute: 600 }
-        })
+        const tenantId = yield* newTenant(repo, "0.0025")
         const job = (id: string, status: string, units: number | null, endedAgoMs: number) =>
           sql`INSERT INTO jobs (id, tenant_id, url, normalized_url, domain_id, status, priority, timeout_ms, result, finished_at)
               VALUES (${id}, ${tenantId}, 'http://a.test/', 'http://a.test/', 'a.test', ${status}, 0, 30000,

@@ -20,15 +20,14 @@ const entityLayer = (config: ReturnType<typeof loadConfig>) =>
     Layer.provide(Layer.succeed(Config, config))
   )
 
+/** Runs bodies against the entity of one domain on the database of `config`: each in an entity started anew. */
+const onDatabase = (config: ReturnType<typeof loadConfig>) =>
+  <A, E>(body: (domain: Effect.Success<ReturnType<typeof clientFor>>) => Effect.Effect<A, E>) =>
+    Effect.runPromise(clientFor(config).pipe(Effect.flatMap(body), Effect.scoped, Effect.provide(ShardingConfig.layer())))
+
 /** Runs `body` against the entity of one domain, on a fresh embedded database. */
 const run = async <A, E>(body: (domain: Effect.Success<ReturnType<typeof clientFor>>) => Effect.Effect<A, E>) =>
-  Effect.runPromise(
-    clientFor(await testDatabases[0]!.config()).pipe(
-      Effect.flatMap(body),
-      Effect.scoped,
-      Effect.provide(ShardingConfig.layer())
-    )
-  )
+  onDatabase(await testDatabases[0]!.config())(body)
 
 const clientFor = (config: ReturnType<typeof loadConfig>) =>
   Entity.makeTestClient(DomainEntity, entityLayer(config)).pipe(Effect.flatMap((make) => make("example.com")))
@@ -43,8 +42,7 @@ const granted = (fiber: Fiber.Fiber<unknown, unknown>) =>
 describe("DomainEntity politeness slots", () => {
   it("started again while its earlier self had slots out, grants nothing until their holders have renewed them", async () => {
     const config = await testDatabases[0]!.config()
-    const on = <A, E>(body: (domain: Effect.Success<ReturnType<typeof clientFor>>) => Effect.Effect<A, E>) =>
-      Effect.runPromise(clientFor(config).pipe(Effect.flatMap(body), Effect.scoped, Effect.provide(ShardingConfig.layer())))
+    const on = onDatabase(config)
     // The first entity grants two slots, then its node dies (its memory goes with it).
     await on((domain) => Effect.all([acquire(domain, "x#1"), acquire(domain, "y#1")]))
     await on((domain) =>
@@ -63,8 +61,7 @@ describe("DomainEntity politeness slots", () => {
 
   it("started again after it stopped with no slot out, grants at once", async () => {
     const config = await testDatabases[0]!.config()
-    const on = <A, E>(body: (domain: Effect.Success<ReturnType<typeof clientFor>>) => Effect.Effect<A, E>) =>
-      Effect.runPromise(clientFor(config).pipe(Effect.flatMap(body), Effect.scoped, Effect.provide(ShardingConfig.layer())))
+    const on = onDatabase(config)
     await on((domain) => acquire(domain, "x").pipe(Effect.andThen(domain.Release({ holder: "x", outcomes: [] }))))
     await on((domain) =>
       Effect.gen(function*() {
