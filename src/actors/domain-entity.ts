@@ -1,4 +1,4 @@
-import { Effect, Schema } from "effect"
+import { Effect, Fiber, Schema } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { SqlClient } from "effect/sql"
@@ -80,6 +80,9 @@ interface Waiter {
   readonly grants: Array<() => void>
 }
 
+/** How long a released holder's late renewals are ignored (messages overtake each other by far less). */
+const RELEASED_MEMORY_MS = 3000
+
 /** How often expired slots (their holder died) are looked for while jobs wait. */
 const EXPIRY_CHECK_MS = 1000
 
@@ -109,38 +112,40 @@ export const DomainEntityLive = DomainEntity.toLayer(
     )
     let markedUntil = mark ? new Date(mark.held_until).getTime() : 0
     const quietUntil = Math.min(markedUntil, Date.now() + SLOT_RENEW_MS + 3000)
-    let marking = false
+    let marking: Fiber.Fiber<void> | undefined
+    // Until when grants go on unmarked, after a mark could not be written.
+    let unmarkedUntil = 0
     /**
      * Whether the mark covers a slot granted now for its whole lease. When it does not, it is
      * written again (for two leases) and the waiters are served once it is. A mark that cannot be
-     * written does not stop the domain: grants go on unmarked for a lease, and the write is tried again.
+     * written does not stop the domain: grants go on unmarked for a lease, then the write is tried again.
      */
     const markCovers = (): boolean => {
-      if (markedUntil - Date.now() >= SLOT_LEASE_MS) return true
-      if (!marking) {
-        marking = true
-        Effect.runForkWith(services)(
-          sql`INSERT INTO domain_leases (domain_id, held_until) VALUES (${domainId}, now() + ${2 * SLOT_LEASE_MS} * interval '1 millisecond')
-              ON CONFLICT (domain_id) DO UPDATE SET held_until = EXCLUDED.held_until`.pipe(
-            Effect.andThen(Effect.sync(() => {
-              markedUntil = Date.now() + 2 * SLOT_LEASE_MS
-            })),
-            Effect.catchCause((cause) =>
-              Effect.logWarning("domain lease mark not written", cause).pipe(Effect.andThen(Effect.sync(() => {
-                markedUntil = Date.now() + SLOT_LEASE_MS
-              })))
-            ),
-            Effect.ensuring(Effect.sync(() => {
-              marking = false
-              grantWaiting()
-            }))
-          )
+      const now = Date.now()
+      if (markedUntil - now >= SLOT_LEASE_MS || now < unmarkedUntil) return true
+      marking ??= Effect.runForkWith(services)(
+        sql`INSERT INTO domain_leases (domain_id, held_until) VALUES (${domainId}, now() + ${2 * SLOT_LEASE_MS} * interval '1 millisecond')
+            ON CONFLICT (domain_id) DO UPDATE SET held_until = EXCLUDED.held_until`.pipe(
+          Effect.timeout("2 seconds"),
+          Effect.andThen(Effect.sync(() => {
+            markedUntil = Date.now() + 2 * SLOT_LEASE_MS
+          })),
+          Effect.catchCause((cause) =>
+            Effect.logWarning("domain lease mark not written", cause).pipe(Effect.andThen(Effect.sync(() => {
+              unmarkedUntil = Date.now() + SLOT_LEASE_MS
+            })))
+          ),
+          Effect.ensuring(Effect.sync(() => {
+            marking = undefined
+            grantWaiting()
+          }))
         )
-      }
+      )
       return false
     }
-    // Holders that gave their slot back, for one lease: a renewal sent before the release but
-    // arriving after it brings nothing back.
+    // Holders that gave their slot back, for a moment: a renewal sent just before the release but
+    // arriving after it brings nothing back. Only a moment: a job's run that moved to another node
+    // may hold its slot again under the same name, and renews it.
     const released = new Map<string, { readonly run: number; readonly until: number }>()
     const history = new Map(rows.map((r) => [r.engine, { engine: r.engine, ok: r.ok, at: new Date(r.at).getTime() }]))
 
@@ -169,10 +174,12 @@ export const DomainEntityLive = DomainEntity.toLayer(
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         if (expiryTimer) clearInterval(expiryTimer)
+        if (marking) yield* Fiber.interrupt(marking)
         // Stopped with no slot out (reaped when idle, or its node shutting down once its jobs gave
-        // theirs back): its next start need not wait for renewals. A node that dies leaves the mark.
+        // theirs back): its next start need not wait for renewals. A node that dies leaves the mark,
+        // and so does an entity stopped while it still waits for the renewals of slots it cannot see.
         purgeExpired()
-        if (slots.size === 0) {
+        if (slots.size === 0 && Date.now() >= quietUntil) {
           yield* sql`DELETE FROM domain_leases WHERE domain_id = ${domainId}`.pipe(Effect.timeout("2 seconds"), Effect.ignore)
         }
       })
@@ -206,7 +213,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
       const { job, run } = parseHolder(holder)
       const held = slots.get(job)
       if (held && held.run <= run) slots.delete(job)
-      released.set(job, { run, until: Date.now() + SLOT_LEASE_MS })
+      released.set(job, { run, until: Date.now() + RELEASED_MEMORY_MS })
       // A holder that gave up waiting (and crawled without a slot) leaves the queue too.
       const queued = waiters.findIndex((w) => w.job === job && w.run <= run)
       if (queued >= 0) waiters.splice(queued, 1)

@@ -292,7 +292,9 @@ export const TenantEntityLive = TenantEntity.toLayer(
         }),
       // Charging runs beside the entity's other messages: a creation does not wait for it.
       ReleaseExtraction: ({ payload }) =>
-        Effect.sync(() => {
+        Effect.gen(function*() {
+          // A request can fail after its row was written (a client gone just after): that one stays counted.
+          if ((yield* repo.extractionsWritten([payload.extractionId])).size > 0) return
           if (credit.extractionReleased(payload.extractionId)) extractionsToday = Math.max(0, extractionsToday - 1)
         }),
       ReleaseJobs: ({ payload }) => Effect.sync(() => slots.release(payload.jobIds)).pipe(Effect.andThen(settleSoon), Rpc.fork),
