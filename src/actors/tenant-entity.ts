@@ -125,7 +125,7 @@ const RECONCILE_MS = 5_000
 /** The most ended jobs (or extractions) one charging statement takes. */
 const SETTLE_BATCH = 200
 const SETTLE_ROUNDS = 5
-const SETTLE_DELAY = "1 second"
+const SETTLE_DELAY = "2 seconds"
 const PENDING_TTL_MS = 30_000
 
 
@@ -198,7 +198,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
     // A creation that would be refused for credit first has the ended work charged and the counts
     // read again; a charge that fails then leaves the refusal to the counts as they are.
     const settleBeforeRefusal = settle(undefined).pipe(Effect.catchCause(Effect.logWarning), Effect.andThen(reconcileNow))
-    // Work that ends is charged a moment later, so that what ends together is charged by one statement.
+    // Work that ends is charged SETTLE_DELAY later, so that what ends within it is charged by one statement.
     let settleScheduled = false
     const settleSoon = Effect.suspend(() => {
       if (settleScheduled) return Effect.void
