@@ -252,7 +252,12 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(job.result.attempts.map((a: any) => [a.engine, a.classification])).toEqual([["http", "server_error"], ["http", "server_error"]])
     expect(job.attempts).toBe(2)
     expect(site.hits("/error") - before).toBe(2)
-    expectError(await api.get(`/v1/scraper/jobs/${job.id}/html`, key), 404, "not_found")
+    // The error page the last attempt got is kept for inspection, but is no version of the page.
+    const html = await api.get(`/v1/scraper/jobs/${job.id}/html`, key)
+    expect(html.status).toBe(200)
+    expect(html.text).toContain("Internal fixture error")
+    const history = await api.get(`/v1/page-history?url=${encodeURIComponent(site.url("/error", H.error))}`, key)
+    expect(history.json.data.items.map((v: any) => v.jobId)).not.toContain(job.id)
   })
 
   it("keeps a page history: newest first, changed flags, raw content, unified diff", async () => {

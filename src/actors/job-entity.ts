@@ -240,7 +240,11 @@ export const JobEntityLive = JobEntity.toLayer(
         yield* repo.recordCancelledRun(job.id, { ...result, classification: "cancelled" }, attempts)
         yield* writeDone
       } else {
-        yield* end(job, "failed", result, attempts, writeDone)
+        // What the last attempt got (a block page, an error page) is kept for `/html`, though not
+        // as a version of the page: page history records the jobs that fetched content.
+        yield* end(job, "failed", result, attempts, writeDone, final?.body
+          ? { content: { body: final.body, contentType: final.contentType, httpStatus: final.httpStatus, finalUrl: final.finalUrl } }
+          : {})
       }
     }).pipe(Effect.scoped)
 

@@ -354,7 +354,7 @@ export const JobRepoLive = Layer.effect(
                                      content_hash)
           SELECT j.version_id, j.tenant_id, j.normalized_url, COALESCE(j.final_url, j.url), j.id, now(), j.http_status,
                  j.content_type, j.size, j.hash
-          FROM j WHERE j.hash IS NOT NULL
+          FROM j WHERE j.hash IS NOT NULL AND j.status = 'done'
           ON CONFLICT (job_id) DO NOTHING
         ),
         artifact AS (
