@@ -105,6 +105,10 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     }
     expect(Number(await balance(t.apiKey))).toBeCloseTo(0, 6)
     expect((await create(t.apiKey, { url: site.url("/page?case=bill-4") })).status).toBe(402)
+    // A replay is a new job, billable as any.
+    const replay = await api.post(`/v1/scraper/jobs/${first.json.data.id}/replay`, undefined, t.apiKey)
+    expect(replay.status, replay.text).toBe(402)
+    expect(replay.json.code).toBe("insufficient_credit")
 
     // A top-up makes room at once.
     const topup = await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount: "1.00", note: "more" }, adminKey)
