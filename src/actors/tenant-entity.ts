@@ -186,10 +186,11 @@ export const TenantEntityLive = TenantEntity.toLayer(
           // At most SETTLE_ROUNDS batches a call: a backlog is charged over several calls (and the
           // sweeper), not by one that holds the tenant's other messages up.
           for (let settled = SETTLE_BATCH, round = 0; settled === SETTLE_BATCH && round < SETTLE_ROUNDS; round++) {
+            const generation = credit.generation
             const after = yield* repo.settle(tenantId, source, SETTLE_BATCH, (row) =>
               source === "jobs" ? jobCharge(row.result as JobUsage | null) : extractionCharge(row as unknown as ExtractionUsage))
             settled = after.settled
-            if (after.balance !== undefined) credit.charged(source, settled, toUnits(after.balance))
+            if (after.balance !== undefined) credit.charged(source, settled, toUnits(after.balance), generation)
           }
         }
         return calls.map(() => undefined)

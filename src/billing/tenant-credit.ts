@@ -12,6 +12,8 @@ import { extractionMinimumUnits, jobMinimumUnits } from "./pricing.ts"
  */
 export class TenantCredit {
   balance = 0
+  /** Counts up with each reconcile: a charge that a reconcile overtook is already in its counts. */
+  generation = 0
   private unchargedJobs = 0
   private unchargedExtractions = 0
   private readonly pendingExtractions = new Map<string, number>()
@@ -69,6 +71,7 @@ export class TenantCredit {
    */
   reconcile(sql: { readonly balance: number; readonly jobs: number; readonly extractions: number }, pendingJobs: number, writtenExtractions: ReadonlySet<string>): void {
     for (const id of writtenExtractions) this.pendingExtractions.delete(id)
+    this.generation++
     this.balance = sql.balance
     this.unchargedJobs = sql.jobs + pendingJobs
     this.unchargedExtractions = sql.extractions + this.pendingExtractions.size
@@ -86,9 +89,14 @@ export class TenantCredit {
     return fresh
   }
 
-  /** `count` ended jobs or extractions were charged, leaving `balance`. */
-  charged(source: "jobs" | "extractions", count: number, balance: number): void {
+  /**
+   * `count` ended jobs or extractions were charged, leaving `balance`, by a charge that began at
+   * `generation`. If a reconcile came in between, it may have counted them charged already: they
+   * are not taken off again (at worst they stay counted until the next reconcile, the safe way).
+   */
+  charged(source: "jobs" | "extractions", count: number, balance: number, generation: number): void {
     this.balance = balance
+    if (generation !== this.generation) return
     if (source === "jobs") this.unchargedJobs = Math.max(0, this.unchargedJobs - count)
     else this.unchargedExtractions = Math.max(0, this.unchargedExtractions - count)
   }

@@ -19,8 +19,17 @@ describe("a tenant's credit", () => {
     expect(credit.jobRoom()).toBe(0)
     expect(credit.extractionFits("e2", false)).toBe(false)
     // Charged work frees its minimum; what it cost comes off the balance.
-    credit.charged("jobs", 2, jobMinimumUnits + extractionMinimumUnits)
+    credit.charged("jobs", 2, jobMinimumUnits + extractionMinimumUnits, credit.generation)
     expect(credit.free).toBe(0)
+    // A charge that a reconcile overtook is in the reconciled counts already: not taken off twice.
+    const began = credit.generation
+    credit.reconcile({ balance: jobMinimumUnits, jobs: 0, extractions: 1 }, 0, new Set())
+    const reconciled = credit.free
+    credit.charged("extractions", 1, jobMinimumUnits, began)
+    expect(credit.free).toBe(reconciled)
+    // One that began after it is taken off.
+    credit.charged("extractions", 1, jobMinimumUnits, credit.generation)
+    expect(credit.free).toBe(reconciled + extractionMinimumUnits)
   })
 
   it("asks room for the job an extraction makes as well, and gives an unwritten extraction's credit back", () => {
