@@ -18,7 +18,8 @@ import {
   type CreateExtractionBody,
   type ExtractionStatus,
   extractionSortFields,
-  MAX_INPUT_BYTES
+  MAX_INPUT_BYTES,
+  terminalExtractionStatuses
 } from "../schema/extraction.ts"
 import { ExtractionRepo, type ExtractionRow, toConfig, toExtraction } from "../sql/extraction-repo.ts"
 import { JobRepo } from "../sql/job-repo.ts"
@@ -32,7 +33,6 @@ import { Idempotency, type KeyedAttempt } from "./idempotency.ts"
 import { createdAtFilter, parseSort } from "./list-query.ts"
 
 const statuses: ReadonlyArray<ExtractionStatus> = ["queued", "claimed", "done", "failed", "dead", "cancelled"]
-const terminal: ReadonlyArray<string> = ["done", "dead", "cancelled"]
 
 
 export const ExtractionsHandlers = HttpApiBuilder.group(
@@ -274,7 +274,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           const me = yield* CurrentPrincipal
           const row = yield* repo.find(me.tenantId, params.id)
           if (!row) return yield* notFound("extraction")
-          if (!terminal.includes(row.status)) {
+          if (!terminalExtractionStatuses.includes(row.status)) {
             return yield* fail(409, `cannot_replay_${row.status}`, `a ${row.status} extraction cannot be replayed; wait until it ends`)
           }
           // The same input: a URL is fetched again (the extraction made its job itself), a job the

@@ -4,6 +4,8 @@ import { Page, SortTerms } from "./envelope.ts"
 
 export const ExtractionStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead", "cancelled"])
 export type ExtractionStatus = typeof ExtractionStatus.Type
+/** The statuses an extraction ends in (`failed` is retried). */
+export const terminalExtractionStatuses: ReadonlyArray<ExtractionStatus> = ["done", "dead", "cancelled"]
 export const ExtractionType = Schema.Literals(["article", "product"])
 export const InputFormat = Schema.Literals(["html", "markdown", "text", "json"])
 export const LlmMode = Schema.Literals(["fill-missing", "correct"])

@@ -2,8 +2,11 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { internalAdminRole, type SystemRole, tenantSystemRoles } from "../iam/permissions.ts"
 import { planQuota, type QuotaKey, quotaKeys } from "../billing/plans.ts"
+import { EXTRACTION_SERVICE_KEY, JOB_SERVICE_KEY } from "../billing/pricing.ts"
 import { newId } from "../ids.ts"
 import { iso, money } from "../schema/common.ts"
+import { terminalExtractionStatuses } from "../schema/extraction.ts"
+import { terminalStatuses } from "../schema/job.ts"
 import type { Tenant, Transaction } from "../schema/tenant.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { OID, pgArray } from "./pg-array.ts"
@@ -94,6 +97,24 @@ export interface TenantRepoShape {
 
 /** What is charged once it has ended. */
 export type ChargeSource = "jobs" | "extractions"
+
+/** Per kind of chargeable work: its table, the columns it is priced from, the statuses it ends in, its ledger names. */
+const chargeSources = {
+  jobs: {
+    table: "jobs",
+    columns: "id, status, result, NULL::jsonb AS metadata, 0 AS cache_hits",
+    ended: terminalStatuses,
+    serviceKey: JOB_SERVICE_KEY,
+    resourceType: "job"
+  },
+  extractions: {
+    table: "extractions",
+    columns: "id, status, NULL::jsonb AS result, metadata, cache_hits",
+    ended: terminalExtractionStatuses,
+    serviceKey: EXTRACTION_SERVICE_KEY,
+    resourceType: "extraction"
+  }
+} as const
 
 /** An ended job (its `result`) or extraction (`status`, `metadata`, `cacheHits`) to be priced. */
 export interface ChargeableRow {
@@ -308,31 +329,26 @@ export const TenantRepoLive = Layer.effect(
         ),
       settle: (tenantId, source, limit, charge) =>
         Effect.gen(function*() {
+          const { table, columns, ended, serviceKey, resourceType } = chargeSources[source]
           // Read, priced here, then written by one statement: no transaction holds the database
           // (the embedded one runs one at a time) while the prices are worked out.
-          const rows: ReadonlyArray<ChargeableRow> = source === "jobs"
-            ? (yield* sql<{ id: string; status: string; result: unknown }>`
-                SELECT id, status, result FROM jobs
-                WHERE tenant_id = ${tenantId} AND settled_at IS NULL AND status IN ('done', 'failed', 'dead')
-                ORDER BY finished_at, id LIMIT ${limit}`).map((r) => ({ ...r, metadata: null, cacheHits: 0 }))
-            : (yield* sql<{ id: string; status: string; metadata: unknown; cache_hits: number }>`
-                SELECT id, status, metadata, cache_hits FROM extractions
-                WHERE tenant_id = ${tenantId} AND settled_at IS NULL AND status IN ('done', 'dead', 'cancelled')
-                ORDER BY finished_at, id LIMIT ${limit}`).map((r) => ({ id: r.id, status: r.status, result: null, metadata: r.metadata, cacheHits: r.cache_hits }))
+          const rows = (yield* sql<{ id: string; status: string; result: unknown; metadata: unknown; cache_hits: number }>`
+            SELECT ${sql.literal(columns)} FROM ${sql(table)}
+            WHERE tenant_id = ${tenantId} AND settled_at IS NULL AND status IN ${sql.in(ended)}
+            ORDER BY finished_at, id LIMIT ${limit}`).map((r): ChargeableRow => ({ ...r, cacheHits: r.cache_hits }))
           if (rows.length === 0) return { settled: 0, balance: undefined }
           const priced = rows.map((row) => ({ id: row.id, ...charge(row) }))
-          const [serviceKey, resourceType] = source === "jobs" ? ["scraper.jobs", "job"] : ["extractor.extractions", "extraction"]
-          const input = sql`
-            input AS (
+          // Each one still uncharged (locked, so a charge made meanwhile is seen and not made twice)
+          // takes its price, or what the balance still holds: in order, the balance only falls.
+          const [result] = yield* sql<{ settled: string; balance: string | null }>`
+            WITH input AS (
               SELECT id, units::bigint AS units, note, entry_id, position
               FROM unnest(${pgArray(priced.map((p) => p.id), OID.text)}, ${pgArray(priced.map((p) => String(p.units)), OID.text)},
                           ${pgArray(priced.map((p) => p.note), OID.text)}, ${pgArray(priced.map(() => newId("txn")), OID.text)})
                 WITH ORDINALITY AS i(id, units, note, entry_id, position)
             ),
-            tenant AS (SELECT round(balance * 10000)::bigint AS balance FROM tenants WHERE id = ${tenantId} FOR NO KEY UPDATE)`
-          // Each one still uncharged (locked, so a charge made meanwhile is seen and not made twice)
-          // takes its price, or what the balance still holds: in order, the balance only falls.
-          const charges = sql`
+            tenant AS (SELECT round(balance * 10000)::bigint AS balance FROM tenants WHERE id = ${tenantId} FOR NO KEY UPDATE),
+            open AS (SELECT w.id FROM ${sql(table)} w JOIN input i ON i.id = w.id WHERE w.settled_at IS NULL FOR UPDATE OF w),
             charges AS (
               SELECT i.id, i.note, i.entry_id, i.position,
                      LEAST(i.units, GREATEST(0, t.balance - COALESCE(sum(i.units) OVER before, 0))) AS take,
@@ -352,35 +368,26 @@ export const TenantRepoLive = Layer.effect(
               UPDATE tenants SET balance = (SELECT (t.balance - COALESCE(sum(c.take), 0)) / 10000.0 FROM tenant t LEFT JOIN charges c ON true GROUP BY t.balance),
                                  updated_at = now()
               WHERE id = ${tenantId} AND EXISTS (SELECT 1 FROM charges WHERE take > 0)
-            )`
-          const [result] = yield* (source === "jobs"
-            ? sql<{ settled: string; balance: string }>`
-                WITH ${input},
-                open AS (SELECT j.id FROM jobs j JOIN input i ON i.id = j.id WHERE j.settled_at IS NULL FOR UPDATE OF j),
-                ${charges},
-                marked AS (UPDATE jobs SET settled_at = now(), charged = c.take / 10000.0 FROM charges c WHERE jobs.id = c.id RETURNING jobs.id)
-                SELECT (SELECT count(*) FROM marked) AS settled,
-                       (SELECT (t.balance - COALESCE((SELECT sum(take) FROM charges), 0)) / 10000.0 FROM tenant t) AS balance`
-            : sql<{ settled: string; balance: string }>`
-                WITH ${input},
-                open AS (SELECT x.id FROM extractions x JOIN input i ON i.id = x.id WHERE x.settled_at IS NULL FOR UPDATE OF x),
-                ${charges},
-                marked AS (UPDATE extractions SET settled_at = now(), charged = c.take / 10000.0 FROM charges c WHERE extractions.id = c.id RETURNING extractions.id)
-                SELECT (SELECT count(*) FROM marked) AS settled,
-                       (SELECT (t.balance - COALESCE((SELECT sum(take) FROM charges), 0)) / 10000.0 FROM tenant t) AS balance`)
+            ),
+            marked AS (
+              UPDATE ${sql(table)} w SET settled_at = now(), charged = c.take / 10000.0 FROM charges c WHERE w.id = c.id RETURNING w.id
+            )
+            SELECT (SELECT count(*) FROM marked) AS settled,
+                   (SELECT (t.balance - COALESCE((SELECT sum(take) FROM charges), 0)) / 10000.0 FROM tenant t) AS balance`
           return { settled: Number(result!.settled), balance: result!.balance === null ? undefined : money(result!.balance) }
         }).pipe(Effect.orDie),
-      tenantsWithUnchargedWork: (olderThanMs, limit) =>
+      tenantsWithUnchargedWork: (olderThanMs, limit) => {
+        const endedLongAgo = (source: ChargeSource) => {
+          const { table, ended } = chargeSources[source]
+          return sql`
+            SELECT tenant_id, finished_at FROM ${sql(table)}
+            WHERE settled_at IS NULL AND status IN ${sql.in(ended)} AND finished_at < now() - ${olderThanMs} * interval '1 millisecond'`
+        }
         // Longest waiting first, so that a tenant whose charging keeps failing cannot crowd out the others.
-        sql<{ tenant_id: string }>`
-          SELECT tenant_id FROM (
-            SELECT tenant_id, finished_at FROM jobs
-            WHERE settled_at IS NULL AND status IN ('done', 'failed', 'dead') AND finished_at < now() - ${olderThanMs} * interval '1 millisecond'
-            UNION ALL
-            SELECT tenant_id, finished_at FROM extractions
-            WHERE settled_at IS NULL AND status IN ('done', 'dead', 'cancelled') AND finished_at < now() - ${olderThanMs} * interval '1 millisecond'
-          ) ended
-          GROUP BY tenant_id ORDER BY min(finished_at) LIMIT ${limit}`.pipe(Effect.orDie, Effect.map((rows) => rows.map((r) => r.tenant_id))),
+        return sql<{ tenant_id: string }>`
+          SELECT tenant_id FROM (${endedLongAgo("jobs")} UNION ALL ${endedLongAgo("extractions")}) ended
+          GROUP BY tenant_id ORDER BY min(finished_at) LIMIT ${limit}`.pipe(Effect.orDie, Effect.map((rows) => rows.map((r) => r.tenant_id)))
+      },
       transactions: (tenantId, filter, offset, limit) => {
         const where = sql.and([
           sql`tenant_id = ${tenantId}`,
