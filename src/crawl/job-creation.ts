@@ -58,6 +58,16 @@ export interface JobCreationShape {
 
 export type CreatedJob = Job & { webhookSecret?: string }
 
+/** The answer to a reservation the tenant's entity refused, for `what` was to be created. */
+export const reservationRefusal = (e: QuotaExceeded | ConcurrentLimit | InsufficientCredit, what: string) =>
+  e._tag === "QuotaExceeded"
+    ? fail(429, "quota_exceeded", `the daily quota ${e.quotaKey} (${e.limit}) is used up`, { retryAfter: e.retryAfter })
+    : e._tag === "InsufficientCredit"
+    ? fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that ${what} and the tenant's uncharged work may cost at least (see GET /v1/billing/pricing)`)
+    : fail(429, "concurrent_limit_exceeded", `the tenant's ${e.limit} running jobs (${e.quotaKey}) leave no room; retry when one ends`, {
+      retryAfter: 1
+    })
+
 /** The one way jobs come into being (from the jobs API, replays and URL extractions), and are cancelled. */
 export class JobCreation extends Context.Service<JobCreation, JobCreationShape>()("trawl/JobCreation") {}
 
@@ -117,14 +127,7 @@ export const JobCreationLive = Layer.effect(
         return { job, generatedSecret, resumed: keyed?.attempt.resumed ?? false }
       })
 
-    const quotaError = (e: QuotaExceeded | ConcurrentLimit | InsufficientCredit) =>
-      e._tag === "QuotaExceeded"
-        ? fail(429, "quota_exceeded", `the daily quota ${e.quotaKey} (${e.limit}) is used up`, { retryAfter: e.retryAfter })
-        : e._tag === "InsufficientCredit"
-        ? fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that these jobs and the tenant's uncharged ones may cost at least (see GET /v1/billing/pricing)`)
-        : fail(429, "concurrent_limit_exceeded", `the tenant's ${e.limit} running jobs (${e.quotaKey}) leave no room; retry when one ends`, {
-          retryAfter: 1
-        })
+    const quotaError = (e: QuotaExceeded | ConcurrentLimit | InsufficientCredit) => reservationRefusal(e, "these jobs")
 
     /**
      * Takes the place of each job's webhook URL in `webhooks.endpoints.total`, in order (a URL is

@@ -2,9 +2,9 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { entityCall, sendOneWay } from "../actors/entity-call.ts"
 import { DueRun, ExtractionEntity } from "../actors/extraction-entity.ts"
-import { TenantEntity } from "../actors/tenant-entity.ts"
+import { type InsufficientCredit, type QuotaExceeded, TenantEntity } from "../actors/tenant-entity.ts"
 import { Config } from "../config.ts"
-import { JobCreation } from "../crawl/job-creation.ts"
+import { JobCreation, reservationRefusal } from "../crawl/job-creation.ts"
 import { checkUrl } from "../crawl/ssrf.ts"
 import { classifierFor } from "../crawl/ssrf-policy.ts"
 import { EventLog } from "../events/event-log.ts"
@@ -136,12 +136,9 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
         }
         // Its place in the day's quota and the credit it may cost at least are taken in the tenant's
         // entity, before anything is written.
+        const refused = (e: QuotaExceeded | InsufficientCredit) => reservationRefusal(e, "this extraction")
         yield* entityCall(tenantClient(tenantId).ReserveExtraction({ extractionId: id, withJob: pageJob !== undefined })).pipe(
-          Effect.catchTags({
-            QuotaExceeded: (e) => fail(429, "quota_exceeded", `the daily quota ${e.quotaKey} (${e.limit}) is used up`, { retryAfter: e.retryAfter }),
-            InsufficientCredit: (e) =>
-              fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that this extraction and the tenant's uncharged work may cost at least (see GET /v1/billing/pricing)`)
-          })
+          Effect.catchTags({ QuotaExceeded: refused, InsufficientCredit: refused })
         )
         // What it took in the tenant's entity goes back if the request fails before its row is written.
         const inserted = yield* Effect.gen(function*() {
