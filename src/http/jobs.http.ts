@@ -11,6 +11,7 @@ import { pageOf, storedContentHeaders } from "../schema/envelope.ts"
 import { type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
 import { CreateJobBody, type JobStatus, jobSortFields, terminalStatuses } from "../schema/job.ts"
 import { JobRepo, type JobRow, toJob } from "../sql/job-repo.ts"
+import { withTieBreak } from "../sql/order-by.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { Api } from "./api.ts"
 import { issueDetails } from "./envelope-middleware.ts"
@@ -61,13 +62,11 @@ export const JobsHandlers = HttpApiBuilder.group(
 
     const withResult = (row: JobRow) => ({ ...toJob(row), result: row.result ?? null, replayOf: row.replay_of })
 
-    /** A page of jobs; `sort` echoes the order applied, with the id that breaks ties (see orderByTerms). */
-    const listQuery = (tenantId: string, where: Parameters<typeof repo.query>[0]["where"], sort: Array<{ field: string; dir: "asc" | "desc" }>, offset: number, limit: number) => {
-      const applied = sort.some((s) => s.field === "id") ? sort : [...sort, { field: "id", dir: "desc" as const }]
-      return repo.query({ tenantId, where, sort: applied, offset, limit }).pipe(
-        Effect.map((page) => ({ ...pageOf(page.items.map(toJob), offset, limit, page.total), sort: applied }))
+    /** A page of jobs; `sort` echoes the order applied, with the id that breaks ties. */
+    const listQuery = (tenantId: string, where: Parameters<typeof repo.query>[0]["where"], sort: Array<{ field: string; dir: "asc" | "desc" }>, offset: number, limit: number) =>
+      repo.query({ tenantId, where, sort, offset, limit }).pipe(
+        Effect.map((page) => ({ ...pageOf(page.items.map(toJob), offset, limit, page.total), sort: [...withTieBreak(sort)] }))
       )
-    }
 
     const sseFrame = (e: StoredEvent) => `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify({ ...e.data, id: e.data.id })}\n\n`
 

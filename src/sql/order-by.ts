@@ -1,13 +1,15 @@
+type SortTerm = { readonly field: string; readonly dir: "asc" | "desc" }
+
 /**
- * An ORDER BY list from validated sort entries (API field → column). `id DESC` is
- * appended unless `id` is sorted already, so the order is total and pages never
- * overlap or skip rows. Columns come from a fixed map, never from the request.
+ * The sort as applied: `id` descending is appended unless `id` is sorted already, so the
+ * order is total and pages never overlap or skip rows.
  */
-export const orderByTerms = (
-  sort: ReadonlyArray<{ field: string; dir: "asc" | "desc" }>,
-  columns: Readonly<Record<string, string>>
-): string => {
-  const terms = sort.map((s) => `${columns[s.field]} ${s.dir === "asc" ? "ASC" : "DESC"}`)
-  if (!sort.some((s) => s.field === "id")) terms.push("id DESC")
-  return terms.join(", ")
-}
+export const withTieBreak = <S extends SortTerm>(sort: ReadonlyArray<S>): ReadonlyArray<S | SortTerm> =>
+  sort.some((s) => s.field === "id") ? sort : [...sort, { field: "id", dir: "desc" }]
+
+/**
+ * An ORDER BY list from validated sort entries (API field → column), with the tie-break of
+ * `withTieBreak`. Columns come from a fixed map, never from the request; it maps `id` too.
+ */
+export const orderByTerms = (sort: ReadonlyArray<SortTerm>, columns: Readonly<Record<string, string>>): string =>
+  withTieBreak(sort).map((s) => `${columns[s.field]} ${s.dir === "asc" ? "ASC" : "DESC"}`).join(", ")
