@@ -254,7 +254,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
           if (!credit.extractionFits(payload.extractionId, payload.withJob ?? false)) {
             return yield* new InsufficientCredit({
               balance: fromUnits(credit.balance),
-              required: fromUnits(credit.balance - credit.free + extractionMinimumUnits + (payload.withJob ? jobMinimumUnits : 0))
+              required: fromUnits(credit.needed(extractionMinimumUnits + (payload.withJob ? jobMinimumUnits : 0)))
             })
           }
           if (credit.extractionReserved(payload.extractionId, now)) extractionsToday++
@@ -266,7 +266,8 @@ export const TenantEntityLive = TenantEntity.toLayer(
           const day = utcDayStart(now)
           if (slots.needsReconcile(now, day)) yield* reconcile(now, day)
           // A job that already holds its slot (reserved twice by two tries of one keyed request) takes no more room.
-          const wanted = slots.newIds(payload.jobIds).length
+          const fresh = slots.newIds(payload.jobIds)
+          const wanted = fresh.length
           if (slots.today + wanted > limits.daily || slots.running + wanted > limits.concurrent) yield* readLimits
           // Before a refusal for credit, the balance is read again (and work that ended is charged).
           if (credit.jobRoom() < wanted) yield* settleBeforeRefusal
@@ -274,9 +275,8 @@ export const TenantEntityLive = TenantEntity.toLayer(
             name === "daily"
               ? new QuotaExceeded({ quotaKey: "scraper.jobs.daily", limit: limits.daily, retryAfter: secondsToNextUtcDay(now) })
               : name === "credit"
-              ? new InsufficientCredit({ balance: fromUnits(credit.balance), required: fromUnits(credit.balance - credit.free + Math.max(1, wanted) * jobMinimumUnits) })
+              ? new InsufficientCredit({ balance: fromUnits(credit.balance), required: fromUnits(credit.needed(Math.max(1, wanted) * jobMinimumUnits)) })
               : new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: limits.concurrent })
-          const fresh = slots.newIds(payload.jobIds)
           const admission = slots.admit(payload.jobIds, payload.partial ?? false, { ...limits, creditRoom: credit.jobRoom() }, now)
           if (!("refused" in admission)) {
             const reserved = new Set(admission.reserved)

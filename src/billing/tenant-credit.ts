@@ -28,6 +28,11 @@ export class TenantCredit {
     return this.balance - this.unchargedJobs * jobMinimumUnits - this.unchargedExtractions * extractionMinimumUnits
   }
 
+  /** The balance that new work of minimum `units` needs: what the uncharged work holds, and those units. */
+  needed(units: number): number {
+    return this.balance - this.free + units
+  }
+
   /** How many more new jobs the free credit covers. */
   jobRoom(): number {
     return jobMinimumUnits <= 0 ? Infinity : Math.max(0, Math.floor(this.free / jobMinimumUnits))
@@ -43,7 +48,7 @@ export class TenantCredit {
    * reserved already, by a try of the same request, always does.
    */
   extractionFits(id: string, withJob: boolean): boolean {
-    return this.pendingExtractions.has(id) || this.free >= extractionMinimumUnits + (withJob ? jobMinimumUnits : 0)
+    return this.holdsExtraction(id) || this.free >= extractionMinimumUnits + (withJob ? jobMinimumUnits : 0)
   }
 
   /** Gives back the credit of extraction `id`, reserved and not written; true when it held any. */
