@@ -208,6 +208,12 @@ export const DomainEntityLive = DomainEntity.toLayer(
         grantWaiting()
       })
 
+    /** Takes the job's place in the queue away, unless a later run of the job holds it. */
+    const dropWaiter = (job: string, run: number) => {
+      const queued = waiters.findIndex((w) => w.job === job && w.run <= run)
+      if (queued >= 0) waiters.splice(queued, 1)
+    }
+
     /** Frees the slot or place of `holder`, unless a later run of its job holds it now. */
     const leave = (holder: string) => {
       const { job, run } = parseHolder(holder)
@@ -215,8 +221,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
       if (held && held.run <= run) slots.delete(job)
       released.set(job, { run, until: Date.now() + RELEASED_MEMORY_MS })
       // A holder that gave up waiting (and crawled without a slot) leaves the queue too.
-      const queued = waiters.findIndex((w) => w.job === job && w.run <= run)
-      if (queued >= 0) waiters.splice(queued, 1)
+      dropWaiter(job, run)
     }
 
     const record = (outcomes: ReadonlyArray<{ engine: string; ok: boolean }>) =>
@@ -262,8 +267,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
             // A slot a later run of the job has taken over is that run's to renew; one given back stays so.
             if ((held && held.run > run) || (!held && gone && gone.run >= run)) continue
             slots.set(job, { until: now + ttlMs, run })
-            const queued = waiters.findIndex((w) => w.job === job && w.run <= run)
-            if (queued >= 0) waiters.splice(queued, 1)
+            dropWaiter(job, run)
           }
           if (slots.size > 0) markCovers()
         }).pipe(Rpc.fork),

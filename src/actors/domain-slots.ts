@@ -81,6 +81,7 @@ export const makeDomainSlots = (
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const domains = new Map<string, DomainState>()
+    const renewEveryMs = options.renewEveryMs ?? SLOT_RENEW_MS
     // The leases of every slot held here, renewed while held: a job that waits long for a crawl
     // slot keeps its domain slot, and an entity that restarted elsewhere learns who holds its slots.
     const renewAll = Effect.suspend(() =>
@@ -93,8 +94,8 @@ export const makeDomainSlots = (
     )
     yield* renewAll.pipe(
       Effect.catchCause(Effect.logWarning),
-      Effect.repeat(Schedule.spaced(options.renewEveryMs ?? SLOT_RENEW_MS)),
-      Effect.delay(options.renewEveryMs ?? SLOT_RENEW_MS),
+      Effect.repeat(Schedule.spaced(renewEveryMs)),
+      Effect.delay(renewEveryMs),
       Effect.forkIn(scope)
     )
     const stateOf = (domainId: string) => {
