@@ -12,7 +12,7 @@ export interface CrawlConfig {
   maxBodyBytes: number
   maxRedirects: number
   http: { transport: "native" | "got-scraping"; maxSocketsPerOrigin: number; headerPoolSize: number }
-  browser: { maxPages: number; recycleAfterPages: number; settleMs: number; challengeWaitMs: number }
+  browser: { maxPages: number; recycleAfterPages: number; settleMs: number; challengeWaitMs: number; maxTransferBytes: number }
 }
 
 export interface EscalationConfig {
@@ -26,7 +26,7 @@ export const DEFAULT_CRAWL_CONFIG: CrawlConfig = {
   maxBodyBytes: 10 * 1024 * 1024,
   maxRedirects: 10,
   http: { transport: "native", maxSocketsPerOrigin: 256, headerPoolSize: 32 },
-  browser: { maxPages: 4, recycleAfterPages: 100, settleMs: 2000, challengeWaitMs: 8000 }
+  browser: { maxPages: 4, recycleAfterPages: 100, settleMs: 2000, challengeWaitMs: 8000, maxTransferBytes: 52_428_800 }
 }
 
 export const DEFAULT_ESCALATION_CONFIG: EscalationConfig = {
@@ -93,7 +93,8 @@ export const loadCrawlConfig = (path: string | URL = configUrl("crawl.json")): C
       maxPages: posInt(b.maxPages, d.browser.maxPages),
       recycleAfterPages: posInt(b.recycleAfterPages, d.browser.recycleAfterPages),
       settleMs: posInt(b.settleMs, d.browser.settleMs),
-      challengeWaitMs: posInt(b.challengeWaitMs, d.browser.challengeWaitMs)
+      challengeWaitMs: posInt(b.challengeWaitMs, d.browser.challengeWaitMs),
+      maxTransferBytes: posInt(b.maxTransferBytes, d.browser.maxTransferBytes)
     }
   }
 }

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createBraveEngine, createCamoufoxEngine, renderedContentType } from "../../src/crawl/engines/browser.js"
+import { Semaphore } from "../../src/crawl/semaphore.js"
 import { startGuardProxy } from "../../src/crawl/engines/guard-proxy.js"
 import { classifyAddress } from "../../src/crawl/ssrf.js"
 import { ARTICLE, type Fixture, fakeLookup, hasChromium, html, jsChallenge, NO_CHROMIUM_REASON, page, startFixture, testBrowserArgs } from "./fixture.js"
@@ -16,6 +17,29 @@ const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
 const JPEG_MAGIC = Buffer.from([0xff, 0xd8, 0xff])
 
 const hasOpenssl = spawnSync("openssl", ["version"]).status === 0
+
+/** The pids of this process's Chromium children. */
+const chromiumChildren = (): Array<string> =>
+  spawnSync("ps", ["-o", "pid=,comm=", "--ppid", String(process.pid)], { encoding: "utf8" }).stdout
+    .split("\n").filter((l) => /chrom/i.test(l)).map((l) => l.trim().split(/\s+/)[0]!)
+
+/** A page that would stream 300 MB of HTML; counts what it sent. */
+let endlessSent = 0
+const endlessPage: import("./fixture.js").Handler = (_req, res) => {
+  res.writeHead(200, { "content-type": "text/html" })
+  res.write("<!doctype html><html><body><p>")
+  const chunk = Buffer.alloc(64 * 1024, "x")
+  let sent = 0
+  const pump = () => {
+    while (!res.destroyed && sent < 300 * 1024 * 1024) {
+      sent += chunk.length
+      endlessSent += chunk.length
+      if (!res.write(chunk)) return void res.once("drain", pump)
+    }
+    res.end("</p></body></html>")
+  }
+  pump()
+}
 
 /** A root, an intermediate and a leaf for public.example whose AIA names the intermediate at `aiaUrl`; the server sends the leaf alone. */
 const makeChainWithAia = (dir: string, aiaUrl: string) => {
@@ -106,6 +130,42 @@ describe("guard proxy (no browser)", () => {
     await proxy.close()
     await internal.close()
   })
+
+  it("cuts every connection once the targets sent more than its budget, and makes no new one", async () => {
+    let sent = 0
+    const endless = http.createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/html" })
+      const chunk = Buffer.alloc(64 * 1024, "a")
+      const pump = () => {
+        while (!res.destroyed && sent < 200 * 1024 * 1024) {
+          sent += chunk.length
+          if (!res.write(chunk)) return void res.once("drain", pump)
+        }
+        res.end()
+      }
+      pump()
+    })
+    await new Promise<void>((r) => endless.listen(0, "127.0.0.1", () => r()))
+    const target = `http://127.0.0.1:${(endless.address() as AddressInfo).port}/`
+    const proxy = await startGuardProxy({ allowPrivate: true, maxInboundBytes: 1024 * 1024 })
+    const fetchThrough = () => new Promise<number>((resolve) => {
+      let got = 0
+      const req = http.get({ host: "127.0.0.1", port: Number(new URL(proxy.url).port), path: target, headers: { host: new URL(target).host } }, (res) => {
+        res.on("data", (d: Buffer) => (got += d.length))
+        res.on("close", () => resolve(got))
+        res.on("error", () => resolve(got))
+      })
+      req.on("error", () => resolve(got))
+    })
+    const got = await fetchThrough()
+    expect(proxy.overBudget()).toBe(true)
+    expect(got).toBeLessThan(4 * 1024 * 1024)
+    // The target stopped being read: it got no further than its socket buffers allow.
+    expect(sent).toBeLessThan(32 * 1024 * 1024)
+    expect(await fetchThrough()).toBe(0)
+    await proxy.close()
+    await new Promise<void>((r) => endless.close(() => r()))
+  })
 })
 
 const JSON_BODY = JSON.stringify({ a: 1, b: ["x", "y"] })
@@ -125,6 +185,8 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       "/redirect": (_req, res) => res.writeHead(302, { location: "/ok" }).end(),
       "/tall": page(200, html(`<div style="height:3000px;background:linear-gradient(red,blue)">tall page</div>`)),
       "/big": page(200, html(`<p>${"z".repeat(300 * 1024)}</p>`)),
+      "/endless": endlessPage,
+      "/builds-big": page(200, html(`<p id="p"></p><script>document.getElementById("p").textContent = "y".repeat(400 * 1024)</script>`)),
       "/json": (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON_BODY),
       "/png": (_req, res) => res.writeHead(200, { "content-type": "image/png" }).end(PNG_BYTES),
       "/empty": (_req, res) => res.writeHead(200, { "content-type": "text/html" }).end(),
@@ -211,8 +273,46 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
   it("caps the rendered HTML", async () => {
     const small = createBraveEngine({ launchArgs: testBrowserArgs(), maxBodyBytes: 100 * 1024, settleMs: 200 })
     const a = await small.fetch({ url: site.url("/big"), timeoutMs: 20_000, allowPrivate: true })
+    // A page whose script builds a DOM past the cap: its markup is measured in the page, not read.
+    const built = await small.fetch({ url: site.url("/builds-big"), timeoutMs: 20_000, allowPrivate: true })
     await small.close?.()
     expect(a).toMatchObject({ classification: "too_large", body: null })
+    expect(built).toMatchObject({ classification: "too_large", body: null, httpStatus: 200 })
+    expect(built.error).toMatch(/rendered HTML of \d+ characters/)
+  })
+
+  it("stops a page that downloads more than its transfer cap, while it downloads", async () => {
+    const capped = createBraveEngine({ launchArgs: testBrowserArgs(), maxTransferBytes: 2 * 1024 * 1024, settleMs: 200 })
+    const before = endlessSent
+    const a = await capped.fetch({ url: site.url("/endless"), timeoutMs: 20_000, allowPrivate: true })
+    await capped.close?.()
+    expect(a).toMatchObject({ classification: "too_large", body: null })
+    expect(a.error).toMatch(/downloaded more than 2097152 bytes/)
+    // Cut off early: the target sent nowhere near the 300 MB it would have.
+    expect(endlessSent - before).toBeLessThan(64 * 1024 * 1024)
+  })
+
+  it("shares one page cap among engines given the same page slots, and a close during a launch leaves no browser", async () => {
+    const browsersBefore = new Set(chromiumChildren())
+    const slots = new Semaphore(1)
+    const a = createBraveEngine({ launchArgs: testBrowserArgs(), pageSlots: slots, settleMs: 100 })
+    const b = createBraveEngine({ launchArgs: testBrowserArgs(), pageSlots: slots, settleMs: 100 })
+    const first = a.fetch({ url: site.url("/slow"), timeoutMs: 2_000, allowPrivate: true })
+    await new Promise((r) => setTimeout(r, 300))
+    // The one slot is taken by the first engine's page: the second engine's fetch waits for it.
+    const second = b.fetch({ url: site.url("/ok"), timeoutMs: 1_000, allowPrivate: true })
+    expect((await second).classification).toBe("timeout")
+    expect((await first).classification).toBe("timeout")
+    await a.close?.()
+    // Closed while it launches its browser: the fetch gets no page, and the browser is closed.
+    const c = createBraveEngine({ launchArgs: testBrowserArgs(), settleMs: 100 })
+    const during = c.fetch({ url: site.url("/ok"), timeoutMs: 20_000, allowPrivate: true })
+    await new Promise((r) => setTimeout(r, 50))
+    await c.close?.()
+    expect((await during).classification).not.toBe("ok")
+    await b.close?.()
+    await new Promise((r) => setTimeout(r, 500))
+    expect(chromiumChildren().filter((pid) => !browsersBefore.has(pid))).toEqual([])
   })
 
   it("times out", async () => {

@@ -45,6 +45,24 @@ const sentBody = (response: Response, ms: number): Promise<Buffer | null> =>
     )
   })
 
+/**
+ * Run in the page: its markup (doctype and document element, as `page.content()` gives it), or
+ * only its length when that passes `max` characters, so that a page of any size (a script can
+ * build one) is never carried into this process whole. Source text rather than a function: the
+ * TypeScript loader may add helpers to a function's text that the page does not have.
+ */
+const boundedMarkup = (max: number) => `(() => {
+  const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : ""
+  const markup = doctype + (document.documentElement ? document.documentElement.outerHTML : "")
+  return markup.length > ${max} ? { length: markup.length } : { markup }
+})()`
+
+class MarkupTooLarge extends Error {
+  constructor(readonly chars: number) {
+    super(`rendered HTML of ${chars} characters`)
+  }
+}
+
 /** Content types the browser renders as a document of their own (anything else opens in a viewer). */
 const MARKUP_TYPE = /^\s*(text\/html|application\/xhtml\+xml)\s*(;|$)/i
 
@@ -96,12 +114,16 @@ export interface BrowserEngineOptions {
   name: "brave" | "camoufox"
   /** Browser binary; `brave` defaults to /usr/bin/chromium, `camoufox` has no default. */
   executablePath?: string | undefined
-  /** Concurrent pages per engine (node). Default 4. */
+  /** Concurrent pages of this engine, unless `pageSlots` is given. Default 4. */
   maxPages?: number
   /** Pages served before the browser is replaced. Default 100. */
   recycleAfterPages?: number
   /** Cap on the rendered HTML size. Default 10 MiB. */
   maxBodyBytes?: number
+  /** Cap on what one fetch downloads in all (the page and its resources). Default 5 x maxBodyBytes. */
+  maxTransferBytes?: number
+  /** The page slots, shared by the node's browser engines (the cap is per node). Default: its own, of `maxPages`. */
+  pageSlots?: Semaphore
   /** Extra launch arguments (tests use --host-resolver-rules). */
   launchArgs?: string[]
   /** After `load`, wait up to this long for the network to go idle (JS-injected content). Default 2000. */
@@ -133,7 +155,8 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
   const recycleAfter = Math.max(1, opts.recycleAfterPages ?? 100)
   const settleMs = opts.settleMs ?? 2000
   const challengeWaitMs = opts.challengeWaitMs ?? 8000
-  const pages = new Semaphore(Math.max(1, opts.maxPages ?? 4))
+  const maxTransfer = opts.maxTransferBytes ?? 5 * maxBody
+  const pages = opts.pageSlots ?? new Semaphore(Math.max(1, opts.maxPages ?? 4))
   let current: Promise<BrowserSlot> | null = null
   let userAgent: string | undefined
   let closed = false
@@ -172,6 +195,11 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       const major = browser.version().split(".")[0]
       userAgent = `Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/${major}.0.0.0 Safari/537.36`
     }
+    if (closed) {
+      // The engine was closed while this browser started: nothing would ever close it.
+      await browser.close().catch(() => {})
+      throw new Error("engine closed")
+    }
     const slot: BrowserSlot = { browser, served: 0, active: 0, retiring: false }
     live.add(slot)
     browser.on("disconnected", () => {
@@ -208,7 +236,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
 
   const releaseBrowser = (slot: BrowserSlot) => {
     slot.active--
-    if (slot.retiring && slot.active <= 0) {
+    if ((slot.retiring || closed) && slot.active <= 0) {
       live.delete(slot)
       slot.browser.close().catch(() => {})
     }
@@ -265,7 +293,9 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
     }
 
     const outcome = (e?: unknown): Classification =>
-      req.signal?.aborted ? "cancelled" : deadlineSignal.aborted ? "timeout" : e === undefined ? "connection_error" : classifyError(e)
+      req.signal?.aborted ? "cancelled" : deadlineSignal.aborted ? "timeout" : proxy?.overBudget() ? "too_large"
+      : e === undefined ? "connection_error" : classifyError(e)
+    const overBudgetText = `the page downloaded more than ${maxTransfer} bytes`
 
     let releasePage: (() => void) | undefined
     let slot: BrowserSlot | undefined
@@ -280,7 +310,8 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       } catch (e) {
         return emptyAttempt(name, "engine_unavailable", t0, { error: `browser launch failed: ${errorText(e)}` })
       }
-      proxy = await startGuardProxy(guard)
+      // Past the transfer budget the page is closed at once, so that its navigation ends now.
+      proxy = await startGuardProxy({ ...guard, maxInboundBytes: maxTransfer, onOverBudget: () => void context?.close().catch(() => {}) })
       context = await slot.browser.newContext({
         proxy: { server: proxy.url },
         ignoreHTTPSErrors: true,
@@ -356,6 +387,12 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       if (refusal) {
         return emptyAttempt(name, "unsafe_url", t0, { finalUrl: page.url(), redirects: chainOf(lastMain), error: `refused: ${refusal}` })
       }
+      if (proxy.overBudget()) {
+        return emptyAttempt(name, "too_large", t0, {
+          httpStatus: (lastMain as Response | null)?.status() ?? null, finalUrl: page.url(), redirects: chainOf(lastMain),
+          error: overBudgetText
+        })
+      }
       const answered = lastMain as Response | null
       // The guard proxy could not reach the target and answered 502 in its place: the target said nothing.
       const unreached = answered?.status() === 502 ? proxy!.unreached(answered.url()) : undefined
@@ -387,9 +424,11 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       const readContent = async (): Promise<string> => {
         for (let tries = 0; ; tries++) {
           try {
-            return await page.content()
+            const read = await page.evaluate<{ markup?: string; length?: number }>(boundedMarkup(maxBody))
+            if (read.markup === undefined) throw new MarkupTooLarge(read.length ?? 0)
+            return read.markup
           } catch (e) {
-            if (tries === 2 || remaining() < 250 || page.isClosed()) throw e
+            if (e instanceof MarkupTooLarge || tries === 2 || remaining() < 250 || page.isClosed()) throw e
             await page.waitForLoadState("domcontentloaded", { timeout: Math.max(1, Math.min(remaining() - 100, 5_000)) }).catch(() => {})
           }
         }
@@ -399,7 +438,15 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       let html = ""
       let verdict: { classification: Classification; marker?: string } = { classification: "ok" }
       for (let round = 0; round < 4; round++) {
-        html = await readContent().catch(() => "")
+        const read = await readContent().catch((e: unknown) => e)
+        if (read instanceof MarkupTooLarge || proxy.overBudget()) {
+          const main = lastMain as Response
+          return emptyAttempt(name, "too_large", t0, {
+            httpStatus: main.status(), finalUrl: page.url(), redirects: chainOf(main),
+            error: read instanceof MarkupTooLarge ? `${read.message}, more than ${maxBody}` : overBudgetText
+          })
+        }
+        html = typeof read === "string" ? read : ""
         const main = lastMain as Response
         verdict = classifyResponse(main.status(), Buffer.from(html))
         // only a recognised wall (marker) is worth waiting for; a bare 403/429 will not move
@@ -442,6 +489,12 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         ? await sentBody(main, Math.max(1, Math.min(remaining(), SENT_BODY_WAIT_MS)))
         : null
       if (signal.aborted) throw signal.reason
+      if (proxy.overBudget()) {
+        return emptyAttempt(name, "too_large", t0, {
+          httpStatus: main.status(), finalUrl: page.url(), contentType: declaredType, redirects,
+          error: overBudgetText
+        })
+      }
       const keepSent = sent !== null && viewer
       const body = keepSent ? sent : Buffer.from(html)
       const contentType = keepSent ? declaredType : renderedContentType(declaredType)
@@ -492,7 +545,11 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         ...(verdict.marker ? { error: `bot wall detected (${verdict.marker})` } : {})
       }
     } catch (e) {
-      return emptyAttempt(name, outcome(e), t0, { finalUrl: req.url, redirects, error: signal.aborted ? String((signal.reason as Error)?.message ?? "aborted") : errorText(e) })
+      return emptyAttempt(name, outcome(e), t0, {
+        finalUrl: req.url,
+        redirects,
+        error: signal.aborted ? String((signal.reason as Error)?.message ?? "aborted") : proxy?.overBudget() ? overBudgetText : errorText(e)
+      })
     } finally {
       if (onAbort) signal.removeEventListener("abort", onAbort)
       if (context) await context.close().catch(() => {})

@@ -17,6 +17,14 @@ export interface GuardProxyOptions {
   allowPrivate: boolean
   lookup?: LookupFunction
   classify?: AddressClassifier
+  /**
+   * The most bytes all targets together may send through the proxy (the page, its resources,
+   * TLS overhead included). Past it every connection is cut and no new one is made, so a page
+   * cannot make the browser download without bound. Unlimited when unset.
+   */
+  maxInboundBytes?: number
+  /** Called once, when the budget is passed. */
+  onOverBudget?: () => void
 }
 
 export interface Refusal {
@@ -38,6 +46,8 @@ export interface GuardProxy {
    * answering 502 in the target's place; undefined once the target answered it again.
    */
   unreached(url: string): string | undefined
+  /** True once the targets sent more than `maxInboundBytes`. */
+  overBudget(): boolean
   close(): Promise<void>
 }
 
@@ -63,6 +73,19 @@ export const startGuardProxy = async (opts: GuardProxyOptions): Promise<GuardPro
   // Kept by the proxy, not said in a header of the answer: a target's own headers pass through.
   const unreachable = new Map<string, string>()
   const sockets = new Set<net.Socket>()
+  const budget = opts.maxInboundBytes ?? Infinity
+  let inbound = 0
+  let exhausted = false
+  /** Counts what a target sent; past the budget, every connection goes. */
+  const received = (chunk: Buffer) => {
+    inbound += chunk.length
+    if (inbound > budget && !exhausted) {
+      exhausted = true
+      for (const s of sockets) s.destroy()
+      agent.destroy()
+      opts.onOverBudget?.()
+    }
+  }
 
   /** Syntax + literal classification; names are classified by `lookup` at connect time. */
   const precheck = (url: URL): string | null => {
@@ -90,6 +113,10 @@ export const startGuardProxy = async (opts: GuardProxyOptions): Promise<GuardPro
       res.writeHead(400, { "content-type": "text/plain" }).end("proxy: absolute http:// URL required")
       return
     }
+    if (exhausted) {
+      res.destroy()
+      return
+    }
     const reason = precheck(url)
     if (reason) {
       refuse(url.href, authorityOf(url), reason)
@@ -114,6 +141,7 @@ export const startGuardProxy = async (opts: GuardProxyOptions): Promise<GuardPro
         // The proxy's own headers are its own: a target cannot pass one off as the proxy's.
         for (const [k, v] of Object.entries(up.headers)) if (!HOP_BY_HOP.has(k) && !k.startsWith("x-trawl-") && v !== undefined) out[k] = v
         res.writeHead(up.statusCode ?? 502, up.statusMessage, out)
+        up.on("data", received)
         up.pipe(res)
         up.on("error", () => res.destroy())
       }
@@ -151,6 +179,10 @@ export const startGuardProxy = async (opts: GuardProxyOptions): Promise<GuardPro
       return
     }
     const port = Number(url.port || 443)
+    if (exhausted) {
+      client.destroy()
+      return
+    }
     const reason = precheck(url)
     if (reason) {
       refuse(authority, authority, reason)
@@ -167,6 +199,7 @@ export const startGuardProxy = async (opts: GuardProxyOptions): Promise<GuardPro
     upstream.once("connect", () => {
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n")
       if (head.length > 0) upstream.write(head)
+      upstream.on("data", received)
       upstream.pipe(client)
       client.pipe(upstream)
     })
@@ -194,6 +227,7 @@ export const startGuardProxy = async (opts: GuardProxyOptions): Promise<GuardPro
     url: `http://127.0.0.1:${port}`,
     refusals,
     unreached: (raw: string) => unreachable.get(raw),
+    overBudget: () => exhausted,
     refused: (raw: string) => {
       let u: URL
       try {

@@ -6,6 +6,7 @@ import type { AddressClassifier } from "../ssrf.js"
 import { DEFAULT_CRAWL_CONFIG } from "../config.js"
 import { createBrowserEngine } from "./browser.js"
 import { createHttpEngine } from "./http.js"
+import { Semaphore } from "../semaphore.js"
 import type { Engine, EngineName } from "./types.js"
 
 export interface EngineSettings {
@@ -37,7 +38,9 @@ export const createEngines = (s: EngineSettings = {}): EngineSet => {
   const browserCommon = {
     ...guard,
     maxBodyBytes: c.maxBodyBytes,
-    maxPages: c.browser.maxPages,
+    // One cap on open pages for the node, whichever browser engine opens them.
+    pageSlots: new Semaphore(Math.max(1, c.browser.maxPages)),
+    maxTransferBytes: c.browser.maxTransferBytes,
     recycleAfterPages: c.browser.recycleAfterPages,
     settleMs: c.browser.settleMs,
     challengeWaitMs: c.browser.challengeWaitMs
