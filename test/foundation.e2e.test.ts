@@ -105,7 +105,13 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
       const res = await api.get(path, t.apiKey)
       envelopeError(res, 405, "method_not_allowed")
       expect(res.headers.get("allow")).toBe("POST")
+      // HEAD is GET without a body: the same 405
+      const head = await api.call("HEAD", path, { key: t.apiKey })
+      expect(head.status).toBe(405)
+      expect(head.headers.get("allow")).toBe("POST")
     }
+    // ...while HEAD of a route that has a GET is that GET
+    expect((await api.call("HEAD", "/v1/scraper/jobs", { key: t.apiKey })).status).toBe(200)
     // an id longer than any the router takes names nothing: 404, for every method its route has
     const longId = "j".repeat(101)
     for (const [m, path] of [["GET", `/v1/scraper/jobs/${longId}`], ["POST", `/v1/scraper/jobs/${longId}/cancel`], ["GET", `/v1/page-history/${longId}/diff`]] as const) {

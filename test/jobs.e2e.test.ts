@@ -256,6 +256,9 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     const html = await api.get(`/v1/scraper/jobs/${job.id}/html`, key)
     expect(html.status).toBe(200)
     expect(html.text).toContain("Internal fixture error")
+    // The result describes that content, as it does a done job's.
+    expect(job.result.contentType).toBe(html.headers.get("content-type"))
+    expect(job.result.bytes).toBe(Buffer.byteLength(html.text))
     const history = await api.get(`/v1/page-history?url=${encodeURIComponent(site.url("/error", H.error))}`, key)
     expect(history.json.data.items.map((v: any) => v.jobId)).not.toContain(job.id)
   })
@@ -395,9 +398,20 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     // nothing of an over-cap body was created
     const search = await api.post("/v1/scraper/jobs/search", { where: { url: { prefix: site.url("/page?over=") } } }, key)
     expect(search.json.data.pagination.total).toBe(0)
-    // not an array at all: malformed
-    expectError(await api.post("/v1/scraper/jobs/bulk", { jobs: "nope" }, key), 400, "validation_error")
-    expectError(await api.post("/v1/scraper/jobs/bulk", {}, key), 400, "validation_error")
+    // a body that is no list of jobs at all is invalid as a whole too, naming what is wrong
+    for (const [body, paths] of [
+      [{ jobs: "nope" }, ["jobs"]],
+      [{ jobs: null }, ["jobs"]],
+      [{}, ["jobs"]],
+      [[{ url: site.url("/page?case=bare-array") }], [""]],
+      [{ jobs: [{ url: site.url("/page?case=extra") }], extra: 1 }, ["extra"]]
+    ] as const) {
+      const res = await api.post("/v1/scraper/jobs/bulk", body, key)
+      expectError(res, 422, "invalid_bulk_body")
+      expect(detailPaths(res), JSON.stringify(body)).toEqual(paths)
+    }
+    // a body that is not JSON is a malformed request, as everywhere
+    expectError(await api.call("POST", "/v1/scraper/jobs/bulk", { key, raw: "{\"jobs\": [" }), 400, "validation_error")
   })
 
   it("honours Idempotency-Key: replayed response, mismatch, concurrent duplicates, bad keys", async () => {
@@ -547,6 +561,22 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     // a value of the wrong JSON type is named as such
     const wrongType = await create({ url, priority: "5", screenshot: 1 }, own)
     expect(wrongType.json.error.details.map((d: any) => [d.path, d.code]).sort()).toEqual([["priority", "invalid_type"], ["screenshot", "invalid_type"]])
+    // a string that is none of the choices is a wrong value, and the error quotes a short one back
+    const wrongValue = await create({ url, screenshot: { format: "gif" }, escalation: [{ engine: "curl", attempts: 1, timeoutMs: 1000 }] }, own)
+    expect(wrongValue.json.error.details.map((d: any) => [d.path, d.code]).sort()).toEqual([["escalation.0.engine", "invalid_value"], ["screenshot.format", "invalid_value"]])
+    expect(wrongValue.json.error.details.find((d: any) => d.path === "screenshot.format").message).toContain('"gif"')
+    // ...but not a long one: an error answer does not grow with the input
+    const longValue = await create({ url, screenshot: { format: "g".repeat(100_000) } }, own)
+    expect(longValue.status).toBe(400)
+    expect(longValue.text.length).toBeLessThan(2000)
+    // a secret's bounds count characters, not UTF-16 units (an emoji is one character, two units)
+    expectError(await create({ url, webhookUrl: site.url("/page?case=hook"), webhookSecret: "\u{1F600}".repeat(8) }, own), 400, "validation_error")
+    expect((await create({ url, webhookUrl: site.url("/page?case=hook"), webhookSecret: "\u{1F600}".repeat(256) }, own)).status).toBe(201)
+    expectError(await create({ url, webhookUrl: site.url("/page?case=hook"), webhookSecret: "\u{1F600}".repeat(257) }, own), 400, "validation_error")
+    // the 2048 bound is on the URL, not the blanks around it, which are trimmed
+    const longUrl = site.url("/page?case=") + "u".repeat(2048 - site.url("/page?case=").length)
+    expect((await create({ url: ` ${longUrl} ` }, own)).status).toBe(201)
+    expectError(await create({ url: ` ${longUrl}u ` }, own), 400, "validation_error")
 
     // the edges themselves are accepted
     const edges = await create({
@@ -753,8 +783,24 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
         expectError(res, 400, "validation_error")
         expect(detailPaths(res), JSON.stringify(body)).toEqual([path])
       }
-      // A filter that mixes in another error is a validation error as a whole.
+      // A filter that mixes in another error is a validation error as a whole, naming every path.
       expectError(await search({ where: { colour: "x" }, pagination: { limit: 0 } }), 400, "validation_error")
+      const mixed = await search({ where: { createdAt: { gte: "bad" } }, pagination: { limit: 0 } })
+      expectError(mixed, 400, "validation_error")
+      expect(detailPaths(mixed).sort()).toEqual(["pagination.limit", "where.createdAt.gte"])
+      const filterAndSort = await search({ where: { status: ["x"] }, sort: [{ field: "url", dir: "asc" }] })
+      expectError(filterAndSort, 400, "validation_error")
+      expect(detailPaths(filterAndSort).sort()).toEqual(["sort.0.field", "where.status.0"])
+      // Unsortable fields alone are invalid_sort_field, each named; a field of the wrong type is not a field name.
+      const twoBad = await search({ sort: [{ field: "url", dir: "asc" }, { field: "id", dir: "asc" }, { field: "colour", dir: "desc" }] })
+      expectError(twoBad, 400, "invalid_sort_field")
+      expect(detailPaths(twoBad)).toEqual(["sort.0.field", "sort.2.field"])
+      expectError(await search({ sort: [{ field: 3, dir: "asc" }] }), 400, "validation_error")
+      // A string outside a set of choices is a wrong value; another JSON type is a wrong type.
+      const wrongValue = await search({ where: { status: ["bogus"] }, sort: [{ field: "id", dir: "up" }] })
+      expect(wrongValue.json.error.details.map((d: any) => [d.path, d.code]).sort()).toEqual([["sort.0.dir", "invalid_value"], ["where.status.0", "invalid_value"]])
+      const wrongType = await search({ where: { status: [1] } })
+      expect(wrongType.json.error.details.map((d: any) => [d.path, d.code])).toEqual([["where.status.0", "invalid_type"]])
       // The largest page is allowed.
       expect((await search({ pagination: { limit: 200 } })).json.data.pagination.limit).toBe(200)
       expect((await list("?limit=200")).json.data.pagination.limit).toBe(200)

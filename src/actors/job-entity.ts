@@ -206,6 +206,8 @@ export const JobEntityLive = JobEntity.toLayer(
 
       const winner = outcome.winning
       const final = winner ?? outcome.final
+      // The content `/html` serves: the winner's, or what the last attempt of a failed job got.
+      const kept = winner ?? (final?.body ? final : undefined)
       const screenshotReason = !screenshot ? null
         : winner?.screenshot ? null
         : winner?.screenshotUnavailable ?? (winner ? `the ${winner.engine} engine cannot take screenshots` : "no content was fetched")
@@ -215,8 +217,8 @@ export const JobEntityLive = JobEntity.toLayer(
         classification: outcome.classification,
         engine: winner?.engine ?? final?.engine ?? null,
         durationMs: outcome.durationMs,
-        contentType: winner?.contentType ?? null,
-        bytes: winner?.bytes ?? 0,
+        contentType: kept?.contentType ?? null,
+        bytes: kept?.bytes ?? 0,
         startedWith,
         screenshot: { taken: !!(screenshot && winner?.screenshot), reason: screenshotReason },
         attempts: outcome.attempts.map((a) => ({

@@ -2,6 +2,7 @@
  * Domain identity and URL normalisation (contract §7 "domainId", page history).
  */
 import { isIP } from "node:net"
+import { domainToASCII } from "node:url"
 import { getDomain } from "tldts"
 
 const toUrl = (input: string | URL): URL | null => {
@@ -21,6 +22,16 @@ const toUrl = (input: string | URL): URL | null => {
  * An IP literal is itself (IPv6 without brackets), `localhost` and other single-label or
  * suffix-only hosts are the host itself. `null` when the input is not a URL with a host.
  */
+/**
+ * A `domainId` a client filters by, in the form stored: lower case, and an internationalized name
+ * in its ASCII (punycode) form, as `domainIdOf` gives it (`例え.テスト` finds `xn--r8jz45g.xn--zckzah`).
+ */
+export const domainIdFilter = (given: string): string => {
+  const lower = given.trim().toLowerCase().replace(/\.$/, "")
+  if (isIP(lower.replace(/^\[|\]$/g, ""))) return lower.replace(/^\[|\]$/g, "")
+  return domainToASCII(lower) || lower
+}
+
 export const domainIdOf = (input: string | URL): string | null => {
   const url = toUrl(input)
   if (!url || url.hostname === "") return null

@@ -25,8 +25,8 @@ export const Api = HttpApi.make("trawl")
   .add(ControlGroup)
   // Every offending path is reported at once; unknown body fields are refused
   // so a misspelt option never goes unnoticed.
-  .annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })
-  .annotate(HttpApi.QueryParseOptions, { errors: "all" })
+  .annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error", reportInput: true })
+  .annotate(HttpApi.QueryParseOptions, { errors: "all", reportInput: true })
   .annotate(HttpApi.ParamsParseOptions, { errors: "all" })
   .annotate(HttpApi.HeadersParseOptions, {})
   .annotateMerge(OpenApi.annotations({

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto"
-import { ByteSize, Cause, Effect, SchemaIssue, type Types } from "effect"
+import { ByteSize, Cause, Effect, type SchemaAST, SchemaIssue, type Types } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { ApiError, type ErrorDetail, errorEnvelope, RequestId, ResponseHeaders } from "../schema/errors.ts"
@@ -10,7 +10,12 @@ export const MAX_BODY_BYTES = 6 * 1024 * 1024
 const requestIdPattern = /^[A-Za-z0-9._:-]{8,128}$/
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
-const messageOf = (issue: SchemaIssue.Issue) => formatter(issue).issues[0]?.message ?? "is not valid"
+/** The formatter's message; the input it quotes ("got ...", decoding reports it) only when short. */
+const messageOf = (issue: SchemaIssue.Issue) => {
+  const message = formatter(issue).issues[0]?.message ?? "is not valid"
+  const got = message.indexOf(", got ")
+  return got >= 0 && message.length - got > 70 ? message.slice(0, got) : message
+}
 
 /** One detail per offending path of a schema issue tree. */
 export const issueDetails = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey> = []): Array<ErrorDetail> => {
@@ -23,13 +28,14 @@ export const issueDetails = (issue: SchemaIssue.Issue, path: ReadonlyArray<Prope
     case "Encoding":
       return issueDetails(issue.issue, path)
     case "AnyOf":
-      // A union that failed through exactly one member reports that member's issues; one that no
-      // member could even take (none applied to the input's type) is a wrong type.
+      // A union that failed through exactly one member reports that member's issues. Otherwise the
+      // input is a wrong type when no member takes its JSON type at all ("gif" for a format of
+      // "png" | "jpeg" is a wrong value, 3 a wrong type).
       return issue.issues.length === 1
         ? issueDetails(issue.issues[0]!, path)
         : [{
           path: at,
-          code: issue.issues.every((i) => i._tag === "InvalidType") ? "invalid_type" : "invalid_value",
+          code: "input" in issue && !takesJsonType(issue.ast, jsonTypeOf(issue.input)) ? "invalid_type" : "invalid_value",
           message: messageOf(issue)
         }]
     case "MissingKey":
@@ -40,6 +46,42 @@ export const issueDetails = (issue: SchemaIssue.Issue, path: ReadonlyArray<Prope
       return [{ path: at, code: "invalid_type", message: messageOf(issue) }]
     default:
       return [{ path: at, code: "invalid_value", message: messageOf(issue) }]
+  }
+}
+
+type JsonType = "string" | "number" | "boolean" | "null" | "array" | "object" | "other"
+
+const jsonTypeOf = (v: unknown): JsonType =>
+  v === null ? "null" : Array.isArray(v) ? "array"
+  : typeof v === "string" ? "string" : typeof v === "number" ? "number" : typeof v === "boolean" ? "boolean"
+  : typeof v === "object" ? "object" : "other"
+
+/** Whether a schema takes some input of JSON type `t` (true when its type cannot be told). */
+const takesJsonType = (ast: SchemaAST.AST, t: JsonType): boolean => {
+  switch (ast._tag) {
+    case "Literal":
+      return jsonTypeOf(ast.literal) === t
+    case "String":
+    case "TemplateLiteral":
+      return t === "string"
+    case "Number":
+      return t === "number"
+    case "Boolean":
+      return t === "boolean"
+    case "Null":
+      return t === "null"
+    case "Arrays":
+      return t === "array"
+    case "Objects":
+      return t === "object"
+    case "Union":
+      return ast.types.some((m) => takesJsonType(m, t))
+    case "Undefined":
+    case "Void":
+    case "Never":
+      return false
+    default:
+      return true
   }
 }
 
@@ -57,13 +99,26 @@ export const routeTable = (routes: ReadonlyArray<{ method: string; path: string 
  */
 const otherMethodsOfLiteral = (routes: ReadonlyArray<Route>, method: string, path: string): ReadonlyArray<string> => {
   const methods = routes.filter((r) => r.literal === path || r.literal === path.replace(/\/$/, "")).map((r) => r.method)
-  return methods.length > 0 && !methods.includes(method) && method !== "HEAD" && method !== "OPTIONS" ? [...new Set(methods)] : []
+  // HEAD is GET without the body: it names a literal route that has a GET, and no other.
+  const asMethod = method === "HEAD" ? "GET" : method
+  return methods.length > 0 && !methods.includes(asMethod) && method !== "OPTIONS" ? [...new Set(methods)] : []
 }
 
 const json = (status: number, body: unknown) => HttpServerResponse.jsonUnsafe(body, { status })
 
 /** Whether a detail's path lies in a search body's `where`: an error only there is a bad filter. */
 const inSearchFilter = (path: string) => path === "where" || path.startsWith("where.")
+
+/**
+ * Bodies whose fault as a whole has an answer of its own (a bulk body that is not 1 to 100 jobs,
+ * description "Scraper jobs"); a body that is not JSON at all stays a 400.
+ */
+const wholeBodyErrors: Record<string, { readonly status: number; readonly code: string; readonly message: string }> = {
+  "POST /v1/scraper/jobs/bulk": { status: 422, code: "invalid_bulk_body", message: "the body must be {\"jobs\": [1 to 100 job bodies]}" }
+}
+
+/** A search body's sort term naming a field that cannot be sorted by. */
+const isUnsortableField = (d: ErrorDetail) => /^sort\.\d+\.field$/.test(d.path) && d.code === "invalid_value"
 
 const failureResponse = (
   cause: Cause.Cause<unknown>,
@@ -87,14 +142,23 @@ const failureResponse = (
   if (HttpApiError.HttpApiSchemaError.is(error)) {
     const details = issueDetails(error.cause.issue)
     const isJson = error.kind === "Payload" && details.some((d) => /valid JSON/i.test(d.message))
+    const wholeBody = error.kind === "Payload" && !isJson ? wholeBodyErrors[`${request.method} ${request.url.split("?")[0]!.replace(/\/$/, "")}`] : undefined
+    if (wholeBody) return Effect.succeed(json(wholeBody.status, errorEnvelope(wholeBody.code, wholeBody.message, requestId, details)))
     const where = error.kind === "Payload" ? "body" : error.kind.toLowerCase()
-    // A search body's bad `where` is a bad filter, as a list's bad query filter is.
-    const badFilter = error.kind === "Payload" && details.length > 0 && details.every((d) => inSearchFilter(d.path))
+    // A search body's bad `where` is a bad filter, as a list's bad query filter is, and its unknown
+    // sort fields an invalid sort field; a body with other faults too is a validation error that
+    // names them all.
+    const only = (p: (d: ErrorDetail) => boolean) => error.kind === "Payload" && details.length > 0 && details.every(p)
+    const badFilter = only((d) => inSearchFilter(d.path))
+    const badSort = only(isUnsortableField)
     return Effect.succeed(json(
       400,
       errorEnvelope(
-        badFilter ? "invalid_filter" : "validation_error",
-        isJson ? "the body is not valid JSON" : badFilter ? "the search filter is not valid" : `the request ${where} is not valid`,
+        badFilter ? "invalid_filter" : badSort ? "invalid_sort_field" : "validation_error",
+        isJson ? "the body is not valid JSON"
+        : badFilter ? "the search filter is not valid"
+        : badSort ? "a sort field is not one that can be sorted by"
+        : `the request ${where} is not valid`,
         requestId,
         isJson ? [{ path: "", code: "invalid_json", message: "body must be valid JSON" }] : details
       )

@@ -6,28 +6,17 @@ import { fail } from "../schema/errors.ts"
 export type SortEntry = { field: string; dir: "asc" | "desc" }
 
 /**
- * A search's `createdAt` bounds, each checked strictly and rewritten as a UTC ISO string (so the
- * database never reads a spelling of its own); `400 invalid_filter` naming every bound that is not
- * a date-time.
+ * A search's `createdAt` bounds (checked by the body's schema, `DateTimeBound`) rewritten as UTC
+ * ISO strings, so the database never reads a spelling of its own.
  */
-export const createdAtFilter = (range: { readonly gte?: string | undefined; readonly lt?: string | undefined }) =>
-  Effect.gen(function*() {
-    const out: { gte?: string; lt?: string } = {}
-    const bad: Array<"gte" | "lt"> = []
-    for (const k of ["gte", "lt"] as const) {
-      const v = range[k]
-      if (v === undefined) continue
-      const ms = parseIsoDateTime(v)
-      if (ms === undefined) bad.push(k)
-      else out[k] = new Date(ms).toISOString()
-    }
-    if (bad.length > 0) {
-      return yield* fail(400, "invalid_filter", "createdAt bounds must be ISO 8601 date-times", {
-        details: bad.map((k) => ({ path: `where.createdAt.${k}`, code: "invalid_value", message: "not a date-time" }))
-      })
-    }
-    return out
-  })
+export const createdAtFilter = (range: { readonly gte?: string | undefined; readonly lt?: string | undefined }) => {
+  const out: { gte?: string; lt?: string } = {}
+  for (const k of ["gte", "lt"] as const) {
+    const ms = range[k] === undefined ? undefined : parseIsoDateTime(range[k])
+    if (ms !== undefined) out[k] = new Date(ms).toISOString()
+  }
+  return out
+}
 
 /**
  * Parses `sort=field:dir,field:dir` against the sortable fields. An unknown field

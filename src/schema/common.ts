@@ -42,6 +42,11 @@ const LAST_INSTANT = 253402300799999
 
 const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0
 
+/** A search's date-time bound: a real instant (see `parseIsoDateTime`), a date alone meaning its UTC midnight. */
+export const DateTimeBound = Schema.String.check(
+  Schema.makeFilter((s) => parseIsoDateTime(s) !== undefined, { expected: "an ISO 8601 date or date-time such as 2026-01-31T12:00:00Z" })
+).annotate({ format: "date-time" })
+
 /** An input date-time: must be a real instant (see `parseIsoDateTime`), with a time part. */
 export const DateTimeInput = Schema.String.check(
   Schema.makeFilter((s) => s.includes("T") && parseIsoDateTime(s) !== undefined, {
@@ -56,12 +61,17 @@ export const DateTimeInput = Schema.String.check(
  * The bound also holds for the URL as it is stored and answered, percent-encoded (`é` is six
  * characters there), so the URL a job reports can always be given back, to the page history say.
  */
+const trimBlanks = (s: string) => s.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "")
+
 export const AbsoluteUrl = Schema.String.check(
-  Schema.isBetweenLength(1, 2048),
+  // Blanks around a URL are only trimmed, as the URL parser does: the bound is on what they enclose.
+  Schema.makeFilter((s) => {
+    const n = trimBlanks(s).length
+    return n >= 1 && n <= 2048
+  }, { expected: "a URL of 1 to 2048 characters" }),
   // The URL parser would drop tabs and newlines and encode spaces inside a URL without a word: a
-  // URL written with them is refused as malformed instead of fetched as something else. Blanks
-  // around it are only trimmed, as the parser does.
-  Schema.makeFilter((s) => !/[\u0000-\u0020\u007f]/.test(s.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "")), {
+  // URL written with them is refused as malformed instead of fetched as something else.
+  Schema.makeFilter((s) => !/[\u0000-\u0020\u007f]/.test(trimBlanks(s)), {
     expected: "a URL without spaces or control characters inside it"
   }),
   Schema.makeFilter((s) => {
@@ -85,6 +95,14 @@ export const AbsoluteUrl = Schema.String.check(
  * entity's write would fail it on every retry of the message.
  */
 export const isStorableText = Schema.makeFilter((s: string) => !s.includes("\u0000"), { expected: "text without the NUL character (U+0000)" })
+
+/** A webhook's signing secret: 16 to 256 characters, counted as characters (code points), not UTF-16 units. */
+export const WebhookSecret = Schema.String.check(
+  Schema.makeFilter((s) => {
+    const n = [...s].length
+    return n >= 16 && n <= 256
+  }, { expected: "a secret of 16 to 256 characters" })
+)
 
 /** Free text of `min` to `max` characters that can be stored. */
 export const Text = (min: number, max: number) => Schema.String.check(Schema.isBetweenLength(min, max), isStorableText)

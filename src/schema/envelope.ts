@@ -31,13 +31,18 @@ export const Success = <S extends Schema.Top>(data: S, status = 200, label = lab
   )
 }
 
+/** An applied sort term, as a list or search echoes it. */
 export const SortEntry = Schema.Struct({ field: Schema.String, dir: Schema.Literals(["asc", "desc"]) })
 
 /** The most sort terms a list or search takes. */
 export const MAX_SORT_TERMS = 5
 
-/** A search body's `sort`. */
-export const SortTerms = Schema.Array(SortEntry).check(Schema.isMaxLength(MAX_SORT_TERMS))
+/**
+ * A search body's `sort` over `fields`. A field not among them is reported at `sort.<i>.field`,
+ * which the error envelope answers as `400 invalid_sort_field`.
+ */
+export const SortTerms = <const Fields extends ReadonlyArray<string>>(fields: Fields) =>
+  Schema.Array(Schema.Struct({ field: Schema.Literals(fields), dir: Schema.Literals(["asc", "desc"]) })).check(Schema.isMaxLength(MAX_SORT_TERMS))
 
 /** A whole number in a query string, in decimal digits only (not `0x10`, `1e3`, ` 10` or empty). */
 const QueryInt = Schema.String.check(Schema.isPattern(/^\d{1,15}$/, { expected: "a whole number in decimal digits, at most 15 of them" })).pipe(

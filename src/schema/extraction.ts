@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, DateTime, NullableDateTime } from "./common.ts"
+import { AbsoluteUrl, DateTime, DateTimeBound, NullableDateTime, WebhookSecret } from "./common.ts"
 import { Page, SortTerms } from "./envelope.ts"
 
 export const ExtractionStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead", "cancelled"])
@@ -26,7 +26,7 @@ export const CreateExtractionBody = Schema.Struct({
   configId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
   llm: Schema.optional(Schema.Struct({ enabled: Schema.optional(Schema.Boolean), mode: Schema.optional(LlmMode) })),
   webhookUrl: Schema.optional(Schema.NullOr(AbsoluteUrl)),
-  webhookSecret: Schema.optional(Schema.String.check(Schema.isBetweenLength(16, 256))),
+  webhookSecret: Schema.optional(WebhookSecret),
   webhookEventTypes: Schema.optional(
     Schema.Array(Schema.Literals(["done", "failed", "dead"])).check(Schema.isBetweenLength(1, 3))
   )
@@ -95,9 +95,9 @@ export const SearchExtractionsBody = Schema.Struct({
     status: Schema.optional(Schema.Array(ExtractionStatus).check(Schema.isBetweenLength(1, 6))),
     type: Schema.optional(ExtractionType),
     domainId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 253))),
-    createdAt: Schema.optional(Schema.Struct({ gte: Schema.optional(Schema.String), lt: Schema.optional(Schema.String) }))
+    createdAt: Schema.optional(Schema.Struct({ gte: Schema.optional(DateTimeBound), lt: Schema.optional(DateTimeBound) }))
   })),
-  sort: Schema.optional(SortTerms),
+  sort: Schema.optional(SortTerms(extractionSortFields)),
   pagination: Schema.optional(Schema.Struct({
     offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
     limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))

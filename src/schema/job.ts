@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, DateTime, NullableDateTime } from "./common.ts"
+import { AbsoluteUrl, DateTime, DateTimeBound, NullableDateTime, WebhookSecret } from "./common.ts"
 import { Page, SortTerms } from "./envelope.ts"
 
 export const JobStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead"])
@@ -25,7 +25,7 @@ export const CreateJobBody = Schema.Struct({
   url: AbsoluteUrl,
   priority: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10 }))),
   webhookUrl: Schema.optional(Schema.NullOr(AbsoluteUrl)),
-  webhookSecret: Schema.optional(Schema.String.check(Schema.isBetweenLength(16, 256))),
+  webhookSecret: Schema.optional(WebhookSecret),
   timeoutMs: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 15_000, maximum: 300_000 }))),
   escalation: Schema.optional(Schema.Array(EscalationEntry).check(Schema.isBetweenLength(1, 8))),
   screenshot: Schema.optional(Schema.Union([Schema.Boolean, ScreenshotOptions]))
@@ -106,13 +106,13 @@ export const SearchJobsBody = Schema.Struct({
     status: Schema.optional(Schema.Array(JobStatus).check(Schema.isBetweenLength(1, 5))),
     url: Schema.optional(Schema.Struct({ prefix: Schema.String.check(Schema.isBetweenLength(1, 2048)) })),
     domainId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 253))),
-    createdAt: Schema.optional(Schema.Struct({ gte: Schema.optional(Schema.String), lt: Schema.optional(Schema.String) })),
+    createdAt: Schema.optional(Schema.Struct({ gte: Schema.optional(DateTimeBound), lt: Schema.optional(DateTimeBound) })),
     priority: Schema.optional(Schema.Struct({
       gte: Schema.optional(PriorityBound),
       lte: Schema.optional(PriorityBound)
     }))
   })),
-  sort: Schema.optional(SortTerms),
+  sort: Schema.optional(SortTerms(jobSortFields)),
   pagination: Schema.optional(Schema.Struct({
     offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
     limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto"
 import { gunzipSync, gzipSync } from "node:zlib"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { domainIdFilter } from "../crawl/domain.ts"
 import { appendEventCtes } from "../events/event-log.ts"
 import { iso } from "../schema/common.ts"
 import type { ConfigPayload, Extraction, ExtractionStatus, ExtractorConfig, SearchExtractionsBody } from "../schema/extraction.ts"
@@ -192,7 +193,7 @@ export const ExtractionRepoLive = Layer.effect(
       const w = q.where
       if (w.status) parts.push(sql`status IN ${sql.in(w.status)}`)
       if (w.type) parts.push(sql`type = ${w.type}`)
-      if (w.domainId) parts.push(sql`domain_id = ${w.domainId.toLowerCase()}`)
+      if (w.domainId) parts.push(sql`domain_id = ${domainIdFilter(w.domainId)}`)
       if (w.createdAt?.gte) parts.push(sql`created_at >= ${w.createdAt.gte}::timestamptz`)
       if (w.createdAt?.lt) parts.push(sql`created_at < ${w.createdAt.lt}::timestamptz`)
       return sql.and(parts)

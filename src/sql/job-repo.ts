@@ -2,6 +2,7 @@ import { createHash } from "node:crypto"
 import { brotliCompressSync, brotliDecompressSync, constants as zlibConstants, gunzipSync } from "node:zlib"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { domainIdFilter } from "../crawl/domain.ts"
 import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
 import type { Job, JobResult, JobStatus, PageVersion, SearchJobsBody } from "../schema/job.ts"
@@ -216,7 +217,7 @@ export const JobRepoLive = Layer.effect(
       const w = q.where
       if (w.status) parts.push(sql`status IN ${sql.in(w.status)}`)
       if (w.url?.prefix) parts.push(sql`starts_with(url, ${w.url.prefix})`)
-      if (w.domainId) parts.push(sql`domain_id = ${w.domainId.toLowerCase()}`)
+      if (w.domainId) parts.push(sql`domain_id = ${domainIdFilter(w.domainId)}`)
       if (w.createdAt?.gte) parts.push(sql`created_at >= ${w.createdAt.gte}::timestamptz`)
       if (w.createdAt?.lt) parts.push(sql`created_at < ${w.createdAt.lt}::timestamptz`)
       if (w.priority?.gte !== undefined) parts.push(sql`priority >= ${w.priority.gte}`)

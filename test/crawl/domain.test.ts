@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { domainIdOf, normalizeUrl } from "../../src/crawl/domain.js"
+import { domainIdFilter, domainIdOf, normalizeUrl } from "../../src/crawl/domain.js"
 
 describe("domainIdOf", () => {
   it.each([
@@ -47,5 +47,14 @@ describe("normalizeUrl", () => {
   it("is idempotent", () => {
     const once = normalizeUrl("https://Example.com:443/a?c=3&b=2#x")
     expect(normalizeUrl(once)).toBe(once)
+  })
+})
+
+describe("domainIdFilter", () => {
+  it("gives the stored form of a domainId a client filters by: lower case, punycode, no brackets or final dot", () => {
+    expect(domainIdFilter("例え.テスト")).toBe(domainIdOf("http://例え.テスト/")!)
+    expect(domainIdFilter("Example.COM.")).toBe("example.com")
+    expect(domainIdFilter("127.0.0.1")).toBe("127.0.0.1")
+    expect(domainIdFilter("[::1]")).toBe(domainIdOf("http://[::1]:8080/")!)
   })
 })
