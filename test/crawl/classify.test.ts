@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { anyWordMatcher, detectBotWall } from "../../src/crawl/engines/classify.ts"
+import { anyWordMatcher, classifyError, detectBotWall } from "../../src/crawl/engines/classify.ts"
 
 const bytes = (s: string) => Buffer.from(s, "latin1")
 
@@ -85,5 +85,15 @@ describe("detectBotWall", () => {
       expect(detectBotWall(page), JSON.stringify(filler)).toBe(verdict)
     }
     expect(detectBotWall(Buffer.from(`<p>access denied</p>${"<".repeat(100)}`))).toBe("access denied")
+  })
+})
+
+describe("classifyError", () => {
+  const err = (code: string) => Object.assign(new Error(code), { code })
+  it("tells a name that does not resolve (dns_error, the job ends) from a resolver that did not answer in time (timeout, retried)", () => {
+    for (const code of ["ENOTFOUND", "EAI_NONAME", "EAI_FAIL"]) expect(classifyError(err(code)), code).toBe("dns_error")
+    for (const code of ["EAI_AGAIN", "ETIMEDOUT"]) expect(classifyError(err(code)), code).toBe("timeout")
+    // ...also when wrapped, as got and undici wrap the socket's error
+    expect(classifyError(Object.assign(new Error("request failed"), { cause: err("EAI_AGAIN") }))).toBe("timeout")
   })
 })

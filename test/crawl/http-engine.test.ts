@@ -355,6 +355,23 @@ describe("alternate engine", () => {
     await viaProxy.close?.()
   })
 
+  it("through a proxy, a slow resolution is bounded by the attempt's deadline and its caller's signal", async () => {
+    // A resolver that never answers: nothing is sent to the proxy (port 9 has no listener anyway).
+    const silent = ((() => {}) as unknown) as import("../../src/crawl/ssrf.js").LookupFunction
+    const viaProxy = createHttpEngine({ name: "alternate", proxyUrl: "http://127.0.0.1:9", lookup: silent })
+    let t = performance.now()
+    const timedOut = await viaProxy.fetch({ url: "http://slow-dns.example/", timeoutMs: 1000, allowPrivate: false })
+    expect(timedOut).toMatchObject({ engine: "alternate", classification: "timeout" })
+    expect(performance.now() - t).toBeLessThan(5000)
+    const ac = new AbortController()
+    setTimeout(() => ac.abort(), 200)
+    t = performance.now()
+    const cancelled = await viaProxy.fetch({ url: "http://slow-dns.example/", timeoutMs: 20_000, allowPrivate: false, signal: ac.signal })
+    expect(cancelled).toMatchObject({ engine: "alternate", classification: "cancelled" })
+    expect(performance.now() - t).toBeLessThan(5000)
+    await viaProxy.close?.()
+  })
+
   it("goes direct when no proxy is set", async () => {
     const direct = createHttpEngine({ name: "alternate" })
     expect(await direct.fetch({ url: site.url("/ok"), timeoutMs: 5000, allowPrivate: true })).toMatchObject({ engine: "alternate", classification: "ok" })

@@ -252,8 +252,10 @@ export const classifyResponse = (status: number, body: Buffer | null): { classif
   return { classification: "ok" }
 }
 
-const DNS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_FAIL", "EAI_NODATA", "EAI_NONAME", "ENODATA", "ESERVFAIL", "EDNS"])
-const TIMEOUT_CODES = new Set(["ETIMEDOUT", "ESOCKETTIMEDOUT", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"])
+const DNS_CODES = new Set(["ENOTFOUND", "EAI_FAIL", "EAI_NODATA", "EAI_NONAME", "ENODATA", "ESERVFAIL", "EDNS"])
+// EAI_AGAIN is a resolver that did not answer in time (the guard's own lookup deadline gives it too):
+// a passing fault worth a retry, unlike a name that does not exist.
+const TIMEOUT_CODES = new Set(["EAI_AGAIN", "ETIMEDOUT", "ESOCKETTIMEDOUT", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"])
 
 const codesOf = (e: unknown): string[] => {
   const out: string[] = []

@@ -256,6 +256,14 @@ const inflate = promisify(zlib.inflate) as (b: Buffer, o: zlib.ZlibOptions) => P
 const inflateRaw = promisify(zlib.inflateRaw) as (b: Buffer, o: zlib.ZlibOptions) => Promise<Buffer>
 const brotli = promisify(zlib.brotliDecompress) as (b: Buffer, o: zlib.BrotliOptions) => Promise<Buffer>
 
+/** What `work` gives, or undefined as soon as `signal` is aborted (the work goes on, unheeded). */
+const untilAborted = <A>(work: Promise<A>, signal: AbortSignal): Promise<A | undefined> =>
+  signal.aborted ? Promise.resolve(undefined) : new Promise((resolve, reject) => {
+    const onAbort = () => resolve(undefined)
+    signal.addEventListener("abort", onAbort, { once: true })
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort))
+  })
+
 export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
   const name = opts.name ?? "http"
   const maxBody = opts.maxBodyBytes ?? 10 * 1024 * 1024
@@ -305,14 +313,18 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
   /** Guard for one hop (the first URL or a redirect target). Returns a refusal text or null. */
   const checkHop = async (
     raw: string,
-    allowPrivate: boolean
-  ): Promise<{ ok: true; url: URL } | { ok: false; classification: "unsafe_url" | "dns_error"; error: string }> => {
+    allowPrivate: boolean,
+    signal: AbortSignal,
+    abortedAs: () => "cancelled" | "timeout"
+  ): Promise<{ ok: true; url: URL } | { ok: false; classification: "unsafe_url" | "dns_error" | "cancelled" | "timeout"; error: string }> => {
     const parsed = parseTargetUrl(raw, { allowPrivate })
     if (!parsed.ok) return { ok: false, classification: "unsafe_url", error: `${parsed.reason}: ${parsed.detail}` }
     if (allowPrivate) return parsed
     if (proxyUrl) {
-      // the proxy resolves the name: resolve and classify every address ourselves first
-      const r = await checkUrl(parsed.url, { allowPrivate, lookup: opts.lookup, classify })
+      // the proxy resolves the name: resolve and classify every address ourselves first, within
+      // the attempt's deadline and its caller's signal (a slow resolver must not outlast them)
+      const r = await untilAborted(checkUrl(parsed.url, { allowPrivate, lookup: opts.lookup, classify }), signal)
+      if (r === undefined) return { ok: false, classification: abortedAs(), error: `${abortedAs()} while resolving ${parsed.url.hostname}` }
       if (!r.ok) {
         return { ok: false, classification: r.reason === "dns_error" ? "dns_error" : "unsafe_url", error: `${r.reason}: ${r.detail}` }
       }
@@ -462,15 +474,18 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
     const redirects: string[] = []
     if (req.signal?.aborted) return emptyAttempt(name, "cancelled", t0, { error: "cancelled before start" })
 
-    const first = await checkHop(req.url, req.allowPrivate)
-    if (!first.ok) return emptyAttempt(name, first.classification, t0, { error: first.error, finalUrl: req.url })
-
     const deadline = new AbortController()
     const timer = setTimeout(
       () => deadline.abort(new DOMException(`attempt timed out after ${req.timeoutMs} ms`, "TimeoutError")),
       req.timeoutMs
     )
     const signal = req.signal ? AbortSignal.any([req.signal, deadline.signal]) : deadline.signal
+    const abortedAs = () => (req.signal?.aborted ? "cancelled" as const : "timeout" as const)
+    const first = await checkHop(req.url, req.allowPrivate, signal, abortedAs)
+    if (!first.ok) {
+      clearTimeout(timer)
+      return emptyAttempt(name, first.classification, t0, { error: first.error, finalUrl: req.url })
+    }
     const baseHeaders = nextHeaders()
     const cookies = new AttemptCookies()
     let url = first.url
@@ -509,13 +524,13 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
               error: `invalid redirect location ${String(res.headers.location).slice(0, 200)}`
             })
           }
-          const next = await checkHop(target, req.allowPrivate)
+          const next = await checkHop(target, req.allowPrivate, signal, abortedAs)
           if (!next.ok) {
             return emptyAttempt(name, next.classification, t0, {
               httpStatus: res.status,
               finalUrl: target,
               redirects,
-              error: `redirect refused: ${next.error}`
+              error: next.classification === "unsafe_url" || next.classification === "dns_error" ? `redirect refused: ${next.error}` : next.error
             })
           }
           url = next.url
