@@ -35,7 +35,12 @@ export const JobEntity = Entity.make("Job", [
 const screenshotOf = (s: JobRow["screenshot"]): false | ScreenshotOptions => {
   if (!s) return false
   if (s === true) return { format: "png" }
-  return { format: s.format === "jpeg" ? "jpeg" : "png", ...(s.quality !== undefined ? { quality: s.quality } : {}), ...(s.fullPage !== undefined ? { fullPage: s.fullPage } : {}) }
+  return {
+    format: s.format === "jpeg" ? "jpeg" : "png",
+    ...(s.quality !== undefined ? { quality: s.quality } : {}),
+    ...(s.fullPage !== undefined ? { fullPage: s.fullPage } : {}),
+    ...(s.loadResources !== undefined ? { loadResources: s.loadResources } : {})
+  }
 }
 
 /**

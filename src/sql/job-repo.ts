@@ -24,7 +24,7 @@ export interface JobRow {
   readonly attempts: number
   readonly timeout_ms: number
   readonly escalation: ReadonlyArray<{ engine: string; attempts: number; timeoutMs: number }> | null
-  readonly screenshot: { format?: string; quality?: number; fullPage?: boolean } | boolean | null
+  readonly screenshot: { format?: string; quality?: number; fullPage?: boolean; loadResources?: boolean } | boolean | null
   readonly webhook_url: string | null
   readonly webhook_secret_enc: string | null
   readonly result: JobResult | null

@@ -186,6 +186,7 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       "/tall": page(200, html(`<div style="height:3000px;background:linear-gradient(red,blue)">tall page</div>`)),
       "/big": page(200, html(`<p>${"z".repeat(300 * 1024)}</p>`)),
       "/endless": endlessPage,
+      "/with-image": page(200, html(`<h1>A page with a picture</h1><img src="/png" width="10" height="10">`)),
       "/builds-big": page(200, html(`<p id="p"></p><script>document.getElementById("p").textContent = "y".repeat(400 * 1024)</script>`)),
       "/json": (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON_BODY),
       "/png": (_req, res) => res.writeHead(200, { "content-type": "image/png" }).end(PNG_BYTES),
@@ -229,6 +230,18 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
     // full page: the image is taller than the 768 px viewport (JPEG SOF0/SOF2 height)
     const sof = jpeg.screenshot!.findIndex((b, i, buf) => b === 0xff && (buf[i + 1] === 0xc0 || buf[i + 1] === 0xc2))
     expect(jpeg.screenshot!.readUInt16BE(sof + 5)).toBeGreaterThan(768)
+  })
+
+  it("renders a screenshot without images when loadResources is false, and with them by default", async () => {
+    const before = site.hits.filter((h) => h === "/png").length
+    const withImages = await get("/with-image", { screenshot: { format: "png" } })
+    const afterDefault = site.hits.filter((h) => h === "/png").length
+    const without = await get("/with-image", { screenshot: { format: "png", loadResources: false } })
+    expect(withImages.classification).toBe("ok")
+    expect(without.classification).toBe("ok")
+    expect(without.screenshot!.subarray(0, 8).equals(PNG_MAGIC)).toBe(true)
+    expect(afterDefault - before).toBe(1)
+    expect(site.hits.filter((h) => h === "/png").length).toBe(afterDefault)
   })
 
   it("keeps the bytes the target sent for a document the browser shows in a viewer (JSON, an image)", async () => {

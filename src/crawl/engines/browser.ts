@@ -144,6 +144,9 @@ interface BrowserSlot {
 
 const PASSTHROUGH_SCHEMES = new Set(["data:", "blob:", "about:"])
 
+/** What a screenshot with `loadResources: false` renders without. */
+const SKIPPABLE_RESOURCES = new Set(["image", "media", "font"])
+
 /** How long an aborted or timed-out attempt waits for the browser to wind down before it answers anyway. */
 const ABORT_GRACE_MS = 2_000
 
@@ -327,6 +330,8 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       signal.addEventListener("abort", onAbort, { once: true })
       if (signal.aborted) throw signal.reason
 
+      // A screenshot asked for without resources: the page renders without images, media and fonts.
+      const skipResources = req.screenshot ? req.screenshot.loadResources === false : false
       // request-level guard: scheme + resolve + classify, cached per origin for this fetch
       let mainRefusal: string | undefined
       const checks = new Map<string, Promise<CheckResult>>()
@@ -347,6 +352,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
           return route.abort("blockedbyclient").catch(() => {})
         }
         if (PASSTHROUGH_SCHEMES.has(u.protocol)) return route.continue().catch(() => {})
+        if (skipResources && SKIPPABLE_RESOURCES.has(request.resourceType())) return route.abort("blockedbyclient").catch(() => {})
         let verdict = checks.get(u.origin)
         if (!verdict) checks.set(u.origin, (verdict = checkUrl(u, guard)))
         const r = await verdict

@@ -26,6 +26,8 @@ export interface ScreenshotOptions {
   /** JPEG quality 0-100 (ignored for PNG). */
   quality?: number
   fullPage?: boolean
+  /** False: the page is rendered without images, media and fonts (a lighter, faster capture). Default true. */
+  loadResources?: boolean
 }
 
 export interface FetchRequest {
