@@ -23,7 +23,7 @@ import { EventLogLive } from "./events/event-log.ts"
 import { AdminHandlers } from "./http/admin.http.ts"
 import { Api } from "./http/api.ts"
 import { answerParserRefusals } from "./http/client-error.ts"
-import { StreamConnections } from "./http/stream-connections.ts"
+import { MAX_STREAMS_PER_TENANT, OpenStreams, StreamConnections } from "./http/stream-connections.ts"
 import { BillingHandlers } from "./http/billing.http.ts"
 import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
@@ -81,10 +81,12 @@ export const makeServerLayer = (config: AppConfig) => {
     StorageMaintenanceLive
   )
 
+  // A live event stream sends a keep-alive every 15 s: one that sends nothing for a minute is stuck.
+  const streams = new StreamConnections({ stallMs: 60_000, maxPerTenant: MAX_STREAMS_PER_TENANT })
   const Handlers = Layer.mergeAll(
     SystemHandlers,
     IamHandlers,
-    JobsHandlers,
+    JobsHandlers.pipe(Layer.provide(Layer.succeed(OpenStreams, streams))),
     WebhooksAdminHandlers,
     PageHistoryHandlers,
     ExtractionsHandlers,
@@ -101,10 +103,8 @@ export const makeServerLayer = (config: AppConfig) => {
     envelopeMiddleware(routeTable(apiRoutes))
   ).pipe(Layer.provide(Security))
 
-  // A live event stream sends a keep-alive every 15 s: one that sends nothing for a minute is stuck.
-  const streams = new StreamConnections({ isStream: (request) => (request.url ?? "").split("?")[0] === "/v1/scraper/events", stallMs: 60_000 })
   const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
-    Layer.provide(NodeHttpServer.layer(() => streams.watch(answerParserRefusals(createServer({ keepAliveTimeout: 65_000 }))), { port: config.port, host: config.host }))
+    Layer.provide(NodeHttpServer.layer(() => answerParserRefusals(createServer({ keepAliveTimeout: 65_000 })), { port: config.port, host: config.host }))
   )
 
   return drainOnShutdown(streams).pipe(

@@ -40,9 +40,9 @@ interface SseEvent {
 }
 
 /** Reads a server-sent-event stream in the background; `until` waits for a condition on the events seen. */
-const openStream = async (baseUrl: string, key: string, lastEventId?: string) => {
+const openStream = async (baseUrl: string, key: string, lastEventId?: string, path = "/v1/scraper/events") => {
   const controller = new AbortController()
-  const res = await fetch(`${baseUrl}/v1/scraper/events`, {
+  const res = await fetch(`${baseUrl}${path}`, {
     headers: { "x-api-key": key, accept: "text/event-stream", ...(lastEventId ? { "last-event-id": lastEventId } : {}) },
     signal: controller.signal
   })
@@ -1047,6 +1047,39 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     const bad = await api.call("GET", "/v1/scraper/events", { key: a.apiKey, headers: { "last-event-id": "abc" } })
     expectError(bad, 400, "validation_error")
     expectError(await api.get("/v1/scraper/events"), 401, "unauthorized")
+  })
+
+  it("holds at most 10 event streams of a tenant on a node, however the path is spelled (429 beyond)", async () => {
+    const t = await api.createTenant()
+    const other = await api.createTenant()
+    // Spellings the router takes are streams like any other: watched, and counted.
+    const spellings = ["/v1/scraper/events", "/v1/scraper/events/", "/v1/scraper//events"]
+    const open = await Promise.all(Array.from({ length: 10 }, (_, i) => openStream(server.baseUrl, t.apiKey, undefined, spellings[i % spellings.length])))
+    try {
+      for (const s of open) await s.until(() => s.connected(), 10_000)
+      const refused = await api.get("/v1/scraper/events", t.apiKey)
+      expectError(refused, 429, "rate_limited")
+      expect(refused.headers.get("retry-after")).toBe("5")
+      const elsewhere = await openStream(server.baseUrl, other.apiKey)
+      await elsewhere.until(() => elsewhere.connected(), 10_000)
+      await elsewhere.close()
+      // A closed stream gives its place back.
+      await open.pop()!.close()
+      let again: Awaited<ReturnType<typeof openStream>> | undefined
+      for (let tries = 0; !again && tries < 50; tries++) {
+        const s = await openStream(server.baseUrl, t.apiKey)
+        if (s.status === 200) again = s
+        else {
+          await s.close()
+          await new Promise((r) => setTimeout(r, 100))
+        }
+      }
+      expect(again).toBeDefined()
+      await again!.until(() => again!.connected(), 10_000)
+      await again!.close()
+    } finally {
+      await Promise.all(open.map((s) => s.close()))
+    }
   })
 
   it("delivers every event live, the same as a replay from the log, under concurrent jobs", async () => {

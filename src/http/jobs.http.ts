@@ -1,6 +1,8 @@
 import { Cause, Effect, Latch, Queue, Schema, Stream } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import type { IncomingMessage, ServerResponse } from "node:http"
 import { entityCall } from "../actors/entity-call.ts"
 import { WebhookDeliveryEntity } from "../actors/webhook-delivery-entity.ts"
 import { EVENT_RETENTION_HOURS, EventLog, type StoredEvent } from "../events/event-log.ts"
@@ -16,6 +18,7 @@ import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { Api } from "./api.ts"
 import { issueDetails } from "./envelope-middleware.ts"
 import { Draining } from "./draining.ts"
+import { OpenStreams } from "./stream-connections.ts"
 import { Idempotency } from "./idempotency.ts"
 import { JobCreation, type PreparedJob } from "../crawl/job-creation.ts"
 import { createdAtFilter, parseSort } from "./list-query.ts"
@@ -59,6 +62,7 @@ export const JobsHandlers = HttpApiBuilder.group(
     const webhooks = yield* WebhookRepo
     const draining = yield* Draining
     const authenticator = yield* ApiKeyAuthenticator
+    const openStreams = yield* OpenStreams
 
     const withResult = (row: JobRow) => ({ ...toJob(row), result: row.result ?? null, replayOf: row.replay_of })
 
@@ -227,11 +231,23 @@ export const JobsHandlers = HttpApiBuilder.group(
       .handle("events", ({ headers }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          const rawKey = (yield* HttpServerRequest.HttpServerRequest).headers["x-api-key"] ?? ""
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const rawKey = request.headers["x-api-key"] ?? ""
           const resumeFrom = headers["last-event-id"]
           if (resumeFrom !== undefined && !/^\d{1,64}$/.test(resumeFrom)) {
             return yield* fail(400, "validation_error", "Last-Event-ID must be an event id", {
               details: [{ path: "Last-Event-ID", code: "invalid_value", message: "a decimal event id" }]
+            })
+          }
+          // Watched for stalls and shutdown from here on, and counted against the tenant's streams on this node.
+          const admitted = openStreams.admit(
+            me.tenantId,
+            NodeHttpServerRequest.toIncomingMessage(request) as IncomingMessage,
+            NodeHttpServerRequest.toServerResponse(request) as ServerResponse
+          )
+          if (!admitted) {
+            return yield* fail(429, "rate_limited", `the tenant has ${openStreams.maxPerTenant} event streams open on this node already; close one, or retry`, {
+              retryAfter: 5
             })
           }
           const stream = Stream.callback<string>((queue) =>

@@ -18,24 +18,26 @@ describe("StreamConnections (event stream sockets)", () => {
     for (const c of cleanups.splice(0)) c()
   })
 
-  /** A server whose /stream sends `bytes` at once, then a keep-alive every `tickMs` (if given). */
+  /** A server whose /stream (of tenant `t` in the query) sends `bytes` at once, then a keep-alive every `tickMs` (if given); 429 when not admitted. */
   const serve = async (streams: StreamConnections, options: { bytes: number; tickMs?: number }) => {
-    const server = streams.watch(http.createServer((req, res) => {
-      if (req.url !== "/stream") return res.writeHead(404).end()
+    const server = http.createServer((req, res) => {
+      const [path, query] = (req.url ?? "").split("?")
+      if (path !== "/stream") return res.writeHead(404).end()
+      if (!streams.admit(new URLSearchParams(query).get("t") ?? "t1", req, res)) return res.writeHead(429).end()
       res.writeHead(200, { "content-type": "text/event-stream" })
       const chunk = Buffer.alloc(64 * 1024, 0x61)
       for (let sent = 0; sent < options.bytes; sent += chunk.length) res.write(chunk)
       const tick = options.tickMs ? setInterval(() => res.write(": keep-alive\n\n"), options.tickMs) : undefined
       res.on("close", () => clearInterval(tick))
-    }))
+    })
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     cleanups.push(() => server.closeAllConnections())
     return { server, port: (server.address() as { port: number }).port }
   }
 
   /** Opens /stream; `read` false leaves every byte unread. */
-  const open = (port: number, read: boolean): Socket => {
-    const socket = connect(port, "127.0.0.1", () => socket.write("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"))
+  const open = (port: number, read: boolean, tenant = "t1"): Socket => {
+    const socket = connect(port, "127.0.0.1", () => socket.write(`GET /stream?t=${tenant} HTTP/1.1\r\nHost: x\r\n\r\n`))
     socket.on("error", () => {})
     if (read) socket.on("data", () => {})
     else socket.pause()
@@ -44,7 +46,7 @@ describe("StreamConnections (event stream sockets)", () => {
   }
 
   it("closes a stream connection whose client reads nothing once its send buffers are full and nothing goes out", async () => {
-    const streams = new StreamConnections({ isStream: (r) => r.url === "/stream", stallMs: 300 })
+    const streams = new StreamConnections({ stallMs: 300, maxPerTenant: 10 })
     const { port } = await serve(streams, { bytes: 32 * 1024 * 1024, tickMs: 50 })
     open(port, false)
     expect(await until(() => streams.open === 1, 2000)).toBe(true)
@@ -52,7 +54,7 @@ describe("StreamConnections (event stream sockets)", () => {
   })
 
   it("keeps a stream whose client reads, though it only sends keep-alives", async () => {
-    const streams = new StreamConnections({ isStream: (r) => r.url === "/stream", stallMs: 300 })
+    const streams = new StreamConnections({ stallMs: 300, maxPerTenant: 10 })
     const { port } = await serve(streams, { bytes: 0, tickMs: 50 })
     open(port, true)
     expect(await until(() => streams.open === 1, 2000)).toBe(true)
@@ -61,7 +63,7 @@ describe("StreamConnections (event stream sockets)", () => {
   })
 
   it("at shutdown, closes the stream connections that cannot deliver their last bytes, so the server can close", async () => {
-    const streams = new StreamConnections({ isStream: (r) => r.url === "/stream", stallMs: 600_000 })
+    const streams = new StreamConnections({ stallMs: 600_000, maxPerTenant: 10 })
     // The response waits for its client to take what was written before it can go on (or end).
     const { server, port } = await serve(streams, { bytes: 32 * 1024 * 1024 })
     open(port, false)
@@ -72,5 +74,21 @@ describe("StreamConnections (event stream sockets)", () => {
     expect(early).toBe("waiting")
     await streams.closeAll(200)
     expect(await Promise.race([closed.then(() => "closed"), sleep(5000).then(() => "waiting")])).toBe("closed")
+  })
+
+  it("admits at most maxPerTenant streams of one tenant, others' streams apart, and frees a place when one closes", async () => {
+    const streams = new StreamConnections({ stallMs: 600_000, maxPerTenant: 2 })
+    const { port } = await serve(streams, { bytes: 0, tickMs: 50 })
+    const answer = (socket: Socket) => new Promise<string>((resolve) => socket.once("data", (d) => resolve(d.toString().split("\r\n")[0]!)))
+    const first = open(port, true)
+    const firstAnswer = answer(first)
+    const second = open(port, true)
+    expect(await firstAnswer).toContain("200")
+    expect(await answer(second)).toContain("200")
+    expect(await answer(open(port, true))).toContain("429")
+    expect(await answer(open(port, true, "t2"))).toContain("200")
+    first.destroy()
+    expect(await until(() => streams.open === 2, 2000)).toBe(true)
+    expect(await answer(open(port, true))).toContain("200")
   })
 })
