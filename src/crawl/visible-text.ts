@@ -18,8 +18,19 @@ export const visibleLines = (html: string): Array<string> => {
     if (line) lines.push(line)
     current = ""
   }
+  /** All the visible text under `el`, as written (a `br` is a line break). */
+  const rawText = (el: Element): string =>
+    HIDDEN.has(el.tag) || el.attr("hidden") !== undefined ? ""
+    : el.tag === "br" ? "\n"
+    : el.children.map((c) => (typeof c === "string" ? c : rawText(c))).join("")
   const visit = (el: Element) => {
     if (HIDDEN.has(el.tag) || el.attr("hidden") !== undefined) return
+    if (el.tag === "pre") {
+      // Preformatted text keeps its lines (a log, code): a change in one is a change of that line.
+      flush()
+      for (const line of rawText(el).split(/\r?\n/)) if (line.trim()) lines.push(line.trimEnd())
+      return
+    }
     const block = BLOCK.has(el.tag)
     if (block) flush()
     for (const child of el.children) {

@@ -173,4 +173,9 @@ describe("visible text", () => {
       <nav>Menu</nav><h1>Head</h1><p>One <b>bold</b> word</p><script>evil()</script><div hidden>secret</div><ul><li>a</li><li>b</li></ul></body></html>`)
     expect(lines).toEqual(["T", "Menu", "Head", "One bold word", "a", "b"])
   })
+
+  it("keeps the lines of preformatted text, indentation included, so that one changed line is one changed line", () => {
+    const lines = visibleLines(`<body><p>Log</p><pre>alpha\n  beta <b>bold</b>\n\ngamma<br>delta<span hidden>x</span>   \n</pre><p>after</p></body>`)
+    expect(lines).toEqual(["Log", "alpha", "  beta bold", "gamma", "delta", "after"])
+  })
 })
