@@ -610,6 +610,33 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       expect(again.json.data).toMatchObject({ id, status: "cancelled", cancelled: false })
     })
 
+    it("announces each change on the tenant's event stream, written with the change itself", async () => {
+      const own = await api.createTenant()
+      const controller = new AbortController()
+      const res = await fetch(`${server.baseUrl}/v1/scraper/events`, { headers: { "x-api-key": own.apiKey }, signal: controller.signal })
+      let text = ""
+      const pump = (async () => {
+        for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) text += chunk
+      })().catch(() => undefined)
+      const seen = () => [...text.matchAll(/event: (\S+)\ndata: (.*)\n/g)].map((m) => ({ event: m[1]!, data: JSON.parse(m[2]!) }))
+      try {
+        await until("the stream to connect", () => text.includes(": connected"))
+        const done = await extractDone({ type: "article", input: `<h1>Announced ${nonce()}</h1>${longPara("Announced")}` }, own.apiKey)
+        const slow = await create({ type: "article", url: pages.put(`/announce-cancel-${nonce()}`, `<h1>Slow</h1>${longPara("Slow")}`, { delayMs: 3000 }) }, own.apiKey)
+        expect((await api.call("DELETE", `/v1/extractor/extractions/${slow.json.data.id}`, { key: own.apiKey })).status).toBe(200)
+        await until("the events", () => seen().some((e) => e.event === "extraction.cancelled"))
+        await until("the done event", () => seen().some((e) => e.event === "extraction.done"))
+        const of = (id: string) => seen().filter((e) => e.data.id === id)
+        expect(of(done.id).map((e) => e.event)).toEqual(["extraction.created", "extraction.claimed", "extraction.done"])
+        for (const e of of(done.id)) expect(e.data).toMatchObject({ id: done.id, tenantId: own.tenantId, type: "article" })
+        expect(of(slow.json.data.id).map((e) => e.event).at(-1)).toBe("extraction.cancelled")
+        expect(of(slow.json.data.id).at(-1)!.data).toMatchObject({ status: "cancelled" })
+      } finally {
+        controller.abort()
+        await pump
+      }
+    })
+
     it("leaves a terminal extraction unchanged on DELETE (200, cancelled: false)", async () => {
       const e = await extractDone({ type: "article", input: `<h1>Done ${nonce()}</h1>${longPara("Done")}` })
       const res = await api.call("DELETE", `/v1/extractor/extractions/${e.id}`, { key: t.apiKey })

@@ -205,7 +205,8 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
         const d = delivery(row, status, r.data, r.metadata, r)
         const done = yield* repo.finish(row.id, { status, ...r, ...(d ? { delivery: d } : {}) })
         if (!done) return
-        yield* events.emit(row.tenant_id, `extraction.${status}`, { id: row.id, status, type: row.type, errorClass: r.errorClass })
+        // The event was written with the state; streams are woken.
+        yield* events.notify(row.tenant_id)
         // An ended extraction is charged by its tenant's entity (the sweeper catches a lost message).
         if (status !== "failed") yield* sendOneWay(tenants(row.tenant_id).Settle(undefined, { discard: true }))
         if (d) yield* sendOneWay(deliveries(d.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }))
@@ -219,7 +220,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
       if (!current || !["queued", "claimed", "failed"].includes(current.status)) return
       const row = yield* repo.claim(extractionId, 10 * 60_000)
       if (!row) return
-      if (row.attempts === 1) yield* events.emit(row.tenant_id, "extraction.claimed", { id: row.id, status: "claimed", type: row.type })
+      if (row.attempts === 1) yield* events.notify(row.tenant_id)
       const result = yield* process(row).pipe(
         // A fault of the service (its database, say), retried; its text is for the log only.
         Effect.catchDefect((d) =>

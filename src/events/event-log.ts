@@ -10,8 +10,6 @@ export interface StoredEvent {
 }
 
 export interface EventLogShape {
-  /** Appends a lifecycle event of a tenant and wakes every node's stream subscribers. */
-  readonly emit: (tenantId: string, type: string, data: EventData) => Effect.Effect<void>
   /**
    * Wakes the tenant's stream subscribers after a statement built with `appendEventCtes`
    * committed an event.
@@ -24,8 +22,6 @@ export interface EventLogShape {
   /** Calls `onAppended` whenever the tenant's log may have grown. */
   readonly subscribe: (tenantId: string, onAppended: () => void) => Effect.Effect<void, never, Scope.Scope>
 }
-
-export type EventData = { id: string; status: string } & Record<string, unknown>
 
 export class EventLog extends Context.Service<EventLog, EventLogShape>()("trawl/EventLog") {}
 
@@ -41,7 +37,7 @@ const channelOf = (tenantId: string) => `trawl:events:${tenantId}`
  * no separate transaction, and each tenant's sequence row is locked only for that statement (in
  * tenant order, so concurrent statements cannot deadlock on them), so events still commit in
  * sequence order. `data` is a jsonb expression over `ev_src` (the source's columns); the tenant
- * and time are added as in `emit`. Call `EventLog.notify` after the statement committed an event.
+ * and time are added to it. Call `EventLog.notify` after the statement committed an event.
  */
 export const appendEventCtes = (
   sql: SqlClient.SqlClient,
@@ -83,29 +79,7 @@ export const EventLogLive = Layer.effect(
       Effect.forkScoped
     )
 
-    const emitAll = (tenantId: string, events: ReadonlyArray<{ type: string; data: EventData }>) =>
-      Effect.gen(function*() {
-        if (events.length === 0) return
-        const at = new Date().toISOString()
-        yield* sql.withTransaction(Effect.gen(function*() {
-          // Takes n numbers at once; the row lock keeps commits in sequence order.
-          const [row] = yield* sql<{ seq: string }>`
-            INSERT INTO event_sequences (tenant_id, seq) VALUES (${tenantId}, ${events.length})
-            ON CONFLICT (tenant_id) DO UPDATE SET seq = event_sequences.seq + ${events.length}
-            RETURNING seq`
-          const first = Number(row!.seq) - events.length + 1
-          yield* sql`INSERT INTO events ${sql.insert(events.map((e, i) => ({
-            tenant_id: tenantId,
-            seq: first + i,
-            type: e.type,
-            data: JSON.stringify({ ...e.data, tenantId, at })
-          })) as unknown as [Record<string, unknown>, ...Array<Record<string, unknown>>])}`
-        }))
-        yield* kv.publish(channelOf(tenantId), "1")
-      }).pipe(Effect.catchCause((cause) => Effect.logWarning("events not recorded", cause)))
-
     return EventLog.of({
-      emit: (tenantId, type, data) => emitAll(tenantId, [{ type, data }]),
       notify: (tenantId) => kv.publish(channelOf(tenantId), "1").pipe(Effect.ignore),
       since: (tenantId, afterId, limit) =>
         sql<{ seq: string; type: string; data: Record<string, unknown> }>`

@@ -255,7 +255,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
               sendOneWay(client(row.id).Abort(undefined, { discard: true })),
               // Cancelled, it costs nothing: the credit it held is free again once it is settled.
               sendOneWay(tenantClient(row.tenant_id).Settle(undefined, { discard: true })),
-              events.emit(row.tenant_id, "extraction.cancelled", { id: row.id, status: "cancelled", type: row.type }),
+              events.notify(row.tenant_id),
               row.job_id && row.made_own_job === true ? jobCreation.cancel(me.tenantId, row.job_id) : Effect.void
             ], { discard: true }))
             return { id: row.id, status: row.status, cancelled: true, cancelledAt: toExtraction(row).cancelledAt }

@@ -247,34 +247,52 @@ export const ExtractionRepoLive = Layer.effect(
           sql`SELECT * FROM extractions WHERE ${where(q)} ORDER BY ${orderBy(q.sort)} OFFSET ${q.offset} LIMIT ${q.limit}`,
           sql`SELECT count(*) FROM extractions WHERE ${where(q)}`
         ),
+      // Each state change writes its event in the same statement: a change is never without its event.
       claim: (id, leaseMs) =>
         sql<ExtractionRow>`
+          WITH x AS (
           UPDATE extractions SET status = 'claimed', claimed_at = now(), attempts = attempts + 1,
                                  lease_until = now() + ${leaseMs} * interval '1 millisecond'
           WHERE id = ${id} AND status IN ('queued', 'claimed', 'failed')
             -- a failed one waits for its retry: a Run that was queued behind its last one must not skip
             -- the backoff (a few seconds' slack for the clocks of the node that scheduled it)
             AND (status <> 'failed' OR next_retry_at IS NULL OR next_retry_at <= now() + interval '5 seconds')
-          RETURNING *`.pipe(Effect.orDie, Effect.map((r) => r[0])),
+          RETURNING *
+          ),
+          -- The first claim is announced; a retry's claim is not.
+          ${appendEventCtes(sql, { source: "x", type: "extraction.claimed", data: sql`jsonb_build_object('id', ev_src.id, 'status', ev_src.status, 'type', ev_src.type)`, when: sql`x.attempts = 1` })}
+          SELECT * FROM x`.pipe(Effect.orDie, Effect.map((r) => r[0])),
       finish: (id, f) =>
         sql.withTransaction(Effect.gen(function*() {
           const [row] = yield* sql<ExtractionRow>`
+            WITH x AS (
             UPDATE extractions SET status = ${f.status}, data = ${JSON.stringify(f.data)}::jsonb,
               metadata = ${JSON.stringify(f.metadata)}::jsonb, error_class = ${f.errorClass}, error_message = ${f.errorMessage},
               cache_hits = cache_hits + ${f.cacheHit ? 1 : 0},
               finished_at = CASE WHEN ${f.status} = 'failed' THEN NULL ELSE now() END,
               next_retry_at = ${f.retryAt}, lease_until = ${f.retryAt ? new Date(f.retryAt.getTime() + 60_000) : null}
             WHERE id = ${id} AND status = 'claimed'
-            RETURNING *`
+            RETURNING *
+            ),
+            ${appendEventCtes(sql, {
+              source: "x",
+              type: sql`'extraction.' || ev_src.status`,
+              data: sql`jsonb_build_object('id', ev_src.id, 'status', ev_src.status, 'type', ev_src.type, 'errorClass', ev_src.error_class)`
+            })}
+            SELECT * FROM x`
           if (row && f.delivery) yield* webhooks.insert(f.delivery)
           return row
         })).pipe(Effect.orDie),
       cancel: (tenantId, id) =>
         Effect.gen(function*() {
           const [changed] = yield* sql<ExtractionRow>`
+            WITH x AS (
             UPDATE extractions SET status = 'cancelled', cancelled_at = now(), finished_at = now(), lease_until = NULL
             WHERE id = ${id} AND tenant_id = ${tenantId} AND status IN ('queued', 'claimed', 'failed')
-            RETURNING *`
+            RETURNING *
+            ),
+            ${appendEventCtes(sql, { source: "x", type: "extraction.cancelled", data: sql`jsonb_build_object('id', ev_src.id, 'status', ev_src.status, 'type', ev_src.type)` })}
+            SELECT * FROM x`
           if (changed) return { row: changed, changed: true }
           const [row] = yield* sql<ExtractionRow>`SELECT * FROM extractions WHERE id = ${id} AND tenant_id = ${tenantId}`
           return row ? { row, changed: false } : undefined
