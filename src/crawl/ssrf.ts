@@ -370,6 +370,8 @@ export type CheckResult =
       /** `dns_error` is not a safety refusal: the name simply did not resolve. */
       reason: CheckRefusal
       detail: string
+      /** For `dns_error`: the resolver's error code (`ENOTFOUND`, `EAI_AGAIN`, ...). */
+      code?: string
       address?: string
       addressClass?: NonPublicReason
     }
@@ -401,7 +403,7 @@ export const checkUrl = async (
     addresses = await resolveAll(host, opts.lookup, opts.timeoutMs)
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? "EDNS"
-    return { ok: false, reason: "dns_error", detail: `${host}: ${code}` }
+    return { ok: false, reason: "dns_error", detail: `${host}: ${code}`, code }
   }
   for (const a of addresses) {
     const c = classify(a.address)

@@ -186,6 +186,11 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       "/tall": page(200, html(`<div style="height:3000px;background:linear-gradient(red,blue)">tall page</div>`)),
       "/big": page(200, html(`<p>${"z".repeat(300 * 1024)}</p>`)),
       "/endless": endlessPage,
+      // A page whose script redefines what a reader in its own world would call.
+      "/tampers": page(200, html(`<h1>Real content</h1><p>${"words ".repeat(50)}</p><script>
+        Object.defineProperty(Element.prototype, "outerHTML", { get() { throw new Error("no") } })
+        XMLSerializer.prototype.serializeToString = () => "x".repeat(50000000)
+      </script>`)),
       "/with-image": page(200, html(`<h1>A page with a picture</h1><img src="/png" width="10" height="10">`)),
       "/builds-big": page(200, html(`<p id="p"></p><script>document.getElementById("p").textContent = "y".repeat(400 * 1024)</script>`)),
       "/json": (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON_BODY),
@@ -292,6 +297,13 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
     expect(a).toMatchObject({ classification: "too_large", body: null })
     expect(built).toMatchObject({ classification: "too_large", body: null, httpStatus: 200 })
     expect(built.error).toMatch(/rendered HTML of \d+ characters/)
+  })
+
+  it("reads the page's markup where the page's scripts cannot change how it is read", async () => {
+    const a = await get("/tampers")
+    expect(a).toMatchObject({ classification: "ok", httpStatus: 200 })
+    expect(a.body!.toString()).toContain("<h1>Real content</h1>")
+    expect(a.body!.toString().startsWith("<!DOCTYPE html>") || a.body!.toString().startsWith("<!doctype html>")).toBe(true)
   })
 
   it("stops a page that downloads more than its transfer cap, while it downloads", async () => {

@@ -372,6 +372,17 @@ describe("alternate engine", () => {
     await viaProxy.close?.()
   })
 
+  it("through a proxy, a resolver that fails for now (EAI_AGAIN) is a timeout, retried, and a name that does not exist a dns_error", async () => {
+    const flaky = ((_host: string, _options: unknown, callback: Function) =>
+      setImmediate(() => callback(Object.assign(new Error("getaddrinfo EAI_AGAIN"), { code: "EAI_AGAIN" })))) as unknown as import("../../src/crawl/ssrf.js").LookupFunction
+    const viaProxy = createHttpEngine({ name: "alternate", proxyUrl: "http://127.0.0.1:9", lookup: flaky })
+    expect(await viaProxy.fetch({ url: "http://flaky-dns.example/", timeoutMs: 3000, allowPrivate: false })).toMatchObject({ classification: "timeout" })
+    const missing = createHttpEngine({ name: "alternate", proxyUrl: "http://127.0.0.1:9", lookup: fakeLookup({}) })
+    expect(await missing.fetch({ url: "http://no-such-name.example/", timeoutMs: 3000, allowPrivate: false })).toMatchObject({ classification: "dns_error" })
+    await viaProxy.close?.()
+    await missing.close?.()
+  })
+
   it("goes direct when no proxy is set", async () => {
     const direct = createHttpEngine({ name: "alternate" })
     expect(await direct.fetch({ url: site.url("/ok"), timeoutMs: 5000, allowPrivate: true })).toMatchObject({ engine: "alternate", classification: "ok" })

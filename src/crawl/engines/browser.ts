@@ -15,7 +15,7 @@ import { access, constants } from "node:fs/promises"
 import type { Browser, BrowserContext, Page, Request, Response } from "playwright-core"
 import { type AddressClassifier, checkUrl, type CheckResult, type LookupFunction } from "../ssrf.js"
 import { Semaphore } from "../semaphore.js"
-import { classifyError, classifyResponse, errorText } from "./classify.js"
+import { classifyCheckFailure, classifyError, classifyResponse, errorText } from "./classify.js"
 import { type GuardProxy, startGuardProxy } from "./guard-proxy.js"
 import { type Attempt, type Classification, type Engine, emptyAttempt, type FetchRequest } from "./types.js"
 
@@ -49,13 +49,38 @@ const sentBody = (response: Response, ms: number): Promise<Buffer | null> =>
  * Run in the page: its markup (doctype and document element, as `page.content()` gives it), or
  * only its length when that passes `max` characters, so that a page of any size (a script can
  * build one) is never carried into this process whole. Source text rather than a function: the
- * TypeScript loader may add helpers to a function's text that the page does not have.
+ * TypeScript loader may add helpers to a function's text that the page does not have. It runs in
+ * a world of its own (see `readMarkup`), where the page's scripts cannot change what it calls.
  */
 const boundedMarkup = (max: number) => `(() => {
   const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : ""
   const markup = doctype + (document.documentElement ? document.documentElement.outerHTML : "")
   return markup.length > ${max} ? { length: markup.length } : { markup }
 })()`
+
+/**
+ * The page's markup, bounded by `max` characters. Chromium reads it in an isolated world of the
+ * main frame (its own JavaScript globals over the same DOM), so a page that redefines `outerHTML`
+ * or `XMLSerializer` changes nothing; Firefox has no such world here and is read by
+ * `page.content()` (Playwright's own isolated read), bounded by the transfer cap only.
+ */
+const readMarkup = async (page: Page, kind: "chromium" | "firefox", max: number): Promise<{ markup?: string; length?: number }> => {
+  if (kind !== "chromium") return { markup: await page.content() }
+  const cdp = await page.context().newCDPSession(page)
+  try {
+    const { frameTree } = await cdp.send("Page.getFrameTree")
+    const { executionContextId } = await cdp.send("Page.createIsolatedWorld", { frameId: frameTree.frame.id, worldName: "trawl-read" })
+    const { result, exceptionDetails } = await cdp.send("Runtime.evaluate", {
+      expression: boundedMarkup(max),
+      contextId: executionContextId,
+      returnByValue: true
+    })
+    if (exceptionDetails) throw new Error(`reading the page failed: ${exceptionDetails.text}`)
+    return result.value as { markup?: string; length?: number }
+  } finally {
+    await cdp.detach().catch(() => {})
+  }
+}
 
 class MarkupTooLarge extends Error {
   constructor(readonly chars: number) {
@@ -289,7 +314,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
     const guard = { allowPrivate: req.allowPrivate, lookup: opts.lookup, classify: opts.classify }
     const pre = await checkUrl(req.url, guard)
     if (!pre.ok) {
-      return emptyAttempt(name, pre.reason === "dns_error" ? "dns_error" : "unsafe_url", t0, {
+      return emptyAttempt(name, classifyCheckFailure(pre), t0, {
         finalUrl: req.url,
         error: `${pre.reason}: ${pre.detail}`
       })
@@ -430,7 +455,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       const readContent = async (): Promise<string> => {
         for (let tries = 0; ; tries++) {
           try {
-            const read = await page.evaluate<{ markup?: string; length?: number }>(boundedMarkup(maxBody))
+            const read = await readMarkup(page, kind, maxBody)
             if (read.markup === undefined) throw new MarkupTooLarge(read.length ?? 0)
             return read.markup
           } catch (e) {
@@ -533,6 +558,12 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         } catch (e) {
           if (signal.aborted) throw signal.reason
           screenshotUnavailable = `screenshot failed: ${errorText(e)}`
+        }
+        // A full-page capture can load more of the page (lazy images) past the transfer cap.
+        if (proxy.overBudget()) {
+          return emptyAttempt(name, "too_large", t0, {
+            httpStatus: main.status(), finalUrl: page.url(), contentType, redirects, error: overBudgetText
+          })
         }
       }
 

@@ -238,6 +238,14 @@ const isBlank = (body: Buffer | null): boolean => {
   return body.toString("utf8").trim() === ""
 }
 
+/**
+ * The classification of a failed `checkUrl`: a refusal is `unsafe_url`; a name that does not
+ * resolve is `dns_error`, and a resolver that did not answer in time is a `timeout` (retried), as
+ * `classifyError` has it.
+ */
+export const classifyCheckFailure = (r: { readonly reason: string; readonly code?: string | undefined }): "unsafe_url" | "dns_error" | "timeout" =>
+  r.reason !== "dns_error" ? "unsafe_url" : r.code !== undefined && TIMEOUT_CODES.has(r.code) ? "timeout" : "dns_error"
+
 /** Classification of a response the target answered with. */
 export const classifyResponse = (status: number, body: Buffer | null): { classification: Classification; marker?: string } => {
   if (status === 403 || status === 429 || status === 503 || (status >= 200 && status < 300)) {

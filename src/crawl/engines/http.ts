@@ -27,7 +27,7 @@ import {
   type LookupFunction,
   parseTargetUrl
 } from "../ssrf.js"
-import { classifyError, classifyResponse, errorText } from "./classify.js"
+import { classifyCheckFailure, classifyError, classifyResponse, errorText } from "./classify.js"
 import { type Attempt, type Engine, emptyAttempt, type FetchRequest } from "./types.js"
 
 export interface HttpEngineOptions {
@@ -326,7 +326,7 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
       const r = await untilAborted(checkUrl(parsed.url, { allowPrivate, lookup: opts.lookup, classify }), signal)
       if (r === undefined) return { ok: false, classification: abortedAs(), error: `${abortedAs()} while resolving ${parsed.url.hostname}` }
       if (!r.ok) {
-        return { ok: false, classification: r.reason === "dns_error" ? "dns_error" : "unsafe_url", error: `${r.reason}: ${r.detail}` }
+        return { ok: false, classification: classifyCheckFailure(r), error: `${r.reason}: ${r.detail}` }
       }
       return { ok: true, url: parsed.url }
     }
@@ -530,7 +530,7 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
               httpStatus: res.status,
               finalUrl: target,
               redirects,
-              error: next.classification === "unsafe_url" || next.classification === "dns_error" ? `redirect refused: ${next.error}` : next.error
+              error: next.classification === "unsafe_url" ? `redirect refused: ${next.error}` : next.error
             })
           }
           url = next.url
