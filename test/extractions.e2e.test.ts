@@ -533,7 +533,8 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
     it("sorts and filters by status, type and domainId", async () => {
       const asc = await list("?sort=createdAt:asc")
       expect(asc.json.data.items.map((e: any) => e.id)).toEqual([ids.a1, ids.p1, ids.a2])
-      expect(asc.json.data.sort).toEqual([{ field: "createdAt", dir: "asc" }])
+      // The echo names the order applied, with the id that breaks ties.
+      expect(asc.json.data.sort).toEqual([{ field: "createdAt", dir: "asc" }, { field: "id", dir: "desc" }])
       const byType = await list("?sort=type:desc,createdAt:asc")
       expect(byType.json.data.items.map((e: any) => e.id)).toEqual([ids.p1, ids.a1, ids.a2])
       expect((await list("?type=product")).json.data.items.map((e: any) => e.id)).toEqual([ids.p1])
@@ -560,6 +561,11 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
     it("searches with combined filters, sort and pagination", async () => {
       const search = (body: unknown) => api.post("/v1/extractor/extractions/search", body, tenant.apiKey)
       const res = await search({ where: { type: "article", status: ["done"] }, sort: [{ field: "createdAt", dir: "asc" }], pagination: { offset: 0, limit: 1 } })
+      expect(res.json.data.sort).toEqual([{ field: "createdAt", dir: "asc" }, { field: "id", dir: "desc" }])
+      // No sort, or an empty one, is the default order, echoed as applied.
+      for (const body of [{}, { sort: [] }]) {
+        expect((await search(body)).json.data.sort, JSON.stringify(body)).toEqual([{ field: "createdAt", dir: "desc" }, { field: "id", dir: "desc" }])
+      }
       expect(res.status).toBe(200)
       expect(res.json.data.items.map((e: any) => e.id)).toEqual([ids.a1])
       expect(res.json.data.pagination).toEqual({ offset: 0, limit: 1, total: 2, hasMore: true })

@@ -410,6 +410,15 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       expectError(res, 422, "invalid_bulk_body")
       expect(detailPaths(res), JSON.stringify(body)).toEqual(paths)
     }
+    // ...however the route's path is spelled
+    expectError(await api.post("/v1/scraper//jobs/bulk", { jobs: "x" }, key), 422, "invalid_bulk_body")
+    // a value that merely reads like a parse error is still that value's fault
+    const wordy = await api.post("/v1/scraper/jobs/bulk", { jobs: "Expected a valid JSON body" }, key)
+    expectError(wordy, 422, "invalid_bulk_body")
+    expect(detailPaths(wordy)).toEqual(["jobs"])
+    const wordyItem = await api.post("/v1/scraper/jobs", { url: site.url("/page?case=wordy"), priority: "not valid JSON" }, key)
+    expectError(wordyItem, 400, "validation_error")
+    expect(wordyItem.json.error.details.map((d: any) => [d.path, d.code])).toEqual([["priority", "invalid_type"]])
     // a body that is not JSON is a malformed request, as everywhere
     expectError(await api.call("POST", "/v1/scraper/jobs/bulk", { key, raw: "{\"jobs\": [" }), 400, "validation_error")
   })

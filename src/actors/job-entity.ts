@@ -211,8 +211,9 @@ export const JobEntityLive = JobEntity.toLayer(
 
       const winner = outcome.winning
       const final = winner ?? outcome.final
-      // The content `/html` serves: the winner's, or what the last attempt of a failed job got.
-      const kept = winner ?? (final?.body ? final : undefined)
+      // The content `/html` serves: the winner's, or what the last attempt of a failed job got (a
+      // cancelled run keeps none).
+      const kept = winner ?? (outcome.outcome === "failed" && final?.body ? final : undefined)
       const screenshotReason = !screenshot ? null
         : winner?.screenshot ? null
         : winner?.screenshotUnavailable ?? (winner ? `the ${winner.engine} engine cannot take screenshots` : "no content was fetched")

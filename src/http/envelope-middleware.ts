@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto"
 import { ByteSize, Cause, Effect, type SchemaAST, SchemaIssue, type Types } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
+import { WHOLE_BODY_ERROR, type WholeBodyError } from "../schema/envelope.ts"
 import { ApiError, type ErrorDetail, errorEnvelope, RequestId, ResponseHeaders } from "../schema/errors.ts"
 
 /** Largest accepted request body; extraction input is capped at 5 MB inside it. */
@@ -109,12 +110,14 @@ const json = (status: number, body: unknown) => HttpServerResponse.jsonUnsafe(bo
 /** Whether a detail's path lies in a search body's `where`: an error only there is a bad filter. */
 const inSearchFilter = (path: string) => path === "where" || path.startsWith("where.")
 
-/**
- * Bodies whose fault as a whole has an answer of its own (a bulk body that is not 1 to 100 jobs,
- * description "Scraper jobs"); a body that is not JSON at all stays a 400.
- */
-const wholeBodyErrors: Record<string, { readonly status: number; readonly code: string; readonly message: string }> = {
-  "POST /v1/scraper/jobs/bulk": { status: 422, code: "invalid_bulk_body", message: "the body must be {\"jobs\": [1 to 100 job bodies]}" }
+/** The `WHOLE_BODY_ERROR` of the body schema that failed: on the issue's schema, or a union member's (the payload is one). */
+const wholeBodyErrorOf = (issue: SchemaIssue.Issue): WholeBodyError | undefined => {
+  const of = (ast: SchemaAST.AST) => ast.annotations?.[WHOLE_BODY_ERROR] as WholeBodyError | undefined
+  if ("ast" in issue && of(issue.ast as SchemaAST.AST)) return of(issue.ast as SchemaAST.AST)
+  if (issue._tag === "AnyOf") {
+    return issue.ast.types.map(of).find((e) => e !== undefined) ?? (issue.issues.length === 1 ? wholeBodyErrorOf(issue.issues[0]!) : undefined)
+  }
+  return issue._tag === "Encoding" ? wholeBodyErrorOf(issue.issue) : undefined
 }
 
 /** A search body's sort term naming a field that cannot be sorted by. */
@@ -141,8 +144,11 @@ const failureResponse = (
   }
   if (HttpApiError.HttpApiSchemaError.is(error)) {
     const details = issueDetails(error.cause.issue)
-    const isJson = error.kind === "Payload" && details.some((d) => /valid JSON/i.test(d.message))
-    const wholeBody = error.kind === "Payload" && !isJson ? wholeBodyErrors[`${request.method} ${request.url.split("?")[0]!.replace(/\/$/, "")}`] : undefined
+    // A body that does not parse fails as a whole, with the decoder's own issue (no path); a value
+    // inside a body that parsed can only fail at its path, whatever text it holds.
+    const root = error.cause.issue
+    const isJson = error.kind === "Payload" && root._tag === "InvalidValue" && messageOf(root) === "Expected a valid JSON body"
+    const wholeBody = error.kind === "Payload" && !isJson ? wholeBodyErrorOf(root) : undefined
     if (wholeBody) return Effect.succeed(json(wholeBody.status, errorEnvelope(wholeBody.code, wholeBody.message, requestId, details)))
     const where = error.kind === "Payload" ? "body" : error.kind.toLowerCase()
     // A search body's bad `where` is a bad filter, as a list's bad query filter is, and its unknown

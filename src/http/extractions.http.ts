@@ -12,6 +12,7 @@ import { configPayloadProblems } from "../extract/config-check.ts"
 import { CurrentPrincipal, isSuperAdmin } from "../iam/principal.ts"
 import { itemId, newId } from "../ids.ts"
 import { pageOf } from "../schema/envelope.ts"
+import { withTieBreak } from "../sql/order-by.ts"
 import { fail, notFound, RequestId } from "../schema/errors.ts"
 import {
   type ConfigPayload,
@@ -191,7 +192,8 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
 
     const page = (tenantId: string, where: Parameters<typeof repo.query>[0]["where"], sort: Array<{ field: string; dir: "asc" | "desc" }>, offset: number, limit: number) =>
       repo.query({ tenantId, where, sort, offset, limit }).pipe(
-        Effect.map((p) => ({ ...pageOf(p.items.map(toExtraction), offset, limit, p.total), sort }))
+        // `sort` echoes the order applied, with the id that breaks ties (as the jobs list does).
+        Effect.map((p) => ({ ...pageOf(p.items.map(toExtraction), offset, limit, p.total), sort: [...withTieBreak(sort)] }))
       )
 
     const filterError = (path: string, message: string) =>
@@ -231,7 +233,8 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
       .handle("search", ({ payload }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          const sort = [...(payload.sort ?? [{ field: "createdAt", dir: "desc" as const }, { field: "id", dir: "desc" as const }])]
+          // No sort, or an empty one, is the default order.
+          const sort = payload.sort && payload.sort.length > 0 ? [...payload.sort] : [{ field: "createdAt", dir: "desc" as const }]
           const where = { ...payload.where }
           if (where.createdAt) where.createdAt = createdAtFilter(where.createdAt)
           return yield* page(me.tenantId, where, sort, payload.pagination?.offset ?? 0, payload.pagination?.limit ?? 50)

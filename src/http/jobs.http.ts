@@ -87,11 +87,6 @@ export const JobsHandlers = HttpApiBuilder.group(
       .handle("bulk", ({ payload, headers }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          if (payload.jobs.length === 0 || payload.jobs.length > 100) {
-            return yield* fail(422, "invalid_bulk_body", `jobs must hold 1 to 100 entries, got ${payload.jobs.length}`, {
-              details: [{ path: "jobs", code: "invalid_value", message: "1 to 100 entries" }]
-            })
-          }
           // Each item decoded once. An item is told apart by what it decodes to, as a single job's
           // body is; one that does not decode, by its JSON.
           const decodedItems = payload.jobs.map((item) => decodeJob(item))

@@ -31,6 +31,17 @@ export const Success = <S extends Schema.Top>(data: S, status = 200, label = lab
   )
 }
 
+/**
+ * An annotation of a request body schema: a body that fails it anywhere is answered with this
+ * status and code instead of `400 validation_error` (a body that is not JSON at all stays a 400).
+ */
+export const WHOLE_BODY_ERROR = "trawl/wholeBodyError"
+export interface WholeBodyError {
+  readonly status: number
+  readonly code: string
+  readonly message: string
+}
+
 /** An applied sort term, as a list or search echoes it. */
 export const SortEntry = Schema.Struct({ field: Schema.String, dir: Schema.Literals(["asc", "desc"]) })
 

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { AbsoluteUrl, DateTime, DateTimeBound, NullableDateTime, WebhookSecret } from "./common.ts"
-import { Page, SortTerms } from "./envelope.ts"
+import { Page, SortTerms, WHOLE_BODY_ERROR } from "./envelope.ts"
 
 export const JobStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead"])
 export type JobStatus = typeof JobStatus.Type
@@ -32,9 +32,13 @@ export const CreateJobBody = Schema.Struct({
 })
 export type CreateJobBody = typeof CreateJobBody.Type
 
+/**
+ * A bulk body: 1 to 100 items, each checked one by one by the handler. A body that is not this as
+ * a whole is `422 invalid_bulk_body` (the annotation tells the error envelope so).
+ */
 export const BulkJobsBody = Schema.Struct({
-  jobs: Schema.Array(Schema.Unknown)
-})
+  jobs: Schema.Array(Schema.Unknown).check(Schema.isBetweenLength(1, 100))
+}).annotate({ [WHOLE_BODY_ERROR]: { status: 422, code: "invalid_bulk_body", message: "the body must be {\"jobs\": [1 to 100 job bodies]}" } })
 
 export const Attempt = Schema.Struct({
   engine: Schema.String,
