@@ -845,6 +845,18 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expectError(await api.post(`/v1/scraper/jobs/job_nope/replay`, undefined, key), 404, "not_found")
   })
 
+  it("shows the attempts a running job has made so far", async () => {
+    const res = await create({
+      url: site.url("/slow?ms=30000&case=progress", H.waiting),
+      timeoutMs: 60_000,
+      escalation: [{ engine: "http", attempts: 5, timeoutMs: 1000 }]
+    })
+    expect(res.status).toBe(201)
+    const running = await waitFor(res.json.data.id, (j) => j.status === "claimed" && j.attempts >= 2, 20_000)
+    expect(running.result).toBeNull()
+    expect((await api.post(`/v1/scraper/jobs/${res.json.data.id}/cancel`, undefined, key)).status).toBe(200)
+  })
+
   it("cancels a running job: it ends dead with classification cancelled; cancel again is 409", async () => {
     const stream = await openStream(server.baseUrl, key)
     await stream.until(() => stream.connected(), 10_000)

@@ -48,6 +48,8 @@ const screenshotOf = (s: JobRow["screenshot"]): false | ScreenshotOptions => {
  * go first: the job waiting for one still holds its crawl slot and its page.
  */
 const FINISH_PRIORITY = Number.MAX_SAFE_INTEGER
+/** How long after an attempt a running job's attempt count is written, unless the job has ended. */
+const ATTEMPT_PROGRESS_DELAY_MS = 1_000
 const CLAIM_PRIORITY = Number.MAX_SAFE_INTEGER - 1
 
 /** Succeeds once `signal` is aborted. */
@@ -67,6 +69,7 @@ const learnedClass = new Set(["ok", "not_found", "blocked"])
 export const JobEntityLive = JobEntity.toLayer(
   Effect.gen(function*() {
     const jobId = (yield* Entity.CurrentAddress).entityId
+    const services = yield* Effect.context<never>()
     const repo = yield* JobRepo
     const crawl = yield* CrawlService
     const events = yield* EventLog
@@ -187,13 +190,20 @@ export const JobEntityLive = JobEntity.toLayer(
         startedWith = { engine: plan[0]?.engine ?? "http", reason: choice.reason }
       }
 
+      // The job's attempts so far are written a second after an attempt with none after it yet: a
+      // job that retries or escalates shows its progress, one that ends at once writes nothing more.
+      let progress: ReturnType<typeof setTimeout> | undefined
+      const onAttempt = (made: number) => {
+        clearTimeout(progress)
+        progress = setTimeout(() => Effect.runForkWith(services)(repo.recordAttempts(job.id, job.attempts + made).pipe(Effect.ignore)), ATTEMPT_PROGRESS_DELAY_MS)
+      }
       // The fetch takes one of the node's crawl slots, by the job's priority; the job takes a write
       // slot for its terminal write before it gives the crawl slot up (see takeWriteSlot).
       const [outcome, writeDone] = yield* crawl.withCrawlSlot(
         job.priority,
         Effect.suspend(() => {
           fetching = true
-          return crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, screenshot, signal: controller.signal })
+          return crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, screenshot, signal: controller.signal, onAttempt })
         }).pipe(
           // An interrupted run leaves no fetch behind.
           Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
@@ -204,6 +214,7 @@ export const JobEntityLive = JobEntity.toLayer(
           Effect.ensuring(Effect.sync(() => {
             running = undefined
             fetching = false
+            clearTimeout(progress)
           })),
           Effect.flatMap((o) => Effect.map(crawl.takeWriteSlot(FINISH_PRIORITY), (done) => [o, done] as const))
         )

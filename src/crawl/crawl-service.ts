@@ -13,6 +13,8 @@ export interface CrawlRequest {
   readonly jobTimeoutMs: number
   readonly screenshot: false | ScreenshotOptions
   readonly signal: AbortSignal
+  /** Called after each attempt with the number made so far. */
+  readonly onAttempt?: (made: number) => void
 }
 
 export interface CrawlServiceShape {
@@ -100,6 +102,7 @@ export const CrawlServiceLive = Layer.effect(
         ),
       crawl: (req) =>
         Effect.callback<EscalationResult>((resume, signal) => {
+          let made = 0
           const running = runEscalation(req.plan, {
             url: req.url,
             allowPrivate: config.allowPrivateTargets,
@@ -107,7 +110,8 @@ export const CrawlServiceLive = Layer.effect(
           }, engines, {
             jobTimeoutMs: req.jobTimeoutMs,
             signal: AbortSignal.any([req.signal, signal]),
-            retryDelayMs: escalation.retryDelayMs
+            retryDelayMs: escalation.retryDelayMs,
+            ...(req.onAttempt ? { onAttempt: () => req.onAttempt!(++made) } : {})
           })
           running.then((result) => resume(Effect.succeed(result)), (e) => resume(Effect.die(e)))
           // Interrupted: the fetch is aborted, and the crawl ends once it has stopped, so the slots

@@ -137,6 +137,8 @@ export interface JobRepoShape {
   readonly cancel: (tenantId: string, id: string) => Effect.Effect<{ row: JobRow; changed: boolean } | undefined>
   /** What the run of a job cancelled mid-fetch did (its attempts), in place of the cancel's empty result. */
   readonly recordCancelledRun: (id: string, result: JobResult, attempts: number) => Effect.Effect<void>
+  /** A running job's attempts so far (never lowered; the terminal write sets the final count). */
+  readonly recordAttempts: (id: string, attempts: number) => Effect.Effect<void>
   /** The tenant's jobs that have not ended (by id), and the number created since `dayStart`. */
   readonly counts: (tenantId: string, dayStart: Date) => Effect.Effect<{ runningIds: ReadonlySet<string>; today: number }>
   readonly existing: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>>
@@ -439,6 +441,8 @@ export const JobRepoLive = Layer.effect(
       recordCancelledRun: (id, result, attempts) =>
         sql`UPDATE jobs SET result = ${JSON.stringify(result)}::jsonb, attempts = ${attempts}
             WHERE id = ${id} AND status = 'dead' AND result->>'classification' = 'cancelled'`.pipe(Effect.orDie, Effect.asVoid),
+      recordAttempts: (id, attempts) =>
+        sql`UPDATE jobs SET attempts = ${attempts} WHERE id = ${id} AND status = 'claimed' AND attempts < ${attempts}`.pipe(Effect.orDie, Effect.asVoid),
       counts: (tenantId, dayStart) =>
         Effect.all([
           sql<{ id: string }>`SELECT id FROM jobs WHERE tenant_id = ${tenantId} AND status IN ('queued', 'claimed')`,
