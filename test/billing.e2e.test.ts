@@ -116,6 +116,44 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     expect((await create(t.apiKey, { url: site.url("/page?case=bill-5") })).status).toBe(201)
   })
 
+  it("searches the ledger with combined filters, sort and pagination, the tenant's own entries only", async () => {
+    const t = await api.createTenant({ credits: "1.00" })
+    for (const [amount, note] of [["2.00", "more"], ["-0.50", "refund"], ["0.25", "gift"]] as const) {
+      expect((await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount, note }, adminKey)).status).toBe(201)
+    }
+    const search = (body: unknown) => api.post("/v1/billing/me/transactions/search", body, t.apiKey)
+    const amounts = (res: { json: any }) => res.json.data.items.map((e: any) => e.amount)
+    const all = await search({})
+    expect(all.status, all.text).toBe(200)
+    expect(amounts(all)).toEqual(["0.25", "-0.50", "2.00", "1.00"])
+    expect(all.json.data.sort).toEqual([{ field: "createdAt", dir: "desc" }, { field: "id", dir: "desc" }])
+    expect(amounts(await search({ sort: [] }))).toEqual(["0.25", "-0.50", "2.00", "1.00"])
+    expect(amounts(await search({ where: { type: ["correction"] } }))).toEqual(["-0.50"])
+    expect(amounts(await search({ where: { type: ["topup", "correction"], amount: { lte: "1.00" } } }))).toEqual(["0.25", "-0.50", "1.00"])
+    expect(amounts(await search({ where: { amount: { gte: "0.50" } }, sort: [{ field: "amount", dir: "asc" }] }))).toEqual(["1.00", "2.00"])
+    const paged = await search({ sort: [{ field: "createdAt", dir: "asc" }], pagination: { offset: 1, limit: 2 } })
+    expect(amounts(paged)).toEqual(["2.00", "-0.50"])
+    expect(paged.json.data.pagination).toEqual({ offset: 1, limit: 2, total: 4, hasMore: true })
+    const future = await search({ where: { createdAt: { gte: new Date(Date.now() + 3_600_000).toISOString() } } })
+    expect(future.json.data.pagination.total).toBe(0)
+    expect((await search({ where: { createdAt: { lt: new Date(Date.now() + 3_600_000).toISOString() } } })).json.data.pagination.total).toBe(4)
+    // The same filters as the list's query, which takes one type.
+    const listed = await api.get("/v1/billing/me/transactions?type=correction", t.apiKey)
+    expect(amounts(listed)).toEqual(["-0.50"])
+    // Bad input, with its paths.
+    const badSort = await search({ sort: [{ field: "note", dir: "asc" }] })
+    expect(badSort.status).toBe(400)
+    expect(badSort.json.code).toBe("invalid_sort_field")
+    const badFilter = await search({ where: { amount: { gte: "a lot" }, type: ["refund"] } })
+    expect(badFilter.status).toBe(400)
+    expect(badFilter.json.code).toBe("invalid_filter")
+    expect(badFilter.json.error.details.map((d: any) => d.path).sort()).toEqual(["where.amount.gte", "where.type.0"])
+    expect((await search({ pagination: { limit: 201 } })).json.code).toBe("validation_error")
+    // Another tenant's search sees only its own ledger.
+    const other = await api.createTenant({ credits: "3.00" })
+    expect(amounts(await api.post("/v1/billing/me/transactions/search", {}, other.apiKey))).toEqual(["3.00"])
+  })
+
   it("charges every attempt a job made, at its engine's price", async () => {
     const t = await api.createTenant({ credits: "1.00" })
     const res = await create(t.apiKey, { url: site.url("/error"), escalation: [{ engine: "http", attempts: 2, timeoutMs: 5000 }] })

@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
-import { Balance, PriceList, Transaction } from "../schema/tenant.ts"
+import { Balance, PriceList, SearchTransactionsBody, Transaction, TransactionType } from "../schema/tenant.ts"
 import { ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
 
 export class BillingGroup extends HttpApiGroup.make("billing")
@@ -13,9 +13,14 @@ export class BillingGroup extends HttpApiGroup.make("billing")
     HttpApiEndpoint.get("transactions", "/me/transactions", {
       query: {
         ...PageQuery,
-        type: Schema.optional(Schema.Literals(["topup", "correction", "debit"])),
+        type: Schema.optional(TransactionType),
         serviceKey: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100)))
       },
+      success: Success(Page(Transaction)),
+      error: errors(400)
+    }).annotate(Requires, "billing:transactions:read"),
+    HttpApiEndpoint.post("searchTransactions", "/me/transactions/search", {
+      payload: SearchTransactionsBody,
       success: Success(Page(Transaction)),
       error: errors(400)
     }).annotate(Requires, "billing:transactions:read"),

@@ -5,8 +5,11 @@ import { TenantEntity } from "../actors/tenant-entity.ts"
 import { priceList } from "../billing/pricing.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { pageOf } from "../schema/envelope.ts"
+import { withTieBreak } from "../sql/order-by.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
+
+const NEWEST_FIRST: ReadonlyArray<{ readonly field: "createdAt" | "amount"; readonly dir: "asc" | "desc" }> = [{ field: "createdAt", dir: "desc" }]
 
 export const BillingHandlers = HttpApiBuilder.group(
   Api,
@@ -29,8 +32,19 @@ export const BillingHandlers = HttpApiBuilder.group(
           const me = yield* CurrentPrincipal
           const offset = query.offset ?? 0
           const limit = query.limit ?? 50
-          const page = yield* tenants.transactions(me.tenantId, { type: query.type, serviceKey: query.serviceKey }, offset, limit)
+          const filter = { ...(query.type ? { type: [query.type] } : {}), ...(query.serviceKey ? { serviceKey: query.serviceKey } : {}) }
+          const page = yield* tenants.transactions(me.tenantId, filter, NEWEST_FIRST, offset, limit)
           return pageOf(page.items, offset, limit, page.total)
+        }))
+      .handle("searchTransactions", ({ payload }) =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          // No sort, or an empty one, is the ledger's own order, newest first.
+          const sort = payload.sort && payload.sort.length > 0 ? [...payload.sort] : NEWEST_FIRST
+          const offset = payload.pagination?.offset ?? 0
+          const limit = payload.pagination?.limit ?? 50
+          const page = yield* tenants.transactions(me.tenantId, payload.where ?? {}, sort, offset, limit)
+          return { ...pageOf(page.items, offset, limit, page.total), sort: [...withTieBreak(sort)] }
         }))
       .handle("pricing", () => Effect.succeed({ ...priceList(), currency: "EUR" as const }))
   })

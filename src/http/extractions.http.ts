@@ -31,7 +31,8 @@ import { decryptSecret, encryptSecret } from "../webhooks/secret-box.ts"
 import { itemWebhookSecret } from "../webhooks/signing.ts"
 import { Api } from "./api.ts"
 import { Idempotency, type KeyedAttempt } from "./idempotency.ts"
-import { createdAtFilter, parseSort } from "./list-query.ts"
+import { parseSort } from "./list-query.ts"
+import { utcRange } from "../schema/common.ts"
 
 const statuses: ReadonlyArray<ExtractionStatus> = ["queued", "claimed", "done", "failed", "dead", "cancelled"]
 
@@ -236,7 +237,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           // No sort, or an empty one, is the default order.
           const sort = payload.sort && payload.sort.length > 0 ? [...payload.sort] : [{ field: "createdAt", dir: "desc" as const }]
           const where = { ...payload.where }
-          if (where.createdAt) where.createdAt = createdAtFilter(where.createdAt)
+          if (where.createdAt) where.createdAt = utcRange(where.createdAt)
           return yield* page(me.tenantId, where, sort, payload.pagination?.offset ?? 0, payload.pagination?.limit ?? 50)
         }))
       .handle("get", ({ params }) =>

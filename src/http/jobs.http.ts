@@ -21,7 +21,8 @@ import { Draining } from "./draining.ts"
 import { OpenStreams } from "./stream-connections.ts"
 import { Idempotency } from "./idempotency.ts"
 import { JobCreation, type PreparedJob } from "../crawl/job-creation.ts"
-import { createdAtFilter, parseSort } from "./list-query.ts"
+import { parseSort } from "./list-query.ts"
+import { utcRange } from "../schema/common.ts"
 
 const statuses: ReadonlyArray<JobStatus> = ["queued", "claimed", "done", "failed", "dead"]
 const SSE_BUFFER = 1000
@@ -135,7 +136,7 @@ export const JobsHandlers = HttpApiBuilder.group(
           // No sort, or an empty one, is the default order.
           const sort = payload.sort && payload.sort.length > 0 ? [...payload.sort] : [{ field: "createdAt", dir: "desc" as const }]
           const where = { ...payload.where }
-          if (where.createdAt) where.createdAt = createdAtFilter(where.createdAt)
+          if (where.createdAt) where.createdAt = utcRange(where.createdAt)
           const offset = payload.pagination?.offset ?? 0
           const limit = payload.pagination?.limit ?? 50
           return yield* listQuery(me.tenantId, where, sort, offset, limit)

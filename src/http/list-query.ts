@@ -1,22 +1,8 @@
 import { Effect } from "effect"
-import { parseIsoDateTime } from "../schema/common.ts"
 import { MAX_SORT_TERMS } from "../schema/envelope.ts"
 import { fail } from "../schema/errors.ts"
 
 export type SortEntry = { field: string; dir: "asc" | "desc" }
-
-/**
- * A search's `createdAt` bounds (checked by the body's schema, `DateTimeBound`) rewritten as UTC
- * ISO strings, so the database never reads a spelling of its own.
- */
-export const createdAtFilter = (range: { readonly gte?: string | undefined; readonly lt?: string | undefined }) => {
-  const out: { gte?: string; lt?: string } = {}
-  for (const k of ["gte", "lt"] as const) {
-    const ms = range[k] === undefined ? undefined : parseIsoDateTime(range[k])
-    if (ms !== undefined) out[k] = new Date(ms).toISOString()
-  }
-  return out
-}
 
 /**
  * Parses `sort=field:dir,field:dir` against the sortable fields. An unknown field

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
-import { Amount, DateTime, Email, Text } from "./common.ts"
+import { Amount, DateTime, DateTimeBound, Email, Text } from "./common.ts"
+import { SortTerms } from "./envelope.ts"
 
 export const CreateTenantBody = Schema.Struct({
   name: Text(1, 200),
@@ -76,6 +77,29 @@ export const Transaction = Schema.Struct({
   createdAt: DateTime
 }).annotate({ identifier: "Transaction" })
 export type Transaction = typeof Transaction.Type
+
+export const TransactionType = Schema.Literals(["topup", "correction", "debit"])
+export const transactionSortFields = ["createdAt", "amount"] as const
+
+/** What ledger entries a list or search asks for (all optional, combined with AND). */
+export const TransactionFilter = Schema.Struct({
+  type: Schema.optional(Schema.Array(TransactionType).check(Schema.isBetweenLength(1, 3))),
+  serviceKey: Schema.optional(Text(1, 100)),
+  resourceType: Schema.optional(Text(1, 50)),
+  resourceId: Schema.optional(Text(1, 100)),
+  createdAt: Schema.optional(Schema.Struct({ gte: Schema.optional(DateTimeBound), lt: Schema.optional(DateTimeBound) })),
+  amount: Schema.optional(Schema.Struct({ gte: Schema.optional(Amount), lte: Schema.optional(Amount) }))
+})
+export type TransactionFilter = typeof TransactionFilter.Type
+
+export const SearchTransactionsBody = Schema.Struct({
+  where: Schema.optional(TransactionFilter),
+  sort: Schema.optional(SortTerms(transactionSortFields)),
+  pagination: Schema.optional(Schema.Struct({
+    offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+    limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
+  }))
+})
 
 export const ClusterState = Schema.Struct({
   runners: Schema.Array(Schema.Struct({ address: Schema.String, healthy: Schema.Boolean, lastHeartbeat: Schema.NullOr(DateTime) })),

@@ -4,10 +4,11 @@ import { internalAdminRole, type SystemRole, tenantSystemRoles } from "../iam/pe
 import { planQuota, type QuotaKey, quotaKeys } from "../billing/plans.ts"
 import { EXTRACTION_SERVICE_KEY, JOB_SERVICE_KEY } from "../billing/pricing.ts"
 import { newId } from "../ids.ts"
-import { iso, money } from "../schema/common.ts"
+import { iso, money, utcRange } from "../schema/common.ts"
 import { terminalExtractionStatuses } from "../schema/extraction.ts"
 import { terminalStatuses } from "../schema/job.ts"
-import type { Tenant, Transaction } from "../schema/tenant.ts"
+import type { Tenant, Transaction, TransactionFilter } from "../schema/tenant.ts"
+import { orderByTerms } from "./order-by.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { OID, pgArray } from "./pg-array.ts"
 
@@ -79,9 +80,11 @@ export interface TenantRepoShape {
   ) => Effect.Effect<{ readonly settled: number; readonly balance: string | undefined }>
   /** Tenants with jobs or extractions that ended more than `olderThanMs` ago and are still uncharged. */
   readonly tenantsWithUnchargedWork: (olderThanMs: number, limit: number) => Effect.Effect<ReadonlyArray<string>>
+  /** A page of the tenant's ledger, newest first unless `sort` says otherwise (`createdAt` is the ledger's own order). */
   readonly transactions: (
     tenantId: string,
-    filter: { readonly type?: string | undefined; readonly serviceKey?: string | undefined },
+    filter: TransactionFilter,
+    sort: ReadonlyArray<{ readonly field: string; readonly dir: "asc" | "desc" }>,
     offset: number,
     limit: number
   ) => Effect.Effect<{ items: ReadonlyArray<Transaction>; total: number }>
@@ -94,6 +97,9 @@ export interface TenantRepoShape {
   /** Several limits in one query. */
   readonly quotaLimits: <K extends QuotaKey>(tenantId: string, keys: ReadonlyArray<K>) => Effect.Effect<Record<K, number>>
 }
+
+/** Sort fields of the ledger; entries are numbered in the order they were written. */
+const transactionColumns: Readonly<Record<string, string>> = { createdAt: "seq", amount: "amount", id: "id" }
 
 /** What is charged once it has ended. */
 export type ChargeSource = "jobs" | "extractions"
@@ -388,15 +394,22 @@ export const TenantRepoLive = Layer.effect(
           SELECT tenant_id FROM (${endedLongAgo("jobs")} UNION ALL ${endedLongAgo("extractions")}) ended
           GROUP BY tenant_id ORDER BY min(finished_at) LIMIT ${limit}`.pipe(Effect.orDie, Effect.map((rows) => rows.map((r) => r.tenant_id)))
       },
-      transactions: (tenantId, filter, offset, limit) => {
+      transactions: (tenantId, filter, sort, offset, limit) => {
+        const created = filter.createdAt ? utcRange(filter.createdAt) : {}
         const where = sql.and([
           sql`tenant_id = ${tenantId}`,
-          ...(filter.type !== undefined ? [sql`type = ${filter.type}`] : []),
-          ...(filter.serviceKey !== undefined ? [sql`service_key = ${filter.serviceKey}`] : [])
+          ...(filter.type !== undefined ? [sql`type IN ${sql.in(filter.type)}`] : []),
+          ...(filter.serviceKey !== undefined ? [sql`service_key = ${filter.serviceKey}`] : []),
+          ...(filter.resourceType !== undefined ? [sql`resource_type = ${filter.resourceType}`] : []),
+          ...(filter.resourceId !== undefined ? [sql`resource_id = ${filter.resourceId}`] : []),
+          ...(created.gte !== undefined ? [sql`created_at >= ${created.gte}::timestamptz`] : []),
+          ...(created.lt !== undefined ? [sql`created_at < ${created.lt}::timestamptz`] : []),
+          ...(filter.amount?.gte !== undefined ? [sql`amount >= ${filter.amount.gte}::numeric`] : []),
+          ...(filter.amount?.lte !== undefined ? [sql`amount <= ${filter.amount.lte}::numeric`] : [])
         ])
         return pageWithTotal<{ id: string }>(
           sql,
-          sql`SELECT * FROM credit_transactions WHERE ${where} ORDER BY seq DESC OFFSET ${offset} LIMIT ${limit}`,
+          sql`SELECT * FROM credit_transactions WHERE ${where} ORDER BY ${sql.literal(orderByTerms(sort, transactionColumns))} OFFSET ${offset} LIMIT ${limit}`,
           sql`SELECT count(*) FROM credit_transactions WHERE ${where}`
         ).pipe(Effect.map((page) => ({ items: page.items.map(toTransaction), total: page.total })))
       },

@@ -57,7 +57,7 @@ describe.each(testDatabases)("accounts SQL ($name)", (db) => {
         expect(results.filter((r) => !r.ok)).toHaveLength(5)
         expect(yield* repo.balance(tenantId)).toBe("0.00")
         // Every entry's balanceAfter is the previous one plus its amount.
-        const ledger = (yield* repo.transactions(tenantId, {}, 0, 100)).items.slice().reverse() // oldest first
+        const ledger = (yield* repo.transactions(tenantId, {}, [{ field: "createdAt", dir: "desc" }], 0, 100)).items.slice().reverse() // oldest first
         let running = 0
         for (const entry of ledger) {
           running = Math.round((running + Number(entry.amount)) * 10_000) / 10_000
@@ -102,7 +102,7 @@ describe.each(testDatabases)("accounts SQL ($name)", (db) => {
         expect(yield* repo.balance(tenantId)).toBe("0.00")
         expect((yield* repo.uncharged(tenantId)).jobs).toBe(1)
         expect(yield* repo.tenantsWithUnchargedWork(0, 1000)).not.toContain(tenantId)
-        const debits = (yield* repo.transactions(tenantId, { type: "debit" }, 0, 10)).items.slice().reverse()
+        const debits = (yield* repo.transactions(tenantId, { type: ["debit"] }, [{ field: "createdAt", dir: "desc" }], 0, 10)).items.slice().reverse()
         // The older job in full, the newer one with what was left, the free one not at all.
         expect(debits.map((d) => [d.resourceId, d.amount, d.balanceAfter])).toEqual([
           [`${tenantId}-old`, "-0.001", "0.0015"],
