@@ -389,6 +389,9 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       })
 
       const page: Page = await context.newPage()
+      /** `too_large` for a page past one of the caps, with what its main response said. */
+      const tooLarge = (main: Response | null, error: string, contentType: string | null = null) =>
+        emptyAttempt(name, "too_large", t0, { httpStatus: main?.status() ?? null, finalUrl: page.url(), contentType, redirects: chainOf(main), error })
       let lastMain: Response | null = null
       const failedNavigations: string[] = []
       page.on("response", (r) => {
@@ -418,12 +421,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       if (refusal) {
         return emptyAttempt(name, "unsafe_url", t0, { finalUrl: page.url(), redirects: chainOf(lastMain), error: `refused: ${refusal}` })
       }
-      if (proxy.overBudget()) {
-        return emptyAttempt(name, "too_large", t0, {
-          httpStatus: (lastMain as Response | null)?.status() ?? null, finalUrl: page.url(), redirects: chainOf(lastMain),
-          error: overBudgetText
-        })
-      }
+      if (proxy.overBudget()) return tooLarge(lastMain, overBudgetText)
       const answered = lastMain as Response | null
       // The guard proxy could not reach the target and answered 502 in its place: the target said nothing.
       const unreached = answered?.status() === 502 ? proxy!.unreached(answered.url()) : undefined
@@ -470,13 +468,8 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       let verdict: { classification: Classification; marker?: string } = { classification: "ok" }
       for (let round = 0; round < 4; round++) {
         const read = await readContent().catch((e: unknown) => e)
-        if (read instanceof MarkupTooLarge || proxy.overBudget()) {
-          const main = lastMain as Response
-          return emptyAttempt(name, "too_large", t0, {
-            httpStatus: main.status(), finalUrl: page.url(), redirects: chainOf(main),
-            error: read instanceof MarkupTooLarge ? `${read.message}, more than ${maxBody}` : overBudgetText
-          })
-        }
+        if (read instanceof MarkupTooLarge) return tooLarge(lastMain, `${read.message}, more than ${maxBody}`)
+        if (proxy.overBudget()) return tooLarge(lastMain, overBudgetText)
         html = typeof read === "string" ? read : ""
         const main = lastMain as Response
         verdict = classifyResponse(main.status(), Buffer.from(html))
@@ -520,12 +513,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         ? await sentBody(main, Math.max(1, Math.min(remaining(), SENT_BODY_WAIT_MS)))
         : null
       if (signal.aborted) throw signal.reason
-      if (proxy.overBudget()) {
-        return emptyAttempt(name, "too_large", t0, {
-          httpStatus: main.status(), finalUrl: page.url(), contentType: declaredType, redirects,
-          error: overBudgetText
-        })
-      }
+      if (proxy.overBudget()) return tooLarge(main, overBudgetText, declaredType)
       const keepSent = sent !== null && viewer
       const body = keepSent ? sent : Buffer.from(html)
       const contentType = keepSent ? declaredType : renderedContentType(declaredType)
@@ -560,11 +548,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
           screenshotUnavailable = `screenshot failed: ${errorText(e)}`
         }
         // A full-page capture can load more of the page (lazy images) past the transfer cap.
-        if (proxy.overBudget()) {
-          return emptyAttempt(name, "too_large", t0, {
-            httpStatus: main.status(), finalUrl: page.url(), contentType, redirects, error: overBudgetText
-          })
-        }
+        if (proxy.overBudget()) return tooLarge(main, overBudgetText, contentType)
       }
 
       return {
