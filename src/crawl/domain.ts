@@ -22,16 +22,6 @@ const toUrl = (input: string | URL): URL | null => {
  * An IP literal is itself (IPv6 without brackets), `localhost` and other single-label or
  * suffix-only hosts are the host itself. `null` when the input is not a URL with a host.
  */
-/**
- * A `domainId` a client filters by, in the form stored: lower case, and an internationalized name
- * in its ASCII (punycode) form, as `domainIdOf` gives it (`例え.テスト` finds `xn--r8jz45g.xn--zckzah`).
- */
-export const domainIdFilter = (given: string): string => {
-  const lower = given.trim().toLowerCase().replace(/\.$/, "")
-  if (isIP(lower.replace(/^\[|\]$/g, ""))) return lower.replace(/^\[|\]$/g, "")
-  return domainToASCII(lower) || lower
-}
-
 export const domainIdOf = (input: string | URL): string | null => {
   const url = toUrl(input)
   if (!url || url.hostname === "") return null
@@ -40,6 +30,17 @@ export const domainIdOf = (input: string | URL): string | null => {
   if (isIP(host)) return host
   const domain = getDomain(host, { allowPrivateDomains: true, extractHostname: false })
   return (domain ?? host).toLowerCase()
+}
+
+/**
+ * A `domainId` a client filters by, in the form stored: lower case, and an internationalized name
+ * in its ASCII (punycode) form, as `domainIdOf` gives it (`例え.テスト` finds `xn--r8jz45g.xn--zckzah`).
+ */
+export const domainIdFilter = (given: string): string => {
+  const lower = given.trim().toLowerCase().replace(/\.$/, "")
+  const unbracketed = lower.replace(/^\[|\]$/g, "")
+  if (isIP(unbracketed)) return unbracketed
+  return domainToASCII(lower) || lower
 }
 
 /**
