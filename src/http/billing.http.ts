@@ -6,10 +6,9 @@ import { priceList } from "../billing/pricing.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { withTieBreak } from "../sql/order-by.ts"
+import { NEWEST_FIRST, sortOrDefault } from "./list-query.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
-
-const NEWEST_FIRST: ReadonlyArray<{ readonly field: "createdAt" | "amount"; readonly dir: "asc" | "desc" }> = [{ field: "createdAt", dir: "desc" }]
 
 export const BillingHandlers = HttpApiBuilder.group(
   Api,
@@ -39,8 +38,7 @@ export const BillingHandlers = HttpApiBuilder.group(
       .handle("searchTransactions", ({ payload }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          // No sort, or an empty one, is the ledger's own order, newest first.
-          const sort = payload.sort && payload.sort.length > 0 ? [...payload.sort] : NEWEST_FIRST
+          const sort = sortOrDefault(payload.sort, NEWEST_FIRST)
           const offset = payload.pagination?.offset ?? 0
           const limit = payload.pagination?.limit ?? 50
           const page = yield* tenants.transactions(me.tenantId, payload.where ?? {}, sort, offset, limit)

@@ -113,7 +113,8 @@ const inSearchFilter = (path: string) => path === "where" || path.startsWith("wh
 /** The `WHOLE_BODY_ERROR` of the body schema that failed: on the issue's schema, or a union member's (the payload is one). */
 const wholeBodyErrorOf = (issue: SchemaIssue.Issue): WholeBodyError | undefined => {
   const of = (ast: SchemaAST.AST) => ast.annotations?.[WHOLE_BODY_ERROR] as WholeBodyError | undefined
-  if ("ast" in issue && of(issue.ast as SchemaAST.AST)) return of(issue.ast as SchemaAST.AST)
+  const own = "ast" in issue ? of(issue.ast as SchemaAST.AST) : undefined
+  if (own) return own
   if (issue._tag === "AnyOf") {
     return issue.ast.types.map(of).find((e) => e !== undefined) ?? (issue.issues.length === 1 ? wholeBodyErrorOf(issue.issues[0]!) : undefined)
   }

@@ -31,8 +31,7 @@ import { decryptSecret, encryptSecret } from "../webhooks/secret-box.ts"
 import { itemWebhookSecret } from "../webhooks/signing.ts"
 import { Api } from "./api.ts"
 import { Idempotency, type KeyedAttempt } from "./idempotency.ts"
-import { parseSort } from "./list-query.ts"
-import { utcRange } from "../schema/common.ts"
+import { NEWEST_FIRST, parseSort, sortOrDefault } from "./list-query.ts"
 
 const statuses: ReadonlyArray<ExtractionStatus> = ["queued", "claimed", "done", "failed", "dead", "cancelled"]
 
@@ -191,7 +190,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
         return { ...toExtraction({ ...row, recycle_count: source.recycleCount }), ...(generatedSecret ? { webhookSecret: generatedSecret } : {}) }
       })
 
-    const page = (tenantId: string, where: Parameters<typeof repo.query>[0]["where"], sort: Array<{ field: string; dir: "asc" | "desc" }>, offset: number, limit: number) =>
+    const page = (tenantId: string, where: Parameters<typeof repo.query>[0]["where"], sort: ReadonlyArray<{ readonly field: string; readonly dir: "asc" | "desc" }>, offset: number, limit: number) =>
       repo.query({ tenantId, where, sort, offset, limit }).pipe(
         // `sort` echoes the order applied, with the id that breaks ties (as the jobs list does).
         Effect.map((p) => ({ ...pageOf(p.items.map(toExtraction), offset, limit, p.total), sort: [...withTieBreak(sort)] }))
@@ -234,11 +233,8 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
       .handle("search", ({ payload }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          // No sort, or an empty one, is the default order.
-          const sort = payload.sort && payload.sort.length > 0 ? [...payload.sort] : [{ field: "createdAt", dir: "desc" as const }]
-          const where = { ...payload.where }
-          if (where.createdAt) where.createdAt = utcRange(where.createdAt)
-          return yield* page(me.tenantId, where, sort, payload.pagination?.offset ?? 0, payload.pagination?.limit ?? 50)
+          const sort = sortOrDefault(payload.sort, NEWEST_FIRST)
+          return yield* page(me.tenantId, payload.where ?? {}, sort, payload.pagination?.offset ?? 0, payload.pagination?.limit ?? 50)
         }))
       .handle("get", ({ params }) =>
         Effect.gen(function*() {

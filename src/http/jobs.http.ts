@@ -21,8 +21,7 @@ import { Draining } from "./draining.ts"
 import { OpenStreams } from "./stream-connections.ts"
 import { Idempotency } from "./idempotency.ts"
 import { JobCreation, type PreparedJob } from "../crawl/job-creation.ts"
-import { parseSort } from "./list-query.ts"
-import { utcRange } from "../schema/common.ts"
+import { NEWEST_FIRST, parseSort, sortOrDefault } from "./list-query.ts"
 
 const statuses: ReadonlyArray<JobStatus> = ["queued", "claimed", "done", "failed", "dead"]
 const SSE_BUFFER = 1000
@@ -68,7 +67,7 @@ export const JobsHandlers = HttpApiBuilder.group(
     const withResult = (row: JobRow) => ({ ...toJob(row), result: row.result ?? null, replayOf: row.replay_of })
 
     /** A page of jobs; `sort` echoes the order applied, with the id that breaks ties. */
-    const listQuery = (tenantId: string, where: Parameters<typeof repo.query>[0]["where"], sort: Array<{ field: string; dir: "asc" | "desc" }>, offset: number, limit: number) =>
+    const listQuery = (tenantId: string, where: Parameters<typeof repo.query>[0]["where"], sort: ReadonlyArray<{ readonly field: string; readonly dir: "asc" | "desc" }>, offset: number, limit: number) =>
       repo.query({ tenantId, where, sort, offset, limit }).pipe(
         Effect.map((page) => ({ ...pageOf(page.items.map(toJob), offset, limit, page.total), sort: [...withTieBreak(sort)] }))
       )
@@ -133,13 +132,10 @@ export const JobsHandlers = HttpApiBuilder.group(
       .handle("search", ({ payload }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          // No sort, or an empty one, is the default order.
-          const sort = payload.sort && payload.sort.length > 0 ? [...payload.sort] : [{ field: "createdAt", dir: "desc" as const }]
-          const where = { ...payload.where }
-          if (where.createdAt) where.createdAt = utcRange(where.createdAt)
+          const sort = sortOrDefault(payload.sort, NEWEST_FIRST)
           const offset = payload.pagination?.offset ?? 0
           const limit = payload.pagination?.limit ?? 50
-          return yield* listQuery(me.tenantId, where, sort, offset, limit)
+          return yield* listQuery(me.tenantId, payload.where ?? {}, sort, offset, limit)
         }))
       .handle("list", ({ query }) =>
         Effect.gen(function*() {

@@ -4,6 +4,13 @@ import { fail } from "../schema/errors.ts"
 
 export type SortEntry = { field: string; dir: "asc" | "desc" }
 
+/** The default order of every list and search. */
+export const NEWEST_FIRST: ReadonlyArray<SortEntry> = [{ field: "createdAt", dir: "desc" }]
+
+/** A search body's sort, or `fallback` when it gives none or an empty one. */
+export const sortOrDefault = <S extends SortEntry>(sort: ReadonlyArray<S> | undefined, fallback: ReadonlyArray<SortEntry>): ReadonlyArray<S | SortEntry> =>
+  sort && sort.length > 0 ? sort : fallback
+
 /**
  * Parses `sort=field:dir,field:dir` against the sortable fields. An unknown field
  * is `400 invalid_sort_field`, a malformed pair `400 validation_error`.

@@ -47,18 +47,8 @@ export const DateTimeBound = Schema.String.check(
   Schema.makeFilter((s) => parseIsoDateTime(s) !== undefined, { expected: "an ISO 8601 date or date-time such as 2026-01-31T12:00:00Z" })
 ).annotate({ format: "date-time" })
 
-/**
- * A search's date-time bounds (checked by the body's schema, `DateTimeBound`) rewritten as UTC
- * ISO strings, so the database never reads a spelling of its own.
- */
-export const utcRange = (range: { readonly gte?: string | undefined; readonly lt?: string | undefined }) => {
-  const out: { gte?: string; lt?: string } = {}
-  for (const k of ["gte", "lt"] as const) {
-    const ms = range[k] === undefined ? undefined : parseIsoDateTime(range[k])
-    if (ms !== undefined) out[k] = new Date(ms).toISOString()
-  }
-  return out
-}
+/** A search's `createdAt` filter: from `gte` (inclusive) to `lt` (exclusive), either optional. */
+export const CreatedRange = Schema.Struct({ gte: Schema.optional(DateTimeBound), lt: Schema.optional(DateTimeBound) })
 
 /** An input date-time: must be a real instant (see `parseIsoDateTime`), with a time part. */
 export const DateTimeInput = Schema.String.check(

@@ -60,6 +60,12 @@ const QueryInt = Schema.String.check(Schema.isPattern(/^\d{1,15}$/, { expected: 
   Schema.decodeTo(Schema.Number, SchemaTransformation.numberFromString)
 )
 
+/** `offset` and `limit` in a search body. */
+export const SearchPagination = Schema.Struct({
+  offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+  limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
+})
+
 /** `offset` and `limit` in the query string of every list. */
 export const PageQuery = {
   offset: Schema.optional(QueryInt),

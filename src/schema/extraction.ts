@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, DateTime, DateTimeBound, NullableDateTime, WebhookSecret } from "./common.ts"
-import { Page, SortTerms } from "./envelope.ts"
+import { AbsoluteUrl, CreatedRange, DateTime, NullableDateTime, WebhookSecret } from "./common.ts"
+import { Page, SearchPagination, SortTerms } from "./envelope.ts"
 
 export const ExtractionStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead", "cancelled"])
 export type ExtractionStatus = typeof ExtractionStatus.Type
@@ -95,13 +95,10 @@ export const SearchExtractionsBody = Schema.Struct({
     status: Schema.optional(Schema.Array(ExtractionStatus).check(Schema.isBetweenLength(1, 6))),
     type: Schema.optional(ExtractionType),
     domainId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 253))),
-    createdAt: Schema.optional(Schema.Struct({ gte: Schema.optional(DateTimeBound), lt: Schema.optional(DateTimeBound) }))
+    createdAt: Schema.optional(CreatedRange)
   })),
   sort: Schema.optional(SortTerms(extractionSortFields)),
-  pagination: Schema.optional(Schema.Struct({
-    offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
-    limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
-  }))
+  pagination: Schema.optional(SearchPagination)
 })
 export type SearchExtractionsBody = typeof SearchExtractionsBody.Type
 

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, DateTime, DateTimeBound, NullableDateTime, WebhookSecret } from "./common.ts"
-import { Page, SortTerms, WHOLE_BODY_ERROR } from "./envelope.ts"
+import { AbsoluteUrl, CreatedRange, DateTime, NullableDateTime, WebhookSecret } from "./common.ts"
+import { Page, SearchPagination, SortTerms, WHOLE_BODY_ERROR } from "./envelope.ts"
 
 export const JobStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead"])
 export type JobStatus = typeof JobStatus.Type
@@ -110,17 +110,14 @@ export const SearchJobsBody = Schema.Struct({
     status: Schema.optional(Schema.Array(JobStatus).check(Schema.isBetweenLength(1, 5))),
     url: Schema.optional(Schema.Struct({ prefix: Schema.String.check(Schema.isBetweenLength(1, 2048)) })),
     domainId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 253))),
-    createdAt: Schema.optional(Schema.Struct({ gte: Schema.optional(DateTimeBound), lt: Schema.optional(DateTimeBound) })),
+    createdAt: Schema.optional(CreatedRange),
     priority: Schema.optional(Schema.Struct({
       gte: Schema.optional(PriorityBound),
       lte: Schema.optional(PriorityBound)
     }))
   })),
   sort: Schema.optional(SortTerms(jobSortFields)),
-  pagination: Schema.optional(Schema.Struct({
-    offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
-    limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
-  }))
+  pagination: Schema.optional(SearchPagination)
 })
 export type SearchJobsBody = typeof SearchJobsBody.Type
 

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { Amount, DateTime, DateTimeBound, Email, Text } from "./common.ts"
-import { SortTerms } from "./envelope.ts"
+import { Amount, CreatedRange, DateTime, Email, Text } from "./common.ts"
+import { SearchPagination, SortTerms } from "./envelope.ts"
 
 export const CreateTenantBody = Schema.Struct({
   name: Text(1, 200),
@@ -87,7 +87,7 @@ export const TransactionFilter = Schema.Struct({
   serviceKey: Schema.optional(Text(1, 100)),
   resourceType: Schema.optional(Text(1, 50)),
   resourceId: Schema.optional(Text(1, 100)),
-  createdAt: Schema.optional(Schema.Struct({ gte: Schema.optional(DateTimeBound), lt: Schema.optional(DateTimeBound) })),
+  createdAt: Schema.optional(CreatedRange),
   amount: Schema.optional(Schema.Struct({ gte: Schema.optional(Amount), lte: Schema.optional(Amount) }))
 })
 export type TransactionFilter = typeof TransactionFilter.Type
@@ -95,10 +95,7 @@ export type TransactionFilter = typeof TransactionFilter.Type
 export const SearchTransactionsBody = Schema.Struct({
   where: Schema.optional(TransactionFilter),
   sort: Schema.optional(SortTerms(transactionSortFields)),
-  pagination: Schema.optional(Schema.Struct({
-    offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
-    limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
-  }))
+  pagination: Schema.optional(SearchPagination)
 })
 
 export const ClusterState = Schema.Struct({

@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto"
 import { gunzipSync, gzipSync } from "node:zlib"
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { domainIdFilter } from "../crawl/domain.ts"
+import { createdBetween } from "./created-between.ts"
 import { appendEventCtes } from "../events/event-log.ts"
 import { iso } from "../schema/common.ts"
 import type { ConfigPayload, Extraction, ExtractionStatus, ExtractorConfig, SearchExtractionsBody } from "../schema/extraction.ts"
@@ -189,13 +190,12 @@ export const ExtractionRepoLive = Layer.effect(
     const webhooks = yield* WebhookRepo
 
     const where = (q: ExtractionQuery) => {
-      const parts = [sql`tenant_id = ${q.tenantId}`]
+      const parts: Array<Statement.Fragment> = [sql`tenant_id = ${q.tenantId}`]
       const w = q.where
       if (w.status) parts.push(sql`status IN ${sql.in(w.status)}`)
       if (w.type) parts.push(sql`type = ${w.type}`)
       if (w.domainId) parts.push(sql`domain_id = ${domainIdFilter(w.domainId)}`)
-      if (w.createdAt?.gte) parts.push(sql`created_at >= ${w.createdAt.gte}::timestamptz`)
-      if (w.createdAt?.lt) parts.push(sql`created_at < ${w.createdAt.lt}::timestamptz`)
+      parts.push(...createdBetween(sql, w.createdAt))
       return sql.and(parts)
     }
     const orderBy = (sort: ExtractionQuery["sort"]) => sql.literal(orderByTerms(sort, extractionSortColumns))

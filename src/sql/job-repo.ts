@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto"
 import { brotliCompressSync, brotliDecompressSync, constants as zlibConstants, gunzipSync } from "node:zlib"
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { domainIdFilter } from "../crawl/domain.ts"
+import { createdBetween } from "./created-between.ts"
 import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
 import type { Job, JobResult, JobStatus, PageVersion, SearchJobsBody } from "../schema/job.ts"
@@ -215,13 +216,12 @@ export const JobRepoLive = Layer.effect(
     const sql = yield* SqlClient.SqlClient
 
     const where = (q: JobQuery) => {
-      const parts = [sql`tenant_id = ${q.tenantId}`]
+      const parts: Array<Statement.Fragment> = [sql`tenant_id = ${q.tenantId}`]
       const w = q.where
       if (w.status) parts.push(sql`status IN ${sql.in(w.status)}`)
       if (w.url?.prefix) parts.push(sql`starts_with(url, ${w.url.prefix})`)
       if (w.domainId) parts.push(sql`domain_id = ${domainIdFilter(w.domainId)}`)
-      if (w.createdAt?.gte) parts.push(sql`created_at >= ${w.createdAt.gte}::timestamptz`)
-      if (w.createdAt?.lt) parts.push(sql`created_at < ${w.createdAt.lt}::timestamptz`)
+      parts.push(...createdBetween(sql, w.createdAt))
       if (w.priority?.gte !== undefined) parts.push(sql`priority >= ${w.priority.gte}`)
       if (w.priority?.lte !== undefined) parts.push(sql`priority <= ${w.priority.lte}`)
       return sql.and(parts)

@@ -4,10 +4,11 @@ import { internalAdminRole, type SystemRole, tenantSystemRoles } from "../iam/pe
 import { planQuota, type QuotaKey, quotaKeys } from "../billing/plans.ts"
 import { EXTRACTION_SERVICE_KEY, JOB_SERVICE_KEY } from "../billing/pricing.ts"
 import { newId } from "../ids.ts"
-import { iso, money, utcRange } from "../schema/common.ts"
+import { iso, money } from "../schema/common.ts"
 import { terminalExtractionStatuses } from "../schema/extraction.ts"
 import { terminalStatuses } from "../schema/job.ts"
 import type { Tenant, Transaction, TransactionFilter } from "../schema/tenant.ts"
+import { createdBetween } from "./created-between.ts"
 import { orderByTerms } from "./order-by.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { OID, pgArray } from "./pg-array.ts"
@@ -395,15 +396,13 @@ export const TenantRepoLive = Layer.effect(
           GROUP BY tenant_id ORDER BY min(finished_at) LIMIT ${limit}`.pipe(Effect.orDie, Effect.map((rows) => rows.map((r) => r.tenant_id)))
       },
       transactions: (tenantId, filter, sort, offset, limit) => {
-        const created = filter.createdAt ? utcRange(filter.createdAt) : {}
         const where = sql.and([
           sql`tenant_id = ${tenantId}`,
           ...(filter.type !== undefined ? [sql`type IN ${sql.in(filter.type)}`] : []),
           ...(filter.serviceKey !== undefined ? [sql`service_key = ${filter.serviceKey}`] : []),
           ...(filter.resourceType !== undefined ? [sql`resource_type = ${filter.resourceType}`] : []),
           ...(filter.resourceId !== undefined ? [sql`resource_id = ${filter.resourceId}`] : []),
-          ...(created.gte !== undefined ? [sql`created_at >= ${created.gte}::timestamptz`] : []),
-          ...(created.lt !== undefined ? [sql`created_at < ${created.lt}::timestamptz`] : []),
+          ...createdBetween(sql, filter.createdAt),
           ...(filter.amount?.gte !== undefined ? [sql`amount >= ${filter.amount.gte}::numeric`] : []),
           ...(filter.amount?.lte !== undefined ? [sql`amount <= ${filter.amount.lte}::numeric`] : [])
         ])
