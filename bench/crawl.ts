@@ -5,7 +5,7 @@
  *   npm run bench:crawl
  *   npm run bench:crawl -- --pages 2000 --warm 500 --concurrency 32 --create-seconds 8 --create-connections 32
  *   npm run bench:crawl -- --profile            # also --cpu-prof the Trawl server and summarize it
- *   npm run bench:crawl -- --phases a           # only some phases (a, b, c, d); no ratio line then
+ *   npm run bench:crawl -- --phases a           # only some phases (a, b, c, d, e); no ratio line without a-d
  *   npm run bench:crawl -- --rounds 5           # rounds of (a), (b), (c) in turn (default 3); medians reported
  *
  * Fixture site (bench/crawl-support/fixture-server.ts, own process): `--pages` distinct ~50 KB HTML
@@ -27,6 +27,11 @@
  *     over many tenants' owner keys (84 req/s per key, 50 active jobs per tenant), each job pointing
  *     at a tiny fixture page; against the bare INSERT server (bench/crawl-support/bare-insert-server.ts)
  *     on its own PGlite, or on the same DATABASE_URL database. Any non-201 is printed loudly.
+ * (e) The fixed design's floor (bench/crawl-support/floor-runner.ts, own process, own database): every
+ *     job is a sharded entity created by a persisted message, so each job costs at least one
+ *     persisted message to a fresh entity. The same number of such messages, on Trawl's cluster wiring
+ *     and message storage, to an entity that does nothing: messages/s and CPU ms per message, to set
+ *     against (a)'s pages/s and CPU per page and against the goals' budgets.
  *
  * Rounds: (a), (b) and (c) run in turn `--rounds` times, each a fresh process that warms up, is
  * measured and stops (Trawl on one data directory, its tenants made once; each round fetches pages
@@ -38,7 +43,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
-import { client, createTestDatabase, INTERNAL_TOKEN, type RunningServer, startServer } from "../test/support/server-process.ts"
+import { client, createTestDatabase, freePort, INTERNAL_TOKEN, type RunningServer, startServer } from "../test/support/server-process.ts"
 import { type LoadResult, openSse, runPostLoad, type SseStream } from "./crawl-support/load.ts"
 import { cleanupAll, cpuMs, dropDatabase, threadCpuMs, installExitHandlers, onCleanup, root, runMain, spawnTs, toggleProfiler } from "./support/processes.ts"
 import { summarizeProfile } from "./crawl-support/profile.ts"
@@ -65,7 +70,7 @@ const createTenants = opt("create-tenants", 64)
 const pageBytes = opt("page-bytes", 50_000)
 const profile = flag("profile")
 const sqlStats = flag("sql-stats")
-const phases = new Set(optStr("phases", "a,b,c,d").split(",").map((s) => s.trim()))
+const phases = new Set(optStr("phases", "a,b,c,d,e").split(",").map((s) => s.trim()))
 // The crawls (a), (b) and (c) run in turn this many times; the figures are the medians, so that a
 // moment of load on this shared machine moves one round, not the result.
 const rounds = Math.max(1, opt("rounds", 3))
@@ -563,7 +568,11 @@ const main = async () => {
     await bare.stop()
   }
 
-  // 5. Summary: medians over the rounds.
+  // 5. The floor of the fixed design, on a database of its own.
+  let floor: FloorFigures | undefined
+  if (phases.has("e")) floor = await runFloor(dir, baseDatabaseUrl)
+
+  // 6. Summary: medians over the rounds.
   log("")
   log(`crawl of ${pages} pages at concurrency ${concurrency}, median of ${rounds} round(s)   pages/s   CPU ms/page   rounds' pages/s`)
   const rows = [aRounds, bRounds, cRounds].filter((r) => r.length > 0)
@@ -592,10 +601,53 @@ const main = async () => {
       loud(`NON-201 RESPONSES: Trawl ${createTrawl.unexpected}, bare ${createBare.unexpected}: CREATE RATIO NOT VALID`)
     }
   }
+  if (floor) {
+    const perMessage = floor.cpuMs / floor.messages
+    log(`floor of the fixed design: one persisted message per job to a fresh entity that does nothing (Trawl's cluster and storage)`)
+    log(`  ${f(floor.messages / (floor.wallMs / 1000), 1)} messages/s  ${f(perMessage, 3)} CPU ms/message (${floor.threads})`)
+    if (aRounds.length) log(`  that is ${f((100 * perMessage) / median(aRounds.map(cpuPerPage)), 0)} % of Trawl's CPU per page in (a)`)
+    if (cRounds.length) {
+      // The ceiling goal's budget: the machine's CPU per page at 0.3 x the undici loop's pages/s,
+      // for everything on the box (Trawl, the fixture site, this client).
+      const budget = (cpus().length * 1000) / (0.3 * median(cRounds.map(pps)))
+      log(`  the ceiling goal (0.3 x ${f(median(cRounds.map(pps)), 0)} pages/s) leaves ${f(budget, 3)} CPU ms/page of the whole box; the floor takes ${f((100 * perMessage) / budget, 0)} % of it`)
+    }
+  }
   log(`total ${f((performance.now() - started) / 1000, 1)} s`)
   await cleanupAll()
   if (aRounds.length && bRounds.length && cRounds.length && createTrawl && createBare) {
     log(`crawl ratio_crawlee=${f(ratioCrawlee, 3)} ratio_ceiling=${f(ratioCeiling, 3)} create_ratio=${f(createRatio, 3)}`)
+  }
+}
+
+interface FloorFigures {
+  readonly messages: number
+  readonly wallMs: number
+  readonly cpuMs: number
+  readonly threads: string
+}
+
+/** (e): the floor runner in its own process, on a fresh embedded database or a fresh PostgreSQL database. */
+const runFloor = async (dir: string, baseDatabaseUrl: string | undefined): Promise<FloorFigures> => {
+  const env: Record<string, string> = { MESSAGES: String(pages), WARM: String(warmPages), CONCURRENCY: "32", DATA_DIR: join(dir, "floor-data") }
+  if (baseDatabaseUrl) {
+    const url = await createTestDatabase(baseDatabaseUrl)
+    onCleanup("floor database", () => dropDatabase(baseDatabaseUrl, url))
+    Object.assign(env, { DATABASE_URL: url, RUNNER_PORT: String(await freePort()) })
+  }
+  log(`(e) floor: ${pages} persisted messages (+${warmPages} warm-up) to fresh entities that do nothing; own process  [${load()}]`)
+  const child = spawnTs("floor runner", "bench/crawl-support/floor-runner.ts", env)
+  try {
+    const r = JSON.parse(await child.line("result", 150_000)) as { messages: number; wallMs: number; cpuMs: number; byThread: Record<string, number> }
+    const threads = Object.entries(r.byThread)
+      .map(([name, ms]) => [name, ms / r.messages] as const)
+      .filter(([, ms]) => ms >= 0.02)
+      .sort((x, y) => y[1] - x[1])
+      .map(([name, ms]) => `${name} ${f(ms, 2)}`)
+      .join(", ")
+    return { messages: r.messages, wallMs: r.wallMs, cpuMs: r.cpuMs, threads }
+  } finally {
+    await child.stop()
   }
 }
 
