@@ -67,23 +67,24 @@ export const DateTimeInput = Schema.String.check(
 const trimBlanks = (s: string) => s.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "")
 
 export const AbsoluteUrl = Schema.String.check(
+  // Each check stops at its failure: a URL is named once, by the first rule it breaks.
   // Blanks around a URL are only trimmed, as the URL parser does: the bound is on what they enclose.
-  Schema.makeFilter((s) => {
+  Schema.makeFilter((s: string) => {
     const n = trimBlanks(s).length
     return n >= 1 && n <= 2048
-  }, { expected: "a URL of 1 to 2048 characters" }),
+  }, { expected: "a URL of 1 to 2048 characters" }).abort(),
   // The URL parser would drop tabs and newlines and encode spaces inside a URL without a word: a
   // URL written with them is refused as malformed instead of fetched as something else.
-  Schema.makeFilter((s) => !/[\u0000-\u0020\u007f]/.test(trimBlanks(s)), {
+  Schema.makeFilter((s: string) => !/[\u0000-\u0020\u007f]/.test(trimBlanks(s)), {
     expected: "a URL without spaces or control characters inside it"
-  }),
-  Schema.makeFilter((s) => {
+  }).abort(),
+  Schema.makeFilter((s: string) => {
     try {
       return new URL(s).port !== "0"
     } catch {
       return false
     }
-  }, { expected: "an absolute URL (port 1-65535)" }),
+  }, { expected: "an absolute URL (port 1-65535)" }).abort(),
   Schema.makeFilter((s) => {
     try {
       return new URL(s).href.length <= 2048
