@@ -1056,6 +1056,16 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       } finally {
         await late.close()
       }
+      // every event past the resume point expired: said at once, not only when the next event comes
+      await pgQuery(serverDbUrl!, "DELETE FROM events WHERE tenant_id = $1 AND seq <= $2", [a.tenantId, sa.events[2]!.id])
+      const gone = await openStream(server.baseUrl, a.apiKey, sa.events[0]!.id)
+      try {
+        const said = `events ${sa.events[1]!.id} to ${sa.events[2]!.id} have expired (events are kept 48 hours)`
+        await gone.until(() => gone.comments.includes(said), 10_000)
+        expect(gone.events).toEqual([])
+      } finally {
+        await gone.close()
+      }
     }
     // an id the tenant never reached resumes from now, rather than waiting until the sequence gets there
     // (also one of more digits than any 64-bit sequence holds)

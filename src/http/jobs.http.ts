@@ -249,6 +249,9 @@ export const JobsHandlers = HttpApiBuilder.group(
               // instead of waiting, silently, until the sequence reaches it.
               const latest = yield* events.latest(me.tenantId)
               let lastSeq = resumeFrom !== undefined && BigInt(resumeFrom) <= BigInt(latest) ? resumeFrom : latest
+              // The events up to `latest` existed when the stream opened: if none past the resume point
+              // is left at the first read, they have all expired, and that is said at once.
+              let existedUpTo: bigint | undefined = BigInt(latest)
               // One reader per stream. A notification (and each keep-alive tick, in case a
               // notification was lost, say while Redis reconnected) opens the latch; the reader
               // closes it before it reads, so what is appended meanwhile is read next time round.
@@ -279,8 +282,11 @@ export const JobsHandlers = HttpApiBuilder.group(
                   // Ids have no gaps, so a gap is events past their retention: said in a comment
                   // (clients that check can tell; EventSource ignores it), then the stream goes on.
                   const first = batch[0]
-                  if (first && BigInt(first.id) > BigInt(lastSeq) + 1n) {
-                    Queue.offerUnsafe(queue, `: events ${BigInt(lastSeq) + 1n} to ${BigInt(first.id) - 1n} have expired (events are kept ${EVENT_RETENTION_HOURS} hours)\n\n`)
+                  const gapEnd = first ? BigInt(first.id) - 1n : existedUpTo
+                  existedUpTo = undefined
+                  if (gapEnd !== undefined && gapEnd > BigInt(lastSeq)) {
+                    Queue.offerUnsafe(queue, `: events ${BigInt(lastSeq) + 1n} to ${gapEnd} have expired (events are kept ${EVENT_RETENTION_HOURS} hours)\n\n`)
+                    lastSeq = String(gapEnd)
                   }
                   for (const e of batch) {
                     // A client that cannot keep up is cut off; it resumes with Last-Event-ID.
