@@ -1,6 +1,6 @@
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer, References } from "effect"
+import { Effect, Layer, References, type SchemaAST } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ClusterLive } from "./actors/cluster.ts"
@@ -33,7 +33,7 @@ import { IdempotencyLive } from "./http/idempotency.ts"
 import { JobsHandlers, WebhooksAdminHandlers } from "./http/jobs.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
-import { ApiKeyAuthLive, InternalAuthLive } from "./http/security.live.ts"
+import { ApiKeyAuthLive, InternalAuthLive, KeyMeterLive } from "./http/security.live.ts"
 import { SystemHandlers } from "./http/system.http.ts"
 import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
 import { KvLive } from "./kv/kv.ts"
@@ -48,7 +48,11 @@ import { WebhookRepoLive } from "./sql/webhook-repo.ts"
 
 /** Every (method, path) of the API, for telling 405 from 404. */
 export const apiRoutes = Object.values(Api.groups).flatMap((group) =>
-  Object.values(group.endpoints).map((e) => ({ method: e.method, path: e.path }))
+  Object.values(group.endpoints).map((e) => ({
+    method: e.method,
+    path: e.path,
+    idempotencyKey: e.headers?.ast._tag === "Objects" && e.headers.ast.propertySignatures.some((p: SchemaAST.PropertySignature) => p.name === "idempotency-key")
+  }))
 )
 
 const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const
@@ -95,7 +99,7 @@ export const makeServerLayer = (config: AppConfig) => {
     AdminHandlers,
     ControlHandlers
   )
-  const Security = Layer.mergeAll(ApiKeyAuthLive, InternalAuthLive)
+  const Security = Layer.mergeAll(ApiKeyAuthLive, InternalAuthLive, KeyMeterLive)
 
   const Routes = Layer.mergeAll(
     HttpApiBuilder.layer(Api, { openapiPath: "/v1/openapi.json" }).pipe(Layer.provide(Handlers)),

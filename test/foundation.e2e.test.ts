@@ -118,6 +118,16 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
       envelopeError(await api.call(m, path, { key: t.apiKey }), 404, "not_found")
     }
     envelopeError(await api.call("DELETE", `/v1/scraper/jobs/${longId}/cancel`, { key: t.apiKey }), 405, "method_not_allowed")
+    // answers given before any endpoint's security runs still count against a valid key and carry its headers
+    let before = await api.call("GET", "/v1/scraper/jobs", { key: t.apiKey })
+    for (const [m, path, status] of [["GET", "/v1/no-such-route", 404], ["DELETE", "/v1/scraper/events", 405], ["GET", "/v1/scraper/jobs/bulk", 405]] as const) {
+      const res = await api.call(m, path, { key: t.apiKey })
+      expect(res.status).toBe(status)
+      const remaining = Number(res.headers.get("ratelimit-remaining"))
+      const windowTurned = Number(res.headers.get("ratelimit-reset")) > Number(before.headers.get("ratelimit-reset"))
+      expect(remaining < Number(before.headers.get("ratelimit-remaining")) || windowTurned, `${m} ${path}`).toBe(true)
+      before = res
+    }
     // 413 oversized body
     const huge = await api.call("POST", `/v1/iam/identities/${t.ownerIdentityId}/api-keys`, {
       key: t.apiKey,
@@ -132,6 +142,13 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
       })
       envelopeError(res, 415, "unsupported_media_type")
       expect(res.json.error.details[0].path).toBe("content-type")
+      // the key is checked and counted first: the answer carries its rate-limit headers
+      expect(res.headers.get("ratelimit-limit")).not.toBeNull()
+    }
+    // without a valid key the body's type does not matter: authentication comes first
+    for (const key of [undefined, "trawl_" + "A".repeat(43)]) {
+      const res = await api.call("POST", "/v1/scraper/jobs", { ...(key ? { key } : {}), raw: "{}", headers: { "content-type": "text/plain" } })
+      envelopeError(res, 401, "unauthorized")
     }
     const viaFetch = await fetch(`${server.baseUrl}/v1/iam/identities/${t.ownerIdentityId}/api-keys`, {
       method: "POST", headers: { "x-api-key": t.apiKey }, body: new Uint8Array(Buffer.from("{}"))

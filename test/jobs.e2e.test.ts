@@ -511,6 +511,13 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expectError(await create({ url }, key, { "idempotency-key": "tab\there" }), 400, "invalid_idempotency_key")
     const badBulk = await api.call("POST", "/v1/scraper/jobs/bulk", { key, body: bulkBody, headers: { "idempotency-key": "x".repeat(256) } })
     expectError(badBulk, 400, "invalid_idempotency_key")
+    // a bad key is named along with the body's own faults, so that one answer lists everything
+    const both = await create({}, key, { "idempotency-key": "k".repeat(256) })
+    expectError(both, 400, "validation_error")
+    expect(detailPaths(both)).toEqual(["Idempotency-Key", "url"])
+    const bothBulk = await api.call("POST", "/v1/scraper/jobs/bulk", { key, body: { jobs: [] }, headers: { "idempotency-key": "tab\there" } })
+    expectError(bothBulk, 422, "invalid_bulk_body")
+    expect(detailPaths(bothBulk)).toEqual(["Idempotency-Key", "jobs"])
     expect(await count(url)).toBe(1)
     for (const r of [first, results[0]!, ok255, freed]) await waitTerminal(r.json.data.id)
   })
@@ -1174,6 +1181,11 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     const nulQuery = await api.get("/v1/scraper/jobs?limit=%00&offset=0&status=%00x", key)
     expectError(nulQuery, 400, "validation_error")
     expect(detailPaths(nulQuery)).toEqual(["limit", "status"])
+    // ...once the caller is known: without a valid key, every one of them is a 401
+    for (const path of ["/v1/page-history/%00/content", "/v1/scraper/jobs?limit=%00", "/v1/scraper/events?x=%00"]) {
+      expectError(await api.get(path, undefined), 401, "unauthorized")
+      expectError(await api.get(path, "trawl_" + "A".repeat(43)), 401, "unauthorized")
+    }
     // A NUL in a search filter's text is a bad filter, named by its path.
     const nulFilter = await api.post("/v1/scraper/jobs/search", { where: { url: { prefix: "http://a/\u0000" }, domainId: "x\u0000" } }, key)
     expectError(nulFilter, 400, "invalid_filter")

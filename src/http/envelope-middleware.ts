@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto"
-import { ByteSize, Cause, Effect, type SchemaAST, SchemaIssue, type Types } from "effect"
+import { ByteSize, Cause, Context, Effect, Option, type SchemaAST, SchemaIssue, type Types } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { WHOLE_BODY_ERROR, type WholeBodyError } from "../schema/envelope.ts"
 import { ApiError, type ErrorDetail, errorEnvelope, RequestId, ResponseHeaders } from "../schema/errors.ts"
+import { idempotencyKeyProblem } from "./idempotency.ts"
 
 /** Largest accepted request body; extraction input is capped at 5 MB inside it. */
 export const MAX_BODY_BYTES = 6 * 1024 * 1024
@@ -86,13 +87,34 @@ const takesJsonType = (ast: SchemaAST.AST, t: JsonType): boolean => {
   }
 }
 
-type Route = { readonly method: string; readonly pattern: RegExp; readonly literal: string | undefined }
+type Route = {
+  readonly method: string
+  readonly pattern: RegExp
+  readonly literal: string | undefined
+  /** Whether the route reads an Idempotency-Key header. */
+  readonly idempotencyKey: boolean
+}
 
 const toPattern = (path: string) =>
   new RegExp("^" + path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/\/:[^/]+/g, "/[^/]+") + "/?$")
 
-export const routeTable = (routes: ReadonlyArray<{ method: string; path: string }>): ReadonlyArray<Route> =>
-  routes.map((r) => ({ method: r.method.toUpperCase(), pattern: toPattern(r.path), literal: r.path.includes(":") ? undefined : r.path }))
+export const routeTable = (routes: ReadonlyArray<{ method: string; path: string; idempotencyKey?: boolean }>): ReadonlyArray<Route> =>
+  routes.map((r) => ({
+    method: r.method.toUpperCase(),
+    pattern: toPattern(r.path),
+    literal: r.path.includes(":") ? undefined : r.path,
+    idempotencyKey: r.idempotencyKey ?? false
+  }))
+
+/**
+ * The fault of the request's Idempotency-Key, when its route reads one: named with the body's own
+ * faults, so that one answer lists everything to mend.
+ */
+const idempotencyKeyFault = (request: HttpServerRequest.HttpServerRequest, routes: ReadonlyArray<Route>): ErrorDetail | undefined => {
+  const path = request.url.split("?")[0]!
+  const reads = routes.some((r) => r.idempotencyKey && r.method === request.method && r.pattern.test(path))
+  return reads ? idempotencyKeyProblem(request.headers["idempotency-key"]) : undefined
+}
 
 /**
  * The methods of the routes whose whole path is `path` itself, when `method` is not one of them:
@@ -150,12 +172,14 @@ const failureResponse = (
     const root = error.cause.issue
     const isJson = error.kind === "Payload" && root._tag === "InvalidValue" && messageOf(root) === "Expected a valid JSON body"
     const wholeBody = error.kind === "Payload" && !isJson ? wholeBodyErrorOf(root) : undefined
-    if (wholeBody) return Effect.succeed(json(wholeBody.status, errorEnvelope(wholeBody.code, wholeBody.message, requestId, details)))
+    const keyFault = error.kind === "Payload" ? idempotencyKeyFault(request, routes) : undefined
+    const withKeyFault = (d: ReadonlyArray<ErrorDetail>) => (keyFault ? [...d, keyFault] : d)
+    if (wholeBody) return Effect.succeed(json(wholeBody.status, errorEnvelope(wholeBody.code, wholeBody.message, requestId, withKeyFault(details))))
     const where = error.kind === "Payload" ? "body" : error.kind.toLowerCase()
     // A search body's bad `where` is a bad filter, as a list's bad query filter is, and its unknown
     // sort fields an invalid sort field; a body with other faults too is a validation error that
     // names them all.
-    const only = (p: (d: ErrorDetail) => boolean) => error.kind === "Payload" && details.length > 0 && details.every(p)
+    const only = (p: (d: ErrorDetail) => boolean) => error.kind === "Payload" && !keyFault && details.length > 0 && details.every(p)
     const badFilter = only((d) => inSearchFilter(d.path))
     const badSort = only(isUnsortableField)
     return Effect.succeed(json(
@@ -167,7 +191,7 @@ const failureResponse = (
         : badSort ? "a sort field is not one that can be sorted by"
         : `the request ${where} is not valid`,
         requestId,
-        isJson ? [{ path: "", code: "invalid_json", message: "body must be valid JSON" }] : details
+        withKeyFault(isJson ? [{ path: "", code: "invalid_json", message: "body must be valid JSON" }] : details)
       )
     ))
   }
@@ -283,33 +307,61 @@ const unsupportedMediaType = (requestId: string, details?: ReadonlyArray<ErrorDe
   json(415, errorEnvelope("unsupported_media_type", "send the body as application/json", requestId, details))
 
 /**
- * Answers decided from the request line and headers alone, before any route runs: a path or query
- * with a NUL character, a route's own name taken for a resource id, a body that is not JSON.
+ * Answers decided from the request line alone, before any route runs: a route's own name taken
+ * for a resource id.
  */
 const refusalBeforeRouting = (
   request: HttpServerRequest.HttpServerRequest,
   routes: ReadonlyArray<Route>,
   requestId: string
 ): HttpServerResponse.HttpServerResponse | undefined => {
+  const allowed = otherMethodsOfLiteral(routes, request.method, request.url.split("?")[0]!)
+  if (allowed.length > 0) return methodNotAllowed(request.method, allowed, requestId)
+  return undefined
+}
+
+/** The detail of a body that is not JSON by its content type. */
+const nonJsonBodyDetail = (headers: Readonly<Record<string, string | undefined>>): ErrorDetail => {
+  const given = headers["content-type"]
+  return { path: "content-type", code: "invalid_value", message: given ? `${given} is not JSON` : "is missing" }
+}
+
+/**
+ * What is wrong with a request by its line and headers alone: a path or query with a NUL
+ * character, a body that is not JSON by its content type.
+ */
+const malformedRequest = (request: HttpServerRequest.HttpServerRequest): ApiError | undefined => {
   // No resource's name holds a NUL character (the database cannot store one), so a path with
   // one names nothing; in the query string it is a bad parameter.
   const nulAt = request.url.search(/%00/i)
   if (nulAt >= 0) {
     const queryAt = request.url.indexOf("?")
     return queryAt < 0 || nulAt < queryAt
-      ? json(404, errorEnvelope("not_found", "no resource has a NUL character (%00) in its name", requestId))
-      : json(400, errorEnvelope("validation_error", "query parameters cannot contain the NUL character (%00)", requestId, nulQueryParameters(request.url.slice(queryAt + 1)).map((name) => (
-        { path: name, code: "invalid_value", message: "contains %00" }
-      ))))
+      ? new ApiError({ status: 404, code: "not_found", message: "no resource has a NUL character (%00) in its name" })
+      : new ApiError({
+        status: 400,
+        code: "validation_error",
+        message: "query parameters cannot contain the NUL character (%00)",
+        details: nulQueryParameters(request.url.slice(queryAt + 1)).map((name) => ({ path: name, code: "invalid_value", message: "contains %00" }))
+      })
   }
-  const allowed = otherMethodsOfLiteral(routes, request.method, request.url.split("?")[0]!)
-  if (allowed.length > 0) return methodNotAllowed(request.method, allowed, requestId)
   if (isNonJsonBody(request.headers)) {
-    const given = request.headers["content-type"]
-    return unsupportedMediaType(requestId, [{ path: "content-type", code: "invalid_value", message: given ? `${given} is not JSON` : "is missing" }])
+    return new ApiError({ status: 415, code: "unsupported_media_type", message: "send the body as application/json", details: [nonJsonBodyDetail(request.headers)] })
   }
   return undefined
 }
+
+/**
+ * Runs `effect` unless the request is malformed by its line and headers (see `malformedRequest`).
+ * The security middlewares call it once the caller is authenticated, counted by the rate limit
+ * and authorized, so that a request without a valid key is a 401 whatever else is wrong with it,
+ * and every answer to a key carries its rate-limit headers.
+ */
+export const refuseMalformedRequest = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | ApiError, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request): Effect.Effect<A, E | ApiError, R> => {
+    const refusal = malformedRequest(request)
+    return refusal ? Effect.fail(refusal) : effect
+  })
 
 /** The names of the query parameters whose name or value holds %00 (each once, in order). */
 const nulQueryParameters = (query: string): Array<string> => {
@@ -331,9 +383,16 @@ const tooLarge = (requestId: string) =>
  * Wraps every route, matched or not: request id, response header bag, body size
  * limit, and one error envelope for everything that is not a handler's success.
  */
+/**
+ * Counts a request of the raw API key against its rate limit, writing the rate-limit headers into
+ * the response header bag; fails with 429 over the limit, and does nothing for a key that is not valid.
+ */
+export class KeyMeter extends Context.Service<KeyMeter, (rawKey: string) => Effect.Effect<void, ApiError>>()("trawl/KeyMeter") {}
+
 export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
-  HttpRouter.middleware(
-    (httpApp) =>
+  HttpRouter.middleware(Effect.gen(function*() {
+    const meter = yield* Effect.serviceOption(KeyMeter)
+    return (httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown>) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const incoming = request.headers["x-request-id"]
@@ -347,16 +406,25 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
             failureResponse(cause, requestId, request, routes).pipe(Effect.provideService(ResponseHeaders, bag))
           )
         ))
+        // An answer given before any endpoint's security ran (no such route, a method the route lacks)
+        // still counts against the caller's key and carries its rate-limit headers.
+        const rawKey = request.headers["x-api-key"]
+        if (rawKey && bag["ratelimit-limit"] === undefined && Option.isSome(meter)) {
+          const refused = yield* meter.value(rawKey).pipe(Effect.provideService(ResponseHeaders, bag), Effect.flip, Effect.option)
+          if (Option.isSome(refused)) {
+            response = json(refused.value.status, errorEnvelope(refused.value.code, refused.value.message, requestId))
+            if (refused.value.retryAfter !== undefined) bag["retry-after"] = String(refused.value.retryAfter)
+          }
+        }
         // Built-in plain-text answers (413 from the body reader, 415) get the envelope too.
         if (response.status === 413 || response.status === 415) {
           const isEnvelope = response.headers["content-type"]?.startsWith("application/json")
           if (!isEnvelope) {
             response = response.status === 413
               ? tooLarge(requestId)
-              : unsupportedMediaType(requestId)
+              : unsupportedMediaType(requestId, [nonJsonBodyDetail(request.headers)])
           }
         }
         return HttpServerResponse.setHeaders(response, { ...bag, "x-request-id": requestId })
-      }) as unknown as Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled, HttpServerRequest.HttpServerRequest>,
-    { global: true }
-  )
+      }) as unknown as Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled, HttpServerRequest.HttpServerRequest>
+  }), { global: true })

@@ -4,7 +4,7 @@ import { HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { Config } from "../config.ts"
 import { newId } from "../ids.ts"
-import { ApiError, fail } from "../schema/errors.ts"
+import { ApiError, type ErrorDetail, fail } from "../schema/errors.ts"
 import { decryptSecret, encryptSecret, isSecretBox } from "../webhooks/secret-box.ts"
 
 /** How long a key and its stored response are kept. */
@@ -16,6 +16,10 @@ export const IDEMPOTENCY_TTL_HOURS = 24
  */
 export const ABANDONED_CLAIM_SECONDS = 60
 const keyPattern = /^[\x20-\x7e]{1,255}$/
+
+/** What is wrong with an Idempotency-Key header, if it was given and is not 1 to 255 printable ASCII characters. */
+export const idempotencyKeyProblem = (key: string | undefined): ErrorDetail | undefined =>
+  key === undefined || keyPattern.test(key) ? undefined : { path: "Idempotency-Key", code: "invalid_value", message: "1 to 255 printable ASCII characters" }
 
 /**
  * What a request run under an Idempotency-Key knows of its earlier tries. Ids and generated
@@ -159,11 +163,8 @@ export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.
     return Idempotency.of({
       run: (tenantId, key, fingerprint, create) => {
         if (key === undefined) return Effect.map(create(undefined), respond)
-        if (!keyPattern.test(key)) {
-          return fail(400, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters", {
-            details: [{ path: "Idempotency-Key", code: "invalid_value", message: "1 to 255 printable ASCII characters" }]
-          })
-        }
+        const problem = idempotencyKeyProblem(key)
+        if (problem) return fail(400, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters", { details: [problem] })
         const hash = requestHash(fingerprint)
         return Effect.gen(function*() {
           const deadline = Date.now() + 30_000

@@ -80,6 +80,7 @@ const descriptions: Record<number, string> = {
   404: "Absent, or another tenant's (not_found)",
   409: "State conflict",
   413: "Body larger than allowed (payload_too_large)",
+  415: "A body that is not JSON by its Content-Type (unsupported_media_type)",
   422: "Business validation failure",
   429: "Rate limit or quota exceeded (rate_limited, quota_exceeded, concurrent_limit_exceeded)",
   503: "A critical dependency is unavailable (dependency_unavailable)"
