@@ -328,6 +328,19 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     const plainLatest = (await api.get(`/v1/page-history?url=${encodeURIComponent(plain)}`, key)).json.data.items[0]
     const plainDiff: string = (await api.get(`/v1/page-history/${plainLatest.id}/diff`, key)).json.data.diff
     expect(plainDiff.split("\n").filter((l) => /^[-+](?![-+]{2} )/.test(l))).toEqual([expect.stringMatching(/^-Version number \d+$/), expect.stringMatching(/^\+Version number \d+$/)])
+    // bytes that came without a type are a page only when they are text: these are not
+    const untyped = site.url("/changing.bin")
+    await createAndWait({ url: untyped })
+    const untypedJob = await createAndWait({ url: untyped })
+    const untypedLatest = (await api.get(`/v1/page-history?url=${encodeURIComponent(untyped)}`, key)).json.data.items[0]
+    expect(untypedLatest.contentType).toBeNull()
+    expect((await api.get(`/v1/page-history/${untypedLatest.id}/diff`, key)).json.data).toMatchObject({ binary: true, diff: "", changed: true })
+    for (const path of [`/v1/page-history/${untypedLatest.id}/content`, `/v1/scraper/jobs/${untypedJob.id}/html`]) {
+      const served = await fetch(`${server.baseUrl}${path}`, { headers: { "x-api-key": key } })
+      expect(served.status, path).toBe(200)
+      expect(served.headers.get("content-type"), path).toBe("application/octet-stream")
+      expect(new Uint8Array(await served.arrayBuffer())[0]).toBe(0x89)
+    }
     expect(plainDiff).toMatch(/^ Stable line one\.$/m)
     // the first version diffs against nothing
     const first = await api.get(`/v1/page-history/${items[2].id}/diff`, key)

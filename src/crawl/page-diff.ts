@@ -3,6 +3,7 @@
  * of a large page and the diff itself cost up to some tens of milliseconds of CPU, which must not
  * stall the node's event loop (its job entities, streams and other requests).
  */
+import { looksBinary } from "./content-type.ts"
 import { makeTimedWorkers } from "../workers/timed-worker.ts"
 import { unifiedDiff } from "./text-diff.ts"
 import { diffLines } from "./visible-text.ts"
@@ -23,9 +24,14 @@ export interface PageDiffResult {
 /** Lines of each version that a diff compares at most. */
 export const MAX_DIFF_LINES = 20_000
 
-/** Text, HTML, XML, JSON and JavaScript have lines; a version without a type is taken as HTML, as crawls nearly always are. */
-const isText = (contentType: string | null) =>
-  contentType === null || /^\s*(text\/|[^;]*[+/](xml|json|html)\b|application\/(javascript|ecmascript|x-www-form-urlencoded))/i.test(contentType)
+/**
+ * Text, HTML, XML, JSON and JavaScript have lines; a version without a type is taken as HTML, as
+ * crawls nearly always are, unless its bytes are not text.
+ */
+const isText = (v: { readonly body: Uint8Array; readonly contentType: string | null }) =>
+  v.contentType === null
+    ? !looksBinary(v.body)
+    : /^\s*(text\/|[^;]*[+/](xml|json|html)\b|application\/(javascript|ecmascript|x-www-form-urlencoded))/i.test(v.contentType)
 
 /** The body as text, in the charset its content type names (UTF-8 when it names none, or one unknown here). */
 const decode = (body: Uint8Array, contentType: string | null) => {
@@ -40,7 +46,7 @@ const decode = (body: Uint8Array, contentType: string | null) => {
 /** The diff itself, on this thread (the worker's entry point, and tests). */
 export const computePageDiff = (input: PageDiffInput): PageDiffResult => {
   const versions = input.before ? [input.before, input.now] : [input.now]
-  if (versions.some((v) => !isText(v.contentType))) return { diff: "", binary: true, truncated: false }
+  if (versions.some((v) => !isText(v))) return { diff: "", binary: true, truncated: false }
   let truncated = false
   const linesOf = (v: NonNullable<PageDiffInput["before"]>) => {
     const { lines, cut } = diffLines(decode(v.body, v.contentType), v.contentType)

@@ -3,6 +3,7 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import { servedContentType } from "../crawl/content-type.ts"
 import { entityCall } from "../actors/entity-call.ts"
 import { WebhookDeliveryEntity } from "../actors/webhook-delivery-entity.ts"
 import { EVENT_RETENTION_HOURS, EventLog, type StoredEvent } from "../events/event-log.ts"
@@ -165,7 +166,7 @@ export const JobsHandlers = HttpApiBuilder.group(
           const me = yield* CurrentPrincipal
           const content = yield* repo.html(me.tenantId, params.id)
           if (!content) return yield* notFound("HTML of this job")
-          return HttpServerResponse.uint8Array(content.body, { contentType: content.contentType ?? "text/html; charset=utf-8", headers: storedContentHeaders })
+          return HttpServerResponse.uint8Array(content.body, { contentType: servedContentType(content.contentType, content.body), headers: storedContentHeaders })
         }))
       .handle("screenshot", ({ params }) =>
         Effect.gen(function*() {

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { servedContentType } from "../crawl/content-type.ts"
 import { normalizeUrl } from "../crawl/domain.ts"
 import { pageDiff } from "../crawl/page-diff.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
@@ -37,7 +38,7 @@ export const PageHistoryHandlers = HttpApiBuilder.group(
           if (!version) return yield* notFound("page version")
           const body = yield* repo.versionContent(me.tenantId, version.contentHash)
           if (!body) return yield* notFound("content of this version")
-          return HttpServerResponse.uint8Array(body, { contentType: version.contentType ?? "text/html; charset=utf-8", headers: storedContentHeaders })
+          return HttpServerResponse.uint8Array(body, { contentType: servedContentType(version.contentType, body), headers: storedContentHeaders })
         }))
       .handle("diff", ({ params }) =>
         Effect.gen(function*() {

@@ -6,6 +6,7 @@
  *   /page                 a normal ~2 KB HTML article
  *   /changing             content changes on each fetch (page-history `changed`, diff)
  *   /changing.txt         the same as text/plain lines
+ *   /changing.bin         PNG-like bytes that change on each fetch, sent without a Content-Type
  *   /missing              404
  *   /error                500
  *   /slow?ms=N            waits N ms (default 5000) before answering a normal page
@@ -63,6 +64,7 @@ export const startFixtureSite = async (options: { hosts?: ReadonlyArray<string> 
   const counts = new Map<string, number>()
   let changing = 0
   let changingText = 0
+  let changingBinary = 0
   let connections = 0
   const sockets = new Set<Socket>()
   const timers = new Set<NodeJS.Timeout>()
@@ -84,6 +86,10 @@ export const startFixtureSite = async (options: { hosts?: ReadonlyArray<string> 
       case "/changing.txt":
         changingText++
         return send(200, `Stable line one.\nVersion number ${changingText}\nStable line two.\n`, { "content-type": "text/plain; charset=utf-8" })
+      case "/changing.bin":
+        changingBinary++
+        if (!res.destroyed) res.writeHead(200).end(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, changingBinary % 256]))
+        return
       case "/empty":
         return send(200, "")
       case "/missing":

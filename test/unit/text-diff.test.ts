@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
+import { servedContentType } from "../../src/crawl/content-type.ts"
 import { computePageDiff, MAX_DIFF_LINES, pageDiff } from "../../src/crawl/page-diff.ts"
 import { MAX_EDIT_STEPS, unifiedDiff } from "../../src/crawl/text-diff.ts"
 import { diffLines, MAX_DIFF_INPUT_CHARS, visibleLines } from "../../src/crawl/visible-text.ts"
@@ -142,6 +143,15 @@ describe("page diff (what the diff endpoint answers)", () => {
     const png = computePageDiff({ before: version(Uint8Array.from([0x89, 0x50, 0x4e, 0x47]), "image/png", "v1"), now: version(Uint8Array.from([0x89, 0x50, 0x4e, 0x48]), "image/png", "v2") })
     expect(png).toEqual({ diff: "", binary: true, truncated: false })
     expect(computePageDiff({ before: null, now: version(utf8("{\"a\":1}"), "application/json", "v1") })).toMatchObject({ binary: false, diff: expect.stringContaining('+{"a":1}') })
+  })
+
+  it("takes a version without a type as HTML only when its bytes are text", () => {
+    const png = (last: number) => Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, last])
+    expect(computePageDiff({ before: version(png(1), null, "v1"), now: version(png(2), null, "v2") })).toEqual({ diff: "", binary: true, truncated: false })
+    expect(computePageDiff({ before: version(utf8("<p>old</p>"), null, "v1"), now: version(utf8("<p>new</p>"), null, "v2") }).diff).toContain("-old\n+new")
+    expect(servedContentType(null, png(1))).toBe("application/octet-stream")
+    expect(servedContentType(null, utf8("<p>caf\u00e9</p>"))).toBe("text/html; charset=utf-8")
+    expect(servedContentType("image/png", utf8("<p>x</p>"))).toBe("image/png")
   })
 
   it("decodes each version in the charset its content type names", () => {
