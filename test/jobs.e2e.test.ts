@@ -359,9 +359,11 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
   })
 
   it("refuses a page-history timeline query whose url is not an absolute URL (400 invalid_filter)", async () => {
-    const bad = await api.get(`/v1/page-history?url=not-a-url`, key)
-    expectError(bad, 400, "invalid_filter")
-    expect(detailPaths(bad)).toEqual(["url"])
+    for (const url of ["not-a-url", "", "ftp://a/b", `http://a/${"x".repeat(2048)}`]) {
+      const bad = await api.get(`/v1/page-history?url=${encodeURIComponent(url)}`, key)
+      expectError(bad, 400, "invalid_filter")
+      expect(detailPaths(bad)).toEqual(["url"])
+    }
   })
 
   it("creates in bulk: 201 all created, 207 partial, 422 invalid_bulk_body", async () => {

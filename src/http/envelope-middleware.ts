@@ -129,6 +129,13 @@ const otherMethodsOfLiteral = (routes: ReadonlyArray<Route>, method: string, pat
 
 const json = (status: number, body: unknown) => HttpServerResponse.jsonUnsafe(body, { status })
 
+/**
+ * The query parameters that filter a list (`status`, `type`, `serviceKey`, `domainId`) or select a
+ * timeline (`url`): a bad value only there is a bad filter, as in a search's `where` (a missing
+ * `url` is a missing parameter).
+ */
+const FILTER_QUERY_PARAMETERS = new Set(["status", "type", "serviceKey", "domainId", "url"])
+
 /** Whether a detail's path lies in a search body's `where`: an error only there is a bad filter. */
 const inSearchFilter = (path: string) => path === "where" || path.startsWith("where.")
 
@@ -179,15 +186,15 @@ const failureResponse = (
     // A search body's bad `where` is a bad filter, as a list's bad query filter is, and its unknown
     // sort fields an invalid sort field; a body with other faults too is a validation error that
     // names them all.
-    const only = (p: (d: ErrorDetail) => boolean) => error.kind === "Payload" && !keyFault && details.length > 0 && details.every(p)
-    const badFilter = only((d) => inSearchFilter(d.path))
-    const badSort = only(isUnsortableField)
+    const only = (p: (d: ErrorDetail) => boolean) => !keyFault && details.length > 0 && details.every(p)
+    const badFilter = error.kind === "Payload" ? only((d) => inSearchFilter(d.path)) : error.kind === "Query" && only((d) => FILTER_QUERY_PARAMETERS.has(d.path) && d.code !== "required")
+    const badSort = error.kind === "Payload" && only(isUnsortableField)
     return Effect.succeed(json(
       400,
       errorEnvelope(
         badFilter ? "invalid_filter" : badSort ? "invalid_sort_field" : "validation_error",
         isJson ? "the body is not valid JSON"
-        : badFilter ? "the search filter is not valid"
+        : badFilter ? (error.kind === "Query" ? "a filter parameter is not valid" : "the search filter is not valid")
         : badSort ? "a sort field is not one that can be sorted by"
         : `the request ${where} is not valid`,
         requestId,
