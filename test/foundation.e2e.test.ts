@@ -135,6 +135,27 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     })
     expect(huge.status).toBe(413)
     envelopeError(huge, 413, "payload_too_large")
+    // a declared length over the cap is refused at once, without waiting for a body that never comes
+    const declared = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest(`${server.baseUrl}/v1/scraper/jobs`, {
+        method: "POST", headers: { "x-api-key": t.apiKey, "content-type": "application/json", "content-length": "8000000" }
+      }, (res) => {
+        let body = ""
+        res.on("data", (d) => (body += d))
+        res.on("end", () => resolve({ status: res.statusCode!, body }))
+      })
+      req.on("error", reject)
+      req.setTimeout(5_000, () => req.destroy(new Error("no answer in 5 s")))
+      req.flushHeaders()
+    })
+    expect(declared.status).toBe(413)
+    expect(JSON.parse(declared.body).code).toBe("payload_too_large")
+    // an error lists at most 100 details, and says how many there were
+    const manyFields = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`f${i}`, i]))
+    const many = await api.call("POST", "/v1/scraper/jobs", { key: t.apiKey, body: { url: "http://127.0.0.1/", ...manyFields } })
+    envelopeError(many, 400, "validation_error")
+    expect(many.json.error.details).toHaveLength(100)
+    expect(many.json.error.message).toContain("the first 100 of 5000 faults")
     // 415 a body that is not JSON by its content type, whatever it holds; JSON types with parameters are fine
     for (const type of ["text/plain", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/vnd.api+json"]) {
       const res = await api.call("POST", `/v1/iam/identities/${t.ownerIdentityId}/api-keys`, {

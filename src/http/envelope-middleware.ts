@@ -335,7 +335,7 @@ const nonJsonBodyDetail = (headers: Readonly<Record<string, string | undefined>>
 
 /**
  * What is wrong with a request by its line and headers alone: a path or query with a NUL
- * character, a body that is not JSON by its content type.
+ * character, a declared body length over the cap, a body that is not JSON by its content type.
  */
 const malformedRequest = (request: HttpServerRequest.HttpServerRequest): ApiError | undefined => {
   // No resource's name holds a NUL character (the database cannot store one), so a path with
@@ -351,6 +351,10 @@ const malformedRequest = (request: HttpServerRequest.HttpServerRequest): ApiErro
         message: "query parameters cannot contain the NUL character (%00)",
         details: nulQueryParameters(request.url.slice(queryAt + 1)).map((name) => ({ path: name, code: "invalid_value", message: "contains %00" }))
       })
+  }
+  // A declared length over the cap is refused at once, not after the whole body has been waited for.
+  if (Number(request.headers["content-length"]) > MAX_BODY_BYTES) {
+    return new ApiError({ status: 413, code: "payload_too_large", message: `the body is larger than ${MAX_BODY_BYTES} bytes` })
   }
   if (isNonJsonBody(request.headers)) {
     return new ApiError({ status: 415, code: "unsupported_media_type", message: "send the body as application/json", details: [nonJsonBodyDetail(request.headers)] })

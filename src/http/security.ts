@@ -15,11 +15,11 @@ export const Requires = Context.Reference<string | undefined>("trawl/Requires", 
 /** `x-api-key` authentication, rate limit and permission check for the public and super-admin planes. */
 export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth, { provides: CurrentPrincipal }>()("trawl/ApiKeyAuth", {
   security: { apiKey: HttpApiSecurity.apiKey({ key: "x-api-key", in: "header" }) },
-  error: errors(400, 401, 403, 404, 415, 429)
+  error: errors(400, 401, 403, 404, 413, 415, 429)
 }) {}
 
 /** `x-internal-token` authentication for the control plane. */
 export class InternalAuth extends HttpApiMiddleware.Service<InternalAuth>()("trawl/InternalAuth", {
   security: { internalToken: HttpApiSecurity.apiKey({ key: "x-internal-token", in: "header" }) },
-  error: errors(400, 401, 404, 415)
+  error: errors(400, 401, 404, 413, 415)
 }) {}

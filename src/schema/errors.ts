@@ -60,17 +60,24 @@ export const ErrorEnvelope = Schema.Struct({
 })
 export type ErrorEnvelope = typeof ErrorEnvelope.Type
 
+/** Most details an error lists: a body with 50 000 unknown fields is told about the first ones, not answered with megabytes. */
+export const MAX_ERROR_DETAILS = 100
+
 export const errorEnvelope = (
   code: string,
   message: string,
   requestId: string,
   details?: ReadonlyArray<ErrorDetail>,
   extra?: Record<string, unknown>
-): ErrorEnvelope => ({
-  status: "error",
-  code,
-  error: { ...extra, message, requestId, ...(details && details.length > 0 ? { details } : {}) }
-})
+): ErrorEnvelope => {
+  const listed = details && details.length > MAX_ERROR_DETAILS ? details.slice(0, MAX_ERROR_DETAILS) : details
+  const told = listed !== details ? `${message} (the first ${MAX_ERROR_DETAILS} of ${details!.length} faults are listed)` : message
+  return {
+    status: "error",
+    code,
+    error: { ...extra, message: told, requestId, ...(listed && listed.length > 0 ? { details: listed } : {}) }
+  }
+}
 
 const descriptions: Record<number, string> = {
   400: "Malformed request (validation_error, invalid_idempotency_key, invalid_sort_field, invalid_filter)",
