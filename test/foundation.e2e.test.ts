@@ -99,7 +99,7 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     const method = await api.call("PUT", "/v1/iam/roles", { key: t.apiKey })
     expect(method.status).toBe(405)
     envelopeError(method, 405, "method_not_allowed")
-    expect(method.headers.get("allow")).toContain("GET")
+    expect(method.headers.get("allow")).toBe("GET, HEAD")
     // a route's own name is not an id of the resource next to it
     for (const path of ["/v1/scraper/jobs/bulk", "/v1/scraper/jobs/search", "/v1/extractor/extractions/search"]) {
       const res = await api.get(path, t.apiKey)
@@ -296,6 +296,7 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     const second = await api.get("/v1/iam/roles", slow)
     expect(second.status).toBe(429)
     envelopeError(second, 429, "rate_limited")
+    expect(second.json.error.message).toMatch(/^rate limit of \d+ requests per (second|minute)/)
     expect(Number(second.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
 
     // At most one request in any one second (60 a minute), also across the turn of a second; and a
@@ -308,6 +309,7 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     await new Promise((resolve) => setTimeout(resolve, 150))
     const across = await api.get("/v1/iam/roles", perSecond)
     expect(across.status).toBe(429)
+    expect(across.json.error.message).toContain("1 requests per second")
     expect(across.headers.get("ratelimit-remaining")).toBe(before.headers.get("ratelimit-remaining"))
     await new Promise((resolve) => setTimeout(resolve, 1000))
     expect((await api.get("/v1/iam/roles", perSecond)).status).toBe(200)

@@ -307,7 +307,8 @@ const methodNotAllowed = (method: string, allowed: ReadonlyArray<string>, reques
   HttpServerResponse.setHeader(
     json(405, errorEnvelope("method_not_allowed", `${method} is not allowed here`, requestId)),
     "allow",
-    [...new Set(allowed)].join(", ")
+    // HEAD is served wherever GET is.
+    [...new Set(allowed.flatMap((m) => (m === "GET" ? ["GET", "HEAD"] : [m])))].join(", ")
   )
 
 const unsupportedMediaType = (requestId: string, details?: ReadonlyArray<ErrorDetail>) =>

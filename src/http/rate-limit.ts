@@ -9,6 +9,8 @@ export interface RateDecision {
   readonly reset: number
   /** Seconds to wait when refused. */
   readonly retryAfter: number
+  /** What refused it: the minute's budget, or the second's share of it. */
+  readonly refusedBy: "minute" | "second" | undefined
 }
 
 export interface RateLimiterShape {
@@ -44,7 +46,8 @@ export const RateLimiterLive = Layer.effect(
             limit: perMinute,
             remaining: Math.max(0, perMinute - inMinute),
             reset,
-            retryAfter: overMinute ? reset : 1
+            retryAfter: overMinute ? reset : 1,
+            refusedBy: overMinute ? "minute" : overSecond ? "second" : undefined
           }
         })
     })

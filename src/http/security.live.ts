@@ -25,7 +25,9 @@ const countRequest = (limiter: RateLimiterShape, principal: Principal) =>
       return yield* new ApiError({
         status: 429,
         code: "rate_limited",
-        message: `rate limit of ${rate.limit} requests per minute exceeded`,
+        message: rate.refusedBy === "second"
+          ? `rate limit of ${Math.ceil(rate.limit / 60)} requests per second (${rate.limit} per minute, spread over its seconds) exceeded`
+          : `rate limit of ${rate.limit} requests per minute exceeded`,
         retryAfter: rate.retryAfter
       })
     }
