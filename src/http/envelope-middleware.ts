@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto"
+import { IncomingMessage } from "node:http"
 import { ByteSize, Cause, Context, Effect, Option, type SchemaAST, SchemaIssue, type Types } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
@@ -334,9 +335,16 @@ const nonJsonBodyDetail = (headers: Readonly<Record<string, string | undefined>>
   return { path: "content-type", code: "invalid_value", message: given ? `${given} is not JSON` : "is missing" }
 }
 
+/** Node's own request under the platform's, where there is one (not in unit tests of the router). */
+const incomingOf = (request: HttpServerRequest.HttpServerRequest): IncomingMessage | undefined => {
+  const source = request.source
+  return source instanceof IncomingMessage ? source : undefined
+}
+
 /**
  * What is wrong with a request by its line and headers alone: a path or query with a NUL
- * character, a declared body length over the cap, a body that is not JSON by its content type.
+ * character, a repeated Idempotency-Key, a declared body length over the cap, a body that is not
+ * JSON by its content type.
  */
 const malformedRequest = (request: HttpServerRequest.HttpServerRequest): ApiError | undefined => {
   // No resource's name holds a NUL character (the database cannot store one), so a path with
@@ -352,6 +360,15 @@ const malformedRequest = (request: HttpServerRequest.HttpServerRequest): ApiErro
         message: "query parameters cannot contain the NUL character (%00)",
         details: nulQueryParameters(request.url.slice(queryAt + 1)).map((name) => ({ path: name, code: "invalid_value", message: "contains %00" }))
       })
+  }
+  // Node joins a repeated header into one value ("a, b"), which would pass for one key.
+  if ((incomingOf(request)?.headersDistinct["idempotency-key"]?.length ?? 0) > 1) {
+    return new ApiError({
+      status: 400,
+      code: "invalid_idempotency_key",
+      message: "send one Idempotency-Key header",
+      details: [{ path: "Idempotency-Key", code: "invalid_value", message: "sent more than once" }]
+    })
   }
   // A declared length over the cap is refused at once, not after the whole body has been waited for.
   if (Number(request.headers["content-length"]) > MAX_BODY_BYTES) {
