@@ -166,6 +166,14 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
       // the key is checked and counted first: the answer carries its rate-limit headers
       expect(res.headers.get("ratelimit-limit")).not.toBeNull()
     }
+    // a body that does not parse, or is not UTF-8 (decoding it with U+FFFD would change its values quietly)
+    for (const body of [Buffer.from('{"url":'), Buffer.from([0x7b, 0x22, 0x75, 0x72, 0x6c, 0x22, 0x3a, 0x22, 0x61, 0xff, 0x22, 0x7d])]) {
+      const res = await fetch(`${server.baseUrl}/v1/scraper/jobs`, { method: "POST", headers: { "x-api-key": t.apiKey, "content-type": "application/json" }, body })
+      const json = await res.json()
+      expect(res.status).toBe(400)
+      expect(json.code).toBe("validation_error")
+      expect(json.error.details.map((d: any) => [d.path, d.code])).toEqual([["", "invalid_json"]])
+    }
     // without a valid key the body's type does not matter: authentication comes first
     for (const key of [undefined, "trawl_" + "A".repeat(43)]) {
       const res = await api.call("POST", "/v1/scraper/jobs", { ...(key ? { key } : {}), raw: "{}", headers: { "content-type": "text/plain" } })

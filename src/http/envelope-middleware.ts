@@ -389,8 +389,43 @@ const malformedRequest = (request: HttpServerRequest.HttpServerRequest): ApiErro
 export const refuseMalformedRequest = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | ApiError, R | HttpServerRequest.HttpServerRequest> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request): Effect.Effect<A, E | ApiError, R> => {
     const refusal = malformedRequest(request)
-    return refusal ? Effect.fail(refusal) : effect
+    if (refusal) return Effect.fail(refusal)
+    return hasBody(request.headers) ? Effect.andThen(refuseBadUtf8(request), effect) : effect
   })
+
+const hasBody = (headers: Readonly<Record<string, string | undefined>>) =>
+  headers["transfer-encoding"] !== undefined || Number(headers["content-length"] ?? 0) > 0
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
+
+/**
+ * A JSON body is UTF-8: one with byte sequences that are not is refused, instead of decoded with
+ * U+FFFD in their place (a webhook secret quietly changed that way would never verify). The body is
+ * read once; the endpoint's decoder reads the same bytes again from the request's cache.
+ */
+const refuseBadUtf8 = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void, ApiError> =>
+  request.arrayBuffer.pipe(
+    Effect.catch((e) =>
+      Effect.fail(
+        isTag(e, "BodyTooLarge")
+          ? new ApiError({ status: 413, code: "payload_too_large", message: `the body is larger than ${MAX_BODY_BYTES} bytes` })
+          : new ApiError({ status: 400, code: "validation_error", message: "the request body could not be read" })
+      )
+    ),
+    Effect.flatMap((bytes) => {
+      try {
+        strictUtf8.decode(bytes)
+        return Effect.void
+      } catch {
+        return Effect.fail(new ApiError({
+          status: 400,
+          code: "validation_error",
+          message: "the body is not valid JSON",
+          details: [{ path: "", code: "invalid_json", message: "body must be UTF-8" }]
+        }))
+      }
+    })
+  )
 
 /** The names of the query parameters whose name or value holds %00 (each once, in order). */
 const nulQueryParameters = (query: string): Array<string> => {
