@@ -1,6 +1,6 @@
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer, References, type SchemaAST } from "effect"
+import { Effect, Layer, References } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { ClusterLive } from "./actors/cluster.ts"
@@ -48,11 +48,7 @@ import { WebhookRepoLive } from "./sql/webhook-repo.ts"
 
 /** Every (method, path) of the API, for telling 405 from 404. */
 export const apiRoutes = Object.values(Api.groups).flatMap((group) =>
-  Object.values(group.endpoints).map((e) => ({
-    method: e.method,
-    path: e.path,
-    idempotencyKey: e.headers?.ast._tag === "Objects" && e.headers.ast.propertySignatures.some((p: SchemaAST.PropertySignature) => p.name === "idempotency-key")
-  }))
+  Object.values(group.endpoints).map((e) => ({ method: e.method, path: e.path }))
 )
 
 const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const

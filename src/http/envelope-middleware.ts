@@ -88,34 +88,39 @@ const takesJsonType = (ast: SchemaAST.AST, t: JsonType): boolean => {
   }
 }
 
-type Route = {
-  readonly method: string
-  readonly pattern: RegExp
-  readonly literal: string | undefined
-  /** Whether the route reads an Idempotency-Key header. */
-  readonly idempotencyKey: boolean
-}
+type Route = { readonly method: string; readonly pattern: RegExp; readonly literal: string | undefined }
 
 const toPattern = (path: string) =>
   new RegExp("^" + path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/\/:[^/]+/g, "/[^/]+") + "/?$")
 
-export const routeTable = (routes: ReadonlyArray<{ method: string; path: string; idempotencyKey?: boolean }>): ReadonlyArray<Route> =>
-  routes.map((r) => ({
-    method: r.method.toUpperCase(),
-    pattern: toPattern(r.path),
-    literal: r.path.includes(":") ? undefined : r.path,
-    idempotencyKey: r.idempotencyKey ?? false
-  }))
+export const routeTable = (routes: ReadonlyArray<{ method: string; path: string }>): ReadonlyArray<Route> =>
+  routes.map((r) => ({ method: r.method.toUpperCase(), pattern: toPattern(r.path), literal: r.path.includes(":") ? undefined : r.path }))
 
 /**
- * The fault of the request's Idempotency-Key, when its route reads one: named with the body's own
- * faults, so that one answer lists everything to mend.
+ * What the security middlewares learn of a request on its way to an endpoint, for the envelope
+ * middleware that answers for it: that an endpoint was reached (its security ran), and whether
+ * that endpoint reads an Idempotency-Key. Undefined outside a request.
  */
-const idempotencyKeyFault = (request: HttpServerRequest.HttpServerRequest, routes: ReadonlyArray<Route>): ErrorDetail | undefined => {
-  const path = request.url.split("?")[0]!
-  const reads = routes.some((r) => r.idempotencyKey && r.method === request.method && r.pattern.test(path))
-  return reads ? idempotencyKeyProblem(request.headers["idempotency-key"]) : undefined
+export interface RequestFacts {
+  endpointReached: boolean
+  readsIdempotencyKey: boolean
 }
+export const RequestFacts = Context.Reference<RequestFacts | undefined>("trawl/RequestFacts", { defaultValue: () => undefined })
+
+type DeclaresHeaders = { readonly headers: { readonly ast: SchemaAST.AST } | undefined }
+
+/** Whether an endpoint declares the Idempotency-Key header. */
+const readsIdempotencyKey = (endpoint: DeclaresHeaders): boolean =>
+  endpoint.headers?.ast._tag === "Objects" && endpoint.headers.ast.propertySignatures.some((p) => p.name === "idempotency-key")
+
+/** Notes, for the envelope middleware, that the request reached `endpoint` (see `RequestFacts`). */
+export const noteEndpointReached = (endpoint: DeclaresHeaders): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const facts = yield* RequestFacts
+    if (!facts) return
+    facts.endpointReached = true
+    facts.readsIdempotencyKey = readsIdempotencyKey(endpoint)
+  })
 
 /**
  * The methods of the routes whose whole path is `path` itself, when `method` is not one of them:
@@ -158,7 +163,8 @@ const failureResponse = (
   cause: Cause.Cause<unknown>,
   requestId: string,
   request: HttpServerRequest.HttpServerRequest,
-  routes: ReadonlyArray<Route>
+  routes: ReadonlyArray<Route>,
+  facts: RequestFacts
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   // Interrupted, not failed: the cluster moved or stopped the work (a node left, shards moved).
   // The request may simply be sent again.
@@ -180,8 +186,9 @@ const failureResponse = (
     const root = error.cause.issue
     const isJson = error.kind === "Payload" && root._tag === "InvalidValue" && messageOf(root) === "Expected a valid JSON body"
     const wholeBody = error.kind === "Payload" && !isJson ? wholeBodyErrorOf(root) : undefined
-    const keyFault = error.kind === "Payload" ? idempotencyKeyFault(request, routes) : undefined
-    const withKeyFault = (d: ReadonlyArray<ErrorDetail>) => (keyFault ? [...d, keyFault] : d)
+    // An invalid Idempotency-Key is named with the body's own faults, first, so that one answer lists everything to mend.
+    const keyFault = error.kind === "Payload" && facts?.readsIdempotencyKey ? idempotencyKeyProblem(request.headers["idempotency-key"]) : undefined
+    const withKeyFault = (d: ReadonlyArray<ErrorDetail>) => (keyFault ? [keyFault, ...d] : d)
     if (wholeBody) return Effect.succeed(json(wholeBody.status, errorEnvelope(wholeBody.code, wholeBody.message, requestId, withKeyFault(details))))
     const where = error.kind === "Payload" ? "body" : error.kind.toLowerCase()
     // A search body's bad `where` is a bad filter, as a list's bad query filter is, and its unknown
@@ -462,22 +469,34 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
         const incoming = request.headers["x-request-id"]
         const requestId = incoming && requestIdPattern.test(incoming) ? incoming : `req_${randomUUID()}`
         const bag: Record<string, string> = {}
-        let response = refusalBeforeRouting(request, routes, requestId) ?? (yield* httpApp.pipe(
+        const facts: RequestFacts = { endpointReached: false, readsIdempotencyKey: false }
+        const beforeRouting = refusalBeforeRouting(request, routes, requestId)
+        // Whether the router found no endpoint for the request (no such route, or a method the route lacks).
+        let unrouted = beforeRouting !== undefined
+        let response = beforeRouting ?? (yield* httpApp.pipe(
           Effect.provideService(RequestId, requestId),
           Effect.provideService(ResponseHeaders, bag),
+          Effect.provideService(RequestFacts, facts),
           Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)),
-          Effect.catchCause((cause) =>
-            failureResponse(cause, requestId, request, routes).pipe(Effect.provideService(ResponseHeaders, bag))
-          )
+          Effect.catchCause((cause) => {
+            unrouted = !facts.endpointReached && isTag(Cause.squash(cause), "RouteNotFound")
+            return failureResponse(cause, requestId, request, routes, facts).pipe(Effect.provideService(ResponseHeaders, bag))
+          })
         ))
-        // An answer given before any endpoint's security ran (no such route, a method the route lacks)
-        // still counts against the caller's key and carries its rate-limit headers.
+        // A request the router found no endpoint for never met an endpoint's security, yet it counts
+        // against the caller's key and carries its rate-limit headers. A meter that cannot count (its
+        // store away) leaves the answer as it is.
         const rawKey = request.headers["x-api-key"]
-        if (rawKey && bag["ratelimit-limit"] === undefined && Option.isSome(meter)) {
-          const refused = yield* meter.value(rawKey).pipe(Effect.provideService(ResponseHeaders, bag), Effect.flip, Effect.option)
-          if (Option.isSome(refused)) {
-            response = json(refused.value.status, errorEnvelope(refused.value.code, refused.value.message, requestId))
-            if (refused.value.retryAfter !== undefined) bag["retry-after"] = String(refused.value.retryAfter)
+        if (unrouted && rawKey && Option.isSome(meter)) {
+          const metered = yield* Effect.exit(meter.value(rawKey).pipe(Effect.provideService(ResponseHeaders, bag)))
+          if (metered._tag === "Failure") {
+            const refusal = Cause.squash(metered.cause)
+            if (refusal instanceof ApiError) {
+              response = json(refusal.status, errorEnvelope(refusal.code, refusal.message, requestId))
+              if (refusal.retryAfter !== undefined) bag["retry-after"] = String(refusal.retryAfter)
+            } else {
+              yield* Effect.logWarning("the rate limit could not count an unrouted request", metered.cause).pipe(Effect.annotateLogs({ requestId }))
+            }
           }
         }
         // Built-in plain-text answers (413 from the body reader, 415) get the envelope too.

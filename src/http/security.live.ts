@@ -5,7 +5,7 @@ import { allows } from "../iam/permissions.ts"
 import { CurrentPrincipal, isSuperAdmin, type Principal } from "../iam/principal.ts"
 import { constantTimeEqual } from "../iam/secrets.ts"
 import { ApiError, ResponseHeaders } from "../schema/errors.ts"
-import { KeyMeter, refuseMalformedRequest } from "./envelope-middleware.ts"
+import { KeyMeter, noteEndpointReached, refuseMalformedRequest } from "./envelope-middleware.ts"
 import { RateLimiter, type RateLimiterShape } from "./rate-limit.ts"
 import { ANY_KEY, ApiKeyAuth, InternalAuth, Requires } from "./security.ts"
 
@@ -41,6 +41,7 @@ export const ApiKeyAuthLive = Layer.effect(
     return ApiKeyAuth.of({
       apiKey: (httpEffect, { credential, endpoint, group }) =>
         Effect.gen(function*() {
+          yield* noteEndpointReached(endpoint)
           const raw = Redacted.value(credential)
           if (raw === "") return yield* unauthorized("the x-api-key header is missing")
           const principal = yield* authenticator.authenticate(raw)
@@ -72,12 +73,15 @@ export const InternalAuthLive = Layer.effect(
   Effect.gen(function*() {
     const { internalTokens } = yield* Config
     return InternalAuth.of({
-      internalToken: (httpEffect, { credential }) => {
+      internalToken: (httpEffect, { credential, endpoint }) => {
         const given = Redacted.value(credential)
         // Check every configured token, always, so timing tells nothing about which matched.
         let ok = false
         for (const token of internalTokens) ok = constantTimeEqual(given, token) || ok
-        return ok && given !== "" ? refuseMalformedRequest(httpEffect) : Effect.fail(unauthorized("missing or invalid x-internal-token"))
+        return Effect.andThen(
+          noteEndpointReached(endpoint),
+          ok && given !== "" ? refuseMalformedRequest(httpEffect) : Effect.fail(unauthorized("missing or invalid x-internal-token"))
+        )
       }
     })
   })
