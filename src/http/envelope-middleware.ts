@@ -240,6 +240,17 @@ const failureResponse = (
       })
     )
   }
+  // The database or Redis could not be reached: the request may well succeed in a moment.
+  if (isTag(error, "ConnectionError") || isTag(error, "KvUnavailable")) {
+    return Effect.logWarning("a dependency is unavailable", cause).pipe(
+      Effect.annotateLogs({ requestId }),
+      Effect.as(HttpServerResponse.setHeader(
+        json(503, errorEnvelope("dependency_unavailable", "the database or Redis cannot be reached; try again", requestId)),
+        "retry-after",
+        "5"
+      ))
+    )
+  }
   if (isTag(error, "RequestParseError")) {
     return Effect.succeed(json(400, errorEnvelope("validation_error", "the request could not be read", requestId)))
   }

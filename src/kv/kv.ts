@@ -119,6 +119,18 @@ redis.call('ZADD', KEYS[1], now, now .. ':' .. ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1`
 
+/** Redis could not be reached (down, or its connection lost past the client's retries): a 503, not a 500. */
+export class KvUnavailable extends Error {
+  readonly _tag = "KvUnavailable"
+}
+
+const unavailableOrSelf = (e: unknown): unknown => {
+  const error = e as { name?: unknown; message?: unknown; code?: unknown }
+  const lost = error?.name === "MaxRetriesPerRequestError" ||
+    /Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE/.test(`${String(error?.message)} ${String(error?.code)}`)
+  return lost ? new KvUnavailable(String(error.message), { cause: e }) : e
+}
+
 export const makeRedisKv = (url: string) =>
   Effect.gen(function*() {
     const open = (autoPipelining = false) =>
@@ -142,7 +154,7 @@ export const makeRedisKv = (url: string) =>
         // Commands keep their order on the connection: a SUBSCRIBE sent after this one still wins.
         return call(() => subscriber.unsubscribe(channel)).pipe(Effect.ignore)
       })
-    const call = <A>(f: () => Promise<A>) => Effect.orDie(Effect.tryPromise(f))
+    const call = <A>(f: () => Promise<A>) => Effect.orDie(Effect.tryPromise({ try: f, catch: unavailableOrSelf }))
     const kv: KvShape = {
       kind: "redis",
       incr: (key, ttlMs) => call(() => client.eval(INCR_WITH_TTL, 1, key, String(ttlMs)) as Promise<number>),
