@@ -6,8 +6,19 @@
 /** How much of a body is looked at, as the WHATWG MIME Sniffing standard's "resource header". */
 const SNIFF_BYTES = 1445
 
-/** Whether the start of `body` holds a byte that text never does (the standard's "binary data bytes"). */
+/** The text encoding a byte order mark at the start of `body` names, if there is one. */
+export const bomEncoding = (body: Uint8Array): "utf-8" | "utf-16be" | "utf-16le" | undefined =>
+  body[0] === 0xfe && body[1] === 0xff ? "utf-16be"
+  : body[0] === 0xff && body[1] === 0xfe ? "utf-16le"
+  : body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? "utf-8"
+  : undefined
+
+/**
+ * Whether `body` is not text: it has no byte order mark, and its start holds a byte that text never
+ * does (the standard's "binary data bytes").
+ */
 export const looksBinary = (body: Uint8Array): boolean => {
+  if (bomEncoding(body)) return false
   const n = Math.min(body.length, SNIFF_BYTES)
   for (let i = 0; i < n; i++) {
     const b = body[i]!
@@ -18,4 +29,4 @@ export const looksBinary = (body: Uint8Array): boolean => {
 
 /** The type stored bytes are served with: their own, else HTML for text and `application/octet-stream` for the rest. */
 export const servedContentType = (contentType: string | null, body: Uint8Array): string =>
-  contentType ?? (looksBinary(body) ? "application/octet-stream" : "text/html; charset=utf-8")
+  contentType ?? (looksBinary(body) ? "application/octet-stream" : `text/html; charset=${bomEncoding(body) ?? "utf-8"}`)

@@ -3,7 +3,7 @@
  * of a large page and the diff itself cost up to some tens of milliseconds of CPU, which must not
  * stall the node's event loop (its job entities, streams and other requests).
  */
-import { looksBinary } from "./content-type.ts"
+import { bomEncoding, looksBinary } from "./content-type.ts"
 import { makeTimedWorkers } from "../workers/timed-worker.ts"
 import { unifiedDiff } from "./text-diff.ts"
 import { diffLines } from "./visible-text.ts"
@@ -33,9 +33,12 @@ const isText = (v: { readonly body: Uint8Array; readonly contentType: string | n
     ? !looksBinary(v.body)
     : /^\s*(text\/|[^;]*[+/](xml|json|html)\b|application\/(javascript|ecmascript|x-www-form-urlencoded))/i.test(v.contentType)
 
-/** The body as text, in the charset its content type names (UTF-8 when it names none, or one unknown here). */
+/**
+ * The body as text, in the charset its content type names, else the one its byte order mark names
+ * (UTF-8 when neither names one, or one unknown here).
+ */
 const decode = (body: Uint8Array, contentType: string | null) => {
-  const charset = /charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1]
+  const charset = /charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1] ?? bomEncoding(body)
   try {
     return new TextDecoder(charset ?? "utf-8").decode(body)
   } catch {

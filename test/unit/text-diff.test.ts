@@ -152,6 +152,10 @@ describe("page diff (what the diff endpoint answers)", () => {
     expect(servedContentType(null, png(1))).toBe("application/octet-stream")
     expect(servedContentType(null, utf8("<p>caf\u00e9</p>"))).toBe("text/html; charset=utf-8")
     expect(servedContentType("image/png", utf8("<p>x</p>"))).toBe("image/png")
+    // UTF-16 text has NUL bytes, but its byte order mark says it is text
+    const utf16 = (text: string) => Uint8Array.from([0xff, 0xfe, ...Array.from(text).flatMap((c) => [c.charCodeAt(0), 0])])
+    expect(servedContentType(null, utf16("<p>x</p>"))).toBe("text/html; charset=utf-16le")
+    expect(computePageDiff({ before: version(utf16("<p>old</p>"), null, "v1"), now: version(utf16("<p>new</p>"), null, "v2") }).diff).toContain("-old\n+new")
   })
 
   it("decodes each version in the charset its content type names", () => {
