@@ -224,13 +224,21 @@ export const DomainEntityLive = DomainEntity.toLayer(
       dropWaiter(job, run)
     }
 
+    // What the table holds per engine (as this entity last wrote or read it): the in-memory history
+    // moves on with every outcome, the table at most once a minute per engine.
+    const stored = new Map<string, { readonly ok: boolean; readonly at: number }>()
+    for (const h of history.values()) stored.set(h.engine, { ok: h.ok, at: h.at })
+
     const record = (outcomes: ReadonlyArray<{ engine: string; ok: boolean }>) =>
       Effect.forEach(outcomes, ({ engine, ok }) => {
-        const previous = history.get(engine)
         const now = Date.now()
         history.set(engine, { engine, ok, at: now })
-        // The table only needs to follow changes (and stay fresh within the learning window).
-        if (previous && previous.ok === ok && now - previous.at < 60_000) return Effect.void
+        // The table only needs to follow changes, and to stay fresh within the learning window: its
+        // time is compared with what was written, not with the last outcome, so steady traffic
+        // still moves it on once a minute.
+        const written = stored.get(engine)
+        if (written && written.ok === ok && now - written.at < 60_000) return Effect.void
+        stored.set(engine, { ok, at: now })
         return sql`
           INSERT INTO domain_engine_history (domain_id, engine, ok, at) VALUES (${domainId}, ${engine}, ${ok}, now())
           ON CONFLICT (domain_id, engine) DO UPDATE SET ok = EXCLUDED.ok, at = EXCLUDED.at`.pipe(Effect.ignore)

@@ -1,6 +1,6 @@
 import { Effect, Fiber, Layer } from "effect"
 import { Entity, ShardingConfig } from "effect/cluster"
-import { describe, expect, it } from "vitest"
+import { describe, expect, it, vi } from "vitest"
 import { DomainEntity, DomainEntityLive, parseHolder, SLOT_RENEW_MS } from "../../src/actors/domain-entity.ts"
 import { entitySlotBackend } from "../../src/actors/domain-slots.ts"
 import { Config, type loadConfig } from "../../src/config.ts"
@@ -160,6 +160,39 @@ describe("DomainEntity politeness slots", () => {
       })
     )
     expect(history.map((h) => [h.engine, h.ok]).sort()).toEqual([["brave", true], ["http", false]])
+  }, 60_000)
+
+  it("keeps the stored time of an engine's outcome fresh under steady traffic (written at most once a minute, but written)", async () => {
+    const config = await testDatabases[0]!.config()
+    const on = onDatabase(config)
+    // The entity's clock jumps 40 s between releases; the database's own clock (which stamps the
+    // stored rows) only moves on by the real pauses between them.
+    const realNow = Date.now.bind(Date)
+    let fakeNow: number | undefined
+    const clock = vi.spyOn(Date, "now").mockImplementation(() => fakeNow ?? realNow())
+    let start = 0
+    try {
+      await on((domain) =>
+        Effect.gen(function*() {
+          // The entity and its database are up: the first outcome is written right after this.
+          yield* acquire(domain, "warm")
+          yield* domain.Release({ holder: "warm", outcomes: [] })
+          start = realNow()
+          for (const [i, offset] of [0, 40_000, 80_000].entries()) {
+            fakeNow = start + offset
+            yield* acquire(domain, `job${i}`)
+            yield* domain.Release({ holder: `job${i}`, outcomes: [{ engine: "brave", ok: true }] })
+            yield* Effect.sleep("300 millis")
+          }
+        }))
+      fakeNow = undefined
+      // Read back by an entity started anew: the third outcome (a minute and more after the first
+      // was written) was written too.
+      const stored = await on((domain) => acquire(domain, "reader").pipe(Effect.map((h) => h.find((e) => e.engine === "brave")!.at)))
+      expect(stored).toBeGreaterThan(start + 500)
+    } finally {
+      clock.mockRestore()
+    }
   }, 60_000)
 
   it("moves a slot to the holder a node hands it over to, and counts that holder even if the slot had expired", async () => {
