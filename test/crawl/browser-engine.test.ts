@@ -200,6 +200,16 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       // A target posing as the guard proxy: its headers must not make it anything but a page.
       "/spoof": (_req, res) => res.writeHead(502, { "content-type": "text/html", "x-trawl-proxy-error": "ABORT_ERR", "x-trawl-refused": "1" }).end(html("<h1>Gateway trouble</h1>")),
       "/blank": (_req, res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(" \n\t "),
+      // Its load event never fires: the image never answers.
+      "/never-loads": page(200, html(`<h1>Read me anyway</h1><img src="/hang" width="10" height="10">`)),
+      "/hang": (_req, res) => {
+        const t = setTimeout(() => res.end(), 120_000)
+        res.on("close", () => clearTimeout(t))
+      },
+      // Twelve lazy images, one per 700 px: only the first come into view without scrolling.
+      "/lazy": page(200, html(Array.from({ length: 12 }, (_, i) => `<img loading="lazy" src="/lazy-img?i=${i}" width="10" height="10" style="display:block;margin-top:700px">`).join(""))),
+      "/lazy-img": (_req, res) => res.writeHead(200, { "content-type": "image/png" }).end(PNG_BYTES),
+      "/pdf": (_req, res) => res.writeHead(200, { "content-type": "application/pdf" }).end("%PDF-1.4\n%%EOF\n"),
       "/slow": (_req, res) => {
         const t = setTimeout(() => res.writeHead(200).end(ARTICLE), 15_000)
         res.on("close", () => clearTimeout(t))
@@ -247,6 +257,30 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
     expect(without.screenshot!.subarray(0, 8).equals(PNG_MAGIC)).toBe(true)
     expect(afterDefault - before).toBe(1)
     expect(site.hits.filter((h) => h === "/png").length).toBe(afterDefault)
+  })
+
+  it("reads a page whose load never ends (a resource that never answers) as it stands, within the attempt", async () => {
+    const a = await get("/never-loads", { timeoutMs: 6_000 })
+    expect(a.classification, a.error).toBe("ok")
+    expect(a.body!.toString()).toContain("Read me anyway")
+    expect(a.durationMs).toBeLessThan(6_000)
+  })
+
+  it("loads lazy images before a full-page screenshot", async () => {
+    const lazyHits = () => site.hits.filter((h) => h.startsWith("/lazy-img")).length
+    const before = lazyHits()
+    const a = await get("/lazy", { screenshot: { format: "png", fullPage: true } })
+    expect(a.classification).toBe("ok")
+    expect(a.screenshot!.subarray(0, 8).equals(PNG_MAGIC)).toBe(true)
+    expect(lazyHits() - before).toBe(12)
+  })
+
+  it("labels what it keeps of a document it could not read the bytes of as the markup it is", async () => {
+    const a = await get("/pdf")
+    expect(a.classification).toBe("ok")
+    // Either the bytes the target sent, with their type, or the viewer's markup, as HTML.
+    if (a.contentType === "application/pdf") expect(a.body!.toString().slice(0, 200)).toMatch(/^%PDF/)
+    else expect(a.contentType).toBe("text/html; charset=utf-8")
   })
 
   it("keeps the bytes the target sent for a document the browser shows in a viewer (JSON, an image)", async () => {

@@ -32,6 +32,29 @@ export const renderedContentType = (contentType: string | null): string | null =
   return /html|xml|text\//i.test(withoutCharset) ? `${withoutCharset}; charset=utf-8` : contentType
 }
 
+/**
+ * Before a full-page capture: lazy images and frames are made eager, and the page is scrolled
+ * through once (for content that loads when it comes into view), then back to the top, and its
+ * network given the rest of `budgetMs` to settle. What this loads still counts towards the
+ * attempt's transfer cap.
+ */
+const loadLazyContent = async (page: Page, budgetMs: number) => {
+  const until = performance.now() + budgetMs
+  const step = page.viewportSize()?.height ?? 768
+  const height = await page
+    .evaluate(`(() => {
+      for (const el of document.querySelectorAll('img[loading="lazy"], iframe[loading="lazy"]')) el.loading = "eager"
+      return document.documentElement.scrollHeight
+    })()`)
+    .then((h) => (typeof h === "number" ? h : 0), () => 0)
+  for (let y = step, steps = 0; y < height && steps < 100 && performance.now() < until - 100; y += step, steps++) {
+    await page.evaluate(`window.scrollTo(0, ${y})`).catch(() => {})
+    await page.waitForTimeout(30)
+  }
+  await page.evaluate("window.scrollTo(0, 0)").catch(() => {})
+  await page.waitForLoadState("networkidle", { timeout: Math.max(1, until - performance.now()) }).catch(() => {})
+}
+
 /** How long the bytes the target sent are waited for, once the page has been read. */
 const SENT_BODY_WAIT_MS = 5_000
 
@@ -304,6 +327,10 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
 
   const fetchWithin = async (req: FetchRequest, t0: number, signal: AbortSignal, deadlineSignal: AbortSignal): Promise<Attempt> => {
     const remaining = () => req.timeoutMs - (performance.now() - t0)
+    // Time the waits for a page to settle leave for reading it (and taking its screenshot): a page
+    // whose load never ends (one resource that never answers) is read as it stands, not lost.
+    const readReserve = Math.min(req.timeoutMs / 4, req.screenshot ? 6_000 : 2_000)
+    const waitBudget = (cap: number) => Math.max(1, Math.min(remaining() - readReserve, cap))
     if (req.signal?.aborted) return emptyAttempt(name, "cancelled", t0, { error: "cancelled before start" })
     if (closed) return emptyAttempt(name, "engine_unavailable", t0, { error: "engine closed" })
     if (!(await available())) {
@@ -443,8 +470,8 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
 
       // let scripts run: load, then a bounded network-idle wait
       const settle = async () => {
-        await page.waitForLoadState("load", { timeout: Math.max(1, Math.min(remaining(), 15_000)) }).catch(() => {})
-        await page.waitForLoadState("networkidle", { timeout: Math.max(1, Math.min(remaining(), settleMs)) }).catch(() => {})
+        await page.waitForLoadState("load", { timeout: waitBudget(15_000) }).catch(() => {})
+        await page.waitForLoadState("networkidle", { timeout: waitBudget(settleMs) }).catch(() => {})
       }
       await settle()
 
@@ -478,7 +505,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         const navigated = await page
           .waitForEvent("framenavigated", {
             predicate: (f) => f === page.mainFrame(),
-            timeout: Math.max(1, Math.min(remaining() - 250, challengeWaitMs))
+            timeout: waitBudget(challengeWaitMs)
           })
           .then(() => true)
           .catch(() => false)
@@ -510,13 +537,16 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         })
       }
       const sent = viewer || looksEmpty
-        ? await sentBody(main, Math.max(1, Math.min(remaining(), SENT_BODY_WAIT_MS)))
+        ? await sentBody(main, Math.max(1, Math.min(remaining() - 250, SENT_BODY_WAIT_MS)))
         : null
       if (signal.aborted) throw signal.reason
       if (proxy.overBudget()) return tooLarge(main, overBudgetText, declaredType)
       const keepSent = sent !== null && viewer
       const body = keepSent ? sent : Buffer.from(html)
-      const contentType = keepSent ? declaredType : renderedContentType(declaredType)
+      // Without the bytes it was sent, a document is kept as the markup the browser shows, and
+      // labelled as what it is. So is a PDF: Chromium answers its viewer's page for it.
+      const isMarkup = viewer && /^\s*<(!doctype html|html)[\s>]/i.test(body.subarray(0, 64).toString("latin1"))
+      const contentType = isMarkup ? "text/html; charset=utf-8" : keepSent ? declaredType : renderedContentType(declaredType)
       if (keepSent) verdict = classifyResponse(main.status(), sent)
       // An empty answer is empty, though the browser shows it as an empty document.
       else if (sent !== null && classifyResponse(main.status(), sent).classification === "empty") verdict = { classification: "empty" }
@@ -536,11 +566,13 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       if (req.screenshot) {
         const s = req.screenshot
         try {
+          if (s.fullPage && s.loadResources !== false) await loadLazyContent(page, waitBudget(5_000))
           screenshot = await page.screenshot({
             type: s.format,
             ...(s.format === "jpeg" ? { quality: Math.min(100, Math.max(0, Math.round(s.quality ?? 80))) } : {}),
             fullPage: s.fullPage ?? false,
-            timeout: Math.max(1000, Math.min(remaining(), 30_000)),
+            // Within the attempt: a capture that cannot finish in time is left out, the page kept.
+            timeout: Math.max(1, Math.min(remaining() - 250, 30_000)),
             animations: "disabled"
           })
         } catch (e) {
