@@ -1,3 +1,4 @@
+import type { AddressInfo } from "node:net"
 import { gotScraping } from "got-scraping"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createHttpEngine } from "../../src/crawl/engines/http.js"
@@ -42,6 +43,13 @@ beforeAll(async () => {
     "/r2": (_req, res) => res.writeHead(302, { location: "/cookie-echo" }).end(),
     "/cookie-echo": (req, res) => res.writeHead(200, { "content-type": "text/html" }).end(html(`<p>cookie=${req.headers.cookie ?? ""}</p>${"<p>filler text</p>".repeat(5)}`)),
     "/loop": (_req, res) => res.writeHead(302, { location: "/loop" }).end(),
+    // The fixture's own address, spelled as one number, with and without a scheme; and in canonical form.
+    "/odd-spelling": (req, res) => {
+      const port = (req.socket.address() as AddressInfo).port
+      const how = new URL(req.url!, "http://x").searchParams.get("how")
+      const location = how === "scheme-relative" ? `//2130706433:${port}/ok` : how === "canonical" ? `http://127.0.0.1:${port}/ok` : `http://2130706433:${port}/ok`
+      res.writeHead(302, { location }).end()
+    },
     "/headers": (req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(req.headers)),
     "/raw-headers": (req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(req.rawHeaders)),
     "/cookie-then-raw": (_req, res) => res.writeHead(302, { location: "/raw-headers", "set-cookie": "step=2; Path=/" }).end()
@@ -138,6 +146,15 @@ describe("http engine: redirects", () => {
     const a = await get("/r1")
     expect(a).toMatchObject({ classification: "ok", httpStatus: 200, finalUrl: site.url("/cookie-echo"), redirects: [site.url("/r1"), site.url("/r2")] })
     expect(a.body!.toString()).toContain("cookie=step=1")
+  })
+
+  it("refuses a Location that spells its IPv4 host oddly, as a job's own URL is refused (even with private targets allowed)", async () => {
+    for (const how of ["absolute", "scheme-relative"]) {
+      const a = await get(`/odd-spelling?how=${how}`)
+      expect(a.classification, how).toBe("unsafe_url")
+      expect(a.error).toMatch(/non-canonical IPv4 spelling/)
+    }
+    expect((await get("/odd-spelling?how=canonical")).classification).toBe("ok")
   })
 
   it("stops a redirect loop", async () => {

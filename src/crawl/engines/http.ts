@@ -59,6 +59,15 @@ export interface HttpEngineOptions {
 type HeaderSet = Record<string, string>
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+
+/** The refusal of a Location that names its host in a non-canonical IPv4 spelling, as written. */
+const obfuscatedHostOf = (location: string, base: URL): string | undefined => {
+  const raw = location.trim()
+  const absolute = /^[a-z][a-z0-9+.-]*:/i.test(raw) ? raw : /^[\\/]{2}/.test(raw) ? `${base.protocol}${raw}` : undefined
+  if (absolute === undefined) return undefined
+  const parsed = parseTargetUrl(absolute, { allowPrivate: true })
+  return !parsed.ok && parsed.reason === "obfuscated_ip" ? parsed.detail : undefined
+}
 const REDIRECT_BODY_CAP = 64 * 1024
 
 /** A fallback header set, used only if got-scraping's header generator is unavailable. */
@@ -511,6 +520,17 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
               contentType,
               redirects,
               error: `more than ${maxRedirects} redirects`
+            })
+          }
+          // Resolving the Location rewrites an odd IPv4 spelling (2130706433, 0x7f.1) in dotted form:
+          // a Location that names its host is checked as written first, as a job's own URL is.
+          const spelled = obfuscatedHostOf(res.headers.location!, url)
+          if (spelled) {
+            return emptyAttempt(name, "unsafe_url", t0, {
+              httpStatus: res.status,
+              finalUrl: url.href,
+              redirects,
+              error: `redirect refused: ${spelled}`
             })
           }
           let target: string
