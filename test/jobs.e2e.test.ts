@@ -1013,6 +1013,15 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(job.result.classification).toBe("empty")
     expect(job.result.attempts.map((a: any) => a.classification).every((c: string) => c === "empty")).toBe(true)
     if (hasChromium) expect(job.result.attempts.map((a: any) => a.engine)).toContain("brave")
+    // The result describes what /html serves: the http engine kept no bytes, so there is none (a
+    // browser keeps the markup of the empty document it shows).
+    const httpOnly = await createAndWait({ url: site.url("/empty?case=http-only", H.empty), escalation: [{ engine: "http", attempts: 1, timeoutMs: 5000 }] })
+    expect(httpOnly.result.bytes).toBe(0)
+    for (const j of [job, httpOnly]) {
+      const served = await api.get(`/v1/scraper/jobs/${j.id}/html`, key)
+      if (j.result.bytes === 0) expectError(served, 404, "not_found")
+      else expect([served.status, Buffer.byteLength(served.text), served.headers.get("content-type")]).toEqual([200, j.result.bytes, j.result.contentType])
+    }
     // An empty URL says nothing about the engines on its domain: the next job starts at http.
     const next = await createAndWait({ url: site.url("/page?case=after-empty", H.empty) })
     expect(next.status).toBe("done")

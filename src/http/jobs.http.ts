@@ -165,7 +165,8 @@ export const JobsHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           const content = yield* repo.html(me.tenantId, params.id)
-          if (!content) return yield* notFound("HTML of this job")
+          // An empty answer kept nothing to serve: the result says 0 bytes and no type.
+          if (!content || content.body.byteLength === 0) return yield* notFound("HTML of this job")
           return HttpServerResponse.uint8Array(content.body, { contentType: servedContentType(content.contentType, content.body), headers: storedContentHeaders })
         }))
       .handle("screenshot", ({ params }) =>
