@@ -80,7 +80,9 @@ export const EventLogLive = Layer.effect(
     )
 
     return EventLog.of({
-      notify: (tenantId) => kv.publish(channelOf(tenantId), "1").pipe(Effect.ignore),
+      // Best effort, whatever the failure (Redis out of reach is a defect of the Kv): streams also
+      // read on every keep-alive tick, and the change it wakes them for is already written.
+      notify: (tenantId) => kv.publish(channelOf(tenantId), "1").pipe(Effect.ignoreCause({ log: "Warn", message: "event wake-up not published" })),
       since: (tenantId, afterId, limit) =>
         sql<{ seq: string; type: string; data: Record<string, unknown> }>`
           SELECT seq, type, data FROM events WHERE tenant_id = ${tenantId} AND seq > ${afterId}::bigint

@@ -4,7 +4,7 @@ import { type AppConfig, Config } from "../../src/config.ts"
 import { ApiKeyAuthenticator, ApiKeyAuthenticatorLive } from "../../src/iam/api-key-auth.ts"
 import type { Principal } from "../../src/iam/principal.ts"
 import { generateApiKey, hashApiKey } from "../../src/iam/secrets.ts"
-import { Kv, makeMemoryKv } from "../../src/kv/kv.ts"
+import { Kv, KvUnavailable, makeMemoryKv } from "../../src/kv/kv.ts"
 import { ApiKeyRepo } from "../../src/sql/api-key-repo.ts"
 
 const secretKey = Buffer.alloc(32, 9)
@@ -42,10 +42,10 @@ const principal = (over: Partial<Principal> = {}): Principal => ({
   ...over
 })
 
-const authLayer = (repo: Layer.Layer<ApiKeyRepo>) =>
+const authLayer = (repo: Layer.Layer<ApiKeyRepo>, kv = makeMemoryKv()) =>
   ApiKeyAuthenticatorLive.pipe(
     Layer.provide(repo),
-    Layer.provide(Layer.succeed(Kv, makeMemoryKv())),
+    Layer.provide(Layer.succeed(Kv, kv)),
     Layer.provide(Layer.succeed(Config, { secretKey } as AppConfig))
   )
 
@@ -69,6 +69,19 @@ describe("ApiKeyAuthenticator (mocked repository)", () => {
       yield* auth.authenticate(raw)
       expect(repo.calls.lookups).toBe(2)
     }).pipe(Effect.provide(authLayer(repo.layer)))
+  })
+
+  it.effect("drops a key on invalidation even when the notice to other nodes cannot be sent (Redis out of reach)", () => {
+    const repo = makeRepo(principal())
+    const unreachable = { ...makeMemoryKv(), publish: () => Effect.die(new KvUnavailable("Redis cannot be reached")) }
+    return Effect.gen(function*() {
+      const auth = yield* ApiKeyAuthenticator
+      yield* auth.authenticate(raw)
+      // The key was revoked already: the revocation's answer must not turn into a failure.
+      yield* auth.invalidate(keyHash)
+      yield* auth.authenticate(raw)
+      expect(repo.calls.lookups).toBe(2)
+    }).pipe(Effect.provide(authLayer(repo.layer, unreachable)))
   })
 
   it.effect("refuses malformed keys without a lookup, and expired keys even when cached", () => {
