@@ -47,8 +47,19 @@ beforeAll(async () => {
     "/odd-spelling": (req, res) => {
       const port = (req.socket.address() as AddressInfo).port
       const how = new URL(req.url!, "http://x").searchParams.get("how")
-      const location = how === "scheme-relative" ? `//2130706433:${port}/ok` : how === "canonical" ? `http://127.0.0.1:${port}/ok` : `http://2130706433:${port}/ok`
-      res.writeHead(302, { location }).end()
+      const locations: Record<string, string> = {
+        absolute: `http://2130706433:${port}/ok`,
+        "scheme-relative": `//2130706433:${port}/ok`,
+        // The URL parser drops tabs inside a URL: these name the same host.
+        "with-tab": `http://2130\t706433:${port}/ok`,
+        "slash-tab-slash": `/\t/2130706433:${port}/ok`,
+        "hex-tab": `http://0x7f.\t1:${port}/ok`,
+        canonical: `http://127.0.0.1:${port}/ok`,
+        // From an http page, "http:" without slashes is a path on the same host.
+        "same-scheme-path": "http:2130706433"
+      }
+      // Node refuses a header value with a tab or newline in setHeader: the head is written raw.
+      res.socket!.end(`HTTP/1.1 302 Found\r\nLocation: ${locations[how!]}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`)
     },
     "/headers": (req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(req.headers)),
     "/raw-headers": (req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(req.rawHeaders)),
@@ -149,12 +160,15 @@ describe("http engine: redirects", () => {
   })
 
   it("refuses a Location that spells its IPv4 host oddly, as a job's own URL is refused (even with private targets allowed)", async () => {
-    for (const how of ["absolute", "scheme-relative"]) {
+    for (const how of ["absolute", "scheme-relative", "with-tab", "slash-tab-slash", "hex-tab"]) {
       const a = await get(`/odd-spelling?how=${how}`)
       expect(a.classification, how).toBe("unsafe_url")
       expect(a.error).toMatch(/non-canonical IPv4 spelling/)
     }
     expect((await get("/odd-spelling?how=canonical")).classification).toBe("ok")
+    const path = await get("/odd-spelling?how=same-scheme-path")
+    expect(path.classification).not.toBe("unsafe_url")
+    expect(path.finalUrl).toBe(site.url("/2130706433"))
   })
 
   it("stops a redirect loop", async () => {

@@ -60,12 +60,19 @@ type HeaderSet = Record<string, string>
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
 
-/** The refusal of a Location that names its host in a non-canonical IPv4 spelling, as written. */
+/**
+ * The refusal of a Location that names its host in a non-canonical IPv4 spelling, as written. It
+ * is read as the URL parser reads it (blanks and controls around it dropped, tabs and newlines in
+ * it too; for http(s), backslashes are slashes): a host is named after `//`, or after a scheme
+ * other than the base's, with or without slashes; `http:x` from an http page is a path.
+ */
 const obfuscatedHostOf = (location: string, base: URL): string | undefined => {
-  const raw = location.trim()
-  const absolute = /^[a-z][a-z0-9+.-]*:/i.test(raw) ? raw : /^[\\/]{2}/.test(raw) ? `${base.protocol}${raw}` : undefined
-  if (absolute === undefined) return undefined
-  const parsed = parseTargetUrl(absolute, { allowPrivate: true })
+  const raw = location.replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, "").replace(/[\t\n\r]/g, "")
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(raw)
+  const rest = scheme ? raw.slice(scheme[0].length) : raw
+  const namesHost = /^[\\/]{2}/.test(rest) || (scheme !== null && `${scheme[1]!.toLowerCase()}:` !== base.protocol)
+  if (!namesHost) return undefined
+  const parsed = parseTargetUrl(`${scheme ? scheme[1]!.toLowerCase() + ":" : base.protocol}//${rest.replace(/^[\\/]*/, "")}`, { allowPrivate: true })
   return !parsed.ok && parsed.reason === "obfuscated_ip" ? parsed.detail : undefined
 }
 const REDIRECT_BODY_CAP = 64 * 1024
