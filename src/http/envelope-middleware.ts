@@ -364,7 +364,7 @@ const incomingOf = (request: HttpServerRequest.HttpServerRequest): IncomingMessa
  * character, a repeated Idempotency-Key, a declared body length over the cap, a body that is not
  * JSON by its content type.
  */
-const malformedRequest = (request: HttpServerRequest.HttpServerRequest): ApiError | undefined => {
+const malformedRequest = (request: HttpServerRequest.HttpServerRequest, readsIdempotencyKey: boolean): ApiError | undefined => {
   // No resource's name holds a NUL character (the database cannot store one), so a path with
   // one names nothing; in the query string it is a bad parameter.
   const nulAt = request.url.search(/%00/i)
@@ -379,8 +379,9 @@ const malformedRequest = (request: HttpServerRequest.HttpServerRequest): ApiErro
         details: nulQueryParameters(request.url.slice(queryAt + 1)).map((name) => ({ path: name, code: "invalid_value", message: "contains %00" }))
       })
   }
-  // Node joins a repeated header into one value ("a, b"), which would pass for one key.
-  if ((incomingOf(request)?.headersDistinct["idempotency-key"]?.length ?? 0) > 1) {
+  // Node joins a repeated header into one value ("a, b"), which would pass for one key (of an
+  // endpoint that reads one; others ignore the header).
+  if (readsIdempotencyKey && (incomingOf(request)?.headersDistinct["idempotency-key"]?.length ?? 0) > 1) {
     return new ApiError({
       status: 400,
       code: "invalid_idempotency_key",
@@ -405,10 +406,13 @@ const malformedRequest = (request: HttpServerRequest.HttpServerRequest): ApiErro
  * and every answer to a key carries its rate-limit headers.
  */
 export const refuseMalformedRequest = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | ApiError, R | HttpServerRequest.HttpServerRequest> =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request): Effect.Effect<A, E | ApiError, R> => {
-    const refusal = malformedRequest(request)
-    if (refusal) return Effect.fail(refusal)
-    return hasBody(request.headers) ? Effect.andThen(refuseBadUtf8(request), effect) : effect
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const facts = yield* RequestFacts
+    const refusal = malformedRequest(request, facts?.readsIdempotencyKey ?? false)
+    if (refusal) return yield* Effect.fail(refusal)
+    if (hasBody(request.headers)) yield* refuseBadUtf8(request)
+    return yield* effect
   })
 
 const hasBody = (headers: Readonly<Record<string, string | undefined>>) =>
