@@ -169,6 +169,7 @@ describe("guard proxy (no browser)", () => {
 })
 
 const JSON_BODY = JSON.stringify({ a: 1, b: ["x", "y"] })
+let slowImagesServed = 0
 // A 1x1 transparent PNG.
 const PNG_BYTES = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64")
 
@@ -209,6 +210,19 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       // Twelve lazy images, one per 700 px: only the first come into view without scrolling.
       "/lazy": page(200, html(Array.from({ length: 12 }, (_, i) => `<img loading="lazy" src="/lazy-img?i=${i}" width="10" height="10" style="display:block;margin-top:700px">`).join(""))),
       "/lazy-img": (_req, res) => res.writeHead(200, { "content-type": "image/png" }).end(PNG_BYTES),
+      // The same, each image answered after a second; counts the answers finished.
+      "/lazy-slow": page(200, html(Array.from({ length: 6 }, (_, i) => `<img loading="lazy" src="/slow-img?i=${i}" width="10" height="10" style="display:block;margin-top:1500px">`).join(""))),
+      "/slow-img": (_req, res) => {
+        const t = setTimeout(() => res.writeHead(200, { "content-type": "image/png" }).end(PNG_BYTES, () => slowImagesServed++), 1_000)
+        res.on("close", () => clearTimeout(t))
+      },
+      // A page whose scripts break what a scroll in their own world would call.
+      "/hostile-scroll": page(200, html(`<h1>Hostile</h1><div style="height:3000px"></div><script>
+        window.scrollTo = () => new Promise(() => {})
+        Object.defineProperty(Element.prototype, "scrollHeight", { get() { return 1e9 } })
+        Object.defineProperty(HTMLImageElement.prototype, "complete", { get() { return false } })
+      </script>`)),
+      "/source-text": (_req, res) => res.writeHead(200, { "content-type": "text/plain; charset=utf-8" }).end("<!DOCTYPE html><html><body>shown as text</body></html>"),
       "/pdf": (_req, res) => res.writeHead(200, { "content-type": "application/pdf" }).end("%PDF-1.4\n%%EOF\n"),
       "/slow": (_req, res) => {
         const t = setTimeout(() => res.writeHead(200).end(ARTICLE), 15_000)
@@ -273,6 +287,22 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
     expect(a.classification).toBe("ok")
     expect(a.screenshot!.subarray(0, 8).equals(PNG_MAGIC)).toBe(true)
     expect(lazyHits() - before).toBe(12)
+  })
+
+  it("waits for the lazy images it made load before a full-page screenshot, and a page's scripts cannot hold it", async () => {
+    slowImagesServed = 0
+    const a = await get("/lazy-slow", { screenshot: { format: "png", fullPage: true } })
+    expect(a.screenshot!.subarray(0, 8).equals(PNG_MAGIC)).toBe(true)
+    expect(slowImagesServed).toBe(6)
+    const hostile = await get("/hostile-scroll", { timeoutMs: 12_000, screenshot: { format: "png", fullPage: true } })
+    expect(hostile.classification, hostile.error).toBe("ok")
+    expect(hostile.screenshot!.subarray(0, 8).equals(PNG_MAGIC)).toBe(true)
+    expect(hostile.durationMs).toBeLessThan(9_000)
+  })
+
+  it("keeps a text document that looks like HTML as the text it is", async () => {
+    const a = await get("/source-text")
+    expect(a.contentType).toBe("text/plain; charset=utf-8")
   })
 
   it("labels what it keeps of a document it could not read the bytes of as the markup it is", async () => {

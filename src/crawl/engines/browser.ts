@@ -33,26 +33,36 @@ export const renderedContentType = (contentType: string | null): string | null =
 }
 
 /**
- * Before a full-page capture: lazy images and frames are made eager, and the page is scrolled
- * through once (for content that loads when it comes into view), then back to the top, and its
- * network given the rest of `budgetMs` to settle. What this loads still counts towards the
- * attempt's transfer cap.
+ * Run in the page before a full-page capture: lazy images and frames are made eager, the page is
+ * scrolled through once (for content that loads when it comes into view) and back to the top, then
+ * the images are waited for until each has loaded or failed, all within `budgetMs`. Source text,
+ * as `boundedMarkup` is, and run in a world of its own where the page's scripts cannot change what
+ * it calls.
  */
-const loadLazyContent = async (page: Page, budgetMs: number) => {
-  const until = performance.now() + budgetMs
-  const step = page.viewportSize()?.height ?? 768
-  const height = await page
-    .evaluate(`(() => {
-      for (const el of document.querySelectorAll('img[loading="lazy"], iframe[loading="lazy"]')) el.loading = "eager"
-      return document.documentElement.scrollHeight
-    })()`)
-    .then((h) => (typeof h === "number" ? h : 0), () => 0)
-  for (let y = step, steps = 0; y < height && steps < 100 && performance.now() < until - 100; y += step, steps++) {
-    await page.evaluate(`window.scrollTo(0, ${y})`).catch(() => {})
-    await page.waitForTimeout(30)
+const lazyLoadScript = (budgetMs: number, step: number) => `(async () => {
+  const until = Date.now() + ${budgetMs}
+  const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+  for (const el of document.querySelectorAll('img[loading="lazy"], iframe[loading="lazy"]')) el.loading = "eager"
+  const height = document.documentElement ? document.documentElement.scrollHeight : 0
+  for (let y = ${step}, n = 0; y < height && n < 100 && Date.now() < until - 100; y += ${step}, n++) {
+    window.scrollTo(0, y)
+    await pause(30)
   }
-  await page.evaluate("window.scrollTo(0, 0)").catch(() => {})
-  await page.waitForLoadState("networkidle", { timeout: Math.max(1, until - performance.now()) }).catch(() => {})
+  window.scrollTo(0, 0)
+  while (Date.now() < until && Array.from(document.images).some((img) => !img.complete)) await pause(50)
+})()`
+
+/**
+ * Loads what a full-page capture shows (see `lazyLoadScript`), for at most `budgetMs`: a page
+ * that stalls its renderer cannot hold the attempt past that. What this loads still counts towards
+ * the attempt's transfer cap.
+ */
+const loadLazyContent = async (page: Page, kind: "chromium" | "firefox", budgetMs: number) => {
+  const script = lazyLoadScript(budgetMs, page.viewportSize()?.height ?? 768)
+  const run = kind === "chromium" ? evaluateInOwnWorld(page, script) : page.evaluate(script)
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([run.catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, budgetMs + 250)))])
+  clearTimeout(timer)
 }
 
 /** How long the bytes the target sent are waited for, once the page has been read. */
@@ -87,19 +97,26 @@ const boundedMarkup = (max: number) => `(() => {
  * or `XMLSerializer` changes nothing; Firefox has no such world here and is read by
  * `page.content()` (Playwright's own isolated read), bounded by the transfer cap only.
  */
-const readMarkup = async (page: Page, kind: "chromium" | "firefox", max: number): Promise<{ markup?: string; length?: number }> => {
-  if (kind !== "chromium") return { markup: await page.content() }
+const readMarkup = async (page: Page, kind: "chromium" | "firefox", max: number): Promise<{ markup?: string; length?: number }> =>
+  kind === "chromium" ? (await evaluateInOwnWorld(page, boundedMarkup(max))) as { markup?: string; length?: number } : { markup: await page.content() }
+
+/**
+ * Evaluates `expression` in an isolated world of Chromium's main frame (its own JavaScript globals
+ * over the same DOM), awaiting a promise it gives; answers its value.
+ */
+const evaluateInOwnWorld = async (page: Page, expression: string): Promise<unknown> => {
   const cdp = await page.context().newCDPSession(page)
   try {
     const { frameTree } = await cdp.send("Page.getFrameTree")
-    const { executionContextId } = await cdp.send("Page.createIsolatedWorld", { frameId: frameTree.frame.id, worldName: "trawl-read" })
+    const { executionContextId } = await cdp.send("Page.createIsolatedWorld", { frameId: frameTree.frame.id, worldName: "trawl" })
     const { result, exceptionDetails } = await cdp.send("Runtime.evaluate", {
-      expression: boundedMarkup(max),
+      expression,
       contextId: executionContextId,
-      returnByValue: true
+      returnByValue: true,
+      awaitPromise: true
     })
-    if (exceptionDetails) throw new Error(`reading the page failed: ${exceptionDetails.text}`)
-    return result.value as { markup?: string; length?: number }
+    if (exceptionDetails) throw new Error(`evaluating in the page failed: ${exceptionDetails.text}`)
+    return result.value
   } finally {
     await cdp.detach().catch(() => {})
   }
@@ -110,6 +127,9 @@ class MarkupTooLarge extends Error {
     super(`rendered HTML of ${chars} characters`)
   }
 }
+
+/** How every PDF starts; Chromium answers its viewer's page in the place of a PDF's bytes. */
+const PDF_MAGIC = Buffer.from("%PDF-")
 
 /** Content types the browser renders as a document of their own (anything else opens in a viewer). */
 const MARKUP_TYPE = /^\s*(text\/html|application\/xhtml\+xml)\s*(;|$)/i
@@ -545,8 +565,8 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       const body = keepSent ? sent : Buffer.from(html)
       // Without the bytes it was sent, a document is kept as the markup the browser shows, and
       // labelled as what it is. So is a PDF: Chromium answers its viewer's page for it.
-      const isMarkup = viewer && /^\s*<(!doctype html|html)[\s>]/i.test(body.subarray(0, 64).toString("latin1"))
-      const contentType = isMarkup ? "text/html; charset=utf-8" : keepSent ? declaredType : renderedContentType(declaredType)
+      const pdfViewer = keepSent && /^\s*application\/pdf/i.test(declaredType) && !body.subarray(0, 5).equals(PDF_MAGIC)
+      const contentType = (viewer && !keepSent) || pdfViewer ? "text/html; charset=utf-8" : keepSent ? declaredType : renderedContentType(declaredType)
       if (keepSent) verdict = classifyResponse(main.status(), sent)
       // An empty answer is empty, though the browser shows it as an empty document.
       else if (sent !== null && classifyResponse(main.status(), sent).classification === "empty") verdict = { classification: "empty" }
@@ -566,7 +586,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       if (req.screenshot) {
         const s = req.screenshot
         try {
-          if (s.fullPage && s.loadResources !== false) await loadLazyContent(page, waitBudget(5_000))
+          if (s.fullPage && s.loadResources !== false) await loadLazyContent(page, kind, waitBudget(5_000))
           screenshot = await page.screenshot({
             type: s.format,
             ...(s.format === "jpeg" ? { quality: Math.min(100, Math.max(0, Math.round(s.quality ?? 80))) } : {}),
