@@ -222,6 +222,7 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
         Object.defineProperty(Element.prototype, "scrollHeight", { get() { return 1e9 } })
         Object.defineProperty(HTMLImageElement.prototype, "complete", { get() { return false } })
       </script>`)),
+      "/latin1-text": (_req, res) => res.writeHead(200, { "content-type": "text/plain; charset=iso-8859-1" }).end(Buffer.from("caf\u00e9 cr\u00e8me", "latin1")),
       "/source-text": (_req, res) => res.writeHead(200, { "content-type": "text/plain; charset=utf-8" }).end("<!DOCTYPE html><html><body>shown as text</body></html>"),
       "/pdf": (_req, res) => res.writeHead(200, { "content-type": "application/pdf" }).end("%PDF-1.4\n%%EOF\n"),
       "/slow": (_req, res) => {
@@ -303,6 +304,12 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
   it("keeps a text document that looks like HTML as the text it is", async () => {
     const a = await get("/source-text")
     expect(a.contentType).toBe("text/plain; charset=utf-8")
+  })
+
+  it("labels kept text with the charset its bytes are in", async () => {
+    const a = await get("/latin1-text")
+    const charset = /charset=([^;\s]+)/.exec(a.contentType ?? "")?.[1] ?? "utf-8"
+    expect(new TextDecoder(charset).decode(a.body!)).toBe("caf\u00e9 cr\u00e8me")
   })
 
   it("labels what it keeps of a document it could not read the bytes of as the markup it is", async () => {

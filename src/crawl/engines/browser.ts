@@ -128,6 +128,23 @@ class MarkupTooLarge extends Error {
   }
 }
 
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
+
+/**
+ * The type of the bytes a browser gives for a document it showed in a viewer. Chromium hands text
+ * over decoded, and Playwright encodes it as UTF-8: text whose bytes are UTF-8 now is labelled so,
+ * whatever charset the target named (bytes that are not UTF-8 were kept as sent, with their label).
+ */
+const sentContentType = (declared: string | null, body: Buffer): string | null => {
+  if (declared === null || !/charset\s*=/i.test(declared)) return declared
+  try {
+    strictUtf8.decode(body)
+    return renderedContentType(declared)
+  } catch {
+    return declared
+  }
+}
+
 /** How every PDF starts; Chromium answers its viewer's page in the place of a PDF's bytes. */
 const PDF_MAGIC = Buffer.from("%PDF-")
 
@@ -566,7 +583,9 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       // Without the bytes it was sent, a document is kept as the markup the browser shows, and
       // labelled as what it is. So is a PDF: Chromium answers its viewer's page for it.
       const pdfViewer = keepSent && /^\s*application\/pdf/i.test(declaredType) && !body.subarray(0, 5).equals(PDF_MAGIC)
-      const contentType = (viewer && !keepSent) || pdfViewer ? "text/html; charset=utf-8" : keepSent ? declaredType : renderedContentType(declaredType)
+      const contentType = (viewer && !keepSent) || pdfViewer ? "text/html; charset=utf-8"
+        : keepSent ? sentContentType(declaredType, body)
+        : renderedContentType(declaredType)
       if (keepSent) verdict = classifyResponse(main.status(), sent)
       // An empty answer is empty, though the browser shows it as an empty document.
       else if (sent !== null && classifyResponse(main.status(), sent).classification === "empty") verdict = { classification: "empty" }
