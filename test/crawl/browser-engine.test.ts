@@ -222,6 +222,10 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
         Object.defineProperty(Element.prototype, "scrollHeight", { get() { return 1e9 } })
         Object.defineProperty(HTMLImageElement.prototype, "complete", { get() { return false } })
       </script>`)),
+      "/latin1-json": (_req, res) => res.writeHead(200, { "content-type": "application/json; charset=iso-8859-1" }).end(Buffer.from('{"name":"caf\u00e9"}', "latin1")),
+      "/png-binary-charset": (_req, res) => res.writeHead(200, { "content-type": "image/png; charset=binary" }).end(PNG_BYTES),
+      // A page that moves on as soon as it is scrolled.
+      "/nav-on-scroll": page(200, html(`<h1>Before the scroll</h1><div style="height:4000px"></div><script>addEventListener("scroll", () => { location.href = "/ok" }, { once: true })</script>`)),
       "/latin1-text": (_req, res) => res.writeHead(200, { "content-type": "text/plain; charset=iso-8859-1" }).end(Buffer.from("caf\u00e9 cr\u00e8me", "latin1")),
       "/source-text": (_req, res) => res.writeHead(200, { "content-type": "text/plain; charset=utf-8" }).end("<!DOCTYPE html><html><body>shown as text</body></html>"),
       "/pdf": (_req, res) => res.writeHead(200, { "content-type": "application/pdf" }).end("%PDF-1.4\n%%EOF\n"),
@@ -306,10 +310,22 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
     expect(a.contentType).toBe("text/plain; charset=utf-8")
   })
 
-  it("labels kept text with the charset its bytes are in", async () => {
-    const a = await get("/latin1-text")
-    const charset = /charset=([^;\s]+)/.exec(a.contentType ?? "")?.[1] ?? "utf-8"
-    expect(new TextDecoder(charset).decode(a.body!)).toBe("caf\u00e9 cr\u00e8me")
+  it("labels kept text with the charset its bytes are in, and keeps no spoilt bytes", async () => {
+    for (const [path, text] of [["/latin1-text", "caf\u00e9 cr\u00e8me"], ["/latin1-json", '{"name":"caf\u00e9"}']] as const) {
+      const a = await get(path)
+      const charset = /charset=([^;\s]+)/.exec(a.contentType ?? "")?.[1] ?? "utf-8"
+      expect(new TextDecoder(charset).decode(a.body!), path).toBe(text)
+    }
+    // An image that names a charset is decoded as text by Chromium: its bytes are not kept as the image.
+    const png = await get("/png-binary-charset")
+    if (png.contentType?.startsWith("image/png")) expect(png.body!.equals(PNG_BYTES)).toBe(true)
+    else expect(png.contentType).toBe("text/html; charset=utf-8")
+  })
+
+  it("names the page its content came from, not where a screenshot's scrolling moved it", async () => {
+    const a = await get("/nav-on-scroll", { screenshot: { format: "png", fullPage: true } })
+    expect(a.body!.toString()).toContain("Before the scroll")
+    expect(a.finalUrl).toBe(site.url("/nav-on-scroll"))
   })
 
   it("labels what it keeps of a document it could not read the bytes of as the markup it is", async () => {
@@ -317,12 +333,16 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
     expect(a.classification).toBe("ok")
     // Either the bytes the target sent, with their type, or the viewer's markup, as HTML.
     if (a.contentType === "application/pdf") expect(a.body!.toString().slice(0, 200)).toMatch(/^%PDF/)
-    else expect(a.contentType).toBe("text/html; charset=utf-8")
+    else {
+      expect(a.contentType).toBe("text/html; charset=utf-8")
+      expect(a.body!.toString().trimStart()).toMatch(/^</)
+    }
   })
 
   it("keeps the bytes the target sent for a document the browser shows in a viewer (JSON, an image)", async () => {
     const json = await get("/json")
-    expect(json).toMatchObject({ classification: "ok", httpStatus: 200, contentType: "application/json", bytes: Buffer.byteLength(JSON_BODY) })
+    // JSON is handed over decoded (it is UTF-8 by definition, so its bytes are the same), and labelled as UTF-8
+    expect(json).toMatchObject({ classification: "ok", httpStatus: 200, contentType: "application/json; charset=utf-8", bytes: Buffer.byteLength(JSON_BODY) })
     expect(json.body!.toString()).toBe(JSON_BODY)
     const png = await get("/png")
     expect(png).toMatchObject({ classification: "ok", contentType: "image/png", bytes: PNG_BYTES.byteLength })

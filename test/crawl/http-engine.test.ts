@@ -54,6 +54,8 @@ beforeAll(async () => {
         "with-tab": `http://2130\t706433:${port}/ok`,
         "slash-tab-slash": `/\t/2130706433:${port}/ok`,
         "hex-tab": `http://0x7f.\t1:${port}/ok`,
+        // What follows the host is the parser's to encode: a space there hides nothing.
+        "space-in-query": `http://2130706433:${port}/ok?q=a b`,
         canonical: `http://127.0.0.1:${port}/ok`,
         // From an http page, "http:" without slashes is a path on the same host.
         "same-scheme-path": "http:2130706433"
@@ -160,7 +162,7 @@ describe("http engine: redirects", () => {
   })
 
   it("refuses a Location that spells its IPv4 host oddly, as a job's own URL is refused (even with private targets allowed)", async () => {
-    for (const how of ["absolute", "scheme-relative", "with-tab", "slash-tab-slash", "hex-tab"]) {
+    for (const how of ["absolute", "scheme-relative", "with-tab", "slash-tab-slash", "hex-tab", "space-in-query"]) {
       const a = await get(`/odd-spelling?how=${how}`)
       expect(a.classification, how).toBe("unsafe_url")
       expect(a.error).toMatch(/non-canonical IPv4 spelling/)

@@ -26,11 +26,15 @@ export const DEFAULT_CHROMIUM_PATH = "/usr/bin/chromium"
  * charset the site sent, so a charset the header names is replaced with utf-8 (stored bytes and
  * their label must agree).
  */
-export const renderedContentType = (contentType: string | null): string | null => {
-  if (contentType === null) return null
-  const withoutCharset = contentType.split(";").filter((part, i) => i === 0 || !/^\s*charset\s*=/i.test(part)).join(";").trim()
-  return /html|xml|text\//i.test(withoutCharset) ? `${withoutCharset}; charset=utf-8` : contentType
-}
+export const renderedContentType = (contentType: string | null): string | null =>
+  contentType !== null && /html|xml|text\//i.test(contentType) ? withUtf8Charset(contentType) : contentType
+
+/** `contentType` with `charset=utf-8` in the place of any charset it names. */
+const withUtf8Charset = (contentType: string): string =>
+  `${contentType.split(";").filter((part, i) => i === 0 || !/^\s*charset\s*=/i.test(part)).join(";").trim()}; charset=utf-8`
+
+/** Types Chromium hands over decoded as text (re-encoded as UTF-8 by Playwright) even without a charset. */
+const DECODED_TYPE = /^\s*(text\/|[^;]*[+/](xml|json)\s*(;|$)|application\/(javascript|ecmascript|x-javascript))/i
 
 /**
  * Run in the page before a full-page capture: lazy images and frames are made eager, the page is
@@ -128,22 +132,16 @@ class MarkupTooLarge extends Error {
   }
 }
 
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
-
 /**
- * The type of the bytes a browser gives for a document it showed in a viewer. Chromium hands text
- * over decoded, and Playwright encodes it as UTF-8: text whose bytes are UTF-8 now is labelled so,
- * whatever charset the target named (bytes that are not UTF-8 were kept as sent, with their label).
+ * What the bytes a browser gives for a document it showed in a viewer are. Chromium hands text over
+ * decoded (text, XML, JSON, scripts, and any type that names a charset) and Playwright encodes it
+ * as UTF-8: such text is UTF-8 now, labelled so. A type that is not text but names a charset
+ * (`image/png; charset=binary`) was decoded as text too, its bytes spoilt: none are kept.
  */
-const sentContentType = (declared: string | null, body: Buffer): string | null => {
-  if (declared === null || !/charset\s*=/i.test(declared)) return declared
-  try {
-    strictUtf8.decode(body)
-    return renderedContentType(declared)
-  } catch {
-    return declared
-  }
-}
+const sentContentType = (declared: string): { readonly keep: boolean; readonly contentType: string } =>
+  DECODED_TYPE.test(declared) ? { keep: true, contentType: withUtf8Charset(declared) }
+  : /;\s*charset\s*=/i.test(declared) ? { keep: false, contentType: declared }
+  : { keep: true, contentType: declared }
 
 /** How every PDF starts; Chromium answers its viewer's page in the place of a PDF's bytes. */
 const PDF_MAGIC = Buffer.from("%PDF-")
@@ -578,13 +576,14 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         : null
       if (signal.aborted) throw signal.reason
       if (proxy.overBudget()) return tooLarge(main, overBudgetText, declaredType)
-      const keepSent = sent !== null && viewer
+      const sentAs = viewer && declaredType !== null ? sentContentType(declaredType) : undefined
+      const keepSent = sent !== null && viewer && sentAs?.keep === true
       const body = keepSent ? sent : Buffer.from(html)
       // Without the bytes it was sent, a document is kept as the markup the browser shows, and
       // labelled as what it is. So is a PDF: Chromium answers its viewer's page for it.
       const pdfViewer = keepSent && /^\s*application\/pdf/i.test(declaredType) && !body.subarray(0, 5).equals(PDF_MAGIC)
       const contentType = (viewer && !keepSent) || pdfViewer ? "text/html; charset=utf-8"
-        : keepSent ? sentContentType(declaredType, body)
+        : keepSent ? sentAs!.contentType
         : renderedContentType(declaredType)
       if (keepSent) verdict = classifyResponse(main.status(), sent)
       // An empty answer is empty, though the browser shows it as an empty document.
@@ -600,6 +599,8 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         })
       }
 
+      // Where the content came from, read before a screenshot's scrolling can move the page on.
+      const finalUrl = page.url()
       let screenshot: Buffer | null = null
       let screenshotUnavailable: string | undefined
       if (req.screenshot) {
@@ -626,7 +627,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         engine: name,
         classification: verdict.classification,
         httpStatus: main.status(),
-        finalUrl: page.url(),
+        finalUrl,
         contentType,
         body,
         bytes: body.byteLength,

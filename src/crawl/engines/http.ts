@@ -72,7 +72,9 @@ const obfuscatedHostOf = (location: string, base: URL): string | undefined => {
   const rest = scheme ? raw.slice(scheme[0].length) : raw
   const namesHost = /^[\\/]{2}/.test(rest) || (scheme !== null && `${scheme[1]!.toLowerCase()}:` !== base.protocol)
   if (!namesHost) return undefined
-  const parsed = parseTargetUrl(`${scheme ? scheme[1]!.toLowerCase() + ":" : base.protocol}//${rest.replace(/^[\\/]*/, "")}`, { allowPrivate: true })
+  // Only the authority matters here: what follows it (a path with a space, say) is the parser's to encode.
+  const authority = /^[^\\/?#]*/.exec(rest.replace(/^[\\/]*/, ""))![0]
+  const parsed = parseTargetUrl(`${scheme ? scheme[1]!.toLowerCase() + ":" : base.protocol}//${authority}/`, { allowPrivate: true })
   return !parsed.ok && parsed.reason === "obfuscated_ip" ? parsed.detail : undefined
 }
 const REDIRECT_BODY_CAP = 64 * 1024
