@@ -135,6 +135,10 @@ const otherMethodsOfLiteral = (routes: ReadonlyArray<Route>, method: string, pat
 
 const json = (status: number, body: unknown) => HttpServerResponse.jsonUnsafe(body, { status })
 
+/** The envelope of an `ApiError`, answered outside an endpoint's own error encoding. */
+const errorResponse = (error: ApiError, requestId: string) =>
+  json(error.status, errorEnvelope(error.code, error.message, requestId, error.details, error.extra))
+
 /**
  * The query parameters that filter a list (`status`, `type`, `serviceKey`, `domainId`) or select a
  * timeline (`url`): a bad value only there is a bad filter, as in a search's `where` (a missing
@@ -176,9 +180,7 @@ const failureResponse = (
     ))
   }
   const error = Cause.squash(cause)
-  if (error instanceof ApiError) {
-    return Effect.succeed(json(error.status, errorEnvelope(error.code, error.message, requestId, error.details, error.extra)))
-  }
+  if (error instanceof ApiError) return Effect.succeed(errorResponse(error, requestId))
   if (HttpApiError.HttpApiSchemaError.is(error)) {
     const details = issueDetails(error.cause.issue)
     // A body that does not parse fails as a whole, with the decoder's own issue (no path); a value
@@ -211,7 +213,7 @@ const failureResponse = (
     ))
   }
   if (HttpApiError.HttpApiPayloadTooLarge.is(error) || isTag(error, "BodyTooLarge")) {
-    return Effect.succeed(tooLarge(requestId))
+    return Effect.succeed(errorResponse(payloadTooLarge(), requestId))
   }
   if (isTag(error, "RouteNotFound")) {
     const path = request.url.split("?")[0]!
@@ -313,11 +315,14 @@ const isTag = (u: unknown, tag: string): boolean => {
  * a content type may well be empty, so it is left to the decoder.
  */
 const isNonJsonBody = (headers: Readonly<Record<string, string | undefined>>): boolean => {
-  const chunked = headers["transfer-encoding"] !== undefined
-  if (!chunked && !(Number(headers["content-length"] ?? 0) > 0)) return false
+  if (!hasBody(headers)) return false
   const type = headers["content-type"]
-  return type === undefined ? !chunked : !isJsonMediaType(type)
+  return type === undefined ? headers["transfer-encoding"] === undefined : !isJsonMediaType(type)
 }
+
+/** Whether the request says it carries a body (chunked, or a length above 0). */
+const hasBody = (headers: Readonly<Record<string, string | undefined>>) =>
+  headers["transfer-encoding"] !== undefined || Number(headers["content-length"] ?? 0) > 0
 
 /** `application/json`, with or without parameters such as `charset` (the one type the decoder reads). */
 const isJsonMediaType = (contentType: string): boolean => contentType.split(";")[0]!.trim().toLowerCase() === "application/json"
@@ -330,8 +335,12 @@ const methodNotAllowed = (method: string, allowed: ReadonlyArray<string>, reques
     [...new Set(allowed.flatMap((m) => (m === "GET" ? ["GET", "HEAD"] : [m])))].join(", ")
   )
 
-const unsupportedMediaType = (requestId: string, details?: ReadonlyArray<ErrorDetail>) =>
-  json(415, errorEnvelope("unsupported_media_type", "send the body as application/json", requestId, details))
+/** A body that is not JSON by its content type (415). */
+const unsupportedMediaType = (headers: Readonly<Record<string, string | undefined>>) =>
+  new ApiError({ status: 415, code: "unsupported_media_type", message: "send the body as application/json", details: [nonJsonBodyDetail(headers)] })
+
+/** A body over the cap (413). */
+const payloadTooLarge = () => new ApiError({ status: 413, code: "payload_too_large", message: `the body is larger than ${MAX_BODY_BYTES} bytes` })
 
 /**
  * Answers decided from the request line alone, before any route runs: a route's own name taken
@@ -390,12 +399,8 @@ const malformedRequest = (request: HttpServerRequest.HttpServerRequest, readsIde
     })
   }
   // A declared length over the cap is refused at once, not after the whole body has been waited for.
-  if (Number(request.headers["content-length"]) > MAX_BODY_BYTES) {
-    return new ApiError({ status: 413, code: "payload_too_large", message: `the body is larger than ${MAX_BODY_BYTES} bytes` })
-  }
-  if (isNonJsonBody(request.headers)) {
-    return new ApiError({ status: 415, code: "unsupported_media_type", message: "send the body as application/json", details: [nonJsonBodyDetail(request.headers)] })
-  }
+  if (Number(request.headers["content-length"]) > MAX_BODY_BYTES) return payloadTooLarge()
+  if (isNonJsonBody(request.headers)) return unsupportedMediaType(request.headers)
   return undefined
 }
 
@@ -415,9 +420,6 @@ export const refuseMalformedRequest = <A, E, R>(effect: Effect.Effect<A, E, R>):
     return yield* effect
   })
 
-const hasBody = (headers: Readonly<Record<string, string | undefined>>) =>
-  headers["transfer-encoding"] !== undefined || Number(headers["content-length"] ?? 0) > 0
-
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
 
 /**
@@ -430,7 +432,7 @@ const refuseBadUtf8 = (request: HttpServerRequest.HttpServerRequest): Effect.Eff
     Effect.catch((e) =>
       Effect.fail(
         isTag(e, "BodyTooLarge")
-          ? new ApiError({ status: 413, code: "payload_too_large", message: `the body is larger than ${MAX_BODY_BYTES} bytes` })
+          ? payloadTooLarge()
           : new ApiError({ status: 400, code: "validation_error", message: "the request body could not be read" })
       )
     ),
@@ -462,19 +464,16 @@ const nulQueryParameters = (query: string): Array<string> => {
   return names.length > 0 ? [...new Set(names)] : ["query"]
 }
 
-const tooLarge = (requestId: string) =>
-  json(413, errorEnvelope("payload_too_large", `the body is larger than ${MAX_BODY_BYTES} bytes`, requestId))
-
-/**
- * Wraps every route, matched or not: request id, response header bag, body size
- * limit, and one error envelope for everything that is not a handler's success.
- */
 /**
  * Counts a request of the raw API key against its rate limit, writing the rate-limit headers into
  * the response header bag; fails with 429 over the limit, and does nothing for a key that is not valid.
  */
 export class KeyMeter extends Context.Service<KeyMeter, (rawKey: string) => Effect.Effect<void, ApiError>>()("trawl/KeyMeter") {}
 
+/**
+ * Wraps every route, matched or not: request id, response header bag, body size
+ * limit, and one error envelope for everything that is not a handler's success.
+ */
 export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
   HttpRouter.middleware(Effect.gen(function*() {
     const meter = yield* Effect.serviceOption(KeyMeter)
@@ -507,7 +506,7 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
           if (metered._tag === "Failure") {
             const refusal = Cause.squash(metered.cause)
             if (refusal instanceof ApiError) {
-              response = json(refusal.status, errorEnvelope(refusal.code, refusal.message, requestId))
+              response = errorResponse(refusal, requestId)
               if (refusal.retryAfter !== undefined) bag["retry-after"] = String(refusal.retryAfter)
             } else {
               yield* Effect.logWarning("the rate limit could not count an unrouted request", metered.cause).pipe(Effect.annotateLogs({ requestId }))
@@ -518,9 +517,7 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
         if (response.status === 413 || response.status === 415) {
           const isEnvelope = response.headers["content-type"]?.startsWith("application/json")
           if (!isEnvelope) {
-            response = response.status === 413
-              ? tooLarge(requestId)
-              : unsupportedMediaType(requestId, [nonJsonBodyDetail(request.headers)])
+            response = errorResponse(response.status === 413 ? payloadTooLarge() : unsupportedMediaType(request.headers), requestId)
           }
         }
         return HttpServerResponse.setHeaders(response, { ...bag, "x-request-id": requestId })
