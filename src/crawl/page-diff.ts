@@ -3,8 +3,8 @@
  * of a large page and the diff itself cost up to some tens of milliseconds of CPU, which must not
  * stall the node's event loop (its job entities, streams and other requests).
  */
-import { bomEncoding, looksBinary } from "./content-type.ts"
 import { makeTimedWorkers } from "../workers/timed-worker.ts"
+import { bomEncoding, looksBinary } from "./content-type.ts"
 import { unifiedDiff } from "./text-diff.ts"
 import { diffLines } from "./visible-text.ts"
 

@@ -59,6 +59,7 @@ export interface HttpEngineOptions {
 type HeaderSet = Record<string, string>
 
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+const REDIRECT_BODY_CAP = 64 * 1024
 
 /**
  * The refusal of a Location that names its host in a non-canonical IPv4 spelling, as written. It
@@ -77,7 +78,6 @@ const obfuscatedHostOf = (location: string, base: URL): string | undefined => {
   const parsed = parseTargetUrl(`${scheme ? scheme[1]!.toLowerCase() + ":" : base.protocol}//${authority}/`, { allowPrivate: true })
   return !parsed.ok && parsed.reason === "obfuscated_ip" ? parsed.detail : undefined
 }
-const REDIRECT_BODY_CAP = 64 * 1024
 
 /** A fallback header set, used only if got-scraping's header generator is unavailable. */
 const FALLBACK_HEADERS: HeaderSet = {
