@@ -15,6 +15,15 @@ describe("anyWordMatcher", () => {
     expect(match(bytes(""))).toBe(false)
   })
 
+  it("folds only the case of letters: bytes that differ from a word's only in bit 0x20 elsewhere do not match", () => {
+    const m = anyWordMatcher(["cf_chl", "a@b[c"])
+    expect(m(bytes("CF_CHL"))).toBe(true)
+    expect(m(bytes("A@B[C"))).toBe(true)
+    expect(m(bytes("cf\x7fchl"))).toBe(false)
+    expect(m(bytes("a`b{c"))).toBe(false)
+    expect(m(bytes("a@b{c"))).toBe(false)
+  })
+
   it("finds a word that starts inside a partial match of another", () => {
     // "checkin" fails at "c", which must restart a match of "captcha"... and "cf_chl" inside "ccf_chl".
     expect(match(bytes("checkicaptcha"))).toBe(true)

@@ -159,6 +159,10 @@ for (const m of [...STRONG_MARKERS, ...WEAK_MARKERS, "cf-turnstile"]) {
  * two bytes at its end say how far it may jump without passing an occurrence (no word has them
  * nearer its window's end), so most of a page is skipped several bytes at a time (a multi-word
  * Horspool search, after Wu and Manber). Where a jump is 0, the words are compared in full.
+ *
+ * The jump table is looked up with every byte OR 0x20: that lower-cases letters in one operation
+ * and merges a few other pairs of bytes (`@` and a backquote, say), which can only add places
+ * where the words are compared in full, never skip a match. Those comparisons fold case exactly.
  */
 export const anyWordMatcher = (words: ReadonlyArray<string>): ((bytes: Uint8Array) => boolean) => {
   const lower = words.map((w) => w.toLowerCase())
@@ -170,41 +174,38 @@ export const anyWordMatcher = (words: ReadonlyArray<string>): ((bytes: Uint8Arra
   const fold = new Uint8Array(256).map((_, c) => (c >= 65 && c <= 90 ? c + 32 : c))
   const codes = lower.map((w) => Uint8Array.from(w, (ch) => ch.charCodeAt(0)))
   const window = Math.min(...codes.map((w) => w.length))
-  const block = Math.min(2, window)
-  const blockKey = (first: number, second: number) => (block === 2 ? (first << 8) | second : second)
+  // Blocks of two bytes; of one when a word has one byte (the first byte of the key is then 0).
+  const firstMask = window >= 2 ? 0xff : 0
+  const blockKey = (first: number, second: number) => ((((first | 0x20) & firstMask) << 8) | (second | 0x20))
   // The jump for each block that can end a window: how far it is from the end of each word's
   // first `window` bytes, at its nearest; any other block jumps the whole window less the block.
-  const jump = new Uint8Array(block === 2 ? 65536 : 256).fill(Math.min(255, window - block + 1))
+  const jump = new Uint8Array(65536).fill(Math.min(255, window === 1 ? 1 : window - 1))
+  // The words that can end where the jump is 0, by the block there.
+  const candidates: Array<Array<Uint8Array> | undefined> = new Array(65536).fill(undefined)
   for (const w of codes) {
-    for (let end = block - 1; end < window; end++) {
+    for (let end = window === 1 ? 0 : 1; end < window; end++) {
       const key = blockKey(w[end - 1] ?? 0, w[end]!)
       jump[key] = Math.min(jump[key]!, window - 1 - end)
     }
-  }
-  // The words that can end where the jump is 0, by the block there.
-  const candidates = new Map<number, Array<Uint8Array>>()
-  for (const w of codes) {
-    const key = blockKey(w[window - 2] ?? 0, w[window - 1]!)
-    candidates.set(key, [...(candidates.get(key) ?? []), w])
-  }
-  const occursAt = (bytes: Uint8Array, start: number, key: number) => {
-    for (const w of candidates.get(key) ?? []) {
-      if (start + w.length > bytes.length) continue
-      let i = 0
-      while (i < w.length && fold[bytes[start + i]!] === w[i]) i++
-      if (i === w.length) return true
-    }
-    return false
+    ;(candidates[blockKey(w[window - 2] ?? 0, w[window - 1]!)] ??= []).push(w)
   }
   return (bytes) => {
-    for (let end = window - 1; end < bytes.length;) {
-      const key = blockKey(block === 2 ? fold[bytes[end - 1]!]! : 0, fold[bytes[end]!]!)
+    const n = bytes.length
+    for (let end = window - 1; end < n;) {
+      const key = ((((bytes[end - 1]! | 0x20) & firstMask) << 8) | (bytes[end]! | 0x20))
       const shift = jump[key]!
-      if (shift > 0) {
+      if (shift !== 0) {
         end += shift
         continue
       }
-      if (occursAt(bytes, end - window + 1, key)) return true
+      const start = end - window + 1
+      for (const w of candidates[key]!) {
+        const len = w.length
+        if (start + len > n) continue
+        let i = 0
+        while (i < len && fold[bytes[start + i]!] === w[i]) i++
+        if (i === len) return true
+      }
       end++
     }
     return false
