@@ -27,6 +27,16 @@ export const looksBinary = (body: Uint8Array): boolean => {
   return false
 }
 
+/**
+ * A target's `Content-Type` as a type to keep and serve again: trimmed, and none at all when it is
+ * empty or holds a character a header value cannot carry (a control character other than tab, or
+ * one beyond Latin-1).
+ */
+export const usableContentType = (raw: string | null | undefined): string | null => {
+  const type = raw?.trim()
+  return type && !/[^\t\u0020-\u007e\u0080-\u00ff]/.test(type) ? type : null
+}
+
 /** The type stored bytes are served with: their own, else HTML for text and `application/octet-stream` for the rest. */
 export const servedContentType = (contentType: string | null, body: Uint8Array): string =>
-  contentType ?? (looksBinary(body) ? "application/octet-stream" : `text/html; charset=${bomEncoding(body) ?? "utf-8"}`)
+  usableContentType(contentType) ?? (looksBinary(body) ? "application/octet-stream" : `text/html; charset=${bomEncoding(body) ?? "utf-8"}`)

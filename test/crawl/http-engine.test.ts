@@ -1,4 +1,5 @@
 import type { AddressInfo } from "node:net"
+import { brotliCompressSync, gzipSync, zstdCompressSync } from "node:zlib"
 import { gotScraping } from "got-scraping"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createHttpEngine } from "../../src/crawl/engines/http.js"
@@ -62,6 +63,39 @@ beforeAll(async () => {
       }
       // Node refuses a header value with a tab or newline in setHeader: the head is written raw.
       res.socket!.end(`HTTP/1.1 302 Found\r\nLocation: ${locations[how!]}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`)
+    },
+    "/gzip-br": (_req, res) => res.writeHead(200, { "content-type": "text/html", "content-encoding": "gzip, br" }).end(brotliCompressSync(gzipSync(ARTICLE))),
+    "/two-codings": (_req, res) => {
+      res.setHeader("content-encoding", ["gzip", "br"])
+      res.writeHead(200, { "content-type": "text/html" }).end(brotliCompressSync(gzipSync(ARTICLE)))
+    },
+    "/zstd": (_req, res) => res.writeHead(200, { "content-type": "text/html", "content-encoding": "zstd" }).end(zstdCompressSync(ARTICLE)),
+    "/unknown-coding": (_req, res) => res.writeHead(200, { "content-type": "text/html", "content-encoding": "compress" }).end(ARTICLE),
+    "/truncated-gzip": (_req, res) => {
+      const whole = gzipSync(ARTICLE)
+      res.writeHead(200, { "content-type": "text/html", "content-encoding": "gzip" }).end(whole.subarray(0, Math.floor(whole.length / 2)))
+    },
+    "/short-body": (req, res) => {
+      req.socket.end("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000\r\n\r\n<p>only this</p>")
+    },
+    "/no-type": (_req, res) => res.writeHead(200, { "content-type": "" }).end(ARTICLE),
+    "/bad-type": (req, _res) => {
+      req.socket.end(`HTTP/1.1 200 OK\r\nContent-Type: text/html; x=\u0001y\r\nContent-Length: ${ARTICLE.length}\r\nConnection: close\r\n\r\n${ARTICLE}`)
+    },
+    // The Location's bytes are UTF-8, as a site with non-ASCII paths writes them.
+    "/utf8-location": (req, _res) => {
+      req.socket.end(Buffer.concat([
+        Buffer.from("HTTP/1.1 302 Found\r\nLocation: /ok?q="),
+        Buffer.from("üniçøde", "utf8"),
+        Buffer.from("\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+      ]))
+    },
+    "/latin1-location": (req, _res) => {
+      req.socket.end(Buffer.concat([
+        Buffer.from("HTTP/1.1 302 Found\r\nLocation: /ok?q="),
+        Buffer.from("ü", "latin1"),
+        Buffer.from("\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+      ]))
     },
     "/headers": (req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(req.headers)),
     "/raw-headers": (req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(req.rawHeaders)),
@@ -145,6 +179,30 @@ describe("http engine: classification", () => {
     const a = await get("/gzip")
     expect(a.classification).toBe("ok")
     expect(a.body!.toString()).toContain("Hello from the fixture")
+  })
+
+  it("decodes every coding a response lists, last applied first, and zstd", async () => {
+    for (const path of ["/gzip-br", "/two-codings", "/zstd"]) {
+      const a = await get(path)
+      expect(a.classification, path).toBe("ok")
+      expect(a.body!.toString(), path).toBe(ARTICLE)
+    }
+  })
+
+  it("a coding it cannot decode, or a truncated compressed body, fails the attempt instead of keeping undecoded or partial bytes, with the status the target sent", async () => {
+    expect(await get("/unknown-coding")).toMatchObject({ classification: "connection_error", httpStatus: 200, body: null, error: expect.stringContaining("unsupported Content-Encoding: compress") })
+    expect(await get("/truncated-gzip")).toMatchObject({ classification: "connection_error", httpStatus: 200, body: null })
+    expect(await get("/short-body")).toMatchObject({ classification: "connection_error", httpStatus: 200, body: null })
+  })
+
+  it("keeps no content type for an empty or malformed Content-Type header", async () => {
+    expect(await get("/no-type")).toMatchObject({ classification: "ok", contentType: null })
+    expect(await get("/bad-type")).toMatchObject({ classification: "ok", contentType: null })
+  })
+
+  it("reads a Location's non-ASCII bytes as UTF-8, as a browser does, and percent-encodes bytes that are not UTF-8", async () => {
+    expect(await get("/utf8-location")).toMatchObject({ classification: "ok", finalUrl: site.url("/ok?q=%C3%BCni%C3%A7%C3%B8de") })
+    expect(await get("/latin1-location")).toMatchObject({ classification: "ok", finalUrl: site.url("/ok?q=%FC") })
   })
 
   it("reports a screenshot as unavailable", async () => {

@@ -27,6 +27,7 @@ import {
   type LookupFunction,
   parseTargetUrl
 } from "../ssrf.js"
+import { usableContentType } from "../content-type.js"
 import { classifyCheckFailure, classifyError, classifyResponse, errorText } from "./classify.js"
 import { type Attempt, type Engine, emptyAttempt, type FetchRequest } from "./types.js"
 
@@ -257,22 +258,60 @@ const tlsProfileFor = (userAgent: string | undefined): TlsProfile => {
   return p
 }
 
-/** Decompresses a buffered body, never producing more than `cap + 1` bytes. */
+/**
+ * Decodes a buffered body through the codings its `Content-Encoding` lists (last applied first),
+ * never producing more than `cap + 1` bytes at any step. A truncated stream is an error, not a
+ * shorter page; a coding this engine does not know fails the attempt instead of keeping bytes
+ * that are still encoded.
+ */
 const decompress = async (encoding: string | undefined, raw: Buffer, cap: number): Promise<Buffer> => {
-  const enc = (encoding ?? "").trim().toLowerCase()
-  if (enc === "" || enc === "identity" || raw.byteLength === 0) return raw
-  const opts = { maxOutputLength: cap + 1, finishFlush: zlib.constants.Z_SYNC_FLUSH }
-  if (enc === "gzip" || enc === "x-gzip") return gunzip(raw, opts)
-  if (enc === "br") return brotli(raw, { maxOutputLength: cap + 1 })
-  if (enc === "deflate" || enc === "x-deflate") {
-    return (raw[0]! & 0x0f) === 8 ? inflate(raw, opts) : inflateRaw(raw, opts)
+  const codings = (encoding ?? "").split(",").map((c) => c.trim().toLowerCase()).filter((c) => c !== "" && c !== "identity")
+  let body = raw
+  for (const coding of codings.reverse()) {
+    if (body.byteLength === 0) return body
+    body = await decode(coding, body, cap)
   }
-  return raw // unknown coding: hand over the bytes as received
+  return body
+}
+const decode = (coding: string, body: Buffer, cap: number): Promise<Buffer> => {
+  const opts = { maxOutputLength: cap + 1 }
+  switch (coding) {
+    case "gzip":
+    case "x-gzip":
+      return gunzip(body, opts)
+    case "br":
+      return brotli(body, opts)
+    case "zstd":
+      return zstd(body, opts)
+    case "deflate":
+    case "x-deflate":
+      // Servers send either zlib-wrapped or raw deflate under this name.
+      return (body[0]! & 0x0f) === 8 ? inflate(body, opts) : inflateRaw(body, opts)
+    default:
+      return Promise.reject(Object.assign(new Error(`unsupported Content-Encoding: ${coding.slice(0, 40)}`), { code: "ERR_CONTENT_ENCODING" }))
+  }
 }
 const gunzip = promisify(zlib.gunzip) as (b: Buffer, o: zlib.ZlibOptions) => Promise<Buffer>
 const inflate = promisify(zlib.inflate) as (b: Buffer, o: zlib.ZlibOptions) => Promise<Buffer>
 const inflateRaw = promisify(zlib.inflateRaw) as (b: Buffer, o: zlib.ZlibOptions) => Promise<Buffer>
 const brotli = promisify(zlib.brotliDecompress) as (b: Buffer, o: zlib.BrotliOptions) => Promise<Buffer>
+const zstd = promisify(zlib.zstdDecompress) as (b: Buffer, o: zlib.ZstdOptions) => Promise<Buffer>
+
+/**
+ * A `Location` header as the browser reads it. Node hands header bytes over as Latin-1; a target
+ * that writes a non-ASCII path writes UTF-8, so such a value is read again as UTF-8, and bytes
+ * that are not UTF-8 are percent-encoded as they stand.
+ */
+const locationOf = (value: string): string => {
+  if (!/[\u0080-\u00ff]/.test(value)) return value
+  const bytes = Buffer.from(value, "latin1")
+  try {
+    return utf8.decode(bytes)
+  } catch {
+    return value.replace(/[\u0080-\u00ff]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+  }
+}
+const utf8 = new TextDecoder("utf-8", { fatal: true })
 
 /** What `work` gives, or undefined as soon as `signal` is aborted (the work goes on, unheeded). */
 const untilAborted = <A>(work: Promise<A>, signal: AbortSignal): Promise<A | undefined> =>
@@ -363,7 +402,8 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
     headers: HeaderSet,
     signal: AbortSignal,
     allowPrivate: boolean,
-    isRedirectProbe: (status: number, h: http.IncomingHttpHeaders) => boolean
+    isRedirectProbe: (status: number, h: http.IncomingHttpHeaders) => boolean,
+    onStatus: (status: number) => void
   ): Promise<HopResult> => {
     const agents = agentsFor(allowPrivate)
     // the attempt deadline (redirects and body included) is enforced through `signal`
@@ -388,6 +428,7 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
     stream.once("error", () => {})
 
     const status = response.statusCode ?? 0
+    onStatus(status)
     const redirect = isRedirectProbe(status, response.headers)
     const cap = redirect ? REDIRECT_BODY_CAP : maxBody
     const declared = Number(response.headers["content-length"])
@@ -421,7 +462,8 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
     cookie: string | undefined,
     signal: AbortSignal,
     allowPrivate: boolean,
-    isRedirectProbe: (status: number, h: http.IncomingHttpHeaders) => boolean
+    isRedirectProbe: (status: number, h: http.IncomingHttpHeaders) => boolean,
+    onStatus: (status: number) => void
   ): Promise<HopResult> =>
     new Promise<HopResult>((resolve, reject) => {
       const agents = agentsFor(allowPrivate)
@@ -444,6 +486,7 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
       request.once("error", reject)
       request.once("response", (response) => {
         const status = response.statusCode ?? 0
+        onStatus(status)
         const redirect = isRedirectProbe(status, response.headers)
         const cap = redirect ? REDIRECT_BODY_CAP : maxBody
         const declared = Number(response.headers["content-length"])
@@ -512,12 +555,15 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
     try {
       for (let hop = 0; ; hop++) {
         const cookie = cookies.header(url.host)
+        // Set as soon as the status line arrives: a body that then fails still says what the target answered.
         lastStatus = null
+        const onStatus = (status: number) => {
+          lastStatus = status
+        }
         const res = native
-          ? await nativeHop(url, baseHeaders.ordered, cookie, signal, req.allowPrivate, isRedirect)
-          : await gotHop(url, cookie ? { ...baseHeaders.set, cookie } : baseHeaders.set, signal, req.allowPrivate, isRedirect)
-        lastStatus = res.status
-        const contentType = (res.headers["content-type"] as string | undefined) ?? null
+          ? await nativeHop(url, baseHeaders.ordered, cookie, signal, req.allowPrivate, isRedirect, onStatus)
+          : await gotHop(url, cookie ? { ...baseHeaders.set, cookie } : baseHeaders.set, signal, req.allowPrivate, isRedirect, onStatus)
+        const contentType = usableContentType(res.headers["content-type"])
         if (isRedirect(res.status, res.headers)) {
           redirects.push(url.href)
           redirectStatus = res.status
@@ -533,7 +579,8 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
           }
           // Resolving the Location rewrites an odd IPv4 spelling (2130706433, 0x7f.1) in dotted form:
           // a Location that names its host is checked as written first, as a job's own URL is.
-          const spelled = obfuscatedHostOf(res.headers.location!, url)
+          const location = locationOf(res.headers.location!)
+          const spelled = obfuscatedHostOf(location, url)
           if (spelled) {
             return emptyAttempt(name, "unsafe_url", t0, {
               httpStatus: res.status,
@@ -544,13 +591,13 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
           }
           let target: string
           try {
-            target = new URL(res.headers.location!, url).href
+            target = new URL(location, url).href
           } catch {
             return emptyAttempt(name, "connection_error", t0, {
               httpStatus: res.status,
               finalUrl: url.href,
               redirects,
-              error: `invalid redirect location ${String(res.headers.location).slice(0, 200)}`
+              error: `invalid redirect location ${location.slice(0, 200)}`
             })
           }
           const next = await checkHop(target, req.allowPrivate, signal, abortedAs)
