@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
-import { anyWordMatcher, classifyError, detectBotWall } from "../../src/crawl/engines/classify.ts"
+import { anyWordMatcher, classifyError, classifyResponse, detectBotWall } from "../../src/crawl/engines/classify.ts"
+import { html } from "./fixture.ts"
 
 const bytes = (s: string) => Buffer.from(s, "latin1")
 
@@ -104,5 +105,35 @@ describe("classifyError", () => {
     for (const code of ["EAI_AGAIN", "ETIMEDOUT"]) expect(classifyError(err(code)), code).toBe("timeout")
     // ...also when wrapped, as got and undici wrap the socket's error
     expect(classifyError(Object.assign(new Error("request failed"), { cause: err("EAI_AGAIN") }))).toBe("timeout")
+  })
+})
+
+describe("classifyResponse", () => {
+  it("a body of white space only is empty at any length, also with UTF-8 white space; any other character is content", () => {
+    expect(classifyResponse(200, Buffer.from(" ".repeat(100))).classification).toBe("empty")
+    expect(classifyResponse(200, Buffer.from(`\ufeff \u00a0\n${" \t".repeat(5000)}\u3000`)).classification).toBe("empty")
+    expect(classifyResponse(200, Buffer.from(`${" ".repeat(100)}x`)).classification).toBe("ok")
+    expect(classifyResponse(200, Buffer.from(`${" ".repeat(100)}é`)).classification).toBe("ok")
+    expect(classifyResponse(200, Buffer.from([0x20, 0xff, 0x20])).classification).toBe("ok")
+  })
+
+  it("an ordinary small page that uses a wall's phrase in passing is content; a terse wall page is a wall", () => {
+    const contact = html(
+      `<h1>Contact us</h1><form><input name="email"><textarea name="message"></textarea><button>Send</button></form>` +
+        `<p>We answer within two working days. Our office is open Monday to Friday, nine to five.</p>` +
+        `<footer>This site is protected by reCAPTCHA and the Google Privacy Policy and Terms of Service apply.</footer>`,
+      "Contact"
+    )
+    expect(classifyResponse(200, Buffer.from(contact)).classification).toBe("ok")
+    const orders = html(
+      `<h1>Your orders</h1><p>${"Order 1042 shipped on Monday and should arrive by Thursday. ".repeat(9)}</p>` +
+        `<p>Access denied for cancelled orders: their details are removed after 30 days.</p>`,
+      "Orders"
+    )
+    expect(classifyResponse(200, Buffer.from(orders)).classification).toBe("ok")
+    // The same page refused with a 503 is read as a wall: the target did not answer with a page.
+    expect(classifyResponse(503, Buffer.from(orders)).classification).toBe("blocked")
+    expect(classifyResponse(200, Buffer.from(html("<p>Please verify you are human to continue.</p>"))).classification).toBe("blocked")
+    expect(classifyResponse(200, Buffer.from(html("<p>Welcome</p>", "Access Denied"))).classification).toBe("blocked")
   })
 })

@@ -47,8 +47,20 @@ const WEAK_MARKERS = [
   "pardon our interruption"
 ]
 
-/** Visible text at most this long makes a page "small" for the weak markers. */
+/**
+ * Visible text at most this long makes a page "small" for the weak markers. A page sent as a
+ * success must be terser: walls say a sentence or two, while a small ordinary page (a contact form,
+ * an order status) may well use one of the phrases in passing.
+ */
 const SMALL_PAGE_TEXT_CHARS = 2_000
+const SMALL_SUCCESS_PAGE_TEXT_CHARS = 500
+
+/**
+ * The notice Google asks sites with an invisible reCAPTCHA to show ("This site is protected by
+ * reCAPTCHA and the Google Privacy Policy and Terms of Service apply."): ordinary pages carry it,
+ * so it is not read as a wall's "captcha".
+ */
+const RECAPTCHA_NOTICE = /(this|the) (site|page|form) is protected by (google )?recaptcha[^.]*\.?/g
 /** Pages above this size are never scanned (a wall is small). */
 const MAX_SCAN_BYTES = 2 * 1024 * 1024
 
@@ -213,7 +225,7 @@ export const anyWordMatcher = (words: ReadonlyArray<string>): ((bytes: Uint8Arra
 }
 const anyMarkerAnchor = anyWordMatcher(MARKER_ANCHORS)
 
-export const detectBotWall = (body: Buffer | string | null): string | null => {
+export const detectBotWall = (body: Buffer | string | null, status?: number): string | null => {
   if (!body) return null
   const len = typeof body === "string" ? body.length : body.byteLength
   if (len === 0 || len > MAX_SCAN_BYTES) return null
@@ -224,8 +236,11 @@ export const detectBotWall = (body: Buffer | string | null): string | null => {
   if (strong) return strong[0].toLowerCase()
   if (!WEAK_RE.test(raw)) return null
   const html = raw.toLowerCase()
-  const text = visibleText(html, SMALL_PAGE_TEXT_CHARS)
-  if (text === undefined) return null
+  const success = status !== undefined && status >= 200 && status < 300
+  const limit = success ? SMALL_SUCCESS_PAGE_TEXT_CHARS : SMALL_PAGE_TEXT_CHARS
+  const visible = visibleText(html, limit + 200)
+  const text = visible?.replace(RECAPTCHA_NOTICE, "").trim()
+  if (text === undefined || text.length > limit) return null
   const title = titleText(html)
   for (const m of WEAK_MARKERS) if (text.includes(m) || title.includes(m)) return m
   // a captcha widget on an otherwise empty page
@@ -233,10 +248,18 @@ export const detectBotWall = (body: Buffer | string | null): string | null => {
   return null
 }
 
+/** Whether a body holds nothing but white space (ASCII, or UTF-8 white space such as a no-break space or a BOM). */
 const isBlank = (body: Buffer | null): boolean => {
-  if (!body || body.byteLength === 0) return true
-  if (body.byteLength > 64) return false
-  return body.toString("utf8").trim() === ""
+  if (!body) return true
+  for (let i = 0; i < body.byteLength; i++) {
+    const b = body[i]!
+    if (b === 0x20 || (b >= 0x09 && b <= 0x0d)) continue
+    if (b < 0x80) return false
+    const ch = body.toString("utf8", i, Math.min(i + 4, body.byteLength)).charAt(0)
+    if (ch === "\ufffd" || !/\s/.test(ch)) return false
+    i += Buffer.byteLength(ch) - 1
+  }
+  return true
 }
 
 /**
@@ -250,7 +273,7 @@ export const classifyCheckFailure = (r: { readonly reason: string; readonly code
 /** Classification of a response the target answered with. */
 export const classifyResponse = (status: number, body: Buffer | null): { classification: Classification; marker?: string } => {
   if (status === 403 || status === 429 || status === 503 || (status >= 200 && status < 300)) {
-    const marker = detectBotWall(body)
+    const marker = detectBotWall(body, status)
     if (marker) return { classification: "blocked", marker }
   }
   if (status === 403 || status === 429) return { classification: "blocked" }
