@@ -33,12 +33,24 @@ const isText = (v: { readonly body: Uint8Array; readonly contentType: string | n
     ? !looksBinary(v.body)
     : /^\s*(text\/|[^;]*[+/](xml|json|html)\b|application\/(javascript|ecmascript|x-www-form-urlencoded))/i.test(v.contentType)
 
+/** A `<meta charset>` (or `http-equiv` content type) that names a charset in an HTML document's first 1024 bytes. */
+const metaCharset = (body: Uint8Array): string | undefined => {
+  const head = new TextDecoder("latin1").decode(body.subarray(0, 1024))
+  for (const tag of head.match(/<meta\b[^>]*>/gi) ?? []) {
+    const charset = /\bcharset\s*=\s*["']?([^"'\s;/>]+)/i.exec(tag)?.[1]
+    if (charset) return charset
+  }
+  return undefined
+}
+
 /**
- * The body as text, in the charset its content type names, else the one its byte order mark names
- * (UTF-8 when neither names one, or one unknown here).
+ * The body as text, as a browser decodes it: in the encoding its byte order mark names, else the
+ * charset its content type names, else (for HTML) the one a `<meta>` in its first 1024 bytes names;
+ * UTF-8 when none names one, or one unknown here.
  */
 const decode = (body: Uint8Array, contentType: string | null) => {
-  const charset = /charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1] ?? bomEncoding(body)
+  const html = contentType === null || /html/i.test(contentType)
+  const charset = bomEncoding(body) ?? /charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1] ?? (html ? metaCharset(body) : undefined)
   try {
     return new TextDecoder(charset ?? "utf-8").decode(body)
   } catch {
@@ -46,10 +58,14 @@ const decode = (body: Uint8Array, contentType: string | null) => {
   }
 }
 
+const sameBytes = (a: Uint8Array, b: Uint8Array) => a.byteLength === b.byteLength && Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b)
+
 /** The diff itself, on this thread (the worker's entry point, and tests). */
 export const computePageDiff = (input: PageDiffInput): PageDiffResult => {
   const versions = input.before ? [input.before, input.now] : [input.now]
   if (versions.some((v) => !isText(v))) return { diff: "", binary: true, truncated: false }
+  // The same bytes are the same content (the version is not `changed`), whatever charset each was labelled with.
+  if (input.before && sameBytes(input.before.body, input.now.body)) return { diff: "", binary: false, truncated: false }
   let truncated = false
   const linesOf = (v: NonNullable<PageDiffInput["before"]>) => {
     const { lines, cut } = diffLines(decode(v.body, v.contentType), v.contentType)

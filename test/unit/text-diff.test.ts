@@ -167,6 +167,25 @@ describe("page diff (what the diff endpoint answers)", () => {
     expect(r.diff).toContain("+café")
   })
 
+  it("decodes as a browser does: a byte order mark first, then the type's charset, then an HTML <meta> charset", () => {
+    const latin1 = (text: string) => Uint8Array.from(Array.from(text, (c) => c.charCodeAt(0)))
+    const meta = (text: string) => latin1(`<html><head><meta charset="iso-8859-1"></head><body><p>${text}</p></body></html>`)
+    expect(computePageDiff({ before: version(meta("café"), "text/html", "v1"), now: version(meta("cafè"), "text/html", "v2") }).diff).toContain("-café\n+cafè")
+    const httpEquiv = (text: string) => latin1(`<meta http-equiv="Content-Type" content="text/html; charset=windows-1252"><p>${text}</p>`)
+    expect(computePageDiff({ before: version(httpEquiv("café"), null, "v1"), now: version(httpEquiv("cafè"), null, "v2") }).diff).toContain("-café\n+cafè")
+    // The type's charset outranks a <meta>; a byte order mark outranks both.
+    expect(computePageDiff({ before: null, now: version(utf8(`<meta charset="iso-8859-1"><p>caf\u00e9</p>`), "text/html; charset=utf-8", "v1") }).diff).toContain("+café")
+    const utf16 = (text: string) => Uint8Array.from([0xff, 0xfe, ...Array.from(text).flatMap((c) => [c.charCodeAt(0), 0])])
+    const r = computePageDiff({ before: version(utf16("<p>old</p>"), "text/html; charset=utf-8", "v1"), now: version(utf16("<p>new</p>"), "text/html; charset=utf-8", "v2") })
+    expect(r.diff).toContain("-old\n+new")
+    expect(r.diff).not.toContain("\u0000")
+  })
+
+  it("the same bytes under another charset label are the same content: no diff, as the version is not changed", () => {
+    const bytes = Uint8Array.from([0x3c, 0x70, 0x3e, 0x63, 0x61, 0x66, 0xe9, 0x3c, 0x2f, 0x70, 0x3e]) // <p>café</p> in Latin-1
+    expect(computePageDiff({ before: version(bytes, "text/html; charset=iso-8859-1", "v1"), now: version(bytes, "text/html; charset=utf-8", "v2") })).toEqual({ diff: "", binary: false, truncated: false })
+  })
+
   it("reads at most MAX_DIFF_LINES lines of a version, and says so", () => {
     const long = Array.from({ length: MAX_DIFF_LINES + 10 }, (_, i) => `row ${i}`).join("\n")
     const r = computePageDiff({ before: null, now: version(utf8(long), "text/plain", "v1") })
