@@ -1020,7 +1020,7 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     // The result describes what /html serves: the http engine kept no bytes, so there is none (a
     // browser keeps the markup of the empty document it shows).
     const httpOnly = await createAndWait({ url: site.url("/empty?case=http-only", H.empty), escalation: [{ engine: "http", attempts: 1, timeoutMs: 5000 }] })
-    expect(httpOnly.result.bytes).toBe(0)
+    expect(httpOnly.result).toMatchObject({ bytes: 0, contentType: null })
     for (const j of [job, httpOnly]) {
       const served = await api.get(`/v1/scraper/jobs/${j.id}/html`, key)
       if (j.result.bytes === 0) expectError(served, 404, "not_found")

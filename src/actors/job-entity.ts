@@ -223,8 +223,9 @@ export const JobEntityLive = JobEntity.toLayer(
       const winner = outcome.winning
       const final = winner ?? outcome.final
       // The content `/html` serves: the winner's, or what the last attempt of a failed job got (a
-      // cancelled run keeps none).
-      const kept = winner ?? (outcome.outcome === "failed" && final?.body ? final : undefined)
+      // cancelled run keeps none). An empty answer is none: `/html` has nothing to serve for it.
+      const fetched = winner ?? (outcome.outcome === "failed" ? final : undefined)
+      const kept = fetched?.body && fetched.body.byteLength > 0 ? fetched : undefined
       const screenshotReason = !screenshot ? null
         : winner?.screenshot ? null
         : winner?.screenshotUnavailable ?? (winner ? `the ${winner.engine} engine cannot take screenshots` : "no content was fetched")

@@ -152,6 +152,9 @@ describe("page diff (what the diff endpoint answers)", () => {
     expect(servedContentType(null, png(1))).toBe("application/octet-stream")
     expect(servedContentType(null, utf8("<p>caf\u00e9</p>"))).toBe("text/html; charset=utf-8")
     expect(servedContentType("image/png", utf8("<p>x</p>"))).toBe("image/png")
+    // A stored type that no header can carry (stored before the engines dropped such types) is served as none.
+    expect(servedContentType("text/html; x=\u0001y", utf8("<p>x</p>"))).toBe("text/html; charset=utf-8")
+    expect(servedContentType("  ", png(1))).toBe("application/octet-stream")
     // UTF-16 text has NUL bytes, but its byte order mark says it is text
     const utf16 = (text: string) => Uint8Array.from([0xff, 0xfe, ...Array.from(text).flatMap((c) => [c.charCodeAt(0), 0])])
     expect(servedContentType(null, utf16("<p>x</p>"))).toBe("text/html; charset=utf-16le")
