@@ -1011,6 +1011,16 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(bytes.subarray(0, 8).equals(PNG_MAGIC)).toBe(true)
   })
 
+  it.skipIf(!hasChromium)("ends an empty 404 fetched by the browser done/not_found with its status and no content (the browser shows its own error page)", async () => {
+    const url = site.url("/missing-empty?case=browser", H.empty)
+    const job = await createAndWait({ url, escalation: [{ engine: "brave", attempts: 1, timeoutMs: 20_000 }] })
+    expect(job.status, JSON.stringify(job.result)).toBe("done")
+    expect(job.result).toMatchObject({ classification: "not_found", httpStatus: 404, engine: "brave", bytes: 0, contentType: null })
+    expectError(await api.get(`/v1/scraper/jobs/${job.id}/html`, key), 404, "not_found")
+    // No content, so no version of the page.
+    expect((await api.get(`/v1/page-history?url=${encodeURIComponent(url)}`, key)).json.data.pagination.total).toBe(0)
+  })
+
   it("ends an empty page failed/empty on every engine, and does not send the domain's next job to the browser for it", async () => {
     const job = await createAndWait({ url: site.url("/empty", H.empty) })
     expect(job.status, JSON.stringify(job.result)).toBe("failed")

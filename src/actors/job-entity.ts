@@ -249,9 +249,11 @@ export const JobEntityLive = JobEntity.toLayer(
         }))
       }
       const attempts = job.attempts + outcome.attempts.length
-      if (outcome.outcome === "done" && winner?.body) {
+      if (outcome.outcome === "done" && winner) {
+        // An answer whose bytes the engine could not have (a browser shows nothing for an empty
+        // 404) ends the job done all the same, with no content and so no page version.
         yield* end(job, "done", result, attempts, writeDone, {
-          content: { body: winner.body, contentType: winner.contentType, httpStatus: winner.httpStatus, finalUrl: winner.finalUrl },
+          ...(winner.body ? { content: { body: winner.body, contentType: winner.contentType, httpStatus: winner.httpStatus, finalUrl: winner.finalUrl } } : {}),
           ...(winner.screenshot ? { screenshot: { bytes: winner.screenshot, type: screenshot && screenshot.format === "jpeg" ? "image/jpeg" : "image/png" } } : {})
         })
       } else if (outcome.outcome === "cancelled" && controller.signal.aborted) {

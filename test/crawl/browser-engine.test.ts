@@ -228,6 +228,14 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       "/nav-on-scroll": page(200, html(`<h1>Before the scroll</h1><div style="height:4000px"></div><script>addEventListener("scroll", () => { location.href = "/ok" }, { once: true })</script>`)),
       "/latin1-text": (_req, res) => res.writeHead(200, { "content-type": "text/plain; charset=iso-8859-1" }).end(Buffer.from("caf\u00e9 cr\u00e8me", "latin1")),
       "/source-text": (_req, res) => res.writeHead(200, { "content-type": "text/plain; charset=utf-8" }).end("<!DOCTYPE html><html><body>shown as text</body></html>"),
+      // Answers Chromium shows nothing for and fails its navigation on.
+      "/empty-403": (_req, res) => res.writeHead(403).end(),
+      "/empty-404": (_req, res) => res.writeHead(404).end(),
+      "/empty-500": (_req, res) => res.writeHead(500).end(),
+      "/auth": (_req, res) => res.writeHead(401, { "www-authenticate": 'Basic realm="x"' }).end(),
+      "/png-untyped": (req, _res) => {
+        req.socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Length: ${PNG_BYTES.length}\r\nConnection: close\r\n\r\n`), PNG_BYTES]))
+      },
       "/pdf": (_req, res) => res.writeHead(200, { "content-type": "application/pdf" }).end("%PDF-1.4\n%%EOF\n"),
       "/slow": (_req, res) => {
         const t = setTimeout(() => res.writeHead(200).end(ARTICLE), 15_000)
@@ -371,6 +379,19 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
   it("records redirects", async () => {
     const a = await get("/redirect")
     expect(a).toMatchObject({ classification: "ok", finalUrl: site.url("/ok"), redirects: [site.url("/redirect")] })
+  })
+
+  it("an answer Chromium shows nothing for is still the target's answer, with its status, as the http engine has it", async () => {
+    expect(await get("/empty-403")).toMatchObject({ classification: "blocked", httpStatus: 403 })
+    expect(await get("/empty-404")).toMatchObject({ classification: "not_found", httpStatus: 404, bytes: 0 })
+    expect(await get("/empty-500")).toMatchObject({ classification: "server_error", httpStatus: 500 })
+    expect(await get("/auth")).toMatchObject({ classification: "ok", httpStatus: 401 })
+  })
+
+  it("keeps the bytes of an answer without a type that the browser sniffs as an image", async () => {
+    const a = await get("/png-untyped")
+    expect(a).toMatchObject({ classification: "ok", httpStatus: 200, contentType: null, bytes: PNG_BYTES.byteLength })
+    expect(a.body!.equals(PNG_BYTES)).toBe(true)
   })
 
   it("classifies 404, 403 and 500", async () => {

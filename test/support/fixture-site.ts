@@ -8,6 +8,7 @@
  *   /changing.txt         the same as text/plain lines
  *   /changing.bin         PNG-like bytes that change on each fetch, sent without a Content-Type
  *   /missing              404
+ *   /missing-empty        404 with an empty body (a browser shows an error page of its own)
  *   /error                500
  *   /slow?ms=N            waits N ms (default 5000) before answering a normal page
  *   /redirect?to=/path    302 to another fixture page (default /page)
@@ -92,6 +93,8 @@ export const startFixtureSite = async (options: { hosts?: ReadonlyArray<string> 
         return
       case "/empty":
         return send(200, "")
+      case "/missing-empty":
+        return send(404, "")
       case "/missing":
         return send(404, "<!doctype html><html><head><title>Not found</title></head><body><h1>No such page</h1></body></html>")
       case "/error":

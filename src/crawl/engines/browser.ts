@@ -13,6 +13,7 @@
  */
 import { access, constants } from "node:fs/promises"
 import type { Browser, BrowserContext, Page, Request, Response } from "playwright-core"
+import { looksBinary, usableContentType } from "../content-type.js"
 import { type AddressClassifier, checkUrl, type CheckResult, type LookupFunction } from "../ssrf.js"
 import { Semaphore } from "../semaphore.js"
 import { classifyCheckFailure, classifyError, classifyResponse, errorText } from "./classify.js"
@@ -454,6 +455,16 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       /** `too_large` for a page past one of the caps, with what its main response said. */
       const tooLarge = (main: Response | null, error: string, contentType: string | null = null) =>
         emptyAttempt(name, "too_large", t0, { httpStatus: main?.status() ?? null, finalUrl: page.url(), contentType, redirects: chainOf(main), error })
+      /**
+       * The attempt for an answer Chromium refused to show. What Playwright gives as its body then is
+       * not what the target sent (Chromium's own error page, or an empty document), so only its
+       * status is kept. A 2xx it refused is a download, which a browser cannot show.
+       */
+      const failedNavigationAnswer = (said: Response, error: string): Attempt => {
+        const status = said.status()
+        const classification = status >= 200 && status < 300 ? "connection_error" : classifyResponse(status, null).classification
+        return emptyAttempt(name, classification, t0, { httpStatus: status, finalUrl: said.url(), redirects: chainOf(said), error })
+      }
       let lastMain: Response | null = null
       const failedNavigations: string[] = []
       page.on("response", (r) => {
@@ -497,11 +508,15 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         return emptyAttempt(name, "empty", t0, { httpStatus: answered.status(), finalUrl: answered.url(), redirects: chainOf(answered) })
       }
       if (navError !== undefined || !lastMain) {
-        return emptyAttempt(name, navError !== undefined ? outcome(navError) : "connection_error", t0, {
-          finalUrl: req.url,
-          error: navError !== undefined ? errorText(navError) : "no response"
-        })
+        const failure = navError !== undefined ? outcome(navError) : "connection_error"
+        // Chromium fails the navigation to some answers it shows nothing for (an empty 4xx or 5xx,
+        // a 401 it cannot authenticate, a 304, a download), though the target did answer: then
+        // the attempt is that answer, as the http engine would have it. A redirect is no answer.
+        const said = navError !== undefined && failure === "connection_error" && answered && !isRedirectResponse(answered) ? answered : null
+        if (said) return failedNavigationAnswer(said, errorText(navError))
+        return emptyAttempt(name, failure, t0, { finalUrl: req.url, error: navError !== undefined ? errorText(navError) : "no response" })
       }
+
 
       // let scripts run: load, then a bounded network-idle wait
       const settle = async () => {
@@ -548,6 +563,12 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         await settle()
       }
       if (signal.aborted) throw signal.reason
+      // For an empty 404, say, Chromium may show an error page of its own (once the navigation
+      // seemed to succeed): that is not what the target sent.
+      const shown = lastMain as Response
+      if (page.url().startsWith("chrome-error:") && !isRedirectResponse(shown)) {
+        return failedNavigationAnswer(shown, `the browser showed its own error page for HTTP ${shown.status()}`)
+      }
 
       const refusalAfter = refusedMain()
       if (refusalAfter) {
@@ -556,13 +577,16 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       const main = lastMain as Response
       redirects.push(...chainOf(main))
       const headers = await main.allHeaders().catch(() => main.headers())
-      const declaredType = headers["content-type"] ?? null
+      const declaredType = usableContentType(headers["content-type"])
       // A document that is not markup (JSON, an image, plain text) is shown in one of the browser's
       // viewers, whose HTML is not what the target answered: its own bytes are kept instead. A markup
       // page the browser shows with no text at all may have been an empty answer. Only then are the
       // bytes the target sent read (bounded in time: an answer that never ends must not hold the
       // attempt; unavailable for some answers, when the rendered page stands).
       const viewer = declaredType !== null && !MARKUP_TYPE.test(declaredType)
+      // An answer without a type is sniffed by the browser, which shows an image or a PDF in a
+      // viewer too: its bytes are read, and kept when they are not text.
+      const untyped = declaredType === null
       const looksEmpty = !viewer && html.length < 4096 && !/\S/.test(html.replace(/<[^>]*>/g, ""))
       const declaredBytes = Number(headers["content-length"])
       if (viewer && Number.isFinite(declaredBytes) && declaredBytes > maxBody) {
@@ -571,19 +595,19 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
           error: `body larger than ${maxBody} bytes`
         })
       }
-      const sent = viewer || looksEmpty
+      const sent = viewer || looksEmpty || untyped
         ? await sentBody(main, Math.max(1, Math.min(remaining() - 250, SENT_BODY_WAIT_MS)))
         : null
       if (signal.aborted) throw signal.reason
       if (proxy.overBudget()) return tooLarge(main, overBudgetText, declaredType)
       const sentAs = viewer && declaredType !== null ? sentContentType(declaredType) : undefined
-      const keepSent = sent !== null && viewer && sentAs?.keep === true
+      const keepSent = sent !== null && ((viewer && sentAs?.keep === true) || (untyped && looksBinary(sent)))
       const body = keepSent ? sent : Buffer.from(html)
       // Without the bytes it was sent, a document is kept as the markup the browser shows, and
       // labelled as what it is. So is a PDF: Chromium answers its viewer's page for it.
-      const pdfViewer = keepSent && /^\s*application\/pdf/i.test(declaredType) && !body.subarray(0, 5).equals(PDF_MAGIC)
+      const pdfViewer = keepSent && declaredType !== null && /^\s*application\/pdf/i.test(declaredType) && !body.subarray(0, 5).equals(PDF_MAGIC)
       const contentType = (viewer && !keepSent) || pdfViewer ? "text/html; charset=utf-8"
-        : keepSent ? sentAs!.contentType
+        : keepSent ? sentAs?.contentType ?? null
         : renderedContentType(declaredType)
       if (keepSent) verdict = classifyResponse(main.status(), sent)
       // An empty answer is empty, though the browser shows it as an empty document.
@@ -667,6 +691,9 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
 }
 
 /** URLs that answered with a redirect before `response`, oldest first. */
+/** A redirect hop's answer: the navigation went on from it. */
+const isRedirectResponse = (response: Response) => response.status() >= 300 && response.status() < 400 && response.headers()["location"] !== undefined
+
 const chainOf = (response: Response | null): string[] => {
   const out: string[] = []
   let r = response?.request().redirectedFrom() ?? null
