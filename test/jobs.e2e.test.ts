@@ -988,8 +988,25 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(await getJob(id)).toMatchObject({ status: "dead", result: { classification: "cancelled" } })
   })
 
+  it.skipIf(!hasChromium)("a job that asks for a screenshot and gives no escalation starts at the browser, and gets one", async () => {
+    const job = await createAndWait({ url: site.url("/page?case=shot-default", H.main), screenshot: true })
+    expect(job.status, JSON.stringify(job.result)).toBe("done")
+    expect(job.result).toMatchObject({ engine: "brave", classification: "ok", screenshot: { taken: true, reason: null } })
+    expect(job.result.attempts.map((a: any) => a.engine)).toEqual(["brave"])
+    expect(job.result.startedWith.engine).toBe("brave")
+    expect(job.result.startedWith.reason).toContain("a screenshot was asked for")
+    const shot = await fetch(`${server.baseUrl}/v1/scraper/jobs/${job.id}/screenshot`, { headers: { "x-api-key": key } })
+    expect([shot.status, shot.headers.get("content-type")]).toEqual([200, "image/png"])
+    expect(Buffer.from(await shot.arrayBuffer()).subarray(0, 8).equals(PNG_MAGIC)).toBe(true)
+  })
+
   it.skipIf(!hasChromium)("escalates a blocked page from http to brave, with a PNG screenshot", async () => {
-    const job = await createAndWait({ url: site.url("/blocked", H.blocked), screenshot: true })
+    // The default plan's steps, given: a screenshot job without an escalation would start at brave.
+    const job = await createAndWait({
+      url: site.url("/blocked", H.blocked),
+      screenshot: true,
+      escalation: [{ engine: "http", attempts: 2, timeoutMs: 15_000 }, { engine: "brave", attempts: 1, timeoutMs: 60_000 }]
+    })
     expect(job.status, JSON.stringify(job.result)).toBe("done")
     const r = job.result
     expect(r.engine).toBe("brave")

@@ -5,7 +5,7 @@ import { RESOURCE_ENTITY_IDLE } from "./cluster.ts"
 import { sendOneWay } from "./entity-call.ts"
 import { CrawlService } from "../crawl/crawl-service.ts"
 import type { EngineName, ScreenshotOptions } from "../crawl/engines/types.ts"
-import { type PlanEntry, planFromHistory } from "../crawl/escalation.ts"
+import { type PlanEntry, planForScreenshot, planFromHistory } from "../crawl/escalation.ts"
 import { EventLog } from "../events/event-log.ts"
 import type { JobResult } from "../schema/job.ts"
 import { JobRepo, type JobRow } from "../sql/job-repo.ts"
@@ -186,8 +186,9 @@ export const JobEntityLive = JobEntity.toLayer(
         const choice = planFromHistory(crawl.defaultPlan, history.map((h) => ({ engine: h.engine as EngineName, ok: h.ok, at: h.at })), {
           windowMs: crawl.historyWindowMs
         })
-        plan = choice.plan
-        startedWith = { engine: plan[0]?.engine ?? "http", reason: choice.reason }
+        plan = screenshot ? planForScreenshot(choice.plan) : choice.plan
+        const skipped = plan !== choice.plan ? `; a screenshot was asked for, so it starts at ${plan[0]!.engine}, the first engine of the plan that renders pages` : ""
+        startedWith = { engine: plan[0]?.engine ?? "http", reason: choice.reason + skipped }
       }
 
       // The job's attempts so far are written a second after an attempt with none after it yet: a

@@ -161,6 +161,19 @@ const lastMeaningful = (attempts: Attempt[]): Attempt | undefined => {
 // Per-domain learning
 // ---------------------------------------------------------------------------------------------
 
+/** The engines that render pages, and so can take screenshots. */
+export const RENDERING_ENGINES: ReadonlySet<EngineName> = new Set(["brave", "camoufox"])
+
+/**
+ * A plan for a job that asks for a screenshot: from its first step whose engine renders pages,
+ * since a cheaper engine's success would end the job without one. A plan with no such step is
+ * kept as it is (the job's result then says why there is no screenshot).
+ */
+export const planForScreenshot = (plan: ReadonlyArray<PlanEntry>): ReadonlyArray<PlanEntry> => {
+  const first = plan.findIndex((step) => RENDERING_ENGINES.has(step.engine))
+  return first <= 0 ? plan : plan.slice(first)
+}
+
 /** Relative cost of the engines (cheapest first). */
 export const ENGINE_COST: Readonly<Record<EngineName, number>> = { http: 0, alternate: 1, brave: 2, camoufox: 3 }
 

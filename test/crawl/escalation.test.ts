@@ -3,7 +3,7 @@ import { loadCrawlConfig, loadEscalationConfig, validatePlan } from "../../src/c
 import { createBraveEngine } from "../../src/crawl/engines/browser.js"
 import { createHttpEngine } from "../../src/crawl/engines/http.js"
 import type { Attempt, Classification, Engine, EngineName, FetchRequest } from "../../src/crawl/engines/types.js"
-import { ESCALATION_RULES, planFromHistory, runEscalation, type PlanEntry } from "../../src/crawl/escalation.js"
+import { ESCALATION_RULES, planForScreenshot, planFromHistory, runEscalation, type PlanEntry } from "../../src/crawl/escalation.js"
 import { ARTICLE, type Fixture, hasChromium, html, jsChallenge, NO_CHROMIUM_REASON, page, startFixture, testBrowserArgs } from "./fixture.js"
 
 /** An engine that answers from a script of classifications. */
@@ -209,6 +209,15 @@ describe("planFromHistory", () => {
       { engine: "brave", ok: false, at: ago(1) }
     ], { now })
     expect(r.plan).toEqual(plan3)
+  })
+})
+
+describe("planForScreenshot", () => {
+  const step = (engine: EngineName): PlanEntry => ({ engine, attempts: 1, timeoutMs: 5000 })
+  it("starts at the first step whose engine renders pages, and keeps a plan that has none", () => {
+    expect(planForScreenshot([step("http"), step("alternate"), step("brave"), step("http")])).toEqual([step("brave"), step("http")])
+    expect(planForScreenshot([step("camoufox"), step("http")])).toEqual([step("camoufox"), step("http")])
+    expect(planForScreenshot([step("http"), step("alternate")])).toEqual([step("http"), step("alternate")])
   })
 })
 
