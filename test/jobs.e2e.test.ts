@@ -449,6 +449,11 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     // the stored first response, byte for byte
     expect(again.text).toBe(first.text)
     expect(again.headers.get("content-type")).toBe(first.headers.get("content-type"))
+    // An optional field given as null is the same request as one without it (webhookUrl included).
+    for (const nulls of [{ webhookUrl: null }, { timeoutMs: null, escalation: null, screenshot: null }]) {
+      const same = await create({ url, priority: 3, ...nulls }, key, { "idempotency-key": k1 })
+      expect(same.text, JSON.stringify(nulls)).toBe(first.text)
+    }
     const count = async (prefix: string) =>
       (await api.post("/v1/scraper/jobs/search", { where: { url: { prefix } } }, key)).json.data.pagination.total
     expect(await count(url)).toBe(1)

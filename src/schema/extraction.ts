@@ -25,7 +25,7 @@ export const CreateExtractionBody = Schema.Struct({
   jobId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
   configId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
   llm: Schema.optional(Schema.Struct({ enabled: Schema.optional(Schema.Boolean), mode: Schema.optional(LlmMode) })),
-  webhookUrl: Schema.optional(Schema.NullOr(AbsoluteUrl)),
+  webhookUrl: Schema.optional(AbsoluteUrl),
   webhookSecret: Schema.optional(WebhookSecret),
   webhookEventTypes: Schema.optional(
     Schema.Array(Schema.Literals(["done", "failed", "dead"])).check(Schema.isBetweenLength(1, 3))

@@ -24,7 +24,7 @@ export const ScreenshotOptions = Schema.Struct({
 export const CreateJobBody = Schema.Struct({
   url: AbsoluteUrl,
   priority: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10 }))),
-  webhookUrl: Schema.optional(Schema.NullOr(AbsoluteUrl)),
+  webhookUrl: Schema.optional(AbsoluteUrl),
   webhookSecret: Schema.optional(WebhookSecret),
   timeoutMs: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 15_000, maximum: 300_000 }))),
   escalation: Schema.optional(Schema.Array(EscalationEntry).check(Schema.isBetweenLength(1, 8))),
