@@ -116,6 +116,60 @@ describe("a server killed mid-crawl loses no accepted job (embedded backend, res
   }, 60_000)
 })
 
+describe("jobs that only waited for a slot when their node died lose no run (embedded backend, restart on the same DATA_DIR)", () => {
+  // One domain, 2 slots: 2 jobs fetch at a time, the others wait on the node for a slot.
+  const HOST = "127.0.0.31"
+  const WAITING_JOBS = 8
+  let site: FixtureSite
+  let dataDir: string
+  const servers: Array<RunningServer> = []
+  const env = { ALLOW_PRIVATE_TARGETS: "true", ...loopbackOnlyEnv() }
+
+  beforeAll(async () => {
+    site = await startFixtureSite({ hosts: [HOST] })
+    dataDir = mkdtempSync(join(tmpdir(), "trawl-waiting-"))
+  })
+  afterAll(async () => {
+    for (const s of servers) await s.stop("SIGKILL").catch(() => undefined)
+    await site?.close()
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it("survives MAX_RUNS node deaths, which counted claims would have made dead: only the fetches a death cut off count", async () => {
+    let server = await startServer(env, { dataDir })
+    servers.push(server)
+    const t = await client(server.baseUrl).createTenant()
+    const bulk = await client(server.baseUrl).post("/v1/scraper/jobs/bulk", {
+      jobs: Array.from({ length: WAITING_JOBS }, (_, i) => ({
+        url: site.url(`/slow?ms=2000&job=${i}`),
+        timeoutMs: 15_000,
+        escalation: [{ engine: "http", attempts: 1, timeoutMs: 10_000 }]
+      }))
+    }, t.apiKey)
+    expect(bulk.status, bulk.text).toBe(201)
+    const ids = bulk.json.data.created.map((j: any) => j.id as string)
+    for (let death = 1; death <= MAX_RUNS; death++) {
+      // Killed while two jobs fetch and the rest wait.
+      const before = site.hits("/slow")
+      const deadline = Date.now() + 20_000
+      while (site.hits("/slow") < before + 2 && Date.now() < deadline) await sleep(50)
+      expect(site.hits("/slow"), `the fetches did not start before death ${death}`).toBeGreaterThanOrEqual(before + 2)
+      await server.stop("SIGKILL")
+      server = await startServer(env, { dataDir })
+      servers.push(server)
+    }
+    const { jobs, open } = await waitAllTerminal(server.baseUrl, t.apiKey, ids, 60_000)
+    console.log(`waiting-jobs kill test: ${JSON.stringify(summary(jobs))}; fetches begun ${site.hits("/slow")}`)
+    expect(open).toEqual([])
+    // A job ends dead only after MAX_RUNS of its own fetches were cut off: at most the 2 that
+    // fetched at every death. Counting claims instead made every job dead on its claim after the
+    // last death, most of them never fetched.
+    const dead = [...jobs.values()].filter((j) => j.status === "dead")
+    expect(dead.length, JSON.stringify(summary(jobs))).toBeLessThanOrEqual(2)
+    for (const j of jobs.values()) if (j.status !== "dead") expect(j.status, JSON.stringify(j)).toBe("done")
+  }, 150_000)
+})
+
 describe("a node killed between writing new jobs and answering (embedded backend, restart on the same DATA_DIR)", () => {
   let site: FixtureSite
   let dataDir: string

@@ -16,7 +16,11 @@ import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
 import { newId } from "../ids.ts"
 import { jobWebhookBody } from "../webhooks/sender.ts"
 
-/** A job whose runs keep dying (its node crashed mid-crawl) this often ends `dead`. */
+/**
+ * A job whose fetches keep dying with their node this often ends `dead`: a page that crashes the
+ * node it is fetched on must not take down node after node. Only fetches count, not a job that
+ * was only waiting for a slot when its node died.
+ */
 export const MAX_RUNS = 3
 
 /**
@@ -82,6 +86,8 @@ export const JobEntityLive = JobEntity.toLayer(
     // An Abort can come between the claim and the crawl's start (the job was cancelled then): it
     // is kept, and the crawl starts aborted. The job is dead by then, so no later run claims it.
     let aborted = false
+    // Whether this run's fetch has begun, and so was counted (see JobRepo.startRun).
+    let runStarted = false
 
     /** The terminal write, in a write slot that `writeDone` gives back as soon as the row is written. */
     const end = (
@@ -131,7 +137,7 @@ export const JobEntityLive = JobEntity.toLayer(
       // A node handed thousands of jobs at once makes only a bounded number of claims at a time.
       const job = yield* Effect.scoped(crawl.takeWriteSlot(CLAIM_PRIORITY).pipe(Effect.andThen(repo.claim(jobId))))
       if (!job) return
-      if (job.runs > MAX_RUNS) {
+      if (job.runs >= MAX_RUNS) {
         yield* Effect.scoped(Effect.gen(function*() {
           const writeDone = yield* crawl.takeWriteSlot(FINISH_PRIORITY)
           yield* end(job, "dead", {
@@ -143,10 +149,14 @@ export const JobEntityLive = JobEntity.toLayer(
         return
       }
       // The first claim wrote job.claimed (a re-run's claim writes nothing): streams may read it.
-      if (job.runs === 1) yield* events.notify(job.tenant_id)
+      if (job.firstClaim) yield* events.notify(job.tenant_id)
       // A run its own node stops (a shard handed to another node, a shutdown) was not lost to a
-      // crash: it gives its run back, so only runs cut off by a dead node count towards MAX_RUNS.
-      yield* runClaimed(job).pipe(Effect.onInterrupt(() => repo.giveBackRun(job.id, job.runs).pipe(Effect.timeout("2 seconds"), Effect.ignore)))
+      // crash: a fetch it began gives its count back, so only fetches cut off by a dead node count
+      // towards MAX_RUNS.
+      runStarted = false
+      yield* runClaimed(job).pipe(
+        Effect.onInterrupt(() => (runStarted ? repo.giveBackRun(job.id, job.runs + 1).pipe(Effect.timeout("2 seconds"), Effect.ignore) : Effect.void))
+      )
     })
 
     const runClaimed = (job: JobRow) => {
@@ -204,6 +214,10 @@ export const JobEntityLive = JobEntity.toLayer(
         job.priority,
         Effect.suspend(() => {
           fetching = true
+          // Counted as the fetch begins, without waiting for the write: a node that dies within
+          // the few milliseconds it takes may leave one fetch uncounted.
+          runStarted = true
+          Effect.runForkWith(services)(repo.startRun(job.id).pipe(Effect.ignoreCause({ log: "Warn", message: "a job's run was not counted" })))
           return crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, screenshot, signal: controller.signal, onAttempt })
         }).pipe(
           // An interrupted run leaves no fetch behind.

@@ -11,6 +11,7 @@ import { orderByTerms } from "./order-by.ts"
 import { appendEventCtes } from "../events/event-log.ts"
 import { makeGroupCommit } from "./group-commit.ts"
 import { pageWithTotal } from "./page-with-total.ts"
+import { retryTransient } from "./transient.ts"
 import { OID, pgArray } from "./pg-array.ts"
 import type { NewDelivery } from "./webhook-repo.ts"
 
@@ -113,16 +114,23 @@ export interface JobRepoShape {
   readonly byId: (id: string) => Effect.Effect<JobRow | undefined>
   readonly query: (q: JobQuery) => Effect.Effect<{ items: ReadonlyArray<JobRow>; total: number }>
   /**
-   * Marks a job claimed for one more run, leased for its `timeoutMs` plus `CLAIM_GRACE_MS`;
-   * undefined when it is terminal or missing. The job's first claim ever also records `job.claimed`
-   * (a re-run is not news to clients): `claimed_at` keeps the time of that first claim, so the claim
-   * that sets it is the first. Concurrent claims on a node share one statement.
+   * Marks a job claimed by a runner, leased for its `timeoutMs` plus `CLAIM_GRACE_MS`; undefined
+   * when it is terminal or missing. The job's first claim ever also records `job.claimed` (a re-run
+   * is not news to clients) and answers `firstClaim`: `claimed_at` keeps the time of that first
+   * claim, so the claim that sets it is the first. A claim does not count a run: a job claimed by
+   * a node that then dies while the job still waits for a slot has lost nothing. Concurrent claims
+   * on a node share one statement.
    */
-  readonly claim: (id: string) => Effect.Effect<JobRow | undefined>
+  readonly claim: (id: string) => Effect.Effect<(JobRow & { readonly firstClaim: boolean }) | undefined>
   /**
-   * Undoes a claim's count of runs for a run stopped by its own node (not lost to a crash), the
-   * first run's too. `runs` is the count this run's own claim made: if another node has claimed the
-   * job since, nothing is undone.
+   * Counts a run of a claimed job whose fetch is starting: `runs` is the number of fetches begun
+   * that never ended the job, which a node that died mid-crawl leaves behind. Concurrent ones share
+   * one statement.
+   */
+  readonly startRun: (id: string) => Effect.Effect<void>
+  /**
+   * Undoes `startRun` for a run stopped by its own node (not lost to a crash). `runs` is the count
+   * with this run's own: if another run has started since, nothing is undone.
    */
   readonly giveBackRun: (id: string, runs: number) => Effect.Effect<void>
   /**
@@ -289,9 +297,9 @@ export const JobRepoLive = Layer.effect(
     const insertOne = yield* makeGroupCommit(insertBatch, { maxBatch: MAX_BATCH, weight: (jobs) => jobs.length, maxWeight: 2_000 })
 
     const claimBatch = (ids: ReadonlyArray<string>) =>
-      sql<JobRow>`
+      sql<JobRow & { readonly first_claim: boolean }>`
         WITH j AS (
-          UPDATE jobs SET status = 'claimed', claimed_at = COALESCE(claimed_at, now()), runs = runs + 1,
+          UPDATE jobs SET status = 'claimed', claimed_at = COALESCE(claimed_at, now()),
                           lease_until = now() + (timeout_ms + ${CLAIM_GRACE_MS}) * interval '1 millisecond'
           WHERE id = ANY(${pgArray(ids, OID.text)}) AND status NOT IN ${terminal}
           RETURNING *
@@ -304,14 +312,23 @@ export const JobRepoLive = Layer.effect(
           when: sql`j.claimed_at = now()`,
           order: sql`j.id COLLATE "C"`
         })}
-        SELECT * FROM j`.pipe(
+        SELECT *, j.claimed_at = now() AS first_claim FROM j`.pipe(
+        retryTransient,
         Effect.orDie,
         Effect.map((rows) => {
-          const byId = new Map(rows.map((r) => [r.id, r]))
+          const byId = new Map(rows.map(({ first_claim, ...row }) => [row.id, { ...row, firstClaim: first_claim === true }]))
           return ids.map((id) => byId.get(id))
         })
       )
     const claimOne = yield* makeGroupCommit(claimBatch, { maxBatch: MAX_BATCH })
+
+    const startRuns = (ids: ReadonlyArray<string>) =>
+      sql`UPDATE jobs SET runs = runs + 1 WHERE id = ANY(${pgArray(ids, OID.text)}) AND status = 'claimed'`.pipe(
+        retryTransient,
+        Effect.orDie,
+        Effect.as(ids.map(() => undefined))
+      )
+    const startRunOne = yield* makeGroupCommit(startRuns, { maxBatch: MAX_BATCH })
 
     /**
      * One statement ends every job of the batch: the terminal state, page content
@@ -378,6 +395,7 @@ export const JobRepoLive = Layer.effect(
           order: sql`j.id COLLATE "C"`
         })}
         SELECT id FROM j`.pipe(
+        retryTransient,
         Effect.orDie,
         Effect.map((rows) => {
           const ended = new Set(rows.map((r) => r.id))
@@ -403,6 +421,7 @@ export const JobRepoLive = Layer.effect(
           sql`SELECT count(*) FROM jobs WHERE ${where(q)}`
         ),
       claim: claimOne,
+      startRun: startRunOne,
       finish: (job, f) => finishOne(pack(job, f)),
       giveBackRun: (id, runs) =>
         sql`UPDATE jobs SET runs = GREATEST(runs - 1, 0) WHERE id = ${id} AND status = 'claimed' AND runs = ${runs}`.pipe(Effect.orDie, Effect.asVoid),
@@ -440,7 +459,7 @@ export const JobRepoLive = Layer.effect(
         }).pipe(Effect.orDie),
       recordCancelledRun: (id, result, attempts) =>
         sql`UPDATE jobs SET result = ${JSON.stringify(result)}::jsonb, attempts = ${attempts}
-            WHERE id = ${id} AND status = 'dead' AND result->>'classification' = 'cancelled'`.pipe(Effect.orDie, Effect.asVoid),
+            WHERE id = ${id} AND status = 'dead' AND result->>'classification' = 'cancelled'`.pipe(retryTransient, Effect.orDie, Effect.asVoid),
       recordAttempts: (id, attempts) =>
         sql`UPDATE jobs SET attempts = ${attempts} WHERE id = ${id} AND status = 'claimed' AND attempts < ${attempts}`.pipe(Effect.orDie, Effect.asVoid),
       counts: (tenantId, dayStart) =>
