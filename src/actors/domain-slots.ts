@@ -77,7 +77,7 @@ export const makeDomainSlots = (
   backend: DomainSlotBackend,
   perDomainLimit: number,
   options: { readonly renewEveryMs?: number } = {}
-): Effect.Effect<DomainSlotsShape, never, Scope.Scope> =>
+): Effect.Effect<DomainSlotsShape & { readonly domainsTracked: () => number }, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const domains = new Map<string, DomainState>()
@@ -106,6 +106,11 @@ export const makeDomainSlots = (
     const forget = (domainId: string, d: DomainState) => {
       if (d.holding.size === 0 && d.waiting.length === 0) domains.delete(domainId)
     }
+    /** Forgets the domain if nothing of it is held or waited for here (an ask that got no slot leaves nothing behind). */
+    const forgetIfIdle = (domainId: string) => {
+      const d = domains.get(domainId)
+      if (d) forget(domainId, d)
+    }
     /** What a job learned also updates the history this node hands out with its next handovers. */
     const learn = (d: DomainState, outcomes: ReadonlyArray<Outcome>) => {
       if (outcomes.length === 0) return
@@ -124,7 +129,10 @@ export const makeDomainSlots = (
     const askEntity = (domainId: string, holder: string, priority: number, ttlMs: number) =>
       backend.acquire(domainId, holder, priority, ttlMs).pipe(
         Effect.map((history) => {
-          if (history === undefined) return slot(domainId, holder, [], false)
+          if (history === undefined) {
+            forgetIfIdle(domainId)
+            return slot(domainId, holder, [], false)
+          }
           const d = stateOf(domainId)
           d.history = history
           d.holding.set(holder, { handovers: 0, ttlMs })
@@ -133,7 +141,7 @@ export const makeDomainSlots = (
         // A job that stops waiting for the answer (cancelled, or stopped by its node) says so: the
         // entity takes it out of its queue, or frees the slot it was given just then. Otherwise the
         // slot would go to a job that is gone, and stay taken until its time-to-live ran out.
-        Effect.onInterrupt(() => backend.release(domainId, holder, []))
+        Effect.onInterrupt(() => Effect.andThen(Effect.sync(() => forgetIfIdle(domainId)), backend.release(domainId, holder, [])))
       )
 
     // Atomic: once it has taken the slot (and perhaps the jobs waiting for it) out of this node's
@@ -224,7 +232,8 @@ export const makeDomainSlots = (
         )
       )
 
-    return { acquire, withSlot }
+    // How many domains this node keeps state for (tests: none is left once nothing is held or waited for).
+    return { acquire, withSlot, domainsTracked: () => domains.size }
   })
 
 /** The calls the cluster backend makes to one domain's entity (its client, or a stand-in in tests). */
@@ -294,6 +303,7 @@ export const DomainSlotsLive = Layer.effect(
   Effect.gen(function*() {
     const entity = yield* DomainEntity.client
     const crawl = yield* CrawlService
-    return DomainSlots.of(yield* makeDomainSlots(entitySlotBackend(entity), crawl.perDomainConcurrency))
+    const { acquire, withSlot } = yield* makeDomainSlots(entitySlotBackend(entity), crawl.perDomainConcurrency)
+    return DomainSlots.of({ acquire, withSlot })
   })
 )

@@ -34,8 +34,10 @@ export const makeGroupCommit = <I, O, E = never>(
       })
     }
 
+    // Written inside `suspend`: a `write` that throws while building its statement fails its
+    // callers instead of the drain, which would otherwise leave every later caller waiting.
     const writeOne = (entry: { readonly item: I; readonly done: Deferred.Deferred<O, E> }) =>
-      write([entry.item]).pipe(Effect.exit, Effect.map((exit) => settle([entry], exit)))
+      Effect.suspend(() => write([entry.item])).pipe(Effect.exit, Effect.map((exit) => settle([entry], exit)))
 
     const take = () => {
       const { key, weight, maxWeight = Infinity } = options
@@ -66,7 +68,7 @@ export const makeGroupCommit = <I, O, E = never>(
         writing = false
         return Effect.void
       }
-      return write(batch.map((b) => b.item)).pipe(
+      return Effect.suspend(() => write(batch.map((b) => b.item))).pipe(
         Effect.exit,
         Effect.flatMap((exit) =>
           Exit.isSuccess(exit) || batch.length === 1 || Cause.hasInterruptsOnly(exit.cause)

@@ -53,7 +53,9 @@ const fakeEntity = () => {
   return { backend, log, holders, peak: () => peak }
 }
 
-const run = <A>(body: (slots: DomainSlotsShape, entity: ReturnType<typeof fakeEntity>) => Effect.Effect<A, never, Scope.Scope>, renewEveryMs?: number) => {
+type Slots = Effect.Success<ReturnType<typeof makeDomainSlots>>
+
+const run = <A>(body: (slots: Slots, entity: ReturnType<typeof fakeEntity>) => Effect.Effect<A, never, Scope.Scope>, renewEveryMs?: number) => {
   const entity = fakeEntity()
   return Effect.runPromise(Effect.scoped(Effect.flatMap(makeDomainSlots(entity.backend, 2, { ...(renewEveryMs ? { renewEveryMs } : {}) }), (slots) => body(slots, entity))))
 }
@@ -169,6 +171,22 @@ describe("DomainSlots (the node's side of the domain's politeness slots)", () =>
         const s = yield* Fiber.join(stays)
         expect([...entity.holders].sort()).toEqual(["other-2", "stays"])
         yield* s.release([])
+      })
+    )
+  })
+
+  it("keeps nothing for a domain whose entity could not be reached, or whose ask was given up", async () => {
+    await run((slots, entity) =>
+      Effect.gen(function*() {
+        entity.backend.acquire = () => Effect.succeed(undefined)
+        const unreached = yield* slots.acquire("unreached", "a", 0, 1000)
+        expect(unreached.history).toEqual([])
+        expect(slots.domainsTracked()).toBe(0)
+        entity.backend.acquire = () => Effect.never
+        const asking = yield* Effect.forkChild(slots.acquire("slow", "b", 0, 1000))
+        yield* settle
+        yield* Fiber.interrupt(asking)
+        expect(slots.domainsTracked()).toBe(0)
       })
     )
   })

@@ -61,3 +61,18 @@ describe("group commit", () => {
     expect(r.batches).toEqual([[1], [12, 13, 14], [12], [13], [14]])
   })
 })
+
+describe("group commit and a write that throws", () => {
+  it("fails the callers of a write that throws while building its statement, and goes on writing for later ones", async () => {
+    const result = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const commit = yield* makeGroupCommit((items: ReadonlyArray<number>) => {
+        if (items.includes(0)) throw new Error("cannot build the statement")
+        return Effect.succeed(items.map((n) => n * 10))
+      }, { maxBatch: 10 })
+      const bad = yield* Effect.exit(commit(0))
+      const good = yield* commit(7).pipe(Effect.timeout("1 second"))
+      return { bad: bad._tag, good }
+    })))
+    expect(result).toEqual({ bad: "Failure", good: 70 })
+  })
+})
