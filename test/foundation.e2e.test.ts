@@ -176,6 +176,14 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
       expect(json.code).toBe("validation_error")
       expect(json.error.details.map((d: any) => [d.path, d.code])).toEqual([["", "invalid_json"]])
     }
+    // an empty body where one is needed is not JSON either
+    for (const path of ["/v1/scraper/jobs", "/v1/scraper/jobs/bulk", "/v1/scraper/jobs/search"]) {
+      const res = await fetch(`${server.baseUrl}${path}`, { method: "POST", headers: { "x-api-key": t.apiKey, "content-type": "application/json" } })
+      const json = await res.json()
+      expect([res.status, json.code], path).toEqual([400, "validation_error"])
+      expect(json.error.details.map((d: any) => [d.path, d.code])).toEqual([["", "invalid_json"]])
+      expect(JSON.stringify(json)).not.toContain("undefined")
+    }
     // without a valid key the body's type does not matter: authentication comes first
     for (const key of [undefined, "trawl_" + "A".repeat(43)]) {
       const res = await api.call("POST", "/v1/scraper/jobs", { ...(key ? { key } : {}), raw: "{}", headers: { "content-type": "text/plain" } })

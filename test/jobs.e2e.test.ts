@@ -633,6 +633,10 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     const longValue = await create({ url, screenshot: { format: "g".repeat(100_000) } }, own)
     expect(longValue.status).toBe(400)
     expect(longValue.text.length).toBeLessThan(2000)
+    // ...nor with its path, on a route that does not exist
+    const longPath = await api.get(`/v1/scraper/jobs/${"a".repeat(12_000)}/nowhere`, own)
+    expectError(longPath, 404, "not_found")
+    expect(longPath.text.length).toBeLessThan(1000)
     // a secret's bounds count characters, not UTF-16 units (an emoji is one character, two units)
     expectError(await create({ url, webhookUrl: site.url("/page?case=hook"), webhookSecret: "\u{1F600}".repeat(8) }, own), 400, "validation_error")
     expect((await create({ url, webhookUrl: site.url("/page?case=hook"), webhookSecret: "\u{1F600}".repeat(256) }, own)).status).toBe(201)

@@ -186,7 +186,9 @@ const failureResponse = (
     // A body that does not parse fails as a whole, with the decoder's own issue (no path); a value
     // inside a body that parsed can only fail at its path, whatever text it holds.
     const root = error.cause.issue
-    const isJson = error.kind === "Payload" && root._tag === "InvalidValue" && messageOf(root) === "Expected a valid JSON body"
+    // An empty body is not JSON either (the decoder sees no value at all).
+    const emptyBody = error.kind === "Payload" && !hasBody(request.headers)
+    const isJson = emptyBody || (error.kind === "Payload" && root._tag === "InvalidValue" && messageOf(root) === "Expected a valid JSON body")
     const wholeBody = error.kind === "Payload" && !isJson ? wholeBodyErrorOf(root) : undefined
     // An invalid Idempotency-Key is named with the body's own faults, first, so that one answer lists everything to mend.
     const keyFault = error.kind === "Payload" && facts?.readsIdempotencyKey ? idempotencyKeyProblem(request.headers["idempotency-key"]) : undefined
@@ -208,7 +210,7 @@ const failureResponse = (
         : badSort ? "a sort field is not one that can be sorted by"
         : `the request ${where} is not valid`,
         requestId,
-        withKeyFault(isJson ? [{ path: "", code: "invalid_json", message: "body must be valid JSON" }] : details)
+        withKeyFault(isJson ? [{ path: "", code: "invalid_json", message: emptyBody ? "body is empty; it must be valid JSON" : "body must be valid JSON" }] : details)
       )
     ))
   }
@@ -222,7 +224,9 @@ const failureResponse = (
     // any id, 100 characters): nothing has that name.
     const method = request.method === "HEAD" ? "GET" : request.method
     if (allowed.length > 0 && !allowed.includes(method)) return Effect.succeed(methodNotAllowed(request.method, allowed, requestId))
-    return Effect.succeed(json(404, errorEnvelope("not_found", `no route for ${request.method} ${path}`, requestId)))
+    // The path is echoed only in part: an answer does not grow with its request.
+    const shown = path.length > 200 ? `${path.slice(0, 200)}… (${path.length} characters)` : path
+    return Effect.succeed(json(404, errorEnvelope("not_found", `no route for ${request.method} ${shown}`, requestId)))
   }
   if (NUL_SQLSTATES.has(sqlStateOf(error) ?? "")) {
     // The body was read by the handler (and is kept by the request): it names where the NUL is.
