@@ -553,6 +553,10 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
         expect(res.status, qs).toBe(400)
         expect(res.json.code, qs).toBe("invalid_filter")
       }
+      // Every bad filter is named, in one invalid_filter.
+      const twoFilters = await list("?status=finished&type=video")
+      expect([twoFilters.status, twoFilters.json.code]).toEqual([400, "invalid_filter"])
+      expect(twoFilters.json.error.details.map((d: any) => d.path).sort()).toEqual(["status", "type"])
       const badDir = await list("?sort=createdAt:up")
       expect(badDir.status).toBe(400)
       for (const qs of ["?limit=0", "?offset=-1", "?limit=abc"]) expect((await list(qs)).status, qs).toBe(400)

@@ -746,6 +746,13 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       expectError(badStatus, 400, "invalid_filter")
       expect(detailPaths(badStatus)).toEqual(["status"])
       expectError(await list("?status=done,bogus"), 400, "invalid_filter")
+      // Every fault is named: several of one kind keep its code, faults of several kinds are a validation error.
+      const twoSorts = await list("?sort=url:asc,colour:desc")
+      expectError(twoSorts, 400, "invalid_sort_field")
+      expect(detailPaths(twoSorts)).toEqual(["sort.0", "sort.1"])
+      const mixed = await list("?sort=url:asc&status=nope")
+      expectError(mixed, 400, "validation_error")
+      expect(detailPaths(mixed)).toEqual(["sort.0", "status"])
       expect((await list("?status=done")).json.data.pagination.total).toBe(6)
       expect((await list("?status=queued,claimed")).json.data.pagination.total).toBe(0)
       expect((await list("?status=failed,dead")).json.data.items).toEqual([])

@@ -31,7 +31,7 @@ import { decryptSecret, encryptSecret } from "../webhooks/secret-box.ts"
 import { itemWebhookSecret } from "../webhooks/signing.ts"
 import { Api } from "./api.ts"
 import { Idempotency, type KeyedAttempt } from "./idempotency.ts"
-import { NEWEST_FIRST, parseSort, sortOrDefault } from "./list-query.ts"
+import { failListQuery, filterFault, NEWEST_FIRST, readSort, sortOrDefault } from "./list-query.ts"
 
 const statuses: ReadonlyArray<ExtractionStatus> = ["queued", "claimed", "done", "failed", "dead", "cancelled"]
 
@@ -196,9 +196,6 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
         Effect.map((p) => ({ ...pageOf(p.items.map(toExtraction), offset, limit, p.total), sort: [...withTieBreak(sort)] }))
       )
 
-    const filterError = (path: string, message: string) =>
-      fail(400, "invalid_filter", message, { details: [{ path, code: "invalid_value", message }] })
-
     return handlers
       .handle("create", ({ payload, headers }) =>
         Effect.gen(function*() {
@@ -211,23 +208,22 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
       .handle("list", ({ query }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          const sort = yield* parseSort(query.sort, extractionSortFields, "createdAt:desc,id:desc")
+          const { sort, faults } = readSort(query.sort, extractionSortFields, "createdAt:desc,id:desc")
           const where: Parameters<typeof repo.query>[0]["where"] = {}
           if (query.status !== undefined) {
             const wanted = query.status.split(",").map((s) => s.trim())
-            if (wanted.some((s) => !(statuses as ReadonlyArray<string>).includes(s))) {
-              return yield* filterError("status", `status must be among ${statuses.join(", ")}`)
-            }
+            if (wanted.some((s) => !(statuses as ReadonlyArray<string>).includes(s))) faults.push(filterFault("status", `status must be among ${statuses.join(", ")}`))
             Object.assign(where, { status: wanted })
           }
           if (query.type !== undefined) {
-            if (query.type !== "article" && query.type !== "product") return yield* filterError("type", "type must be article or product")
+            if (query.type !== "article" && query.type !== "product") faults.push(filterFault("type", "type must be article or product"))
             Object.assign(where, { type: query.type })
           }
           if (query.domainId !== undefined) {
-            if (query.domainId.length === 0 || query.domainId.length > 253) return yield* filterError("domainId", "domainId must be a domain")
+            if (query.domainId.length === 0 || query.domainId.length > 253) faults.push(filterFault("domainId", "domainId must be a domain"))
             Object.assign(where, { domainId: query.domainId })
           }
+          if (faults.length > 0) return yield* failListQuery(faults)
           return yield* page(me.tenantId, where, sort, query.offset ?? 0, query.limit ?? 50)
         }))
       .handle("search", ({ payload }) =>

@@ -22,7 +22,7 @@ import { Draining } from "./draining.ts"
 import { OpenStreams } from "./stream-connections.ts"
 import { Idempotency } from "./idempotency.ts"
 import { JobCreation, type PreparedJob } from "../crawl/job-creation.ts"
-import { NEWEST_FIRST, parseSort, sortOrDefault } from "./list-query.ts"
+import { failListQuery, filterFault, NEWEST_FIRST, readSort, sortOrDefault } from "./list-query.ts"
 
 const statuses: ReadonlyArray<JobStatus> = ["queued", "claimed", "done", "failed", "dead"]
 const SSE_BUFFER = 1000
@@ -141,18 +141,15 @@ export const JobsHandlers = HttpApiBuilder.group(
       .handle("list", ({ query }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          const sort = yield* parseSort(query.sort, jobSortFields, "createdAt:desc,id:desc")
+          const { sort, faults } = readSort(query.sort, jobSortFields, "createdAt:desc,id:desc")
           let status: Array<JobStatus> | undefined
           if (query.status !== undefined) {
             const wanted = query.status.split(",").map((s) => s.trim())
             const unknown = wanted.filter((s) => !(statuses as ReadonlyArray<string>).includes(s))
-            if (unknown.length > 0 || wanted.length === 0) {
-              return yield* fail(400, "invalid_filter", `status must be among ${statuses.join(", ")}`, {
-                details: [{ path: "status", code: "invalid_value", message: `unknown status ${unknown.join(", ")}` }]
-              })
-            }
+            if (unknown.length > 0) faults.push(filterFault("status", `unknown status ${unknown.join(", ")}; statuses are ${statuses.join(", ")}`))
             status = wanted as Array<JobStatus>
           }
+          if (faults.length > 0) return yield* failListQuery(faults)
           return yield* listQuery(me.tenantId, status ? { status } : {}, sort, query.offset ?? 0, query.limit ?? 50)
         }))
       .handle("get", ({ params }) =>

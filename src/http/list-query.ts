@@ -1,6 +1,5 @@
-import { Effect } from "effect"
 import { MAX_SORT_TERMS } from "../schema/envelope.ts"
-import { fail } from "../schema/errors.ts"
+import { type ErrorDetail, fail } from "../schema/errors.ts"
 
 export type SortEntry = { field: string; dir: "asc" | "desc" }
 
@@ -11,32 +10,51 @@ export const NEWEST_FIRST: ReadonlyArray<SortEntry> = [{ field: "createdAt", dir
 export const sortOrDefault = <S extends SortEntry>(sort: ReadonlyArray<S> | undefined, fallback: ReadonlyArray<SortEntry>): ReadonlyArray<S | SortEntry> =>
   sort && sort.length > 0 ? sort : fallback
 
+/** What is wrong with one of a list's query parameters, and the error code it alone would give. */
+export interface ListFault {
+  readonly code: "invalid_sort_field" | "invalid_filter" | "validation_error"
+  readonly detail: ErrorDetail
+}
+
+export const filterFault = (path: string, message: string): ListFault => ({ code: "invalid_filter", detail: { path, code: "invalid_value", message } })
+
 /**
- * Parses `sort=field:dir,field:dir` against the sortable fields. An unknown field
- * is `400 invalid_sort_field`, a malformed pair `400 validation_error`.
+ * Reads `sort=field:dir,field:dir` against the sortable fields: the sort, and every fault in it.
+ * An unknown field is an `invalid_sort_field` fault, a malformed pair or too many pairs a
+ * `validation_error` one.
  */
-export const parseSort = (raw: string | undefined, fields: ReadonlyArray<string>, fallback: string) =>
-  Effect.gen(function*() {
-    const pairs = (raw === undefined || raw.trim() === "" ? fallback : raw).split(",")
-    if (pairs.length > MAX_SORT_TERMS) {
-      return yield* fail(400, "validation_error", `sort takes at most ${MAX_SORT_TERMS} field:dir pairs`, {
-        details: [{ path: "sort", code: "invalid_value", message: `${pairs.length} pairs, at most ${MAX_SORT_TERMS}` }]
-      })
-    }
-    const sort: Array<SortEntry> = []
-    for (const [i, pair] of pairs.entries()) {
-      const [field, dir = "asc", ...rest] = pair.trim().split(":")
-      if (!field || rest.length > 0 || (dir !== "asc" && dir !== "desc")) {
-        return yield* fail(400, "validation_error", "sort must be comma-separated field:dir pairs (dir asc or desc)", {
-          details: [{ path: `sort.${i}`, code: "invalid_value", message: `"${pair}" is not field:asc or field:desc` }]
-        })
-      }
-      if (!fields.includes(field)) {
-        return yield* fail(400, "invalid_sort_field", `sort fields must be among ${fields.join(", ")}`, {
-          details: [{ path: `sort.${i}`, code: "invalid_value", message: `"${field}" is not sortable` }]
-        })
-      }
+export const readSort = (raw: string | undefined, fields: ReadonlyArray<string>, fallback: string) => {
+  const pairs = (raw === undefined || raw.trim() === "" ? fallback : raw).split(",")
+  const faults: Array<ListFault> = []
+  const sort: Array<SortEntry> = []
+  if (pairs.length > MAX_SORT_TERMS) {
+    faults.push({ code: "validation_error", detail: { path: "sort", code: "invalid_value", message: `${pairs.length} pairs, at most ${MAX_SORT_TERMS}` } })
+    return { sort, faults }
+  }
+  for (const [i, pair] of pairs.entries()) {
+    const [field, dir = "asc", ...rest] = pair.trim().split(":")
+    if (!field || rest.length > 0 || (dir !== "asc" && dir !== "desc")) {
+      faults.push({ code: "validation_error", detail: { path: `sort.${i}`, code: "invalid_value", message: `"${pair}" is not field:asc or field:desc` } })
+    } else if (!fields.includes(field)) {
+      faults.push({ code: "invalid_sort_field", detail: { path: `sort.${i}`, code: "invalid_value", message: `"${field}" is not sortable; sort fields are ${fields.join(", ")}` } })
+    } else {
       sort.push({ field, dir })
     }
-    return sort
-  })
+  }
+  return { sort, faults }
+}
+
+const FAULT_MESSAGES: Record<ListFault["code"], string> = {
+  invalid_sort_field: "a sort field is not one that can be sorted by",
+  invalid_filter: "a filter parameter is not valid",
+  validation_error: "the request query is not valid"
+}
+
+/**
+ * One error naming every fault of a list's query: the code they share, or `validation_error` when
+ * they are of several kinds (as a search body's faults are).
+ */
+export const failListQuery = (faults: ReadonlyArray<ListFault>) => {
+  const code = faults.every((f) => f.code === faults[0]!.code) ? faults[0]!.code : "validation_error"
+  return fail(400, code, FAULT_MESSAGES[code], { details: faults.map((f) => f.detail) })
+}
