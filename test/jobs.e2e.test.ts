@@ -574,7 +574,7 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     const entry = { engine: "http", attempts: 1, timeoutMs: 5000 }
     const cases: Array<[Record<string, unknown>, Array<string>]> = [
       [{ url, priority: 11 }, ["priority"]],
-      [{ url, priority: -1 }, ["priority"]],
+      [{ url, priority: -1001 }, ["priority"]],
       [{ url, priority: 1.5 }, ["priority"]],
       [{ url, timeoutMs: 14_999 }, ["timeoutMs"]],
       [{ url, timeoutMs: 300_001 }, ["timeoutMs"]],
@@ -615,6 +615,11 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       // Exactly the offending paths: each named once, none invented.
       expect(detailPaths(res).sort(), `${JSON.stringify(body)} → ${JSON.stringify(res.json.error.details)}`).toEqual([...paths].sort())
       for (const d of res.json.error.details) expect(Object.keys(d).sort()).toEqual(["code", "message", "path"])
+    }
+    // the spec bounds priority only above (≤ 10): a negative one is a low priority
+    for (const priority of [-1000, -1, 10]) {
+      const ok = await create({ url, priority }, own)
+      expect([ok.status, ok.json.data?.priority], String(priority)).toEqual([201, priority])
     }
     // a secret without a webhook to sign is a mistake worth telling
     const orphan = await create({ url, webhookSecret: "s".repeat(16) }, own)

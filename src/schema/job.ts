@@ -23,7 +23,8 @@ export const ScreenshotOptions = Schema.Struct({
 
 export const CreateJobBody = Schema.Struct({
   url: AbsoluteUrl,
-  priority: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10 }))),
+  // The spec bounds it only above; the floor keeps it an ordinary number, as an extractor config's is.
+  priority: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: -1000, maximum: 10 }))),
   webhookUrl: Schema.optional(AbsoluteUrl),
   webhookSecret: Schema.optional(WebhookSecret),
   timeoutMs: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 15_000, maximum: 300_000 }))),
