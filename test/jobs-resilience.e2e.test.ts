@@ -519,6 +519,10 @@ describe.each(backends())("job quotas answer 429 ($name)", (backend) => {
     expect(Number.isInteger(retryAfter)).toBe(true)
     expect(Math.abs(retryAfter - toMidnight), `Retry-After ${retryAfter}, seconds to UTC midnight ${toMidnight}`).toBeLessThanOrEqual(5)
     expect429(await api.post("/v1/scraper/jobs/bulk", { jobs: [body(5)] }, t.apiKey), "quota_exceeded")
+    // When nothing fits, the items that failed on their own are named in the 429 too.
+    const withBad = await api.post("/v1/scraper/jobs/bulk", { jobs: [body(5), { url: "ftp://127.0.0.1/x" }] }, t.apiKey)
+    expect429(withBad, "quota_exceeded")
+    expect(withBad.json.error.details).toEqual([{ path: "jobs.1", code: "item_failed", message: expect.stringMatching(/^(validation_error|unsafe_url): /) }])
     await waitTerminal(first.json.data.id, t.apiKey)
     expect429(await api.post(`/v1/scraper/jobs/${first.json.data.id}/replay`, undefined, t.apiKey), "quota_exceeded")
 

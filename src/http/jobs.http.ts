@@ -11,7 +11,7 @@ import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
 import { allows } from "../iam/permissions.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { pageOf, storedContentHeaders } from "../schema/envelope.ts"
-import { type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
+import { ApiError, type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
 import { CreateJobBody, type JobStatus, jobSortFields, terminalStatuses } from "../schema/job.ts"
 import { JobRepo, type JobRow, toJob } from "../sql/job-repo.ts"
 import { withTieBreak } from "../sql/order-by.ts"
@@ -114,8 +114,18 @@ export const JobsHandlers = HttpApiBuilder.group(
             // Quota slots and webhook URL places go to the items in request order; the items left
             // without are reported as failed.
             ok.sort((a, b) => a.index - b.index)
+            // When no item fits the quota the request is refused whole (429); the items that failed on
+            // their own are named in its details, so the retry does not find them out one by one.
             const { created, refused } = ok.length > 0
-              ? yield* createWhatFits(me.tenantId, ok.map((o) => o.prepared))
+              ? yield* createWhatFits(me.tenantId, ok.map((o) => o.prepared)).pipe(
+                Effect.mapError((e) =>
+                  failed.length === 0 ? e : new ApiError({
+                    ...e,
+                    message: `${e.message}; besides, ${failed.length} item(s) failed on their own`,
+                    details: [...(e.details ?? []), ...failed.map((f) => ({ path: `jobs.${f.index}`, code: "item_failed", message: f.reason }))]
+                  })
+                )
+              )
               : { created: [], refused: [] }
             for (const { position, error } of refused) {
               failed.push({ index: ok[position]!.index, url: ok[position]!.url, reason: `${error.code}: ${error.message}` })
