@@ -34,6 +34,13 @@ export interface DomainSlotsShape {
     ttlMs: number,
     use: (history: ReadonlyArray<HistoryEntry>, release: (outcomes: ReadonlyArray<Outcome>) => Effect.Effect<void>) => Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E, R>
+  /**
+   * For a job that holds one of the domain's slots here and then waits for something else (a crawl
+   * slot): the jobs waiting here for the domain lend it their priority, so a high-priority job is
+   * not stuck behind the low-priority holders of its domain. `raise` is called with the highest
+   * waiting priority at once, and with each one that joins later, until the slot is given back.
+   */
+  readonly lendPriority: (domainId: string, holder: string, raise: (priority: number) => void) => void
 }
 
 /**
@@ -70,6 +77,8 @@ interface DomainState {
   /** Jobs waiting for one of those slots, highest priority first; they have not asked the entity.
    *  There are only such jobs while this node holds all of the domain's slots. */
   readonly waiting: Array<Waiter>
+  /** How to raise the priority of holders that wait for a crawl slot (see `lendPriority`). */
+  readonly raisers: Map<string, (priority: number) => void>
   history: ReadonlyArray<HistoryEntry>
 }
 
@@ -100,7 +109,7 @@ export const makeDomainSlots = (
     )
     const stateOf = (domainId: string) => {
       let d = domains.get(domainId)
-      if (!d) domains.set(domainId, (d = { holding: new Map(), waiting: [], history: [] }))
+      if (!d) domains.set(domainId, (d = { holding: new Map(), waiting: [], raisers: new Map(), history: [] }))
       return d
     }
     const forget = (domainId: string, d: DomainState) => {
@@ -151,6 +160,7 @@ export const makeDomainSlots = (
         const d = stateOf(domainId)
         const handovers = d.holding.get(holder)?.handovers
         d.holding.delete(holder)
+        d.raisers.delete(holder)
         learn(d, outcomes)
         const next = d.waiting[0]
         if (handovers !== undefined && next && handovers < MAX_HANDOVERS) {
@@ -195,6 +205,7 @@ export const makeDomainSlots = (
         while (at > 0 && d.waiting[at - 1]!.priority < priority) at--
         const waiter: Waiter = { holder, priority, ttlMs, granted }
         d.waiting.splice(at, 0, waiter)
+        for (const raise of d.raisers.values()) raise(priority)
         return Deferred.await(granted).pipe(
           Effect.map((history) => slot(domainId, holder, history, true)),
           Effect.onInterrupt(() =>
@@ -232,8 +243,17 @@ export const makeDomainSlots = (
         )
       )
 
+    const lendPriority: DomainSlotsShape["lendPriority"] = (domainId, holder, raise) => {
+      const d = domains.get(domainId)
+      // A job that crawls without a slot, or whose slot was handed on meanwhile, holds nothing here.
+      if (!d?.holding.has(holder)) return
+      d.raisers.set(holder, raise)
+      const top = d.waiting[0]
+      if (top) raise(top.priority)
+    }
+
     // How many domains this node keeps state for (tests: none is left once nothing is held or waited for).
-    return { acquire, withSlot, domainsTracked: () => domains.size }
+    return { acquire, withSlot, lendPriority, domainsTracked: () => domains.size }
   })
 
 /** The calls the cluster backend makes to one domain's entity (its client, or a stand-in in tests). */
@@ -303,7 +323,7 @@ export const DomainSlotsLive = Layer.effect(
   Effect.gen(function*() {
     const entity = yield* DomainEntity.client
     const crawl = yield* CrawlService
-    const { acquire, withSlot } = yield* makeDomainSlots(entitySlotBackend(entity), crawl.perDomainConcurrency)
-    return DomainSlots.of({ acquire, withSlot })
+    const { acquire, withSlot, lendPriority } = yield* makeDomainSlots(entitySlotBackend(entity), crawl.perDomainConcurrency)
+    return DomainSlots.of({ acquire, withSlot, lendPriority })
   })
 )

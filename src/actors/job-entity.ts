@@ -164,13 +164,14 @@ export const JobEntityLive = JobEntity.toLayer(
       const controller = new AbortController()
       if (aborted) controller.abort()
       running = controller
-      // The job and its run: a re-run after a lost node takes over its job's slot instead of waiting
-      // for the dead run's slot to expire, and the earlier run, if it was only slow, cannot free it.
-      const holder = `${job.id}#${job.runs}`
+      // The job and its claim: a re-run after a lost node (a later claim) takes over its job's slot
+      // instead of waiting for the dead run's slot to expire, and the earlier run, if it was only
+      // slow, cannot free it.
+      const holder = `${job.id}#${job.claims}`
       // The slot's answer is the domain's engine history, which a job without its own escalation
       // plans from; the job gives the slot back, with what its attempts taught, once the fetch is over.
       const work = domainSlots.withSlot(job.domain_id, holder, job.priority, SLOT_LEASE_MS, (history, releaseDomainSlot) =>
-        crawlAndEnd(job, controller, history, releaseDomainSlot))
+        crawlAndEnd(job, holder, controller, history, releaseDomainSlot))
       // An abort comes only from a cancel that has already ended the job in SQL and given its quota
       // slot back. A job still waiting for a domain or crawl slot leaves those queues at once instead
       // of taking its turn in them; a fetch under way is stopped by the signal and its run ends with
@@ -182,6 +183,7 @@ export const JobEntityLive = JobEntity.toLayer(
     /** The fetch with its domain slot held (given back by `releaseDomainSlot` as soon as the fetch is over), then the terminal write. */
     const crawlAndEnd = (
       job: JobRow,
+      holder: string,
       controller: AbortController,
       history: ReadonlyArray<HistoryEntry>,
       releaseDomainSlot: (outcomes: ReadonlyArray<Outcome>) => Effect.Effect<void>
@@ -232,7 +234,10 @@ export const JobEntityLive = JobEntity.toLayer(
             clearTimeout(progress)
           })),
           Effect.flatMap((o) => Effect.map(crawl.takeWriteSlot(FINISH_PRIORITY), (done) => [o, done] as const))
-        )
+        ),
+        // While it waits with its domain slot held, the jobs waiting for that domain lend it their
+        // priority: a high-priority job is not held up behind the low-priority holders of its domain.
+        (raise) => domainSlots.lendPriority(job.domain_id, holder, raise)
       )
 
       const winner = outcome.winning

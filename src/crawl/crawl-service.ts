@@ -26,7 +26,12 @@ export interface CrawlServiceShape {
    * one. Only fetching happens in a crawl slot, so however many jobs a node has been handed, only
    * a bounded number crawl at once and the rest cost nothing while they wait.
    */
-  readonly withCrawlSlot: <A, E, R>(priority: number, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  readonly withCrawlSlot: <A, E, R>(
+    priority: number,
+    effect: Effect.Effect<A, E, R>,
+    /** Called when the job has to wait, with a way to raise its priority while it waits. */
+    onQueued?: (raise: (priority: number) => void) => void
+  ) => Effect.Effect<A, E, R>
   /**
    * Takes one of this node's write slots (by priority); it is given back by the answered effect
    * (at most once) or when the scope closes. Claims and terminal writes run in one; a job takes it
@@ -50,9 +55,9 @@ export const NODE_WRITE_CAPACITY = 64
 const STOP_WAIT = "10 seconds"
 
 /** Waits for a slot of `semaphore`, interruptibly; answers its release. */
-const takeSlot = (semaphore: Semaphore, priority: number) =>
+const takeSlot = (semaphore: Semaphore, priority: number, onQueued?: (raise: (priority: number) => void) => void) =>
   Effect.callback<() => void>((resume, signal) => {
-    semaphore.acquire(signal, priority).then(
+    semaphore.acquire(signal, priority, onQueued).then(
       // Granted just as the waiting fiber was interrupted: give the slot straight back.
       (release) => (signal.aborted ? release() : resume(Effect.succeed(release))),
       () => {}
@@ -85,9 +90,9 @@ export const CrawlServiceLive = Layer.effect(
       perDomainConcurrency: crawlConfig.perDomainConcurrency,
       historyWindowMs: escalation.historyWindowMs,
       engineNames: ["http", "alternate", "brave", "camoufox"],
-      withCrawlSlot: (priority, effect) =>
+      withCrawlSlot: (priority, effect, onQueued) =>
         Effect.uninterruptibleMask((restore) =>
-          restore(takeSlot(crawlSlots, priority)).pipe(Effect.flatMap((release) => restore(effect).pipe(Effect.ensuring(Effect.sync(release)))))
+          restore(takeSlot(crawlSlots, priority, onQueued)).pipe(Effect.flatMap((release) => restore(effect).pipe(Effect.ensuring(Effect.sync(release)))))
         ),
       takeWriteSlot: (priority) =>
         Effect.uninterruptibleMask((restore) =>

@@ -63,9 +63,11 @@ export class Semaphore {
   /**
    * Resolves with a release function (idempotent); rejects when `signal` aborts first.
    * Waiters are served highest `priority` first, first come first served within a priority.
-   * Joining or leaving the queue costs O(number of distinct priorities waiting).
+   * Joining or leaving the queue costs O(number of distinct priorities waiting). A caller that
+   * has to wait is handed `raise` through `onQueued`: it moves the wait to a higher priority (to
+   * the back of that priority's queue); a lower one, or one after the grant, changes nothing.
    */
-  acquire(signal?: AbortSignal, priority = 0): Promise<() => void> {
+  acquire(signal?: AbortSignal, priority = 0, onQueued?: (raise: (priority: number) => void) => void): Promise<() => void> {
     if (signal?.aborted) return Promise.reject(abortError(signal))
     const release = () => {
       let done = false
@@ -86,30 +88,44 @@ export class Semaphore {
       return Promise.resolve(release())
     }
     return new Promise((resolve, reject) => {
-      const waiter: Waiter = {
-        cancelled: false,
-        grant: () => {
-          signal?.removeEventListener("abort", onAbort)
-          resolve(release())
-        }
+      let settled = false
+      const grant = () => {
+        settled = true
+        signal?.removeEventListener("abort", onAbort)
+        resolve(release())
       }
+      let waiter: Waiter = { cancelled: false, grant }
       // A waiter that gives up stays in its queue, marked, and is skipped when its turn comes.
       const onAbort = () => {
+        settled = true
         waiter.cancelled = true
         this.queued--
         reject(abortError(signal!))
       }
       signal?.addEventListener("abort", onAbort, { once: true })
-      let fifo = this.byPriority.get(priority)
-      if (!fifo) {
-        this.byPriority.set(priority, (fifo = new Fifo()))
-        let at = 0
-        while (at < this.levels.length && this.levels[at]! > priority) at++
-        this.levels.splice(at, 0, priority)
-      }
-      fifo.push(waiter)
+      this.enqueue(waiter, priority)
       this.queued++
+      let level = priority
+      onQueued?.((raised) => {
+        if (settled || raised <= level) return
+        // The wait moves: its old place is skipped, as a given-up one is.
+        waiter.cancelled = true
+        waiter = { cancelled: false, grant }
+        level = raised
+        this.enqueue(waiter, raised)
+      })
     })
+  }
+
+  private enqueue(waiter: Waiter, priority: number) {
+    let fifo = this.byPriority.get(priority)
+    if (!fifo) {
+      this.byPriority.set(priority, (fifo = new Fifo()))
+      let at = 0
+      while (at < this.levels.length && this.levels[at]! > priority) at++
+      this.levels.splice(at, 0, priority)
+    }
+    fifo.push(waiter)
   }
 }
 

@@ -33,6 +33,8 @@ export interface JobRow {
   readonly replay_of: string | null
   readonly request_id: string | null
   readonly runs: number
+  /** Claims so far, this one's included: names the run that holds the domain's slot. */
+  readonly claims: number
   readonly created_at: Date
   readonly finished_at: Date | null
 }
@@ -299,7 +301,7 @@ export const JobRepoLive = Layer.effect(
     const claimBatch = (ids: ReadonlyArray<string>) =>
       sql<JobRow & { readonly first_claim: boolean }>`
         WITH j AS (
-          UPDATE jobs SET status = 'claimed', claimed_at = COALESCE(claimed_at, now()),
+          UPDATE jobs SET status = 'claimed', claimed_at = COALESCE(claimed_at, now()), claims = claims + 1,
                           lease_until = now() + (timeout_ms + ${CLAIM_GRACE_MS}) * interval '1 millisecond'
           WHERE id = ANY(${pgArray(ids, OID.text)}) AND status NOT IN ${terminal}
           RETURNING *

@@ -59,6 +59,35 @@ describe("Semaphore / KeyedLimiter", () => {
     expect(sem.waiting).toBe(0)
   })
 
+  it("moves a waiter to a higher priority when raised, once; a lower one, or one after the grant or an abort, changes nothing", async () => {
+    const sem = new Semaphore(1)
+    const held = await sem.acquire()
+    const order: Array<string> = []
+    const raises = new Map<string, (p: number) => void>()
+    const ac = new AbortController()
+    const wait = (name: string, priority: number, signal?: AbortSignal) =>
+      sem.acquire(signal, priority, (raise) => raises.set(name, raise)).then((release) => {
+        order.push(name)
+        release()
+      }, () => order.push(`${name} (aborted)`))
+    const all = [wait("a", 0), wait("b", 3), wait("c", 0), wait("gone", 0, ac.signal)]
+    raises.get("c")!(3) // behind b, which was at 3 first
+    raises.get("c")!(1) // lower: no change
+    raises.get("a")!(0) // the same: no change
+    ac.abort()
+    await Promise.resolve()
+    raises.get("gone")!(9) // gave up: stays gone
+    expect(sem.waiting).toBe(3)
+    held()
+    await Promise.all(all)
+    expect(order).toEqual(["gone (aborted)", "b", "c", "a"])
+    raises.get("b")!(10) // granted already: nothing is queued again
+    expect([sem.inUse, sem.waiting]).toEqual([0, 0])
+    const again = await sem.acquire()
+    again()
+    expect(sem.inUse).toBe(0)
+  })
+
   it("per-domain politeness: 2 per key, keys independent, idle keys dropped", async () => {
     const lim = new KeyedLimiter(2)
     const a1 = await lim.acquire("example.com")

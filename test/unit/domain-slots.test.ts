@@ -117,6 +117,37 @@ describe("DomainSlots (the node's side of the domain's politeness slots)", () =>
     )
   })
 
+  it("lends the priority of the jobs waiting here for a domain to its holders that wait for something else, until they give their slot back", async () => {
+    await run((slots) =>
+      Effect.gen(function*() {
+        const raised: Array<string> = []
+        const a = yield* slots.acquire("d", "a", 0, 1000)
+        const b = yield* slots.acquire("d", "b", 0, 1000)
+        // a waits for a crawl slot now: it can be raised.
+        slots.lendPriority("d", "a", (p) => raised.push(`a:${p}`))
+        const high = yield* Effect.forkChild(slots.acquire("d", "high", 7, 1000))
+        yield* settle
+        expect(raised).toEqual(["a:7"])
+        // A holder that starts waiting later is raised at once to the highest priority waiting.
+        slots.lendPriority("d", "b", (p) => raised.push(`b:${p}`))
+        expect(raised).toEqual(["a:7", "b:7"])
+        // Neither a job that holds nothing here, nor one of another domain, is raised.
+        slots.lendPriority("d", "stranger", (p) => raised.push(`stranger:${p}`))
+        slots.lendPriority("other", "a", (p) => raised.push(`other:${p}`))
+        // Once a gives its slot back it lends nothing more.
+        yield* a.release([])
+        const highSlot = yield* Fiber.join(high)
+        const mid = yield* Effect.forkChild(slots.acquire("d", "mid", 3, 1000))
+        yield* settle
+        expect(raised).toEqual(["a:7", "b:7", "b:3"])
+        yield* b.release([])
+        yield* (yield* Fiber.join(mid)).release([])
+        yield* highSlot.release([])
+        expect(slots.domainsTracked()).toBe(0)
+      })
+    )
+  })
+
   it("returns a slot to the entity after MAX_HANDOVERS, and the jobs it no longer covers ask the entity", async () => {
     await run((slots, entity) =>
       Effect.gen(function*() {
