@@ -186,7 +186,7 @@ const failureResponse = (
     // A body that does not parse fails as a whole, with the decoder's own issue (no path); a value
     // inside a body that parsed can only fail at its path, whatever text it holds.
     const root = error.cause.issue
-    // An empty body is not JSON either (the decoder sees no value at all).
+    // An empty body is not JSON either (the decoder got no value at all, and says its type is wrong).
     const emptyBody = error.kind === "Payload" && !hasBody(request.headers)
     const isJson = emptyBody || (error.kind === "Payload" && root._tag === "InvalidValue" && messageOf(root) === "Expected a valid JSON body")
     const wholeBody = error.kind === "Payload" && !isJson ? wholeBodyErrorOf(root) : undefined

@@ -34,7 +34,9 @@ const { handler } = HttpRouter.toWebHandler(
 )
 
 const call = async (method: string, path: string, body?: string) => {
-  const res = await handler(new Request(`http://x${path}`, { method, body, headers: body ? { "content-type": "application/json" } : {} }))
+  // As a Node request arrives: a body comes with its length.
+  const headers: Record<string, string> = body ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) } : {}
+  const res = await handler(new Request(`http://x${path}`, { method, body, headers }))
   return { status: res.status, headers: res.headers, json: await res.json() as any }
 }
 
