@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { RESOURCE_ENTITY_IDLE } from "./cluster.ts"
@@ -17,11 +17,14 @@ import { newId } from "../ids.ts"
 import { jobWebhookBody } from "../webhooks/sender.ts"
 
 /**
- * A job whose fetches keep dying with their node this often ends `dead`: a page that crashes the
- * node it is fetched on must not take down node after node. Only fetches count, not a job that
- * was only waiting for a slot when its node died.
+ * A job whose runs keep dying with their node this often ends `dead`: a page that crashes the node
+ * it is fetched on must not take down node after node. A run counts from its claim, which comes
+ * when its fetch can begin: a job that was only waiting for a slot when its node died lost nothing.
  */
 export const MAX_RUNS = 3
+
+/** Where a job waits for its turn: its domain's politeness slot and the node's crawl capacity, by priority. */
+export const RunPlacement = Schema.Struct({ domainId: Schema.optional(Schema.String), priority: Schema.optional(Schema.Int) })
 
 /**
  * One entity per crawl job; it owns the lifecycle queued → claimed → done | failed | dead.
@@ -31,7 +34,9 @@ export const MAX_RUNS = 3
 export const JobEntity = Entity.make("Job", [
   // Stopped at once when its node gives the entity up (shutdown, shard moved): the message is run
   // again by the shard's next owner, and the run's count is given back (see runClaimed).
-  Rpc.make("Run").annotate(ClusterSchema.Persisted, true).annotate(ClusterSchema.InterruptOnTermination, true),
+  // It carries where the job waits (its domain and priority), so that a job is claimed only when
+  // its fetch can begin; a Run without them (sent before they were) reads them from the job's row.
+  Rpc.make("Run", { payload: RunPlacement }).annotate(ClusterSchema.Persisted, true).annotate(ClusterSchema.InterruptOnTermination, true),
   /** Best-effort: stops the crawl if it is running here; the state change itself is made in SQL. */
   Rpc.make("Abort")
 ])
@@ -48,13 +53,12 @@ const screenshotOf = (s: JobRow["screenshot"]): false | ScreenshotOptions => {
 }
 
 /**
- * Write-slot priorities, above every job priority (the API caps them far lower). Terminal writes
- * go first: the job waiting for one still holds its crawl slot and its page.
+ * The terminal write's write-slot priority, above every job priority (the API caps them far
+ * lower): the job waiting for one still holds its crawl slot and its page.
  */
 const FINISH_PRIORITY = Number.MAX_SAFE_INTEGER
 /** How long after an attempt a running job's attempt count is written, unless the job has ended. */
 const ATTEMPT_PROGRESS_DELAY_MS = 1_000
-const CLAIM_PRIORITY = Number.MAX_SAFE_INTEGER - 1
 
 /** Succeeds once `signal` is aborted. */
 const whenAborted = (signal: AbortSignal) =>
@@ -86,8 +90,9 @@ export const JobEntityLive = JobEntity.toLayer(
     // An Abort can come between the claim and the crawl's start (the job was cancelled then): it
     // is kept, and the crawl starts aborted. The job is dead by then, so no later run claims it.
     let aborted = false
-    // Whether this run's fetch has begun, and so was counted (see JobRepo.startRun).
-    let runStarted = false
+    // This entity's own run ended the job: a Run sent again meanwhile (the sweeper's, for a job
+    // that waited long for its turn) has nothing left to do.
+    let ended = false
 
     /** The terminal write, in a write slot that `writeDone` gives back as soon as the row is written. */
     const end = (
@@ -132,62 +137,15 @@ export const JobEntityLive = JobEntity.toLayer(
         yield* slotReleases.release(job.tenant_id, job.id)
       })
 
-    const run = Effect.gen(function*() {
-      // The lease outlives the whole job; a job still claimed after it has lost its runner.
-      // A node handed thousands of jobs at once makes only a bounded number of claims at a time.
-      const job = yield* Effect.scoped(crawl.takeWriteSlot(CLAIM_PRIORITY).pipe(Effect.andThen(repo.claim(jobId))))
-      if (!job) return
-      if (job.runs >= MAX_RUNS) {
-        yield* Effect.scoped(Effect.gen(function*() {
-          const writeDone = yield* crawl.takeWriteSlot(FINISH_PRIORITY)
-          yield* end(job, "dead", {
-            httpStatus: null, finalUrl: null, classification: "internal_error", engine: null, durationMs: 0,
-            contentType: null, bytes: 0, startedWith: { engine: "none", reason: `gave up after ${MAX_RUNS} interrupted runs` },
-            screenshot: { taken: false, reason: "not crawled" }, attempts: []
-          }, job.attempts, writeDone)
-        }))
-        return
-      }
-      // The first claim wrote job.claimed (a re-run's claim writes nothing): streams may read it.
-      if (job.firstClaim) yield* events.notify(job.tenant_id)
-      // A run its own node stops (a shard handed to another node, a shutdown) was not lost to a
-      // crash: a fetch it began gives its count back, so only fetches cut off by a dead node count
-      // towards MAX_RUNS.
-      runStarted = false
-      yield* runClaimed(job).pipe(
-        Effect.onInterrupt(() => (runStarted ? repo.giveBackRun(job.id, job.runs + 1).pipe(Effect.timeout("2 seconds"), Effect.ignore) : Effect.void))
-      )
-    })
-
-    const runClaimed = (job: JobRow) => {
-      // Set before the waits, so that a cancel that comes while the job waits stops it too.
-      const controller = new AbortController()
-      if (aborted) controller.abort()
-      running = controller
-      // The job and its claim: a re-run after a lost node (a later claim) takes over its job's slot
-      // instead of waiting for the dead run's slot to expire, and the earlier run, if it was only
-      // slow, cannot free it.
-      const holder = `${job.id}#${job.claims}`
-      // The slot's answer is the domain's engine history, which a job without its own escalation
-      // plans from; the job gives the slot back, with what its attempts taught, once the fetch is over.
-      const work = domainSlots.withSlot(job.domain_id, holder, job.priority, SLOT_LEASE_MS, (history, releaseDomainSlot) =>
-        crawlAndEnd(job, holder, controller, history, releaseDomainSlot))
-      // An abort comes only from a cancel that has already ended the job in SQL and given its quota
-      // slot back. A job still waiting for a domain or crawl slot leaves those queues at once instead
-      // of taking its turn in them; a fetch under way is stopped by the signal and its run ends with
-      // what it did (see crawlAndEnd).
-      const waitingOnly = whenAborted(controller.signal).pipe(Effect.andThen(Effect.suspend(() => (fetching ? Effect.never : Effect.void))))
-      return Effect.raceFirst(work, waitingOnly)
-    }
-
-    /** The fetch with its domain slot held (given back by `releaseDomainSlot` as soon as the fetch is over), then the terminal write. */
-    const crawlAndEnd = (
-      job: JobRow,
-      holder: string,
-      controller: AbortController,
+    /** The claimed job's fetch, by the plan it starts with; answers with a write slot for its terminal write. */
+    const fetchClaimed = (
+      job: JobRow & { readonly firstClaim: boolean },
       history: ReadonlyArray<HistoryEntry>,
+      controller: AbortController,
       releaseDomainSlot: (outcomes: ReadonlyArray<Outcome>) => Effect.Effect<void>
     ) => Effect.gen(function*() {
+      // The first claim wrote job.claimed (a re-run's claim writes nothing): streams may read it.
+      if (job.firstClaim) yield* events.notify(job.tenant_id)
       const screenshot = screenshotOf(job.screenshot)
       let plan: ReadonlyArray<PlanEntry>
       let startedWith: { engine: string; reason: string }
@@ -202,7 +160,6 @@ export const JobEntityLive = JobEntity.toLayer(
         const skipped = plan !== choice.plan ? `; a screenshot was asked for, so it starts at ${plan[0]!.engine}, the first engine of the plan that renders pages` : ""
         startedWith = { engine: plan[0]?.engine ?? "http", reason: choice.reason + skipped }
       }
-
       // The job's attempts so far are written a second after an attempt with none after it yet: a
       // job that retries or escalates shows its progress, one that ends at once writes nothing more.
       let progress: ReturnType<typeof setTimeout> | undefined
@@ -210,36 +167,101 @@ export const JobEntityLive = JobEntity.toLayer(
         clearTimeout(progress)
         progress = setTimeout(() => Effect.runForkWith(services)(repo.recordAttempts(job.id, job.attempts + made).pipe(Effect.ignore)), ATTEMPT_PROGRESS_DELAY_MS)
       }
-      // The fetch takes one of the node's crawl slots, by the job's priority; the job takes a write
-      // slot for its terminal write before it gives the crawl slot up (see takeWriteSlot).
-      const [outcome, writeDone] = yield* crawl.withCrawlSlot(
-        job.priority,
-        Effect.suspend(() => {
-          fetching = true
-          // Counted as the fetch begins, without waiting for the write: a node that dies within
-          // the few milliseconds it takes may leave one fetch uncounted.
-          runStarted = true
-          Effect.runForkWith(services)(repo.startRun(job.id).pipe(Effect.ignoreCause({ log: "Warn", message: "a job's run was not counted" })))
-          return crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, screenshot, signal: controller.signal, onAttempt })
-        }).pipe(
-          // An interrupted run leaves no fetch behind.
-          Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
-          // What the attempts taught about the domain goes back with the slot.
-          Effect.tap((o) =>
-            releaseDomainSlot(o.attempts.filter((a) => learnedClass.has(a.classification)).map((a) => ({ engine: a.engine, ok: okClass.has(a.classification) })))
-          ),
-          Effect.ensuring(Effect.sync(() => {
-            running = undefined
-            fetching = false
-            clearTimeout(progress)
-          })),
-          Effect.flatMap((o) => Effect.map(crawl.takeWriteSlot(FINISH_PRIORITY), (done) => [o, done] as const))
+      const outcome = yield* Effect.suspend(() => {
+        fetching = true
+        return crawl.crawl({ url: job.url, plan, jobTimeoutMs: job.timeout_ms, screenshot, signal: controller.signal, onAttempt })
+      }).pipe(
+        // An interrupted run leaves no fetch behind.
+        Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
+        // What the attempts taught about the domain goes back with the slot.
+        Effect.tap((o) =>
+          releaseDomainSlot(o.attempts.filter((a) => learnedClass.has(a.classification)).map((a) => ({ engine: a.engine, ok: okClass.has(a.classification) })))
         ),
-        // While it waits with its domain slot held, the jobs waiting for that domain lend it their
-        // priority: a high-priority job is not held up behind the low-priority holders of its domain.
-        (raise) => domainSlots.lendPriority(job.domain_id, holder, raise)
+        Effect.ensuring(Effect.sync(() => {
+          running = undefined
+          fetching = false
+          clearTimeout(progress)
+        }))
       )
+      const writeDone = yield* crawl.takeWriteSlot(FINISH_PRIORITY)
+      return { outcome, writeDone, startedWith, screenshot }
+    })
 
+    /** Where the job waits: from the Run, or (a Run without it) from the job's row; undefined for a job that is gone. */
+    const placementOf = (payload: typeof RunPlacement.Type) =>
+      payload.domainId !== undefined && payload.priority !== undefined
+        ? Effect.succeed({ domainId: payload.domainId, priority: payload.priority })
+        : Effect.map(repo.byId(jobId), (row) => row && { domainId: row.domain_id, priority: row.priority })
+
+    const run = (payload: typeof RunPlacement.Type) => Effect.gen(function*() {
+      if (ended) return
+      const where = yield* placementOf(payload)
+      if (!where) return
+      // Set before the waits, so that a cancel that comes while the job waits stops it too.
+      const controller = new AbortController()
+      if (aborted) controller.abort()
+      running = controller
+      // The job and this run of it, numbered by when it began: a re-run after a lost node takes over
+      // its job's slot instead of waiting for the dead run's slot to expire, and the earlier run, if
+      // it was only slow, cannot free it.
+      const holder = `${jobId}#${Date.now()}`
+      // The slot's answer is the domain's engine history, which a job without its own escalation
+      // plans from; the job gives the slot back, with what its attempts taught, once the fetch is over.
+      const work = domainSlots.withSlot(where.domainId, holder, where.priority, SLOT_LEASE_MS, (history, releaseDomainSlot) =>
+        claimCrawlAndEnd(where, holder, controller, history, releaseDomainSlot))
+      // An abort comes only from a cancel that has already ended the job in SQL and given its quota
+      // slot back. A job still waiting for a domain or crawl slot leaves those queues at once instead
+      // of taking its turn in them; a fetch under way is stopped by the signal and its run ends with
+      // what it did (see claimCrawlAndEnd).
+      const waitingOnly = whenAborted(controller.signal).pipe(Effect.andThen(Effect.suspend(() => (fetching ? Effect.never : Effect.void))))
+      yield* Effect.raceFirst(work, waitingOnly)
+      ended = true
+    })
+
+    /**
+     * With the domain slot held: a crawl slot, and in it the claim and the fetch. The claim counts
+     * the run, so only a run whose fetch can begin counts towards MAX_RUNS (a node that dies while
+     * its jobs wait for slots costs them nothing). The domain slot goes back (`releaseDomainSlot`) as
+     * soon as the fetch is over; then the terminal write.
+     */
+    const claimCrawlAndEnd = (
+      where: { readonly domainId: string; readonly priority: number },
+      holder: string,
+      controller: AbortController,
+      history: ReadonlyArray<HistoryEntry>,
+      releaseDomainSlot: (outcomes: ReadonlyArray<Outcome>) => Effect.Effect<void>
+    ) => Effect.gen(function*() {
+      // The crawl slot is taken by the job's priority; the job takes a write slot for its terminal
+      // write before it gives the crawl slot up (see takeWriteSlot). While it waits with its domain
+      // slot held, the jobs waiting for that domain lend it their priority: a high-priority job is
+      // not held up behind the low-priority holders of its domain.
+      const step = yield* crawl.withCrawlSlot(
+        where.priority,
+        Effect.gen(function*() {
+          const job = yield* repo.claim(jobId)
+          // Ended meanwhile (cancelled).
+          if (!job) return undefined
+          if (job.runs > MAX_RUNS) return { job, gaveUp: true as const, writeDone: yield* crawl.takeWriteSlot(FINISH_PRIORITY) }
+          // A run its own node stops (a shard handed to another node, a shutdown) was not lost to a
+          // crash: it gives its count back, so only runs cut off by a dead node count towards MAX_RUNS.
+          const fetched = yield* fetchClaimed(job, history, controller, releaseDomainSlot).pipe(
+            Effect.onInterrupt(() => repo.giveBackRun(job.id, job.runs).pipe(Effect.timeout("2 seconds"), Effect.ignore))
+          )
+          return { job, gaveUp: false as const, ...fetched }
+        }),
+        (raise) => domainSlots.lendPriority(where.domainId, holder, raise)
+      )
+      if (!step) return
+      const job = step.job
+      if (step.gaveUp) {
+        yield* end(job, "dead", {
+          httpStatus: null, finalUrl: null, classification: "internal_error", engine: null, durationMs: 0,
+          contentType: null, bytes: 0, startedWith: { engine: "none", reason: `gave up after ${MAX_RUNS} interrupted runs` },
+          screenshot: { taken: false, reason: "not crawled" }, attempts: []
+        }, job.attempts, step.writeDone)
+        return
+      }
+      const { outcome, writeDone, startedWith, screenshot } = step
       const winner = outcome.winning
       const final = winner ?? outcome.final
       // The content `/html` serves: the winner's, or what the last attempt of a failed job got (a
@@ -291,7 +313,7 @@ export const JobEntityLive = JobEntity.toLayer(
     }).pipe(Effect.scoped)
 
     return JobEntity.of({
-      Run: () => Effect.orDie(run),
+      Run: ({ payload }) => Effect.orDie(run(payload)),
       Abort: () =>
         Effect.sync(() => {
           aborted = true

@@ -228,7 +228,7 @@ export const JobCreationLive = Layer.effect(
         const missing = ids.filter((id) => !rows.has(id))
         if (missing.length > 0) return yield* Effect.die(new Error(`jobs neither written nor found: ${missing.join(", ")}`))
         // A lost hand-off is picked up by the sweeper once the job's lease runs out.
-        yield* Effect.forEach(ids, (id) => jobClient(id).Run(undefined, { discard: true }).pipe(Effect.ignore), {
+        yield* Effect.forEach(jobs, ({ job }) => jobClient(job.id).Run({ domainId: job.domainId, priority: job.priority }, { discard: true }).pipe(Effect.ignore), {
           concurrency: 32,
           discard: true
         })

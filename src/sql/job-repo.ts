@@ -33,8 +33,6 @@ export interface JobRow {
   readonly replay_of: string | null
   readonly request_id: string | null
   readonly runs: number
-  /** Claims so far, this one's included: names the run that holds the domain's slot. */
-  readonly claims: number
   readonly created_at: Date
   readonly finished_at: Date | null
 }
@@ -116,23 +114,18 @@ export interface JobRepoShape {
   readonly byId: (id: string) => Effect.Effect<JobRow | undefined>
   readonly query: (q: JobQuery) => Effect.Effect<{ items: ReadonlyArray<JobRow>; total: number }>
   /**
-   * Marks a job claimed by a runner, leased for its `timeoutMs` plus `CLAIM_GRACE_MS`; undefined
-   * when it is terminal or missing. The job's first claim ever also records `job.claimed` (a re-run
-   * is not news to clients) and answers `firstClaim`: `claimed_at` keeps the time of that first
-   * claim, so the claim that sets it is the first. A claim does not count a run: a job claimed by
-   * a node that then dies while the job still waits for a slot has lost nothing. Concurrent claims
-   * on a node share one statement.
+   * Marks a job claimed for one more run, leased for its `timeoutMs` plus `CLAIM_GRACE_MS`;
+   * undefined when it is terminal or missing. A job is claimed when its fetch can begin (its slots
+   * held), so `runs` counts the runs that got that far. The job's first claim ever also records
+   * `job.claimed` (a re-run is not news to clients) and answers `firstClaim`: `claimed_at` keeps the
+   * time of that first claim, so the claim that sets it is the first. Concurrent claims on a node
+   * share one statement.
    */
   readonly claim: (id: string) => Effect.Effect<(JobRow & { readonly firstClaim: boolean }) | undefined>
   /**
-   * Counts a run of a claimed job whose fetch is starting: `runs` is the number of fetches begun
-   * that never ended the job, which a node that died mid-crawl leaves behind. Concurrent ones share
-   * one statement.
-   */
-  readonly startRun: (id: string) => Effect.Effect<void>
-  /**
-   * Undoes `startRun` for a run stopped by its own node (not lost to a crash). `runs` is the count
-   * with this run's own: if another run has started since, nothing is undone.
+   * Undoes a claim's count of runs for a run stopped by its own node (not lost to a crash), the
+   * first run's too. `runs` is the count this run's own claim made: if another node has claimed the
+   * job since, nothing is undone.
    */
   readonly giveBackRun: (id: string, runs: number) => Effect.Effect<void>
   /**
@@ -158,7 +151,7 @@ export interface JobRepoShape {
    * lease first, each with its lease renewed as a claim or creation would: a job that is only
    * waiting (for a busy domain, say) is sent again once per lease, and the next sweep reaches others.
    */
-  readonly stale: (limit: number) => Effect.Effect<ReadonlyArray<{ id: string; tenant_id: string }>>
+  readonly stale: (limit: number) => Effect.Effect<ReadonlyArray<{ id: string; tenant_id: string; domain_id: string; priority: number }>>
   readonly html: (tenantId: string, id: string) => Effect.Effect<{ body: Buffer; contentType: string | null } | undefined>
   readonly screenshot: (tenantId: string, id: string) => Effect.Effect<{ bytes: Buffer; type: string } | undefined>
   readonly timeline: (tenantId: string, normalizedUrl: string, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<PageVersion>; total: number }>
@@ -301,7 +294,7 @@ export const JobRepoLive = Layer.effect(
     const claimBatch = (ids: ReadonlyArray<string>) =>
       sql<JobRow & { readonly first_claim: boolean }>`
         WITH j AS (
-          UPDATE jobs SET status = 'claimed', claimed_at = COALESCE(claimed_at, now()), claims = claims + 1,
+          UPDATE jobs SET status = 'claimed', claimed_at = COALESCE(claimed_at, now()), runs = runs + 1,
                           lease_until = now() + (timeout_ms + ${CLAIM_GRACE_MS}) * interval '1 millisecond'
           WHERE id = ANY(${pgArray(ids, OID.text)}) AND status NOT IN ${terminal}
           RETURNING *
@@ -324,13 +317,6 @@ export const JobRepoLive = Layer.effect(
       )
     const claimOne = yield* makeGroupCommit(claimBatch, { maxBatch: MAX_BATCH })
 
-    const startRuns = (ids: ReadonlyArray<string>) =>
-      sql`UPDATE jobs SET runs = runs + 1 WHERE id = ANY(${pgArray(ids, OID.text)}) AND status = 'claimed'`.pipe(
-        retryTransient,
-        Effect.orDie,
-        Effect.as(ids.map(() => undefined))
-      )
-    const startRunOne = yield* makeGroupCommit(startRuns, { maxBatch: MAX_BATCH })
 
     /**
      * One statement ends every job of the batch: the terminal state, page content
@@ -423,7 +409,6 @@ export const JobRepoLive = Layer.effect(
           sql`SELECT count(*) FROM jobs WHERE ${where(q)}`
         ),
       claim: claimOne,
-      startRun: startRunOne,
       finish: (job, f) => finishOne(pack(job, f)),
       giveBackRun: (id, runs) =>
         sql`UPDATE jobs SET runs = GREATEST(runs - 1, 0) WHERE id = ${id} AND status = 'claimed' AND runs = ${runs}`.pipe(Effect.orDie, Effect.asVoid),
@@ -478,12 +463,12 @@ export const JobRepoLive = Layer.effect(
           Effect.map((rows) => new Set(rows.map((r) => r.id)))
         ),
       stale: (limit) =>
-        sql<{ id: string; tenant_id: string }>`
+        sql<{ id: string; tenant_id: string; domain_id: string; priority: number }>`
           UPDATE jobs SET lease_until = now() + (CASE WHEN status = 'queued' THEN ${QUEUED_LEASE_MS} ELSE timeout_ms + ${CLAIM_GRACE_MS} END)
                                                * interval '1 millisecond'
           WHERE id IN (SELECT id FROM jobs WHERE status IN ('queued', 'claimed') AND lease_until < now()
                        ORDER BY lease_until LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-          RETURNING id, tenant_id`.pipe(Effect.orDie),
+          RETURNING id, tenant_id, domain_id, priority`.pipe(Effect.orDie),
       html: (tenantId, id) =>
         sql<{ compressed: Uint8Array; encoding: string; content_type: string | null }>`
           SELECT c.compressed, c.encoding, a.content_type FROM job_artifacts a

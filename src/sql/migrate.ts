@@ -16,7 +16,6 @@ import extractionOwnJob from "./migrations/0013_extraction_own_job.ts"
 import jobCharges from "./migrations/0014_job_charges.ts"
 import extractionCharges from "./migrations/0015_extraction_charges.ts"
 import domainLeases from "./migrations/0016_domain_leases.ts"
-import jobClaims from "./migrations/0017_job_claims.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -35,8 +34,7 @@ export const migrations = {
   "0013_extraction_own_job": extractionOwnJob,
   "0014_job_charges": jobCharges,
   "0015_extraction_charges": extractionCharges,
-  "0016_domain_leases": domainLeases,
-  "0017_job_claims": jobClaims
+  "0016_domain_leases": domainLeases
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

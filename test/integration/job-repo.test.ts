@@ -109,33 +109,38 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
     }).pipe(Effect.provide(layerFor(await db.config())), Effect.scoped))
   }, 60_000)
 
-  it("counts a run when its fetch starts, not when the job is claimed; gives back only the run it counted", async () => {
+  it("gives back only the run its own claim counted: a later claim by another node stays counted", async () => {
     await withTenant(({ sql, repo, tenant }) => Effect.gen(function*() {
       const job = newJob(tenant, "https://example.com/runs")
       yield* repo.insert([job])
       const runsNow = () => sql<{ runs: number }>`SELECT runs FROM jobs WHERE id = ${job.id}`.pipe(Effect.map((r) => r[0]!.runs))
-      // Claims by nodes that died while the job only waited for a slot count nothing.
       const onA = (yield* repo.claim(job.id))!
+      // A's shard lock lapsed while it was stuck; B took the shard and claimed the job again.
       const onB = (yield* repo.claim(job.id))!
-      expect([onA.runs, onB.runs, onA.firstClaim, onB.firstClaim]).toEqual([0, 0, true, false])
-      // A's fetch starts (A's shard lock then lapses while it is stuck); B claims again and fetches.
-      yield* repo.startRun(job.id)
-      const onC = (yield* repo.claim(job.id))!
-      expect(onC.runs).toBe(1)
-      yield* repo.startRun(job.id)
-      // A comes back and stops its own run: the run B started is not undone.
-      yield* repo.giveBackRun(job.id, onA.runs + 1)
+      expect([onA.runs, onB.runs, onA.firstClaim, onB.firstClaim]).toEqual([1, 2, true, false])
+      // A comes back and stops its own run: B's claim is not undone.
+      yield* repo.giveBackRun(job.id, onA.runs)
       expect(yield* runsNow()).toBe(2)
       // B's node hands its shard on: its run is given back; A's, never given back, stays counted.
-      yield* repo.giveBackRun(job.id, onC.runs + 1)
+      yield* repo.giveBackRun(job.id, onB.runs)
       expect(yield* runsNow()).toBe(1)
-      // Only the first claim records job.claimed.
+    }))
+  })
+
+  it("gives back a first run too, and the claim after it records no second job.claimed", async () => {
+    await withTenant(({ sql, repo, tenant }) => Effect.gen(function*() {
+      const job = newJob(tenant, "https://example.com/first-run")
+      yield* repo.insert([job])
+      const first = (yield* repo.claim(job.id))!
+      expect([first.runs, first.firstClaim]).toEqual([1, true])
+      // Its own node stops the first run (a SIGTERM): it does not count towards MAX_RUNS.
+      yield* repo.giveBackRun(job.id, first.runs)
+      const again = (yield* repo.claim(job.id))!
+      expect([again.runs, again.firstClaim]).toEqual([1, false])
+      // A crash of that run: the next claim counts it.
+      expect((yield* repo.claim(job.id))!.runs).toBe(2)
       const events = yield* sql<{ type: string }>`SELECT type FROM events WHERE tenant_id = ${tenant} ORDER BY seq`
       expect(events.map((e) => e.type)).toEqual(["job.created", "job.claimed"])
-      // A run is counted only while the job is claimed.
-      yield* sql`UPDATE jobs SET status = 'done' WHERE id = ${job.id}`
-      yield* repo.startRun(job.id)
-      expect(yield* runsNow()).toBe(1)
     }))
   })
 
