@@ -993,11 +993,14 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(site.hits("/slow")).toBe(before + 2)
     const waiting = await create({ url: site.url("/page?case=waiting", H.waiting) })
     const id = waiting.json.data.id
-    await waitFor(id, (j) => j.status === "claimed")
-    const runEnded = async () =>
-      (await pgQuery<{ processed: boolean }>(serverDbUrl!, "SELECT processed FROM cluster_messages WHERE entity_type = 'Job' AND entity_id = $1 AND tag = 'Run'", [id]))
-        .every((m) => m.processed)
+    const runs = () => pgQuery<{ processed: boolean }>(serverDbUrl!, "SELECT processed FROM cluster_messages WHERE entity_type = 'Job' AND entity_id = $1 AND tag = 'Run'", [id])
+    const runEnded = async () => (await runs()).every((m) => m.processed)
+    const handedOn = Date.now() + 10_000
+    while ((await runs()).length === 0 && Date.now() < handedOn) await sleep(50)
+    await sleep(500)
     expect(await runEnded()).toBe(false)
+    // It waits queued: a job is claimed only when its fetch can begin.
+    expect((await getJob(id)).status).toBe("queued")
     expect((await api.post(`/v1/scraper/jobs/${id}/cancel`, undefined, key)).status).toBe(200)
     // Its run ends within seconds, while the holders still have some 15 s to go.
     const until = Date.now() + 5_000
