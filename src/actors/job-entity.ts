@@ -7,7 +7,7 @@ import { CrawlService } from "../crawl/crawl-service.ts"
 import type { EngineName, ScreenshotOptions } from "../crawl/engines/types.ts"
 import { type PlanEntry, planForScreenshot, planFromHistory } from "../crawl/escalation.ts"
 import { EventLog } from "../events/event-log.ts"
-import type { JobResult } from "../schema/job.ts"
+import { type JobResult, terminalStatuses } from "../schema/job.ts"
 import { JobRepo, type JobRow } from "../sql/job-repo.ts"
 import { type HistoryEntry, type Outcome, SLOT_LEASE_MS } from "./domain-entity.ts"
 import { DomainSlots } from "./domain-slots.ts"
@@ -36,7 +36,7 @@ export const JobEntity = Entity.make("Job", [
   // again by the shard's next owner, and the run's count is given back (see runClaimed).
   // It carries where the job waits (its domain and priority), so that a job is claimed only when
   // its fetch can begin; a Run without them (sent before they were) reads them from the job's row.
-  Rpc.make("Run", { payload: RunPlacement }).annotate(ClusterSchema.Persisted, true).annotate(ClusterSchema.InterruptOnTermination, true),
+  Rpc.make("Run", { payload: Schema.NullishOr(RunPlacement) }).annotate(ClusterSchema.Persisted, true).annotate(ClusterSchema.InterruptOnTermination, true),
   /** Best-effort: stops the crawl if it is running here; the state change itself is made in SQL. */
   Rpc.make("Abort")
 ])
@@ -93,6 +93,8 @@ export const JobEntityLive = JobEntity.toLayer(
     // This entity's own run ended the job: a Run sent again meanwhile (the sweeper's, for a job
     // that waited long for its turn) has nothing left to do.
     let ended = false
+    // The claim of the run under way, once made: what an interrupted run gives back.
+    let claimed: JobRow | undefined
 
     /** The terminal write, in a write slot that `writeDone` gives back as soon as the row is written. */
     const end = (
@@ -187,23 +189,29 @@ export const JobEntityLive = JobEntity.toLayer(
       return { outcome, writeDone, startedWith, screenshot }
     })
 
-    /** Where the job waits: from the Run, or (a Run without it) from the job's row; undefined for a job that is gone. */
-    const placementOf = (payload: typeof RunPlacement.Type) =>
-      payload.domainId !== undefined && payload.priority !== undefined
+    /**
+     * Where the job waits: from the Run that a new job's creation sends, or else (a Run sent again,
+     * which the job may have outlived, or one stored before Runs carried it) from the job's row;
+     * undefined for a job that has ended or is gone, which then takes no slot just to find that out.
+     */
+    const placementOf = (payload: typeof RunPlacement.Type | null | undefined) =>
+      payload?.domainId !== undefined && payload.priority !== undefined
         ? Effect.succeed({ domainId: payload.domainId, priority: payload.priority })
-        : Effect.map(repo.byId(jobId), (row) => row && { domainId: row.domain_id, priority: row.priority })
+        : Effect.map(repo.byId(jobId), (row) => (row && !terminalStatuses.includes(row.status) ? { domainId: row.domain_id, priority: row.priority } : undefined))
 
-    const run = (payload: typeof RunPlacement.Type) => Effect.gen(function*() {
+    const run = (payload: typeof RunPlacement.Type | null | undefined) => Effect.gen(function*() {
       if (ended) return
       const where = yield* placementOf(payload)
       if (!where) return
+      claimed = undefined
       // Set before the waits, so that a cancel that comes while the job waits stops it too.
       const controller = new AbortController()
       if (aborted) controller.abort()
       running = controller
       // The job and this run of it, numbered by when it began: a re-run after a lost node takes over
       // its job's slot instead of waiting for the dead run's slot to expire, and the earlier run, if
-      // it was only slow, cannot free it.
+      // it was only slow, cannot free it. A re-run begins seconds after the run it replaces (a lease
+      // or a shard lock ran out first), so the nodes' clocks need only agree within that.
       const holder = `${jobId}#${Date.now()}`
       // The slot's answer is the domain's engine history, which a job without its own escalation
       // plans from; the job gives the slot back, with what its attempts taught, once the fetch is over.
@@ -214,7 +222,15 @@ export const JobEntityLive = JobEntity.toLayer(
       // of taking its turn in them; a fetch under way is stopped by the signal and its run ends with
       // what it did (see claimCrawlAndEnd).
       const waitingOnly = whenAborted(controller.signal).pipe(Effect.andThen(Effect.suspend(() => (fetching ? Effect.never : Effect.void))))
-      yield* Effect.raceFirst(work, waitingOnly)
+      // A run its own node stops (a shard handed to another node, a shutdown) was not lost to a
+      // crash: once claimed, it gives its count back, so only runs cut off by a dead node count
+      // towards MAX_RUNS. (Its terminal write, if made, leaves nothing to give back.)
+      yield* Effect.raceFirst(work, waitingOnly).pipe(
+        Effect.onInterrupt(() => {
+          const job = claimed
+          return job ? repo.giveBackRun(job.id, job.runs).pipe(Effect.timeout("2 seconds"), Effect.ignore) : Effect.void
+        })
+      )
       ended = true
     })
 
@@ -241,12 +257,9 @@ export const JobEntityLive = JobEntity.toLayer(
           const job = yield* repo.claim(jobId)
           // Ended meanwhile (cancelled).
           if (!job) return undefined
+          claimed = job
           if (job.runs > MAX_RUNS) return { job, gaveUp: true as const, writeDone: yield* crawl.takeWriteSlot(FINISH_PRIORITY) }
-          // A run its own node stops (a shard handed to another node, a shutdown) was not lost to a
-          // crash: it gives its count back, so only runs cut off by a dead node count towards MAX_RUNS.
-          const fetched = yield* fetchClaimed(job, history, controller, releaseDomainSlot).pipe(
-            Effect.onInterrupt(() => repo.giveBackRun(job.id, job.runs).pipe(Effect.timeout("2 seconds"), Effect.ignore))
-          )
+          const fetched = yield* fetchClaimed(job, history, controller, releaseDomainSlot)
           return { job, gaveUp: false as const, ...fetched }
         }),
         (raise) => domainSlots.lendPriority(where.domainId, holder, raise)

@@ -23,7 +23,8 @@ export const JobSweeperLive = Singleton.make(
     const jobs = yield* JobEntity.client
     const tenants = yield* TenantEntity.client
     yield* Effect.all([
-      sweepLoop("stale jobs", "15 seconds", repo.stale(200), (job) => jobs(job.id).Run({ domainId: job.domain_id, priority: job.priority }, { discard: true })),
+      // Sent without where the job waits: the entity reads the row, and a job that ended meanwhile takes no slot.
+      sweepLoop("stale jobs", "15 seconds", repo.stale(200), (job) => jobs(job.id).Run(undefined, { discard: true })),
       sweepLoop("tenants with uncharged work", "30 seconds", tenantRepo.tenantsWithUnchargedWork(UNCHARGED_AFTER_MS, 100), (tenantId) =>
         tenants(tenantId).Settle(undefined, { discard: true }))
     ], { concurrency: 2, discard: true })

@@ -228,7 +228,11 @@ export const JobCreationLive = Layer.effect(
         const missing = ids.filter((id) => !rows.has(id))
         if (missing.length > 0) return yield* Effect.die(new Error(`jobs neither written nor found: ${missing.join(", ")}`))
         // A lost hand-off is picked up by the sweeper once the job's lease runs out.
-        yield* Effect.forEach(jobs, ({ job }) => jobClient(job.id).Run({ domainId: job.domainId, priority: job.priority }, { discard: true }).pipe(Effect.ignore), {
+        // A new job's Run says where it waits; one an earlier try wrote may have ended since, so its
+        // entity reads the row instead.
+        const fresh = new Set(inserted.map((r) => r.id))
+        yield* Effect.forEach(jobs, ({ job }) =>
+          jobClient(job.id).Run(fresh.has(job.id) ? { domainId: job.domainId, priority: job.priority } : undefined, { discard: true }).pipe(Effect.ignore), {
           concurrency: 32,
           discard: true
         })

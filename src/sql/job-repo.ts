@@ -151,7 +151,7 @@ export interface JobRepoShape {
    * lease first, each with its lease renewed as a claim or creation would: a job that is only
    * waiting (for a busy domain, say) is sent again once per lease, and the next sweep reaches others.
    */
-  readonly stale: (limit: number) => Effect.Effect<ReadonlyArray<{ id: string; tenant_id: string; domain_id: string; priority: number }>>
+  readonly stale: (limit: number) => Effect.Effect<ReadonlyArray<{ id: string; tenant_id: string }>>
   readonly html: (tenantId: string, id: string) => Effect.Effect<{ body: Buffer; contentType: string | null } | undefined>
   readonly screenshot: (tenantId: string, id: string) => Effect.Effect<{ bytes: Buffer; type: string } | undefined>
   readonly timeline: (tenantId: string, normalizedUrl: string, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<PageVersion>; total: number }>
@@ -463,12 +463,12 @@ export const JobRepoLive = Layer.effect(
           Effect.map((rows) => new Set(rows.map((r) => r.id)))
         ),
       stale: (limit) =>
-        sql<{ id: string; tenant_id: string; domain_id: string; priority: number }>`
+        sql<{ id: string; tenant_id: string }>`
           UPDATE jobs SET lease_until = now() + (CASE WHEN status = 'queued' THEN ${QUEUED_LEASE_MS} ELSE timeout_ms + ${CLAIM_GRACE_MS} END)
                                                * interval '1 millisecond'
           WHERE id IN (SELECT id FROM jobs WHERE status IN ('queued', 'claimed') AND lease_until < now()
                        ORDER BY lease_until LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-          RETURNING id, tenant_id, domain_id, priority`.pipe(Effect.orDie),
+          RETURNING id, tenant_id`.pipe(Effect.orDie),
       html: (tenantId, id) =>
         sql<{ compressed: Uint8Array; encoding: string; content_type: string | null }>`
           SELECT c.compressed, c.encoding, a.content_type FROM job_artifacts a
