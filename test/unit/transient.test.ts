@@ -19,10 +19,12 @@ describe("retryTransient", () => {
     expect(w.calls()).toBe(3)
   })
 
-  it("does not repeat a statement that failed for good", async () => {
-    const w = failing([new SqlError.ConstraintError({ cause: new Error("violated") })])
-    const exit = await Effect.runPromiseExit(retryTransient(w.effect))
-    expect(Exit.isFailure(exit)).toBe(true)
-    expect(w.calls()).toBe(1)
+  it("does not repeat a statement that failed for good, or ran out of time", async () => {
+    for (const reason of [new SqlError.ConstraintError({ cause: new Error("violated") }), new SqlError.StatementTimeoutError({ cause: new Error("57014") })]) {
+      const w = failing([reason])
+      const exit = await Effect.runPromiseExit(retryTransient(w.effect))
+      expect(Exit.isFailure(exit), reason._tag).toBe(true)
+      expect(w.calls(), reason._tag).toBe(1)
+    }
   })
 })
