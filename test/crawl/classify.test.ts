@@ -136,4 +136,12 @@ describe("classifyResponse", () => {
     expect(classifyResponse(200, Buffer.from(html("<p>Please verify you are human to continue.</p>"))).classification).toBe("blocked")
     expect(classifyResponse(200, Buffer.from(html("<p>Welcome</p>", "Access Denied"))).classification).toBe("blocked")
   })
+
+  it("a captcha widget on a nearly empty page is a wall, but an invisible reCAPTCHA guarding a form is not", () => {
+    const form = (extra: string) =>
+      Buffer.from(html(`<h1>Contact</h1><form><input name="email"><button>Send</button>${extra}</form><script src="https://www.google.com/recaptcha/api.js"></script>`, "Contact"))
+    expect(classifyResponse(200, form(`<div class="g-recaptcha" data-sitekey="k"></div>`)).classification).toBe("blocked")
+    expect(classifyResponse(200, form(`<div class="g-recaptcha" data-sitekey="k" data-size="invisible"></div>`)).classification).toBe("ok")
+    expect(classifyResponse(200, form(`<div class="g-recaptcha" data-sitekey="k"></div><p>This site is protected by reCAPTCHA and the Google Privacy Policy and Terms of Service apply.</p>`)).classification).toBe("ok")
+  })
 })
