@@ -24,7 +24,7 @@ import { jobWebhookBody } from "../webhooks/sender.ts"
 export const MAX_RUNS = 3
 
 /** Where a job waits for its turn: its domain's politeness slot and the node's crawl capacity, by priority. */
-export const RunPlacement = Schema.Struct({ domainId: Schema.optional(Schema.String), priority: Schema.optional(Schema.Int) })
+export const RunPlacement = Schema.Struct({ domainId: Schema.String, priority: Schema.Int })
 
 /**
  * One entity per crawl job; it owns the lifecycle queued → claimed → done | failed | dead.
@@ -33,7 +33,7 @@ export const RunPlacement = Schema.Struct({ domainId: Schema.optional(Schema.Str
  */
 export const JobEntity = Entity.make("Job", [
   // Stopped at once when its node gives the entity up (shutdown, shard moved): the message is run
-  // again by the shard's next owner, and the run's count is given back (see runClaimed).
+  // again by the shard's next owner, and the run's count is given back (see run).
   // It carries where the job waits (its domain and priority), so that a job is claimed only when
   // its fetch can begin; a Run without them (sent before they were) reads them from the job's row.
   Rpc.make("Run", { payload: Schema.NullishOr(RunPlacement) }).annotate(ClusterSchema.Persisted, true).annotate(ClusterSchema.InterruptOnTermination, true),
@@ -87,8 +87,8 @@ export const JobEntityLive = JobEntity.toLayer(
     let running: AbortController | undefined
     // Whether the run's fetch has begun: from then on a cancel stops it through its signal.
     let fetching = false
-    // An Abort can come between the claim and the crawl's start (the job was cancelled then): it
-    // is kept, and the crawl starts aborted. The job is dead by then, so no later run claims it.
+    // An Abort can come before a run has its controller (while the Run reads where the job waits):
+    // it is kept, and the run starts aborted. The job is dead by then, so no later run claims it.
     let aborted = false
     // This entity's own run ended the job: a Run sent again meanwhile (the sweeper's, for a job
     // that waited long for its turn) has nothing left to do.
@@ -195,8 +195,8 @@ export const JobEntityLive = JobEntity.toLayer(
      * undefined for a job that has ended or is gone, which then takes no slot just to find that out.
      */
     const placementOf = (payload: typeof RunPlacement.Type | null | undefined) =>
-      payload?.domainId !== undefined && payload.priority !== undefined
-        ? Effect.succeed({ domainId: payload.domainId, priority: payload.priority })
+      payload
+        ? Effect.succeed(payload)
         : Effect.map(repo.byId(jobId), (row) => (row && !terminalStatuses.includes(row.status) ? { domainId: row.domain_id, priority: row.priority } : undefined))
 
     const run = (payload: typeof RunPlacement.Type | null | undefined) => Effect.gen(function*() {
@@ -259,8 +259,7 @@ export const JobEntityLive = JobEntity.toLayer(
           if (!job) return undefined
           claimed = job
           if (job.runs > MAX_RUNS) return { job, gaveUp: true as const, writeDone: yield* crawl.takeWriteSlot(FINISH_PRIORITY) }
-          const fetched = yield* fetchClaimed(job, history, controller, releaseDomainSlot)
-          return { job, gaveUp: false as const, ...fetched }
+          return { job, gaveUp: false as const, ...(yield* fetchClaimed(job, history, controller, releaseDomainSlot)) }
         }),
         (raise) => domainSlots.lendPriority(where.domainId, holder, raise)
       )

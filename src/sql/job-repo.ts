@@ -11,8 +11,8 @@ import { orderByTerms } from "./order-by.ts"
 import { appendEventCtes } from "../events/event-log.ts"
 import { makeGroupCommit } from "./group-commit.ts"
 import { pageWithTotal } from "./page-with-total.ts"
-import { retryTransient } from "./transient.ts"
 import { OID, pgArray } from "./pg-array.ts"
+import { retryTransient } from "./transient.ts"
 import type { NewDelivery } from "./webhook-repo.ts"
 
 export interface JobRow {
@@ -316,7 +316,6 @@ export const JobRepoLive = Layer.effect(
         })
       )
     const claimOne = yield* makeGroupCommit(claimBatch, { maxBatch: MAX_BATCH })
-
 
     /**
      * One statement ends every job of the batch: the terminal state, page content
