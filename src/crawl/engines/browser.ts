@@ -517,7 +517,6 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         return emptyAttempt(name, failure, t0, { finalUrl: req.url, error: navError !== undefined ? errorText(navError) : "no response" })
       }
 
-
       // let scripts run: load, then a bounded network-idle wait
       const settle = async () => {
         await page.waitForLoadState("load", { timeout: waitBudget(15_000) }).catch(() => {})
@@ -563,18 +562,17 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         await settle()
       }
       if (signal.aborted) throw signal.reason
-      // For an empty 404, say, Chromium may show an error page of its own (once the navigation
-      // seemed to succeed): that is not what the target sent.
-      const shown = lastMain as Response
-      if (page.url().startsWith("chrome-error:") && !isRedirectResponse(shown)) {
-        return failedNavigationAnswer(shown, `the browser showed its own error page for HTTP ${shown.status()}`)
-      }
 
       const refusalAfter = refusedMain()
       if (refusalAfter) {
         return emptyAttempt(name, "unsafe_url", t0, { finalUrl: page.url(), redirects: chainOf(lastMain), error: `refused: ${refusalAfter}` })
       }
       const main = lastMain as Response
+      // For an empty 404, say, Chromium may show an error page of its own (once the navigation
+      // seemed to succeed): that is not what the target sent.
+      if (page.url().startsWith("chrome-error:") && !isRedirectResponse(main)) {
+        return failedNavigationAnswer(main, `the browser showed its own error page for HTTP ${main.status()}`)
+      }
       redirects.push(...chainOf(main))
       const headers = await main.allHeaders().catch(() => main.headers())
       const declaredType = usableContentType(headers["content-type"])
@@ -690,10 +688,10 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
   }
 }
 
-/** URLs that answered with a redirect before `response`, oldest first. */
 /** A redirect hop's answer: the navigation went on from it. */
 const isRedirectResponse = (response: Response) => response.status() >= 300 && response.status() < 400 && response.headers()["location"] !== undefined
 
+/** URLs that answered with a redirect before `response`, oldest first. */
 const chainOf = (response: Response | null): string[] => {
   const out: string[] = []
   let r = response?.request().redirectedFrom() ?? null

@@ -242,7 +242,7 @@ export const detectBotWall = (body: Buffer | string | null, status?: number): st
   const text = visible?.replace(RECAPTCHA_NOTICE, "").trim()
   if (text === undefined || text.length > limit) return null
   // The notice, or an invisible or score-only reCAPTCHA, is a form's guard, not a wall.
-  const invisibleCaptcha = text !== visible?.trim() || /data-size=["']?invisible|recaptcha\/api\.js\?render=/.test(html)
+  const invisibleCaptcha = text !== visible || /data-size=["']?invisible|recaptcha\/api\.js\?render=/.test(html)
   const title = titleText(html)
   for (const m of WEAK_MARKERS) if (text.includes(m) || title.includes(m)) return m
   // a captcha widget on an otherwise empty page
