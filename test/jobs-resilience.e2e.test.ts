@@ -73,6 +73,24 @@ const summary = (jobs: Map<string, any>) => {
   return counts
 }
 
+/**
+ * A fixture site on 127.0.0.31 (one domain) and a data directory that a test starts and restarts
+ * servers on (push each to `servers`); all of them are torn down after the suite.
+ */
+const restartableNode = (dataDirPrefix: string) => {
+  const node = { site: undefined as unknown as FixtureSite, dataDir: "", servers: [] as Array<RunningServer> }
+  beforeAll(async () => {
+    node.site = await startFixtureSite({ hosts: ["127.0.0.31"] })
+    node.dataDir = mkdtempSync(join(tmpdir(), dataDirPrefix))
+  })
+  afterAll(async () => {
+    for (const s of node.servers) await s.stop("SIGKILL").catch(() => undefined)
+    await node.site?.close()
+    if (node.dataDir) rmSync(node.dataDir, { recursive: true, force: true })
+  })
+  return node
+}
+
 describe("a server killed mid-crawl loses no accepted job (embedded backend, restart on the same DATA_DIR)", () => {
   let site: FixtureSite
   let dataDir: string
@@ -118,30 +136,17 @@ describe("a server killed mid-crawl loses no accepted job (embedded backend, res
 
 describe("jobs that only waited for a slot when their node died lose no run (embedded backend, restart on the same DATA_DIR)", () => {
   // One domain, 2 slots: 2 jobs fetch at a time, the others wait on the node for a slot.
-  const HOST = "127.0.0.31"
   const WAITING_JOBS = 8
-  let site: FixtureSite
-  let dataDir: string
-  const servers: Array<RunningServer> = []
+  const node = restartableNode("trawl-waiting-")
   const env = { ALLOW_PRIVATE_TARGETS: "true", ...loopbackOnlyEnv() }
 
-  beforeAll(async () => {
-    site = await startFixtureSite({ hosts: [HOST] })
-    dataDir = mkdtempSync(join(tmpdir(), "trawl-waiting-"))
-  })
-  afterAll(async () => {
-    for (const s of servers) await s.stop("SIGKILL").catch(() => undefined)
-    await site?.close()
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true })
-  })
-
   it("survives MAX_RUNS node deaths, which counted claims would have made dead: only the fetches a death cut off count", async () => {
-    let server = await startServer(env, { dataDir })
-    servers.push(server)
+    let server = await startServer(env, { dataDir: node.dataDir })
+    node.servers.push(server)
     const t = await client(server.baseUrl).createTenant()
     const bulk = await client(server.baseUrl).post("/v1/scraper/jobs/bulk", {
       jobs: Array.from({ length: WAITING_JOBS }, (_, i) => ({
-        url: site.url(`/slow?ms=2000&job=${i}`),
+        url: node.site.url(`/slow?ms=2000&job=${i}`),
         timeoutMs: 15_000,
         escalation: [{ engine: "http", attempts: 1, timeoutMs: 10_000 }]
       }))
@@ -150,16 +155,16 @@ describe("jobs that only waited for a slot when their node died lose no run (emb
     const ids = bulk.json.data.created.map((j: any) => j.id as string)
     for (let death = 1; death <= MAX_RUNS; death++) {
       // Killed while two jobs fetch and the rest wait.
-      const before = site.hits("/slow")
+      const before = node.site.hits("/slow")
       const deadline = Date.now() + 20_000
-      while (site.hits("/slow") < before + 2 && Date.now() < deadline) await sleep(50)
-      expect(site.hits("/slow"), `the fetches did not start before death ${death}`).toBeGreaterThanOrEqual(before + 2)
+      while (node.site.hits("/slow") < before + 2 && Date.now() < deadline) await sleep(50)
+      expect(node.site.hits("/slow"), `the fetches did not start before death ${death}`).toBeGreaterThanOrEqual(before + 2)
       await server.stop("SIGKILL")
-      server = await startServer(env, { dataDir })
-      servers.push(server)
+      server = await startServer(env, { dataDir: node.dataDir })
+      node.servers.push(server)
     }
     const { jobs, open } = await waitAllTerminal(server.baseUrl, t.apiKey, ids, 60_000)
-    console.log(`waiting-jobs kill test: ${JSON.stringify(summary(jobs))}; fetches begun ${site.hits("/slow")}`)
+    console.log(`waiting-jobs kill test: ${JSON.stringify(summary(jobs))}; fetches begun ${node.site.hits("/slow")}`)
     expect(open).toEqual([])
     // A job ends dead only after MAX_RUNS of its own fetches were cut off: at most the 2 that
     // fetched at every death. Counting claims instead made every job dead on its claim after the
@@ -310,41 +315,29 @@ describe("a node killed between writing new jobs and answering (embedded backend
 })
 
 describe("graceful restarts do not count as interrupted runs (embedded backend)", () => {
-  let site: FixtureSite
-  let dataDir: string
-  const servers: Array<RunningServer> = []
+  const node = restartableNode("trawl-restart-")
   const env = { ALLOW_PRIVATE_TARGETS: "true", ...loopbackOnlyEnv() }
 
-  beforeAll(async () => {
-    site = await startFixtureSite({ hosts: ["127.0.0.31"] })
-    dataDir = mkdtempSync(join(tmpdir(), "trawl-restart-"))
-  })
-  afterAll(async () => {
-    for (const s of servers) await s.stop("SIGKILL").catch(() => undefined)
-    await site?.close()
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true })
-  })
-
   it("finishes jobs whose runs were stopped by more SIGTERM restarts than MAX_RUNS", async () => {
-    // Ten jobs on one domain: two crawl, eight wait for the domain's slots, all of them claimed. A
-    // SIGTERM stops every run at once (the process exits by itself); each is claimed again after the
+    // Ten jobs on one domain: two crawl (claimed), eight wait for the domain's slots (queued). A
+    // SIGTERM stops every run at once (the process exits by itself); each runs again after the
     // restart, so every job sees MAX_RUNS + 1 restarts or ends before.
-    let server = await startServer(env, { dataDir })
-    servers.push(server)
+    let server = await startServer(env, { dataDir: node.dataDir })
+    node.servers.push(server)
     const t = await client(server.baseUrl).createTenant()
-    const body = (i: number) => ({ url: site.url(`/slow?ms=3000&job=${i}`), timeoutMs: 15_000, escalation: [{ engine: "http", attempts: 1, timeoutMs: 10_000 }] })
+    const body = (i: number) => ({ url: node.site.url(`/slow?ms=3000&job=${i}`), timeoutMs: 15_000, escalation: [{ engine: "http", attempts: 1, timeoutMs: 10_000 }] })
     const bulk = await client(server.baseUrl).post("/v1/scraper/jobs/bulk", { jobs: Array.from({ length: 10 }, (_, i) => body(i)) }, t.apiKey)
     expect(bulk.status, bulk.text).toBe(201)
     const ids = bulk.json.data.created.map((j: any) => j.id as string)
     for (let restart = 1; restart <= MAX_RUNS + 1; restart++) {
-      const hits = site.hits("/slow")
+      const hits = node.site.hits("/slow")
       const deadline = Date.now() + 30_000
-      while (site.hits("/slow") <= hits && Date.now() < deadline) await sleep(50)
-      expect(site.hits("/slow"), `crawls running before restart ${restart}`).toBeGreaterThan(hits)
+      while (node.site.hits("/slow") <= hits && Date.now() < deadline) await sleep(50)
+      expect(node.site.hits("/slow"), `crawls running before restart ${restart}`).toBeGreaterThan(hits)
       await server.stop("SIGTERM")
       expect(server.process.signalCode, "the server did not exit by itself within 10 s of SIGTERM").not.toBe("SIGKILL")
-      server = await startServer(env, { dataDir })
-      servers.push(server)
+      server = await startServer(env, { dataDir: node.dataDir })
+      node.servers.push(server)
     }
     const { jobs, open } = await waitAllTerminal(server.baseUrl, t.apiKey, ids, 60_000)
     expect(open).toEqual([])
