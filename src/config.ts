@@ -38,9 +38,10 @@ export interface AppConfig {
   /**
    * TEST_FAULT: a crash a test asks for, at a point it cannot hit by timing (tests only; refused in
    * production). `crash-after-job-insert`: the node kills itself once the rows of new jobs are
-   * written, before their hand-off and the response.
+   * written, before their hand-off and the response. `webhook-endpoint-outage`: registering a job's
+   * webhook URL whose path ends in `/outage` fails as if the tenant's entity were out of reach.
    */
-  readonly testFault: "crash-after-job-insert" | undefined
+  readonly testFault: "crash-after-job-insert" | "webhook-endpoint-outage" | undefined
 }
 
 export class ConfigError extends Error {}
@@ -158,8 +159,8 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
   }
   if (production && ssrfTestPublicAddresses.length > 0) bad("SSRF_TEST_PUBLIC_ADDRESSES", "cannot be set when NODE_ENV=production")
 
-  const testFault = env.TEST_FAULT === "crash-after-job-insert" ? env.TEST_FAULT : undefined
-  if (env.TEST_FAULT && testFault === undefined) bad("TEST_FAULT", "may only be crash-after-job-insert")
+  const testFault = env.TEST_FAULT === "crash-after-job-insert" || env.TEST_FAULT === "webhook-endpoint-outage" ? env.TEST_FAULT : undefined
+  if (env.TEST_FAULT && testFault === undefined) bad("TEST_FAULT", "may only be crash-after-job-insert or webhook-endpoint-outage")
   if (production && testFault !== undefined) bad("TEST_FAULT", "cannot be set when NODE_ENV=production")
 
   return {

@@ -92,3 +92,33 @@ describe.skipIf(!databaseUrl)("the database lost while running (needs DATABASE_U
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0)
   }, 60_000)
 })
+
+describe("a bulk whose webhook URL cannot be registered for a passing reason", () => {
+  let server: RunningServer
+
+  beforeAll(async () => {
+    server = await startServer({ ALLOW_PRIVATE_TARGETS: "true", TEST_FAULT: "webhook-endpoint-outage" })
+  }, 120_000)
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  it("fails whole with 503 (nothing created, nothing kept under its Idempotency-Key), where a quota refusal is per item", async () => {
+    const api = client(server.baseUrl)
+    const t = await api.createTenant()
+    // Loopback port 9 (discard): the jobs that are created fail fast; the test reads only the answers.
+    const body = { jobs: [{ url: "http://127.0.0.1:9/a" }, { url: "http://127.0.0.1:9/b", webhookUrl: "http://127.0.0.1:9/hooks/outage" }] }
+    const send = (b: unknown) => api.call("POST", "/v1/scraper/jobs/bulk", { key: t.apiKey, body: b, headers: { "idempotency-key": "outage-bulk" } })
+    const first = await send(body)
+    expect(first.status, first.text).toBe(503)
+    expect(first.json).toMatchObject({ status: "error", code: "dependency_unavailable" })
+    expect(Number(first.headers.get("retry-after"))).toBeGreaterThan(0)
+    expect((await api.get("/v1/scraper/jobs", t.apiKey)).json.data.pagination.total).toBe(0)
+    // The failure was not stored as the key's answer: the same request runs again (and fails again
+    // while the outage lasts), and the key is free for another body.
+    expect((await send(body)).status).toBe(503)
+    const other = await send({ jobs: [{ url: "http://127.0.0.1:9/a" }] })
+    expect(other.status, other.text).toBe(201)
+    expect((await api.get("/v1/scraper/jobs", t.apiKey)).json.data.pagination.total).toBe(1)
+  }, 60_000)
+})

@@ -64,4 +64,26 @@ describe.each(backends())("quotas over HTTP ($name)", (backend) => {
     expect((await quotas(other.apiKey)).get("scraper.jobs.daily")).toMatchObject({ used: 0 })
     expect((await api.get("/v1/iam/quotas/me")).status).toBe(401)
   })
+
+  it("does not count a job refused after its reservation (webhook URL quota) against the day", async () => {
+    const t = await api.createTenant()
+    const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `root-${Date.now()}@trawl.dev` } })
+    for (const [quota, limit] of [["scraper.jobs.daily", 3], ["webhooks.endpoints.total", 1]] as const) {
+      expect((await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/${quota}`, { key: admin.json.data.apiKey, body: { limit } })).status).toBe(200)
+    }
+    const create = (body: Record<string, unknown>) => api.call("POST", "/v1/scraper/jobs", { key: t.apiKey, body: { url: site.url("/slow?ms=3000"), ...body } })
+    expect((await create({ webhookUrl: site.url("/hook-a") })).status).toBe(201)
+    expect((await create({})).status).toBe(201)
+    // The job's day slot was reserved before its second webhook URL was refused, and given back.
+    const refused = await create({ webhookUrl: site.url("/hook-b") })
+    expect(refused.status).toBe(429)
+    expect(refused.json.error.details).toEqual([expect.objectContaining({ path: "webhookUrl", code: "quota_exceeded" })])
+    // Two jobs exist today, so a third fits (it had been refused until the next recount, 5 s on).
+    const third = await create({})
+    expect(third.status, third.text).toBe(201)
+    const fourth = await create({})
+    expect(fourth.status).toBe(429)
+    expect(fourth.json.code).toBe("quota_exceeded")
+    expect(Number(fourth.headers.get("retry-after"))).toBeGreaterThan(0)
+  })
 })

@@ -97,7 +97,9 @@ export const TenantEntity = Entity.make("Tenant", [
     error: Schema.Union([QuotaExceeded, ConcurrentLimit, InsufficientCredit])
   }),
   /** Gives concurrency slots back (jobs ended, or were never created), and charges the jobs that ended. */
-  Rpc.make("ReleaseJobs", { payload: Schema.Struct({ jobIds: Schema.Array(Schema.String) }) }),
+  // `unwritten`: the jobs were reserved but never written (their request was refused or failed
+  // after the reservation), so they leave the day's count as well as their running slots.
+  Rpc.make("ReleaseJobs", { payload: Schema.Struct({ jobIds: Schema.Array(Schema.String), unwritten: Schema.optional(Schema.Boolean) }) }),
   /**
    * Takes the credit a new extraction needs free (its minimum price) until it is written and
    * charged; retried for the same extraction, it takes none again.
@@ -127,8 +129,8 @@ const SETTLE_BATCH = 200
 const SETTLE_ROUNDS = 5
 const SETTLE_DELAY = "2 seconds"
 const PENDING_TTL_MS = 30_000
-
-
+/** How often a tenant refused for its job quotas has its counts read again before the refusal. */
+const RECHECK_MS = 500
 
 export const TenantEntityLive = TenantEntity.toLayer(
   Effect.gen(function*() {
@@ -268,7 +270,12 @@ export const TenantEntityLive = TenantEntity.toLayer(
           // A job that already holds its slot (reserved twice by two tries of one keyed request) takes no more room.
           const fresh = slots.newIds(payload.jobIds)
           const wanted = fresh.length
-          if (slots.today + wanted > limits.daily || slots.running + wanted > limits.concurrent) yield* readLimits
+          // A refusal is checked against fresh counts: a reservation given back without its job, or
+          // a release that crossed a recount, would otherwise refuse for up to RECONCILE_MS. A tenant
+          // at its limit that keeps asking reads them at most every RECHECK_MS.
+          if (slots.today + wanted > limits.daily || slots.running + wanted > limits.concurrent) {
+            yield* slots.reconciledWithin(now, day, RECHECK_MS) ? readLimits : reconcile(now, day)
+          }
           // Before a refusal for credit, the balance is read again (and work that ended is charged).
           if (credit.jobRoom() < wanted) yield* settleBeforeRefusal
           const quota = (name: QuotaName) =>
@@ -298,7 +305,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
           if ((yield* repo.extractionsWritten([payload.extractionId])).size > 0) return
           if (credit.extractionReleased(payload.extractionId)) extractionsToday = Math.max(0, extractionsToday - 1)
         }),
-      ReleaseJobs: ({ payload }) => Effect.sync(() => slots.release(payload.jobIds)).pipe(Effect.andThen(settleSoon), Rpc.fork),
+      ReleaseJobs: ({ payload }) => Effect.sync(() => slots.release(payload.jobIds, payload.unwritten ?? false)).pipe(Effect.andThen(settleSoon), Rpc.fork),
       Settle: () => settleSoon.pipe(Rpc.fork)
     })
   }),

@@ -4,7 +4,8 @@
  *
  * Running jobs are counted by id, not by number: a release names its jobs, and a job is given back
  * once however the release and a reconcile from SQL interleave (a release that arrives after a
- * reconcile already left the job out changes nothing). Reserved jobs whose rows may not be written
+ * reconcile already left the job out changes nothing; one that arrives while the counts are read
+ * is applied to them). Reserved jobs whose rows may not be written
  * yet are pending; a reservation whose request died is forgotten after `pendingTtlMs`.
  */
 export type QuotaName = "daily" | "concurrent" | "credit"
@@ -20,6 +21,9 @@ export class TenantJobSlots {
   private createdToday = 0
   private day = Number.NaN
   private reconciledAt = Number.NEGATIVE_INFINITY
+  // The jobs released while the counts are read from SQL: a count read before their release must
+  // not make them hold their slots again.
+  private releasedDuringRead: Set<string> | undefined
   private readonly options: { readonly reconcileEveryMs: number; readonly pendingTtlMs: number }
 
   constructor(options: { readonly reconcileEveryMs: number; readonly pendingTtlMs: number }) {
@@ -39,6 +43,11 @@ export class TenantJobSlots {
     return this.pending.size
   }
 
+  /** Whether the counts were read from SQL less than `ms` ago (and on this UTC day). */
+  reconciledWithin(now: number, day: number, ms: number): boolean {
+    return now - this.reconciledAt < ms && day === this.day
+  }
+
   /** Whether the counts are due to be read from SQL again (they are old, or a new UTC day began). */
   needsReconcile(now: number, day: number): boolean {
     return now - this.reconciledAt > this.options.reconcileEveryMs || day !== this.day
@@ -50,6 +59,7 @@ export class TenantJobSlots {
    * rather than not at all.
    */
   pendingIds(now: number): ReadonlyArray<string> {
+    this.releasedDuringRead = new Set()
     for (const [id, until] of this.pending) if (until <= now) this.pending.delete(id)
     return [...this.pending.keys()]
   }
@@ -59,6 +69,8 @@ export class TenantJobSlots {
     for (const id of written) this.pending.delete(id)
     this.active = new Set(sql.runningIds)
     for (const id of this.pending.keys()) this.active.add(id)
+    for (const id of this.releasedDuringRead ?? []) this.active.delete(id)
+    this.releasedDuringRead = undefined
     this.createdToday = sql.today + this.pending.size
     this.day = day
     this.reconciledAt = now
@@ -109,11 +121,16 @@ export class TenantJobSlots {
     }
   }
 
-  /** The jobs ended, or were never created: their running slots are free again. */
-  release(ids: ReadonlyArray<string>): void {
+  /**
+   * The jobs ended, or were never created: their running slots are free again. Reservations never
+   * written (`unwritten`) leave the day's count too; a job that ended still counts for its day.
+   */
+  release(ids: ReadonlyArray<string>, unwritten = false): void {
     for (const id of ids) {
+      if (unwritten && this.pending.delete(id)) this.createdToday = Math.max(0, this.createdToday - 1)
       this.pending.delete(id)
       this.active.delete(id)
+      this.releasedDuringRead?.add(id)
     }
   }
 }

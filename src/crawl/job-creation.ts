@@ -138,14 +138,19 @@ export const JobCreationLive = Layer.effect(
       Effect.gen(function*() {
         const verdicts = new Map<string, ApiError | undefined>()
         for (const url of new Set(prepared.flatMap((p) => (p.job.webhookUrl ? [p.job.webhookUrl] : [])))) {
-          const result = yield* Effect.result(endpoints.register(tenantId, url))
-          verdicts.set(url, result._tag === "Failure" ? result.failure : undefined)
+          // Only the quota's refusal belongs to the items. Any other failure (the tenant's entity out
+          // of reach) fails the request: a bulk would otherwise answer 207 and keep that passing
+          // failure under its Idempotency-Key for a day, where a retry of the request can succeed.
+          verdicts.set(url, yield* endpoints.register(tenantId, url).pipe(
+            Effect.as(undefined),
+            Effect.catchIf((e) => e.status === 429, (e) => Effect.succeed(e))
+          ))
         }
         return prepared.map((p) => (p.job.webhookUrl ? verdicts.get(p.job.webhookUrl) : undefined))
       })
 
     const release = (tenantId: string, jobs: ReadonlyArray<PreparedJob>) =>
-      jobs.length === 0 ? Effect.void : sendOneWay(tenantClient(tenantId).ReleaseJobs({ jobIds: jobs.map((p) => p.job.id) }, { discard: true }))
+      jobs.length === 0 ? Effect.void : sendOneWay(tenantClient(tenantId).ReleaseJobs({ jobIds: jobs.map((p) => p.job.id), unwritten: true }, { discard: true }))
 
     /**
      * The jobs that an earlier try of the same request wrote before its node died: they hold their

@@ -86,6 +86,43 @@ describe("TenantJobSlots (a tenant's concurrency and daily counts)", () => {
     expect(slots.running).toBe(1)
   })
 
+  it("keeps a release that arrives while the counts are read, though SQL still saw the job running", () => {
+    const slots = slotsAt()
+    slots.reconcile({ runningIds: new Set(["a", "b"]), today: 2 }, new Set(), day, day)
+    slots.pendingIds(day + 6_000)
+    // "a" ends after SQL was read (it was running then) and before the counts are replaced.
+    slots.release(["a"])
+    slots.reconcile({ runningIds: new Set(["a", "b"]), today: 2 }, new Set(), day + 6_000, day)
+    expect(slots.running).toBe(1)
+    expect(slots.holds("a")).toBe(false)
+    // Only the read it crossed: a later one counts what SQL says.
+    slots.pendingIds(day + 12_000)
+    slots.reconcile({ runningIds: new Set(["a", "b"]), today: 2 }, new Set(), day + 12_000, day)
+    expect(slots.running).toBe(2)
+  })
+
+  it("takes a reservation that was never written off the day's count, but not a job that ended", () => {
+    const slots = slotsAt()
+    slots.reconcile({ runningIds: new Set(), today: 5 }, new Set(), day, day)
+    slots.reserve(["kept", "refused"], day)
+    expect([slots.running, slots.today]).toEqual([2, 7])
+    slots.release(["refused"], true)
+    expect([slots.running, slots.today]).toEqual([1, 6])
+    // Given back twice (a retried message): counted off once.
+    slots.release(["refused"], true)
+    slots.release(["kept"])
+    expect([slots.running, slots.today]).toEqual([0, 6])
+  })
+
+  it("says whether the counts were read recently, on the same UTC day", () => {
+    const slots = slotsAt()
+    expect(slots.reconciledWithin(day, day, 500)).toBe(false)
+    slots.reconcile({ runningIds: new Set(), today: 0 }, new Set(), day + 1_000, day)
+    expect(slots.reconciledWithin(day + 1_400, day, 500)).toBe(true)
+    expect(slots.reconciledWithin(day + 1_500, day, 500)).toBe(false)
+    expect(slots.reconciledWithin(day + 1_400, day + 86_400_000, 500)).toBe(false)
+  })
+
   it("forgets a reservation whose row was never written after its time to live", () => {
     const slots = slotsAt()
     slots.reconcile({ runningIds: new Set(), today: 0 }, new Set(), day, day)
