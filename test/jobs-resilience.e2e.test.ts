@@ -484,7 +484,7 @@ describe.each(backends())("job quotas answer 429 ($name)", (backend) => {
     const big = await api.post("/v1/scraper/jobs/bulk", { jobs: [slow(5), slow(6), slow(7)] }, t.apiKey)
     expect(big.status, big.text).toBe(207)
     expect(big.json.data.summary).toEqual({ total: 3, created: 2, failed: 1 })
-    expect(big.json.data.failed).toEqual([{ index: 2, url: slow(7).url, reason: expect.stringMatching(/^concurrent_limit_exceeded: /) }])
+    expect(big.json.data.failed).toEqual([{ index: 2, url: slow(7).url, reason: expect.stringMatching(/^concurrent_limit_exceeded: /), retryAfter: 1 }])
     for (const j of big.json.data.created) expect((await api.post(`/v1/scraper/jobs/${j.id}/cancel`, undefined, t.apiKey)).status).toBe(200)
   }, 60_000)
 
@@ -497,11 +497,17 @@ describe.each(backends())("job quotas answer 429 ($name)", (backend) => {
     expect(first.status).toBe(201)
     expect((await api.post("/v1/scraper/jobs", body(2), t.apiKey)).status).toBe(201)
     // a bulk that would overshoot creates what fits, in request order, and reports the rest as failed
-    const bulk = await api.post("/v1/scraper/jobs/bulk", { jobs: [body(3), body(4)] }, t.apiKey)
+    // (an invalid item's URL is echoed up to the longest a valid one can be)
+    const huge = `http://127.0.0.1/${"a".repeat(100_000)}`
+    const bulk = await api.post("/v1/scraper/jobs/bulk", { jobs: [body(3), body(4), { url: huge }] }, t.apiKey)
     expect(bulk.status, bulk.text).toBe(207)
-    expect(bulk.json.data.summary).toEqual({ total: 2, created: 1, failed: 1 })
+    expect(bulk.json.data.summary).toEqual({ total: 3, created: 1, failed: 2 })
     expect(bulk.json.data.created.map((j: any) => j.url)).toEqual([body(3).url])
-    expect(bulk.json.data.failed).toEqual([{ index: 1, url: body(4).url, reason: expect.stringMatching(/^quota_exceeded: /) }])
+    expect(bulk.json.data.failed).toEqual([
+      { index: 1, url: body(4).url, reason: expect.stringMatching(/^quota_exceeded: /), retryAfter: expect.any(Number) },
+      { index: 2, url: `${huge.slice(0, 2048)}…`, reason: expect.stringMatching(/^validation_error: /) }
+    ])
+    expect(bulk.json.data.failed[0].retryAfter).toBeGreaterThan(0)
 
     const over = await api.post("/v1/scraper/jobs", body(4), t.apiKey)
     const now = Date.now()
@@ -513,9 +519,14 @@ describe.each(backends())("job quotas answer 429 ($name)", (backend) => {
     expect(Math.abs(retryAfter - toMidnight), `Retry-After ${retryAfter}, seconds to UTC midnight ${toMidnight}`).toBeLessThanOrEqual(5)
     expect429(await api.post("/v1/scraper/jobs/bulk", { jobs: [body(5)] }, t.apiKey), "quota_exceeded")
     // When nothing fits, the items that failed on their own are named in the 429 too.
-    const withBad = await api.post("/v1/scraper/jobs/bulk", { jobs: [body(5), { url: "ftp://127.0.0.1/x" }] }, t.apiKey)
+    // (in item order, though a refused URL is found out later than a schema error)
+    const withBad = await api.post("/v1/scraper/jobs/bulk", { jobs: [body(5), { url: "ftp://127.0.0.1/x" }, { url: 7 }, { url: "" }] }, t.apiKey)
     expect429(withBad, "quota_exceeded")
-    expect(withBad.json.error.details).toEqual([{ path: "jobs.1", code: "item_failed", message: expect.stringMatching(/^(validation_error|unsafe_url): /) }])
+    expect(withBad.json.error.details).toEqual([
+      { path: "jobs.1", code: "item_failed", message: expect.stringMatching(/^(validation_error|unsafe_url): /) },
+      { path: "jobs.2", code: "item_failed", message: expect.stringMatching(/^validation_error: /) },
+      { path: "jobs.3", code: "item_failed", message: expect.stringMatching(/^validation_error: /) }
+    ])
     await waitTerminal(first.json.data.id, t.apiKey)
     expect429(await api.post(`/v1/scraper/jobs/${first.json.data.id}/replay`, undefined, t.apiKey), "quota_exceeded")
 

@@ -27,6 +27,9 @@ import { failListQuery, filterFault, NEWEST_FIRST, readSort, sortOrDefault } fro
 const statuses: ReadonlyArray<JobStatus> = ["queued", "claimed", "done", "failed", "dead"]
 const SSE_BUFFER = 1000
 const KEEPALIVE = "15 seconds"
+/** An item's `url` as a bulk answer echoes it: the most a valid one can be, so a huge invalid one is not sent back whole. */
+const MAX_ECHOED_URL = 2048
+const echoedUrl = (url: string) => (url.length > MAX_ECHOED_URL ? `${url.slice(0, MAX_ECHOED_URL)}…` : url)
 /** How often an open stream asks again whether its key still holds (revoked, expired, role changed). */
 const REAUTHENTICATE = "5 seconds"
 
@@ -94,11 +97,11 @@ export const JobsHandlers = HttpApiBuilder.group(
           const items = decodedItems.map((decoded, index) => (decoded._tag === "Success" ? { job: decoded.value } : { invalid: payload.jobs[index] }))
           return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "bulk", items }, (attempt) => Effect.gen(function*() {
             const requestId = yield* RequestId
-            const failed: Array<{ index: number; url: string | null; reason: string }> = []
+            const failed: Array<{ index: number; url: string | null; reason: string; retryAfter?: number }> = []
             const ok: Array<{ index: number; url: string | null; prepared: PreparedJob }> = []
             yield* Effect.forEach(payload.jobs, (item, index) =>
               Effect.gen(function*() {
-                const url = typeof (item as { url?: unknown })?.url === "string" ? (item as { url: string }).url : null
+                const url = typeof (item as { url?: unknown })?.url === "string" ? echoedUrl((item as { url: string }).url) : null
                 const decoded = decodedItems[index]!
                 if (decoded._tag === "Failure") {
                   const issue = (decoded.cause as any).reasons?.[0]?.error?.issue
@@ -122,13 +125,21 @@ export const JobsHandlers = HttpApiBuilder.group(
                   failed.length === 0 ? e : new ApiError({
                     ...e,
                     message: `${e.message}; besides, ${failed.length} item(s) failed on their own`,
-                    details: [...(e.details ?? []), ...failed.map((f) => ({ path: `jobs.${f.index}`, code: "item_failed", message: f.reason }))]
+                    details: [
+                      ...(e.details ?? []),
+                      ...[...failed].sort((a, b) => a.index - b.index).map((f) => ({ path: `jobs.${f.index}`, code: "item_failed", message: f.reason }))
+                    ]
                   })
                 )
               )
               : { created: [], refused: [] }
             for (const { position, error } of refused) {
-              failed.push({ index: ok[position]!.index, url: ok[position]!.url, reason: `${error.code}: ${error.message}` })
+              failed.push({
+                index: ok[position]!.index,
+                url: ok[position]!.url,
+                reason: `${error.code}: ${error.message}`,
+                ...(error.retryAfter !== undefined ? { retryAfter: error.retryAfter } : {})
+              })
             }
             failed.sort((a, b) => a.index - b.index)
             const data = {

@@ -98,7 +98,9 @@ export const BulkResult = Schema.Struct({
   processed: Schema.Boolean,
   summary: Schema.Struct({ total: Schema.Int, created: Schema.Int, failed: Schema.Int }),
   created: Schema.Array(CreatedJob),
-  failed: Schema.Array(Schema.Struct({ index: Schema.Int, url: Schema.NullOr(Schema.String), reason: Schema.String }))
+  // `retryAfter`: seconds until the refusal may no longer hold, for an item refused for a quota
+  // (what `Retry-After` says for a request refused whole).
+  failed: Schema.Array(Schema.Struct({ index: Schema.Int, url: Schema.NullOr(Schema.String), reason: Schema.String, retryAfter: Schema.optional(Schema.Int) }))
 })
 
 export const jobSortFields = ["createdAt", "id", "priority", "attempts", "status"] as const
