@@ -161,8 +161,13 @@ export const JobCreationLive = Layer.effect(
         ? repo.findMany(tenantId, prepared.filter((p) => p.resumed).map((p) => p.job.id)).pipe(Effect.map((rows) => new Set(rows.map((r) => r.id))))
         : Effect.succeed(new Set<string>())
 
+    /**
+     * Both ways to create run to their end once begun, like `writeAndRun`: a client that hangs up
+     * between the reservation and the rows would otherwise leave slots reserved for no job until
+     * the reservation's time to live runs out (each step is bounded by its own timeout).
+     */
     const createWhatFits = (tenantId: string, all: ReadonlyArray<PreparedJob>) =>
-      Effect.gen(function*() {
+      Effect.uninterruptible(Effect.gen(function*() {
         const written = yield* alreadyWritten(tenantId, all)
         const fresh = all.filter((p) => !written.has(p.job.id))
         // With jobs already written, a quota with no room left refuses the others item by item: the
@@ -190,11 +195,11 @@ export const JobCreationLive = Layer.effect(
           return error ? [{ position, error }] : []
         })
         return { created, refused }
-      })
+      }))
 
     /** Reserves quota in the tenant's entity, writes the rows, then hands each job to its entity. */
     const createJobs = (tenantId: string, prepared: ReadonlyArray<PreparedJob>) =>
-      Effect.gen(function*() {
+      Effect.uninterruptible(Effect.gen(function*() {
         const written = yield* alreadyWritten(tenantId, prepared)
         const fresh = prepared.filter((p) => !written.has(p.job.id))
         if (fresh.length > 0) {
@@ -209,7 +214,7 @@ export const JobCreationLive = Layer.effect(
           return yield* Effect.fail(refusal)
         }
         return yield* writeAndRun(tenantId, prepared, fresh)
-      })
+      }))
 
     /**
      * Writes the rows of `jobs`, then hands each one to its entity; `reserved` are those whose
