@@ -343,6 +343,15 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       expect(new Uint8Array(await served.arrayBuffer())[0]).toBe(0x89)
     }
     expect(plainDiff).toMatch(/^ Stable line one\.$/m)
+    // untyped text is served in the charset its <meta> names, as its diff reads it
+    const cp1251Job = await createAndWait({ url: site.url("/untyped-cp1251") })
+    const cp1251 = (await api.get(`/v1/page-history?url=${encodeURIComponent(site.url("/untyped-cp1251"))}`, key)).json.data.items[0]
+    expect((await api.get(`/v1/page-history/${cp1251.id}/diff`, key)).json.data.diff).toContain("+\u041f\u0440\u0438\u0432\u0435\u0442")
+    for (const path of [`/v1/page-history/${cp1251.id}/content`, `/v1/scraper/jobs/${cp1251Job.id}/html`]) {
+      const served = await fetch(`${server.baseUrl}${path}`, { headers: { "x-api-key": key } })
+      expect(served.headers.get("content-type"), path).toBe("text/html; charset=windows-1251")
+      expect(new TextDecoder("windows-1251").decode(await served.arrayBuffer())).toContain("\u041f\u0440\u0438\u0432\u0435\u0442")
+    }
     // the first version diffs against nothing
     const first = await api.get(`/v1/page-history/${items[2].id}/diff`, key)
     expect(first.json.data.previousVersionId).toBeNull()

@@ -37,6 +37,45 @@ export const usableContentType = (raw: string | null | undefined): string | null
   return type && !/[^\t\u0020-\u007e\u0080-\u00ff]/.test(type) ? type : null
 }
 
-/** The type stored bytes are served with: their own, else HTML for text and `application/octet-stream` for the rest. */
+/** A charset label as the WHATWG Encoding standard knows it, by its canonical name (`latin1` → `windows-1252`); undefined if unknown. */
+const knownEncoding = (label: string): string | undefined => {
+  try {
+    return new TextDecoder(label).encoding
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The encoding a `<meta charset>` (or `http-equiv` content type) in an HTML document's first 1024
+ * bytes names, as the HTML standard takes it: a UTF-16 label there means UTF-8 (the bytes that
+ * spell the tag are ASCII, so they are not UTF-16), and `x-user-defined` means windows-1252.
+ */
+export const metaCharset = (body: Uint8Array): string | undefined => {
+  const head = new TextDecoder("latin1").decode(body.subarray(0, 1024))
+  for (const tag of head.match(/<meta\b[^>]*>/gi) ?? []) {
+    const label = /\bcharset\s*=\s*["']?([^"'\s;/>]+)/i.exec(tag)?.[1]
+    const encoding = label ? knownEncoding(label) : undefined
+    if (encoding) return encoding.startsWith("utf-16") ? "utf-8" : encoding === "x-user-defined" ? "windows-1252" : encoding
+  }
+  return undefined
+}
+
+/**
+ * The encoding stored bytes are read in, as a browser reads them: the one a byte order mark names,
+ * else the charset of their content type, else (for HTML, or no type) the one a `<meta>` names;
+ * UTF-8 when none names one it knows.
+ */
+export const bodyEncoding = (body: Uint8Array, contentType: string | null): string => {
+  const declared = /charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1]
+  const html = contentType === null || /html/i.test(contentType)
+  return bomEncoding(body) ?? (declared ? knownEncoding(declared) : undefined) ?? (html ? metaCharset(body) : undefined) ?? "utf-8"
+}
+
+/**
+ * The type stored bytes are served with: their own, else HTML in the encoding a browser would read
+ * them in (so a client is told the charset the page itself names), and `application/octet-stream`
+ * for bytes that are not text.
+ */
 export const servedContentType = (contentType: string | null, body: Uint8Array): string =>
-  usableContentType(contentType) ?? (looksBinary(body) ? "application/octet-stream" : `text/html; charset=${bomEncoding(body) ?? "utf-8"}`)
+  usableContentType(contentType) ?? (looksBinary(body) ? "application/octet-stream" : `text/html; charset=${bodyEncoding(body, null)}`)

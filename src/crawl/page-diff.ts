@@ -4,7 +4,7 @@
  * stall the node's event loop (its job entities, streams and other requests).
  */
 import { makeTimedWorkers } from "../workers/timed-worker.ts"
-import { bomEncoding, looksBinary } from "./content-type.ts"
+import { bodyEncoding, looksBinary } from "./content-type.ts"
 import { unifiedDiff } from "./text-diff.ts"
 import { diffLines } from "./visible-text.ts"
 
@@ -15,7 +15,7 @@ export interface PageDiffInput {
 
 export interface PageDiffResult {
   readonly diff: string
-  /** A version is not text (an image, a PDF): there is no line diff, `changed` tells whether it differs. */
+  /** This version is not text (an image, a PDF): there is no line diff, `changed` tells whether it differs. */
   readonly binary: boolean
   /** A version was longer than the diff reads (`MAX_DIFF_LINES` lines of its first 2 MiB): the diff covers the start only. */
   readonly truncated: boolean
@@ -33,37 +33,14 @@ const isText = (v: { readonly body: Uint8Array; readonly contentType: string | n
     ? !looksBinary(v.body)
     : /^\s*(text\/|[^;]*[+/](xml|json|html)\b|application\/(javascript|ecmascript|x-www-form-urlencoded))/i.test(v.contentType)
 
-/** A `<meta charset>` (or `http-equiv` content type) that names a charset in an HTML document's first 1024 bytes. */
-const metaCharset = (body: Uint8Array): string | undefined => {
-  const head = new TextDecoder("latin1").decode(body.subarray(0, 1024))
-  for (const tag of head.match(/<meta\b[^>]*>/gi) ?? []) {
-    const charset = /\bcharset\s*=\s*["']?([^"'\s;/>]+)/i.exec(tag)?.[1]
-    if (charset) return charset
-  }
-  return undefined
-}
-
-/**
- * The body as text, as a browser decodes it: in the encoding its byte order mark names, else the
- * charset its content type names, else (for HTML) the one a `<meta>` in its first 1024 bytes names;
- * UTF-8 when none names one, or one unknown here.
- */
-const decode = (body: Uint8Array, contentType: string | null) => {
-  const html = contentType === null || /html/i.test(contentType)
-  const charset = bomEncoding(body) ?? /charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1] ?? (html ? metaCharset(body) : undefined)
-  try {
-    return new TextDecoder(charset ?? "utf-8").decode(body)
-  } catch {
-    return new TextDecoder("utf-8").decode(body)
-  }
-}
+/** The body as text, as a browser decodes it (see `bodyEncoding`). */
+const decode = (body: Uint8Array, contentType: string | null) => new TextDecoder(bodyEncoding(body, contentType)).decode(body)
 
 const sameBytes = (a: Uint8Array, b: Uint8Array) => a.byteLength === b.byteLength && Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b)
 
 /** The diff itself, on this thread (the worker's entry point, and tests). */
 export const computePageDiff = (input: PageDiffInput): PageDiffResult => {
-  const versions = input.before ? [input.before, input.now] : [input.now]
-  if (versions.some((v) => !isText(v))) return { diff: "", binary: true, truncated: false }
+  if (!isText(input.now)) return { diff: "", binary: true, truncated: false }
   // The same bytes are the same content (the version is not `changed`), whatever charset each was labelled with.
   if (input.before && sameBytes(input.before.body, input.now.body)) return { diff: "", binary: false, truncated: false }
   let truncated = false
@@ -72,7 +49,8 @@ export const computePageDiff = (input: PageDiffInput): PageDiffResult => {
     truncated ||= cut || lines.length > MAX_DIFF_LINES
     return lines.length > MAX_DIFF_LINES ? lines.slice(0, MAX_DIFF_LINES) : lines
   }
-  const before = input.before ? linesOf(input.before) : []
+  // A previous version that is not text has no lines: this one's text is all new, as for a first version.
+  const before = input.before && isText(input.before) ? linesOf(input.before) : []
   const now = linesOf(input.now)
   const diff = unifiedDiff(before, now, { from: input.before?.label ?? "/dev/null", to: input.now.label })
   return { diff, binary: false, truncated }

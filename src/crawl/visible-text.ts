@@ -55,8 +55,11 @@ export const visibleLines = (html: string): Array<string> => {
  */
 export const diffLines = (text: string, contentType: string | null): { readonly lines: Array<string>; readonly cut: boolean } => {
   const cut = text.length > MAX_DIFF_INPUT_CHARS
-  const head = cut ? text.slice(0, MAX_DIFF_INPUT_CHARS) : text
-  return { lines: contentType === null || /html/i.test(contentType) ? visibleLines(head) : textLines(head), cut }
+  const html = contentType === null || /html/i.test(contentType)
+  let head = cut ? text.slice(0, MAX_DIFF_INPUT_CHARS) : text
+  // Markup cut inside a tag would leave the tag's start to be read as text: it ends at the tag.
+  if (cut && html && head.lastIndexOf("<") > head.lastIndexOf(">")) head = head.slice(0, head.lastIndexOf("<"))
+  return { lines: html ? visibleLines(head) : textLines(head), cut }
 }
 
 /** The lines of plain text: a final line break ends the last line rather than starting an empty one. */

@@ -7,6 +7,7 @@
  *   /changing             content changes on each fetch (page-history `changed`, diff)
  *   /changing.txt         the same as text/plain lines
  *   /changing.bin         PNG-like bytes that change on each fetch, sent without a Content-Type
+ *   /untyped-cp1251       a windows-1251 page whose <meta> names its charset, sent without a Content-Type
  *   /missing              404
  *   /missing-empty        404 with an empty body (a browser shows an error page of its own)
  *   /error                500
@@ -90,6 +91,15 @@ export const startFixtureSite = async (options: { hosts?: ReadonlyArray<string> 
       case "/changing.bin":
         changingBinary++
         if (!res.destroyed) res.writeHead(200).end(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, changingBinary % 256]))
+        return
+      case "/untyped-cp1251":
+        if (!res.destroyed) {
+          res.writeHead(200).end(Buffer.concat([
+            Buffer.from(`<html><head><meta charset="windows-1251"></head><body><p>`),
+            Buffer.from([0xcf, 0xf0, 0xe8, 0xe2, 0xe5, 0xf2]), // "Привет"
+            Buffer.from("</p></body></html>")
+          ]))
+        }
         return
       case "/empty":
         return send(200, "")

@@ -112,6 +112,17 @@ describe("diff input", () => {
     expect(diffLines("<p>small</p>", "text/html")).toEqual({ lines: ["small"], cut: false })
   })
 
+  it("ends markup cut inside a tag at that tag, so no part of it is read as text", () => {
+    const open = "<html><body>" + "<div>".repeat(200_000)
+    const page = `${open}deep text${"</div>".repeat(200_000)}</body></html>`
+    // The cap falls just after a "<" of a closing tag.
+    const at = page.indexOf("<", MAX_DIFF_INPUT_CHARS - 6)
+    expect(at).toBeLessThan(MAX_DIFF_INPUT_CHARS)
+    const { lines, cut } = diffLines(page, "text/html")
+    expect(cut).toBe(true)
+    expect(lines).toEqual(["deep text"])
+  })
+
   it("ends plain text's last line at a final line break instead of adding an empty one", () => {
     expect(diffLines("line1\nline2\n", "text/plain").lines).toEqual(["line1", "line2"])
     expect(diffLines("line1\r\nline2", "text/plain").lines).toEqual(["line1", "line2"])
@@ -182,6 +193,37 @@ describe("page diff (what the diff endpoint answers)", () => {
     const r = computePageDiff({ before: version(utf16("<p>old</p>"), "text/html; charset=utf-8", "v1"), now: version(utf16("<p>new</p>"), "text/html; charset=utf-8", "v2") })
     expect(r.diff).toContain("-old\n+new")
     expect(r.diff).not.toContain("\u0000")
+  })
+
+  it("takes a <meta> charset as the HTML standard does: a UTF-16 label means UTF-8, x-user-defined means windows-1252", () => {
+    const latin1 = (text: string) => Uint8Array.from(Array.from(text, (c) => c.charCodeAt(0)))
+    for (const label of ["utf-16", "UTF-16LE", "utf-16be"]) {
+      const page = utf8(`<meta charset="${label}"><p>\u041f\u0440\u0438\u0432\u0435\u0442</p>`)
+      expect(computePageDiff({ before: null, now: version(page, "text/html", "v1") }).diff).toContain("+\u041f\u0440\u0438\u0432\u0435\u0442")
+      expect(servedContentType(null, page)).toBe("text/html; charset=utf-8")
+    }
+    const userDefined = latin1(`<meta charset="x-user-defined"><p>caf\u00e9</p>`)
+    expect(computePageDiff({ before: null, now: version(userDefined, "text/html", "v1") }).diff).toContain("+caf\u00e9")
+    // An unknown label is no label.
+    expect(computePageDiff({ before: null, now: version(utf8(`<meta charset="no-such"><p>caf\u00e9</p>`), null, "v1") }).diff).toContain("+caf\u00e9")
+  })
+
+  it("serves a version without a type in the charset the page names, as the diff reads it", () => {
+    const cp1251 = Uint8Array.from([...new TextEncoder().encode(`<html><head><meta charset="windows-1251"></head><body><p>`), 0xcf, 0xf0, 0xe8, 0xe2, 0xe5, 0xf2, ...new TextEncoder().encode("</p></body></html>")])
+    expect(servedContentType(null, cp1251)).toBe("text/html; charset=windows-1251")
+    expect(computePageDiff({ before: null, now: version(cp1251, null, "v1") }).diff).toContain("+\u041f\u0440\u0438\u0432\u0435\u0442")
+    const latin = utf8(`<meta http-equiv="content-type" content="text/html; charset=latin1"><p>x</p>`)
+    expect(servedContentType(null, latin)).toBe("text/html; charset=windows-1252")
+    // A type of its own is served as it is.
+    expect(servedContentType("text/html", cp1251)).toBe("text/html")
+  })
+
+  it("shows a text version after one that was not text as all new; a version that is not text has no diff", () => {
+    const png = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13])
+    const afterBinary = computePageDiff({ before: version(png, "image/png", "v1"), now: version(utf8("<p>now text</p>"), "text/html", "v2") })
+    expect(afterBinary).toMatchObject({ binary: false, truncated: false })
+    expect(afterBinary.diff).toContain("+now text")
+    expect(computePageDiff({ before: version(utf8("<p>text</p>"), "text/html", "v1"), now: version(png, "image/png", "v2") })).toEqual({ diff: "", binary: true, truncated: false })
   })
 
   it("the same bytes under another charset label are the same content: no diff, as the version is not changed", () => {
