@@ -10,17 +10,17 @@ interface Received {
 }
 
 /** A loopback receiver whose answers are scripted per call. */
-const receiver = async (answer: (n: number) => { status: number; delayMs?: number }) => {
+const receiver = async (answer: (n: number) => { status: number; delayMs?: number; body?: string }) => {
   const received: Array<Received> = []
   const server: Server = createServer((req, res) => {
     const chunks: Array<Buffer> = []
     req.on("data", (c) => chunks.push(c))
     req.on("end", () => {
       received.push({ at: Date.now(), headers: req.headers, raw: Buffer.concat(chunks) })
-      const { status, delayMs = 0 } = answer(received.length)
+      const { status, delayMs = 0, body } = answer(received.length)
       setTimeout(() => {
         res.writeHead(status, { "content-type": "text/plain" })
-        res.end(status >= 400 ? "nope ".repeat(2000) : "thanks")
+        res.end(body ?? (status >= 400 ? "nope ".repeat(2000) : "thanks"))
       }, delayMs)
     })
   })
@@ -145,6 +145,21 @@ describe("webhook deliveries over HTTP", () => {
     // Another tenant cannot see the log.
     const other = await api.createTenant()
     expect((await api.get(`/v1/scraper/jobs/${created.json.data.id}/webhook-deliveries`, other.apiKey)).status).toBe(404)
+  })
+
+  it("records answers holding a NUL byte (as U+FFFD) and goes on by the schedule: no resend storm", async () => {
+    const hook = await receiver((n) => (n === 1 ? { status: 500, body: "bad\u0000answer" } : { status: 200, body: "ok\u0000done" }))
+    receivers.push(hook)
+    const t = await api.createTenant()
+    const created = await api.post("/v1/scraper/jobs", { url: `${pages.base}/nul`, webhookUrl: hook.url }, t.apiKey)
+    const log = await until("delivered log", async () => {
+      const res = await api.get(`/v1/scraper/jobs/${created.json.data.id}/webhook-deliveries`, t.apiKey)
+      return res.json.data.items[0]?.status === "delivered" ? res.json.data.items[0] : undefined
+    })
+    expect(log.attempts.map((a: any) => [a.httpStatus, a.responseBody])).toEqual([[500, "bad\ufffdanswer"], [200, "ok\ufffddone"]])
+    await new Promise((r) => setTimeout(r, 1000))
+    // An answer that could not be recorded had the delivery sent again and again, past the schedule.
+    expect(hook.received).toHaveLength(2)
   })
 
   it("retries a receiver whose 2xx answer does not complete in time (its body stalls)", async () => {

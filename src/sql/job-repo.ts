@@ -12,6 +12,7 @@ import { appendEventCtes } from "../events/event-log.ts"
 import { makeGroupCommit } from "./group-commit.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { OID, pgArray } from "./pg-array.ts"
+import { storableJson } from "./storable-json.ts"
 import { retryTransient } from "./transient.ts"
 import type { NewDelivery } from "./webhook-repo.ts"
 
@@ -330,7 +331,7 @@ export const JobRepoLive = Layer.effect(
         WITH input AS (
           SELECT * FROM unnest(
             ${pgArray(col((p) => p.id), OID.text)}, ${pgArray(col((p) => p.f.status), OID.text)},
-            ${pgArray(col((p) => JSON.stringify(p.f.result)), OID.text)}, ${pgArray(col((p) => p.f.attempts), OID.int4)},
+            ${pgArray(col((p) => JSON.stringify(storableJson(p.f.result))), OID.text)}, ${pgArray(col((p) => p.f.attempts), OID.int4)},
             ${pgArray(col((p) => p.f.result.classification), OID.text)},
             ${pgArray(col((p) => p.hash), OID.text)}, ${pgArray(col((p) => p.compressed), OID.bytea)},
             ${pgArray(col((p) => p.f.content?.body.length ?? null), OID.int4)},
@@ -429,7 +430,7 @@ export const JobRepoLive = Layer.effect(
           const [changed] = yield* sql<JobRow>`
             WITH j AS (
               UPDATE jobs SET status = 'dead', finished_at = now(), lease_until = NULL,
-                              result = COALESCE(result, ${JSON.stringify(result)}::jsonb)
+                              result = COALESCE(result, ${JSON.stringify(storableJson(result))}::jsonb)
               WHERE id = ${id} AND tenant_id = ${tenantId} AND status IN ('queued', 'claimed')
               RETURNING *
             ),
@@ -444,7 +445,7 @@ export const JobRepoLive = Layer.effect(
           return row ? { row, changed: false } : undefined
         }).pipe(Effect.orDie),
       recordCancelledRun: (id, result, attempts) =>
-        sql`UPDATE jobs SET result = ${JSON.stringify(result)}::jsonb, attempts = ${attempts}
+        sql`UPDATE jobs SET result = ${JSON.stringify(storableJson(result))}::jsonb, attempts = ${attempts}
             WHERE id = ${id} AND status = 'dead' AND result->>'classification' = 'cancelled'`.pipe(retryTransient, Effect.orDie, Effect.asVoid),
       recordAttempts: (id, attempts) =>
         sql`UPDATE jobs SET attempts = ${attempts} WHERE id = ${id} AND status = 'claimed' AND attempts < ${attempts}`.pipe(Effect.orDie, Effect.asVoid),

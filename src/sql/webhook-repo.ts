@@ -3,6 +3,7 @@ import { SqlClient, type Statement } from "effect/sql"
 import { iso } from "../schema/common.ts"
 import { makeGroupCommit } from "./group-commit.ts"
 import { OID, pgArray } from "./pg-array.ts"
+import { storableText } from "./storable-json.ts"
 
 export interface DeliveryRow {
   readonly id: string
@@ -125,8 +126,9 @@ export const WebhookRepoLive = Layer.effect(
         WITH input AS (
           SELECT * FROM unnest(
             ${col((r) => r.id, OID.text)}, ${col((r) => r.a.attempt, OID.int4)}, ${col((r) => r.a.manual, OID.bool)},
-            ${col((r) => r.a.httpStatus, OID.int4)}, ${col((r) => r.a.error, OID.text)}, ${col((r) => r.a.durationMs, OID.int4)},
-            ${col((r) => r.a.responseBody, OID.text)}, ${col((r) => r.next.status, OID.text)},
+            ${col((r) => r.a.httpStatus, OID.int4)}, ${col((r) => r.a.error === null ? null : storableText(r.a.error), OID.text)},
+            ${col((r) => r.a.durationMs, OID.int4)},
+            ${col((r) => storableText(r.a.responseBody), OID.text)}, ${col((r) => r.next.status, OID.text)},
             ${col((r) => r.next.nextAttemptAt, OID.timestamptz)}
           ) AS i(delivery_id, attempt, manual, http_status, error, duration_ms, response_body, next_status, next_at)
         ),

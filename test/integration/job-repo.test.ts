@@ -127,6 +127,24 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
     }))
   })
 
+  it("stores a result whose texts hold what PostgreSQL cannot (a NUL, half a surrogate pair), with U+FFFD in their place", async () => {
+    await withTenant(({ repo, tenant }) => Effect.gen(function*() {
+      const job = newJob(tenant, "https://example.com/nul-result")
+      yield* repo.insert([job])
+      yield* repo.claim(job.id)
+      // An engine's error can quote a target's own bytes (a certificate's names, say).
+      const attempt = { engine: "http", classification: "tls_error", httpStatus: null, finalUrl: null, durationMs: 1, error: "bad\u0000name \ud800" }
+      const ended = yield* repo.finish({ id: job.id, tenant_id: tenant, normalized_url: job.normalizedUrl }, {
+        status: "failed",
+        result: { ...result, classification: "tls_error", attempts: [attempt] },
+        attempts: 1
+      })
+      expect(ended).toBe(true)
+      const row = yield* repo.byId(job.id)
+      expect((row!.result as JobResult).attempts[0]!.error).toBe("bad\ufffdname \ufffd")
+    }))
+  })
+
   it("gives back a first run too, and the claim after it records no second job.claimed", async () => {
     await withTenant(({ sql, repo, tenant }) => Effect.gen(function*() {
       const job = newJob(tenant, "https://example.com/first-run")
