@@ -142,6 +142,15 @@ describe("webhook deliveries over HTTP", () => {
     expect(log.nextAttemptAt).toBeNull()
     await new Promise((r) => setTimeout(r, 500))
     expect(hook.received).toHaveLength(3)
+    // The log is a list like any other: paged, with its bounds checked.
+    const path = `/v1/scraper/jobs/${created.json.data.id}/webhook-deliveries`
+    expect((await api.get(path, t.apiKey)).json.data.pagination).toEqual({ offset: 0, limit: 50, total: 1, hasMore: false })
+    expect((await api.get(`${path}?limit=1&offset=1`, t.apiKey)).json.data).toEqual({ items: [], pagination: { offset: 1, limit: 1, total: 1, hasMore: false } })
+    for (const bad of ["limit=abc", "limit=0", "limit=201", "offset=-1"]) {
+      const res = await api.get(`${path}?${bad}`, t.apiKey)
+      expect(res.status, bad).toBe(400)
+      expect(res.json.code, bad).toBe("validation_error")
+    }
     // Another tenant cannot see the log.
     const other = await api.createTenant()
     expect((await api.get(`/v1/scraper/jobs/${created.json.data.id}/webhook-deliveries`, other.apiKey)).status).toBe(404)

@@ -60,8 +60,9 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
     }).annotate(Requires, "extractor:extractions:write"),
     HttpApiEndpoint.get("webhookDeliveries", "/extractions/:id/webhook-deliveries", {
       params: id,
-      success: Success(Schema.Struct({ items: Schema.Array(WebhookDelivery) })),
-      error: errors(404)
+      query: PageQuery,
+      success: Success(Page(WebhookDelivery)),
+      error: errors(400, 404)
     }).annotate(Requires, "scraper:webhooks:read")
   )
   .middleware(ApiKeyAuth)

@@ -287,11 +287,14 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           const created = yield* start(me.tenantId, body, { replayOf: row.id, recycleCount: row.recycle_count + 1, reuseInputId: row.input_id })
           return created
         }))
-      .handle("webhookDeliveries", ({ params }) =>
+      .handle("webhookDeliveries", ({ params, query }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           if (!(yield* repo.find(me.tenantId, params.id))) return yield* notFound("extraction")
-          return { items: yield* webhooks.forResource(me.tenantId, "extraction", params.id) }
+          const offset = query.offset ?? 0
+          const limit = query.limit ?? 50
+          const page = yield* webhooks.forResource(me.tenantId, "extraction", params.id, { offset, limit })
+          return pageOf(page.items, offset, limit, page.total)
         }))
   })
 )

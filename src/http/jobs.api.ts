@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { PageQuery, Success } from "../schema/envelope.ts"
+import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
 import { RedeliveryResult, WebhookDelivery } from "../schema/webhook.ts"
@@ -66,8 +66,9 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
     }).annotate(Requires, "scraper:jobs:write"),
     HttpApiEndpoint.get("webhookDeliveries", "/jobs/:id/webhook-deliveries", {
       params: id,
-      success: Success(Schema.Struct({ items: Schema.Array(WebhookDelivery) })),
-      error: errors(404)
+      query: PageQuery,
+      success: Success(Page(WebhookDelivery)),
+      error: errors(400, 404)
     }).annotate(Requires, "scraper:webhooks:read"),
     HttpApiEndpoint.get("events", "/events", {
       headers: { "last-event-id": Schema.optional(Schema.String) },

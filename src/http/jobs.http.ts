@@ -234,11 +234,14 @@ export const JobsHandlers = HttpApiBuilder.group(
           const row = cancelled.row
           return { id: row.id, status: row.status, cancelled: true, finishedAt: toJob(row).finishedAt }
         }))
-      .handle("webhookDeliveries", ({ params }) =>
+      .handle("webhookDeliveries", ({ params, query }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           if (!(yield* repo.find(me.tenantId, params.id))) return yield* notFound("job")
-          return { items: yield* webhooks.forResource(me.tenantId, "job", params.id) }
+          const offset = query.offset ?? 0
+          const limit = query.limit ?? 50
+          const page = yield* webhooks.forResource(me.tenantId, "job", params.id, { offset, limit })
+          return pageOf(page.items, offset, limit, page.total)
         }))
       .handle("events", ({ headers }) =>
         Effect.gen(function*() {

@@ -78,7 +78,13 @@ export interface WebhookRepoShape {
     a: AttemptRecord,
     next: { status: "pending" | "delivered" | "failed"; nextAttemptAt: Date | null }
   ) => Effect.Effect<void>
-  readonly forResource: (tenantId: string, type: "job" | "extraction", resourceId: string) => Effect.Effect<ReadonlyArray<ReturnType<typeof WebhookDeliveryView>>>
+  /** A page of the resource's deliveries, oldest first, and how many it has. */
+  readonly forResource: (
+    tenantId: string,
+    type: "job" | "extraction",
+    resourceId: string,
+    page: { readonly offset: number; readonly limit: number }
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<ReturnType<typeof WebhookDeliveryView>>; readonly total: number }>
   /** Pending deliveries whose next attempt is long overdue: their scheduled message was lost. */
   readonly overdue: (graceMs: number, limit: number) => Effect.Effect<ReadonlyArray<DeliveryRow>>
   readonly manualCount: (id: string) => Effect.Effect<number>
@@ -156,13 +162,19 @@ export const WebhookRepoLive = Layer.effect(
       insert: (d) => sql`${insertDeliverySql(sql, d)}`.pipe(Effect.orDie, Effect.asVoid),
       byId: readOne,
       recordAttempt: (id, a, next) => recordOne({ id, a, next }),
-      forResource: (tenantId, type, resourceId) =>
+      forResource: (tenantId, type, resourceId, page) =>
         Effect.gen(function*() {
-          const deliveries = yield* sql<DeliveryRow>`
-            SELECT * FROM webhook_deliveries WHERE tenant_id = ${tenantId} AND resource_type = ${type} AND resource_id = ${resourceId}
-            ORDER BY created_at`
+          const deliveries = yield* sql<DeliveryRow & { total: string }>`
+            SELECT *, count(*) OVER () AS total FROM webhook_deliveries
+            WHERE tenant_id = ${tenantId} AND resource_type = ${type} AND resource_id = ${resourceId}
+            ORDER BY created_at, id OFFSET ${page.offset} LIMIT ${page.limit}`
+          // A page past the end has no row to carry the count.
+          const total = deliveries.length > 0 || page.offset === 0
+            ? Number(deliveries[0]?.total ?? 0)
+            : Number((yield* sql<{ n: string }>`
+              SELECT count(*) AS n FROM webhook_deliveries WHERE tenant_id = ${tenantId} AND resource_type = ${type} AND resource_id = ${resourceId}`)[0]!.n)
           const attempts = yield* attemptsOf(deliveries.map((d) => d.id))
-          return deliveries.map((d) => WebhookDeliveryView(d, attempts.filter((a: any) => a.delivery_id === d.id)))
+          return { items: deliveries.map((d) => WebhookDeliveryView(d, attempts.filter((a: any) => a.delivery_id === d.id))), total }
         }).pipe(Effect.orDie),
       overdue: (graceMs, limit) =>
         sql<DeliveryRow>`
