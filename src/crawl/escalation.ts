@@ -222,12 +222,14 @@ export const planFromHistory = (
   let start = 0
   while (start < cheapest && latest.get(plan[start]!.engine)?.ok === false) start++
   const winner = plan[cheapest]!.engine
-  const when = new Date(latest.get(winner)!.at).toISOString()
-  if (start === 0) return { plan, reason: `default: ${winner} worked recently (${when})`, skipped: [] }
+  // The history is the domain's, from every tenant's jobs: the reason says what it learned, not
+  // when another tenant's job crawled there.
+  const window = `within ${Math.round(windowMs / 3_600_000)} h`
+  if (start === 0) return { plan, reason: `default: ${winner} worked recently (${window})`, skipped: [] }
   const skipped = plan.slice(0, start).map((e) => e.engine)
   return {
     plan: plan.slice(start),
-    reason: `learned: start at ${plan[start]!.engine}; ${skipped.join(", ")} failed recently and ${winner} worked at ${when}`,
+    reason: `learned: start at ${plan[start]!.engine}; ${skipped.join(", ")} failed and ${winner} worked recently (${window})`,
     skipped
   }
 }

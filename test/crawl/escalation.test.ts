@@ -178,6 +178,8 @@ describe("planFromHistory", () => {
     expect(r.plan.map((e) => e.engine)).toEqual(["brave"])
     expect(r.skipped).toEqual(["http", "alternate"])
     expect(r.reason).toMatch(/^learned: start at brave/)
+    // The history is every tenant's: the reason tells no time another tenant's job crawled the domain.
+    expect(r.reason).not.toMatch(/\d{4}-\d{2}-\d{2}T/)
   })
 
   it("an engine with no recent record is kept (probed again)", () => {
@@ -195,7 +197,7 @@ describe("planFromHistory", () => {
       { engine: "brave", ok: true, at: ago(30) }
     ], { now })
     expect(recovered.plan).toEqual(plan3)
-    expect(recovered.reason).toMatch(/^default: http worked recently/)
+    expect(recovered.reason).toMatch(/^default: http worked recently \(within 24 h\)$/)
     const stale = planFromHistory(plan3, [
       { engine: "http", ok: false, at: ago(3 * 24 * 60) },
       { engine: "brave", ok: true, at: ago(3 * 24 * 60) }
