@@ -29,17 +29,23 @@ export class SecretBoxError extends Error {
 // Node checks a raw key's type on every cipher it creates (about 12 µs); a key object skips that.
 const keyObjects = new WeakMap<Uint8Array, KeyObject>()
 
-/** The cipher key for `key`, after checking its length. */
+/**
+ * The cipher key for `key` (the node's `SECRET_KEY`, 32 bytes or more): exactly 32 bytes are used as
+ * they are, a longer key is reduced to 32 with HKDF-SHA256 (info `trawl secret-box v1`).
+ */
 const cipherKey = (key: Uint8Array): KeyObject => {
-  if (!(key instanceof Uint8Array) || key.length !== KEY_BYTES) {
-    throw new SecretBoxError("invalid_key", `secret-box key must be exactly ${KEY_BYTES} bytes`)
+  if (!(key instanceof Uint8Array) || key.length < KEY_BYTES) {
+    throw new SecretBoxError("invalid_key", `secret-box key must be at least ${KEY_BYTES} bytes`)
   }
   let object = keyObjects.get(key)
-  if (!object) keyObjects.set(key, (object = createSecretKey(key)))
+  if (!object) {
+    const raw = key.length === KEY_BYTES ? key : Buffer.from(hkdfSync("sha256", key, Buffer.alloc(0), "trawl secret-box v1", KEY_BYTES))
+    keyObjects.set(key, (object = createSecretKey(raw)))
+  }
   return object
 }
 
-/** Encrypts `plaintext` (UTF-8) under a 32-byte key. Every call uses a fresh IV. */
+/** Encrypts `plaintext` (UTF-8) under a key of 32 bytes or more. Every call uses a fresh IV. */
 export const encryptSecret = (key: Uint8Array, plaintext: string, associatedData?: string): string => {
   const keyObject = cipherKey(key)
   const iv = randomBytes(IV_BYTES)
@@ -84,19 +90,3 @@ export const isSecretBox = (value: string): boolean => value.startsWith(`${VERSI
 /** A new random 32-byte key, for example for `SECRET_KEY` (print it with `.toString("base64")`). */
 export const generateSecretKey = (): Buffer => randomBytes(KEY_BYTES)
 
-/**
- * The 32-byte key from a `SECRET_KEY` value: hex (an even number of hex digits) or else base64 /
- * base64url, decoding to at least 32 bytes. Exactly 32 bytes are used as they are; a longer value is
- * reduced with HKDF-SHA256 (info `trawl secret-box v1`), so any 32+ byte key works.
- */
-export const secretKeyFromString = (value: string): Buffer => {
-  const text = value.trim()
-  const isHex = /^(?:[0-9a-fA-F]{2})+$/.test(text)
-  if (!isHex && !/^[A-Za-z0-9+/_-]+={0,2}$/.test(text)) {
-    throw new SecretBoxError("invalid_key", "SECRET_KEY must be hex or base64")
-  }
-  const bytes = Buffer.from(text, isHex ? "hex" : "base64")
-  if (bytes.length < KEY_BYTES) throw new SecretBoxError("invalid_key", `SECRET_KEY must decode to at least ${KEY_BYTES} bytes`)
-  if (bytes.length === KEY_BYTES) return bytes
-  return Buffer.from(hkdfSync("sha256", bytes, Buffer.alloc(0), "trawl secret-box v1", KEY_BYTES))
-}
