@@ -624,6 +624,8 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       // Exactly the offending paths: each named once, none invented.
       expect(detailPaths(res).sort(), `${JSON.stringify(body)} → ${JSON.stringify(res.json.error.details)}`).toEqual([...paths].sort())
       for (const d of res.json.error.details) expect(Object.keys(d).sort()).toEqual(["code", "message", "path"])
+      // A refused secret is not sent back.
+      if (typeof body.webhookSecret === "string") expect(res.text).not.toContain(body.webhookSecret)
     }
     // the spec bounds priority only above (≤ 10): a negative one is a low priority
     for (const priority of [-1000, -1, 10]) {

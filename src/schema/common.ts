@@ -102,10 +102,12 @@ export const isStorableText = Schema.makeFilter((s: string) => !s.includes("\u00
 
 /** A webhook's signing secret: 16 to 256 characters, counted as characters (code points), not UTF-16 units. */
 export const WebhookSecret = Schema.String.check(
+  // The failure is a message of its own: an `expected` one would be followed by the input, and an
+  // error must not send a secret back.
   Schema.makeFilter((s) => {
     const n = [...s].length
-    return n >= 16 && n <= 256
-  }, { expected: "a secret of 16 to 256 characters" })
+    return (n >= 16 && n <= 256) || "Expected a secret of 16 to 256 characters"
+  })
 )
 
 /** Free text of `min` to `max` characters that can be stored. */
