@@ -13,7 +13,7 @@ export class IamGroup extends HttpApiGroup.make("iam")
       params: { id: Schema.String },
       payload: CreateApiKeyBody,
       success: Success(CreatedApiKey, 201),
-      error: errors(400, 404, 422)
+      error: errors(400, 403, 404, 422, 429)
     }).annotate(Requires, "iam:api-keys:write"),
     HttpApiEndpoint.get("listApiKeys", "/identities/:id/api-keys", {
       params: { id: Schema.String },
