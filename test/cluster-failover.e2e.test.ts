@@ -94,6 +94,10 @@ describe.skipIf(!baseUrl)("two runners sharing one PostgreSQL", () => {
 
     await b.stop("SIGKILL")
     const killedAt = Date.now()
+    // While B's shards wait for a new holder, the view still accounts for all 16 (those of no
+    // runner as `runner: null`).
+    const during = await view()
+    expect(during.shards.reduce((n: number, s: any) => n + s.count, 0), JSON.stringify(during.shards)).toBe(16)
 
     // Another entity of B's (not queued behind the slow message) is served by A within 10 s.
     let servedAfterMs: number | undefined

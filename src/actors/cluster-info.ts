@@ -89,9 +89,18 @@ export const ClusterInfoLive = Layer.effect(
           })
         )
 
+    /** The shards no runner holds now (their runner died, or they are moving): `runner: null`. */
+    const withUnheld = (held: ReadonlyArray<{ group: string; runner: string | null; count: number }>) => [
+      ...held,
+      ...[...ShardingConfig.defaults.availableShardGroups].sort().flatMap((group) => {
+        const count = shardingCommon.shardsPerGroup - held.filter((h) => h.group === group).reduce((n, h) => n + h.count, 0)
+        return count > 0 ? [{ group, runner: null, count }] : []
+      })
+    ]
+
     const snapshot = Effect.gen(function*() {
       const runnerRows = yield* runners
-      const shards = yield* shardHolders.pipe(Effect.catch(() => Effect.succeed([])))
+      const shards = withUnheld(yield* shardHolders.pipe(Effect.catch(() => Effect.succeed([]))))
       const entityRows = yield* sql<{ entity_type: string; n: string }>`
         SELECT entity_type, count(DISTINCT entity_id) AS n FROM cluster_messages GROUP BY 1`.pipe(
         Effect.catch(() => Effect.succeed([]))
