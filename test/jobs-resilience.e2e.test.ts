@@ -171,6 +171,8 @@ describe("jobs that only waited for a slot when their node died lose no run (emb
     // last death, most of them never fetched.
     const dead = [...jobs.values()].filter((j) => j.status === "dead")
     expect(dead.length, JSON.stringify(summary(jobs))).toBeLessThanOrEqual(2)
+    // Each of a dead job's runs was cut off in its fetch, and counts as an attempt (none was recorded).
+    for (const j of dead) expect(j.attempts, JSON.stringify(j)).toBe(MAX_RUNS)
     for (const j of jobs.values()) if (j.status !== "dead") expect(j.status, JSON.stringify(j)).toBe("done")
   }, 150_000)
 })

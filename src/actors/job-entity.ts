@@ -69,6 +69,12 @@ const whenAborted = (signal: AbortSignal) =>
     return Effect.sync(() => signal.removeEventListener("abort", onAbort))
   })
 
+/**
+ * The attempts a claimed job made before this run: those recorded, and at least one for each
+ * earlier run, since a run is claimed as its fetch begins and a run lost with its node records none.
+ */
+const attemptsBefore = (job: JobRow) => Math.max(job.attempts, job.runs - 1)
+
 const okClass = new Set(["ok", "not_found"])
 // What an attempt teaches about its engine on the domain: it worked, or the domain refused it. An
 // empty page says nothing about the engine (the URL is empty), nor does a timeout or an error.
@@ -167,7 +173,7 @@ export const JobEntityLive = JobEntity.toLayer(
       let progress: ReturnType<typeof setTimeout> | undefined
       const onAttempt = (made: number) => {
         clearTimeout(progress)
-        progress = setTimeout(() => Effect.runForkWith(services)(repo.recordAttempts(job.id, job.attempts + made).pipe(Effect.ignore)), ATTEMPT_PROGRESS_DELAY_MS)
+        progress = setTimeout(() => Effect.runForkWith(services)(repo.recordAttempts(job.id, attemptsBefore(job) + made).pipe(Effect.ignore)), ATTEMPT_PROGRESS_DELAY_MS)
       }
       const outcome = yield* Effect.suspend(() => {
         fetching = true
@@ -270,7 +276,7 @@ export const JobEntityLive = JobEntity.toLayer(
           httpStatus: null, finalUrl: null, classification: "internal_error", engine: null, durationMs: 0,
           contentType: null, bytes: 0, startedWith: { engine: "none", reason: `gave up after ${MAX_RUNS} interrupted runs` },
           screenshot: { taken: false, reason: "not crawled" }, attempts: []
-        }, job.attempts, step.writeDone)
+        }, attemptsBefore(job), step.writeDone)
         return
       }
       const { outcome, writeDone, startedWith, screenshot } = step
@@ -302,7 +308,7 @@ export const JobEntityLive = JobEntity.toLayer(
           error: a.error ?? null
         }))
       }
-      const attempts = job.attempts + outcome.attempts.length
+      const attempts = attemptsBefore(job) + outcome.attempts.length
       if (outcome.outcome === "done" && winner) {
         // An answer whose bytes the engine could not have (a browser shows nothing for an empty
         // 404) ends the job done all the same, with no content and so no page version.
