@@ -8,6 +8,8 @@ import { apiKeyPattern, hashApiKey } from "./secrets.ts"
 const CACHE_TTL_MS = 30_000
 const NEGATIVE_TTL_MS = 5_000
 const MAX_ENTRIES = 50_000
+/** Unknown keys remembered at most, apart from the known ones: a flood of made-up keys cannot push real keys out. */
+const MAX_UNKNOWN = 10_000
 const TOUCH_EVERY = "15 seconds"
 export const INVALIDATE_CHANNEL = "trawl:api-key-invalidate"
 
@@ -34,10 +36,16 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
     const { secretKey } = yield* Config
     const repo = yield* ApiKeyRepo
     const kv = yield* Kv
-    const cache = new Map<string, { principal: Principal | undefined; until: number }>()
+    const cache = new Map<string, { principal: Principal; until: number }>()
+    // Hashes of keys that are not (or no longer) valid, and until when that is believed.
+    const unknown = new Map<string, number>()
+    const forget = (keyHash: string) => {
+      cache.delete(keyHash)
+      unknown.delete(keyHash)
+    }
     const lastUsed = new Map<string, number>()
 
-    yield* kv.subscribe(INVALIDATE_CHANNEL, (hash) => cache.delete(hash))
+    yield* kv.subscribe(INVALIDATE_CHANNEL, forget)
 
     const flush = Effect.suspend(() => {
       if (lastUsed.size === 0) return Effect.void
@@ -58,11 +66,15 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
       const cached = cache.get(keyHash)
       const lookup = cached && cached.until > now
         ? Effect.succeed(cached.principal)
+        : (unknown.get(keyHash) ?? 0) > now
+        ? Effect.succeed(undefined)
         : repo.principalByHash(keyHash).pipe(
           Effect.tap((principal) =>
             Effect.sync(() => {
-              if (cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value!)
-              cache.set(keyHash, { principal, until: Date.now() + (principal ? CACHE_TTL_MS : NEGATIVE_TTL_MS) })
+              const [entries, limit] = principal ? [cache, MAX_ENTRIES] : [unknown, MAX_UNKNOWN]
+              if (entries.size >= limit) entries.delete(entries.keys().next().value!)
+              if (principal) cache.set(keyHash, { principal, until: Date.now() + CACHE_TTL_MS })
+              else unknown.set(keyHash, Date.now() + NEGATIVE_TTL_MS)
             })
           )
         )
@@ -78,7 +90,7 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
       authenticate,
       hash,
       invalidate: (keyHash) =>
-        Effect.sync(() => cache.delete(keyHash)).pipe(
+        Effect.sync(() => forget(keyHash)).pipe(
           // The change is written already: a lost notice leaves other nodes' caches at most their 30 s behind.
           Effect.andThen(kv.publish(INVALIDATE_CHANNEL, keyHash).pipe(Effect.ignoreCause({ log: "Warn", message: "key invalidation not published" })))
         )

@@ -84,6 +84,23 @@ describe("ApiKeyAuthenticator (mocked repository)", () => {
     }).pipe(Effect.provide(authLayer(repo.layer, unreachable)))
   })
 
+  it.effect("keeps a known key cached through a flood of made-up keys, which are remembered apart", () => {
+    const repo = makeRepo(principal())
+    return Effect.gen(function*() {
+      const auth = yield* ApiKeyAuthenticator
+      yield* auth.authenticate(raw)
+      // More unknown keys than the whole cache holds: they had pushed the real key out.
+      const madeUp = Array.from({ length: 50_001 }, () => generateApiKey().raw)
+      for (const k of madeUp) expect(yield* auth.authenticate(k)).toBeUndefined()
+      expect(repo.calls.lookups).toBe(1 + madeUp.length)
+      expect((yield* auth.authenticate(raw))?.tenantId).toBe("ten_1")
+      expect(repo.calls.lookups).toBe(1 + madeUp.length)
+      // A recent unknown key is answered from memory too.
+      expect(yield* auth.authenticate(madeUp.at(-1)!)).toBeUndefined()
+      expect(repo.calls.lookups).toBe(1 + madeUp.length)
+    }).pipe(Effect.provide(authLayer(repo.layer)))
+  }, 60_000)
+
   it.effect("refuses malformed keys without a lookup, and expired keys even when cached", () => {
     const repo = makeRepo(principal({ expiresAt: Date.now() + 100 }))
     return Effect.gen(function*() {
