@@ -500,15 +500,19 @@ describe.each(backends())("job quotas answer 429 ($name)", (backend) => {
     expect((await api.post("/v1/scraper/jobs", body(2), t.apiKey)).status).toBe(201)
     // a bulk that would overshoot creates what fits, in request order, and reports the rest as failed
     // (an invalid item's URL is echoed up to the longest a valid one can be)
+    // (and is not cut between the halves of a surrogate pair)
     const huge = `http://127.0.0.1/${"a".repeat(100_000)}`
-    const bulk = await api.post("/v1/scraper/jobs/bulk", { jobs: [body(3), body(4), { url: huge }] }, t.apiKey)
+    const emoji = `http://127.0.0.1/${"a".repeat(2030)}${"\u{1F600}".repeat(20)}`
+    const bulk = await api.post("/v1/scraper/jobs/bulk", { jobs: [body(3), body(4), { url: huge }, { url: emoji }] }, t.apiKey)
     expect(bulk.status, bulk.text).toBe(207)
-    expect(bulk.json.data.summary).toEqual({ total: 3, created: 1, failed: 2 })
+    expect(bulk.json.data.summary).toEqual({ total: 4, created: 1, failed: 3 })
     expect(bulk.json.data.created.map((j: any) => j.url)).toEqual([body(3).url])
     expect(bulk.json.data.failed).toEqual([
       { index: 1, url: body(4).url, reason: expect.stringMatching(/^quota_exceeded: /), retryAfter: expect.any(Number) },
-      { index: 2, url: `${huge.slice(0, 2048)}…`, reason: expect.stringMatching(/^validation_error: /) }
+      { index: 2, url: `${huge.slice(0, 2048)}…`, reason: expect.stringMatching(/^validation_error: /) },
+      { index: 3, url: `${emoji.slice(0, 2047)}…`, reason: expect.stringMatching(/^validation_error: /) }
     ])
+    expect(bulk.text).not.toMatch(/\\ud83d…/i)
     expect(bulk.json.data.failed[0].retryAfter).toBeGreaterThan(0)
 
     const over = await api.post("/v1/scraper/jobs", body(4), t.apiKey)

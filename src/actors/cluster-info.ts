@@ -100,7 +100,8 @@ export const ClusterInfoLive = Layer.effect(
 
     const snapshot = Effect.gen(function*() {
       const runnerRows = yield* runners
-      const shards = withUnheld(yield* shardHolders.pipe(Effect.catch(() => Effect.succeed([]))))
+      // A read that failed shows no shards, rather than every shard as held by no runner.
+      const shards = yield* shardHolders.pipe(Effect.map(withUnheld), Effect.catch(() => Effect.succeed([])))
       const entityRows = yield* sql<{ entity_type: string; n: string }>`
         SELECT entity_type, count(DISTINCT entity_id) AS n FROM cluster_messages GROUP BY 1`.pipe(
         Effect.catch(() => Effect.succeed([]))

@@ -70,8 +70,9 @@ const whenAborted = (signal: AbortSignal) =>
   })
 
 /**
- * The attempts a claimed job made before this run: those recorded, and at least one for each
- * earlier run, since a run is claimed as its fetch begins and a run lost with its node records none.
+ * A lower bound of the attempts a claimed job made before this run: those recorded, or one for
+ * each earlier run if that is more (a run is claimed as its fetch begins, and a run lost with its
+ * node records none).
  */
 const attemptsBefore = (job: JobRow) => Math.max(job.attempts, job.runs - 1)
 

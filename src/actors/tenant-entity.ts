@@ -268,14 +268,16 @@ export const TenantEntityLive = TenantEntity.toLayer(
           const day = utcDayStart(now)
           if (slots.needsReconcile(now, day)) yield* reconcile(now, day)
           // A job that already holds its slot (reserved twice by two tries of one keyed request) takes no more room.
-          const fresh = slots.newIds(payload.jobIds)
-          const wanted = fresh.length
+          let fresh = slots.newIds(payload.jobIds)
           // A refusal is checked against fresh counts: a reservation given back without its job, or
           // a release that crossed a recount, would otherwise refuse for up to RECONCILE_MS. A tenant
-          // at its limit that keeps asking reads them at most every RECHECK_MS.
-          if (slots.today + wanted > limits.daily || slots.running + wanted > limits.concurrent) {
+          // at its limit that keeps asking reads them at most every RECHECK_MS. (A recount can change
+          // which of the jobs hold a slot already.)
+          if (slots.today + fresh.length > limits.daily || slots.running + fresh.length > limits.concurrent) {
             yield* slots.reconciledWithin(now, day, RECHECK_MS) ? readLimits : reconcile(now, day)
+            fresh = slots.newIds(payload.jobIds)
           }
+          const wanted = fresh.length
           // Before a refusal for credit, the balance is read again (and work that ended is charged).
           if (credit.jobRoom() < wanted) yield* settleBeforeRefusal
           const quota = (name: QuotaName) =>

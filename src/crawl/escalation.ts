@@ -224,7 +224,7 @@ export const planFromHistory = (
   const winner = plan[cheapest]!.engine
   // The history is the domain's, from every tenant's jobs: the reason says what it learned, not
   // when another tenant's job crawled there.
-  const window = `within ${Math.round(windowMs / 3_600_000)} h`
+  const window = windowMs >= 3_600_000 ? `within ${Math.round(windowMs / 3_600_000)} h` : `within ${Math.max(1, Math.round(windowMs / 60_000))} min`
   if (start === 0) return { plan, reason: `default: ${winner} worked recently (${window})`, skipped: [] }
   const skipped = plan.slice(0, start).map((e) => e.engine)
   return {

@@ -149,8 +149,15 @@ export const JobCreationLive = Layer.effect(
         return prepared.map((p) => (p.job.webhookUrl ? verdicts.get(p.job.webhookUrl) : undefined))
       })
 
-    const release = (tenantId: string, jobs: ReadonlyArray<PreparedJob>) =>
-      jobs.length === 0 ? Effect.void : sendOneWay(tenantClient(tenantId).ReleaseJobs({ jobIds: jobs.map((p) => p.job.id), unwritten: true }, { discard: true }))
+    /**
+     * Gives reserved slots back. `unwritten` when the rows were certainly not written (the request
+     * was refused before its insert), so that the day's count drops too; after an insert that
+     * failed, the rows may exist all the same, and the day's count waits for the next recount.
+     */
+    const release = (tenantId: string, jobs: ReadonlyArray<PreparedJob>, unwritten = true) =>
+      jobs.length === 0
+        ? Effect.void
+        : sendOneWay(tenantClient(tenantId).ReleaseJobs({ jobIds: jobs.map((p) => p.job.id), ...(unwritten ? { unwritten } : {}) }, { discard: true }))
 
     /**
      * The jobs that an earlier try of the same request wrote before its node died: they hold their
@@ -227,7 +234,7 @@ export const JobCreationLive = Layer.effect(
       Effect.uninterruptible(Effect.gen(function*() {
         if (jobs.length === 0) return []
         const ids = jobs.map((p) => p.job.id)
-        const inserted = yield* repo.insert(jobs.map((p) => p.job)).pipe(Effect.onError(() => release(tenantId, reserved)))
+        const inserted = yield* repo.insert(jobs.map((p) => p.job)).pipe(Effect.onError(() => release(tenantId, reserved, false)))
         if (config.testFault === "crash-after-job-insert") process.kill(process.pid, "SIGKILL")
         if (inserted.length > 0) yield* events.notify(tenantId)
         // Rows an earlier try wrote are not inserted again: they are read as they are now.

@@ -57,8 +57,12 @@ export const diffLines = (text: string, contentType: string | null): { readonly 
   const cut = text.length > MAX_DIFF_INPUT_CHARS
   const html = contentType === null || /html/i.test(contentType)
   let head = cut ? text.slice(0, MAX_DIFF_INPUT_CHARS) : text
-  // Markup cut inside a tag would leave the tag's start to be read as text: it ends at the tag.
-  if (cut && html && head.lastIndexOf("<") > head.lastIndexOf(">")) head = head.slice(0, head.lastIndexOf("<"))
+  // Markup cut inside a tag would leave the tag's start to be read as text: it ends at the tag. (A
+  // "<" that starts no tag is text; and a tag is short, so a "<" far from the cut is not the one.)
+  const lt = head.lastIndexOf("<")
+  if (cut && html && lt > head.lastIndexOf(">") && head.length - lt <= MAX_CUT_TAG && /^<(?:[A-Za-z/!?]|$)/.test(head.slice(lt, lt + 2))) {
+    head = head.slice(0, lt)
+  }
   return { lines: html ? visibleLines(head) : textLines(head), cut }
 }
 
@@ -74,3 +78,5 @@ const textLines = (text: string): Array<string> => {
  * and a page may be 10 MiB of markup, so this bounds what one request costs.
  */
 export const MAX_DIFF_INPUT_CHARS = 2 * 1024 * 1024
+/** The longest tag start a cut may fall in and be dropped. */
+const MAX_CUT_TAG = 8 * 1024

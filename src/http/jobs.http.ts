@@ -29,7 +29,12 @@ const SSE_BUFFER = 1000
 const KEEPALIVE = "15 seconds"
 /** An item's `url` as a bulk answer echoes it: the most a valid one can be, so a huge invalid one is not sent back whole. */
 const MAX_ECHOED_URL = 2048
-const echoedUrl = (url: string) => (url.length > MAX_ECHOED_URL ? `${url.slice(0, MAX_ECHOED_URL)}…` : url)
+const echoedUrl = (url: string) => {
+  if (url.length <= MAX_ECHOED_URL) return url
+  // Not between the halves of a surrogate pair: a lone half would make the answer's JSON invalid to strict parsers.
+  const end = /[\uD800-\uDBFF]/.test(url[MAX_ECHOED_URL - 1]!) ? MAX_ECHOED_URL - 1 : MAX_ECHOED_URL
+  return `${url.slice(0, end)}…`
+}
 /** How often an open stream asks again whether its key still holds (revoked, expired, role changed). */
 const REAUTHENTICATE = "5 seconds"
 

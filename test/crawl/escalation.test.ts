@@ -180,6 +180,10 @@ describe("planFromHistory", () => {
     expect(r.reason).toMatch(/^learned: start at brave/)
     // The history is every tenant's: the reason tells no time another tenant's job crawled the domain.
     expect(r.reason).not.toMatch(/\d{4}-\d{2}-\d{2}T/)
+    expect(r.reason).toMatch(/\(within 24 h\)$/)
+    // A window shorter than an hour is said in minutes.
+    const short = planFromHistory(plan3, [{ engine: "brave", ok: true, at: now - 1000 }], { now, windowMs: 10 * 60_000 })
+    expect(short.reason).toMatch(/\(within 10 min\)$/)
   })
 
   it("an engine with no recent record is kept (probed again)", () => {

@@ -121,6 +121,9 @@ describe("diff input", () => {
     const { lines, cut } = diffLines(page, "text/html")
     expect(cut).toBe(true)
     expect(lines).toEqual(["deep text"])
+    // A "<" that starts no tag is text, and stays.
+    const pre = `<pre>${"x".repeat(MAX_DIFF_INPUT_CHARS - 20)} a < b and more text past the cut</pre>`
+    expect(diffLines(pre, "text/html").lines.at(-1)).toMatch(/ a < b/)
   })
 
   it("ends plain text's last line at a final line break instead of adding an empty one", () => {
