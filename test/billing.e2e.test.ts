@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FakeLlm, startFakeLlm } from "./support/fake-llm.ts"
 import { type FixtureSite, loopbackOnlyEnv, startFixtureSite } from "./support/fixture-site.ts"
+import { query } from "./support/databases.ts"
 import { backends, client, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -21,11 +22,16 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
   let prices: Map<string, string>
   let extractionPrices: Map<string, string>
 
+  /** The server's PostgreSQL database, on that backend. */
+  let databaseUrl: string | undefined
+
   beforeAll(async () => {
     site = await startFixtureSite({ hosts: ["127.0.0.1", "127.0.0.2", "127.0.0.3"] })
     llm = await startFakeLlm()
+    const env = await backend.env()
+    databaseUrl = env.DATABASE_URL
     server = await startServer({
-      ...(await backend.env()),
+      ...env,
       ALLOW_PRIVATE_TARGETS: "true",
       LLM_BASE_URL: llm.baseUrl,
       LLM_MODEL: "test-model",
@@ -113,6 +119,11 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     // A top-up makes room at once.
     const topup = await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount: "1.00", note: "more" }, adminKey)
     expect(topup.status).toBe(201)
+    // The adjustment is in the audit log, with who made it.
+    if (databaseUrl) {
+      const entries = await query<{ action: string; data: any }>(databaseUrl, `SELECT action, data FROM audit_log WHERE target_id = '${t.tenantId}'`)
+      expect(entries).toEqual([{ action: "credits.adjust", data: { transactionId: topup.json.data.id, type: "topup", amount: "1.00", note: "more" } }])
+    }
     expect((await create(t.apiKey, { url: site.url("/page?case=bill-5") })).status).toBe(201)
   })
 

@@ -3,17 +3,10 @@ import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { shardLockNamespace } from "../src/actors/cluster-info.ts"
+import { query } from "./support/databases.ts"
 import { client, createTestDatabase, freePort, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
 
 const baseUrl = process.env.DATABASE_URL
-
-const query = <A>(url: string, text: string) =>
-  Effect.runPromise(
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      return (yield* sql.unsafe(text)) as unknown as ReadonlyArray<A>
-    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })), Effect.scoped)
-  )
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 

@@ -39,15 +39,18 @@ export const AdminHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           const positive = Number(payload.amount) > 0
+          const type = positive ? "topup" as const : "correction" as const
           return yield* entityCall(tenantClient(params.tenantId).AdjustCredits({
             entryId: newId("txn"),
-            type: positive ? "topup" : "correction",
+            type,
             amount: payload.amount,
             note: `${payload.note} (by ${me.identityId})`,
             serviceKey: null,
             resourceId: null,
             resourceType: null
           })).pipe(
+            // Who moved a tenant's money, as for its quotas.
+            Effect.tap((txn) => audit.record(me, "credits.adjust", params.tenantId, { transactionId: txn.id, type, amount: payload.amount, note: payload.note })),
             Effect.catchTags({
               TenantMissing: () => notFound("tenant"),
               InsufficientCredit: (e) =>

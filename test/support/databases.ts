@@ -1,7 +1,9 @@
 import { cpSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Layer } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { Config, loadConfig } from "../../src/config.ts"
 import { DatabaseLive } from "../../src/sql/database.ts"
 import { blankDatabaseTemplate, createTestDatabase } from "./server-process.ts"
@@ -30,3 +32,12 @@ export const testDatabases: ReadonlyArray<{ readonly name: string; readonly conf
 /** The database layer (and its Config) of a configuration; a config used again is the same database. */
 export const databaseLayer = (config: ReturnType<typeof loadConfig>) =>
   DatabaseLive.pipe(Layer.provideMerge(Layer.succeed(Config, config)))
+
+/** Runs one statement on the PostgreSQL database at `url` (a test's look at what a server wrote). */
+export const query = <A>(url: string, text: string) =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      return (yield* sql.unsafe(text)) as unknown as ReadonlyArray<A>
+    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })), Effect.scoped)
+  )
