@@ -21,7 +21,16 @@ export interface AppConfig {
   readonly smtpUrl: string | undefined
   readonly mailFrom: string
   readonly publicBaseUrl: string
-  readonly llm: { readonly baseUrl: string; readonly apiKey: string | undefined; readonly model: string } | undefined
+  /**
+   * The LLM endpoint for refinement. `models`: the models configs may name (LLM_MODELS, the default
+   * among them); undefined lets a config name any, at the operator's cost.
+   */
+  readonly llm: {
+    readonly baseUrl: string
+    readonly apiKey: string | undefined
+    readonly model: string
+    readonly models: ReadonlyArray<string> | undefined
+  } | undefined
   readonly bravePath: string
   readonly camoufoxPath: string | undefined
   readonly alternateProxyUrl: string | undefined
@@ -136,6 +145,9 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
 
   const llmBase = url(env, "LLM_BASE_URL", ["http", "https"])
   const llmModel = env.LLM_MODEL || "gpt-4o-mini"
+  const llmModels = env.LLM_MODELS?.trim()
+    ? [...new Set([llmModel, ...env.LLM_MODELS.split(",").map((m) => m.trim()).filter((m) => m !== "")])]
+    : undefined
   const smtpUrl = url(env, "SMTP_URL", ["smtp", "smtps"])
   const publicBaseUrl = url(env, "PUBLIC_BASE_URL", ["http", "https"]) ?? `http://${host}:${listenPort}`
   const mailFrom = env.MAIL_FROM || "trawl@localhost"
@@ -181,7 +193,7 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
     smtpUrl,
     mailFrom,
     publicBaseUrl,
-    llm: llmBase ? { baseUrl: llmBase.replace(/\/$/, ""), apiKey: env.LLM_API_KEY || undefined, model: llmModel } : undefined,
+    llm: llmBase ? { baseUrl: llmBase.replace(/\/$/, ""), apiKey: env.LLM_API_KEY || undefined, model: llmModel, models: llmModels } : undefined,
     bravePath: env.BRAVE_PATH || "/usr/bin/chromium",
     camoufoxPath: env.CAMOUFOX_PATH || undefined,
     alternateProxyUrl: url(env, "ALTERNATE_PROXY_URL", ["http", "https"]),

@@ -147,7 +147,7 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
   beforeAll(async () => {
     llm = await startFakeLlm()
     pages = await startPages()
-    const common = { ALLOW_PRIVATE_TARGETS: "true", LLM_BASE_URL: llm.baseUrl, LLM_MODEL: "test-model", WEBHOOK_RETRY_SCALE: "0.001" }
+    const common = { ALLOW_PRIVATE_TARGETS: "true", LLM_BASE_URL: llm.baseUrl, LLM_MODEL: "test-model", LLM_MODELS: "cfg-model", WEBHOOK_RETRY_SCALE: "0.001" }
     env = { ...common, ...(await backend.env()) }
     crashEnv = { ...common, ...(await backend.env()) }
     // Generous start timeouts: the machine is shared and two servers boot at once.
@@ -889,6 +889,15 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       expect(req!.body.messages.map((m: any) => m.content).join("\n")).toContain("CUSTOM PROMPT: fix the product.")
       expect(e.metadata.llm).toMatchObject({ model: "cfg-model", status: "ok", correctedFields: ["name"] })
       expect(e.data.name).toBe(`Config-corrected ${marker}`)
+    })
+
+    it("refuses a config that names a model the operator does not offer (LLM_MODELS)", async () => {
+      const tenant = await api.createTenant()
+      const res = await api.post("/v1/extractor/configs", { scope: "tenant", type: "product", payload: { llm: { enabled: true, model: "costly-model" } } }, tenant.apiKey)
+      expect(res.status, res.text).toBe(400)
+      expect(res.json.error.details).toEqual([expect.objectContaining({ path: "payload.llm.model", code: "invalid_value", message: expect.stringContaining("test-model, cfg-model") })])
+      // The default model is always offered.
+      expect((await api.post("/v1/extractor/configs", { scope: "tenant", type: "product", payload: { llm: { enabled: true, model: "test-model" } } }, tenant.apiKey)).status).toBe(201)
     })
 
     it("caches a refined result: the identical request is answered without a second model call", async () => {

@@ -143,7 +143,8 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
                 llm: {
                   baseUrl: config.llm!.baseUrl,
                   apiKey: config.llm!.apiKey,
-                  model: llmOptions?.model ?? config.llm!.model,
+                  // A model the operator no longer offers (a config written before LLM_MODELS said so) gives way to the default.
+                  model: llmOptions?.model !== undefined && (config.llm!.models?.includes(llmOptions.model) ?? true) ? llmOptions.model : config.llm!.model,
                   ...(llmOptions?.temperature !== undefined ? { temperature: llmOptions.temperature } : {}),
                   ...(llmOptions?.promptOverride !== undefined ? { promptOverride: llmOptions.promptOverride } : {})
                 },

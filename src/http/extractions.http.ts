@@ -306,9 +306,16 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
 const madeOwnJob = (extraction: ExtractionRow) =>
   extraction.made_own_job ?? (extraction.replay_of === null && extraction.url !== null && extraction.job_id !== null)
 
-/** Refuses a config payload that would fail every extraction it applies to (see configPayloadProblems). */
-const checkConfigPayload = (payload: ConfigPayload) => {
+/**
+ * Refuses a config payload that would fail every extraction it applies to (see configPayloadProblems),
+ * or that names an LLM model the operator does not offer (LLM_MODELS).
+ */
+const checkConfigPayload = (payload: ConfigPayload, models: ReadonlyArray<string> | undefined) => {
   const problems = configPayloadProblems(payload)
+  const model = payload.llm?.model
+  if (model !== undefined && models !== undefined && !models.includes(model)) {
+    problems.push({ path: "payload.llm.model", code: "invalid_value", message: `is not a model this service offers (${models.join(", ")})` })
+  }
   return problems.length === 0
     ? Effect.void
     : fail(400, "validation_error", "the config's payload would fail every extraction it applies to", { details: problems })
@@ -320,6 +327,7 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
   Effect.fn(function*(handlers) {
     const repo = yield* ExtractionRepo
     const tenants = yield* TenantRepo
+    const llmModels = (yield* Config).llm?.models
 
     /** Global configs are the super-admin's; a tenant may only change its own. */
     const writable = (id: string) =>
@@ -343,7 +351,7 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
               details: [{ path: "tenantId", code: "invalid_value", message: "must be your tenant or omitted" }]
             })
           }
-          if (payload.payload) yield* checkConfigPayload(payload.payload)
+          if (payload.payload) yield* checkConfigPayload(payload.payload, llmModels)
           const limit = yield* tenants.quotaLimit(me.tenantId, "extractor.configs.total")
           if (payload.scope === "tenant" && (yield* repo.configs.countOwn(me.tenantId)) >= limit) {
             return yield* fail(429, "quota_exceeded", `the tenant already has ${limit} extractor configs (extractor.configs.total)`)
@@ -379,7 +387,7 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
       .handle("update", ({ params, payload }) =>
         Effect.gen(function*() {
           yield* writable(params.id)
-          if (payload.payload) yield* checkConfigPayload(payload.payload)
+          if (payload.payload) yield* checkConfigPayload(payload.payload, llmModels)
           const patch: Record<string, unknown> = {}
           if (payload.type !== undefined) patch.type = payload.type
           if (payload.domainId !== undefined) patch.domain_id = payload.domainId?.toLowerCase() ?? null

@@ -22,6 +22,13 @@ describe("configuration", () => {
     expect(c.secretKey.length).toBeGreaterThanOrEqual(32)
   })
 
+  it("reads the LLM models configs may name: LLM_MODELS and the default, or any when unset", () => {
+    const base = { DATA_DIR: dataDir(), LLM_BASE_URL: "http://127.0.0.1:9/v1", LLM_MODEL: "small" }
+    expect(loadConfig(base).llm).toMatchObject({ model: "small", models: undefined })
+    expect(loadConfig({ ...base, LLM_MODELS: " large, small ,,medium" }).llm?.models).toEqual(["small", "large", "medium"])
+    expect(loadConfig({ ...base, LLM_MODELS: " " }).llm?.models).toBeUndefined()
+  })
+
   it("keeps the generated SECRET_KEY across starts", () => {
     const dir = dataDir()
     expect(loadConfig({ DATA_DIR: dir }).secretKey.equals(loadConfig({ DATA_DIR: dir }).secretKey)).toBe(true)
