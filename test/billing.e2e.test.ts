@@ -276,5 +276,23 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
       const tokenPrice = Math.ceil(tokens * Number(extractionPrices.get("llm.tokens")) * 10_000 / 1000) / 10_000
       expect(Number(entry.amount)).toBeCloseTo(-(Number(extractionPrices.get("extraction")) + tokenPrice), 6)
     })
+
+    it("does not believe a token count no model could use: the extraction and the tenant's next ones are charged", async () => {
+      const t = await api.createTenant({ credits: "1.00" })
+      const marker = `LLMCASE-huge-usage-${Date.now()}`
+      // 10²⁰ tokens overflowed the charge, and stopped the tenant's extractions from being charged at all.
+      llm.when(marker, { json: {}, usage: { prompt: 1e20, completion: 5 } })
+      const huge = await extract(t.apiKey, { type: "article", input: page(marker), llm: { enabled: true } })
+      expect(huge.status, huge.text).toBe(201)
+      const e = await waitEnded(t.apiKey, huge.json.data.id)
+      expect(e.status).toBe("done")
+      expect(e.metadata.llm.promptTokens).toBeUndefined()
+      expect(e.metadata.llm.completionTokens).toBe(5)
+      const next = await extract(t.apiKey, { type: "article", input: page("after huge usage") })
+      expect((await waitEnded(t.apiKey, next.json.data.id)).status).toBe("done")
+      const entries = await debits(t.apiKey, 2, "extractor.extractions")
+      expect(entries.map((d: any) => d.resourceId)).toEqual([huge.json.data.id, next.json.data.id])
+      expect((await api.get("/v1/extractor/extractions", t.apiKey)).status).toBe(200)
+    })
   })
 })

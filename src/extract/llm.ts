@@ -318,7 +318,15 @@ async function readCapped(body: AsyncIterable<Uint8Array> | null): Promise<strin
   return Buffer.concat(chunks).toString("utf8")
 }
 
-const tokenCount = (v: unknown): number | undefined => (typeof v === "number" && Number.isInteger(v) && v >= 0 ? v : undefined)
+/**
+ * The most tokens one answer may report: far beyond any model's context window. A larger count is
+ * not believed (taken as none reported): it would overflow the charge, and stall the tenant's
+ * settlement of every later extraction behind it.
+ */
+export const MAX_REPORTED_TOKENS = 10_000_000
+
+const tokenCount = (v: unknown): number | undefined =>
+  typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= MAX_REPORTED_TOKENS ? v : undefined
 
 /**
  * Refines `data` with the model. Resolves with the (possibly) refined data and the report; on any
