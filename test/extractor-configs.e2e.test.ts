@@ -460,5 +460,11 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
     // Raising the override makes room.
     await api.call("PUT", `/v1/admin/tenants/${tenant.tenantId}/quotas/extractor.configs.total`, { key: admin, body: { limit: 4 } })
     expect((await createConfig({ scope: "tenant", notes: "room after raise" }, tenant.apiKey)).status).toBe(201)
+    // Concurrent creations cannot together pass it: two places free, twelve asking at once.
+    await api.call("PUT", `/v1/admin/tenants/${tenant.tenantId}/quotas/extractor.configs.total`, { key: admin, body: { limit: 6 } })
+    const burst = await Promise.all(Array.from({ length: 12 }, (_, i) => createConfig({ scope: "tenant", notes: `burst ${i}` }, tenant.apiKey)))
+    expect(burst.map((r) => r.status).sort()).toEqual([201, 201, ...Array(10).fill(429)])
+    const quotas = (await api.get("/v1/iam/quotas/me", tenant.apiKey)).json.data.items
+    expect(quotas.find((q: any) => q.key === "extractor.configs.total")).toMatchObject({ limit: 6, used: 6 })
   }, 60_000)
 })

@@ -353,9 +353,6 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
           }
           if (payload.payload) yield* checkConfigPayload(payload.payload, llmModels)
           const limit = yield* tenants.quotaLimit(me.tenantId, "extractor.configs.total")
-          if (payload.scope === "tenant" && (yield* repo.configs.countOwn(me.tenantId)) >= limit) {
-            return yield* fail(429, "quota_exceeded", `the tenant already has ${limit} extractor configs (extractor.configs.total)`)
-          }
           const row = yield* repo.configs.insert({
             id: newId("cfg"),
             tenant_id: payload.scope === "global" ? null : me.tenantId,
@@ -367,7 +364,8 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
             enabled: payload.enabled ?? true,
             payload: payload.payload ?? {},
             notes: payload.notes ?? null
-          })
+          }, limit)
+          if (!row) return yield* fail(429, "quota_exceeded", `the tenant already has ${limit} extractor configs (extractor.configs.total)`)
           return toConfig(row)
         }))
       .handle("list", ({ query }) =>

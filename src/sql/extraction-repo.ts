@@ -167,12 +167,15 @@ export interface ExtractionRepoShape {
   readonly cacheGet: (key: string) => Effect.Effect<{ data: Record<string, unknown>; metadata: Record<string, unknown> } | undefined>
   readonly cachePut: (key: string, data: unknown, metadata: unknown) => Effect.Effect<void>
   readonly configs: {
-    readonly insert: (c: Omit<ConfigRow, "created_at" | "updated_at">) => Effect.Effect<ConfigRow>
+    /**
+     * Writes a config; a tenant's own only while the tenant has fewer than `limit` (counted with the
+     * tenant's row locked, so concurrent creations cannot together pass it), else undefined.
+     */
+    readonly insert: (c: Omit<ConfigRow, "created_at" | "updated_at">, limit: number) => Effect.Effect<ConfigRow | undefined>
     readonly find: (tenantId: string, id: string) => Effect.Effect<ConfigRow | undefined>
     readonly update: (id: string, patch: Record<string, unknown>) => Effect.Effect<ConfigRow | undefined>
     readonly remove: (id: string) => Effect.Effect<boolean>
     readonly list: (tenantId: string, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<ConfigRow>; total: number }>
-    readonly countOwn: (tenantId: string) => Effect.Effect<number>
     /** Enabled configs that may apply to an extraction: the tenant's and global ones. */
     readonly candidates: (tenantId: string, type: string) => Effect.Effect<ReadonlyArray<ConfigRow>>
   }
@@ -316,12 +319,21 @@ export const ExtractionRepoLive = Layer.effect(
         sql`INSERT INTO extraction_cache (cache_key, data, metadata) VALUES (${key}, ${JSON.stringify(data)}::jsonb, ${JSON.stringify(metadata)}::jsonb)
             ON CONFLICT (cache_key) DO NOTHING`.pipe(Effect.orDie, Effect.asVoid),
       configs: {
-        insert: (c) =>
-          sql<ConfigRow>`
-            INSERT INTO extractor_configs (id, tenant_id, scope, type, domain_id, url_pattern, priority, enabled, payload, notes)
-            VALUES (${c.id}, ${c.tenant_id}, ${c.scope}, ${c.type}, ${c.domain_id}, ${c.url_pattern}, ${c.priority}, ${c.enabled},
-                    ${JSON.stringify(c.payload)}::jsonb, ${c.notes})
-            RETURNING *`.pipe(Effect.orDie, Effect.map((r) => r[0]!)),
+        insert: (c, limit) =>
+          sql.withTransaction(Effect.gen(function*() {
+            if (c.tenant_id !== null) {
+              // FOR NO KEY UPDATE: orders the tenant's config creations, without holding up rows that refer to the tenant.
+              yield* sql`SELECT 1 FROM tenants WHERE id = ${c.tenant_id} FOR NO KEY UPDATE`
+              const [own] = yield* sql<{ n: string }>`SELECT count(*) AS n FROM extractor_configs WHERE tenant_id = ${c.tenant_id}`
+              if (Number(own!.n) >= limit) return undefined
+            }
+            const [row] = yield* sql<ConfigRow>`
+              INSERT INTO extractor_configs (id, tenant_id, scope, type, domain_id, url_pattern, priority, enabled, payload, notes)
+              VALUES (${c.id}, ${c.tenant_id}, ${c.scope}, ${c.type}, ${c.domain_id}, ${c.url_pattern}, ${c.priority}, ${c.enabled},
+                      ${JSON.stringify(c.payload)}::jsonb, ${c.notes})
+              RETURNING *`
+            return row!
+          })).pipe(Effect.orDie),
         find: (tenantId, id) =>
           sql<ConfigRow>`SELECT * FROM extractor_configs WHERE id = ${id} AND (tenant_id = ${tenantId} OR tenant_id IS NULL)`.pipe(
             Effect.orDie,
@@ -341,11 +353,6 @@ export const ExtractionRepoLive = Layer.effect(
                            ORDER BY created_at DESC, id DESC OFFSET ${offset} LIMIT ${limit}`,
             sql<{ n: string }>`SELECT count(*) AS n FROM extractor_configs WHERE tenant_id = ${tenantId} OR tenant_id IS NULL`
           ]).pipe(Effect.orDie, Effect.map(([items, [c]]) => ({ items, total: Number(c!.n) }))),
-        countOwn: (tenantId) =>
-          sql<{ n: string }>`SELECT count(*) AS n FROM extractor_configs WHERE tenant_id = ${tenantId}`.pipe(
-            Effect.orDie,
-            Effect.map((r) => Number(r[0]!.n))
-          ),
         candidates: (tenantId, type) =>
           sql<ConfigRow>`
             SELECT * FROM extractor_configs
