@@ -20,7 +20,7 @@ import { backends, client, type RunningServer, startServer } from "./support/ser
 
 /** A loopback web site whose pages (and their delay) are registered per path; counts hits. */
 const startPages = async () => {
-  const pages = new Map<string, { html: string; delayMs?: number; delayFirstOnly?: boolean }>()
+  const pages = new Map<string, { html: string | Buffer; delayMs?: number; delayFirstOnly?: boolean; contentType?: string }>()
   const hits = new Map<string, number>()
   const sockets = new Set<Socket>()
   const timers = new Set<NodeJS.Timeout>()
@@ -36,7 +36,7 @@ const startPages = async () => {
     const delay = page.delayMs && (!page.delayFirstOnly || n === 1) ? page.delayMs : 0
     const t = setTimeout(() => {
       timers.delete(t)
-      if (!res.destroyed) res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(page.html)
+      if (!res.destroyed) res.writeHead(200, { "content-type": page.contentType ?? "text/html; charset=utf-8" }).end(page.html)
     }, delay)
     timers.add(t)
   })
@@ -48,7 +48,7 @@ const startPages = async () => {
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`
   return {
     base,
-    put: (path: string, html: string, opts: { delayMs?: number; delayFirstOnly?: boolean } = {}) => {
+    put: (path: string, html: string | Buffer, opts: { delayMs?: number; delayFirstOnly?: boolean; contentType?: string } = {}) => {
       pages.set(path, { html, ...opts })
       return base + path
     },
@@ -397,6 +397,21 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       // The crawl job is the tenant's own and visible.
       const job = await api.get(`/v1/scraper/jobs/${e.jobId}`, t.apiKey)
       expect(job.json.data).toMatchObject({ status: "done", url })
+    })
+
+    it("reads a fetched page in the charset its type or <meta> names, as a browser does", async () => {
+      const n = nonce()
+      const latin1 = (text: string) => Buffer.from(text, "latin1")
+      const article = (title: string) => `<html><head><title>${title}</title></head><body><article><h1>${title}</h1>${[1, 2, 3].map((i) => longPara("Encoded", i)).join("")}</article></body></html>`
+      const byType = pages.put(`/latin1-${n}`, latin1(article(`Caf\u00e9 cr\u00e8me ${n}`)), { contentType: "text/html; charset=iso-8859-1" })
+      const byMeta = pages.put(`/meta-${n}`, latin1(article(`Br\u00fbl\u00e9e ${n}`).replace("<head>", `<head><meta charset="windows-1252">`)), { contentType: "text/html" })
+      for (const [url, title] of [[byType, `Caf\u00e9 cr\u00e8me ${n}`], [byMeta, `Br\u00fbl\u00e9e ${n}`]] as const) {
+        const res = await create({ type: "article", url })
+        expect(res.status, res.text).toBe(201)
+        const e = await waitFinal(res.json.data.id)
+        expect(e.status).toBe("done")
+        expect(e.data.title).toBe(title)
+      }
     })
 
     it("extracts from a finished job's HTML (jobId), and refuses a job of another tenant (422)", async () => {

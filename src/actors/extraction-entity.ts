@@ -12,6 +12,7 @@ import { refineWithLlm } from "../extract/llm.ts"
 import { EventLog } from "../events/event-log.ts"
 import { newId } from "../ids.ts"
 import { ExtractionRepo, type ExtractionRow } from "../sql/extraction-repo.ts"
+import { bodyEncoding } from "../crawl/content-type.ts"
 import { storableJson } from "../sql/storable-json.ts"
 import { WorkerTaskError, WorkerTimeout } from "../workers/timed-worker.ts"
 import { JobRepo } from "../sql/job-repo.ts"
@@ -74,7 +75,9 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
           if (job.status === "done") {
             const html = yield* jobs.html(row.tenant_id, jobId)
             if (!html) return yield* Effect.fail(new Failure("invalid_input", `job ${jobId} kept no content`, false))
-            const content = html.body.toString("utf8")
+            // Read as a browser reads it (and as page history serves it): the byte order mark, the
+            // type's charset or the page's <meta>, else UTF-8.
+            const content = new TextDecoder(bodyEncoding(html.body, html.contentType)).decode(html.body)
             return { content, hash: createHash("sha256").update(html.body).digest("hex") }
           }
           if (job.status === "failed" || job.status === "dead") {
