@@ -167,6 +167,9 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
   it("enforces every bound (priority, notes, promptOverride, scope, types, unknown fields)", async () => {
     const ok = await createConfig({ scope: "tenant", priority: 1000, notes: "n".repeat(1000), payload: { llm: { promptOverride: "p".repeat(8000) } } })
     expect(ok.status, ok.text).toBe(201)
+    // Characters are counted as characters: an emoji is one, not two UTF-16 units.
+    const emoji = await createConfig({ scope: "tenant", notes: "\u{1F600}".repeat(1000), payload: { llm: { promptOverride: "\u{1F600}".repeat(8000) } } })
+    expect(emoji.status, emoji.text).toBe(201)
     const id = ok.json.data.id
     const bad: Array<[string, Record<string, unknown>, string]> = [
       ["priority 1001", { scope: "tenant", priority: 1001 }, "priority"],

@@ -110,8 +110,12 @@ export const WebhookSecret = Schema.String.check(
   })
 )
 
-/** Free text of `min` to `max` characters that can be stored. */
-export const Text = (min: number, max: number) => Schema.String.check(Schema.isBetweenLength(min, max), isStorableText)
+/** At most `max` characters, counted as a person counts them (code points: an emoji is one), not UTF-16 units. */
+export const isAtMostCharacters = (max: number) => Schema.makeFilter((s: string) => s.length <= max || [...s].length <= max, { expected: `at most ${max} characters` })
+
+/** Free text of `min` to `max` characters (code points) that can be stored. */
+export const Text = (min: number, max: number) =>
+  Schema.String.check(Schema.makeFilter((s: string) => [...s].length >= min, { expected: `at least ${min} characters` }), isAtMostCharacters(max), isStorableText)
 
 export const Email = Schema.String.check(
   Schema.isMaxLength(255),

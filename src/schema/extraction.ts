@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, CreatedRange, DateTime, NullableDateTime, WebhookSecret } from "./common.ts"
+import { AbsoluteUrl, CreatedRange, DateTime, isAtMostCharacters, NullableDateTime, WebhookSecret } from "./common.ts"
 import { Page, SearchPagination, SortTerms } from "./envelope.ts"
 
 export const ExtractionStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead", "cancelled"])
@@ -126,7 +126,7 @@ export const ConfigPayload = Schema.Struct({
     enabled: Schema.optional(Schema.Boolean),
     model: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 200))),
     temperature: Schema.optional(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 2 }))),
-    promptOverride: Schema.optional(Schema.String.check(Schema.isMaxLength(8000))),
+    promptOverride: Schema.optional(Schema.String.check(isAtMostCharacters(8000))),
     mode: Schema.optional(LlmMode)
   })),
   fields: Schema.optional(Schema.Array(Schema.String).check(Schema.isMaxLength(50))),
@@ -136,7 +136,7 @@ export const ConfigPayload = Schema.Struct({
 export type ConfigPayload = typeof ConfigPayload.Type
 
 const Priority = Schema.Int.check(Schema.isBetween({ minimum: -1000, maximum: 1000 }))
-const Notes = Schema.String.check(Schema.isMaxLength(1000))
+const Notes = Schema.String.check(isAtMostCharacters(1000))
 
 export const CreateConfigBody = Schema.Struct({
   scope: Schema.Literals(["tenant", "global"]),
