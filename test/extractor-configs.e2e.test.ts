@@ -188,7 +188,14 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
       ["unknown post-processing", { scope: "tenant", payload: { postProcess: { title: { bogusOp: {} } } } }, "payload.postProcess.title.bogusOp"],
       ["regex that does not compile", { scope: "tenant", payload: { postProcess: { title: { regexReplace: { pattern: "[unclosed" } } } } }, "payload.postProcess.title.regexReplace"],
       ["unknown regex flags", { scope: "tenant", payload: { postProcess: { title: { regexReplace: { pattern: "a", flags: "zz" } } } } }, "payload.postProcess.title.regexReplace"],
-      ["negative truncate", { scope: "tenant", payload: { postProcess: { title: { truncate: { length: -5 } } } } }, "payload.postProcess.title.truncate"]
+      ["negative truncate", { scope: "tenant", payload: { postProcess: { title: { truncate: { length: -5 } } } } }, "payload.postProcess.title.truncate"],
+      // Size and shape: every matching extraction reads the payload.
+      ["51 selector fields", { scope: "tenant", payload: { selectors: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`f${i}`, [{ css: "h1" }]])) } }, "payload.selectors"],
+      ["a field name of 101 characters", { scope: "tenant", payload: { selectors: { ["f".repeat(101)]: [{ css: "h1" }] } } }, "payload.selectors"],
+      ["51 post-processed fields", { scope: "tenant", payload: { postProcess: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`f${i}`, { trim: {} }])) } }, "payload.postProcess"],
+      ["21 operations on one field", { scope: "tenant", payload: { postProcess: { title: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`op${i}`, {}])) } } }, "payload.postProcess.title"],
+      ["a payload over 64 KiB", { scope: "tenant", payload: { postProcess: { price: { default: { value: "x".repeat(70_000) } } } } }, "payload"],
+      ["a selector with neither css nor json", { scope: "tenant", payload: { selectors: { title: [{ attr: "content" }] } } }, "payload.selectors.title.0"]
     ]
     for (const [what, body, path] of bad) {
       const res = await createConfig(body)

@@ -29,8 +29,57 @@ const depthOf = (value: unknown, limit: number): number => {
 
 const problem = (path: string, message: string): ErrorDetail => ({ path, code: "invalid_value", message })
 
-export const configPayloadProblems = (payload: ConfigPayload, at = "payload"): Array<ErrorDetail> => {
+/** The most fields one config's selectors or post-processing name (as many as `fields` may list). */
+const MAX_CONFIG_FIELDS = 50
+/** The most post-processing operations for one field. */
+const MAX_FIELD_OPERATIONS = 20
+/** The largest payload as JSON: selectors, prompts and options are small, and every matching extraction reads it. */
+const MAX_PAYLOAD_JSON = 64 * 1024
+/** Names every object has: a field so named would be lost, or worse. */
+const RESERVED_NAMES = new Set(["__proto__", "constructor", "prototype"])
+
+/**
+ * The length of `value` as JSON; 0 for a value nested too deeply to write, which only options can
+ * be, and which the depth check below refuses with a clearer message.
+ */
+const jsonLength = (value: unknown): number => {
+  try {
+    return JSON.stringify(value).length
+  } catch {
+    return 0
+  }
+}
+
+/**
+ * The payload's size and shape beyond what its schema checks (checked when a config is written, so
+ * configs stored before a bound existed are still read and served).
+ */
+const boundProblems = (payload: ConfigPayload, at: string): Array<ErrorDetail> => {
   const problems: Array<ErrorDetail> = []
+  if (jsonLength(payload) > MAX_PAYLOAD_JSON) problems.push(problem(at, `is larger than ${MAX_PAYLOAD_JSON / 1024} KiB as JSON`))
+  for (const [part, map] of [["selectors", payload.selectors], ["postProcess", payload.postProcess]] as const) {
+    const names = Object.keys(map ?? {})
+    if (names.length > MAX_CONFIG_FIELDS) problems.push(problem(`${at}.${part}`, `names ${names.length} fields; at most ${MAX_CONFIG_FIELDS}`))
+    for (const name of names) {
+      if (name.length === 0 || name.length > 100) problems.push(problem(`${at}.${part}`, "field names are 1 to 100 characters"))
+      else if (RESERVED_NAMES.has(name)) problems.push(problem(`${at}.${part}.${name}`, "is not a field name a config may use"))
+    }
+  }
+  for (const [field, selectors] of Object.entries(payload.selectors ?? {})) {
+    selectors.forEach((s, i) => {
+      if (s.css === undefined && s.json === undefined) problems.push(problem(`${at}.selectors.${field}.${i}`, "needs css or json"))
+    })
+  }
+  for (const [field, ops] of Object.entries(payload.postProcess ?? {})) {
+    if (Object.keys(ops).length > MAX_FIELD_OPERATIONS) problems.push(problem(`${at}.postProcess.${field}`, `at most ${MAX_FIELD_OPERATIONS} operations`))
+  }
+  return problems
+}
+
+export const configPayloadProblems = (payload: ConfigPayload, at = "payload"): Array<ErrorDetail> => {
+  const problems: Array<ErrorDetail> = boundProblems(payload, at)
+  // A payload far out of bounds is not also parsed field by field.
+  if (problems.length > 0) return problems
   const parses = (path: string, parse: () => unknown) => {
     try {
       parse()
