@@ -18,6 +18,7 @@ import { toIsoDateTime } from "./dates.js"
 import { absoluteUrl } from "./url.js"
 import { normalizeCurrency, parsePrice } from "./product/price.js"
 import { normalizeSpace } from "./html/dom.js"
+import { htmlToText } from "./llm.js"
 
 export * from "./types.js"
 export { ExtractError, isExtractError, type ExtractErrorClass } from "./errors.js"
@@ -322,6 +323,22 @@ function lookup(o: Data, keys: string[]): unknown {
   return undefined
 }
 
+/** A tag, comment or declaration in a string: markup, not text. */
+const MARKUP = /<[a-z!/?]/i
+/** Fields whose text runs over paragraphs (separated by a blank line, as the HTML pipeline does). */
+const PARAGRAPH_FIELDS = new Set(["content", "description", "summary"])
+
+/**
+ * The text of markup found in a JSON value, as the HTML pipeline reads it (scripts, styles and
+ * hidden parts left out): an article's content by the main-content extractor when it finds one,
+ * paragraphs for the long text fields, one line for the others.
+ */
+const textOfMarkup = (field: string, markup: string, url: string | null): string => {
+  const lines = htmlToText(markup).split("\n")
+  if (field === "content") return articleFromPage(loadPage(markup, url)).data.content || lines.join("\n\n")
+  return PARAGRAPH_FIELDS.has(field) ? lines.join("\n\n") : normalizeSpace(lines.join(" "))
+}
+
 function fromJson(root: unknown, type: "article" | "product", url: string | null): { data: Data; sources: Record<string, string> } {
   const nodes = flattenJsonLd(root)
   const hasLd = nodes.length > 0 && (Array.isArray(root) || (root as Data)["@context"] !== undefined || (root as Data)["@type"] !== undefined || (root as Data)["@graph"] !== undefined)
@@ -340,10 +357,8 @@ function fromJson(root: unknown, type: "article" | "product", url: string | null
     let v = lookup(obj, ALIASES[f] ?? [f])
     if (v === undefined && f === "price" && obj.offers !== null && typeof obj.offers === "object") v = lookup(obj.offers as Data, ["price", "lowPrice"])
     if (v === undefined) continue
-    if (f === "content" && typeof v === "string" && /<[a-z][\s\S]*>/i.test(v)) {
-      const page = loadPage(v, url)
-      v = articleFromPage(page).data.content || normalizeSpace(v.replace(/<[^>]+>/g, " "))
-    }
+    if (typeof v === "string" && MARKUP.test(v)) v = textOfMarkup(f, v, url)
+    if (Array.isArray(v)) v = v.map((x) => (typeof x === "string" && MARKUP.test(x) ? textOfMarkup(f, x, url) : x))
     if (f === "availability" && typeof v === "boolean") v = v ? "InStock" : "OutOfStock"
     if ((f === "author" || f === "brand") && v !== null && typeof v === "object" && !Array.isArray(v)) v = (v as Data).name
     if (f === "authors" && Array.isArray(v)) v = v.map((x) => (x !== null && typeof x === "object" ? (x as Data).name : x))

@@ -26,6 +26,19 @@ describe("markdown, text and JSON inputs", () => {
     expect(out.data).toMatchObject({ name: "Blue Vase", price: 1234.56, availability: "InStock", brand: "Potter", sku: "991" })
   })
 
+  it("json: markup in a value is read as the HTML pipeline reads it, never passed on", () => {
+    const out = product(JSON.stringify({
+      name: "<b>N</b><script>x()</script>",
+      description: "<p>D one</p><script>evil()</script><p>D two</p>",
+      brand: "<img src=x onerror=alert(1)>B"
+    }), { format: "json" })
+    expect(out.data).toMatchObject({ name: "N", description: "D one\n\nD two", brand: "B" })
+    const a = article(JSON.stringify({ title: "T", body: "<p>Para one.</p><script>stealCookies()</script><style>.x{color:red}</style><p>Para two.</p>" }), { format: "json" })
+    expect(a.data.content).toBe("Para one.\n\nPara two.")
+    // Text with a lone "<" is text.
+    expect(product(JSON.stringify({ name: "a < b" }), { format: "json" }).data.name).toBe("a < b")
+  })
+
   it("json: JSON-LD is understood", () => {
     const out = article(JSON.stringify({ "@context": "https://schema.org", "@type": "BlogPosting", headline: "Hello", articleBody: "First paragraph.\n\nSecond paragraph.", author: { name: "Dee" } }), { format: "json" })
     expect(out.data.title).toBe("Hello")
