@@ -241,7 +241,8 @@ function writeField(data: Data, type: "article" | "product", field: string, v: F
   switch (field) {
     case "price": {
       out = typeof v === "number" ? v : asText(v) !== undefined ? parsePrice(asText(v)!)?.price : undefined
-      if (typeof out === "number" && !Number.isFinite(out)) out = undefined
+      // A price is a finite amount, never below zero (as the HTML path and the LLM check hold).
+      if (typeof out === "number" && !(Number.isFinite(out) && out >= 0)) out = undefined
       break
     }
     case "currency": out = normalizeCurrency(asText(v)); break
@@ -264,7 +265,7 @@ function writeField(data: Data, type: "article" | "product", field: string, v: F
       for (const it of items) {
         if (it !== null && typeof it === "object" && !Array.isArray(it) && typeof (it as Data).url === "string") {
           const u = absoluteUrl((it as Data).url as string, base)
-          if (u !== undefined) imgs.push({ ...(it as unknown as Image), url: u })
+          if (u !== undefined) imgs.push(imageOf(u, it as Data))
         } else {
           const u = absoluteUrl(asText(it as FieldValue), base)
           if (u !== undefined) imgs.push({ url: u })
@@ -321,6 +322,15 @@ function lookup(o: Data, keys: string[]): unknown {
     if (real !== undefined && o[real] !== undefined && o[real] !== null && o[real] !== "") return o[real]
   }
   return undefined
+}
+
+/** An image of the output from an object of the input: its url, and only the image fields that hold (a size is a whole number ≥ 1). */
+const imageOf = (url: string, from: Data): Image => {
+  const size = (v: unknown) => (typeof v === "number" && Number.isSafeInteger(v) && v >= 1 ? v : undefined)
+  const alt = typeof from.alt === "string" ? normalizeSpace(from.alt) : undefined
+  const width = size(from.width)
+  const height = size(from.height)
+  return { url, ...(alt ? { alt } : {}), ...(width !== undefined ? { width } : {}), ...(height !== undefined ? { height } : {}) }
 }
 
 /** A tag, comment or declaration in a string: markup, not text. */

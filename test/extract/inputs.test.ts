@@ -39,6 +39,16 @@ describe("markdown, text and JSON inputs", () => {
     expect(product(JSON.stringify({ name: "a < b" }), { format: "json" }).data.name).toBe("a < b")
   })
 
+  it("json: values that break the output's types are left out (a negative price, an image size below 1, unknown image fields)", () => {
+    const out = product(JSON.stringify({
+      name: "P",
+      price: -5,
+      images: [{ url: "http://127.0.0.1/a.png", width: 0, height: -3, alt: " A ", onload: "x()" }, { url: "http://127.0.0.1/b.png", width: 640, height: 480.5 }]
+    }), { format: "json" })
+    expect(out.data.price).toBeUndefined()
+    expect(out.data.images).toEqual([{ url: "http://127.0.0.1/a.png", alt: "A" }, { url: "http://127.0.0.1/b.png", width: 640 }])
+  })
+
   it("json: JSON-LD is understood", () => {
     const out = article(JSON.stringify({ "@context": "https://schema.org", "@type": "BlogPosting", headline: "Hello", articleBody: "First paragraph.\n\nSecond paragraph.", author: { name: "Dee" } }), { format: "json" })
     expect(out.data.title).toBe("Hello")
