@@ -755,6 +755,11 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       const bad = await create(body, t.apiKey, { "Idempotency-Key": "x".repeat(256) })
       expect(bad.status).toBe(400)
       expect(bad.json.code).toBe("invalid_idempotency_key")
+      // A body that breaks a rule across its fields (no source) is the answer, naming the bad key too.
+      const both = await create({ type: "product" }, t.apiKey, { "Idempotency-Key": "x".repeat(256) })
+      expect(both.status, both.text).toBe(400)
+      expect(both.json.code).toBe("validation_error")
+      expect(both.json.error.details.map((d: any) => [d.path, d.code])).toEqual([["url", "exactly_one_source"], ["Idempotency-Key", expect.any(String)]])
       // Concurrent duplicates create one extraction.
       const raceKey = `race-${nonce()}`
       const raceBody = { type: "article", input: `<h1>Race ${nonce()}</h1>${longPara("Race")}` }

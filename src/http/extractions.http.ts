@@ -13,7 +13,7 @@ import { CurrentPrincipal, isSuperAdmin } from "../iam/principal.ts"
 import { itemId, newId } from "../ids.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { withTieBreak } from "../sql/order-by.ts"
-import { fail, notFound, RequestId } from "../schema/errors.ts"
+import { type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
 import {
   type ConfigPayload,
   type CreateExtractionBody,
@@ -30,7 +30,7 @@ import { canonicalWebhookUrl, WebhookEndpoints } from "../webhooks/endpoints.ts"
 import { decryptSecret, encryptSecret } from "../webhooks/secret-box.ts"
 import { itemWebhookSecret } from "../webhooks/signing.ts"
 import { Api } from "./api.ts"
-import { Idempotency, type KeyedAttempt } from "./idempotency.ts"
+import { Idempotency, idempotencyKeyProblem, type KeyedAttempt } from "./idempotency.ts"
 import { failListQuery, filterFault, NEWEST_FIRST, readSort, sortOrDefault } from "./list-query.ts"
 
 const statuses: ReadonlyArray<ExtractionStatus> = ["queued", "claimed", "done", "failed", "dead", "cancelled"]
@@ -71,23 +71,8 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           if (written.status === "queued") yield* client(id).Run(new DueRun({ dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
           return { ...toExtraction(written), ...(generatedSecret ? { webhookSecret: generatedSecret } : {}) }
         }
-        const sources = (["url", "input", "jobId"] as const).filter((k) => body[k] !== undefined)
-        if (sources.length !== 1 && !source.reuseInputId) {
-          return yield* fail(400, "validation_error", "give exactly one of url, input or jobId", {
-            details: [{ path: sources.length === 0 ? "url" : sources[1]!, code: "exactly_one_source", message: "exactly one of url, input, jobId" }]
-          })
-        }
-        if (body.inputFormat !== undefined && body.input === undefined && !source.reuseInputId) {
-          return yield* fail(400, "validation_error", "inputFormat goes with input", {
-            details: [{ path: "inputFormat", code: "invalid_value", message: "only with input" }]
-          })
-        }
-        const orphans = (["webhookSecret", "webhookEventTypes"] as const).filter((k) => body[k] !== undefined && !body.webhookUrl)
-        if (orphans.length > 0) {
-          return yield* fail(400, "validation_error", `${orphans.join(" and ")} go with webhookUrl`, {
-            details: orphans.map((k) => ({ path: k, code: "invalid_value", message: "only with webhookUrl" }))
-          })
-        }
+        const broken = bodyRefusal(body, source.reuseInputId !== undefined)
+        if (broken) return yield* broken
         if (body.input !== undefined && Buffer.byteLength(body.input, "utf8") > MAX_INPUT_BYTES) {
           return yield* fail(413, "payload_too_large", `input is larger than ${MAX_INPUT_BYTES} bytes`, {
             details: [{ path: "input", code: "too_large", message: "at most 5 MB" }]
@@ -200,6 +185,10 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
       .handle("create", ({ payload, headers }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
+          // A body that breaks a rule across its fields is answered as the schema's errors are: before
+          // the Idempotency-Key is looked at, naming the key too when it is invalid as well.
+          const refused = bodyRefusal(payload, false, headers["idempotency-key"])
+          if (refused) return yield* refused
           return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "extraction", payload }, (keyed) => Effect.gen(function*() {
             const created = yield* start(me.tenantId, payload, { replayOf: null, recycleCount: 0, keyed })
             return { status: 201, body: { status: "success", code: "201-created", data: created } }
@@ -305,6 +294,28 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
  */
 const madeOwnJob = (extraction: ExtractionRow) =>
   extraction.made_own_job ?? (extraction.replay_of === null && extraction.url !== null && extraction.job_id !== null)
+
+/**
+ * The rules across a create body's fields: exactly one source (unless a replay reuses the stored
+ * input), `inputFormat` only with `input`, webhook options only with `webhookUrl`. With `key`, an
+ * invalid Idempotency-Key is named in the same answer.
+ */
+const bodyRefusal = (body: CreateExtractionBody, reusesInput: boolean, key?: string) => {
+  const details: Array<ErrorDetail> = []
+  const sources = (["url", "input", "jobId"] as const).filter((k) => body[k] !== undefined)
+  if (sources.length !== 1 && !reusesInput) {
+    details.push({ path: sources.length === 0 ? "url" : sources[1]!, code: "exactly_one_source", message: "exactly one of url, input, jobId" })
+  }
+  if (body.inputFormat !== undefined && body.input === undefined && !reusesInput) {
+    details.push({ path: "inputFormat", code: "invalid_value", message: "only with input" })
+  }
+  for (const k of ["webhookSecret", "webhookEventTypes"] as const) {
+    if (body[k] !== undefined && !body.webhookUrl) details.push({ path: k, code: "invalid_value", message: "only with webhookUrl" })
+  }
+  if (details.length === 0) return undefined
+  const keyProblem = key === undefined ? undefined : idempotencyKeyProblem(key)
+  return fail(400, "validation_error", "the body breaks a rule across its fields", { details: keyProblem ? [...details, keyProblem] : details })
+}
 
 /**
  * Refuses a config payload that would fail every extraction it applies to (see configPayloadProblems),
