@@ -127,6 +127,19 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     expect((await create(t.apiKey, { url: site.url("/page?case=bill-5") })).status).toBe(201)
   })
 
+  it("adds admin adjustments exactly, and refuses one that would take a balance above its ceiling", async () => {
+    const t = await api.createTenant({ credits: "0.01" })
+    for (let i = 0; i < 3; i++) expect((await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount: "333333333.33", note: "big" }, adminKey)).status).toBe(201)
+    // Exactly the ceiling, the ledger's chain exact to the cent.
+    expect(await balance(t.apiKey)).toBe("1000000000.00")
+    const over = await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount: "0.01", note: "one too many" }, adminKey)
+    expect(over.status, over.text).toBe(409)
+    expect(over.json.code).toBe("balance_ceiling")
+    expect(await balance(t.apiKey)).toBe("1000000000.00")
+    const huge = await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount: "999999999999.99", note: "far too many" }, adminKey)
+    expect(huge.status, huge.text).toBe(409)
+  })
+
   it("searches the ledger with combined filters, sort and pagination, the tenant's own entries only", async () => {
     const t = await api.createTenant({ credits: "1.00" })
     for (const [amount, note] of [["2.00", "more"], ["-0.50", "refund"], ["0.25", "gift"]] as const) {

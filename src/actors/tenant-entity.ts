@@ -52,6 +52,8 @@ export class ConcurrentLimit extends Schema.TaggedError<ConcurrentLimit>()("Conc
 }) {}
 
 /** The balance (less what jobs not charged yet may cost) cannot cover the call; `required` is what it needed free. */
+/** An adjustment would take the balance above the most a balance may hold (`MAX_BALANCE`). */
+export class BalanceCeiling extends Schema.TaggedError<BalanceCeiling>()("BalanceCeiling", { balance: Schema.String }) {}
 export class InsufficientCredit extends Schema.TaggedError<InsufficientCredit>()("InsufficientCredit", {
   balance: Schema.String,
   required: Schema.optional(Schema.String)
@@ -79,7 +81,7 @@ export const TenantEntity = Entity.make("Tenant", [
       resourceType: Schema.NullOr(Schema.String)
     }),
     success: Transaction,
-    error: Schema.Union([TenantMissing, InsufficientCredit])
+    error: Schema.Union([TenantMissing, InsufficientCredit, BalanceCeiling])
   }).annotate(ClusterSchema.Persisted, true),
   /**
    * Takes daily and concurrency slots for jobs about to be created. Serial per
@@ -236,7 +238,9 @@ export const TenantEntityLive = TenantEntity.toLayer(
             resourceId: payload.resourceId,
             resourceType: payload.resourceType
           })
-          if (!result.ok) return yield* new InsufficientCredit({ balance: result.balance })
+          if (!result.ok) {
+            return yield* result.reason === "above_ceiling" ? new BalanceCeiling({ balance: result.balance }) : new InsufficientCredit({ balance: result.balance })
+          }
           credit.balance = toUnits(result.transaction.balanceAfter)
           return result.transaction
         }),

@@ -7,6 +7,7 @@ import { newId } from "../ids.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { fail, notFound } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
+import { MAX_BALANCE } from "../sql/tenant-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 
@@ -54,7 +55,11 @@ export const AdminHandlers = HttpApiBuilder.group(
             Effect.catchTags({
               TenantMissing: () => notFound("tenant"),
               InsufficientCredit: (e) =>
-                fail(409, "insufficient_balance", `a correction cannot take the balance (${e.balance}) below zero`)
+                fail(409, "insufficient_balance", `a correction cannot take the balance (${e.balance}) below zero`),
+              BalanceCeiling: (e) =>
+                fail(409, "balance_ceiling", `a balance holds at most ${MAX_BALANCE} EUR; this one holds ${e.balance}`, {
+                  details: [{ path: "amount", code: "invalid_value", message: "would take the balance above its ceiling" }]
+                })
             })
           )
         }))

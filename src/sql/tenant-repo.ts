@@ -61,7 +61,7 @@ export interface TenantRepoShape {
     serviceKey?: string | null
     resourceId?: string | null
     resourceType?: string | null
-  }) => Effect.Effect<{ ok: true; transaction: Transaction } | { ok: false; balance: string }>
+  }) => Effect.Effect<{ ok: true; transaction: Transaction } | { ok: false; balance: string; reason: "below_zero" | "above_ceiling" }>
   /** Jobs and extractions of the tenant not charged yet: running, or ended and waiting for their charge. */
   readonly uncharged: (tenantId: string) => Effect.Effect<{ readonly jobs: number; readonly extractions: number }>
   /** Those of `ids` that are extractions written already. */
@@ -100,6 +100,9 @@ export interface TenantRepoShape {
 }
 
 /** Sort fields of the ledger; entries are numbered in the order they were written. */
+/** The most a balance may hold: a billion euros, far past any prepaid balance and well within its column. */
+export const MAX_BALANCE = 1_000_000_000
+
 const transactionColumns: Readonly<Record<string, string>> = { createdAt: "seq", amount: "amount", id: "id" }
 
 /** What is charged once it has ended. */
@@ -225,13 +228,15 @@ export const TenantRepoLive = Layer.effect(
         const existing = yield* sql`SELECT * FROM credit_transactions WHERE id = ${entry.id}`
         if (existing[0]) return { ok: true as const, transaction: toTransaction(existing[0]) }
         // FOR NO KEY UPDATE: the balance's writers queue, without holding up rows that refer to the tenant.
-        const [row] = yield* sql<{ balance: string }>`SELECT balance FROM tenants WHERE id = ${entry.tenantId} FOR NO KEY UPDATE`
-        const next = Number(row!.balance) + Number(entry.amount)
-        if (next < 0) return { ok: false as const, balance: money(row!.balance) }
-        yield* sql`UPDATE tenants SET balance = ${next.toFixed(4)}::numeric, updated_at = now() WHERE id = ${entry.tenantId}`
+        // The sum is the database's: exact in numeric, where a float sum drifts past about 10¹¹.
+        const [row] = yield* sql<{ balance: string; next: string }>`
+          SELECT balance, balance + ${entry.amount}::numeric AS next FROM tenants WHERE id = ${entry.tenantId} FOR NO KEY UPDATE`
+        if (row!.next.startsWith("-")) return { ok: false as const, balance: money(row!.balance), reason: "below_zero" as const }
+        if (Number(row!.next) > MAX_BALANCE) return { ok: false as const, balance: money(row!.balance), reason: "above_ceiling" as const }
+        yield* sql`UPDATE tenants SET balance = ${row!.next}::numeric, updated_at = now() WHERE id = ${entry.tenantId}`
         const [tx] = yield* sql`
           INSERT INTO credit_transactions (id, tenant_id, type, amount, balance_after, service_key, resource_id, resource_type, note)
-          VALUES (${entry.id}, ${entry.tenantId}, ${entry.type}, ${entry.amount}::numeric, ${next.toFixed(4)}::numeric,
+          VALUES (${entry.id}, ${entry.tenantId}, ${entry.type}, ${entry.amount}::numeric, ${row!.next}::numeric,
                   ${entry.serviceKey ?? null}, ${entry.resourceId ?? null}, ${entry.resourceType ?? null}, ${entry.note})
           RETURNING *`
         return { ok: true as const, transaction: toTransaction(tx) }
