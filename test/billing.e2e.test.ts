@@ -145,7 +145,15 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     for (const [amount, note] of [["2.00", "more"], ["-0.50", "refund"], ["0.25", "gift"]] as const) {
       expect((await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount, note }, adminKey)).status).toBe(201)
     }
+    // A service the price list does not name is a misspelled filter, not an empty page.
+    const unknownService = await api.get("/v1/billing/me/transactions?serviceKey=nope", t.apiKey)
+    expect(unknownService.status, unknownService.text).toBe(400)
+    expect(unknownService.json.code).toBe("invalid_filter")
+    expect(unknownService.json.error.details).toEqual([expect.objectContaining({ path: "serviceKey", code: "invalid_value" })])
     const search = (body: unknown) => api.post("/v1/billing/me/transactions/search", body, t.apiKey)
+    const unknownInSearch = await search({ where: { serviceKey: "nope" } })
+    expect(unknownInSearch.status, unknownInSearch.text).toBe(400)
+    expect(unknownInSearch.json.error.details).toEqual([expect.objectContaining({ path: "where.serviceKey" })])
     const amounts = (res: { json: any }) => res.json.data.items.map((e: any) => e.amount)
     const all = await search({})
     expect(all.status, all.text).toBe(200)

@@ -2,13 +2,16 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
-import { priceList } from "../billing/pricing.ts"
+import { EXTRACTION_SERVICE_KEY, JOB_SERVICE_KEY, priceList } from "../billing/pricing.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { withTieBreak } from "../sql/order-by.ts"
-import { NEWEST_FIRST, sortOrDefault } from "./list-query.ts"
+import { failListQuery, filterFault, NEWEST_FIRST, sortOrDefault } from "./list-query.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
+
+/** The services the ledger's entries name (those of the price list). */
+const SERVICE_KEYS: ReadonlyArray<string> = [JOB_SERVICE_KEY, EXTRACTION_SERVICE_KEY]
 
 export const BillingHandlers = HttpApiBuilder.group(
   Api,
@@ -31,6 +34,10 @@ export const BillingHandlers = HttpApiBuilder.group(
           const me = yield* CurrentPrincipal
           const offset = query.offset ?? 0
           const limit = query.limit ?? 50
+          // A service the price list does not name has no entries: a misspelling, said so, not an empty page.
+          if (query.serviceKey !== undefined && !SERVICE_KEYS.includes(query.serviceKey)) {
+            return yield* failListQuery([filterFault("serviceKey", `unknown service ${query.serviceKey}; services are ${SERVICE_KEYS.join(", ")}`)])
+          }
           const filter = { ...(query.type ? { type: [query.type] } : {}), ...(query.serviceKey ? { serviceKey: query.serviceKey } : {}) }
           const page = yield* tenants.transactions(me.tenantId, filter, NEWEST_FIRST, offset, limit)
           return pageOf(page.items, offset, limit, page.total)
@@ -41,6 +48,10 @@ export const BillingHandlers = HttpApiBuilder.group(
           const sort = sortOrDefault(payload.sort, NEWEST_FIRST)
           const offset = payload.pagination?.offset ?? 0
           const limit = payload.pagination?.limit ?? 50
+          const serviceKey = payload.where?.serviceKey
+          if (serviceKey !== undefined && !SERVICE_KEYS.includes(serviceKey)) {
+            return yield* failListQuery([filterFault("where.serviceKey", `unknown service ${serviceKey}; services are ${SERVICE_KEYS.join(", ")}`)])
+          }
           const page = yield* tenants.transactions(me.tenantId, payload.where ?? {}, sort, offset, limit)
           return { ...pageOf(page.items, offset, limit, page.total), sort: [...withTieBreak(sort)] }
         }))
