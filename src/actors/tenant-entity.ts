@@ -284,19 +284,20 @@ export const TenantEntityLive = TenantEntity.toLayer(
           const wanted = fresh.length
           // Before a refusal for credit, the balance is read again (and work that ended is charged).
           if (credit.jobRoom() < wanted) yield* settleBeforeRefusal
-          const quota = (name: QuotaName) =>
+          // `need`: the jobs the refusal is about (all of them, or those left out of a partial reservation,
+          // the others being reserved, and so counted in what the credit holds already).
+          const quota = (name: QuotaName, need: number) =>
             name === "daily"
               ? new QuotaExceeded({ quotaKey: "scraper.jobs.daily", limit: limits.daily, retryAfter: secondsToNextUtcDay(now) })
               : name === "credit"
-              ? new InsufficientCredit({ balance: fromUnits(credit.balance), required: fromUnits(credit.needed(Math.max(1, wanted) * jobMinimumUnits)) })
+              ? new InsufficientCredit({ balance: fromUnits(credit.balance), required: fromUnits(credit.needed(Math.max(1, need) * jobMinimumUnits)) })
               : new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: limits.concurrent })
           const admission = slots.admit(payload.jobIds, payload.partial ?? false, { ...limits, creditRoom: credit.jobRoom() }, now)
-          if (!("refused" in admission)) {
-            const reserved = new Set(admission.reserved)
-            credit.jobsReserved(fresh.filter((id) => reserved.has(id)).length)
-          }
-          if ("refused" in admission) return yield* quota(admission.refused)
-          return { reserved: admission.reserved, ...(admission.shortBy ? { shortBy: quota(admission.shortBy) } : {}) }
+          if ("refused" in admission) return yield* quota(admission.refused, wanted)
+          const reserved = new Set(admission.reserved)
+          const admitted = fresh.filter((id) => reserved.has(id)).length
+          credit.jobsReserved(admitted)
+          return { reserved: admission.reserved, ...(admission.shortBy ? { shortBy: quota(admission.shortBy, wanted - admitted) } : {}) }
         }),
       RegisterWebhookEndpoint: ({ payload }) =>
         Effect.gen(function*() {
