@@ -391,9 +391,10 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     expect(await types("")).toEqual(["topup", "topup"])
     expect(await types("?type=topup")).toEqual(["topup", "topup"])
     expect(await types("?type=debit")).toEqual([])
-    expect(await types("?serviceKey=scraper")).toEqual([])
+    expect(await types("?serviceKey=scraper.jobs")).toEqual([])
     // a filter parameter with a value it does not take is a bad filter, as on every list
     envelopeError(await api.get("/v1/billing/me/transactions?type=gift", t.apiKey), 400, "invalid_filter")
+    envelopeError(await api.get("/v1/billing/me/transactions?serviceKey=scraper", t.apiKey), 400, "invalid_filter")
     expect((await api.get("/v1/admin/tenants/ten_nope", adminKey)).status).toBe(404)
 
     // A per-tenant quota override applies at once: one active key allowed, the owner's is it.
