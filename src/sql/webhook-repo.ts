@@ -3,6 +3,7 @@ import { SqlClient, type Statement } from "effect/sql"
 import { iso } from "../schema/common.ts"
 import { makeGroupCommit } from "./group-commit.ts"
 import { OID, pgArray } from "./pg-array.ts"
+import { pageWithTotal } from "./page-with-total.ts"
 import { storableText } from "./storable-json.ts"
 
 export interface DeliveryRow {
@@ -164,15 +165,12 @@ export const WebhookRepoLive = Layer.effect(
       recordAttempt: (id, a, next) => recordOne({ id, a, next }),
       forResource: (tenantId, type, resourceId, page) =>
         Effect.gen(function*() {
-          const deliveries = yield* sql<DeliveryRow & { total: string }>`
-            SELECT *, count(*) OVER () AS total FROM webhook_deliveries
-            WHERE tenant_id = ${tenantId} AND resource_type = ${type} AND resource_id = ${resourceId}
-            ORDER BY created_at, id OFFSET ${page.offset} LIMIT ${page.limit}`
-          // A page past the end has no row to carry the count.
-          const total = deliveries.length > 0 || page.offset === 0
-            ? Number(deliveries[0]?.total ?? 0)
-            : Number((yield* sql<{ n: string }>`
-              SELECT count(*) AS n FROM webhook_deliveries WHERE tenant_id = ${tenantId} AND resource_type = ${type} AND resource_id = ${resourceId}`)[0]!.n)
+          const ofResource = sql`tenant_id = ${tenantId} AND resource_type = ${type} AND resource_id = ${resourceId}`
+          const { items: deliveries, total } = yield* pageWithTotal<DeliveryRow>(
+            sql,
+            sql`SELECT * FROM webhook_deliveries WHERE ${ofResource} ORDER BY created_at, id OFFSET ${page.offset} LIMIT ${page.limit}`,
+            sql`SELECT count(*) FROM webhook_deliveries WHERE ${ofResource}`
+          )
           const attempts = yield* attemptsOf(deliveries.map((d) => d.id))
           return { items: deliveries.map((d) => WebhookDeliveryView(d, attempts.filter((a: any) => a.delivery_id === d.id))), total }
         }).pipe(Effect.orDie),
