@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Principal } from "../iam/principal.ts"
+import { lockTenantRow } from "./tenant-lock.ts"
 
 export interface ApiKeyRow {
   readonly id: string
@@ -68,8 +69,7 @@ export const ApiKeyRepoLive = Layer.effect(
     /** Locks the tenant's row for the transaction and counts its active keys. */
     const lockAndCountActive = (tenantId: string) =>
       Effect.gen(function*() {
-        // FOR NO KEY UPDATE: enough to order key creations, without holding up rows that refer to the tenant.
-        yield* sql`SELECT 1 FROM tenants WHERE id = ${tenantId} FOR NO KEY UPDATE`
+        yield* lockTenantRow(sql, tenantId)
         const [count] = yield* sql<{ n: string }>`
           SELECT count(*) AS n FROM api_keys
           WHERE tenant_id = ${tenantId} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`

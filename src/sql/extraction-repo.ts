@@ -9,6 +9,7 @@ import { iso } from "../schema/common.ts"
 import type { ConfigPayload, Extraction, ExtractionStatus, ExtractorConfig, SearchExtractionsBody } from "../schema/extraction.ts"
 import { orderByTerms } from "./order-by.ts"
 import { pageWithTotal } from "./page-with-total.ts"
+import { lockTenantRow } from "./tenant-lock.ts"
 import { type NewDelivery, WebhookRepo } from "./webhook-repo.ts"
 
 export interface ExtractionRow {
@@ -322,8 +323,7 @@ export const ExtractionRepoLive = Layer.effect(
         insert: (c, limit) =>
           sql.withTransaction(Effect.gen(function*() {
             if (c.tenant_id !== null) {
-              // FOR NO KEY UPDATE: orders the tenant's config creations, without holding up rows that refer to the tenant.
-              yield* sql`SELECT 1 FROM tenants WHERE id = ${c.tenant_id} FOR NO KEY UPDATE`
+              yield* lockTenantRow(sql, c.tenant_id)
               const [own] = yield* sql<{ n: string }>`SELECT count(*) AS n FROM extractor_configs WHERE tenant_id = ${c.tenant_id}`
               if (Number(own!.n) >= limit) return undefined
             }
