@@ -51,9 +51,9 @@ export class ConcurrentLimit extends Schema.TaggedError<ConcurrentLimit>()("Conc
   limit: Schema.Int
 }) {}
 
-/** The balance (less what jobs not charged yet may cost) cannot cover the call; `required` is what it needed free. */
 /** An adjustment would take the balance above the most a balance may hold (`MAX_BALANCE`). */
 export class BalanceCeiling extends Schema.TaggedError<BalanceCeiling>()("BalanceCeiling", { balance: Schema.String }) {}
+/** The balance (less what jobs not charged yet may cost) cannot cover the call; `required` is what it needed free. */
 export class InsufficientCredit extends Schema.TaggedError<InsufficientCredit>()("InsufficientCredit", {
   balance: Schema.String,
   required: Schema.optional(Schema.String)

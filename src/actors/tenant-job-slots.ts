@@ -127,8 +127,8 @@ export class TenantJobSlots {
    */
   release(ids: ReadonlyArray<string>, unwritten = false): void {
     for (const id of ids) {
-      if (unwritten && this.pending.delete(id)) this.createdToday = Math.max(0, this.createdToday - 1)
-      this.pending.delete(id)
+      const wasPending = this.pending.delete(id)
+      if (unwritten && wasPending) this.createdToday = Math.max(0, this.createdToday - 1)
       this.active.delete(id)
       this.releasedDuringRead?.add(id)
     }

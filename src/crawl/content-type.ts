@@ -51,7 +51,7 @@ const knownEncoding = (label: string): string | undefined => {
  * bytes names, as the HTML standard takes it: a UTF-16 label there means UTF-8 (the bytes that
  * spell the tag are ASCII, so they are not UTF-16), and `x-user-defined` means windows-1252.
  */
-export const metaCharset = (body: Uint8Array): string | undefined => {
+const metaCharset = (body: Uint8Array): string | undefined => {
   const head = new TextDecoder("latin1").decode(body.subarray(0, 1024))
   for (const tag of head.match(/<meta\b[^>]*>/gi) ?? []) {
     const label = /\bcharset\s*=\s*["']?([^"'\s;/>]+)/i.exec(tag)?.[1]

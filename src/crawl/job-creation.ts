@@ -157,7 +157,7 @@ export const JobCreationLive = Layer.effect(
     const release = (tenantId: string, jobs: ReadonlyArray<PreparedJob>, unwritten = true) =>
       jobs.length === 0
         ? Effect.void
-        : sendOneWay(tenantClient(tenantId).ReleaseJobs({ jobIds: jobs.map((p) => p.job.id), ...(unwritten ? { unwritten } : {}) }, { discard: true }))
+        : sendOneWay(tenantClient(tenantId).ReleaseJobs({ jobIds: jobs.map((p) => p.job.id), unwritten }, { discard: true }))
 
     /**
      * The jobs that an earlier try of the same request wrote before its node died: they hold their

@@ -323,7 +323,7 @@ async function readCapped(body: AsyncIterable<Uint8Array> | null): Promise<strin
  * not believed (taken as none reported): it would overflow the charge, and stall the tenant's
  * settlement of every later extraction behind it.
  */
-export const MAX_REPORTED_TOKENS = 10_000_000
+const MAX_REPORTED_TOKENS = 10_000_000
 
 const tokenCount = (v: unknown): number | undefined =>
   typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= MAX_REPORTED_TOKENS ? v : undefined

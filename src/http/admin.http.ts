@@ -7,8 +7,7 @@ import { newId } from "../ids.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { fail, notFound } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
-import { MAX_BALANCE } from "../sql/tenant-repo.ts"
-import { TenantRepo } from "../sql/tenant-repo.ts"
+import { MAX_BALANCE, TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 
 export const AdminHandlers = HttpApiBuilder.group(

@@ -13,6 +13,15 @@ import { Api } from "./api.ts"
 /** The services the ledger's entries name (those of the price list). */
 const SERVICE_KEYS: ReadonlyArray<string> = [JOB_SERVICE_KEY, EXTRACTION_SERVICE_KEY]
 
+/**
+ * A service filter the price list does not name has no entries: a misspelling, said so (at `path`)
+ * rather than answered with an empty page.
+ */
+const unknownService = (serviceKey: string | undefined, path: string) =>
+  serviceKey !== undefined && !SERVICE_KEYS.includes(serviceKey)
+    ? failListQuery([filterFault(path, `unknown service ${serviceKey}; services are ${SERVICE_KEYS.join(", ")}`)])
+    : undefined
+
 export const BillingHandlers = HttpApiBuilder.group(
   Api,
   "billing",
@@ -34,10 +43,8 @@ export const BillingHandlers = HttpApiBuilder.group(
           const me = yield* CurrentPrincipal
           const offset = query.offset ?? 0
           const limit = query.limit ?? 50
-          // A service the price list does not name has no entries: a misspelling, said so, not an empty page.
-          if (query.serviceKey !== undefined && !SERVICE_KEYS.includes(query.serviceKey)) {
-            return yield* failListQuery([filterFault("serviceKey", `unknown service ${query.serviceKey}; services are ${SERVICE_KEYS.join(", ")}`)])
-          }
+          const badService = unknownService(query.serviceKey, "serviceKey")
+          if (badService) return yield* badService
           const filter = { ...(query.type ? { type: [query.type] } : {}), ...(query.serviceKey ? { serviceKey: query.serviceKey } : {}) }
           const page = yield* tenants.transactions(me.tenantId, filter, NEWEST_FIRST, offset, limit)
           return pageOf(page.items, offset, limit, page.total)
@@ -48,10 +55,8 @@ export const BillingHandlers = HttpApiBuilder.group(
           const sort = sortOrDefault(payload.sort, NEWEST_FIRST)
           const offset = payload.pagination?.offset ?? 0
           const limit = payload.pagination?.limit ?? 50
-          const serviceKey = payload.where?.serviceKey
-          if (serviceKey !== undefined && !SERVICE_KEYS.includes(serviceKey)) {
-            return yield* failListQuery([filterFault("where.serviceKey", `unknown service ${serviceKey}; services are ${SERVICE_KEYS.join(", ")}`)])
-          }
+          const badService = unknownService(payload.where?.serviceKey, "where.serviceKey")
+          if (badService) return yield* badService
           const page = yield* tenants.transactions(me.tenantId, payload.where ?? {}, sort, offset, limit)
           return { ...pageOf(page.items, offset, limit, page.total), sort: [...withTieBreak(sort)] }
         }))
