@@ -67,5 +67,8 @@ const diffWorkers = makeTimedWorkers<PageDiffInput, PageDiffResult>(new URL("./p
   what: "diff"
 })
 
-/** Works out the diff in the node's diff worker (one per node; requests queue there). */
-export const pageDiff = (input: PageDiffInput): Promise<PageDiffResult> => diffWorkers.run(input)
+/**
+ * Works out the diff in the node's diff worker (one per node). Requests queue there by tenant and
+ * are served a tenant at a time in turn, so one tenant's many diffs do not hold others' behind them.
+ */
+export const pageDiff = (input: PageDiffInput, tenantId: string): Promise<PageDiffResult> => diffWorkers.run(input, tenantId)

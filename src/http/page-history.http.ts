@@ -53,7 +53,7 @@ export const PageHistoryHandlers = HttpApiBuilder.group(
             pageDiff({
               before: before && previous ? { body: before, contentType: previous.contentType, label: `${previous.id} ${previous.fetchedAt}` } : null,
               now: { body: now, contentType: version.contentType, label: `${version.id} ${version.fetchedAt}` }
-            })
+            }, me.tenantId)
           ).pipe(Effect.catch((e) => fail(503, "dependency_unavailable", `the diff could not be worked out: ${e.cause instanceof Error ? e.cause.message : "failed"}`, { retryAfter: 5 })))
           return { versionId: version.id, previousVersionId: previous?.id ?? null, changed: version.changed, ...result }
         }))

@@ -243,8 +243,18 @@ describe("page diff (what the diff endpoint answers)", () => {
   })
 
   it("works in the diff worker, off the event loop", async () => {
-    const r = await pageDiff({ before: version(utf8("a\nb"), "text/plain", "v1"), now: version(utf8("a\nc"), "text/plain", "v2") })
+    const r = await pageDiff({ before: version(utf8("a\nb"), "text/plain", "v1"), now: version(utf8("a\nc"), "text/plain", "v2") }, "ten_a")
     expect(r.diff).toContain("-b\n+c")
+  })
+
+  it("serves waiting diffs a tenant at a time in turn", async () => {
+    const diffOf = (tenant: string, n: number) =>
+      pageDiff({ before: version(utf8(`a\n${n}`), "text/plain", "v1"), now: version(utf8(`b\n${n}`), "text/plain", "v2") }, tenant)
+        .then(() => `${tenant}${n}`)
+    const ended: Array<string> = []
+    // One worker: a1 starts at once, a2..a4 wait, then b1 waits; b1 goes after one of a's waiting diffs, not all three.
+    await Promise.all([...[1, 2, 3, 4].map((n) => diffOf("a", n)), diffOf("b", 1)].map((p) => p.then((label) => ended.push(label))))
+    expect(ended).toEqual(["a1", "a2", "b1", "a3", "a4"])
   })
 })
 
