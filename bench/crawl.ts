@@ -118,6 +118,8 @@ const hosts = Array.from({ length: domainCount }, (_, i) => `127.0.0.${i + 2}`)
 interface Fixture {
   readonly origins: ReadonlyArray<string>
   readonly url: (kind: "page" | "warm" | "tiny", n: number) => string
+  /** The fixture process's CPU so far (ms). */
+  readonly cpuMs: () => number | undefined
 }
 
 const startFixture = async (): Promise<Fixture> => {
@@ -128,7 +130,7 @@ const startFixture = async (): Promise<Fixture> => {
   const ready = JSON.parse(await child.line("fixture ready", 30_000)) as { bound: Array<{ host: string; port: number }>; sample: number }
   const origins = ready.bound.map((b) => `http://${b.host}:${b.port}`)
   log(`fixture: ${origins.length} loopback addresses (${hosts[0]} .. ${hosts[hosts.length - 1]}), a page is ${ready.sample} bytes`)
-  return { origins, url: (kind, n) => `${origins[n % origins.length]}/${kind}/${n}` }
+  return { origins, url: (kind, n) => `${origins[n % origins.length]}/${kind}/${n}`, cpuMs: () => cpuMs(child.process.pid) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,6 +290,8 @@ interface CrawlFigures {
   readonly wallMs: number
   readonly cpuMs: number
   readonly extra?: string
+  /** The fixture site's CPU per page served over the child's life (warm-up included). */
+  readonly siteCpuPerPage?: number
 }
 const pps = (r: CrawlFigures) => (r.pages / r.wallMs) * 1000
 const cpuPerPage = (r: CrawlFigures) => r.cpuMs / r.pages
@@ -374,6 +378,7 @@ const runChildCrawl = async (label: string, script: string, fixture: Fixture, di
     measured: roundUrls(fixture, round)
   }))
   const storage = mkdtempSync(join(tmpdir(), "trawl-bench-crawl-storage-"))
+  const site0 = fixture.cpuMs()
   const child = spawnTs(label, script, {
     URLS_FILE: urlsFile,
     CONCURRENCY: String(concurrency),
@@ -383,7 +388,9 @@ const runChildCrawl = async (label: string, script: string, fixture: Fixture, di
   try {
     const r = JSON.parse(await child.line("result", 150_000)) as { pages: number; ok: number; failed: number; wallMs: number; cpuMs: number }
     if (r.ok !== pages) loud(`${label.toUpperCase()}: ${r.ok} OF ${pages} PAGES OK (${r.failed} failed): FIGURES NOT VALID`)
-    return { label, ...r }
+    const site1 = fixture.cpuMs()
+    const siteCpuPerPage = site0 === undefined || site1 === undefined ? undefined : (site1 - site0) / (warmPages + pages)
+    return { label, ...r, siteCpuPerPage }
   } finally {
     await child.stop()
     rmSync(storage, { recursive: true, force: true })
@@ -406,7 +413,7 @@ const runCreate = async (
   fixture: Fixture,
   profiler?: (on: boolean) => Promise<void>,
   pid?: number
-): Promise<LoadResult & { warmRequests: number }> => {
+): Promise<LoadResult & { warmRequests: number; clientCpuPerRequest: number }> => {
   const targets = (i: number) => ({
     headers: { "x-api-key": keys[i % keys.length]! },
     body: JSON.stringify({ url: fixture.url("tiny", i) })
@@ -415,18 +422,21 @@ const runCreate = async (
   log(`${label.padEnd(5)} warm-up  ${f(w.rps, 0)} req/s  non-201 ${w.unexpected}`)
   await profiler?.(true)
   const threads0 = pid === undefined ? undefined : threadCpuMs(pid)
+  const client0 = process.cpuUsage()
   const r = await runPostLoad(baseUrl, "/v1/scraper/jobs", targets, { connections: createConnections, seconds: createSeconds, expect: 201 })
+  const client1 = process.cpuUsage(client0)
+  const clientCpuPerRequest = (client1.user + client1.system) / 1000 / r.requests
   if (pid !== undefined && threads0) log(`${label.padEnd(5)} CPU ms/request by server thread: ${byThread(threads0, threadCpuMs(pid), r.requests)}`)
   await profiler?.(false)
   log(
     `${label.padEnd(5)} measured ${f(r.rps, 1)} req/s  p50 ${f(r.p50, 2)} ms  p90 ${f(r.p90, 2)} ms  p99 ${f(r.p99, 2)} ms` +
-      `  max ${f(r.max, 1)} ms  non-201 ${r.unexpected}  (${r.requests} responses in ${f(r.seconds, 1)} s)`
+      `  max ${f(r.max, 1)} ms  non-201 ${r.unexpected}  (${r.requests} responses in ${f(r.seconds, 1)} s; this client ${f(clientCpuPerRequest, 3)} CPU ms/request)`
   )
   if (r.unexpected > 0 || w.unexpected > 0) {
     const codes = Object.entries(r.statuses).map(([s, n]) => `${s}: ${n}`).join(", ")
     loud(`${label.toUpperCase()}: ${r.unexpected} NON-201 RESPONSES (${codes}; ${r.errors} errors), ${w.unexpected} IN WARM-UP; e.g. ${r.sampleError ?? w.sampleError}`)
   }
-  return { ...r, warmRequests: w.requests }
+  return { ...r, warmRequests: w.requests, clientCpuPerRequest }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -451,7 +461,7 @@ const main = async () => {
   const bRounds: Array<CrawlFigures> = []
   const cRounds: Array<CrawlFigures> = []
   let createTrawl: (LoadResult & { warmRequests: number }) | undefined
-  let createBare: LoadResult | undefined
+  let createBare: (LoadResult & { clientCpuPerRequest: number }) | undefined
 
   // 1. Trawl runs as a fresh server process for each round's (a) and again for (d), on one data
   //    directory: like each baseline's child, it warms up, is measured and stops, so that nothing
@@ -536,7 +546,7 @@ const main = async () => {
       log(`(c) undici, ${of}: ${concurrency} workers over one keep-alive Agent, whole body read; own process`)
       const c = await runChildCrawl("undici loop", "bench/crawl-support/undici-runner.ts", fixture, dir, round)
       cRounds.push(c)
-      log(`(c) undici: ${f(pps(c), 1)} pages/s  ${f(cpuPerPage(c), 3)} CPU ms/page  ${c.ok} ok  (${f(c.wallMs, 0)} ms)  [${load()}]`)
+      log(`(c) undici: ${f(pps(c), 1)} pages/s  ${f(cpuPerPage(c), 3)} CPU ms/page  ${c.ok} ok  (${f(c.wallMs, 0)} ms; fixture site ${f(c.siteCpuPerPage ?? NaN, 3)} CPU ms/page)  [${load()}]`)
     }
   }
 
@@ -611,6 +621,19 @@ const main = async () => {
       // for everything on the box (Trawl, the fixture site, this client).
       const budget = (cpus().length * 1000) / (0.3 * median(cRounds.map(pps)))
       log(`  the ceiling goal (0.3 x ${f(median(cRounds.map(pps)), 0)} pages/s) leaves ${f(budget, 3)} CPU ms/page of the whole box; the floor takes ${f((100 * perMessage) / budget, 0)} % of it`)
+      // What any crawler pays per page however lean: the undici loop's own fetch and the site's serving.
+      const fetchCost = median(cRounds.map(cpuPerPage)) + median(cRounds.map((r) => r.siteCpuPerPage ?? NaN))
+      log(
+        `  with the undici loop's fetch (client and fixture site, ${f(fetchCost, 3)} CPU ms/page) the floor leaves ${f(budget - perMessage - fetchCost, 3)} ms/page` +
+          ` (${f((100 * (budget - perMessage - fetchCost)) / budget, 0)} % of the budget) to take the request, store the page and its history, write the job's end and publish its event`
+      )
+    }
+    if (createBare) {
+      // The creation goal's budget: the machine's CPU per request at 0.5 x the bare server's rate,
+      // for everything on the box (Trawl, this client, and the run of the job each request creates).
+      const budget = (cpus().length * 1000) / (0.5 * createBare.rps)
+      log(`  the creation goal (0.5 x ${f(createBare.rps, 0)} requests/s) leaves ${f(budget, 3)} CPU ms/request of the whole box, the job's run included;` +
+          ` the floor and this client's share (${f(createBare.clientCpuPerRequest, 3)} ms) take ${f((100 * (perMessage + createBare.clientCpuPerRequest)) / budget, 0)} % of it`)
     }
   }
   log(`total ${f((performance.now() - started) / 1000, 1)} s`)
