@@ -549,7 +549,7 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       const asc = await list("?sort=createdAt:asc")
       expect(asc.json.data.items.map((e: any) => e.id)).toEqual([ids.a1, ids.p1, ids.a2])
       // The echo names the order applied, with the id that breaks ties.
-      expect(asc.json.data.sort).toEqual([{ field: "createdAt", dir: "asc" }, { field: "id", dir: "desc" }])
+      expect(asc.json.data.sort).toEqual([{ field: "createdAt", dir: "asc" }, { field: "id", dir: "asc" }])
       const byType = await list("?sort=type:desc,createdAt:asc")
       expect(byType.json.data.items.map((e: any) => e.id)).toEqual([ids.p1, ids.a1, ids.a2])
       expect((await list("?type=product")).json.data.items.map((e: any) => e.id)).toEqual([ids.p1])
@@ -580,7 +580,7 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
     it("searches with combined filters, sort and pagination", async () => {
       const search = (body: unknown) => api.post("/v1/extractor/extractions/search", body, tenant.apiKey)
       const res = await search({ where: { type: "article", status: ["done"] }, sort: [{ field: "createdAt", dir: "asc" }], pagination: { offset: 0, limit: 1 } })
-      expect(res.json.data.sort).toEqual([{ field: "createdAt", dir: "asc" }, { field: "id", dir: "desc" }])
+      expect(res.json.data.sort).toEqual([{ field: "createdAt", dir: "asc" }, { field: "id", dir: "asc" }])
       // No sort, or an empty one, is the default order, echoed as applied.
       for (const body of [{}, { sort: [] }]) {
         expect((await search(body)).json.data.sort, JSON.stringify(body)).toEqual([{ field: "createdAt", dir: "desc" }, { field: "id", dir: "desc" }])

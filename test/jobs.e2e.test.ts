@@ -804,6 +804,12 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       // The sort echoed is the order applied, its tie-breaker included; an empty one is the default.
       expect(pr.json.data.sort).toEqual([{ field: "priority", dir: "asc" }, { field: "id", dir: "desc" }])
       expect((await search({ sort: [] })).json.data.sort).toEqual([{ field: "createdAt", dir: "desc" }, { field: "id", dir: "desc" }])
+      // Oldest first breaks ties oldest first too: the bulk's jobs (one statement, so one createdAt) come in the order given.
+      const bulkIds = jobs.slice(0, 5).map((j) => j.id)
+      for (const oldest of [await search({ sort: [{ field: "createdAt", dir: "asc" }] }), await list("?sort=createdAt:asc")]) {
+        expect(oldest.json.data.sort).toEqual([{ field: "createdAt", dir: "asc" }, { field: "id", dir: "asc" }])
+        expect(oldest.json.data.items.slice(0, 5).map((j: any) => j.id)).toEqual(bulkIds)
+      }
 
       const times = jobs.map((j) => Date.parse(j.createdAt)).sort((a, b) => a - b)
       const min = new Date(times[0]!).toISOString()

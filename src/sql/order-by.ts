@@ -1,11 +1,14 @@
 type SortTerm = { readonly field: string; readonly dir: "asc" | "desc" }
 
 /**
- * The sort as applied: `id` descending is appended unless `id` is sorted already, so the
- * order is total and pages never overlap or skip rows.
+ * The sort as applied: `id` is appended unless it is sorted already, so the order is total and
+ * pages never overlap or skip rows. Ids sort by creation time, so the tie-break runs the way a
+ * `createdAt` entry of the sort runs (oldest first under `createdAt asc`), and newest first otherwise.
  */
 export const withTieBreak = <S extends SortTerm>(sort: ReadonlyArray<S>): ReadonlyArray<S | SortTerm> =>
-  sort.some((s) => s.field === "id") ? sort : [...sort, { field: "id", dir: "desc" }]
+  sort.some((s) => s.field === "id")
+    ? sort
+    : [...sort, { field: "id", dir: sort.find((s) => s.field === "createdAt")?.dir ?? "desc" }]
 
 /**
  * An ORDER BY list from validated sort entries (API field → column), with the tie-break of
