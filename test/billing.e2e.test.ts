@@ -172,6 +172,15 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     // The same filters as the list's query, which takes one type.
     const listed = await api.get("/v1/billing/me/transactions?type=correction", t.apiKey)
     expect(amounts(listed)).toEqual(["-0.50"])
+    // `take`, the legacy name of `limit`, still limits the page; with a different `limit` it is refused.
+    const taken = await api.get("/v1/billing/me/transactions?take=2", t.apiKey)
+    expect(amounts(taken)).toEqual(["0.25", "-0.50"])
+    expect(taken.json.data.pagination).toEqual({ offset: 0, limit: 2, total: 4, hasMore: true })
+    expect((await api.get("/v1/billing/me/transactions?take=2&limit=2", t.apiKey)).json.data.pagination.limit).toBe(2)
+    const both = await api.get("/v1/billing/me/transactions?take=2&limit=3", t.apiKey)
+    expect([both.status, both.json.code]).toEqual([400, "validation_error"])
+    expect(both.json.error.details).toEqual([expect.objectContaining({ path: "take" })])
+    for (const bad of ["0", "201", "abc"]) expect((await api.get(`/v1/billing/me/transactions?take=${bad}`, t.apiKey)).status, bad).toBe(400)
     // Bad input, with its paths.
     const badSort = await search({ sort: [{ field: "note", dir: "asc" }] })
     expect(badSort.status).toBe(400)
