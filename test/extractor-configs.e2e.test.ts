@@ -262,6 +262,33 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
     expect(list.json.data.items.map((c: any) => c.id)).not.toContain(mine.json.data.id)
   })
 
+  it("lists configs in the sort asked for, echoed with its tie-break; refuses unknown sort fields", async () => {
+    const tenant = await api.createTenant()
+    const ids: Array<string> = []
+    for (const priority of [5, 1, 9]) {
+      const res = await createConfig({ scope: "tenant", priority }, tenant.apiKey)
+      expect(res.status, res.text).toBe(201)
+      ids.push(res.json.data.id)
+    }
+    // Global configs of other tests are listed too: only this tenant's are compared.
+    const mine = (res: { json: any }) => res.json.data.items.map((c: any) => c.id).filter((id: string) => ids.includes(id))
+    const list = (q: string) => api.get(`/v1/extractor/configs?limit=200${q}`, tenant.apiKey)
+    const byPriority = await list("&sort=priority:desc")
+    expect(mine(byPriority)).toEqual([ids[2], ids[0], ids[1]])
+    expect(byPriority.json.data.sort).toEqual([{ field: "priority", dir: "desc" }, { field: "id", dir: "desc" }])
+    const oldest = await list("&sort=createdAt:asc")
+    expect(mine(oldest)).toEqual(ids)
+    expect(oldest.json.data.sort).toEqual([{ field: "createdAt", dir: "asc" }, { field: "id", dir: "asc" }])
+    const newest = await list("")
+    expect(mine(newest)).toEqual([...ids].reverse())
+    expect(newest.json.data.sort).toEqual([{ field: "createdAt", dir: "desc" }, { field: "id", dir: "desc" }])
+    const badField = await list("&sort=notes:asc")
+    expect([badField.status, badField.json.code]).toEqual([400, "invalid_sort_field"])
+    expect(badField.json.error.details).toEqual([expect.objectContaining({ path: "sort.0" })])
+    const badDir = await list("&sort=priority:up")
+    expect([badDir.status, badDir.json.code]).toEqual([400, "validation_error"])
+  })
+
   // ---------------------------------------------------------------- global scope
 
   it("lets only a super-admin create a global config; tenants see it but cannot change it; it applies below a tenant's own", async () => {

@@ -77,7 +77,7 @@ export class ExtractorConfigsGroup extends HttpApiGroup.make("extractor-configs"
       error: errors(400, 403, 422, 429)
     }).annotate(Requires, "extractor:configs:write"),
     HttpApiEndpoint.get("list", "/configs", {
-      query: PageQuery,
+      query: { ...PageQuery, sort: Schema.optional(Schema.String) },
       success: Success(Page(ExtractorConfig)),
       error: errors(400)
     }).annotate(Requires, "extractor:configs:read"),

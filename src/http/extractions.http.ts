@@ -22,7 +22,7 @@ import {
   MAX_INPUT_BYTES,
   terminalExtractionStatuses
 } from "../schema/extraction.ts"
-import { ExtractionRepo, type ExtractionRow, toConfig, toExtraction } from "../sql/extraction-repo.ts"
+import { configSortColumns, ExtractionRepo, type ExtractionRow, toConfig, toExtraction } from "../sql/extraction-repo.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
@@ -382,10 +382,12 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
       .handle("list", ({ query }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
+          const { sort, faults } = readSort(query.sort, Object.keys(configSortColumns), "createdAt:desc,id:desc")
+          if (faults.length > 0) return yield* failListQuery(faults)
           const offset = query.offset ?? 0
           const limit = query.limit ?? 50
-          const p = yield* repo.configs.list(me.tenantId, offset, limit)
-          return pageOf(p.items.map(toConfig), offset, limit, p.total)
+          const p = yield* repo.configs.list(me.tenantId, sort, offset, limit)
+          return { ...pageOf(p.items.map(toConfig), offset, limit, p.total), sort: [...withTieBreak(sort)] }
         }))
       .handle("get", ({ params }) =>
         Effect.gen(function*() {

@@ -7,7 +7,7 @@ import { createdBetween } from "./created-between.ts"
 import { appendEventCtes } from "../events/event-log.ts"
 import { iso } from "../schema/common.ts"
 import type { ConfigPayload, Extraction, ExtractionStatus, ExtractorConfig, SearchExtractionsBody } from "../schema/extraction.ts"
-import { orderByTerms } from "./order-by.ts"
+import { orderByTerms, type SortTerm } from "./order-by.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { lockTenantRow } from "./tenant-lock.ts"
 import { type NewDelivery, WebhookRepo } from "./webhook-repo.ts"
@@ -135,6 +135,14 @@ export const extractionSortColumns: Record<string, string> = {
   attempts: "attempts"
 }
 
+/** The extractor config list's sort fields and their columns. */
+export const configSortColumns: Record<string, string> = {
+  createdAt: "created_at",
+  updatedAt: "updated_at",
+  priority: "priority",
+  id: "id"
+}
+
 export interface ExtractionQuery {
   readonly tenantId: string
   readonly where: NonNullable<SearchExtractionsBody["where"]>
@@ -176,7 +184,7 @@ export interface ExtractionRepoShape {
     readonly find: (tenantId: string, id: string) => Effect.Effect<ConfigRow | undefined>
     readonly update: (id: string, patch: Record<string, unknown>) => Effect.Effect<ConfigRow | undefined>
     readonly remove: (id: string) => Effect.Effect<boolean>
-    readonly list: (tenantId: string, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<ConfigRow>; total: number }>
+    readonly list: (tenantId: string, sort: ReadonlyArray<SortTerm>, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<ConfigRow>; total: number }>
     /** Enabled configs that may apply to an extraction: the tenant's and global ones. */
     readonly candidates: (tenantId: string, type: string) => Effect.Effect<ReadonlyArray<ConfigRow>>
   }
@@ -347,10 +355,10 @@ export const ExtractionRepoLive = Layer.effect(
               Effect.map((r) => r[0])
             ),
         remove: (id) => sql`DELETE FROM extractor_configs WHERE id = ${id} RETURNING id`.pipe(Effect.orDie, Effect.map((r) => r.length > 0)),
-        list: (tenantId, offset, limit) =>
+        list: (tenantId, sort, offset, limit) =>
           Effect.all([
             sql<ConfigRow>`SELECT * FROM extractor_configs WHERE tenant_id = ${tenantId} OR tenant_id IS NULL
-                           ORDER BY created_at DESC, id DESC OFFSET ${offset} LIMIT ${limit}`,
+                           ORDER BY ${sql.literal(orderByTerms(sort, configSortColumns))} OFFSET ${offset} LIMIT ${limit}`,
             sql<{ n: string }>`SELECT count(*) AS n FROM extractor_configs WHERE tenant_id = ${tenantId} OR tenant_id IS NULL`
           ]).pipe(Effect.orDie, Effect.map(([items, [c]]) => ({ items, total: Number(c!.n) }))),
         candidates: (tenantId, type) =>

@@ -1,4 +1,4 @@
-type SortTerm = { readonly field: string; readonly dir: "asc" | "desc" }
+export type SortTerm = { readonly field: string; readonly dir: "asc" | "desc" }
 
 /**
  * The sort as applied: `id` is appended unless it is sorted already, so the order is total and
