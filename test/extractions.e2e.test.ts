@@ -590,6 +590,15 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       expect(res.json.data.pagination).toEqual({ offset: 0, limit: 1, total: 2, hasMore: true })
       const future = await search({ where: { createdAt: { gte: new Date(Date.now() + 3_600_000).toISOString() } } })
       expect(future.json.data.items).toEqual([])
+      // url.prefix as in the job search: matched literally against the url as answered; inline input has none.
+      const a2Url: string = (await api.get(`/v1/extractor/extractions/${ids.a2}`, tenant.apiKey)).json.data.url
+      const byUrl = (prefix: string) => search({ where: { url: { prefix } } }).then((r) => r.json.data.items.map((e: any) => e.id))
+      expect(await byUrl(a2Url.slice(0, a2Url.indexOf("/list-") + 6))).toEqual([ids.a2])
+      expect(await byUrl(a2Url.slice(0, a2Url.indexOf("/list-")) + "/l%")).toEqual([])
+      expect(await byUrl(a2Url.slice(0, a2Url.indexOf("/list-")) + "/_ist")).toEqual([])
+      expect(await byUrl(a2Url + "x")).toEqual([])
+      const noPrefix = await search({ where: { url: { prefix: "" } } })
+      expect([noPrefix.status, noPrefix.json.code]).toEqual([400, "invalid_filter"])
       const badSort = await search({ sort: [{ field: "title", dir: "asc" }] })
       expect(badSort.status).toBe(400)
       expect(badSort.json.code).toBe("invalid_sort_field")

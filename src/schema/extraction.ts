@@ -94,6 +94,7 @@ export const SearchExtractionsBody = Schema.Struct({
   where: Schema.optional(Schema.Struct({
     status: Schema.optional(Schema.Array(ExtractionStatus).check(Schema.isBetweenLength(1, 6))),
     type: Schema.optional(ExtractionType),
+    url: Schema.optional(Schema.Struct({ prefix: Schema.String.check(Schema.isBetweenLength(1, 2048)) })),
     domainId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 253))),
     createdAt: Schema.optional(CreatedRange)
   })),

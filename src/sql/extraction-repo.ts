@@ -206,6 +206,8 @@ export const ExtractionRepoLive = Layer.effect(
       const w = q.where
       if (w.status) parts.push(sql`status IN ${sql.in(w.status)}`)
       if (w.type) parts.push(sql`type = ${w.type}`)
+      // Extractions of inline input have no url, so no prefix matches them.
+      if (w.url) parts.push(sql`starts_with(url, ${w.url.prefix})`)
       if (w.domainId) parts.push(sql`domain_id = ${domainIdFilter(w.domainId)}`)
       parts.push(...createdBetween(sql, w.createdAt))
       return sql.and(parts)
