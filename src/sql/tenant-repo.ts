@@ -374,7 +374,8 @@ export const TenantRepoLive = Layer.effect(
               INSERT INTO credit_transactions (id, tenant_id, type, amount, balance_after, service_key, resource_id, resource_type, note)
               SELECT entry_id, ${tenantId}, 'debit', -(take / 10000.0), after / 10000.0, ${serviceKey}, id, ${resourceType},
                      note || CASE WHEN take < units THEN ' (' || trim_scale((units - take) / 10000.0)::text || ' EUR not covered by the balance)' ELSE '' END
-              FROM charges WHERE take > 0 ORDER BY position
+              -- One that cost something is noted even when nothing was left to take (an amount of 0).
+              FROM charges WHERE units > 0 ORDER BY position
             ),
             paid AS (
               UPDATE tenants SET balance = (SELECT (t.balance - COALESCE(sum(c.take), 0)) / 10000.0 FROM tenant t LEFT JOIN charges c ON true GROUP BY t.balance),

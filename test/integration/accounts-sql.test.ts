@@ -90,27 +90,31 @@ describe.each(testDatabases)("accounts SQL ($name)", (db) => {
                       ${status === "queued" ? null : new Date(Date.now() - endedAgoMs)})`
         yield* job(`${tenantId}-old`, "done", 10, 120_000)
         yield* job(`${tenantId}-new`, "failed", 40, 1_000)
+        yield* job(`${tenantId}-unpaid`, "done", 5, 800)
         yield* job(`${tenantId}-free`, "dead", 0, 500)
         yield* job(`${tenantId}-running`, "queued", null, 0)
-        expect(yield* repo.uncharged(tenantId)).toEqual({ jobs: 4, extractions: 0 })
+        expect(yield* repo.uncharged(tenantId)).toEqual({ jobs: 5, extractions: 0 })
         // Only a tenant whose ended job has waited long enough is named to the sweeper.
         expect(yield* repo.tenantsWithUnchargedWork(60_000, 1000)).toContain(tenantId)
         const price = (row: { result: unknown }) => ({ units: (row.result as { units: number }).units, note: "test" })
         // Concurrent settlements charge each job once.
         const runs = yield* Effect.all([1, 2, 3].map(() => repo.settle(tenantId, "jobs", 10, price)), { concurrency: "unbounded" })
-        expect(runs.map((r) => r.settled).sort()).toEqual([0, 0, 3])
+        expect(runs.map((r) => r.settled).sort()).toEqual([0, 0, 4])
         expect(yield* repo.balance(tenantId)).toBe("0.00")
         expect((yield* repo.uncharged(tenantId)).jobs).toBe(1)
         expect(yield* repo.tenantsWithUnchargedWork(0, 1000)).not.toContain(tenantId)
         const debits = (yield* repo.transactions(tenantId, { type: ["debit"] }, [{ field: "createdAt", dir: "desc" }], 0, 10)).items.slice().reverse()
-        // The older job in full, the newer one with what was left, the free one not at all.
+        // The older job in full, the newer one with what was left, the next one with nothing left (noted
+        // all the same, so the ledger shows the unpaid use), the free one not at all.
         expect(debits.map((d) => [d.resourceId, d.amount, d.balanceAfter])).toEqual([
           [`${tenantId}-old`, "-0.001", "0.0015"],
-          [`${tenantId}-new`, "-0.0015", "0.00"]
+          [`${tenantId}-new`, "-0.0015", "0.00"],
+          [`${tenantId}-unpaid`, "0.00", "0.00"]
         ])
         expect(debits[1]!.note).toMatch(/0\.0025 EUR not covered/)
+        expect(debits[2]!.note).toMatch(/\(0\.0005 EUR not covered by the balance\)$/)
         const charged = yield* sql<{ id: string; charged: string }>`SELECT id, charged FROM jobs WHERE tenant_id = ${tenantId} AND settled_at IS NOT NULL ORDER BY id`
-        expect(charged.map((r) => Number(r.charged))).toEqual([0, 0.0015, 0.001])
+        expect(charged.map((r) => Number(r.charged))).toEqual([0, 0.0015, 0.001, 0])
       }).pipe(Effect.provide(layerFor(config)), Effect.scoped)
     )
   }, 60_000)
