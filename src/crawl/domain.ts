@@ -47,6 +47,9 @@ export const domainIdFilter = (given: string): string => {
  * Canonical form of a URL for page history: lower-case scheme and host (WHATWG), default port
  * dropped, fragment dropped, query parameters sorted by name (stable for equal names, so
  * `a=2&a=1` keeps its order), empty query dropped, path kept as is.
+ * The parameters are sorted as written, never decoded and encoded again: decoding would turn
+ * every escape that is not UTF-8 (`%FF`, a Latin-1 `%E9`) into one replacement character, and
+ * form encoding would rewrite `;` and `=` in a value, giving different pages one history.
  * Returns the input unchanged when it is not a URL.
  */
 export const normalizeUrl = (input: string | URL): string => {
@@ -57,9 +60,12 @@ export const normalizeUrl = (input: string | URL): string => {
   if (url.hostname.endsWith(".") && url.hostname.length > 1 && !url.hostname.startsWith("[")) {
     url.hostname = url.hostname.slice(0, -1)
   }
-  const params = [...url.searchParams.entries()]
-  params.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
-  const sorted = new URLSearchParams(params).toString()
-  url.search = sorted === "" ? "" : "?" + sorted
+  const nameOf = (param: string) => {
+    const eq = param.indexOf("=")
+    return eq < 0 ? param : param.slice(0, eq)
+  }
+  const params = url.search.slice(1).split("&").filter((p) => p !== "")
+  params.sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0))
+  url.search = params.length === 0 ? "" : "?" + params.join("&")
   return url.href
 }

@@ -16,6 +16,7 @@ import extractionOwnJob from "./migrations/0013_extraction_own_job.ts"
 import jobCharges from "./migrations/0014_job_charges.ts"
 import extractionCharges from "./migrations/0015_extraction_charges.ts"
 import domainLeases from "./migrations/0016_domain_leases.ts"
+import pageKeysKeepQueryBytes from "./migrations/0017_page_keys_keep_query_bytes.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -34,7 +35,8 @@ export const migrations = {
   "0013_extraction_own_job": extractionOwnJob,
   "0014_job_charges": jobCharges,
   "0015_extraction_charges": extractionCharges,
-  "0016_domain_leases": domainLeases
+  "0016_domain_leases": domainLeases,
+  "0017_page_keys_keep_query_bytes": pageKeysKeepQueryBytes
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

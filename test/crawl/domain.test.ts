@@ -39,7 +39,14 @@ describe("normalizeUrl", () => {
     ["https://example.com/x?", "https://example.com/x"],
     ["https://example.com/x#only-fragment", "https://example.com/x"],
     ["https://example.com./x", "https://example.com/x"],
-    ["https://example.com", "https://example.com/"]
+    ["https://example.com", "https://example.com/"],
+    // Parameters are sorted as written: never decoded and encoded again, so different pages keep different keys.
+    ["http://h.test/x?q=%FF", "http://h.test/x?q=%FF"],
+    ["http://h.test/x?name=Fran%E7ois", "http://h.test/x?name=Fran%E7ois"],
+    ["http://h.test/x?a=1;b=2", "http://h.test/x?a=1;b=2"],
+    ["http://h.test/x?a=1%3Bb%3D2", "http://h.test/x?a=1%3Bb%3D2"],
+    ["http://h.test/x?t=a:b/c,d~e", "http://h.test/x?t=a:b/c,d~e"],
+    ["http://h.test/x?b&&a=", "http://h.test/x?a=&b"]
   ])("%s → %s", (input, expected) => {
     expect(normalizeUrl(input)).toBe(expected)
   })

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest"
 import { newId } from "../../src/ids.ts"
 import type { JobResult } from "../../src/schema/job.ts"
 import { JobRepo, JobRepoLive, type NewJob } from "../../src/sql/job-repo.ts"
-import { runMigrations } from "../../src/sql/migrate.ts"
+import { migrations, runMigrations } from "../../src/sql/migrate.ts"
 import type { loadConfig } from "../../src/config.ts"
 import { databaseLayer, testDatabases } from "../support/databases.ts"
 
@@ -241,5 +241,34 @@ describe.each(testDatabases)("job repository ($name)", (db) => {
       yield* sql`INSERT INTO page_contents (tenant_id, hash, compressed, size) VALUES (${tenant}, 'h-old', ${gzipSync("old page")}, 8)`
       expect((yield* repo.versionContent(tenant, "h-old"))!.toString()).toBe("old page")
     }).pipe(Effect.provide(layerFor(await db.config())), Effect.scoped))
+  })
+
+  it("moves page-history keys written with re-encoded queries to keys that keep the query as written (migration 0017)", async () => {
+    await withTenant(({ sql, tenant }) =>
+      Effect.gen(function*() {
+        const old = [
+          // Old keys: the query decoded (not UTF-8: U+FFFD) and form-encoded again.
+          { url: "http://h.test/x?q=%FF", key: "http://h.test/x?q=%EF%BF%BD" },
+          { url: "http://h.test/x?q=%FE", key: "http://h.test/x?q=%EF%BF%BD" },
+          { url: "http://h.test/x?b=1&a=c:d", key: "http://h.test/x?a=c%3Ad&b=1" },
+          // Unchanged by the new rule, and no query at all.
+          { url: "http://h.test/x?b=1&a=2", key: "http://h.test/x?a=2&b=1" },
+          { url: "http://h.test/y", key: "http://h.test/y" }
+        ]
+        const ids = old.map(() => newId("job"))
+        for (const [i, o] of old.entries()) {
+          yield* sql`INSERT INTO jobs (id, tenant_id, url, normalized_url, domain_id, status, priority, timeout_ms)
+                     VALUES (${ids[i]!}, ${tenant}, ${o.url}, ${o.key}, 'h.test', 'done', 0, 30000)`
+          yield* sql`INSERT INTO page_versions (id, tenant_id, normalized_url, url, job_id, fetched_at, size, content_hash)
+                     VALUES (${newId("pv")}, ${tenant}, ${o.key}, ${o.url + "#final"}, ${ids[i]!}, now(), 1, 'h')`
+        }
+        yield* migrations["0017_page_keys_keep_query_bytes"].pipe(Effect.provideService(SqlClient.SqlClient, sql))
+        const keys = (table: "jobs" | "page_versions", column: "id" | "job_id") =>
+          Effect.forEach(ids, (id) => sql<{ k: string }>`SELECT normalized_url AS k FROM ${sql(table)} WHERE ${sql(column)} = ${id}`.pipe(Effect.map((r) => r[0]!.k)))
+        const expected = ["http://h.test/x?q=%FF", "http://h.test/x?q=%FE", "http://h.test/x?a=c:d&b=1", "http://h.test/x?a=2&b=1", "http://h.test/y"]
+        expect(yield* keys("jobs", "id")).toEqual(expected)
+        expect(yield* keys("page_versions", "job_id")).toEqual(expected)
+      })
+    )
   })
 })
