@@ -621,6 +621,12 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       [{ url: `${url}&q=a\tb` }, ["url"]],
       [{ url, webhookUrl: `${url}&q=a\nb` }, ["webhookUrl"]],
       [{ url: `${url}&q=a\u0000b` }, ["url"]],
+      // Nor fetched from another host: the parser would read part of these paths as the host.
+      [{ url: url.replace("http://", "http:///") }, ["url"]],
+      [{ url: url.replace("http://", "http:") }, ["url"]],
+      [{ url: url.replace("http://", "http:\\\\") }, ["url"]],
+      [{ url: url.replace(/\/page/, "\\page") }, ["url"]],
+      [{ url, webhookUrl: url.replace("http://", "HTTP:/") }, ["webhookUrl"]],
       [{ url: site.url("/page").replace(/:\d+\//, ":0/") }, ["url"]],
       [{ url, webhookUrl: "http://127.0.0.1:0/hook" }, ["webhookUrl"]],
       [{ url, screenshot: { format: "gif" } }, ["screenshot.format"]],

@@ -57,6 +57,16 @@ export const DateTimeInput = Schema.String.check(
   })
 ).annotate({ format: "date-time" })
 
+const trimBlanks = (s: string) => s.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "")
+
+/**
+ * For http(s) the URL parser also mends a missing or doubled `//` and reads `\` as `/` before the
+ * query, so `http:///h/x`, `http:h/x` and `http:\\h\x` would all fetch host `h`. A URL written so is
+ * refused rather than fetched as something else; other schemes are left to the SSRF guard.
+ */
+const writtenAsParsed = (url: string): boolean =>
+  !/^https?:/i.test(url) || (/^https?:\/\/[^/\\?#]+(?:[/?#]|$)/i.test(url) && !/^[^?#]*\\/.test(url))
+
 /**
  * An absolute URL of at most 2048 characters. Port 0 is refused: nothing listens there, and clients
  * would read `:0` while the fetch used the default port. Any scheme parses here: one other than
@@ -64,8 +74,6 @@ export const DateTimeInput = Schema.String.check(
  * The bound also holds for the URL as it is stored and answered, percent-encoded (`é` is six
  * characters there), so the URL a job reports can always be given back, to the page history say.
  */
-const trimBlanks = (s: string) => s.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "")
-
 export const AbsoluteUrl = Schema.String.check(
   // Each check stops at its failure: a URL is named once, by the first rule it breaks.
   // Blanks around a URL are only trimmed, as the URL parser does: the bound is on what they enclose.
@@ -77,6 +85,9 @@ export const AbsoluteUrl = Schema.String.check(
   // URL written with them is refused as malformed instead of fetched as something else.
   Schema.makeFilter((s: string) => !/[\u0000-\u0020\u007f]/.test(trimBlanks(s)), {
     expected: "a URL without spaces or control characters inside it"
+  }).abort(),
+  Schema.makeFilter((s: string) => writtenAsParsed(trimBlanks(s)), {
+    expected: "an http(s) URL written scheme://host/path, with / and not \\"
   }).abort(),
   Schema.makeFilter((s: string) => {
     try {
