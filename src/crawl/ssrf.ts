@@ -150,7 +150,7 @@ const classifyV6Words = (w: number[]): AddressClass => {
     if (w1 === 0xdb8) return "documentation" // 2001:db8::/32
     if (w1 < 0x200) return "ietf_protocol" // rest of 2001::/23 (ORCHID, AMT, AS112, ...)
   }
-  if ((w0 & 0xfff0) === 0x3ff0) return "documentation" // 3fff::/20
+  if (w0 === 0x3fff && w1 < 0x1000) return "documentation" // 3fff::/20
   // 2002::/16 6to4: judged by the embedded IPv4 address
   if (w0 === 0x2002) return embedded(w1, w2, "public")
   if ((w0 & 0xfe00) === 0xfc00) return "unique_local" // fc00::/7

@@ -69,6 +69,11 @@ describe("classifyAddress", () => {
     ["100::ffff:ffff:ffff:ffff", "discard"],
     ["2001:db8::1", "documentation"],
     ["3fff::1", "documentation"],
+    ["3fff:fff:ffff::1", "documentation"],
+    // 3fff::/20 ends there: the rest of 3fff::/16 and of 3ff0::/12 is global unicast.
+    ["3fff:1000::1", "public"],
+    ["3ffe:1::1", "public"],
+    ["3ff0::1", "public"],
     ["2001:2::1", "benchmarking"],
     ["2001::1", "teredo"],
     ["2001:0:4136:e378:8000:63bf:3fff:fdd2", "teredo"],
