@@ -39,6 +39,8 @@ export const domainIdOf = (input: string | URL): string | null => {
 export const domainIdFilter = (given: string): string => {
   const lower = given.trim().toLowerCase().replace(/\.$/, "")
   const unbracketed = lower.replace(/^\[|\]$/g, "")
+  // An IPv6 address in the form stored, whatever its spelling (`0:0:0:0:0:0:0:1` is `::1`).
+  if (isIP(unbracketed) === 6) return new URL(`http://[${unbracketed}]/`).hostname.slice(1, -1)
   if (isIP(unbracketed)) return unbracketed
   return domainToASCII(lower) || lower
 }

@@ -63,5 +63,7 @@ describe("domainIdFilter", () => {
     expect(domainIdFilter("Example.COM.")).toBe("example.com")
     expect(domainIdFilter("127.0.0.1")).toBe("127.0.0.1")
     expect(domainIdFilter("[::1]")).toBe(domainIdOf("http://[::1]:8080/")!)
+    expect(domainIdFilter("0:0:0:0:0:0:0:1")).toBe(domainIdOf("http://[::1]/")!)
+    expect(domainIdFilter("::FFFF:127.0.0.2")).toBe(domainIdOf("http://[::ffff:7f00:2]/")!)
   })
 })
