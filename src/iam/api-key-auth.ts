@@ -39,7 +39,11 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
     const cache = new Map<string, { principal: Principal; until: number }>()
     // Hashes of keys that are not (or no longer) valid, and until when that is believed.
     const unknown = new Map<string, number>()
+    // Counts the keys dropped: a lookup that was under way meanwhile may have read the row from
+    // before the change, so what it found is used once but not cached.
+    let forgets = 0
     const forget = (keyHash: string) => {
+      forgets++
       cache.delete(keyHash)
       unknown.delete(keyHash)
     }
@@ -64,6 +68,7 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
       const keyHash = hash(raw)
       const now = Date.now()
       const cached = cache.get(keyHash)
+      const forgetsBefore = forgets
       const lookup = cached && cached.until > now
         ? Effect.succeed(cached.principal)
         : (unknown.get(keyHash) ?? 0) > now
@@ -71,6 +76,7 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
         : repo.principalByHash(keyHash).pipe(
           Effect.tap((principal) =>
             Effect.sync(() => {
+              if (forgets !== forgetsBefore) return
               const [entries, limit] = principal ? [cache, MAX_ENTRIES] : [unknown, MAX_UNKNOWN]
               if (entries.size >= limit) entries.delete(entries.keys().next().value!)
               if (principal) cache.set(keyHash, { principal, until: Date.now() + CACHE_TTL_MS })

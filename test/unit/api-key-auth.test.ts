@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Deferred, Effect, Fiber, Layer } from "effect"
 import { type AppConfig, Config } from "../../src/config.ts"
 import { ApiKeyAuthenticator, ApiKeyAuthenticatorLive } from "../../src/iam/api-key-auth.ts"
 import type { Principal } from "../../src/iam/principal.ts"
@@ -69,6 +69,39 @@ describe("ApiKeyAuthenticator (mocked repository)", () => {
       yield* auth.authenticate(raw)
       expect(repo.calls.lookups).toBe(2)
     }).pipe(Effect.provide(authLayer(repo.layer)))
+  })
+
+  it.effect("does not cache what a lookup read before an invalidation that came while it ran (a revocation racing a request)", () => {
+    let revoked = false
+    let lookups = 0
+    const gate = Effect.runSync(Deferred.make<void>())
+    const repo = Layer.succeed(ApiKeyRepo, ApiKeyRepo.of({
+      // The first lookup reads the row from before the revocation, then is held until after it.
+      principalByHash: () => {
+        lookups++
+        const found = revoked ? undefined : principal()
+        return lookups === 1 ? Deferred.await(gate).pipe(Effect.as(found)) : Effect.succeed(found)
+      },
+      touch: () => Effect.void,
+      insert: () => Effect.die("unused"),
+      listByIdentity: () => Effect.die("unused"),
+      find: () => Effect.die("unused"),
+      update: () => Effect.die("unused"),
+      revoke: () => Effect.die("unused")
+    }))
+    return Effect.gen(function*() {
+      const auth = yield* ApiKeyAuthenticator
+      const racing = yield* Effect.forkChild(auth.authenticate(raw))
+      yield* Effect.yieldNow
+      revoked = true
+      yield* auth.invalidate(keyHash)
+      yield* Deferred.succeed(gate, undefined)
+      // The racing request itself was under way before the revocation answered: it may pass.
+      expect((yield* Fiber.join(racing))?.tenantId).toBe("ten_1")
+      // Every later one reads the database again and is refused.
+      expect(yield* auth.authenticate(raw)).toBeUndefined()
+      expect(lookups).toBe(2)
+    }).pipe(Effect.provide(authLayer(repo)))
   })
 
   it.effect("drops a key on invalidation even when the notice to other nodes cannot be sent (Redis out of reach)", () => {
