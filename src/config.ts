@@ -127,7 +127,8 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
     if (!tokenPattern.test(raw)) bad(name, "must be 16 to 512 printable characters without spaces")
     tokens.push(raw)
   }
-  if (tokens.length === 0 && env.INTERNAL_TOKEN_SECONDARY) bad("INTERNAL_TOKEN_SECONDARY", "needs INTERNAL_TOKEN")
+  // A secondary token is the one being rotated in or out, beside a primary one.
+  if (!env.INTERNAL_TOKEN && env.INTERNAL_TOKEN_SECONDARY) bad("INTERNAL_TOKEN_SECONDARY", "needs INTERNAL_TOKEN")
   const internalTokenGenerated = tokens.length === 0
   if (internalTokenGenerated) {
     if (production) bad("INTERNAL_TOKEN", "is required when NODE_ENV=production")

@@ -48,6 +48,8 @@ describe("configuration", () => {
     [{ REDIS_URL: "http://x" }, "REDIS_URL"],
     [{ SECRET_KEY: "too-short" }, "SECRET_KEY"],
     [{ INTERNAL_TOKEN: "short" }, "INTERNAL_TOKEN"],
+    [{ INTERNAL_TOKEN_SECONDARY: "s".repeat(20) }, "INTERNAL_TOKEN_SECONDARY needs INTERNAL_TOKEN"],
+    [{ INTERNAL_TOKEN: "", INTERNAL_TOKEN_SECONDARY: "s".repeat(20) }, "INTERNAL_TOKEN_SECONDARY needs INTERNAL_TOKEN"],
     [{ RUNNER_PORT: "34431" }, "RUNNER_PORT"],
     [{ LOG_LEVEL: "loud" }, "LOG_LEVEL"],
     [{ MAIL_FROM: "nobody" }, "MAIL_FROM"],
