@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createBraveEngine, createCamoufoxEngine, renderedContentType } from "../../src/crawl/engines/browser.js"
+import { createBraveEngine, createCamoufoxEngine, MAX_SCREENSHOT_BYTES, renderedContentType } from "../../src/crawl/engines/browser.js"
 import { Semaphore } from "../../src/crawl/semaphore.js"
 import { startGuardProxy } from "../../src/crawl/engines/guard-proxy.js"
 import { classifyAddress } from "../../src/crawl/ssrf.js"
@@ -201,6 +201,23 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       // A target posing as the guard proxy: its headers must not make it anything but a page.
       "/spoof": (_req, res) => res.writeHead(502, { "content-type": "text/html", "x-trawl-proxy-error": "ABORT_ERR", "x-trawl-refused": "1" }).end(html("<h1>Gateway trouble</h1>")),
       "/blank": (_req, res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(" \n\t "),
+      // Blanks past what the browser keeps of a body for reading back (its buffer is about 10 MB, and 20 MB was not read).
+      "/blank-big": (_req, res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(" ".repeat(24 * 1024 * 1024)),
+      // Five pop-ups that each ask for /popup-ping every 50 ms for as long as they are open; the page loads for a second.
+      "/popups": page(200, html(`<h1>Opens pop-ups</h1><script>for (let i = 0; i < 5; i++) window.open("/popup-target?i=" + i, "_blank", "noopener")</script>
+        <img src="/slow-img?i=popups" width="10" height="10">`)),
+      "/popup-target": page(200, html(`<h1>Pop-up</h1><script>setInterval(() => fetch("/popup-ping"), 50)</script>`)),
+      "/popup-ping": (_req, res) => res.writeHead(204).end(),
+      // Reloads itself at once, for ever.
+      "/refresh-loop": page(200, html(`<meta http-equiv="refresh" content="0;url=/refresh-loop"><h1>Refreshing</h1><p>${"words ".repeat(30)}</p>`)),
+      // A busy canvas as tall as three screens: its full-page PNG is about 14 MB.
+      "/noise": page(200, html(`<canvas id="c" width="1366" height="2600"></canvas><script>
+        const c = document.getElementById("c").getContext("2d"), img = c.createImageData(1366, 2600)
+        crypto.getRandomValues(new Uint8Array(img.data.buffer, 0, 65536))
+        for (let i = 0; i < img.data.length; i += 65536) crypto.getRandomValues(new Uint8Array(img.data.buffer, i, Math.min(65536, img.data.length - i)))
+        for (let i = 3; i < img.data.length; i += 4) img.data[i] = 255
+        c.putImageData(img, 0, 0)
+      </script>`)),
       // Its load event never fires: the image never answers.
       "/never-loads": page(200, html(`<h1>Read me anyway</h1><img src="/hang" width="10" height="10">`)),
       "/hang": (_req, res) => {
@@ -362,6 +379,55 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
     expect((await get("/blank")).classification).toBe("empty")
     // A 204 leaves the browser on its blank page, but the target answered: empty, with its status.
     expect(await get("/no-content")).toMatchObject({ classification: "empty", httpStatus: 204, finalUrl: site.url("/no-content") })
+  })
+
+  it("answers empty for a body of blanks too large to read back, which makes a bare document", async () => {
+    expect(await get("/blank-big")).toMatchObject({ classification: "empty", httpStatus: 200 })
+  })
+
+  it("closes the pop-ups a page opens, so they cannot hold pages past the node's cap", async () => {
+    const pings = () => site.hits.filter((h) => h === "/popup-ping").length
+    const before = pings()
+    const a = await get("/popups")
+    expect(a.classification).toBe("ok")
+    expect(a.durationMs).toBeGreaterThan(1_000)
+    // Kept open for the page's second, five pop-ups would have asked about a hundred times.
+    expect(pings() - before).toBeLessThan(10)
+  })
+
+  it("does not call a page that keeps replacing its document empty", async () => {
+    const a = await get("/refresh-loop", { timeoutMs: 10_000 })
+    expect(a.classification, a.error).not.toBe("empty")
+    if (a.classification === "ok") expect(a.body!.toString()).toContain("Refreshing")
+  })
+
+  it("keeps no screenshot larger than MAX_SCREENSHOT_BYTES, and says why", async () => {
+    const a = await get("/noise", { screenshot: { format: "png", fullPage: true } })
+    expect(a.classification).toBe("ok")
+    expect(a.screenshot).toBeNull()
+    expect(a.screenshotUnavailable).toMatch(new RegExp(`more than the ${MAX_SCREENSHOT_BYTES} kept`))
+  })
+
+  it("reports a target that a page navigates to after its load, and that refuses the connection, as connection_error", async () => {
+    const closed = http.createServer()
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve))
+    const port = (closed.address() as { port: number }).port
+    await new Promise<void>((resolve) => closed.close(() => resolve()))
+    const moving = await startFixture({
+      "/moves": page(200, html(`<h1>Here for a moment</h1><script>setTimeout(() => { location.href = "http://127.0.0.1:${port}/gone" }, 300)</script>
+        <img src="/later" width="10" height="10">`)),
+      "/later": (_req, res) => {
+        const t = setTimeout(() => res.writeHead(200, { "content-type": "image/png" }).end(PNG_BYTES), 800)
+        res.on("close", () => clearTimeout(t))
+      }
+    })
+    try {
+      const a = await engine.fetch({ url: moving.url("/moves"), timeoutMs: 20_000, allowPrivate: true })
+      expect(a).toMatchObject({ classification: "connection_error", httpStatus: null, body: null })
+      expect(a.error).toMatch(/ECONNREFUSED/)
+    } finally {
+      await moving.close()
+    }
   })
 
   it("reports a target that refuses the connection as connection_error with no status, not the guard proxy's 502", async () => {

@@ -147,8 +147,20 @@ const sentContentType = (declared: string): { readonly keep: boolean; readonly c
 /** How every PDF starts; Chromium answers its viewer's page in the place of a PDF's bytes. */
 const PDF_MAGIC = Buffer.from("%PDF-")
 
+/** The markup of a document that nothing made an element of. */
+const BARE_DOCUMENT = /^\s*<html><head><\/head><body><\/body><\/html>\s*$/
+
 /** Content types the browser renders as a document of their own (anything else opens in a viewer). */
 const MARKUP_TYPE = /^\s*(text\/html|application\/xhtml\+xml)\s*(;|$)/i
+
+/** The JavaScript heap one page's renderer may use (MiB). */
+const PAGE_HEAP_MIB = 512
+
+/**
+ * The largest screenshot kept: a full-page PNG of a tall, busy page can run to 60 MB, past what
+ * the database client reads back in one message (16 MiB), so it could be stored but never served.
+ */
+export const MAX_SCREENSHOT_BYTES = 10 * 1024 * 1024
 
 /**
  * Flags every Chromium launch gets (headless, no background traffic, no QUIC). WebRTC may use UDP
@@ -170,7 +182,10 @@ export const CHROMIUM_BASE_ARGS = [
   "--disable-domain-reliability",
   "--disable-client-side-phishing-detection",
   "--no-pings",
-  "--metrics-recording-only"
+  "--metrics-recording-only",
+  // A page's JavaScript heap is bounded, so a page that allocates without end crashes alone at
+  // 512 MiB instead of taking gigabytes of the node's memory (4 such pages had reached 5.4 GB).
+  `--js-flags=--max-old-space-size=${PAGE_HEAP_MIB}`
 ]
 
 /**
@@ -452,6 +467,11 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       })
 
       const page: Page = await context.newPage()
+      // Only the page being fetched is kept open: pop-ups a page opens (each a renderer, possibly
+      // allocating as much as the page) are closed as they appear, so they cannot pass the node's page cap.
+      context.on("page", (opened) => {
+        if (opened !== page) opened.close().catch(() => {})
+      })
       /** `too_large` for a page past one of the caps, with what its main response said. */
       const tooLarge = (main: Response | null, error: string, contentType: string | null = null) =>
         emptyAttempt(name, "too_large", t0, { httpStatus: main?.status() ?? null, finalUrl: page.url(), contentType, redirects: chainOf(main), error })
@@ -496,12 +516,18 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       }
       if (proxy.overBudget()) return tooLarge(lastMain, overBudgetText)
       const answered = lastMain as Response | null
-      // The guard proxy could not reach the target and answered 502 in its place: the target said nothing.
-      const unreached = answered?.status() === 502 ? proxy!.unreached(answered.url()) : undefined
-      if (unreached !== undefined) {
+      /**
+       * The attempt when the guard proxy could not reach the target of `response` and answered 502
+       * in its place: the target said nothing (its text is the proxy's, not the page's).
+       */
+      const unreachedAttempt = (response: Response | null): Attempt | undefined => {
+        const unreached = response?.status() === 502 ? proxy!.unreached(response.url()) : undefined
+        if (unreached === undefined) return undefined
         const error = Object.assign(new Error(`the target could not be reached: ${unreached}`), { code: unreached })
-        return emptyAttempt(name, classifyError(error), t0, { finalUrl: req.url, error: error.message })
+        return emptyAttempt(name, classifyError(error), t0, { finalUrl: response!.url(), redirects: chainOf(response), error: error.message })
       }
+      const unreachedFirst = unreachedAttempt(answered)
+      if (unreachedFirst) return { ...unreachedFirst, finalUrl: req.url }
       // A 204 or 205 answers with no content: the browser stays on its blank page and calls the
       // navigation aborted, but the target did answer.
       if (answered && (answered.status() === 204 || answered.status() === 205)) {
@@ -546,7 +572,16 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         const read = await readContent().catch((e: unknown) => e)
         if (read instanceof MarkupTooLarge) return tooLarge(lastMain, `${read.message}, more than ${maxBody}`)
         if (proxy.overBudget()) return tooLarge(lastMain, overBudgetText)
-        html = typeof read === "string" ? read : ""
+        // A page that kept replacing its document (a refresh to itself, say) could not be read: that
+        // is no answer, not an empty one.
+        if (typeof read !== "string") {
+          if (signal.aborted) throw signal.reason
+          return emptyAttempt(name, outcome(read), t0, {
+            httpStatus: (lastMain as Response | null)?.status() ?? null, finalUrl: page.url(), redirects: chainOf(lastMain),
+            error: `the page could not be read (it kept replacing its document): ${errorText(read)}`
+          })
+        }
+        html = read
         const main = lastMain as Response
         verdict = classifyResponse(main.status(), Buffer.from(html))
         // only a recognised wall (marker) is worth waiting for; a bare 403/429 will not move
@@ -568,6 +603,9 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         return emptyAttempt(name, "unsafe_url", t0, { finalUrl: page.url(), redirects: chainOf(lastMain), error: `refused: ${refusalAfter}` })
       }
       const main = lastMain as Response
+      // The page went on to a target the proxy could not reach (a script's navigation after load).
+      const unreachedLater = unreachedAttempt(main)
+      if (unreachedLater) return unreachedLater
       // For an empty 404, say, Chromium may show an error page of its own (once the navigation
       // seemed to succeed): that is not what the target sent.
       if (page.url().startsWith("chrome-error:") && !isRedirectResponse(main)) {
@@ -608,8 +646,12 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         : keepSent ? sentAs?.contentType ?? null
         : renderedContentType(declaredType)
       if (keepSent) verdict = classifyResponse(main.status(), sent)
-      // An empty answer is empty, though the browser shows it as an empty document.
-      else if (sent !== null && classifyResponse(main.status(), sent).classification === "empty") verdict = { classification: "empty" }
+      // An empty answer is empty, though the browser shows it as an empty document. So is one whose
+      // bytes could not be read (a body of blanks past the browser's buffer) when the document it
+      // made has no element at all.
+      else if (sent !== null ? classifyResponse(main.status(), sent).classification === "empty" : looksEmpty && BARE_DOCUMENT.test(html)) {
+        verdict = { classification: "empty" }
+      }
       if (body.byteLength > maxBody) {
         return emptyAttempt(name, "too_large", t0, {
           httpStatus: main.status(),
@@ -640,6 +682,10 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         } catch (e) {
           if (signal.aborted) throw signal.reason
           screenshotUnavailable = `screenshot failed: ${errorText(e)}`
+        }
+        if (screenshot && screenshot.byteLength > MAX_SCREENSHOT_BYTES) {
+          screenshotUnavailable = `the screenshot was ${screenshot.byteLength} bytes, more than the ${MAX_SCREENSHOT_BYTES} kept (a JPEG, or the viewport only, is smaller)`
+          screenshot = null
         }
         // A full-page capture can load more of the page (lazy images) past the transfer cap.
         if (proxy.overBudget()) return tooLarge(main, overBudgetText, contentType)
