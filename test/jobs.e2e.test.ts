@@ -605,6 +605,10 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       [{ url, escalation: [{ ...entry, engine: "curl" }] }, ["escalation.0.engine"]],
       [{ url, escalation: [{ engine: "http" }] }, ["escalation.0.attempts", "escalation.0.timeoutMs"]],
       [{ url, webhookSecret: "s".repeat(15) }, ["webhookSecret"]],
+      // A value that breaks two checks (not whole, out of range) is one offending input: one detail.
+      [{ url, priority: 11.5 }, ["priority"]],
+      [{ url, timeoutMs: 300000.5 }, ["timeoutMs"]],
+      [{ url, escalation: [{ ...entry, attempts: 5.5 }] }, ["escalation.0.attempts"]],
       [{ url, webhookSecret: "s".repeat(257) }, ["webhookSecret"]],
       [{ url: `${url}?q=${"a".repeat(2048)}` }, ["url"]],
       [{ url, webhookUrl: `${url}?q=${"a".repeat(2048)}` }, ["webhookUrl"]],

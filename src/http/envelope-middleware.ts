@@ -27,7 +27,7 @@ export const issueDetails = (issue: SchemaIssue.Issue, path: ReadonlyArray<Prope
     case "Pointer":
       return issueDetails(issue.issue, [...path, ...issue.path])
     case "Composite":
-      return issue.issues.flatMap((i) => issueDetails(i, path))
+      return onePerPath(issue.issues.flatMap((i) => issueDetails(i, path)))
     case "Encoding":
       return issueDetails(issue.issue, path)
     case "AnyOf":
@@ -50,6 +50,19 @@ export const issueDetails = (issue: SchemaIssue.Issue, path: ReadonlyArray<Prope
     default:
       return [{ path: at, code: "invalid_value", message: messageOf(issue) }]
   }
+}
+
+/**
+ * Details of one path merged into one (its first code, the messages joined): a value that breaks
+ * two checks at once (11.5 for an integer of at most 10) is one offending input.
+ */
+const onePerPath = (details: ReadonlyArray<ErrorDetail>): Array<ErrorDetail> => {
+  const byPath = new Map<string, ErrorDetail>()
+  for (const d of details) {
+    const seen = byPath.get(d.path)
+    byPath.set(d.path, seen ? { ...seen, message: seen.message === d.message ? seen.message : `${seen.message}; ${d.message}` } : d)
+  }
+  return [...byPath.values()]
 }
 
 type JsonType = "string" | "number" | "boolean" | "null" | "array" | "object" | "other"
