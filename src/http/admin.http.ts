@@ -9,6 +9,7 @@ import { fail, notFound } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { MAX_BALANCE, TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
+import { queryLimit } from "./list-query.ts"
 
 export const AdminHandlers = HttpApiBuilder.group(
   Api,
@@ -21,7 +22,7 @@ export const AdminHandlers = HttpApiBuilder.group(
       .handle("listTenants", ({ query }) =>
         Effect.gen(function*() {
           const offset = query.offset ?? 0
-          const limit = query.limit ?? 50
+          const limit = yield* queryLimit(query)
           const page = yield* tenants.list(offset, limit)
           return pageOf(page.items, offset, limit, page.total)
         }))

@@ -13,8 +13,6 @@ export class BillingGroup extends HttpApiGroup.make("billing")
     HttpApiEndpoint.get("transactions", "/me/transactions", {
       query: {
         ...PageQuery,
-        /** The legacy name of `limit` (spec: replaced by `limit`), still honoured for older clients. */
-        take: PageQuery.limit,
         type: Schema.optional(TransactionType),
         serviceKey: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100)))
       },

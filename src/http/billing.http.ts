@@ -5,9 +5,8 @@ import { TenantEntity } from "../actors/tenant-entity.ts"
 import { EXTRACTION_SERVICE_KEY, JOB_SERVICE_KEY, priceList } from "../billing/pricing.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { pageOf } from "../schema/envelope.ts"
-import { validationError } from "../schema/errors.ts"
 import { withTieBreak } from "../sql/order-by.ts"
-import { failListQuery, filterFault, NEWEST_FIRST, sortOrDefault } from "./list-query.ts"
+import { failListQuery, filterFault, NEWEST_FIRST, queryLimit, sortOrDefault } from "./list-query.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 
@@ -43,10 +42,7 @@ export const BillingHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           const offset = query.offset ?? 0
-          if (query.take !== undefined && query.limit !== undefined && query.take !== query.limit) {
-            return yield* validationError([{ path: "take", code: "invalid_value", message: "take is the legacy name of limit; give one of them, or the same value" }])
-          }
-          const limit = query.limit ?? query.take ?? 50
+          const limit = yield* queryLimit(query)
           const badService = unknownService(query.serviceKey, "serviceKey")
           if (badService) return yield* badService
           const filter = { ...(query.type ? { type: [query.type] } : {}), ...(query.serviceKey ? { serviceKey: query.serviceKey } : {}) }

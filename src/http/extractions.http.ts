@@ -31,7 +31,7 @@ import { decryptSecret, encryptSecret } from "../webhooks/secret-box.ts"
 import { itemWebhookSecret } from "../webhooks/signing.ts"
 import { Api } from "./api.ts"
 import { Idempotency, idempotencyKeyProblem, type KeyedAttempt } from "./idempotency.ts"
-import { failListQuery, filterFault, NEWEST_FIRST, readSort, sortOrDefault } from "./list-query.ts"
+import { failListQuery, filterFault, NEWEST_FIRST, queryLimit, readSort, sortOrDefault } from "./list-query.ts"
 
 const statuses: ReadonlyArray<ExtractionStatus> = ["queued", "claimed", "done", "failed", "dead", "cancelled"]
 
@@ -213,7 +213,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
             Object.assign(where, { domainId: query.domainId })
           }
           if (faults.length > 0) return yield* failListQuery(faults)
-          return yield* page(me.tenantId, where, sort, query.offset ?? 0, query.limit ?? 50)
+          return yield* page(me.tenantId, where, sort, query.offset ?? 0, yield* queryLimit(query))
         }))
       .handle("search", ({ payload }) =>
         Effect.gen(function*() {
@@ -281,7 +281,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           const me = yield* CurrentPrincipal
           if (!(yield* repo.find(me.tenantId, params.id))) return yield* notFound("extraction")
           const offset = query.offset ?? 0
-          const limit = query.limit ?? 50
+          const limit = yield* queryLimit(query)
           const page = yield* webhooks.forResource(me.tenantId, "extraction", params.id, { offset, limit })
           return pageOf(page.items, offset, limit, page.total)
         }))
@@ -385,7 +385,7 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
           const { sort, faults } = readSort(query.sort, Object.keys(configSortColumns), "createdAt:desc,id:desc")
           if (faults.length > 0) return yield* failListQuery(faults)
           const offset = query.offset ?? 0
-          const limit = query.limit ?? 50
+          const limit = yield* queryLimit(query)
           const p = yield* repo.configs.list(me.tenantId, sort, offset, limit)
           return { ...pageOf(p.items.map(toConfig), offset, limit, p.total), sort: [...withTieBreak(sort)] }
         }))

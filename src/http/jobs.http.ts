@@ -22,7 +22,7 @@ import { Draining } from "./draining.ts"
 import { OpenStreams } from "./stream-connections.ts"
 import { Idempotency } from "./idempotency.ts"
 import { JobCreation, type PreparedJob } from "../crawl/job-creation.ts"
-import { failListQuery, filterFault, NEWEST_FIRST, readSort, sortOrDefault } from "./list-query.ts"
+import { failListQuery, filterFault, NEWEST_FIRST, queryLimit, readSort, sortOrDefault } from "./list-query.ts"
 
 const statuses: ReadonlyArray<JobStatus> = ["queued", "claimed", "done", "failed", "dead"]
 const SSE_BUFFER = 1000
@@ -176,7 +176,7 @@ export const JobsHandlers = HttpApiBuilder.group(
             status = wanted as Array<JobStatus>
           }
           if (faults.length > 0) return yield* failListQuery(faults)
-          return yield* listQuery(me.tenantId, status ? { status } : {}, sort, query.offset ?? 0, query.limit ?? 50)
+          return yield* listQuery(me.tenantId, status ? { status } : {}, sort, query.offset ?? 0, yield* queryLimit(query))
         }))
       .handle("get", ({ params }) =>
         Effect.gen(function*() {
@@ -244,7 +244,7 @@ export const JobsHandlers = HttpApiBuilder.group(
           const me = yield* CurrentPrincipal
           if (!(yield* repo.find(me.tenantId, params.id))) return yield* notFound("job")
           const offset = query.offset ?? 0
-          const limit = query.limit ?? 50
+          const limit = yield* queryLimit(query)
           const page = yield* webhooks.forResource(me.tenantId, "job", params.id, { offset, limit })
           return pageOf(page.items, offset, limit, page.total)
         }))

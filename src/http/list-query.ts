@@ -1,5 +1,6 @@
+import { Effect } from "effect"
 import { MAX_SORT_TERMS } from "../schema/envelope.ts"
-import { type ErrorDetail, fail } from "../schema/errors.ts"
+import { type ErrorDetail, fail, validationError } from "../schema/errors.ts"
 
 export type SortEntry = { field: string; dir: "asc" | "desc" }
 
@@ -58,3 +59,12 @@ export const failListQuery = (faults: ReadonlyArray<ListFault>) => {
   const code = faults.every((f) => f.code === faults[0]!.code) ? faults[0]!.code : "validation_error"
   return fail(400, code, FAULT_MESSAGES[code], { details: faults.map((f) => f.detail) })
 }
+
+/**
+ * A list's page size: `limit`, or the legacy `take` it replaced, or 50. A `take` and a `limit` that
+ * differ are a 400: which one the client meant cannot be told.
+ */
+export const queryLimit = (query: { readonly limit?: number | undefined; readonly take?: number | undefined }) =>
+  query.take !== undefined && query.limit !== undefined && query.take !== query.limit
+    ? validationError([{ path: "take", code: "invalid_value", message: "take is the legacy name of limit; give one of them, or the same value" }])
+    : Effect.succeed(query.limit ?? query.take ?? 50)

@@ -9,6 +9,7 @@ import { pageOf, storedContentHeaders } from "../schema/envelope.ts"
 import { fail, notFound } from "../schema/errors.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { Api } from "./api.ts"
+import { queryLimit } from "./list-query.ts"
 
 export const PageHistoryHandlers = HttpApiBuilder.group(
   Api,
@@ -27,7 +28,7 @@ export const PageHistoryHandlers = HttpApiBuilder.group(
           }
           const normalized = normalizeUrl(target)
           const offset = query.offset ?? 0
-          const limit = query.limit ?? 50
+          const limit = yield* queryLimit(query)
           const page = yield* repo.timeline(me.tenantId, normalized, offset, limit)
           return pageOf(page.items, offset, limit, page.total)
         }))

@@ -66,10 +66,16 @@ export const SearchPagination = Schema.Struct({
   limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
 })
 
-/** `offset` and `limit` in the query string of every list. */
+const QueryLimit = Schema.optional(QueryInt.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
+
+/**
+ * `offset` and `limit` in the query string of every list, and `take`: the legacy name of `limit`
+ * (the description: "the list parameter `take` is replaced by `limit`"), still honoured.
+ */
 export const PageQuery = {
   offset: Schema.optional(QueryInt),
-  limit: Schema.optional(QueryInt.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
+  limit: QueryLimit,
+  take: QueryLimit
 }
 
 export const Pagination = Schema.Struct({
