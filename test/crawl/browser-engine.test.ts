@@ -375,7 +375,9 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
   })
 
   it("answers empty for an empty or blank page, as the http engine does, though the browser shows an empty document", async () => {
-    expect((await get("/empty")).classification).toBe("empty")
+    // An answer of no bytes keeps no bytes (as the http engine has it), not the browser's empty document.
+    expect(await get("/empty")).toMatchObject({ classification: "empty", httpStatus: 200, bytes: 0 })
+    expect((await get("/empty")).body!.byteLength).toBe(0)
     expect((await get("/blank")).classification).toBe("empty")
     // A 204 leaves the browser on its blank page, but the target answered: empty, with its status.
     expect(await get("/no-content")).toMatchObject({ classification: "empty", httpStatus: 204, finalUrl: site.url("/no-content") })

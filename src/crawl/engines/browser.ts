@@ -638,7 +638,8 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       if (proxy.overBudget()) return tooLarge(main, overBudgetText, declaredType)
       const sentAs = viewer && declaredType !== null ? sentContentType(declaredType) : undefined
       const keepSent = sent !== null && ((viewer && sentAs?.keep === true) || (untyped && looksBinary(sent)))
-      const body = keepSent ? sent : Buffer.from(html)
+      // An answer of no bytes at all is kept as that, not as the empty document the browser made of it.
+      const body = keepSent || sent?.byteLength === 0 ? sent! : Buffer.from(html)
       // Without the bytes it was sent, a document is kept as the markup the browser shows, and
       // labelled as what it is. So is a PDF: Chromium answers its viewer's page for it.
       const pdfViewer = keepSent && declaredType !== null && /^\s*application\/pdf/i.test(declaredType) && !body.subarray(0, 5).equals(PDF_MAGIC)
