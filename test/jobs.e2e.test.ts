@@ -227,6 +227,13 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(shot.json.error.message).toBe(`this job has no screenshot: ${job.result.screenshot.reason}`)
   })
 
+  it("says a failed job has no screenshot because no attempt succeeded, though its block page is kept", async () => {
+    const job = await createAndWait({ url: site.url("/blocked?case=shot-blocked", H.blocked), screenshot: true, escalation: [{ engine: "http", attempts: 1, timeoutMs: 5000 }] })
+    expect(job.status).toBe("failed")
+    expect(job.result.screenshot).toEqual({ taken: false, reason: "no attempt succeeded (blocked): screenshots are taken of a page that was fetched" })
+    expect((await api.get(`/v1/scraper/jobs/${job.id}/html`, key)).status).toBe(200)
+  })
+
   it("enforces permissions: a read-only key may read jobs but not create, replay or cancel them", async () => {
     const t = await api.createTenant()
     const roles = (await api.get("/v1/iam/roles", t.apiKey)).json.data.items as Array<any>

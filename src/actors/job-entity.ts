@@ -289,7 +289,9 @@ export const JobEntityLive = JobEntity.toLayer(
       const kept = fetched?.body && fetched.body.byteLength > 0 ? fetched : undefined
       const screenshotReason = !screenshot ? null
         : winner?.screenshot ? null
-        : winner?.screenshotUnavailable ?? (winner ? `the ${winner.engine} engine cannot take screenshots` : "no content was fetched")
+        : winner?.screenshotUnavailable ?? (winner ? `the ${winner.engine} engine cannot take screenshots`
+          : kept ? `no attempt succeeded (${outcome.classification}): screenshots are taken of a page that was fetched`
+          : "no content was fetched")
       const result: JobResult = {
         httpStatus: final?.httpStatus ?? null,
         finalUrl: final?.finalUrl ?? null,
