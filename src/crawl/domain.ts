@@ -40,18 +40,31 @@ export const domainIdFilter = (given: string): string => {
   const lower = given.trim().toLowerCase().replace(/\.$/, "")
   const unbracketed = lower.replace(/^\[|\]$/g, "")
   // An IPv6 address in the form stored, whatever its spelling (`0:0:0:0:0:0:0:1` is `::1`).
-  if (isIP(unbracketed) === 6) return new URL(`http://[${unbracketed}]/`).hostname.slice(1, -1)
+  // One with a zone (`fe80::1%eth0`) is no URL's host: it names nothing stored, and is kept as given.
+  if (isIP(unbracketed) === 6) return domainIdOf(`http://[${unbracketed}]/`) ?? unbracketed
   if (isIP(unbracketed)) return unbracketed
   return domainToASCII(lower) || lower
 }
 
 /**
+ * Percent-escapes spelled one way (RFC 3986 §6.2.2): an escape of an unreserved character is that
+ * character (`%7E` is `~`), and the others have upper-case hex (`%3a` is `%3A`). What each byte is
+ * stays as it was: `%FF` stays `%FF`, and an encoded `;` or `=` stays encoded.
+ */
+const canonicalEscapes = (text: string): string =>
+  text.replace(/%([0-9a-fA-F]{2})/g, (_, hex: string) => {
+    const char = String.fromCharCode(parseInt(hex, 16))
+    return /[A-Za-z0-9\-._~]/.test(char) ? char : `%${hex.toUpperCase()}`
+  })
+
+/**
  * Canonical form of a URL for page history: lower-case scheme and host (WHATWG), default port
  * dropped, fragment dropped, query parameters sorted by name (stable for equal names, so
  * `a=2&a=1` keeps its order), empty query dropped, path kept as is.
- * The parameters are sorted as written, never decoded and encoded again: decoding would turn
- * every escape that is not UTF-8 (`%FF`, a Latin-1 `%E9`) into one replacement character, and
- * form encoding would rewrite `;` and `=` in a value, giving different pages one history.
+ * The parameters are sorted as written, with their escapes spelled one way, never decoded and
+ * encoded again: decoding would turn every escape that is not UTF-8 (`%FF`, a Latin-1 `%E9`) into
+ * one replacement character, and form encoding would rewrite `;` and `=` in a value, giving
+ * different pages one history.
  * Returns the input unchanged when it is not a URL.
  */
 export const normalizeUrl = (input: string | URL): string => {
@@ -66,7 +79,7 @@ export const normalizeUrl = (input: string | URL): string => {
     const eq = param.indexOf("=")
     return eq < 0 ? param : param.slice(0, eq)
   }
-  const params = url.search.slice(1).split("&").filter((p) => p !== "")
+  const params = url.search.slice(1).split("&").filter((p) => p !== "").map(canonicalEscapes)
   params.sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0))
   url.search = params.length === 0 ? "" : "?" + params.join("&")
   return url.href

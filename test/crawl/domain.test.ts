@@ -46,14 +46,20 @@ describe("normalizeUrl", () => {
     ["http://h.test/x?a=1;b=2", "http://h.test/x?a=1;b=2"],
     ["http://h.test/x?a=1%3Bb%3D2", "http://h.test/x?a=1%3Bb%3D2"],
     ["http://h.test/x?t=a:b/c,d~e", "http://h.test/x?t=a:b/c,d~e"],
-    ["http://h.test/x?b&&a=", "http://h.test/x?a=&b"]
+    ["http://h.test/x?b&&a=", "http://h.test/x?a=&b"],
+    // Escapes spelled one way (RFC 3986 §6.2.2): unreserved characters decoded, upper-case hex otherwise.
+    ["http://h.test/x?q=%7E&r=%7e&s=~", "http://h.test/x?q=~&r=~&s=~"],
+    ["http://h.test/x?q=a%3ab", "http://h.test/x?q=a%3Ab"],
+    ["http://h.test/x?q=%41%2d%ff", "http://h.test/x?q=A-%FF"]
   ])("%s → %s", (input, expected) => {
     expect(normalizeUrl(input)).toBe(expected)
   })
 
   it("is idempotent", () => {
-    const once = normalizeUrl("https://Example.com:443/a?c=3&b=2#x")
-    expect(normalizeUrl(once)).toBe(once)
+    for (const url of ["https://Example.com:443/a?c=3&b=2#x", "http://h.test/x?q=%7e%3a%ff&a=%C3%A9;b"]) {
+      const once = normalizeUrl(url)
+      expect(normalizeUrl(once)).toBe(once)
+    }
   })
 })
 
@@ -65,5 +71,8 @@ describe("domainIdFilter", () => {
     expect(domainIdFilter("[::1]")).toBe(domainIdOf("http://[::1]:8080/")!)
     expect(domainIdFilter("0:0:0:0:0:0:0:1")).toBe(domainIdOf("http://[::1]/")!)
     expect(domainIdFilter("::FFFF:127.0.0.2")).toBe(domainIdOf("http://[::ffff:7f00:2]/")!)
+    // A zone id is no URL host's: kept as given (it matches nothing), never an error.
+    expect(domainIdFilter("fe80::1%eth0")).toBe("fe80::1%eth0")
+    expect(domainIdFilter("[::1%1]")).toBe("::1%1")
   })
 })
