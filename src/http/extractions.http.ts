@@ -197,6 +197,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
       .handle("list", ({ query }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
+          const limit = yield* queryLimit(query)
           const { sort, faults } = readSort(query.sort, extractionSortFields, "createdAt:desc,id:desc")
           const where: Parameters<typeof repo.query>[0]["where"] = {}
           if (query.status !== undefined) {
@@ -213,7 +214,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
             Object.assign(where, { domainId: query.domainId })
           }
           if (faults.length > 0) return yield* failListQuery(faults)
-          return yield* page(me.tenantId, where, sort, query.offset ?? 0, yield* queryLimit(query))
+          return yield* page(me.tenantId, where, sort, query.offset ?? 0, limit)
         }))
       .handle("search", ({ payload }) =>
         Effect.gen(function*() {
@@ -382,10 +383,10 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
       .handle("list", ({ query }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
+          const limit = yield* queryLimit(query)
           const { sort, faults } = readSort(query.sort, Object.keys(configSortColumns), "createdAt:desc,id:desc")
           if (faults.length > 0) return yield* failListQuery(faults)
           const offset = query.offset ?? 0
-          const limit = yield* queryLimit(query)
           const p = yield* repo.configs.list(me.tenantId, sort, offset, limit)
           return { ...pageOf(p.items.map(toConfig), offset, limit, p.total), sort: [...withTieBreak(sort)] }
         }))

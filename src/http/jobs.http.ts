@@ -167,6 +167,8 @@ export const JobsHandlers = HttpApiBuilder.group(
       .handle("list", ({ query }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
+          // A malformed page size is answered on its own, before the sort and filters are read.
+          const limit = yield* queryLimit(query)
           const { sort, faults } = readSort(query.sort, jobSortFields, "createdAt:desc,id:desc")
           let status: Array<JobStatus> | undefined
           if (query.status !== undefined) {
@@ -176,7 +178,7 @@ export const JobsHandlers = HttpApiBuilder.group(
             status = wanted as Array<JobStatus>
           }
           if (faults.length > 0) return yield* failListQuery(faults)
-          return yield* listQuery(me.tenantId, status ? { status } : {}, sort, query.offset ?? 0, yield* queryLimit(query))
+          return yield* listQuery(me.tenantId, status ? { status } : {}, sort, query.offset ?? 0, limit)
         }))
       .handle("get", ({ params }) =>
         Effect.gen(function*() {

@@ -50,6 +50,9 @@ export const DateTimeBound = Schema.String.check(
 /** A search's `createdAt` filter: from `gte` (inclusive) to `lt` (exclusive), either optional. */
 export const CreatedRange = Schema.Struct({ gte: Schema.optional(DateTimeBound), lt: Schema.optional(DateTimeBound) })
 
+/** A search's `url.prefix`: what the resource's URL, as answered, starts with (taken literally). */
+export const UrlPrefixFilter = Schema.Struct({ prefix: Schema.String.check(Schema.isBetweenLength(1, 2048)) })
+
 /** An input date-time: must be a real instant (see `parseIsoDateTime`), with a time part. */
 export const DateTimeInput = Schema.String.check(
   Schema.makeFilter((s) => s.includes("T") && parseIsoDateTime(s) !== undefined, {

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, CreatedRange, DateTime, isAtMostCharacters, NullableDateTime, WebhookSecret } from "./common.ts"
+import { AbsoluteUrl, CreatedRange, DateTime, isAtMostCharacters, NullableDateTime, UrlPrefixFilter, WebhookSecret } from "./common.ts"
 import { Page, SearchPagination, SortTerms } from "./envelope.ts"
 
 export const ExtractionStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead", "cancelled"])
@@ -94,7 +94,7 @@ export const SearchExtractionsBody = Schema.Struct({
   where: Schema.optional(Schema.Struct({
     status: Schema.optional(Schema.Array(ExtractionStatus).check(Schema.isBetweenLength(1, 6))),
     type: Schema.optional(ExtractionType),
-    url: Schema.optional(Schema.Struct({ prefix: Schema.String.check(Schema.isBetweenLength(1, 2048)) })),
+    url: Schema.optional(UrlPrefixFilter),
     domainId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 253))),
     createdAt: Schema.optional(CreatedRange)
   })),

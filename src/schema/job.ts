@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, CreatedRange, DateTime, NullableDateTime, WebhookSecret } from "./common.ts"
+import { AbsoluteUrl, CreatedRange, DateTime, NullableDateTime, UrlPrefixFilter, WebhookSecret } from "./common.ts"
 import { Page, SearchPagination, SortTerms, WHOLE_BODY_ERROR } from "./envelope.ts"
 
 export const JobStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead"])
@@ -111,7 +111,7 @@ const PriorityBound = Schema.Int.check(Schema.isBetween({ minimum: -(2 ** 31), m
 export const SearchJobsBody = Schema.Struct({
   where: Schema.optional(Schema.Struct({
     status: Schema.optional(Schema.Array(JobStatus).check(Schema.isBetweenLength(1, 5))),
-    url: Schema.optional(Schema.Struct({ prefix: Schema.String.check(Schema.isBetweenLength(1, 2048)) })),
+    url: Schema.optional(UrlPrefixFilter),
     domainId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 253))),
     createdAt: Schema.optional(CreatedRange),
     priority: Schema.optional(Schema.Struct({

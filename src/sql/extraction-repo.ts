@@ -358,11 +358,12 @@ export const ExtractionRepoLive = Layer.effect(
             ),
         remove: (id) => sql`DELETE FROM extractor_configs WHERE id = ${id} RETURNING id`.pipe(Effect.orDie, Effect.map((r) => r.length > 0)),
         list: (tenantId, sort, offset, limit) =>
-          Effect.all([
-            sql<ConfigRow>`SELECT * FROM extractor_configs WHERE tenant_id = ${tenantId} OR tenant_id IS NULL
-                           ORDER BY ${sql.literal(orderByTerms(sort, configSortColumns))} OFFSET ${offset} LIMIT ${limit}`,
-            sql<{ n: string }>`SELECT count(*) AS n FROM extractor_configs WHERE tenant_id = ${tenantId} OR tenant_id IS NULL`
-          ]).pipe(Effect.orDie, Effect.map(([items, [c]]) => ({ items, total: Number(c!.n) }))),
+          pageWithTotal<ConfigRow>(
+            sql,
+            sql`SELECT * FROM extractor_configs WHERE tenant_id = ${tenantId} OR tenant_id IS NULL
+                ORDER BY ${sql.literal(orderByTerms(sort, configSortColumns))} OFFSET ${offset} LIMIT ${limit}`,
+            sql`SELECT count(*) FROM extractor_configs WHERE tenant_id = ${tenantId} OR tenant_id IS NULL`
+          ),
         candidates: (tenantId, type) =>
           sql<ConfigRow>`
             SELECT * FROM extractor_configs
