@@ -211,6 +211,8 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       // Moves on after its load to a page that never answers: the navigation never commits.
       "/nav-hang": page(200, html(`<h1>Held by a navigation</h1><p>${"words ".repeat(30)}</p><script>setTimeout(() => { location.href = "/hang" }, 300)</script>
         <img src="/slow-img?i=nav-hang" width="10" height="10">`)),
+      // Allocates without end once loaded: its renderer runs out of its heap.
+      "/hog": page(200, html(`<h1>Hog</h1><script>setTimeout(() => { const a = []; for (;;) a.push(new Array(1e6).fill(1.5)) }, 100)</script>`)),
       // Reloads itself at once, for ever.
       "/refresh-loop": page(200, html(`<meta http-equiv="refresh" content="0;url=/refresh-loop"><h1>Refreshing</h1><p>${"words ".repeat(30)}</p>`)),
       // A busy canvas as tall as three screens: its full-page PNG is about 14 MB.
@@ -406,6 +408,15 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
     expect(a.body!.toString()).toContain("Held by a navigation")
     expect(a.finalUrl).toBe(site.url("/nav-hang"))
     expect(a.durationMs).toBeLessThan(28_000)
+  })
+
+  it("ends the attempt at once when a page's renderer crashes out of its capped heap", async () => {
+    const a = await get("/hog", { timeoutMs: 30_000 })
+    expect(a).toMatchObject({ classification: "connection_error", body: null })
+    expect(a.error).toMatch(/renderer crashed/)
+    expect(a.durationMs).toBeLessThan(15_000)
+    // The engine goes on serving.
+    expect((await get("/ok")).classification).toBe("ok")
   })
 
   it("does not call a page that keeps replacing its document empty", async () => {

@@ -421,9 +421,13 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       })
     }
 
+    // A renderer that crashed (out of its heap, say) answers nothing more: the context is closed at
+    // once, which ends every step that waits on it, and the attempt is a connection_error.
+    let crashed = false
+    const crashText = "the page's renderer crashed (it may have run out of memory)"
     const outcome = (e?: unknown): Classification =>
       req.signal?.aborted ? "cancelled" : deadlineSignal.aborted ? "timeout" : proxy?.overBudget() ? "too_large"
-      : e === undefined ? "connection_error" : classifyError(e)
+      : crashed || e === undefined ? "connection_error" : classifyError(e)
     const overBudgetText = `the page downloaded more than ${maxTransfer} bytes`
 
     let releasePage: (() => void) | undefined
@@ -490,6 +494,10 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       })
 
       const page: Page = await context.newPage()
+      page.on("crash", () => {
+        crashed = true
+        void ctx.close().catch(() => {})
+      })
       // Only the page being fetched is kept open: pop-ups a page opens (each a renderer, possibly
       // allocating as much as the page) are closed as they appear, so they cannot pass the node's page cap.
       context.on("page", (opened) => {
@@ -563,7 +571,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
         // the attempt is that answer, as the http engine would have it. A redirect is no answer.
         const said = navError !== undefined && failure === "connection_error" && answered && !isRedirectResponse(answered) ? answered : null
         if (said) return failedNavigationAnswer(said, errorText(navError))
-        return emptyAttempt(name, failure, t0, { finalUrl: req.url, error: navError !== undefined ? errorText(navError) : "no response" })
+        return emptyAttempt(name, failure, t0, { finalUrl: req.url, error: crashed ? crashText : navError !== undefined ? errorText(navError) : "no response" })
       }
 
       // let scripts run: load, then a bounded network-idle wait
@@ -615,7 +623,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
           if (signal.aborted) throw signal.reason
           return emptyAttempt(name, outcome(read), t0, {
             httpStatus: (lastMain as Response | null)?.status() ?? null, finalUrl: page.url(), redirects: chainOf(lastMain),
-            error: `the page could not be read (it kept replacing its document): ${errorText(read)}`
+            error: crashed ? crashText : `the page could not be read (it kept replacing its document): ${errorText(read)}`
           })
         }
         html = read
@@ -747,7 +755,8 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       return emptyAttempt(name, outcome(e), t0, {
         finalUrl: req.url,
         redirects,
-        error: signal.aborted ? String((signal.reason as Error)?.message ?? "aborted") : proxy?.overBudget() ? overBudgetText : errorText(e)
+        error: signal.aborted ? String((signal.reason as Error)?.message ?? "aborted") : proxy?.overBudget() ? overBudgetText
+          : crashed ? crashText : errorText(e)
       })
     } finally {
       if (onAbort) signal.removeEventListener("abort", onAbort)
