@@ -208,9 +208,6 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
         <img src="/slow-img?i=popups" width="10" height="10">`)),
       "/popup-target": page(200, html(`<h1>Pop-up</h1><script>setInterval(() => fetch("/popup-ping"), 50)</script>`)),
       "/popup-ping": (_req, res) => res.writeHead(204).end(),
-      // Moves on after its load to a page that never answers: the navigation never commits.
-      "/nav-hang": page(200, html(`<h1>Held by a navigation</h1><p>${"words ".repeat(30)}</p><script>setTimeout(() => { location.href = "/hang" }, 300)</script>
-        <img src="/slow-img?i=nav-hang" width="10" height="10">`)),
       // Allocates without end once loaded: its renderer runs out of its heap.
       "/hog": page(200, html(`<h1>Hog</h1><script>setTimeout(() => { const a = []; for (;;) a.push(new Array(1e6).fill(1.5)) }, 100)</script>`)),
       // Reloads itself at once, for ever.
@@ -400,14 +397,6 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
     expect(a.durationMs).toBeGreaterThan(1_000)
     // Kept open for the page's second, five pop-ups would have asked about a hundred times.
     expect(pings() - before).toBeLessThan(10)
-  })
-
-  it("reads a page as it stands when a navigation it began after its load never finishes", async () => {
-    const a = await get("/nav-hang", { timeoutMs: 30_000 })
-    expect(a.classification, a.error).toBe("ok")
-    expect(a.body!.toString()).toContain("Held by a navigation")
-    expect(a.finalUrl).toBe(site.url("/nav-hang"))
-    expect(a.durationMs).toBeLessThan(28_000)
   })
 
   it("ends the attempt at once when a page's renderer crashes out of its capped heap", async () => {

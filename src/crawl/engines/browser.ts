@@ -127,29 +127,6 @@ const evaluateInOwnWorld = async (page: Page, expression: string): Promise<unkno
   }
 }
 
-/**
- * Stops the page's loading (Chromium's stop button), through a session of its own: Playwright's
- * calls wait while a navigation is pending, this one does not, and it cancels that navigation.
- */
-const stopLoading = async (page: Page): Promise<void> => {
-  const cdp = await page.context().newCDPSession(page)
-  try {
-    await cdp.send("Page.stopLoading")
-  } finally {
-    await cdp.detach().catch(() => {})
-  }
-}
-
-/** A read of the page's markup that did not answer in time: the page is held by a navigation. */
-class ReadStalled extends Error {
-  constructor(ms: number) {
-    super(`the page's markup could not be read within ${ms} ms (a navigation that does not finish holds it)`)
-  }
-}
-
-/** How long one read of the rendered markup is waited for. */
-const READ_WAIT_MS = 5_000
-
 class MarkupTooLarge extends Error {
   constructor(readonly chars: number) {
     super(`rendered HTML of ${chars} characters`)
@@ -583,28 +560,14 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
 
       // A page that navigates by itself (a challenge's reload) can be read just as its document is
       // replaced; the read fails then, and is tried again once the new document has loaded.
-      // A read the page holds up (a navigation begun after load that never commits) is given up
-      // after READ_WAIT_MS: loading is stopped, which leaves the page as it stands, and it is read
-      // once more.
-      let stopped = false
       const readContent = async (): Promise<string> => {
         for (let tries = 0; ; tries++) {
           try {
-            const wait = Math.max(1, Math.min(remaining() - 1_000, READ_WAIT_MS))
-            let timer: NodeJS.Timeout | undefined
-            const read = await Promise.race([
-              readMarkup(page, kind, maxBody),
-              new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new ReadStalled(wait)), wait)))
-            ]).finally(() => clearTimeout(timer))
+            const read = await readMarkup(page, kind, maxBody)
             if (read.markup === undefined) throw new MarkupTooLarge(read.length ?? 0)
             return read.markup
           } catch (e) {
-            if (e instanceof ReadStalled && kind === "chromium" && !stopped && remaining() > 1_500) {
-              stopped = true
-              await stopLoading(page)
-              continue
-            }
-            if (e instanceof MarkupTooLarge || e instanceof ReadStalled || tries === 2 || remaining() < 250 || page.isClosed()) throw e
+            if (e instanceof MarkupTooLarge || tries === 2 || remaining() < 250 || page.isClosed()) throw e
             await page.waitForLoadState("domcontentloaded", { timeout: Math.max(1, Math.min(remaining() - 100, 5_000)) }).catch(() => {})
           }
         }
