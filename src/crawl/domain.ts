@@ -49,10 +49,13 @@ export const domainIdFilter = (given: string): string => {
 /**
  * Percent-escapes spelled one way (RFC 3986 §6.2.2): an escape of an unreserved character is that
  * character (`%7E` is `~`), and the others have upper-case hex (`%3a` is `%3A`). What each byte is
- * stays as it was: `%FF` stays `%FF`, and an encoded `;` or `=` stays encoded.
+ * stays as it was: `%FF` stays `%FF`, and an encoded `;` or `=` stays encoded. A `%` that starts no
+ * escape is itself, `%25`: left bare, a character decoded after it could make a new escape
+ * (`%%34%31` would be `%41`, then `A`), so the key would change when worked out again.
  */
 const canonicalEscapes = (text: string): string =>
-  text.replace(/%([0-9a-fA-F]{2})/g, (_, hex: string) => {
+  text.replace(/%([0-9a-fA-F]{2})?/g, (_, hex: string | undefined) => {
+    if (hex === undefined) return "%25"
     const char = String.fromCharCode(parseInt(hex, 16))
     return /[A-Za-z0-9\-._~]/.test(char) ? char : `%${hex.toUpperCase()}`
   })

@@ -9,7 +9,8 @@ import { OID, pgArray } from "../pg-array.ts"
  * The keys of jobs with a query are worked out again from each job's URL, and each page version
  * takes its job's key. Jobs are read a batch at a time in id order, so a large table is not held
  * in memory. It uses the key rule of the code that runs it: a database that skips versions gets
- * the newest keys at once. Nodes of an older version still write old keys: upgrade every node
+ * the newest keys at once, and a later change of the rule needs a migration of its own for the
+ * databases that ran this one. Nodes of an older version still write old keys: upgrade every node
  * before it takes jobs again (docs/crawling.md).
  */
 export default Effect.gen(function*() {
