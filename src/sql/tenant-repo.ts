@@ -99,10 +99,10 @@ export interface TenantRepoShape {
   readonly quotaLimits: <K extends QuotaKey>(tenantId: string, keys: ReadonlyArray<K>) => Effect.Effect<Record<K, number>>
 }
 
-/** Sort fields of the ledger; entries are numbered in the order they were written. */
 /** The most a balance may hold: a billion euros, far past any prepaid balance and well within its column. */
 export const MAX_BALANCE = 1_000_000_000
 
+/** Sort fields of the ledger; entries are numbered in the order they were written. */
 const transactionColumns: Readonly<Record<string, string>> = { createdAt: "seq", amount: "amount", id: "id" }
 
 /** What is charged once it has ended. */
