@@ -23,13 +23,9 @@ export default Effect.gen(function*() {
     after = rows[rows.length - 1]!.id
     const moved = rows.map((r) => ({ id: r.id, key: normalizeUrl(r.url) })).filter((r, i) => r.key !== rows[i]!.normalized_url)
     if (moved.length === 0) continue
-    yield* sql`
-      UPDATE jobs SET normalized_url = m.key
-      FROM unnest(${pgArray(moved.map((m) => m.id), OID.text)}, ${pgArray(moved.map((m) => m.key), OID.text)}) AS m(id, key)
-      WHERE jobs.id = m.id`
-    yield* sql`
-      UPDATE page_versions SET normalized_url = m.key
-      FROM unnest(${pgArray(moved.map((m) => m.id), OID.text)}, ${pgArray(moved.map((m) => m.key), OID.text)}) AS m(id, key)
-      WHERE page_versions.job_id = m.id`
+    const ids = pgArray(moved.map((m) => m.id), OID.text)
+    const keys = pgArray(moved.map((m) => m.key), OID.text)
+    yield* sql`UPDATE jobs SET normalized_url = m.key FROM unnest(${ids}, ${keys}) AS m(id, key) WHERE jobs.id = m.id`
+    yield* sql`UPDATE page_versions SET normalized_url = m.key FROM unnest(${ids}, ${keys}) AS m(id, key) WHERE page_versions.job_id = m.id`
   }
 })
