@@ -4,7 +4,7 @@ import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { EXTRACTION_SERVICE_KEY, JOB_SERVICE_KEY, priceList } from "../billing/pricing.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
-import { pageOf } from "../schema/envelope.ts"
+import { DEFAULT_PAGE_LIMIT, pageOf } from "../schema/envelope.ts"
 import { withTieBreak } from "../sql/order-by.ts"
 import { failListQuery, filterFault, NEWEST_FIRST, queryLimit, sortOrDefault } from "./list-query.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
@@ -54,7 +54,7 @@ export const BillingHandlers = HttpApiBuilder.group(
           const me = yield* CurrentPrincipal
           const sort = sortOrDefault(payload.sort, NEWEST_FIRST)
           const offset = payload.pagination?.offset ?? 0
-          const limit = payload.pagination?.limit ?? 50
+          const limit = payload.pagination?.limit ?? DEFAULT_PAGE_LIMIT
           const badService = unknownService(payload.where?.serviceKey, "where.serviceKey")
           if (badService) return yield* badService
           const page = yield* tenants.transactions(me.tenantId, payload.where ?? {}, sort, offset, limit)

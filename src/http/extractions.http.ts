@@ -11,7 +11,7 @@ import { EventLog } from "../events/event-log.ts"
 import { configPayloadProblems } from "../extract/config-check.ts"
 import { CurrentPrincipal, isSuperAdmin } from "../iam/principal.ts"
 import { itemId, newId } from "../ids.ts"
-import { pageOf } from "../schema/envelope.ts"
+import { DEFAULT_PAGE_LIMIT, pageOf } from "../schema/envelope.ts"
 import { withTieBreak } from "../sql/order-by.ts"
 import { type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
 import {
@@ -220,7 +220,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           const sort = sortOrDefault(payload.sort, NEWEST_FIRST)
-          return yield* page(me.tenantId, payload.where ?? {}, sort, payload.pagination?.offset ?? 0, payload.pagination?.limit ?? 50)
+          return yield* page(me.tenantId, payload.where ?? {}, sort, payload.pagination?.offset ?? 0, payload.pagination?.limit ?? DEFAULT_PAGE_LIMIT)
         }))
       .handle("get", ({ params }) =>
         Effect.gen(function*() {

@@ -10,7 +10,7 @@ import { EVENT_RETENTION_HOURS, EventLog, type StoredEvent } from "../events/eve
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
 import { allows } from "../iam/permissions.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
-import { pageOf, storedContentHeaders } from "../schema/envelope.ts"
+import { DEFAULT_PAGE_LIMIT, pageOf, storedContentHeaders } from "../schema/envelope.ts"
 import { ApiError, type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
 import { CreateJobBody, type JobStatus, jobSortFields, terminalStatuses } from "../schema/job.ts"
 import { JobRepo, type JobRow, toJob } from "../sql/job-repo.ts"
@@ -161,7 +161,7 @@ export const JobsHandlers = HttpApiBuilder.group(
           const me = yield* CurrentPrincipal
           const sort = sortOrDefault(payload.sort, NEWEST_FIRST)
           const offset = payload.pagination?.offset ?? 0
-          const limit = payload.pagination?.limit ?? 50
+          const limit = payload.pagination?.limit ?? DEFAULT_PAGE_LIMIT
           return yield* listQuery(me.tenantId, payload.where ?? {}, sort, offset, limit)
         }))
       .handle("list", ({ query }) =>

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { MAX_SORT_TERMS } from "../schema/envelope.ts"
+import { DEFAULT_PAGE_LIMIT, MAX_SORT_TERMS } from "../schema/envelope.ts"
 import { type ErrorDetail, fail, validationError } from "../schema/errors.ts"
 
 export type SortEntry = { field: string; dir: "asc" | "desc" }
@@ -61,10 +61,10 @@ export const failListQuery = (faults: ReadonlyArray<ListFault>) => {
 }
 
 /**
- * A list's page size: `limit`, or the legacy `take` it replaced, or 50. A `take` and a `limit` that
+ * A list's page size: `limit`, or the legacy `take` it replaced, or DEFAULT_PAGE_LIMIT. A `take` and a `limit` that
  * differ are a 400: which one the client meant cannot be told.
  */
 export const queryLimit = (query: { readonly limit?: number | undefined; readonly take?: number | undefined }) =>
   query.take !== undefined && query.limit !== undefined && query.take !== query.limit
     ? validationError([{ path: "take", code: "invalid_value", message: "take is the legacy name of limit; give one of them, or the same value" }])
-    : Effect.succeed(query.limit ?? query.take ?? 50)
+    : Effect.succeed(query.limit ?? query.take ?? DEFAULT_PAGE_LIMIT)

@@ -66,6 +66,9 @@ export const SearchPagination = Schema.Struct({
   limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
 })
 
+/** The page size of a list or search that names none. */
+export const DEFAULT_PAGE_LIMIT = 50
+
 const QueryLimit = Schema.optional(QueryInt.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
 
 /**
