@@ -16,8 +16,8 @@ import { fileURLToPath, pathToFileURL } from "node:url"
 import { join, resolve } from "node:path"
 import { parseHTML } from "linkedom"
 import { Readability } from "@mozilla/readability"
-import { extract } from "../src/extract/extract.js"
-import type { Article, Product } from "../src/extract/types.js"
+import { extract } from "../src/extract/extract.ts"
+import type { Article, Product } from "../src/extract/types.ts"
 
 const args = process.argv.slice(2).filter((a) => a !== "--")
 const opt = (name: string, dflt?: string): string | undefined => {

@@ -4,8 +4,8 @@
  * timeoutMs 1000..180000, engine one of http|camoufox|brave|alternate).
  */
 import { readFileSync } from "node:fs"
-import { ENGINE_NAMES, type EngineName } from "./engines/types.js"
-import type { PlanEntry } from "./escalation.js"
+import { ENGINE_NAMES, type EngineName } from "./engines/types.ts"
+import type { PlanEntry } from "./escalation.ts"
 
 export interface CrawlConfig {
   perDomainConcurrency: number

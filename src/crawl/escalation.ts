@@ -14,7 +14,7 @@
  * with the classification of the last attempt that said something about the target (attempts
  * that only say `engine_unavailable` are skipped when there is another one).
  */
-import { type Attempt, type Classification, type Engine, type EngineName, type FetchRequest, emptyAttempt } from "./engines/types.js"
+import { type Attempt, type Classification, type Engine, type EngineName, type FetchRequest, emptyAttempt } from "./engines/types.ts"
 
 export interface PlanEntry {
   engine: EngineName

@@ -1,8 +1,8 @@
 /** Image collection: structured data, OpenGraph/Twitter cards and `<img>` elements of the content. */
-import { Element, walk } from "./html/dom.js"
-import type { Image } from "./types.js"
-import type { JsonValue, JsonObject } from "./structured.js"
-import { absoluteUrl } from "./url.js"
+import { Element, walk } from "./html/dom.ts"
+import type { Image } from "./types.ts"
+import type { JsonValue, JsonObject } from "./structured.ts"
+import { absoluteUrl } from "./url.ts"
 
 function dim(v: unknown): number | undefined {
   if (v === undefined || v === null) return undefined

@@ -1,7 +1,7 @@
 /** Public surface of the extraction engine. */
-export { extract, MAX_PROCESSED_CHARS, MAX_CONTENT_CHARS } from "./extract.js"
-export * from "./types.js"
-export { ExtractError, isExtractError, type ExtractErrorClass } from "./errors.js"
-export { parsePrice, parseNumber, detectCurrency, type ParsedPrice, type NumberLocale } from "./product/price.js"
-export { detectLanguage, normalizeLang } from "./language.js"
-export { applyPostProcess } from "./post-process.js"
+export { extract, MAX_PROCESSED_CHARS, MAX_CONTENT_CHARS } from "./extract.ts"
+export * from "./types.ts"
+export { ExtractError, isExtractError, type ExtractErrorClass } from "./errors.ts"
+export { parsePrice, parseNumber, detectCurrency, type ParsedPrice, type NumberLocale } from "./product/price.ts"
+export { detectLanguage, normalizeLang } from "./language.ts"
+export { applyPostProcess } from "./post-process.ts"

@@ -7,12 +7,12 @@
  * The only I/O of the extraction engine; `refineWithLlm` never throws (its promise always resolves).
  */
 import { fetch } from "undici"
-import { parseHtml } from "./html/parser.js"
-import { Element, normalizeSpace } from "./html/dom.js"
-import { sanitizeTree } from "./sanitize.js"
-import { absoluteUrl } from "./url.js"
-import { toIsoDateTime } from "./dates.js"
-import { normalizeLang } from "./language.js"
+import { parseHtml } from "./html/parser.ts"
+import { Element, normalizeSpace } from "./html/dom.ts"
+import { sanitizeTree } from "./sanitize.ts"
+import { absoluteUrl } from "./url.ts"
+import { toIsoDateTime } from "./dates.ts"
+import { normalizeLang } from "./language.ts"
 
 export type LlmStatus = "ok" | "failed_validation" | "failed_request" | "failed_timeout"
 export type LlmMode = "fill-missing" | "correct"

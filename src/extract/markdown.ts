@@ -3,7 +3,7 @@
  * lists, block quotes, code fences, tables, inline HTML) is reduced to its text; images are
  * collected; the first heading is the title.
  */
-import { decodeEntities } from "./html/entities.js"
+import { decodeEntities } from "./html/entities.ts"
 
 export interface TextDocument {
   title?: string

@@ -1,9 +1,9 @@
 /** A parsed, sanitized HTML page with what every strategy needs. */
-import { parseHtml, type ParsedDocument } from "./html/parser.js"
-import { Element, normalizeSpace, rawText, walk } from "./html/dom.js"
-import { collectMeta, collectStructured, typesOf, type JsonObject, type MetaTags, type StructuredItems } from "./structured.js"
-import { sanitizeTree } from "./sanitize.js"
-import { absoluteUrl } from "./url.js"
+import { parseHtml, type ParsedDocument } from "./html/parser.ts"
+import { Element, normalizeSpace, rawText, walk } from "./html/dom.ts"
+import { collectMeta, collectStructured, typesOf, type JsonObject, type MetaTags, type StructuredItems } from "./structured.ts"
+import { sanitizeTree } from "./sanitize.ts"
+import { absoluteUrl } from "./url.ts"
 
 export interface Page {
   doc: ParsedDocument

@@ -17,9 +17,9 @@
  * | `truncate` | `{length}` | cuts to at most `length` characters |
  * Unknown operations or invalid options throw `ExtractError("invalid_input")`.
  */
-import { ExtractError } from "./errors.js"
-import { parseNumber, type NumberLocale } from "./product/price.js"
-import { absoluteUrl } from "./url.js"
+import { ExtractError } from "./errors.ts"
+import { parseNumber, type NumberLocale } from "./product/price.ts"
+import { absoluteUrl } from "./url.ts"
 
 export type FieldValue = string | number | boolean | null | undefined | FieldValue[] | { [k: string]: unknown }
 

@@ -7,7 +7,7 @@
  *   images) are removed.
  * JSON-LD blocks stay (they are data, read as JSON, never as script) and are read by `structured.ts`.
  */
-import { Element } from "./html/parser.js"
+import { Element } from "./html/parser.ts"
 
 const REMOVE = new Set(["script", "style", "template", "iframe", "frame", "frameset", "object", "embed", "applet", "base", "noembed", "noframes"])
 const URL_ATTRS = new Set(["href", "src", "action", "formaction", "poster", "cite", "background", "data", "srcset", "data-src", "data-href", "xlink:href", "longdesc", "lowsrc", "dynsrc", "manifest", "ping"])

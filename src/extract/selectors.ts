@@ -1,10 +1,10 @@
 /** Extractor-config selectors: CSS (+ attribute) on HTML, JSON paths on JSON input, and field coercion. */
-import { Element, normalizeSpace } from "./html/dom.js"
-import { querySelectorAll, SelectorError } from "./html/selector.js"
-import { evalJsonPath } from "./json-path.js"
-import type { SelectorSpec } from "./types.js"
-import { ExtractError } from "./errors.js"
-import { absoluteUrl } from "./url.js"
+import { Element, normalizeSpace } from "./html/dom.ts"
+import { querySelectorAll, SelectorError } from "./html/selector.ts"
+import { evalJsonPath } from "./json-path.ts"
+import type { SelectorSpec } from "./types.ts"
+import { ExtractError } from "./errors.ts"
+import { absoluteUrl } from "./url.ts"
 
 const URL_ATTRS = new Set(["href", "src", "data-src", "srcset", "poster", "content-url", "data-href", "action"])
 const BLOCKS = new Set(["p", "div", "li", "br", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section", "article", "blockquote", "pre", "dd", "dt", "ul", "ol", "table"])

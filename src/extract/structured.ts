@@ -2,7 +2,7 @@
  * Structured data embedded in pages: schema.org JSON-LD, microdata, RDFa (Lite) and
  * `<meta>` tags (OpenGraph, Twitter cards, Dublin Core, plain names).
  */
-import { Element, normalizeSpace, rawText, walk } from "./html/dom.js"
+import { Element, normalizeSpace, rawText, walk } from "./html/dom.ts"
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [k: string]: JsonValue }
 export type JsonObject = { [k: string]: JsonValue }

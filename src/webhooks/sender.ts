@@ -8,8 +8,8 @@ import { isIP } from "node:net"
 import type { LookupAddress, LookupOptions } from "node:dns"
 import { StringDecoder } from "node:string_decoder"
 import { Agent, request, type Dispatcher } from "undici"
-import { signPayload, standardWebhookSignature } from "./signing.js"
-import { webhooksConfig } from "./schedule.js"
+import { signPayload, standardWebhookSignature } from "./signing.ts"
+import { webhooksConfig } from "./schedule.ts"
 
 /** A `dns.lookup`-compatible function, e.g. an SSRF guard that fails for non-public addresses. */
 export type LookupFunction = (

@@ -7,11 +7,11 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createBraveEngine, createCamoufoxEngine, MAX_SCREENSHOT_BYTES, renderedContentType } from "../../src/crawl/engines/browser.js"
-import { Semaphore } from "../../src/crawl/semaphore.js"
-import { startGuardProxy } from "../../src/crawl/engines/guard-proxy.js"
-import { classifyAddress } from "../../src/crawl/ssrf.js"
-import { ARTICLE, type Fixture, fakeLookup, hasChromium, html, jsChallenge, NO_CHROMIUM_REASON, page, startFixture, testBrowserArgs } from "./fixture.js"
+import { createBraveEngine, createCamoufoxEngine, MAX_SCREENSHOT_BYTES, renderedContentType } from "../../src/crawl/engines/browser.ts"
+import { Semaphore } from "../../src/crawl/semaphore.ts"
+import { startGuardProxy } from "../../src/crawl/engines/guard-proxy.ts"
+import { classifyAddress } from "../../src/crawl/ssrf.ts"
+import { ARTICLE, type Fixture, fakeLookup, hasChromium, html, jsChallenge, NO_CHROMIUM_REASON, page, startFixture, testBrowserArgs } from "./fixture.ts"
 
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
 const JPEG_MAGIC = Buffer.from([0xff, 0xd8, 0xff])
@@ -25,7 +25,7 @@ const chromiumChildren = (): Array<string> =>
 
 /** A page that would stream 300 MB of HTML; counts what it sent. */
 let endlessSent = 0
-const endlessPage: import("./fixture.js").Handler = (_req, res) => {
+const endlessPage: import("./fixture.ts").Handler = (_req, res) => {
   res.writeHead(200, { "content-type": "text/html" })
   res.write("<!doctype html><html><body><p>")
   const chunk = Buffer.alloc(64 * 1024, "x")

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { domainIdFilter, domainIdOf, normalizeUrl } from "../../src/crawl/domain.js"
+import { domainIdFilter, domainIdOf, normalizeUrl } from "../../src/crawl/domain.ts"
 
 describe("domainIdOf", () => {
   it.each([

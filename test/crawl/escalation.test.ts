@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { loadCrawlConfig, loadEscalationConfig, validatePlan } from "../../src/crawl/config.js"
-import { createBraveEngine } from "../../src/crawl/engines/browser.js"
-import { createHttpEngine } from "../../src/crawl/engines/http.js"
-import type { Attempt, Classification, Engine, EngineName, FetchRequest } from "../../src/crawl/engines/types.js"
-import { ESCALATION_RULES, planForScreenshot, planFromHistory, runEscalation, type PlanEntry } from "../../src/crawl/escalation.js"
-import { ARTICLE, type Fixture, hasChromium, html, jsChallenge, NO_CHROMIUM_REASON, page, startFixture, testBrowserArgs } from "./fixture.js"
+import { loadCrawlConfig, loadEscalationConfig, validatePlan } from "../../src/crawl/config.ts"
+import { createBraveEngine } from "../../src/crawl/engines/browser.ts"
+import { createHttpEngine } from "../../src/crawl/engines/http.ts"
+import type { Attempt, Classification, Engine, EngineName, FetchRequest } from "../../src/crawl/engines/types.ts"
+import { ESCALATION_RULES, planForScreenshot, planFromHistory, runEscalation, type PlanEntry } from "../../src/crawl/escalation.ts"
+import { ARTICLE, type Fixture, hasChromium, html, jsChallenge, NO_CHROMIUM_REASON, page, startFixture, testBrowserArgs } from "./fixture.ts"
 
 /** An engine that answers from a script of classifications. */
 const scripted = (name: EngineName, script: Classification[]): Engine & { calls: FetchRequest[] } => {

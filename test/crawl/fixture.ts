@@ -5,7 +5,7 @@ import { existsSync } from "node:fs"
 import http from "node:http"
 import type { AddressInfo } from "node:net"
 import { gzipSync } from "node:zlib"
-import type { LookupFunction } from "../../src/crawl/ssrf.js"
+import type { LookupFunction } from "../../src/crawl/ssrf.ts"
 
 export type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void
 

@@ -2,9 +2,9 @@ import type { AddressInfo } from "node:net"
 import { brotliCompressSync, gzipSync, zstdCompressSync } from "node:zlib"
 import { gotScraping } from "got-scraping"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createHttpEngine } from "../../src/crawl/engines/http.js"
-import { classifyAddress } from "../../src/crawl/ssrf.js"
-import { ARTICLE, type Fixture, fakeLookup, gzipPage, html, jsChallenge, page, startFixture } from "./fixture.js"
+import { createHttpEngine } from "../../src/crawl/engines/http.ts"
+import { classifyAddress } from "../../src/crawl/ssrf.ts"
+import { ARTICLE, type Fixture, fakeLookup, gzipPage, html, jsChallenge, page, startFixture } from "./fixture.ts"
 
 let site: Fixture
 const engine = createHttpEngine({ maxBodyBytes: 64 * 1024 })
@@ -428,7 +428,7 @@ describe("http engine with the got-scraping transport", () => {
 
 describe("alternate engine", () => {
   it("goes through ALTERNATE_PROXY_URL when set (a local forward proxy here)", async () => {
-    const { startGuardProxy } = await import("../../src/crawl/engines/guard-proxy.js")
+    const { startGuardProxy } = await import("../../src/crawl/engines/guard-proxy.ts")
     const proxy = await startGuardProxy({ allowPrivate: true })
     const viaProxy = createHttpEngine({ name: "alternate", proxyUrl: proxy.url })
     const before = site.hits.length
@@ -448,7 +448,7 @@ describe("alternate engine", () => {
 
   it("through a proxy, a slow resolution is bounded by the attempt's deadline and its caller's signal", async () => {
     // A resolver that never answers: nothing is sent to the proxy (port 9 has no listener anyway).
-    const silent = ((() => {}) as unknown) as import("../../src/crawl/ssrf.js").LookupFunction
+    const silent = ((() => {}) as unknown) as import("../../src/crawl/ssrf.ts").LookupFunction
     const viaProxy = createHttpEngine({ name: "alternate", proxyUrl: "http://127.0.0.1:9", lookup: silent })
     let t = performance.now()
     const timedOut = await viaProxy.fetch({ url: "http://slow-dns.example/", timeoutMs: 1000, allowPrivate: false })
@@ -465,7 +465,7 @@ describe("alternate engine", () => {
 
   it("through a proxy, a resolver that fails for now (EAI_AGAIN) is a timeout, retried, and a name that does not exist a dns_error", async () => {
     const flaky = ((_host: string, _options: unknown, callback: Function) =>
-      setImmediate(() => callback(Object.assign(new Error("getaddrinfo EAI_AGAIN"), { code: "EAI_AGAIN" })))) as unknown as import("../../src/crawl/ssrf.js").LookupFunction
+      setImmediate(() => callback(Object.assign(new Error("getaddrinfo EAI_AGAIN"), { code: "EAI_AGAIN" })))) as unknown as import("../../src/crawl/ssrf.ts").LookupFunction
     const viaProxy = createHttpEngine({ name: "alternate", proxyUrl: "http://127.0.0.1:9", lookup: flaky })
     expect(await viaProxy.fetch({ url: "http://flaky-dns.example/", timeoutMs: 3000, allowPrivate: false })).toMatchObject({ classification: "timeout" })
     const missing = createHttpEngine({ name: "alternate", proxyUrl: "http://127.0.0.1:9", lookup: fakeLookup({}) })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { KeyedLimiter, Semaphore } from "../../src/crawl/semaphore.js"
+import { KeyedLimiter, Semaphore } from "../../src/crawl/semaphore.ts"
 
 describe("Semaphore / KeyedLimiter", () => {
   it("caps concurrency and hands slots over in order", async () => {

@@ -7,8 +7,8 @@ import {
   parseTargetUrl,
   safeLookup,
   UnsafeAddressError
-} from "../../src/crawl/ssrf.js"
-import { fakeLookup } from "./fixture.js"
+} from "../../src/crawl/ssrf.ts"
+import { fakeLookup } from "./fixture.ts"
 
 describe("classifyAddress", () => {
   const table: Array<[string, string]> = [

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { article, para } from "./helpers.js"
+import { article, para } from "./helpers.ts"
 
 describe("article extraction (HTML)", () => {
   it("uses JSON-LD for metadata and the main-content extractor for the body", () => {

@@ -1,5 +1,5 @@
-import { extract } from "../../src/extract/extract.js"
-import type { AppliedConfig, Article, ExtractOutput, InputFormat, Product } from "../../src/extract/types.js"
+import { extract } from "../../src/extract/extract.ts"
+import type { AppliedConfig, Article, ExtractOutput, InputFormat, Product } from "../../src/extract/types.ts"
 
 export const para = (n: number, topic = "harbour") =>
   Array.from({ length: n }, (_, i) =>

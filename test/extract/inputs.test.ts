@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
-import { article, product } from "./helpers.js"
-import { ExtractError } from "../../src/extract/errors.js"
-import { extract, MAX_PROCESSED_CHARS } from "../../src/extract/extract.js"
+import { article, product } from "./helpers.ts"
+import { ExtractError } from "../../src/extract/errors.ts"
+import { extract, MAX_PROCESSED_CHARS } from "../../src/extract/extract.ts"
 
 describe("markdown, text and JSON inputs", () => {
   it("markdown: title from the first heading, paragraphs as plain text", () => {

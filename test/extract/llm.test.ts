@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
 import type { Socket } from "node:net"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import { refineWithLlm, llmJsonSchema, pageTextForLlm, TEXT_BUDGET, type RefineInput } from "../../src/extract/llm.js"
+import { refineWithLlm, llmJsonSchema, pageTextForLlm, TEXT_BUDGET, type RefineInput } from "../../src/extract/llm.ts"
 
 /** What the fake server answers next. */
 type Answer =

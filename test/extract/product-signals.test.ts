@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
-import { product } from "./helpers.js"
-import { availabilityFromText } from "../../src/extract/product/signals.js"
+import { product } from "./helpers.ts"
+import { availabilityFromText } from "../../src/extract/product/signals.ts"
 
 const ld = (o: unknown) => `<script type="application/ld+json">${JSON.stringify(o)}</script>`
 const page = (head: string, body: string) => `<html><head>${head}</head><body>${body}</body></html>`

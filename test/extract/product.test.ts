@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
-import { product } from "./helpers.js"
-import { parsePrice, parseNumber } from "../../src/extract/product/price.js"
+import { product } from "./helpers.ts"
+import { parsePrice, parseNumber } from "../../src/extract/product/price.ts"
 
 describe("product extraction", () => {
   it("reads JSON-LD Product with an Offer", () => {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest"
-import { article, para, product } from "./helpers.js"
-import { ExtractError } from "../../src/extract/errors.js"
-import { applyPostProcess } from "../../src/extract/post-process.js"
-import { detectLanguage } from "../../src/extract/language.js"
-import { querySelectorAll } from "../../src/extract/html/selector.js"
-import { MAX_OPEN_ELEMENTS, parseHtml } from "../../src/extract/html/parser.js"
+import { article, para, product } from "./helpers.ts"
+import { ExtractError } from "../../src/extract/errors.ts"
+import { applyPostProcess } from "../../src/extract/post-process.ts"
+import { detectLanguage } from "../../src/extract/language.ts"
+import { querySelectorAll } from "../../src/extract/html/selector.ts"
+import { MAX_OPEN_ELEMENTS, parseHtml } from "../../src/extract/html/parser.ts"
 
 describe("sanitizing", () => {
   const evil = `<html><head><style>.x{color:red}</style><script>window.stolen = "SECRET-SCRIPT"</script></head>

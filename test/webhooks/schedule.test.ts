@@ -7,7 +7,7 @@ import {
   parseRetryAfterMs,
   parseWebhooksConfig,
   webhooksConfig
-} from "../../src/webhooks/schedule.js"
+} from "../../src/webhooks/schedule.ts"
 
 const HOUR = 3_600_000
 const mid = () => 0.5 // no jitter

@@ -6,7 +6,7 @@ import {
   generateSecretKey,
   isSecretBox,
   SecretBoxError
-} from "../../src/webhooks/secret-box.js"
+} from "../../src/webhooks/secret-box.ts"
 import { loadConfig } from "../../src/config.ts"
 
 const key = generateSecretKey()

@@ -9,8 +9,8 @@ import {
   jobWebhookBody,
   sendWebhook,
   type LookupFunction
-} from "../../src/webhooks/sender.js"
-import { signPayload, standardWebhookSignature, verifyWebhookSignature } from "../../src/webhooks/signing.js"
+} from "../../src/webhooks/sender.ts"
+import { signPayload, standardWebhookSignature, verifyWebhookSignature } from "../../src/webhooks/signing.ts"
 
 interface Received {
   readonly path: string

@@ -6,7 +6,7 @@ import {
   standardWebhookSignature,
   standardWebhooksSecret,
   verifyWebhookSignature
-} from "../../src/webhooks/signing.js"
+} from "../../src/webhooks/signing.ts"
 
 const secret = "test-secret-0123456789"
 const body = '{"jobId":"job_1","status":"done"}'

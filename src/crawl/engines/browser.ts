@@ -13,12 +13,12 @@
  */
 import { access, constants } from "node:fs/promises"
 import type { Browser, BrowserContext, Page, Request, Response } from "playwright-core"
-import { looksBinary, usableContentType } from "../content-type.js"
-import { type AddressClassifier, checkUrl, type CheckResult, type LookupFunction } from "../ssrf.js"
-import { Semaphore } from "../semaphore.js"
-import { classifyCheckFailure, classifyError, classifyResponse, errorText } from "./classify.js"
-import { type GuardProxy, startGuardProxy } from "./guard-proxy.js"
-import { type Attempt, type Classification, type Engine, emptyAttempt, type FetchRequest } from "./types.js"
+import { looksBinary, usableContentType } from "../content-type.ts"
+import { type AddressClassifier, checkUrl, type CheckResult, type LookupFunction } from "../ssrf.ts"
+import { Semaphore } from "../semaphore.ts"
+import { classifyCheckFailure, classifyError, classifyResponse, errorText } from "./classify.ts"
+import { type GuardProxy, startGuardProxy } from "./guard-proxy.ts"
+import { type Attempt, type Classification, type Engine, emptyAttempt, type FetchRequest } from "./types.ts"
 
 export const DEFAULT_CHROMIUM_PATH = "/usr/bin/chromium"
 

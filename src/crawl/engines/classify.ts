@@ -2,8 +2,8 @@
  * Maps responses and errors of every engine to one `Classification`.
  * The table is documented in docs/crawling.md.
  */
-import { isUnsafeAddressError } from "../ssrf.js"
-import type { Classification } from "./types.js"
+import { isUnsafeAddressError } from "../ssrf.ts"
+import type { Classification } from "./types.ts"
 
 /**
  * Markers that only appear on bot walls / challenge interstitials. Checked on any page size.

@@ -11,7 +11,7 @@
  */
 import http from "node:http"
 import net from "node:net"
-import { type AddressClassifier, classifyAddress, createSafeLookup, type LookupFunction, parseTargetUrl } from "../ssrf.js"
+import { type AddressClassifier, classifyAddress, createSafeLookup, type LookupFunction, parseTargetUrl } from "../ssrf.ts"
 
 export interface GuardProxyOptions {
   allowPrivate: boolean

@@ -26,10 +26,10 @@ import {
   createSafeLookup,
   type LookupFunction,
   parseTargetUrl
-} from "../ssrf.js"
-import { usableContentType } from "../content-type.js"
-import { classifyCheckFailure, classifyError, classifyResponse, errorText } from "./classify.js"
-import { type Attempt, type Engine, emptyAttempt, type FetchRequest } from "./types.js"
+} from "../ssrf.ts"
+import { usableContentType } from "../content-type.ts"
+import { classifyCheckFailure, classifyError, classifyResponse, errorText } from "./classify.ts"
+import { type Attempt, type Engine, emptyAttempt, type FetchRequest } from "./types.ts"
 
 export interface HttpEngineOptions {
   /** `http` (default) or `alternate`. */

@@ -1,13 +1,13 @@
 /**
  * The node's engine set, built once at start from configuration (contract §1).
  */
-import type { CrawlConfig } from "../config.js"
-import type { AddressClassifier } from "../ssrf.js"
-import { DEFAULT_CRAWL_CONFIG } from "../config.js"
-import { createBrowserEngine } from "./browser.js"
-import { createHttpEngine } from "./http.js"
-import { Semaphore } from "../semaphore.js"
-import type { Engine, EngineName } from "./types.js"
+import type { CrawlConfig } from "../config.ts"
+import type { AddressClassifier } from "../ssrf.ts"
+import { DEFAULT_CRAWL_CONFIG } from "../config.ts"
+import { createBrowserEngine } from "./browser.ts"
+import { createHttpEngine } from "./http.ts"
+import { Semaphore } from "../semaphore.ts"
+import type { Engine, EngineName } from "./types.ts"
 
 export interface EngineSettings {
   /** BRAVE_PATH; default /usr/bin/chromium. */

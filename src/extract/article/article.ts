@@ -1,12 +1,12 @@
 /** Article fields from an HTML page: structured data, meta tags and the main-content extractor. */
-import type { Article } from "../types.js"
-import { normalizeSpace, rawText, walk, Element } from "../html/dom.js"
-import { str, strs, type JsonObject } from "../structured.js"
-import { firstText, nodesOfType, type Page } from "../page.js"
-import { extractMainContent } from "./main-content.js"
-import { ImageSet } from "../images.js"
-import { toIsoDateTime } from "../dates.js"
-import { normalizeLang } from "../language.js"
+import type { Article } from "../types.ts"
+import { normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
+import { str, strs, type JsonObject } from "../structured.ts"
+import { firstText, nodesOfType, type Page } from "../page.ts"
+import { extractMainContent } from "./main-content.ts"
+import { ImageSet } from "../images.ts"
+import { toIsoDateTime } from "../dates.ts"
+import { normalizeLang } from "../language.ts"
 
 const ARTICLE_TYPES = new Set([
   "Article", "NewsArticle", "BlogPosting", "ReportageNewsArticle", "AnalysisNewsArticle", "OpinionNewsArticle",

@@ -16,7 +16,7 @@
  *     the remaining chunks are the paragraphs.
  * Linear in the size of the tree.
  */
-import { Element } from "../html/parser.js"
+import { Element } from "../html/parser.ts"
 
 const SKIP = new Set([
   "script", "style", "noscript", "template", "iframe", "svg", "math", "canvas", "object", "embed", "video", "audio",

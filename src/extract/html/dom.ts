@@ -1,5 +1,5 @@
 /** Tree helpers over the light tree of `parser.ts`. */
-import { Element, type Node } from "./parser.js"
+import { Element, type Node } from "./parser.ts"
 
 export { Element, type Node }
 

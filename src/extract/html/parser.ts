@@ -8,7 +8,7 @@
  * boundaries. Comments, doctypes and processing instructions are dropped.
  * One linear pass; no DOM API is emulated.
  */
-import { decodeEntities } from "./entities.js"
+import { decodeEntities } from "./entities.ts"
 
 export type Node = Element | string
 

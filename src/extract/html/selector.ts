@@ -6,7 +6,7 @@
  * `:last-of-type`, `:not()`, `:has()` (descendants), `:empty`, `:root`.
  * An invalid selector throws `SelectorError`.
  */
-import { Element, walk } from "./dom.js"
+import { Element, walk } from "./dom.ts"
 
 export class SelectorError extends Error {}
 

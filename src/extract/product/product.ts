@@ -3,15 +3,15 @@
  * OpenGraph/product meta > page heuristics (price elements, availability texts and buttons,
  * identifier labels).
  */
-import type { Product } from "../types.js"
-import { normalizeSpace, walk } from "../html/dom.js"
-import { decodeEntities } from "../html/entities.js"
-import { str, strs, typesOf, type JsonObject, type JsonValue } from "../structured.js"
-import { nodesOfType, firstText, type Page } from "../page.js"
-import { ImageSet } from "../images.js"
-import { normalizeCurrency, parseNumber } from "./price.js"
-import { cleanTitle } from "../article/article.js"
-import { availabilityFromText, readSignals, type Signals } from "./signals.js"
+import type { Product } from "../types.ts"
+import { normalizeSpace, walk } from "../html/dom.ts"
+import { decodeEntities } from "../html/entities.ts"
+import { str, strs, typesOf, type JsonObject, type JsonValue } from "../structured.ts"
+import { nodesOfType, firstText, type Page } from "../page.ts"
+import { ImageSet } from "../images.ts"
+import { normalizeCurrency, parseNumber } from "./price.ts"
+import { cleanTitle } from "../article/article.ts"
+import { availabilityFromText, readSignals, type Signals } from "./signals.ts"
 import { getDomain } from "tldts"
 
 const PRODUCT_TYPES = new Set(["Product", "ProductGroup", "IndividualProduct", "ProductModel", "SomeProducts", "Book", "Vehicle", "Car", "Offer", "AggregateOffer", "MenuItem", "Event"])

@@ -7,8 +7,8 @@
  * page chrome (`nav`, `footer`) is kept apart: a shop page shows many prices and buttons, only the
  * main product's count.
  */
-import { Element, normalizeSpace } from "../html/dom.js"
-import { detectCurrency, parsePrice } from "./price.js"
+import { Element, normalizeSpace } from "../html/dom.ts"
+import { detectCurrency, parsePrice } from "./price.ts"
 
 // ---------- vocabularies ----------
 
