@@ -17,6 +17,7 @@ import jobCharges from "./migrations/0014_job_charges.ts"
 import extractionCharges from "./migrations/0015_extraction_charges.ts"
 import domainLeases from "./migrations/0016_domain_leases.ts"
 import pageKeysKeepQueryBytes from "./migrations/0017_page_keys_keep_query_bytes.ts"
+import identityPlane from "./migrations/0018_identity_plane.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -36,7 +37,8 @@ export const migrations = {
   "0014_job_charges": jobCharges,
   "0015_extraction_charges": extractionCharges,
   "0016_domain_leases": domainLeases,
-  "0017_page_keys_keep_query_bytes": pageKeysKeepQueryBytes
+  "0017_page_keys_keep_query_bytes": pageKeysKeepQueryBytes,
+  "0018_identity_plane": identityPlane
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
