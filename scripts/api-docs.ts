@@ -10,7 +10,7 @@ const end = "<!-- permissions:end -->"
 
 const planeOf = (group: string, required: string | undefined) =>
   group === "control" ? "control (`x-internal-token`)" : required === undefined ? "public, no authentication"
-    : required.startsWith("cross_tenant:") ? "super-admin" : "`x-api-key`"
+    : required.startsWith("cross_tenant:") ? "super-admin" : "`x-api-key` or session"
 
 /** The endpoint → permission table, read from the `Requires` annotations of the API definition. */
 export const permissionTable = (): string => {

@@ -21,6 +21,9 @@ export interface AppConfig {
   readonly smtpUrl: string | undefined
   readonly mailFrom: string
   readonly publicBaseUrl: string
+  /** Sessions end after this long without a request, and this long after login whatever happens (docs/identity.md). */
+  readonly sessionIdleSeconds: number
+  readonly sessionLifetimeSeconds: number
   /**
    * The LLM endpoint for refinement. `models`: the models configs may name (LLM_MODELS, the default
    * among them); undefined lets a config name any, at the operator's cost.
@@ -104,6 +107,13 @@ const decodeKey = (raw: string): Buffer | undefined => {
   return b64.length >= 32 ? b64 : undefined
 }
 
+const seconds = (env: Env, name: string, fallback: number, max: number): number => {
+  const raw = env[name]
+  if (raw === undefined || raw === "") return fallback
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) return bad(name, `must be a whole number of seconds from 1 to ${max}, got "${raw}"`)
+  return Number(raw)
+}
+
 const tokenPattern = /^[\x21-\x7e]{16,512}$/
 
 export const loadConfig = (env: Env = process.env): AppConfig => {
@@ -154,6 +164,9 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
   const mailFrom = env.MAIL_FROM || "trawl@localhost"
   if (!/^[^\s@]+@[^\s@]+$/.test(mailFrom)) bad("MAIL_FROM", `must be an e-mail address, got "${mailFrom}"`)
 
+  const sessionIdleSeconds = seconds(env, "SESSION_IDLE_SECONDS", 12 * 3600, 366 * 86400)
+  const sessionLifetimeSeconds = seconds(env, "SESSION_LIFETIME_SECONDS", 30 * 86400, 366 * 86400)
+
   const runnerPort = port(env, "RUNNER_PORT", databaseUrl ? DEFAULT_RUNNER_PORT : undefined)
   if (databaseUrl === undefined && runnerPort !== undefined) {
     bad("RUNNER_PORT", "needs DATABASE_URL: the embedded database serves a single runner")
@@ -194,6 +207,8 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
     smtpUrl,
     mailFrom,
     publicBaseUrl,
+    sessionIdleSeconds,
+    sessionLifetimeSeconds,
     llm: llmBase ? { baseUrl: llmBase.replace(/\/$/, ""), apiKey: env.LLM_API_KEY || undefined, model: llmModel, models: llmModels } : undefined,
     bravePath: env.BRAVE_PATH || "/usr/bin/chromium",
     camoufoxPath: env.CAMOUFOX_PATH || undefined,

@@ -29,17 +29,26 @@ import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
 import { ExtractionsHandlers, ExtractorConfigsHandlers } from "./http/extractions.http.ts"
 import { IamHandlers } from "./http/iam.http.ts"
+import { AuthHandlers } from "./http/auth.http.ts"
+import { UsersHandlers } from "./http/users.http.ts"
 import { IdempotencyLive } from "./http/idempotency.ts"
 import { JobsHandlers, WebhooksAdminHandlers } from "./http/jobs.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
-import { ApiKeyAuthLive, InternalAuthLive, KeyMeterLive } from "./http/security.live.ts"
+import { AnonymousLive, ApiKeyAuthLive, InternalAuthLive, KeyMeterLive } from "./http/security.live.ts"
 import { SystemHandlers } from "./http/system.http.ts"
 import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
+import { AttemptsLive } from "./iam/attempts.ts"
+import { AuthServiceLive } from "./iam/auth-service.ts"
+import { IdentityServiceLive } from "./iam/identity-service.ts"
+import { SessionAuthenticatorLive } from "./iam/session-auth.ts"
+import { SessionServiceLive } from "./iam/session-service.ts"
 import { KvLive } from "./kv/kv.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { AuditLogLive } from "./sql/audit-log.ts"
 import { DatabaseLive } from "./sql/database.ts"
+import { IdentityRepoLive } from "./sql/identity-repo.ts"
+import { SessionRepoLive } from "./sql/session-repo.ts"
 import { ExtractionRepoLive } from "./sql/extraction-repo.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
@@ -63,8 +72,14 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" }
 export const makeServerLayer = (config: AppConfig) => {
   const ConfigLive = Layer.succeed(Config, config)
   const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
-  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive, ExtractionRepoLive, AuditLogLive).pipe(Layer.provideMerge(WebhookRepoLive))
+  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive, ExtractionRepoLive, AuditLogLive, IdentityRepoLive, SessionRepoLive).pipe(Layer.provideMerge(WebhookRepoLive))
+  // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
+  const Identity = Layer.mergeAll(AuthServiceLive, IdentityServiceLive).pipe(
+    Layer.provideMerge(SessionServiceLive),
+    Layer.provideMerge(Layer.mergeAll(SessionAuthenticatorLive, AttemptsLive))
+  )
   const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
+    Layer.provideMerge(Identity),
     Layer.provideMerge(Repos)
   )
   const Domain = JobCreationLive.pipe(Layer.provideMerge(WebhookEndpointsLive))
@@ -85,6 +100,8 @@ export const makeServerLayer = (config: AppConfig) => {
   const streams = new StreamConnections({ stallMs: 60_000, maxPerTenant: MAX_STREAMS_PER_TENANT })
   const Handlers = Layer.mergeAll(
     SystemHandlers,
+    AuthHandlers,
+    UsersHandlers,
     IamHandlers,
     JobsHandlers.pipe(Layer.provide(Layer.succeed(OpenStreams, streams))),
     WebhooksAdminHandlers,
@@ -95,7 +112,7 @@ export const makeServerLayer = (config: AppConfig) => {
     AdminHandlers,
     ControlHandlers
   )
-  const Security = Layer.mergeAll(ApiKeyAuthLive, InternalAuthLive, KeyMeterLive)
+  const Security = Layer.mergeAll(ApiKeyAuthLive, AnonymousLive, InternalAuthLive, KeyMeterLive)
 
   const Routes = Layer.mergeAll(
     HttpApiBuilder.layer(Api, { openapiPath: "/v1/openapi.json" }).pipe(Layer.provide(Handlers)),

@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminGroup } from "./admin.api.ts"
+import { AuthGroup } from "./auth.api.ts"
 import { BillingGroup } from "./billing.api.ts"
 import { ControlGroup } from "./control.api.ts"
 import { ExtractionsGroup, ExtractorConfigsGroup } from "./extractions.api.ts"
@@ -7,6 +8,7 @@ import { IamGroup } from "./iam.api.ts"
 import { JobsGroup, WebhooksAdminGroup } from "./jobs.api.ts"
 import { PageHistoryGroup } from "./page-history.api.ts"
 import { SystemGroup } from "./system.api.ts"
+import { UsersGroup } from "./users.api.ts"
 
 /**
  * The one definition of Trawl's HTTP interface: routing, validation, the
@@ -14,6 +16,8 @@ import { SystemGroup } from "./system.api.ts"
  */
 export const Api = HttpApi.make("trawl")
   .add(SystemGroup)
+  .add(AuthGroup)
+  .add(UsersGroup)
   .add(IamGroup)
   .add(JobsGroup)
   .add(WebhooksAdminGroup)

@@ -5,7 +5,8 @@ import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { defaultPlan, planNames } from "../billing/plans.ts"
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
-import { generateApiKey, hashPassword } from "../iam/secrets.ts"
+import { hashPassword } from "../iam/passwords.ts"
+import { generateApiKey } from "../iam/secrets.ts"
 import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
 import { fail } from "../schema/errors.ts"
@@ -47,7 +48,7 @@ export const ControlHandlers = HttpApiBuilder.group(
             })
           }
           const key = newKey(5000)
-          const passwordHash = payload.ownerPassword ? yield* Effect.promise(() => hashPassword(payload.ownerPassword!)) : null
+          const passwordHash = payload.ownerPassword ? yield* hashPassword(payload.ownerPassword!) : null
           const tenantId = newId("ten")
           // The raw key never enters the durable message: only its hash does.
           const created = yield* entityCall(tenantClient(tenantId).Bootstrap({
@@ -65,7 +66,7 @@ export const ControlHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const tenantId = yield* tenants.ensureInternalTenant
           const key = newKey(5000)
-          const passwordHash = payload.password ? yield* Effect.promise(() => hashPassword(payload.password!)) : null
+          const passwordHash = payload.password ? yield* hashPassword(payload.password!) : null
           const created = yield* tenants.addInternalAdmin({ tenantId, email: payload.email, passwordHash, apiKey: key.spec }).pipe(
             Effect.catch((e) => e instanceof EmailTaken ? emailInUse() : Effect.die(e))
           )

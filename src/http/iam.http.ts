@@ -6,12 +6,13 @@ import { utcDayStart } from "../billing/windows.ts"
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
 import { allows, isPowerful, scopeOf } from "../iam/permissions.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
-import { generateApiKey, verifyPassword } from "../iam/secrets.ts"
+import { AuthService } from "../iam/auth-service.ts"
+import { generateApiKey } from "../iam/secrets.ts"
+import { clientContext } from "./client-context.ts"
 import { newId } from "../ids.ts"
 import { iso, parseIsoDateTime } from "../schema/common.ts"
 import { fail, notFound } from "../schema/errors.ts"
 import type { ApiKey, Role } from "../schema/iam.ts"
-import { Kv } from "../kv/kv.ts"
 import { ApiKeyRepo, type ApiKeyRow } from "../sql/api-key-repo.ts"
 import { type RoleRow, TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
@@ -50,10 +51,6 @@ const futureOrNull = (expiresAt: string | null | undefined) => {
     })
 }
 
-/** Failed re-authentications an identity may have in `REAUTH_WINDOW_MS` before further tries are refused unread. */
-const REAUTH_MAX_FAILURES = 5
-const REAUTH_WINDOW_MS = 15 * 60_000
-
 /** An active key more than the tenant's `iam.api-keys.total` allows (a new one, or an expired one brought back). */
 const keyQuotaExceeded = (limit: number) =>
   fail(429, "quota_exceeded", `the tenant already has ${limit} active API keys (iam.api-keys.total)`)
@@ -63,7 +60,7 @@ export const IamHandlers = HttpApiBuilder.group(
   "iam",
   Effect.fn(function*(handlers) {
     const sql = yield* SqlClient.SqlClient
-    const kv = yield* Kv
+    const auth = yield* AuthService
     const keys = yield* ApiKeyRepo
     const tenants = yield* TenantRepo
     const authenticator = yield* ApiKeyAuthenticator
@@ -94,23 +91,9 @@ export const IamHandlers = HttpApiBuilder.group(
           if (!role.permissions.every((p) => allows(me.permissions, p) || me.permissions.includes(p))) {
             return yield* fail(403, "forbidden", "the role grants permissions this key does not hold")
           }
+          // Handing out an all-powerful key asks the caller to prove they are present (docs/identity.md).
           if (isPowerful(role.permissions)) {
-            if (payload.currentPassword === undefined && payload.totpCode === undefined) {
-              return yield* fail(403, "reauthentication_required", "a key for this role needs currentPassword or totpCode")
-            }
-            // Tries are counted per identity, whichever key makes them, before the password is read
-            // (so parallel guesses are counted too); a success clears the count. A key that may make
-            // keys must not be a password-guessing oracle, nor keep the thread pool busy with scrypt.
-            const tries = `reauth:tries:${identity.id}`
-            if ((yield* kv.incr(tries, REAUTH_WINDOW_MS)) > REAUTH_MAX_FAILURES) {
-              return yield* fail(429, "rate_limited", `too many failed re-authentications for this identity; try again within ${REAUTH_WINDOW_MS / 60_000} minutes`, {
-                retryAfter: REAUTH_WINDOW_MS / 1000
-              })
-            }
-            const ok = payload.currentPassword !== undefined && identity.password_hash !== null &&
-              (yield* Effect.promise(() => verifyPassword(payload.currentPassword!, identity.password_hash!)))
-            if (!ok) return yield* fail(403, "reauthentication_failed", "re-authentication failed")
-            yield* kv.del(tries)
+            yield* auth.reauthenticate(me, { currentPassword: payload.currentPassword, totpCode: payload.totpCode }, yield* clientContext)
           }
           const expiresAt = yield* futureOrNull(payload.expiresAt)
           const limit = yield* tenants.quotaLimit(me.tenantId, "iam.api-keys.total")

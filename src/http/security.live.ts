@@ -1,20 +1,23 @@
 import { Context, Effect, Layer, Redacted } from "effect"
+import { HttpServerRequest } from "effect/http"
 import { Config } from "../config.ts"
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
 import { allows } from "../iam/permissions.ts"
 import { CurrentPrincipal, isSuperAdmin, type Principal } from "../iam/principal.ts"
 import { constantTimeEqual } from "../iam/secrets.ts"
+import { SessionAuthenticator } from "../iam/session-auth.ts"
+import { SessionService } from "../iam/session-service.ts"
 import { ApiError, ResponseHeaders } from "../schema/errors.ts"
 import { KeyMeter, noteEndpointReached, refuseMalformedRequest } from "./envelope-middleware.ts"
 import { RateLimiter, type RateLimiterShape } from "./rate-limit.ts"
-import { ANY_KEY, ApiKeyAuth, InternalAuth, Requires } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, InternalAuth, Requires, SESSION_COOKIE } from "./security.ts"
 
 const unauthorized = (message: string) => new ApiError({ status: 401, code: "unauthorized", message })
 
 /** Counts a request of `principal`'s key, writes the rate-limit headers, and refuses it over the limit. */
 const countRequest = (limiter: RateLimiterShape, principal: Principal) =>
   Effect.gen(function*() {
-    const rate = yield* limiter.check(principal.apiKeyId, principal.rateLimitPerMinute)
+    const rate = yield* limiter.check(principal.credentialId, principal.rateLimitPerMinute)
     const bag = yield* ResponseHeaders
     if (bag) {
       bag["ratelimit-limit"] = String(rate.limit)
@@ -33,19 +36,63 @@ const countRequest = (limiter: RateLimiterShape, principal: Principal) =>
     }
   })
 
+/** Methods that change nothing, which a cookie-borne session may call without the CSRF header. */
+const safeMethods = new Set(["GET", "HEAD", "OPTIONS"])
+
+/** The token of an `Authorization: Bearer <token>` header, if that is what it holds. */
+const bearerToken = (header: string | undefined) => {
+  const match = header === undefined ? null : /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header)
+  return match?.[1]
+}
+
+/**
+ * Authentication of the public and super-admin planes: an `x-api-key`, or an identity session as
+ * `Authorization: Bearer <sessionId>` or the `trawl_session` cookie (which needs `x-csrf-token` on
+ * unsafe methods). Each yields the same principal; then the rate limit and the endpoint's permission.
+ */
 export const ApiKeyAuthLive = Layer.effect(
   ApiKeyAuth,
   Effect.gen(function*() {
     const authenticator = yield* ApiKeyAuthenticator
+    const sessionAuth = yield* SessionAuthenticator
+    const sessions = yield* SessionService
     const limiter = yield* RateLimiter
+
+    const sessionPrincipal = Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const bearer = bearerToken(request.headers.authorization)
+      if (bearer !== undefined) {
+        const principal = yield* sessionAuth.authenticate(bearer)
+        return principal ?? (yield* unauthorized("the session is invalid, revoked or expired"))
+      }
+      const cookie = request.cookies[SESSION_COOKIE]
+      if (cookie === undefined || cookie === "") {
+        return yield* unauthorized("send an x-api-key header, or a session as Authorization: Bearer <sessionId> or the trawl_session cookie")
+      }
+      const principal = yield* sessionAuth.authenticate(cookie)
+      if (!principal) return yield* unauthorized("the session is invalid, revoked or expired")
+      // A cookie is sent by the browser whoever made the page: a change needs the header only our client can read.
+      if (!safeMethods.has(request.method)) {
+        const given = request.headers["x-csrf-token"] ?? ""
+        if (!constantTimeEqual(given, sessions.csrfToken(principal.credentialId))) {
+          return yield* new ApiError({ status: 403, code: "csrf_failed", message: "a session cookie on an unsafe method needs a valid x-csrf-token header (GET /v1/iam/auth/csrf)" })
+        }
+      }
+      return principal
+    })
+
     return ApiKeyAuth.of({
       apiKey: (httpEffect, { credential, endpoint, group }) =>
         Effect.gen(function*() {
           yield* noteEndpointReached(endpoint)
           const raw = Redacted.value(credential)
-          if (raw === "") return yield* unauthorized("the x-api-key header is missing")
-          const principal = yield* authenticator.authenticate(raw)
-          if (!principal) return yield* unauthorized("the API key is invalid, revoked or expired")
+          let principal: Principal
+          if (raw === "") principal = yield* sessionPrincipal
+          else {
+            const found = yield* authenticator.authenticate(raw)
+            if (!found) return yield* unauthorized("the API key is invalid, revoked or expired")
+            principal = found
+          }
           yield* countRequest(limiter, principal)
 
           const required = Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires)
@@ -60,12 +107,18 @@ export const ApiKeyAuthLive = Layer.effect(
             if (required.startsWith("cross_tenant:")) {
               return yield* new ApiError({ status: 403, code: "forbidden", message: "super-admin only" })
             }
-            return yield* new ApiError({ status: 403, code: "forbidden", message: `this key lacks ${required}` })
+            return yield* new ApiError({ status: 403, code: "forbidden", message: `this ${principal.kind === "session" ? "session" : "key"} lacks ${required}` })
           }
           return yield* refuseMalformedRequest(Effect.provideService(httpEffect, CurrentPrincipal, principal))
         })
     })
   })
+)
+
+/** Routes open to anyone (logging in, redeeming a mailed token): only the request's own checks. */
+export const AnonymousLive = Layer.succeed(
+  Anonymous,
+  Anonymous.of((httpEffect, { endpoint }) => Effect.andThen(noteEndpointReached(endpoint), refuseMalformedRequest(httpEffect)))
 )
 
 export const InternalAuthLive = Layer.effect(

@@ -9,10 +9,16 @@ import { errors } from "../schema/errors.ts"
  * super-admin plane, and `ANY_KEY` an endpoint open to every valid key (the price list). The docs
  * table of endpoint → permission is read from it.
  */
-export const ANY_KEY = "any valid key"
+export const ANY_KEY = "any valid key or session"
 export const Requires = Context.Reference<string | undefined>("trawl/Requires", { defaultValue: () => undefined })
 
-/** `x-api-key` authentication, rate limit and permission check for the public and super-admin planes. */
+/** The cookie that carries an identity session in a browser (docs/identity.md, "Sessions"). */
+export const SESSION_COOKIE = "trawl_session"
+
+/**
+ * Authentication (an `x-api-key`, or an identity session as a bearer token or cookie), rate limit
+ * and permission check for the public and super-admin planes.
+ */
 export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth, { provides: CurrentPrincipal }>()("trawl/ApiKeyAuth", {
   security: { apiKey: HttpApiSecurity.apiKey({ key: "x-api-key", in: "header" }) },
   error: errors(400, 401, 403, 404, 413, 415, 429)
@@ -22,4 +28,9 @@ export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth, { provides
 export class InternalAuth extends HttpApiMiddleware.Service<InternalAuth>()("trawl/InternalAuth", {
   security: { internalToken: HttpApiSecurity.apiKey({ key: "x-internal-token", in: "header" }) },
   error: errors(400, 401, 404, 413, 415)
+}) {}
+
+/** No authentication: routes that open a session or redeem a mailed token. Body checks still apply. */
+export class Anonymous extends HttpApiMiddleware.Service<Anonymous>()("trawl/Anonymous", {
+  error: errors(400, 413, 415)
 }) {}

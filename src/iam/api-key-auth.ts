@@ -87,7 +87,7 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
       return Effect.map(lookup, (principal) => {
         if (!principal) return undefined
         if (principal.expiresAt !== null && principal.expiresAt <= Date.now()) return undefined
-        lastUsed.set(principal.apiKeyId, Date.now())
+        lastUsed.set(principal.credentialId, Date.now())
         return principal
       })
     })

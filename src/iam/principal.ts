@@ -1,16 +1,24 @@
 import { Context } from "effect"
 
-/** Who is calling: resolved from an API key (later also from a session). */
+/**
+ * Who is calling, whichever credential they used: an API key (acting with the key's role) or an
+ * identity session (acting with the identity's role). Handlers never need to know which.
+ */
 export interface Principal {
-  readonly apiKeyId: string
-  readonly keyHash: string
+  readonly kind: "api-key" | "session"
+  /** The key's id or the session's public id: what rate limits count by. */
+  readonly credentialId: string
   readonly tenantId: string
+  /** Whose permissions the request acts with. */
   readonly identityId: string
   readonly roleId: string
   readonly permissions: ReadonlyArray<string>
   readonly isInternalTenant: boolean
   readonly rateLimitPerMinute: number
+  /** When the credential stops working (ms since the epoch), null for a key without expiry. */
   readonly expiresAt: number | null
+  /** The identity that sent the request: the delegate when it acts on behalf of `identityId`, else `identityId`. */
+  readonly actorId: string
 }
 
 export class CurrentPrincipal extends Context.Service<CurrentPrincipal, Principal>()("trawl/CurrentPrincipal") {}

@@ -1,7 +1,4 @@
-import { createHmac, createSecretKey, type KeyObject, randomBytes, scrypt, timingSafeEqual } from "node:crypto"
-import { promisify } from "node:util"
-
-const scryptAsync = promisify(scrypt) as (pw: string, salt: Buffer, len: number, opts: object) => Promise<Buffer>
+import { createHmac, createSecretKey, type KeyObject, randomBytes, timingSafeEqual } from "node:crypto"
 
 /** API keys look like `trawl_<43 base64url chars>` (256 random bits). */
 export const apiKeyPattern = /^([a-z][a-z0-9]{1,15})_([A-Za-z0-9_-]{43})$/
@@ -33,23 +30,15 @@ export const constantTimeEqual = (a: string, b: string): boolean => {
   return timingSafeEqual(ab, bb)
 }
 
-const SCRYPT = { N: 16384, r: 8, p: 1, maxmem: 64 * 1024 * 1024 }
+/**
+ * A 256-bit random secret handed to a client once (session token, mailed token): only its keyed
+ * hash is stored, so a leaked table opens no session and redeems no link.
+ */
+export const generateToken = () => randomBytes(32).toString("base64url")
 
-export const hashPassword = async (password: string): Promise<string> => {
-  const salt = randomBytes(16)
-  const hash = await scryptAsync(password, salt, 32, SCRYPT)
-  return `scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$${salt.toString("base64url")}$${hash.toString("base64url")}`
-}
-
-export const verifyPassword = async (password: string, stored: string): Promise<boolean> => {
-  const [kind, n, r, p, salt, hash] = stored.split("$")
-  if (kind !== "scrypt" || !salt || !hash) return false
-  const expected = Buffer.from(hash, "base64url")
-  const got = await scryptAsync(password, Buffer.from(salt, "base64url"), expected.length, {
-    N: Number(n),
-    r: Number(r),
-    p: Number(p),
-    maxmem: SCRYPT.maxmem
-  })
-  return timingSafeEqual(got, expected)
+/** Keyed hash of a token; `purpose` keeps a token of one kind from being taken for another. */
+export const hashToken = (secretKey: Buffer, purpose: string, raw: string) => {
+  let key = keyObjects.get(secretKey)
+  if (!key) keyObjects.set(secretKey, key = createSecretKey(secretKey))
+  return createHmac("sha256", key).update(`${purpose}:`).update(raw).digest("base64url")
 }

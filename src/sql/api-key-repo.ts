@@ -95,8 +95,9 @@ export const ApiKeyRepoLive = Layer.effect(
           Effect.orDie,
           Effect.map(([row]) =>
             row && {
-              apiKeyId: row.id,
-              keyHash,
+              kind: "api-key" as const,
+              credentialId: row.id,
+              actorId: row.identity_id,
               tenantId: row.tenant_id,
               identityId: row.identity_id,
               roleId: row.role_id,

@@ -38,7 +38,14 @@ export const AuditLogLive = Layer.effect(
       )
     return AuditLog.of({
       write,
-      record: (actor, action, targetId, data) => write({ tenantId: actor.tenantId, actorId: actor.identityId, action, targetId, data })
+      record: (actor, action, targetId, data) => write({
+        tenantId: actor.tenantId,
+        actorId: actor.actorId,
+        onBehalfOf: actor.actorId === actor.identityId ? null : actor.identityId,
+        action,
+        targetId,
+        data
+      })
     })
   })
 )

@@ -30,8 +30,9 @@ const makeRepo = (principal: Principal | undefined) => {
 }
 
 const principal = (over: Partial<Principal> = {}): Principal => ({
-  apiKeyId: "key_1",
-  keyHash,
+  kind: "api-key",
+  credentialId: "key_1",
+  actorId: "idt_1",
   tenantId: "ten_1",
   identityId: "idt_1",
   roleId: "role_1",
@@ -140,7 +141,7 @@ describe("ApiKeyAuthenticator (mocked repository)", () => {
       const auth = yield* ApiKeyAuthenticator
       expect(yield* auth.authenticate("not-a-key")).toBeUndefined()
       expect(repo.calls.lookups).toBe(0)
-      expect((yield* auth.authenticate(raw))?.apiKeyId).toBe("key_1")
+      expect((yield* auth.authenticate(raw))?.credentialId).toBe("key_1")
       // The key expires while its lookup is still cached (real time: the expiry is a wall-clock instant).
       yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 150)))
       expect(yield* auth.authenticate(raw)).toBeUndefined()

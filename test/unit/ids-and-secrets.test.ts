@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest"
 import { idPattern, newId, seededId } from "../../src/ids.ts"
 import { seededWebhookSecret } from "../../src/webhooks/signing.ts"
-import { apiKeyPattern, constantTimeEqual, generateApiKey, hashApiKey, hashPassword, verifyPassword } from "../../src/iam/secrets.ts"
+import { Effect } from "effect"
+import { hashPassword, passwordProblem, verifyPassword } from "../../src/iam/passwords.ts"
+import { apiKeyPattern, constantTimeEqual, generateApiKey, generateToken, hashApiKey, hashToken } from "../../src/iam/secrets.ts"
 
 describe("ids", () => {
   it("are prefixed, opaque and strictly increasing within a process", () => {
@@ -85,10 +87,33 @@ describe("API key secrets", () => {
     expect(constantTimeEqual("abc", "abcd")).toBe(false)
   })
 
-  it("hash passwords with scrypt and verify them", async () => {
-    const stored = await hashPassword("correct horse")
-    expect(stored.startsWith("scrypt$")).toBe(true)
-    expect(await verifyPassword("correct horse", stored)).toBe(true)
-    expect(await verifyPassword("wrong horse", stored)).toBe(false)
+  it("hash passwords with Argon2id and verify them, and still read scrypt hashes written before", async () => {
+    const stored = await Effect.runPromise(hashPassword("correct horse battery"))
+    expect(stored.startsWith("$argon2id$v=19$m=19456,t=2,p=1$")).toBe(true)
+    expect(await Effect.runPromise(verifyPassword("correct horse battery", stored))).toBe(true)
+    expect(await Effect.runPromise(verifyPassword("wrong horse battery", stored))).toBe(false)
+    expect(await Effect.runPromise(verifyPassword("anything at all", null))).toBe(false)
+    // scrypt$N$r$p$salt$hash of "correct horse", as the previous hashing wrote it.
+    const legacy = "scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$" +
+      (await import("node:crypto")).scryptSync("correct horse", Buffer.alloc(16), 32, { N: 16384, r: 8, p: 1 }).toString("base64url")
+    expect(await Effect.runPromise(verifyPassword("correct horse", legacy))).toBe(true)
+    expect(await Effect.runPromise(verifyPassword("correct horsf", legacy))).toBe(false)
+  })
+
+  it("refuse passwords that are short, too long or the e-mail itself, counting characters", () => {
+    expect(passwordProblem("elevenchars", undefined)).toMatch(/at least 12/)
+    expect(passwordProblem("twelve chars", undefined)).toBeUndefined()
+    expect(passwordProblem("😀".repeat(12), undefined)).toBeUndefined()
+    expect(passwordProblem("x".repeat(1025), undefined)).toMatch(/at most 1024/)
+    expect(passwordProblem("Owner@Acme.example", "owner@acme.example")).toMatch(/e-mail/)
+  })
+
+  it("make 256-bit tokens whose keyed hash depends on the purpose", () => {
+    const key = Buffer.alloc(32, 7)
+    const raw = generateToken()
+    expect(Buffer.from(raw, "base64url").length).toBe(32)
+    expect(hashToken(key, "session", raw)).toBe(hashToken(key, "session", raw))
+    expect(hashToken(key, "session", raw)).not.toBe(hashToken(key, "magic_link", raw))
+    expect(hashToken(key, "session", raw)).not.toBe(hashToken(Buffer.alloc(32, 8), "session", raw))
   })
 })

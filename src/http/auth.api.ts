@@ -1,0 +1,79 @@
+import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import {
+  ChangePasswordBody,
+  CsrfToken,
+  LoggedOut,
+  LoginBody,
+  OpenedSession,
+  PasswordChanged,
+  Profile,
+  ProofBody,
+  RecoveryCodesRegenerated,
+  SetupPasswordBody,
+  TotpDisabled,
+  TotpEnabled,
+  TotpEnabling,
+  TotpVerifyBody
+} from "../schema/auth.ts"
+import { Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+
+/**
+ * Identity sessions and their second factor (docs/identity.md). Logging in needs no credential;
+ * everything else acts on the caller's own identity, so any valid session or key may call it.
+ */
+export class AuthGroup extends HttpApiGroup.make("auth")
+  .add(
+    HttpApiEndpoint.post("login", "/login", {
+      payload: LoginBody,
+      success: Success(OpenedSession),
+      error: errors(400, 401, 429)
+    }).middleware(Anonymous),
+    HttpApiEndpoint.get("csrf", "/csrf", {
+      success: Success(CsrfToken),
+      error: errors(400)
+    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    HttpApiEndpoint.post("refresh", "/refresh", {
+      success: Success(OpenedSession),
+      error: errors(400)
+    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    HttpApiEndpoint.post("logout", "/logout", {
+      success: Success(LoggedOut)
+    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    HttpApiEndpoint.get("me", "/me", {
+      success: Success(Profile),
+      error: errors(404)
+    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    HttpApiEndpoint.post("changePassword", "/password/change", {
+      payload: ChangePasswordBody,
+      success: Success(PasswordChanged),
+      error: errors(400, 403, 429)
+    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    HttpApiEndpoint.post("setupPassword", "/password/setup", {
+      payload: SetupPasswordBody,
+      success: Success(PasswordChanged),
+      error: errors(400, 409)
+    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    HttpApiEndpoint.post("enableTotp", "/totp/enable", {
+      success: Success(TotpEnabling),
+      error: errors(403, 409)
+    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    HttpApiEndpoint.post("verifyTotp", "/totp/verify", {
+      payload: TotpVerifyBody,
+      success: Success(TotpEnabled),
+      error: errors(400, 403, 409, 429)
+    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    HttpApiEndpoint.post("disableTotp", "/totp/disable", {
+      payload: ProofBody,
+      success: Success(TotpDisabled),
+      error: errors(400, 403, 409, 429)
+    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    HttpApiEndpoint.post("regenerateRecoveryCodes", "/totp/recovery-codes/regenerate", {
+      payload: ProofBody,
+      success: Success(RecoveryCodesRegenerated),
+      error: errors(400, 403, 409, 429)
+    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth)
+  )
+  .prefix("/v1/iam/auth")
+{}

@@ -1,0 +1,96 @@
+import { Effect } from "effect"
+import { HttpServerRequest } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { Config } from "../config.ts"
+import { AuthService } from "../iam/auth-service.ts"
+import { CurrentPrincipal } from "../iam/principal.ts"
+import { type OpenedSession, SessionService } from "../iam/session-service.ts"
+import { IdentityService } from "../iam/identity-service.ts"
+import { fail, ResponseHeaders } from "../schema/errors.ts"
+import { Api } from "./api.ts"
+import { clientContext } from "./client-context.ts"
+import { SESSION_COOKIE } from "./security.ts"
+
+/** The session token the caller authenticated with (bearer first, then the cookie). */
+const presentedSessionToken = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+  const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(request.headers.authorization ?? "")?.[1]
+  return bearer ?? request.cookies[SESSION_COOKIE] ?? ""
+})
+
+export const AuthHandlers = HttpApiBuilder.group(
+  Api,
+  "auth",
+  Effect.fn(function*(handlers) {
+    const auth = yield* AuthService
+    const sessions = yield* SessionService
+    const identities = yield* IdentityService
+    const { publicBaseUrl } = yield* Config
+    const secure = publicBaseUrl.startsWith("https:") ? "; Secure" : ""
+
+    /** Sets (or, with no session, clears) the browser's session cookie on the response. */
+    const setCookie = (session: OpenedSession | undefined) =>
+      Effect.map(ResponseHeaders, (bag) => {
+        if (!bag) return
+        bag["set-cookie"] = session
+          ? `${SESSION_COOKIE}=${session.sessionId}; Path=/; HttpOnly; SameSite=Lax; Expires=${new Date(session.expiresAt).toUTCString()}${secure}`
+          : `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0${secure}`
+      })
+    const answer = ({ id: _id, ...session }: OpenedSession) => Effect.as(setCookie({ id: _id, ...session }), session)
+
+    return handlers
+      .handle("login", ({ payload }) =>
+        Effect.gen(function*() {
+          const session = yield* auth.login(payload, yield* clientContext)
+          return yield* answer(session)
+        }))
+      .handle("csrf", () =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          if (me.kind !== "session") return yield* fail(400, "session_required", "a CSRF token belongs to an identity session; this request used an API key")
+          return { csrfToken: sessions.csrfToken(me.credentialId) }
+        }))
+      .handle("refresh", () =>
+        Effect.gen(function*() {
+          const me = yield* CurrentPrincipal
+          const client = yield* clientContext
+          const session = yield* sessions.refresh(me, yield* presentedSessionToken, client, yield* auth.requiresPasswordSetup(me.identityId))
+          return yield* answer(session)
+        }))
+      .handle("logout", () =>
+        Effect.gen(function*() {
+          yield* sessions.logout(yield* CurrentPrincipal, yield* clientContext)
+          yield* setCookie(undefined)
+          return { loggedOut: true }
+        }))
+      .handle("me", () => Effect.flatMap(CurrentPrincipal, identities.profile))
+      .handle("changePassword", ({ payload }) =>
+        Effect.gen(function*() {
+          yield* auth.changePassword(yield* CurrentPrincipal, payload.currentPassword, payload.newPassword, yield* clientContext)
+          return { changed: true, changedAt: new Date().toISOString() }
+        }))
+      .handle("setupPassword", ({ payload }) =>
+        Effect.gen(function*() {
+          yield* auth.setupPassword(yield* CurrentPrincipal, payload.password, yield* clientContext)
+          return { changed: true, changedAt: new Date().toISOString() }
+        }))
+      .handle("enableTotp", () =>
+        Effect.gen(function*() {
+          return yield* auth.enableTotp(yield* CurrentPrincipal, yield* clientContext)
+        }))
+      .handle("verifyTotp", ({ payload }) =>
+        Effect.gen(function*() {
+          const { totpEnabledAt } = yield* auth.verifyTotp(yield* CurrentPrincipal, payload.code, yield* clientContext)
+          return { enabled: true, totpEnabledAt }
+        }))
+      .handle("disableTotp", ({ payload }) =>
+        Effect.gen(function*() {
+          yield* auth.disableTotp(yield* CurrentPrincipal, payload, yield* clientContext)
+          return { disabled: true, disabledAt: new Date().toISOString() }
+        }))
+      .handle("regenerateRecoveryCodes", ({ payload }) =>
+        Effect.gen(function*() {
+          const recoveryCodes = yield* auth.regenerateRecoveryCodes(yield* CurrentPrincipal, payload, yield* clientContext)
+          return { regenerated: true, regeneratedAt: new Date().toISOString(), recoveryCodes }
+        }))
+  })
+)

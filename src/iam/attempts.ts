@@ -1,0 +1,67 @@
+import { Context, Effect, Layer } from "effect"
+import { Kv } from "../kv/kv.ts"
+import { type ApiError, fail } from "../schema/errors.ts"
+
+/**
+ * Limits on guessing (docs/identity.md, "Guessing"). An account's tries (logins, TOTP and
+ * recovery codes, re-authentications) are counted before the secret is read, so that parallel
+ * guesses count too; a success clears the count. A client address's failures are counted after
+ * the fact. Past its allowance in 15 minutes a subject is locked, each time twice as long as the
+ * time before (30 s, 1 min, 2 min ... up to 15 min), and a locked subject's tries are refused
+ * unread with 429 too_many_attempts and Retry-After.
+ */
+export const ATTEMPT_WINDOW_MS = 15 * 60_000
+const FIRST_LOCK_MS = 30_000
+const MAX_LOCK_MS = 15 * 60_000
+/** Tries of one account, failures from one address (which may stand for many people behind a proxy). */
+export const ACCOUNT_ALLOWANCE = 5
+export const ADDRESS_ALLOWANCE = 30
+
+export interface AttemptsShape {
+  /** Counts a try of `account` from `address`; fails while either is locked or when this try goes past the allowance. */
+  readonly begin: (account: string, address: string | null) => Effect.Effect<void, ApiError>
+  /** Counts a failure against the address. */
+  readonly failed: (address: string | null) => Effect.Effect<void>
+  /** Clears the account's count and lock. */
+  readonly succeeded: (account: string) => Effect.Effect<void>
+}
+
+export class Attempts extends Context.Service<Attempts, AttemptsShape>()("trawl/Attempts") {}
+
+const key = (kind: "account" | "address", id: string, part: "n" | "lock") => `auth:${part}:${kind}:${id.toLowerCase()}`
+
+const tooMany = (waitMs: number) => {
+  const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
+  return fail(429, "too_many_attempts", `too many failed attempts; try again in ${retryAfter} s`, { retryAfter })
+}
+
+export const AttemptsLive = Layer.effect(
+  Attempts,
+  Effect.gen(function*() {
+    const kv = yield* Kv
+    const lockedFor = (lockKey: string) => Effect.map(kv.get(lockKey), (until) => Number(until ?? 0) - Date.now())
+    /** Counts one more against the subject; locks it when past its allowance. The lock's length, or 0. */
+    const count = (kind: "account" | "address", id: string, allowance: number) =>
+      Effect.gen(function*() {
+        const over = (yield* kv.incr(key(kind, id, "n"), ATTEMPT_WINDOW_MS)) - allowance
+        if (over <= 0) return 0
+        const lockMs = Math.min(FIRST_LOCK_MS * 2 ** (over - 1), MAX_LOCK_MS)
+        yield* kv.set(key(kind, id, "lock"), String(Date.now() + lockMs), lockMs)
+        return lockMs
+      })
+    return Attempts.of({
+      begin: (account, address) =>
+        Effect.gen(function*() {
+          const wait = Math.max(
+            yield* lockedFor(key("account", account, "lock")),
+            address ? yield* lockedFor(key("address", address, "lock")) : 0
+          )
+          if (wait > 0) return yield* tooMany(wait)
+          const lockMs = yield* count("account", account, ACCOUNT_ALLOWANCE)
+          if (lockMs > 0) return yield* tooMany(lockMs)
+        }),
+      failed: (address) => (address ? Effect.asVoid(count("address", address, ADDRESS_ALLOWANCE)) : Effect.void),
+      succeeded: (account) => Effect.andThen(kv.del(key("account", account, "n")), kv.del(key("account", account, "lock")))
+    })
+  })
+)

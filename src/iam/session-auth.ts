@@ -1,0 +1,138 @@
+import { Context, Effect, Layer, Schedule } from "effect"
+import { Config } from "../config.ts"
+import { Kv } from "../kv/kv.ts"
+import { SessionRepo } from "../sql/session-repo.ts"
+import type { Principal } from "./principal.ts"
+import { hashToken } from "./secrets.ts"
+
+/** Requests a session may make per minute: sessions are for people at a screen, not for bulk work. */
+export const SESSION_RATE_LIMIT_PER_MINUTE = 600
+
+/**
+ * How long a node believes a session lookup. Revocation and role changes are broadcast, so the
+ * cache matters only when a notice is lost (Redis down): then a node is at most this much behind.
+ */
+const CACHE_TTL_MS = 10_000
+const MAX_ENTRIES = 50_000
+const TOUCH_EVERY = "15 seconds"
+export const SESSION_INVALIDATE_CHANNEL = "trawl:session-invalidate"
+
+/** Session tokens are 43 base64url characters (256 bits). */
+const tokenPattern = /^[A-Za-z0-9_-]{43}$/
+
+export interface SessionAuthenticatorShape {
+  /** The principal of a live session token, or undefined for a malformed, unknown, revoked, idle or expired one. */
+  readonly authenticate: (token: string) => Effect.Effect<Principal | undefined>
+  readonly hash: (token: string) => string
+  /** Drops sessions from the cache of every node: by token hash, or all of one identity. */
+  readonly invalidate: (target: { tokenHashes: ReadonlyArray<string> } | { identityId: string }) => Effect.Effect<void>
+}
+
+export class SessionAuthenticator extends Context.Service<SessionAuthenticator, SessionAuthenticatorShape>()(
+  "trawl/SessionAuthenticator"
+) {}
+
+interface Cached {
+  readonly principal: Principal
+  /** When the session was last seen by any node, as far as this node knows. */
+  lastSeen: number
+  readonly until: number
+}
+
+/**
+ * Session lookups are cached per node for a few seconds; revocation publishes the token hash (or
+ * the identity) and every node drops it at once, so a revoked session stops working everywhere
+ * within the time of a Redis publish. Idle time is measured from the last request any node saw
+ * (written in batches every 15 s).
+ */
+export const SessionAuthenticatorLive = Layer.effect(
+  SessionAuthenticator,
+  Effect.gen(function*() {
+    const { secretKey, sessionIdleSeconds } = yield* Config
+    const repo = yield* SessionRepo
+    const kv = yield* Kv
+    const idleMs = sessionIdleSeconds * 1000
+    const cache = new Map<string, Cached>()
+    let forgets = 0
+    const forget = (message: string) => {
+      forgets++
+      if (message.startsWith("t:")) cache.delete(message.slice(2))
+      else if (message.startsWith("i:")) {
+        const identityId = message.slice(2)
+        for (const [hash, entry] of cache) if (entry.principal.identityId === identityId) cache.delete(hash)
+      }
+    }
+    yield* kv.subscribe(SESSION_INVALIDATE_CHANNEL, forget)
+
+    const lastSeen = new Map<string, Date>()
+    const flush = Effect.suspend(() => {
+      if (lastSeen.size === 0) return Effect.void
+      const batch = new Map(lastSeen)
+      lastSeen.clear()
+      return repo.touch(batch)
+    })
+    yield* flush.pipe(Effect.repeat(Schedule.spaced(TOUCH_EVERY)), Effect.forkScoped)
+    yield* Effect.addFinalizer(() => flush)
+
+    const hash = (token: string) => hashToken(secretKey, "session", token)
+
+    const lookup = (tokenHash: string) =>
+      Effect.suspend(() => {
+        const cached = cache.get(tokenHash)
+        if (cached && cached.until > Date.now()) return Effect.succeed(cached)
+        const forgetsBefore = forgets
+        return repo.authByHash(tokenHash).pipe(Effect.map((row) => {
+          if (!row) return undefined
+          const entry: Cached = {
+            principal: {
+              kind: "session",
+              credentialId: row.id,
+              tenantId: row.tenant_id,
+              identityId: row.identity_id,
+              actorId: row.identity_id,
+              roleId: row.role_id,
+              permissions: row.permissions,
+              isInternalTenant: row.is_internal,
+              rateLimitPerMinute: SESSION_RATE_LIMIT_PER_MINUTE,
+              expiresAt: new Date(row.expires_at).getTime()
+            },
+            lastSeen: new Date(row.last_seen_at).getTime(),
+            until: Date.now() + CACHE_TTL_MS
+          }
+          // A lookup that raced an invalidation may have read the row from before it: use it once, keep nothing.
+          if (forgets === forgetsBefore) {
+            if (cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value!)
+            cache.set(tokenHash, entry)
+          }
+          return entry
+        }))
+      })
+
+    return SessionAuthenticator.of({
+      hash,
+      authenticate: (token) => {
+        if (!tokenPattern.test(token)) return Effect.succeed(undefined)
+        const tokenHash = hash(token)
+        return Effect.map(lookup(tokenHash), (entry) => {
+          if (!entry) return undefined
+          const now = Date.now()
+          if (entry.principal.expiresAt! <= now || entry.lastSeen + idleMs <= now) {
+            cache.delete(tokenHash)
+            return undefined
+          }
+          entry.lastSeen = now
+          lastSeen.set(entry.principal.credentialId, new Date(now))
+          return entry.principal
+        })
+      },
+      invalidate: (target) => {
+        const messages = "identityId" in target ? [`i:${target.identityId}`] : target.tokenHashes.map((h) => `t:${h}`)
+        return Effect.forEach(messages, (message) =>
+          Effect.sync(() => forget(message)).pipe(
+            Effect.andThen(kv.publish(SESSION_INVALIDATE_CHANNEL, message)),
+            Effect.ignoreCause({ log: "Warn", message: "session invalidation not published" })
+          ), { discard: true })
+      }
+    })
+  })
+)

@@ -1,0 +1,150 @@
+import { createHmac } from "node:crypto"
+import { Context, Effect, Layer } from "effect"
+import { Config } from "../config.ts"
+import { newId } from "../ids.ts"
+import { iso } from "../schema/common.ts"
+import { type ApiError, fail, notFound } from "../schema/errors.ts"
+import { AuditLog } from "../sql/audit-log.ts"
+import { type SessionRow, SessionRepo } from "../sql/session-repo.ts"
+import type { Principal } from "./principal.ts"
+import { generateToken } from "./secrets.ts"
+import { SessionAuthenticator } from "./session-auth.ts"
+
+/** Where a request came from, for the session list and the audit log. */
+export interface ClientContext {
+  readonly ip: string | null
+  readonly userAgent: string | null
+}
+
+/** What a client gets when a session opens: the token (sent as `sessionId`) is shown once. */
+export interface OpenedSession {
+  readonly sessionId: string
+  readonly expiresAt: string
+  readonly csrfToken: string
+  readonly requiresPasswordSetup: boolean
+  /** The session's public id (listed by GET /v1/iam/users/me/sessions). */
+  readonly id: string
+}
+
+export interface SessionView {
+  readonly id: string
+  readonly createdAt: string
+  readonly lastSeenAt: string
+  readonly expiresAt: string
+  readonly ip: string | null
+  readonly userAgent: string | null
+  readonly current: boolean
+}
+
+export interface SessionServiceShape {
+  readonly open: (
+    identity: { id: string; tenant_id: string },
+    client: ClientContext,
+    requiresPasswordSetup: boolean
+  ) => Effect.Effect<OpenedSession>
+  /** The CSRF token of a session, by its public id: a keyed hash, so nothing is stored for it. */
+  readonly csrfToken: (sessionPublicId: string) => string
+  /** Replaces the caller's session by a new one (same absolute expiry); the old token stops working. */
+  readonly refresh: (me: Principal, token: string, client: ClientContext, requiresPasswordSetup: boolean) => Effect.Effect<OpenedSession, ApiError>
+  readonly logout: (me: Principal, client: ClientContext) => Effect.Effect<void>
+  readonly list: (me: Principal, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<SessionView>; total: number }>
+  readonly revoke: (me: Principal, sessionId: string, client: ClientContext) => Effect.Effect<{ revoked: true; revokedAt: string; id: string }, ApiError>
+  /** Revokes every session of the caller's identity but the one it calls with; how many. */
+  readonly revokeOthers: (me: Principal, client: ClientContext) => Effect.Effect<number>
+  /** Revokes every session of the identity but `exceptId` (null: all of them); how many. */
+  readonly revokeAll: (identityId: string, exceptId: string | null) => Effect.Effect<number>
+}
+
+export class SessionService extends Context.Service<SessionService, SessionServiceShape>()("trawl/SessionService") {}
+
+export const SessionServiceLive = Layer.effect(
+  SessionService,
+  Effect.gen(function*() {
+    const config = yield* Config
+    const repo = yield* SessionRepo
+    const auth = yield* SessionAuthenticator
+    const audit = yield* AuditLog
+    const csrfToken = (id: string) => createHmac("sha256", config.secretKey).update(`csrf:${id}`).digest("base64url")
+    const opened = (row: SessionRow, token: string, requiresPasswordSetup: boolean): OpenedSession => ({
+      sessionId: token,
+      id: row.id,
+      expiresAt: iso(row.expires_at)!,
+      csrfToken: csrfToken(row.id),
+      requiresPasswordSetup
+    })
+    const sessionOnly = (me: Principal) =>
+      me.kind === "session" ? Effect.void : fail(400, "session_required", "this operation acts on an identity session; it was called with an API key")
+
+    return SessionService.of({
+      csrfToken,
+      open: (identity, client, requiresPasswordSetup) =>
+        Effect.gen(function*() {
+          const token = generateToken()
+          const row = yield* repo.insert({
+            id: newId("ses"),
+            tokenHash: auth.hash(token),
+            tenantId: identity.tenant_id,
+            identityId: identity.id,
+            ip: client.ip,
+            userAgent: client.userAgent,
+            expiresAt: new Date(Date.now() + config.sessionLifetimeSeconds * 1000)
+          })
+          return opened(row, token, requiresPasswordSetup)
+        }),
+      refresh: (me, token, client, requiresPasswordSetup) =>
+        Effect.gen(function*() {
+          yield* sessionOnly(me)
+          const next = generateToken()
+          const oldHash = auth.hash(token)
+          const row = yield* repo.rotate(oldHash, { id: newId("ses"), tokenHash: auth.hash(next), ip: client.ip, userAgent: client.userAgent })
+          if (!row) return yield* fail(401, "unauthorized", "the session is no longer valid")
+          yield* auth.invalidate({ tokenHashes: [oldHash] })
+          yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "session.refresh", targetId: row.id, data: { previous: me.credentialId } })
+          return opened(row, next, requiresPasswordSetup)
+        }),
+      logout: (me, client) =>
+        Effect.gen(function*() {
+          if (me.kind !== "session") return
+          const { tokenHash } = yield* repo.revoke(me.identityId, me.credentialId)
+          if (tokenHash) yield* auth.invalidate({ tokenHashes: [tokenHash] })
+          yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "session.logout", targetId: me.credentialId })
+        }),
+      list: (me, offset, limit) =>
+        repo.listLive(me.identityId, offset, limit).pipe(Effect.map(({ items, total }) => ({
+          total,
+          items: items.map((s) => ({
+            id: s.id,
+            createdAt: iso(s.created_at)!,
+            lastSeenAt: iso(s.last_seen_at)!,
+            expiresAt: iso(s.expires_at)!,
+            ip: s.ip,
+            userAgent: s.user_agent,
+            current: me.kind === "session" && me.credentialId === s.id
+          }))
+        }))),
+      revoke: (me, sessionId, client) =>
+        Effect.gen(function*() {
+          const { found, tokenHash } = yield* repo.revoke(me.identityId, sessionId)
+          if (!found) return yield* notFound("session")
+          if (tokenHash) {
+            yield* auth.invalidate({ tokenHashes: [tokenHash] })
+            yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "session.revoke", targetId: sessionId })
+          }
+          return { revoked: true as const, revokedAt: new Date().toISOString(), id: sessionId }
+        }),
+      revokeOthers: (me, client) =>
+        Effect.gen(function*() {
+          const hashes = yield* repo.revokeAll(me.identityId, me.kind === "session" ? me.credentialId : null)
+          if (hashes.length > 0) yield* auth.invalidate({ tokenHashes: hashes })
+          yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "session.revoke_others", targetId: me.identityId, data: { revoked: hashes.length } })
+          return hashes.length
+        }),
+      revokeAll: (identityId, exceptId) =>
+        Effect.gen(function*() {
+          const hashes = yield* repo.revokeAll(identityId, exceptId)
+          if (hashes.length > 0) yield* auth.invalidate({ tokenHashes: hashes })
+          return hashes.length
+        })
+    })
+  })
+)

@@ -1,0 +1,112 @@
+import { Schema } from "effect"
+import { AbsoluteUrl, DateTime, Email, NullableDateTime, Text } from "./common.ts"
+
+/**
+ * A secret the client sends (password, code, token): bounded in characters, and its failure is a
+ * message of its own, so that an error never sends the secret back.
+ */
+const Secret = (min: number, max: number, what: string) =>
+  Schema.String.check(Schema.makeFilter((s: string) => {
+    const n = [...s].length
+    return (n >= min && n <= max) || `Expected ${what} of ${min} to ${max} characters`
+  })).annotate({ minLength: min, maxLength: max, format: "password" })
+
+/** The current password, as the description bounds it: 1 to 1024 characters. */
+export const CurrentPassword = Secret(1, 1024, "a password")
+/** A new password: 12 to 1024 characters, not the e-mail address (docs/identity.md, "Passwords"). */
+export const NewPassword = Secret(12, 1024, "a password")
+export const TotpCode = Schema.String.check(
+  Schema.makeFilter((s: string) => /^\d{6}$/.test(s) || "Expected a code of six digits")
+).annotate({ pattern: "^\\d{6}$" })
+export const RecoveryCode = Secret(8, 64, "a recovery code")
+/** A mailed token: what the link carries, 43 base64url characters. */
+export const MailedToken = Schema.String.check(
+  Schema.makeFilter((s: string) => /^[A-Za-z0-9_-]{43}$/.test(s) || "Expected a token of 43 base64url characters")
+).annotate({ pattern: "^[A-Za-z0-9_-]{43}$" })
+
+export const LoginBody = Schema.Struct({
+  email: Email,
+  password: CurrentPassword,
+  totpCode: Schema.optional(TotpCode),
+  recoveryCode: Schema.optional(RecoveryCode)
+})
+
+export const OpenedSession = Schema.Struct({
+  sessionId: Schema.String.annotate({ description: "The session token: send it as Authorization: Bearer <sessionId>. Shown once." }),
+  expiresAt: DateTime,
+  csrfToken: Schema.String.annotate({ description: "Send as x-csrf-token with the trawl_session cookie on unsafe methods" }),
+  requiresPasswordSetup: Schema.Boolean
+}).annotate({ identifier: "OpenedSession" })
+
+export const CsrfToken = Schema.Struct({ csrfToken: Schema.String })
+export const LoggedOut = Schema.Struct({ loggedOut: Schema.Boolean })
+
+export const ChangePasswordBody = Schema.Struct({ currentPassword: CurrentPassword, newPassword: NewPassword })
+export const SetupPasswordBody = Schema.Struct({ password: NewPassword })
+export const PasswordChanged = Schema.Struct({ changed: Schema.Boolean, changedAt: DateTime })
+
+/** A proof of presence for a sensitive change: any one of them (docs/identity.md, "Re-authentication"). */
+export const ProofBody = Schema.Struct({
+  currentPassword: Schema.optional(CurrentPassword),
+  totpCode: Schema.optional(TotpCode),
+  recoveryCode: Schema.optional(RecoveryCode)
+})
+
+export const TotpEnabling = Schema.Struct({
+  otpauthUrl: Schema.String,
+  secret: Schema.String,
+  recoveryCodes: Schema.Array(Schema.String)
+}).annotate({ identifier: "TotpEnabling" })
+export const TotpVerifyBody = Schema.Struct({ code: TotpCode })
+export const TotpEnabled = Schema.Struct({ enabled: Schema.Boolean, totpEnabledAt: DateTime })
+export const TotpDisabled = Schema.Struct({ disabled: Schema.Boolean, disabledAt: DateTime })
+export const RecoveryCodesRegenerated = Schema.Struct({
+  regenerated: Schema.Boolean,
+  regeneratedAt: DateTime,
+  recoveryCodes: Schema.Array(Schema.String)
+})
+
+export const ProfileEmail = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  isPrimary: Schema.Boolean,
+  verifiedAt: NullableDateTime
+})
+
+export const Profile = Schema.Struct({
+  identityId: Schema.String,
+  tenantId: Schema.String,
+  type: Schema.Literals(["user", "organization"]),
+  displayName: Schema.String,
+  firstName: Schema.NullOr(Schema.String),
+  lastName: Schema.NullOr(Schema.String),
+  avatarUrl: Schema.NullOr(Schema.String),
+  status: Schema.String,
+  passwordChangedAt: NullableDateTime,
+  totpEnabledAt: NullableDateTime,
+  defaultRoleId: Schema.NullOr(Schema.String),
+  emails: Schema.Array(ProfileEmail),
+  permissions: Schema.Array(Schema.String),
+  isInternalAdmin: Schema.Boolean,
+  requiresPasswordSetup: Schema.Boolean
+}).annotate({ identifier: "Profile" })
+export type Profile = typeof Profile.Type
+
+export const UpdateProfileBody = Schema.Struct({
+  firstName: Schema.optional(Schema.NullOr(Text(1, 80))),
+  lastName: Schema.optional(Schema.NullOr(Text(1, 80))),
+  avatarUrl: Schema.optional(Schema.NullOr(AbsoluteUrl))
+})
+
+export const SessionItem = Schema.Struct({
+  id: Schema.String,
+  createdAt: DateTime,
+  lastSeenAt: DateTime,
+  expiresAt: DateTime,
+  ip: Schema.NullOr(Schema.String),
+  userAgent: Schema.NullOr(Schema.String),
+  current: Schema.Boolean
+}).annotate({ identifier: "Session" })
+
+export const RevokedSession = Schema.Struct({ revoked: Schema.Boolean, revokedAt: DateTime, id: Schema.String })
+export const RevokedSessions = Schema.Struct({ revoked: Schema.Int, revokedAt: DateTime })

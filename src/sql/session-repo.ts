@@ -1,0 +1,136 @@
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+
+export interface SessionRow {
+  readonly id: string
+  readonly tenant_id: string
+  readonly identity_id: string
+  readonly ip: string | null
+  readonly user_agent: string | null
+  readonly created_at: Date
+  readonly last_seen_at: Date
+  readonly expires_at: Date
+}
+
+/** What authenticating a session needs: the session, its identity's role and tenant. */
+export interface SessionAuthRow {
+  readonly id: string
+  readonly tenant_id: string
+  readonly identity_id: string
+  readonly role_id: string
+  readonly permissions: ReadonlyArray<string>
+  readonly is_internal: boolean
+  readonly last_seen_at: Date
+  readonly expires_at: Date
+}
+
+export interface NewSession {
+  readonly id: string
+  readonly tokenHash: string
+  readonly tenantId: string
+  readonly identityId: string
+  readonly ip: string | null
+  readonly userAgent: string | null
+  readonly expiresAt: Date
+}
+
+export interface SessionRepoShape {
+  readonly insert: (session: NewSession) => Effect.Effect<SessionRow>
+  /** A live (not revoked) session of an active identity and tenant, by its token's hash; times are checked by the caller. */
+  readonly authByHash: (tokenHash: string) => Effect.Effect<SessionAuthRow | undefined>
+  /** The identity's sessions that are neither revoked nor past their absolute lifetime, newest first. */
+  readonly listLive: (identityId: string, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<SessionRow>; total: number }>
+  /** Revokes one session of the identity; the token hash of a session this call revoked, else undefined. */
+  readonly revoke: (identityId: string, sessionId: string) => Effect.Effect<{ found: boolean; tokenHash: string | undefined }>
+  /** Revokes every live session of the identity but `exceptId`; their token hashes. */
+  readonly revokeAll: (identityId: string, exceptId: string | null) => Effect.Effect<ReadonlyArray<string>>
+  /**
+   * Replaces a session by a new one with the same identity and absolute expiry (refresh): the
+   * old one is revoked in the same transaction; undefined when the old one was no longer live.
+   */
+  readonly rotate: (oldTokenHash: string, next: { id: string; tokenHash: string; ip: string | null; userAgent: string | null }) => Effect.Effect<SessionRow | undefined>
+  /** Records when sessions were last seen (batched by the authenticator). */
+  readonly touch: (lastSeen: ReadonlyMap<string, Date>) => Effect.Effect<void>
+}
+
+export class SessionRepo extends Context.Service<SessionRepo, SessionRepoShape>()("trawl/SessionRepo") {}
+
+const columns = "id, tenant_id, identity_id, ip, user_agent, created_at, last_seen_at, expires_at"
+
+export const SessionRepoLive = Layer.effect(
+  SessionRepo,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const cols = sql.literal(columns)
+    const insertIn = (s: NewSession) =>
+      sql<SessionRow>`
+        INSERT INTO sessions (id, token_hash, tenant_id, identity_id, ip, user_agent, expires_at)
+        VALUES (${s.id}, ${s.tokenHash}, ${s.tenantId}, ${s.identityId}, ${s.ip}, ${s.userAgent}, ${s.expiresAt})
+        RETURNING ${cols}`.pipe(Effect.map((rows) => rows[0]!))
+    return SessionRepo.of({
+      insert: (s) => insertIn(s).pipe(Effect.orDie),
+      authByHash: (tokenHash) =>
+        sql<SessionAuthRow>`
+          SELECT s.id, s.tenant_id, s.identity_id, i.default_role_id AS role_id, r.permissions, t.is_internal,
+                 s.last_seen_at, s.expires_at
+          FROM sessions s
+          JOIN identities i ON i.id = s.identity_id
+          JOIN roles r ON r.id = i.default_role_id
+          JOIN tenants t ON t.id = s.tenant_id
+          WHERE s.token_hash = ${tokenHash} AND s.revoked_at IS NULL AND i.status = 'active' AND t.status = 'active'`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => rows[0])
+        ),
+      listLive: (identityId, offset, limit) =>
+        Effect.all([
+          sql<SessionRow>`
+            SELECT ${cols} FROM sessions
+            WHERE identity_id = ${identityId} AND revoked_at IS NULL AND expires_at > now()
+            ORDER BY created_at DESC, id DESC OFFSET ${offset} LIMIT ${limit}`,
+          sql<{ n: string }>`
+            SELECT count(*) AS n FROM sessions WHERE identity_id = ${identityId} AND revoked_at IS NULL AND expires_at > now()`
+        ]).pipe(Effect.orDie, Effect.map(([items, [count]]) => ({ items, total: Number(count!.n) }))),
+      revoke: (identityId, sessionId) =>
+        Effect.gen(function*() {
+          const revoked = yield* sql<{ token_hash: string }>`
+            UPDATE sessions SET revoked_at = now()
+            WHERE id = ${sessionId} AND identity_id = ${identityId} AND revoked_at IS NULL
+            RETURNING token_hash`
+          if (revoked[0]) return { found: true, tokenHash: revoked[0].token_hash }
+          const exists = yield* sql`SELECT 1 FROM sessions WHERE id = ${sessionId} AND identity_id = ${identityId}`
+          return { found: exists.length > 0, tokenHash: undefined }
+        }).pipe(Effect.orDie),
+      revokeAll: (identityId, exceptId) =>
+        sql<{ token_hash: string }>`
+          UPDATE sessions SET revoked_at = now()
+          WHERE identity_id = ${identityId} AND revoked_at IS NULL AND id IS DISTINCT FROM ${exceptId}
+          RETURNING token_hash`.pipe(Effect.orDie, Effect.map((rows) => rows.map((r) => r.token_hash))),
+      rotate: (oldTokenHash, next) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const [old] = yield* sql<{ tenant_id: string; identity_id: string; expires_at: Date }>`
+            UPDATE sessions SET revoked_at = now()
+            WHERE token_hash = ${oldTokenHash} AND revoked_at IS NULL AND expires_at > now()
+            RETURNING tenant_id, identity_id, expires_at`
+          if (!old) return undefined
+          return yield* insertIn({
+            id: next.id,
+            tokenHash: next.tokenHash,
+            tenantId: old.tenant_id,
+            identityId: old.identity_id,
+            ip: next.ip,
+            userAgent: next.userAgent,
+            expiresAt: old.expires_at
+          })
+        })).pipe(Effect.orDie),
+      touch: (lastSeen) => {
+        if (lastSeen.size === 0) return Effect.void
+        const rows = JSON.stringify([...lastSeen].map(([id, at]) => ({ id, at: at.toISOString() })))
+        // GREATEST: another node may have written a later time meanwhile.
+        return sql`
+          UPDATE sessions s SET last_seen_at = GREATEST(s.last_seen_at, v.at)
+          FROM (SELECT * FROM jsonb_to_recordset(${rows}::jsonb) AS x(id text, at timestamptz)) AS v
+          WHERE s.id = v.id`.pipe(Effect.asVoid, Effect.catchCause((cause) => Effect.logWarning("session last-seen times not written", cause)))
+      }
+    })
+  })
+)
