@@ -41,6 +41,7 @@ import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
 import { AttemptsLive } from "./iam/attempts.ts"
 import { AuthServiceLive } from "./iam/auth-service.ts"
 import { IdentityServiceLive } from "./iam/identity-service.ts"
+import { MailedTokensLive } from "./iam/mailed-tokens.ts"
 import { SessionAuthenticatorLive } from "./iam/session-auth.ts"
 import { SessionServiceLive } from "./iam/session-service.ts"
 import { KvLive } from "./kv/kv.ts"
@@ -48,6 +49,7 @@ import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { AuditLogLive } from "./sql/audit-log.ts"
 import { DatabaseLive } from "./sql/database.ts"
 import { IdentityRepoLive } from "./sql/identity-repo.ts"
+import { AuthTokenRepoLive } from "./sql/auth-token-repo.ts"
 import { SessionRepoLive } from "./sql/session-repo.ts"
 import { ExtractionRepoLive } from "./sql/extraction-repo.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
@@ -72,9 +74,9 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" }
 export const makeServerLayer = (config: AppConfig) => {
   const ConfigLive = Layer.succeed(Config, config)
   const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
-  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive, ExtractionRepoLive, AuditLogLive, IdentityRepoLive, SessionRepoLive).pipe(Layer.provideMerge(WebhookRepoLive))
+  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive, ExtractionRepoLive, AuditLogLive, IdentityRepoLive, SessionRepoLive, AuthTokenRepoLive).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
-  const Identity = Layer.mergeAll(AuthServiceLive, IdentityServiceLive).pipe(
+  const Identity = Layer.mergeAll(AuthServiceLive, IdentityServiceLive, MailedTokensLive).pipe(
     Layer.provideMerge(SessionServiceLive),
     Layer.provideMerge(Layer.mergeAll(SessionAuthenticatorLive, AttemptsLive))
   )
