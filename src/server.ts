@@ -37,11 +37,13 @@ import { ApiKeyAuthLive, InternalAuthLive, KeyMeterLive } from "./http/security.
 import { SystemHandlers } from "./http/system.http.ts"
 import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
 import { KvLive } from "./kv/kv.ts"
+import { MailerLive } from "./mail/mailer.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { AuditLogLive } from "./sql/audit-log.ts"
 import { DatabaseLive } from "./sql/database.ts"
 import { ExtractionRepoLive } from "./sql/extraction-repo.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
+import { MailOutboxRepoLive } from "./sql/mail-outbox-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
 import { TenantRepoLive } from "./sql/tenant-repo.ts"
 import { WebhookRepoLive } from "./sql/webhook-repo.ts"
@@ -63,8 +65,10 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" }
 export const makeServerLayer = (config: AppConfig) => {
   const ConfigLive = Layer.succeed(Config, config)
   const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
-  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive, ExtractionRepoLive, AuditLogLive).pipe(Layer.provideMerge(WebhookRepoLive))
-  const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
+  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive, ExtractionRepoLive, AuditLogLive, MailOutboxRepoLive).pipe(
+    Layer.provideMerge(WebhookRepoLive)
+  )
+  const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive, MailerLive).pipe(
     Layer.provideMerge(Repos)
   )
   const Domain = JobCreationLive.pipe(Layer.provideMerge(WebhookEndpointsLive))
