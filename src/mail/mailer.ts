@@ -1,5 +1,6 @@
 import { Context, Duration, Effect, Layer, Schema } from "effect"
 import nodemailer from "nodemailer"
+import SMTPTransport from "nodemailer/lib/smtp-transport/index.js"
 import { Config } from "../config.ts"
 import { MailOutboxRepo } from "../sql/mail-outbox-repo.ts"
 
@@ -56,7 +57,9 @@ const describeFailure = (error: unknown, smtpUrl: string) => {
 
 const smtpMailer = (smtpUrl: string, from: string) =>
   Effect.acquireRelease(
-    Effect.sync(() => nodemailer.createTransport({ url: smtpUrl, ...SMTP_TIMEOUTS })),
+    // Built as a transport, not from `{ url, ... }`: createTransport keeps only the URL's settings
+    // of such an object and drops the rest (the timeouts among them).
+    Effect.sync(() => nodemailer.createTransport(new SMTPTransport({ url: smtpUrl, ...SMTP_TIMEOUTS }))),
     (transport) => Effect.sync(() => transport.close())
   ).pipe(Effect.map((transport) => {
     const server = serverOf(smtpUrl)
