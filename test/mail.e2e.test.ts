@@ -69,6 +69,21 @@ describe.each(testDatabases)("MailerLive with SMTP_URL ($name)", (db) => {
         expect((yield* (yield* MailOutboxRepo).listByRecipient(to, 0, 10)).total).toBe(0)
       }).pipe(Effect.provide(mailerFor(smtp.url))))
 
+    it.effect("sends to the one recipient given, never to a list or an address smuggled into it", () =>
+      Effect.gen(function*() {
+        const mailer = yield* Mailer
+        const received = smtp.mails().length
+        for (const to of ["a@example.com, evil@example.org", "x,evil@example.org", "a@example.com\r\nBcc: evil@example.org", "Name <evil@example.org>"]) {
+          const failed = yield* mailer.send({ to, subject: "s", text: "t" }).pipe(Effect.flip)
+          expect(failed, JSON.stringify(to)).toBeInstanceOf(MailUnavailable)
+        }
+        const international = `zoë-${Date.now()}@exämple.com`
+        yield* mailer.send({ to: international, subject: "ok", text: "t" })
+        const mail = yield* Effect.promise(() => smtp.waitForMail(international))
+        expect(mail.recipients).toEqual([international])
+        expect(smtp.mails()).toHaveLength(received + 1)
+      }).pipe(Effect.provide(mailerFor(smtp.url))))
+
     it.effect("fails as MailUnavailable at once when nothing listens, and logs no credential", () =>
       Effect.gen(function*() {
         const port = yield* Effect.promise(() => freePort())

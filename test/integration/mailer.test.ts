@@ -1,9 +1,32 @@
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer, Logger } from "effect"
-import { Mailer, MailerLive, MailerTest, MailUnavailable, SentMails } from "../../src/mail/mailer.ts"
+import { isMailableAddress, Mailer, MailerLive, MailerTest, MailUnavailable, SentMails } from "../../src/mail/mailer.ts"
 import { MailOutboxRepo, MailOutboxRepoLive } from "../../src/sql/mail-outbox-repo.ts"
 import { MigrationsLive } from "../../src/sql/migrate.ts"
 import { databaseLayer, testDatabases } from "../support/databases.ts"
+
+/** Recipients nodemailer would read as something else than one address: a list, a name, a header. */
+const unmailable = [
+  "a@example.com, b@example.com",
+  "x,y@example.com",
+  "a@example.com;b@example.com",
+  "a@example.com\r\nBcc: evil@example.org",
+  "a@example.com\nBcc: evil@example.org",
+  "Name <c@example.com>",
+  "\"quoted\"@example.com",
+  "no-at-sign",
+  "two@@example.com",
+  "a b@example.com",
+  `${"a".repeat(250)}@example.com`,
+  ""
+]
+
+describe("isMailableAddress", () => {
+  it("takes one plain address, international ones too, and nothing else", () => {
+    for (const to of ["ann@example.com", "Ann.O'Neil+tag@sub.example.co.uk", "zoë@exämple.com", "root@localhost"]) expect(isMailableAddress(to), to).toBe(true)
+    for (const to of unmailable) expect(isMailableAddress(to), JSON.stringify(to)).toBe(false)
+  })
+})
 
 layer(MailerTest)("MailerTest", (it) => {
   it.effect("captures each mail, and fails every send while set unavailable", () =>
@@ -22,6 +45,17 @@ layer(MailerTest)("MailerTest", (it) => {
       yield* sent.setUnavailable(false)
       yield* mailer.send({ to: "ann@example.com", subject: "four", text: "fourth" })
       expect((yield* sent.to("ANN@example.com")).map((m) => m.subject)).toEqual(["one", "four"])
+    }))
+
+  it.effect("refuses, as the live mailer does, a recipient that is not one plain address", () =>
+    Effect.gen(function*() {
+      const mailer = yield* Mailer
+      const before = (yield* (yield* SentMails).all).length
+      for (const to of unmailable) {
+        const failed = yield* mailer.send({ to, subject: "s", text: "t" }).pipe(Effect.flip)
+        expect(failed.message, JSON.stringify(to)).toBe("the recipient is not one plain e-mail address")
+      }
+      expect(yield* (yield* SentMails).all).toHaveLength(before)
     }))
 })
 
@@ -64,7 +98,13 @@ describe.each(testDatabases)("MailerLive without SMTP_URL ($name)", (db) => {
         expect(second).toEqual({ total: 3, items: [page.items[1]] })
         expect((yield* outbox.listByRecipient(to, 3, 10)).items).toEqual([])
 
-        const lines = logLines.filter((l) => l.includes(to))
+        // A recipient nodemailer would split or extend is refused, and nothing is stored.
+        const listed = yield* mailer.send({ to: `${to}, evil@example.org`, subject: "list", text: "x" }).pipe(Effect.flip)
+        expect(listed).toBeInstanceOf(MailUnavailable)
+        expect((yield* outbox.listByRecipient("evil@example.org", 0, 10)).total).toBe(0)
+        expect((yield* outbox.listByRecipient(to, 0, 10)).total).toBe(3)
+
+        const lines = logLines.filter((l) => l.includes(to) && l.includes("mail stored"))
         expect(lines).toHaveLength(3)
         expect(lines[0]).toContain("mail stored in the outbox")
         expect(lines.join("\n")).not.toContain(token)
