@@ -81,7 +81,14 @@ describe.each(testDatabases)("MailerLive with SMTP_URL ($name)", (db) => {
         yield* mailer.send({ to: international, subject: "ok", text: "t" })
         const mail = yield* Effect.promise(() => smtp.waitForMail(international))
         expect(mail.recipients).toEqual([international])
-        expect(smtp.mails()).toHaveLength(received + 1)
+        // A line break in the subject stays inside the Subject header.
+        const plain = `plain-${Date.now()}@example.com`
+        yield* mailer.send({ to: plain, subject: "Hi\r\nBcc: evil@example.org\r\n\r\nbody", text: "t" })
+        const injected = yield* Effect.promise(() => smtp.waitForMail(plain))
+        expect(injected.recipients).toEqual([plain])
+        expect(injected.headers.has("bcc")).toBe(false)
+        expect(injected.subject).toBe("Hi Bcc: evil@example.org  body")
+        expect(smtp.mails()).toHaveLength(received + 2)
       }).pipe(Effect.provide(mailerFor(smtp.url))))
 
     it.effect("fails as MailUnavailable at once when nothing listens, and logs no credential", () =>

@@ -54,12 +54,19 @@ const serverOf = (smtpUrl: string) => {
   return `${url.hostname}:${url.port || (url.protocol === "smtps:" ? "465" : "587")}`
 }
 
-/** A nodemailer error's message with the URL's credentials cut out, should a server echo them. */
+/** A nodemailer error's message with the URL's password cut out, should a server echo it. */
 const describeFailure = (error: unknown, smtpUrl: string) => {
   const e = error as { readonly code?: unknown; readonly responseCode?: unknown; readonly message?: unknown }
   const url = new URL(smtpUrl)
   let message = typeof e?.message === "string" ? e.message : String(error)
-  for (const secret of [url.password, decodeURIComponent(url.password), url.username, decodeURIComponent(url.username)]) {
+  const decoded = (part: string) => {
+    try {
+      return decodeURIComponent(part)
+    } catch {
+      return part
+    }
+  }
+  for (const secret of [url.password, decoded(url.password)]) {
     if (secret !== "") message = message.split(secret).join("***")
   }
   return { code: typeof e?.code === "string" ? e.code : "unknown", responseCode: typeof e?.responseCode === "number" ? e.responseCode : undefined, message }
