@@ -64,9 +64,7 @@ export const startSmtpServer = async (): Promise<TestSmtpServer> => {
   const port = (server.server.address() as { port: number }).port
 
   const matching = (to: string, predicate: (mail: ReceivedMail) => boolean) =>
-    received.find((m) =>
-      (m.recipients.some((r) => r.toLowerCase() === to.toLowerCase()) || m.to.toLowerCase().includes(to.toLowerCase())) && predicate(m)
-    )
+    received.find((m) => [...m.recipients, ...addressesIn(m.to)].some((r) => r.toLowerCase() === to.toLowerCase()) && predicate(m))
 
   return {
     url: `smtp://127.0.0.1:${port}`,
@@ -92,6 +90,9 @@ export const startSmtpServer = async (): Promise<TestSmtpServer> => {
     close: () => new Promise<void>((resolve) => server.close(() => resolve()))
   }
 }
+
+/** The addresses of an address header (`a@x.io`, `Name <a@x.io>`, lists of them). */
+const addressesIn = (header: string) => header.match(/[^\s<>,;"]+@[^\s<>,;"]+/g) ?? []
 
 /** Splits a MIME entity (latin1 text, one char per byte) into its unfolded headers and its body. */
 const splitEntity = (entity: string) => {
