@@ -45,6 +45,7 @@ import { MailedTokensLive } from "./iam/mailed-tokens.ts"
 import { SessionAuthenticatorLive } from "./iam/session-auth.ts"
 import { SessionServiceLive } from "./iam/session-service.ts"
 import { KvLive } from "./kv/kv.ts"
+import { MailerLive } from "./mail/mailer.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { AuditLogLive } from "./sql/audit-log.ts"
 import { DatabaseLive } from "./sql/database.ts"
@@ -53,6 +54,7 @@ import { AuthTokenRepoLive } from "./sql/auth-token-repo.ts"
 import { SessionRepoLive } from "./sql/session-repo.ts"
 import { ExtractionRepoLive } from "./sql/extraction-repo.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
+import { MailOutboxRepoLive } from "./sql/mail-outbox-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
 import { TenantRepoLive } from "./sql/tenant-repo.ts"
 import { WebhookRepoLive } from "./sql/webhook-repo.ts"
@@ -74,11 +76,21 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" }
 export const makeServerLayer = (config: AppConfig) => {
   const ConfigLive = Layer.succeed(Config, config)
   const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
-  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive, ExtractionRepoLive, AuditLogLive, IdentityRepoLive, SessionRepoLive, AuthTokenRepoLive).pipe(Layer.provideMerge(WebhookRepoLive))
+  const Repos = Layer.mergeAll(
+    ApiKeyRepoLive,
+    TenantRepoLive,
+    JobRepoLive,
+    ExtractionRepoLive,
+    AuditLogLive,
+    MailOutboxRepoLive,
+    IdentityRepoLive,
+    SessionRepoLive,
+    AuthTokenRepoLive
+  ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
   const Identity = Layer.mergeAll(AuthServiceLive, IdentityServiceLive, MailedTokensLive).pipe(
     Layer.provideMerge(SessionServiceLive),
-    Layer.provideMerge(Layer.mergeAll(SessionAuthenticatorLive, AttemptsLive))
+    Layer.provideMerge(Layer.mergeAll(SessionAuthenticatorLive, AttemptsLive, MailerLive))
   )
   const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
     Layer.provideMerge(Identity),

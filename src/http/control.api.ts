@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { Success } from "../schema/envelope.ts"
+import { Page, PageQuery, Success } from "../schema/envelope.ts"
+import { Email } from "../schema/common.ts"
 import { errors } from "../schema/errors.ts"
 import {
   ClusterState,
@@ -38,9 +39,11 @@ export class ControlGroup extends HttpApiGroup.make("control")
       success: Success(ProbeResult),
       error: errors(400, 503)
     }),
+    // The mails kept when SMTP_URL is unset, newest first (docs/api.md, "Mail").
     HttpApiEndpoint.get("outbox", "/outbox", {
-      query: { to: Schema.optional(Schema.String) },
-      success: Success(Schema.Struct({ items: Schema.Array(OutboxMail) }))
+      query: { to: Email, ...PageQuery },
+      success: Success(Page(OutboxMail)),
+      error: errors(400)
     })
   )
   .annotate(OpenApi.Exclude, true)

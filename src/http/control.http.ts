@@ -1,6 +1,5 @@
 import { Duration, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { SqlClient } from "effect/sql"
 import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { defaultPlan, planNames } from "../billing/plans.ts"
@@ -8,10 +7,12 @@ import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
 import { hashPassword } from "../iam/passwords.ts"
 import { generateApiKey } from "../iam/secrets.ts"
 import { newId } from "../ids.ts"
-import { iso } from "../schema/common.ts"
+import { pageOf } from "../schema/envelope.ts"
 import { fail } from "../schema/errors.ts"
+import { MailOutboxRepo } from "../sql/mail-outbox-repo.ts"
 import { EmailTaken, TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
+import { queryLimit } from "./list-query.ts"
 import { ClusterInfo } from "../actors/cluster-info.ts"
 import { ProbeEntity } from "../actors/probe-entity.ts"
 
@@ -19,7 +20,7 @@ export const ControlHandlers = HttpApiBuilder.group(
   Api,
   "control",
   Effect.fn(function*(handlers) {
-    const sql = yield* SqlClient.SqlClient
+    const outbox = yield* MailOutboxRepo
     const tenants = yield* TenantRepo
     const tenantClient = yield* TenantEntity.client
     const authenticator = yield* ApiKeyAuthenticator
@@ -80,12 +81,10 @@ export const ControlHandlers = HttpApiBuilder.group(
         }))
       .handle("outbox", ({ query }) =>
         Effect.gen(function*() {
-          const rows = yield* (query.to
-            ? sql<any>`SELECT * FROM mail_outbox WHERE lower(to_email) = lower(${query.to}) ORDER BY id DESC LIMIT 100`
-            : sql<any>`SELECT * FROM mail_outbox ORDER BY id DESC LIMIT 100`).pipe(Effect.orDie)
-          return {
-            items: rows.map((r) => ({ id: r.id, to: r.to_email, subject: r.subject, body: r.body, createdAt: iso(r.created_at)! }))
-          }
+          const offset = query.offset ?? 0
+          const limit = yield* queryLimit(query)
+          const page = yield* outbox.listByRecipient(query.to, offset, limit)
+          return pageOf(page.items, offset, limit, page.total)
         }))
   })
 )
