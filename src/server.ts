@@ -29,6 +29,7 @@ import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
 import { ExtractionsHandlers, ExtractorConfigsHandlers } from "./http/extractions.http.ts"
 import { IamHandlers } from "./http/iam.http.ts"
+import { RolesHandlers } from "./http/roles.http.ts"
 import { IdempotencyLive } from "./http/idempotency.ts"
 import { JobsHandlers, WebhooksAdminHandlers } from "./http/jobs.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
@@ -43,6 +44,7 @@ import { DatabaseLive } from "./sql/database.ts"
 import { ExtractionRepoLive } from "./sql/extraction-repo.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
+import { RoleRepoLive } from "./sql/role-repo.ts"
 import { TenantRepoLive } from "./sql/tenant-repo.ts"
 import { WebhookRepoLive } from "./sql/webhook-repo.ts"
 
@@ -63,7 +65,7 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" }
 export const makeServerLayer = (config: AppConfig) => {
   const ConfigLive = Layer.succeed(Config, config)
   const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
-  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive, ExtractionRepoLive, AuditLogLive).pipe(Layer.provideMerge(WebhookRepoLive))
+  const Repos = Layer.mergeAll(ApiKeyRepoLive, RoleRepoLive, TenantRepoLive, JobRepoLive, ExtractionRepoLive, AuditLogLive).pipe(Layer.provideMerge(WebhookRepoLive))
   const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
     Layer.provideMerge(Repos)
   )
@@ -86,6 +88,7 @@ export const makeServerLayer = (config: AppConfig) => {
   const Handlers = Layer.mergeAll(
     SystemHandlers,
     IamHandlers,
+    RolesHandlers,
     JobsHandlers.pipe(Layer.provide(Layer.succeed(OpenStreams, streams))),
     WebhooksAdminHandlers,
     PageHistoryHandlers,

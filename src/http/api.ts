@@ -4,6 +4,7 @@ import { BillingGroup } from "./billing.api.ts"
 import { ControlGroup } from "./control.api.ts"
 import { ExtractionsGroup, ExtractorConfigsGroup } from "./extractions.api.ts"
 import { IamGroup } from "./iam.api.ts"
+import { RolesGroup } from "./roles.api.ts"
 import { JobsGroup, WebhooksAdminGroup } from "./jobs.api.ts"
 import { PageHistoryGroup } from "./page-history.api.ts"
 import { SystemGroup } from "./system.api.ts"
@@ -15,6 +16,7 @@ import { SystemGroup } from "./system.api.ts"
 export const Api = HttpApi.make("trawl")
   .add(SystemGroup)
   .add(IamGroup)
+  .add(RolesGroup)
   .add(JobsGroup)
   .add(WebhooksAdminGroup)
   .add(PageHistoryGroup)
