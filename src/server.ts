@@ -28,6 +28,7 @@ import { BillingHandlers } from "./http/billing.http.ts"
 import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
 import { ExtractionsHandlers, ExtractorConfigsHandlers } from "./http/extractions.http.ts"
+import { AdminAuditHandlers, AuditHandlers } from "./http/audit.http.ts"
 import { IamHandlers } from "./http/iam.http.ts"
 import { RolesHandlers } from "./http/roles.http.ts"
 import { IdempotencyLive } from "./http/idempotency.ts"
@@ -89,6 +90,8 @@ export const makeServerLayer = (config: AppConfig) => {
     SystemHandlers,
     IamHandlers,
     RolesHandlers,
+    AuditHandlers,
+    AdminAuditHandlers,
     JobsHandlers.pipe(Layer.provide(Layer.succeed(OpenStreams, streams))),
     WebhooksAdminHandlers,
     PageHistoryHandlers,

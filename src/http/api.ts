@@ -3,6 +3,7 @@ import { AdminGroup } from "./admin.api.ts"
 import { BillingGroup } from "./billing.api.ts"
 import { ControlGroup } from "./control.api.ts"
 import { ExtractionsGroup, ExtractorConfigsGroup } from "./extractions.api.ts"
+import { AdminAuditGroup, AuditGroup } from "./audit.api.ts"
 import { IamGroup } from "./iam.api.ts"
 import { RolesGroup } from "./roles.api.ts"
 import { JobsGroup, WebhooksAdminGroup } from "./jobs.api.ts"
@@ -17,6 +18,7 @@ export const Api = HttpApi.make("trawl")
   .add(SystemGroup)
   .add(IamGroup)
   .add(RolesGroup)
+  .add(AuditGroup)
   .add(JobsGroup)
   .add(WebhooksAdminGroup)
   .add(PageHistoryGroup)
@@ -24,6 +26,7 @@ export const Api = HttpApi.make("trawl")
   .add(ExtractorConfigsGroup)
   .add(BillingGroup)
   .add(AdminGroup)
+  .add(AdminAuditGroup)
   .add(ControlGroup)
   // Every offending path is reported at once; unknown body fields are refused
   // so a misspelt option never goes unnoticed.
