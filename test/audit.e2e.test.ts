@@ -67,9 +67,15 @@ describe.each(backends())("audit log over HTTP ($name)", (backend) => {
     })
     expect(deleted).toMatchObject({ action: "role.delete", data: { name: "auditors", permissions: ["scraper:*:read"] } })
 
-    // Refused changes leave no entry.
+    // Refused changes leave no entry, nor does an empty one.
+    const kept = (await api.post("/v1/iam/roles", { name: "kept", permissions: ["scraper:jobs:read"] }, t.apiKey)).json.data
+    const unchanged = await api.call("PATCH", `/v1/iam/roles/${kept.id}`, { key: t.apiKey, body: {} })
+    expect(unchanged.json.data).toEqual(kept)
+    expect(actions(await audit(t.apiKey))).toEqual(["role.create", "role.delete", "role.update", "role.create"])
     expect((await api.post("/v1/iam/roles", { name: "x", permissions: ["scraper:jobs:read"] }, t.apiKey)).status).toBe(400)
-    expect((await audit(t.apiKey)).json.data.pagination.total).toBe(3)
+    expect((await api.post("/v1/iam/roles", { name: "kept", permissions: ["scraper:jobs:read"] }, t.apiKey)).status).toBe(409)
+    expect((await api.call("PATCH", `/v1/iam/roles/${kept.id}`, { key: t.apiKey, body: { permissions: ["cross_tenant:*:*"] } })).status).toBe(403)
+    expect((await audit(t.apiKey)).json.data.pagination.total).toBe(4)
   })
 
   it("filters by action, identity and time, and pages", async () => {
@@ -111,6 +117,12 @@ describe.each(backends())("audit log over HTTP ($name)", (backend) => {
     expect(paths(await audit(t.apiKey, "?from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z"))).toEqual(["to"])
     expect(paths(await audit(t.apiKey, `?identityId=&action=x.*&from=${"1".repeat(5)}`))).toEqual(["from", "identityId"])
     expect(paths(await audit(t.apiKey, `?identityId=${"i".repeat(201)}`))).toEqual(["identityId"])
+    // Text the database cannot hold is refused before it gets there.
+    for (const name of ["identityId", "action", "from"]) {
+      const nul = await audit(t.apiKey, `?${name}=a%00b`)
+      expect(nul.status, name).toBe(400)
+      expect(paths(nul)).toEqual([name])
+    }
     const badPage = await audit(t.apiKey, "?limit=0")
     expectError(badPage, 400, "validation_error")
     expect(paths(badPage)).toEqual(["limit"])

@@ -106,6 +106,7 @@ export const RolesHandlers = HttpApiBuilder.group(
           if (result === "not_found") return yield* notFound("role")
           if (result === "name_taken") return yield* nameTaken(payload.name!)
           const { before, after } = result
+          if (before === after) return toRole(after)
           if (payload.permissions) {
             // Written: every node drops the role's keys from its cache, so they act with the new permissions at once.
             const hashes = yield* roles.liveKeyHashes(after.id)

@@ -40,6 +40,7 @@ export interface RoleRepoShape {
   /**
    * Reads the role with its row locked, lets `decide` check it and say what to change, and writes
    * that, in one transaction: two changes of one role cannot each decide on what the other replaces.
+   * An empty change writes nothing.
    */
   readonly update: <E>(
     tenantId: string,
@@ -125,6 +126,7 @@ export const RoleRepoLive = Layer.effect(
           const before = yield* lockRole(tenantId, id)
           if (!before) return "not_found" as const
           const patch = yield* decide(before)
+          if (patch.name === undefined && patch.description === undefined && patch.permissions === undefined) return { before, after: before }
           const [after] = yield* sql<RoleRow>`
             UPDATE roles SET
               name = COALESCE(${patch.name ?? null}::text, name),
