@@ -177,8 +177,9 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     expect((await api.get(`/v1/iam/identities/${t.ownerIdentityId}/api-keys/${key.id}`, t.apiKey)).json.data.roleId).toBe(role.id)
   })
 
-  it("refuses to delete a role given to an identity access, as a default role or by a pending invitation (409 role_in_use)", async () => {
-    if (!databaseUrl) return // needs a look past the API at the database (both databases: test/integration/role-repo.test.ts)
+  // Giving a custom role to an identity or an invitation has no route yet: the test writes those rows
+  // itself, which it can only do beside a server on PostgreSQL (both databases: test/integration/role-repo.test.ts).
+  it.runIf(backend.name === "postgres")("refuses to delete a role given to an identity access, as a default role or by a pending invitation (409 role_in_use)", async () => {
     const t = await api.createTenant()
     const uses = async (setUp: (roleId: string) => Promise<unknown>, undo: (roleId: string) => Promise<unknown>, kind: string) => {
       const role = (await createRole(t.apiKey, { name: `used by ${kind}`, permissions: ["scraper:jobs:read"] })).json.data
