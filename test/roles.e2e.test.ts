@@ -131,6 +131,11 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     expect(paths(await patchRole(t.apiKey, role.id, { isSystem: true }))).toEqual(["isSystem"])
     expect((await api.get(`/v1/iam/roles/${role.id}`, t.apiKey)).json.data).toEqual(role)
 
+    // Without a key, nothing.
+    expectError(await api.post("/v1/iam/roles", { name: "anon", permissions: ok }), 401, "unauthorized")
+    expectError(await api.call("PATCH", `/v1/iam/roles/${role.id}`, { body: { name: "anon" } }), 401, "unauthorized")
+    expectError(await api.call("DELETE", `/v1/iam/roles/${role.id}`), 401, "unauthorized")
+    expectError(await api.get(`/v1/iam/roles/${role.id}`), 401, "unauthorized")
     // The list's page bounds are those of every list.
     expect(paths(await api.get("/v1/iam/roles?limit=0", t.apiKey))).toEqual(["limit"])
     expect(paths(await api.get("/v1/iam/roles?limit=201", t.apiKey))).toEqual(["limit"])
