@@ -28,9 +28,11 @@ import { BillingHandlers } from "./http/billing.http.ts"
 import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
 import { ExtractionsHandlers, ExtractorConfigsHandlers } from "./http/extractions.http.ts"
+import { AdminAuditHandlers, AuditHandlers } from "./http/audit.http.ts"
 import { IamHandlers } from "./http/iam.http.ts"
 import { AuthHandlers } from "./http/auth.http.ts"
 import { UsersHandlers } from "./http/users.http.ts"
+import { RolesHandlers } from "./http/roles.http.ts"
 import { IdempotencyLive } from "./http/idempotency.ts"
 import { JobsHandlers, WebhooksAdminHandlers } from "./http/jobs.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
@@ -56,6 +58,7 @@ import { ExtractionRepoLive } from "./sql/extraction-repo.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
 import { MailOutboxRepoLive } from "./sql/mail-outbox-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
+import { RoleRepoLive } from "./sql/role-repo.ts"
 import { TenantRepoLive } from "./sql/tenant-repo.ts"
 import { WebhookRepoLive } from "./sql/webhook-repo.ts"
 
@@ -78,6 +81,7 @@ export const makeServerLayer = (config: AppConfig) => {
   const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
   const Repos = Layer.mergeAll(
     ApiKeyRepoLive,
+    RoleRepoLive,
     TenantRepoLive,
     JobRepoLive,
     ExtractionRepoLive,
@@ -117,6 +121,9 @@ export const makeServerLayer = (config: AppConfig) => {
     AuthHandlers,
     UsersHandlers,
     IamHandlers,
+    RolesHandlers,
+    AuditHandlers,
+    AdminAuditHandlers,
     JobsHandlers.pipe(Layer.provide(Layer.succeed(OpenStreams, streams))),
     WebhooksAdminHandlers,
     PageHistoryHandlers,

@@ -4,7 +4,9 @@ import { AuthGroup } from "./auth.api.ts"
 import { BillingGroup } from "./billing.api.ts"
 import { ControlGroup } from "./control.api.ts"
 import { ExtractionsGroup, ExtractorConfigsGroup } from "./extractions.api.ts"
+import { AdminAuditGroup, AuditGroup } from "./audit.api.ts"
 import { IamGroup } from "./iam.api.ts"
+import { RolesGroup } from "./roles.api.ts"
 import { JobsGroup, WebhooksAdminGroup } from "./jobs.api.ts"
 import { PageHistoryGroup } from "./page-history.api.ts"
 import { SystemGroup } from "./system.api.ts"
@@ -19,6 +21,8 @@ export const Api = HttpApi.make("trawl")
   .add(AuthGroup)
   .add(UsersGroup)
   .add(IamGroup)
+  .add(RolesGroup)
+  .add(AuditGroup)
   .add(JobsGroup)
   .add(WebhooksAdminGroup)
   .add(PageHistoryGroup)
@@ -26,6 +30,7 @@ export const Api = HttpApi.make("trawl")
   .add(ExtractorConfigsGroup)
   .add(BillingGroup)
   .add(AdminGroup)
+  .add(AdminAuditGroup)
   .add(ControlGroup)
   // Every offending path is reported at once; unknown body fields are refused
   // so a misspelt option never goes unnoticed.

@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
-import { CreateApiKeyBody, CreatedApiKey, ApiKey, Quota, RevokedApiKey, Role, UpdateApiKeyBody } from "../schema/iam.ts"
+import { CreateApiKeyBody, CreatedApiKey, ApiKey, Quota, RevokedApiKey, UpdateApiKeyBody } from "../schema/iam.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
 const keyParams = { id: Schema.String, kid: Schema.String }
@@ -36,14 +36,6 @@ export class IamGroup extends HttpApiGroup.make("iam")
       success: Success(RevokedApiKey),
       error: errors(404)
     }).annotate(Requires, "iam:api-keys:write"),
-    HttpApiEndpoint.get("listRoles", "/roles", {
-      success: Success(Schema.Struct({ items: Schema.Array(Role) }))
-    }).annotate(Requires, "iam:roles:read"),
-    HttpApiEndpoint.get("getRole", "/roles/:id", {
-      params: { id: Schema.String },
-      success: Success(Role),
-      error: errors(404)
-    }).annotate(Requires, "iam:roles:read"),
     HttpApiEndpoint.get("myQuotas", "/quotas/me", {
       success: Success(Schema.Struct({ items: Schema.Array(Quota) }))
     }).annotate(Requires, "quotas:quotas:read")

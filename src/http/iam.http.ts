@@ -12,9 +12,10 @@ import { clientContext } from "./client-context.ts"
 import { newId } from "../ids.ts"
 import { iso, parseIsoDateTime } from "../schema/common.ts"
 import { fail, notFound } from "../schema/errors.ts"
-import type { ApiKey, Role } from "../schema/iam.ts"
+import type { ApiKey } from "../schema/iam.ts"
 import { ApiKeyRepo, type ApiKeyRow } from "../sql/api-key-repo.ts"
-import { type RoleRow, TenantRepo } from "../sql/tenant-repo.ts"
+import { RoleRepo } from "../sql/role-repo.ts"
+import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 
 export const toApiKey = (row: ApiKeyRow): ApiKey => ({
@@ -31,17 +32,6 @@ export const toApiKey = (row: ApiKeyRow): ApiKey => ({
   createdAt: iso(row.created_at)!
 })
 
-const toRole = (r: RoleRow): Role => ({
-  id: r.id,
-  tenantId: r.tenant_id,
-  name: r.name,
-  description: r.description,
-  permissions: r.permissions,
-  isSystem: r.is_system,
-  createdAt: iso(r.created_at)!,
-  updatedAt: iso(r.updated_at)!
-})
-
 const futureOrNull = (expiresAt: string | null | undefined) => {
   if (expiresAt === undefined || expiresAt === null) return Effect.succeed(expiresAt)
   return parseIsoDateTime(expiresAt)! > Date.now()
@@ -55,6 +45,10 @@ const futureOrNull = (expiresAt: string | null | undefined) => {
 const keyQuotaExceeded = (limit: number) =>
   fail(429, "quota_exceeded", `the tenant already has ${limit} active API keys (iam.api-keys.total)`)
 
+const invalidRole = fail(422, "invalid_role", "roleId is not a role of this tenant", {
+  details: [{ path: "roleId", code: "not_found", message: "no such role in this tenant" }]
+})
+
 export const IamHandlers = HttpApiBuilder.group(
   Api,
   "iam",
@@ -64,6 +58,7 @@ export const IamHandlers = HttpApiBuilder.group(
     const keys = yield* ApiKeyRepo
     const tenants = yield* TenantRepo
     const authenticator = yield* ApiKeyAuthenticator
+    const roles = yield* RoleRepo
 
     /** The identity must be a person of the caller's tenant; anything else is 404. */
     const identityOfTenant = (tenantId: string, identityId: string) =>
@@ -73,20 +68,13 @@ export const IamHandlers = HttpApiBuilder.group(
         Effect.flatMap((rows) => rows[0] ? Effect.succeed(rows[0]) : notFound("identity"))
       )
 
-    const roleOfTenant = (tenantId: string, roleId: string) =>
-      tenants.roles(tenantId).pipe(Effect.map((roles) => roles.find((r) => r.id === roleId)))
-
     return handlers
       .handle("createApiKey", ({ params, payload }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           const identity = yield* identityOfTenant(me.tenantId, params.id)
-          const role = yield* roleOfTenant(me.tenantId, payload.roleId)
-          if (!role) {
-            return yield* fail(422, "invalid_role", "roleId is not a role of this tenant", {
-              details: [{ path: "roleId", code: "not_found", message: "no such role in this tenant" }]
-            })
-          }
+          const role = yield* roles.find(me.tenantId, payload.roleId)
+          if (!role) return yield* invalidRole
           // Nobody hands out more than they hold.
           if (!role.permissions.every((p) => allows(me.permissions, p) || me.permissions.includes(p))) {
             return yield* fail(403, "forbidden", "the role grants permissions this key does not hold")
@@ -110,7 +98,9 @@ export const IamHandlers = HttpApiBuilder.group(
             rateLimitPerMinute: payload.rateLimitPerMinute ?? 600,
             expiresAt: expiresAt ? new Date(parseIsoDateTime(expiresAt)!) : null
           }, limit)
-          if (!row) return yield* keyQuotaExceeded(limit)
+          if (row === "quota_exceeded") return yield* keyQuotaExceeded(limit)
+          // Deleted between the check above and the insert.
+          if (row === "role_missing") return yield* invalidRole
           return { ...toApiKey(row), rawKey: key.raw }
         }))
       .handle("listApiKeys", ({ params }) =>
@@ -149,11 +139,6 @@ export const IamHandlers = HttpApiBuilder.group(
           yield* authenticator.invalidate(revoked.keyHash)
           return { revoked: true, revokedAt: iso(revoked.row.revoked_at)!, apiKeyId: revoked.row.id }
         }))
-      .handle("listRoles", () =>
-        Effect.gen(function*() {
-          const me = yield* CurrentPrincipal
-          return { items: (yield* tenants.roles(me.tenantId)).map(toRole) }
-        }))
       .handle("myQuotas", () =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
@@ -169,12 +154,6 @@ export const IamHandlers = HttpApiBuilder.group(
               ...(key.endsWith(".daily") ? { window: "day" as const, resetAt } : {})
             }))
           }
-        }))
-      .handle("getRole", ({ params }) =>
-        Effect.gen(function*() {
-          const me = yield* CurrentPrincipal
-          const role = yield* roleOfTenant(me.tenantId, params.id)
-          return role ? toRole(role) : yield* notFound("role")
         }))
   })
 )

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { isValidPermission } from "../iam/permissions.ts"
 import { DateTime, DateTimeInput, NullableDateTime, Text } from "./common.ts"
 
 export const ApiKey = Schema.Struct({
@@ -65,3 +66,30 @@ export const Role = Schema.Struct({
   updatedAt: DateTime
 }).annotate({ identifier: "Role" })
 export type Role = typeof Role.Type
+
+/** A permission a role may hold: a known `<service>:<resource>:<action>`, wildcards allowed (docs/api.md, "Roles"). */
+export const PermissionString = Schema.String.check(
+  Schema.makeFilter((p: string) => isValidPermission(p), { expected: "a permission <service>:<resource>:<read|write|*> of the catalogue" })
+)
+
+const RoleName = Text(2, 60)
+const RoleDescription = Schema.NullOr(Text(0, 500))
+const RolePermissions = Schema.Array(PermissionString).check(Schema.isMinLength(1), Schema.isMaxLength(200))
+
+export const CreateRoleBody = Schema.Struct({
+  name: RoleName,
+  description: Schema.optional(RoleDescription),
+  permissions: RolePermissions
+})
+
+export const UpdateRoleBody = Schema.Struct({
+  name: Schema.optional(RoleName),
+  description: Schema.optional(RoleDescription),
+  permissions: Schema.optional(RolePermissions)
+})
+
+export const DeletedRole = Schema.Struct({
+  deleted: Schema.Boolean,
+  deletedAt: DateTime,
+  id: Schema.String
+})

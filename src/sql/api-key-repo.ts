@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Principal } from "../iam/principal.ts"
+import { lockLiveRole } from "./role-repo.ts"
 import { lockTenantRow } from "./tenant-lock.ts"
 
 export interface ApiKeyRow {
@@ -41,9 +42,10 @@ export interface ApiKeyRepoShape {
   readonly principalByHash: (keyHash: string) => Effect.Effect<Principal | undefined>
   /**
    * Inserts the key if its tenant has fewer than `activeLimit` active keys, counted under a lock of
-   * the tenant's row, so that concurrent creations cannot go past the limit; undefined if it has not.
+   * the tenant's row, so that concurrent creations cannot go past the limit, and if its role is
+   * still there (held against deletion until the key is written).
    */
-  readonly insert: (key: NewApiKey, activeLimit: number) => Effect.Effect<ApiKeyRow | undefined>
+  readonly insert: (key: NewApiKey, activeLimit: number) => Effect.Effect<ApiKeyRow | "quota_exceeded" | "role_missing">
   readonly listByIdentity: (tenantId: string, identityId: string) => Effect.Effect<ReadonlyArray<ApiKeyRow>>
   readonly find: (tenantId: string, identityId: string, id: string) => Effect.Effect<ApiKeyRow | undefined>
   readonly update: (
@@ -110,7 +112,8 @@ export const ApiKeyRepoLive = Layer.effect(
         ),
       insert: (k, activeLimit) =>
         sql.withTransaction(Effect.gen(function*() {
-          if ((yield* lockAndCountActive(k.tenantId)) >= activeLimit) return undefined
+          if ((yield* lockAndCountActive(k.tenantId)) >= activeLimit) return "quota_exceeded" as const
+          if (!(yield* lockLiveRole(sql, k.tenantId, k.roleId))) return "role_missing" as const
           const [row] = yield* sql<ApiKeyRow>`
             INSERT INTO api_keys (id, tenant_id, identity_id, role_id, name, description, key_prefix, key_hash,
                                   rate_limit_per_minute, expires_at)

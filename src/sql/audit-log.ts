@@ -2,6 +2,9 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Principal } from "../iam/principal.ts"
 import { newId } from "../ids.ts"
+import type { AuditEntry as AuditEntryView, AuditFilter } from "../schema/audit.ts"
+import { iso } from "../schema/common.ts"
+import { pageWithTotal } from "./page-with-total.ts"
 
 /** One security event: who (the actor), on behalf of whom, from which address, what, to what. */
 export interface AuditEntry {
@@ -21,7 +24,38 @@ export interface AuditLogShape {
   readonly write: (entry: AuditEntry) => Effect.Effect<void>
   /** Records what `actor` did to `targetId` (the actor's tenant). */
   readonly record: (actor: Principal, action: string, targetId: string, data: Record<string, unknown>) => Effect.Effect<void>
+  /** A page of one tenant's entries, newest (last written) first. */
+  readonly list: (
+    tenantId: string,
+    filter: AuditFilter,
+    offset: number,
+    limit: number
+  ) => Effect.Effect<{ readonly items: ReadonlyArray<AuditEntryView>; readonly total: number }>
 }
+
+interface AuditRow {
+  readonly id: string
+  readonly tenant_id: string
+  readonly actor_id: string | null
+  readonly on_behalf_of: string | null
+  readonly ip: string | null
+  readonly action: string
+  readonly target_id: string | null
+  readonly data: Record<string, unknown>
+  readonly created_at: Date
+}
+
+const toView = (r: AuditRow): AuditEntryView => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  actorId: r.actor_id,
+  onBehalfOf: r.on_behalf_of,
+  ip: r.ip,
+  action: r.action,
+  targetId: r.target_id,
+  data: r.data,
+  createdAt: iso(r.created_at)!
+})
 
 export class AuditLog extends Context.Service<AuditLog, AuditLogShape>()("trawl/AuditLog") {}
 
@@ -45,7 +79,26 @@ export const AuditLogLive = Layer.effect(
         action,
         targetId,
         data
-      })
+      }),
+      list: (tenantId, filter, offset, limit) => {
+        const where = sql.and([
+          sql`tenant_id = ${tenantId}`,
+          ...(filter.identityId !== undefined ? [sql`(actor_id = ${filter.identityId} OR on_behalf_of = ${filter.identityId})`] : []),
+          // starts_with, not LIKE: `_` in an action is a character, not a wildcard.
+          ...(filter.action === undefined ? [] : filter.action.prefix
+            ? [sql`starts_with(action, ${filter.action.value})`]
+            : [sql`action = ${filter.action.value}`]),
+          ...(filter.from !== undefined ? [sql`created_at >= ${filter.from}::timestamptz`] : []),
+          ...(filter.to !== undefined ? [sql`created_at < ${filter.to}::timestamptz`] : [])
+        ])
+        return pageWithTotal<AuditRow>(
+          sql,
+          // seq, not created_at: entries of one transaction share their time but not their order.
+          sql`SELECT id, tenant_id, actor_id, on_behalf_of, ip, action, target_id, data, created_at
+              FROM audit_log WHERE ${where} ORDER BY seq DESC OFFSET ${offset} LIMIT ${limit}`,
+          sql`SELECT count(*) FROM audit_log WHERE ${where}`
+        ).pipe(Effect.map((page) => ({ total: page.total, items: page.items.map(toView) })))
+      }
     })
   })
 )

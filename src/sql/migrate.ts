@@ -18,6 +18,7 @@ import extractionCharges from "./migrations/0015_extraction_charges.ts"
 import domainLeases from "./migrations/0016_domain_leases.ts"
 import pageKeysKeepQueryBytes from "./migrations/0017_page_keys_keep_query_bytes.ts"
 import identityPlane from "./migrations/0018_identity_plane.ts"
+import roleDeletion from "./migrations/0019_role_deletion.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -38,7 +39,8 @@ export const migrations = {
   "0015_extraction_charges": extractionCharges,
   "0016_domain_leases": domainLeases,
   "0017_page_keys_keep_query_bytes": pageKeysKeepQueryBytes,
-  "0018_identity_plane": identityPlane
+  "0018_identity_plane": identityPlane,
+  "0019_role_deletion": roleDeletion
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

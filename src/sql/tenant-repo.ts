@@ -89,7 +89,6 @@ export interface TenantRepoShape {
     offset: number,
     limit: number
   ) => Effect.Effect<{ items: ReadonlyArray<Transaction>; total: number }>
-  readonly roles: (tenantId: string) => Effect.Effect<ReadonlyArray<RoleRow>>
   /** A quota's limit for a tenant: its override, else its plan's value. */
   readonly quotaLimit: (tenantId: string, key: QuotaKey) => Effect.Effect<number>
   readonly setQuota: (tenantId: string, key: QuotaKey, limit: number) => Effect.Effect<void>
@@ -135,16 +134,6 @@ export interface ChargeableRow {
   readonly cacheHits: number
 }
 
-export interface RoleRow {
-  id: string
-  tenant_id: string
-  name: string
-  description: string | null
-  permissions: ReadonlyArray<string>
-  is_system: boolean
-  created_at: Date
-  updated_at: Date
-}
 
 export class TenantRepo extends Context.Service<TenantRepo, TenantRepoShape>()("trawl/TenantRepo") {}
 
@@ -439,9 +428,7 @@ export const TenantRepoLive = Layer.effect(
           Effect.orDie,
           Effect.map(([row]) => Object.fromEntries(quotaKeys.map((k) => [k, Number(row![k])])) as Record<QuotaKey, number>)
         ),
-      quotaLimit: (tenantId, key) => Effect.map(quotaLimits(tenantId, [key]), (limits) => limits[key]),
-      roles: (tenantId) =>
-        sql<RoleRow>`SELECT * FROM roles WHERE tenant_id = ${tenantId} ORDER BY id`.pipe(Effect.orDie)
+      quotaLimit: (tenantId, key) => Effect.map(quotaLimits(tenantId, [key]), (limits) => limits[key])
     })
   })
 )

@@ -1,0 +1,42 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { Page, PageQuery, Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import { CreateRoleBody, DeletedRole, Role, UpdateRoleBody } from "../schema/iam.ts"
+import { ApiKeyAuth, Requires } from "./security.ts"
+
+const id = { id: Schema.String }
+
+/** A tenant's roles: the system ones (read only) and its own (docs/api.md, "Roles"). */
+export class RolesGroup extends HttpApiGroup.make("roles")
+  .add(
+    HttpApiEndpoint.post("create", "/roles", {
+      payload: CreateRoleBody,
+      success: Success(Role, 201),
+      error: errors(400, 403, 409)
+    }).annotate(Requires, "iam:roles:write"),
+    HttpApiEndpoint.get("list", "/roles", {
+      query: PageQuery,
+      success: Success(Page(Role)),
+      error: errors(400)
+    }).annotate(Requires, "iam:roles:read"),
+    HttpApiEndpoint.get("get", "/roles/:id", {
+      params: id,
+      success: Success(Role),
+      error: errors(404)
+    }).annotate(Requires, "iam:roles:read"),
+    HttpApiEndpoint.patch("update", "/roles/:id", {
+      params: id,
+      payload: UpdateRoleBody,
+      success: Success(Role),
+      error: errors(400, 403, 404, 409)
+    }).annotate(Requires, "iam:roles:write"),
+    HttpApiEndpoint.delete("remove", "/roles/:id", {
+      params: id,
+      success: Success(DeletedRole),
+      error: errors(404, 409)
+    }).annotate(Requires, "iam:roles:write")
+  )
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/iam")
+{}

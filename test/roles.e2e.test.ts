@@ -1,0 +1,308 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { backends, client, INTERNAL_TOKEN, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
+
+const expectError = (res: { status: number; json: any }, status: number, code: string) => {
+  expect(res.status, JSON.stringify(res.json)).toBe(status)
+  expect(res.json.status).toBe("error")
+  expect(res.json.code).toBe(code)
+  expect(typeof res.json.error.requestId).toBe("string")
+}
+
+const paths = (res: { json: any }) => (res.json.error.details as Array<{ path: string }>).map((d) => d.path).sort()
+
+describe.each(backends())("roles over HTTP ($name)", (backend) => {
+  let server: RunningServer
+  let api: ReturnType<typeof client>
+  let databaseUrl: string | undefined
+
+  beforeAll(async () => {
+    const env = await backend.env()
+    databaseUrl = env.DATABASE_URL
+    server = await startServer(env)
+    api = client(server.baseUrl)
+  })
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  type Tenant = Awaited<ReturnType<ReturnType<typeof client>["createTenant"]>>
+  const createRole = (key: string, body: Record<string, unknown>) => api.post("/v1/iam/roles", body, key)
+  const patchRole = (key: string, id: string, body: Record<string, unknown>) => api.call("PATCH", `/v1/iam/roles/${id}`, { key, body })
+  const deleteRole = (key: string, id: string) => api.call("DELETE", `/v1/iam/roles/${id}`, { key })
+  const systemRole = async (t: Tenant, name: string) =>
+    ((await api.get("/v1/iam/roles", t.apiKey)).json.data.items as Array<any>).find((r) => r.name === name && r.isSystem)
+  /** A key of the tenant's owner with `roleId`, made by the owner key. */
+  const keyWithRole = async (t: Tenant, roleId: string) => {
+    const res = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "role key", roleId }, t.apiKey)
+    expect(res.status, res.text).toBe(201)
+    return { raw: res.json.data.rawKey as string, id: res.json.data.id as string }
+  }
+
+  it("creates, lists, reads, updates and deletes a custom role", async () => {
+    const t = await api.createTenant()
+    const created = await createRole(t.apiKey, { name: "crawlers", description: "run crawls", permissions: ["scraper:jobs:write", "scraper:jobs:read"] })
+    expect(created.status).toBe(201)
+    expect(created.json.code).toBe("201-created")
+    const role = created.json.data
+    expect(role).toMatchObject({
+      tenantId: t.tenantId,
+      name: "crawlers",
+      description: "run crawls",
+      permissions: ["scraper:jobs:write", "scraper:jobs:read"],
+      isSystem: false
+    })
+    expect(role.id).toMatch(/^role_/)
+    expect(Date.parse(role.createdAt)).toBeGreaterThan(0)
+    expect(role.updatedAt).toBe(role.createdAt)
+
+    // The list is a page: the four system roles and the new one, newest first.
+    const list = await api.get("/v1/iam/roles", t.apiKey)
+    expect(list.status).toBe(200)
+    expect(list.json.data.pagination).toEqual({ offset: 0, limit: 50, total: 5, hasMore: false })
+    expect(list.json.data.items[0].id).toBe(role.id)
+    expect((list.json.data.items as Array<any>).filter((r) => r.isSystem).map((r) => r.name).sort()).toEqual(["admin", "owner", "read", "write"])
+    const page = await api.get("/v1/iam/roles?offset=1&limit=2", t.apiKey)
+    expect(page.json.data.pagination).toEqual({ offset: 1, limit: 2, total: 5, hasMore: true })
+    expect(page.json.data.items.map((r: any) => r.id)).toEqual(list.json.data.items.slice(1, 3).map((r: any) => r.id))
+    expect((await api.get("/v1/iam/roles?offset=4&limit=2", t.apiKey)).json.data.pagination.hasMore).toBe(false)
+
+    const got = await api.get(`/v1/iam/roles/${role.id}`, t.apiKey)
+    expect(got.json.data).toEqual(role)
+
+    // Every field is optional in an update; what is left out stays.
+    const renamed = await patchRole(t.apiKey, role.id, { name: "crawl team" })
+    expect(renamed.status).toBe(200)
+    expect(renamed.json.data).toMatchObject({ name: "crawl team", description: "run crawls", permissions: role.permissions })
+    const updated = await patchRole(t.apiKey, role.id, { description: null, permissions: ["scraper:*:read", "scraper:*:read"] })
+    expect(updated.json.data).toMatchObject({ name: "crawl team", description: null, permissions: ["scraper:*:read"] })
+    expect(Date.parse(updated.json.data.updatedAt)).toBeGreaterThanOrEqual(Date.parse(role.updatedAt))
+    expect((await api.get(`/v1/iam/roles/${role.id}`, t.apiKey)).json.data).toEqual(updated.json.data)
+
+    const deleted = await deleteRole(t.apiKey, role.id)
+    expect(deleted.status).toBe(200)
+    expect(deleted.json.data).toEqual({ deleted: true, deletedAt: expect.any(String), id: role.id })
+    expect(Date.parse(deleted.json.data.deletedAt)).toBeGreaterThan(0)
+    expectError(await api.get(`/v1/iam/roles/${role.id}`, t.apiKey), 404, "not_found")
+    expectError(await patchRole(t.apiKey, role.id, { name: "back" }), 404, "not_found")
+    expectError(await deleteRole(t.apiKey, role.id), 404, "not_found")
+    expect((await api.get("/v1/iam/roles", t.apiKey)).json.data.pagination.total).toBe(4)
+    // A deleted role gives no key, and its name is free again.
+    expectError(await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "k", roleId: role.id }, t.apiKey), 422, "invalid_role")
+    expect((await createRole(t.apiKey, { name: "crawl team", permissions: ["scraper:jobs:read"] })).status).toBe(201)
+  })
+
+  it("enforces the bounds of a role's body and of the list's query", async () => {
+    const t = await api.createTenant()
+    const ok = ["scraper:jobs:read"]
+    // name: 2 to 60 characters
+    expect(paths(await createRole(t.apiKey, { name: "a", permissions: ok }))).toEqual(["name"])
+    expect(paths(await createRole(t.apiKey, { name: "a".repeat(61), permissions: ok }))).toEqual(["name"])
+    expect((await createRole(t.apiKey, { name: "ab", permissions: ok })).status).toBe(201)
+    expect((await createRole(t.apiKey, { name: "é".repeat(60), permissions: ok })).status).toBe(201)
+    // description: string or null, at most 500
+    expect(paths(await createRole(t.apiKey, { name: "d1", description: "x".repeat(501), permissions: ok }))).toEqual(["description"])
+    expect(paths(await createRole(t.apiKey, { name: "d2", description: 5, permissions: ok }))).toEqual(["description"])
+    expect((await createRole(t.apiKey, { name: "d3", description: "x".repeat(500), permissions: ok })).status).toBe(201)
+    expect((await createRole(t.apiKey, { name: "d4", description: null, permissions: ok })).json.data.description).toBe(null)
+    // permissions: 1 to 200 entries, each one of the catalogue, named by its index
+    expect(paths(await createRole(t.apiKey, { name: "p1", permissions: [] }))).toEqual(["permissions"])
+    expect(paths(await createRole(t.apiKey, { name: "p2", permissions: Array(201).fill("scraper:jobs:read") }))).toEqual(["permissions"])
+    const many = await createRole(t.apiKey, { name: "p3", permissions: Array(200).fill("scraper:jobs:read") })
+    expect(many.status).toBe(201)
+    expect(many.json.data.permissions).toEqual(["scraper:jobs:read"])
+    const bad = await createRole(t.apiKey, {
+      name: "p4",
+      permissions: ["scraper:jobs:read", "scraper:nothing:read", "iam:roles:write", "scraper:jobs:delete", "jobs:read", 7, "cross_tenant:jobs:read"]
+    })
+    expectError(bad, 400, "validation_error")
+    expect(paths(bad)).toEqual(["permissions.1", "permissions.3", "permissions.4", "permissions.5", "permissions.6"])
+    // required fields, unknown fields, every fault at once
+    const empty = await createRole(t.apiKey, { nam: "x" })
+    expectError(empty, 400, "validation_error")
+    expect(paths(empty)).toEqual(["nam", "name", "permissions"])
+
+    // An update takes the same bounds.
+    const role = (await createRole(t.apiKey, { name: "bounded", permissions: ok })).json.data
+    expect(paths(await patchRole(t.apiKey, role.id, { name: "b" }))).toEqual(["name"])
+    expect(paths(await patchRole(t.apiKey, role.id, { description: "x".repeat(501) }))).toEqual(["description"])
+    expect(paths(await patchRole(t.apiKey, role.id, { permissions: [] }))).toEqual(["permissions"])
+    expect(paths(await patchRole(t.apiKey, role.id, { permissions: Array(201).fill("scraper:jobs:read") }))).toEqual(["permissions"])
+    expect(paths(await patchRole(t.apiKey, role.id, { permissions: ["scraper:jobs:read", "*:*:nope"] }))).toEqual(["permissions.1"])
+    expect(paths(await patchRole(t.apiKey, role.id, { isSystem: true }))).toEqual(["isSystem"])
+    expect((await api.get(`/v1/iam/roles/${role.id}`, t.apiKey)).json.data).toEqual(role)
+
+    // Without a key, nothing.
+    expectError(await api.post("/v1/iam/roles", { name: "anon", permissions: ok }), 401, "unauthorized")
+    expectError(await api.call("PATCH", `/v1/iam/roles/${role.id}`, { body: { name: "anon" } }), 401, "unauthorized")
+    expectError(await api.call("DELETE", `/v1/iam/roles/${role.id}`), 401, "unauthorized")
+    expectError(await api.get(`/v1/iam/roles/${role.id}`), 401, "unauthorized")
+    // The list's page bounds are those of every list.
+    expect(paths(await api.get("/v1/iam/roles?limit=0", t.apiKey))).toEqual(["limit"])
+    expect(paths(await api.get("/v1/iam/roles?limit=201", t.apiKey))).toEqual(["limit"])
+    expect(paths(await api.get("/v1/iam/roles?offset=-1", t.apiKey))).toEqual(["offset"])
+    expect((await api.get("/v1/iam/roles?limit=200", t.apiKey)).json.data.pagination.limit).toBe(200)
+  })
+
+  it("refuses to change or delete a system role (409 system_role_immutable)", async () => {
+    const t = await api.createTenant()
+    for (const name of ["owner", "admin", "write", "read"]) {
+      const role = await systemRole(t, name)
+      expectError(await patchRole(t.apiKey, role.id, { description: "mine now" }), 409, "system_role_immutable")
+      expectError(await patchRole(t.apiKey, role.id, {}), 409, "system_role_immutable")
+      expectError(await deleteRole(t.apiKey, role.id), 409, "system_role_immutable")
+      expect((await api.get(`/v1/iam/roles/${role.id}`, t.apiKey)).json.data).toEqual(role)
+    }
+  })
+
+  it("refuses a second role of the same name in a tenant (409 role_name_taken), not in another tenant", async () => {
+    const t = await api.createTenant()
+    const first = (await createRole(t.apiKey, { name: "ops", permissions: ["scraper:jobs:read"] })).json.data
+    expectError(await createRole(t.apiKey, { name: "ops", permissions: ["scraper:jobs:write"] }), 409, "role_name_taken")
+    expectError(await createRole(t.apiKey, { name: "owner", permissions: ["scraper:jobs:read"] }), 409, "role_name_taken")
+    const second = (await createRole(t.apiKey, { name: "ops2", permissions: ["scraper:jobs:read"] })).json.data
+    expectError(await patchRole(t.apiKey, second.id, { name: "ops" }), 409, "role_name_taken")
+    expect((await api.get(`/v1/iam/roles/${second.id}`, t.apiKey)).json.data.name).toBe("ops2")
+    // Renaming a role to its own name is no conflict.
+    expect((await patchRole(t.apiKey, first.id, { name: "ops" })).status).toBe(200)
+    const other = await api.createTenant()
+    expect((await createRole(other.apiKey, { name: "ops", permissions: ["scraper:jobs:read"] })).status).toBe(201)
+  })
+
+  it("refuses to delete a role while a live API key holds it (409 role_in_use), and deletes it once the key is revoked", async () => {
+    const t = await api.createTenant()
+    const role = (await createRole(t.apiKey, { name: "keyed", permissions: ["scraper:jobs:read"] })).json.data
+    const key = await keyWithRole(t, role.id)
+    const refused = await deleteRole(t.apiKey, role.id)
+    expectError(refused, 409, "role_in_use")
+    expect(refused.json.error.uses).toEqual({ identityAccesses: 0, apiKeys: 1, defaultRoles: 0, invitations: 0 })
+    expect((await api.get("/v1/scraper/jobs", key.raw)).status).toBe(200)
+    expect((await api.call("DELETE", `/v1/iam/identities/${t.ownerIdentityId}/api-keys/${key.id}`, { key: t.apiKey })).status).toBe(200)
+    // A revoked key keeps its role for the record, but no longer holds it against deletion.
+    expect((await deleteRole(t.apiKey, role.id)).status).toBe(200)
+    expect((await api.get(`/v1/iam/identities/${t.ownerIdentityId}/api-keys/${key.id}`, t.apiKey)).json.data.roleId).toBe(role.id)
+  })
+
+  // Giving a custom role to an identity or an invitation has no route yet: the test writes those rows
+  // itself, which it can only do beside a server on PostgreSQL (both databases: test/integration/role-repo.test.ts).
+  it.runIf(backend.name === "postgres")("refuses to delete a role given to an identity access, as a default role or by a pending invitation (409 role_in_use)", async () => {
+    const t = await api.createTenant()
+    const uses = async (setUp: (roleId: string) => Promise<unknown>, undo: (roleId: string) => Promise<unknown>, kind: string) => {
+      const role = (await createRole(t.apiKey, { name: `used by ${kind}`, permissions: ["scraper:jobs:read"] })).json.data
+      await setUp(role.id)
+      const refused = await deleteRole(t.apiKey, role.id)
+      expectError(refused, 409, "role_in_use")
+      expect(refused.json.error.uses[kind]).toBe(1)
+      await undo(role.id)
+      expect((await deleteRole(t.apiKey, role.id)).status).toBe(200)
+    }
+    await uses(
+      (roleId) => pgQuery(databaseUrl!, "UPDATE identity_accesses SET role_id = $1 WHERE identity_id = $2", [roleId, t.ownerIdentityId]),
+      () => pgQuery(databaseUrl!, "UPDATE identity_accesses SET role_id = $1 WHERE identity_id = $2", [t.roleId, t.ownerIdentityId]),
+      "identityAccesses"
+    )
+    await uses(
+      (roleId) => pgQuery(databaseUrl!, "UPDATE identities SET default_role_id = $1 WHERE id = $2", [roleId, t.ownerIdentityId]),
+      () => pgQuery(databaseUrl!, "UPDATE identities SET default_role_id = $1 WHERE id = $2", [t.roleId, t.ownerIdentityId]),
+      "defaultRoles"
+    )
+    await uses(
+      (roleId) =>
+        pgQuery(databaseUrl!, "INSERT INTO invitations (id, tenant_id, organization_id, email, role_id) VALUES ($1, $2, $3, $4, $5)", [
+          `inv_${roleId}`,
+          t.tenantId,
+          t.organizationId,
+          `${roleId}@example.com`,
+          roleId
+        ]),
+      (roleId) => pgQuery(databaseUrl!, "UPDATE invitations SET status = 'declined' WHERE id = $1", [`inv_${roleId}`]),
+      "invitations"
+    )
+  })
+
+  it("refuses a role that grants more than the caller holds (403), and lets a narrower one through", async () => {
+    const t = await api.createTenant()
+    const manager = (await createRole(t.apiKey, { name: "role manager", permissions: ["iam:roles:write", "iam:roles:read", "scraper:jobs:read"] })).json.data
+    const key = await keyWithRole(t, manager.id)
+
+    const all = await createRole(key.raw, { name: "everything", permissions: ["scraper:jobs:read", "*:*:*"] })
+    expectError(all, 403, "forbidden")
+    expect(paths(all)).toEqual(["permissions.1"])
+    const wider = await createRole(key.raw, { name: "writers", permissions: ["scraper:jobs:write", "scraper:*:read", "iam:roles:write"] })
+    expectError(wider, 403, "forbidden")
+    expect(paths(wider)).toEqual(["permissions.0", "permissions.1"])
+    expect((await api.get("/v1/iam/roles", t.apiKey)).json.data.pagination.total).toBe(5)
+
+    const own = await createRole(key.raw, { name: "readers", permissions: ["scraper:jobs:read"] })
+    expect(own.status).toBe(201)
+    // Widening a role past the caller's own permissions is refused, and so is widening its own role.
+    expectError(await patchRole(key.raw, own.json.data.id, { permissions: ["scraper:jobs:read", "scraper:jobs:write"] }), 403, "forbidden")
+    expectError(await patchRole(key.raw, manager.id, { permissions: ["*:*:*"] }), 403, "forbidden")
+    expect((await api.get(`/v1/iam/roles/${own.json.data.id}`, t.apiKey)).json.data.permissions).toEqual(["scraper:jobs:read"])
+    // Narrowing a role that grants what the caller lacks is allowed: nothing is handed out.
+    const broad = (await createRole(t.apiKey, { name: "broad", permissions: ["scraper:*:*", "extractor:*:*"] })).json.data
+    const narrowed = await patchRole(key.raw, broad.id, { permissions: ["scraper:jobs:write"] })
+    expect(narrowed.status).toBe(200)
+    expect(narrowed.json.data.permissions).toEqual(["scraper:jobs:write"])
+    expectError(await patchRole(key.raw, broad.id, { permissions: ["scraper:jobs:write", "extractor:*:*"] }), 403, "forbidden")
+
+    // A key that may only read roles writes none.
+    const reader = await keyWithRole(t, (await systemRole(t, "read")).id)
+    expect((await api.get("/v1/iam/roles", reader.raw)).status).toBe(200)
+    expectError(await createRole(reader.raw, { name: "nope", permissions: ["scraper:jobs:read"] }), 403, "forbidden")
+    expectError(await patchRole(reader.raw, own.json.data.id, { name: "nope" }), 403, "forbidden")
+    expectError(await deleteRole(reader.raw, own.json.data.id), 403, "forbidden")
+    // Without iam:roles:read, no role is read.
+    const jobsOnly = (await createRole(t.apiKey, { name: "jobs only", permissions: ["scraper:jobs:read"] })).json.data
+    const jobsKey = await keyWithRole(t, jobsOnly.id)
+    expectError(await api.get("/v1/iam/roles", jobsKey.raw), 403, "forbidden")
+    expectError(await api.get(`/v1/iam/roles/${jobsOnly.id}`, jobsKey.raw), 403, "forbidden")
+  })
+
+  it("keeps cross_tenant:*:* to the internal tenant (403 elsewhere, even for the owner)", async () => {
+    const t = await api.createTenant()
+    const refused = await createRole(t.apiKey, { name: "super", permissions: ["scraper:jobs:read", "cross_tenant:*:*"] })
+    expectError(refused, 403, "forbidden")
+    expect(refused.json.error.details).toEqual([{ path: "permissions.1", code: "reserved", message: expect.any(String) }])
+    const role = (await createRole(t.apiKey, { name: "plain", permissions: ["scraper:jobs:read"] })).json.data
+    expectError(await patchRole(t.apiKey, role.id, { permissions: ["cross_tenant:*:*"] }), 403, "forbidden")
+
+    const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `roles-${Date.now()}@trawl.dev` } })
+    expect(admin.status).toBe(201)
+    const internal = await createRole(admin.json.data.apiKey, { name: `support ${Date.now()}`, permissions: ["cross_tenant:*:*", "*:*:read"] })
+    expect(internal.status).toBe(201)
+    expect(internal.json.data.permissions).toEqual(["cross_tenant:*:*", "*:*:read"])
+    expect(internal.json.data.tenantId).not.toBe(t.tenantId)
+  })
+
+  it("answers 404 for another tenant's role, and lists only the tenant's own", async () => {
+    const a = await api.createTenant()
+    const b = await api.createTenant()
+    const role = (await createRole(a.apiKey, { name: "a only", permissions: ["scraper:jobs:read"] })).json.data
+    expectError(await api.get(`/v1/iam/roles/${role.id}`, b.apiKey), 404, "not_found")
+    expectError(await patchRole(b.apiKey, role.id, { name: "taken over" }), 404, "not_found")
+    expectError(await deleteRole(b.apiKey, role.id), 404, "not_found")
+    const ownerOfA = await systemRole(a, "owner")
+    expectError(await deleteRole(b.apiKey, ownerOfA.id), 404, "not_found")
+    expectError(await api.post(`/v1/iam/identities/${b.ownerIdentityId}/api-keys`, { name: "k", roleId: role.id }, b.apiKey), 422, "invalid_role")
+    const listed = (await api.get("/v1/iam/roles", b.apiKey)).json.data.items as Array<any>
+    expect(listed.every((r) => r.tenantId === b.tenantId)).toBe(true)
+    expect((await api.get(`/v1/iam/roles/${role.id}`, a.apiKey)).json.data.name).toBe("a only")
+  })
+
+  it("applies a change of a role's permissions to its keys at once", async () => {
+    const t = await api.createTenant()
+    const role = (await createRole(t.apiKey, { name: "watchers", permissions: ["scraper:jobs:read", "network:ip:read"] })).json.data
+    const key = await keyWithRole(t, role.id)
+    // Read once, so the key's principal is cached with the old permissions.
+    expect((await api.get("/v1/scraper/jobs", key.raw)).status).toBe(200)
+    expect((await api.get("/v1/scraper/jobs", key.raw)).status).toBe(200)
+    expect((await patchRole(t.apiKey, role.id, { permissions: ["network:ip:read"] })).status).toBe(200)
+    expectError(await api.get("/v1/scraper/jobs", key.raw), 403, "forbidden")
+    expect((await patchRole(t.apiKey, role.id, { permissions: ["scraper:jobs:read"] })).status).toBe(200)
+    expect((await api.get("/v1/scraper/jobs", key.raw)).status).toBe(200)
+    // The key's scope follows its role too.
+    expect((await api.get(`/v1/iam/identities/${t.ownerIdentityId}/api-keys/${key.id}`, t.apiKey)).json.data.scope).toBe("read")
+    expect((await patchRole(t.apiKey, role.id, { permissions: ["scraper:jobs:write", "scraper:jobs:read"] })).status).toBe(200)
+    expect((await api.get(`/v1/iam/identities/${t.ownerIdentityId}/api-keys/${key.id}`, t.apiKey)).json.data.scope).toBe("write")
+  })
+})
