@@ -1,0 +1,165 @@
+/**
+ * Identity benchmark: what the service adds to a login's password hash, and what a session costs a
+ * read against an API key.
+ *
+ *   npm run bench:auth
+ *   npm run bench:auth -- --accounts 16 --concurrency 8 --logins 200 --connections 32 --duration 10 --rounds 2 --keys 4
+ *
+ * Logins: `POST /v1/iam/auth/login` through the real server (Argon2id verify, the guessing limits,
+ * a session row, the audit entry, the cookie), `--concurrency` at a time over `--accounts` owners
+ * (one login in flight per account, so the per-account guessing limit never refuses one), against a
+ * bare loop in this process running the same number of Argon2id verifications at a time with the
+ * same parameters (src/iam/passwords.ts) on the same hash. Both use libuv's default pool of 4
+ * threads. The two alternate in `--rounds` rounds; throughputs are summed over the rounds.
+ *
+ * Reads: `GET /v1/iam/auth/me` (authentication, rate limit, one profile read) with
+ * `Authorization: Bearer <session>` against the same route with `x-api-key`, same load, alternating
+ * rounds. Keys (5000 requests a minute) and sessions (600) are opened in numbers that keep both
+ * under their rate limits at the measured rate.
+ *
+ * Last line: `auth login_ratio=<server logins/s / bare verifies/s> session_read_ratio=<session rps / key rps>`.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { hash, verify } from "@node-rs/argon2"
+import { ARGON2 } from "../src/iam/passwords.ts"
+import { createTestDatabase, INTERNAL_TOKEN, startServer } from "../test/support/server-process.ts"
+import { type LoadResult, mergeResults, runLoad, type Target } from "./support/load.ts"
+import { numberOption as opt } from "./support/options.ts"
+import { checkInterrupted, cleanupAll, dropDatabase, installExitHandlers, onCleanup, runMain } from "./support/processes.ts"
+
+const accounts = Math.round(opt("accounts", 16))
+const concurrency = Math.round(opt("concurrency", 8))
+const loginsPerRound = Math.round(opt("logins", 200))
+const connections = Math.round(opt("connections", 32))
+const duration = opt("duration", 10)
+const rounds = Math.round(opt("rounds", 2))
+const keysPerAccount = Math.round(opt("keys", 4))
+const PASSWORD = "correct horse battery staple"
+
+const log = (line: string) => console.log(line)
+const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : String(x))
+
+/** Runs `total` tasks, `width` at a time; tasks per second. */
+const paced = async (total: number, width: number, task: (i: number) => Promise<void>) => {
+  let next = 0
+  const started = performance.now()
+  await Promise.all(Array.from({ length: width }, async (_, lane) => {
+    for (let i = next++; i < total; i = next++) {
+      checkInterrupted()
+      await task(i * width + lane)
+    }
+  }))
+  return total / ((performance.now() - started) / 1000)
+}
+
+let serverOutput: (() => string) | undefined
+
+const main = async () => {
+  installExitHandlers()
+  const baseDatabaseUrl = process.env.DATABASE_URL
+  log(`bench:auth  backend=${baseDatabaseUrl ? "postgres" : "embedded"}  accounts=${accounts} concurrency=${concurrency} logins/round=${loginsPerRound}` +
+    `  reads: connections=${connections} measured=${duration}s in ${rounds} rounds`)
+  const env: Record<string, string> = {}
+  if (baseDatabaseUrl) {
+    const databaseUrl = await createTestDatabase(baseDatabaseUrl)
+    onCleanup("test database", () => dropDatabase(baseDatabaseUrl, databaseUrl))
+    env.DATABASE_URL = databaseUrl
+    if (process.env.REDIS_URL) env.REDIS_URL = process.env.REDIS_URL
+  }
+  const dataDir = mkdtempSync(join(tmpdir(), "trawl-bench-auth-"))
+  onCleanup("trawl data dir", () => rmSync(dataDir, { recursive: true, force: true }))
+  const trawl = await startServer(env, { dataDir })
+  const stopTrawl = onCleanup("trawl server", () => trawl.stop())
+  serverOutput = trawl.output
+  const base = trawl.baseUrl
+
+  const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(base + path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) })
+    const json = await res.json() as any
+    if (res.status >= 300) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`)
+    return json.data
+  }
+
+  // Owners with a password, one tenant each, and their owner keys (5000 requests a minute).
+  const owners: Array<{ email: string; apiKeys: Array<string> }> = []
+  for (let i = 0; i < accounts; i++) {
+    const email = `owner${i}-${Date.now()}@bench.example`
+    const t = await post("/internal/v1/tenants", { name: `bench ${i}`, ownerEmail: email, ownerPassword: PASSWORD }, { "x-internal-token": INTERNAL_TOKEN })
+    const roles = await (await fetch(`${base}/v1/iam/roles?limit=200`, { headers: { "x-api-key": t.apiKey } })).json() as any
+    const readRole = roles.data.items.find((r: any) => r.name === "read").id
+    const apiKeys = [t.apiKey]
+    for (let k = 1; k < keysPerAccount; k++) {
+      const key = await post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: `bench ${k}`, roleId: readRole, rateLimitPerMinute: 5000 }, { "x-api-key": t.apiKey })
+      apiKeys.push(key.rawKey)
+    }
+    owners.push({ email, apiKeys })
+  }
+
+  // 1. Logins against bare Argon2id verifications, alternating rounds.
+  const stored = await hash(PASSWORD, ARGON2)
+  const sessions: Array<string> = []
+  const login = (i: number) =>
+    post("/v1/iam/auth/login", { email: owners[i % accounts]!.email, password: PASSWORD }).then((d) => void sessions.push(d.sessionId))
+  const bareVerify = async () => {
+    if (!(await verify(stored, PASSWORD))) throw new Error("verify failed")
+  }
+  // Warm-up of each.
+  await paced(Math.min(accounts, concurrency) * 4, Math.min(accounts, concurrency), login)
+  await paced(concurrency * 4, concurrency, bareVerify)
+  const width = Math.min(accounts, concurrency)
+  const rates = { server: [] as Array<number>, bare: [] as Array<number> }
+  for (let r = 0; r < rounds; r++) {
+    const order = r % 2 === 0 ? (["server", "bare"] as const) : (["bare", "server"] as const)
+    for (const which of order) {
+      const rate = which === "server" ? await paced(loginsPerRound, width, login) : await paced(loginsPerRound, concurrency, bareVerify)
+      rates[which].push(rate)
+      log(`${which === "server" ? "logins  " : "argon2id"} round ${r + 1}: ${f(rate, 1)} /s`)
+    }
+  }
+  const hm = (xs: Array<number>) => xs.length / xs.reduce((s, x) => s + 1 / x, 0)
+  const loginRate = hm(rates.server)
+  const bareRate = hm(rates.bare)
+
+  // 2. Reads of the caller's profile: sessions against keys, same route and load.
+  // Enough sessions for 6000 requests a second at 10 a second each.
+  const neededSessions = 600
+  while (sessions.length < neededSessions) await paced(width * 8, width, login)
+  const sessionTargets: Array<Target> = sessions.map((s) => ({ path: "/v1/iam/auth/me", headers: { authorization: `Bearer ${s}` } }))
+  const keyTargets: Array<Target> = owners.flatMap((o) => o.apiKeys.map((k) => ({ path: "/v1/iam/auth/me", headers: { "x-api-key": k } })))
+  log(`reads: ${sessionTargets.length} sessions (600/min each), ${keyTargets.length} keys (5000/min each)`)
+  if (sessionTargets.length * 10 < 4000 || keyTargets.length * 83 < 4000) log("note: fewer credentials than 4000 req/s needs; a 429 makes the read ratio invalid")
+  await runLoad(base, sessionTargets, { connections, duration: 2 })
+  await runLoad(base, keyTargets, { connections, duration: 2 })
+  const parts = { session: [] as Array<LoadResult>, key: [] as Array<LoadResult> }
+  for (let r = 0; r < rounds; r++) {
+    const order = r % 2 === 0 ? (["session", "key"] as const) : (["key", "session"] as const)
+    for (const which of order) {
+      checkInterrupted()
+      const res = await runLoad(base, which === "session" ? sessionTargets : keyTargets, { connections, duration: duration / rounds })
+      parts[which].push(res)
+      log(`${which.padEnd(7)} round ${r + 1}: ${f(res.rps, 1)} req/s  p50 ${f(res.p50, 3)} ms  p99 ${f(res.p99, 3)} ms  non-2xx ${res.non2xx}`)
+    }
+  }
+  await stopTrawl()
+  const session = mergeResults(parts.session)
+  const key = mergeResults(parts.key)
+  if (session.non2xx + key.non2xx > 0) {
+    log(`!!!!!!!! NON-2XX RESPONSES: session ${JSON.stringify(session.statuses)}, key ${JSON.stringify(key.statuses)}: READ RATIO NOT VALID !!!!!!!!`)
+  }
+  const loginRatio = loginRate / bareRate
+  const readRatio = session.rps / key.rps
+  log("")
+  log(`logins ${f(loginRate, 1)}/s vs bare Argon2id ${f(bareRate, 1)}/s: ratio ${f(loginRatio, 3)} (goal >= 0.8: ${loginRatio >= 0.8 ? "met" : "NOT met"})`)
+  log(`session reads ${f(session.rps, 1)} req/s (p99 ${f(session.p99, 3)} ms) vs key reads ${f(key.rps, 1)} req/s (p99 ${f(key.p99, 3)} ms): ` +
+    `ratio ${f(readRatio, 3)} (goal >= 0.9: ${readRatio >= 0.9 ? "met" : "NOT met"})`)
+  await cleanupAll()
+  log(`auth login_ratio=${f(loginRatio, 3)} session_read_ratio=${f(readRatio, 3)}`)
+}
+
+runMain(main, (error) => {
+  if (error instanceof Error && error.message === "interrupted") return 130
+  console.error(error instanceof Error ? error.stack ?? error.message : error)
+  if (serverOutput) console.error(`--- trawl server output (tail) ---\n${serverOutput().slice(-4000)}`)
+})
