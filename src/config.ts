@@ -47,6 +47,8 @@ export interface AppConfig {
   readonly ssrfTestPublicAddresses: ReadonlyArray<string>
   /** Shrinks the webhook retry schedule (tests only; always 1 in production). */
   readonly webhookRetryScale: number
+  /** SUBSCRIPTION_PERIOD_SECONDS: a subscription period this long instead of a calendar month (tests only; refused in production). */
+  readonly subscriptionPeriodSeconds: number | undefined
   /**
    * TEST_FAULT: a crash a test asks for, at a point it cannot hit by timing (tests only; refused in
    * production). `crash-after-job-insert`: the node kills itself once the rows of new jobs are
@@ -179,6 +181,10 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
   if (!(webhookRetryScale > 0 && webhookRetryScale <= 1)) bad("WEBHOOK_RETRY_SCALE", "must be a number in (0, 1]")
   if (production && webhookRetryScale !== 1) bad("WEBHOOK_RETRY_SCALE", "cannot be changed when NODE_ENV=production")
 
+  const periodRaw = env.SUBSCRIPTION_PERIOD_SECONDS
+  const subscriptionPeriodSeconds = periodRaw === undefined || periodRaw === "" ? undefined : seconds(env, "SUBSCRIPTION_PERIOD_SECONDS", 0, 31 * 86400)
+  if (production && subscriptionPeriodSeconds !== undefined) bad("SUBSCRIPTION_PERIOD_SECONDS", "cannot be set when NODE_ENV=production")
+
   const ssrfTestPublicAddresses = (env.SSRF_TEST_PUBLIC_ADDRESSES ?? "").split(",").map((a) => a.trim()).filter(Boolean)
   for (const a of ssrfTestPublicAddresses) {
     if (!/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a)) bad("SSRF_TEST_PUBLIC_ADDRESSES", `may only name 127.x.y.z addresses, got "${a}"`)
@@ -194,6 +200,7 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
     ssrfTestPublicAddresses,
     secretKeyGenerated: !env.SECRET_KEY,
     webhookRetryScale,
+    subscriptionPeriodSeconds,
     testFault,
     port: listenPort,
     host,

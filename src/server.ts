@@ -14,6 +14,8 @@ import { ProbeEntityLive } from "./actors/probe-entity.ts"
 import { StorageMaintenanceLive } from "./actors/storage-maintenance.ts"
 import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "./actors/webhook-delivery-entity.ts"
 import { JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
+import { SubscriptionRenewalsLive } from "./actors/subscription-renewals.ts"
+import { PlanGateLive } from "./billing/plan-gate.ts"
 import { type AppConfig, Config } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
 import { JobCreationLive } from "./crawl/job-creation.ts"
@@ -38,6 +40,7 @@ import { JobsHandlers, WebhooksAdminHandlers } from "./http/jobs.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
 import { AnonymousLive, ApiKeyAuthLive, InternalAuthLive, KeyMeterLive } from "./http/security.live.ts"
+import { AdminSubscriptionHandlers, SubscriptionHandlers } from "./http/subscriptions.http.ts"
 import { SystemHandlers } from "./http/system.http.ts"
 import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
 import { AttemptsLive } from "./iam/attempts.ts"
@@ -59,6 +62,7 @@ import { JobRepoLive } from "./sql/job-repo.ts"
 import { MailOutboxRepoLive } from "./sql/mail-outbox-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
 import { RoleRepoLive } from "./sql/role-repo.ts"
+import { SubscriptionRepoLive } from "./sql/subscription-repo.ts"
 import { TenantRepoLive } from "./sql/tenant-repo.ts"
 import { WebhookRepoLive } from "./sql/webhook-repo.ts"
 
@@ -89,7 +93,8 @@ export const makeServerLayer = (config: AppConfig) => {
     MailOutboxRepoLive,
     IdentityRepoLive,
     SessionRepoLive,
-    AuthTokenRepoLive
+    AuthTokenRepoLive,
+    PlanGateLive.pipe(Layer.provideMerge(SubscriptionRepoLive))
   ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
   const Identity = Layer.mergeAll(AuthServiceLive, IdentityServiceLive, MailedTokensLive).pipe(
@@ -111,6 +116,7 @@ export const makeServerLayer = (config: AppConfig) => {
     ExtractionSweeperLive,
     JobSweeperLive,
     WebhookSweeperLive,
+    SubscriptionRenewalsLive,
     StorageMaintenanceLive
   )
 
@@ -130,7 +136,9 @@ export const makeServerLayer = (config: AppConfig) => {
     ExtractionsHandlers,
     ExtractorConfigsHandlers,
     BillingHandlers,
+    SubscriptionHandlers,
     AdminHandlers,
+    AdminSubscriptionHandlers,
     ControlHandlers
   )
   const Security = Layer.mergeAll(ApiKeyAuthLive, AnonymousLive, InternalAuthLive, KeyMeterLive)

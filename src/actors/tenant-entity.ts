@@ -12,6 +12,7 @@ import { Transaction } from "../schema/tenant.ts"
 import { makeGroupCommit } from "../sql/group-commit.ts"
 import { sendOneWay } from "./entity-call.ts"
 import { type QuotaName, TenantJobSlots } from "./tenant-job-slots.ts"
+import { DueRenewal, makeTenantSubscription, SubscriptionChange } from "./tenant-subscription.ts"
 
 const BootstrapPayload = Schema.Struct({
   name: Schema.String,
@@ -122,7 +123,15 @@ export const TenantEntity = Entity.make("Tenant", [
   Rpc.make("RegisterWebhookEndpoint", {
     payload: Schema.Struct({ url: Schema.String }),
     error: EndpointLimit
-  })
+  }),
+  /** The subscription's period ends: its renewal, a persisted message delivered then (src/actors/tenant-subscription.ts). */
+  Rpc.make("RenewSubscription", { payload: DueRenewal }).annotate(ClusterSchema.Persisted, true),
+  /** A super-admin's change of the subscription, prorated in the ledger. */
+  Rpc.make("ChangeSubscription", {
+    payload: SubscriptionChange,
+    success: Schema.Struct({ entry: Schema.NullOr(Transaction) }),
+    error: Schema.Union([TenantMissing, InsufficientCredit, BalanceCeiling])
+  }).annotate(ClusterSchema.Persisted, true)
 ])
 
 const RECONCILE_MS = 5_000
@@ -142,6 +151,9 @@ export const TenantEntityLive = TenantEntity.toLayer(
     const webhooks = yield* WebhookRepo
     const address = yield* Entity.CurrentAddress
     const tenantId = address.entityId
+    const self = yield* TenantEntity.client
+    const subscription = yield* makeTenantSubscription(tenantId, (periodEnd) =>
+      self(tenantId).RenewSubscription(new DueRenewal({ periodEnd }), { discard: true }).pipe(Effect.orDie))
 
     // Job slots: counted from SQL, plus reservations whose rows are not written yet. The quota
     // limits are read with each reconcile and before any refusal: a raised limit applies to the
@@ -217,9 +229,26 @@ export const TenantEntityLive = TenantEntity.toLayer(
     return TenantEntity.of({
       Bootstrap: ({ payload }) =>
         Effect.gen(function*() {
-          const earlier = yield* repo.bootstrapResult(tenantId)
-          if (earlier) return earlier
-          return yield* repo.bootstrap({ ...payload, tenantId }).pipe(Effect.mapError(() => new EmailInUse()))
+          const result = (yield* repo.bootstrapResult(tenantId)) ??
+            (yield* repo.bootstrap({ ...payload, tenantId }).pipe(Effect.mapError(() => new EmailInUse())))
+          // Also when re-delivered: a bootstrap cut short before its subscription opens it now.
+          yield* subscription.open(payload.plan)
+          return result
+        }),
+      RenewSubscription: ({ payload }) =>
+        subscription.renew(payload.periodEnd).pipe(Effect.map((balance) => {
+          if (balance !== undefined) credit.balance = toUnits(balance)
+        })),
+      ChangeSubscription: ({ payload }) =>
+        Effect.gen(function*() {
+          const outcome = yield* subscription.change(payload)
+          if (outcome.ok) {
+            if (outcome.entry) credit.balance = toUnits(outcome.entry.balanceAfter)
+            return { entry: outcome.entry }
+          }
+          if (outcome.reason === "missing") return yield* new TenantMissing()
+          if (outcome.reason === "above_ceiling") return yield* new BalanceCeiling({ balance: outcome.balance ?? "0" })
+          return yield* new InsufficientCredit({ balance: outcome.balance ?? "0", ...(outcome.required ? { required: outcome.required } : {}) })
         }),
       GetBalance: () =>
         repo.balance(tenantId).pipe(

@@ -9,6 +9,7 @@ import { IamGroup } from "./iam.api.ts"
 import { RolesGroup } from "./roles.api.ts"
 import { JobsGroup, WebhooksAdminGroup } from "./jobs.api.ts"
 import { PageHistoryGroup } from "./page-history.api.ts"
+import { AdminSubscriptionGroup, SubscriptionGroup } from "./subscriptions.api.ts"
 import { SystemGroup } from "./system.api.ts"
 import { UsersGroup } from "./users.api.ts"
 
@@ -29,7 +30,9 @@ export const Api = HttpApi.make("trawl")
   .add(ExtractionsGroup)
   .add(ExtractorConfigsGroup)
   .add(BillingGroup)
+  .add(SubscriptionGroup)
   .add(AdminGroup)
+  .add(AdminSubscriptionGroup)
   .add(AdminAuditGroup)
   .add(ControlGroup)
   // Every offending path is reported at once; unknown body fields are refused

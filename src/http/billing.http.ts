@@ -2,7 +2,9 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
+import { planCatalogue } from "../billing/plans.ts"
 import { EXTRACTION_SERVICE_KEY, JOB_SERVICE_KEY, priceList } from "../billing/pricing.ts"
+import { SUBSCRIPTION_SERVICE_KEY } from "../billing/subscriptions.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { DEFAULT_PAGE_LIMIT, pageOf } from "../schema/envelope.ts"
 import { withTieBreak } from "../sql/order-by.ts"
@@ -10,8 +12,8 @@ import { failListQuery, filterFault, NEWEST_FIRST, queryLimit, sortOrDefault } f
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 
-/** The services the ledger's entries name (those of the price list). */
-const SERVICE_KEYS: ReadonlyArray<string> = [JOB_SERVICE_KEY, EXTRACTION_SERVICE_KEY]
+/** The services the ledger's entries name (those of the price list, and the subscription's). */
+const SERVICE_KEYS: ReadonlyArray<string> = [JOB_SERVICE_KEY, EXTRACTION_SERVICE_KEY, SUBSCRIPTION_SERVICE_KEY]
 
 /**
  * A service filter the price list does not name has no entries: a misspelling, said so (at `path`)
@@ -60,6 +62,6 @@ export const BillingHandlers = HttpApiBuilder.group(
           const page = yield* tenants.transactions(me.tenantId, payload.where ?? {}, sort, offset, limit)
           return { ...pageOf(page.items, offset, limit, page.total), sort: [...withTieBreak(sort)] }
         }))
-      .handle("pricing", () => Effect.succeed({ ...priceList(), currency: "EUR" as const }))
+      .handle("pricing", () => Effect.succeed({ ...priceList(), ...planCatalogue(), currency: "EUR" as const }))
   })
 )

@@ -1,5 +1,6 @@
 import { Context, Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http"
+import { PlanGate } from "../billing/plan-gate.ts"
 import { Config } from "../config.ts"
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
 import { allows } from "../iam/permissions.ts"
@@ -57,6 +58,7 @@ export const ApiKeyAuthLive = Layer.effect(
     const sessionAuth = yield* SessionAuthenticator
     const sessions = yield* SessionService
     const limiter = yield* RateLimiter
+    const planGate = yield* PlanGate
 
     const sessionPrincipal = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -109,6 +111,8 @@ export const ApiKeyAuthLive = Layer.effect(
             }
             return yield* new ApiError({ status: 403, code: "forbidden", message: `this ${principal.kind === "session" ? "session" : "key"} lacks ${required}` })
           }
+          // The tenant's plan and subscription status may refuse what the permission allows.
+          if (required !== ANY_KEY) yield* planGate.check(principal, required)
           return yield* refuseMalformedRequest(Effect.provideService(httpEffect, CurrentPrincipal, principal))
         })
     })

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { Amount, CreatedRange, DateTime, Email, Text } from "./common.ts"
 import { SearchPagination, SortTerms } from "./envelope.ts"
+import { AddOnOffer, PlanOffer } from "./subscription.ts"
 
 export const CreateTenantBody = Schema.Struct({
   name: Text(1, 200),
@@ -57,7 +58,10 @@ export const PriceItem = Schema.Struct({
 
 export const PriceList = Schema.Struct({
   currency: Schema.Literal("EUR"),
-  items: Schema.Array(PriceItem)
+  items: Schema.Array(PriceItem),
+  /** The public plans (monthly prices) and the add-ons they may take, beside the per-call prices. */
+  plans: Schema.Array(PlanOffer),
+  addOns: Schema.Array(AddOnOffer)
 }).annotate({ identifier: "PriceList" })
 
 export const CreditAdjustmentBody = Schema.Struct({
@@ -78,12 +82,12 @@ export const Transaction = Schema.Struct({
 }).annotate({ identifier: "Transaction" })
 export type Transaction = typeof Transaction.Type
 
-export const TransactionType = Schema.Literals(["topup", "correction", "debit"])
+export const TransactionType = Schema.Literals(["topup", "correction", "debit", "credit"])
 export const transactionSortFields = ["createdAt", "amount"] as const
 
 /** What ledger entries a list or search asks for (all optional, combined with AND). */
 export const TransactionFilter = Schema.Struct({
-  type: Schema.optional(Schema.Array(TransactionType).check(Schema.isBetweenLength(1, 3))),
+  type: Schema.optional(Schema.Array(TransactionType).check(Schema.isBetweenLength(1, 4))),
   serviceKey: Schema.optional(Text(1, 100)),
   resourceType: Schema.optional(Text(1, 50)),
   resourceId: Schema.optional(Text(1, 100)),

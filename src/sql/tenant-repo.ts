@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { internalAdminRole, type SystemRole, tenantSystemRoles } from "../iam/permissions.ts"
-import { planQuota, type QuotaKey, quotaKeys } from "../billing/plans.ts"
+import { type AddOnQuantity, planQuota, type QuotaKey, quotaKeys } from "../billing/plans.ts"
 import { EXTRACTION_SERVICE_KEY, JOB_SERVICE_KEY } from "../billing/pricing.ts"
 import { newId } from "../ids.ts"
 import { iso, money } from "../schema/common.ts"
@@ -232,15 +232,19 @@ export const TenantRepoLive = Layer.effect(
       })
 
     const quotaLimits: TenantRepoShape["quotaLimits"] = (tenantId, keys) =>
-      sql<{ plan: string; quota_key: string | null; quota_limit: number | null }>`
-        SELECT t.plan, o.quota_key, o.quota_limit FROM tenants t
+      // The subscription's plan raised by its add-ons; a super-admin's override replaces that.
+      sql<{ plan: string; add_ons: ReadonlyArray<AddOnQuantity> | string | null; quota_key: string | null; quota_limit: number | null }>`
+        SELECT COALESCE(s.plan, t.plan) AS plan, s.add_ons, o.quota_key, o.quota_limit FROM tenants t
+        LEFT JOIN subscriptions s ON s.tenant_id = t.id
         LEFT JOIN quota_overrides o ON o.tenant_id = t.id AND o.quota_key IN ${sql.in(keys)}
         WHERE t.id = ${tenantId}`.pipe(
         Effect.orDie,
         Effect.map((rows) => {
           const plan = rows[0]?.plan ?? "starter"
+          const raw = rows[0]?.add_ons ?? []
+          const addOns: ReadonlyArray<AddOnQuantity> = typeof raw === "string" ? JSON.parse(raw) : raw
           const overrides = new Map(rows.filter((r) => r.quota_key !== null).map((r) => [r.quota_key!, r.quota_limit!]))
-          return Object.fromEntries(keys.map((k) => [k, overrides.get(k) ?? planQuota(plan, k)])) as Record<(typeof keys)[number], number>
+          return Object.fromEntries(keys.map((k) => [k, overrides.get(k) ?? planQuota(plan, k, addOns)])) as Record<(typeof keys)[number], number>
         })
       )
 

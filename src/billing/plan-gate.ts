@@ -1,0 +1,90 @@
+import { Context, Effect, Layer } from "effect"
+import type { Principal } from "../iam/principal.ts"
+import { ApiError } from "../schema/errors.ts"
+import { SubscriptionRepo } from "../sql/subscription-repo.ts"
+import { planIncludes, planServices } from "./plans.ts"
+import type { SubscriptionStatus } from "./subscriptions.ts"
+
+/** How long a node trusts a subscription it read: another node's change shows within this. */
+const CACHE_MS = 2_000
+
+/**
+ * Whether a permission is for paid work, refused while the subscription is not active: creating
+ * jobs and extractions (and changing what they use: configs, cancels, replays) and every IP lookup
+ * (each one is billed). Reading what the tenant already has stays open, so a tenant behind on its
+ * payments can still see and fetch its results.
+ */
+const isPaid = (service: string, action: string) =>
+  service === "network" || ((service === "scraper" || service === "extractor" || service === "page-history") && action === "write")
+
+/**
+ * The plan's answer to a request that passed its permission check (docs/api.md, "Plans and
+ * subscriptions"): 403 `service_disabled_on_plan` when the plan lacks the endpoint's service, 403
+ * `no_active_plan` when the subscription is not active and the endpoint is paid work; else none.
+ */
+export const planRefusal = (
+  subscription: { readonly plan: string; readonly status: SubscriptionStatus } | undefined,
+  required: string
+): ApiError | undefined => {
+  const [service = "", , action = ""] = required.split(":")
+  if (subscription === undefined || !(planServices as ReadonlyArray<string>).includes(service)) return undefined
+  if (!planIncludes(subscription.plan, service)) {
+    return new ApiError({
+      status: 403,
+      code: "service_disabled_on_plan",
+      message: `the ${subscription.plan} plan does not include the ${service} service`,
+      extra: { plan: subscription.plan, service }
+    })
+  }
+  if (subscription.status !== "active" && isPaid(service, action)) {
+    return new ApiError({
+      status: 403,
+      code: "no_active_plan",
+      message: subscription.status === "past_due"
+        ? "the subscription is past due: its last renewal could not be paid from the balance"
+        : "the subscription is cancelled",
+      extra: { plan: subscription.plan, subscriptionStatus: subscription.status }
+    })
+  }
+  return undefined
+}
+
+export interface PlanGateShape {
+  /** Refuses `principal`'s request for `required` when its tenant's plan says no; the internal tenant never is. */
+  readonly check: (principal: Principal, required: string) => Effect.Effect<void, ApiError>
+  /** Forgets what this node read of a tenant's subscription, after it changed. */
+  readonly invalidate: (tenantId: string) => void
+}
+
+export class PlanGate extends Context.Service<PlanGate, PlanGateShape>()("trawl/PlanGate") {}
+
+export const PlanGateLive = Layer.effect(
+  PlanGate,
+  Effect.gen(function*() {
+    const subscriptions = yield* SubscriptionRepo
+    const cache = new Map<string, { readonly at: number; readonly value: { plan: string; status: SubscriptionStatus } | undefined }>()
+    const read = (tenantId: string) =>
+      Effect.suspend(() => {
+        const now = Date.now()
+        const hit = cache.get(tenantId)
+        if (hit && now - hit.at < CACHE_MS) return Effect.succeed(hit.value)
+        return subscriptions.find(tenantId).pipe(Effect.map((s) => {
+          const value = s && { plan: s.plan, status: s.status }
+          // Bounded: a node that served many tenants starts over rather than growing without end.
+          if (cache.size >= 10_000) cache.clear()
+          cache.set(tenantId, { at: now, value })
+          return value
+        }))
+      })
+    return PlanGate.of({
+      check: (principal, required) =>
+        principal.isInternalTenant
+          ? Effect.void
+          : read(principal.tenantId).pipe(Effect.flatMap((s) => {
+            const refusal = planRefusal(s, required)
+            return refusal ? Effect.fail(refusal) : Effect.void
+          })),
+      invalidate: (tenantId) => void cache.delete(tenantId)
+    })
+  })
+)

@@ -1,0 +1,46 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { Page, PageQuery, Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import { Subscription, SubscriptionChangeBody } from "../schema/subscription.ts"
+import { Transaction } from "../schema/tenant.ts"
+import { ApiKeyAuth, Requires } from "./security.ts"
+
+/** The tenant's own plan subscription (docs/api.md, "Plans and subscriptions"). */
+export class SubscriptionGroup extends HttpApiGroup.make("subscription")
+  .add(
+    HttpApiEndpoint.get("subscription", "/me/subscription", {
+      success: Success(Subscription)
+    }),
+    HttpApiEndpoint.get("subscriptionDebits", "/me/subscription/debits", {
+      query: PageQuery,
+      success: Success(Page(Transaction)),
+      error: errors(400)
+    })
+  )
+  .annotate(Requires, "billing:subscription:read")
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/billing")
+{}
+
+export const SubscriptionChanged = Schema.Struct({
+  subscription: Subscription,
+  /** The prorated debit or credit (or the re-activation's debit) the change made; null when none. */
+  ledgerEntry: Schema.NullOr(Transaction)
+})
+
+/** A super-admin's change of a tenant's subscription; not in the public document. */
+export class AdminSubscriptionGroup extends HttpApiGroup.make("adminSubscription")
+  .add(
+    HttpApiEndpoint.put("changeSubscription", "/tenants/:tenantId/subscription", {
+      params: { tenantId: Schema.String },
+      payload: SubscriptionChangeBody,
+      success: Success(SubscriptionChanged),
+      error: errors(400, 402, 404, 409, 422)
+    })
+  )
+  .annotate(Requires, "cross_tenant:*:*")
+  .annotate(OpenApi.Exclude, true)
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/admin")
+{}
