@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts"
-import { backends, client, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
+import { backends, client, INTERNAL_TOKEN, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const units = (eur: string) => Math.round(Number(eur) * 10_000)
@@ -373,5 +373,37 @@ describe.each(backends())("a renewal across the SIGKILL of the only node ($name)
     expect(debits).toHaveLength(periodsBegun)
     expect(debits.at(-1)).toMatchObject({ amount: "-9.00", balanceAfter: "41.00", serviceKey: "billing.subscription" })
     expect((await api.get("/v1/billing/me/balance", t.apiKey)).json.data.balance).toBe(debits[0].balanceAfter)
+  }, 120_000)
+})
+
+describe.skipIf(!process.env.DATABASE_URL)("a renewal whose message was lost (postgres)", () => {
+  let server: RunningServer | undefined
+
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  it("is stored again by the catch-up when a node starts, and happens", async () => {
+    const env: Record<string, string> = { ...(await backends()[1]!.env()), SUBSCRIPTION_PERIOD_SECONDS: "6" }
+    // The same data dir again: it holds the node's SECRET_KEY, which keys are checked with.
+    const first = await startServer(env, { keepDataDir: true })
+    let api = client(first.baseUrl)
+    const t = await api.createTenant({ credits: "50.00" })
+    const sub = await subscriptionOf(api, t.apiKey)
+    await first.stop()
+    // As if the node had died between a renewal and storing the next one's message.
+    const lost = await pgQuery<{ id: string }>(env.DATABASE_URL!,
+      "DELETE FROM cluster_messages WHERE entity_type = 'Tenant' AND entity_id = $1 AND tag = 'RenewSubscription' RETURNING id", [t.tenantId])
+    expect(lost).toHaveLength(1)
+    await pgQuery(env.DATABASE_URL!, "UPDATE subscriptions SET renewal_scheduled_for = NULL WHERE tenant_id = $1", [t.tenantId])
+
+    server = await startServer(env, { dataDir: first.dataDir })
+    api = client(server.baseUrl)
+    const end = Date.parse(sub.currentPeriodEnd)
+    const renewed = await until(() => subscriptionOf(api, t.apiKey), (s) => Date.parse(s.currentPeriodStart) >= end, 30_000, "the renewal")
+    expect(renewed.status).toBe("active")
+    const debits = await subscriptionDebits(api, t.apiKey)
+    expect(debits.length).toBe(Math.round((Date.parse(renewed.currentPeriodStart) - Date.parse(sub.currentPeriodStart)) / 6000))
+    expect(debits.at(-1)).toMatchObject({ amount: "-9.00", balanceAfter: "41.00" })
   }, 120_000)
 })
