@@ -46,6 +46,7 @@ import { IdentityServiceLive } from "./iam/identity-service.ts"
 import { MailedTokensLive } from "./iam/mailed-tokens.ts"
 import { SessionAuthenticatorLive } from "./iam/session-auth.ts"
 import { SessionServiceLive } from "./iam/session-service.ts"
+import { RoleServiceLive } from "./iam/role-service.ts"
 import { KvLive } from "./kv/kv.ts"
 import { MailerLive } from "./mail/mailer.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
@@ -92,11 +93,11 @@ export const makeServerLayer = (config: AppConfig) => {
     AuthTokenRepoLive
   ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
-  const Identity = Layer.mergeAll(AuthServiceLive, IdentityServiceLive, MailedTokensLive).pipe(
+  const Identity = Layer.mergeAll(AuthServiceLive, IdentityServiceLive, MailedTokensLive, RoleServiceLive).pipe(
     Layer.provideMerge(SessionServiceLive),
-    Layer.provideMerge(Layer.mergeAll(SessionAuthenticatorLive, AttemptsLive, MailerLive))
+    Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, AttemptsLive, MailerLive))
   )
-  const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
+  const Services = Layer.mergeAll(RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
     Layer.provideMerge(Identity),
     Layer.provideMerge(Repos)
   )
