@@ -47,6 +47,7 @@ import { MailedTokensLive } from "./iam/mailed-tokens.ts"
 import { SessionAuthenticatorLive } from "./iam/session-auth.ts"
 import { SessionServiceLive } from "./iam/session-service.ts"
 import { RoleServiceLive } from "./iam/role-service.ts"
+import { ApiKeyServiceLive } from "./iam/api-key-service.ts"
 import { KvLive } from "./kv/kv.ts"
 import { MailerLive } from "./mail/mailer.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
@@ -93,7 +94,8 @@ export const makeServerLayer = (config: AppConfig) => {
     AuthTokenRepoLive
   ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
-  const Identity = Layer.mergeAll(AuthServiceLive, IdentityServiceLive, MailedTokensLive, RoleServiceLive).pipe(
+  const Identity = Layer.mergeAll(ApiKeyServiceLive, IdentityServiceLive, MailedTokensLive, RoleServiceLive).pipe(
+    Layer.provideMerge(AuthServiceLive),
     Layer.provideMerge(SessionServiceLive),
     Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, AttemptsLive, MailerLive))
   )
