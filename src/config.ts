@@ -232,3 +232,10 @@ const generatedSecretKey = (dataDir: string): Buffer => {
   writeFileSync(file, key.toString("hex") + "\n", { mode: 0o600 })
   return key
 }
+
+/**
+ * A configuration for unit tests: the defaults of a development node with a fixed secret key and
+ * no file written; `env` overrides any variable.
+ */
+export const configForTests = (env: Env = {}): AppConfig =>
+  loadConfig({ SECRET_KEY: "0123456789abcdef".repeat(4), DATA_DIR: "/nonexistent/trawl-test", INTERNAL_TOKEN: "test-internal-token-0123456789", ...env })
