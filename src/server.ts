@@ -33,6 +33,7 @@ import { IamHandlers } from "./http/iam.http.ts"
 import { AuthHandlers } from "./http/auth.http.ts"
 import { UsersHandlers } from "./http/users.http.ts"
 import { RolesHandlers } from "./http/roles.http.ts"
+import { AdminQuotaRequestsHandlers, QuotaRequestsHandlers } from "./http/quota-requests.http.ts"
 import { IdempotencyLive } from "./http/idempotency.ts"
 import { JobsHandlers, WebhooksAdminHandlers } from "./http/jobs.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
@@ -44,6 +45,7 @@ import { AttemptsLive } from "./iam/attempts.ts"
 import { AuthServiceLive } from "./iam/auth-service.ts"
 import { IdentityServiceLive } from "./iam/identity-service.ts"
 import { MailedTokensLive } from "./iam/mailed-tokens.ts"
+import { QuotaRequestServiceLive } from "./iam/quota-request-service.ts"
 import { SessionAuthenticatorLive } from "./iam/session-auth.ts"
 import { SessionServiceLive } from "./iam/session-service.ts"
 import { RoleServiceLive } from "./iam/role-service.ts"
@@ -60,6 +62,7 @@ import { ExtractionRepoLive } from "./sql/extraction-repo.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
 import { MailOutboxRepoLive } from "./sql/mail-outbox-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
+import { QuotaRequestRepoLive } from "./sql/quota-request-repo.ts"
 import { RoleRepoLive } from "./sql/role-repo.ts"
 import { TenantRepoLive } from "./sql/tenant-repo.ts"
 import { WebhookRepoLive } from "./sql/webhook-repo.ts"
@@ -84,6 +87,7 @@ export const makeServerLayer = (config: AppConfig) => {
   const Repos = Layer.mergeAll(
     ApiKeyRepoLive,
     RoleRepoLive,
+    QuotaRequestRepoLive,
     TenantRepoLive,
     JobRepoLive,
     ExtractionRepoLive,
@@ -94,7 +98,7 @@ export const makeServerLayer = (config: AppConfig) => {
     AuthTokenRepoLive
   ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
-  const Identity = Layer.mergeAll(ApiKeyServiceLive, IdentityServiceLive, MailedTokensLive, RoleServiceLive).pipe(
+  const Identity = Layer.mergeAll(ApiKeyServiceLive, IdentityServiceLive, MailedTokensLive, RoleServiceLive, QuotaRequestServiceLive).pipe(
     Layer.provideMerge(AuthServiceLive),
     Layer.provideMerge(SessionServiceLive),
     Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, AttemptsLive, MailerLive))
@@ -125,8 +129,10 @@ export const makeServerLayer = (config: AppConfig) => {
     UsersHandlers,
     IamHandlers,
     RolesHandlers,
+    QuotaRequestsHandlers,
     AuditHandlers,
     AdminAuditHandlers,
+    AdminQuotaRequestsHandlers,
     JobsHandlers.pipe(Layer.provide(Layer.succeed(OpenStreams, streams))),
     WebhooksAdminHandlers,
     PageHistoryHandlers,

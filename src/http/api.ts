@@ -7,6 +7,7 @@ import { ExtractionsGroup, ExtractorConfigsGroup } from "./extractions.api.ts"
 import { AdminAuditGroup, AuditGroup } from "./audit.api.ts"
 import { IamGroup } from "./iam.api.ts"
 import { RolesGroup } from "./roles.api.ts"
+import { AdminQuotaRequestsGroup, QuotaRequestsGroup } from "./quota-requests.api.ts"
 import { JobsGroup, WebhooksAdminGroup } from "./jobs.api.ts"
 import { PageHistoryGroup } from "./page-history.api.ts"
 import { SystemGroup } from "./system.api.ts"
@@ -22,6 +23,7 @@ export const Api = HttpApi.make("trawl")
   .add(UsersGroup)
   .add(IamGroup)
   .add(RolesGroup)
+  .add(QuotaRequestsGroup)
   .add(AuditGroup)
   .add(JobsGroup)
   .add(WebhooksAdminGroup)
@@ -31,6 +33,7 @@ export const Api = HttpApi.make("trawl")
   .add(BillingGroup)
   .add(AdminGroup)
   .add(AdminAuditGroup)
+  .add(AdminQuotaRequestsGroup)
   .add(ControlGroup)
   // Every offending path is reported at once; unknown body fields are refused
   // so a misspelt option never goes unnoticed.

@@ -19,6 +19,7 @@ import domainLeases from "./migrations/0016_domain_leases.ts"
 import pageKeysKeepQueryBytes from "./migrations/0017_page_keys_keep_query_bytes.ts"
 import identityPlane from "./migrations/0018_identity_plane.ts"
 import roleDeletion from "./migrations/0019_role_deletion.ts"
+import quotaRequests from "./migrations/0022_quota_requests.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -40,7 +41,8 @@ export const migrations = {
   "0016_domain_leases": domainLeases,
   "0017_page_keys_keep_query_bytes": pageKeysKeepQueryBytes,
   "0018_identity_plane": identityPlane,
-  "0019_role_deletion": roleDeletion
+  "0019_role_deletion": roleDeletion,
+  "0022_quota_requests": quotaRequests
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
