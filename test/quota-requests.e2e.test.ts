@@ -129,7 +129,7 @@ describe.each(backends())("quota increase requests over HTTP ($name)", (backend)
     const t = await newTenant()
     const ok = { quotaKey: "extractor.configs.total", requestedLimit: "500", reason: "many sites" }
     // An unknown quota key is not found; a key that is not a string is malformed.
-    expectError(await request(t.apiKey, { ...ok, quotaKey: "scraper.pages.total" }), 404, "not_found")
+    expectError(await request(t.apiKey, { ...ok, quotaKey: "scraper.pages.total" }), 400, "validation_error")
     for (const quotaKey of [7, "", "x".repeat(101), null]) {
       const res = await request(t.apiKey, { ...ok, quotaKey })
       expectError(res, 400, "validation_error")

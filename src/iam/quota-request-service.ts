@@ -67,21 +67,30 @@ export const QuotaRequestServiceLive = Layer.effect(
 
     const isQuotaKey = (key: string): key is QuotaKey => (quotaKeys as ReadonlyArray<string>).includes(key)
 
-    /** The decision is told by mail after it is committed: a mail that fails is logged, the decision stands. */
+    /**
+     * The decision is told by mail after it is committed, to the tenant's owners and the requester
+     * (docs/api.md, "Quota increase requests"): a mail that fails is logged, the decision stands.
+     */
     const mailRequester = (row: QuotaRequestRow) =>
       Effect.gen(function*() {
-        const to = yield* requests.primaryEmail(row.requested_by)
-        if (!to) return yield* Effect.logWarning("quota request decision not mailed: the requester has no primary e-mail address")
-        yield* mailer.send({ to, ...decisionMail(row) })
-      }).pipe(
-        Effect.catchTag("MailUnavailable", (e) => Effect.logWarning("quota request decision not mailed", e.message)),
-        Effect.annotateLogs({ quotaRequestId: row.id })
-      )
+        const requester = yield* requests.primaryEmail(row.requested_by)
+        const owners = yield* requests.ownerEmails(row.tenant_id)
+        const recipients = [...new Map([...owners, ...(requester ? [requester] : [])].map((e) => [e.toLowerCase(), e])).values()]
+        if (recipients.length === 0) return yield* Effect.logWarning("quota request decision not mailed: nobody to tell has a primary e-mail address")
+        yield* Effect.forEach(recipients, (to) =>
+          mailer.send({ to, ...decisionMail(row) }).pipe(
+            Effect.catchTag("MailUnavailable", (e) => Effect.logWarning("quota request decision not mailed", e.message))
+          ), { discard: true })
+      }).pipe(Effect.annotateLogs({ quotaRequestId: row.id }))
 
     return QuotaRequestService.of({
       create: (me, body) =>
         Effect.gen(function*() {
-          if (!isQuotaKey(body.quotaKey)) return yield* notFound(`quota key "${body.quotaKey}"`)
+          if (!isQuotaKey(body.quotaKey)) {
+            return yield* fail(400, "validation_error", `"${body.quotaKey}" is not a quota key`, {
+              details: [{ path: "quotaKey", code: "unknown_quota_key", message: `quota keys are ${quotaKeys.join(", ")}` }]
+            })
+          }
           const requested = Number(body.requestedLimit)
           const current = yield* tenants.quotaLimit(me.tenantId, body.quotaKey)
           if (requested <= current) {

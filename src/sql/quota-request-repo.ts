@@ -52,6 +52,8 @@ export interface QuotaRequestRepoShape {
   ) => Effect.Effect<QuotaRequestRow | "not_found" | { notPending: QuotaRequestRow }>
   /** The primary e-mail address of an identity, if it has one. */
   readonly primaryEmail: (identityId: string) => Effect.Effect<string | undefined>
+  /** The primary e-mail addresses of the tenant's owners (people whose role is the system owner role). */
+  readonly ownerEmails: (tenantId: string) => Effect.Effect<ReadonlyArray<string>>
 }
 
 export class QuotaRequestRepo extends Context.Service<QuotaRequestRepo, QuotaRequestRepoShape>()("trawl/QuotaRequestRepo") {}
@@ -117,6 +119,13 @@ export const QuotaRequestRepoLive = Layer.effect(
           }
           return row
         })).pipe(Effect.orDie),
+      ownerEmails: (tenantId) =>
+        sql<{ email: string }>`
+          SELECT e.email FROM identities i
+          JOIN roles r ON r.id = i.default_role_id AND r.is_system AND r.name = 'owner'
+          JOIN identity_emails e ON e.identity_id = i.id AND e.is_primary
+          WHERE i.tenant_id = ${tenantId} AND i.type = 'user' AND i.status = 'active'
+          ORDER BY i.created_at`.pipe(Effect.orDie, Effect.map((rows) => rows.map((r) => r.email))),
       primaryEmail: (identityId) =>
         sql<{ email: string }>`
           SELECT email FROM identity_emails WHERE identity_id = ${identityId} AND is_primary ORDER BY created_at LIMIT 1`.pipe(
