@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Scope } from "effect"
+import { Context, Effect, Layer, Scope, Semaphore } from "effect"
 import { Kv } from "../kv/kv.ts"
 import { Mailer } from "../mail/mailer.ts"
 import { iso } from "../schema/common.ts"
@@ -20,6 +20,13 @@ import { type ClientContext, type OpenedSession, SessionService } from "./sessio
  */
 export const MAILS_PER_RECIPIENT = 3
 export const MAIL_WINDOW_MS = 15 * 60_000
+
+/**
+ * Background mail requests run a few at a time, and at most so many wait: past that a request is
+ * dropped (and logged), whatever address it names, so a flood of requests cannot pile up work.
+ */
+export const MAIL_WORK_CONCURRENCY = 8
+export const MAX_PENDING_MAIL_WORK = 1_000
 
 /** The pages a mailed link opens, under PUBLIC_BASE_URL (docs/account-recovery.md, "Mailed tokens"). */
 export const LINK_PATHS = {
@@ -73,6 +80,9 @@ export const AccountRecoveryLive = Layer.effect(
     const attempts = yield* Attempts
     const audit = yield* AuditLog
 
+    const mailWorkSlots = yield* Semaphore.make(MAIL_WORK_CONCURRENCY)
+    let pendingMailWork = 0
+
     const admitMail = (purpose: TokenPurpose, recipient: string) =>
       kv.admitInWindow(`mail:${purpose}:${recipient.toLowerCase()}`, MAIL_WINDOW_MS, MAILS_PER_RECIPIENT)
 
@@ -81,11 +91,19 @@ export const AccountRecoveryLive = Layer.effect(
      * server takes, then cannot show in the answer or its timing.
      */
     const inBackground = (what: string, work: Effect.Effect<void>) =>
-      work.pipe(
-        Effect.catchCause((cause) => Effect.logWarning(`${what}: the background work failed`, cause)),
-        Effect.forkIn(scope),
-        Effect.asVoid
-      )
+      Effect.suspend(() => {
+        if (pendingMailWork >= MAX_PENDING_MAIL_WORK) {
+          return Effect.logWarning(`${what}: dropped, ${MAX_PENDING_MAIL_WORK} mail requests are waiting already`)
+        }
+        pendingMailWork++
+        return work.pipe(
+          Semaphore.withPermits(mailWorkSlots, 1),
+          Effect.catchCause((cause) => Effect.logWarning(`${what}: the background work failed`, cause)),
+          Effect.ensuring(Effect.sync(() => void pendingMailWork--)),
+          Effect.forkIn(scope),
+          Effect.asVoid
+        )
+      })
 
     /** Retires the identity's older links of this kind, issues a new one and mails it; whether it was sent. */
     const mailLink = (
