@@ -373,7 +373,7 @@ describe.each(backends())("password reset, magic links and e-mail verification (
   })
 })
 
-describe.each(backends())("mail requests answer before the SMTP server does ($name)", (backend) => {
+describe.each(backends())("with an SMTP server that never answers ($name)", (backend) => {
   let server: RunningServer
   let api: ReturnType<typeof client>
   const sockets = new Set<Socket>()
@@ -417,4 +417,12 @@ describe.each(backends())("mail requests answer before the SMTP server does ($na
     for (let i = 0; i < 100 && sockets.size === 0; i++) await sleep(50)
     expect(sockets.size).toBeGreaterThan(0)
   })
+
+  it("an e-mail verification the SMTP server does not take is 503 dependency_unavailable with Retry-After", async () => {
+    const tenant = await api.createTenant({ ownerEmail: unique("owner") })
+    const res = await api.call("POST", `${AUTH}/email/verify/send`, { key: tenant.apiKey })
+    expect(res.status, res.text).toBe(503)
+    expect(res.json.code).toBe("dependency_unavailable")
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0)
+  }, 30_000)
 })
