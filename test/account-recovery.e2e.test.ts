@@ -1,6 +1,7 @@
 import { createServer, type Socket } from "node:net"
 import { generateSync } from "otplib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { MAIL_REQUESTS_PER_CLIENT } from "../src/iam/account-recovery.ts"
 import { backends, client, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
 import { type ReceivedMail, startSmtpServer, type TestSmtpServer } from "./support/smtp.ts"
 
@@ -221,6 +222,24 @@ describe.each(backends())("password reset, magic links and e-mail verification (
     expect(mailsTo(owner.email).filter((m) => /sign-in/.test(m.subject))).toHaveLength(3)
     await eventually(async () => expect(await audit(owner.apiKey, "password.reset_requested", owner.ownerIdentityId)).toHaveLength(3))
     await eventually(async () => expect(await audit(owner.apiKey, "magic_link.requested", owner.ownerIdentityId)).toHaveLength(3))
+  })
+
+  it(`one client address gets ${MAIL_REQUESTS_PER_CLIENT} anonymous mail requests in 15 minutes; past that they are answered alike and mail nothing`, async () => {
+    const owner = await newOwner()
+    const flooder = client(server.baseUrl, { localAddress: ownLoopback() })
+    const requests = Array.from({ length: MAIL_REQUESTS_PER_CLIENT - 1 }, (_, i) => flooder.post(`${AUTH}/${i % 2 ? "magic-link" : "password/forgot"}`, { email: unique(`victim${i}`) }))
+    for (const res of await Promise.all(requests)) expect(res.status).toBe(202)
+    // The last one admitted mails the owner; the next is dropped.
+    expect((await flooder.post(`${AUTH}/password/forgot`, { email: owner.email })).status).toBe(202)
+    await resetMail(owner.email)
+    const dropped = await flooder.post(`${AUTH}/magic-link`, { email: owner.email })
+    expect(dropped.status).toBe(202)
+    expect(dropped.json).toEqual({ status: "success", code: "202-accepted", data: { accepted: true } })
+    // Another client is not held back by it.
+    expect((await post("/magic-link", { email: owner.email })).status).toBe(202)
+    await magicMail(owner.email)
+    await sleep(500)
+    expect(mailsTo(owner.email).map((m) => m.subject)).toEqual(["Reset your Trawl password", "Your Trawl sign-in link"])
   })
 
   it("a magic link opens a session once, sets the cookie and verifies the address", async () => {

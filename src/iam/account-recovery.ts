@@ -22,6 +22,13 @@ export const MAILS_PER_RECIPIENT = 3
 export const MAIL_WINDOW_MS = 15 * 60_000
 
 /**
+ * Anonymous mail requests (reset, magic link) one client address can make within the window;
+ * past it they are dropped unread, whatever address they name, so one client cannot mail many
+ * people a few times each.
+ */
+export const MAIL_REQUESTS_PER_CLIENT = 100
+
+/**
  * Background mail requests run a few at a time, and at most so many wait: past that a request is
  * dropped (and logged), whatever address it names, so a flood of requests cannot pile up work.
  */
@@ -131,19 +138,25 @@ export const AccountRecoveryLive = Layer.effect(
       action: string,
       compose: (link: string, token: string) => { subject: string; text: string }
     ) =>
-      inBackground(
-        action,
-        Effect.gen(function*() {
-          const identity = yield* identities.byEmail(email)
-          if (!identity) return
-          if (!(yield* admitMail(purpose, identity.email))) {
-            yield* Effect.logInfo(`${action}: not mailed, the recipient had ${MAILS_PER_RECIPIENT} such mails in the last 15 minutes`)
-            return
-          }
-          const { sent } = yield* mailLink(purpose, identity, identity.email, compose)
-          yield* audit.write({ tenantId: identity.tenant_id, actorId: null, ip: client.ip, action, targetId: identity.id, data: { mailed: sent } })
-        })
-      )
+      Effect.gen(function*() {
+        // Counted before anything is read, so it costs the same for every address.
+        if (client.ip !== null && !(yield* kv.admitInWindow(`mail:client:${client.ip}`, MAIL_WINDOW_MS, MAIL_REQUESTS_PER_CLIENT))) {
+          return yield* Effect.logInfo(`${action}: dropped, the client made ${MAIL_REQUESTS_PER_CLIENT} mail requests in the last 15 minutes`)
+        }
+        yield* inBackground(
+          action,
+          Effect.gen(function*() {
+            const identity = yield* identities.byEmail(email)
+            if (!identity) return
+            if (!(yield* admitMail(purpose, identity.email))) {
+              yield* Effect.logInfo(`${action}: not mailed, the recipient had ${MAILS_PER_RECIPIENT} such mails in the last 15 minutes`)
+              return
+            }
+            const { sent } = yield* mailLink(purpose, identity, identity.email, compose)
+            yield* audit.write({ tenantId: identity.tenant_id, actorId: null, ip: client.ip, action, targetId: identity.id, data: { mailed: sent } })
+          })
+        )
+      })
 
     /** The token's row while it is usable, without using it; else the error its redemption gives (expired or invalid). */
     const usable = (purpose: TokenPurpose, token: string) =>
