@@ -42,6 +42,7 @@ import { AnonymousLive, ApiKeyAuthLive, InternalAuthLive, KeyMeterLive } from ".
 import { SystemHandlers } from "./http/system.http.ts"
 import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
 import { AttemptsLive } from "./iam/attempts.ts"
+import { AccountRecoveryLive } from "./iam/account-recovery.ts"
 import { AuthServiceLive } from "./iam/auth-service.ts"
 import { IdentityServiceLive } from "./iam/identity-service.ts"
 import { MailedTokensLive } from "./iam/mailed-tokens.ts"
@@ -55,6 +56,7 @@ import { MailerLive } from "./mail/mailer.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { AuditLogLive } from "./sql/audit-log.ts"
 import { DatabaseLive } from "./sql/database.ts"
+import { IdentityEmailRepoLive } from "./sql/identity-email-repo.ts"
 import { IdentityRepoLive } from "./sql/identity-repo.ts"
 import { AuthTokenRepoLive } from "./sql/auth-token-repo.ts"
 import { SessionRepoLive } from "./sql/session-repo.ts"
@@ -94,12 +96,13 @@ export const makeServerLayer = (config: AppConfig) => {
     AuditLogLive,
     MailOutboxRepoLive,
     IdentityRepoLive,
+    IdentityEmailRepoLive,
     SessionRepoLive,
     AuthTokenRepoLive
   ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
-  const Identity = Layer.mergeAll(ApiKeyServiceLive, IdentityServiceLive, MailedTokensLive, RoleServiceLive, QuotaRequestServiceLive).pipe(
-    Layer.provideMerge(AuthServiceLive),
+  const Identity = Layer.mergeAll(AccountRecoveryLive, ApiKeyServiceLive, IdentityServiceLive, RoleServiceLive, QuotaRequestServiceLive).pipe(
+    Layer.provideMerge(Layer.mergeAll(AuthServiceLive, MailedTokensLive)),
     Layer.provideMerge(SessionServiceLive),
     Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, AttemptsLive, MailerLive))
   )

@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Config } from "../config.ts"
+import { AccountRecovery } from "../iam/account-recovery.ts"
 import { AuthService } from "../iam/auth-service.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { type OpenedSession, SessionService } from "../iam/session-service.ts"
@@ -24,6 +25,7 @@ export const AuthHandlers = HttpApiBuilder.group(
     const auth = yield* AuthService
     const sessions = yield* SessionService
     const identities = yield* IdentityService
+    const recovery = yield* AccountRecovery
     const { publicBaseUrl } = yield* Config
     const secure = publicBaseUrl.startsWith("https:") ? "; Secure" : ""
 
@@ -91,6 +93,27 @@ export const AuthHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const recoveryCodes = yield* auth.regenerateRecoveryCodes(yield* CurrentPrincipal, payload, yield* clientContext)
           return { regenerated: true, regeneratedAt: new Date().toISOString(), recoveryCodes }
+        }))
+      .handle("forgotPassword", ({ payload }) =>
+        Effect.as(Effect.flatMap(clientContext, (client) => recovery.requestPasswordReset(payload.email, client)), { accepted: true }))
+      .handle("resetPassword", ({ payload }) =>
+        Effect.gen(function*() {
+          yield* recovery.resetPassword(payload.token, payload.password, yield* clientContext)
+          return { changed: true, changedAt: new Date().toISOString() }
+        }))
+      .handle("verifyEmail", ({ payload }) =>
+        Effect.gen(function*() {
+          return { verified: true, ...(yield* recovery.verifyEmail(payload.token, yield* clientContext)) }
+        }))
+      .handle("sendEmailVerification", () =>
+        Effect.gen(function*() {
+          return { accepted: true, ...(yield* recovery.sendEmailVerification(yield* CurrentPrincipal, yield* clientContext)) }
+        }))
+      .handle("requestMagicLink", ({ payload }) =>
+        Effect.as(Effect.flatMap(clientContext, (client) => recovery.requestMagicLink(payload.email, client)), { accepted: true }))
+      .handle("verifyMagicLink", ({ payload }) =>
+        Effect.gen(function*() {
+          return yield* answer(yield* recovery.verifyMagicLink(payload, yield* clientContext))
         }))
   })
 )
