@@ -29,7 +29,9 @@ import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
 import { ExtractionsHandlers, ExtractorConfigsHandlers } from "./http/extractions.http.ts"
 import { AdminAuditHandlers, AuditHandlers } from "./http/audit.http.ts"
+import { DelegationsHandlers } from "./http/delegations.http.ts"
 import { IamHandlers } from "./http/iam.http.ts"
+import { InvitationsHandlers, RegistrationHandlers } from "./http/invitations.http.ts"
 import { AuthHandlers } from "./http/auth.http.ts"
 import { UsersHandlers } from "./http/users.http.ts"
 import { RolesHandlers } from "./http/roles.http.ts"
@@ -42,7 +44,9 @@ import { SystemHandlers } from "./http/system.http.ts"
 import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
 import { AttemptsLive } from "./iam/attempts.ts"
 import { AuthServiceLive } from "./iam/auth-service.ts"
+import { DelegationServiceLive } from "./iam/delegation-service.ts"
 import { IdentityServiceLive } from "./iam/identity-service.ts"
+import { InvitationServiceLive } from "./iam/invitation-service.ts"
 import { MailedTokensLive } from "./iam/mailed-tokens.ts"
 import { SessionAuthenticatorLive } from "./iam/session-auth.ts"
 import { SessionServiceLive } from "./iam/session-service.ts"
@@ -51,6 +55,8 @@ import { MailerLive } from "./mail/mailer.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { AuditLogLive } from "./sql/audit-log.ts"
 import { DatabaseLive } from "./sql/database.ts"
+import { DelegationRepoLive } from "./sql/delegation-repo.ts"
+import { InvitationRepoLive } from "./sql/invitation-repo.ts"
 import { IdentityRepoLive } from "./sql/identity-repo.ts"
 import { AuthTokenRepoLive } from "./sql/auth-token-repo.ts"
 import { SessionRepoLive } from "./sql/session-repo.ts"
@@ -89,10 +95,13 @@ export const makeServerLayer = (config: AppConfig) => {
     MailOutboxRepoLive,
     IdentityRepoLive,
     SessionRepoLive,
-    AuthTokenRepoLive
+    AuthTokenRepoLive,
+    InvitationRepoLive,
+    DelegationRepoLive
   ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
-  const Identity = Layer.mergeAll(AuthServiceLive, IdentityServiceLive, MailedTokensLive).pipe(
+  const Identity = Layer.mergeAll(InvitationServiceLive, DelegationServiceLive).pipe(
+    Layer.provideMerge(Layer.mergeAll(AuthServiceLive, IdentityServiceLive, MailedTokensLive)),
     Layer.provideMerge(SessionServiceLive),
     Layer.provideMerge(Layer.mergeAll(SessionAuthenticatorLive, AttemptsLive, MailerLive))
   )
@@ -119,7 +128,10 @@ export const makeServerLayer = (config: AppConfig) => {
   const Handlers = Layer.mergeAll(
     SystemHandlers,
     AuthHandlers,
+    RegistrationHandlers,
     UsersHandlers,
+    DelegationsHandlers,
+    InvitationsHandlers,
     IamHandlers,
     RolesHandlers,
     AuditHandlers,
