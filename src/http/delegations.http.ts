@@ -3,22 +3,23 @@ import { HttpApiBuilder } from "effect/http-api"
 import { type DelegationMove, DelegationService } from "../iam/delegation-service.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import type { Party } from "../sql/delegation-repo.ts"
-import type { DelegationStatus } from "../schema/delegation.ts"
+import { delegationStatuses } from "../schema/delegation.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
-import { queryLimit } from "./list-query.ts"
+import { queryLimit, statusFilter } from "./list-query.ts"
 
 export const DelegationsHandlers = HttpApiBuilder.group(
   Api,
   "delegations",
   Effect.fn(function*(handlers) {
     const delegations = yield* DelegationService
-    const list = (party: Party, query: { offset?: number | undefined; limit?: number | undefined; take?: number | undefined; status?: DelegationStatus | undefined }) =>
+    const list = (party: Party, query: { offset?: number | undefined; limit?: number | undefined; take?: number | undefined; status?: string | undefined }) =>
       Effect.gen(function*() {
         const limit = yield* queryLimit(query)
+        const status = yield* statusFilter(query.status, delegationStatuses)
         const offset = query.offset ?? 0
-        const { items, total } = yield* delegations.list(yield* CurrentPrincipal, party, query.status, offset, limit)
+        const { items, total } = yield* delegations.list(yield* CurrentPrincipal, party, status, offset, limit)
         return pageOf(items, offset, limit, total)
       })
     const move = (id: string, what: DelegationMove) =>

@@ -4,9 +4,10 @@ import { Config } from "../config.ts"
 import { InvitationService } from "../iam/invitation-service.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { pageOf } from "../schema/envelope.ts"
+import { invitationStatuses } from "../schema/invitation.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
-import { queryLimit } from "./list-query.ts"
+import { queryLimit, statusFilter } from "./list-query.ts"
 import { sessionCookieSetter } from "./session-cookie.ts"
 
 export const InvitationsHandlers = HttpApiBuilder.group(
@@ -22,8 +23,9 @@ export const InvitationsHandlers = HttpApiBuilder.group(
       .handle("list", ({ params, query }) =>
         Effect.gen(function*() {
           const limit = yield* queryLimit(query)
+          const status = yield* statusFilter(query.status, invitationStatuses)
           const offset = query.offset ?? 0
-          const { items, total } = yield* invitations.list(yield* CurrentPrincipal, params.orgIdentityId, query.status, offset, limit)
+          const { items, total } = yield* invitations.list(yield* CurrentPrincipal, params.orgIdentityId, status, offset, limit)
           return pageOf(items, offset, limit, total)
         }))
       .handle("revoke", ({ params }) =>

@@ -280,6 +280,5 @@ export const InvitationServiceLive = Layer.effect(
           return session
         })
     })
-
   })
 )

@@ -33,7 +33,8 @@ export const CreateDelegationBody = Schema.Struct({
   expiresAt: DateTimeInput
 })
 
+/** The lists' query: a `status` they do not take is a 400 invalid_filter, read by the handler. */
 export const DelegationListQuery = {
   ...PageQuery,
-  status: Schema.optional(Schema.Literals(delegationStatuses))
+  status: Schema.optional(Schema.String.annotate({ description: `one of ${delegationStatuses.join(", ")}` }))
 }

@@ -27,9 +27,10 @@ export const CreateInvitationBody = Schema.Struct({
   lastName: Schema.optional(Text(1, 80))
 })
 
+/** The list's query: a `status` it does not take is a 400 invalid_filter, read by the handler. */
 export const InvitationListQuery = {
   ...PageQuery,
-  status: Schema.optional(Schema.Literals(invitationStatuses))
+  status: Schema.optional(Schema.String.annotate({ description: `one of ${invitationStatuses.join(", ")}` }))
 }
 
 /** The token of an invitation mail, for an identity that already exists. */
