@@ -294,6 +294,13 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     expectError(await asDelegator(owner, "GET", "/v1/iam/audit"), 403, "forbidden")
     // What was delegated is not passed on, nor answered for the delegator.
     expectError(await asDelegator(owner, "POST", "/v1/iam/users/me/delegations", { delegateId: t.ownerIdentityId, reason: "r", expiresAt: inDays(1) }), 403, "forbidden")
+    // The delegator's own credentials are not the delegate's to manage, nor are lasting keys to be made.
+    expectError(await asDelegator(owner, "POST", "/v1/iam/auth/totp/enable"), 403, "forbidden")
+    expectError(await asDelegator(owner, "POST", "/v1/iam/auth/password/change", { currentPassword: "x", newPassword: "y".repeat(12) }), 403, "forbidden")
+    expectError(await asDelegator(owner, "GET", "/v1/iam/users/me/sessions"), 403, "forbidden")
+    expectError(await asDelegator(owner, "DELETE", "/v1/iam/users/me/sessions"), 403, "forbidden")
+    expectError(await asDelegator(owner, "POST", `/v1/iam/identities/${delegator.id}/api-keys`, { name: "lasting", roleId: role.json.data.id }), 403, "forbidden")
+    expect((await call(delegator.caller, "GET", "/v1/iam/users/me/sessions")).status).toBe(200)
     // A session that has no delegation is refused.
     const other2 = await member(t, (await systemRole(t, "write")).id)
     expectError(await asDelegator(other2.session, "GET", "/v1/iam/users/me"), 403, "delegation_required")

@@ -42,6 +42,15 @@ const countRequest = (limiter: RateLimiterShape, principal: Principal) =>
 /** The header by which a delegate acts for its delegator (docs/delegations.md). */
 export const ON_BEHALF_HEADER = "x-on-behalf-of"
 
+/**
+ * What a delegate may not do on behalf of its delegator (docs/delegations.md): manage the
+ * delegator's own credentials (the `auth` group: password, TOTP, sessions' refresh and logout; its
+ * session list), or make credentials that would outlive the delegation (API keys).
+ */
+const notOnBehalf = (group: string, endpoint: string) =>
+  group === "auth" || (group === "users" && endpoint.toLowerCase().includes("session")) ||
+  (group === "iam" && (endpoint === "createApiKey" || endpoint === "updateApiKey"))
+
 /** Methods that change nothing, which a cookie-borne session may call without the CSRF header. */
 const safeMethods = new Set(["GET", "HEAD", "OPTIONS"])
 
@@ -134,7 +143,16 @@ export const ApiKeyAuthLive = Layer.effect(
           }
           yield* countRequest(limiter, principal)
           const onBehalfOf = (yield* HttpServerRequest.HttpServerRequest).headers[ON_BEHALF_HEADER]
-          if (onBehalfOf !== undefined) principal = yield* actOnBehalf(principal, onBehalfOf)
+          if (onBehalfOf !== undefined) {
+            if (notOnBehalf(group.identifier, endpoint.identifier)) {
+              return yield* new ApiError({
+                status: 403,
+                code: "forbidden",
+                message: `this operation is not made on behalf of someone: send it without ${ON_BEHALF_HEADER}`
+              })
+            }
+            principal = yield* actOnBehalf(principal, onBehalfOf)
+          }
 
           const required = Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires)
           if (required === undefined) {

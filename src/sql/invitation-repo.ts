@@ -88,7 +88,8 @@ export interface InvitationRepoShape {
   /**
    * Answers a pending invitation, with its row locked: `useToken` runs inside the transaction, so
    * a failed answer leaves the token usable. Accepting gives `identityId` the invitation's role
-   * (its access to the organization and its default role).
+   * (its access to the organization and its default role); `userId` is set only to an identity of
+   * the invitation's tenant.
    */
   readonly respond: <E>(
     id: string,
@@ -202,8 +203,10 @@ export const InvitationRepoLive = Layer.effect(
             yield* grantAccess(invitation.tenant_id, invitation.organization_id, answer.identityId, invitation.role_id)
             yield* sql`UPDATE identities SET default_role_id = ${invitation.role_id}, updated_at = now() WHERE id = ${answer.identityId}`
           }
+          // An identity of another tenant (which may only decline) is not named to this one.
           const [row] = yield* sql<InvitationRow>`
-            UPDATE invitations SET status = ${answer.accept ? "active" : "declined"}, user_id = ${answer.identityId},
+            UPDATE invitations SET status = ${answer.accept ? "active" : "declined"},
+                                   user_id = (SELECT i.id FROM identities i WHERE i.id = ${answer.identityId} AND i.tenant_id = invitations.tenant_id),
                                    responded_at = now(), updated_at = now()
             WHERE id = ${id} RETURNING ${cols}`
           return row!
