@@ -294,6 +294,9 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     expectError(await asDelegator(owner, "GET", "/v1/iam/audit"), 403, "forbidden")
     // What was delegated is not passed on, nor answered for the delegator.
     expectError(await asDelegator(owner, "POST", "/v1/iam/users/me/delegations", { delegateId: t.ownerIdentityId, reason: "r", expiresAt: inDays(1) }), 403, "forbidden")
+    expectError(await asDelegator(owner, "DELETE", `/v1/iam/users/me/delegations/${d.id}`), 403, "forbidden")
+    expectError(await asDelegator(owner, "POST", "/v1/iam/invitations/accept", { token: "x".repeat(43) }), 403, "forbidden")
+    expect((await call(owner, "GET", "/v1/iam/users/me/delegations/received")).json.data.items.map((x: any) => x.status)).toEqual(["active"])
     // The delegator's own credentials are not the delegate's to manage, nor are lasting keys to be made.
     expectError(await asDelegator(owner, "POST", "/v1/iam/auth/totp/enable"), 403, "forbidden")
     expectError(await asDelegator(owner, "POST", "/v1/iam/auth/password/change", { currentPassword: "x", newPassword: "y".repeat(12) }), 403, "forbidden")

@@ -201,6 +201,7 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     expectError(await api.get(orgPath(t)), 401, "unauthorized")
     expectError(await api.call("DELETE", `${orgPath(t)}/inv_x`), 401, "unauthorized")
     expectError(await api.post("/v1/iam/invitations/accept", { token: "x".repeat(43) }), 401, "unauthorized")
+    expectError(await api.post("/v1/iam/invitations/decline", { token: "x".repeat(43) }), 401, "unauthorized")
     const readKey = (await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "reader", roleId: read.id }, t.apiKey)).json.data.rawKey
     expectError(await invite(t, { ...ok, email: unique("by-reader") }, readKey), 403, "forbidden")
     expect((await api.get(orgPath(t), readKey)).status).toBe(200)
