@@ -220,11 +220,15 @@ export const InvitationRepoLive = Layer.effect(
 
           let roleId: string
           let organizationId: string
+          let { firstName, lastName } = input
           if (input.subject.kind === "invitation") {
             const invitation = yield* lockPending(input.subject.id)
             if (!invitation || invitation.tenant_id !== input.tenantId) return "not_pending" as const
             roleId = invitation.role_id
             organizationId = invitation.organization_id
+            // The names the inviter gave, unless the person gives their own.
+            firstName ??= invitation.first_name
+            lastName ??= invitation.last_name
           } else {
             const [delegation] = yield* sql<{ id: string }>`
               SELECT id FROM delegations
@@ -246,11 +250,11 @@ export const InvitationRepoLive = Layer.effect(
 
           yield* useToken
           const identityId = newId("idt")
-          const displayName = [input.firstName, input.lastName].filter((n) => n).join(" ") || input.email.split("@")[0]!
+          const displayName = [firstName, lastName].filter((n) => n).join(" ") || input.email.split("@")[0]!
           yield* sql`
             INSERT INTO identities (id, tenant_id, type, display_name, first_name, last_name, status, password_hash,
                                     password_changed_at, default_role_id)
-            VALUES (${identityId}, ${input.tenantId}, 'user', ${displayName}, ${input.firstName}, ${input.lastName}, 'active',
+            VALUES (${identityId}, ${input.tenantId}, 'user', ${displayName}, ${firstName}, ${lastName}, 'active',
                     ${input.passwordHash}, now(), ${roleId})`
           // Verified at once: the mailed token proved the address.
           yield* sql`
