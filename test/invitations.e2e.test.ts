@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { backends, client, INTERNAL_TOKEN, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
+import { backends, client, freePort, INTERNAL_TOKEN, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts"
 
 const PUBLIC_BASE_URL = "http://trawl.test:8443"
@@ -364,5 +364,28 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     expectError(taken, 409, "email_in_use")
     expect(paths(taken)).toEqual(["email"])
     expect(await audit(a, "action=registration")).toEqual([])
+  })
+
+  it("keeps nothing when the mail cannot be sent (503 dependency_unavailable)", async () => {
+    // Nothing listens on this port: every send fails at once.
+    const down = await startServer({ ...(await backend.env()), SMTP_URL: `smtp://127.0.0.1:${await freePort()}`, PUBLIC_BASE_URL, SECRET_KEY })
+    try {
+      const local = client(down.baseUrl)
+      const t = await local.createTenant()
+      const roles = (await local.get("/v1/iam/roles", t.apiKey)).json.data.items as Array<any>
+      const read = roles.find((r) => r.name === "read")
+      const email = unique("unreachable")
+      const refused = await local.post(`/v1/iam/organizations/${t.organizationId}/invitations`, { email, roleId: read.id }, t.apiKey)
+      expectError(refused, 503, "dependency_unavailable")
+      expect(refused.headers.get("retry-after")).toBe("5")
+      expect((await local.get(`/v1/iam/organizations/${t.organizationId}/invitations`, t.apiKey)).json.data.pagination.total).toBe(0)
+      const delegation = await local.post("/v1/iam/users/me/delegations", { delegateId: email, reason: "r", expiresAt: new Date(Date.now() + 86_400_000).toISOString() }, t.apiKey)
+      expectError(delegation, 503, "dependency_unavailable")
+      expect((await local.get("/v1/iam/users/me/delegations/granted", t.apiKey)).json.data.pagination.total).toBe(0)
+      // Nothing was audited either.
+      expect((await local.get("/v1/iam/audit?action=invitation.*", t.apiKey)).json.data.items).toEqual([])
+    } finally {
+      await down.stop()
+    }
   })
 })
