@@ -387,5 +387,6 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     } finally {
       await down.stop()
     }
-  })
+    // A node of its own starts inside the test: allow for a slow start of the embedded database.
+  }, 120_000)
 })
