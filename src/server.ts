@@ -29,7 +29,9 @@ import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
 import { ExtractionsHandlers, ExtractorConfigsHandlers } from "./http/extractions.http.ts"
 import { AdminAuditHandlers, AuditHandlers } from "./http/audit.http.ts"
+import { DelegationsHandlers } from "./http/delegations.http.ts"
 import { IamHandlers } from "./http/iam.http.ts"
+import { InvitationsHandlers, RegistrationHandlers } from "./http/invitations.http.ts"
 import { AuthHandlers } from "./http/auth.http.ts"
 import { UsersHandlers } from "./http/users.http.ts"
 import { RolesHandlers } from "./http/roles.http.ts"
@@ -44,7 +46,9 @@ import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
 import { AttemptsLive } from "./iam/attempts.ts"
 import { AccountRecoveryLive } from "./iam/account-recovery.ts"
 import { AuthServiceLive } from "./iam/auth-service.ts"
+import { DelegationServiceLive } from "./iam/delegation-service.ts"
 import { IdentityServiceLive } from "./iam/identity-service.ts"
+import { InvitationServiceLive } from "./iam/invitation-service.ts"
 import { MailedTokensLive } from "./iam/mailed-tokens.ts"
 import { QuotaRequestServiceLive } from "./iam/quota-request-service.ts"
 import { SessionAuthenticatorLive } from "./iam/session-auth.ts"
@@ -57,6 +61,8 @@ import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { AuditLogLive } from "./sql/audit-log.ts"
 import { DatabaseLive } from "./sql/database.ts"
 import { IdentityEmailRepoLive } from "./sql/identity-email-repo.ts"
+import { DelegationRepoLive } from "./sql/delegation-repo.ts"
+import { InvitationRepoLive } from "./sql/invitation-repo.ts"
 import { IdentityRepoLive } from "./sql/identity-repo.ts"
 import { AuthTokenRepoLive } from "./sql/auth-token-repo.ts"
 import { SessionRepoLive } from "./sql/session-repo.ts"
@@ -98,10 +104,20 @@ export const makeServerLayer = (config: AppConfig) => {
     IdentityRepoLive,
     IdentityEmailRepoLive,
     SessionRepoLive,
-    AuthTokenRepoLive
+    AuthTokenRepoLive,
+    InvitationRepoLive,
+    DelegationRepoLive
   ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
-  const Identity = Layer.mergeAll(AccountRecoveryLive, ApiKeyServiceLive, IdentityServiceLive, RoleServiceLive, QuotaRequestServiceLive).pipe(
+  const Identity = Layer.mergeAll(
+    AccountRecoveryLive,
+    ApiKeyServiceLive,
+    IdentityServiceLive,
+    RoleServiceLive,
+    QuotaRequestServiceLive,
+    InvitationServiceLive,
+    DelegationServiceLive
+  ).pipe(
     Layer.provideMerge(Layer.mergeAll(AuthServiceLive, MailedTokensLive)),
     Layer.provideMerge(SessionServiceLive),
     Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, AttemptsLive, MailerLive))
@@ -129,7 +145,10 @@ export const makeServerLayer = (config: AppConfig) => {
   const Handlers = Layer.mergeAll(
     SystemHandlers,
     AuthHandlers,
+    RegistrationHandlers,
     UsersHandlers,
+    DelegationsHandlers,
+    InvitationsHandlers,
     IamHandlers,
     RolesHandlers,
     QuotaRequestsHandlers,

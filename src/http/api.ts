@@ -5,7 +5,9 @@ import { BillingGroup } from "./billing.api.ts"
 import { ControlGroup } from "./control.api.ts"
 import { ExtractionsGroup, ExtractorConfigsGroup } from "./extractions.api.ts"
 import { AdminAuditGroup, AuditGroup } from "./audit.api.ts"
+import { DelegationsGroup } from "./delegations.api.ts"
 import { IamGroup } from "./iam.api.ts"
+import { InvitationsGroup, RegistrationGroup } from "./invitations.api.ts"
 import { RolesGroup } from "./roles.api.ts"
 import { AdminQuotaRequestsGroup, QuotaRequestsGroup } from "./quota-requests.api.ts"
 import { JobsGroup, WebhooksAdminGroup } from "./jobs.api.ts"
@@ -20,10 +22,13 @@ import { UsersGroup } from "./users.api.ts"
 export const Api = HttpApi.make("trawl")
   .add(SystemGroup)
   .add(AuthGroup)
+  .add(RegistrationGroup)
   .add(UsersGroup)
+  .add(DelegationsGroup)
   .add(IamGroup)
   .add(RolesGroup)
   .add(QuotaRequestsGroup)
+  .add(InvitationsGroup)
   .add(AuditGroup)
   .add(JobsGroup)
   .add(WebhooksAdminGroup)

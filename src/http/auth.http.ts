@@ -7,10 +7,11 @@ import { AuthService } from "../iam/auth-service.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { type OpenedSession, SessionService } from "../iam/session-service.ts"
 import { IdentityService } from "../iam/identity-service.ts"
-import { fail, ResponseHeaders } from "../schema/errors.ts"
+import { fail } from "../schema/errors.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
 import { SESSION_COOKIE } from "./security.ts"
+import { sessionCookieSetter } from "./session-cookie.ts"
 
 /** The session token the caller authenticated with (bearer first, then the cookie). */
 const presentedSessionToken = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
@@ -27,17 +28,8 @@ export const AuthHandlers = HttpApiBuilder.group(
     const identities = yield* IdentityService
     const recovery = yield* AccountRecovery
     const { publicBaseUrl } = yield* Config
-    const secure = publicBaseUrl.startsWith("https:") ? "; Secure" : ""
-
-    /** Sets (or, with no session, clears) the browser's session cookie on the response. */
-    const setCookie = (session: OpenedSession | undefined) =>
-      Effect.map(ResponseHeaders, (bag) => {
-        if (!bag) return
-        bag["set-cookie"] = session
-          ? `${SESSION_COOKIE}=${session.sessionId}; Path=/; HttpOnly; SameSite=Lax; Expires=${new Date(session.expiresAt).toUTCString()}${secure}`
-          : `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0${secure}`
-      })
-    const answer = ({ id: _id, ...session }: OpenedSession) => Effect.as(setCookie({ id: _id, ...session }), session)
+    const setCookie = sessionCookieSetter(publicBaseUrl)
+    const answer = ({ id: _id, ...session }: OpenedSession) => Effect.as(setCookie(session), session)
 
     return handlers
       .handle("login", ({ payload }) =>
