@@ -156,7 +156,7 @@ export const ApiKeyAuthLive = Layer.effect(
 
           const required = Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires)
           if (required === undefined) {
-            return yield* Effect.die(new Error(`endpoint ${endpoint.name} declares no permission`))
+            return yield* Effect.die(new Error(`endpoint ${group.identifier}.${endpoint.identifier} declares no permission`))
           }
           const permitted = required === ANY_KEY ? true : required.startsWith("cross_tenant:")
             ? isSuperAdmin(principal)
