@@ -8,6 +8,7 @@ import { AdminAuditGroup, AuditGroup } from "./audit.api.ts"
 import { IamGroup } from "./iam.api.ts"
 import { RolesGroup } from "./roles.api.ts"
 import { JobsGroup, WebhooksAdminGroup } from "./jobs.api.ts"
+import { NetworkGroup } from "./network.api.ts"
 import { PageHistoryGroup } from "./page-history.api.ts"
 import { SystemGroup } from "./system.api.ts"
 import { UsersGroup } from "./users.api.ts"
@@ -28,6 +29,7 @@ export const Api = HttpApi.make("trawl")
   .add(PageHistoryGroup)
   .add(ExtractionsGroup)
   .add(ExtractorConfigsGroup)
+  .add(NetworkGroup)
   .add(BillingGroup)
   .add(AdminGroup)
   .add(AdminAuditGroup)

@@ -62,6 +62,15 @@ export interface TenantRepoShape {
     resourceId?: string | null
     resourceType?: string | null
   }) => Effect.Effect<{ ok: true; transaction: Transaction } | { ok: false; balance: string; reason: "below_zero" | "above_ceiling" }>
+  /**
+   * Debits calls priced when they are made (IP lookups), in one statement with the tenant's row
+   * locked: in order, each whose price the balance still covers gets its ledger entry; the others
+   * none. Answers the entries written (by id) and the balance after.
+   */
+  readonly debitCalls: (tenantId: string, calls: ReadonlyArray<CallDebit>) => Effect.Effect<{
+    readonly written: ReadonlyMap<string, Transaction>
+    readonly balance: string
+  }>
   /** Jobs and extractions of the tenant not charged yet: running, or ended and waiting for their charge. */
   readonly uncharged: (tenantId: string) => Effect.Effect<{ readonly jobs: number; readonly extractions: number }>
   /** Those of `ids` that are extractions written already. */
@@ -103,6 +112,16 @@ export const MAX_BALANCE = 1_000_000_000
 
 /** Sort fields of the ledger; entries are numbered in the order they were written. */
 const transactionColumns: Readonly<Record<string, string>> = { createdAt: "seq", amount: "amount", id: "id" }
+
+/** One call to debit: its ledger entry's id, price (in 1/10000 EUR) and names. */
+export interface CallDebit {
+  readonly entryId: string
+  readonly units: number
+  readonly serviceKey: string
+  readonly resourceType: string
+  readonly resourceId: string | null
+  readonly note: string | null
+}
 
 /** What is charged once it has ended. */
 export type ChargeSource = "jobs" | "extractions"
@@ -328,6 +347,39 @@ export const TenantRepoLive = Layer.effect(
           Effect.orDie,
           Effect.map((rows) => new Set(rows.map((r) => r.id)))
         ),
+      debitCalls: (tenantId, calls) =>
+        Effect.gen(function*() {
+          const column = <K extends keyof CallDebit>(key: K) => calls.map((c) => c[key] === null ? null : String(c[key]))
+          // The running sum only falls, so the calls the balance covers are the first ones.
+          const rows = yield* sql<{ id: string | null; balance: string; [column: string]: unknown }>`
+            WITH input AS (
+              SELECT entry_id, units::bigint AS units, service_key, resource_type, resource_id, note, position
+              FROM unnest(${pgArray(column("entryId"), OID.text)}, ${pgArray(column("units"), OID.text)},
+                          ${pgArray(column("serviceKey"), OID.text)}, ${pgArray(column("resourceType"), OID.text)},
+                          ${pgArray(column("resourceId"), OID.text)}, ${pgArray(column("note"), OID.text)})
+                WITH ORDINALITY AS i(entry_id, units, service_key, resource_type, resource_id, note, position)
+            ),
+            tenant AS (SELECT round(balance * 10000)::bigint AS balance FROM tenants WHERE id = ${tenantId} FOR NO KEY UPDATE),
+            running AS (
+              SELECT i.*, t.balance - sum(i.units) OVER (ORDER BY i.position) AS after FROM input i CROSS JOIN tenant t
+            ),
+            taken AS (SELECT * FROM running WHERE after >= 0),
+            ledger AS (
+              INSERT INTO credit_transactions (id, tenant_id, type, amount, balance_after, service_key, resource_id, resource_type, note)
+              SELECT entry_id, ${tenantId}, 'debit', -(units / 10000.0), after / 10000.0, service_key, resource_id, resource_type, note
+              FROM taken ORDER BY position
+              RETURNING *
+            ),
+            paid AS (
+              UPDATE tenants SET balance = (SELECT min(after) FROM taken) / 10000.0, updated_at = now()
+              WHERE id = ${tenantId} AND EXISTS (SELECT 1 FROM taken)
+            )
+            SELECT l.*, COALESCE((SELECT min(after) FROM taken), (SELECT balance FROM tenant)) / 10000.0 AS balance
+            FROM (SELECT 1) one LEFT JOIN ledger l ON true`
+          const written = new Map<string, Transaction>()
+          for (const row of rows) if (row.id !== null) written.set(row.id, toTransaction(row))
+          return { written, balance: money(rows[0]!.balance) }
+        }).pipe(Effect.orDie),
       settle: (tenantId, source, limit, charge) =>
         Effect.gen(function*() {
           const { table, columns, ended, serviceKey, resourceType } = chargeSources[source]
