@@ -59,7 +59,8 @@ interface CountryRecord {
 
 const codeOf = (record: CountryRecord | null | undefined): string | null => {
   const code = record?.country_code ?? record?.country?.iso_code ?? record?.registered_country?.iso_code
-  return typeof code === "string" && /^[A-Z]{2}$/.test(code) ? code : null
+  // ZZ is "unknown" in ISO 3166 user-assigned use: no country.
+  return typeof code === "string" && /^[A-Z]{2}$/.test(code) && code !== "ZZ" ? code : null
 }
 
 /** Looks `ip` (normalized) up through `countryOf`, after the address classes that have no country. */
