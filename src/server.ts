@@ -13,7 +13,7 @@ import { JobSweeperLive } from "./actors/job-sweeper.ts"
 import { ProbeEntityLive } from "./actors/probe-entity.ts"
 import { StorageMaintenanceLive } from "./actors/storage-maintenance.ts"
 import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "./actors/webhook-delivery-entity.ts"
-import { JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
+import { CallDebitsLive, JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
 import { type AppConfig, Config } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
 import { GeoIpLive } from "./network/geoip.ts"
@@ -104,7 +104,7 @@ export const makeServerLayer = (config: AppConfig) => {
   )
   const Domain = JobCreationLive.pipe(Layer.provideMerge(WebhookEndpointsLive))
   const Entities = Layer.mergeAll(
-    TenantEntityLive,
+    TenantEntityLive.pipe(Layer.provide(CallDebitsLive)),
     ProbeEntityLive,
     JobEntityLive.pipe(Layer.provide([DomainSlotsLive, JobSlotReleasesLive])),
     DomainEntityLive,

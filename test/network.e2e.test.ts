@@ -108,17 +108,20 @@ describe.each(backends())("IP geolocation over HTTP ($name)", (backend) => {
     expect((await api.get("/v1/billing/me/balance", t.apiKey)).json.data.balance).toBe("0.00")
   })
 
-  it("answers exactly as many concurrent lookups as the balance covers, and never goes below zero", async () => {
-    const covered = 7
-    const t = await api.createTenant({ credits: (covered * Number(price)).toFixed(4) })
-    const answers = await Promise.all(Array.from({ length: 25 }, () => lookup("8.8.8.8", t.apiKey)))
-    const statuses = answers.map((a) => a.status)
-    expect(statuses.filter((s) => s === 200)).toHaveLength(covered)
-    expect(statuses.filter((s) => s === 402)).toHaveLength(25 - covered)
-    const entries = (await ledger(t.apiKey)).reverse()
-    expect(entries).toHaveLength(covered)
-    expect(Number(entries.at(-1).balanceAfter)).toBe(0)
-    expect(Number((await api.get("/v1/billing/me/balance", t.apiKey)).json.data.balance)).toBe(0)
+  it("answers exactly as many concurrent lookups as each tenant's balance covers, and never goes below zero", async () => {
+    // Two tenants at once: their debits share statements, each against its own balance.
+    const covered = [7, 3]
+    const tenants = await Promise.all(covered.map((n) => api.createTenant({ credits: (n * Number(price)).toFixed(4) })))
+    const answers = await Promise.all(tenants.map((t) => Promise.all(Array.from({ length: 25 }, (_, i) => lookup(i % 2 ? "8.8.8.8" : "2001:4860:4860::8888", t.apiKey)))))
+    for (const [i, t] of tenants.entries()) {
+      const statuses = answers[i]!.map((a) => a.status)
+      expect(statuses.filter((s) => s === 200)).toHaveLength(covered[i]!)
+      expect(statuses.filter((s) => s === 402)).toHaveLength(25 - covered[i]!)
+      const entries = (await ledger(t.apiKey)).reverse()
+      expect(entries).toHaveLength(covered[i]!)
+      expect(Number(entries.at(-1).balanceAfter)).toBe(0)
+      expect(Number((await api.get("/v1/billing/me/balance", t.apiKey)).json.data.balance)).toBe(0)
+    }
   })
 
   it("ip/me answers the TCP peer and ignores X-Forwarded-For without TRUST_PROXY", async () => {

@@ -157,6 +157,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
     const jobs = yield* JobRepo
     const extractions = yield* ExtractionRepo
     const webhooks = yield* WebhookRepo
+    const callDebits = yield* CallDebits
     const address = yield* Entity.CurrentAddress
     const tenantId = address.entityId
 
@@ -230,11 +231,6 @@ export const TenantEntityLive = TenantEntity.toLayer(
     // A creation that would be refused for credit first has the ended work charged and the counts
     // read again; a charge that fails then leaves the refusal to the counts as they are.
     const settleBeforeRefusal = settle(undefined).pipe(Effect.catchCause(Effect.logWarning), Effect.andThen(reconcileNow))
-    // Debits of calls: those that come while one is written go together in the next statement.
-    const writeDebits = yield* makeGroupCommit((calls: ReadonlyArray<CallDebit>) =>
-      repo.debitCalls(tenantId, calls).pipe(
-        Effect.map(({ written, balance }) => calls.map((c) => ({ transaction: written.get(c.entryId), balance })))
-      ), { maxBatch: 256 })
     // Work that ends is charged SETTLE_DELAY later, so that what ends within it is charged by one statement.
     let settleScheduled = false
     const settleSoon = Effect.suspend(() => {
@@ -350,8 +346,10 @@ export const TenantEntityLive = TenantEntity.toLayer(
             yield* settleBeforeRefusal
             if (!credit.callReserved(payload.units)) return yield* refusal()
           }
-          const result = yield* writeDebits(payload).pipe(
-            Effect.onExit((exit) => Effect.sync(() => credit.callDone(payload.units, Exit.isSuccess(exit) ? toUnits(exit.value.balance) : undefined)))
+          const result = yield* callDebits.write({ ...payload, tenantId }).pipe(
+            Effect.onExit((exit) =>
+              Effect.sync(() => credit.callDone(payload.units, Exit.isSuccess(exit) && exit.value.balance !== undefined ? toUnits(exit.value.balance) : undefined))
+            )
           )
           return result.transaction ?? (yield* refusal())
         }).pipe(Rpc.fork),
@@ -366,6 +364,24 @@ export const TenantEntityLive = TenantEntity.toLayer(
     })
   }),
   { maxIdleTime: "5 minutes" }
+)
+
+/**
+ * The writer of the debits of calls priced when made (IP lookups), one per node: the debits of all
+ * the tenants whose entities run here that come while one statement is written go together in the
+ * next. One statement per tenant would queue on the embedded database, which runs one at a time.
+ */
+export class CallDebits extends Context.Service<CallDebits, {
+  readonly write: (call: CallDebit) => Effect.Effect<{ readonly transaction: Transaction | undefined; readonly balance: string | undefined }>
+}>()("trawl/CallDebits") {}
+
+export const CallDebitsLive = Layer.effect(
+  CallDebits,
+  Effect.gen(function*() {
+    const repo = yield* TenantRepo
+    const write = yield* makeGroupCommit(repo.debitCalls, { maxBatch: 512 })
+    return CallDebits.of({ write })
+  })
 )
 
 /** Gives a finished job's concurrency slot back to its tenant's entity. */
