@@ -159,6 +159,20 @@ describe.each(backends())("IP geolocation behind a trusted proxy, and without a 
     expect((await me()).json.data).toMatchObject({ ip: "127.0.0.1", found: false })
   })
 
+  it("records the same client address on sessions", async () => {
+    const api = client(proxied.baseUrl)
+    const email = `proxied-${Date.now()}@example.com`
+    await api.createTenant({ ownerEmail: email })
+    const login = await api.call("POST", "/v1/iam/auth/login", {
+      body: { email, password: "correct horse battery" },
+      headers: { "x-forwarded-for": "6.6.6.6, 2a00:1450:4001::1" }
+    })
+    expect(login.status, login.text).toBe(200)
+    const sessions = await api.call("GET", "/v1/iam/users/me/sessions", { headers: { authorization: `Bearer ${login.json.data.sessionId}` } })
+    expect(sessions.status, sessions.text).toBe(200)
+    expect(sessions.json.data.items.map((i: any) => i.ip)).toEqual(["2a00:1450:4001::1"])
+  })
+
   it("starts without its database and answers 503 dependency_unavailable with Retry-After, debiting nothing", async () => {
     const api = client(missing.baseUrl)
     const { apiKey } = await api.createTenant({ credits: "1.00" })
