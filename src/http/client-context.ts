@@ -41,7 +41,7 @@ export const clientAddress = (peer: string | null, forwardedFor: string | undefi
 
 /**
  * The caller's address and user agent, for sessions, the audit log and `GET /v1/network/ip/me`:
- * the one place the client address is read (docs/api.md "Client address and TRUST_PROXY").
+ * the one place the client address is read (docs/api.md "Client address").
  */
 export const clientContext: Effect.Effect<ClientContext, never, HttpServerRequest.HttpServerRequest | Config> = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest

@@ -70,7 +70,7 @@ export const lookupWith = (ip: string, countryOf: (ip: string) => string | null)
   return { ip, found: country !== null, country, countryName: country === null ? null : countryName(country) }
 }
 
-/** Seconds a caller is told to wait while the database is missing; it is read again at most this often. */
+/** How often a missing database is tried again, at most: what a caller is told to wait. */
 export const REOPEN_SECONDS = 60
 
 const openReader = (path: string) =>
@@ -81,45 +81,48 @@ const openReader = (path: string) =>
 
 /**
  * The database at GEOIP_DB_PATH, opened once at start. A database missing or unreadable does not
- * stop the node: lookups answer 503 and the file is tried again at most every REOPEN_SECONDS, so
+ * stop the node: lookups answer 503 and the file is tried again at most every `reopenSeconds`, so
  * an operator who puts it in place need not restart.
  */
-export const GeoIpLive = Layer.effect(
-  GeoIp,
-  Effect.gen(function*() {
-    const { geoipDbPath } = yield* Config
-    let reader: Reader<any> | undefined
-    let failure = ""
-    let triedAt = 0
-    const open = Effect.gen(function*() {
-      triedAt = Date.now()
-      const opened = yield* Effect.result(openReader(geoipDbPath))
-      if (opened._tag === "Success") {
-        reader = opened.success
-        yield* Effect.logInfo(`GeoIP database ${geoipDbPath} opened (${reader.metadata.databaseType}, built ${reader.metadata.buildEpoch.toISOString()})`)
-      } else {
-        failure = opened.failure
-        yield* Effect.logWarning(`GeoIP database ${geoipDbPath} cannot be opened: IP lookups answer 503 until it can (${failure})`)
-      }
-    })
-    yield* open
-    const unavailable = () =>
-      new GeoIpUnavailable({
-        reason: `the IP geolocation database cannot be read (${failure})`,
-        retryAfter: Math.max(1, Math.ceil((triedAt + REOPEN_SECONDS * 1000 - Date.now()) / 1000))
+export const makeGeoIpLive = (options: { readonly reopenSeconds: number }) =>
+  Layer.effect(
+    GeoIp,
+    Effect.gen(function*() {
+      const { geoipDbPath } = yield* Config
+      let reader: Reader<any> | undefined
+      let failure = ""
+      let triedAt = 0
+      const open = Effect.gen(function*() {
+        triedAt = Date.now()
+        const opened = yield* Effect.result(openReader(geoipDbPath))
+        if (opened._tag === "Success") {
+          reader = opened.success
+          yield* Effect.logInfo(`GeoIP database ${geoipDbPath} opened (${reader.metadata.databaseType}, built ${reader.metadata.buildEpoch.toISOString()})`)
+        } else {
+          failure = opened.failure
+          yield* Effect.logWarning(`GeoIP database ${geoipDbPath} cannot be opened: IP lookups answer 503 until it can (${failure})`)
+        }
       })
-    return GeoIp.of({
-      lookup: (ip) =>
+      yield* open
+      const answer = (ip: string) =>
         reader !== undefined
           ? Effect.succeed(lookupWith(ip, (target) => codeOf(reader!.get(target))))
-          : Effect.suspend(() => (Date.now() - triedAt >= REOPEN_SECONDS * 1000 ? open : Effect.void)).pipe(
-            Effect.andThen(Effect.suspend(() =>
-              reader !== undefined ? Effect.succeed(lookupWith(ip, (target) => codeOf(reader!.get(target)))) : Effect.fail(unavailable())
-            ))
+          : Effect.fail(new GeoIpUnavailable({
+            reason: `the IP geolocation database cannot be read (${failure})`,
+            retryAfter: Math.max(1, Math.ceil((triedAt + options.reopenSeconds * 1000 - Date.now()) / 1000))
+          }))
+      return GeoIp.of({
+        lookup: (ip) =>
+          Effect.suspend(() =>
+            reader === undefined && Date.now() - triedAt >= options.reopenSeconds * 1000
+              ? open.pipe(Effect.andThen(Effect.suspend(() => answer(ip))))
+              : answer(ip)
           )
+      })
     })
-  })
-)
+  )
+
+export const GeoIpLive = makeGeoIpLive({ reopenSeconds: REOPEN_SECONDS })
 
 /**
  * For tests of code above the service: countries by address (after the same address classes),

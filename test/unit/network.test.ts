@@ -1,11 +1,11 @@
-import { writeFileSync } from "node:fs"
+import { copyFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
 import { describe, expect, it } from "vitest"
 import { type AppConfig, Config, ConfigError, loadConfig, packagedGeoipDbPath, parseTrustProxy, type TrustedProxies } from "../../src/config.ts"
 import { clientAddress } from "../../src/http/client-context.ts"
-import { countryName, geolocatable, GeoIp, GeoIpLive, GeoIpTest, lookupWith } from "../../src/network/geoip.ts"
+import { countryName, geolocatable, GeoIp, GeoIpLive, GeoIpTest, lookupWith, makeGeoIpLive } from "../../src/network/geoip.ts"
 import { normalizeIp } from "../../src/schema/network.ts"
 
 const lookupIn = (layer: Layer.Layer<GeoIp>, ip: string) =>
@@ -58,6 +58,21 @@ describe("GeoIp without its database", () => {
         expect(result.failure.reason).toContain("cannot be read")
       }
     }
+  })
+
+  it("reads a database put in place later, without a restart", async () => {
+    const path = join(tmpdir(), `later-${process.pid}.mmdb`)
+    rmSync(path, { force: true })
+    const answers = await Effect.runPromise(Effect.gen(function*() {
+      const geoip = yield* GeoIp
+      const before = yield* Effect.result(geoip.lookup("8.8.8.8"))
+      copyFileSync(packagedGeoipDbPath(), path)
+      const after = yield* geoip.lookup("8.8.8.8")
+      return { before, after }
+    }).pipe(Effect.provide(makeGeoIpLive({ reopenSeconds: 0 }).pipe(Layer.provide(Layer.succeed(Config, { geoipDbPath: path } as AppConfig))))))
+    expect(answers.before._tag).toBe("Failure")
+    expect(answers.after).toMatchObject({ found: true, country: "US" })
+    rmSync(path, { force: true })
   })
 
   it("has a test layer answering from a table, or unavailable", async () => {
