@@ -27,14 +27,21 @@ export class GeoIp extends Context.Service<GeoIp, {
 
 const regionNames = new Intl.DisplayNames(["en"], { type: "region" })
 
+const names = new Map<string, string | null>()
+
 /** The English name of an ISO 3166-1 alpha-2 code, or null for a code the ICU data does not name. */
 export const countryName = (code: string): string | null => {
+  let name = names.get(code)
+  if (name !== undefined) return name
   try {
-    const name = regionNames.of(code)
-    return name === undefined || name === code ? null : name
+    const found = regionNames.of(code)
+    name = found === undefined || found === code ? null : found
   } catch {
-    return null
+    name = null
   }
+  // At most 676 two-letter codes: the cache stays small.
+  if (/^[A-Z]{2}$/.test(code)) names.set(code, name)
+  return name
 }
 
 /**
