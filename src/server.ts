@@ -13,9 +13,10 @@ import { JobSweeperLive } from "./actors/job-sweeper.ts"
 import { ProbeEntityLive } from "./actors/probe-entity.ts"
 import { StorageMaintenanceLive } from "./actors/storage-maintenance.ts"
 import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "./actors/webhook-delivery-entity.ts"
-import { JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
+import { CallDebitsLive, JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
 import { type AppConfig, Config } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
+import { GeoIpLive } from "./network/geoip.ts"
 import { JobCreationLive } from "./crawl/job-creation.ts"
 import { WebhookEndpointsLive } from "./webhooks/endpoints.ts"
 import { DrainingLive, drainOnShutdown } from "./http/draining.ts"
@@ -38,6 +39,7 @@ import { RolesHandlers } from "./http/roles.http.ts"
 import { AdminQuotaRequestsHandlers, QuotaRequestsHandlers } from "./http/quota-requests.http.ts"
 import { IdempotencyLive } from "./http/idempotency.ts"
 import { JobsHandlers, WebhooksAdminHandlers } from "./http/jobs.http.ts"
+import { NetworkHandlers } from "./http/network.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
 import { AnonymousLive, ApiKeyAuthLive, InternalAuthLive, KeyMeterLive } from "./http/security.live.ts"
@@ -122,13 +124,13 @@ export const makeServerLayer = (config: AppConfig) => {
     Layer.provideMerge(SessionServiceLive),
     Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, AttemptsLive, MailerLive))
   )
-  const Services = Layer.mergeAll(RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
+  const Services = Layer.mergeAll(RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive, GeoIpLive).pipe(
     Layer.provideMerge(Identity),
     Layer.provideMerge(Repos)
   )
   const Domain = JobCreationLive.pipe(Layer.provideMerge(WebhookEndpointsLive))
   const Entities = Layer.mergeAll(
-    TenantEntityLive,
+    TenantEntityLive.pipe(Layer.provide(CallDebitsLive)),
     ProbeEntityLive,
     JobEntityLive.pipe(Layer.provide([DomainSlotsLive, JobSlotReleasesLive])),
     DomainEntityLive,
@@ -160,6 +162,7 @@ export const makeServerLayer = (config: AppConfig) => {
     PageHistoryHandlers,
     ExtractionsHandlers,
     ExtractorConfigsHandlers,
+    NetworkHandlers,
     BillingHandlers,
     AdminHandlers,
     ControlHandlers
@@ -197,6 +200,7 @@ export const announce = (config: AppConfig) =>
     const base = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`
     console.log(`trawl listening on ${base}`)
     console.log(`database: ${config.databaseUrl ? "PostgreSQL (DATABASE_URL)" : `embedded PGlite in ${config.dataDir}`}`)
+    if (config.trustProxy.entries.length > 0) console.log(`X-Forwarded-For believed from: ${config.trustProxy.entries.join(", ")}`)
     if (config.internalTokenGenerated) console.log(`internal token (generated for this start): ${config.internalTokens[0]}`)
     if (config.allowPrivateTargets) {
       console.warn("warning: ALLOW_PRIVATE_TARGETS=true: crawls and webhooks may reach private and loopback addresses (development and tests only)")

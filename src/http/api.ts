@@ -11,6 +11,7 @@ import { InvitationsGroup, RegistrationGroup } from "./invitations.api.ts"
 import { RolesGroup } from "./roles.api.ts"
 import { AdminQuotaRequestsGroup, QuotaRequestsGroup } from "./quota-requests.api.ts"
 import { JobsGroup, WebhooksAdminGroup } from "./jobs.api.ts"
+import { NetworkGroup } from "./network.api.ts"
 import { PageHistoryGroup } from "./page-history.api.ts"
 import { SystemGroup } from "./system.api.ts"
 import { UsersGroup } from "./users.api.ts"
@@ -35,6 +36,7 @@ export const Api = HttpApi.make("trawl")
   .add(PageHistoryGroup)
   .add(ExtractionsGroup)
   .add(ExtractorConfigsGroup)
+  .add(NetworkGroup)
   .add(BillingGroup)
   .add(AdminGroup)
   .add(AdminAuditGroup)

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
-import { EXTRACTION_SERVICE_KEY, JOB_SERVICE_KEY, priceList } from "../billing/pricing.ts"
+import { EXTRACTION_SERVICE_KEY, IP_LOOKUP_SERVICE_KEY, JOB_SERVICE_KEY, priceList } from "../billing/pricing.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { DEFAULT_PAGE_LIMIT, pageOf } from "../schema/envelope.ts"
 import { withTieBreak } from "../sql/order-by.ts"
@@ -11,7 +11,7 @@ import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 
 /** The services the ledger's entries name (those of the price list). */
-const SERVICE_KEYS: ReadonlyArray<string> = [JOB_SERVICE_KEY, EXTRACTION_SERVICE_KEY]
+const SERVICE_KEYS: ReadonlyArray<string> = [JOB_SERVICE_KEY, EXTRACTION_SERVICE_KEY, IP_LOOKUP_SERVICE_KEY]
 
 /**
  * A service filter the price list does not name has no entries: a misspelling, said so (at `path`)

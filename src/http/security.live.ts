@@ -74,6 +74,7 @@ export const ApiKeyAuthLive = Layer.effect(
     const limiter = yield* RateLimiter
     const delegations = yield* DelegationRepo
     const audit = yield* AuditLog
+    const config = yield* Config
 
     /**
      * The principal of a request sent on behalf of `delegatorId`: the delegator's identity and its
@@ -93,7 +94,7 @@ export const ApiKeyAuthLive = Layer.effect(
           })
         }
         const request = yield* HttpServerRequest.HttpServerRequest
-        const client = yield* clientContext
+        const client = yield* Effect.provideService(clientContext, Config, config)
         yield* audit.write({
           tenantId: principal.tenantId,
           actorId: principal.identityId,
