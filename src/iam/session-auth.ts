@@ -83,6 +83,8 @@ export const SessionAuthenticatorLive = Layer.effect(
         const forgetsBefore = forgets
         return repo.authByHash(tokenHash).pipe(Effect.map((row) => {
           if (!row) return undefined
+          // The stored time lags up to TOUCH_EVERY behind this node's own: a session in use here must not look idle.
+          const seenHere = Math.max(cached?.lastSeen ?? 0, lastSeen.get(row.id)?.getTime() ?? 0)
           const entry: Cached = {
             principal: {
               kind: "session",
@@ -96,7 +98,7 @@ export const SessionAuthenticatorLive = Layer.effect(
               rateLimitPerMinute: SESSION_RATE_LIMIT_PER_MINUTE,
               expiresAt: new Date(row.expires_at).getTime()
             },
-            lastSeen: new Date(row.last_seen_at).getTime(),
+            lastSeen: Math.max(new Date(row.last_seen_at).getTime(), seenHere),
             until: Date.now() + CACHE_TTL_MS
           }
           // A lookup that raced an invalidation may have read the row from before it: use it once, keep nothing.
