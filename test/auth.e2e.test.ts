@@ -522,6 +522,15 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     await session(api, bystander.email, PASSWORD)
   })
 
+  it("counts guesses sent in parallel before checking them: no more than 5 are tried", async () => {
+    const owner = await newOwner(api)
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => login(api, { email: owner.email, password: `parallel guess ${i}` })))
+    const statuses = answers.map((r) => r.status)
+    expect(statuses.filter((s) => s === 401).length, JSON.stringify(statuses)).toBeLessThanOrEqual(5)
+    expect(statuses.filter((s) => s === 429).length, JSON.stringify(statuses)).toBeGreaterThanOrEqual(7)
+    for (const r of answers.filter((r) => r.status === 429)) expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0)
+  })
+
   it("writes the security events to the audit log", async () => {
     // The embedded database is read after the server stops (PGlite is one process's); PostgreSQL while it runs.
     type Row = { tenant_id: string | null; action: string; ip: string | null }
@@ -595,6 +604,27 @@ describe.each(backends())("session lifetimes ($name)", (backend) => {
       expect(seen.at(-1)![1], JSON.stringify(seen)).toBe(401)
       // a refresh does not extend it either
       expectError(await bearer(api, "POST", "/v1/iam/auth/refresh", s.sessionId), 401, "unauthorized")
+    } finally {
+      await server.stop()
+    }
+  })
+})
+
+describe.each(backends())("guessing from one address ($name)", (backend) => {
+  it("locks a client address after 30 failures across accounts, whatever account it tries next", { timeout: 90_000 }, async () => {
+    const server = await startServer(await backend.env())
+    try {
+      const api = client(server.baseUrl)
+      const owners = await Promise.all(Array.from({ length: 7 }, () => newOwner(api)))
+      // 6 accounts x 5 wrong passwords: each account stays within its own allowance
+      for (const owner of owners.slice(0, 6)) {
+        for (let i = 0; i < 5; i++) expectError(await login(api, { email: owner.email, password: `wrong ${i}` }), 401, "unauthorized")
+      }
+      const locked = await login(api, { email: owners[6]!.email, password: PASSWORD })
+      expectError(locked, 429, "too_many_attempts")
+      expect(Number(locked.headers.get("retry-after"))).toBeGreaterThanOrEqual(25)
+      // a key is no password guess: the address's lock does not touch it
+      expect((await api.get("/v1/iam/auth/me", owners[6]!.apiKey)).status).toBe(200)
     } finally {
       await server.stop()
     }
