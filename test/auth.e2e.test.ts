@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { rmSync } from "node:fs"
+import { request as httpRequest } from "node:http"
 import { join } from "node:path"
 import { generateSync } from "otplib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -8,11 +9,60 @@ import { backends, client, pgQuery, type RunningServer, startServer } from "./su
 /** Identity sessions, passwords, TOTP and guessing limits through the real HTTP interface (docs/identity.md). */
 
 type Api = ReturnType<typeof client>
+type AddressedApi = ReturnType<typeof addressedClient>
 type Res = Awaited<ReturnType<Api["call"]>>
 
 const PASSWORD = "correct horse battery staple"
 const USER_AGENT = "auth-e2e/1.0 (test)"
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms))
+
+/**
+ * A client that connects from its own loopback address (127.x.y.z). Guessing limits count by
+ * client address, and with REDIS_URL their counts outlive a server and are shared by every server
+ * on that Redis: from 127.0.0.1 the failures of one run (and of anyone else's tests) would lock
+ * the next. Each server of these tests gets an address of its own.
+ */
+const addressedClient = (baseUrl: string) => {
+  const byte = () => 1 + Math.floor(Math.random() * 254)
+  const address = `127.${byte()}.${byte()}.${byte()}`
+  const base = client(baseUrl)
+  const call: Api["call"] = (method, path, init = {}) =>
+    new Promise((resolve, reject) => {
+      const headers: Record<string, string> = { ...init.headers }
+      if (init.key !== undefined) headers["x-api-key"] = init.key
+      if (init.token !== undefined) headers["x-internal-token"] = init.token
+      let body: string | undefined
+      if (init.raw !== undefined) {
+        body = init.raw
+        headers["content-type"] ??= "application/json"
+      } else if (init.body !== undefined) {
+        body = JSON.stringify(init.body)
+        headers["content-type"] = "application/json"
+      }
+      const req = httpRequest(baseUrl + path, { method, headers, localAddress: address }, (res) => {
+        const chunks: Array<Buffer> = []
+        res.on("data", (chunk: Buffer) => chunks.push(chunk))
+        res.on("error", reject)
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8")
+          let json: any
+          try {
+            json = JSON.parse(text)
+          } catch {
+            json = undefined
+          }
+          const responseHeaders = new Headers()
+          for (const [name, value] of Object.entries(res.headers)) {
+            for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) responseHeaders.append(name, v)
+          }
+          resolve({ status: res.statusCode!, headers: responseHeaders, json, text })
+        })
+      })
+      req.on("error", reject)
+      req.end(body)
+    })
+  return { ...base, address, call, get: (path: string, key?: string) => call("GET", path, { key }), post: (path: string, body: unknown, key?: string) => call("POST", path, { key, body }) }
+}
 
 const expectError = (res: Res, status: number, code: string) => {
   expect(res.status, res.text).toBe(status)
@@ -84,7 +134,7 @@ const waitForStep = async (target = step()) => {
 
 describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
   let server: RunningServer
-  let api: Api
+  let api: AddressedApi
   let env: Record<string, string>
   /** Tenants whose audit rows the last test reads. */
   const audited: Array<string> = []
@@ -92,7 +142,7 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
   beforeAll(async () => {
     env = await backend.env()
     server = await startServer(env, { keepDataDir: backend.name === "embedded" })
-    api = client(server.baseUrl)
+    api = addressedClient(server.baseUrl)
   })
   afterAll(async () => {
     await server?.stop()
@@ -337,7 +387,7 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     for (const item of items) {
       expect(Object.keys(item).sort()).toEqual(["createdAt", "current", "expiresAt", "id", "ip", "lastSeenAt", "userAgent"])
       expect(item.id).toMatch(/^ses_/)
-      expect(item.ip).toBe("127.0.0.1")
+      expect(item.ip).toBe(api.address)
       expect(item.userAgent).toBe(USER_AGENT)
       // the public id is not the token
       expect([a.sessionId, b.sessionId, c.sessionId]).not.toContain(item.id)
@@ -509,6 +559,8 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
   })
 
   it("limits guessing: after 5 tries of an account the 6th, even with the right password, is 429 with Retry-After", async () => {
+    // from an address of its own, so that these failures leave the other tests' address allowance alone
+    const api = addressedClient(server.baseUrl)
     const owner = await newOwner(api)
     for (let i = 0; i < 5; i++) expectError(await login(api, { email: owner.email, password: `wrong guess ${i}` }), 401, "unauthorized")
     const locked = await login(api, { email: owner.email, password: PASSWORD })
@@ -523,6 +575,7 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
   })
 
   it("counts guesses sent in parallel before checking them: no more than 5 are tried", async () => {
+    const api = addressedClient(server.baseUrl)
     const owner = await newOwner(api)
     const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => login(api, { email: owner.email, password: `parallel guess ${i}` })))
     const statuses = answers.map((r) => r.status)
@@ -552,7 +605,7 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
       expect(actions, action).toContain(action)
     }
     for (const row of rows.filter((r) => r.action.startsWith("login.") || r.action.startsWith("totp.") || r.action.startsWith("session."))) {
-      expect(row.ip, row.action).toBe("127.0.0.1")
+      expect(row.ip, row.action).toBe(api.address)
     }
   })
 })
@@ -561,13 +614,13 @@ describe.each(backends())("session lifetimes ($name)", (backend) => {
   it("refuses a session idle longer than SESSION_IDLE_SECONDS", { timeout: 90_000 }, async () => {
     const server = await startServer({ ...(await backend.env()), SESSION_IDLE_SECONDS: "2" })
     try {
-      const api = client(server.baseUrl)
+      const api = addressedClient(server.baseUrl)
       const owner = await newOwner(api)
       const s = await session(api, owner.email, PASSWORD)
       // used within the idle time, it lives on: longer than a node believes its cached lookup (10 s)
       // and than the last-seen times wait to be written (15 s)
-      for (let i = 0; i < 12; i++) {
-        await sleep(1000)
+      for (let i = 0; i < 15; i++) {
+        await sleep(700)
         expect((await bearer(api, "GET", "/v1/iam/auth/me", s.sessionId)).status).toBe(200)
       }
       await sleep(3000)
@@ -582,7 +635,7 @@ describe.each(backends())("session lifetimes ($name)", (backend) => {
   it("refuses a session past SESSION_LIFETIME_SECONDS even when it is used every second (and marks the cookie Secure behind https)", { timeout: 90_000 }, async () => {
     const server = await startServer({ ...(await backend.env()), SESSION_LIFETIME_SECONDS: "3", PUBLIC_BASE_URL: "https://trawl.example.com" })
     try {
-      const api = client(server.baseUrl)
+      const api = addressedClient(server.baseUrl)
       const owner = await newOwner(api)
       const loggedInAt = Date.now()
       const res = await login(api, { email: owner.email, password: PASSWORD })
@@ -611,20 +664,36 @@ describe.each(backends())("session lifetimes ($name)", (backend) => {
 })
 
 describe.each(backends())("guessing from one address ($name)", (backend) => {
-  it("locks a client address after 30 failures across accounts, whatever account it tries next", { timeout: 90_000 }, async () => {
+  it("locks a client address after 30 failures across accounts (unknown e-mails, as slow as wrong passwords, count too)", { timeout: 90_000 }, async () => {
     const server = await startServer(await backend.env())
     try {
-      const api = client(server.baseUrl)
-      const owners = await Promise.all(Array.from({ length: 7 }, () => newOwner(api)))
-      // 6 accounts x 5 wrong passwords: each account stays within its own allowance
-      for (const owner of owners.slice(0, 6)) {
-        for (let i = 0; i < 5; i++) expectError(await login(api, { email: owner.email, password: `wrong ${i}` }), 401, "unauthorized")
+      const api = addressedClient(server.baseUrl)
+      const owners = await Promise.all(Array.from({ length: 6 }, () => newOwner(api)))
+      // 5 accounts x 5 wrong passwords (each account within its own allowance), then 5 unknown e-mails:
+      // those take as long as a wrong password (a dummy hash is verified) and answer the same
+      const timed = async (body: Record<string, unknown>) => {
+        const started = performance.now()
+        const res = await login(api, body)
+        expectError(res, 401, "unauthorized")
+        return { ms: performance.now() - started, message: res.json.error.message as string }
       }
-      const locked = await login(api, { email: owners[6]!.email, password: PASSWORD })
+      const wrong: Array<{ ms: number; message: string }> = []
+      for (const owner of owners.slice(0, 5)) {
+        for (let i = 0; i < 5; i++) wrong.push(await timed({ email: owner.email, password: `wrong ${i}` }))
+      }
+      const unknown: Array<{ ms: number; message: string }> = []
+      for (let i = 0; i < 5; i++) unknown.push(await timed({ email: randomEmail("nobody"), password: `wrong ${i}` }))
+      expect(new Set([...wrong, ...unknown].map((t) => t.message)).size).toBe(1)
+      const median = (xs: Array<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+      const [wrongMs, unknownMs] = [median(wrong.map((t) => t.ms)), median(unknown.map((t) => t.ms))]
+      console.log(`login failure (median): wrong password ${wrongMs.toFixed(1)} ms, unknown e-mail ${unknownMs.toFixed(1)} ms`)
+      expect(unknownMs).toBeGreaterThan(wrongMs * 0.5)
+      expect(unknownMs).toBeLessThan(wrongMs * 2)
+      const locked = await login(api, { email: owners[5]!.email, password: PASSWORD })
       expectError(locked, 429, "too_many_attempts")
       expect(Number(locked.headers.get("retry-after"))).toBeGreaterThanOrEqual(25)
       // a key is no password guess: the address's lock does not touch it
-      expect((await api.get("/v1/iam/auth/me", owners[6]!.apiKey)).status).toBe(200)
+      expect((await api.get("/v1/iam/auth/me", owners[5]!.apiKey)).status).toBe(200)
     } finally {
       await server.stop()
     }
@@ -646,8 +715,8 @@ describe.skipIf(!twoNodes)("session revocation across two nodes (needs DATABASE_
   })
 
   it("refuses on node B, within a second, a session revoked through node A", { timeout: 60_000 }, async () => {
-    const a = client(nodeA.baseUrl)
-    const b = client(nodeB.baseUrl)
+    const a = addressedClient(nodeA.baseUrl)
+    const b = addressedClient(nodeB.baseUrl)
     const owner = await newOwner(a)
     const admin = await session(a, owner.email, PASSWORD)
     const victim = await session(a, owner.email, PASSWORD)
