@@ -488,7 +488,7 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     const wrong = await bearer(api, "POST", "/v1/iam/auth/totp/verify", s.sessionId, { code: wrongCode })
     expectError(wrong, 400, "invalid_totp_code")
     expect((await bearer(api, "GET", "/v1/iam/auth/me", s.sessionId)).json.data.totpEnabledAt).toBeNull()
-    const verifiedStep = step()
+    await waitForStep()
     const verified = await bearer(api, "POST", "/v1/iam/auth/totp/verify", s.sessionId, { code: totp(secret, -30) })
     expect(verified.status, verified.text).toBe(200)
     expect(verified.json.data.enabled).toBe(true)
@@ -498,10 +498,15 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     // the second identity turns TOTP on the same way; it shows login drift later
     const s2 = await session(api, second.email, PASSWORD)
     const secret2 = (await bearer(api, "POST", "/v1/iam/auth/totp/enable", s2.sessionId)).json.data.secret as string
+    await waitForStep()
+    // the step this code belongs to is the last one the second identity used
+    const secondUsed = step() - 1
     expect((await bearer(api, "POST", "/v1/iam/auth/totp/verify", s2.sessionId, { code: totp(secret2, -30) })).status).toBe(200)
 
     // login: no code, a fresh code, the same code again
     expectError(await login(api, { email: owner.email, password: PASSWORD }), 401, "totp_required")
+    await waitForStep()
+    const firstUsed = step()
     const code = totp(secret)
     const withCode = await login(api, { email: owner.email, password: PASSWORD, totpCode: code })
     expect(withCode.status, withCode.text).toBe(200)
@@ -536,7 +541,7 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     expectError(await bearer(api, "POST", keyPath, s.sessionId, { name: "admin", roleId: me.defaultRoleId }), 403, "reauthentication_required")
 
     // the next steps: the second identity logs in with a code of the step before (drift), the first makes its key
-    await waitForStep(verifiedStep + 1)
+    await waitForStep(Math.max(secondUsed + 2, firstUsed + 1))
     const drift = await login(api, { email: second.email, password: PASSWORD, totpCode: totp(secret2, -30) })
     expect(drift.status, drift.text).toBe(200)
     const key = await bearer(api, "POST", keyPath, s.sessionId, { name: "admin", roleId: me.defaultRoleId, totpCode: totp(secret) })
@@ -584,6 +589,7 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     for (const r of answers.filter((r) => r.status === 429)) expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0)
   })
 
+  // Reads the rows the tests above wrote (their tenants are in `audited`): run with them, not alone.
   it("writes the security events to the audit log", async () => {
     // The embedded database is read after the server stops (PGlite is one process's); PostgreSQL while it runs.
     type Row = { tenant_id: string | null; action: string; ip: string | null }
@@ -687,8 +693,9 @@ describe.each(backends())("guessing from one address ($name)", (backend) => {
       const median = (xs: Array<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
       const [wrongMs, unknownMs] = [median(wrong.map((t) => t.ms)), median(unknown.map((t) => t.ms))]
       console.log(`login failure (median): wrong password ${wrongMs.toFixed(1)} ms, unknown e-mail ${unknownMs.toFixed(1)} ms`)
-      expect(unknownMs).toBeGreaterThan(wrongMs * 0.5)
-      expect(unknownMs).toBeLessThan(wrongMs * 2)
+      // loose bounds on a shared machine: skipping the hash would make it several times quicker
+      expect(unknownMs).toBeGreaterThan(wrongMs * 0.4)
+      expect(unknownMs).toBeLessThan(wrongMs * 2.5)
       const locked = await login(api, { email: owners[5]!.email, password: PASSWORD })
       expectError(locked, 429, "too_many_attempts")
       expect(Number(locked.headers.get("retry-after"))).toBeGreaterThanOrEqual(25)
