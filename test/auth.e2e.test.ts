@@ -623,6 +623,11 @@ describe.each(backends())("session lifetimes ($name)", (backend) => {
       const api = addressedClient(server.baseUrl)
       const owner = await newOwner(api)
       const s = await session(api, owner.email, PASSWORD)
+      const forgotten = await session(api, owner.email, PASSWORD)
+      const forgottenAt = Date.now()
+      const both = (await bearer(api, "GET", "/v1/iam/users/me/sessions", s.sessionId)).json.data.items as Array<{ id: string; current: boolean }>
+      expect(both).toHaveLength(2)
+      const forgottenId = both.find((i) => !i.current)!.id
       // used within the idle time, it lives on: longer than a node believes its cached lookup (10 s)
       // and than the last-seen times wait to be written (15 s)
       for (let i = 0; i < 15; i++) {
@@ -633,6 +638,17 @@ describe.each(backends())("session lifetimes ($name)", (backend) => {
       expectError(await bearer(api, "GET", "/v1/iam/auth/me", s.sessionId), 401, "unauthorized")
       // nor does it come back
       expectError(await bearer(api, "GET", "/v1/iam/auth/me", s.sessionId), 401, "unauthorized")
+      // a session idle past the limit and the 15 s its stored last-seen time may lag is no longer listed
+      await sleep(Math.max(0, forgottenAt + 18_000 - Date.now()))
+      const fresh = await session(api, owner.email, PASSWORD)
+      const list = await bearer(api, "GET", "/v1/iam/users/me/sessions", fresh.sessionId)
+      expect(list.status, list.text).toBe(200)
+      const listed = list.json.data.items as Array<{ id: string; current: boolean }>
+      expect(listed.filter((i) => i.current)).toHaveLength(1)
+      expectError(await bearer(api, "GET", "/v1/iam/auth/me", forgotten.sessionId), 401, "unauthorized")
+      // the one never used is gone from the list and its count (the other may still be within the lag)
+      expect(listed.map((i) => i.id)).not.toContain(forgottenId)
+      expect(list.json.data.pagination.total).toBe(listed.length)
     } finally {
       await server.stop()
     }

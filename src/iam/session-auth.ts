@@ -14,7 +14,9 @@ export const SESSION_RATE_LIMIT_PER_MINUTE = 600
  */
 const CACHE_TTL_MS = 10_000
 const MAX_ENTRIES = 50_000
-const TOUCH_EVERY = "15 seconds"
+/** How often a node writes the last-seen times of the sessions it served: the stored time lags by up to this. */
+export const TOUCH_EVERY_SECONDS = 15
+const TOUCH_EVERY = `${TOUCH_EVERY_SECONDS} seconds` as const
 export const SESSION_INVALIDATE_CHANNEL = "trawl:session-invalidate"
 
 /** Session tokens are 43 base64url characters (256 bits). */
