@@ -38,8 +38,17 @@ export interface SessionRepoShape {
   readonly insert: (session: NewSession) => Effect.Effect<SessionRow>
   /** A live (not revoked) session of an active identity and tenant, by its token's hash; times are checked by the caller. */
   readonly authByHash: (tokenHash: string) => Effect.Effect<SessionAuthRow | undefined>
-  /** The identity's sessions that are neither revoked nor past their absolute lifetime, newest first. */
-  readonly listLive: (identityId: string, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<SessionRow>; total: number }>
+  /**
+   * The identity's sessions that are neither revoked nor past their absolute lifetime nor unseen
+   * since `seenSince` (idle; `currentId` is listed whatever its stored time), newest first.
+   */
+  readonly listLive: (
+    identityId: string,
+    seenSince: Date,
+    currentId: string | null,
+    offset: number,
+    limit: number
+  ) => Effect.Effect<{ items: ReadonlyArray<SessionRow>; total: number }>
   /** Revokes one session of the identity; the token hash of a session this call revoked, else undefined. */
   readonly revoke: (identityId: string, sessionId: string) => Effect.Effect<{ found: boolean; tokenHash: string | undefined }>
   /** Revokes every live session of the identity but `exceptId`; their token hashes. */
@@ -81,15 +90,16 @@ export const SessionRepoLive = Layer.effect(
           Effect.orDie,
           Effect.map((rows) => rows[0])
         ),
-      listLive: (identityId, offset, limit) =>
-        Effect.all([
+      listLive: (identityId, seenSince, currentId, offset, limit) => {
+        const live = sql`identity_id = ${identityId} AND revoked_at IS NULL AND expires_at > now()
+          AND (last_seen_at > ${seenSince} OR id = ${currentId})`
+        return Effect.all([
           sql<SessionRow>`
-            SELECT ${cols} FROM sessions
-            WHERE identity_id = ${identityId} AND revoked_at IS NULL AND expires_at > now()
+            SELECT ${cols} FROM sessions WHERE ${live}
             ORDER BY created_at DESC, id DESC OFFSET ${offset} LIMIT ${limit}`,
-          sql<{ n: string }>`
-            SELECT count(*) AS n FROM sessions WHERE identity_id = ${identityId} AND revoked_at IS NULL AND expires_at > now()`
-        ]).pipe(Effect.orDie, Effect.map(([items, [count]]) => ({ items, total: Number(count!.n) }))),
+          sql<{ n: string }>`SELECT count(*) AS n FROM sessions WHERE ${live}`
+        ]).pipe(Effect.orDie, Effect.map(([items, [count]]) => ({ items, total: Number(count!.n) })))
+      },
       revoke: (identityId, sessionId) =>
         Effect.gen(function*() {
           const revoked = yield* sql<{ token_hash: string }>`
