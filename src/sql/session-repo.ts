@@ -191,9 +191,11 @@ export const makeSessionRepoTest = (roles: { roleId: string; permissions: Readon
             expires_at: r.expires_at
           }
         }),
-      listLive: (identityId, offset, limit) =>
+      listLive: (identityId, seenSince, currentId, offset, limit) =>
         Effect.sync(() => {
-          const all = [...rows.values()].filter((r) => r.identity_id === identityId && live(r)).reverse()
+          const all = [...rows.values()]
+            .filter((r) => r.identity_id === identityId && live(r) && (r.last_seen_at > seenSince || r.id === currentId))
+            .reverse()
           return { items: all.slice(offset, offset + limit).map(view), total: all.length }
         }),
       revoke: (identityId, sessionId) =>
