@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { createRequire } from "node:module"
+import { BlockList, isIPv4, isIPv6 } from "node:net"
 import { join, resolve } from "node:path"
 import { Context } from "effect"
 
@@ -56,7 +58,47 @@ export interface AppConfig {
    * webhook URL whose path ends in `/outage` fails as if the tenant's entity were out of reach.
    */
   readonly testFault: "crash-after-job-insert" | "webhook-endpoint-outage" | undefined
+  /** GEOIP_DB_PATH: the MMDB country database of IP lookups (default: the packaged one, docs/api.md "Network"). */
+  readonly geoipDbPath: string
+  /** TRUST_PROXY: the proxies whose X-Forwarded-For is believed (none by default; src/http/client-context.ts). */
+  readonly trustProxy: TrustedProxies
 }
+
+/** The proxies whose `X-Forwarded-For` is believed (TRUST_PROXY). */
+export interface TrustedProxies {
+  /** The entries as configured. */
+  readonly entries: ReadonlyArray<string>
+  readonly trusts: (address: string) => boolean
+}
+
+export const noTrustedProxies: TrustedProxies = { entries: [], trusts: () => false }
+
+/**
+ * Parses TRUST_PROXY: comma-separated IPv4/IPv6 addresses or CIDRs (`10.0.0.0/8`, `fd00::/8`).
+ * Answers the matcher, or the first entry that is neither.
+ */
+export const parseTrustProxy = (raw: string | undefined): TrustedProxies | { readonly invalid: string } => {
+  const entries = (raw ?? "").split(",").map((e) => e.trim()).filter((e) => e !== "")
+  if (entries.length === 0) return noTrustedProxies
+  const list = new BlockList()
+  for (const entry of entries) {
+    const [address = "", bits, ...rest] = entry.split("/")
+    const family = isIPv4(address) ? "ipv4" : isIPv6(address) && !address.includes("%") ? "ipv6" : undefined
+    if (family === undefined || rest.length > 0) return { invalid: entry }
+    if (bits === undefined) {
+      list.addAddress(address, family)
+      continue
+    }
+    if (!/^\d{1,3}$/.test(bits) || Number(bits) > (family === "ipv4" ? 32 : 128)) return { invalid: entry }
+    list.addSubnet(address, Number(bits), family)
+  }
+  // BlockList matches an IPv4-mapped IPv6 address against IPv4 entries too.
+  return { entries, trusts: (address) => list.check(address, isIPv4(address) ? "ipv4" : "ipv6") }
+}
+
+/** The country database shipped with the package @ip-location-db/geo-whois-asn-country-mmdb (IPv4 and IPv6). */
+export const packagedGeoipDbPath = (): string =>
+  createRequire(import.meta.url).resolve("@ip-location-db/geo-whois-asn-country-mmdb/geo-whois-asn-country.mmdb")
 
 export class ConfigError extends Error {}
 
@@ -195,8 +237,13 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
   if (env.TEST_FAULT && testFault === undefined) bad("TEST_FAULT", "may only be crash-after-job-insert or webhook-endpoint-outage")
   if (production && testFault !== undefined) bad("TEST_FAULT", "cannot be set when NODE_ENV=production")
 
+  const trustProxy = parseTrustProxy(env.TRUST_PROXY)
+  if ("invalid" in trustProxy) bad("TRUST_PROXY", `must list IP addresses or CIDRs separated by commas, got "${trustProxy.invalid}"`)
+
   return {
     nodeEnv,
+    geoipDbPath: env.GEOIP_DB_PATH ? resolve(env.GEOIP_DB_PATH) : packagedGeoipDbPath(),
+    trustProxy: trustProxy as TrustedProxies,
     ssrfTestPublicAddresses,
     secretKeyGenerated: !env.SECRET_KEY,
     webhookRetryScale,
@@ -239,3 +286,10 @@ const generatedSecretKey = (dataDir: string): Buffer => {
   writeFileSync(file, key.toString("hex") + "\n", { mode: 0o600 })
   return key
 }
+
+/**
+ * A configuration for unit tests: the defaults of a development node with a fixed secret key and
+ * no file written; `env` overrides any variable.
+ */
+export const configForTests = (env: Env = {}): AppConfig =>
+  loadConfig({ SECRET_KEY: "0123456789abcdef".repeat(4), DATA_DIR: "/nonexistent/trawl-test", INTERNAL_TOKEN: "test-internal-token-0123456789", ...env })

@@ -13,11 +13,12 @@ import { JobSweeperLive } from "./actors/job-sweeper.ts"
 import { ProbeEntityLive } from "./actors/probe-entity.ts"
 import { StorageMaintenanceLive } from "./actors/storage-maintenance.ts"
 import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "./actors/webhook-delivery-entity.ts"
-import { JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
+import { CallDebitsLive, JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
 import { SubscriptionRenewalsLive } from "./actors/subscription-renewals.ts"
 import { PlanGateLive } from "./billing/plan-gate.ts"
 import { type AppConfig, Config } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
+import { GeoIpLive } from "./network/geoip.ts"
 import { JobCreationLive } from "./crawl/job-creation.ts"
 import { WebhookEndpointsLive } from "./webhooks/endpoints.ts"
 import { DrainingLive, drainOnShutdown } from "./http/draining.ts"
@@ -31,12 +32,16 @@ import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
 import { ExtractionsHandlers, ExtractorConfigsHandlers } from "./http/extractions.http.ts"
 import { AdminAuditHandlers, AuditHandlers } from "./http/audit.http.ts"
+import { DelegationsHandlers } from "./http/delegations.http.ts"
 import { IamHandlers } from "./http/iam.http.ts"
+import { InvitationsHandlers, RegistrationHandlers } from "./http/invitations.http.ts"
 import { AuthHandlers } from "./http/auth.http.ts"
 import { UsersHandlers } from "./http/users.http.ts"
 import { RolesHandlers } from "./http/roles.http.ts"
+import { AdminQuotaRequestsHandlers, QuotaRequestsHandlers } from "./http/quota-requests.http.ts"
 import { IdempotencyLive } from "./http/idempotency.ts"
 import { JobsHandlers, WebhooksAdminHandlers } from "./http/jobs.http.ts"
+import { NetworkHandlers } from "./http/network.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
 import { AnonymousLive, ApiKeyAuthLive, InternalAuthLive, KeyMeterLive } from "./http/security.live.ts"
@@ -44,16 +49,25 @@ import { AdminSubscriptionHandlers, SubscriptionHandlers } from "./http/subscrip
 import { SystemHandlers } from "./http/system.http.ts"
 import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
 import { AttemptsLive } from "./iam/attempts.ts"
+import { AccountRecoveryLive } from "./iam/account-recovery.ts"
 import { AuthServiceLive } from "./iam/auth-service.ts"
+import { DelegationServiceLive } from "./iam/delegation-service.ts"
 import { IdentityServiceLive } from "./iam/identity-service.ts"
+import { InvitationServiceLive } from "./iam/invitation-service.ts"
 import { MailedTokensLive } from "./iam/mailed-tokens.ts"
+import { QuotaRequestServiceLive } from "./iam/quota-request-service.ts"
 import { SessionAuthenticatorLive } from "./iam/session-auth.ts"
 import { SessionServiceLive } from "./iam/session-service.ts"
+import { RoleServiceLive } from "./iam/role-service.ts"
+import { ApiKeyServiceLive } from "./iam/api-key-service.ts"
 import { KvLive } from "./kv/kv.ts"
 import { MailerLive } from "./mail/mailer.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { AuditLogLive } from "./sql/audit-log.ts"
 import { DatabaseLive } from "./sql/database.ts"
+import { IdentityEmailRepoLive } from "./sql/identity-email-repo.ts"
+import { DelegationRepoLive } from "./sql/delegation-repo.ts"
+import { InvitationRepoLive } from "./sql/invitation-repo.ts"
 import { IdentityRepoLive } from "./sql/identity-repo.ts"
 import { AuthTokenRepoLive } from "./sql/auth-token-repo.ts"
 import { SessionRepoLive } from "./sql/session-repo.ts"
@@ -61,6 +75,7 @@ import { ExtractionRepoLive } from "./sql/extraction-repo.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
 import { MailOutboxRepoLive } from "./sql/mail-outbox-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
+import { QuotaRequestRepoLive } from "./sql/quota-request-repo.ts"
 import { RoleRepoLive } from "./sql/role-repo.ts"
 import { SubscriptionRepoLive } from "./sql/subscription-repo.ts"
 import { TenantRepoLive } from "./sql/tenant-repo.ts"
@@ -86,28 +101,41 @@ export const makeServerLayer = (config: AppConfig) => {
   const Repos = Layer.mergeAll(
     ApiKeyRepoLive,
     RoleRepoLive,
+    QuotaRequestRepoLive,
     TenantRepoLive,
     JobRepoLive,
     ExtractionRepoLive,
     AuditLogLive,
     MailOutboxRepoLive,
     IdentityRepoLive,
+    IdentityEmailRepoLive,
     SessionRepoLive,
     AuthTokenRepoLive,
+    InvitationRepoLive,
+    DelegationRepoLive,
     PlanGateLive.pipe(Layer.provideMerge(SubscriptionRepoLive))
   ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
-  const Identity = Layer.mergeAll(AuthServiceLive, IdentityServiceLive, MailedTokensLive).pipe(
+  const Identity = Layer.mergeAll(
+    AccountRecoveryLive,
+    ApiKeyServiceLive,
+    IdentityServiceLive,
+    RoleServiceLive,
+    QuotaRequestServiceLive,
+    InvitationServiceLive,
+    DelegationServiceLive
+  ).pipe(
+    Layer.provideMerge(Layer.mergeAll(AuthServiceLive, MailedTokensLive)),
     Layer.provideMerge(SessionServiceLive),
-    Layer.provideMerge(Layer.mergeAll(SessionAuthenticatorLive, AttemptsLive, MailerLive))
+    Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, AttemptsLive, MailerLive))
   )
-  const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
+  const Services = Layer.mergeAll(RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive, GeoIpLive).pipe(
     Layer.provideMerge(Identity),
     Layer.provideMerge(Repos)
   )
   const Domain = JobCreationLive.pipe(Layer.provideMerge(WebhookEndpointsLive))
   const Entities = Layer.mergeAll(
-    TenantEntityLive,
+    TenantEntityLive.pipe(Layer.provide(CallDebitsLive)),
     ProbeEntityLive,
     JobEntityLive.pipe(Layer.provide([DomainSlotsLive, JobSlotReleasesLive])),
     DomainEntityLive,
@@ -125,16 +153,22 @@ export const makeServerLayer = (config: AppConfig) => {
   const Handlers = Layer.mergeAll(
     SystemHandlers,
     AuthHandlers,
+    RegistrationHandlers,
     UsersHandlers,
+    DelegationsHandlers,
+    InvitationsHandlers,
     IamHandlers,
     RolesHandlers,
+    QuotaRequestsHandlers,
     AuditHandlers,
     AdminAuditHandlers,
+    AdminQuotaRequestsHandlers,
     JobsHandlers.pipe(Layer.provide(Layer.succeed(OpenStreams, streams))),
     WebhooksAdminHandlers,
     PageHistoryHandlers,
     ExtractionsHandlers,
     ExtractorConfigsHandlers,
+    NetworkHandlers,
     BillingHandlers,
     SubscriptionHandlers,
     AdminHandlers,
@@ -174,6 +208,7 @@ export const announce = (config: AppConfig) =>
     const base = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`
     console.log(`trawl listening on ${base}`)
     console.log(`database: ${config.databaseUrl ? "PostgreSQL (DATABASE_URL)" : `embedded PGlite in ${config.dataDir}`}`)
+    if (config.trustProxy.entries.length > 0) console.log(`X-Forwarded-For believed from: ${config.trustProxy.entries.join(", ")}`)
     if (config.internalTokenGenerated) console.log(`internal token (generated for this start): ${config.internalTokens[0]}`)
     if (config.allowPrivateTargets) {
       console.warn("warning: ALLOW_PRIVATE_TARGETS=true: crawls and webhooks may reach private and loopback addresses (development and tests only)")

@@ -22,14 +22,14 @@ interface ApiKeyJson {
  */
 export const bootstrap = async (
   baseUrl: string,
-  options: { tenants: number; keysPerTenant: number; rateLimitPerMinute: number }
+  options: { tenants: number; keysPerTenant: number; rateLimitPerMinute: number; credits?: string }
 ): Promise<{ targets: Array<Target>; rows: Array<MirrorRow> }> => {
   const { tenants: tenantCount, keysPerTenant, rateLimitPerMinute: keyRpm } = options
   const api = client(baseUrl)
   const targets: Array<Target> = []
   const rows: Array<MirrorRow> = []
   for (let t = 0; t < tenantCount; t++) {
-    const tenant = await api.createTenant({ name: `Bench ${t}` })
+    const tenant = await api.createTenant({ name: `Bench ${t}`, ...(options.credits ? { credits: options.credits } : {}) })
     const roles = await api.get("/v1/iam/roles", tenant.apiKey)
     if (roles.status !== 200) throw new Error(`GET /v1/iam/roles: ${roles.status} ${roles.text}`)
     const readRole = (roles.json.data.items as Array<{ id: string; name: string }>).find((r) => r.name === "read")

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Exit, Layer, Schema, Semaphore } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { extractionCharge, type ExtractionUsage, extractionMinimumUnits, fromUnits, jobCharge, type JobUsage, jobMinimumUnits, toUnits } from "../billing/pricing.ts"
@@ -6,7 +6,7 @@ import { TenantCredit } from "../billing/tenant-credit.ts"
 import { secondsToNextUtcDay, utcDayStart } from "../billing/windows.ts"
 import { ExtractionRepo } from "../sql/extraction-repo.ts"
 import { JobRepo } from "../sql/job-repo.ts"
-import { TenantRepo } from "../sql/tenant-repo.ts"
+import { type CallDebit, TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { Transaction } from "../schema/tenant.ts"
 import { makeGroupCommit } from "../sql/group-commit.ts"
@@ -114,6 +114,23 @@ export const TenantEntity = Entity.make("Tenant", [
   }),
   /** Gives back what a reserved extraction took, when its request failed before it was written. */
   Rpc.make("ReleaseExtraction", { payload: Schema.Struct({ extractionId: Schema.String }) }),
+  /**
+   * Debits a call priced when it is made (an IP lookup): one ledger entry, written only when the
+   * free credit covers `units` (1/10000 EUR). Not persisted: a caller that gets no answer was not
+   * answered either, and an entry written for it is one its client may see in the ledger.
+   */
+  Rpc.make("DebitCall", {
+    payload: Schema.Struct({
+      entryId: Schema.String,
+      units: Schema.Int,
+      serviceKey: Schema.String,
+      resourceType: Schema.String,
+      resourceId: Schema.NullOr(Schema.String),
+      note: Schema.NullOr(Schema.String)
+    }),
+    success: Transaction,
+    error: InsufficientCredit
+  }),
   /** Charges the tenant's ended jobs and extractions not charged yet (sent when an extraction ends, and by the sweeper). */
   Rpc.make("Settle"),
   /**
@@ -149,6 +166,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
     const jobs = yield* JobRepo
     const extractions = yield* ExtractionRepo
     const webhooks = yield* WebhookRepo
+    const callDebits = yield* CallDebits
     const address = yield* Entity.CurrentAddress
     const tenantId = address.entityId
     const self = yield* TenantEntity.client
@@ -169,7 +187,10 @@ export const TenantEntityLive = TenantEntity.toLayer(
       limits.concurrent = read["scraper.jobs.concurrent"]
       limits.extractionsDaily = read["extractor.extractions.daily"]
     })
-    const reconcile = (now: number, day: number) =>
+    // Debits of calls run beside the entity's other messages, so counts are read under a lock: two
+    // reads never interleave their updates.
+    const reconcileLock = yield* Semaphore.make(1)
+    const reconcileUnlocked = (now: number, day: number) =>
       Effect.gen(function*() {
         const pending = slots.pendingIds(now)
         const pendingExtractions = credit.pendingExtractionIds(now)
@@ -188,6 +209,13 @@ export const TenantEntityLive = TenantEntity.toLayer(
         credit.reconcile({ balance: toUnits(balance ?? 0), ...uncharged }, slots.pendingCount, writtenExtractions)
         extractionsToday = extractionsSince + credit.pendingExtractionCount
       })
+    const reconcile = (now: number, day: number) => reconcileLock.withPermits(1)(reconcileUnlocked(now, day))
+    /** Reads the counts when they are due, once however many callers ask at the same time. */
+    const reconcileIfDue = reconcileLock.withPermits(1)(Effect.suspend(() => {
+      const now = Date.now()
+      const day = utcDayStart(now)
+      return slots.needsReconcile(now, day) ? reconcileUnlocked(now, day) : Effect.void
+    }))
     /** Reads the counts again now, for a refusal that may be out of date. */
     const reconcileNow = Effect.suspend(() => {
       const now = Date.now()
@@ -335,6 +363,25 @@ export const TenantEntityLive = TenantEntity.toLayer(
           if (!(yield* webhooks.addEndpoint(tenantId, payload.url, limit))) return yield* new EndpointLimit({ limit })
         }),
       // Charging runs beside the entity's other messages: a creation does not wait for it.
+      // Forked: a lookup waits for its own debit's write, not for the others'. Its credit is taken
+      // before the write, so concurrent ones cannot together take more than is free; the write
+      // itself refuses to take the balance below zero.
+      DebitCall: ({ payload }) =>
+        Effect.gen(function*() {
+          yield* reconcileIfDue
+          const refusal = () => new InsufficientCredit({ balance: fromUnits(credit.balance), required: fromUnits(credit.needed(payload.units)) })
+          if (!credit.callReserved(payload.units)) {
+            // Before a refusal, the balance is read again (and work that ended is charged).
+            yield* settleBeforeRefusal
+            if (!credit.callReserved(payload.units)) return yield* refusal()
+          }
+          const result = yield* callDebits.write({ ...payload, tenantId }).pipe(
+            Effect.onExit((exit) =>
+              Effect.sync(() => credit.callDone(payload.units, Exit.isSuccess(exit) && exit.value.balance !== undefined ? toUnits(exit.value.balance) : undefined))
+            )
+          )
+          return result.transaction ?? (yield* refusal())
+        }).pipe(Rpc.fork),
       ReleaseExtraction: ({ payload }) =>
         Effect.gen(function*() {
           // A request can fail after its row was written (a client gone just after): that one stays counted.
@@ -346,6 +393,24 @@ export const TenantEntityLive = TenantEntity.toLayer(
     })
   }),
   { maxIdleTime: "5 minutes" }
+)
+
+/**
+ * The writer of the debits of calls priced when made (IP lookups), one per node: the debits of all
+ * the tenants whose entities run here that come while one statement is written go together in the
+ * next. One statement per tenant would queue on the embedded database, which runs one at a time.
+ */
+export class CallDebits extends Context.Service<CallDebits, {
+  readonly write: (call: CallDebit) => Effect.Effect<{ readonly transaction: Transaction | undefined; readonly balance: string | undefined }>
+}>()("trawl/CallDebits") {}
+
+export const CallDebitsLive = Layer.effect(
+  CallDebits,
+  Effect.gen(function*() {
+    const repo = yield* TenantRepo
+    const write = yield* makeGroupCommit(repo.debitCalls, { maxBatch: 512 })
+    return CallDebits.of({ write })
+  })
 )
 
 /** Gives a finished job's concurrency slot back to its tenant's entity. */

@@ -10,6 +10,7 @@ export const fromUnits = (units: number): string => money(units / 10_000)
 
 export const JOB_SERVICE_KEY = "scraper.jobs"
 export const EXTRACTION_SERVICE_KEY = "extractor.extractions"
+export const IP_LOOKUP_SERVICE_KEY = "network.ip"
 
 const jobPrices = pricingFile[JOB_SERVICE_KEY]
 const attemptUnits: Readonly<Record<string, number>> = Object.fromEntries(
@@ -80,6 +81,9 @@ export const extractionCharge = (usage: ExtractionUsage): { readonly units: numb
   return { units: base + tokenUnits, note: parts.length > 0 ? parts.join(", ") : `${usage.status}, nothing used` }
 }
 
+/** What one IP lookup costs, debited when it is answered (docs/api.md "Network"). */
+export const ipLookupUnits = toUnits(pricingFile[IP_LOOKUP_SERVICE_KEY].perLookup)
+
 export interface PriceItem {
   readonly serviceKey: string
   readonly item: string
@@ -133,6 +137,13 @@ export const priceList = (): { readonly currency: string; readonly items: Readon
       unit: "extraction",
       price: fromUnits(extractionUnits),
       description: "the credit a new extraction needs free; it is charged what it used once it ends"
+    },
+    {
+      serviceKey: IP_LOOKUP_SERVICE_KEY,
+      item: "lookup",
+      unit: "lookup",
+      price: fromUnits(ipLookupUnits),
+      description: "one answered IP geolocation lookup (GET /v1/network/ip/lookup or /v1/network/ip/me), debited when it is answered"
     }
   ]
 })

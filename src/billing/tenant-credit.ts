@@ -16,6 +16,8 @@ export class TenantCredit {
   generation = 0
   private unchargedJobs = 0
   private unchargedExtractions = 0
+  /** What calls priced when made (IP lookups) hold while their debits are written. */
+  private callsInFlight = 0
   private readonly pendingExtractions = new Map<string, number>()
   private readonly pendingTtlMs: number
 
@@ -25,7 +27,24 @@ export class TenantCredit {
 
   /** The balance less the least that the work not charged yet may cost. */
   get free(): number {
-    return this.balance - this.unchargedJobs * jobMinimumUnits - this.unchargedExtractions * extractionMinimumUnits
+    return this.balance - this.callsInFlight - this.unchargedJobs * jobMinimumUnits - this.unchargedExtractions * extractionMinimumUnits
+  }
+
+  /** Takes `units` for a call whose debit is about to be written; false when the free credit cannot cover it. */
+  callReserved(units: number): boolean {
+    if (this.free < units) return false
+    this.callsInFlight += units
+    return true
+  }
+
+  /**
+   * The debit of a call reserved with `units` was written (or refused), leaving `balance` when it
+   * is known. Its reservation may be let go only with the new balance known, or it would be free
+   * twice over; a refused one just gives its units back.
+   */
+  callDone(units: number, balance: number | undefined): void {
+    this.callsInFlight = Math.max(0, this.callsInFlight - units)
+    if (balance !== undefined) this.balance = balance
   }
 
   /** The balance that new work of minimum `units` needs: what the uncharged work holds, and those units. */

@@ -5,9 +5,13 @@ import { BillingGroup } from "./billing.api.ts"
 import { ControlGroup } from "./control.api.ts"
 import { ExtractionsGroup, ExtractorConfigsGroup } from "./extractions.api.ts"
 import { AdminAuditGroup, AuditGroup } from "./audit.api.ts"
+import { DelegationsGroup } from "./delegations.api.ts"
 import { IamGroup } from "./iam.api.ts"
+import { InvitationsGroup, RegistrationGroup } from "./invitations.api.ts"
 import { RolesGroup } from "./roles.api.ts"
+import { AdminQuotaRequestsGroup, QuotaRequestsGroup } from "./quota-requests.api.ts"
 import { JobsGroup, WebhooksAdminGroup } from "./jobs.api.ts"
+import { NetworkGroup } from "./network.api.ts"
 import { PageHistoryGroup } from "./page-history.api.ts"
 import { AdminSubscriptionGroup, SubscriptionGroup } from "./subscriptions.api.ts"
 import { SystemGroup } from "./system.api.ts"
@@ -20,20 +24,26 @@ import { UsersGroup } from "./users.api.ts"
 export const Api = HttpApi.make("trawl")
   .add(SystemGroup)
   .add(AuthGroup)
+  .add(RegistrationGroup)
   .add(UsersGroup)
+  .add(DelegationsGroup)
   .add(IamGroup)
   .add(RolesGroup)
+  .add(QuotaRequestsGroup)
+  .add(InvitationsGroup)
   .add(AuditGroup)
   .add(JobsGroup)
   .add(WebhooksAdminGroup)
   .add(PageHistoryGroup)
   .add(ExtractionsGroup)
   .add(ExtractorConfigsGroup)
+  .add(NetworkGroup)
   .add(BillingGroup)
   .add(SubscriptionGroup)
   .add(AdminGroup)
   .add(AdminSubscriptionGroup)
   .add(AdminAuditGroup)
+  .add(AdminQuotaRequestsGroup)
   .add(ControlGroup)
   // Every offending path is reported at once; unknown body fields are refused
   // so a misspelt option never goes unnoticed.

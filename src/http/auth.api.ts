@@ -15,6 +15,15 @@ import {
   TotpEnabling,
   TotpVerifyBody
 } from "../schema/auth.ts"
+import {
+  EmailVerified,
+  MagicLinkVerifyBody,
+  MailAccepted,
+  MailRequestBody,
+  ResetPasswordBody,
+  TokenBody,
+  VerificationMailSent
+} from "../schema/account-recovery.ts"
 import { Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { Anonymous, ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
@@ -73,7 +82,35 @@ export class AuthGroup extends HttpApiGroup.make("auth")
       payload: ProofBody,
       success: Success(RecoveryCodesRegenerated),
       error: errors(400, 403, 409, 429)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth)
+    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    // Mailed-token flows (docs/account-recovery.md): the token, not a key, is the credential.
+    HttpApiEndpoint.post("forgotPassword", "/password/forgot", {
+      payload: MailRequestBody,
+      success: Success(MailAccepted, 202)
+    }).middleware(Anonymous),
+    HttpApiEndpoint.post("resetPassword", "/password/reset", {
+      payload: ResetPasswordBody,
+      success: Success(PasswordChanged),
+      error: errors(400)
+    }).middleware(Anonymous),
+    HttpApiEndpoint.post("verifyEmail", "/email/verify", {
+      payload: TokenBody,
+      success: Success(EmailVerified),
+      error: errors(400)
+    }).middleware(Anonymous),
+    HttpApiEndpoint.post("sendEmailVerification", "/email/verify/send", {
+      success: Success(VerificationMailSent, 202),
+      error: errors(403, 409, 429, 503)
+    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    HttpApiEndpoint.post("requestMagicLink", "/magic-link", {
+      payload: MailRequestBody,
+      success: Success(MailAccepted, 202)
+    }).middleware(Anonymous),
+    HttpApiEndpoint.post("verifyMagicLink", "/magic-link/verify", {
+      payload: MagicLinkVerifyBody,
+      success: Success(OpenedSession),
+      error: errors(400, 401, 429)
+    }).middleware(Anonymous)
   )
   .prefix("/v1/iam/auth")
 {}

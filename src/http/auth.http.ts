@@ -2,14 +2,16 @@ import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Config } from "../config.ts"
+import { AccountRecovery } from "../iam/account-recovery.ts"
 import { AuthService } from "../iam/auth-service.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { type OpenedSession, SessionService } from "../iam/session-service.ts"
 import { IdentityService } from "../iam/identity-service.ts"
-import { fail, ResponseHeaders } from "../schema/errors.ts"
+import { fail } from "../schema/errors.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
 import { SESSION_COOKIE } from "./security.ts"
+import { sessionCookieSetter } from "./session-cookie.ts"
 
 /** The session token the caller authenticated with (bearer first, then the cookie). */
 const presentedSessionToken = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
@@ -24,18 +26,10 @@ export const AuthHandlers = HttpApiBuilder.group(
     const auth = yield* AuthService
     const sessions = yield* SessionService
     const identities = yield* IdentityService
+    const recovery = yield* AccountRecovery
     const { publicBaseUrl } = yield* Config
-    const secure = publicBaseUrl.startsWith("https:") ? "; Secure" : ""
-
-    /** Sets (or, with no session, clears) the browser's session cookie on the response. */
-    const setCookie = (session: OpenedSession | undefined) =>
-      Effect.map(ResponseHeaders, (bag) => {
-        if (!bag) return
-        bag["set-cookie"] = session
-          ? `${SESSION_COOKIE}=${session.sessionId}; Path=/; HttpOnly; SameSite=Lax; Expires=${new Date(session.expiresAt).toUTCString()}${secure}`
-          : `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0${secure}`
-      })
-    const answer = ({ id: _id, ...session }: OpenedSession) => Effect.as(setCookie({ id: _id, ...session }), session)
+    const setCookie = sessionCookieSetter(publicBaseUrl)
+    const answer = ({ id: _id, ...session }: OpenedSession) => Effect.as(setCookie(session), session)
 
     return handlers
       .handle("login", ({ payload }) =>
@@ -91,6 +85,27 @@ export const AuthHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const recoveryCodes = yield* auth.regenerateRecoveryCodes(yield* CurrentPrincipal, payload, yield* clientContext)
           return { regenerated: true, regeneratedAt: new Date().toISOString(), recoveryCodes }
+        }))
+      .handle("forgotPassword", ({ payload }) =>
+        Effect.as(Effect.flatMap(clientContext, (client) => recovery.requestPasswordReset(payload.email, client)), { accepted: true }))
+      .handle("resetPassword", ({ payload }) =>
+        Effect.gen(function*() {
+          yield* recovery.resetPassword(payload.token, payload.password, yield* clientContext)
+          return { changed: true, changedAt: new Date().toISOString() }
+        }))
+      .handle("verifyEmail", ({ payload }) =>
+        Effect.gen(function*() {
+          return { verified: true, ...(yield* recovery.verifyEmail(payload.token, yield* clientContext)) }
+        }))
+      .handle("sendEmailVerification", () =>
+        Effect.gen(function*() {
+          return { accepted: true, ...(yield* recovery.sendEmailVerification(yield* CurrentPrincipal, yield* clientContext)) }
+        }))
+      .handle("requestMagicLink", ({ payload }) =>
+        Effect.as(Effect.flatMap(clientContext, (client) => recovery.requestMagicLink(payload.email, client)), { accepted: true }))
+      .handle("verifyMagicLink", ({ payload }) =>
+        Effect.gen(function*() {
+          return yield* answer(yield* recovery.verifyMagicLink(payload, yield* clientContext))
         }))
   })
 )

@@ -68,3 +68,11 @@ export const queryLimit = (query: { readonly limit?: number | undefined; readonl
   query.take !== undefined && query.limit !== undefined && query.take !== query.limit
     ? validationError([{ path: "take", code: "invalid_value", message: "take is the legacy name of limit; give one of them, or the same value" }])
     : Effect.succeed(query.limit ?? query.take ?? DEFAULT_PAGE_LIMIT)
+
+/** A list's `status` filter: undefined when absent, else one of `statuses` or a 400 invalid_filter. */
+export const statusFilter = <S extends string>(raw: string | undefined, statuses: ReadonlyArray<S>) =>
+  raw === undefined
+    ? Effect.succeed(undefined)
+    : (statuses as ReadonlyArray<string>).includes(raw)
+    ? Effect.succeed(raw as S)
+    : failListQuery([filterFault("status", `"${raw.slice(0, 100)}" is not a status; statuses are ${statuses.join(", ")}`)])

@@ -9,6 +9,9 @@ import { constantTimeEqual } from "../iam/secrets.ts"
 import { SessionAuthenticator } from "../iam/session-auth.ts"
 import { SessionService } from "../iam/session-service.ts"
 import { ApiError, ResponseHeaders } from "../schema/errors.ts"
+import { AuditLog } from "../sql/audit-log.ts"
+import { DelegationRepo } from "../sql/delegation-repo.ts"
+import { clientContext } from "./client-context.ts"
 import { KeyMeter, noteEndpointReached, refuseMalformedRequest } from "./envelope-middleware.ts"
 import { RateLimiter, type RateLimiterShape } from "./rate-limit.ts"
 import { Anonymous, ANY_KEY, ApiKeyAuth, InternalAuth, Requires, SESSION_COOKIE } from "./security.ts"
@@ -37,6 +40,18 @@ const countRequest = (limiter: RateLimiterShape, principal: Principal) =>
     }
   })
 
+/** The header by which a delegate acts for its delegator (docs/delegations.md). */
+export const ON_BEHALF_HEADER = "x-on-behalf-of"
+
+/**
+ * What a delegate may not do on behalf of its delegator (docs/delegations.md): manage the
+ * delegator's own credentials (the `auth` group: password, TOTP, sessions' refresh and logout; its
+ * session list), or make credentials that would outlive the delegation (API keys).
+ */
+const notOnBehalf = (group: string, endpoint: string) =>
+  group === "auth" || (group === "users" && endpoint.toLowerCase().includes("session")) ||
+  (group === "iam" && (endpoint === "createApiKey" || endpoint === "updateApiKey"))
+
 /** Methods that change nothing, which a cookie-borne session may call without the CSRF header. */
 const safeMethods = new Set(["GET", "HEAD", "OPTIONS"])
 
@@ -59,6 +74,40 @@ export const ApiKeyAuthLive = Layer.effect(
     const sessions = yield* SessionService
     const limiter = yield* RateLimiter
     const planGate = yield* PlanGate
+    const delegations = yield* DelegationRepo
+    const audit = yield* AuditLog
+    const config = yield* Config
+
+    /**
+     * The principal of a request sent on behalf of `delegatorId`: the delegator's identity and its
+     * role's permissions, never more, with the caller as the actor. Read from the database on every
+     * request, so a revoked or expired delegation stops working at once on every node; and audited.
+     */
+    const actOnBehalf = (principal: Principal, delegatorId: string) =>
+      Effect.gen(function*() {
+        const grant = delegatorId === "" || delegatorId.length > 255 || delegatorId === principal.identityId
+          ? undefined
+          : yield* delegations.activeGrant(principal.tenantId, delegatorId, principal.identityId)
+        if (!grant) {
+          return yield* new ApiError({
+            status: 403,
+            code: "delegation_required",
+            message: `${ON_BEHALF_HEADER} names an identity that has no active delegation to the caller`
+          })
+        }
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const client = yield* Effect.provideService(clientContext, Config, config)
+        yield* audit.write({
+          tenantId: principal.tenantId,
+          actorId: principal.identityId,
+          onBehalfOf: delegatorId,
+          ip: client.ip,
+          action: "delegation.act",
+          targetId: grant.delegationId,
+          data: { method: request.method, path: request.url.split("?")[0]!.slice(0, 2048) }
+        })
+        return { ...principal, identityId: delegatorId, roleId: grant.roleId, permissions: grant.permissions, actorId: principal.identityId } satisfies Principal
+      })
 
     const sessionPrincipal = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -96,10 +145,21 @@ export const ApiKeyAuthLive = Layer.effect(
             principal = found
           }
           yield* countRequest(limiter, principal)
+          const onBehalfOf = (yield* HttpServerRequest.HttpServerRequest).headers[ON_BEHALF_HEADER]
+          if (onBehalfOf !== undefined) {
+            if (notOnBehalf(group.identifier, endpoint.identifier)) {
+              return yield* new ApiError({
+                status: 403,
+                code: "forbidden",
+                message: `this operation is not made on behalf of someone: send it without ${ON_BEHALF_HEADER}`
+              })
+            }
+            principal = yield* actOnBehalf(principal, onBehalfOf)
+          }
 
           const required = Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires)
           if (required === undefined) {
-            return yield* Effect.die(new Error(`endpoint ${endpoint.name} declares no permission`))
+            return yield* Effect.die(new Error(`endpoint ${group.identifier}.${endpoint.identifier} declares no permission`))
           }
           const permitted = required === ANY_KEY ? true : required.startsWith("cross_tenant:")
             ? isSuperAdmin(principal)

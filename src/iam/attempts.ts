@@ -40,10 +40,10 @@ export const AttemptsLive = Layer.effect(
   Effect.gen(function*() {
     const kv = yield* Kv
     const lockedFor = (lockKey: string) => Effect.map(kv.get(lockKey), (until) => Number(until ?? 0) - Date.now())
-    /** Counts one more against the subject; locks it when past its allowance. The lock's length, or 0. */
-    const count = (kind: "account" | "address", id: string, allowance: number) =>
+    /** Counts one more against the subject; from the `lockAt`-th on, each locks it (longer each time). The lock's length, or 0. */
+    const count = (kind: "account" | "address", id: string, lockAt: number) =>
       Effect.gen(function*() {
-        const over = (yield* kv.incr(key(kind, id, "n"), ATTEMPT_WINDOW_MS)) - allowance
+        const over = (yield* kv.incr(key(kind, id, "n"), ATTEMPT_WINDOW_MS)) - lockAt + 1
         if (over <= 0) return 0
         const lockMs = Math.min(FIRST_LOCK_MS * 2 ** (over - 1), MAX_LOCK_MS)
         yield* kv.set(key(kind, id, "lock"), String(Date.now() + lockMs), lockMs)
@@ -57,9 +57,11 @@ export const AttemptsLive = Layer.effect(
             address ? yield* lockedFor(key("address", address, "lock")) : 0
           )
           if (wait > 0) return yield* tooMany(wait)
-          const lockMs = yield* count("account", account, ACCOUNT_ALLOWANCE)
+          // Counted before the secret is read: the try past the allowance is itself refused.
+          const lockMs = yield* count("account", account, ACCOUNT_ALLOWANCE + 1)
           if (lockMs > 0) return yield* tooMany(lockMs)
         }),
+      // Counted after the fact: the failure that uses the allowance up locks, so no try past it is read.
       failed: (address) => (address ? Effect.asVoid(count("address", address, ADDRESS_ALLOWANCE)) : Effect.void),
       succeeded: (account) => Effect.andThen(kv.del(key("account", account, "n")), kv.del(key("account", account, "lock")))
     })

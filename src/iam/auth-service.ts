@@ -39,6 +39,12 @@ export interface AuthServiceShape {
   /** Sets a new password by a proven reset (the token is checked by the caller) and ends every session. */
   readonly resetPassword: (identityId: string, password: string, client: ClientContext) => Effect.Effect<void, ApiError>
   readonly requiresPasswordSetup: (identityId: string) => Effect.Effect<boolean>
+  /**
+   * Checks the second factor of an identity with TOTP on (a fresh TOTP code or an unused
+   * recovery code, each used up by this check): what was used, or undefined when it fails.
+   * Guessing limits are the caller's.
+   */
+  readonly secondFactor: (identity: IdentityAuthRow, proof: Proof, client: ClientContext) => Effect.Effect<"totp" | "recovery_code" | undefined>
   readonly enableTotp: (me: Principal, client: ClientContext) => Effect.Effect<{ otpauthUrl: string; secret: string; recoveryCodes: ReadonlyArray<string> }, ApiError>
   readonly verifyTotp: (me: Principal, code: string, client: ClientContext) => Effect.Effect<{ totpEnabledAt: string }, ApiError>
   readonly disableTotp: (me: Principal, proof: Proof, client: ClientContext) => Effect.Effect<void, ApiError>
@@ -120,6 +126,7 @@ export const AuthServiceLive = Layer.effect(
 
     return AuthService.of({
       reauthenticate,
+      secondFactor,
       requiresPasswordSetup: (identityId) =>
         identities.byId(identityId).pipe(Effect.map((row) => row !== undefined && (row.requires_password_setup || row.password_hash === null))),
       login: (input, client) =>

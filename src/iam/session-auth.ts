@@ -14,7 +14,9 @@ export const SESSION_RATE_LIMIT_PER_MINUTE = 600
  */
 const CACHE_TTL_MS = 10_000
 const MAX_ENTRIES = 50_000
-const TOUCH_EVERY = "15 seconds"
+/** How often a node writes the last-seen times of the sessions it served: the stored time lags by up to this. */
+export const TOUCH_EVERY_SECONDS = 15
+const TOUCH_EVERY = `${TOUCH_EVERY_SECONDS} seconds` as const
 export const SESSION_INVALIDATE_CHANNEL = "trawl:session-invalidate"
 
 /** Session tokens are 43 base64url characters (256 bits). */
@@ -83,6 +85,8 @@ export const SessionAuthenticatorLive = Layer.effect(
         const forgetsBefore = forgets
         return repo.authByHash(tokenHash).pipe(Effect.map((row) => {
           if (!row) return undefined
+          // The stored time lags up to TOUCH_EVERY behind this node's own: a session in use here must not look idle.
+          const seenHere = Math.max(cached?.lastSeen ?? 0, lastSeen.get(row.id)?.getTime() ?? 0)
           const entry: Cached = {
             principal: {
               kind: "session",
@@ -96,7 +100,7 @@ export const SessionAuthenticatorLive = Layer.effect(
               rateLimitPerMinute: SESSION_RATE_LIMIT_PER_MINUTE,
               expiresAt: new Date(row.expires_at).getTime()
             },
-            lastSeen: new Date(row.last_seen_at).getTime(),
+            lastSeen: Math.max(new Date(row.last_seen_at).getTime(), seenHere),
             until: Date.now() + CACHE_TTL_MS
           }
           // A lookup that raced an invalidation may have read the row from before it: use it once, keep nothing.

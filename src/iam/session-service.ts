@@ -8,7 +8,7 @@ import { AuditLog } from "../sql/audit-log.ts"
 import { type SessionRow, SessionRepo } from "../sql/session-repo.ts"
 import type { Principal } from "./principal.ts"
 import { generateToken } from "./secrets.ts"
-import { SessionAuthenticator } from "./session-auth.ts"
+import { SessionAuthenticator, TOUCH_EVERY_SECONDS } from "./session-auth.ts"
 
 /** Where a request came from, for the session list and the audit log. */
 export interface ClientContext {
@@ -110,7 +110,11 @@ export const SessionServiceLive = Layer.effect(
           yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "session.logout", targetId: me.credentialId })
         }),
       list: (me, offset, limit) =>
-        repo.listLive(me.identityId, offset, limit).pipe(Effect.map(({ items, total }) => ({
+        Effect.suspend(() => {
+          // Sessions idle too long are dead though not revoked; the stored last-seen time lags, so allow for that.
+          const seenSince = new Date(Date.now() - (config.sessionIdleSeconds + TOUCH_EVERY_SECONDS) * 1000)
+          return repo.listLive(me.identityId, seenSince, me.kind === "session" ? me.credentialId : null, offset, limit)
+        }).pipe(Effect.map(({ items, total }) => ({
           total,
           items: items.map((s) => ({
             id: s.id,

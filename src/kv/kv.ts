@@ -201,3 +201,6 @@ export const KvLive = Layer.effect(
     return makeMemoryKv()
   })
 )
+
+/** The in-process store as a layer, for unit tests (each build starts empty). */
+export const KvTest = Layer.sync(Kv, makeMemoryKv)

@@ -6,7 +6,8 @@ import { AbsoluteUrl, DateTime, Email, NullableDateTime, Text } from "./common.t
  * message of its own, so that an error never sends the secret back.
  */
 const Secret = (min: number, max: number, what: string) =>
-  Schema.String.check(Schema.makeFilter((s: string) => {
+  // The type's message is fixed too: the default one quotes the input (a password sent as a number).
+  Schema.String.annotate({ message: `Expected ${what} (a string)` }).check(Schema.makeFilter((s: string) => {
     const n = [...s].length
     return (n >= min && n <= max) || `Expected ${what} of ${min} to ${max} characters`
   })).annotate({ minLength: min, maxLength: max, format: "password" })
@@ -15,7 +16,7 @@ const Secret = (min: number, max: number, what: string) =>
 export const CurrentPassword = Secret(1, 1024, "a password")
 /** A new password: 12 to 1024 characters, not the e-mail address (docs/identity.md, "Passwords"). */
 export const NewPassword = Secret(12, 1024, "a password")
-export const TotpCode = Schema.String.check(
+export const TotpCode = Schema.String.annotate({ message: "Expected a code of six digits (a string)" }).check(
   Schema.makeFilter((s: string) => /^\d{6}$/.test(s) || "Expected a code of six digits")
 ).annotate({ pattern: "^\\d{6}$" })
 export const RecoveryCode = Secret(8, 64, "a recovery code")
@@ -24,11 +25,15 @@ export const MailedToken = Schema.String.check(
   Schema.makeFilter((s: string) => /^[A-Za-z0-9_-]{43}$/.test(s) || "Expected a token of 43 base64url characters")
 ).annotate({ pattern: "^[A-Za-z0-9_-]{43}$" })
 
+/*
+ * Secrets that may be left out are optionalKey, not optional: an optional field also takes null,
+ * and the message of that union quotes the input, which for a secret must never come back.
+ */
 export const LoginBody = Schema.Struct({
   email: Email,
   password: CurrentPassword,
-  totpCode: Schema.optional(TotpCode),
-  recoveryCode: Schema.optional(RecoveryCode)
+  totpCode: Schema.optionalKey(TotpCode),
+  recoveryCode: Schema.optionalKey(RecoveryCode)
 })
 
 export const OpenedSession = Schema.Struct({
@@ -47,9 +52,9 @@ export const PasswordChanged = Schema.Struct({ changed: Schema.Boolean, changedA
 
 /** A proof of presence for a sensitive change: any one of them (docs/identity.md, "Re-authentication"). */
 export const ProofBody = Schema.Struct({
-  currentPassword: Schema.optional(CurrentPassword),
-  totpCode: Schema.optional(TotpCode),
-  recoveryCode: Schema.optional(RecoveryCode)
+  currentPassword: Schema.optionalKey(CurrentPassword),
+  totpCode: Schema.optionalKey(TotpCode),
+  recoveryCode: Schema.optionalKey(RecoveryCode)
 })
 
 export const TotpEnabling = Schema.Struct({

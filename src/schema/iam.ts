@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { isValidPermission } from "../iam/permissions.ts"
+import { CurrentPassword, TotpCode } from "./auth.ts"
 import { DateTime, DateTimeInput, NullableDateTime, Text } from "./common.ts"
 
 export const ApiKey = Schema.Struct({
@@ -30,8 +31,9 @@ export const CreateApiKeyBody = Schema.Struct({
   roleId: Schema.String.check(Schema.isMinLength(1)),
   rateLimitPerMinute: Schema.optional(RateLimitPerMinute),
   expiresAt: Schema.optional(Schema.NullOr(DateTimeInput)),
-  currentPassword: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 1024))),
-  totpCode: Schema.optional(Schema.String.check(Schema.isPattern(/^\d{6}$/, { expected: "six digits" })))
+  // optionalKey: an optional field's null-or-string message would quote a mistyped password
+  currentPassword: Schema.optionalKey(CurrentPassword),
+  totpCode: Schema.optionalKey(TotpCode)
 })
 
 export const UpdateApiKeyBody = Schema.Struct({

@@ -102,3 +102,21 @@ export const AuditLogLive = Layer.effect(
     })
   })
 )
+
+/** The entries an `AuditLogTest` captured. */
+export class AuditEntries extends Context.Service<AuditEntries, { readonly all: Effect.Effect<ReadonlyArray<AuditEntry>> }>()("trawl/AuditEntries") {}
+
+/** An audit log for unit tests: entries are kept in memory and read through `AuditEntries`. */
+export const AuditLogTest: Layer.Layer<AuditLog | AuditEntries> = Layer.unwrap(Effect.sync(() => {
+  const entries: Array<AuditEntry> = []
+  const write = (e: AuditEntry) => Effect.sync(() => void entries.push(e))
+  return Layer.mergeAll(
+    Layer.succeed(AuditLog, AuditLog.of({
+      write,
+      record: (actor, action, targetId, data) =>
+        write({ tenantId: actor.tenantId, actorId: actor.actorId, onBehalfOf: actor.actorId === actor.identityId ? null : actor.identityId, action, targetId, data }),
+      list: () => Effect.die("listing is tested against the databases")
+    })),
+    Layer.succeed(AuditEntries, AuditEntries.of({ all: Effect.sync(() => entries.slice()) }))
+  )
+}))

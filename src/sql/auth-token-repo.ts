@@ -91,3 +91,44 @@ export const AuthTokenRepoLive = Layer.effect(
     })
   })
 )
+
+/** Mailed tokens in memory, for unit tests of the services above; `expire` ages one at once. */
+export class AuthTokenClock extends Context.Service<AuthTokenClock, { readonly expireAll: Effect.Effect<void> }>()("trawl/AuthTokenClock") {}
+
+export const AuthTokenRepoTest: Layer.Layer<AuthTokenRepo | AuthTokenClock> = Layer.unwrap(Effect.sync(() => {
+  type Row = { -readonly [K in keyof AuthTokenRow]: AuthTokenRow[K] } & { token_hash: string }
+  const rows: Array<Row> = []
+  const usable = (r: Row) => r.used_at === null && r.expires_at.getTime() > Date.now()
+  const view = ({ token_hash: _h, ...row }: Row): AuthTokenRow => row
+  return Layer.mergeAll(
+    Layer.succeed(AuthTokenRepo, AuthTokenRepo.of({
+      insert: (t) =>
+        Effect.sync(() =>
+          void rows.push({
+            id: t.id,
+            token_hash: t.tokenHash,
+            purpose: t.purpose,
+            tenant_id: t.tenantId,
+            identity_id: t.identityId,
+            email: t.email,
+            subject_id: t.subjectId,
+            expires_at: t.expiresAt,
+            used_at: null
+          })
+        ),
+      redeem: (purpose, hash) =>
+        Effect.sync((): Redemption => {
+          const r = rows.find((x) => x.token_hash === hash && x.purpose === purpose)
+          if (!r || r.used_at !== null) return { outcome: "invalid" }
+          if (!usable(r)) return { outcome: "expired" }
+          r.used_at = new Date()
+          return { outcome: "redeemed", token: view(r) }
+        }),
+      peek: (purpose, hash) => Effect.sync(() => rows.filter((x) => x.token_hash === hash && x.purpose === purpose && usable(x)).map(view)[0]),
+      retireForSubject: (subjectId) => Effect.sync(() => rows.filter((x) => x.subject_id === subjectId && x.used_at === null).forEach((x) => (x.used_at = new Date()))),
+      retireForIdentity: (identityId, purpose) =>
+        Effect.sync(() => rows.filter((x) => x.identity_id === identityId && x.purpose === purpose && x.used_at === null).forEach((x) => (x.used_at = new Date())))
+    })),
+    Layer.succeed(AuthTokenClock, AuthTokenClock.of({ expireAll: Effect.sync(() => rows.forEach((x) => (x.expires_at = new Date(Date.now() - 1)))) }))
+  )
+}))

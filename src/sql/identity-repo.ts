@@ -153,3 +153,116 @@ export const IdentityRepoLive = Layer.effect(
     })
   })
 )
+
+/** A person for `makeIdentityRepoTest`. */
+export interface TestIdentity {
+  readonly id: string
+  readonly tenantId: string
+  readonly email: string
+  readonly passwordHash: string | null
+}
+
+/**
+ * People in memory, for unit tests of the services above: logins, passwords, TOTP and recovery
+ * codes behave as the live repository's (the profile read is not offered: it is a join of
+ * several tables, tested against the databases).
+ */
+export const makeIdentityRepoTest = (people: ReadonlyArray<TestIdentity>) =>
+  Layer.sync(IdentityRepo, () => {
+    type Person = {
+      id: string
+      tenant_id: string
+      email: string
+      password_hash: string | null
+      requires_password_setup: boolean
+      totp_secret_enc: string | null
+      totp_enabled_at: Date | null
+      totp_last_step: number | null
+      first_name: string | null
+      last_name: string | null
+      avatar_url: string | null
+    }
+    const byId = new Map<string, Person>(people.map((p) => [p.id, {
+      id: p.id,
+      tenant_id: p.tenantId,
+      email: p.email,
+      password_hash: p.passwordHash,
+      requires_password_setup: p.passwordHash === null,
+      totp_secret_enc: null,
+      totp_enabled_at: null,
+      totp_last_step: null,
+      first_name: null,
+      last_name: null,
+      avatar_url: null
+    }]))
+    const codes: Array<{ identityId: string; hash: string; used: boolean }> = []
+    const auth = (p: Person | undefined): IdentityAuthRow | undefined =>
+      p && {
+        id: p.id,
+        tenant_id: p.tenant_id,
+        email: p.email,
+        password_hash: p.password_hash,
+        requires_password_setup: p.requires_password_setup,
+        totp_secret_enc: p.totp_secret_enc,
+        totp_enabled_at: p.totp_enabled_at
+      }
+    const person = (id: string) => byId.get(id)
+    return IdentityRepo.of({
+      byEmail: (email) => Effect.sync(() => auth([...byId.values()].find((p) => p.email.toLowerCase() === email.toLowerCase()))),
+      byId: (id) => Effect.sync(() => auth(person(id))),
+      profile: () => Effect.die("the profile read is tested against the databases"),
+      updateProfile: (id, patch) =>
+        Effect.sync(() => {
+          const p = person(id)
+          if (!p) return
+          if (patch.firstName !== undefined) p.first_name = patch.firstName
+          if (patch.lastName !== undefined) p.last_name = patch.lastName
+          if (patch.avatarUrl !== undefined) p.avatar_url = patch.avatarUrl
+        }),
+      setPassword: (id, hash) =>
+        Effect.sync(() => {
+          const p = person(id)
+          if (p) Object.assign(p, { password_hash: hash, requires_password_setup: false })
+        }),
+      stageTotp: (id, secretEnc) =>
+        Effect.sync(() => {
+          const p = person(id)
+          if (!p || p.totp_enabled_at !== null) return false
+          Object.assign(p, { totp_secret_enc: secretEnc, totp_last_step: null })
+          return true
+        }),
+      activateTotp: (id, step) =>
+        Effect.sync(() => {
+          const p = person(id)
+          if (!p || p.totp_enabled_at !== null || p.totp_secret_enc === null) return false
+          Object.assign(p, { totp_enabled_at: new Date(), totp_last_step: step })
+          return true
+        }),
+      useTotpStep: (id, step) =>
+        Effect.sync(() => {
+          const p = person(id)
+          if (!p || (p.totp_last_step !== null && p.totp_last_step >= step)) return false
+          p.totp_last_step = step
+          return true
+        }),
+      disableTotp: (id) =>
+        Effect.sync(() => {
+          const p = person(id)
+          if (p) Object.assign(p, { totp_secret_enc: null, totp_enabled_at: null, totp_last_step: null })
+          for (let i = codes.length - 1; i >= 0; i--) if (codes[i]!.identityId === id) codes.splice(i, 1)
+        }),
+      replaceRecoveryCodes: (id, fresh) =>
+        Effect.sync(() => {
+          for (let i = codes.length - 1; i >= 0; i--) if (codes[i]!.identityId === id) codes.splice(i, 1)
+          for (const c of fresh) codes.push({ identityId: id, hash: c.hash, used: false })
+        }),
+      useRecoveryCode: (id, hash) =>
+        Effect.sync(() => {
+          const code = codes.find((c) => c.identityId === id && c.hash === hash && !c.used)
+          if (!code) return false
+          code.used = true
+          return true
+        }),
+      unusedRecoveryCodes: (id) => Effect.sync(() => codes.filter((c) => c.identityId === id && !c.used).length)
+    })
+  })

@@ -19,6 +19,7 @@ import domainLeases from "./migrations/0016_domain_leases.ts"
 import pageKeysKeepQueryBytes from "./migrations/0017_page_keys_keep_query_bytes.ts"
 import identityPlane from "./migrations/0018_identity_plane.ts"
 import roleDeletion from "./migrations/0019_role_deletion.ts"
+import quotaRequests from "./migrations/0022_quota_requests.ts"
 import subscriptions from "./migrations/0023_subscriptions.ts"
 
 /** Versioned migrations, applied at start. */
@@ -42,6 +43,7 @@ export const migrations = {
   "0017_page_keys_keep_query_bytes": pageKeysKeepQueryBytes,
   "0018_identity_plane": identityPlane,
   "0019_role_deletion": roleDeletion,
+  "0022_quota_requests": quotaRequests,
   "0023_subscriptions": subscriptions
 }
 

@@ -57,6 +57,8 @@ export interface RoleRepoShape {
   >
   /** Hashes of the role's keys that are not revoked, to drop them from every node's key cache. */
   readonly liveKeyHashes: (roleId: string) => Effect.Effect<ReadonlyArray<string>>
+  /** Identities whose sessions act with the role (their default role), to drop their sessions from every node's cache. */
+  readonly sessionHolders: (roleId: string) => Effect.Effect<ReadonlyArray<string>>
 }
 
 export class RoleRepo extends Context.Service<RoleRepo, RoleRepoShape>()("trawl/RoleRepo") {}
@@ -158,6 +160,11 @@ export const RoleRepoLive = Layer.effect(
         sql<{ key_hash: string }>`SELECT key_hash FROM api_keys WHERE role_id = ${roleId} AND revoked_at IS NULL`.pipe(
           Effect.orDie,
           Effect.map((rows) => rows.map((r) => r.key_hash))
+        ),
+      sessionHolders: (roleId) =>
+        sql<{ id: string }>`SELECT id FROM identities WHERE default_role_id = ${roleId}`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => rows.map((r) => r.id))
         )
     })
   })

@@ -38,8 +38,17 @@ export interface SessionRepoShape {
   readonly insert: (session: NewSession) => Effect.Effect<SessionRow>
   /** A live (not revoked) session of an active identity and tenant, by its token's hash; times are checked by the caller. */
   readonly authByHash: (tokenHash: string) => Effect.Effect<SessionAuthRow | undefined>
-  /** The identity's sessions that are neither revoked nor past their absolute lifetime, newest first. */
-  readonly listLive: (identityId: string, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<SessionRow>; total: number }>
+  /**
+   * The identity's sessions that are neither revoked nor past their absolute lifetime nor unseen
+   * since `seenSince` (idle; `currentId` is listed whatever its stored time), newest first.
+   */
+  readonly listLive: (
+    identityId: string,
+    seenSince: Date,
+    currentId: string | null,
+    offset: number,
+    limit: number
+  ) => Effect.Effect<{ items: ReadonlyArray<SessionRow>; total: number }>
   /** Revokes one session of the identity; the token hash of a session this call revoked, else undefined. */
   readonly revoke: (identityId: string, sessionId: string) => Effect.Effect<{ found: boolean; tokenHash: string | undefined }>
   /** Revokes every live session of the identity but `exceptId`; their token hashes. */
@@ -81,15 +90,16 @@ export const SessionRepoLive = Layer.effect(
           Effect.orDie,
           Effect.map((rows) => rows[0])
         ),
-      listLive: (identityId, offset, limit) =>
-        Effect.all([
+      listLive: (identityId, seenSince, currentId, offset, limit) => {
+        const live = sql`identity_id = ${identityId} AND revoked_at IS NULL AND expires_at > now()
+          AND (last_seen_at > ${seenSince} OR id = ${currentId})`
+        return Effect.all([
           sql<SessionRow>`
-            SELECT ${cols} FROM sessions
-            WHERE identity_id = ${identityId} AND revoked_at IS NULL AND expires_at > now()
+            SELECT ${cols} FROM sessions WHERE ${live}
             ORDER BY created_at DESC, id DESC OFFSET ${offset} LIMIT ${limit}`,
-          sql<{ n: string }>`
-            SELECT count(*) AS n FROM sessions WHERE identity_id = ${identityId} AND revoked_at IS NULL AND expires_at > now()`
-        ]).pipe(Effect.orDie, Effect.map(([items, [count]]) => ({ items, total: Number(count!.n) }))),
+          sql<{ n: string }>`SELECT count(*) AS n FROM sessions WHERE ${live}`
+        ]).pipe(Effect.orDie, Effect.map(([items, [count]]) => ({ items, total: Number(count!.n) })))
+      },
       revoke: (identityId, sessionId) =>
         Effect.gen(function*() {
           const revoked = yield* sql<{ token_hash: string }>`
@@ -134,3 +144,88 @@ export const SessionRepoLive = Layer.effect(
     })
   })
 )
+
+/**
+ * Sessions in memory, for unit tests of the services above: the same answers as the live
+ * repository for a single caller (no identity or tenant status is checked: every identity is
+ * active with the role given when the test layer is made).
+ */
+export const makeSessionRepoTest = (roles: { roleId: string; permissions: ReadonlyArray<string> } = { roleId: "role_test", permissions: ["*:*:*"] }) =>
+  Layer.sync(SessionRepo, () => {
+    type Row = { -readonly [K in keyof SessionRow]: SessionRow[K] } & { token_hash: string; revoked_at: Date | null }
+    const rows = new Map<string, Row>()
+    const live = (r: { revoked_at: Date | null; expires_at: Date }) => r.revoked_at === null && r.expires_at.getTime() > Date.now()
+    const view = ({ token_hash: _h, revoked_at: _r, ...row }: Row): SessionRow => row
+    const insert = (s: NewSession): SessionRow => {
+      const now = new Date()
+      const row: Row = {
+        id: s.id,
+        token_hash: s.tokenHash,
+        tenant_id: s.tenantId,
+        identity_id: s.identityId,
+        ip: s.ip,
+        user_agent: s.userAgent,
+        created_at: now,
+        last_seen_at: now,
+        expires_at: s.expiresAt,
+        revoked_at: null
+      }
+      rows.set(s.id, row)
+      return view(row)
+    }
+    const byHash = (hash: string) => [...rows.values()].find((r) => r.token_hash === hash)
+    return SessionRepo.of({
+      insert: (s) => Effect.sync(() => insert(s)),
+      authByHash: (hash) =>
+        Effect.sync(() => {
+          const r = byHash(hash)
+          if (!r || r.revoked_at !== null) return undefined
+          return {
+            id: r.id,
+            tenant_id: r.tenant_id,
+            identity_id: r.identity_id,
+            role_id: roles.roleId,
+            permissions: roles.permissions,
+            is_internal: false,
+            last_seen_at: r.last_seen_at,
+            expires_at: r.expires_at
+          }
+        }),
+      listLive: (identityId, seenSince, currentId, offset, limit) =>
+        Effect.sync(() => {
+          const all = [...rows.values()]
+            .filter((r) => r.identity_id === identityId && live(r) && (r.last_seen_at > seenSince || r.id === currentId))
+            .reverse()
+          return { items: all.slice(offset, offset + limit).map(view), total: all.length }
+        }),
+      revoke: (identityId, sessionId) =>
+        Effect.sync(() => {
+          const r = rows.get(sessionId)
+          if (!r || r.identity_id !== identityId) return { found: false, tokenHash: undefined }
+          if (r.revoked_at !== null) return { found: true, tokenHash: undefined }
+          r.revoked_at = new Date()
+          return { found: true, tokenHash: r.token_hash }
+        }),
+      revokeAll: (identityId, exceptId) =>
+        Effect.sync(() =>
+          [...rows.values()].filter((r) => r.identity_id === identityId && r.revoked_at === null && r.id !== exceptId).map((r) => {
+            r.revoked_at = new Date()
+            return r.token_hash
+          })
+        ),
+      rotate: (oldHash, next) =>
+        Effect.sync(() => {
+          const old = byHash(oldHash)
+          if (!old || !live(old)) return undefined
+          old.revoked_at = new Date()
+          return insert({ ...next, tenantId: old.tenant_id, identityId: old.identity_id, expiresAt: old.expires_at })
+        }),
+      touch: (lastSeen) =>
+        Effect.sync(() => {
+          for (const [id, at] of lastSeen) {
+            const r = rows.get(id)
+            if (r && r.last_seen_at < at) r.last_seen_at = at
+          }
+        })
+    })
+  })

@@ -62,6 +62,16 @@ export interface TenantRepoShape {
     resourceId?: string | null
     resourceType?: string | null
   }) => Effect.Effect<{ ok: true; transaction: Transaction } | { ok: false; balance: string; reason: "below_zero" | "above_ceiling" }>
+  /**
+   * Debits calls priced when they are made (IP lookups), of any tenants, in one statement with
+   * their tenants' rows locked: in order, each whose price its tenant's balance still covers gets
+   * its ledger entry; the others none. Answers, per call in order, its entry (when written) and its
+   * tenant's balance after the statement.
+   */
+  readonly debitCalls: (calls: ReadonlyArray<CallDebit>) => Effect.Effect<ReadonlyArray<{
+    readonly transaction: Transaction | undefined
+    readonly balance: string | undefined
+  }>>
   /** Jobs and extractions of the tenant not charged yet: running, or ended and waiting for their charge. */
   readonly uncharged: (tenantId: string) => Effect.Effect<{ readonly jobs: number; readonly extractions: number }>
   /** Those of `ids` that are extractions written already. */
@@ -103,6 +113,17 @@ export const MAX_BALANCE = 1_000_000_000
 
 /** Sort fields of the ledger; entries are numbered in the order they were written. */
 const transactionColumns: Readonly<Record<string, string>> = { createdAt: "seq", amount: "amount", id: "id" }
+
+/** One call to debit: its tenant, its ledger entry's id, price (in 1/10000 EUR) and names. */
+export interface CallDebit {
+  readonly tenantId: string
+  readonly entryId: string
+  readonly units: number
+  readonly serviceKey: string
+  readonly resourceType: string
+  readonly resourceId: string | null
+  readonly note: string | null
+}
 
 /** What is charged once it has ended. */
 export type ChargeSource = "jobs" | "extractions"
@@ -332,6 +353,52 @@ export const TenantRepoLive = Layer.effect(
           Effect.orDie,
           Effect.map((rows) => new Set(rows.map((r) => r.id)))
         ),
+      debitCalls: (calls) =>
+        Effect.gen(function*() {
+          const column = <K extends keyof CallDebit>(key: K) => calls.map((c) => c[key] === null ? null : String(c[key]))
+          // Each tenant's running sum only falls, so the calls its balance covers are its first ones.
+          // Tenants are locked in id order, so two statements over the same tenants cannot deadlock.
+          const rows = yield* sql<{ entry_id: string; written: boolean; tenant_balance: string; [column: string]: unknown }>`
+            WITH input AS (
+              SELECT tenant_id, entry_id, units::bigint AS units, service_key, resource_type, resource_id, note, position
+              FROM unnest(${pgArray(column("tenantId"), OID.text)}, ${pgArray(column("entryId"), OID.text)},
+                          ${pgArray(column("units"), OID.text)}, ${pgArray(column("serviceKey"), OID.text)},
+                          ${pgArray(column("resourceType"), OID.text)}, ${pgArray(column("resourceId"), OID.text)},
+                          ${pgArray(column("note"), OID.text)})
+                WITH ORDINALITY AS i(tenant_id, entry_id, units, service_key, resource_type, resource_id, note, position)
+            ),
+            tenant AS (
+              SELECT id, round(balance * 10000)::bigint AS balance FROM tenants
+              WHERE id IN (SELECT tenant_id FROM input) ORDER BY id FOR NO KEY UPDATE
+            ),
+            running AS (
+              SELECT i.*, t.balance - sum(i.units) OVER (PARTITION BY i.tenant_id ORDER BY i.position) AS after
+              FROM input i JOIN tenant t ON t.id = i.tenant_id
+            ),
+            taken AS (SELECT * FROM running WHERE after >= 0),
+            left_over AS (SELECT tenant_id, min(after) AS after FROM taken GROUP BY tenant_id),
+            ledger AS (
+              INSERT INTO credit_transactions (id, tenant_id, type, amount, balance_after, service_key, resource_id, resource_type, note)
+              SELECT entry_id, tenant_id, 'debit', -(units / 10000.0), after / 10000.0, service_key, resource_id, resource_type, note
+              FROM taken ORDER BY position
+              RETURNING *
+            ),
+            paid AS (
+              UPDATE tenants t SET balance = l.after / 10000.0, updated_at = now() FROM left_over l WHERE t.id = l.tenant_id
+            )
+            SELECT i.entry_id, e.id IS NOT NULL AS written, e.*,
+                   COALESCE(l.after, t.balance) / 10000.0 AS tenant_balance
+            FROM input i
+            LEFT JOIN ledger e ON e.id = i.entry_id
+            LEFT JOIN left_over l ON l.tenant_id = i.tenant_id
+            LEFT JOIN tenant t ON t.id = i.tenant_id
+            ORDER BY i.position`
+          return rows.map((row) => ({
+            transaction: row.written ? toTransaction(row) : undefined,
+            // A tenant that is gone has no balance: nothing was written for it.
+            balance: row.tenant_balance === null ? undefined : money(row.tenant_balance)
+          }))
+        }).pipe(Effect.orDie),
       settle: (tenantId, source, limit, charge) =>
         Effect.gen(function*() {
           const { table, columns, ended, serviceKey, resourceType } = chargeSources[source]

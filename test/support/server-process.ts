@@ -6,6 +6,7 @@ import { join, resolve } from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { Agent, fetch as undiciFetch } from "undici"
 
 const root = resolve(import.meta.dirname, "../..")
 export const nodeBin = join(root, "node_modules/.bin/node")
@@ -160,8 +161,16 @@ export const startServer = async (
   }
 }
 
-/** A small JSON client for one server. */
-export const client = (baseUrl: string) => {
+/**
+ * A small JSON client for one server. With `localAddress` (another loopback address, such as
+ * 127.23.5.9) its connections come from there, so limits the server counts per client address
+ * (failed logins) are this client's own and not shared with other tests' runs.
+ */
+export const client = (baseUrl: string, options: { localAddress?: string } = {}) => {
+  const dispatcher = options.localAddress === undefined ? undefined : new Agent({ localAddress: options.localAddress })
+  // undici's own Response is the global one in all but its TypeScript declaration.
+  const send = (url: string, init: { method: string; headers: Record<string, string>; body: string | undefined }): Promise<Response> =>
+    dispatcher ? undiciFetch(url, { ...init, dispatcher }) as unknown as Promise<Response> : fetch(url, init)
   const call = async (method: string, path: string, init: { key?: string; token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}) => {
     const headers: Record<string, string> = { ...init.headers }
     if (init.key !== undefined) headers["x-api-key"] = init.key
@@ -174,7 +183,7 @@ export const client = (baseUrl: string) => {
       body = JSON.stringify(init.body)
       headers["content-type"] = "application/json"
     }
-    const res = await fetch(baseUrl + path, { method, headers, body })
+    const res = await send(baseUrl + path, { method, headers, body })
     const text = await res.text()
     let json: any
     try {

@@ -15,7 +15,9 @@ describe("the endpoint → permission table", () => {
   it("covers every endpoint behind a key or session", () => {
     // What any caller may do to its own identity (log out, read its profile, its second factor), and the price list.
     const openToAnyCaller = new Set(["billing.pricing", "auth.csrf", "auth.refresh", "auth.logout", "auth.me", "auth.changePassword",
-      "auth.setupPassword", "auth.enableTotp", "auth.verifyTotp", "auth.disableTotp", "auth.regenerateRecoveryCodes", "users.me", "users.updateMe"])
+      "auth.setupPassword", "auth.sendEmailVerification", "auth.enableTotp", "auth.verifyTotp", "auth.disableTotp", "auth.regenerateRecoveryCodes", "users.me", "users.updateMe",
+      // Answering an invitation or a delegation addressed to oneself.
+      "invitations.accept", "invitations.decline", "delegations.accept", "delegations.decline", "delegations.renounce"])
     for (const group of Object.values(Api.groups)) {
       if (group.identifier === "control" || group.identifier === "system") continue
       for (const [name, endpoint] of Object.entries(group.endpoints)) {

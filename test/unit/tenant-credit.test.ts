@@ -79,3 +79,34 @@ describe("prices", () => {
     expect(extractionCharge({ status: "cancelled", cacheHits: 0, metadata }).units).toBe(0)
   })
 })
+
+describe("calls priced when made (IP lookups)", () => {
+  it("hold their price while their debit is written, so concurrent ones cannot take more than is free", () => {
+    const credit = new TenantCredit({ pendingTtlMs: 30_000 })
+    credit.reconcile({ balance: 10, jobs: 0, extractions: 0 }, 0, new Set())
+    expect(credit.callReserved(4)).toBe(true)
+    expect(credit.callReserved(4)).toBe(true)
+    // 2 left free: a third of 4 does not fit, and takes nothing.
+    expect(credit.callReserved(4)).toBe(false)
+    expect(credit.free).toBe(2)
+    expect(credit.needed(4)).toBe(12)
+    // The first is written: the balance is the new one, its hold is let go.
+    credit.callDone(4, 6)
+    expect(credit.free).toBe(2)
+    // The second is refused by the ledger (no balance known): its hold goes back.
+    credit.callDone(4, undefined)
+    expect(credit.free).toBe(6)
+    // A reconcile does not forget a hold still in flight.
+    expect(credit.callReserved(5)).toBe(true)
+    credit.reconcile({ balance: 6, jobs: 0, extractions: 0 }, 0, new Set())
+    expect(credit.free).toBe(1)
+  })
+
+  it("leave room for the minimum of uncharged jobs", () => {
+    const credit = new TenantCredit({ pendingTtlMs: 30_000 })
+    credit.reconcile({ balance: jobMinimumUnits + 3, jobs: 1, extractions: 0 }, 0, new Set())
+    expect(credit.callReserved(4)).toBe(false)
+    expect(credit.callReserved(3)).toBe(true)
+    expect(credit.jobRoom()).toBe(0)
+  })
+})

@@ -1,0 +1,55 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { CreateDelegationBody, Delegation, DelegationListQuery } from "../schema/delegation.ts"
+import { Page, Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import { ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+
+const id = { id: Schema.String }
+
+/**
+ * The caller's delegations, granted and received (docs/delegations.md). Answering a delegation
+ * addressed to oneself (accept, decline, renounce) is open to any caller, as answering an
+ * invitation is: a delegate registered by a delegation holds only the `read` role.
+ */
+export class DelegationsGroup extends HttpApiGroup.make("delegations")
+  .add(
+    HttpApiEndpoint.post("create", "/delegations", {
+      payload: CreateDelegationBody,
+      success: Success(Delegation, 201),
+      error: errors(400, 403, 404, 409, 422, 503)
+    }).annotate(Requires, "iam:delegations:write"),
+    HttpApiEndpoint.get("granted", "/delegations/granted", {
+      query: DelegationListQuery,
+      success: Success(Page(Delegation)),
+      error: errors(400)
+    }).annotate(Requires, "iam:delegations:read"),
+    HttpApiEndpoint.get("received", "/delegations/received", {
+      query: DelegationListQuery,
+      success: Success(Page(Delegation)),
+      error: errors(400)
+    }).annotate(Requires, "iam:delegations:read"),
+    HttpApiEndpoint.post("accept", "/delegations/:id/accept", {
+      params: id,
+      success: Success(Delegation),
+      error: errors(403, 404, 409)
+    }).annotate(Requires, ANY_KEY),
+    HttpApiEndpoint.post("decline", "/delegations/:id/decline", {
+      params: id,
+      success: Success(Delegation),
+      error: errors(403, 404, 409)
+    }).annotate(Requires, ANY_KEY),
+    HttpApiEndpoint.post("renounce", "/delegations/:id/renounce", {
+      params: id,
+      success: Success(Delegation),
+      error: errors(403, 404, 409)
+    }).annotate(Requires, ANY_KEY),
+    HttpApiEndpoint.delete("revoke", "/delegations/:id", {
+      params: id,
+      success: Success(Delegation),
+      error: errors(403, 404, 409)
+    }).annotate(Requires, "iam:delegations:write")
+  )
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/iam/users/me")
+{}

@@ -1,0 +1,25 @@
+import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import { IpAddress, IpLookupResult } from "../schema/network.ts"
+import { ApiKeyAuth, Requires } from "./security.ts"
+
+/**
+ * IP geolocation at country level. Both lookups are billable (402 without the credit) and read
+ * `network:ip` (docs/api.md "Network"); 503 while the country database cannot be read.
+ */
+export class NetworkGroup extends HttpApiGroup.make("network")
+  .add(
+    HttpApiEndpoint.get("lookup", "/ip/lookup", {
+      query: { ip: IpAddress },
+      success: Success(IpLookupResult),
+      error: errors(400, 402, 503)
+    }).annotate(Requires, "network:ip:read"),
+    HttpApiEndpoint.get("me", "/ip/me", {
+      success: Success(IpLookupResult),
+      error: errors(402, 503)
+    }).annotate(Requires, "network:ip:read")
+  )
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/network")
+{}

@@ -1,0 +1,65 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { Page, Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import {
+  AdminQuotaRequestQuery,
+  CreateQuotaRequestBody,
+  QuotaDecisionBody,
+  QuotaRequest,
+  QuotaRequestQuery,
+  WithdrawnQuotaRequest
+} from "../schema/quota-request.ts"
+import { ApiKeyAuth, Requires } from "./security.ts"
+
+const id = { id: Schema.String }
+
+/** A tenant's requests to raise its quotas (docs/api.md, "Quota increase requests"). */
+export class QuotaRequestsGroup extends HttpApiGroup.make("quotaRequests")
+  .add(
+    HttpApiEndpoint.get("list", "/quotas/me/requests", {
+      query: QuotaRequestQuery,
+      success: Success(Page(QuotaRequest)),
+      error: errors(400)
+    }).annotate(Requires, "quotas:requests:read"),
+    HttpApiEndpoint.post("create", "/quotas/me/requests", {
+      payload: CreateQuotaRequestBody,
+      success: Success(QuotaRequest, 201),
+      error: errors(400, 404, 409, 422)
+    }).annotate(Requires, "quotas:requests:write"),
+    HttpApiEndpoint.delete("withdraw", "/quotas/me/requests/:id", {
+      params: id,
+      success: Success(WithdrawnQuotaRequest),
+      error: errors(404, 409)
+    }).annotate(Requires, "quotas:requests:write")
+  )
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/iam")
+{}
+
+/** Every tenant's requests and the decisions on them, for super-admins; like the rest of `/v1/admin`, not in the public document. */
+export class AdminQuotaRequestsGroup extends HttpApiGroup.make("adminQuotaRequests")
+  .add(
+    HttpApiEndpoint.get("list", "/quota-requests", {
+      query: AdminQuotaRequestQuery,
+      success: Success(Page(QuotaRequest)),
+      error: errors(400)
+    }),
+    HttpApiEndpoint.post("approve", "/quota-requests/:id/approve", {
+      params: id,
+      payload: QuotaDecisionBody,
+      success: Success(QuotaRequest),
+      error: errors(400, 404, 409)
+    }),
+    HttpApiEndpoint.post("reject", "/quota-requests/:id/reject", {
+      params: id,
+      payload: QuotaDecisionBody,
+      success: Success(QuotaRequest),
+      error: errors(400, 404, 409)
+    })
+  )
+  .annotate(Requires, "cross_tenant:*:*")
+  .annotate(OpenApi.Exclude, true)
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/admin")
+{}

@@ -1,0 +1,170 @@
+import { Context, Effect, Layer } from "effect"
+import { newId } from "../ids.ts"
+import { iso, parseIsoDateTime } from "../schema/common.ts"
+import { type ApiError, fail, notFound } from "../schema/errors.ts"
+import type { ApiKey } from "../schema/iam.ts"
+import { ApiKeyRepo, type ApiKeyRow } from "../sql/api-key-repo.ts"
+import { AuditLog } from "../sql/audit-log.ts"
+import { IdentityRepo } from "../sql/identity-repo.ts"
+import { RoleRepo } from "../sql/role-repo.ts"
+import { TenantRepo } from "../sql/tenant-repo.ts"
+import { ApiKeyAuthenticator } from "./api-key-auth.ts"
+import { AuthService } from "./auth-service.ts"
+import { allows, isPowerful, scopeOf } from "./permissions.ts"
+import type { Principal } from "./principal.ts"
+import { generateApiKey } from "./secrets.ts"
+import type { ClientContext } from "./session-service.ts"
+
+/** A new key's rate limit when the request names none (docs/api.md). */
+export const DEFAULT_KEY_RATE_LIMIT = 600
+
+export const toApiKey = (row: ApiKeyRow): ApiKey => ({
+  id: row.id,
+  name: row.name,
+  description: row.description,
+  keyPrefix: row.key_prefix,
+  roleId: row.role_id,
+  scope: scopeOf(row.role_permissions),
+  rateLimitPerMinute: row.rate_limit_per_minute,
+  lastUsedAt: iso(row.last_used_at),
+  expiresAt: iso(row.expires_at),
+  revokedAt: iso(row.revoked_at),
+  createdAt: iso(row.created_at)!
+})
+
+export interface NewKeyInput {
+  readonly name: string
+  readonly description?: string | null | undefined
+  readonly roleId: string
+  readonly rateLimitPerMinute?: number | undefined
+  readonly expiresAt?: string | null | undefined
+  readonly currentPassword?: string | undefined
+  readonly totpCode?: string | undefined
+}
+
+export interface KeyPatch {
+  readonly description?: string | null | undefined
+  readonly rateLimitPerMinute?: number | undefined
+  readonly expiresAt?: string | null | undefined
+}
+
+export interface ApiKeyServiceShape {
+  readonly create: (me: Principal, identityId: string, input: NewKeyInput, client: ClientContext) => Effect.Effect<ApiKey & { rawKey: string }, ApiError>
+  readonly list: (me: Principal, identityId: string) => Effect.Effect<ReadonlyArray<ApiKey>, ApiError>
+  readonly get: (me: Principal, identityId: string, keyId: string) => Effect.Effect<ApiKey, ApiError>
+  readonly update: (me: Principal, identityId: string, keyId: string, patch: KeyPatch, client: ClientContext) => Effect.Effect<ApiKey, ApiError>
+  readonly revoke: (me: Principal, identityId: string, keyId: string, client: ClientContext) => Effect.Effect<{ revoked: true; revokedAt: string; apiKeyId: string }, ApiError>
+}
+
+export class ApiKeyService extends Context.Service<ApiKeyService, ApiKeyServiceShape>()("trawl/ApiKeyService") {}
+
+const futureOrNull = (expiresAt: string | null | undefined) => {
+  if (expiresAt === undefined || expiresAt === null) return Effect.succeed(expiresAt)
+  return parseIsoDateTime(expiresAt)! > Date.now()
+    ? Effect.succeed(expiresAt)
+    : fail(400, "validation_error", "expiresAt must be in the future", {
+      details: [{ path: "expiresAt", code: "invalid_value", message: "must be in the future" }]
+    })
+}
+
+/** An active key more than the tenant's `iam.api-keys.total` allows (a new one, or an expired one brought back). */
+const keyQuotaExceeded = (limit: number) =>
+  fail(429, "quota_exceeded", `the tenant already has ${limit} active API keys (iam.api-keys.total)`)
+
+const invalidRole = fail(422, "invalid_role", "roleId is not a role of this tenant", {
+  details: [{ path: "roleId", code: "not_found", message: "no such role in this tenant" }]
+})
+
+export const ApiKeyServiceLive = Layer.effect(
+  ApiKeyService,
+  Effect.gen(function*() {
+    const auth = yield* AuthService
+    const keys = yield* ApiKeyRepo
+    const tenants = yield* TenantRepo
+    const identities = yield* IdentityRepo
+    const roles = yield* RoleRepo
+    const authenticator = yield* ApiKeyAuthenticator
+    const audit = yield* AuditLog
+
+    /** The identity must be a person of the caller's tenant; anything else is 404. */
+    const personOfTenant = (tenantId: string, identityId: string) =>
+      Effect.flatMap(identities.byId(identityId), (row) => (row && row.tenant_id === tenantId ? Effect.succeed(row) : notFound("identity")))
+    const note = (me: Principal, client: ClientContext, action: string, keyId: string, data: Record<string, unknown>) =>
+      audit.write({
+        tenantId: me.tenantId,
+        actorId: me.actorId,
+        onBehalfOf: me.actorId === me.identityId ? null : me.identityId,
+        ip: client.ip,
+        action,
+        targetId: keyId,
+        data
+      })
+
+    return ApiKeyService.of({
+      create: (me, identityId, input, client) =>
+        Effect.gen(function*() {
+          const identity = yield* personOfTenant(me.tenantId, identityId)
+          const role = yield* roles.find(me.tenantId, input.roleId)
+          if (!role) return yield* invalidRole
+          // Nobody hands out more than they hold.
+          if (!role.permissions.every((p) => allows(me.permissions, p) || me.permissions.includes(p))) {
+            return yield* fail(403, "forbidden", "the role grants permissions this caller does not hold")
+          }
+          // Handing out an all-powerful key asks the caller to prove they are present (docs/identity.md, "Re-authentication").
+          if (isPowerful(role.permissions)) {
+            yield* auth.reauthenticate(me, { currentPassword: input.currentPassword, totpCode: input.totpCode }, client)
+          }
+          const expiresAt = yield* futureOrNull(input.expiresAt)
+          const limit = yield* tenants.quotaLimit(me.tenantId, "iam.api-keys.total")
+          const key = generateApiKey()
+          const row = yield* keys.insert({
+            id: newId("key"),
+            tenantId: me.tenantId,
+            identityId: identity.id,
+            roleId: role.id,
+            name: input.name,
+            description: input.description ?? null,
+            keyPrefix: key.prefix,
+            keyHash: authenticator.hash(key.raw),
+            rateLimitPerMinute: input.rateLimitPerMinute ?? DEFAULT_KEY_RATE_LIMIT,
+            expiresAt: expiresAt ? new Date(parseIsoDateTime(expiresAt)!) : null
+          }, limit)
+          if (row === "quota_exceeded") return yield* keyQuotaExceeded(limit)
+          // Deleted between the check above and the insert.
+          if (row === "role_missing") return yield* invalidRole
+          yield* note(me, client, "api_key.create", row.id, { identityId: identity.id, roleId: role.id, name: row.name })
+          return { ...toApiKey(row), rawKey: key.raw }
+        }),
+      list: (me, identityId) =>
+        Effect.gen(function*() {
+          yield* personOfTenant(me.tenantId, identityId)
+          return (yield* keys.listByIdentity(me.tenantId, identityId)).map(toApiKey)
+        }),
+      get: (me, identityId, keyId) =>
+        Effect.flatMap(keys.find(me.tenantId, identityId, keyId), (row) => (row ? Effect.succeed(toApiKey(row)) : notFound("API key"))),
+      update: (me, identityId, keyId, patch, client) =>
+        Effect.gen(function*() {
+          const expiresAt = yield* futureOrNull(patch.expiresAt)
+          const limit = yield* tenants.quotaLimit(me.tenantId, "iam.api-keys.total")
+          const updated = yield* keys.update(me.tenantId, identityId, keyId, {
+            description: patch.description,
+            rateLimitPerMinute: patch.rateLimitPerMinute,
+            expiresAt: expiresAt === undefined ? undefined : expiresAt === null ? null : new Date(parseIsoDateTime(expiresAt)!)
+          }, limit)
+          if (!updated) return yield* notFound("API key")
+          if (updated === "quota_exceeded") return yield* keyQuotaExceeded(limit)
+          yield* authenticator.invalidate(updated.keyHash)
+          yield* note(me, client, "api_key.update", keyId, { changed: Object.keys(patch).filter((k) => patch[k as keyof KeyPatch] !== undefined) })
+          return toApiKey(updated.row)
+        }),
+      revoke: (me, identityId, keyId, client) =>
+        Effect.gen(function*() {
+          const revoked = yield* keys.revoke(me.tenantId, identityId, keyId)
+          if (!revoked) return yield* notFound("API key")
+          yield* authenticator.invalidate(revoked.keyHash)
+          yield* note(me, client, "api_key.revoke", keyId, { identityId })
+          return { revoked: true as const, revokedAt: iso(revoked.row.revoked_at)!, apiKeyId: revoked.row.id }
+        })
+    })
+  })
+)

@@ -1,0 +1,134 @@
+import { Context, Effect, Layer } from "effect"
+import { iso } from "../schema/common.ts"
+import { type ApiError, type ErrorDetail, fail, notFound } from "../schema/errors.ts"
+import type { Role } from "../schema/iam.ts"
+import { AuditLog } from "../sql/audit-log.ts"
+import { RoleRepo, type RoleRow } from "../sql/role-repo.ts"
+import { ApiKeyAuthenticator } from "./api-key-auth.ts"
+import { allows } from "./permissions.ts"
+import type { Principal } from "./principal.ts"
+import { SessionAuthenticator } from "./session-auth.ts"
+
+export const toRole = (r: RoleRow): Role => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  name: r.name,
+  description: r.description,
+  permissions: r.permissions,
+  isSystem: r.is_system,
+  createdAt: iso(r.created_at)!,
+  updatedAt: iso(r.updated_at)!
+})
+
+export interface RoleInput {
+  readonly name: string
+  readonly description?: string | null | undefined
+  readonly permissions: ReadonlyArray<string>
+}
+
+export interface RoleServiceShape {
+  readonly create: (me: Principal, input: RoleInput) => Effect.Effect<Role, ApiError>
+  readonly list: (me: Principal, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<Role>; total: number }>
+  readonly get: (me: Principal, id: string) => Effect.Effect<Role, ApiError>
+  readonly update: (me: Principal, id: string, patch: Partial<RoleInput>) => Effect.Effect<Role, ApiError>
+  readonly remove: (me: Principal, id: string) => Effect.Effect<{ deleted: true; deletedAt: string; id: string }, ApiError>
+}
+
+export class RoleService extends Context.Service<RoleService, RoleServiceShape>()("trawl/RoleService") {}
+
+const systemRoleImmutable = fail(409, "system_role_immutable", "a system role cannot be changed or deleted")
+const nameTaken = (name: string) =>
+  fail(409, "role_name_taken", `the tenant already has a role named "${name}"`, {
+    details: [{ path: "name", code: "taken", message: "another role of this tenant has this name" }]
+  })
+
+const at = (indexes: ReadonlyArray<number>, code: string, message: string): Array<ErrorDetail> =>
+  indexes.map((i) => ({ path: `permissions.${i}`, code, message }))
+
+/**
+ * Refuses (403) a role that would grant what the caller does not hold, unless the role grants it
+ * already (`granted`): nobody widens a role past their own permissions, but anyone who may write
+ * roles may narrow one. `cross_tenant:*:*` belongs to the internal tenant alone (docs/api.md, "Roles").
+ */
+const refuseUngranted = (me: Principal, wanted: ReadonlyArray<string>, granted: ReadonlyArray<string>) => {
+  const indexes = (test: (p: string) => boolean) => wanted.flatMap((p, i) => (test(p) ? [i] : []))
+  const reserved = indexes((p) => p.startsWith("cross_tenant:") && !me.isInternalTenant)
+  if (reserved.length > 0) {
+    return fail(403, "forbidden", "cross_tenant:*:* is reserved to the internal tenant", {
+      details: at(reserved, "reserved", "only roles of the internal tenant may hold it")
+    })
+  }
+  const ungranted = indexes((p) => !allows(granted, p) && !allows(me.permissions, p))
+  if (ungranted.length > 0) {
+    return fail(403, "forbidden", "the role would grant permissions this caller does not hold", {
+      details: at(ungranted, "not_held", "this caller does not hold this permission")
+    })
+  }
+  return Effect.void
+}
+
+/** Each permission once, in the order given. */
+const unique = (permissions: ReadonlyArray<string>) => [...new Set(permissions)]
+
+export const RoleServiceLive = Layer.effect(
+  RoleService,
+  Effect.gen(function*() {
+    const roles = yield* RoleRepo
+    const audit = yield* AuditLog
+    const keys = yield* ApiKeyAuthenticator
+    const sessions = yield* SessionAuthenticator
+    return RoleService.of({
+      create: (me, input) =>
+        Effect.gen(function*() {
+          yield* refuseUngranted(me, input.permissions, [])
+          const row = yield* roles.insert({
+            tenantId: me.tenantId,
+            name: input.name,
+            description: input.description ?? null,
+            permissions: unique(input.permissions)
+          })
+          if (row === "name_taken") return yield* nameTaken(input.name)
+          yield* audit.record(me, "role.create", row.id, { name: row.name, description: row.description, permissions: row.permissions })
+          return toRole(row)
+        }),
+      list: (me, offset, limit) =>
+        roles.list(me.tenantId, offset, limit).pipe(Effect.map((page) => ({ items: page.items.map(toRole), total: page.total }))),
+      get: (me, id) => Effect.flatMap(roles.find(me.tenantId, id), (row) => (row ? Effect.succeed(toRole(row)) : notFound("role"))),
+      update: (me, id, patch) =>
+        Effect.gen(function*() {
+          const result = yield* roles.update(me.tenantId, id, (current) =>
+            Effect.gen(function*() {
+              if (current.is_system) return yield* systemRoleImmutable
+              if (patch.permissions) yield* refuseUngranted(me, patch.permissions, current.permissions)
+              return { name: patch.name, description: patch.description, permissions: patch.permissions && unique(patch.permissions) }
+            }))
+          if (result === "not_found") return yield* notFound("role")
+          if (result === "name_taken") return yield* nameTaken(patch.name!)
+          const { before, after } = result
+          if (before === after) return toRole(after)
+          if (patch.permissions) {
+            // Written: every node drops the role's keys and sessions from its cache, so they act with the new permissions at once.
+            yield* Effect.forEach(yield* roles.liveKeyHashes(after.id), keys.invalidate, { discard: true })
+            yield* Effect.forEach(yield* roles.sessionHolders(after.id), (identityId) => sessions.invalidate({ identityId }), { discard: true })
+          }
+          const view = (r: RoleRow) => ({ name: r.name, description: r.description, permissions: r.permissions })
+          yield* audit.record(me, "role.update", after.id, { changed: Object.keys(patch), before: view(before), after: view(after) })
+          return toRole(after)
+        }),
+      remove: (me, id) =>
+        Effect.gen(function*() {
+          const result = yield* roles.remove(me.tenantId, id)
+          if (result === "not_found") return yield* notFound("role")
+          if (result === "system") return yield* systemRoleImmutable
+          if ("inUse" in result) {
+            return yield* fail(409, "role_in_use", "the role is still given to identities, API keys or pending invitations", {
+              extra: { uses: result.inUse }
+            })
+          }
+          const { deleted } = result
+          yield* audit.record(me, "role.delete", deleted.id, { name: deleted.name, permissions: deleted.permissions })
+          return { deleted: true as const, deletedAt: iso(deleted.deleted_at)!, id: deleted.id }
+        })
+    })
+  })
+)
