@@ -40,7 +40,11 @@ import { KvLive } from "./kv/kv.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { AuditLogLive } from "./sql/audit-log.ts"
 import { DatabaseLive } from "./sql/database.ts"
+import { DomainRepoLive } from "./sql/domain-repo.ts"
+import { EventRepoLive } from "./sql/event-repo.ts"
 import { ExtractionRepoLive } from "./sql/extraction-repo.ts"
+import { HealthRepoLive } from "./sql/health-repo.ts"
+import { IdempotencyRepoLive } from "./sql/idempotency-repo.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
 import { TenantRepoLive } from "./sql/tenant-repo.ts"
@@ -63,7 +67,17 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" }
 export const makeServerLayer = (config: AppConfig) => {
   const ConfigLive = Layer.succeed(Config, config)
   const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
-  const Repos = Layer.mergeAll(ApiKeyRepoLive, TenantRepoLive, JobRepoLive, ExtractionRepoLive, AuditLogLive).pipe(Layer.provideMerge(WebhookRepoLive))
+  const Repos = Layer.mergeAll(
+    ApiKeyRepoLive,
+    TenantRepoLive,
+    JobRepoLive,
+    ExtractionRepoLive,
+    AuditLogLive,
+    DomainRepoLive,
+    EventRepoLive,
+    HealthRepoLive,
+    IdempotencyRepoLive
+  ).pipe(Layer.provideMerge(WebhookRepoLive))
   const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
     Layer.provideMerge(Repos)
   )
