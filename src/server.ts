@@ -7,17 +7,18 @@ import { ClusterLive } from "./actors/cluster.ts"
 import { ClusterInfoLive } from "./actors/cluster-info.ts"
 import { DomainEntityLive } from "./actors/domain-entity.ts"
 import { DomainSlotsLive } from "./actors/domain-slots.ts"
+import { ExtractionCreationLive } from "./actors/extraction-creation.ts"
 import { ExtractionEntityLive, ExtractionSweeperLive } from "./actors/extraction-entity.ts"
+import { JobCreationLive } from "./actors/job-creation.ts"
 import { JobEntityLive } from "./actors/job-entity.ts"
 import { JobSweeperLive } from "./actors/job-sweeper.ts"
 import { ProbeEntityLive } from "./actors/probe-entity.ts"
 import { StorageMaintenanceLive } from "./actors/storage-maintenance.ts"
 import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "./actors/webhook-delivery-entity.ts"
+import { WebhookEndpointsLive } from "./actors/webhook-endpoints.ts"
 import { JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
 import { type AppConfig, Config } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
-import { JobCreationLive } from "./crawl/job-creation.ts"
-import { WebhookEndpointsLive } from "./webhooks/endpoints.ts"
 import { DrainingLive, drainOnShutdown } from "./http/draining.ts"
 import { EventLogLive } from "./events/event-log.ts"
 import { AdminHandlers } from "./http/admin.http.ts"
@@ -27,14 +28,16 @@ import { MAX_STREAMS_PER_TENANT, OpenStreams, StreamConnections } from "./http/s
 import { BillingHandlers } from "./http/billing.http.ts"
 import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
-import { ExtractionsHandlers, ExtractorConfigsHandlers } from "./http/extractions.http.ts"
+import { ExtractionsHandlers } from "./http/extractions.http.ts"
+import { ExtractorConfigsHandlers } from "./http/extractor-configs.http.ts"
 import { IamHandlers } from "./http/iam.http.ts"
 import { IdempotencyLive } from "./http/idempotency.ts"
-import { JobsHandlers, WebhooksAdminHandlers } from "./http/jobs.http.ts"
+import { JobsHandlers } from "./http/jobs.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
 import { ApiKeyAuthLive, InternalAuthLive, KeyMeterLive } from "./http/security.live.ts"
 import { SystemHandlers } from "./http/system.http.ts"
+import { WebhooksAdminHandlers } from "./http/webhooks-admin.http.ts"
 import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
 import { KvLive } from "./kv/kv.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
@@ -81,7 +84,7 @@ export const makeServerLayer = (config: AppConfig) => {
   const Services = Layer.mergeAll(ApiKeyAuthenticatorLive, RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive).pipe(
     Layer.provideMerge(Repos)
   )
-  const Domain = JobCreationLive.pipe(Layer.provideMerge(WebhookEndpointsLive))
+  const Domain = ExtractionCreationLive.pipe(Layer.provideMerge(JobCreationLive), Layer.provideMerge(WebhookEndpointsLive))
   const Entities = Layer.mergeAll(
     TenantEntityLive,
     ProbeEntityLive,

@@ -2,11 +2,13 @@ import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminGroup } from "./admin.api.ts"
 import { BillingGroup } from "./billing.api.ts"
 import { ControlGroup } from "./control.api.ts"
-import { ExtractionsGroup, ExtractorConfigsGroup } from "./extractions.api.ts"
+import { ExtractionsGroup } from "./extractions.api.ts"
+import { ExtractorConfigsGroup } from "./extractor-configs.api.ts"
 import { IamGroup } from "./iam.api.ts"
-import { JobsGroup, WebhooksAdminGroup } from "./jobs.api.ts"
+import { JobsGroup } from "./jobs.api.ts"
 import { PageHistoryGroup } from "./page-history.api.ts"
 import { SystemGroup } from "./system.api.ts"
+import { WebhooksAdminGroup } from "./webhooks-admin.api.ts"
 
 /**
  * The one definition of Trawl's HTTP interface: routing, validation, the
