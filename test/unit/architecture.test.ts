@@ -70,11 +70,6 @@ const SQL_FEATURE_IMPORTS: Record<string, string> = {
 
 /** Rule 4: SQL text outside sql/. */
 const SQL_OUTSIDE_SQL: Record<string, string> = {
-  "src/actors/cluster.ts": "clears cluster_locks and cluster_runners of a single-node start (cluster wiring)",
-  "src/actors/cluster-info.ts": "reads the cluster's own runner and shard tables for GET /internal/v1/cluster",
-  "src/actors/message-storage.ts": "the cluster's message storage, a SqlMessageStorage adapter",
-  "src/actors/probe-entity.ts": "the probe entity records its runs and effects for the fail-over check",
-  "src/actors/storage-maintenance.ts": "VACUUM and the deletion of expired domain leases and cluster messages",
   "src/http/control.http.ts": "identity plane, being rebuilt in parallel: not to be edited by the architecture pass",
   "src/http/iam.http.ts": "identity plane, being rebuilt in parallel: not to be edited by the architecture pass"
 }
