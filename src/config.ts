@@ -5,7 +5,7 @@ import { BlockList, isIPv4, isIPv6 } from "node:net"
 import { join, resolve } from "node:path"
 import { Context } from "effect"
 
-/** Every setting of contract §1, parsed and validated once at start. */
+/** Every setting of the Configuration table in README.md, parsed and validated once at start. */
 export interface AppConfig {
   readonly nodeEnv: string
   readonly port: number

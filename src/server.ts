@@ -7,20 +7,21 @@ import { ClusterLive } from "./actors/cluster.ts"
 import { ClusterInfoLive } from "./actors/cluster-info.ts"
 import { DomainEntityLive } from "./actors/domain-entity.ts"
 import { DomainSlotsLive } from "./actors/domain-slots.ts"
+import { ExtractionCreationLive } from "./actors/extraction-creation.ts"
 import { ExtractionEntityLive, ExtractionSweeperLive } from "./actors/extraction-entity.ts"
+import { JobCreationLive } from "./actors/job-creation.ts"
 import { JobEntityLive } from "./actors/job-entity.ts"
 import { JobSweeperLive } from "./actors/job-sweeper.ts"
 import { ProbeEntityLive } from "./actors/probe-entity.ts"
 import { StorageMaintenanceLive } from "./actors/storage-maintenance.ts"
 import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "./actors/webhook-delivery-entity.ts"
+import { WebhookEndpointsLive } from "./actors/webhook-endpoints.ts"
 import { CallDebitsLive, JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
 import { SubscriptionRenewalsLive } from "./actors/subscription-renewals.ts"
 import { PlanGateLive } from "./billing/plan-gate.ts"
 import { type AppConfig, Config } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
 import { GeoIpLive } from "./network/geoip.ts"
-import { JobCreationLive } from "./crawl/job-creation.ts"
-import { WebhookEndpointsLive } from "./webhooks/endpoints.ts"
 import { DrainingLive, drainOnShutdown } from "./http/draining.ts"
 import { EventLogLive } from "./events/event-log.ts"
 import { AdminHandlers } from "./http/admin.http.ts"
@@ -30,7 +31,8 @@ import { MAX_STREAMS_PER_TENANT, OpenStreams, StreamConnections } from "./http/s
 import { BillingHandlers } from "./http/billing.http.ts"
 import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
-import { ExtractionsHandlers, ExtractorConfigsHandlers } from "./http/extractions.http.ts"
+import { ExtractionsHandlers } from "./http/extractions.http.ts"
+import { ExtractorConfigsHandlers } from "./http/extractor-configs.http.ts"
 import { AdminAuditHandlers, AuditHandlers } from "./http/audit.http.ts"
 import { DelegationsHandlers } from "./http/delegations.http.ts"
 import { IamHandlers } from "./http/iam.http.ts"
@@ -40,13 +42,14 @@ import { UsersHandlers } from "./http/users.http.ts"
 import { RolesHandlers } from "./http/roles.http.ts"
 import { AdminQuotaRequestsHandlers, QuotaRequestsHandlers } from "./http/quota-requests.http.ts"
 import { IdempotencyLive } from "./http/idempotency.ts"
-import { JobsHandlers, WebhooksAdminHandlers } from "./http/jobs.http.ts"
+import { JobsHandlers } from "./http/jobs.http.ts"
 import { NetworkHandlers } from "./http/network.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
 import { AnonymousLive, ApiKeyAuthLive, InternalAuthLive, KeyMeterLive } from "./http/security.live.ts"
 import { AdminSubscriptionHandlers, SubscriptionHandlers } from "./http/subscriptions.http.ts"
 import { SystemHandlers } from "./http/system.http.ts"
+import { WebhooksAdminHandlers } from "./http/webhooks-admin.http.ts"
 import { ApiKeyAuthenticatorLive } from "./iam/api-key-auth.ts"
 import { AttemptsLive } from "./iam/attempts.ts"
 import { AccountRecoveryLive } from "./iam/account-recovery.ts"
@@ -71,7 +74,11 @@ import { InvitationRepoLive } from "./sql/invitation-repo.ts"
 import { IdentityRepoLive } from "./sql/identity-repo.ts"
 import { AuthTokenRepoLive } from "./sql/auth-token-repo.ts"
 import { SessionRepoLive } from "./sql/session-repo.ts"
+import { DomainRepoLive } from "./sql/domain-repo.ts"
+import { EventRepoLive } from "./sql/event-repo.ts"
 import { ExtractionRepoLive } from "./sql/extraction-repo.ts"
+import { HealthRepoLive } from "./sql/health-repo.ts"
+import { IdempotencyRepoLive } from "./sql/idempotency-repo.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
 import { MailOutboxRepoLive } from "./sql/mail-outbox-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
@@ -113,7 +120,11 @@ export const makeServerLayer = (config: AppConfig) => {
     AuthTokenRepoLive,
     InvitationRepoLive,
     DelegationRepoLive,
-    PlanGateLive.pipe(Layer.provideMerge(SubscriptionRepoLive))
+    PlanGateLive.pipe(Layer.provideMerge(SubscriptionRepoLive)),
+    DomainRepoLive,
+    EventRepoLive,
+    HealthRepoLive,
+    IdempotencyRepoLive
   ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
   const Identity = Layer.mergeAll(
@@ -133,7 +144,7 @@ export const makeServerLayer = (config: AppConfig) => {
     Layer.provideMerge(Identity),
     Layer.provideMerge(Repos)
   )
-  const Domain = JobCreationLive.pipe(Layer.provideMerge(WebhookEndpointsLive))
+  const Domain = ExtractionCreationLive.pipe(Layer.provideMerge(JobCreationLive), Layer.provideMerge(WebhookEndpointsLive))
   const Entities = Layer.mergeAll(
     TenantEntityLive.pipe(Layer.provide(CallDebitsLive)),
     ProbeEntityLive,

@@ -449,7 +449,7 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       // Other malformed bodies.
       expect((await create({ type: "video", input: "x" })).status).toBe(400)
       expect((await create({ type: "article", input: "x", inputFormat: "pdf" })).status).toBe(400)
-      // A scheme other than http(s) is an unsafe URL (contract §7), as for jobs, also as the webhook.
+      // A scheme other than http(s) is an unsafe URL (docs/crawling.md, "SSRF guard"), as for jobs, also as the webhook.
       for (const body of [{ url: "ftp://127.0.0.1/a" }, { url: "file:///etc/passwd" }, { input: "<p>x</p>", webhookUrl: "ftp://127.0.0.1/hook" }]) {
         const refused = await create({ type: "article", ...body })
         expect(refused.status, JSON.stringify(body)).toBe(422)

@@ -471,7 +471,7 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
   })
 
   // Quota `extractor.configs.total`: a super-admin override (`PUT /v1/admin/tenants/{id}/quotas/{key}`,
-  // contract §6) lowers it to 3 for one tenant; global configs do not count against a tenant.
+  // docs/api.md "Quotas") lowers it to 3 for one tenant; global configs do not count against a tenant.
   it("refuses a config over the tenant's extractor.configs.total (429 quota_exceeded) and frees a slot on delete", async () => {
     const tenant = await api.createTenant()
     const override = await api.call("PUT", `/v1/admin/tenants/${tenant.tenantId}/quotas/extractor.configs.total`, { key: admin, body: { limit: 3 } })

@@ -1,5 +1,5 @@
 /**
- * SSRF refusals of the jobs API (contract §7 "Unsafe URLs"), against a server started WITHOUT
+ * SSRF refusals of the jobs API (docs/crawling.md, "SSRF guard"), against a server started WITHOUT
  * ALLOW_PRIVATE_TARGETS.
  *
  * Network rule: every URL below is refused before any connection or DNS query (IP literals, reserved
@@ -23,7 +23,7 @@ import { client, nodeBin, type RunningServer, startServer } from "./support/serv
 
 const root = resolve(import.meta.dirname, "..")
 
-/** Every address family and spelling of contract §7; `P` is replaced by the fixture's port. */
+/** Every address family and spelling the guard refuses (docs/crawling.md, "SSRF guard"); `P` is replaced by the fixture's port. */
 const UNSAFE: ReadonlyArray<[string, string]> = [
   ["loopback", "http://127.0.0.1:P/page"],
   ["loopback, other address of 127/8", "http://127.0.0.2:P/page"],

@@ -1,8 +1,8 @@
 import { Context, Duration, Effect, Layer } from "effect"
 import { Sharding, ShardingConfig, ShardId } from "effect/cluster"
-import { SqlClient } from "effect/sql"
 import { Config } from "../config.ts"
 import { iso } from "../schema/common.ts"
+import { makeClusterTables } from "../sql/cluster-tables.ts"
 import { shardingCommon, shardingTuning } from "./cluster.ts"
 
 export interface ClusterSnapshot {
@@ -35,7 +35,7 @@ export const shardLockNamespace = (() => {
 export const ClusterInfoLive = Layer.effect(
   ClusterInfo,
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const tables = yield* makeClusterTables
     const config = yield* Config
     const sharding = yield* Sharding.Sharding
     const single = config.databaseUrl === undefined
@@ -43,9 +43,7 @@ export const ClusterInfoLive = Layer.effect(
     // A runner is healthy while its heartbeat is younger than a shard lock's life: a killed runner's
     // row keeps its last `healthy` flag until someone removes it.
     const heartbeatSeconds = Duration.toMillis(Duration.fromInputUnsafe(shardingTuning.shardLockExpiration)) / 1000
-    const runners = sql<{ address: string; healthy: boolean; last_heartbeat: Date }>`
-      SELECT address, healthy AND last_heartbeat > now() - ${heartbeatSeconds} * interval '1 second' AS healthy, last_heartbeat
-      FROM cluster_runners ORDER BY address`.pipe(
+    const runners = tables.runners(heartbeatSeconds).pipe(
       Effect.catch(() => Effect.succeed([]))
     )
     // The library's advisory lock number of a shard: (index of its group, groups sorted, + 1) × 10⁶ + shard.
@@ -61,15 +59,10 @@ export const ClusterInfoLive = Layer.effect(
      * runner by its session.
      */
     const shardHolders = single
-      ? sql<{ shard_group: string; address: string; n: string }>`
-          SELECT split_part(shard_id, ':', 1) AS shard_group, address, count(*) AS n
-          FROM cluster_locks GROUP BY 1, 2 ORDER BY 1, 2`.pipe(
+      ? tables.lockedShards.pipe(
           Effect.map((rows) => rows.map((r) => ({ group: r.shard_group, runner: r.address as string | null, count: Number(r.n) })))
         )
-      : sql<{ pid: number; objid: number }>`
-          SELECT pid, objid::int8 AS objid FROM pg_locks
-          WHERE locktype = 'advisory' AND granted AND classid = ${shardLockNamespace}::int8::oid AND objsubid = 2
-            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`.pipe(
+      : tables.shardAdvisoryLocks(shardLockNamespace).pipe(
           Effect.map((rows) => {
             const myPid = rows.find((r) => {
               const shard = shardByLock.get(Number(r.objid))
@@ -102,8 +95,7 @@ export const ClusterInfoLive = Layer.effect(
       const runnerRows = yield* runners
       // A read that failed shows no shards, rather than every shard as held by no runner.
       const shards = yield* shardHolders.pipe(Effect.map(withUnheld), Effect.catch(() => Effect.succeed([])))
-      const entityRows = yield* sql<{ entity_type: string; n: string }>`
-        SELECT entity_type, count(DISTINCT entity_id) AS n FROM cluster_messages GROUP BY 1`.pipe(
+      const entityRows = yield* tables.entityCounts.pipe(
         Effect.catch(() => Effect.succeed([]))
       )
       const active = yield* sharding.activeEntityCount

@@ -1,9 +1,9 @@
 import { NodeClusterSocket, NodeCrypto } from "@effect/platform-node"
 import { Effect, Layer, Option } from "effect"
 import { RunnerAddress, RunnerHealth, Runners, Sharding, ShardingConfig, SqlRunnerStorage } from "effect/cluster"
-import { SqlClient } from "effect/sql"
 import { Config } from "../config.ts"
-import { MessageStorageLive } from "./message-storage.ts"
+import { makeClusterTables } from "../sql/cluster-tables.ts"
+import { MessageStorageLive } from "../sql/message-storage.ts"
 
 /**
  * Fail-over tuning: a runner whose heartbeat is older than 6 s is considered gone,
@@ -47,16 +47,7 @@ export const shardingCommon = {
  * cluster (runners, shards and durable messages in PostgreSQL); without it, the
  * embedded database serves a single runner with the same SQL message storage.
  */
-const ClearStaleLocks = Layer.effectDiscard(
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const [exists] = yield* sql<{ found: boolean }>`SELECT to_regclass('cluster_locks') IS NOT NULL AS found`
-    if (exists?.found) {
-      yield* sql`DELETE FROM cluster_locks`
-      yield* sql`DELETE FROM cluster_runners`
-    }
-  }).pipe(Effect.orDie)
-)
+const ClearStaleLocks = Layer.effectDiscard(makeClusterTables.pipe(Effect.flatMap((tables) => tables.clearStaleLocks), Effect.orDie))
 
 export const ClusterLive = Layer.unwrap(
   Effect.gen(function*() {

@@ -1,8 +1,8 @@
 import { Effect, Fiber, Schema } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
-import { SqlClient } from "effect/sql"
 import { CrawlService } from "../crawl/crawl-service.ts"
+import { DomainRepo } from "../sql/domain-repo.ts"
 
 const HistoryEntry = Schema.Struct({ engine: Schema.String, ok: Schema.Boolean, at: Schema.Number })
 export type HistoryEntry = typeof HistoryEntry.Type
@@ -88,7 +88,7 @@ const EXPIRY_CHECK_MS = 1000
 
 export const DomainEntityLive = DomainEntity.toLayer(
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const repo = yield* DomainRepo
     const crawl = yield* CrawlService
     const domainId = (yield* Entity.CurrentAddress).entityId
     const limit = crawl.perDomainConcurrency
@@ -98,8 +98,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
     const waiters: Array<Waiter> = []
     let expiryTimer: NodeJS.Timeout | undefined
 
-    const rows = yield* sql<{ engine: string; ok: boolean; at: Date }>`
-      SELECT engine, ok, at FROM domain_engine_history WHERE domain_id = ${domainId}`.pipe(Effect.orElseSucceed(() => []))
+    const rows = yield* repo.engineHistory(domainId).pipe(Effect.orElseSucceed(() => []))
 
     // Slots live in this entity's memory only. So that an entity started again elsewhere, after
     // its node died with slots out, does not hand out more while their holders still fetch, the
@@ -107,10 +106,8 @@ export const DomainEntityLive = DomainEntity.toLayer(
     // its whole lease. Starting within a marked span, it grants nothing until the holders' nodes have
     // had the time to renew their slots with it (a renewal period, plus a send, plus a margin).
     const services = yield* Effect.context<never>()
-    const [mark] = yield* sql<{ held_until: Date }>`SELECT held_until FROM domain_leases WHERE domain_id = ${domainId}`.pipe(
-      Effect.orElseSucceed(() => [])
-    )
-    let markedUntil = mark ? new Date(mark.held_until).getTime() : 0
+    const mark = yield* repo.leaseMark(domainId).pipe(Effect.orElseSucceed(() => undefined))
+    let markedUntil = mark ? mark.getTime() : 0
     const quietUntil = Math.min(markedUntil, Date.now() + SLOT_RENEW_MS + 3000)
     let marking: Fiber.Fiber<void> | undefined
     // Until when grants go on unmarked, after a mark could not be written.
@@ -124,8 +121,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
       const now = Date.now()
       if (markedUntil - now >= SLOT_LEASE_MS || now < unmarkedUntil) return true
       marking ??= Effect.runForkWith(services)(
-        sql`INSERT INTO domain_leases (domain_id, held_until) VALUES (${domainId}, now() + ${2 * SLOT_LEASE_MS} * interval '1 millisecond')
-            ON CONFLICT (domain_id) DO UPDATE SET held_until = EXCLUDED.held_until`.pipe(
+        repo.markLease(domainId, 2 * SLOT_LEASE_MS).pipe(
           Effect.timeout("2 seconds"),
           Effect.andThen(Effect.sync(() => {
             markedUntil = Date.now() + 2 * SLOT_LEASE_MS
@@ -180,7 +176,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
         // and so does an entity stopped while it still waits for the renewals of slots it cannot see.
         purgeExpired()
         if (slots.size === 0 && Date.now() >= quietUntil) {
-          yield* sql`DELETE FROM domain_leases WHERE domain_id = ${domainId}`.pipe(Effect.timeout("2 seconds"), Effect.ignore)
+          yield* repo.clearLease(domainId).pipe(Effect.timeout("2 seconds"), Effect.ignore)
         }
       })
     )
@@ -239,9 +235,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
         const written = stored.get(engine)
         if (written && written.ok === ok && now - written.at < 60_000) return Effect.void
         stored.set(engine, { ok, at: now })
-        return sql`
-          INSERT INTO domain_engine_history (domain_id, engine, ok, at) VALUES (${domainId}, ${engine}, ${ok}, now())
-          ON CONFLICT (domain_id, engine) DO UPDATE SET ok = EXCLUDED.ok, at = EXCLUDED.at`.pipe(Effect.ignore)
+        return repo.recordEngine(domainId, engine, ok).pipe(Effect.ignore)
       }, { discard: true })
 
     return DomainEntity.of({

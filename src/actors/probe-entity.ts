@@ -1,8 +1,8 @@
 import { Effect, Schema } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
-import { SqlClient } from "effect/sql"
 import { Config } from "../config.ts"
+import { makeClusterTables } from "../sql/cluster-tables.ts"
 
 export const ProbeResult = Schema.Struct({
   probeId: Schema.String,
@@ -26,7 +26,7 @@ export const ProbeEntity = Entity.make("ClusterProbe", [
 
 export const ProbeEntityLive = ProbeEntity.toLayer(
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const tables = yield* makeClusterTables
     const config = yield* Config
     const runner = config.databaseUrl ? `${config.runnerHost}:${config.runnerPort}` : "embedded"
     const address = yield* Entity.CurrentAddress
@@ -34,11 +34,10 @@ export const ProbeEntityLive = ProbeEntity.toLayer(
       Work: ({ payload }) =>
         Effect.gen(function*() {
           const startedAt = new Date().toISOString()
-          yield* sql`INSERT INTO cluster_probe_runs (probe_id, runner) VALUES (${payload.probeId}, ${runner})`
+          yield* tables.recordProbeRun(payload.probeId, runner)
           yield* Effect.sleep(payload.durationMs)
           // Delivery is at least once: the effect is keyed by the probe id so a re-run applies nothing twice.
-          yield* sql`INSERT INTO cluster_probe_effects (probe_id, runner) VALUES (${payload.probeId}, ${runner})
-                     ON CONFLICT (probe_id) DO NOTHING`
+          yield* tables.recordProbeEffect(payload.probeId, runner)
           return { probeId: payload.probeId, entityId: address.entityId, runner, startedAt, finishedAt: new Date().toISOString() }
         }).pipe(Effect.orDie)
     })

@@ -1,7 +1,7 @@
 import { Effect, Schedule } from "effect"
 import { MachineId, Singleton, Snowflake } from "effect/cluster"
-import { SqlClient } from "effect/sql"
 import { Config } from "../config.ts"
+import { makeClusterTables } from "../sql/cluster-tables.ts"
 
 /** Answered cluster messages are kept this long (a re-sent message within it is still recognized). */
 export const MESSAGE_RETENTION_HOURS = 24
@@ -30,7 +30,7 @@ const EVERY = "10 minutes"
  * vacuums and analyzes the busy tables, one at a time. Answers the number of messages deleted.
  */
 export const maintainStorage = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
+  const tables = yield* makeClusterTables
   const config = yield* Config
 
   const deleteAnsweredMessages = Effect.gen(function*() {
@@ -38,25 +38,16 @@ export const maintainStorage = Effect.gen(function*() {
     const cutoff = String(Snowflake.make({ timestamp: Date.now() - MESSAGE_RETENTION_HOURS * 3_600_000, machineId: MachineId.make(0), sequence: 0 }))
     let deleted = 0
     for (;;) {
-      const [row] = yield* sql<{ n: string }>`
-        WITH old AS (
-          SELECT id FROM cluster_messages WHERE processed AND id < ${cutoff}::bigint LIMIT ${DELETE_CHUNK}
-        ),
-        replies AS (DELETE FROM cluster_replies WHERE request_id IN (SELECT id FROM old)),
-        messages AS (DELETE FROM cluster_messages WHERE id IN (SELECT id FROM old) RETURNING 1)
-        SELECT count(*) AS n FROM messages`
-      const n = Number(row?.n ?? 0)
+      const n = yield* tables.deleteAnsweredMessages(cutoff, DELETE_CHUNK)
       deleted += n
       if (n < DELETE_CHUNK) return deleted
     }
   })
 
-  const vacuum = Effect.forEach(BUSY_TABLES, (table) => sql.unsafe(`VACUUM (ANALYZE) ${table}`).pipe(Effect.ignore), { discard: true })
-
   const deleted = yield* deleteAnsweredMessages
   // Lease marks of domains whose entity did not stop cleanly (its node died): long past, they mean nothing.
-  yield* sql`DELETE FROM domain_leases WHERE held_until < now() - interval '1 hour'`
-  if (config.databaseUrl === undefined) yield* vacuum
+  yield* tables.deleteStaleDomainLeases
+  if (config.databaseUrl === undefined) yield* tables.vacuum(BUSY_TABLES)
   return deleted
 })
 

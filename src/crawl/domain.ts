@@ -1,5 +1,5 @@
 /**
- * Domain identity and URL normalisation (contract §7 "domainId", page history).
+ * Domain identity and URL normalisation (docs/crawling.md, "domainId and page history").
  */
 import { isIP } from "node:net"
 import { domainToASCII } from "node:url"

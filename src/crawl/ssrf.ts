@@ -1,5 +1,5 @@
 /**
- * SSRF guard for crawl targets (contract §7 "Unsafe URLs").
+ * SSRF guard for crawl targets (docs/crawling.md, "SSRF guard").
  *
  * Three layers, all pure except the DNS step:
  *  - `parseTargetUrl`  — syntax: scheme, credentials, obfuscated IP spellings, internal host names.

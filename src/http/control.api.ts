@@ -14,7 +14,7 @@ import {
 import { ProbeResult } from "../actors/probe-entity.ts"
 import { InternalAuth } from "./security.ts"
 
-/** The control plane (contract §2): `x-internal-token`, not in the public document. */
+/** The control plane (docs/api.md, "Control plane and cluster"): `x-internal-token`, not in the public document. */
 export class ControlGroup extends HttpApiGroup.make("control")
   .add(
     HttpApiEndpoint.post("createTenant", "/tenants", {

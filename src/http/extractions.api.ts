@@ -4,15 +4,11 @@ import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import {
   CancelledExtraction,
-  CreateConfigBody,
   CreatedExtraction,
   CreateExtractionBody,
-  DeletedConfig,
   Extraction,
   ExtractionPage,
-  ExtractorConfig,
-  SearchExtractionsBody,
-  UpdateConfigBody
+  SearchExtractionsBody
 } from "../schema/extraction.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
@@ -64,39 +60,6 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
       success: Success(Page(WebhookDelivery)),
       error: errors(400, 404)
     }).annotate(Requires, "scraper:webhooks:read")
-  )
-  .middleware(ApiKeyAuth)
-  .prefix("/v1/extractor")
-{}
-
-export class ExtractorConfigsGroup extends HttpApiGroup.make("extractor-configs")
-  .add(
-    HttpApiEndpoint.post("create", "/configs", {
-      payload: CreateConfigBody,
-      success: Success(ExtractorConfig, 201),
-      error: errors(400, 403, 422, 429)
-    }).annotate(Requires, "extractor:configs:write"),
-    HttpApiEndpoint.get("list", "/configs", {
-      query: { ...PageQuery, sort: Schema.optional(Schema.String) },
-      success: Success(Page(ExtractorConfig)),
-      error: errors(400)
-    }).annotate(Requires, "extractor:configs:read"),
-    HttpApiEndpoint.get("get", "/configs/:id", {
-      params: id,
-      success: Success(ExtractorConfig),
-      error: errors(404)
-    }).annotate(Requires, "extractor:configs:read"),
-    HttpApiEndpoint.patch("update", "/configs/:id", {
-      params: id,
-      payload: UpdateConfigBody,
-      success: Success(ExtractorConfig),
-      error: errors(400, 403, 404, 422)
-    }).annotate(Requires, "extractor:configs:write"),
-    HttpApiEndpoint.delete("remove", "/configs/:id", {
-      params: id,
-      success: Success(DeletedConfig),
-      error: errors(403, 404)
-    }).annotate(Requires, "extractor:configs:write")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/extractor")

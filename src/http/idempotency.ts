@@ -1,20 +1,13 @@
 import { createHash } from "node:crypto"
 import { Context, type Duration, Effect, Layer, Schedule } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { SqlClient } from "effect/sql"
 import { Config } from "../config.ts"
 import { newId } from "../ids.ts"
 import { ApiError, type ErrorDetail, fail } from "../schema/errors.ts"
+import { IdempotencyRepo } from "../sql/idempotency-repo.ts"
 import { decryptSecret, encryptSecret, isSecretBox } from "../webhooks/secret-box.ts"
 
-/** How long a key and its stored response are kept. */
-export const IDEMPOTENCY_TTL_HOURS = 24
-/**
- * A claimed key whose request has stored nothing after this long was left by a node that died
- * mid-request; the next request with the key runs. A request that is still working (a bulk
- * request waiting on slow name lookups, say) renews its claim meanwhile (every 15 s).
- */
-export const ABANDONED_CLAIM_SECONDS = 60
+export { ABANDONED_CLAIM_SECONDS, IDEMPOTENCY_TTL_HOURS } from "../sql/idempotency-repo.ts"
 const keyPattern = /^[\x20-\x7e]{1,255}$/
 
 /** What is wrong with an Idempotency-Key header, if it was given and is not 1 to 255 printable ASCII characters. */
@@ -109,56 +102,17 @@ const respond = (r: StoredResponse) => respondText(r.status, JSON.stringify(r.bo
 export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.Input }) => Layer.effect(
   Idempotency,
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
+    const repo = yield* IdempotencyRepo
     const { secretKey } = yield* Config
     // A stored response can hold a generated webhook secret, so it is kept encrypted, bound to its key.
     const seal = (tenantId: string, key: string, body: string) => encryptSecret(secretKey, body, `idempotency ${tenantId} ${key}`)
     const unseal = (tenantId: string, key: string, stored: string) =>
       isSecretBox(stored) ? decryptSecret(secretKey, stored, `idempotency ${tenantId} ${key}`) : stored
-    yield* sql`DELETE FROM idempotency_keys WHERE created_at < now() - ${IDEMPOTENCY_TTL_HOURS} * interval '1 hour'`.pipe(
+    yield* repo.deleteExpired.pipe(
       Effect.ignore,
       Effect.repeat(Schedule.spaced("10 minutes")),
       Effect.forkScoped
     )
-
-    /**
-     * A claim nobody holds: its request failed (and freed it, keeping the seed) or has not renewed
-     * it in time (its node died). A claim with neither token nor seed was made before these columns
-     * existed and is still held until it is that old.
-     */
-    const free = sql`((claim_token IS NULL AND id_seed IS NOT NULL) OR created_at < now() - ${ABANDONED_CLAIM_SECONDS} * interval '1 second')`
-
-    /**
-     * Claims the key for this request: a new claim, or a free one taken over (see `free`). The same
-     * request taking over keeps the key's seed, so it derives the ids an earlier try may have
-     * written; another body gets a new seed. `token` names this holder.
-     */
-    const claim = (tenantId: string, key: string, hash: string, token: string) =>
-      Effect.gen(function*() {
-        yield* sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}
-                   AND created_at < now() - ${IDEMPOTENCY_TTL_HOURS} * interval '1 hour'`
-        const seed = newId("seed")
-        const inserted = yield* sql<{ id_seed: string }>`
-          INSERT INTO idempotency_keys (tenant_id, key, request_hash, id_seed, claim_token) VALUES (${tenantId}, ${key}, ${hash}, ${seed}, ${token})
-          ON CONFLICT (tenant_id, key) DO NOTHING RETURNING id_seed`
-        if (inserted.length > 0) return { seed, resumed: false } satisfies KeyedAttempt
-        const [takenOver] = yield* sql<{ id_seed: string; resumed: boolean }>`
-          UPDATE idempotency_keys k SET created_at = now(), claim_token = ${token},
-            id_seed = CASE WHEN old.resumed THEN k.id_seed ELSE ${seed} END,
-            request_hash = ${hash}
-          FROM (SELECT request_hash = ${hash} AND id_seed IS NOT NULL AS resumed FROM idempotency_keys
-                WHERE tenant_id = ${tenantId} AND key = ${key} FOR UPDATE) old
-          WHERE k.tenant_id = ${tenantId} AND k.key = ${key} AND k.status_code IS NULL AND ${free}
-          RETURNING k.id_seed, old.resumed`
-        return takenOver ? ({ seed: takenOver.id_seed, resumed: takenOver.resumed } satisfies KeyedAttempt) : undefined
-      }).pipe(Effect.orDie)
-
-    const stored = (tenantId: string, key: string) =>
-      sql<{ request_hash: string; status_code: number | null; response: string | null; free: boolean }>`
-        SELECT request_hash, status_code, response, ${free} AS free FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(
-        Effect.orDie,
-        Effect.map((rows) => rows[0])
-      )
 
     return Idempotency.of({
       run: (tenantId, key, fingerprint, create) => {
@@ -170,10 +124,9 @@ export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.
           const deadline = Date.now() + 30_000
           while (Date.now() < deadline) {
             const token = newId("claim")
-            const attempt = yield* claim(tenantId, key, hash, token)
+            const attempt: KeyedAttempt | undefined = yield* repo.claim(tenantId, key, hash, token)
             if (attempt) {
-              const mine = sql`tenant_id = ${tenantId} AND key = ${key} AND claim_token = ${token}`
-              const renewClaim = sql`UPDATE idempotency_keys SET created_at = now() WHERE ${mine} AND status_code IS NULL`.pipe(
+              const renewClaim = repo.renewClaim(tenantId, key, token).pipe(
                 Effect.ignore,
                 Effect.delay(options.claimRenewal),
                 Effect.forever
@@ -184,18 +137,17 @@ export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.
                 yield* Effect.forkScoped(Effect.interruptible(renewClaim))
                 const response = yield* create(attempt).pipe(
                   // Freed, not deleted: the seed stays, so a retry still meets whatever this try wrote.
-                  Effect.onError(() => sql`UPDATE idempotency_keys SET claim_token = NULL WHERE ${mine} AND status_code IS NULL`.pipe(Effect.ignore))
+                  Effect.onError(() => repo.freeClaim(tenantId, key, token).pipe(Effect.ignore))
                 )
                 const body = JSON.stringify(response.body)
-                yield* sql`UPDATE idempotency_keys SET status_code = ${response.status}, response = ${seal(tenantId, key, body)}
-                           WHERE ${mine}`.pipe(Effect.orDie)
+                yield* repo.storeResponse(tenantId, key, token, response.status, seal(tenantId, key, body))
                 return { status: response.status, body }
               })))
               return respondText(body.status, body.body)
             }
             // Someone holds the key: the same request finishing elsewhere, or a finished one.
             while (Date.now() < deadline) {
-              const row = yield* stored(tenantId, key)
+              const row = yield* repo.find(tenantId, key)
               // The holder failed and freed the key (or died): this request runs itself (and meets the same error or succeeds).
               if (!row || (row.status_code === null && row.free)) break
               if (row.request_hash !== hash) {

@@ -1,9 +1,9 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
-import { RedeliveryResult, WebhookDelivery } from "../schema/webhook.ts"
+import { WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
 const IdempotencyHeader = { "idempotency-key": Schema.optional(Schema.String) }
@@ -76,21 +76,6 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       error: errors(400)
     }).annotate(Requires, "scraper:events:read")
   )
-  .middleware(ApiKeyAuth)
-  .prefix("/v1/scraper")
-{}
-
-/** Manual redelivery: super-admin only, not in the public document. */
-export class WebhooksAdminGroup extends HttpApiGroup.make("webhooks-admin")
-  .add(
-    HttpApiEndpoint.post("redeliver", "/webhooks/:deliveryId/redeliver", {
-      params: { deliveryId: Schema.String },
-      success: Success(RedeliveryResult),
-      error: errors(404, 503)
-    })
-  )
-  .annotate(Requires, "cross_tenant:*:*")
-  .annotate(OpenApi.Exclude, true)
   .middleware(ApiKeyAuth)
   .prefix("/v1/scraper")
 {}

@@ -1,17 +1,17 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { SqlClient } from "effect/sql"
 import { ClusterInfo } from "../actors/cluster-info.ts"
 import { Config } from "../config.ts"
 import { Kv } from "../kv/kv.ts"
 import { fail } from "../schema/errors.ts"
+import { HealthRepo } from "../sql/health-repo.ts"
 import { Api } from "./api.ts"
 
 export const SystemHandlers = HttpApiBuilder.group(
   Api,
   "system",
   Effect.fn(function*(handlers) {
-    const sql = yield* SqlClient.SqlClient
+    const health = yield* HealthRepo
     const kv = yield* Kv
     const config = yield* Config
     const cluster = yield* ClusterInfo
@@ -20,7 +20,7 @@ export const SystemHandlers = HttpApiBuilder.group(
       .handle("readyz", () =>
         Effect.gen(function*() {
           const [database, redisUp, member] = yield* Effect.all([
-            sql`SELECT 1`.pipe(Effect.timeout("2 seconds"), Effect.as(true), Effect.orElseSucceed(() => false)),
+            health.ping.pipe(Effect.timeout("2 seconds"), Effect.as(true), Effect.orElseSucceed(() => false)),
             config.redisUrl ? kv.ping : Effect.succeed(true),
             cluster.isMember.pipe(Effect.timeout("2 seconds"), Effect.orElseSucceed(() => false))
           ], { concurrency: "unbounded" })

@@ -1,44 +1,7 @@
-/**
- * Permissions are `<service>:<resource>:<action>`, each part may be `*` (contract §5).
- */
-export const services = ["scraper", "page-history", "extractor", "network", "billing", "quotas", "iam"] as const
+import { resources } from "../schema/permission.ts"
 
-export const resources = [
-  "scraper:jobs",
-  "scraper:webhooks",
-  "scraper:events",
-  "page-history:pages",
-  "extractor:extractions",
-  "extractor:configs",
-  "network:ip",
-  "billing:transactions",
-  "billing:subscription",
-  "quotas:quotas",
-  "quotas:requests",
-  "iam:identities",
-  "iam:roles",
-  "iam:api-keys",
-  "iam:invitations",
-  "iam:delegations",
-  "iam:sessions"
-] as const
-
-export type Resource = (typeof resources)[number]
-export type Action = "read" | "write"
-export type Permission = `${Resource}:${Action}`
-
-const permissionPattern = /^(\*|[a-z][a-z_-]*):(\*|[a-z][a-z-]*):(\*|read|write)$/
-
-/** A permission string a role may hold: known service/resource/action or wildcards. */
-export const isValidPermission = (p: string): boolean => {
-  const m = permissionPattern.exec(p)
-  if (!m) return false
-  const [, service, resource] = m
-  if (service === "cross_tenant") return resource === "*"
-  if (service === "*") return resource === "*" || resources.some((r) => r.endsWith(`:${resource}`))
-  if (!(services as ReadonlyArray<string>).includes(service!)) return false
-  return resource === "*" || (resources as ReadonlyArray<string>).includes(`${service}:${resource}`)
-}
+export { isValidPermission, resources, services } from "../schema/permission.ts"
+export type { Action, Permission, Resource } from "../schema/permission.ts"
 
 const matchesPart = (granted: string, wanted: string) => granted === "*" || granted === wanted
 
@@ -62,7 +25,7 @@ export interface SystemRole {
   readonly permissions: ReadonlyArray<string>
 }
 
-/** The system roles every tenant gets (contract §5). */
+/** The system roles every tenant gets (docs/api.md, "Permissions and system roles"). */
 export const tenantSystemRoles: ReadonlyArray<SystemRole> = [
   { name: "owner", description: "Tenant owner: every permission", permissions: ["*:*:*"] },
   { name: "admin", description: "Administrator: every permission within the tenant", permissions: ["*:*:*"] },

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { isValidPermission } from "../iam/permissions.ts"
+import { isValidPermission } from "./permission.ts"
 import { CurrentPassword, TotpCode } from "./auth.ts"
 import { DateTime, DateTimeInput, NullableDateTime, Text } from "./common.ts"
 

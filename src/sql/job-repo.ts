@@ -8,13 +8,13 @@ import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
 import type { Job, JobResult, JobStatus, PageVersion, SearchJobsBody } from "../schema/job.ts"
 import { orderByTerms } from "./order-by.ts"
-import { appendEventCtes } from "../events/event-log.ts"
+import { appendEventCtes } from "./event-repo.ts"
 import { makeGroupCommit } from "./group-commit.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { OID, pgArray } from "./pg-array.ts"
 import { storableJson } from "./storable-json.ts"
 import { retryTransient } from "./transient.ts"
-import type { NewDelivery } from "./webhook-repo.ts"
+import { insertDeliveriesSql, type NewDelivery } from "./webhook-repo.ts"
 
 export interface JobRow {
   readonly id: string
@@ -370,12 +370,11 @@ export const JobRepoLive = Layer.effect(
           SELECT id, tenant_id, hash, content_type, shot, shot_type FROM j WHERE hash IS NOT NULL OR shot IS NOT NULL
           ON CONFLICT (job_id) DO NOTHING
         ),
-        delivery AS (
-          INSERT INTO webhook_deliveries (id, tenant_id, resource_type, resource_id, event_status, url, secret_enc, body, next_attempt_at)
-          SELECT delivery_id, tenant_id, 'job', id, status, delivery_url, delivery_secret, delivery_body, now()
-          FROM j WHERE delivery_id IS NOT NULL
-          ON CONFLICT (resource_type, resource_id, event_status, event_seq) DO NOTHING
-        ),
+        delivery AS (${insertDeliveriesSql(
+          sql,
+          sql`SELECT delivery_id, tenant_id, 'job'::text, id, status, 0, delivery_url, delivery_secret, delivery_body
+              FROM j WHERE delivery_id IS NOT NULL`
+        )}),
         ${appendEventCtes(sql, {
           source: "j",
           type: sql`'job.' || ev_src.status`,

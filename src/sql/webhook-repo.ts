@@ -97,15 +97,24 @@ export interface WebhookRepoShape {
 }
 
 /**
- * The statement that records a new delivery; with `guard` (an SQL condition), only when it holds,
- * so it can sit in a CTE of the statement that ends the resource.
+ * The one statement that records new deliveries, due now: one per row of `rows`, a query whose
+ * columns are, in this order, id, tenant_id, resource_type, resource_id, event_status, event_seq,
+ * url, secret_enc, body. A delivery of an event already recorded is skipped. It can sit in a CTE of
+ * the statement that ends the resources (`rows` then reads that statement's other CTEs).
  */
-export const insertDeliverySql = (sql: SqlClient.SqlClient, d: NewDelivery, guard?: Statement.Fragment): Statement.Fragment => sql`
+export const insertDeliveriesSql = (sql: SqlClient.SqlClient, rows: Statement.Fragment): Statement.Fragment => sql`
   INSERT INTO webhook_deliveries (id, tenant_id, resource_type, resource_id, event_status, event_seq, url, secret_enc, body, next_attempt_at)
-  SELECT ${d.id}::text, ${d.tenantId}::text, ${d.resourceType}::text, ${d.resourceId}::text, ${d.eventStatus}::text,
-         ${d.eventSeq ?? 0}::int, ${d.url}::text, ${d.secretEnc}::text, ${d.body}::text, now()
-  ${guard ? sql`WHERE ${guard}` : sql.literal("")}
+  SELECT id, tenant_id, resource_type, resource_id, event_status, event_seq, url, secret_enc, body, now()
+  FROM (${rows}) AS new_delivery(id, tenant_id, resource_type, resource_id, event_status, event_seq, url, secret_enc, body)
   ON CONFLICT (resource_type, resource_id, event_status, event_seq) DO NOTHING`
+
+/** The statement that records one new delivery (see `insertDeliveriesSql`). */
+const insertDeliverySql = (sql: SqlClient.SqlClient, d: NewDelivery): Statement.Fragment =>
+  insertDeliveriesSql(
+    sql,
+    sql`SELECT ${d.id}::text, ${d.tenantId}::text, ${d.resourceType}::text, ${d.resourceId}::text, ${d.eventStatus}::text,
+               ${d.eventSeq ?? 0}::int, ${d.url}::text, ${d.secretEnc}::text, ${d.body}::text`
+  )
 
 export class WebhookRepo extends Context.Service<WebhookRepo, WebhookRepoShape>()("trawl/WebhookRepo") {}
 

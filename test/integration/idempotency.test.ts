@@ -4,12 +4,13 @@ import { describe, expect, it } from "vitest"
 import { ABANDONED_CLAIM_SECONDS, IDEMPOTENCY_TTL_HOURS, Idempotency, type IdempotencyShape, type KeyedAttempt, makeIdempotencyLayer, requestHash } from "../../src/http/idempotency.ts"
 import { newId } from "../../src/ids.ts"
 import { fail } from "../../src/schema/errors.ts"
+import { IdempotencyRepoLive } from "../../src/sql/idempotency-repo.ts"
 import { runMigrations } from "../../src/sql/migrate.ts"
 import type { loadConfig } from "../../src/config.ts"
 import { databaseLayer, testDatabases } from "../support/databases.ts"
 
 const layerFor = (config: ReturnType<typeof loadConfig>) =>
-  makeIdempotencyLayer({ claimRenewal: "100 millis" }).pipe(Layer.provideMerge(databaseLayer(config)))
+  makeIdempotencyLayer({ claimRenewal: "100 millis" }).pipe(Layer.provide(IdempotencyRepoLive), Layer.provideMerge(databaseLayer(config)))
 
 /** Runs `test` on a fresh migrated database of `db`, with the service (claims renewed every 100 ms) and a tenant id. */
 const withIdempotency = async <A>(

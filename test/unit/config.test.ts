@@ -7,7 +7,7 @@ import { ConfigError, loadConfig } from "../../src/config.ts"
 const dataDir = () => mkdtempSync(join(tmpdir(), "trawl-config-"))
 
 describe("configuration", () => {
-  it("has the defaults of contract §1", () => {
+  it("has the defaults of the Configuration table in README.md", () => {
     const c = loadConfig({ DATA_DIR: dataDir() })
     expect(c.port).toBe(8080)
     expect(c.host).toBe("127.0.0.1")

@@ -6,6 +6,7 @@ import { entitySlotBackend } from "../../src/actors/domain-slots.ts"
 import { Config, type loadConfig } from "../../src/config.ts"
 import { CrawlService, type CrawlServiceShape } from "../../src/crawl/crawl-service.ts"
 import { DatabaseLive } from "../../src/sql/database.ts"
+import { DomainRepoLive } from "../../src/sql/domain-repo.ts"
 import { MigrationsLive } from "../../src/sql/migrate.ts"
 import { testDatabases } from "../support/databases.ts"
 
@@ -15,6 +16,7 @@ const crawl = { perDomainConcurrency: 2 } as CrawlServiceShape
 const entityLayer = (config: ReturnType<typeof loadConfig>) =>
   DomainEntityLive.pipe(
     Layer.provide(Layer.succeed(CrawlService, crawl)),
+    Layer.provide(DomainRepoLive),
     Layer.provide(MigrationsLive),
     Layer.provideMerge(DatabaseLive),
     Layer.provide(Layer.succeed(Config, config))

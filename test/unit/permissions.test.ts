@@ -18,7 +18,7 @@ describe("permissions", () => {
     expect(covers("cross_tenant:*:*", "cross_tenant:*:*")).toBe(true)
   })
 
-  it("gives the system roles the scopes of contract §5", () => {
+  it("gives the system roles the scopes of docs/api.md (Permissions and system roles)", () => {
     expect(scopeOf(role("owner"))).toBe("admin")
     expect(scopeOf(role("admin"))).toBe("admin")
     expect(scopeOf(role("write"))).toBe("write")

@@ -1,5 +1,5 @@
 /**
- * The node's engine set, built once at start from configuration (contract §1).
+ * The node's engine set, built once at start from configuration (README.md, "Configuration"; docs/crawling.md, "Engines").
  */
 import type { CrawlConfig } from "../config.ts"
 import type { AddressClassifier } from "../ssrf.ts"

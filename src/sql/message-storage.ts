@@ -1,8 +1,8 @@
 import { Effect, Layer, Option } from "effect"
 import { ClusterError, MessageStorage, ShardId, Snowflake, SqlMessageStorage } from "effect/cluster"
 import { SqlClient } from "effect/sql"
-import { makeGroupCommit } from "../sql/group-commit.ts"
-import { OID, pgArray } from "../sql/pg-array.ts"
+import { makeGroupCommit } from "./group-commit.ts"
+import { OID, pgArray } from "./pg-array.ts"
 
 type Encoded = MessageStorage.Encoded
 type SaveEnvelope = Parameters<Encoded["saveEnvelope"]>[0]

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
-import { entityCall } from "../actors/entity-call.ts"
-import { TenantEntity } from "../actors/tenant-entity.ts"
+import { entityCall } from "./entity-call.ts"
+import { TenantEntity } from "./tenant-entity.ts"
 import { Config } from "../config.ts"
 import { type ApiError, fail } from "../schema/errors.ts"
 

@@ -1,0 +1,41 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { Page, PageQuery, Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import { CreateConfigBody, DeletedConfig, ExtractorConfig, UpdateConfigBody } from "../schema/extraction.ts"
+import { ApiKeyAuth, Requires } from "./security.ts"
+
+const id = { id: Schema.String }
+
+export class ExtractorConfigsGroup extends HttpApiGroup.make("extractor-configs")
+  .add(
+    HttpApiEndpoint.post("create", "/configs", {
+      payload: CreateConfigBody,
+      success: Success(ExtractorConfig, 201),
+      error: errors(400, 403, 422, 429)
+    }).annotate(Requires, "extractor:configs:write"),
+    HttpApiEndpoint.get("list", "/configs", {
+      query: { ...PageQuery, sort: Schema.optional(Schema.String) },
+      success: Success(Page(ExtractorConfig)),
+      error: errors(400)
+    }).annotate(Requires, "extractor:configs:read"),
+    HttpApiEndpoint.get("get", "/configs/:id", {
+      params: id,
+      success: Success(ExtractorConfig),
+      error: errors(404)
+    }).annotate(Requires, "extractor:configs:read"),
+    HttpApiEndpoint.patch("update", "/configs/:id", {
+      params: id,
+      payload: UpdateConfigBody,
+      success: Success(ExtractorConfig),
+      error: errors(400, 403, 404, 422)
+    }).annotate(Requires, "extractor:configs:write"),
+    HttpApiEndpoint.delete("remove", "/configs/:id", {
+      params: id,
+      success: Success(DeletedConfig),
+      error: errors(403, 404)
+    }).annotate(Requires, "extractor:configs:write")
+  )
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/extractor")
+{}

@@ -1,0 +1,21 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { Success } from "../schema/envelope.ts"
+import { errors } from "../schema/errors.ts"
+import { RedeliveryResult } from "../schema/webhook.ts"
+import { ApiKeyAuth, Requires } from "./security.ts"
+
+/** Manual redelivery: super-admin only, not in the public document. */
+export class WebhooksAdminGroup extends HttpApiGroup.make("webhooks-admin")
+  .add(
+    HttpApiEndpoint.post("redeliver", "/webhooks/:deliveryId/redeliver", {
+      params: { deliveryId: Schema.String },
+      success: Success(RedeliveryResult),
+      error: errors(404, 503)
+    })
+  )
+  .annotate(Requires, "cross_tenant:*:*")
+  .annotate(OpenApi.Exclude, true)
+  .middleware(ApiKeyAuth)
+  .prefix("/v1/scraper")
+{}

@@ -1,0 +1,48 @@
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+
+export interface EngineHistoryRow {
+  readonly engine: string
+  readonly ok: boolean
+  readonly at: Date
+}
+
+/**
+ * What the domain entity (actors/domain-entity.ts) keeps in SQL: the engines that recently worked
+ * or were refused on a domain, and until when the entity may have politeness slots out (its lease
+ * mark). Failures are left to the entity, which goes on without the table when it cannot reach it.
+ */
+export interface DomainRepoShape {
+  readonly engineHistory: (domainId: string) => Effect.Effect<ReadonlyArray<EngineHistoryRow>, SqlError.SqlError>
+  /** Records the latest outcome of `engine` on the domain, stamped with the database's now(). */
+  readonly recordEngine: (domainId: string, engine: string, ok: boolean) => Effect.Effect<void, SqlError.SqlError>
+  /** Until when the domain's entity may have slots out, if a mark is stored. */
+  readonly leaseMark: (domainId: string) => Effect.Effect<Date | undefined, SqlError.SqlError>
+  /** Marks slots out until `ms` from the database's now(). */
+  readonly markLease: (domainId: string, ms: number) => Effect.Effect<void, SqlError.SqlError>
+  readonly clearLease: (domainId: string) => Effect.Effect<void, SqlError.SqlError>
+}
+
+export class DomainRepo extends Context.Service<DomainRepo, DomainRepoShape>()("trawl/DomainRepo") {}
+
+export const DomainRepoLive = Layer.effect(
+  DomainRepo,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return DomainRepo.of({
+      engineHistory: (domainId) => sql<EngineHistoryRow>`SELECT engine, ok, at FROM domain_engine_history WHERE domain_id = ${domainId}`,
+      recordEngine: (domainId, engine, ok) =>
+        sql`
+          INSERT INTO domain_engine_history (domain_id, engine, ok, at) VALUES (${domainId}, ${engine}, ${ok}, now())
+          ON CONFLICT (domain_id, engine) DO UPDATE SET ok = EXCLUDED.ok, at = EXCLUDED.at`.pipe(Effect.asVoid),
+      leaseMark: (domainId) =>
+        sql<{ held_until: Date }>`SELECT held_until FROM domain_leases WHERE domain_id = ${domainId}`.pipe(
+          Effect.map(([mark]) => (mark ? new Date(mark.held_until) : undefined))
+        ),
+      markLease: (domainId, ms) =>
+        sql`INSERT INTO domain_leases (domain_id, held_until) VALUES (${domainId}, now() + ${ms} * interval '1 millisecond')
+            ON CONFLICT (domain_id) DO UPDATE SET held_until = EXCLUDED.held_until`.pipe(Effect.asVoid),
+      clearLease: (domainId) => sql`DELETE FROM domain_leases WHERE domain_id = ${domainId}`.pipe(Effect.asVoid)
+    })
+  })
+)

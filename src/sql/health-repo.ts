@@ -1,0 +1,18 @@
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+
+/** The database as the readiness probe sees it. */
+export interface HealthRepoShape {
+  /** Succeeds when the database answers a trivial statement. */
+  readonly ping: Effect.Effect<void, SqlError.SqlError>
+}
+
+export class HealthRepo extends Context.Service<HealthRepo, HealthRepoShape>()("trawl/HealthRepo") {}
+
+export const HealthRepoLive = Layer.effect(
+  HealthRepo,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return HealthRepo.of({ ping: sql`SELECT 1`.pipe(Effect.asVoid) })
+  })
+)

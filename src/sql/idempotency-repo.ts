@@ -1,0 +1,100 @@
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { newId } from "../ids.ts"
+
+/** How long a key and its stored response are kept. */
+export const IDEMPOTENCY_TTL_HOURS = 24
+/**
+ * A claimed key whose request has stored nothing after this long was left by a node that died
+ * mid-request; the next request with the key runs. A request that is still working (a bulk
+ * request waiting on slow name lookups, say) renews its claim meanwhile (every 15 s).
+ */
+export const ABANDONED_CLAIM_SECONDS = 60
+
+/** A claim won: the seed the request derives its ids from, and whether an earlier try of the same request held it. */
+export interface Claim {
+  readonly seed: string
+  readonly resumed: boolean
+}
+
+export interface StoredKey {
+  readonly request_hash: string
+  /** Null while the request has stored no response. */
+  readonly status_code: number | null
+  /** The stored response, sealed by the caller. */
+  readonly response: string | null
+  /** Nobody holds the claim (see `free` below). */
+  readonly free: boolean
+}
+
+/** The rows of `idempotency_keys`: one per (tenant, key), claimed by one request at a time (see http/idempotency.ts). */
+export interface IdempotencyRepoShape {
+  readonly deleteExpired: Effect.Effect<void, SqlError.SqlError>
+  /**
+   * Claims the key for the request `hash` as holder `token`: a new claim, or a free one taken over.
+   * The same request taking over keeps the key's seed, so it derives the ids an earlier try may
+   * have written; another body gets a new seed. Undefined when someone else holds the key.
+   */
+  readonly claim: (tenantId: string, key: string, hash: string, token: string) => Effect.Effect<Claim | undefined>
+  readonly find: (tenantId: string, key: string) => Effect.Effect<StoredKey | undefined>
+  /** Moves the claim's age back to now, while the holder's request runs. */
+  readonly renewClaim: (tenantId: string, key: string, token: string) => Effect.Effect<void, SqlError.SqlError>
+  /** Frees the claim (its request failed), keeping the seed. */
+  readonly freeClaim: (tenantId: string, key: string, token: string) => Effect.Effect<void, SqlError.SqlError>
+  readonly storeResponse: (tenantId: string, key: string, token: string, status: number, response: string) => Effect.Effect<void>
+}
+
+export class IdempotencyRepo extends Context.Service<IdempotencyRepo, IdempotencyRepoShape>()("trawl/IdempotencyRepo") {}
+
+export const IdempotencyRepoLive = Layer.effect(
+  IdempotencyRepo,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /**
+     * A claim nobody holds: its request failed (and freed it, keeping the seed) or has not renewed
+     * it in time (its node died). A claim with neither token nor seed was made before these columns
+     * existed and is still held until it is that old.
+     */
+    const free = sql`((claim_token IS NULL AND id_seed IS NOT NULL) OR created_at < now() - ${ABANDONED_CLAIM_SECONDS} * interval '1 second')`
+    const held = (tenantId: string, key: string, token: string) => sql`tenant_id = ${tenantId} AND key = ${key} AND claim_token = ${token}`
+
+    return IdempotencyRepo.of({
+      deleteExpired: sql`DELETE FROM idempotency_keys WHERE created_at < now() - ${IDEMPOTENCY_TTL_HOURS} * interval '1 hour'`.pipe(Effect.asVoid),
+      claim: (tenantId, key, hash, token) =>
+        Effect.gen(function*() {
+          yield* sql`DELETE FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}
+                     AND created_at < now() - ${IDEMPOTENCY_TTL_HOURS} * interval '1 hour'`
+          const seed = newId("seed")
+          const inserted = yield* sql<{ id_seed: string }>`
+            INSERT INTO idempotency_keys (tenant_id, key, request_hash, id_seed, claim_token) VALUES (${tenantId}, ${key}, ${hash}, ${seed}, ${token})
+            ON CONFLICT (tenant_id, key) DO NOTHING RETURNING id_seed`
+          if (inserted.length > 0) return { seed, resumed: false } satisfies Claim
+          const [takenOver] = yield* sql<{ id_seed: string; resumed: boolean }>`
+            UPDATE idempotency_keys k SET created_at = now(), claim_token = ${token},
+              id_seed = CASE WHEN old.resumed THEN k.id_seed ELSE ${seed} END,
+              request_hash = ${hash}
+            FROM (SELECT request_hash = ${hash} AND id_seed IS NOT NULL AS resumed FROM idempotency_keys
+                  WHERE tenant_id = ${tenantId} AND key = ${key} FOR UPDATE) old
+            WHERE k.tenant_id = ${tenantId} AND k.key = ${key} AND k.status_code IS NULL AND ${free}
+            RETURNING k.id_seed, old.resumed`
+          return takenOver ? ({ seed: takenOver.id_seed, resumed: takenOver.resumed } satisfies Claim) : undefined
+        }).pipe(Effect.orDie),
+      find: (tenantId, key) =>
+        sql<StoredKey>`
+          SELECT request_hash, status_code, response, ${free} AS free FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => rows[0])
+        ),
+      renewClaim: (tenantId, key, token) =>
+        sql`UPDATE idempotency_keys SET created_at = now() WHERE ${held(tenantId, key, token)} AND status_code IS NULL`.pipe(Effect.asVoid),
+      freeClaim: (tenantId, key, token) =>
+        sql`UPDATE idempotency_keys SET claim_token = NULL WHERE ${held(tenantId, key, token)} AND status_code IS NULL`.pipe(Effect.asVoid),
+      storeResponse: (tenantId, key, token, status, response) =>
+        sql`UPDATE idempotency_keys SET status_code = ${status}, response = ${response} WHERE ${held(tenantId, key, token)}`.pipe(
+          Effect.orDie,
+          Effect.asVoid
+        )
+    })
+  })
+)
