@@ -131,8 +131,13 @@ const unavailableOrSelf = (e: unknown): unknown => {
   return lost ? new KvUnavailable(String(error.message), { cause: e }) : e
 }
 
-export const makeRedisKv = (url: string) =>
+/**
+ * Redis through ioredis. Every key and channel is prefixed with `namespace`, so that deployments
+ * (or test servers) sharing one Redis never share a counter, a lock or an event channel.
+ */
+export const makeRedisKv = (url: string, namespace = "") =>
   Effect.gen(function*() {
+    const k = (key: string) => (namespace === "" ? key : `${namespace}:${key}`)
     const open = (autoPipelining = false) =>
       new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, enableAutoPipelining: autoPipelining })
     // Commands issued in the same tick (rate-limit counters, event wake-ups) share one write.
@@ -157,19 +162,20 @@ export const makeRedisKv = (url: string) =>
     const call = <A>(f: () => Promise<A>) => Effect.orDie(Effect.tryPromise({ try: f, catch: unavailableOrSelf }))
     const kv: KvShape = {
       kind: "redis",
-      incr: (key, ttlMs) => call(() => client.eval(INCR_WITH_TTL, 1, key, String(ttlMs)) as Promise<number>),
+      incr: (key, ttlMs) => call(() => client.eval(INCR_WITH_TTL, 1, k(key), String(ttlMs)) as Promise<number>),
       admitInWindow: (key, windowMs, limit) =>
-        call(() => client.eval(ADMIT_IN_WINDOW, 1, key, String(windowMs), String(limit), randomUUID()) as Promise<number>).pipe(
+        call(() => client.eval(ADMIT_IN_WINDOW, 1, k(key), String(windowMs), String(limit), randomUUID()) as Promise<number>).pipe(
           Effect.map((admitted) => admitted === 1)
         ),
       setIfAbsent: (key, value, ttlMs) =>
-        call(() => client.set(key, value, "PX", ttlMs, "NX")).pipe(Effect.map((r) => r === "OK")),
-      get: (key) => call(() => client.get(key)).pipe(Effect.map((v) => v ?? undefined)),
-      set: (key, value, ttlMs) => call(() => client.set(key, value, "PX", ttlMs)).pipe(Effect.asVoid),
-      del: (key) => call(() => client.del(key)).pipe(Effect.asVoid),
-      publish: (channel, message) => call(() => client.publish(channel, message)).pipe(Effect.asVoid),
-      subscribe: (channel, onMessage) =>
-        Effect.acquireRelease(
+        call(() => client.set(k(key), value, "PX", ttlMs, "NX")).pipe(Effect.map((r) => r === "OK")),
+      get: (key) => call(() => client.get(k(key))).pipe(Effect.map((v) => v ?? undefined)),
+      set: (key, value, ttlMs) => call(() => client.set(k(key), value, "PX", ttlMs)).pipe(Effect.asVoid),
+      del: (key) => call(() => client.del(k(key))).pipe(Effect.asVoid),
+      publish: (channel, message) => call(() => client.publish(k(channel), message)).pipe(Effect.asVoid),
+      subscribe: (name, onMessage) => {
+        const channel = k(name)
+        return Effect.acquireRelease(
           Effect.suspend(() => {
             let entry = channels.get(channel)
             if (!entry) {
@@ -182,7 +188,8 @@ export const makeRedisKv = (url: string) =>
             return call(() => ready).pipe(Effect.onError(() => leave(channel, onMessage)))
           }),
           () => leave(channel, onMessage)
-        ),
+        )
+      },
       ping: Effect.tryPromise(() => client.ping()).pipe(
         Effect.timeout("1 second"),
         Effect.map(() => true),
@@ -192,11 +199,22 @@ export const makeRedisKv = (url: string) =>
     return kv
   })
 
+/**
+ * The prefix of this deployment's Redis keys: its database's name (README, "Several nodes"). Every
+ * node of a cluster names the same database, however it spells the host; two deployments on one
+ * Redis need databases of different names.
+ */
+export const redisNamespace = (databaseUrl: string | undefined) => {
+  if (databaseUrl === undefined) return "trawl"
+  const name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1))
+  return `trawl:${name === "" ? "postgres" : name}`
+}
+
 export const KvLive = Layer.effect(
   Kv,
   Effect.gen(function*() {
     const config = yield* Config
-    if (config.redisUrl) return yield* makeRedisKv(config.redisUrl)
+    if (config.redisUrl) return yield* makeRedisKv(config.redisUrl, redisNamespace(config.databaseUrl))
     yield* Effect.logWarning("REDIS_URL is not set: rate limits, locks and event fan-out are in-process (single node only)")
     return makeMemoryKv()
   })

@@ -1,6 +1,6 @@
 import { Effect, Fiber } from "effect"
 import { describe, expect, it } from "vitest"
-import { makeRedisKv } from "../../src/kv/kv.ts"
+import { makeRedisKv, redisNamespace } from "../../src/kv/kv.ts"
 
 const redisUrl = process.env.REDIS_URL
 
@@ -46,6 +46,32 @@ describe.skipIf(!redisUrl)("Redis sliding window of the per-second rate limit (s
       expect(burst.filter(Boolean)).toHaveLength(2)
       yield* Effect.sleep("320 millis")
       expect(yield* Effect.all([admit(), admit(), admit()])).toEqual([true, true, false])
+    })))
+  }, 20_000)
+})
+
+describe.skipIf(!redisUrl)("Redis namespaces of deployments sharing one server (skipped without REDIS_URL)", () => {
+  it("keeps counters, values and channels of two namespaces apart, and names a deployment by its database", async () => {
+    expect(redisNamespace("postgres://u@h:5432/trawl_a?host=/run")).toBe("trawl:trawl_a")
+    expect(redisNamespace("postgres://other-host/trawl_a")).toBe("trawl:trawl_a")
+    expect(redisNamespace(undefined)).toBe("trawl")
+    const nonce = `${Date.now()}:${Math.random()}`
+    const heard: Array<string> = []
+    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const a = yield* makeRedisKv(redisUrl!, `test-a:${nonce}`)
+      const b = yield* makeRedisKv(redisUrl!, `test-b:${nonce}`)
+      expect(yield* a.incr("n", 10_000)).toBe(1)
+      expect(yield* a.incr("n", 10_000)).toBe(2)
+      expect(yield* b.incr("n", 10_000)).toBe(1)
+      yield* a.set("v", "from a", 10_000)
+      expect(yield* b.get("v")).toBeUndefined()
+      expect(yield* a.get("v")).toBe("from a")
+      yield* b.subscribe("events", (m) => heard.push(m))
+      yield* Effect.sleep("100 millis")
+      yield* a.publish("events", "a's")
+      yield* b.publish("events", "b's")
+      yield* Effect.sleep("200 millis")
+      expect(heard).toEqual(["b's"])
     })))
   }, 20_000)
 })
