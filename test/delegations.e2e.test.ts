@@ -1,18 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends, client, type RunningServer, startServer } from "./support/server-process.ts"
+import { errorPaths, expectError } from "./support/errors.ts"
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts"
 
 const PASSWORD = "a long enough passphrase"
 const DAY = 86_400_000
 
-const expectError = (res: { status: number; json: any }, status: number, code: string) => {
-  expect(res.status, JSON.stringify(res.json)).toBe(status)
-  expect(res.json.status).toBe("error")
-  expect(res.json.code).toBe(code)
-  expect(typeof res.json.error.requestId).toBe("string")
-}
-
-const paths = (res: { json: any }) => (res.json.error.details as Array<{ path: string }>).map((d) => d.path).sort()
 const unique = (label: string) => `${label}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}@example.com`
 const inDays = (days: number) => new Date(Date.now() + days * DAY).toISOString()
 
@@ -175,14 +168,14 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     const reader = await member(t, read.id)
     const ok = { delegateId: reader.id, reason: "r", expiresAt: inDays(1) }
 
-    expect(paths(await create(owner, { ...ok, reason: "" }))).toEqual(["reason"])
-    expect(paths(await create(owner, { ...ok, reason: "x".repeat(501) }))).toEqual(["reason"])
-    expect(paths(await create(owner, { ...ok, expiresAt: "tomorrow" }))).toEqual(["expiresAt"])
-    expect(paths(await create(owner, { ...ok, expiresAt: inDays(-1) }))).toEqual(["expiresAt"])
-    expect(paths(await create(owner, { ...ok, expiresAt: inDays(366) }))).toEqual(["expiresAt"])
-    expect(paths(await create(owner, { ...ok, delegateId: "" }))).toEqual(["delegateId"])
-    expect(paths(await create(owner, { ...ok, delegateId: "a@b" }))).toEqual(["delegateId"])
-    expect(paths(await create(owner, { extra: 1 }))).toEqual(["delegateId", "expiresAt", "extra", "reason"])
+    expect(errorPaths(await create(owner, { ...ok, reason: "" }))).toEqual(["reason"])
+    expect(errorPaths(await create(owner, { ...ok, reason: "x".repeat(501) }))).toEqual(["reason"])
+    expect(errorPaths(await create(owner, { ...ok, expiresAt: "tomorrow" }))).toEqual(["expiresAt"])
+    expect(errorPaths(await create(owner, { ...ok, expiresAt: inDays(-1) }))).toEqual(["expiresAt"])
+    expect(errorPaths(await create(owner, { ...ok, expiresAt: inDays(366) }))).toEqual(["expiresAt"])
+    expect(errorPaths(await create(owner, { ...ok, delegateId: "" }))).toEqual(["delegateId"])
+    expect(errorPaths(await create(owner, { ...ok, delegateId: "a@b" }))).toEqual(["delegateId"])
+    expect(errorPaths(await create(owner, { extra: 1 }))).toEqual(["delegateId", "expiresAt", "extra", "reason"])
     expectError(await create(owner, { ...ok, delegateId: t.ownerIdentityId }), 422, "cannot_delegate_to_self")
     expectError(await create(owner, { ...ok, delegateId: ownerEmail.toUpperCase() }), 422, "cannot_delegate_to_self")
     expectError(await create(owner, { ...ok, delegateId: "idt_nope" }), 404, "not_found")
@@ -214,11 +207,11 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     expect((await call({ key: other.apiKey }, "GET", "/v1/iam/users/me/delegations/granted")).json.data.items).toEqual([])
 
     for (const list of ["granted", "received"]) {
-      expect(paths(await call(owner, "GET", `/v1/iam/users/me/delegations/${list}?limit=0`))).toEqual(["limit"])
-      expect(paths(await call(owner, "GET", `/v1/iam/users/me/delegations/${list}?limit=201`))).toEqual(["limit"])
+      expect(errorPaths(await call(owner, "GET", `/v1/iam/users/me/delegations/${list}?limit=0`))).toEqual(["limit"])
+      expect(errorPaths(await call(owner, "GET", `/v1/iam/users/me/delegations/${list}?limit=201`))).toEqual(["limit"])
       const bogus = await call(owner, "GET", `/v1/iam/users/me/delegations/${list}?status=bogus`)
       expectError(bogus, 400, "invalid_filter")
-      expect(paths(bogus)).toEqual(["status"])
+      expect(errorPaths(bogus)).toEqual(["status"])
     }
   })
 

@@ -1,20 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends, client, freePort, INTERNAL_TOKEN, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
+import { errorPaths, expectError } from "./support/errors.ts"
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts"
 
 const PUBLIC_BASE_URL = "http://trawl.test:8443"
 /** Shared by every node of a test: mailed tokens are stored as hashes keyed with it. */
 const SECRET_KEY = "0123456789abcdef".repeat(4)
 const PASSWORD = "a long enough passphrase"
-
-const expectError = (res: { status: number; json: any }, status: number, code: string) => {
-  expect(res.status, JSON.stringify(res.json)).toBe(status)
-  expect(res.json.status).toBe("error")
-  expect(res.json.code).toBe(code)
-  expect(typeof res.json.error.requestId).toBe("string")
-}
-
-const paths = (res: { json: any }) => (res.json.error.details as Array<{ path: string }>).map((d) => d.path).sort()
 
 const unique = (label: string) => `${label}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}@example.com`
 
@@ -109,13 +101,13 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     expectError(await register({ invitationToken: token, email: unique("someone-else"), password: PASSWORD }), 403, "registration_disabled")
     const weak = await register({ invitationToken: token, email, password: "short" })
     expectError(weak, 400, "validation_error")
-    expect(paths(weak)).toEqual(["password"])
-    expect(paths(await register({ invitationToken: token, email, password: "x".repeat(1025) }))).toEqual(["password"])
-    expect(paths(await register({ invitationToken: token, email, password: email }))).toEqual(["password"])
+    expect(errorPaths(weak)).toEqual(["password"])
+    expect(errorPaths(await register({ invitationToken: token, email, password: "x".repeat(1025) }))).toEqual(["password"])
+    expect(errorPaths(await register({ invitationToken: token, email, password: email }))).toEqual(["password"])
     // Malformed bodies.
-    expect(paths(await register({ invitationToken: token, password: PASSWORD }))).toEqual(["email"])
-    expect(paths(await register({ invitationToken: token, email: "not-an-address", password: PASSWORD }))).toEqual(["email"])
-    expect(paths(await register({ invitationToken: token, email, password: PASSWORD, firstName: "x".repeat(81), extra: 1 }))).toEqual(["extra", "firstName"])
+    expect(errorPaths(await register({ invitationToken: token, password: PASSWORD }))).toEqual(["email"])
+    expect(errorPaths(await register({ invitationToken: token, email: "not-an-address", password: PASSWORD }))).toEqual(["email"])
+    expect(errorPaths(await register({ invitationToken: token, email, password: PASSWORD, firstName: "x".repeat(81), extra: 1 }))).toEqual(["extra", "firstName"])
 
     // The address is compared in any letter case.
     const registered = await register({ invitationToken: token, email: email.toLowerCase(), password: PASSWORD, firstName: "Norah" })
@@ -170,13 +162,13 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     // names at most 80; roleId at least 1 character. (The test's SMTP server takes up to 253.)
     const longEmail = `${"a".repeat(40)}@${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(63)}.${"e".repeat(16)}.com`
     expect(longEmail.length).toBe(253)
-    expect(paths(await invite(t, { ...ok, email: `aa${longEmail}` }))).toEqual(["email"])
-    expect(paths(await invite(t, { ...ok, email: `aaa${longEmail}` }))).toEqual(["email"])
-    expect(paths(await invite(t, { ...ok, email: "two@example.com,three@example.com" }))).toEqual(["email"])
-    expect(paths(await invite(t, { ...ok, email: "no-at-sign" }))).toEqual(["email"])
-    expect(paths(await invite(t, { ...ok, roleId: "" }))).toEqual(["roleId"])
-    expect(paths(await invite(t, { ...ok, firstName: "x".repeat(81), lastName: "y".repeat(81) }))).toEqual(["firstName", "lastName"])
-    expect(paths(await invite(t, { nope: true }))).toEqual(["email", "nope", "roleId"])
+    expect(errorPaths(await invite(t, { ...ok, email: `aa${longEmail}` }))).toEqual(["email"])
+    expect(errorPaths(await invite(t, { ...ok, email: `aaa${longEmail}` }))).toEqual(["email"])
+    expect(errorPaths(await invite(t, { ...ok, email: "two@example.com,three@example.com" }))).toEqual(["email"])
+    expect(errorPaths(await invite(t, { ...ok, email: "no-at-sign" }))).toEqual(["email"])
+    expect(errorPaths(await invite(t, { ...ok, roleId: "" }))).toEqual(["roleId"])
+    expect(errorPaths(await invite(t, { ...ok, firstName: "x".repeat(81), lastName: "y".repeat(81) }))).toEqual(["firstName", "lastName"])
+    expect(errorPaths(await invite(t, { nope: true }))).toEqual(["email", "nope", "roleId"])
     expect((await invite(t, { ...ok, email: longEmail, firstName: "x".repeat(80), lastName: "é".repeat(80) })).status).toBe(201)
     await smtp.waitForMail(longEmail)
     // The role must be a live role of the tenant.
@@ -190,11 +182,11 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     expect((await invite(t, ok)).status).toBe(201)
     expectError(await invite(t, { ...ok, email: ok.email.toUpperCase() }), 409, "invitation_pending")
     // The list's bounds and filter.
-    expect(paths(await api.get(`${orgPath(t)}?limit=0`, t.apiKey))).toEqual(["limit"])
-    expect(paths(await api.get(`${orgPath(t)}?limit=201`, t.apiKey))).toEqual(["limit"])
+    expect(errorPaths(await api.get(`${orgPath(t)}?limit=0`, t.apiKey))).toEqual(["limit"])
+    expect(errorPaths(await api.get(`${orgPath(t)}?limit=201`, t.apiKey))).toEqual(["limit"])
     const bogus = await api.get(`${orgPath(t)}?status=bogus`, t.apiKey)
     expectError(bogus, 400, "invalid_filter")
-    expect(paths(bogus)).toEqual(["status"])
+    expect(errorPaths(bogus)).toEqual(["status"])
     const page = (await api.get(`${orgPath(t)}?limit=1&offset=1`, t.apiKey)).json.data
     expect(page.pagination).toEqual({ offset: 1, limit: 1, total: 2, hasMore: false })
     // Authentication and permissions.
@@ -219,8 +211,8 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     // accept / decline: the token is 43 base64url characters.
     const owners = await api.post("/v1/iam/invitations/accept", { token: "bad" }, t.apiKey)
     expectError(owners, 400, "validation_error")
-    expect(paths(owners)).toEqual(["token"])
-    expect(paths(await api.post("/v1/iam/invitations/decline", {}, t.apiKey))).toEqual(["token"])
+    expect(errorPaths(owners)).toEqual(["token"])
+    expect(errorPaths(await api.post("/v1/iam/invitations/decline", {}, t.apiKey))).toEqual(["token"])
     expectError(await api.post("/v1/iam/invitations/accept", { token: "x".repeat(43) }, t.apiKey), 400, "invalid_token")
   })
 
@@ -362,7 +354,7 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     const { token } = await invited(a, takenEmail, (await systemRole(a, "read")).id)
     const taken = await register({ invitationToken: token, email: takenEmail, password: PASSWORD })
     expectError(taken, 409, "email_in_use")
-    expect(paths(taken)).toEqual(["email"])
+    expect(errorPaths(taken)).toEqual(["email"])
     expect(await audit(a, "action=registration")).toEqual([])
   })
 

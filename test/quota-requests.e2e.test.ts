@@ -5,16 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends, client, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
+import { errorPaths, expectError } from "./support/errors.ts"
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts"
 
-const expectError = (res: { status: number; json: any }, status: number, code: string) => {
-  expect(res.status, JSON.stringify(res.json)).toBe(status)
-  expect(res.json.status).toBe("error")
-  expect(res.json.code).toBe(code)
-  expect(typeof res.json.error.requestId).toBe("string")
-}
-
-const paths = (res: { json: any }) => (res.json.error.details as Array<{ path: string }>).map((d) => d.path).sort()
 const nonce = () => Math.random().toString(36).slice(2, 10)
 
 describe.each(backends())("quota increase requests over HTTP ($name)", (backend) => {
@@ -119,7 +112,7 @@ describe.each(backends())("quota increase requests over HTTP ($name)", (backend)
     expect(await byStatus("rejected")).toEqual([])
     const badStatus = await mine(t.apiKey, "?status=cancelled")
     expectError(badStatus, 400, "invalid_filter")
-    expect(paths(badStatus)).toEqual(["status"])
+    expect(errorPaths(badStatus)).toEqual(["status"])
 
     // Once withdrawn, the key is free for a new request.
     expect((await request(t.apiKey, { quotaKey: "scraper.jobs.daily", requestedLimit: "30000", reason: "after all" })).status).toBe(201)
@@ -133,27 +126,27 @@ describe.each(backends())("quota increase requests over HTTP ($name)", (backend)
     for (const quotaKey of [7, "", "x".repeat(101), null]) {
       const res = await request(t.apiKey, { ...ok, quotaKey })
       expectError(res, 400, "validation_error")
-      expect(paths(res)).toEqual(["quotaKey"])
+      expect(errorPaths(res)).toEqual(["quotaKey"])
     }
     for (const requestedLimit of ["0", "-5", "abc", "1.5", "0100", " 500", "1e3", "100000001", "9999999999", "", 500, null]) {
       const res = await request(t.apiKey, { ...ok, requestedLimit })
       expectError(res, 400, "validation_error")
-      expect(paths(res), String(requestedLimit)).toEqual(["requestedLimit"])
+      expect(errorPaths(res), String(requestedLimit)).toEqual(["requestedLimit"])
     }
     for (const reason of ["", "x".repeat(1001), "nul\u0000inside", 3]) {
       const res = await request(t.apiKey, { ...ok, reason })
       expectError(res, 400, "validation_error")
-      expect(paths(res)).toEqual(["reason"])
+      expect(errorPaths(res)).toEqual(["reason"])
     }
     const missing = await request(t.apiKey, {})
-    expect(paths(missing)).toEqual(["quotaKey", "reason", "requestedLimit"])
-    expect(paths(await request(t.apiKey, { ...ok, extra: true }))).toEqual(["extra"])
+    expect(errorPaths(missing)).toEqual(["quotaKey", "reason", "requestedLimit"])
+    expect(errorPaths(await request(t.apiKey, { ...ok, extra: true }))).toEqual(["extra"])
 
     // Not above the current limit (100 by default, then 150 set by the platform): 422.
     for (const requestedLimit of ["1", "99", "100"]) {
       const res = await request(t.apiKey, { ...ok, requestedLimit })
       expectError(res, 422, "requested_limit_not_higher")
-      expect(paths(res)).toEqual(["requestedLimit"])
+      expect(errorPaths(res)).toEqual(["requestedLimit"])
       expect(res.json.error.currentLimit).toBe(100)
     }
     expect((await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/extractor.configs.total`, { key: admin, body: { limit: 150 } })).status).toBe(200)
@@ -300,9 +293,9 @@ describe.each(backends())("quota increase requests over HTTP ($name)", (backend)
     for (const note of ["x".repeat(1001), 5]) {
       const res = await decide(id, "approve", { note })
       expectError(res, 400, "validation_error")
-      expect(paths(res)).toEqual(["note"])
+      expect(errorPaths(res)).toEqual(["note"])
     }
-    expect(paths(await decide(id, "reject", { other: 1 }))).toEqual(["other"])
+    expect(errorPaths(await decide(id, "reject", { other: 1 }))).toEqual(["other"])
     // Nothing was decided by the refused calls.
     expect((await mine(t.apiKey)).json.data.items[0].status).toBe("pending")
     expectError(await decide("qreq_nosuchrequest", "approve"), 404, "not_found")
@@ -313,7 +306,7 @@ describe.each(backends())("quota increase requests over HTTP ($name)", (backend)
 
     const bad = await api.get(`/v1/admin/quota-requests?status=done&tenantId=${"t".repeat(201)}`, admin)
     expectError(bad, 400, "invalid_filter")
-    expect(paths(bad)).toEqual(["status", "tenantId"])
+    expect(errorPaths(bad)).toEqual(["status", "tenantId"])
     expectError(await api.get("/v1/admin/quota-requests?limit=201", admin), 400, "validation_error")
     const rejected = await api.get(`/v1/admin/quota-requests?tenantId=${t.tenantId}&status=rejected`, admin)
     expect(rejected.json.data.items.map((i: any) => i.id)).toEqual([id])

@@ -1,14 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends, client, INTERNAL_TOKEN, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
-
-const expectError = (res: { status: number; json: any }, status: number, code: string) => {
-  expect(res.status, JSON.stringify(res.json)).toBe(status)
-  expect(res.json.status).toBe("error")
-  expect(res.json.code).toBe(code)
-  expect(typeof res.json.error.requestId).toBe("string")
-}
-
-const paths = (res: { json: any }) => (res.json.error.details as Array<{ path: string }>).map((d) => d.path).sort()
+import { errorPaths, expectError } from "./support/errors.ts"
 
 describe.each(backends())("roles over HTTP ($name)", (backend) => {
   let server: RunningServer
@@ -95,18 +87,18 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     const t = await api.createTenant()
     const ok = ["scraper:jobs:read"]
     // name: 2 to 60 characters
-    expect(paths(await createRole(t.apiKey, { name: "a", permissions: ok }))).toEqual(["name"])
-    expect(paths(await createRole(t.apiKey, { name: "a".repeat(61), permissions: ok }))).toEqual(["name"])
+    expect(errorPaths(await createRole(t.apiKey, { name: "a", permissions: ok }))).toEqual(["name"])
+    expect(errorPaths(await createRole(t.apiKey, { name: "a".repeat(61), permissions: ok }))).toEqual(["name"])
     expect((await createRole(t.apiKey, { name: "ab", permissions: ok })).status).toBe(201)
     expect((await createRole(t.apiKey, { name: "é".repeat(60), permissions: ok })).status).toBe(201)
     // description: string or null, at most 500
-    expect(paths(await createRole(t.apiKey, { name: "d1", description: "x".repeat(501), permissions: ok }))).toEqual(["description"])
-    expect(paths(await createRole(t.apiKey, { name: "d2", description: 5, permissions: ok }))).toEqual(["description"])
+    expect(errorPaths(await createRole(t.apiKey, { name: "d1", description: "x".repeat(501), permissions: ok }))).toEqual(["description"])
+    expect(errorPaths(await createRole(t.apiKey, { name: "d2", description: 5, permissions: ok }))).toEqual(["description"])
     expect((await createRole(t.apiKey, { name: "d3", description: "x".repeat(500), permissions: ok })).status).toBe(201)
     expect((await createRole(t.apiKey, { name: "d4", description: null, permissions: ok })).json.data.description).toBe(null)
     // permissions: 1 to 200 entries, each one of the catalogue, named by its index
-    expect(paths(await createRole(t.apiKey, { name: "p1", permissions: [] }))).toEqual(["permissions"])
-    expect(paths(await createRole(t.apiKey, { name: "p2", permissions: Array(201).fill("scraper:jobs:read") }))).toEqual(["permissions"])
+    expect(errorPaths(await createRole(t.apiKey, { name: "p1", permissions: [] }))).toEqual(["permissions"])
+    expect(errorPaths(await createRole(t.apiKey, { name: "p2", permissions: Array(201).fill("scraper:jobs:read") }))).toEqual(["permissions"])
     const many = await createRole(t.apiKey, { name: "p3", permissions: Array(200).fill("scraper:jobs:read") })
     expect(many.status).toBe(201)
     expect(many.json.data.permissions).toEqual(["scraper:jobs:read"])
@@ -115,20 +107,20 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
       permissions: ["scraper:jobs:read", "scraper:nothing:read", "iam:roles:write", "scraper:jobs:delete", "jobs:read", 7, "cross_tenant:jobs:read"]
     })
     expectError(bad, 400, "validation_error")
-    expect(paths(bad)).toEqual(["permissions.1", "permissions.3", "permissions.4", "permissions.5", "permissions.6"])
+    expect(errorPaths(bad)).toEqual(["permissions.1", "permissions.3", "permissions.4", "permissions.5", "permissions.6"])
     // required fields, unknown fields, every fault at once
     const empty = await createRole(t.apiKey, { nam: "x" })
     expectError(empty, 400, "validation_error")
-    expect(paths(empty)).toEqual(["nam", "name", "permissions"])
+    expect(errorPaths(empty)).toEqual(["nam", "name", "permissions"])
 
     // An update takes the same bounds.
     const role = (await createRole(t.apiKey, { name: "bounded", permissions: ok })).json.data
-    expect(paths(await patchRole(t.apiKey, role.id, { name: "b" }))).toEqual(["name"])
-    expect(paths(await patchRole(t.apiKey, role.id, { description: "x".repeat(501) }))).toEqual(["description"])
-    expect(paths(await patchRole(t.apiKey, role.id, { permissions: [] }))).toEqual(["permissions"])
-    expect(paths(await patchRole(t.apiKey, role.id, { permissions: Array(201).fill("scraper:jobs:read") }))).toEqual(["permissions"])
-    expect(paths(await patchRole(t.apiKey, role.id, { permissions: ["scraper:jobs:read", "*:*:nope"] }))).toEqual(["permissions.1"])
-    expect(paths(await patchRole(t.apiKey, role.id, { isSystem: true }))).toEqual(["isSystem"])
+    expect(errorPaths(await patchRole(t.apiKey, role.id, { name: "b" }))).toEqual(["name"])
+    expect(errorPaths(await patchRole(t.apiKey, role.id, { description: "x".repeat(501) }))).toEqual(["description"])
+    expect(errorPaths(await patchRole(t.apiKey, role.id, { permissions: [] }))).toEqual(["permissions"])
+    expect(errorPaths(await patchRole(t.apiKey, role.id, { permissions: Array(201).fill("scraper:jobs:read") }))).toEqual(["permissions"])
+    expect(errorPaths(await patchRole(t.apiKey, role.id, { permissions: ["scraper:jobs:read", "*:*:nope"] }))).toEqual(["permissions.1"])
+    expect(errorPaths(await patchRole(t.apiKey, role.id, { isSystem: true }))).toEqual(["isSystem"])
     expect((await api.get(`/v1/iam/roles/${role.id}`, t.apiKey)).json.data).toEqual(role)
 
     // Without a key, nothing.
@@ -137,9 +129,9 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     expectError(await api.call("DELETE", `/v1/iam/roles/${role.id}`), 401, "unauthorized")
     expectError(await api.get(`/v1/iam/roles/${role.id}`), 401, "unauthorized")
     // The list's page bounds are those of every list.
-    expect(paths(await api.get("/v1/iam/roles?limit=0", t.apiKey))).toEqual(["limit"])
-    expect(paths(await api.get("/v1/iam/roles?limit=201", t.apiKey))).toEqual(["limit"])
-    expect(paths(await api.get("/v1/iam/roles?offset=-1", t.apiKey))).toEqual(["offset"])
+    expect(errorPaths(await api.get("/v1/iam/roles?limit=0", t.apiKey))).toEqual(["limit"])
+    expect(errorPaths(await api.get("/v1/iam/roles?limit=201", t.apiKey))).toEqual(["limit"])
+    expect(errorPaths(await api.get("/v1/iam/roles?offset=-1", t.apiKey))).toEqual(["offset"])
     expect((await api.get("/v1/iam/roles?limit=200", t.apiKey)).json.data.pagination.limit).toBe(200)
   })
 
@@ -226,10 +218,10 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
 
     const all = await createRole(key.raw, { name: "everything", permissions: ["scraper:jobs:read", "*:*:*"] })
     expectError(all, 403, "forbidden")
-    expect(paths(all)).toEqual(["permissions.1"])
+    expect(errorPaths(all)).toEqual(["permissions.1"])
     const wider = await createRole(key.raw, { name: "writers", permissions: ["scraper:jobs:write", "scraper:*:read", "iam:roles:write"] })
     expectError(wider, 403, "forbidden")
-    expect(paths(wider)).toEqual(["permissions.0", "permissions.1"])
+    expect(errorPaths(wider)).toEqual(["permissions.0", "permissions.1"])
     expect((await api.get("/v1/iam/roles", t.apiKey)).json.data.pagination.total).toBe(5)
 
     const own = await createRole(key.raw, { name: "readers", permissions: ["scraper:jobs:read"] })
