@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto"
 import { rmSync } from "node:fs"
-import { request as httpRequest } from "node:http"
 import { join } from "node:path"
 import { generateSync } from "otplib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -25,43 +24,7 @@ const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms))
 const addressedClient = (baseUrl: string) => {
   const byte = () => 1 + Math.floor(Math.random() * 254)
   const address = `127.${byte()}.${byte()}.${byte()}`
-  const base = client(baseUrl)
-  const call: Api["call"] = (method, path, init = {}) =>
-    new Promise((resolve, reject) => {
-      const headers: Record<string, string> = { ...init.headers }
-      if (init.key !== undefined) headers["x-api-key"] = init.key
-      if (init.token !== undefined) headers["x-internal-token"] = init.token
-      let body: string | undefined
-      if (init.raw !== undefined) {
-        body = init.raw
-        headers["content-type"] ??= "application/json"
-      } else if (init.body !== undefined) {
-        body = JSON.stringify(init.body)
-        headers["content-type"] = "application/json"
-      }
-      const req = httpRequest(baseUrl + path, { method, headers, localAddress: address }, (res) => {
-        const chunks: Array<Buffer> = []
-        res.on("data", (chunk: Buffer) => chunks.push(chunk))
-        res.on("error", reject)
-        res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8")
-          let json: any
-          try {
-            json = JSON.parse(text)
-          } catch {
-            json = undefined
-          }
-          const responseHeaders = new Headers()
-          for (const [name, value] of Object.entries(res.headers)) {
-            for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) responseHeaders.append(name, v)
-          }
-          resolve({ status: res.statusCode!, headers: responseHeaders, json, text })
-        })
-      })
-      req.on("error", reject)
-      req.end(body)
-    })
-  return { ...base, address, call, get: (path: string, key?: string) => call("GET", path, { key }), post: (path: string, body: unknown, key?: string) => call("POST", path, { key, body }) }
+  return { ...client(baseUrl, { localAddress: address }), address }
 }
 
 const expectError = (res: Res, status: number, code: string) => {
