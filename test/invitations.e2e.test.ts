@@ -147,7 +147,7 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
 
     // Audited: the invitation, the registration and the acceptance it made.
     const created = await audit(t, `action=invitation.create&identityId=${t.ownerIdentityId}`)
-    expect(created).toEqual([expect.objectContaining({ actorId: t.ownerIdentityId, targetId: invitation.id, data: expect.objectContaining({ email, roleId: write.id }) })])
+    expect(created).toEqual([expect.objectContaining({ actorId: t.ownerIdentityId, onBehalfOf: null, ip: "127.0.0.1", targetId: invitation.id, data: expect.objectContaining({ email, roleId: write.id }) })])
     const registration = await audit(t, `action=registration&identityId=${me.json.data.identityId}`)
     expect(registration).toEqual([expect.objectContaining({ actorId: me.json.data.identityId, targetId: me.json.data.identityId, data: expect.objectContaining({ via: "invitation", subjectId: invitation.id }) })])
     expect(await audit(t, "action=invitation.accept")).toEqual([expect.objectContaining({ actorId: me.json.data.identityId, targetId: invitation.id })])
@@ -249,7 +249,7 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
 
     const revocations = await audit(t, "action=invitation.revoke")
     expect(revocations.map((e) => e.targetId)).toEqual([toHolder.invitation.id, invitation.id])
-    expect(revocations[1]).toMatchObject({ actorId: t.ownerIdentityId, data: { email } })
+    expect(revocations[1]).toMatchObject({ actorId: t.ownerIdentityId, onBehalfOf: null, ip: "127.0.0.1", data: { email } })
   })
 
   it("accepts and declines as an existing identity: only its own address, and to join only its own tenant", async () => {

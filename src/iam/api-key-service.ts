@@ -90,15 +90,7 @@ export const ApiKeyServiceLive = Layer.effect(
     const personOfTenant = (tenantId: string, identityId: string) =>
       Effect.flatMap(identities.byId(identityId), (row) => (row && row.tenant_id === tenantId ? Effect.succeed(row) : notFound("identity")))
     const note = (me: Principal, client: ClientContext, action: string, keyId: string, data: Record<string, unknown>) =>
-      audit.write({
-        tenantId: me.tenantId,
-        actorId: me.actorId,
-        onBehalfOf: me.actorId === me.identityId ? null : me.identityId,
-        ip: client.ip,
-        action,
-        targetId: keyId,
-        data
-      })
+      audit.record(me, action, keyId, data, client)
 
     return ApiKeyService.of({
       create: (me, identityId, input, client) =>

@@ -52,15 +52,8 @@ export const IdentityServiceLive = Layer.effect(
       updateProfile: (me, patch, client) =>
         Effect.gen(function*() {
           yield* repo.updateProfile(me.identityId, patch)
-          yield* audit.write({
-            tenantId: me.tenantId,
-            actorId: me.actorId,
-            onBehalfOf: me.actorId === me.identityId ? null : me.identityId,
-            ip: client.ip,
-            action: "profile.update",
-            targetId: me.identityId,
-            data: { fields: Object.keys(patch).filter((k) => patch[k as keyof typeof patch] !== undefined) }
-          })
+          const fields = Object.keys(patch).filter((k) => patch[k as keyof typeof patch] !== undefined)
+          yield* audit.record(me, "profile.update", me.identityId, { fields }, client)
           return yield* profile(me)
         })
     })

@@ -156,15 +156,7 @@ export const InvitationServiceLive = Layer.effect(
             yield* repo.discard(row.id)
             return yield* mailFailed
           }
-          yield* audit.write({
-            tenantId: me.tenantId,
-            actorId: me.actorId,
-            onBehalfOf: me.actorId === me.identityId ? null : me.identityId,
-            ip: client.ip,
-            action: "invitation.create",
-            targetId: row.id,
-            data: { email: row.email, roleId: row.role_id, organizationId: org.id }
-          })
+          yield* audit.record(me, "invitation.create", row.id, { email: row.email, roleId: row.role_id, organizationId: org.id }, client)
           return toInvitation(row)
         }),
       list: (me, orgIdentityId, status, offset, limit) =>
@@ -184,15 +176,7 @@ export const InvitationServiceLive = Layer.effect(
           }
           if (changed) {
             yield* tokens.retireForSubject(row.id)
-            yield* audit.write({
-              tenantId: me.tenantId,
-              actorId: me.actorId,
-              onBehalfOf: me.actorId === me.identityId ? null : me.identityId,
-              ip: client.ip,
-              action: "invitation.revoke",
-              targetId: row.id,
-              data: { email: row.email }
-            })
+            yield* audit.record(me, "invitation.revoke", row.id, { email: row.email }, client)
           }
           return { revoked: true as const, revokedAt: iso(row.responded_at) ?? new Date().toISOString(), id: row.id }
         }),

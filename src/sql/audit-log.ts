@@ -22,8 +22,14 @@ export interface AuditEntry {
 export interface AuditLogShape {
   /** Appends an entry; never fails the caller (a lost entry is logged). */
   readonly write: (entry: AuditEntry) => Effect.Effect<void>
-  /** Records what `actor` did to `targetId` (the actor's tenant). */
-  readonly record: (actor: Principal, action: string, targetId: string, data: Record<string, unknown>) => Effect.Effect<void>
+  /** Records what `actor` did to `targetId` (the actor's tenant), from `client`'s address when given. */
+  readonly record: (
+    actor: Principal,
+    action: string,
+    targetId: string,
+    data: Record<string, unknown>,
+    client?: { readonly ip: string | null }
+  ) => Effect.Effect<void>
   /** A page of one tenant's entries, newest (last written) first. */
   readonly list: (
     tenantId: string,
@@ -57,6 +63,23 @@ const toView = (r: AuditRow): AuditEntryView => ({
   createdAt: iso(r.created_at)!
 })
 
+/** What `actor` did: an entry in the actor's tenant, on behalf of its delegator when it acts for one. */
+const actorEntry = (
+  actor: Principal,
+  action: string,
+  targetId: string,
+  data: Record<string, unknown>,
+  client?: { readonly ip: string | null }
+): AuditEntry => ({
+  tenantId: actor.tenantId,
+  actorId: actor.actorId,
+  onBehalfOf: actor.actorId === actor.identityId ? null : actor.identityId,
+  ...(client ? { ip: client.ip } : {}),
+  action,
+  targetId,
+  data
+})
+
 export class AuditLog extends Context.Service<AuditLog, AuditLogShape>()("trawl/AuditLog") {}
 
 export const AuditLogLive = Layer.effect(
@@ -72,14 +95,7 @@ export const AuditLogLive = Layer.effect(
       )
     return AuditLog.of({
       write,
-      record: (actor, action, targetId, data) => write({
-        tenantId: actor.tenantId,
-        actorId: actor.actorId,
-        onBehalfOf: actor.actorId === actor.identityId ? null : actor.identityId,
-        action,
-        targetId,
-        data
-      }),
+      record: (actor, action, targetId, data, client) => write(actorEntry(actor, action, targetId, data, client)),
       list: (tenantId, filter, offset, limit) => {
         const where = sql.and([
           sql`tenant_id = ${tenantId}`,
@@ -113,8 +129,7 @@ export const AuditLogTest: Layer.Layer<AuditLog | AuditEntries> = Layer.unwrap(E
   return Layer.mergeAll(
     Layer.succeed(AuditLog, AuditLog.of({
       write,
-      record: (actor, action, targetId, data) =>
-        write({ tenantId: actor.tenantId, actorId: actor.actorId, onBehalfOf: actor.actorId === actor.identityId ? null : actor.identityId, action, targetId, data }),
+      record: (actor, action, targetId, data, client) => write(actorEntry(actor, action, targetId, data, client)),
       list: () => Effect.die("listing is tested against the databases")
     })),
     Layer.succeed(AuditEntries, AuditEntries.of({ all: Effect.sync(() => entries.slice()) }))
