@@ -69,8 +69,17 @@ const invalidToken = () =>
     details: [{ path: "token", code: "invalid", message: "unknown or already used" }]
   })
 
-const mailText = (intro: string, lifetime: string, link: string, token: string, route: string, outro: string) =>
-  `${intro}\n\nOpen this link within ${lifetime}:\n${link}\n\nOr send this token to ${route}:\n${token}\n\nThe link works once. ${outro}\n`
+/** A mail carrying a one-time link, and the same token bare for an API client to send to `route`. */
+interface LinkMail {
+  readonly subject: string
+  readonly intro: string
+  readonly lifetime: string
+  readonly route: string
+  readonly outro: string
+}
+
+const mailText = (m: LinkMail, link: string, token: string) =>
+  `${m.intro}\n\nOpen this link within ${m.lifetime}:\n${link}\n\nOr send this token to ${m.route}:\n${token}\n\nThe link works once. ${m.outro}\n`
 
 export const AccountRecoveryLive = Layer.effect(
   AccountRecovery,
@@ -117,13 +126,13 @@ export const AccountRecoveryLive = Layer.effect(
       purpose: "password_reset" | "magic_link" | "email_verify",
       identity: { id: string; tenant_id: string },
       recipient: string,
-      compose: (link: string, token: string) => { subject: string; text: string }
+      mail: LinkMail
     ) =>
       Effect.gen(function*() {
         yield* tokens.retireForIdentity(identity.id, purpose)
         const issued = yield* tokens.issue({ purpose, tenantId: identity.tenant_id, identityId: identity.id, email: recipient })
-        const mail = compose(tokens.link(LINK_PATHS[purpose], issued.token), issued.token)
-        const sent = yield* mailer.send({ to: recipient, ...mail }).pipe(
+        const text = mailText(mail, tokens.link(LINK_PATHS[purpose], issued.token), issued.token)
+        const sent = yield* mailer.send({ to: recipient, subject: mail.subject, text }).pipe(
           Effect.as(true),
           Effect.catchTag("MailUnavailable", () => Effect.succeed(false))
         )
@@ -136,7 +145,7 @@ export const AccountRecoveryLive = Layer.effect(
       email: string,
       client: ClientContext,
       action: string,
-      compose: (link: string, token: string) => { subject: string; text: string }
+      mail: LinkMail
     ) =>
       Effect.gen(function*() {
         // Counted before anything is read, so it costs the same for every address.
@@ -152,7 +161,7 @@ export const AccountRecoveryLive = Layer.effect(
               yield* Effect.logInfo(`${action}: not mailed, the recipient had ${MAILS_PER_RECIPIENT} such mails in the last 15 minutes`)
               return
             }
-            const { sent } = yield* mailLink(purpose, identity, identity.email, compose)
+            const { sent } = yield* mailLink(purpose, identity, identity.email, mail)
             yield* audit.write({ tenantId: identity.tenant_id, actorId: null, ip: client.ip, action, targetId: identity.id, data: { mailed: sent } })
           })
         )
@@ -182,17 +191,13 @@ export const AccountRecoveryLive = Layer.effect(
 
     return AccountRecovery.of({
       requestPasswordReset: (email, client) =>
-        mailIfKnown("password_reset", email, client, "password.reset_requested", (link, token) => ({
+        mailIfKnown("password_reset", email, client, "password.reset_requested", {
           subject: "Reset your Trawl password",
-          text: mailText(
-            "Someone asked to reset the password of the Trawl account of this address.",
-            "1 hour to choose a new password",
-            link,
-            token,
-            "POST /v1/iam/auth/password/reset",
-            "If you did not ask for it, ignore this mail: your password stays as it is."
-          )
-        })),
+          intro: "Someone asked to reset the password of the Trawl account of this address.",
+          lifetime: "1 hour to choose a new password",
+          route: "POST /v1/iam/auth/password/reset",
+          outro: "If you did not ask for it, ignore this mail: your password stays as it is."
+        }),
       resetPassword: (token, password, client) =>
         Effect.gen(function*() {
           const row = yield* usable("password_reset", token)
@@ -207,17 +212,13 @@ export const AccountRecoveryLive = Layer.effect(
           yield* tokens.retireForIdentity(identity.id, "magic_link")
         }),
       requestMagicLink: (email, client) =>
-        mailIfKnown("magic_link", email, client, "magic_link.requested", (link, token) => ({
+        mailIfKnown("magic_link", email, client, "magic_link.requested", {
           subject: "Your Trawl sign-in link",
-          text: mailText(
-            "Someone asked to sign in to the Trawl account of this address.",
-            "15 minutes to sign in",
-            link,
-            token,
-            "POST /v1/iam/auth/magic-link/verify",
-            "If you did not ask for it, ignore this mail: nobody can sign in without it."
-          )
-        })),
+          intro: "Someone asked to sign in to the Trawl account of this address.",
+          lifetime: "15 minutes to sign in",
+          route: "POST /v1/iam/auth/magic-link/verify",
+          outro: "If you did not ask for it, ignore this mail: nobody can sign in without it."
+        }),
       verifyMagicLink: (input, client) =>
         Effect.gen(function*() {
           const row = yield* usable("magic_link", input.token)
@@ -274,17 +275,13 @@ export const AccountRecoveryLive = Layer.effect(
               retryAfter: MAIL_WINDOW_MS / 1000
             })
           }
-          const { sent, expiresAt } = yield* mailLink("email_verify", identity, primary.email, (link, token) => ({
+          const { sent, expiresAt } = yield* mailLink("email_verify", identity, primary.email, {
             subject: "Verify your e-mail address for Trawl",
-            text: mailText(
-              "Confirm that this address belongs to your Trawl account.",
-              "24 hours to verify it",
-              link,
-              token,
-              "POST /v1/iam/auth/email/verify",
-              "If you do not have a Trawl account, ignore this mail."
-            )
-          }))
+            intro: "Confirm that this address belongs to your Trawl account.",
+            lifetime: "24 hours to verify it",
+            route: "POST /v1/iam/auth/email/verify",
+            outro: "If you do not have a Trawl account, ignore this mail."
+          })
           if (!sent) return yield* fail(503, "dependency_unavailable", "the verification mail could not be sent; try again later", { retryAfter: 30 })
           yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "email.verification_requested", targetId: identity.id, data: {} })
           return { email: primary.email, expiresAt: expiresAt.toISOString() }
