@@ -159,9 +159,7 @@ export const AuthServiceLive = Layer.effect(
             }
           }
           yield* attempts.succeeded(account)
-          const session = yield* sessions.open(identity, client, identity.requires_password_setup || identity.password_hash === null)
-          yield* audit.write({ tenantId: identity.tenant_id, actorId: identity.id, ip: client.ip, action: "login.success", targetId: session.id })
-          return session
+          return yield* sessions.open(identity, client, identity.requires_password_setup || identity.password_hash === null, { action: "login.success" })
         }),
       changePassword: (me, currentPassword, newPassword, client) =>
         Effect.gen(function*() {

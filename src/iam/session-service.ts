@@ -5,7 +5,7 @@ import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
 import { type ApiError, fail, notFound } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
-import { type SessionRow, SessionRepo } from "../sql/session-repo.ts"
+import { type SessionAudit, type SessionRow, SessionRepo } from "../sql/session-repo.ts"
 import type { Principal } from "./principal.ts"
 import { generateToken } from "./secrets.ts"
 import { SessionAuthenticator, TOUCH_EVERY_SECONDS } from "./session-auth.ts"
@@ -37,10 +37,12 @@ export interface SessionView {
 }
 
 export interface SessionServiceShape {
+  /** Opens a session; with `audit`, its audit entry is written in the same commit. */
   readonly open: (
     identity: { id: string; tenant_id: string },
     client: ClientContext,
-    requiresPasswordSetup: boolean
+    requiresPasswordSetup: boolean,
+    audit?: SessionAudit
   ) => Effect.Effect<OpenedSession>
   /** The CSRF token of a session, by its public id: a keyed hash, so nothing is stored for it. */
   readonly csrfToken: (sessionPublicId: string) => string
@@ -77,7 +79,7 @@ export const SessionServiceLive = Layer.effect(
 
     return SessionService.of({
       csrfToken,
-      open: (identity, client, requiresPasswordSetup) =>
+      open: (identity, client, requiresPasswordSetup, audit) =>
         Effect.gen(function*() {
           const token = generateToken()
           const row = yield* repo.insert({
@@ -88,7 +90,7 @@ export const SessionServiceLive = Layer.effect(
             ip: client.ip,
             userAgent: client.userAgent,
             expiresAt: new Date(Date.now() + config.sessionLifetimeSeconds * 1000)
-          })
+          }, audit)
           return opened(row, token, requiresPasswordSetup)
         }),
       refresh: (me, token, client, requiresPasswordSetup) =>

@@ -1,5 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { newId } from "../ids.ts"
 
 export interface SessionRow {
   readonly id: string
@@ -34,8 +35,18 @@ export interface NewSession {
   readonly expiresAt: Date
 }
 
+/** The audit entry written with a new session. */
+export interface SessionAudit {
+  readonly action: string
+  readonly data?: Record<string, unknown>
+}
+
 export interface SessionRepoShape {
-  readonly insert: (session: NewSession) => Effect.Effect<SessionRow>
+  /**
+   * Writes a new session, and with `audit` its audit entry (actor: the session's identity, target:
+   * the session) in the same statement: opening a session is one commit (docs/identity.md, "Sessions").
+   */
+  readonly insert: (session: NewSession, audit?: SessionAudit) => Effect.Effect<SessionRow>
   /** A live (not revoked) session of an active identity and tenant, by its token's hash; times are checked by the caller. */
   readonly authByHash: (tokenHash: string) => Effect.Effect<SessionAuthRow | undefined>
   /**
@@ -77,7 +88,19 @@ export const SessionRepoLive = Layer.effect(
         VALUES (${s.id}, ${s.tokenHash}, ${s.tenantId}, ${s.identityId}, ${s.ip}, ${s.userAgent}, ${s.expiresAt})
         RETURNING ${cols}`.pipe(Effect.map((rows) => rows[0]!))
     return SessionRepo.of({
-      insert: (s) => insertIn(s).pipe(Effect.orDie),
+      insert: (s, audit) =>
+        (audit === undefined
+          ? insertIn(s)
+          : sql<SessionRow>`
+            WITH opened AS (
+              INSERT INTO sessions (id, token_hash, tenant_id, identity_id, ip, user_agent, expires_at)
+              VALUES (${s.id}, ${s.tokenHash}, ${s.tenantId}, ${s.identityId}, ${s.ip}, ${s.userAgent}, ${s.expiresAt})
+              RETURNING ${cols}
+            ), entry AS (
+              INSERT INTO audit_log (id, tenant_id, actor_id, ip, action, target_id, data)
+              SELECT ${newId("aud")}, tenant_id, identity_id, ip, ${audit.action}, id, ${JSON.stringify(audit.data ?? {})}::jsonb FROM opened
+            )
+            SELECT * FROM opened`.pipe(Effect.map((rows) => rows[0]!))).pipe(Effect.orDie),
       authByHash: (tokenHash) =>
         sql<SessionAuthRow>`
           SELECT s.id, s.tenant_id, s.identity_id, i.default_role_id AS role_id, r.permissions, t.is_internal,
@@ -175,6 +198,7 @@ export const makeSessionRepoTest = (roles: { roleId: string; permissions: Readon
     }
     const byHash = (hash: string) => [...rows.values()].find((r) => r.token_hash === hash)
     return SessionRepo.of({
+      // The audit entry written with a session is a join of the live tables, tested against the databases.
       insert: (s) => Effect.sync(() => insert(s)),
       authByHash: (hash) =>
         Effect.sync(() => {
