@@ -10,14 +10,14 @@ import { IdentityService } from "../iam/identity-service.ts"
 import { fail } from "../schema/errors.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
-import { SESSION_COOKIE } from "./security.ts"
+import { presentedSession } from "./security.ts"
 import { sessionCookieSetter } from "./session-cookie.ts"
 
-/** The session token the caller authenticated with (bearer first, then the cookie). */
-const presentedSessionToken = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
-  const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(request.headers.authorization ?? "")?.[1]
-  return bearer ?? request.cookies[SESSION_COOKIE] ?? ""
-})
+/** The session token the caller authenticated with. */
+const presentedSessionToken = Effect.map(
+  HttpServerRequest.HttpServerRequest,
+  (request) => presentedSession(request.headers, request.cookies)?.token ?? ""
+)
 
 export const AuthHandlers = HttpApiBuilder.group(
   Api,

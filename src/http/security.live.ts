@@ -14,7 +14,7 @@ import { DelegationRepo } from "../sql/delegation-repo.ts"
 import { clientContext } from "./client-context.ts"
 import { KeyMeter, noteEndpointReached, refuseMalformedRequest } from "./envelope-middleware.ts"
 import { RateLimiter, type RateLimiterShape } from "./rate-limit.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, InternalAuth, Requires, SESSION_COOKIE } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, InternalAuth, presentedSession, Requires } from "./security.ts"
 
 const unauthorized = (message: string) => new ApiError({ status: 401, code: "unauthorized", message })
 
@@ -54,12 +54,6 @@ const notOnBehalf = (group: string, endpoint: string) =>
 
 /** Methods that change nothing, which a cookie-borne session may call without the CSRF header. */
 const safeMethods = new Set(["GET", "HEAD", "OPTIONS"])
-
-/** The token of an `Authorization: Bearer <token>` header, if that is what it holds. */
-const bearerToken = (header: string | undefined) => {
-  const match = header === undefined ? null : /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header)
-  return match?.[1]
-}
 
 /**
  * Authentication of the public and super-admin planes: an `x-api-key`, or an identity session as
@@ -111,19 +105,14 @@ export const ApiKeyAuthLive = Layer.effect(
 
     const sessionPrincipal = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const bearer = bearerToken(request.headers.authorization)
-      if (bearer !== undefined) {
-        const principal = yield* sessionAuth.authenticate(bearer)
-        return principal ?? (yield* unauthorized("the session is invalid, revoked or expired"))
-      }
-      const cookie = request.cookies[SESSION_COOKIE]
-      if (cookie === undefined || cookie === "") {
+      const presented = presentedSession(request.headers, request.cookies)
+      if (presented === undefined) {
         return yield* unauthorized("send an x-api-key header, or a session as Authorization: Bearer <sessionId> or the trawl_session cookie")
       }
-      const principal = yield* sessionAuth.authenticate(cookie)
+      const principal = yield* sessionAuth.authenticate(presented.token)
       if (!principal) return yield* unauthorized("the session is invalid, revoked or expired")
       // A cookie is sent by the browser whoever made the page: a change needs the header only our client can read.
-      if (!safeMethods.has(request.method)) {
+      if (presented.via === "cookie" && !safeMethods.has(request.method)) {
         const given = request.headers["x-csrf-token"] ?? ""
         if (!constantTimeEqual(given, sessions.csrfToken(principal.credentialId))) {
           return yield* new ApiError({ status: 403, code: "csrf_failed", message: "a session cookie on an unsafe method needs a valid x-csrf-token header (GET /v1/iam/auth/csrf)" })

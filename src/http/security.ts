@@ -16,6 +16,17 @@ export const Requires = Context.Reference<string | undefined>("trawl/Requires", 
 export const SESSION_COOKIE = "trawl_session"
 
 /**
+ * The session token a request presents and how: `Authorization: Bearer <token>` first, then the
+ * `trawl_session` cookie (which needs the CSRF header on unsafe methods); undefined when neither.
+ */
+export const presentedSession = (headers: Readonly<Record<string, string | undefined>>, cookies: Readonly<Record<string, string>>) => {
+  const bearer = headers.authorization === undefined ? undefined : /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(headers.authorization)?.[1]
+  if (bearer !== undefined) return { token: bearer, via: "bearer" as const }
+  const cookie = cookies[SESSION_COOKIE]
+  return cookie === undefined || cookie === "" ? undefined : { token: cookie, via: "cookie" as const }
+}
+
+/**
  * Authentication (an `x-api-key`, or an identity session as a bearer token or cookie), rate limit
  * and permission check for the public and super-admin planes.
  */

@@ -1,4 +1,3 @@
-import { createHmac } from "node:crypto"
 import { Context, Effect, Layer } from "effect"
 import { Config } from "../config.ts"
 import { newId } from "../ids.ts"
@@ -7,7 +6,7 @@ import { type ApiError, fail, notFound } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { type SessionAudit, type SessionRow, SessionRepo } from "../sql/session-repo.ts"
 import type { Principal } from "./principal.ts"
-import { generateToken } from "./secrets.ts"
+import { generateToken, hashToken } from "./secrets.ts"
 import { SessionAuthenticator, TOUCH_EVERY_SECONDS } from "./session-auth.ts"
 
 /** Where a request came from, for the session list and the audit log. */
@@ -66,7 +65,7 @@ export const SessionServiceLive = Layer.effect(
     const repo = yield* SessionRepo
     const auth = yield* SessionAuthenticator
     const audit = yield* AuditLog
-    const csrfToken = (id: string) => createHmac("sha256", config.secretKey).update(`csrf:${id}`).digest("base64url")
+    const csrfToken = (id: string) => hashToken(config.secretKey, "csrf", id)
     const opened = (row: SessionRow, token: string, requiresPasswordSetup: boolean): OpenedSession => ({
       sessionId: token,
       id: row.id,
@@ -74,6 +73,12 @@ export const SessionServiceLive = Layer.effect(
       csrfToken: csrfToken(row.id),
       requiresPasswordSetup
     })
+    const revokeAll = (identityId: string, exceptId: string | null) =>
+      Effect.gen(function*() {
+        const hashes = yield* repo.revokeAll(identityId, exceptId)
+        if (hashes.length > 0) yield* auth.invalidate({ tokenHashes: hashes })
+        return hashes.length
+      })
     const sessionOnly = (me: Principal) =>
       me.kind === "session" ? Effect.void : fail(400, "session_required", "this operation acts on an identity session; it was called with an API key")
 
@@ -140,17 +145,11 @@ export const SessionServiceLive = Layer.effect(
         }),
       revokeOthers: (me, client) =>
         Effect.gen(function*() {
-          const hashes = yield* repo.revokeAll(me.identityId, me.kind === "session" ? me.credentialId : null)
-          if (hashes.length > 0) yield* auth.invalidate({ tokenHashes: hashes })
-          yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "session.revoke_others", targetId: me.identityId, data: { revoked: hashes.length } })
-          return hashes.length
+          const revoked = yield* revokeAll(me.identityId, me.kind === "session" ? me.credentialId : null)
+          yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "session.revoke_others", targetId: me.identityId, data: { revoked } })
+          return revoked
         }),
-      revokeAll: (identityId, exceptId) =>
-        Effect.gen(function*() {
-          const hashes = yield* repo.revokeAll(identityId, exceptId)
-          if (hashes.length > 0) yield* auth.invalidate({ tokenHashes: hashes })
-          return hashes.length
-        })
+      revokeAll
     })
   })
 )
