@@ -245,16 +245,7 @@ export const AccountRecoveryLive = Layer.effect(
           yield* tokens.redeem("magic_link", input.token)
           yield* attempts.succeeded(account)
           yield* emails.markVerified(identity.id, identity.email)
-          const session = yield* sessions.open(identity, client, requiresPasswordSetup(identity))
-          yield* audit.write({
-            tenantId: identity.tenant_id,
-            actorId: identity.id,
-            ip: client.ip,
-            action: "login.success",
-            targetId: session.id,
-            data: { method: "magic_link" }
-          })
-          return session
+          return yield* sessions.open(identity, client, requiresPasswordSetup(identity), { action: "login.success", data: { method: "magic_link" } })
         }),
       verifyEmail: (token, client) =>
         Effect.gen(function*() {
