@@ -3,14 +3,8 @@ import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { Config } from "../config.ts"
 import { makeClusterTables } from "../sql/cluster-tables.ts"
+import { ProbeResult } from "../schema/tenant.ts"
 
-export const ProbeResult = Schema.Struct({
-  probeId: Schema.String,
-  entityId: Schema.String,
-  runner: Schema.String,
-  startedAt: Schema.String,
-  finishedAt: Schema.String
-})
 
 /**
  * An operator's probe of the cluster: a durable message that works for a while

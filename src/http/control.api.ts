@@ -9,9 +9,9 @@ import {
   CreatedTenant,
   CreateInternalAdminBody,
   CreateTenantBody,
-  OutboxMail
+  OutboxMail,
+  ProbeResult
 } from "../schema/tenant.ts"
-import { ProbeResult } from "../actors/probe-entity.ts"
 import { InternalAuth } from "./security.ts"
 
 /** The control plane (docs/api.md, "Control plane and cluster"): `x-internal-token`, not in the public document. */

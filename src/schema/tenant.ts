@@ -109,6 +109,15 @@ export const ClusterState = Schema.Struct({
   mode: Schema.Literals(["single", "cluster"])
 })
 
+/** What a cluster probe reports (`POST /internal/v1/cluster/probe`, the ClusterProbe entity). */
+export const ProbeResult = Schema.Struct({
+  probeId: Schema.String,
+  entityId: Schema.String,
+  runner: Schema.String,
+  startedAt: Schema.String,
+  finishedAt: Schema.String
+})
+
 export const OutboxMail = Schema.Struct({
   id: Schema.String,
   to: Schema.String,
