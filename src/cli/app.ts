@@ -6,7 +6,7 @@ import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { FetchHttpClient } from "effect/http"
 import { make, type TrawlClient } from "../client/effect.ts"
-import { CliFailure, ExitCode, note, printJson, printLine, table, toCliFailure } from "./output.ts"
+import { CliFailure, ExitCode, markResponseErrors, note, printJson, printLine, table, toCliFailure } from "./output.ts"
 import { endProgress, follow, summaryText, WatchState } from "./watch.ts"
 
 /** Where the CLI talks to (docs/cli.md, "Configuration"). */
@@ -33,7 +33,8 @@ const withClient = <A, E>(
     if (need === "internalToken" && !s.internalToken) {
       return yield* missing("TRAWL_INTERNAL_TOKEN", "the node's internal token (the INTERNAL_TOKEN it runs with) is needed for the control plane")
     }
-    const client = yield* make(need === "apiKey" ? { baseUrl: s.baseUrl, apiKey: s.apiKey } : { baseUrl: s.baseUrl, internalToken: s.internalToken })
+    const credentials = need === "apiKey" ? { apiKey: s.apiKey } : { internalToken: s.internalToken }
+    const client = yield* make({ baseUrl: s.baseUrl, ...credentials, transformResponse: markResponseErrors })
     return yield* body(client)
   }).pipe(
     Effect.provide(FetchHttpClient.layer),
@@ -214,18 +215,25 @@ const keysCreate = Command.make("create", {
   name: Flag.String("name"),
   role: Flag.String("role").pipe(Flag.optional, Flag.withDescription("Role id (default: the identity's default role)")),
   expiresAt: Flag.String("expires-at").pipe(Flag.optional, Flag.withDescription("ISO date-time after which the key stops working")),
+  password: Flag.String("current-password").pipe(Flag.optional, Flag.withDescription("The identity's password, when the service asks to reauthenticate (else TRAWL_PASSWORD)")),
   json
 }, (o) =>
   withClient("apiKey", (client) =>
     Effect.gen(function*() {
       const profile = yield* me(client)
       const roleId = Option.getOrUndefined(o.role) ?? profile.defaultRoleId
+      const password = Option.getOrUndefined(o.password) ?? process.env.TRAWL_PASSWORD
       if (!roleId) {
         return yield* new CliFailure({ exitCode: ExitCode.usage, code: "missing_role", message: "the identity has no default role: pass --role" })
       }
       return yield* client.iam.createApiKey({
         params: { id: profile.identityId },
-        payload: { name: o.name, roleId, ...(Option.isSome(o.expiresAt) ? { expiresAt: o.expiresAt.value } : {}) }
+        payload: {
+          name: o.name,
+          roleId,
+          ...(Option.isSome(o.expiresAt) ? { expiresAt: o.expiresAt.value } : {}),
+          ...(password === undefined ? {} : { currentPassword: password })
+        }
       })
     })).pipe(Effect.flatMap((k) => (o.json ? printJson(k) : printLine(`${keyRows([k])}\n\nkey (shown once): ${k.rawKey}`))))).pipe(
     Command.withDescription("Create an API key; the raw key is shown once")
@@ -260,7 +268,8 @@ const history = Command.make("history", {
       ))
       for (const [i, d] of diffs.entries()) {
         if (!d.changed || d.previousVersionId === null) continue
-        yield* printLine(`\n--- ${d.previousVersionId}\n+++ ${page.items[i]!.id}${d.binary ? "\n(binary content differs)" : `\n${d.diff}`}`)
+        // The service's diff is unified and names both versions itself.
+        yield* printLine(d.binary ? `\n${page.items[i]!.id}: binary content differs from ${d.previousVersionId}` : `\n${d.diff.trimEnd()}`)
       }
     }))).pipe(Command.withDescription("The stored versions of a page; --diff shows their changes"))
 

@@ -1,4 +1,4 @@
-import { Data, Effect } from "effect"
+import { Data, Effect, Schema, SchemaIssue } from "effect"
 
 /**
  * The exit codes of `trawl` (docs/cli.md, "Exit codes"): scripts branch on them, so they are
@@ -26,6 +26,22 @@ export class CliFailure extends Data.TaggedError("CliFailure")<{
   readonly status?: number | undefined
 }> {}
 
+/** A response the client could not decode: the node is not (this version of) Trawl. */
+export class ResponseMismatch extends Data.TaggedError("ResponseMismatch")<{ readonly cause: Schema.SchemaError }> {}
+
+/** Marks decoding failures of responses, so a SchemaError left over is the request's own fault. */
+export const markResponseErrors = (decoding: Effect.Effect<unknown, unknown, unknown>) =>
+  Effect.mapError(decoding, (e) => (e instanceof Schema.SchemaError ? new ResponseMismatch({ cause: e }) : e))
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** `path: message; path: message` of a schema failure. */
+const describeIssue = (e: Schema.SchemaError) =>
+  formatIssues(e.issue).issues.map((i) => {
+    const path = (i.path ?? []).map((p) => String(typeof p === "object" ? p.key : p)).join(".")
+    return path === "" ? i.message : `${path}: ${i.message}`
+  }).join("; ")
+
 const hasServiceShape = (e: unknown): e is { status: number; code: string; message: string } =>
   typeof e === "object" && e !== null && typeof (e as any).status === "number" && typeof (e as any).code === "string"
 
@@ -37,9 +53,11 @@ export const toCliFailure = (e: unknown, baseUrl: string): CliFailure => {
   if (tag === "HttpClientError") {
     return new CliFailure({ exitCode: ExitCode.unreachable, code: "unreachable", message: `could not reach ${baseUrl}: ${(e as Error).message}` })
   }
-  if (tag === "SchemaError") {
-    return new CliFailure({ exitCode: ExitCode.unreachable, code: "unexpected_response", message: `${baseUrl} answered something that is not Trawl's API: ${(e as Error).message.split("\n")[0]}` })
+  if (e instanceof ResponseMismatch) {
+    return new CliFailure({ exitCode: ExitCode.unreachable, code: "unexpected_response", message: `${baseUrl} answered something that is not Trawl's API: ${describeIssue(e.cause)}` })
   }
+  // Checked by the client against the API definition before anything is sent.
+  if (e instanceof Schema.SchemaError) return new CliFailure({ exitCode: ExitCode.usage, code: "invalid_argument", message: describeIssue(e) })
   return new CliFailure({ exitCode: ExitCode.refused, code: "error", message: e instanceof Error ? e.message : String(e) })
 }
 

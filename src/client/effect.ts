@@ -16,6 +16,8 @@ export interface TrawlClientOptions {
   readonly apiKey?: string | undefined
   /** Sent as `x-internal-token` (the control plane, `/internal/v1`). */
   readonly internalToken?: string | undefined
+  /** Wraps the decoding of each response (HttpApiClient's option of that name). */
+  readonly transformResponse?: ((decoding: Effect.Effect<unknown, unknown, unknown>) => Effect.Effect<unknown, unknown, unknown>) | undefined
 }
 
 /** The credentials as headers on every request; the server picks what each route accepts. */
@@ -33,7 +35,7 @@ const withCredentials = (options: TrawlClientOptions) => (client: HttpClient.Htt
  * service's `status` and `code`), or `HttpClientError` / `SchemaError` for transport and decoding.
  */
 export const make = (options: TrawlClientOptions): Effect.Effect<TrawlClient, never, HttpClient.HttpClient> =>
-  HttpApiClient.make(Api, { baseUrl: options.baseUrl, transformClient: withCredentials(options) })
+  HttpApiClient.make(Api, { baseUrl: options.baseUrl, transformClient: withCredentials(options), transformResponse: options.transformResponse })
 
 /** The client as a service, for programs that take it from context. */
 export class Trawl extends Context.Service<Trawl, TrawlClient>()("trawl/client/Trawl") {}
