@@ -141,7 +141,11 @@ const jobsWatch = Command.make("watch", {
     const state = new WatchState(o.ids.length > 0 ? o.ids.length : limit)
     const report = Effect.suspend(() => (o.json ? printJson(state.summary()) : printLine(summaryText(state))))
     yield* withClient("apiKey", (client) =>
-      follow(client, state, { ids: o.ids, ...(limit === undefined ? {} : { limit }) })
+      follow(client, state, {
+        ids: o.ids,
+        ...(limit === undefined ? {} : { limit }),
+        onConnected: note(`following the event stream of ${settings().baseUrl}`)
+      })
     ).pipe(
       Effect.ensuring(endProgress),
       // Ctrl-C ends a watch: the summary of what it saw is still printed.

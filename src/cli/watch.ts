@@ -77,7 +77,11 @@ interface Frame {
  * or `limit` jobs have finished, or forever when neither is given. Reconnects with Last-Event-ID
  * when the node ends the stream (a drain, a restart).
  */
-export const follow = (client: TrawlClient, state: WatchState, options: { readonly ids?: ReadonlyArray<string>; readonly limit?: number }) =>
+export const follow = (
+  client: TrawlClient,
+  state: WatchState,
+  options: { readonly ids?: ReadonlyArray<string>; readonly limit?: number; readonly onConnected?: Effect.Effect<void> }
+) =>
   Effect.gen(function*() {
     const wanted = options.ids && options.ids.length > 0 ? new Set(options.ids) : undefined
     for (const id of wanted ?? []) state.seen.add(id)
@@ -125,7 +129,10 @@ export const follow = (client: TrawlClient, state: WatchState, options: { readon
           Effect.gen(function*() {
             if (line.startsWith(":")) {
               // The node subscribed this stream before it said so: from here on nothing is missed.
-              if (line.startsWith(": connected")) yield* catchUp
+              if (line.startsWith(": connected")) {
+                if (lastEventId === undefined && options.onConnected) yield* options.onConnected
+                yield* catchUp
+              }
               return !complete()
             }
             if (line !== "") {
