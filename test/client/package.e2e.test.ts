@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process"
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs"
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { promisify } from "node:util"
@@ -13,7 +13,7 @@ const root = resolve(import.meta.dirname, "../..")
 const repoModules = join(root, "node_modules")
 
 /**
- * The package as a user gets it (README.md, "Clients"): built, packed with `npm pack`, unpacked
+ * The package as a user gets it (README.md, "Clients and the command line"): built, packed with `npm pack`, unpacked
  * into a scratch project whose dependencies are this repository's installed ones (no network),
  * then used from plain Node 24 and from a strict TypeScript project, against a real node.
  */
@@ -24,6 +24,7 @@ describe("the packed package", () => {
   let server: RunningServer
   let site: FixtureSite
   let guard: Record<string, string>
+  const examples: Array<string> = []
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), "trawl-pack-"))
@@ -52,6 +53,13 @@ describe("the packed package", () => {
       const link = join(scratch, "node_modules", name)
       mkdirSync(dirname(link), { recursive: true })
       symlinkSync(join(repoModules, name), link)
+    }
+
+    // The README's client examples, as the package ships them, become files of the scratch project.
+    const readme = readFileSync(join(installed, "README.md"), "utf8")
+    for (const [, name, code] of readme.matchAll(/<!-- client-example: (\S+) -->\n```\w+\n([\s\S]*?)```/g)) {
+      writeFileSync(join(scratch, name!), code!)
+      examples.push(name!)
     }
 
     guard = loopbackOnlyEnv()
@@ -95,6 +103,19 @@ describe("the packed package", () => {
     })
     expect(cli.code, cli.stderr).toBe(0)
     expect(JSON.parse(cli.stdout)).toMatchObject({ id: out.created.id, url: site.url("/page") })
+  }, 180_000)
+
+  it("runs the README's examples of both clients as written", async () => {
+    expect(examples).toEqual(["promise.mjs", "effect.ts"])
+    const { apiKey } = await client(server.baseUrl).createTenant()
+    const env = { PATH: process.env.PATH ?? "", ...guard, TRAWL_URL: server.baseUrl, TRAWL_API_KEY: apiKey }
+    for (const example of examples) {
+      const { stdout } = await run(nodeBin, [example, site.url(`/page?example=${example}`)], { cwd: scratch, env })
+      const lines = stdout.trim().split("\n")
+      expect(lines, example).toHaveLength(2)
+      expect(lines[0], example).toMatch(/^created job_\S+ queued$/)
+      expect(lines[1], example).toBe("refused 404 not_found")
+    }
   }, 180_000)
 
   it("type-checks in a strict TypeScript project (TypeScript 7, no skipLibCheck)", async () => {
