@@ -6,10 +6,15 @@ import { make, type TrawlClientOptions } from "./effect.ts"
 
 type Simplify<A> = { [K in keyof A]: A[K] } & {}
 
+/** `headers` may be left out when every header is optional (`Idempotency-Key`, `Last-Event-ID`). */
+type OptionalHeaders<Request> = Request extends { readonly headers: infer Headers }
+  ? {} extends Headers ? Simplify<Omit<Request, "headers"> & { readonly headers?: Headers }> : Request
+  : Request
+
 /** One endpoint as a function returning a Promise of its decoded `data`. */
 export type PromiseMethod<Endpoint extends HttpApiEndpoint.ConstraintRequest> = (
-  request: Simplify<
-    HttpApiEndpoint.ClientRequest<Endpoint["~Params"], Endpoint["~Query"], Endpoint["~Payload"], Endpoint["~Headers"], "decoded-only">
+  request: OptionalHeaders<
+    Simplify<HttpApiEndpoint.ClientRequest<Endpoint["~Params"], Endpoint["~Query"], Endpoint["~Payload"], Endpoint["~Headers"], "decoded-only">>
   >
 ) => Promise<HttpApiClient.SuccessType<Endpoint["~Success"]>>
 
@@ -29,8 +34,9 @@ export type TrawlPromiseClient = {
  * `Error` with `status`, `code`, `message` and `details`); a transport failure with the
  * `HttpClientError`.
  */
-export const createClient = async (options: TrawlClientOptions): Promise<TrawlPromiseClient> => {
-  const client = await Effect.runPromise(make(options).pipe(Effect.provide(FetchHttpClient.layer)))
+export const createClient = (options: TrawlClientOptions): TrawlPromiseClient => {
+  // Building the client only reads the definition: nothing is sent until a method is called.
+  const client = Effect.runSync(make(options).pipe(Effect.provide(FetchHttpClient.layer)))
   const run = (effect: Effect.Effect<unknown, unknown>) =>
     Effect.runPromiseExit(effect).then((exit) => {
       if (Exit.isSuccess(exit)) return exit.value
@@ -38,7 +44,10 @@ export const createClient = async (options: TrawlClientOptions): Promise<TrawlPr
     })
   const groups: Record<string, Record<string, (request: unknown) => Promise<unknown>>> = {}
   for (const [group, methods] of Object.entries(client as unknown as Record<string, Record<string, (request: unknown) => Effect.Effect<unknown, unknown>>>)) {
-    groups[group] = Object.fromEntries(Object.entries(methods).map(([name, method]) => [name, (request: unknown) => run(method(request))]))
+    // An endpoint without a headers schema ignores `headers`; one whose headers are all optional needs an object.
+    groups[group] = Object.fromEntries(
+      Object.entries(methods).map(([name, method]) => [name, (request: unknown) => run(method({ headers: {}, ...(request as object | undefined) }))])
+    )
   }
   return groups as unknown as TrawlPromiseClient
 }

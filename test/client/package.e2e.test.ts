@@ -93,7 +93,9 @@ describe("the packed package", () => {
     expect(out.created).toMatchObject({ url: site.url("/page"), status: "queued" })
     expect(out.created.id).toMatch(/^job_/)
     expect(out.missing).toEqual({ isError: true, status: 404, code: "not_found" })
-    expect(out.effect).toEqual({ id: out.created.id, url: site.url("/page"), failure: { tag: "ApiError", status: 404, code: "not_found" } })
+    expect(out.effect).toMatchObject({ id: out.created.id, url: site.url("/page"), failure: { status: 404, code: "not_found" } })
+    // The service's error class (its name is the definition's), not a transport or decoding failure.
+    expect(["HttpClientError", "SchemaError"]).not.toContain(out.effect.failure.tag)
     expect(out.webhook).toMatchObject({ ok: true })
 
     // The installed binary runs the build (no tsx, no source compilation).
