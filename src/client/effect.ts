@@ -35,7 +35,12 @@ const withCredentials = (options: TrawlClientOptions) => (client: HttpClient.Htt
  * service's `status` and `code`), or `HttpClientError` / `SchemaError` for transport and decoding.
  */
 export const make = (options: TrawlClientOptions): Effect.Effect<TrawlClient, never, HttpClient.HttpClient> =>
-  HttpApiClient.make(Api, { baseUrl: options.baseUrl, transformClient: withCredentials(options), transformResponse: options.transformResponse })
+  HttpApiClient.make(Api, {
+    // A trailing slash would double the one every path starts with.
+    baseUrl: String(options.baseUrl).replace(/\/+$/, ""),
+    transformClient: withCredentials(options),
+    transformResponse: options.transformResponse
+  })
 
 /** The client as a service, for programs that take it from context. */
 export class Trawl extends Context.Service<Trawl, TrawlClient>()("trawl/client/Trawl") {}
