@@ -54,7 +54,7 @@ describe("trawl CLI", () => {
     expect(tenant.tenantId).toMatch(/^ten_/)
     expect(tenant.apiKey).toMatch(/^trawl_/)
     env = { ...env, TRAWL_API_KEY: tenant.apiKey }
-  }, 240_000)
+  }, 420_000)
 
   it("creates jobs and waits for them, with progress on stderr and the jobs on stdout", async () => {
     const run = await runCli(["jobs", "create", site.url("/page"), site.url("/missing"), "--wait", "--json"], env)
@@ -73,7 +73,7 @@ describe("trawl CLI", () => {
     const unknown = await runCli(["jobs", "get", "job_doesnotexist"], env)
     expect(unknown.code).toBe(1)
     expect(unknown.stderr.trim()).toMatch(/^error not_found: .*\(HTTP 404\)$/)
-  }, 240_000)
+  }, 420_000)
 
   it("watches the event stream and sums up by status and engine", async () => {
     const watch = startCli(["jobs", "watch", "--count", "3", "--json"], env)
@@ -98,7 +98,7 @@ describe("trawl CLI", () => {
     const again = await runCli(["jobs", "watch", ...ids.slice(0, 2)], env)
     expect(again.code, again.stderr).toBe(0)
     expect(again.stdout).toContain("2 finished\n  by status: done 2\n  by engine: http 2")
-  }, 240_000)
+  }, 420_000)
 
   it("extracts from a URL and from a file, printing the extraction as JSON", async () => {
     const dir = mkdtempSync(join(tmpdir(), "trawl-cli-"))
@@ -121,7 +121,7 @@ describe("trawl CLI", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
-  }, 240_000)
+  }, 420_000)
 
   it("lists, creates and revokes API keys; a revoked key is refused", async () => {
     const refused = await runCli(["keys", "create", "--name", "ci"], env)
@@ -145,7 +145,7 @@ describe("trawl CLI", () => {
     const withRevoked = await runCli(["keys", "list"], { ...env, TRAWL_API_KEY: key.rawKey })
     expect(withRevoked.code).toBe(1)
     expect(withRevoked.stderr).toMatch(/^error unauthorized: .*\(HTTP 401\)$/m)
-  }, 240_000)
+  }, 420_000)
 
   it("shows a page's history and its diffs", async () => {
     const url = site.url("/changing.txt")
@@ -165,7 +165,7 @@ describe("trawl CLI", () => {
     expect(versions).toHaveLength(2)
     expect(versions[0].diff.changed).toBe(true)
     expect(versions[1].diff.previousVersionId).toBeNull()
-  }, 240_000)
+  }, 420_000)
 
   it("says when the node cannot be reached (exit 3) and when arguments are wrong (exit 2)", async () => {
     const port = await freePort()
@@ -199,5 +199,5 @@ describe("trawl CLI", () => {
       serve.child.kill("SIGKILL")
       rmSync(dataDir, { recursive: true, force: true })
     }
-  }, 240_000)
+  }, 420_000)
 })
