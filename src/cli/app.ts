@@ -46,7 +46,7 @@ const json = Flag.Boolean("json").pipe(Flag.withDefault(false), Flag.withDescrip
 // ---- serve -------------------------------------------------------------------------------
 
 /** The package root, from src/cli/ or dist/src/cli/. */
-const packageRoot = () => fileURLToPath(new URL(import.meta.url.includes("/dist/src/cli/") ? "../../../" : "../../", import.meta.url))
+export const packageRoot = () => fileURLToPath(new URL(import.meta.url.includes("/dist/src/cli/") ? "../../../" : "../../", import.meta.url))
 
 const serve = Command.make("serve", {
   port: Flag.Int("port").pipe(Flag.optional, Flag.withDescription("Port to listen on (else PORT, else 8080)"))

@@ -1,14 +1,18 @@
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Cause, Effect, Exit } from "effect"
 import { CliError, Command } from "effect/cli"
-import { trawl } from "./app.ts"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { packageRoot, trawl } from "./app.ts"
 import { CliFailure, ExitCode, failureLine } from "./output.ts"
 
 /**
  * The `trawl` binary (bin/trawl.mjs loads this, built or through tsx). A failure is one line on
  * stderr and an exit code from docs/cli.md.
  */
-const program = Command.run(trawl, { version: "0.1.0" }).pipe(
+const { version } = JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string }
+
+const program = Command.run(trawl, { version }).pipe(
   Effect.tapError((e) => (e instanceof CliFailure && e.code !== "" ? Effect.sync(() => process.stderr.write(`${failureLine(e)}\n`)) : Effect.void)),
   Effect.provide(NodeServices.layer)
 )
