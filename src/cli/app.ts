@@ -59,7 +59,8 @@ const serve = Command.make("serve", {
       env: Option.isSome(port) ? { ...process.env, PORT: String(port.value) } : process.env
     })
     child.once("exit", (code, signal) => {
-      if (code === 0 || signal === "SIGTERM" || signal === "SIGINT") resume(Effect.void)
+      // 130 is how the node itself reports a stop by signal (a Ctrl-C reaches the whole process group).
+      if (code === 0 || code === 130 || signal === "SIGTERM" || signal === "SIGINT") resume(Effect.void)
       else resume(Effect.fail(new CliFailure({ exitCode: code ?? 1, code: "server_exited", message: `the node exited with ${code ?? signal}` })))
     })
     return Effect.sync(() => {

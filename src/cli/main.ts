@@ -1,8 +1,8 @@
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Cause, Effect, Exit } from "effect"
 import { CliError, Command } from "effect/cli"
-import { readFileSync } from "node:fs"
-import { join } from "node:path"
 import { packageRoot, trawl } from "./app.ts"
 import { CliFailure, ExitCode, failureLine } from "./output.ts"
 
