@@ -100,6 +100,25 @@ describe("trawl CLI", () => {
     expect(again.stdout).toContain("2 finished\n  by status: done 2\n  by engine: http 2")
   }, 420_000)
 
+  it("a watch without an end runs until Ctrl-C, and still prints its summary", async () => {
+    const watch = startCli(["jobs", "watch", "--json"], env)
+    const waitFor = async (what: () => boolean) => {
+      const deadline = Date.now() + 120_000
+      while (!what() && Date.now() < deadline && watch.child.exitCode === null) await new Promise((r) => setTimeout(r, 200))
+    }
+    await waitFor(() => watch.output().stderr.includes("following the event stream"))
+    const created = await runCli(["jobs", "create", site.url("/page?w=sigint"), "--wait", "--json"], env)
+    expect(created.code, created.stderr).toBe(0)
+    const [job] = json(created.stdout) as Array<any>
+    await waitFor(() => watch.output().stderr.includes(job.id))
+    expect(watch.child.exitCode).toBeNull()
+    watch.child.kill("SIGINT")
+    const done = await watch.exited
+    expect(done.code).toBe(130)
+    const summary = json(done.stdout)
+    expect(summary.jobs).toEqual([{ id: job.id, url: site.url("/page?w=sigint"), status: "done", engine: "http" }])
+  }, 420_000)
+
   it("extracts from a URL and from a file, printing the extraction as JSON", async () => {
     const dir = mkdtempSync(join(tmpdir(), "trawl-cli-"))
     try {
