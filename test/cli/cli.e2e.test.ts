@@ -3,8 +3,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ARTICLE_HTML, ARTICLE_TITLE, type FixtureSite, loopbackOnlyEnv, startFixtureSite } from "../support/fixture-site.ts"
-import { blankDatabaseTemplate, freePort, INTERNAL_TOKEN, type RunningServer, startServer } from "../support/server-process.ts"
-import { runCli, startCli } from "./run-cli.ts"
+import { blankDatabaseTemplate, freePort, INTERNAL_TOKEN, nodeBin, type RunningServer, startServer } from "../support/server-process.ts"
+import { root, runCli, runScript, startCli } from "./run-cli.ts"
 
 /** The `trawl` binary against a real node (docs/cli.md): output, --json, one-line errors, exit codes. */
 describe("trawl CLI", () => {
@@ -98,6 +98,17 @@ describe("trawl CLI", () => {
     const again = await runCli(["jobs", "watch", ...ids.slice(0, 2)], env)
     expect(again.code, again.stderr).toBe(0)
     expect(again.stdout).toContain("2 finished\n  by status: done 2\n  by engine: http 2")
+  }, 420_000)
+
+  it("on a terminal, the progress bar is redrawn in place", async () => {
+    // `script` gives the binary a pseudo-terminal (its output there is this run's stdout).
+    const command = [nodeBin, join(root, "bin/trawl.mjs"), "jobs", "create", site.url("/page?w=tty1"), site.url("/page?w=tty2"), "--wait"]
+      .map((a) => `'${a}'`)
+      .join(" ")
+    const run = await runScript(command, { ...env, TRAWL_CLI_FROM_SOURCE: "1" })
+    expect(run.code, run.stdout).toBe(0)
+    expect(run.stdout).toContain("\r\x1b[2K[############------------] 1/2  done 1")
+    expect(run.stdout).toContain("\r\x1b[2K[########################] 2/2  done 2")
   }, 420_000)
 
   it("a watch without an end runs until Ctrl-C, and still prints its summary", async () => {

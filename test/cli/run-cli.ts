@@ -2,7 +2,7 @@ import { spawn } from "node:child_process"
 import { join, resolve } from "node:path"
 import { nodeBin } from "../support/server-process.ts"
 
-const root = resolve(import.meta.dirname, "../..")
+export const root = resolve(import.meta.dirname, "../..")
 
 export interface CliRun {
   readonly code: number | null
@@ -47,3 +47,23 @@ export const startCli = (args: ReadonlyArray<string>, env: Record<string, string
   const exited = new Promise<CliRun>((res) => child.once("exit", (code) => res({ code, stdout, stderr })))
   return { child, exited, output: () => ({ stdout, stderr }) }
 }
+
+/** Runs a shell command line under `script`, which gives it a pseudo-terminal: what a person at a terminal sees. */
+export const runScript = (command: string, env: Record<string, string>) =>
+  new Promise<CliRun>((res, rej) => {
+    const child = spawn("script", ["-qfec", command, "/dev/null"], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", TERM: "xterm", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (d) => (stdout += d))
+    child.stderr.on("data", (d) => (stderr += d))
+    const timer = setTimeout(() => child.kill("SIGKILL"), 150_000)
+    child.once("error", rej)
+    child.once("exit", (code) => {
+      clearTimeout(timer)
+      res({ code, stdout, stderr })
+    })
+  })
