@@ -44,7 +44,7 @@ describe("the packed package", () => {
 
     // Installed as npm would place it, its dependencies linked from this repository.
     scratch = join(work, "scratch")
-    cpSync(join(import.meta.dirname, "scratch"), scratch, { recursive: true })
+    cpSync(join(import.meta.dirname, "user-project"), scratch, { recursive: true })
     const installed = join(scratch, "node_modules/trawl")
     mkdirSync(installed, { recursive: true })
     await run("tar", ["xzf", join(work, info!.filename), "--strip-components=1", "-C", installed])
