@@ -64,6 +64,7 @@ import { SessionServiceLive } from "./iam/session-service.ts"
 import { RoleServiceLive } from "./iam/role-service.ts"
 import { ApiKeyServiceLive } from "./iam/api-key-service.ts"
 import { KvLive } from "./kv/kv.ts"
+import { WebhookSenderLive } from "./webhooks/webhook-sender.ts"
 import { MailerLive } from "./mail/mailer.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { AuditLogLive } from "./sql/audit-log.ts"
@@ -159,7 +160,7 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     ProbeEntityLive,
     JobEntityLive.pipe(Layer.provide([DomainSlotsLive, JobSlotReleasesLive])),
     DomainEntityLive,
-    WebhookDeliveryEntityLive,
+    WebhookDeliveryEntityLive.pipe(Layer.provide(WebhookSenderLive)),
     ExtractionEntityLive,
     ExtractionSweeperLive,
     JobSweeperLive,
