@@ -1,4 +1,4 @@
-import { Clock, Context, DateTime, Effect, Schema } from "effect"
+import { Clock, DateTime, Effect, Schema } from "effect"
 import { ClusterSchema, DeliverAt, Entity, Singleton } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { RESOURCE_ENTITY_IDLE } from "./cluster.ts"
@@ -80,7 +80,6 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
     const config = yield* Config
     const self = yield* WebhookDeliveryEntity.client
     const schedule = createRetrySchedule(undefined, { scale: config.webhookRetryScale })
-    const context = Context.make(WebhookRepo, repo).pipe(Context.add(WebhookSender, sender))
 
     const attempt = (payload: DueAttempt) =>
       makeScheduledAttempt(deliveryId, payload.attempt, schedule).pipe(
@@ -88,7 +87,8 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
           nextAt === null ? Effect.void : self(deliveryId).Attempt(new DueAttempt({ attempt: payload.attempt + 1, dueAt: nextAt }), { discard: true })
         ),
         Effect.uninterruptible,
-        Effect.provideContext(context),
+        Effect.provideService(WebhookRepo, repo),
+        Effect.provideService(WebhookSender, sender),
         Effect.orDie
       )
 
