@@ -51,13 +51,6 @@ export interface AppConfig {
   readonly webhookRetryScale: number
   /** SUBSCRIPTION_PERIOD_SECONDS: a subscription period this long instead of a calendar month (tests only; refused in production). */
   readonly subscriptionPeriodSeconds: number | undefined
-  /**
-   * TEST_FAULT: a crash a test asks for, at a point it cannot hit by timing (tests only; refused in
-   * production). `crash-after-job-insert`: the node kills itself once the rows of new jobs are
-   * written, before their hand-off and the response. `webhook-endpoint-outage`: registering a job's
-   * webhook URL whose path ends in `/outage` fails as if the tenant's entity were out of reach.
-   */
-  readonly testFault: "crash-after-job-insert" | "webhook-endpoint-outage" | undefined
   /** GEOIP_DB_PATH: the MMDB country database of IP lookups (default: the packaged one, docs/api.md "Network"). */
   readonly geoipDbPath: string
   /** TRUST_PROXY: the proxies whose X-Forwarded-For is believed (none by default; src/http/client-context.ts). */
@@ -233,9 +226,6 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
   }
   if (production && ssrfTestPublicAddresses.length > 0) bad("SSRF_TEST_PUBLIC_ADDRESSES", "cannot be set when NODE_ENV=production")
 
-  const testFault = env.TEST_FAULT === "crash-after-job-insert" || env.TEST_FAULT === "webhook-endpoint-outage" ? env.TEST_FAULT : undefined
-  if (env.TEST_FAULT && testFault === undefined) bad("TEST_FAULT", "may only be crash-after-job-insert or webhook-endpoint-outage")
-  if (production && testFault !== undefined) bad("TEST_FAULT", "cannot be set when NODE_ENV=production")
 
   const trustProxy = parseTrustProxy(env.TRUST_PROXY)
   if ("invalid" in trustProxy) bad("TRUST_PROXY", `must list IP addresses or CIDRs separated by commas, got "${trustProxy.invalid}"`)
@@ -248,7 +238,6 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
     secretKeyGenerated: !env.SECRET_KEY,
     webhookRetryScale,
     subscriptionPeriodSeconds,
-    testFault,
     port: listenPort,
     host,
     databaseUrl,

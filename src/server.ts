@@ -1,5 +1,5 @@
 import { createServer } from "node:http"
-import { NodeHttpServer } from "@effect/platform-node"
+import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer, References } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
@@ -19,7 +19,7 @@ import { WebhookEndpointsLive } from "./actors/webhook-endpoints.ts"
 import { CallDebitsLive, JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
 import { SubscriptionRenewalsLive } from "./actors/subscription-renewals.ts"
 import { PlanGateLive } from "./billing/plan-gate.ts"
-import { type AppConfig, Config } from "./config.ts"
+import { type AppConfig, Config, ConfigError, loadConfig } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
 import { GeoIpLive } from "./network/geoip.ts"
 import { DrainingLive, drainOnShutdown } from "./http/draining.ts"
@@ -64,6 +64,7 @@ import { SessionServiceLive } from "./iam/session-service.ts"
 import { RoleServiceLive } from "./iam/role-service.ts"
 import { ApiKeyServiceLive } from "./iam/api-key-service.ts"
 import { KvLive } from "./kv/kv.ts"
+import { WebhookSenderLive } from "./webhooks/webhook-sender.ts"
 import { MailerLive } from "./mail/mailer.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { AuditLogLive } from "./sql/audit-log.ts"
@@ -96,13 +97,22 @@ export const apiRoutes = Object.values(Api.groups).flatMap((group) =>
 const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" } as const
 
 /**
+ * Layers a test entry point (test/support/fault-server.ts) swaps in for the live ones, to fail
+ * where no timing can make a real node fail; production code knows nothing of the faults.
+ */
+export interface ServerLayerReplacements {
+  readonly jobRepo?: typeof JobRepoLive
+  readonly webhookEndpoints?: typeof WebhookEndpointsLive
+}
+
+/**
  * The whole node: database (migrated), shared state, the cluster runner with its
  * entities, and the HTTP server. How a request travels: the router matches an
  * endpoint of `Api`, the envelope middleware wraps it, the security middleware
  * authenticates and authorizes, the handler validates and sends a typed message
  * to an entity (or reads SQL), and the result is encoded into the envelope.
  */
-export const makeServerLayer = (config: AppConfig) => {
+export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplacements = {}) => {
   const ConfigLive = Layer.succeed(Config, config)
   const Storage = MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))
   const Repos = Layer.mergeAll(
@@ -110,7 +120,7 @@ export const makeServerLayer = (config: AppConfig) => {
     RoleRepoLive,
     QuotaRequestRepoLive,
     TenantRepoLive,
-    JobRepoLive,
+    replace.jobRepo ?? JobRepoLive,
     ExtractionRepoLive,
     AuditLogLive,
     MailOutboxRepoLive,
@@ -144,13 +154,13 @@ export const makeServerLayer = (config: AppConfig) => {
     Layer.provideMerge(Identity),
     Layer.provideMerge(Repos)
   )
-  const Domain = ExtractionCreationLive.pipe(Layer.provideMerge(JobCreationLive), Layer.provideMerge(WebhookEndpointsLive))
+  const Domain = ExtractionCreationLive.pipe(Layer.provideMerge(JobCreationLive), Layer.provideMerge(replace.webhookEndpoints ?? WebhookEndpointsLive))
   const Entities = Layer.mergeAll(
     TenantEntityLive.pipe(Layer.provide(CallDebitsLive)),
     ProbeEntityLive,
     JobEntityLive.pipe(Layer.provide([DomainSlotsLive, JobSlotReleasesLive])),
     DomainEntityLive,
-    WebhookDeliveryEntityLive,
+    WebhookDeliveryEntityLive.pipe(Layer.provide(WebhookSenderLive)),
     ExtractionEntityLive,
     ExtractionSweeperLive,
     JobSweeperLive,
@@ -228,3 +238,26 @@ export const announce = (config: AppConfig) =>
       console.warn("warning: SECRET_KEY is not set; this node uses its own key from DATA_DIR. Every node of a cluster must share one SECRET_KEY.")
     }
   })
+
+/**
+ * Loads the configuration from the environment (a bad one exits with status 2) and runs the node
+ * until it is stopped: src/main.ts, and with replaced layers test/support/fault-server.ts.
+ */
+export const runServer = (replace: ServerLayerReplacements = {}) => {
+  let config: AppConfig
+  try {
+    config = loadConfig()
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(e.message)
+      process.exit(2)
+    }
+    throw e
+  }
+  // The announcement is built on top of the server, so it prints once the port is open.
+  // No traces are exported, so spans (one per SQL statement and entity message) are not built at all.
+  Layer.launch(Layer.effectDiscard(announce(config)).pipe(Layer.provide(makeServerLayer(config, replace)))).pipe(
+    Effect.withTracerEnabled(false),
+    NodeRuntime.runMain
+  )
+}

@@ -97,7 +97,7 @@ describe("a bulk whose webhook URL cannot be registered for a passing reason", (
   let server: RunningServer
 
   beforeAll(async () => {
-    server = await startServer({ ALLOW_PRIVATE_TARGETS: "true", TEST_FAULT: "webhook-endpoint-outage" })
+    server = await startServer({ ALLOW_PRIVATE_TARGETS: "true" }, { fault: "webhook-endpoint-outage" })
   }, 120_000)
   afterAll(async () => {
     await server?.stop()

@@ -194,7 +194,7 @@ describe("a node killed between writing new jobs and answering (embedded backend
     if (dataDir) rmSync(dataDir, { recursive: true, force: true })
   })
 
-  /** Sends the request that makes the node kill itself (TEST_FAULT), and waits until it is dead. */
+  /** Sends the request that makes the node kill itself (test/support/fault-server.ts), and waits until it is dead. */
   const crashWith = async (node: RunningServer, send: () => Promise<unknown>) => {
     await expect(send()).rejects.toThrow()
     const died = node.process
@@ -213,7 +213,7 @@ describe("a node killed between writing new jobs and answering (embedded backend
     }).pipe(Effect.provide(databaseLayer(loadConfig({ DATA_DIR: dataDir, SECRET_KEY: env.SECRET_KEY }))), Effect.scoped))
 
   it("a retry under the same Idempotency-Key meets the jobs the dead try wrote: none twice, none stranded, same webhook secrets", async () => {
-    const crashing = await startServer({ ...env, TEST_FAULT: "crash-after-job-insert" }, { dataDir })
+    const crashing = await startServer(env, { dataDir, fault: "crash-after-job-insert" })
     servers.push(crashing)
     const api = client(crashing.baseUrl)
     const t = await api.createTenant()
@@ -276,7 +276,7 @@ describe("a node killed between writing new jobs and answering (embedded backend
   }, 120_000)
 
   it("a retry of an extraction whose node died after writing its page's job meets that job and creates one extraction", async () => {
-    const crashing = await startServer({ ...env, TEST_FAULT: "crash-after-job-insert" }, { dataDir })
+    const crashing = await startServer(env, { dataDir, fault: "crash-after-job-insert" })
     servers.push(crashing)
     const t = await client(crashing.baseUrl).createTenant()
     const body = { url: site.url("/page?case=crash-extraction", 0), type: "article", webhookUrl: site.url("/hook", 1) }

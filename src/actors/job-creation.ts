@@ -235,7 +235,6 @@ export const JobCreationLive = Layer.effect(
         if (jobs.length === 0) return []
         const ids = jobs.map((p) => p.job.id)
         const inserted = yield* repo.insert(jobs.map((p) => p.job)).pipe(Effect.onError(() => release(tenantId, reserved, false)))
-        if (config.testFault === "crash-after-job-insert") process.kill(process.pid, "SIGKILL")
         if (inserted.length > 0) yield* events.notify(tenantId)
         // Rows an earlier try wrote are not inserted again: they are read as they are now.
         const rows = new Map(inserted.map((r) => [r.id, r]))

@@ -1,15 +1,11 @@
-import { DateTime, Effect, Schema } from "effect"
+import { Clock, DateTime, Effect, Schema } from "effect"
 import { ClusterSchema, DeliverAt, Entity, Singleton } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { RESOURCE_ENTITY_IDLE } from "./cluster.ts"
-import { type AppConfig, Config } from "../config.ts"
-import { classifierFor } from "../crawl/ssrf-policy.ts"
-import { KeyedLimiter, Semaphore } from "../crawl/semaphore.ts"
-import { createSafeLookup } from "../crawl/ssrf.ts"
-import { WebhookRepo, type DeliveryRow } from "../sql/webhook-repo.ts"
-import { createRetrySchedule, webhooksConfig } from "../webhooks/schedule.ts"
-import { decryptSecret } from "../webhooks/secret-box.ts"
-import { buildDeliveryHeaders, sendWebhook } from "../webhooks/sender.ts"
+import { Config } from "../config.ts"
+import { WebhookRepo } from "../sql/webhook-repo.ts"
+import { createRetrySchedule, type RetrySchedule } from "../webhooks/schedule.ts"
+import { WebhookSender } from "../webhooks/webhook-sender.ts"
 import { sweepLoop } from "./sweep.ts"
 
 /** The n-th scheduled attempt, delivered by the cluster at `dueAt` (persisted, so it survives restarts). */
@@ -46,85 +42,55 @@ export const WebhookDeliveryEntity = Entity.make("WebhookDelivery", [
 ])
 
 /**
- * Deliveries in flight per node, and per receiving host: a slow receiver only slows itself, and it
- * takes 16 slow hosts to fill a node. A receiver gets as many connections (config/webhooks.json
- * `connectionsPerOrigin`): with 4 of them a busy node's deliveries to one host fell behind its
- * job completions (about 500/s here), since each connection waits out a round trip.
+ * Makes scheduled attempt `attempt` of a delivery and records it with the delivery's new state; the
+ * due time (epoch ms) of the next attempt, or null when there is none (delivered, given up, or
+ * already made: a re-delivered message). Not interruptible once the request may be out, so an
+ * interruption never causes a second identical attempt.
  */
-const NODE_DELIVERIES = 256
-const HOST_DELIVERIES = 16
-const nodeSlots = new Semaphore(NODE_DELIVERIES)
-const hostSlots = new KeyedLimiter(HOST_DELIVERIES)
-// One guarded lookup per node, so every delivery shares one pooled agent (keep-alive).
-let sharedLookup: ReturnType<typeof createSafeLookup> | undefined
-const lookupFor = (config: AppConfig) =>
-  sharedLookup ??= createSafeLookup({ allowPrivate: config.allowPrivateTargets, classify: classifierFor(config) })
+export const makeScheduledAttempt = (deliveryId: string, attempt: number, schedule: RetrySchedule) =>
+  Effect.gen(function*() {
+    const repo = yield* WebhookRepo
+    const sender = yield* WebhookSender
+    const d = yield* repo.byId(deliveryId)
+    if (!d || d.status !== "pending" || d.attempts >= attempt) return null
+    const result = yield* sender.send(d)
+    const now = yield* Clock.currentTimeMillis
+    const elapsedMs = d.first_attempt_at ? now - new Date(d.first_attempt_at).getTime() : 0
+    // A 2xx whose answer did not complete in time (its body stalled) was no answer: it is retried.
+    const answered = result.httpStatus !== null && result.httpStatus >= 200 && result.httpStatus < 300 ? null : result.httpStatus
+    const delay = result.ok ? null : schedule.delayAfterResponse(attempt, answered, result.retryAfter, { elapsedMs, nowMs: now })
+    const status = result.ok ? "delivered" : delay === null ? "failed" : "pending"
+    const nextAt = delay === null ? null : now + delay
+    yield* repo.recordAttempt(deliveryId, {
+      attempt,
+      manual: false,
+      httpStatus: result.httpStatus,
+      error: result.error,
+      durationMs: Math.round(result.durationMs),
+      responseBody: result.responseBody
+    }, { status, nextAttemptAt: nextAt === null ? null : new Date(nextAt) })
+    return nextAt
+  }).pipe(Effect.uninterruptible)
 
 export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
   Effect.gen(function*() {
     const deliveryId = (yield* Entity.CurrentAddress).entityId
     const repo = yield* WebhookRepo
+    const sender = yield* WebhookSender
     const config = yield* Config
     const self = yield* WebhookDeliveryEntity.client
     const schedule = createRetrySchedule(undefined, { scale: config.webhookRetryScale })
-    const lookup = lookupFor(config)
-
-    const send = (d: DeliveryRow) =>
-      Effect.promise(async () => {
-        const host = new URL(d.url).host
-        const releaseNode = await nodeSlots.acquire()
-        const releaseHost = await hostSlots.acquire(host)
-        try {
-          const secret = decryptSecret(config.secretKey, d.secret_enc, "webhook")
-          const headers = buildDeliveryHeaders({
-            kind: d.resource_type,
-            resourceId: d.resource_id,
-            deliveryId: d.id,
-            secret,
-            body: d.body
-          })
-          return await sendWebhook({
-            url: d.url,
-            body: d.body,
-            headers,
-            timeoutMs: webhooksConfig.delivery.timeoutMs,
-            maxResponseBytes: webhooksConfig.delivery.maxResponseBytes,
-            lookup
-          })
-        } finally {
-          releaseHost()
-          releaseNode()
-        }
-      })
 
     const attempt = (payload: DueAttempt) =>
-        Effect.gen(function*() {
-          const d = yield* repo.byId(deliveryId)
-          // Already made (a re-delivered message), or the delivery is settled.
-          if (!d || d.status !== "pending" || d.attempts >= payload.attempt) return
-          // Once the request is out, its result is recorded even if the entity is being stopped,
-          // so an interruption never causes a second identical attempt.
-          yield* Effect.uninterruptible(Effect.gen(function*() {
-          const result = yield* send(d)
-          const elapsedMs = d.first_attempt_at ? Date.now() - new Date(d.first_attempt_at).getTime() : 0
-          // A 2xx whose answer did not complete in time (its body stalled) was no answer: it is retried.
-          const answered = result.httpStatus !== null && result.httpStatus >= 200 && result.httpStatus < 300 ? null : result.httpStatus
-          const delay = result.ok ? null : schedule.delayAfterResponse(payload.attempt, answered, result.retryAfter, { elapsedMs })
-          const status = result.ok ? "delivered" : delay === null ? "failed" : "pending"
-          const nextAt = delay === null ? null : Date.now() + delay
-          yield* repo.recordAttempt(deliveryId, {
-            attempt: payload.attempt,
-            manual: false,
-            httpStatus: result.httpStatus,
-            error: result.error,
-            durationMs: Math.round(result.durationMs),
-            responseBody: result.responseBody
-          }, { status, nextAttemptAt: nextAt === null ? null : new Date(nextAt) })
-          if (nextAt !== null) {
-            yield* self(deliveryId).Attempt(new DueAttempt({ attempt: payload.attempt + 1, dueAt: nextAt }), { discard: true })
-          }
-          }))
-        }).pipe(Effect.orDie)
+      makeScheduledAttempt(deliveryId, payload.attempt, schedule).pipe(
+        Effect.flatMap((nextAt) =>
+          nextAt === null ? Effect.void : self(deliveryId).Attempt(new DueAttempt({ attempt: payload.attempt + 1, dueAt: nextAt }), { discard: true })
+        ),
+        Effect.uninterruptible,
+        Effect.provideService(WebhookRepo, repo),
+        Effect.provideService(WebhookSender, sender),
+        Effect.orDie
+      )
 
     return WebhookDeliveryEntity.of({
       Attempt: ({ payload }) => attempt(payload),
@@ -133,7 +99,7 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
         Effect.gen(function*() {
           const d = yield* repo.byId(deliveryId)
           if (!d) return yield* Effect.die(new Error(`delivery ${deliveryId} is missing`))
-          const result = yield* send(d)
+          const result = yield* sender.send(d)
           const n = (yield* repo.manualCount(deliveryId)) + 1
           yield* repo.recordAttempt(deliveryId, {
             attempt: n,

@@ -1,7 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { entityCall } from "./entity-call.ts"
 import { TenantEntity } from "./tenant-entity.ts"
-import { Config } from "../config.ts"
 import { type ApiError, fail } from "../schema/errors.ts"
 
 /**
@@ -24,12 +23,9 @@ export const WebhookEndpointsLive = Layer.effect(
   WebhookEndpoints,
   Effect.gen(function*() {
     const tenants = yield* TenantEntity.client
-    const outage = (yield* Config).testFault === "webhook-endpoint-outage"
     return WebhookEndpoints.of({
       register: (tenantId, url) =>
-        outage && new URL(url).pathname.endsWith("/outage")
-          ? fail(503, "dependency_unavailable", "the tenant's entity could not be reached (TEST_FAULT)", { retryAfter: 1 })
-          : entityCall(tenants(tenantId).RegisterWebhookEndpoint({ url })).pipe(
+        entityCall(tenants(tenantId).RegisterWebhookEndpoint({ url })).pipe(
           Effect.catchTag("EndpointLimit", (e) =>
             fail(429, "quota_exceeded", `the tenant already uses ${e.limit} webhook URLs (webhooks.endpoints.total)`, {
               details: [{ path: "webhookUrl", code: "quota_exceeded", message: "a new webhook URL exceeds webhooks.endpoints.total" }]

@@ -126,3 +126,40 @@ export const CrawlServiceLive = Layer.effect(
     })
   })
 )
+
+/** The crawl requests a `makeCrawlServiceTest` was given, oldest first. */
+export class CrawlRequests extends Context.Service<CrawlRequests, { readonly all: Effect.Effect<ReadonlyArray<CrawlRequest>> }>()(
+  "trawl/CrawlRequests"
+) {}
+
+/**
+ * A crawler for tests: no engines and no network; each crawl answers `answer(request)` and is
+ * captured. Slots are not limited. The limits are the live configuration's (config/crawl.json,
+ * config/escalation.json) unless given.
+ */
+export const makeCrawlServiceTest = (
+  answer: (req: CrawlRequest) => EscalationResult,
+  limits: Partial<Pick<CrawlServiceShape, "perDomainConcurrency" | "historyWindowMs">> = {}
+): Layer.Layer<CrawlService | CrawlRequests> =>
+  Layer.unwrap(Effect.sync(() => {
+    const requests: Array<CrawlRequest> = []
+    const escalation = loadEscalationConfig()
+    return Layer.mergeAll(
+      Layer.succeed(CrawlService, CrawlService.of({
+        defaultPlan: escalation.defaultPlan,
+        perDomainConcurrency: limits.perDomainConcurrency ?? loadCrawlConfig().perDomainConcurrency,
+        historyWindowMs: limits.historyWindowMs ?? escalation.historyWindowMs,
+        engineNames: ["http", "alternate", "brave", "camoufox"],
+        withCrawlSlot: (_priority, effect) => effect,
+        takeWriteSlot: () => Effect.succeed(Effect.void),
+        crawl: (req) =>
+          Effect.sync(() => {
+            requests.push(req)
+            const result = answer(req)
+            req.onAttempt?.(result.attempts.length)
+            return result
+          })
+      })),
+      Layer.succeed(CrawlRequests, CrawlRequests.of({ all: Effect.sync(() => [...requests]) }))
+    )
+  }))

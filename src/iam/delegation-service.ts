@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { isMailableAddress, Mailer } from "../mail/mailer.ts"
 import { iso, parseIsoDateTime } from "../schema/common.ts"
 import type { Delegation, DelegationStatus } from "../schema/delegation.ts"
@@ -78,8 +78,9 @@ export const DelegationServiceLive = Layer.effect(
           // A delegate cannot pass on what was delegated to it.
           yield* refuseOnBehalf(me)
           const expiresAt = parseIsoDateTime(input.expiresAt)!
-          if (expiresAt <= Date.now()) return yield* badExpiry("must be in the future")
-          if (expiresAt > Date.now() + MAX_DELEGATION_MS) return yield* badExpiry("must be at most one year ahead")
+          const now = yield* Clock.currentTimeMillis
+          if (expiresAt <= now) return yield* badExpiry("must be in the future")
+          if (expiresAt > now + MAX_DELEGATION_MS) return yield* badExpiry("must be at most one year ahead")
 
           let delegateId: string | null = null
           let delegateEmail: string | null = null
@@ -108,7 +109,7 @@ export const DelegationServiceLive = Layer.effect(
 
           if (delegateEmail !== null) {
             // The registration token lives as long as a delegation token may, and never past the delegation.
-            const tokenExpiry = new Date(Math.min(expiresAt, Date.now() + TOKEN_LIFETIME_MS.delegation))
+            const tokenExpiry = new Date(Math.min(expiresAt, now + TOKEN_LIFETIME_MS.delegation))
             const { token } = yield* tokens.issue({ purpose: "delegation", tenantId: me.tenantId, identityId: null, email: delegateEmail, subjectId: row.id, expiresAt: tokenExpiry })
             const from = row.delegator_display_name ?? "A Trawl user"
             const sent = yield* mailer.send({

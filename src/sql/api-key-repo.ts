@@ -1,7 +1,7 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Principal } from "../iam/principal.ts"
-import { lockLiveRole } from "./role-repo.ts"
+import { lockLiveRole, RoleRepo } from "./role-repo.ts"
 import { lockTenantRow } from "./tenant-lock.ts"
 
 export interface ApiKeyRow {
@@ -169,3 +169,115 @@ export const ApiKeyRepoLive = Layer.effect(
     })
   })
 )
+
+/**
+ * Keys in memory, for unit tests of the services above. A key's permissions are its role's, read
+ * through `RoleRepo` when it is looked up (the live query joins `roles`); `byRole`, when given, is
+ * kept as the hashes of each role's live keys (what `makeRoleRepoTest`'s `liveKeys` reads).
+ */
+export const makeApiKeyRepoTest = (
+  options: { readonly internalTenants?: ReadonlyArray<string>; readonly byRole?: Map<string, Array<string>> } = {}
+): Layer.Layer<ApiKeyRepo, never, RoleRepo> =>
+  Layer.effect(
+    ApiKeyRepo,
+    Effect.gen(function*() {
+      const roles = yield* RoleRepo
+      type Row = { -readonly [K in keyof ApiKeyRow]: ApiKeyRow[K] } & { key_hash: string }
+      const rows: Array<Row> = []
+      const now = Clock.currentTimeMillis
+      const active = (tenantId: string, at: number) =>
+        rows.filter((k) => k.tenant_id === tenantId && k.revoked_at === null && (k.expires_at === null || k.expires_at.getTime() > at)).length
+      const withPermissions = (k: Row) =>
+        Effect.map(roles.find(k.tenant_id, k.role_id), (role): ApiKeyRow => {
+          const { key_hash: _h, ...row } = k
+          return { ...row, role_permissions: role?.permissions ?? [] }
+        })
+      const mine = (tenantId: string, identityId: string, id: string) =>
+        rows.find((k) => k.id === id && k.tenant_id === tenantId && k.identity_id === identityId)
+      const syncByRole = () => {
+        if (!options.byRole) return
+        options.byRole.clear()
+        for (const k of rows) if (k.revoked_at === null) options.byRole.set(k.role_id, [...(options.byRole.get(k.role_id) ?? []), k.key_hash])
+      }
+      return ApiKeyRepo.of({
+        principalByHash: (keyHash) =>
+          Effect.gen(function*() {
+            const k = rows.find((x) => x.key_hash === keyHash && x.revoked_at === null)
+            if (!k) return undefined
+            const row = yield* withPermissions(k)
+            return {
+              kind: "api-key" as const,
+              credentialId: k.id,
+              actorId: k.identity_id,
+              tenantId: k.tenant_id,
+              identityId: k.identity_id,
+              roleId: k.role_id,
+              permissions: row.role_permissions,
+              isInternalTenant: options.internalTenants?.includes(k.tenant_id) ?? false,
+              rateLimitPerMinute: k.rate_limit_per_minute,
+              expiresAt: k.expires_at ? k.expires_at.getTime() : null
+            }
+          }),
+        insert: (k, activeLimit) =>
+          Effect.gen(function*() {
+            const at = yield* now
+            if (active(k.tenantId, at) >= activeLimit) return "quota_exceeded" as const
+            if (!(yield* roles.find(k.tenantId, k.roleId))) return "role_missing" as const
+            const row: Row = {
+              id: k.id,
+              tenant_id: k.tenantId,
+              identity_id: k.identityId,
+              role_id: k.roleId,
+              name: k.name,
+              description: k.description,
+              key_prefix: k.keyPrefix,
+              key_hash: k.keyHash,
+              rate_limit_per_minute: k.rateLimitPerMinute,
+              last_used_at: null,
+              expires_at: k.expiresAt,
+              revoked_at: null,
+              created_at: new Date(at),
+              role_permissions: []
+            }
+            rows.push(row)
+            syncByRole()
+            return yield* withPermissions(row)
+          }),
+        listByIdentity: (tenantId, identityId) =>
+          Effect.forEach(rows.filter((k) => k.tenant_id === tenantId && k.identity_id === identityId), withPermissions),
+        find: (tenantId, identityId, id) =>
+          Effect.suspend(() => {
+            const k = mine(tenantId, identityId, id)
+            return k ? withPermissions(k) : Effect.succeed(undefined)
+          }),
+        update: (tenantId, identityId, id, patch, activeLimit) =>
+          Effect.gen(function*() {
+            const k = mine(tenantId, identityId, id)
+            if (!k) return undefined
+            const at = yield* now
+            const revives = patch.expiresAt !== undefined && (patch.expiresAt === null || patch.expiresAt.getTime() > at)
+            const dormant = k.revoked_at === null && k.expires_at !== null && k.expires_at.getTime() <= at
+            if (revives && dormant && active(tenantId, at) >= activeLimit) return "quota_exceeded" as const
+            if (patch.description !== undefined) k.description = patch.description
+            if (patch.rateLimitPerMinute !== undefined) k.rate_limit_per_minute = patch.rateLimitPerMinute
+            if (patch.expiresAt !== undefined) k.expires_at = patch.expiresAt
+            return { row: yield* withPermissions(k), keyHash: k.key_hash }
+          }),
+        revoke: (tenantId, identityId, id) =>
+          Effect.gen(function*() {
+            const k = mine(tenantId, identityId, id)
+            if (!k) return undefined
+            k.revoked_at ??= new Date(yield* now)
+            syncByRole()
+            return { row: yield* withPermissions(k), keyHash: k.key_hash }
+          }),
+        touch: (lastUsed) =>
+          Effect.sync(() => {
+            for (const k of rows) {
+              const at = lastUsed.get(k.id)
+              if (at && (k.last_used_at === null || at > k.last_used_at)) k.last_used_at = at
+            }
+          })
+      })
+    })
+  )

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { newId } from "../ids.ts"
 import type { DelegationStatus } from "../schema/delegation.ts"
@@ -171,3 +171,88 @@ export const DelegationRepoLive = Layer.effect(
     })
   })
 )
+
+/** A person for `makeDelegationRepoTest`: an identity of a tenant, with its default role's permissions. */
+export interface TestPerson {
+  readonly id: string
+  readonly tenantId: string
+  readonly email: string
+  readonly displayName?: string
+  readonly roleId: string
+  readonly permissions: ReadonlyArray<string>
+}
+
+/** Delegations in memory between `people`, for unit tests; expiry is read on Effect's Clock (a TestClock moves it). */
+export const makeDelegationRepoTest = (people: ReadonlyArray<TestPerson>): Layer.Layer<DelegationRepo> =>
+  Layer.sync(DelegationRepo, () => {
+    type Row = { -readonly [K in keyof DelegationRow]: DelegationRow[K] }
+    const rows: Array<Row> = []
+    const now = Clock.currentTimeMillis
+    const nameOf = (id: string | null) => (id === null ? null : people.find((p) => p.id === id)?.displayName ?? null)
+    // As read: `expired` for a pending or active one past its end.
+    const read = (r: Row, at: number): DelegationRow =>
+      ({ ...r, status: (r.status === "pending" || r.status === "active") && r.expires_at.getTime() <= at ? "expired" : r.status })
+    const partyOf = (r: Row, party: Party) => (party === "delegator" ? r.delegator_id : r.delegate_id)
+    return DelegationRepo.of({
+      personOfTenant: (tenantId, identityId) => Effect.sync(() => people.find((p) => p.id === identityId && p.tenantId === tenantId) && { id: identityId }),
+      personByEmail: (tenantId, email) =>
+        Effect.sync(() => {
+          const p = people.find((x) => x.tenantId === tenantId && x.email.toLowerCase() === email.toLowerCase())
+          return p && { id: p.id }
+        }),
+      insert: (d) =>
+        Effect.map(now, (at) => {
+          const same = (r: Row) => d.delegateId !== null ? r.delegate_id === d.delegateId : r.delegate_email?.toLowerCase() === d.delegateEmail?.toLowerCase()
+          if (rows.some((r) => r.delegator_id === d.delegatorId && same(r) && ["pending", "active"].includes(read(r, at).status))) return "exists" as const
+          const row: Row = {
+            id: newId("dlg"),
+            tenant_id: d.tenantId,
+            delegator_id: d.delegatorId,
+            delegate_id: d.delegateId,
+            delegate_email: d.delegateEmail,
+            reason: d.reason,
+            status: "pending",
+            expires_at: d.expiresAt,
+            invited_at: new Date(at),
+            responded_at: null,
+            revoked_at: null,
+            created_at: new Date(at),
+            delegator_display_name: nameOf(d.delegatorId),
+            delegate_display_name: nameOf(d.delegateId)
+          }
+          rows.push(row)
+          return read(row, at)
+        }),
+      discard: (id) =>
+        Effect.sync(() => {
+          const i = rows.findIndex((r) => r.id === id)
+          if (i >= 0) rows.splice(i, 1)
+        }),
+      list: (tenantId, party, identityId, status, offset, limit) =>
+        Effect.map(now, (at) => {
+          const all = rows.filter((r) => r.tenant_id === tenantId && partyOf(r, party) === identityId)
+            .map((r) => read(r, at))
+            .filter((r) => status === undefined || r.status === status)
+            .reverse()
+          return { items: all.slice(offset, offset + limit), total: all.length }
+        }),
+      transition: (t) =>
+        Effect.map(now, (at) => {
+          const r = rows.find((x) => x.id === t.id && x.tenant_id === t.tenantId && partyOf(x, t.party) === t.identityId)
+          if (!r) return "not_found" as const
+          const current = read(r, at).status
+          if (!(t.from as ReadonlyArray<string>).includes(current)) return { current }
+          r.status = t.to
+          r[t.stamp] = new Date(at)
+          return read(r, at)
+        }),
+      activeGrant: (tenantId, delegatorId, delegateId) =>
+        Effect.map(now, (at) => {
+          const r = rows.find((x) =>
+            x.tenant_id === tenantId && x.delegator_id === delegatorId && x.delegate_id === delegateId && read(x, at).status === "active"
+          )
+          const delegator = people.find((p) => p.id === delegatorId)
+          return r && delegator && { delegationId: r.id, roleId: delegator.roleId, permissions: delegator.permissions }
+        })
+    })
+  })

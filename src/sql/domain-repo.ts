@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 
 export interface EngineHistoryRow {
@@ -46,3 +46,23 @@ export const DomainRepoLive = Layer.effect(
     })
   })
 )
+
+/**
+ * A domain's engine history and lease marks in memory, on Effect's Clock; one build can outlive
+ * many entity starts (its state is what a restarted entity finds).
+ */
+export const DomainRepoTest: Layer.Layer<DomainRepo> = Layer.sync(DomainRepo, () => {
+  const history = new Map<string, Map<string, EngineHistoryRow>>()
+  const leases = new Map<string, Date>()
+  return DomainRepo.of({
+    engineHistory: (domainId) => Effect.sync(() => [...(history.get(domainId)?.values() ?? [])]),
+    recordEngine: (domainId, engine, ok) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const engines = history.get(domainId) ?? new Map<string, EngineHistoryRow>()
+        history.set(domainId, engines.set(engine, { engine, ok, at: new Date(now) }))
+      }),
+    leaseMark: (domainId) => Effect.sync(() => leases.get(domainId)),
+    markLease: (domainId, ms) => Effect.map(Clock.currentTimeMillis, (now) => void leases.set(domainId, new Date(now + ms))),
+    clearLease: (domainId) => Effect.sync(() => void leases.delete(domainId))
+  })
+})

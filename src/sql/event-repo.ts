@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
 
 export interface StoredEvent {
@@ -78,3 +78,38 @@ export const EventRepoLive = Layer.effect(
     })
   })
 )
+
+/** Appends to the in-memory event log of `EventRepoTest` (what `appendEventCtes` does in SQL). */
+export class TestEventAppender extends Context.Service<TestEventAppender, {
+  readonly append: (tenantId: string, type: string, data: Record<string, unknown>) => Effect.Effect<StoredEvent>
+}>()("trawl/TestEventAppender") {}
+
+/** The event log in memory, stamped with Effect's Clock (a TestClock ages it); each build starts empty. */
+export const EventRepoTest: Layer.Layer<EventRepo | TestEventAppender> = Layer.unwrap(Effect.sync(() => {
+  const events: Array<StoredEvent & { readonly tenantId: string; readonly seq: number; readonly createdAt: number }> = []
+  const sequences = new Map<string, number>()
+  return Layer.mergeAll(
+    Layer.succeed(EventRepo, EventRepo.of({
+      since: (tenantId, afterId, limit) =>
+        Effect.sync(() =>
+          events.filter((e) => e.tenantId === tenantId && e.seq > Number(afterId)).slice(0, limit).map(({ id, type, data }) => ({ id, type, data }))
+        ),
+      latest: (tenantId) => Effect.sync(() => String(sequences.get(tenantId) ?? 0)),
+      deleteOlderThan: (hours) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          const kept = events.filter((e) => e.createdAt >= now - hours * 3_600_000)
+          events.splice(0, events.length, ...kept)
+        })
+    })),
+    Layer.succeed(TestEventAppender, TestEventAppender.of({
+      append: (tenantId, type, data) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          const seq = (sequences.get(tenantId) ?? 0) + 1
+          sequences.set(tenantId, seq)
+          const event = { id: String(seq), type, data: { ...data, tenantId, at: new Date(now).toISOString() } }
+          events.push({ ...event, tenantId, seq, createdAt: now })
+          return event
+        })
+    }))
+  )
+}))

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { SqlClient, SqlError } from "effect/sql"
 
 /** The database as the readiness probe sees it. */
 export interface HealthRepoShape {
@@ -16,3 +16,9 @@ export const HealthRepoLive = Layer.effect(
     return HealthRepo.of({ ping: sql`SELECT 1`.pipe(Effect.asVoid) })
   })
 )
+
+/** A database that answers, or not (`HealthRepoTest(false)`), for unit tests of readiness. */
+export const HealthRepoTest = (answers = true): Layer.Layer<HealthRepo> =>
+  Layer.succeed(HealthRepo, HealthRepo.of({
+    ping: answers ? Effect.void : Effect.fail(new SqlError.SqlError({ reason: new SqlError.UnknownError({ cause: new Error("the test database is down") }) }))
+  }))

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { newId } from "../ids.ts"
 
@@ -98,3 +98,62 @@ export const IdempotencyRepoLive = Layer.effect(
     })
   })
 )
+
+/** Keys in memory, for unit tests of the Idempotency service; ages are read on Effect's Clock. */
+export const IdempotencyRepoTest: Layer.Layer<IdempotencyRepo> = Layer.sync(IdempotencyRepo, () => {
+  interface Row {
+    requestHash: string
+    seed: string
+    token: string | null
+    createdAt: number
+    statusCode: number | null
+    response: string | null
+  }
+  const rows = new Map<string, Row>()
+  const id = (tenantId: string, key: string) => `${tenantId}\u0000${key}`
+  const now = Clock.currentTimeMillis
+  const isFree = (r: Row, at: number) => r.token === null || r.createdAt < at - ABANDONED_CLAIM_SECONDS * 1000
+  const expired = (r: Row, at: number) => r.createdAt < at - IDEMPOTENCY_TTL_HOURS * 3_600_000
+  const held = (tenantId: string, key: string, token: string) => {
+    const r = rows.get(id(tenantId, key))
+    return r && r.token === token ? r : undefined
+  }
+  return IdempotencyRepo.of({
+    deleteExpired: Effect.map(now, (at) => {
+      for (const [k, r] of rows) if (expired(r, at)) rows.delete(k)
+    }),
+    claim: (tenantId, key, hash, token) =>
+      Effect.map(now, (at): Claim | undefined => {
+        const existing = rows.get(id(tenantId, key))
+        if (!existing || expired(existing, at)) {
+          const seed = newId("seed")
+          rows.set(id(tenantId, key), { requestHash: hash, seed, token, createdAt: at, statusCode: null, response: null })
+          return { seed, resumed: false }
+        }
+        if (existing.statusCode !== null || !isFree(existing, at)) return undefined
+        const resumed = existing.requestHash === hash
+        Object.assign(existing, { createdAt: at, token, requestHash: hash, seed: resumed ? existing.seed : newId("seed") })
+        return { seed: existing.seed, resumed }
+      }),
+    find: (tenantId, key) =>
+      Effect.map(now, (at) => {
+        const r = rows.get(id(tenantId, key))
+        return r && { request_hash: r.requestHash, status_code: r.statusCode, response: r.response, free: isFree(r, at) }
+      }),
+    renewClaim: (tenantId, key, token) =>
+      Effect.map(now, (at) => {
+        const r = held(tenantId, key, token)
+        if (r && r.statusCode === null) r.createdAt = at
+      }),
+    freeClaim: (tenantId, key, token) =>
+      Effect.sync(() => {
+        const r = held(tenantId, key, token)
+        if (r && r.statusCode === null) r.token = null
+      }),
+    storeResponse: (tenantId, key, token, status, response) =>
+      Effect.sync(() => {
+        const r = held(tenantId, key, token)
+        if (r) Object.assign(r, { statusCode: status, response })
+      })
+  })
+})

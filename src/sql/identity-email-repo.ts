@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 
 export interface IdentityEmailRow {
@@ -37,3 +37,22 @@ export const IdentityEmailRepoLive = Layer.effect(
     })
   })
 )
+
+/** Primary addresses in memory (`identityId` → address), for unit tests; verification is stamped on Effect's Clock. */
+export const makeIdentityEmailRepoTest = (primaries: Readonly<Record<string, string>>): Layer.Layer<IdentityEmailRepo> =>
+  Layer.sync(IdentityEmailRepo, () => {
+    const rows = new Map(Object.entries(primaries).map(([id, email]) => [id, { email, verified_at: null as Date | null }]))
+    return IdentityEmailRepo.of({
+      primary: (identityId) => Effect.sync(() => {
+        const row = rows.get(identityId)
+        return row && { ...row }
+      }),
+      markVerified: (identityId, email) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          const row = rows.get(identityId)
+          if (!row || row.email.toLowerCase() !== email.toLowerCase()) return undefined
+          row.verified_at ??= new Date(now)
+          return { ...row }
+        })
+    })
+  })

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
@@ -49,3 +49,21 @@ export const MailOutboxRepoLive = Layer.effect(
     })
   })
 )
+
+/** The outbox in memory, for unit tests of the outbox mailer; stamped with Effect's Clock. */
+export const MailOutboxRepoTest: Layer.Layer<MailOutboxRepo> = Layer.sync(MailOutboxRepo, () => {
+  const entries: Array<OutboxEntry> = []
+  return MailOutboxRepo.of({
+    insert: (mail) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const entry = { id: newId("mail"), to: mail.to, subject: mail.subject, body: mail.body, createdAt: new Date(now).toISOString() }
+        entries.push(entry)
+        return entry
+      }),
+    listByRecipient: (to, offset, limit) =>
+      Effect.sync(() => {
+        const mine = entries.filter((e) => e.to.toLowerCase() === to.toLowerCase()).reverse()
+        return { items: mine.slice(offset, offset + limit), total: mine.length }
+      })
+  })
+})

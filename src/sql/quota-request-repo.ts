@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { QuotaKey } from "../billing/plans.ts"
 import { newId } from "../ids.ts"
@@ -135,3 +135,69 @@ export const QuotaRequestRepoLive = Layer.effect(
     })
   })
 )
+
+/**
+ * Quota requests in memory, for unit tests of the services above; times come from Effect's Clock.
+ * `emails` are identities' primary addresses, `owners` the owners' addresses per tenant, and an
+ * approval writes its limit into `overrides` (key `tenantId quotaKey`), as the live one writes the
+ * tenant's quota override.
+ */
+export const makeQuotaRequestRepoTest = (seed: {
+  readonly emails?: Readonly<Record<string, string>>
+  readonly owners?: Readonly<Record<string, ReadonlyArray<string>>>
+  readonly overrides?: Map<string, number>
+} = {}): Layer.Layer<QuotaRequestRepo> =>
+  Layer.sync(QuotaRequestRepo, () => {
+    type Row = { -readonly [K in keyof QuotaRequestRow]: QuotaRequestRow[K] }
+    const rows: Array<Row> = []
+    const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+    const view = (r: Row): QuotaRequestRow => ({ ...r })
+    return QuotaRequestRepo.of({
+      insert: (q) =>
+        Effect.map(now, (at) => {
+          if (rows.some((r) => r.tenant_id === q.tenantId && r.quota_key === q.quotaKey && r.status === "pending")) return "pending_exists" as const
+          const row: Row = {
+            id: newId("qreq"),
+            tenant_id: q.tenantId,
+            quota_key: q.quotaKey,
+            requested_by: q.requestedBy,
+            requested_limit: q.requestedLimit,
+            reason: q.reason,
+            status: "pending",
+            decided_by: null,
+            decided_at: null,
+            decision_note: null,
+            withdrawn_at: null,
+            created_at: at,
+            updated_at: at
+          }
+          rows.push(row)
+          return view(row)
+        }),
+      list: (filter, offset, limit) =>
+        Effect.sync(() => {
+          const all = rows.filter((r) => (filter.tenantId === undefined || r.tenant_id === filter.tenantId) && (filter.status === undefined || r.status === filter.status))
+            .reverse()
+          return { items: all.slice(offset, offset + limit).map(view), total: all.length }
+        }),
+      withdraw: (tenantId, id) =>
+        Effect.map(now, (at) => {
+          const r = rows.find((x) => x.id === id && x.tenant_id === tenantId)
+          if (!r) return "not_found" as const
+          if (r.status !== "pending") return { notPending: view(r) }
+          Object.assign(r, { status: "cancelled", withdrawn_at: at, updated_at: at })
+          return view(r)
+        }),
+      decide: (id, decision) =>
+        Effect.map(now, (at) => {
+          const r = rows.find((x) => x.id === id)
+          if (!r) return "not_found" as const
+          if (r.status !== "pending") return { notPending: view(r) }
+          Object.assign(r, { status: decision.approve ? "approved" : "rejected", decided_by: decision.decidedBy, decided_at: at, decision_note: decision.note, updated_at: at })
+          if (decision.approve) seed.overrides?.set(`${r.tenant_id} ${r.quota_key}`, r.requested_limit)
+          return view(r)
+        }),
+      primaryEmail: (identityId) => Effect.sync(() => seed.emails?.[identityId]),
+      ownerEmails: (tenantId) => Effect.sync(() => seed.owners?.[tenantId] ?? [])
+    })
+  })

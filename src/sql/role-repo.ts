@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
 import { newId } from "../ids.ts"
 import { pageWithTotal } from "./page-with-total.ts"
@@ -169,3 +169,95 @@ export const RoleRepoLive = Layer.effect(
     })
   })
 )
+
+/** What a `makeRoleRepoTest` starts with: roles, and who holds them (the tables a role is counted in). */
+export interface RoleRepoSeed {
+  readonly roles?: ReadonlyArray<Pick<RoleRow, "id" | "tenant_id" | "name" | "permissions"> & Partial<Pick<RoleRow, "description" | "is_system">>>
+  /** Per role id, the identities whose default role it is (their sessions act with it). */
+  readonly sessionHolders?: Readonly<Record<string, ReadonlyArray<string>>>
+  /** Per role id, its identity accesses and pending invitations (its keys are counted by `liveKeys`). */
+  readonly uses?: Readonly<Record<string, Partial<Pick<RoleUses, "identityAccesses" | "invitations">>>>
+  /** The hashes of live keys per role id: `ApiKeyRepoTest` passes its own. */
+  readonly liveKeys?: (roleId: string) => ReadonlyArray<string>
+}
+
+/** Roles in memory, for unit tests of the services above; times come from Effect's Clock. */
+export const makeRoleRepoTest = (seed: RoleRepoSeed = {}): Layer.Layer<RoleRepo> =>
+  Layer.sync(RoleRepo, () => {
+    type Row = { -readonly [K in keyof RoleRow]: RoleRow[K] } & { deleted_at: Date | null }
+    const epoch = new Date(0)
+    const rows: Array<Row> = (seed.roles ?? []).map((r) => ({
+      description: null,
+      is_system: false,
+      created_at: epoch,
+      updated_at: epoch,
+      deleted_at: null,
+      ...r
+    }))
+    const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+    const live = (tenantId: string, id: string) => rows.find((r) => r.id === id && r.tenant_id === tenantId && r.deleted_at === null)
+    const view = ({ deleted_at: _d, ...r }: Row): RoleRow => ({ ...r })
+    const nameTaken = (tenantId: string, name: string, except?: string) =>
+      rows.some((r) => r.tenant_id === tenantId && r.deleted_at === null && r.name === name && r.id !== except)
+    const liveKeys = seed.liveKeys ?? (() => [])
+    return RoleRepo.of({
+      list: (tenantId, offset, limit) =>
+        Effect.sync(() => {
+          const all = rows.filter((r) => r.tenant_id === tenantId && r.deleted_at === null)
+            .sort((a, b) => b.created_at.getTime() - a.created_at.getTime() || b.id.localeCompare(a.id))
+          return { items: all.slice(offset, offset + limit).map(view), total: all.length }
+        }),
+      find: (tenantId, id) => Effect.sync(() => {
+        const r = live(tenantId, id)
+        return r && view(r)
+      }),
+      insert: (role) =>
+        Effect.map(now, (at): RoleRow | "name_taken" => {
+          if (nameTaken(role.tenantId, role.name)) return "name_taken"
+          const row: Row = {
+            id: newId("role"),
+            tenant_id: role.tenantId,
+            name: role.name,
+            description: role.description,
+            permissions: role.permissions,
+            is_system: false,
+            created_at: at,
+            updated_at: at,
+            deleted_at: null
+          }
+          rows.push(row)
+          return view(row)
+        }),
+      update: (tenantId, id, decide) =>
+        Effect.gen(function*() {
+          const row = live(tenantId, id)
+          if (!row) return "not_found" as const
+          const before = view(row)
+          const patch = yield* decide(before)
+          if (patch.name === undefined && patch.description === undefined && patch.permissions === undefined) return { before, after: before }
+          if (patch.name !== undefined && nameTaken(tenantId, patch.name, id)) return "name_taken" as const
+          if (patch.name !== undefined) row.name = patch.name
+          if (patch.description !== undefined) row.description = patch.description
+          if (patch.permissions !== undefined) row.permissions = patch.permissions
+          row.updated_at = yield* now
+          return { before, after: view(row) }
+        }),
+      remove: (tenantId, id) =>
+        Effect.gen(function*() {
+          const row = live(tenantId, id)
+          if (!row) return "not_found" as const
+          if (row.is_system) return "system" as const
+          const inUse: RoleUses = {
+            identityAccesses: seed.uses?.[id]?.identityAccesses ?? 0,
+            apiKeys: liveKeys(id).length,
+            defaultRoles: seed.sessionHolders?.[id]?.length ?? 0,
+            invitations: seed.uses?.[id]?.invitations ?? 0
+          }
+          if (Object.values(inUse).some((n) => n > 0)) return { inUse }
+          row.deleted_at = row.updated_at = yield* now
+          return { deleted: { ...view(row), deleted_at: row.deleted_at } }
+        }),
+      liveKeyHashes: (roleId) => Effect.sync(() => liveKeys(roleId)),
+      sessionHolders: (roleId) => Effect.sync(() => seed.sessionHolders?.[roleId] ?? [])
+    })
+  })

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { AddOnQuantity } from "../billing/plans.ts"
 import type { SubscriptionState, SubscriptionStatus } from "../billing/subscriptions.ts"
@@ -134,3 +134,54 @@ export const SubscriptionRepoLive = Layer.effect(
     })
   })
 )
+
+/**
+ * Subscriptions in memory, for unit tests of the services above. `tenants` are the tenants that
+ * exist (for `openMissing`), each with its plan and its owner's e-mail; times come from Effect's Clock.
+ */
+export const makeSubscriptionRepoTest = (
+  tenants: ReadonlyArray<{ readonly tenantId: string; readonly plan: string; readonly ownerEmail?: string }> = []
+): Layer.Layer<SubscriptionRepo> =>
+  Layer.sync(SubscriptionRepo, () => {
+    const rows = new Map<string, SubscriptionState>()
+    const update = (tenantId: string, when: (s: SubscriptionState) => boolean, patch: Partial<SubscriptionState>) =>
+      Effect.sync(() => {
+        const s = rows.get(tenantId)
+        if (!s || !when(s)) return false
+        rows.set(tenantId, { ...s, ...patch })
+        return true
+      })
+    const period = (p: Period) => ({ anchorAt: p.anchorAt, periodIndex: p.index, currentPeriodStart: p.start, currentPeriodEnd: p.end, renewalScheduledFor: null })
+    return SubscriptionRepo.of({
+      find: (tenantId) => Effect.sync(() => rows.get(tenantId)),
+      open: (tenantId, plan, p) =>
+        Effect.sync(() => {
+          if (!rows.has(tenantId)) rows.set(tenantId, { tenantId, plan, addOns: [], status: "active", ...period(p) })
+          return rows.get(tenantId)!
+        }),
+      renew: (tenantId, expectedEnd, p) => update(tenantId, (s) => s.status === "active" && s.currentPeriodEnd === expectedEnd, period(p)),
+      markPastDue: (tenantId, expectedEnd) =>
+        update(tenantId, (s) => s.status === "active" && s.currentPeriodEnd === expectedEnd, { status: "past_due", renewalScheduledFor: null }),
+      change: (tenantId, change) =>
+        update(tenantId, () => true, { plan: change.plan, addOns: change.addOns, status: change.status, ...(change.period ? period(change.period) : {}) }).pipe(
+          Effect.map(() => rows.get(tenantId)!)
+        ),
+      scheduled: (tenantId, periodEnd) => Effect.asVoid(update(tenantId, (s) => s.currentPeriodEnd === periodEnd, { renewalScheduledFor: periodEnd })),
+      unscheduled: (limit) =>
+        Effect.sync(() =>
+          [...rows.values()]
+            .filter((s) => s.status === "active" && s.renewalScheduledFor !== s.currentPeriodEnd)
+            .sort((a, b) => a.currentPeriodEnd - b.currentPeriodEnd)
+            .slice(0, limit)
+        ),
+      openMissing: (periodEnd) =>
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          const missing = tenants.filter((t) => !rows.has(t.tenantId))
+          for (const t of missing) {
+            rows.set(t.tenantId, { tenantId: t.tenantId, plan: t.plan, addOns: [], status: "active", ...period({ anchorAt: now, index: 0, start: now, end: periodEnd(now) }) })
+          }
+          return missing.length
+        }),
+      ownerEmail: (tenantId) => Effect.sync(() => tenants.find((t) => t.tenantId === tenantId)?.ownerEmail)
+    })
+  })

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { iso } from "../schema/common.ts"
 import { makeGroupCommit } from "./group-commit.ts"
@@ -211,3 +211,92 @@ export const WebhookRepoLive = Layer.effect(
     })
   })
 )
+
+/**
+ * Deliveries, attempts and endpoints in memory, for unit tests of what drives deliveries; times come
+ * from Effect's Clock, so a TestClock moves them. Each build starts empty.
+ */
+export const WebhookRepoTest: Layer.Layer<WebhookRepo> = Layer.sync(WebhookRepo, () => {
+  type Attempt = AttemptRecord & { readonly delivery_id: string; readonly at: Date }
+  const deliveries = new Map<string, { -readonly [K in keyof DeliveryRow]: DeliveryRow[K] } & { event_seq: number }>()
+  const attempts: Array<Attempt> = []
+  const endpoints = new Map<string, Set<string>>()
+  const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+  const view = ({ event_seq: _seq, ...d }: DeliveryRow & { event_seq: number }): DeliveryRow => ({ ...d })
+  return WebhookRepo.of({
+    insert: (d) =>
+      Effect.map(now, (at) => {
+        const seq = d.eventSeq ?? 0
+        const known = [...deliveries.values()].some((x) =>
+          x.resource_type === d.resourceType && x.resource_id === d.resourceId && x.event_status === d.eventStatus && x.event_seq === seq
+        )
+        if (known) return
+        deliveries.set(d.id, {
+          id: d.id,
+          tenant_id: d.tenantId,
+          resource_type: d.resourceType,
+          resource_id: d.resourceId,
+          event_status: d.eventStatus,
+          event_seq: seq,
+          url: d.url,
+          secret_enc: d.secretEnc,
+          body: d.body,
+          status: "pending",
+          attempts: 0,
+          next_attempt_at: at,
+          first_attempt_at: null,
+          created_at: at,
+          delivered_at: null
+        })
+      }),
+    byId: (id) => Effect.sync(() => {
+      const d = deliveries.get(id)
+      return d && view(d)
+    }),
+    recordAttempt: (id, a, next) =>
+      Effect.map(now, (at) => {
+        const d = deliveries.get(id)
+        if (!d || attempts.some((x) => x.delivery_id === id && x.attempt === a.attempt && x.manual === a.manual)) return
+        attempts.push({ ...a, delivery_id: id, at: new Date(at.getTime() - a.durationMs) })
+        if (!a.manual) d.attempts = Math.max(d.attempts, a.attempt)
+        if (d.status !== "delivered") d.status = next.status
+        d.next_attempt_at = next.nextAttemptAt
+        d.first_attempt_at ??= at
+        if (next.status === "delivered") d.delivered_at ??= at
+      }),
+    forResource: (tenantId, type, resourceId, page) =>
+      Effect.sync(() => {
+        const all = [...deliveries.values()]
+          .filter((d) => d.tenant_id === tenantId && d.resource_type === type && d.resource_id === resourceId)
+          .sort((x, y) => x.created_at.getTime() - y.created_at.getTime() || x.id.localeCompare(y.id))
+        const items = all.slice(page.offset, page.offset + page.limit).map((d) =>
+          WebhookDeliveryView(d, attempts.filter((a) => a.delivery_id === d.id).map((a) => ({
+            attempt: a.attempt,
+            manual: a.manual,
+            at: a.at,
+            http_status: a.httpStatus,
+            error: a.error,
+            duration_ms: a.durationMs,
+            response_body: a.responseBody
+          }))))
+        return { items, total: all.length }
+      }),
+    overdue: (graceMs, limit) =>
+      Effect.map(now, (at) =>
+        [...deliveries.values()]
+          .filter((d) => d.status === "pending" && d.next_attempt_at !== null && d.next_attempt_at.getTime() < at.getTime() - graceMs)
+          .sort((x, y) => x.next_attempt_at!.getTime() - y.next_attempt_at!.getTime())
+          .slice(0, limit)
+          .map(view)),
+    manualCount: (id) => Effect.sync(() => attempts.filter((a) => a.delivery_id === id && a.manual).length),
+    addEndpoint: (tenantId, url, limit) =>
+      Effect.sync(() => {
+        const urls = endpoints.get(tenantId) ?? new Set<string>()
+        endpoints.set(tenantId, urls)
+        if (urls.has(url)) return true
+        if (urls.size >= limit) return false
+        urls.add(url)
+        return true
+      })
+  })
+})

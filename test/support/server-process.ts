@@ -7,6 +7,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { Agent, fetch as undiciFetch } from "undici"
+import type { Fault } from "./fault-server.ts"
 
 const root = resolve(import.meta.dirname, "../..")
 export const nodeBin = join(root, "node_modules/.bin/node")
@@ -101,17 +102,21 @@ export interface RunningServer {
   readonly dataDir: string
 }
 
-/** Starts the real server process and waits until it announces its URL. */
+/**
+ * Starts the real server process and waits until it announces its URL. With `fault`, the process is
+ * test/support/fault-server.ts: the same server with that one layer made faulty.
+ */
 export const startServer = async (
   env: Record<string, string> = {},
-  options: { timeoutMs?: number; dataDir?: string; keepDataDir?: boolean } = {}
+  options: { timeoutMs?: number; dataDir?: string; keepDataDir?: boolean; fault?: Fault } = {}
 ): Promise<RunningServer> => {
   const port = env.PORT ? Number(env.PORT) : await freePort()
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "trawl-test-"))
   // Each server of a test run is its own runner, so it needs its own runner port.
   const runnerPort = env.DATABASE_URL && !env.RUNNER_PORT ? { RUNNER_PORT: String(await freePort()) } : {}
   if (!env.DATABASE_URL && !existsSync(join(dataDir, "pg"))) cpSync(await blankDatabaseTemplate(), join(dataDir, "pg"), { recursive: true })
-  const child = spawn(nodeBin, ["--import", "tsx", "src/main.ts"], {
+  const entry = options.fault ? ["test/support/fault-server.ts", options.fault] : ["src/main.ts"]
+  const child = spawn(nodeBin, ["--import", "tsx", ...entry], {
     cwd: root,
     env: {
       PATH: process.env.PATH ?? "",

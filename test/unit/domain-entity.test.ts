@@ -4,18 +4,20 @@ import { describe, expect, it, vi } from "vitest"
 import { DomainEntity, DomainEntityLive, parseHolder, SLOT_RENEW_MS } from "../../src/actors/domain-entity.ts"
 import { entitySlotBackend } from "../../src/actors/domain-slots.ts"
 import { Config, type loadConfig } from "../../src/config.ts"
-import { CrawlService, type CrawlServiceShape } from "../../src/crawl/crawl-service.ts"
+import { makeCrawlServiceTest } from "../../src/crawl/crawl-service.ts"
 import { DatabaseLive } from "../../src/sql/database.ts"
 import { DomainRepoLive } from "../../src/sql/domain-repo.ts"
 import { MigrationsLive } from "../../src/sql/migrate.ts"
 import { testDatabases } from "../support/databases.ts"
 
-// The entity only reads the politeness limit from the crawl service.
-const crawl = { perDomainConcurrency: 2 } as CrawlServiceShape
+// The entity only reads the politeness limit from the crawl service; it never crawls.
+const crawl = makeCrawlServiceTest(() => {
+  throw new Error("the domain entity does not crawl")
+}, { perDomainConcurrency: 2 })
 
 const entityLayer = (config: ReturnType<typeof loadConfig>) =>
   DomainEntityLive.pipe(
-    Layer.provide(Layer.succeed(CrawlService, crawl)),
+    Layer.provide(crawl),
     Layer.provide(DomainRepoLive),
     Layer.provide(MigrationsLive),
     Layer.provideMerge(DatabaseLive),
