@@ -11,6 +11,7 @@ import { createRetrySchedule, webhooksConfig } from "../webhooks/schedule.ts"
 import { decryptSecret } from "../webhooks/secret-box.ts"
 import { buildDeliveryHeaders, sendWebhook } from "../webhooks/sender.ts"
 import { sweepLoop } from "./sweep.ts"
+import { recordWebhookAttempt } from "../observability/metrics.ts"
 
 /** The n-th scheduled attempt, delivered by the cluster at `dueAt` (persisted, so it survives restarts). */
 export class DueAttempt extends Schema.Class<DueAttempt>("trawl/DueAttempt")({
@@ -112,6 +113,8 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
           const delay = result.ok ? null : schedule.delayAfterResponse(payload.attempt, answered, result.retryAfter, { elapsedMs })
           const status = result.ok ? "delivered" : delay === null ? "failed" : "pending"
           const nextAt = delay === null ? null : Date.now() + delay
+          recordWebhookAttempt(d.resource_type, status === "pending" ? "retry" : status, result.durationMs / 1000)
+          yield* Effect.annotateCurrentSpan({ "http.response.status_code": result.httpStatus ?? 0, "trawl.webhook.outcome": status })
           yield* repo.recordAttempt(deliveryId, {
             attempt: payload.attempt,
             manual: false,
@@ -124,7 +127,10 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
             yield* self(deliveryId).Attempt(new DueAttempt({ attempt: payload.attempt + 1, dueAt: nextAt }), { discard: true })
           }
           }))
-        }).pipe(Effect.orDie)
+        }).pipe(
+          Effect.withSpan("webhook.attempt", { attributes: { "trawl.webhook.delivery": deliveryId, "trawl.webhook.attempt": payload.attempt } }, { captureStackTrace: false }),
+          Effect.orDie
+        )
 
     return WebhookDeliveryEntity.of({
       Attempt: ({ payload }) => attempt(payload),
@@ -134,6 +140,7 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
           const d = yield* repo.byId(deliveryId)
           if (!d) return yield* Effect.die(new Error(`delivery ${deliveryId} is missing`))
           const result = yield* send(d)
+          recordWebhookAttempt(d.resource_type, result.ok ? "manual_ok" : "manual_failed", result.durationMs / 1000)
           const n = (yield* repo.manualCount(deliveryId)) + 1
           yield* repo.recordAttempt(deliveryId, {
             attempt: n,
