@@ -180,6 +180,13 @@ describe.skipIf(!process.env.DATABASE_URL)("traces across nodes (PostgreSQL)", (
     const trace = traceOf(otlp.spans, crossed.traceId)
     expect(trace.some((s) => s.name === "Job.Run" && s.resource["service.instance.id"] === "node-b")).toBe(true)
     expect([...(otlp.contentTypes.get("/v1/traces") ?? [])]).toEqual(["application/json"])
+    // Each node's pool, as PostgreSQL sees its sessions (application_name names the node).
+    const res = await fetch(`${servers[0]!.baseUrl}/metrics`, { headers: { "x-internal-token": INTERNAL_TOKEN } })
+    const m = samples(await res.text())
+    expect(m.get("trawl_db_pool_max_connections")).toBe(20)
+    const open = [...m].filter(([k]) => k.startsWith("trawl_db_pool_connections{")).reduce((sum, [, v]) => sum + v, 0)
+    expect(open).toBeGreaterThan(0)
+    expect(open).toBeLessThanOrEqual(20)
   })
 })
 
@@ -276,7 +283,19 @@ describe("GET /metrics", () => {
     // The node's entities, database pool and browsers are there too.
     expect(last.has('effect_cluster_entities{type="Job"}')).toBe(true)
     expect(at(last, "trawl_db_pool_max_connections")).toBe(8)
-    expect(last.has("trawl_browser_processes")).toBe(true)
-    expect(last.has("trawl_browser_rss_bytes")).toBe(true)
+    expect(at(last, "trawl_browser_processes")).toBe(0)
+  })
+
+  it("counts the browsers a browser crawl started, with their memory", async () => {
+    const api = client(server.baseUrl)
+    const t = await api.createTenant()
+    const created = await api.post("/v1/scraper/jobs", { url: `${pages.base}/b`, escalation: [{ engine: "brave", attempts: 1, timeoutMs: 30_000 }] }, t.apiKey)
+    expect(created.status, created.text).toBe(201)
+    await until("the browser job", async () => (await api.get(`/v1/scraper/jobs/${created.json.data.id}`, t.apiKey)).json.data.status === "done", 60_000)
+    // The browser stays up for the next job.
+    const m = await scrape()
+    expect(m.get("trawl_browser_processes")).toBe(1)
+    expect(m.get("trawl_browser_rss_bytes")).toBeGreaterThan(10 * 1024 * 1024)
+    expect(m.get('trawl_crawl_attempts_total{engine="brave",classification="ok"}')).toBe(1)
   })
 })
