@@ -29,6 +29,29 @@ describe("configuration", () => {
     expect(loadConfig({ ...base, LLM_MODELS: " " }).llm?.models).toBeUndefined()
   })
 
+  it("reads the OpenTelemetry variables and METRICS_PORT (docs/observability.md)", () => {
+    const base = { DATA_DIR: dataDir() }
+    expect(loadConfig(base).otel).toBeUndefined()
+    expect(loadConfig(base).metricsPort).toBeUndefined()
+    expect(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318/" }).otel).toEqual({
+      endpoint: "http://127.0.0.1:4318",
+      serviceName: "trawl",
+      protocol: "http/protobuf",
+      traceExportMs: 5000,
+      metricExportMs: 60000,
+      logExportMs: 1000
+    })
+    expect(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SERVICE_NAME: "crawler", OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_BSP_SCHEDULE_DELAY: "250" }).otel)
+      .toMatchObject({ serviceName: "crawler", protocol: "http/json", traceExportMs: 250 })
+    expect(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SDK_DISABLED: "true" }).otel).toBeUndefined()
+    expect(() => loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL/)
+    expect(() => loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "ftp://collector" })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/)
+    expect(() => loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_METRIC_EXPORT_INTERVAL: "0" })).toThrow(/OTEL_METRIC_EXPORT_INTERVAL/)
+    expect(loadConfig({ ...base, METRICS_PORT: "9464" }).metricsPort).toBe(9464)
+    expect(() => loadConfig({ ...base, METRICS_PORT: "8080" })).toThrow(/METRICS_PORT must differ from PORT/)
+    expect(() => loadConfig({ ...base, METRICS_PORT: "x" })).toThrow(/METRICS_PORT/)
+  })
+
   it("keeps the generated SECRET_KEY across starts", () => {
     const dir = dataDir()
     expect(loadConfig({ DATA_DIR: dir }).secretKey.equals(loadConfig({ DATA_DIR: dir }).secretKey)).toBe(true)
