@@ -5,6 +5,7 @@ import { readdir, readFile } from "node:fs/promises"
  * starts each browser as a direct child of the node process, and the browser starts its renderers
  * and helpers below itself. A browser is a child whose command is a browser's; its RSS is its own
  * plus all its descendants'. Elsewhere than Linux (no /proc) the answer is zero browsers.
+ * Read at each scrape, so it stays cheap when no browser runs (the usual case on an HTTP-only node).
  */
 const BROWSER_COMMAND = /chrom|brave|firefox|camoufox/i
 
@@ -32,17 +33,23 @@ const readProc = async (pid: number): Promise<Proc | undefined> => {
   }
 }
 
+/** The direct children of `pid`, from each of its threads' `children` list. */
+const childrenOf = async (pid: number): Promise<Array<number>> => {
+  const tasks = await readdir(`/proc/${pid}/task`)
+  const lists = await Promise.all(tasks.map((t) => readFile(`/proc/${pid}/task/${t}/children`, "utf8").catch(() => "")))
+  return [...new Set(lists.join(" ").split(/\s+/).filter((p) => p !== "").map(Number))]
+}
+
 export const browserUsage = async (root: number = process.pid): Promise<{ processes: number; rssBytes: number }> => {
-  let entries: Array<string>
-  try {
-    entries = await readdir("/proc")
-  } catch {
-    return { processes: 0, rssBytes: 0 }
-  }
+  // The node's own children first, a few reads: most scrapes find no browser and stop here.
+  const direct = await childrenOf(root).catch(() => [])
+  const browsers = (await Promise.all(direct.map(readProc))).filter((p) => p !== undefined && BROWSER_COMMAND.test(p.command)) as Array<Proc>
+  if (browsers.length === 0) return { processes: 0, rssBytes: 0 }
+  // Browsers run: one pass over /proc gives every process's parent, and so each browser's tree.
+  const entries = await readdir("/proc")
   const procs = (await Promise.all(entries.filter((e) => /^\d+$/.test(e)).map((e) => readProc(Number(e))))).filter((p) => p !== undefined)
   const children = new Map<number, Array<Proc>>()
   for (const p of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p])
   const treeRss = (p: Proc): number => p.rssBytes + (children.get(p.pid) ?? []).reduce((sum, c) => sum + treeRss(c), 0)
-  const browsers = (children.get(root) ?? []).filter((p) => BROWSER_COMMAND.test(p.command))
   return { processes: browsers.length, rssBytes: browsers.reduce((sum, b) => sum + treeRss(b), 0) }
 }
