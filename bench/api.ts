@@ -45,7 +45,7 @@ const startOtlpSink = async () => {
     req.on("end", () => {
       got.requests++
       got.byPath.set(req.url ?? "", (got.byPath.get(req.url ?? "") ?? 0) + 1)
-      res.writeHead(200, { "content-type": "application/x-protobuf" }).end()
+      res.writeHead(200, { "content-type": "application/json" }).end("{}")
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -66,7 +66,9 @@ const tracingMain = async () => {
     OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
     OTEL_BSP_SCHEDULE_DELAY: "200",
     OTEL_BLRP_SCHEDULE_DELAY: "200",
-    OTEL_METRIC_EXPORT_INTERVAL: "1000"
+    OTEL_METRIC_EXPORT_INTERVAL: "1000",
+    // The node's default (http/json) unless this bench is run with OTEL_EXPORTER_OTLP_PROTOCOL set.
+    ...(process.env.OTEL_EXPORTER_OTLP_PROTOCOL ? { OTEL_EXPORTER_OTLP_PROTOCOL: process.env.OTEL_EXPORTER_OTLP_PROTOCOL } : {})
   })
   const off = await startTrawl("api")
   const settings = { tenants: options.tenants, keysPerTenant: options.keysPerTenant, rateLimitPerMinute: options.keyRpm }
@@ -74,7 +76,7 @@ const tracingMain = async () => {
   const offTargets = (await bootstrap(off.baseUrl, settings)).targets
   await probe(on.baseUrl, onTargets, "tracing on")
   await probe(off.baseUrl, offTargets, "tracing off")
-  log(`tracing on: OTLP/HTTP protobuf to ${sink.url} (every 200 ms); in the figures below "full" = tracing on, "bare" = tracing off`)
+  log(`tracing on: OTLP/HTTP (${process.env.OTEL_EXPORTER_OTLP_PROTOCOL || "http/json"}) to ${sink.url} (every 200 ms); in the figures below "full" = tracing on, "bare" = tracing off`)
   const measured = await measure({ full: on, bare: off }, { full: onTargets, bare: offTargets })
   const traces = sink.got.byPath.get("/v1/traces") ?? 0
   log(`OTLP sink received ${sink.got.requests} exports (${traces} of traces), ${f(sink.got.bytes / 1e6, 1)} MB`)

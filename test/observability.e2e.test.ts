@@ -71,8 +71,9 @@ describe("traces over OTLP", () => {
       ALLOW_PRIVATE_TARGETS: "true",
       WEBHOOK_RETRY_SCALE: "0.001",
       LOG_LEVEL: "debug",
-      // The default protocol (http/protobuf), exported often so that the test need not wait.
+      // Protobuf here (the other test takes the default, JSON), exported often so that the test need not wait.
       OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
       OTEL_SERVICE_NAME: "trawl-under-test",
       OTEL_BSP_SCHEDULE_DELAY: "200",
       OTEL_BLRP_SCHEDULE_DELAY: "200",
@@ -151,8 +152,8 @@ describe.skipIf(!process.env.DATABASE_URL)("traces across nodes (PostgreSQL)", (
       DATABASE_URL: databaseUrl,
       ALLOW_PRIVATE_TARGETS: "true",
       SECRET_KEY: "ab".repeat(32),
+      // The default protocol, http/json.
       OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
-      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       OTEL_BSP_SCHEDULE_DELAY: "200"
     }
     servers.push(await startServer({ ...common, OTEL_RESOURCE_ATTRIBUTES: "service.instance.id=node-a" }))

@@ -36,13 +36,13 @@ describe("configuration", () => {
     expect(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318/" }).otel).toEqual({
       endpoint: "http://127.0.0.1:4318",
       serviceName: "trawl",
-      protocol: "http/protobuf",
+      protocol: "http/json",
       traceExportMs: 5000,
       metricExportMs: 60000,
       logExportMs: 1000
     })
-    expect(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SERVICE_NAME: "crawler", OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_BSP_SCHEDULE_DELAY: "250" }).otel)
-      .toMatchObject({ serviceName: "crawler", protocol: "http/json", traceExportMs: 250 })
+    expect(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SERVICE_NAME: "crawler", OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_BSP_SCHEDULE_DELAY: "250" }).otel)
+      .toMatchObject({ serviceName: "crawler", protocol: "http/protobuf", traceExportMs: 250 })
     expect(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SDK_DISABLED: "true" }).otel).toBeUndefined()
     expect(() => loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL/)
     expect(() => loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "ftp://collector" })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/)
