@@ -165,9 +165,14 @@ describe.skipIf(!process.env.DATABASE_URL)("traces across nodes (PostgreSQL)", (
   })
 
   it("a job created on one node and run on the other is one trace with spans of both", async () => {
+    // Node B takes its share of the 16 shards some seconds after it joins: its own metric says when.
+    await until("node B to hold shards", async () => {
+      const res = await fetch(`${servers[1]!.baseUrl}/metrics`, { headers: { "x-internal-token": INTERNAL_TOKEN } })
+      return (samples(await res.text()).get("effect_cluster_shards") ?? 0) > 0
+    }, 60_000)
     const api = client(servers[0]!.baseUrl)
     const t = await api.createTenant()
-    // 16 shards over two runners: among 12 jobs created on node A, some run on node B.
+    // Shards split over two runners: among 12 jobs created on node A, some run on node B.
     const ids: Array<string> = []
     for (let i = 0; i < 12; i++) {
       const created = await api.post("/v1/scraper/jobs", { url: `${pages.base}/n${i}` }, t.apiKey)
@@ -188,7 +193,7 @@ describe.skipIf(!process.env.DATABASE_URL)("traces across nodes (PostgreSQL)", (
     const open = [...m].filter(([k]) => k.startsWith("trawl_db_pool_connections{")).reduce((sum, [, v]) => sum + v, 0)
     expect(open).toBeGreaterThan(0)
     expect(open).toBeLessThanOrEqual(20)
-  })
+  }, 180_000)
 })
 
 /** The samples of a Prometheus text, keyed by series (`name{labels}`). */
