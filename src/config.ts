@@ -76,6 +76,8 @@ export interface OtelConfig {
   readonly endpoint: string
   readonly serviceName: string
   readonly protocol: "http/protobuf" | "http/json"
+  /** The share of traces started here that are exported (OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG), 0 to 1. */
+  readonly sampleRatio: number
   /** OTEL_BSP_SCHEDULE_DELAY / OTEL_METRIC_EXPORT_INTERVAL / OTEL_BLRP_SCHEDULE_DELAY, in milliseconds. */
   readonly traceExportMs: number
   readonly metricExportMs: number
@@ -315,7 +317,16 @@ const otelConfig = (env: Env): OtelConfig | undefined => {
   if (endpoint === undefined || bool(env, "OTEL_SDK_DISABLED")) return undefined
   const protocol = env.OTEL_EXPORTER_OTLP_PROTOCOL || "http/json"
   if (protocol !== "http/protobuf" && protocol !== "http/json") bad("OTEL_EXPORTER_OTLP_PROTOCOL", `must be http/protobuf or http/json, got "${protocol}"`)
+  // Parent-based, as the specification's default: a trace that came with the request or message
+  // keeps its caller's decision; only the traces that start here are sampled by the ratio.
+  const sampler = env.OTEL_TRACES_SAMPLER || "parentbased_always_on"
+  const samplers = ["parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"]
+  if (!samplers.includes(sampler)) bad("OTEL_TRACES_SAMPLER", `must be one of ${samplers.join(", ")}, got "${sampler}"`)
+  const ratioRaw = env.OTEL_TRACES_SAMPLER_ARG
+  const ratio = ratioRaw === undefined || ratioRaw === "" ? 1 : Number(ratioRaw)
+  if (sampler === "parentbased_traceidratio" && !(ratio >= 0 && ratio <= 1)) bad("OTEL_TRACES_SAMPLER_ARG", `must be a number from 0 to 1, got "${ratioRaw}"`)
   return {
+    sampleRatio: sampler === "parentbased_always_on" ? 1 : sampler === "parentbased_always_off" ? 0 : ratio,
     endpoint: endpoint.replace(/\/+$/, ""),
     serviceName: env.OTEL_SERVICE_NAME || "trawl",
     protocol: protocol as OtelConfig["protocol"],

@@ -36,13 +36,19 @@ export const jsonLogger = Logger.make<unknown, void>((options) => {
 
 /**
  * Only work that comes from outside starts a trace: a span without a parent is sampled when it is
- * a server span (an HTTP request, an entity message that arrived without a trace). The cluster's
- * own polling, heartbeats and sweeps, whose SQL would otherwise each be a trace of their own every
- * half second, are not exported; a span below an exported one always is.
+ * a server span (an HTTP request, an entity message that arrived without a trace), and then with
+ * the probability `ratio` (OTEL_TRACES_SAMPLER_ARG). The cluster's own polling, heartbeats and
+ * sweeps, whose SQL would otherwise each be a trace of their own every half second, are not
+ * exported. A span with a parent follows its parent's decision, so a trace is whole or absent.
  */
-const rootsFromOutside = (tracer: Tracer.Tracer): Tracer.Tracer =>
+export const rootsFromOutside = (tracer: Tracer.Tracer, ratio: number, random: () => number = Math.random): Tracer.Tracer =>
   Tracer.make({
-    span: (options) => tracer.span(options.parent._tag === "None" && options.kind !== "server" ? { ...options, sampled: false } : options),
+    span: (options) =>
+      tracer.span(
+        options.parent._tag === "None" && options.sampled && (options.kind !== "server" || !(ratio >= 1 || random() < ratio))
+          ? { ...options, sampled: false }
+          : options
+      ),
     ...(tracer.context ? { context: tracer.context } : {})
   })
 
@@ -51,7 +57,7 @@ const otlp = (config: OtelConfig) => {
   const url = (signal: string) => `${config.endpoint}/v1/${signal}`
   const Tracing = Layer.effect(
     Tracer.Tracer,
-    Effect.map(OtlpTracer.make({ url: url("traces"), resource, exportInterval: config.traceExportMs }), rootsFromOutside)
+    Effect.map(OtlpTracer.make({ url: url("traces"), resource, exportInterval: config.traceExportMs }), (tracer) => rootsFromOutside(tracer, config.sampleRatio))
   )
   const Metrics = Layer.effectDiscard(OtlpMetrics.make({ url: url("metrics"), resource, exportInterval: config.metricExportMs }))
   const Logs = Logger.layer([jsonLogger, OtlpLogger.make({ url: url("logs"), resource, exportInterval: config.logExportMs })])

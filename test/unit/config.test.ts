@@ -37,6 +37,7 @@ describe("configuration", () => {
       endpoint: "http://127.0.0.1:4318",
       serviceName: "trawl",
       protocol: "http/json",
+      sampleRatio: 1,
       traceExportMs: 5000,
       metricExportMs: 60000,
       logExportMs: 1000
@@ -47,6 +48,11 @@ describe("configuration", () => {
     expect(() => loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL/)
     expect(() => loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "ftp://collector" })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/)
     expect(() => loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_METRIC_EXPORT_INTERVAL: "0" })).toThrow(/OTEL_METRIC_EXPORT_INTERVAL/)
+    const otlp = { ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318" }
+    expect(loadConfig({ ...otlp, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.25" }).otel?.sampleRatio).toBe(0.25)
+    expect(loadConfig({ ...otlp, OTEL_TRACES_SAMPLER: "parentbased_always_off" }).otel?.sampleRatio).toBe(0)
+    expect(() => loadConfig({ ...otlp, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "2" })).toThrow(/OTEL_TRACES_SAMPLER_ARG/)
+    expect(() => loadConfig({ ...otlp, OTEL_TRACES_SAMPLER: "jaeger_remote" })).toThrow(/OTEL_TRACES_SAMPLER/)
     expect(loadConfig({ ...base, METRICS_PORT: "9464" }).metricsPort).toBe(9464)
     expect(() => loadConfig({ ...base, METRICS_PORT: "8080" })).toThrow(/METRICS_PORT must differ from PORT/)
     expect(() => loadConfig({ ...base, METRICS_PORT: "x" })).toThrow(/METRICS_PORT/)
