@@ -43,6 +43,8 @@ import { RolesHandlers } from "./http/roles.http.ts"
 import { AdminQuotaRequestsHandlers, QuotaRequestsHandlers } from "./http/quota-requests.http.ts"
 import { IdempotencyLive } from "./http/idempotency.ts"
 import { JobsHandlers } from "./http/jobs.http.ts"
+import { MetricsPortLive, MetricsRoute } from "./http/metrics.http.ts"
+import { requestMetrics, routeName } from "./http/request-metrics.ts"
 import { NetworkHandlers } from "./http/network.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
@@ -65,6 +67,8 @@ import { RoleServiceLive } from "./iam/role-service.ts"
 import { ApiKeyServiceLive } from "./iam/api-key-service.ts"
 import { KvLive } from "./kv/kv.ts"
 import { WebhookSenderLive } from "./webhooks/webhook-sender.ts"
+import { ScrapeLive } from "./observability/scrape.ts"
+import { TelemetryLive } from "./observability/telemetry.ts"
 import { MailerLive } from "./mail/mailer.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { AuditLogLive } from "./sql/audit-log.ts"
@@ -81,6 +85,7 @@ import { ExtractionRepoLive } from "./sql/extraction-repo.ts"
 import { HealthRepoLive } from "./sql/health-repo.ts"
 import { IdempotencyRepoLive } from "./sql/idempotency-repo.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
+import { MetricsRepoLive } from "./sql/metrics-repo.ts"
 import { MailOutboxRepoLive } from "./sql/mail-outbox-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
 import { QuotaRequestRepoLive } from "./sql/quota-request-repo.ts"
@@ -134,7 +139,8 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     DomainRepoLive,
     EventRepoLive,
     HealthRepoLive,
-    IdempotencyRepoLive
+    IdempotencyRepoLive,
+    MetricsRepoLive
   ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
   const Identity = Layer.mergeAll(
@@ -150,7 +156,7 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     Layer.provideMerge(SessionServiceLive),
     Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, AttemptsLive, MailerLive))
   )
-  const Services = Layer.mergeAll(RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive, GeoIpLive).pipe(
+  const Services = Layer.mergeAll(RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive, GeoIpLive, ScrapeLive).pipe(
     Layer.provideMerge(Identity),
     Layer.provideMerge(Repos)
   )
@@ -200,16 +206,17 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
 
   const Routes = Layer.mergeAll(
     HttpApiBuilder.layer(Api, { openapiPath: "/v1/openapi.json" }).pipe(Layer.provide(Handlers)),
+    MetricsRoute,
     HttpApiScalar.layer(Api, { path: "/docs" }),
     envelopeMiddleware(routeTable(apiRoutes))
-  ).pipe(Layer.provide(Security))
+  ).pipe(Layer.provide(Security), Layer.provide(routeName))
 
-  const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
+  const Http = HttpRouter.serve(Routes, { disableLogger: true, middleware: requestMetrics }).pipe(
     Layer.provide(NodeHttpServer.layer(() => answerParserRefusals(createServer({ keepAliveTimeout: 65_000 })), { port: config.port, host: config.host }))
   )
 
   return drainOnShutdown(streams).pipe(
-    Layer.provideMerge(Http),
+    Layer.provideMerge(Layer.merge(Http, MetricsPortLive)),
     Layer.provideMerge(Domain),
     Layer.provideMerge(Layer.mergeAll(Entities, ClusterInfoLive)),
     Layer.provideMerge(ClusterLive),
@@ -219,8 +226,9 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     Layer.provideMerge(ConfigLive),
     Layer.provideMerge(DrainingLive),
     Layer.provide(Layer.succeed(References.MinimumLogLevel, logLevels[config.logLevel])),
-    // No tracer is configured: spans would only cost time on every entity message.
-    Layer.provide(Layer.succeed(References.TracerEnabled, false))
+    // JSON logs; OTLP traces, metrics and logs only with OTEL_EXPORTER_OTLP_ENDPOINT. Without it no
+    // span is built at all: they would only cost time on every entity message.
+    Layer.provide(TelemetryLive(config.otel))
   )
 }
 
