@@ -13,13 +13,14 @@ import {
 import { WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
+import { IdempotencyKeyHeader } from "../schema/common.ts"
 
 const id = { id: Schema.String }
 
 export class ExtractionsGroup extends HttpApiGroup.make("extractions")
   .add(
     HttpApiEndpoint.post("create", "/extractions", {
-      headers: { "idempotency-key": Schema.optional(Schema.String) },
+      headers: { "idempotency-key": Schema.optional(IdempotencyKeyHeader) },
       payload: CreateExtractionBody,
       success: Success(CreatedExtraction, 201),
       error: errors(400, 402, 404, 409, 413, 422, 429, 503)

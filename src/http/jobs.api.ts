@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { IdempotencyKeyHeader } from "../schema/common.ts"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
@@ -7,7 +8,7 @@ import { WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
-const IdempotencyHeader = { "idempotency-key": Schema.optional(Schema.String) }
+const IdempotencyHeader = { "idempotency-key": Schema.optional(IdempotencyKeyHeader) }
 const id = { id: Schema.String }
 
 export const ListJobsQuery = {

@@ -95,6 +95,14 @@ export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spe
       }
     }
   }
+  // A bulk body's jobs are decoded one by one (an invalid one is a `failed` entry), so its schema
+  // takes any item; each is the single-job body, which the document shows.
+  const jobBody = bodySchema(spec, "/v1/scraper/jobs", "post")
+  const bulkBody = bodySchema(spec, "/v1/scraper/jobs/bulk", "post")
+  if (jobBody && bulkBody?.properties?.jobs) bulkBody.properties.jobs.items = jobBody
   dedupeAnyOf(spec)
   return spec
 }
+
+const bodySchema = (spec: Spec, path: string, method: string): Record<string, any> | undefined =>
+  (spec.paths as Record<string, any>)[path]?.[method]?.requestBody?.content?.["application/json"]?.schema
