@@ -95,6 +95,7 @@ export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spe
       }
     }
   }
+  addCommonErrors(spec)
   // A bulk body's jobs are decoded one by one (an invalid one is a `failed` entry), so its schema
   // takes any item; each is the single-job body, which the document shows.
   const jobBody = bodySchema(spec, "/v1/scraper/jobs", "post")
@@ -106,3 +107,38 @@ export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spe
 
 const bodySchema = (spec: Spec, path: string, method: string): Record<string, any> | undefined =>
   (spec.paths as Record<string, any>)[path]?.[method]?.requestBody?.content?.["application/json"]?.schema
+
+/**
+ * Statuses any operation may answer whatever it declares (docs/api.md "Statuses and codes"):
+ * request headers over 16 KiB, an unexpected failure, an unreachable database or Redis.
+ */
+const commonErrors: Record<string, string> = {
+  "431": "Request line and headers over 16 KiB (headers_too_large)",
+  "500": "Unexpected failure, logged with the request id (internal_error)",
+  "503": "A critical dependency is unavailable, or the work was interrupted by a cluster change (dependency_unavailable)"
+}
+const commonErrorCodes: Record<string, ReadonlyArray<string>> = {
+  "431": ["headers_too_large"],
+  "500": ["internal_error"],
+  "503": ["dependency_unavailable"]
+}
+
+const addCommonErrors = (spec: Spec) => {
+  const schemas = spec.components.schemas as Record<string, any>
+  // Every error has the one envelope; the generated ErrorNNN components are it with a description.
+  const template = Object.entries(schemas).find(([name]) => /^Error\d{3}$/.test(name))?.[1]
+  if (!template) return
+  schemas.Error ??= { ...template, description: "The error envelope" }
+  for (const pathItem of Object.values(spec.paths)) {
+    for (const operation of Object.values(pathItem as Record<string, any>)) {
+      if (!isRecord(operation) || !isRecord(operation.responses)) continue
+      for (const [status, description] of Object.entries(commonErrors)) {
+        operation.responses[status] ??= {
+          description,
+          content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+          "x-error-codes": commonErrorCodes[status]
+        }
+      }
+    }
+  }
+}
