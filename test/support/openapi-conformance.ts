@@ -46,8 +46,10 @@ export const makeConformance = (doc: any = openApiDocument()) => {
       operations.push({ pattern, method: method.toUpperCase(), pointer: `#/paths/${escapePointer(path)}/${method}`, responses: op.responses })
     }
   }
-  // Literal paths before templated ones (/jobs/bulk before /jobs/{id}).
-  operations.sort((a, b) => (a.pointer.includes("{") ? 1 : 0) - (b.pointer.includes("{") ? 1 : 0))
+  // As the router: the most literal path that matches is the route (/jobs/bulk, not /jobs/{id}),
+  // whatever methods it has; another method on it is a 405 the document does not describe.
+  const paramCount = (o: Operation) => (o.pointer.match(/\{/g) ?? []).length
+  operations.sort((a, b) => paramCount(a) - paramCount(b))
 
   const schemaAt = (pointer: string) => {
     const validate = ajv.getSchema(`trawl-openapi${pointer}`)
@@ -58,7 +60,8 @@ export const makeConformance = (doc: any = openApiDocument()) => {
   /** The operation of the document a request is for, if the document describes it. */
   const operationOf = (method: string, target: string) => {
     const path = target.split("?")[0]!
-    return operations.find((o) => o.method === method && o.pattern.test(path))
+    const route = operations.find((o) => o.pattern.test(path))
+    return route && operations.find((o) => o.pattern.source === route.pattern.source && o.method === method)
   }
 
   /** What is wrong with one response by the document, or undefined. */
