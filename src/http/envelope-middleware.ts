@@ -173,6 +173,9 @@ const wholeBodyErrorOf = (issue: SchemaIssue.Issue): WholeBodyError | undefined 
     case "Pointer":
     case "Encoding":
       return wholeBodyErrorOf(issue.issue)
+    case "AnyOf":
+      // The payload is a union of the endpoint's body schemas: the one that failed.
+      return issue.issues.length === 1 ? wholeBodyErrorOf(issue.issues[0]!) : undefined
     case "Composite": {
       const found = issue.issues.map(wholeBodyErrorOf)
       return found.every((e) => e !== undefined) ? found[0] : undefined

@@ -39,6 +39,12 @@ const queryIntegers: Record<string, object> = {
   take: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, description: "legacy name of limit" }
 }
 
+/**
+ * Stored pages are served with the content type they were fetched with (`servedContentType`):
+ * HTML mostly, but whatever the site sent, or application/octet-stream for bytes that are not text.
+ */
+const storedContent = new Set(["jobs.html", "page-history.content"])
+
 const isRecord = (u: unknown): u is Record<string, any> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
@@ -88,6 +94,11 @@ export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spe
       }
       for (const parameter of operation.parameters ?? []) {
         if (parameter.in === "query" && queryIntegers[parameter.name]) parameter.schema = { ...queryIntegers[parameter.name] }
+      }
+      if (storedContent.has(operation.operationId) && isRecord(operation.responses?.["200"]?.content)) {
+        operation.responses["200"].content["*/*"] = {
+          schema: { type: "string", format: "binary", description: "fetched bytes of another type, served with the type they were fetched with" }
+        }
       }
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
         const codes = errorCodes[status]

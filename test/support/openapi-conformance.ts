@@ -76,8 +76,9 @@ export const makeConformance = (doc: any = openApiDocument()) => {
     if (!content) {
       return x.body && x.body.length > 0 ? `${where}: a body where the document has none` : undefined
     }
-    if (!mediaType || !(mediaType in content)) return `${where}: content type ${x.contentType} is not one of ${Object.keys(content).join(", ")}`
-    if (x.body === undefined || x.contentEncoding || mediaType !== "application/json") return undefined
+    const described = mediaType && (mediaType in content || `${mediaType.split("/")[0]}/*` in content || "*/*" in content)
+    if (!described) return `${where}: content type ${x.contentType} is not one of ${Object.keys(content).join(", ")}`
+    if (x.body === undefined || x.contentEncoding || mediaType !== "application/json" || !(mediaType in content)) return undefined
     let body: unknown
     try {
       body = JSON.parse(x.body.toString("utf8"))
