@@ -8,12 +8,13 @@ import {
   CreateExtractionBody,
   Extraction,
   ExtractionPage,
+  ExtractionStatus,
   SearchExtractionsBody
 } from "../schema/extraction.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
-import { IdempotencyKeyHeader } from "../schema/common.ts"
+import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader } from "../schema/common.ts"
 
 const id = { id: Schema.String }
 
@@ -29,9 +30,9 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
       query: {
         ...PageQuery,
         sort: Schema.optional(Schema.String),
-        status: Schema.optional(Schema.String),
-        type: Schema.optional(Schema.String),
-        domainId: Schema.optional(Schema.String)
+        status: Schema.optional(CheckedByHandler({ pattern: commaListPattern(ExtractionStatus.literals) })),
+        type: Schema.optional(CheckedByHandler({ enum: ["article", "product"] })),
+        domainId: Schema.optional(CheckedByHandler({ minLength: 1, maxLength: 253 }))
       },
       success: Success(ExtractionPage),
       error: errors(400)

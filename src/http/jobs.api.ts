@@ -1,9 +1,9 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { IdempotencyKeyHeader } from "../schema/common.ts"
+import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader } from "../schema/common.ts"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
-import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
+import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobStatus, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
@@ -14,7 +14,7 @@ const id = { id: Schema.String }
 export const ListJobsQuery = {
   ...PageQuery,
   sort: Schema.optional(Schema.String.annotate({ description: "comma-separated field:dir pairs, e.g. createdAt:desc,id:desc" })),
-  status: Schema.optional(Schema.String.annotate({ description: "one status or a comma-separated list" }))
+  status: Schema.optional(CheckedByHandler({ pattern: commaListPattern(JobStatus.literals), description: "one status or a comma-separated list" }))
 }
 
 export class JobsGroup extends HttpApiGroup.make("jobs")

@@ -168,10 +168,19 @@ export const money = (v: string | number): string => {
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7e]{1,255}$/
 
 /**
- * The Idempotency-Key header. A bad key is refused by the idempotency step (`http/idempotency.ts`,
- * `400 invalid_idempotency_key`, named together with the body's own faults), with this pattern;
- * the header schema passes every string on to it and says in the document what it takes.
+ * A string a handler checks itself, so that its faults are answered together with the request's
+ * others (a list's sort and every other filter in one `invalid_filter`; a bad Idempotency-Key with
+ * the body's faults): the schema passes every string on, and says in the document what the
+ * handler takes, from the constants the handler checks with.
  */
-export const IdempotencyKeyHeader = Schema.String.check(
-  Schema.makeFilter(() => true, { toJsonSchema: () => ({ minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY_PATTERN.source }) })
-)
+export const CheckedByHandler = (jsonSchema: Record<string, unknown>) =>
+  Schema.String.check(Schema.makeFilter(() => true, { toJsonSchema: () => jsonSchema }))
+
+/** A comma-separated list of `values`, as a list's `status` filter takes it. */
+export const commaListPattern = (values: ReadonlyArray<string>) => {
+  const one = `(${values.join("|")})`
+  return `^${one}(,${one})*$`
+}
+
+/** The Idempotency-Key header, checked by the idempotency step (`http/idempotency.ts`, `400 invalid_idempotency_key`). */
+export const IdempotencyKeyHeader = CheckedByHandler({ minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY_PATTERN.source })
