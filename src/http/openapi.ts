@@ -1,6 +1,6 @@
 import { Context } from "effect"
 import type { OpenApi } from "effect/http-api"
-import { MAX_PAGE_LIMIT, MAX_QUERY_OFFSET, DEFAULT_PAGE_LIMIT } from "../schema/envelope.ts"
+import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MAX_QUERY_OFFSET } from "../schema/envelope.ts"
 
 /**
  * The words of a group's operations in the OpenAPI document: endpoint name → [summary, description].
@@ -47,10 +47,7 @@ const storedContent = new Set(["jobs.html", "page-history.content"])
 
 const isRecord = (u: unknown): u is Record<string, any> => typeof u === "object" && u !== null && !Array.isArray(u)
 
-/**
- * `Schema.optional(Schema.NullOr(x))` compiles to `anyOf: [x, null, null]`: every `anyOf` keeps
- * one of each alternative, and one left alone is the alternative itself.
- */
+/** `Schema.optional(Schema.NullOr(x))` compiles to `anyOf: [x, null, null]`: every `anyOf` keeps one of each alternative. */
 const dedupeAnyOf = (node: unknown): void => {
   if (Array.isArray(node)) {
     for (const item of node) dedupeAnyOf(item)
