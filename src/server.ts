@@ -2,7 +2,7 @@ import { createServer } from "node:http"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer, References } from "effect"
 import { HttpRouter } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
 import { ClusterLive } from "./actors/cluster.ts"
 import { ClusterInfoLive } from "./actors/cluster-info.ts"
 import { DomainEntityLive } from "./actors/domain-entity.ts"
@@ -204,10 +204,12 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
   )
   const Security = Layer.mergeAll(ApiKeyAuthLive, AnonymousLive, InternalAuthLive, KeyMeterLive)
 
+  // The document names the node's public base URL (PUBLIC_BASE_URL, else the listening address).
+  const ServedApi = Api.annotate(OpenApi.Servers, [{ url: config.publicBaseUrl }])
   const Routes = Layer.mergeAll(
-    HttpApiBuilder.layer(Api, { openapiPath: "/v1/openapi.json" }).pipe(Layer.provide(Handlers)),
+    HttpApiBuilder.layer(ServedApi, { openapiPath: "/v1/openapi.json" }).pipe(Layer.provide(Handlers)),
     MetricsRoute,
-    HttpApiScalar.layer(Api, { path: "/docs" }),
+    HttpApiScalar.layer(ServedApi, { path: "/docs" }),
     envelopeMiddleware(routeTable(apiRoutes))
   ).pipe(Layer.provide(Security), Layer.provide(routeName))
 

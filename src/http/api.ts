@@ -18,6 +18,7 @@ import { AdminSubscriptionGroup, SubscriptionGroup } from "./subscriptions.api.t
 import { SystemGroup } from "./system.api.ts"
 import { UsersGroup } from "./users.api.ts"
 import { WebhooksAdminGroup } from "./webhooks-admin.api.ts"
+import { completeDocument, type DocumentedGroup } from "./openapi.ts"
 
 /**
  * The one definition of Trawl's HTTP interface: routing, validation, the
@@ -58,3 +59,13 @@ export const Api = HttpApi.make("trawl")
     version: "1.0.0",
     description: "Web crawl, extraction and account service. Every response is a JSON envelope."
   }))
+  // The package is private and names no licence (package.json): all rights reserved.
+  .annotate(OpenApi.License, { name: "Proprietary", identifier: "LicenseRef-Proprietary" })
+  // Relative: the document is served by the node it describes. server.ts names PUBLIC_BASE_URL.
+  .annotate(OpenApi.Servers, [{ url: "/", description: "the node serving this document" }])
+  .annotate(OpenApi.Transform, (spec: Record<string, any>): Record<string, any> => completeDocument(apiGroups())(spec as OpenApi.OpenAPISpec))
+
+/** The groups of `Api`, read when the document is made (after `Api` exists). */
+function apiGroups(): ReadonlyArray<DocumentedGroup> {
+  return Object.values(Api.groups)
+}

@@ -162,15 +162,27 @@ const FILTER_QUERY_PARAMETERS = new Set(["status", "type", "serviceKey", "domain
 /** Whether a detail's path lies in a search body's `where`: an error only there is a bad filter. */
 const inSearchFilter = (path: string) => path === "where" || path.startsWith("where.")
 
-/** The `WHOLE_BODY_ERROR` of the body schema that failed: on the issue's schema, or a union member's (the payload is one). */
+/**
+ * The `WHOLE_BODY_ERROR` of a body whose every fault is a failed check carrying one (a bulk body's
+ * count of jobs); a body with any other fault is malformed, a `400 validation_error` (docs/api.md).
+ */
 const wholeBodyErrorOf = (issue: SchemaIssue.Issue): WholeBodyError | undefined => {
-  const of = (ast: SchemaAST.AST) => ast.annotations?.[WHOLE_BODY_ERROR] as WholeBodyError | undefined
-  const own = "ast" in issue ? of(issue.ast as SchemaAST.AST) : undefined
-  if (own) return own
-  if (issue._tag === "AnyOf") {
-    return issue.ast.types.map(of).find((e) => e !== undefined) ?? (issue.issues.length === 1 ? wholeBodyErrorOf(issue.issues[0]!) : undefined)
+  switch (issue._tag) {
+    case "Filter":
+      return issue.filter.annotations?.[WHOLE_BODY_ERROR] as WholeBodyError | undefined
+    case "Pointer":
+    case "Encoding":
+      return wholeBodyErrorOf(issue.issue)
+    case "AnyOf":
+      // The payload is a union of the endpoint's body schemas: the one that failed.
+      return issue.issues.length === 1 ? wholeBodyErrorOf(issue.issues[0]!) : undefined
+    case "Composite": {
+      const found = issue.issues.map(wholeBodyErrorOf)
+      return found.every((e) => e !== undefined) ? found[0] : undefined
+    }
+    default:
+      return undefined
   }
-  return issue._tag === "Encoding" ? wholeBodyErrorOf(issue.issue) : undefined
 }
 
 /** A search body's sort term naming a field that cannot be sorted by. */
