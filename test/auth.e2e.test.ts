@@ -591,9 +591,9 @@ describe.each(backends())("session lifetimes ($name)", (backend) => {
       const both = (await bearer(api, "GET", "/v1/iam/users/me/sessions", s.sessionId)).json.data.items as Array<{ id: string; current: boolean }>
       expect(both).toHaveLength(2)
       const forgottenId = both.find((i) => !i.current)!.id
-      // used within the idle time, it lives on: longer than a node believes its cached lookup (10 s)
+      // used within the idle time, it lives on: longer than a node believes its cached lookup (30 s)
       // and than the last-seen times wait to be written (15 s)
-      for (let i = 0; i < 15; i++) {
+      for (let i = 0; i < 45; i++) {
         await sleep(700)
         expect((await bearer(api, "GET", "/v1/iam/auth/me", s.sessionId)).status).toBe(200)
       }

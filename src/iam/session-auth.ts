@@ -11,8 +11,10 @@ export const SESSION_RATE_LIMIT_PER_MINUTE = 600
 /**
  * How long a node believes a session lookup. Revocation and role changes are broadcast, so the
  * cache matters only when a notice is lost (Redis down): then a node is at most this much behind.
+ * The same 30 s as an API key's (docs/identity.md, "Revocation across nodes"): a session read is a
+ * cache hit like a key read, not a database read every few seconds per session.
  */
-const CACHE_TTL_MS = 10_000
+const CACHE_TTL_MS = 30_000
 const MAX_ENTRIES = 50_000
 /** How often a node writes the last-seen times of the sessions it served: the stored time lags by up to this. */
 export const TOUCH_EVERY_SECONDS = 15
