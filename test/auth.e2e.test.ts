@@ -601,7 +601,7 @@ describe.each(backends())("session lifetimes ($name)", (backend) => {
       expectError(await bearer(api, "GET", "/v1/iam/auth/me", s.sessionId), 401, "unauthorized")
       // nor does it come back
       expectError(await bearer(api, "GET", "/v1/iam/auth/me", s.sessionId), 401, "unauthorized")
-      // a session idle past the limit and the 15 s its stored last-seen time may lag is no longer listed
+      // a session idle past the limit and the 15.2 s its stored last-seen time may lag (15 s batches, a step of a tenth of the limit) is no longer listed
       await sleep(Math.max(0, forgottenAt + 18_000 - Date.now()))
       const fresh = await session(api, owner.email, PASSWORD)
       const list = await bearer(api, "GET", "/v1/iam/users/me/sessions", fresh.sessionId)

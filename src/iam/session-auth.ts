@@ -16,9 +16,17 @@ export const SESSION_RATE_LIMIT_PER_MINUTE = 600
  */
 const CACHE_TTL_MS = 30_000
 const MAX_ENTRIES = 50_000
-/** How often a node writes the last-seen times of the sessions it served: the stored time lags by up to this. */
+/** How often a node writes the last-seen times of the sessions it served. */
 export const TOUCH_EVERY_SECONDS = 15
 const TOUCH_EVERY = `${TOUCH_EVERY_SECONDS} seconds` as const
+/**
+ * A session's stored last-seen time is moved on only once it is this far behind (a tenth of the
+ * idle timeout, at most a minute), so a session in steady use costs a row write a minute rather
+ * than one every 15 s (docs/identity.md, "Idle timeout").
+ */
+const writeStepMs = (idleSeconds: number) => Math.min(60_000, idleSeconds * 100)
+/** How far the stored last-seen time of a session in use may lag behind its last request. */
+export const lastSeenLagSeconds = (idleSeconds: number) => TOUCH_EVERY_SECONDS + writeStepMs(idleSeconds) / 1000
 export const SESSION_INVALIDATE_CHANNEL = "trawl:session-invalidate"
 
 /** Session tokens are 43 base64url characters (256 bits). */
@@ -40,6 +48,8 @@ interface Cached {
   readonly principal: Principal
   /** When the session was last seen by any node, as far as this node knows. */
   lastSeen: number
+  /** The last-seen time stored (or queued to be), which is moved on by steps. */
+  stored: number
   readonly until: number
 }
 
@@ -56,6 +66,7 @@ export const SessionAuthenticatorLive = Layer.effect(
     const repo = yield* SessionRepo
     const kv = yield* Kv
     const idleMs = sessionIdleSeconds * 1000
+    const writeStep = writeStepMs(sessionIdleSeconds)
     const cache = new Map<string, Cached>()
     let forgets = 0
     const forget = (message: string) => {
@@ -103,6 +114,7 @@ export const SessionAuthenticatorLive = Layer.effect(
               expiresAt: new Date(row.expires_at).getTime()
             },
             lastSeen: Math.max(new Date(row.last_seen_at).getTime(), seenHere),
+            stored: Math.max(new Date(row.last_seen_at).getTime(), lastSeen.get(row.id)?.getTime() ?? 0),
             until: Date.now() + CACHE_TTL_MS
           }
           // A lookup that raced an invalidation may have read the row from before it: use it once, keep nothing.
@@ -127,7 +139,10 @@ export const SessionAuthenticatorLive = Layer.effect(
             return undefined
           }
           entry.lastSeen = now
-          lastSeen.set(entry.principal.credentialId, new Date(now))
+          if (now - entry.stored >= writeStep) {
+            entry.stored = now
+            lastSeen.set(entry.principal.credentialId, new Date(now))
+          }
           return entry.principal
         })
       },
