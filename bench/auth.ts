@@ -141,7 +141,7 @@ const main = async () => {
       if (which === "server") {
         const before = threadCpuMs(serverPid)
         rate = r === 0 ? await profiled("login round 1", () => paced(loginsPerRound, width, login)) : await paced(loginsPerRound, width, login)
-        const used = cpuSplit(before, threadCpuMs(serverPid))
+        const used = cpuSplit(before, threadCpuMs(serverPid), otherThreads)
         cpu.main += used.main / (loginsPerRound * rounds)
         cpu.pool += used.pool / (loginsPerRound * rounds)
         cpu.other += used.other / (loginsPerRound * rounds)
@@ -156,6 +156,7 @@ const main = async () => {
   }
   log(`CPU per login in the server: main thread ${f(cpu.main)} ms, pool threads ${f(cpu.pool)} ms, other threads ${f(cpu.other)} ms;` +
     ` per bare verification: pool threads ${f(cpu.bare)} ms`)
+  log(`  other threads of the server per login: ${[...otherThreads].filter(([, ms]) => ms > 0).map(([name, ms]) => `${name} ${f(ms / (loginsPerRound * rounds))} ms`).join(", ")}`)
   const hm = (xs: Array<number>) => xs.length / xs.reduce((s, x) => s + 1 / x, 0)
   const loginRate = hm(rates.server)
   const bareRate = hm(rates.bare)
@@ -199,16 +200,21 @@ const main = async () => {
 }
 
 /** CPU ms between two readings of `threadCpuMs`: the main thread, libuv's pool, the rest (GC, compiler). */
-const cpuSplit = (before: Map<string, number>, after: Map<string, number>) => {
+const cpuSplit = (before: Map<string, number>, after: Map<string, number>, others?: Map<string, number>) => {
   const out = { main: 0, pool: 0, other: 0 }
   for (const [name, ms] of after) {
     const used = ms - (before.get(name) ?? 0)
     if (name === "main") out.main += used
     else if (name.startsWith("libuv-worker")) out.pool += used
-    else out.other += used
+    else {
+      out.other += used
+      others?.set(name, (others.get(name) ?? 0) + used)
+    }
   }
   return out
 }
+/** CPU ms of the server's other threads over the login rounds, by thread name. */
+const otherThreads = new Map<string, number>()
 
 const printProfile = (file: string, span: string) => {
   if (!existsSync(file)) return log(`profile: the server wrote no profile for ${span}`)
