@@ -122,7 +122,7 @@ const main = async () => {
   await paced(concurrency * 4, concurrency, bareVerify)
   const width = Math.min(accounts, concurrency)
   const rates = { server: [] as Array<number>, bare: [] as Array<number> }
-  const cpu = { main: 0, pool: 0, other: 0, bare: 0 }
+  const cpu = { main: 0, pool: 0, other: 0, bare: 0, client: 0 }
   const serverPid = trawl.process.pid!
   // Profiles: n-th toggle pair writes `${profileFile}-n.cpuprofile`.
   const profiles: Array<{ span: string; file: string }> = []
@@ -140,11 +140,13 @@ const main = async () => {
       let rate: number
       if (which === "server") {
         const before = threadCpuMs(serverPid)
+        const clientBefore = threadCpuMs(process.pid)
         rate = r === 0 ? await profiled("login round 1", () => paced(loginsPerRound, width, login)) : await paced(loginsPerRound, width, login)
         const used = cpuSplit(before, threadCpuMs(serverPid), otherThreads)
         cpu.main += used.main / (loginsPerRound * rounds)
         cpu.pool += used.pool / (loginsPerRound * rounds)
         cpu.other += used.other / (loginsPerRound * rounds)
+        cpu.client += cpuSplit(clientBefore, threadCpuMs(process.pid)).main / (loginsPerRound * rounds)
       } else {
         const before = threadCpuMs(process.pid)
         rate = await paced(loginsPerRound, concurrency, bareVerify)
@@ -156,6 +158,8 @@ const main = async () => {
   }
   log(`CPU per login in the server: main thread ${f(cpu.main)} ms, pool threads ${f(cpu.pool)} ms, other threads ${f(cpu.other)} ms;` +
     ` per bare verification: pool threads ${f(cpu.bare)} ms`)
+  // The client's requests share the machine's cores with the server's hashes; the bare loop has no client.
+  log(`  this process's main thread (the HTTP client) per login: ${f(cpu.client)} ms`)
   log(`  other threads of the server per login: ${[...otherThreads].filter(([, ms]) => ms > 0).map(([name, ms]) => `${name} ${f(ms / (loginsPerRound * rounds))} ms`).join(", ")}`)
   const hm = (xs: Array<number>) => xs.length / xs.reduce((s, x) => s + 1 / x, 0)
   const loginRate = hm(rates.server)

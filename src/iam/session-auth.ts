@@ -22,7 +22,7 @@ const TOUCH_EVERY = `${TOUCH_EVERY_SECONDS} seconds` as const
 /**
  * A session's stored last-seen time is moved on only once it is this far behind (a tenth of the
  * idle timeout, at most a minute), so a session in steady use costs a row write a minute rather
- * than one every 15 s (docs/identity.md, "Idle timeout").
+ * than one every 15 s (docs/identity.md, "Sessions").
  */
 const writeStepMs = (idleSeconds: number) => Math.min(60_000, idleSeconds * 100)
 /** How far the stored last-seen time of a session in use may lag behind its last request. */
