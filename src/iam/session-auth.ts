@@ -27,6 +27,7 @@ const TOUCH_EVERY = `${TOUCH_EVERY_SECONDS} seconds` as const
 const writeStepMs = (idleSeconds: number) => Math.min(60_000, idleSeconds * 100)
 /** How far the stored last-seen time of a session in use may lag behind its last request. */
 export const lastSeenLagSeconds = (idleSeconds: number) => TOUCH_EVERY_SECONDS + writeStepMs(idleSeconds) / 1000
+const TOUCH_CHUNK = 100
 export const SESSION_INVALIDATE_CHANNEL = "trawl:session-invalidate"
 
 /** Session tokens are 43 base64url characters (256 bits). */
@@ -80,11 +81,14 @@ export const SessionAuthenticatorLive = Layer.effect(
     yield* kv.subscribe(SESSION_INVALIDATE_CHANNEL, forget)
 
     const lastSeen = new Map<string, Date>()
+    // Written in statements of TOUCH_CHUNK sessions, one after the other: the embedded database is
+    // a single session, and one statement of thousands of rows would hold every request up meanwhile.
     const flush = Effect.suspend(() => {
       if (lastSeen.size === 0) return Effect.void
-      const batch = new Map(lastSeen)
+      const entries = [...lastSeen]
       lastSeen.clear()
-      return repo.touch(batch)
+      const chunks = Array.from({ length: Math.ceil(entries.length / TOUCH_CHUNK) }, (_, i) => new Map(entries.slice(i * TOUCH_CHUNK, (i + 1) * TOUCH_CHUNK)))
+      return Effect.forEach(chunks, repo.touch, { discard: true })
     })
     yield* flush.pipe(Effect.repeat(Schedule.spaced(TOUCH_EVERY)), Effect.forkScoped)
     yield* Effect.addFinalizer(() => flush)

@@ -69,6 +69,19 @@ describe("session last-seen writes", () => {
     expect(lastRequest - written).toBeLessThan(lastSeenLagSeconds(2) * 1000)
   })
 
+  it("writes a large batch in statements of at most 100 sessions", async () => {
+    const touches: Array<ReadonlyMap<string, Date>> = []
+    const ids = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const auth = yield* SessionAuthenticator
+      const opened = yield* Effect.forEach(Array.from({ length: 250 }), () => openSession)
+      yield* Effect.sleep("250 millis")
+      for (const { token } of opened) expect(yield* auth.authenticate(token)).toBeDefined()
+      return opened.map((o) => o.id)
+    }).pipe(Effect.provide(node(touches, 2)))))
+    expect(touches.map((t) => t.size)).toEqual([100, 100, 50])
+    expect(new Set(touches.flatMap((t) => [...t.keys()]))).toEqual(new Set(ids))
+  })
+
   it("still refuses a session idle past the limit", async () => {
     const touches: Array<ReadonlyMap<string, Date>> = []
     await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
