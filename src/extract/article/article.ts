@@ -3,7 +3,7 @@ import type { Article } from "../types.ts"
 import { normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
 import { str, strs, type JsonObject } from "../structured.ts"
 import { firstText, nodesOfType, type Page } from "../page.ts"
-import { extractMainContent } from "./main-content.ts"
+import { extractMainContent, type MainContent } from "./main-content.ts"
 import { ImageSet } from "../images.ts"
 import { toIsoDateTime } from "../dates.ts"
 import { normalizeLang } from "../language.ts"
@@ -82,10 +82,10 @@ export function articleFromPage(page: Page): ArticleResult {
   if (title === undefined && meta.title !== undefined && meta.title !== "") { title = cleanTitle(meta.title, h1); sources.title = "meta" }
   if (title !== undefined) data.title = normalizeSpace(title)
 
-  const main = extractMainContent(page.scope, data.title !== "" ? { title: data.title } : {})
+  const ldBody = first("_body", (n) => str(n.articleBody) ?? str(n.text))
+  const main = chooseMainContent(page.scope, data.title, ldBody !== undefined && ldBody.length >= 400)
   let content = main.paragraphs.join("\n\n")
   if (content !== "") sources.content = "main-content"
-  const ldBody = first("_body", (n) => str(n.articleBody) ?? str(n.text))
   if (ldBody !== undefined && ldBody.length > content.length * 2 && (ldBody.length >= 400 || content.length < 50)) {
     content = ldBody.replace(/\r\n?/g, "\n").split(/\n\s*\n|\n/).map((p) => normalizeSpace(p)).filter((p) => p !== "").join("\n\n")
     sources.content = sources._body!
@@ -164,6 +164,33 @@ export function articleFromPage(page: Page): ArticleResult {
   }
   return { data, sources, extra }
 }
+
+/** Below this much body text (weighted characters), a page is not read as a plain article. */
+const SHORT_BODY = 1500
+
+/**
+ * The article reading of the page, unless it finds little: then the markup inside large noscript
+ * elements (script-rendered pages) and the listing reading (collections, fronts, product grids) are
+ * tried, and a reading that finds clearly more text wins. See docs/extraction.md.
+ */
+function chooseMainContent(scope: Element, title: string, structuredBody: boolean): MainContent {
+  const base = title !== "" ? { title } : {}
+  let best = extractMainContent(scope, base)
+  let size = textSize(best)
+  // a structured articleBody says the page is an article (it is used as the body when the reading is short)
+  // a reading made of real sentences is a (short) article, not a collection or an empty shell
+  if (size >= SHORT_BODY || structuredBody || sentenceParagraphs(best) >= 2) return best
+  const withNoscript = extractMainContent(scope, { ...base, noscript: true })
+  if (textSize(withNoscript) > 2 * size + 200) { best = withNoscript; size = textSize(withNoscript) }
+  if (size >= SHORT_BODY) return best
+  const listing = extractMainContent(scope, { ...base, noscript: true, listing: true })
+  if (textSize(listing) > LISTING_GAIN * size + 200) best = listing
+  return best
+}
+const LISTING_GAIN = 2
+const textSize = (m: MainContent) => m.paragraphs.reduce((a, p) => a + p.length, 0)
+/** Paragraphs shaped like prose: long enough and ending a sentence. */
+export const sentenceParagraphs = (m: MainContent) => m.paragraphs.filter((p) => p.length >= 80 && /[.!?…]["'”’)]?$/.test(p)).length
 
 function rank(n: JsonObject): number {
   const t = (n["@type"] ?? "").toString()

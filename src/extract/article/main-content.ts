@@ -16,7 +16,8 @@
  *     the remaining chunks are the paragraphs.
  * Linear in the size of the tree.
  */
-import { Element } from "../html/parser.ts"
+import { Element, parseHtml } from "../html/parser.ts"
+import { sanitizeTree } from "../sanitize.ts"
 
 const SKIP = new Set([
   "script", "style", "noscript", "template", "iframe", "svg", "math", "canvas", "object", "embed", "video", "audio",
@@ -46,7 +47,7 @@ const STRONG_WORDS = new Set((
   "adunit dfp paywall popup modal breadcrumb breadcrumbs pagination pager trending popular sidebar footer masthead nav navbar " +
   "navigation menu byline bio tags keywords print toolbar rating ratings survey skip sr visually offscreen caption captions " +
   "credit credits copyright gallery slideshow carousel lightbox signup login newsletters sitemap disclaimer feedback " +
-  "widget widgets more readmore jump toc"
+  "widget widgets more readmore jump toc onetrust cmp didomi usercentrics cookiebot truste qc optanon"
 ).split(" "))
 const STRONG_PREFIX = /^(comment|share|social|related|recommend|subscri|newsletter|sponsor|promo|advert|sidebar|footer|breadcrumb|trending|navbar|navigation|widget|caption|gallery|slideshow|carousel)/
 /** class/id words of furniture that a positive word can outweigh. */
@@ -145,6 +146,13 @@ export interface MainContent {
 export interface MainContentOptions {
   /** Title of the page: a chunk equal to it is not part of the body. */
   title?: string
+  /**
+   * Listing mode, for pages whose content is a collection (product grids, news fronts, link lists):
+   * teasers and headline links count as content instead of furniture. See docs/extraction.md.
+   */
+  listing?: boolean
+  /** Parse the markup inside large `<noscript>` elements as content (pages that render their body by script). */
+  noscript?: boolean
   /** Receives a description of the chosen container and its ancestors (for tuning). */
   debug?: (line: string) => void
 }
@@ -183,8 +191,9 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     return i
   }
 
+  const listing = opts.listing === true
   const visit = (el: Element, idx: number, blockIdx: number, inLink: boolean) => {
-    const ch = el.children
+    const ch = noscriptChildren(el, opts.noscript === true) ?? el.children
     for (let k = 0; k < ch.length; k++) {
       const c = ch[k]!
       if (typeof c === "string") {
@@ -197,7 +206,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
         continue
       }
       const tag = c.tag
-      if (SKIP.has(tag) || isHidden(c)) continue
+      if ((SKIP.has(tag) && !(tag === "noscript" && opts.noscript === true)) || isHidden(c)) continue
       if (tag === "br") {
         buf += "\n"
         continue
@@ -207,7 +216,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
         continue
       }
       const ci = register(c, idx)
-      if (BLOCK.has(tag) || tag.indexOf("-") > 0) {
+      if (BLOCK.has(tag) || tag.indexOf("-") > 0 || tag === "noscript") {
         flush(blockIdx)
         if (tag === "blockquote") quoteDepth++
         visit(c, ci, ci, inLink)
@@ -234,7 +243,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   const titleKey = opts.title ? key(opts.title) : ""
   for (let c = 0; c < chunks.length; c++) {
     const ck = chunks[c]!
-    const v = chunkValue(ck, els[ck.owner]!.tag, titleKey)
+    const v = chunkValue(ck, els[ck.owner]!.tag, titleKey, listing)
     own[ck.owner]! += v
     if (v > 0) {
       allPos[ck.owner]! += v
@@ -256,7 +265,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
         ((first.leadLink >= 15 && first.leadLink >= 0.2 * first.len) || first.linkLen >= 0.6 * first.len)) headed[p]!++
   }
   for (let i = 0; i < n; i++) {
-    if (headed[i]! >= 3 && headed[i]! >= 0.5 * withText[i]!) hint[i] = Hint.Strong
+    if (!listing && headed[i]! >= 3 && headed[i]! >= 0.5 * withText[i]!) hint[i] = Hint.Strong
   }
 
   // pure positive text per subtree, to overrule furniture hints on the element holding most of the text
@@ -332,16 +341,17 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
       const s = chunkStart[i]!, e = chunkEnd[i]!
       let len = 0, link = 0
       for (let c = s; c < e; c++) { len += chunks[c]!.len; link += chunks[c]!.linkLen }
-      if (len === 0 || link / len > 0.3 || h === Hint.Weak) pruned[i] = 1
+      if (len === 0 || (!listing && link / len > 0.3) || h === Hint.Weak) pruned[i] = 1
     }
   }
   const paragraphs: string[] = []
   for (let c = chunkStart[best]!; c < chunkEnd[best]!; c++) {
     const ck = chunks[c]!
     if (pruned[ck.owner]) continue
-    if (ck.linkLen / ck.len > 0.6 && !ck.quoted) continue
+    if (ck.linkLen / ck.len > 0.6 && !ck.quoted && !(listing && ck.len >= LISTING_LINK_MIN)) continue
     const text = cleanChunk(ck.text)
     if (text.length === 0) continue
+    if (isConsentText(text)) continue
     if (text.length < 60 && BOILER_TEXT.test(text)) continue
     if (!ck.quoted && text.length < 100 && DATE_LINE.test(text) && !/[.!?]$/.test(text) && text.split(" ").length <= 14) continue
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text) === titleKey) continue
@@ -355,12 +365,41 @@ function key(s: string): string {
   return s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "")
 }
 
+/** In listing mode, a link chunk at least this long is a headline or product name, shorter ones are labels. */
+const LISTING_LINK_MIN = 20
+/** Only noscript elements with this much markup are parsed (tracking pixels and "enable JavaScript" notes are smaller). */
+const NOSCRIPT_MIN = 500
+
+/** Children of a large `<noscript>`, parsed from its raw text (the parser keeps noscript content as text). */
+function noscriptChildren(el: Element, enabled: boolean): Element["children"] | undefined {
+  if (!enabled || el.tag !== "noscript") return undefined
+  const raw = el.children.length === 1 && typeof el.children[0] === "string" ? el.children[0] : undefined
+  if (raw === undefined || raw.length < NOSCRIPT_MIN || !/<(p|div|article|li|h[1-6])\b/i.test(raw)) return []
+  const body = parseHtml(raw).body
+  // the fragment did not go through the page's sanitizer (images of the chosen root are read later)
+  sanitizeTree(body)
+  return body.children
+}
+
+/** Cookie and consent banners: text about cookies in consent, privacy or tracking words. */
+const CONSENT_PHRASE = /\bwe use cookies\b|\bcookie (policy|settings|preferences|notice|consent|banner)\b/i
+const CONSENT_WORDS = /\b(consent|privacy|third[- ]part(y|ies)|browser|website|analytics|tracking|advertising)\b/i
+export function isConsentText(text: string): boolean {
+  return text.length < 1500 && (CONSENT_PHRASE.test(text) || (/\bcookies\b/i.test(text) && CONSENT_WORDS.test(text)))
+}
+
 function isTeaser(ck: Chunk): boolean {
   return ck.leadLink >= 20 && ck.leadLink >= 0.15 * ck.len
 }
 
-function chunkValue(ck: Chunk, tag: string, titleKey: string): number {
+function chunkValue(ck: Chunk, tag: string, titleKey: string, listing: boolean): number {
   const { len, punct } = ck
+  if (isConsentText(ck.text)) return -(8 + 0.5 * len)
+  if (listing) {
+    // collections: headline links and short product cards are the content; tiny labels are not
+    if (ck.linkLen / len > 0.5) return len >= LISTING_LINK_MIN ? len * 0.5 - 5 : -(4 + 0.2 * len)
+    return (punct === 0 && len < 40 ? 0.5 : 1) * len - 8
+  }
   const linkLen = ck.quoted ? ck.linkLen * 0.3 : ck.linkLen
   const ld = linkLen / len
   if (ld > 0.5) return -(8 + 0.2 * len)
