@@ -68,3 +68,22 @@ describe("listing pages", () => {
     expect(body).not.toContain("Unrelated headline")
   })
 })
+
+describe("site vocabulary", () => {
+  const section = (i: number) => `<div class="builder-widget widget-text"><div class="widget-container"><h2>Part ${i}</h2><p>Section ${i} of the guide explains how consultants plan their weeks, why travel takes a toll on them, and what they do to keep their evenings free for family.</p></div></div>`
+  it("reads a page whose builder calls every block a widget", () => {
+    const html = `<html><body><nav>${filler(10)}</nav><main>${Array.from({ length: 6 }, (_, i) => section(i + 1)).join("")}</main><footer>${filler(6)}</footer></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Section 1 of the guide")
+    expect(body).toContain("Section 6 of the guide")
+  })
+
+  it("still drops sidebar modules even when they hold more text than the article", () => {
+    const box = (i: number) => `<div class="modulo-sidebar"><p>Sidebar story ${i}: a long teaser paragraph about another race weekend, the drivers involved and the championship standings before the final round.</p></div>`
+    const html = `<html><body><div class="articleBody"><p>The 2018 calendar has twelve rounds, opening at Interlagos in March and closing there in December, with two new circuits.</p><p>Tickets for every round go on sale in February, and children under twelve enter free.</p></div>
+      <div class="col">${Array.from({ length: 7 }, (_, i) => box(i)).join("")}</div></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("twelve rounds")
+    expect(body).not.toContain("Sidebar story")
+  })
+})

@@ -31,6 +31,15 @@ const BLOCK = new Set([
   "tr", "caption", "ul", "html", "legend", "#document", "frameset", "frame", "listing", "plaintext", "xmp",
 ])
 const DOMINANT = 0.4
+/** Share of the page's text above which a furniture class word is site vocabulary, not furniture. */
+const FRAMEWORK_SHARE = 0.5
+/** ...spread over at least this many separate blocks (one big sidebar is still furniture). */
+const FRAMEWORK_BLOCKS = 3
+/**
+ * Furniture words that sites also use for every block of a page (page builders' "widget", "hidden"
+ * toggles); words with one meaning (sidebar, related, comment, footer...) never qualify.
+ */
+const STRUCTURAL_WORDS = new Set("widget widgets hidden info extra more label links actions utility tools".split(" "))
 const GROW = 1.5
 /** Elements that may hold the body besides block elements. */
 const CELL = new Set(["td", "th"])
@@ -65,7 +74,11 @@ const enum Hint {
   Strong = 3,
 }
 
+/** The class/id word that decided the last `hintOf` result ("" for roles, tags and positive words). */
+let hintWord = ""
+
 function hintOf(el: Element): Hint {
+  hintWord = ""
   const a = el.attrs
   if (a === null) return Hint.None
   const cls = a.class
@@ -78,11 +91,20 @@ function hintOf(el: Element): Hint {
   let weak = false
   for (const w of words) {
     if (w.length === 0) continue
-    if (STRONG_WORDS.has(w) || STRONG_PREFIX.test(w)) return Hint.Strong
-    if (WEAK_WORDS.has(w)) weak = true
+    if (STRONG_WORDS.has(w) || STRONG_PREFIX.test(w)) {
+      hintWord = w
+      return Hint.Strong
+    }
+    if (WEAK_WORDS.has(w)) {
+      weak = true
+      hintWord = w
+    }
     else if (POSITIVE_WORDS.has(w) || POSITIVE_PREFIX.test(w)) pos = true
   }
-  if (weak) return pos ? Hint.None : Hint.Weak
+  if (weak) {
+    if (pos) hintWord = ""
+    return pos ? Hint.None : Hint.Weak
+  }
   return pos ? Hint.Positive : Hint.None
 }
 
@@ -162,6 +184,8 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   const els: Element[] = []
   const parent: number[] = []
   const hint: Hint[] = []
+  /** The class/id word behind each element's furniture hint. */
+  const hintBy: string[] = []
   const chunkStart: number[] = []
   const chunkEnd: number[] = []
   const chunks: Chunk[] = []
@@ -185,7 +209,13 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     const i = els.length
     els.push(el)
     parent.push(p)
-    hint.push(FURNITURE_TAG.has(el.tag) ? Hint.Strong : hintOf(el))
+    if (FURNITURE_TAG.has(el.tag)) {
+      hint.push(Hint.Strong)
+      hintBy.push("")
+    } else {
+      hint.push(hintOf(el))
+      hintBy.push(hintWord)
+    }
     chunkStart.push(chunks.length)
     chunkEnd.push(chunks.length)
     return i
@@ -276,6 +306,24 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (p >= 0) pos[p]! += pos[i]!
   }
   const total = pos[0]!
+  // Framework vocabulary: a furniture word whose (outermost) elements hold a large share of the page's
+  // text, spread over several blocks, is how this site names all its blocks, not furniture.
+  const wordShare = new Map<string, number>()
+  const wordBlocks = new Map<string, number>()
+  for (let i = 0; i < n; i++) {
+    const w = hintBy[i]!
+    if (!STRUCTURAL_WORDS.has(w)) continue
+    let outer = true
+    for (let p = parent[i]!; p >= 0; p = parent[p]!) if (hintBy[p] === w) { outer = false; break }
+    if (outer && pos[i]! > 0) {
+      wordShare.set(w, (wordShare.get(w) ?? 0) + pos[i]!)
+      wordBlocks.set(w, (wordBlocks.get(w) ?? 0) + 1)
+    }
+  }
+  for (let i = 0; i < n; i++) {
+    const w = hintBy[i]!
+    if (w !== "" && (wordShare.get(w) ?? 0) >= FRAMEWORK_SHARE * total && (wordBlocks.get(w) ?? 0) >= FRAMEWORK_BLOCKS) hint[i] = Hint.None
+  }
   for (let i = 0; i < n; i++) {
     const h = hint[i]!
     if ((h === Hint.Strong || h === Hint.Weak) && pos[i]! >= DOMINANT * total) hint[i] = Hint.None
