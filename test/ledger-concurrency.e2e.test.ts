@@ -122,7 +122,9 @@ describe.skipIf(!baseUrl)("the ledger under 200 concurrent billable calls on two
     expect(new Set(debitedIds("extraction"))).toEqual(extractionIds)
     expect(debitedIds("extraction")).toHaveLength(extractionIds.size)
     expect(debitedIds("ip_lookup")).toHaveLength(lookups)
-    for (const d of debits) expect(units(d.amount), JSON.stringify(d)).toBeLessThan(0)
+    // A job that used more than its minimum (retries on a loaded machine) may find less left than
+    // it cost: it is charged what is left, possibly 0.00, and still has its entry (docs/api.md).
+    for (const d of debits) expect(units(d.amount), JSON.stringify(d)).toBeLessThanOrEqual(0)
 
     // The chain: each entry's balanceAfter is the one before plus its amount, never below zero.
     expect(entries[0]).toMatchObject({ type: "topup" })
