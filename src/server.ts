@@ -16,7 +16,7 @@ import { ProbeEntityLive } from "./actors/probe-entity.ts"
 import { StorageMaintenanceLive } from "./actors/storage-maintenance.ts"
 import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "./actors/webhook-delivery-entity.ts"
 import { WebhookEndpointsLive } from "./actors/webhook-endpoints.ts"
-import { CallDebitsLive, JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
+import { CallDebitorLive, CallDebitsLive, JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
 import { SubscriptionRenewalsLive } from "./actors/subscription-renewals.ts"
 import { PlanGateLive } from "./billing/plan-gate.ts"
 import { type AppConfig, Config, ConfigError, loadConfig } from "./config.ts"
@@ -160,7 +160,7 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     Layer.provideMerge(Identity),
     Layer.provideMerge(Repos)
   )
-  const Domain = ExtractionCreationLive.pipe(Layer.provideMerge(JobCreationLive), Layer.provideMerge(replace.webhookEndpoints ?? WebhookEndpointsLive))
+  const Domain = ExtractionCreationLive.pipe(Layer.provideMerge(JobCreationLive), Layer.provideMerge(replace.webhookEndpoints ?? WebhookEndpointsLive), Layer.provideMerge(CallDebitorLive))
   const Entities = Layer.mergeAll(
     TenantEntityLive.pipe(Layer.provide(CallDebitsLive)),
     ProbeEntityLive,

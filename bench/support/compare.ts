@@ -65,7 +65,8 @@ export const startTrawl = async (bench: string, extraEnv: Record<string, string>
   // Our own data dir, so that it is removed even if the server fails to start.
   const dataDir = mkdtempSync(join(tmpdir(), `trawl-bench-${bench}-`))
   onCleanup("trawl data dir", () => rmSync(dataDir, { recursive: true, force: true }))
-  const trawl = await startServer(env, { dataDir })
+  // A shared, loaded machine can take well over a minute to start the server.
+  const trawl = await startServer(env, { dataDir, timeoutMs: 180_000 })
   const stop = onCleanup("trawl server", () => trawl.stop())
   serverOutput = trawl.output
   return { baseUrl: trawl.baseUrl, pid: trawl.process.pid, stop, databaseUrl }

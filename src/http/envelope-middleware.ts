@@ -135,12 +135,26 @@ export const noteEndpointReached = (endpoint: DeclaresHeaders): Effect.Effect<vo
     facts.readsIdempotencyKey = readsIdempotencyKey(endpoint)
   })
 
+/** Per route table, the methods of each literal path: built once, not walked on every request. */
+const literalTables = new WeakMap<ReadonlyArray<Route>, ReadonlyMap<string, ReadonlyArray<string>>>()
+const literalMethods = (routes: ReadonlyArray<Route>): ReadonlyMap<string, ReadonlyArray<string>> => {
+  let table = literalTables.get(routes)
+  if (!table) {
+    const built = new Map<string, Array<string>>()
+    for (const r of routes) if (r.literal !== undefined) built.set(r.literal, [...(built.get(r.literal) ?? []), r.method])
+    literalTables.set(routes, (table = built))
+  }
+  return table
+}
+
 /**
  * The methods of the routes whose whole path is `path` itself, when `method` is not one of them:
  * `GET /v1/scraper/jobs/bulk` names the bulk route, not a job called "bulk" (a 405, not a 404).
  */
 const otherMethodsOfLiteral = (routes: ReadonlyArray<Route>, method: string, path: string): ReadonlyArray<string> => {
-  const methods = routes.filter((r) => r.literal === path || r.literal === path.replace(/\/$/, "")).map((r) => r.method)
+  const byLiteral = literalMethods(routes)
+  const trimmed = path.endsWith("/") ? path.slice(0, -1) : path
+  const methods = [...(byLiteral.get(path) ?? []), ...(trimmed !== path ? byLiteral.get(trimmed) ?? [] : [])]
   // HEAD is GET without the body: it names a literal route that has a GET, and no other.
   const asMethod = method === "HEAD" ? "GET" : method
   return methods.length > 0 && !methods.includes(asMethod) && method !== "OPTIONS" ? [...new Set(methods)] : []
