@@ -52,14 +52,13 @@ export interface MapResult {
   }
 }
 
-/** The longest one fetch may take inside the budget. */
+/** The longest one fetch may take; the budget's signal stops it sooner (and is then what ended the map). */
 const FETCH_TIMEOUT_MS = 15_000
 
 export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortSignal): Promise<MapResult> => {
   const seed = new URL(options.url)
   const budget = AbortSignal.timeout(options.budgetMs)
   const signal = outer ? AbortSignal.any([outer, budget]) : budget
-  const deadline = Date.now() + options.budgetMs
   const inScope = siteScope(seed, { allowSubdomains: options.allowSubdomains })
   const passesPaths = pathFilter(options.includePaths, options.excludePaths)
   const keyOf = (u: string) => crawlKey(u, { ignoreQueryParameters: options.ignoreQueryParameters })
@@ -72,7 +71,6 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
 
   const full = () => urls.length >= options.limit
   const wantMore = () => !full() && !signal.aborted
-  const fetchTimeout = () => Math.max(1, Math.min(FETCH_TIMEOUT_MS, deadline - Date.now()))
 
   /**
    * Lists a URL when it passes every rule, and queues it for its links (`follow`). Rules are checked
@@ -110,7 +108,7 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
 
   /** Fetches one page and considers its links; pages that are not HTML have none. */
   const visit = async (pageUrl: string): Promise<void> => {
-    const fetched = await deps.fetch(pageUrl, fetchTimeout(), signal)
+    const fetched = await deps.fetch(pageUrl, FETCH_TIMEOUT_MS, signal)
     pagesFetched++
     if (fetched === null || fetched.body === null || fetched.status < 200 || fetched.status >= 300) return
     if (fetched.contentType !== null && !/html/i.test(fetched.contentType)) return
@@ -140,7 +138,7 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
         const u = new URL(sitemapUrl)
         if (!named.has(sitemapUrl) && !(await deps.robots.get(u)).isAllowed(sitemapUrl)) return null
         if (!(await deps.isSafe(u))) return null
-        const fetched = await deps.fetch(sitemapUrl, fetchTimeout(), signal)
+        const fetched = await deps.fetch(sitemapUrl, FETCH_TIMEOUT_MS, signal)
         return fetched !== null && fetched.status >= 200 && fetched.status < 300 ? fetched.body : null
       },
       {
@@ -181,7 +179,7 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
 
   return {
     urls,
-    stoppedBy: full() ? "limit" : signal.aborted ? "budget" : "done",
+    stoppedBy: full() ? "limit" : budget.aborted ? "budget" : "done",
     pagesFetched,
     sitemapsFetched,
     skipped
