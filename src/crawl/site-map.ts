@@ -5,7 +5,7 @@
  * and is listed and fetched at most once.
  */
 import { crawlKey, extractLinks, pathFilter, siteScope } from "./links.ts"
-import type { RobotsCache } from "./robots.ts"
+import type { Robots, RobotsCache } from "./robots.ts"
 import { DEFAULT_SITEMAP_BOUNDS, type SitemapBounds, walkSitemaps } from "./sitemaps.ts"
 
 export interface MapOptions {
@@ -69,6 +69,14 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
   const frontier: Array<string> = []
   let pagesFetched = 0
 
+  // A robots.txt still being fetched when the budget runs out allows nothing: the map is over anyway.
+  const outOfTime = new Promise<Robots>((resolve) => {
+    const none: Robots = { kind: "unavailable", isAllowed: () => false, sitemaps: [] }
+    if (signal.aborted) resolve(none)
+    else signal.addEventListener("abort", () => resolve(none), { once: true })
+  })
+  const robotsOf = (url: URL) => Promise.race([deps.robots.get(url), outOfTime])
+
   const full = () => urls.length >= options.limit
   const wantMore = () => !full() && !signal.aborted
 
@@ -93,7 +101,7 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
       skipped.filtered++
       return
     }
-    if (!(await deps.robots.get(url)).isAllowed(key)) {
+    if (!(await robotsOf(url)).isAllowed(key)) {
       skipped.robots++
       return
     }
@@ -119,7 +127,7 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
   }
 
   const seedKey = keyOf(seed.href)!
-  const seedRobots = await deps.robots.get(seed)
+  const seedRobots = await robotsOf(seed)
 
   // The seed is listed first (unless only sitemaps are wanted), and fetched for its links even when
   // the path filters leave it out: it is where the site starts.
@@ -136,7 +144,7 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
       roots,
       async (sitemapUrl) => {
         const u = new URL(sitemapUrl)
-        if (!named.has(sitemapUrl) && !(await deps.robots.get(u)).isAllowed(sitemapUrl)) return null
+        if (!named.has(sitemapUrl) && !(await robotsOf(u)).isAllowed(sitemapUrl)) return null
         if (!(await deps.isSafe(u))) return null
         const fetched = await deps.fetch(sitemapUrl, FETCH_TIMEOUT_MS, signal)
         return fetched !== null && fetched.status >= 200 && fetched.status < 300 ? fetched.body : null

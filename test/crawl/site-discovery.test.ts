@@ -251,5 +251,11 @@ describe("mapSite", () => {
     }, { fetch: slowFetch, robots: new RobotsCache(async (u) => slowFetch(u, 0, new AbortController().signal)), isSafe: async () => true })
     expect(r.stoppedBy).toBe("budget")
     expect(r.urls).toEqual([`${origin}/`])
+    // A robots.txt that never answers does not hold the map past its budget either.
+    const stuck = await mapSite({
+      url: `${origin}/`, limit: 100, includePaths: [], excludePaths: [], allowSubdomains: false, ignoreQueryParameters: false,
+      sitemap: "include", budgetMs: 200
+    }, { fetch: slowFetch, robots: new RobotsCache(() => new Promise(() => {})), isSafe: async () => true })
+    expect(stuck).toMatchObject({ stoppedBy: "budget", urls: [], pagesFetched: 0 })
   })
 })
