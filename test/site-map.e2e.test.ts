@@ -172,3 +172,37 @@ describe.each(backends())("site map over HTTP ($name)", (backend) => {
     expect(JSON.stringify(doc)).toMatch(/"maximum":60000/)
   })
 })
+
+describe("site map with the SSRF guard classifying addresses (embedded)", () => {
+  let server: RunningServer
+  let site: FixtureSite
+  let other: FixtureSite
+  let api: ReturnType<typeof client>
+  let key: string
+
+  beforeAll(async () => {
+    site = await startFixtureSite({ hosts: ["127.0.0.1"] })
+    other = await startFixtureSite({ hosts: ["127.0.0.5"] })
+    // Private targets are not allowed: only 127.0.0.1 is declared public, so every fetch and every
+    // listed URL passes the guard's real classification, and 127.0.0.5 stays loopback (refused).
+    server = await startServer({ SSRF_TEST_PUBLIC_ADDRESSES: "127.0.0.1", ...loopbackOnlyEnv() })
+    api = client(server.baseUrl)
+    key = (await api.createTenant()).apiKey
+  })
+  afterAll(async () => {
+    await server?.stop()
+    await Promise.all([site?.close(), other?.close()])
+  })
+
+  it("maps a public site through the guard, and refuses a seed on a private address with 422 before fetching", async () => {
+    const res = await api.post("/v1/scraper/map", { url: site.url("/site/"), sitemap: "skip" }, key)
+    expect(res.status, res.text).toBe(200)
+    expect(res.json.data.urls.map((u: string) => u.replace(site.origins[0]!, "")).sort())
+      .toEqual(["/site/", "/site/a", "/site/a?x=1&y=2", "/site/b", "/site/deep/c", "/site/deep/d"])
+    const refused = await api.post("/v1/scraper/map", { url: other.url("/site/") }, key)
+    expect(refused.status, refused.text).toBe(422)
+    expect(refused.json).toMatchObject({ code: "unsafe_url" })
+    expect(refused.json.error.details[0]).toMatchObject({ path: "url", code: "non_public_address" })
+    expect(other.requests()).toEqual([])
+  })
+})
