@@ -120,6 +120,8 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
     pagesFetched++
     if (fetched === null || fetched.body === null || fetched.status < 200 || fetched.status >= 300) return
     if (fetched.contentType !== null && !/html/i.test(fetched.contentType)) return
+    // A page that redirected off the site is not read: its links are another site's.
+    if (!inScope(new URL(fetched.finalUrl))) return
     for (const link of extractLinks(fetched.body.toString("utf8"), fetched.finalUrl)) {
       if (!wantMore()) return
       await consider(link, true)
@@ -139,7 +141,6 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
   if (options.sitemap !== "skip" && wantMore()) {
     const named = new Set(seedRobots.sitemaps)
     const roots = [...seedRobots.sitemaps, `${seed.protocol}//${seed.host}/sitemap.xml`]
-    const sitemapPages: Array<string> = []
     const walk = await walkSitemaps(
       roots,
       async (sitemapUrl) => {
@@ -159,15 +160,12 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
             return false
           }
         },
-        onPage: (u) => void sitemapPages.push(u),
+        // Each page is judged as it is read, so reading stops once the limit is met.
+        onPage: (u) => consider(u, options.sitemap === "include"),
         wantMore
       }
     )
     sitemapsFetched = walk.fetched
-    for (const page of sitemapPages) {
-      if (!wantMore()) break
-      await consider(page, options.sitemap === "include")
-    }
   }
 
   if (options.sitemap !== "only" && seedRobots.isAllowed(seedKey)) {

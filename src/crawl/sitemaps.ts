@@ -75,8 +75,6 @@ export const sitemapText = (body: Buffer, maxBytes: number): string | null => {
 }
 
 export interface SitemapWalk {
-  /** Page URLs, in the order found (not deduplicated: the caller keys them). */
-  readonly pages: ReadonlyArray<string>
   /** Sitemap files fetched. */
   readonly fetched: number
   /** Sitemaps not read: over a bound, unreachable, or not a sitemap. */
@@ -85,9 +83,9 @@ export interface SitemapWalk {
 
 /**
  * Reads sitemaps from `roots` breadth first, following indexes. `fetch` answers a sitemap's body
- * (null when it could not be fetched); `accept` says whether a URL found in one (a child sitemap or
- * a page) may be used, and `wantMore` whether more pages are wanted at all (the crawl's limit or
- * budget). Each sitemap URL is fetched at most once.
+ * (null when it could not be fetched); `accept` says whether a child sitemap may be read; each page
+ * URL is handed to `onPage` (awaited) as it is read, not deduplicated; `wantMore` says whether more
+ * pages are wanted at all (the crawl's limit or budget). Each sitemap URL is fetched at most once.
  */
 export const walkSitemaps = async (
   roots: ReadonlyArray<string>,
@@ -95,10 +93,10 @@ export const walkSitemaps = async (
   options: {
     readonly bounds?: SitemapBounds
     readonly accept: (url: string) => boolean
-    readonly onPage: (url: string) => void
+    readonly onPage: (url: string) => void | Promise<void>
     readonly wantMore: () => boolean
   }
-): Promise<Omit<SitemapWalk, "pages">> => {
+): Promise<SitemapWalk> => {
   const bounds = options.bounds ?? DEFAULT_SITEMAP_BOUNDS
   const seen = new Set<string>()
   let queue: Array<{ url: string; depth: number }> = []
@@ -135,7 +133,7 @@ export const walkSitemaps = async (
     }
     for (const loc of parsed.locs) {
       if (!options.wantMore()) break
-      options.onPage(loc)
+      await options.onPage(loc)
     }
   }
   return { fetched, skipped }

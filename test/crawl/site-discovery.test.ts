@@ -240,6 +240,21 @@ describe("mapSite", () => {
     expect(guarded.skipped.unsafe).toBe(1)
   })
 
+  it("does not read the links of a page that redirected off the site", async () => {
+    const fetch = async (url: string): Promise<Fetched> => {
+      const u = new URL(url)
+      if (u.pathname === "/robots.txt") return { status: 404, finalUrl: url, contentType: null, body: null }
+      if (u.pathname === "/") return { status: 200, finalUrl: url, contentType: "text/html", body: Buffer.from(page("/moved", "/stay")) }
+      if (u.pathname === "/moved") return { status: 200, finalUrl: "https://other.example/landing", contentType: "text/html", body: Buffer.from(page("/from-elsewhere")) }
+      return { status: 200, finalUrl: url, contentType: "text/html", body: Buffer.from(page()) }
+    }
+    const r = await mapSite({
+      url: `${origin}/`, limit: 100, includePaths: [], excludePaths: [], allowSubdomains: false, ignoreQueryParameters: false,
+      sitemap: "skip", budgetMs: 5000
+    }, { fetch, robots: new RobotsCache(async (u) => fetch(u)), isSafe: async () => true })
+    expect([...r.urls].sort()).toEqual([`${origin}/`, `${origin}/moved`, `${origin}/stay`])
+  })
+
   it("stops at its budget", async () => {
     const slowFetch = (url: string, _t: number, signal: AbortSignal): Promise<Fetched> =>
       new URL(url).pathname === "/robots.txt"
