@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { MAP_SERVICE_KEY, mapUnits } from "../billing/pricing.ts"
 import { Config } from "../config.ts"
+import { loadCrawlConfig } from "../crawl/config.ts"
 import { createHttpEngine } from "../crawl/engines/http.ts"
 import { crawlKey } from "../crawl/links.ts"
 import { RobotsCache } from "../crawl/robots.ts"
@@ -29,9 +30,21 @@ export const SiteMapperLive = Layer.effect(
     const tenants = yield* TenantEntity.client
     const classify = classifierFor(config)
     const guard = { allowPrivate: config.allowPrivateTargets, classify }
-    // The crawler's own guarded HTTP engine (every hop checked), with the sitemap size bound as its body cap.
+    // The crawler's own guarded HTTP engine (every hop checked) with the crawl settings of config/crawl.json,
+    // and the sitemap size bound as its body cap.
+    const crawl = loadCrawlConfig()
     const engine = yield* Effect.acquireRelease(
-      Effect.sync(() => createHttpEngine({ classify, maxBodyBytes: DEFAULT_SITEMAP_BOUNDS.maxBytes })),
+      Effect.sync(() =>
+        createHttpEngine({
+          name: "http",
+          classify,
+          maxBodyBytes: DEFAULT_SITEMAP_BOUNDS.maxBytes,
+          maxRedirects: crawl.maxRedirects,
+          transport: crawl.http.transport,
+          maxSocketsPerOrigin: crawl.http.maxSocketsPerOrigin,
+          headerPoolSize: crawl.http.headerPoolSize
+        })
+      ),
       (e) => Effect.promise(() => e.close?.() ?? Promise.resolve())
     )
     const fetch = async (url: string, timeoutMs: number, signal?: AbortSignal): Promise<Fetched> => {
