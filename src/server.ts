@@ -10,6 +10,7 @@ import { DomainSlotsLive } from "./actors/domain-slots.ts"
 import { ExtractionCreationLive } from "./actors/extraction-creation.ts"
 import { ExtractionEntityLive, ExtractionSweeperLive } from "./actors/extraction-entity.ts"
 import { JobCreationLive } from "./actors/job-creation.ts"
+import { SiteMapperLive } from "./actors/site-mapper.ts"
 import { JobEntityLive } from "./actors/job-entity.ts"
 import { JobSweeperLive } from "./actors/job-sweeper.ts"
 import { ProbeEntityLive } from "./actors/probe-entity.ts"
@@ -45,6 +46,7 @@ import { IdempotencyLive } from "./http/idempotency.ts"
 import { JobsHandlers } from "./http/jobs.http.ts"
 import { MetricsPortLive, MetricsRoute } from "./http/metrics.http.ts"
 import { requestMetrics, routeName } from "./http/request-metrics.ts"
+import { MapHandlers } from "./http/map.http.ts"
 import { NetworkHandlers } from "./http/network.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
@@ -196,6 +198,7 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     ExtractionsHandlers,
     ExtractorConfigsHandlers,
     NetworkHandlers,
+    MapHandlers.pipe(Layer.provide(SiteMapperLive)),
     BillingHandlers,
     SubscriptionHandlers,
     AdminHandlers,

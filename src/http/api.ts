@@ -12,6 +12,7 @@ import { InvitationsGroup, RegistrationGroup } from "./invitations.api.ts"
 import { RolesGroup } from "./roles.api.ts"
 import { AdminQuotaRequestsGroup, QuotaRequestsGroup } from "./quota-requests.api.ts"
 import { JobsGroup } from "./jobs.api.ts"
+import { MapGroup } from "./map.api.ts"
 import { NetworkGroup } from "./network.api.ts"
 import { PageHistoryGroup } from "./page-history.api.ts"
 import { AdminSubscriptionGroup, SubscriptionGroup } from "./subscriptions.api.ts"
@@ -36,6 +37,7 @@ export const Api = HttpApi.make("trawl")
   .add(InvitationsGroup)
   .add(AuditGroup)
   .add(JobsGroup)
+  .add(MapGroup)
   .add(WebhooksAdminGroup)
   .add(PageHistoryGroup)
   .add(ExtractionsGroup)
