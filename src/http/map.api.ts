@@ -1,7 +1,8 @@
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { MapBody, SiteMap } from "../schema/map.ts"
+import { Operations } from "./openapi.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
 /**
@@ -19,4 +20,11 @@ export class MapGroup extends HttpApiGroup.make("map")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/scraper")
+  .annotate(OpenApi.Description, "Site maps: the URLs of a site from its sitemaps and links, without storing pages (billable).")
+  .annotate(Operations, {
+    map: [
+      "Map a site's URLs",
+      "Lists the URLs of the seed's site found in its robots.txt sitemaps, /sitemap.xml and the links of the pages fetched to find them, within `limit` and `budgetMs`; robots.txt and the SSRF guard are honoured for every URL, and no page is stored. Priced per call."
+    ]
+  })
 {}
