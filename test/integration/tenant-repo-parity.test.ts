@@ -5,14 +5,37 @@
  * test layer (test/unit/quota-request-service.test.ts, test/unit/tenant-subscription.test.ts).
  */
 import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
 import { newId } from "../../src/ids.ts"
 import { runMigrations } from "../../src/sql/migrate.ts"
-import { EmailTaken, makeTenantRepoTest, TenantRepo, TenantRepoLive } from "../../src/sql/tenant-repo.ts"
+import { EmailTaken, makeTenantRepoTest, TenantRepo, TenantRepoLive, type TestWork } from "../../src/sql/tenant-repo.ts"
 import { databaseLayer, testDatabases } from "../support/databases.ts"
 
 const tenantA = newId("ten")
 const tenantB = newId("ten")
+const tenantC = newId("ten")
+
+/** Jobs of tenant C to charge: ended ones oldest first, one still queued. Each costs `result.units`. */
+const jobs = [
+  { id: "job_parity_2", status: "failed", units: 60, finishedAt: "2026-01-01T00:00:02Z" },
+  { id: "job_parity_1", status: "done", units: 60, finishedAt: "2026-01-01T00:00:01Z" },
+  { id: "job_parity_3", status: "dead", units: 0, finishedAt: "2026-01-01T00:00:03Z" },
+  { id: "job_parity_4", status: "queued", units: 10, finishedAt: null }
+]
+const testWork: Array<TestWork> = jobs.map((j) => ({
+  source: "jobs", id: j.id, tenantId: tenantC, status: j.status, result: { units: j.units }, finishedAt: j.finishedAt === null ? null : new Date(j.finishedAt)
+}))
+const insertJobs = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  for (const j of jobs) {
+    yield* sql`
+      INSERT INTO jobs (id, tenant_id, url, normalized_url, domain_id, status, priority, timeout_ms, result, finished_at)
+      VALUES (${j.id}, ${tenantC}, 'https://example.com/', 'https://example.com/', 'example.com', ${j.status}, 0, 1000,
+              ${JSON.stringify({ units: j.units })}::jsonb, ${j.finishedAt}::timestamptz)`
+  }
+})
+const price = (row: { id: string; result: unknown }) => ({ units: (row.result as { units: number }).units, note: `job ${row.id}` })
 
 const bootstrap = (tenantId: string, credits: string) =>
   Effect.gen(function*() {
@@ -33,7 +56,7 @@ const call = (tenantId: string, entryId: string, units: number) =>
   ({ tenantId, entryId, units, serviceKey: "network.ip", resourceType: "ip_lookup", resourceId: null, note: `lookup ${entryId}` })
 
 /** The same moves on either layer; what each answered, without the times and generated ids. */
-const scenario = Effect.gen(function*() {
+const scenario = <R>(addJobs: Effect.Effect<void, unknown, R>) => Effect.gen(function*() {
   const tenants = yield* TenantRepo
   yield* bootstrap(tenantA, "1.5")
   yield* bootstrap(tenantB, "0.0005")
@@ -56,6 +79,17 @@ const scenario = Effect.gen(function*() {
   const newest = yield* tenants.transactions(tenantA, {}, [], 1, 2)
   yield* tenants.setQuota(tenantB, "scraper.jobs.concurrent", 7)
   const limits = yield* tenants.quotaLimits(tenantB, ["scraper.jobs.concurrent", "scraper.jobs.daily"])
+  // 100 units: the oldest job is paid in full, the next in part (noted), the free one settled without an entry.
+  yield* bootstrap(tenantC, "0.01")
+  yield* addJobs
+  const waiting = yield* tenants.tenantsWithUnchargedWork(1000, 10)
+  const unchargedBefore = yield* tenants.uncharged(tenantC)
+  const settles = [
+    yield* tenants.settle(tenantC, "jobs", 2, price),
+    yield* tenants.settle(tenantC, "jobs", 2, price),
+    yield* tenants.settle(tenantC, "jobs", 2, price)
+  ]
+  const charges = yield* tenants.transactions(tenantC, { type: ["debit"] }, [{ field: "createdAt", dir: "asc" }], 0, 10)
   const view = (t: { id: string; type: string; amount: string; balanceAfter: string; note: string | null; serviceKey: string | null } | undefined) =>
     t && { id: t.id.startsWith("txn_parity") ? t.id : "generated", type: t.type, amount: t.amount, balanceAfter: t.balanceAfter, note: t.note, serviceKey: t.serviceKey }
   return {
@@ -68,7 +102,11 @@ const scenario = Effect.gen(function*() {
     search: { total: search.total, items: search.items.map(view) },
     newest: { total: newest.total, items: newest.items.map(view) },
     balances: [yield* tenants.balance(tenantA), yield* tenants.balance(tenantB), yield* tenants.balance("ten_missing")],
-    limits
+    limits,
+    waiting: waiting.includes(tenantC),
+    uncharged: [unchargedBefore, yield* tenants.uncharged(tenantC)],
+    settles,
+    charges: charges.items.map((t) => ({ amount: t.amount, balanceAfter: t.balanceAfter, note: t.note, resourceId: t.resourceId, resourceType: t.resourceType, serviceKey: t.serviceKey }))
   }
 })
 
@@ -76,13 +114,15 @@ describe.each(testDatabases)("the tenant test layer against the live one ($name)
   it("answers every ledger move alike", async () => {
     const config = await db.config()
     const live = await Effect.runPromise(
-      runMigrations.pipe(Effect.andThen(scenario), Effect.provide(TenantRepoLive.pipe(Layer.provideMerge(databaseLayer(config)))), Effect.scoped)
+      runMigrations.pipe(Effect.andThen(scenario(insertJobs)), Effect.provide(TenantRepoLive.pipe(Layer.provideMerge(databaseLayer(config)))), Effect.scoped)
     )
-    const fake = await Effect.runPromise(scenario.pipe(Effect.provide(makeTenantRepoTest())))
+    const fake = await Effect.runPromise(scenario(Effect.sync(() => testWork)).pipe(Effect.provide(makeTenantRepoTest({ work: testWork }))))
     // The scenario exercises each rule at least once.
     expect(live.debits.map((d) => d.transaction !== undefined)).toEqual([true, true, false, false, true, false, false])
     expect(live.tooMuch).toMatchObject({ ok: false, reason: "below_zero" })
     expect(live.ceiling).toMatchObject({ ok: false, reason: "above_ceiling" })
+    expect(live.settles).toEqual([{ settled: 2, balance: "0.00" }, { settled: 1, balance: "0.00" }, { settled: 0, balance: undefined }])
+    expect(live.charges.map((c) => c.note)).toEqual(["job job_parity_1", "job job_parity_2 (0.002 EUR not covered by the balance)"])
     expect(fake).toEqual(live)
   }, 60_000)
 })
