@@ -103,6 +103,7 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" }
 export interface ServerLayerReplacements {
   readonly jobRepo?: typeof JobRepoLive
   readonly webhookEndpoints?: typeof WebhookEndpointsLive
+  readonly healthRepo?: typeof HealthRepoLive
 }
 
 /**
@@ -133,7 +134,7 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     PlanGateLive.pipe(Layer.provideMerge(SubscriptionRepoLive)),
     DomainRepoLive,
     EventRepoLive,
-    HealthRepoLive,
+    replace.healthRepo ?? HealthRepoLive,
     IdempotencyRepoLive
   ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
