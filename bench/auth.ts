@@ -4,30 +4,35 @@
  *
  *   npm run bench:auth
  *   npm run bench:auth -- --accounts 16 --concurrency 8 --logins 200 --connections 32 --duration 10 --rounds 2 --keys 4
+ *   npm run bench:auth -- --profile /tmp/auth     # CPU profiles of the server's first login and session-read rounds
  *
  * Logins: `POST /v1/iam/auth/login` through the real server (Argon2id verify, the guessing limits,
  * a session row, the audit entry, the cookie), `--concurrency` at a time over `--accounts` owners
  * (one login in flight per account, so the per-account guessing limit never refuses one), against a
  * bare loop in this process running the same number of Argon2id verifications at a time with the
- * same parameters (src/iam/passwords.ts) on the same hash. Both use libuv's default pool of 4
- * threads. The two alternate in `--rounds` rounds; throughputs are summed over the rounds.
+ * same parameters (src/iam/passwords.ts) on the same hash. Both use the same libuv pool size (the
+ * default 4, or this process's UV_THREADPOOL_SIZE, which the server is given too). The two alternate
+ * in `--rounds` rounds; throughputs are summed over the rounds. On a shared machine CPU time is
+ * steadier than a rate, so the CPU per login of the server (its main thread and its pool threads)
+ * and per bare verification (this process's pool threads) is printed too.
  *
  * Reads: `GET /v1/iam/auth/me` (authentication, rate limit, one profile read) with
  * `Authorization: Bearer <session>` against the same route with `x-api-key`, same load, alternating
- * rounds. Keys (5000 requests a minute) and sessions (600) are opened in numbers that keep both
+ * rounds, after every credential was used once (both measured with warm caches). Keys (5000 requests a minute) and sessions (600) are opened in numbers that keep both
  * under their rate limits at the measured rate.
  *
  * Last line: `auth login_ratio=<server logins/s / bare verifies/s> session_read_ratio=<session rps / key rps>`.
  */
-import { mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { hash, verify } from "@node-rs/argon2"
 import { ARGON2 } from "../src/iam/passwords.ts"
 import { createTestDatabase, INTERNAL_TOKEN, startServer } from "../test/support/server-process.ts"
 import { type LoadResult, mergeResults, runLoad, type Target } from "./support/load.ts"
-import { numberOption as opt } from "./support/options.ts"
-import { checkInterrupted, cleanupAll, dropDatabase, installExitHandlers, onCleanup, runMain } from "./support/processes.ts"
+import { summarizeProfile } from "./crawl-support/profile.ts"
+import { numberOption as opt, optionalString } from "./support/options.ts"
+import { checkInterrupted, cleanupAll, dropDatabase, installExitHandlers, onCleanup, root, runMain, threadCpuMs, toggleProfiler } from "./support/processes.ts"
 
 const accounts = Math.round(opt("accounts", 16))
 const concurrency = Math.round(opt("concurrency", 8))
@@ -36,6 +41,7 @@ const connections = Math.round(opt("connections", 32))
 const duration = opt("duration", 10)
 const rounds = Math.round(opt("rounds", 2))
 const keysPerAccount = Math.round(opt("keys", 4))
+const profileFile = optionalString("profile")
 const PASSWORD = "correct horse battery staple"
 
 const log = (line: string) => console.log(line)
@@ -62,6 +68,12 @@ const main = async () => {
   log(`bench:auth  backend=${baseDatabaseUrl ? "postgres" : "embedded"}  accounts=${accounts} concurrency=${concurrency} logins/round=${loginsPerRound}` +
     `  reads: connections=${connections} measured=${duration}s in ${rounds} rounds`)
   const env: Record<string, string> = {}
+  // The same pool size in both processes: the bare loop's is fixed when this process starts.
+  if (process.env.UV_THREADPOOL_SIZE) env.UV_THREADPOOL_SIZE = process.env.UV_THREADPOOL_SIZE
+  if (profileFile) {
+    env.NODE_OPTIONS = `--import=${join(root, "bench/crawl-support/profile-hook.mjs")}`
+    env.BENCH_PROFILE_FILE = profileFile
+  }
   if (baseDatabaseUrl) {
     const databaseUrl = await createTestDatabase(baseDatabaseUrl)
     onCleanup("test database", () => dropDatabase(baseDatabaseUrl, databaseUrl))
@@ -110,14 +122,45 @@ const main = async () => {
   await paced(concurrency * 4, concurrency, bareVerify)
   const width = Math.min(accounts, concurrency)
   const rates = { server: [] as Array<number>, bare: [] as Array<number> }
+  const cpu = { main: 0, pool: 0, other: 0, bare: 0, client: 0 }
+  const serverPid = trawl.process.pid!
+  // Profiles: n-th toggle pair writes `${profileFile}-n.cpuprofile`.
+  const profiles: Array<{ span: string; file: string }> = []
+  const profiled = async <A>(span: string, run: () => Promise<A>): Promise<A> => {
+    if (!profileFile) return run()
+    await toggleProfiler(trawl, "bench-profile started")
+    const result = await run()
+    await toggleProfiler(trawl, "bench-profile written")
+    profiles.push({ span, file: `${profileFile}-${profiles.length + 1}.cpuprofile` })
+    return result
+  }
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? (["server", "bare"] as const) : (["bare", "server"] as const)
     for (const which of order) {
-      const rate = which === "server" ? await paced(loginsPerRound, width, login) : await paced(loginsPerRound, concurrency, bareVerify)
+      let rate: number
+      if (which === "server") {
+        const before = threadCpuMs(serverPid)
+        const clientBefore = threadCpuMs(process.pid)
+        rate = r === 0 ? await profiled("login round 1", () => paced(loginsPerRound, width, login)) : await paced(loginsPerRound, width, login)
+        const used = cpuSplit(before, threadCpuMs(serverPid), otherThreads)
+        cpu.main += used.main / (loginsPerRound * rounds)
+        cpu.pool += used.pool / (loginsPerRound * rounds)
+        cpu.other += used.other / (loginsPerRound * rounds)
+        cpu.client += cpuSplit(clientBefore, threadCpuMs(process.pid)).main / (loginsPerRound * rounds)
+      } else {
+        const before = threadCpuMs(process.pid)
+        rate = await paced(loginsPerRound, concurrency, bareVerify)
+        cpu.bare += cpuSplit(before, threadCpuMs(process.pid)).pool / (loginsPerRound * rounds)
+      }
       rates[which].push(rate)
       log(`${which === "server" ? "logins  " : "argon2id"} round ${r + 1}: ${f(rate, 1)} /s`)
     }
   }
+  log(`CPU per login in the server: main thread ${f(cpu.main)} ms, pool threads ${f(cpu.pool)} ms, other threads ${f(cpu.other)} ms;` +
+    ` per bare verification: pool threads ${f(cpu.bare)} ms`)
+  // The client's requests share the machine's cores with the server's hashes; the bare loop has no client.
+  log(`  this process's main thread (the HTTP client) per login: ${f(cpu.client)} ms`)
+  log(`  other threads of the server per login: ${[...otherThreads].filter(([, ms]) => ms > 0).map(([name, ms]) => `${name} ${f(ms / (loginsPerRound * rounds))} ms`).join(", ")}`)
   const hm = (xs: Array<number>) => xs.length / xs.reduce((s, x) => s + 1 / x, 0)
   const loginRate = hm(rates.server)
   const bareRate = hm(rates.bare)
@@ -130,6 +173,19 @@ const main = async () => {
   const keyTargets: Array<Target> = owners.flatMap((o) => o.apiKeys.map((k) => ({ path: "/v1/iam/auth/me", headers: { "x-api-key": k } })))
   log(`reads: ${sessionTargets.length} sessions (600/min each), ${keyTargets.length} keys (5000/min each)`)
   if (sessionTargets.length * 10 < 4000 || keyTargets.length * 83 < 4000) log("note: fewer credentials than 4000 req/s needs; a 429 makes the read ratio invalid")
+  // Warm-up: every credential once (the timed warm-up alone reaches only part of the 600 sessions,
+  // which left the first session round paying the first lookups), then two seconds of each.
+  for (const targets of [sessionTargets, keyTargets]) {
+    let next = 0
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      for (let i = next++; i < targets.length; i = next++) {
+        const t = targets[i]!
+        const res = await fetch(base + t.path, { headers: t.headers })
+        await res.arrayBuffer()
+        if (res.status !== 200) throw new Error(`warm-up ${t.path}: ${res.status}`)
+      }
+    }))
+  }
   await runLoad(base, sessionTargets, { connections, duration: 2 })
   await runLoad(base, keyTargets, { connections, duration: 2 })
   const parts = { session: [] as Array<LoadResult>, key: [] as Array<LoadResult> }
@@ -137,12 +193,14 @@ const main = async () => {
     const order = r % 2 === 0 ? (["session", "key"] as const) : (["key", "session"] as const)
     for (const which of order) {
       checkInterrupted()
-      const res = await runLoad(base, which === "session" ? sessionTargets : keyTargets, { connections, duration: duration / rounds })
+      const measure = () => runLoad(base, which === "session" ? sessionTargets : keyTargets, { connections, duration: duration / rounds })
+      const res = r === 0 ? await profiled(`${which} read round 1`, measure) : await measure()
       parts[which].push(res)
       log(`${which.padEnd(7)} round ${r + 1}: ${f(res.rps, 1)} req/s  p50 ${f(res.p50, 3)} ms  p99 ${f(res.p99, 3)} ms  non-2xx ${res.non2xx}`)
     }
   }
   await stopTrawl()
+  for (const p of profiles) printProfile(p.file, p.span)
   const session = mergeResults(parts.session)
   const key = mergeResults(parts.key)
   if (session.non2xx + key.non2xx > 0) {
@@ -156,6 +214,32 @@ const main = async () => {
     `ratio ${f(readRatio, 3)} (goal >= 0.9: ${readRatio >= 0.9 ? "met" : "NOT met"})`)
   await cleanupAll()
   log(`auth login_ratio=${f(loginRatio, 3)} session_read_ratio=${f(readRatio, 3)}`)
+}
+
+/** CPU ms between two readings of `threadCpuMs`: the main thread, libuv's pool, the rest (GC, compiler). */
+const cpuSplit = (before: Map<string, number>, after: Map<string, number>, others?: Map<string, number>) => {
+  const out = { main: 0, pool: 0, other: 0 }
+  for (const [name, ms] of after) {
+    const used = ms - (before.get(name) ?? 0)
+    if (name === "main") out.main += used
+    else if (name.startsWith("libuv-worker")) out.pool += used
+    else {
+      out.other += used
+      others?.set(name, (others.get(name) ?? 0) + used)
+    }
+  }
+  return out
+}
+/** CPU ms of the server's other threads over the login rounds, by thread name. */
+const otherThreads = new Map<string, number>()
+
+const printProfile = (file: string, span: string) => {
+  if (!existsSync(file)) return log(`profile: the server wrote no profile for ${span}`)
+  const s = summarizeProfile(file, root)
+  log("")
+  log(`profile of the server's main thread during ${span} (${file}): ${f(s.totalMs / 1000, 2)} s busy, ${f(s.idleMs / 1000, 2)} s idle`)
+  for (const m of s.modules.slice(0, 12)) log(`    ${f((100 * m.selfMs) / s.totalMs, 1).padStart(5)} %  ${f(m.selfMs, 0).padStart(6)} ms  ${m.module}`)
+  for (const fn of s.functions.slice(0, 25)) log(`    ${f((100 * fn.selfMs) / s.totalMs, 1).padStart(5)} %  ${f(fn.selfMs, 0).padStart(6)} ms  ${fn.name}  ${fn.where}`)
 }
 
 runMain(main, (error) => {

@@ -55,6 +55,26 @@ export interface AppConfig {
   readonly geoipDbPath: string
   /** TRUST_PROXY: the proxies whose X-Forwarded-For is believed (none by default; src/http/client-context.ts). */
   readonly trustProxy: TrustedProxies
+  /**
+   * OpenTelemetry export (OTEL_EXPORTER_OTLP_ENDPOINT and friends; docs/observability.md): traces,
+   * metrics and logs over OTLP/HTTP. Undefined when the endpoint is unset or OTEL_SDK_DISABLED.
+   */
+  readonly otel: OtelConfig | undefined
+  /** METRICS_PORT: a second listener that serves only `GET /metrics`, without the internal token. */
+  readonly metricsPort: number | undefined
+}
+
+export interface OtelConfig {
+  /** The base URL; signals go to `/v1/traces`, `/v1/metrics` and `/v1/logs` below it. */
+  readonly endpoint: string
+  readonly serviceName: string
+  readonly protocol: "http/protobuf" | "http/json"
+  /** The share of traces started here that are exported (OTEL_TRACES_SAMPLER / OTEL_TRACES_SAMPLER_ARG), 0 to 1. */
+  readonly sampleRatio: number
+  /** OTEL_BSP_SCHEDULE_DELAY / OTEL_METRIC_EXPORT_INTERVAL / OTEL_BLRP_SCHEDULE_DELAY, in milliseconds. */
+  readonly traceExportMs: number
+  readonly metricExportMs: number
+  readonly logExportMs: number
 }
 
 /** The proxies whose `X-Forwarded-For` is believed (TRUST_PROXY). */
@@ -230,8 +250,13 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
   const trustProxy = parseTrustProxy(env.TRUST_PROXY)
   if ("invalid" in trustProxy) bad("TRUST_PROXY", `must list IP addresses or CIDRs separated by commas, got "${trustProxy.invalid}"`)
 
+  const metricsPort = port(env, "METRICS_PORT", undefined)
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === listenPort) bad("METRICS_PORT", "must differ from PORT")
+
   return {
     nodeEnv,
+    otel: otelConfig(env),
+    metricsPort,
     geoipDbPath: env.GEOIP_DB_PATH ? resolve(env.GEOIP_DB_PATH) : packagedGeoipDbPath(),
     trustProxy: trustProxy as TrustedProxies,
     ssrfTestPublicAddresses,
@@ -259,6 +284,44 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
     runnerHost: env.RUNNER_HOST || "127.0.0.1",
     runnerPort,
     logLevel
+  }
+}
+
+const millis = (env: Env, name: string, fallback: number): number => {
+  const raw = env[name]
+  if (raw === undefined || raw === "") return fallback
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 3_600_000) return bad(name, `must be a whole number of milliseconds from 1 to 3600000, got "${raw}"`)
+  return Number(raw)
+}
+
+/**
+ * The standard OpenTelemetry variables Trawl reads (docs/observability.md). Only OTLP over HTTP is
+ * spoken: `grpc` is refused rather than silently sent as HTTP. The default is `http/json`, not the
+ * specification's `http/protobuf`: Effect's protobuf encoder is plain JavaScript and cost about
+ * 0.3 ms of CPU per traced request in `npm run bench:api -- --tracing`, where JSON costs next to
+ * nothing (docs/observability.md, "Cost").
+ */
+const otelConfig = (env: Env): OtelConfig | undefined => {
+  const endpoint = url(env, "OTEL_EXPORTER_OTLP_ENDPOINT", ["http", "https"])
+  if (endpoint === undefined || bool(env, "OTEL_SDK_DISABLED")) return undefined
+  const protocol = env.OTEL_EXPORTER_OTLP_PROTOCOL || "http/json"
+  if (protocol !== "http/protobuf" && protocol !== "http/json") bad("OTEL_EXPORTER_OTLP_PROTOCOL", `must be http/protobuf or http/json, got "${protocol}"`)
+  // Parent-based, as the specification's default: a trace that came with the request or message
+  // keeps its caller's decision; only the traces that start here are sampled by the ratio.
+  const sampler = env.OTEL_TRACES_SAMPLER || "parentbased_always_on"
+  const samplers = ["parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"]
+  if (!samplers.includes(sampler)) bad("OTEL_TRACES_SAMPLER", `must be one of ${samplers.join(", ")}, got "${sampler}"`)
+  const ratioRaw = env.OTEL_TRACES_SAMPLER_ARG
+  const ratio = ratioRaw === undefined || ratioRaw === "" ? 1 : Number(ratioRaw)
+  if (sampler === "parentbased_traceidratio" && !(ratio >= 0 && ratio <= 1)) bad("OTEL_TRACES_SAMPLER_ARG", `must be a number from 0 to 1, got "${ratioRaw}"`)
+  return {
+    sampleRatio: sampler === "parentbased_always_on" ? 1 : sampler === "parentbased_always_off" ? 0 : ratio,
+    endpoint: endpoint.replace(/\/+$/, ""),
+    serviceName: env.OTEL_SERVICE_NAME || "trawl",
+    protocol: protocol as OtelConfig["protocol"],
+    traceExportMs: millis(env, "OTEL_BSP_SCHEDULE_DELAY", 5_000),
+    metricExportMs: millis(env, "OTEL_METRIC_EXPORT_INTERVAL", 60_000),
+    logExportMs: millis(env, "OTEL_BLRP_SCHEDULE_DELAY", 1_000)
   }
 }
 

@@ -2,7 +2,7 @@ import { createServer } from "node:http"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer, References } from "effect"
 import { HttpRouter } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
 import { ClusterLive } from "./actors/cluster.ts"
 import { ClusterInfoLive } from "./actors/cluster-info.ts"
 import { DomainEntityLive } from "./actors/domain-entity.ts"
@@ -10,13 +10,14 @@ import { DomainSlotsLive } from "./actors/domain-slots.ts"
 import { ExtractionCreationLive } from "./actors/extraction-creation.ts"
 import { ExtractionEntityLive, ExtractionSweeperLive } from "./actors/extraction-entity.ts"
 import { JobCreationLive } from "./actors/job-creation.ts"
+import { SiteMapperLive } from "./actors/site-mapper.ts"
 import { JobEntityLive } from "./actors/job-entity.ts"
 import { JobSweeperLive } from "./actors/job-sweeper.ts"
 import { ProbeEntityLive } from "./actors/probe-entity.ts"
 import { StorageMaintenanceLive } from "./actors/storage-maintenance.ts"
 import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "./actors/webhook-delivery-entity.ts"
 import { WebhookEndpointsLive } from "./actors/webhook-endpoints.ts"
-import { CallDebitsLive, JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
+import { CallDebitorLive, CallDebitsLive, JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
 import { SubscriptionRenewalsLive } from "./actors/subscription-renewals.ts"
 import { PlanGateLive } from "./billing/plan-gate.ts"
 import { type AppConfig, Config, ConfigError, loadConfig } from "./config.ts"
@@ -43,6 +44,9 @@ import { RolesHandlers } from "./http/roles.http.ts"
 import { AdminQuotaRequestsHandlers, QuotaRequestsHandlers } from "./http/quota-requests.http.ts"
 import { IdempotencyLive } from "./http/idempotency.ts"
 import { JobsHandlers } from "./http/jobs.http.ts"
+import { MetricsPortLive, MetricsRoute } from "./http/metrics.http.ts"
+import { requestMetrics, routeName } from "./http/request-metrics.ts"
+import { MapHandlers } from "./http/map.http.ts"
 import { NetworkHandlers } from "./http/network.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
@@ -65,6 +69,8 @@ import { RoleServiceLive } from "./iam/role-service.ts"
 import { ApiKeyServiceLive } from "./iam/api-key-service.ts"
 import { KvLive } from "./kv/kv.ts"
 import { WebhookSenderLive } from "./webhooks/webhook-sender.ts"
+import { ScrapeLive } from "./observability/scrape.ts"
+import { TelemetryLive } from "./observability/telemetry.ts"
 import { MailerLive } from "./mail/mailer.ts"
 import { ApiKeyRepoLive } from "./sql/api-key-repo.ts"
 import { AuditLogLive } from "./sql/audit-log.ts"
@@ -81,6 +87,7 @@ import { ExtractionRepoLive } from "./sql/extraction-repo.ts"
 import { HealthRepoLive } from "./sql/health-repo.ts"
 import { IdempotencyRepoLive } from "./sql/idempotency-repo.ts"
 import { JobRepoLive } from "./sql/job-repo.ts"
+import { MetricsRepoLive } from "./sql/metrics-repo.ts"
 import { MailOutboxRepoLive } from "./sql/mail-outbox-repo.ts"
 import { MigrationsLive } from "./sql/migrate.ts"
 import { QuotaRequestRepoLive } from "./sql/quota-request-repo.ts"
@@ -135,7 +142,8 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     DomainRepoLive,
     EventRepoLive,
     replace.healthRepo ?? HealthRepoLive,
-    IdempotencyRepoLive
+    IdempotencyRepoLive,
+    MetricsRepoLive
   ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
   const Identity = Layer.mergeAll(
@@ -151,11 +159,11 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     Layer.provideMerge(SessionServiceLive),
     Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, AttemptsLive, MailerLive))
   )
-  const Services = Layer.mergeAll(RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive, GeoIpLive).pipe(
+  const Services = Layer.mergeAll(RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive, GeoIpLive, ScrapeLive).pipe(
     Layer.provideMerge(Identity),
     Layer.provideMerge(Repos)
   )
-  const Domain = ExtractionCreationLive.pipe(Layer.provideMerge(JobCreationLive), Layer.provideMerge(replace.webhookEndpoints ?? WebhookEndpointsLive))
+  const Domain = ExtractionCreationLive.pipe(Layer.provideMerge(JobCreationLive), Layer.provideMerge(replace.webhookEndpoints ?? WebhookEndpointsLive), Layer.provideMerge(CallDebitorLive))
   const Entities = Layer.mergeAll(
     TenantEntityLive.pipe(Layer.provide(CallDebitsLive)),
     ProbeEntityLive,
@@ -191,6 +199,7 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     ExtractionsHandlers,
     ExtractorConfigsHandlers,
     NetworkHandlers,
+    MapHandlers.pipe(Layer.provide(SiteMapperLive)),
     BillingHandlers,
     SubscriptionHandlers,
     AdminHandlers,
@@ -199,18 +208,21 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
   )
   const Security = Layer.mergeAll(ApiKeyAuthLive, AnonymousLive, InternalAuthLive, KeyMeterLive)
 
+  // The document names the node's public base URL (PUBLIC_BASE_URL, else the listening address).
+  const ServedApi = Api.annotate(OpenApi.Servers, [{ url: config.publicBaseUrl }])
   const Routes = Layer.mergeAll(
-    HttpApiBuilder.layer(Api, { openapiPath: "/v1/openapi.json" }).pipe(Layer.provide(Handlers)),
-    HttpApiScalar.layer(Api, { path: "/docs" }),
+    HttpApiBuilder.layer(ServedApi, { openapiPath: "/v1/openapi.json" }).pipe(Layer.provide(Handlers)),
+    MetricsRoute,
+    HttpApiScalar.layer(ServedApi, { path: "/docs" }),
     envelopeMiddleware(routeTable(apiRoutes))
-  ).pipe(Layer.provide(Security))
+  ).pipe(Layer.provide(Security), Layer.provide(routeName))
 
-  const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
+  const Http = HttpRouter.serve(Routes, { disableLogger: true, middleware: requestMetrics }).pipe(
     Layer.provide(NodeHttpServer.layer(() => answerParserRefusals(createServer({ keepAliveTimeout: 65_000 })), { port: config.port, host: config.host }))
   )
 
   return drainOnShutdown(streams).pipe(
-    Layer.provideMerge(Http),
+    Layer.provideMerge(Layer.merge(Http, MetricsPortLive)),
     Layer.provideMerge(Domain),
     Layer.provideMerge(Layer.mergeAll(Entities, ClusterInfoLive)),
     Layer.provideMerge(ClusterLive),
@@ -220,8 +232,9 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     Layer.provideMerge(ConfigLive),
     Layer.provideMerge(DrainingLive),
     Layer.provide(Layer.succeed(References.MinimumLogLevel, logLevels[config.logLevel])),
-    // No tracer is configured: spans would only cost time on every entity message.
-    Layer.provide(Layer.succeed(References.TracerEnabled, false))
+    // JSON logs; OTLP traces, metrics and logs only with OTEL_EXPORTER_OTLP_ENDPOINT. Without it no
+    // span is built at all: they would only cost time on every entity message.
+    Layer.provide(TelemetryLive(config.otel))
   )
 }
 

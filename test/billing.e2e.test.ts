@@ -77,7 +77,7 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     extractionPrices = itemsOf("extractor.extractions")
     for (const item of ["extraction", "llm.tokens", "minimum"]) expect(extractionPrices.get(item)).toMatch(/^\d+\.\d+$/)
     for (const item of ["attempt.http", "attempt.brave", "screenshot", "minimum"]) expect(prices.get(item)).toMatch(/^\d+\.\d+$/)
-    for (const i of res.json.data.items) expect(i).toMatchObject({ serviceKey: expect.stringMatching(/^(scraper\.jobs|extractor\.extractions|network\.ip)$/), unit: expect.any(String), description: expect.any(String) })
+    for (const i of res.json.data.items) expect(i).toMatchObject({ serviceKey: expect.stringMatching(/^(scraper\.jobs|scraper\.map|extractor\.extractions|network\.ip)$/), unit: expect.any(String), description: expect.any(String) })
     // The minimum is the cheapest attempt.
     const attempts = res.json.data.items.filter((i: any) => i.unit === "attempt").map((i: any) => Number(i.price))
     expect(Number(prices.get("minimum"))).toBe(Math.min(...attempts))

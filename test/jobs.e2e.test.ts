@@ -439,23 +439,26 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     // nothing of an over-cap body was created
     const search = await api.post("/v1/scraper/jobs/search", { where: { url: { prefix: site.url("/page?over=") } } }, key)
     expect(search.json.data.pagination.total).toBe(0)
-    // a body that is no list of jobs at all is invalid as a whole too, naming what is wrong
+    // a body that is no list of jobs at all is malformed, a 400 as on every route, naming what is wrong
     for (const [body, paths] of [
       [{ jobs: "nope" }, ["jobs"]],
       [{ jobs: null }, ["jobs"]],
       [{}, ["jobs"]],
       [[{ url: site.url("/page?case=bare-array") }], [""]],
-      [{ jobs: [{ url: site.url("/page?case=extra") }], extra: 1 }, ["extra"]]
+      [{ jobs: [{ url: site.url("/page?case=extra") }], extra: 1 }, ["extra"]],
+      // malformed besides an empty list: the count is not its only fault
+      [{ jobs: [], extra: 1 }, ["extra", "jobs"]]
     ] as const) {
       const res = await api.post("/v1/scraper/jobs/bulk", body, key)
-      expectError(res, 422, "invalid_bulk_body")
+      expectError(res, 400, "validation_error")
       expect(detailPaths(res), JSON.stringify(body)).toEqual(paths)
     }
     // ...however the route's path is spelled
-    expectError(await api.post("/v1/scraper//jobs/bulk", { jobs: "x" }, key), 422, "invalid_bulk_body")
+    expectError(await api.post("/v1/scraper//jobs/bulk", { jobs: "x" }, key), 400, "validation_error")
+    expectError(await api.post("/v1/scraper//jobs/bulk", { jobs: [] }, key), 422, "invalid_bulk_body")
     // a value that merely reads like a parse error is still that value's fault
     const wordy = await api.post("/v1/scraper/jobs/bulk", { jobs: "Expected a valid JSON body" }, key)
-    expectError(wordy, 422, "invalid_bulk_body")
+    expectError(wordy, 400, "validation_error")
     expect(detailPaths(wordy)).toEqual(["jobs"])
     const wordyItem = await api.post("/v1/scraper/jobs", { url: site.url("/page?case=wordy"), priority: "not valid JSON" }, key)
     expectError(wordyItem, 400, "validation_error")

@@ -51,10 +51,10 @@ let serverOutput: (() => string) | undefined
  * The real Trawl server: embedded PGlite, or a fresh test database on DATABASE_URL (+ REDIS_URL),
  * dropped at the end. `databaseUrl` is that test database, for a bare server reading the same one.
  */
-export const startTrawl = async (bench: string): Promise<Server & { readonly databaseUrl: string | undefined }> => {
+export const startTrawl = async (bench: string, extraEnv: Record<string, string> = {}): Promise<Server & { readonly databaseUrl: string | undefined }> => {
   const baseDatabaseUrl = process.env.DATABASE_URL
   let databaseUrl: string | undefined
-  const env: Record<string, string> = {}
+  const env: Record<string, string> = { ...extraEnv }
   if (baseDatabaseUrl) {
     databaseUrl = await createTestDatabase(baseDatabaseUrl)
     onCleanup("test database", () => dropDatabase(baseDatabaseUrl, databaseUrl!))
@@ -65,7 +65,8 @@ export const startTrawl = async (bench: string): Promise<Server & { readonly dat
   // Our own data dir, so that it is removed even if the server fails to start.
   const dataDir = mkdtempSync(join(tmpdir(), `trawl-bench-${bench}-`))
   onCleanup("trawl data dir", () => rmSync(dataDir, { recursive: true, force: true }))
-  const trawl = await startServer(env, { dataDir })
+  // A shared, loaded machine can take well over a minute to start the server.
+  const trawl = await startServer(env, { dataDir, timeoutMs: 180_000 })
   const stop = onCleanup("trawl server", () => trawl.stop())
   serverOutput = trawl.output
   return { baseUrl: trawl.baseUrl, pid: trawl.process.pid, stop, databaseUrl }
@@ -121,14 +122,19 @@ const loud = (label: string, kind: string, r: LoadResult) => {
  * Warm-up of each server, then the measured time of each in rounds (full, bare, bare, full, ...),
  * one server loaded at a time; then stops both (bare first).
  */
-export const measure = async (servers: Record<Label, Server>, targets: ReadonlyArray<Target>): Promise<Measured> => {
+export const measure = async (
+  servers: Record<Label, Server>,
+  /** One list for both, or each server's own (two Trawl servers, each with its own keys). */
+  targets: ReadonlyArray<Target> | Record<Label, ReadonlyArray<Target>>
+): Promise<Measured> => {
+  const targetsOf = (label: Label) => ("full" in targets ? targets[label] : targets)
   const cpu: Record<Label, Cpu> = { full: { server: 0, loader: 0 }, bare: { server: 0, loader: 0 } }
   const phase = async (label: Label, kind: string, seconds: number) => {
     checkInterrupted()
     const server = servers[label]
     const server0 = cpuMs(server.pid)
     const loader0 = process.cpuUsage()
-    const r = await runLoad(server.baseUrl, targets, { connections: options.connections, duration: seconds })
+    const r = await runLoad(server.baseUrl, targetsOf(label), { connections: options.connections, duration: seconds })
     const loader = process.cpuUsage(loader0)
     const serverCpu = server0 === undefined ? undefined : (cpuMs(server.pid)! - server0) / 1000
     checkInterrupted()
@@ -155,7 +161,7 @@ export const measure = async (servers: Record<Label, Server>, targets: ReadonlyA
   }
   await servers.bare.stop()
   await servers.full.stop()
-  return { full: mergeResults(parts.full), bare: mergeResults(parts.bare), cpu, ceiling: targets.length * perKeyPerSecond }
+  return { full: mergeResults(parts.full), bare: mergeResults(parts.bare), cpu, ceiling: targetsOf("full").length * perKeyPerSecond }
 }
 
 /**

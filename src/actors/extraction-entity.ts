@@ -20,6 +20,7 @@ import { extractionWebhookBody } from "../webhooks/sender.ts"
 import { sweepLoop } from "./sweep.ts"
 import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
 import { TenantEntity } from "./tenant-entity.ts"
+import { recordExtraction } from "../observability/metrics.ts"
 
 /** Runs of one extraction before a transient failure becomes `dead`. */
 export const MAX_EXTRACTION_ATTEMPTS = 3
@@ -207,8 +208,9 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
     }) =>
       Effect.gen(function*() {
         const d = delivery(row, status, r.data, r.metadata, r)
-        const done = yield* repo.finish(row.id, { status, ...r, ...(d ? { delivery: d } : {}) })
+        const done = yield* repo.finish(row.id, { status, ...r, ...(d ? { delivery: d } : {}) }).pipe(Effect.withSpan("ExtractionRepo.finish", undefined, { captureStackTrace: false }))
         if (!done) return
+        recordExtraction(row.type, status, (performance.now() - started) / 1000)
         // The event was written with the state; streams are woken.
         yield* events.notify(row.tenant_id)
         // An ended extraction is charged by its tenant's entity (the sweeper catches a lost message).
@@ -219,11 +221,14 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
         }
       })
 
+    // When the run under way began its work (its claim), for the extraction latency metric.
+    let started = 0
     const run = Effect.gen(function*() {
       const current = yield* repo.byId(extractionId)
       if (!current || !["queued", "claimed", "failed"].includes(current.status)) return
       const row = yield* repo.claim(extractionId, 10 * 60_000)
       if (!row) return
+      started = performance.now()
       if (row.attempts === 1) yield* events.notify(row.tenant_id)
       const result = yield* process(row).pipe(
         // A fault of the service (its database, say), retried; its text is for the log only.

@@ -14,6 +14,8 @@ import { DomainSlots } from "./domain-slots.ts"
 import { JobSlotReleases } from "./tenant-entity.ts"
 import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
 import { newId } from "../ids.ts"
+import { recordJobFinished } from "../observability/metrics.ts"
+import { RequestId } from "../schema/errors.ts"
 import { jobWebhookBody } from "../webhooks/sender.ts"
 
 /**
@@ -135,9 +137,17 @@ export const JobEntityLive = JobEntity.toLayer(
             })
           }
           : undefined
-        const finished = yield* repo.finish(job, { status, result, attempts, ...extra, ...(delivery ? { delivery } : {}) })
+        const finished = yield* repo.finish(job, { status, result, attempts, ...extra, ...(delivery ? { delivery } : {}) }).pipe(
+          Effect.withSpan("JobRepo.finish", { attributes: { "trawl.job.status": status } }, { captureStackTrace: false })
+        )
         yield* writeDone
         if (!finished) return
+        recordJobFinished(status, result.engine, result.classification, attempts)
+        // Under the request id of the request that created the job: its log lines and its trace meet.
+        yield* Effect.logDebug("job ended").pipe(
+          Effect.annotateLogs({ jobId: job.id, status, engine: result.engine ?? "none", classification: result.classification, attempts }),
+          Effect.provideService(RequestId, job.request_id ?? "none")
+        )
         if (delivery) {
           // The delivery sweeper resends a first attempt whose message was lost.
           yield* sendOneWay(deliveries(delivery.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }))
@@ -261,7 +271,7 @@ export const JobEntityLive = JobEntity.toLayer(
       const step = yield* crawl.withCrawlSlot(
         where.priority,
         Effect.gen(function*() {
-          const job = yield* repo.claim(jobId)
+          const job = yield* repo.claim(jobId).pipe(Effect.withSpan("JobRepo.claim", undefined, { captureStackTrace: false }))
           // Ended meanwhile (cancelled).
           if (!job) return undefined
           claimed = job

@@ -10,7 +10,8 @@ import { type CallDebit, TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { Transaction } from "../schema/tenant.ts"
 import { makeGroupCommit } from "../sql/group-commit.ts"
-import { sendOneWay } from "./entity-call.ts"
+import { ApiError } from "../schema/errors.ts"
+import { entityCall, sendOneWay } from "./entity-call.ts"
 import { type QuotaName, TenantJobSlots } from "./tenant-job-slots.ts"
 import { DueRenewal, makeTenantSubscription, SubscriptionChange } from "./tenant-subscription.ts"
 
@@ -59,6 +60,17 @@ export class InsufficientCredit extends Schema.TaggedError<InsufficientCredit>()
   balance: Schema.String,
   required: Schema.optional(Schema.String)
 }) {}
+
+/** A call priced when it is made (an IP lookup), to debit: its ledger entry's id, price in 1/10000 EUR and names. */
+export const CallToDebit = Schema.Struct({
+  entryId: Schema.String,
+  units: Schema.Int,
+  serviceKey: Schema.String,
+  resourceType: Schema.String,
+  resourceId: Schema.NullOr(Schema.String),
+  note: Schema.NullOr(Schema.String)
+})
+export type CallToDebit = typeof CallToDebit.Type
 
 /**
  * One entity per tenant. It owns the tenant's credits (and, as the product grows,
@@ -115,21 +127,16 @@ export const TenantEntity = Entity.make("Tenant", [
   /** Gives back what a reserved extraction took, when its request failed before it was written. */
   Rpc.make("ReleaseExtraction", { payload: Schema.Struct({ extractionId: Schema.String }) }),
   /**
-   * Debits a call priced when it is made (an IP lookup): one ledger entry, written only when the
-   * free credit covers `units` (1/10000 EUR). Not persisted: a caller that gets no answer was not
-   * answered either, and an entry written for it is one its client may see in the ledger.
+   * Debits calls priced when they are made (IP lookups), in order: each one ledger entry, written
+   * only when the free credit covers its `units` (1/10000 EUR), else refused. The calls of one
+   * tenant that a node has at once come in one message (CallDebitor). Not persisted: a caller that
+   * gets no answer was not answered either, and an entry written for it is one its client may see
+   * in the ledger.
    */
-  Rpc.make("DebitCall", {
-    payload: Schema.Struct({
-      entryId: Schema.String,
-      units: Schema.Int,
-      serviceKey: Schema.String,
-      resourceType: Schema.String,
-      resourceId: Schema.NullOr(Schema.String),
-      note: Schema.NullOr(Schema.String)
-    }),
-    success: Transaction,
-    error: InsufficientCredit
+  Rpc.make("DebitCalls", {
+    payload: Schema.Struct({ calls: Schema.Array(CallToDebit) }),
+    /** One per call, in the same order: its entry, or its refusal. */
+    success: Schema.Array(Schema.Struct({ debited: Schema.optional(Transaction), refused: Schema.optional(InsufficientCredit) }))
   }),
   /** Charges the tenant's ended jobs and extractions not charged yet (sent when an extraction ends, and by the sweeper). */
   Rpc.make("Settle"),
@@ -363,24 +370,38 @@ export const TenantEntityLive = TenantEntity.toLayer(
           if (!(yield* webhooks.addEndpoint(tenantId, payload.url, limit))) return yield* new EndpointLimit({ limit })
         }),
       // Charging runs beside the entity's other messages: a creation does not wait for it.
-      // Forked: a lookup waits for its own debit's write, not for the others'. Its credit is taken
-      // before the write, so concurrent ones cannot together take more than is free; the write
-      // itself refuses to take the balance below zero.
-      DebitCall: ({ payload }) =>
+      // Forked: lookups wait for their own debits' write, not for other messages. Their credit is
+      // taken before the write, so concurrent ones cannot together take more than is free; the
+      // write itself refuses to take the balance below zero.
+      DebitCalls: ({ payload }) =>
         Effect.gen(function*() {
           yield* reconcileIfDue
-          const refusal = () => new InsufficientCredit({ balance: fromUnits(credit.balance), required: fromUnits(credit.needed(payload.units)) })
-          if (!credit.callReserved(payload.units)) {
-            // Before a refusal, the balance is read again (and work that ended is charged).
-            yield* settleBeforeRefusal
-            if (!credit.callReserved(payload.units)) return yield* refusal()
+          const refusal = (units: number) => new InsufficientCredit({ balance: fromUnits(credit.balance), required: fromUnits(credit.needed(units)) })
+          // In order, each call takes its price from the free credit or is refused; before the
+          // first refusal the balance is read again (and work that ended is charged), once.
+          let rechecked = false
+          const refusals: Array<InsufficientCredit | undefined> = []
+          for (const call of payload.calls) {
+            let taken = credit.callReserved(call.units)
+            if (!taken && !rechecked) {
+              rechecked = true
+              yield* settleBeforeRefusal
+              taken = credit.callReserved(call.units)
+            }
+            refusals.push(taken ? undefined : refusal(call.units))
           }
-          const result = yield* callDebits.write({ ...payload, tenantId }).pipe(
-            Effect.onExit((exit) =>
-              Effect.sync(() => credit.callDone(payload.units, Exit.isSuccess(exit) && exit.value.balance !== undefined ? toUnits(exit.value.balance) : undefined))
+          return yield* Effect.forEach(payload.calls, (call, i) => {
+            type Answer = { readonly debited?: Transaction; readonly refused?: InsufficientCredit }
+            const refused = refusals[i]
+            if (refused) return Effect.succeed<Answer>({ refused })
+            return callDebits.write({ ...call, tenantId }).pipe(
+              Effect.onExit((exit) =>
+                Effect.sync(() => credit.callDone(call.units, Exit.isSuccess(exit) && exit.value.balance !== undefined ? toUnits(exit.value.balance) : undefined))
+              ),
+              // The statement itself refuses to take the balance below zero.
+              Effect.map((result): Answer => result.transaction ? { debited: result.transaction } : { refused: refusal(call.units) })
             )
-          )
-          return result.transaction ?? (yield* refusal())
+          }, { concurrency: "unbounded" })
         }).pipe(Rpc.fork),
       ReleaseExtraction: ({ payload }) =>
         Effect.gen(function*() {
@@ -410,6 +431,47 @@ export const CallDebitsLive = Layer.effect(
     const repo = yield* TenantRepo
     const write = yield* makeGroupCommit(repo.debitCalls, { maxBatch: 512 })
     return CallDebits.of({ write })
+  })
+)
+
+/**
+ * Debits calls priced when made (IP lookups) through their tenants' entities, one per node: the
+ * calls that come while a round of messages is under way go in the next, one message per tenant
+ * for all of its calls. Each caller gets its own entry or its own refusal; a message that fails
+ * (the cluster unavailable) fails all of its calls, none of which is then tried again.
+ */
+export class CallDebitor extends Context.Service<CallDebitor, {
+  readonly debit: (tenantId: string, call: CallToDebit) => Effect.Effect<Transaction, InsufficientCredit | ApiError>
+}>()("trawl/CallDebitor") {}
+
+export const CallDebitorLive = Layer.effect(
+  CallDebitor,
+  Effect.gen(function*() {
+    const tenants = yield* TenantEntity.client
+    type Outcome = Exit.Exit<Transaction, InsufficientCredit | ApiError>
+    const send = yield* makeGroupCommit((items: ReadonlyArray<{ readonly tenantId: string; readonly call: CallToDebit }>) => {
+      const byTenant = new Map<string, Array<number>>()
+      items.forEach(({ tenantId }, i) => {
+        const indices = byTenant.get(tenantId)
+        if (indices) indices.push(i)
+        else byTenant.set(tenantId, [i])
+      })
+      const outcomes = new Array<Outcome>(items.length)
+      return Effect.forEach(byTenant, ([tenantId, indices]) =>
+        entityCall(tenants(tenantId).DebitCalls({ calls: indices.map((i) => items[i]!.call) })).pipe(
+          Effect.exit,
+          Effect.map((exit) =>
+            indices.forEach((item, j) => {
+              const answer = Exit.isSuccess(exit) ? exit.value[j] : undefined
+              outcomes[item] = !Exit.isSuccess(exit) ? Exit.failCause(exit.cause)
+                : answer?.debited ? Exit.succeed(answer.debited)
+                : answer?.refused ? Exit.fail(answer.refused)
+                : Exit.die(new Error("DebitCalls answered fewer outcomes than calls"))
+            })
+          )
+        ), { concurrency: "unbounded", discard: true }).pipe(Effect.as(outcomes))
+    }, { maxBatch: 1024 })
+    return CallDebitor.of({ debit: (tenantId, call) => Effect.flatten(send({ tenantId, call })) })
   })
 )
 

@@ -7,6 +7,7 @@ import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { createRetrySchedule, type RetrySchedule } from "../webhooks/schedule.ts"
 import { WebhookSender } from "../webhooks/webhook-sender.ts"
 import { sweepLoop } from "./sweep.ts"
+import { recordWebhookAttempt } from "../observability/metrics.ts"
 
 /** The n-th scheduled attempt, delivered by the cluster at `dueAt` (persisted, so it survives restarts). */
 export class DueAttempt extends Schema.Class<DueAttempt>("trawl/DueAttempt")({
@@ -61,6 +62,8 @@ export const makeScheduledAttempt = (deliveryId: string, attempt: number, schedu
     const delay = result.ok ? null : schedule.delayAfterResponse(attempt, answered, result.retryAfter, { elapsedMs, nowMs: now })
     const status = result.ok ? "delivered" : delay === null ? "failed" : "pending"
     const nextAt = delay === null ? null : now + delay
+    recordWebhookAttempt(d.resource_type, status === "pending" ? "retry" : status, result.durationMs / 1000)
+    yield* Effect.annotateCurrentSpan({ "http.response.status_code": result.httpStatus ?? 0, "trawl.webhook.outcome": status })
     yield* repo.recordAttempt(deliveryId, {
       attempt,
       manual: false,
@@ -87,6 +90,7 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
           nextAt === null ? Effect.void : self(deliveryId).Attempt(new DueAttempt({ attempt: payload.attempt + 1, dueAt: nextAt }), { discard: true })
         ),
         Effect.uninterruptible,
+        Effect.withSpan("webhook.attempt", { attributes: { "trawl.webhook.delivery": deliveryId, "trawl.webhook.attempt": payload.attempt } }, { captureStackTrace: false }),
         Effect.provideService(WebhookRepo, repo),
         Effect.provideService(WebhookSender, sender),
         Effect.orDie
@@ -100,6 +104,7 @@ export const WebhookDeliveryEntityLive = WebhookDeliveryEntity.toLayer(
           const d = yield* repo.byId(deliveryId)
           if (!d) return yield* Effect.die(new Error(`delivery ${deliveryId} is missing`))
           const result = yield* sender.send(d)
+          recordWebhookAttempt(d.resource_type, result.ok ? "manual_ok" : "manual_failed", result.durationMs / 1000)
           const n = (yield* repo.manualCount(deliveryId)) + 1
           yield* repo.recordAttempt(deliveryId, {
             attempt: n,

@@ -11,6 +11,7 @@ export const fromUnits = (units: number): string => money(units / 10_000)
 export const JOB_SERVICE_KEY = "scraper.jobs"
 export const EXTRACTION_SERVICE_KEY = "extractor.extractions"
 export const IP_LOOKUP_SERVICE_KEY = "network.ip"
+export const MAP_SERVICE_KEY = "scraper.map"
 
 const jobPrices = pricingFile[JOB_SERVICE_KEY]
 const attemptUnits: Readonly<Record<string, number>> = Object.fromEntries(
@@ -84,6 +85,9 @@ export const extractionCharge = (usage: ExtractionUsage): { readonly units: numb
 /** What one IP lookup costs, debited when it is answered (docs/api.md "Network"). */
 export const ipLookupUnits = toUnits(pricingFile[IP_LOOKUP_SERVICE_KEY].perLookup)
 
+/** What one site map costs, debited before it starts fetching (docs/site-crawls.md, "Billing"). */
+export const mapUnits = toUnits(pricingFile[MAP_SERVICE_KEY].perMap)
+
 export interface PriceItem {
   readonly serviceKey: string
   readonly item: string
@@ -137,6 +141,13 @@ export const priceList = (): { readonly currency: string; readonly items: Readon
       unit: "extraction",
       price: fromUnits(extractionUnits),
       description: "the credit a new extraction needs free; it is charged what it used once it ends"
+    },
+    {
+      serviceKey: MAP_SERVICE_KEY,
+      item: "map",
+      unit: "map",
+      price: fromUnits(mapUnits),
+      description: "one site map (POST /v1/scraper/map), debited when it is accepted, before anything is fetched, whatever it finds"
     },
     {
       serviceKey: IP_LOOKUP_SERVICE_KEY,

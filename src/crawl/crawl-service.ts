@@ -1,8 +1,9 @@
-import { Context, Effect, Layer, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
+import { recordCrawlAttempt } from "../observability/metrics.ts"
 import { Config } from "../config.ts"
 import { loadCrawlConfig, loadEscalationConfig } from "./config.ts"
 import { createEngines } from "./engines/index.ts"
-import type { EngineName, ScreenshotOptions } from "./engines/types.ts"
+import type { Attempt, EngineName, ScreenshotOptions } from "./engines/types.ts"
 import { type EscalationResult, type PlanEntry, runEscalation } from "./escalation.ts"
 import { Semaphore } from "./semaphore.ts"
 import { classifierFor } from "./ssrf-policy.ts"
@@ -64,6 +65,36 @@ const takeSlot = (semaphore: Semaphore, priority: number, onQueued?: (raise: (pr
     )
   })
 
+/**
+ * Records a finished attempt: its metrics, and, when the crawl's span is exported, a span of its own
+ * below it (made after the fact from the attempt's duration: the engines run outside Effect).
+ */
+const attemptObserver = Effect.withFiber((fiber) => {
+  const parent = fiber.cache.span
+  const tracer = fiber.cache.tracer
+  const traced = tracer !== undefined && parent !== undefined && parent.sampled && fiber.cache.tracerEnabled
+  return Effect.succeed((a: Attempt) => {
+    recordCrawlAttempt(a.engine, a.classification, a.durationMs / 1000)
+    if (!traced) return
+    const endNanos = BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6))
+    const span = tracer.span({
+      name: `crawl.attempt ${a.engine}`,
+      parent: Option.some(parent),
+      annotations: Context.empty(),
+      links: [],
+      startTime: endNanos - BigInt(Math.round(a.durationMs * 1e6)),
+      kind: "client",
+      root: false,
+      sampled: true
+    })
+    span.attribute("trawl.engine", a.engine)
+    span.attribute("trawl.classification", a.classification)
+    if (a.httpStatus !== null) span.attribute("http.response.status_code", a.httpStatus)
+    if (a.error) span.attribute("error.message", a.error)
+    span.end(endNanos, Exit.void)
+  })
+})
+
 /** One long-lived set of engines per node (browser pools, HTTP agents), closed on shutdown. */
 export const CrawlServiceLive = Layer.effect(
   CrawlService,
@@ -106,7 +137,7 @@ export const CrawlServiceLive = Layer.effect(
           )
         ),
       crawl: (req) =>
-        Effect.callback<EscalationResult>((resume, signal) => {
+        Effect.flatMap(attemptObserver, (observe) => Effect.callback<EscalationResult>((resume, signal) => {
           let made = 0
           const running = runEscalation(req.plan, {
             url: req.url,
@@ -116,13 +147,16 @@ export const CrawlServiceLive = Layer.effect(
             jobTimeoutMs: req.jobTimeoutMs,
             signal: AbortSignal.any([req.signal, signal]),
             retryDelayMs: escalation.retryDelayMs,
-            ...(req.onAttempt ? { onAttempt: () => req.onAttempt!(++made) } : {})
+            onAttempt: (attempt) => {
+              observe(attempt)
+              req.onAttempt?.(++made)
+            }
           })
           running.then((result) => resume(Effect.succeed(result)), (e) => resume(Effect.die(e)))
           // Interrupted: the fetch is aborted, and the crawl ends once it has stopped, so the slots
           // around it do not go to the next job while this one still has a connection or page open.
           return Effect.promise(() => running.then(() => undefined, () => undefined)).pipe(Effect.timeout(STOP_WAIT), Effect.ignore)
-        })
+        })).pipe(Effect.withSpan("crawl", { attributes: { "trawl.plan": req.plan.map((p) => p.engine).join(",") } }, { captureStackTrace: false }))
     })
   })
 )

@@ -12,12 +12,14 @@ import { InvitationsGroup, RegistrationGroup } from "./invitations.api.ts"
 import { RolesGroup } from "./roles.api.ts"
 import { AdminQuotaRequestsGroup, QuotaRequestsGroup } from "./quota-requests.api.ts"
 import { JobsGroup } from "./jobs.api.ts"
+import { MapGroup } from "./map.api.ts"
 import { NetworkGroup } from "./network.api.ts"
 import { PageHistoryGroup } from "./page-history.api.ts"
 import { AdminSubscriptionGroup, SubscriptionGroup } from "./subscriptions.api.ts"
 import { SystemGroup } from "./system.api.ts"
 import { UsersGroup } from "./users.api.ts"
 import { WebhooksAdminGroup } from "./webhooks-admin.api.ts"
+import { completeDocument, type DocumentedGroup } from "./openapi.ts"
 
 /**
  * The one definition of Trawl's HTTP interface: routing, validation, the
@@ -35,6 +37,7 @@ export const Api = HttpApi.make("trawl")
   .add(InvitationsGroup)
   .add(AuditGroup)
   .add(JobsGroup)
+  .add(MapGroup)
   .add(WebhooksAdminGroup)
   .add(PageHistoryGroup)
   .add(ExtractionsGroup)
@@ -58,3 +61,13 @@ export const Api = HttpApi.make("trawl")
     version: "1.0.0",
     description: "Web crawl, extraction and account service. Every response is a JSON envelope."
   }))
+  // The package is private and names no licence (package.json): all rights reserved.
+  .annotate(OpenApi.License, { name: "Proprietary", identifier: "LicenseRef-Proprietary" })
+  // Relative: the document is served by the node it describes. server.ts names PUBLIC_BASE_URL.
+  .annotate(OpenApi.Servers, [{ url: "/", description: "the node serving this document" }])
+  .annotate(OpenApi.Transform, (spec: Record<string, any>): Record<string, any> => completeDocument(apiGroups())(spec as OpenApi.OpenAPISpec))
+
+/** The groups of `Api`, read when the document is made (after `Api` exists). */
+function apiGroups(): ReadonlyArray<DocumentedGroup> {
+  return Object.values(Api.groups)
+}

@@ -4,6 +4,7 @@ import { AuditEntry, AuditQuery } from "../schema/audit.ts"
 import { Page, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
 
 /**
  * The tenant's own audit log. Reading it needs `iam:identities:write`: the owner's and admins'
@@ -19,6 +20,10 @@ export class AuditGroup extends HttpApiGroup.make("audit")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam")
+  .annotate(OpenApi.Description, "The tenant's log of security events.")
+  .annotate(Operations, {
+    list: ["Read the audit log", "Security events of the tenant, newest first, filtered by identity, action and time."]
+  })
 {}
 
 /** Any tenant's audit log, for super-admins; like the rest of `/v1/admin`, not in the public document. */

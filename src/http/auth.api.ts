@@ -1,4 +1,4 @@
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
   ChangePasswordBody,
   CsrfToken,
@@ -27,6 +27,7 @@ import {
 import { Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { Anonymous, ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
 
 /**
  * Identity sessions and their second factor (docs/identity.md). Logging in needs no credential;
@@ -113,4 +114,24 @@ export class AuthGroup extends HttpApiGroup.make("auth")
     }).middleware(Anonymous)
   )
   .prefix("/v1/iam/auth")
+  .annotate(OpenApi.Description, "Sessions of people: password and magic-link sign-in, CSRF, password changes and recovery, TOTP, e-mail verification.")
+  .annotate(Operations, {
+    login: ["Sign in with a password", "Opens a session for an e-mail and password (and a TOTP or recovery code when TOTP is on). Failed attempts are limited per address and per identity."],
+    csrf: ["Get the CSRF token", "The CSRF token of the current cookie session, to send as x-csrf-token with unsafe requests."],
+    refresh: ["Refresh the session", "Renews the current session within its lifetime."],
+    logout: ["Sign out", "Ends the current session."],
+    me: ["Current profile", "The profile of the identity the request acts as."],
+    changePassword: ["Change the password", "Changes the caller's password given the current one; other sessions are ended."],
+    setupPassword: ["Set a first password", "Sets the password of an identity that has none yet (an invited or magic-link account)."],
+    enableTotp: ["Start enabling TOTP", "Creates a TOTP secret and recovery codes; TOTP is on once a code is verified."],
+    verifyTotp: ["Confirm TOTP", "Verifies a code of the new TOTP secret and turns TOTP on."],
+    disableTotp: ["Disable TOTP", "Turns TOTP off after re-authentication."],
+    regenerateRecoveryCodes: ["Regenerate recovery codes", "Replaces the TOTP recovery codes; the old ones stop working."],
+    forgotPassword: ["Request a password reset", "Mails a reset link when the address belongs to an identity; the answer is the same either way."],
+    resetPassword: ["Reset the password", "Sets a new password with the token of a reset link; every session of the identity ends."],
+    verifyEmail: ["Verify an e-mail address", "Marks the address verified with the token of a verification link."],
+    sendEmailVerification: ["Send a verification mail", "Mails a verification link to the caller's address."],
+    requestMagicLink: ["Request a sign-in link", "Mails a one-time sign-in link when the address belongs to an identity; the answer is the same either way."],
+    verifyMagicLink: ["Sign in with a link", "Opens a session with the token of a sign-in link."]
+  })
 {}

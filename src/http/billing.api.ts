@@ -1,9 +1,10 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { Balance, PriceList, SearchTransactionsBody, Transaction, TransactionType } from "../schema/tenant.ts"
 import { ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
 
 export class BillingGroup extends HttpApiGroup.make("billing")
   .add(
@@ -30,4 +31,11 @@ export class BillingGroup extends HttpApiGroup.make("billing")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/billing")
+  .annotate(OpenApi.Description, "Credit balance, transactions and prices.")
+  .annotate(Operations, {
+    balance: ["My balance", "The tenant's credit balance, reserved and free."],
+    transactions: ["List transactions", "Credit movements, newest first; filter by type or service."],
+    searchTransactions: ["Search transactions", "Credit movements matching a filter body, sorted and paged."],
+    pricing: ["Prices", "The price list: plans, add-ons and per-service prices."]
+  })
 {}

@@ -3,7 +3,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { planCatalogue } from "../billing/plans.ts"
-import { EXTRACTION_SERVICE_KEY, IP_LOOKUP_SERVICE_KEY, JOB_SERVICE_KEY, priceList } from "../billing/pricing.ts"
+import { EXTRACTION_SERVICE_KEY, IP_LOOKUP_SERVICE_KEY, JOB_SERVICE_KEY, MAP_SERVICE_KEY, priceList } from "../billing/pricing.ts"
 import { SUBSCRIPTION_SERVICE_KEY } from "../billing/subscriptions.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { DEFAULT_PAGE_LIMIT, pageOf } from "../schema/envelope.ts"
@@ -13,7 +13,7 @@ import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 
 /** The services the ledger's entries name (those of the price list, and the subscription's). */
-const SERVICE_KEYS: ReadonlyArray<string> = [JOB_SERVICE_KEY, EXTRACTION_SERVICE_KEY, IP_LOOKUP_SERVICE_KEY, SUBSCRIPTION_SERVICE_KEY]
+const SERVICE_KEYS: ReadonlyArray<string> = [JOB_SERVICE_KEY, MAP_SERVICE_KEY, EXTRACTION_SERVICE_KEY, IP_LOOKUP_SERVICE_KEY, SUBSCRIPTION_SERVICE_KEY]
 
 /**
  * A service filter the price list does not name has no entries: a misspelling, said so (at `path`)

@@ -1,9 +1,10 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { CreateDelegationBody, Delegation, DelegationListQuery } from "../schema/delegation.ts"
 import { Page, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
 
 const id = { id: Schema.String }
 
@@ -52,4 +53,14 @@ export class DelegationsGroup extends HttpApiGroup.make("delegations")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam/users/me")
+  .annotate(OpenApi.Description, "Acting on behalf of another identity: grants, acceptance and revocation.")
+  .annotate(Operations, {
+    create: ["Grant a delegation", "Offers another identity of the tenant to act on the caller's behalf with a role, until it expires."],
+    granted: ["List delegations I granted", "Delegations the caller offered, newest first; filter by status."],
+    received: ["List delegations I received", "Delegations offered to the caller, newest first; filter by status."],
+    accept: ["Accept a delegation", "Accepts a pending delegation offered to the caller."],
+    decline: ["Decline a delegation", "Declines a pending delegation offered to the caller."],
+    renounce: ["Renounce a delegation", "Gives up an accepted delegation the caller received."],
+    revoke: ["Revoke a delegation", "Withdraws a delegation the caller granted."]
+  })
 {}

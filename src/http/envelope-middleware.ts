@@ -135,12 +135,26 @@ export const noteEndpointReached = (endpoint: DeclaresHeaders): Effect.Effect<vo
     facts.readsIdempotencyKey = readsIdempotencyKey(endpoint)
   })
 
+/** Per route table, the methods of each literal path: built once, not walked on every request. */
+const literalTables = new WeakMap<ReadonlyArray<Route>, ReadonlyMap<string, ReadonlyArray<string>>>()
+const literalMethods = (routes: ReadonlyArray<Route>): ReadonlyMap<string, ReadonlyArray<string>> => {
+  let table = literalTables.get(routes)
+  if (!table) {
+    const built = new Map<string, Array<string>>()
+    for (const r of routes) if (r.literal !== undefined) built.set(r.literal, [...(built.get(r.literal) ?? []), r.method])
+    literalTables.set(routes, (table = built))
+  }
+  return table
+}
+
 /**
  * The methods of the routes whose whole path is `path` itself, when `method` is not one of them:
  * `GET /v1/scraper/jobs/bulk` names the bulk route, not a job called "bulk" (a 405, not a 404).
  */
 const otherMethodsOfLiteral = (routes: ReadonlyArray<Route>, method: string, path: string): ReadonlyArray<string> => {
-  const methods = routes.filter((r) => r.literal === path || r.literal === path.replace(/\/$/, "")).map((r) => r.method)
+  const byLiteral = literalMethods(routes)
+  const trimmed = path.endsWith("/") ? path.slice(0, -1) : path
+  const methods = [...(byLiteral.get(path) ?? []), ...(trimmed !== path ? byLiteral.get(trimmed) ?? [] : [])]
   // HEAD is GET without the body: it names a literal route that has a GET, and no other.
   const asMethod = method === "HEAD" ? "GET" : method
   return methods.length > 0 && !methods.includes(asMethod) && method !== "OPTIONS" ? [...new Set(methods)] : []
@@ -162,15 +176,27 @@ const FILTER_QUERY_PARAMETERS = new Set(["status", "type", "serviceKey", "domain
 /** Whether a detail's path lies in a search body's `where`: an error only there is a bad filter. */
 const inSearchFilter = (path: string) => path === "where" || path.startsWith("where.")
 
-/** The `WHOLE_BODY_ERROR` of the body schema that failed: on the issue's schema, or a union member's (the payload is one). */
+/**
+ * The `WHOLE_BODY_ERROR` of a body whose every fault is a failed check carrying one (a bulk body's
+ * count of jobs); a body with any other fault is malformed, a `400 validation_error` (docs/api.md).
+ */
 const wholeBodyErrorOf = (issue: SchemaIssue.Issue): WholeBodyError | undefined => {
-  const of = (ast: SchemaAST.AST) => ast.annotations?.[WHOLE_BODY_ERROR] as WholeBodyError | undefined
-  const own = "ast" in issue ? of(issue.ast as SchemaAST.AST) : undefined
-  if (own) return own
-  if (issue._tag === "AnyOf") {
-    return issue.ast.types.map(of).find((e) => e !== undefined) ?? (issue.issues.length === 1 ? wholeBodyErrorOf(issue.issues[0]!) : undefined)
+  switch (issue._tag) {
+    case "Filter":
+      return issue.filter.annotations?.[WHOLE_BODY_ERROR] as WholeBodyError | undefined
+    case "Pointer":
+    case "Encoding":
+      return wholeBodyErrorOf(issue.issue)
+    case "AnyOf":
+      // The payload is a union of the endpoint's body schemas: the one that failed.
+      return issue.issues.length === 1 ? wholeBodyErrorOf(issue.issues[0]!) : undefined
+    case "Composite": {
+      const found = issue.issues.map(wholeBodyErrorOf)
+      return found.every((e) => e !== undefined) ? found[0] : undefined
+    }
+    default:
+      return undefined
   }
-  return issue._tag === "Encoding" ? wholeBodyErrorOf(issue.issue) : undefined
 }
 
 /** A search body's sort term naming a field that cannot be sorted by. */

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import {
@@ -8,17 +8,20 @@ import {
   CreateExtractionBody,
   Extraction,
   ExtractionPage,
+  ExtractionStatus,
   SearchExtractionsBody
 } from "../schema/extraction.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
+import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader } from "../schema/common.ts"
 
 const id = { id: Schema.String }
 
 export class ExtractionsGroup extends HttpApiGroup.make("extractions")
   .add(
     HttpApiEndpoint.post("create", "/extractions", {
-      headers: { "idempotency-key": Schema.optional(Schema.String) },
+      headers: { "idempotency-key": Schema.optional(IdempotencyKeyHeader) },
       payload: CreateExtractionBody,
       success: Success(CreatedExtraction, 201),
       error: errors(400, 402, 404, 409, 413, 422, 429, 503)
@@ -27,9 +30,9 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
       query: {
         ...PageQuery,
         sort: Schema.optional(Schema.String),
-        status: Schema.optional(Schema.String),
-        type: Schema.optional(Schema.String),
-        domainId: Schema.optional(Schema.String)
+        status: Schema.optional(CheckedByHandler({ pattern: commaListPattern(ExtractionStatus.literals) })),
+        type: Schema.optional(CheckedByHandler({ enum: ["article", "product"] })),
+        domainId: Schema.optional(CheckedByHandler({ minLength: 1, maxLength: 253 }))
       },
       success: Success(ExtractionPage),
       error: errors(400)
@@ -63,4 +66,14 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/extractor")
+  .annotate(OpenApi.Description, "Structured extraction (articles, products) from a URL or given HTML.")
+  .annotate(Operations, {
+    create: ["Create an extraction", "Extracts structured data from a URL or HTML, by type or with a stored config. An Idempotency-Key makes a retry answer the first response."],
+    list: ["List extractions", "The tenant's extractions, newest first; filter by status, type or domain."],
+    search: ["Search extractions", "Extractions matching a filter body, sorted and paged."],
+    get: ["Get an extraction", "One extraction with its result once it has one."],
+    cancel: ["Cancel an extraction", "Cancels an extraction that has not finished."],
+    replay: ["Replay an extraction", "Creates a new extraction with the original's input and options."],
+    webhookDeliveries: ["List an extraction's webhook deliveries", "The webhook delivery attempts of one extraction, newest first."]
+  })
 {}

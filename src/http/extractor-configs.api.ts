@@ -1,9 +1,10 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { CreateConfigBody, DeletedConfig, ExtractorConfig, UpdateConfigBody } from "../schema/extraction.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
 
 const id = { id: Schema.String }
 
@@ -38,4 +39,12 @@ export class ExtractorConfigsGroup extends HttpApiGroup.make("extractor-configs"
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/extractor")
+  .annotate(OpenApi.Description, "Stored extraction settings for a domain or URL pattern.")
+  .annotate(Operations, {
+    create: ["Create an extractor config", "Stores extraction settings for a domain or URL pattern."],
+    list: ["List extractor configs", "The tenant's configs, newest first by default."],
+    get: ["Get an extractor config", "One stored config."],
+    update: ["Update an extractor config", "Changes fields of a config; null clears an optional one."],
+    remove: ["Delete an extractor config", "Deletes a config."]
+  })
 {}

@@ -1,9 +1,10 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { CreateApiKeyBody, CreatedApiKey, ApiKey, Quota, RevokedApiKey, UpdateApiKeyBody } from "../schema/iam.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
 
 const keyParams = { id: Schema.String, kid: Schema.String }
 
@@ -42,4 +43,13 @@ export class IamGroup extends HttpApiGroup.make("iam")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam")
+  .annotate(OpenApi.Description, "API keys of identities, and the caller's quotas.")
+  .annotate(Operations, {
+    createApiKey: ["Create an API key", "Creates a key for an identity with a role; the key is shown once. Roles with every permission need re-authentication."],
+    listApiKeys: ["List API keys", "An identity's keys, without their secrets."],
+    getApiKey: ["Get an API key", "One key of an identity, without its secret."],
+    updateApiKey: ["Update an API key", "Changes a key's name, description, rate limit or expiry."],
+    revokeApiKey: ["Revoke an API key", "Revokes a key; every node refuses it from the next request."],
+    myQuotas: ["My quotas", "The tenant's quotas with their limits and current use."]
+  })
 {}

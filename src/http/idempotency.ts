@@ -3,16 +3,16 @@ import { Context, type Duration, Effect, Layer, Schedule } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { Config } from "../config.ts"
 import { newId } from "../ids.ts"
+import { IDEMPOTENCY_KEY_PATTERN } from "../schema/common.ts"
 import { ApiError, type ErrorDetail, fail } from "../schema/errors.ts"
 import { IdempotencyRepo } from "../sql/idempotency-repo.ts"
 import { decryptSecret, encryptSecret, isSecretBox } from "../webhooks/secret-box.ts"
 
 export { ABANDONED_CLAIM_SECONDS, IDEMPOTENCY_TTL_HOURS } from "../sql/idempotency-repo.ts"
-const keyPattern = /^[\x20-\x7e]{1,255}$/
 
 /** What is wrong with an Idempotency-Key header, if it was given and is not 1 to 255 printable ASCII characters. */
 export const idempotencyKeyProblem = (key: string | undefined): ErrorDetail | undefined =>
-  key === undefined || keyPattern.test(key) ? undefined : { path: "Idempotency-Key", code: "invalid_value", message: "1 to 255 printable ASCII characters" }
+  key === undefined || IDEMPOTENCY_KEY_PATTERN.test(key) ? undefined : { path: "Idempotency-Key", code: "invalid_value", message: "1 to 255 printable ASCII characters" }
 
 /**
  * What a request run under an Idempotency-Key knows of its earlier tries. Ids and generated

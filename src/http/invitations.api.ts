@@ -1,10 +1,11 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { OpenedSession } from "../schema/auth.ts"
 import { Page, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { CreateInvitationBody, Invitation, InvitationListQuery, InvitationTokenBody, RegisterBody, RevokedInvitation } from "../schema/invitation.ts"
 import { Anonymous, ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
 
 const org = { orgIdentityId: Schema.String }
 
@@ -41,6 +42,14 @@ export class InvitationsGroup extends HttpApiGroup.make("invitations")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam")
+  .annotate(OpenApi.Description, "Invitations of people into an organization.")
+  .annotate(Operations, {
+    create: ["Invite someone", "Mails an invitation to join the organization with a role."],
+    list: ["List invitations", "The organization's invitations, newest first; filter by status."],
+    revoke: ["Revoke an invitation", "Withdraws a pending invitation."],
+    accept: ["Accept an invitation", "Accepts an invitation with its token, as the invited person."],
+    decline: ["Decline an invitation", "Declines an invitation with its token."]
+  })
 {}
 
 /** Registration: open only to the holder of a pending invitation's or delegation's token. */
@@ -53,4 +62,8 @@ export class RegistrationGroup extends HttpApiGroup.make("registration")
     }).middleware(Anonymous)
   )
   .prefix("/v1/iam/auth")
+  .annotate(OpenApi.Description, "Self-service sign-up.")
+  .annotate(Operations, {
+    register: ["Register", "Creates an identity with a password, and its own tenant, when sign-up is open."]
+  })
 {}

@@ -1,18 +1,20 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader } from "../schema/common.ts"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
-import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
+import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobStatus, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
 
-const IdempotencyHeader = { "idempotency-key": Schema.optional(Schema.String) }
+const IdempotencyHeader = { "idempotency-key": Schema.optional(IdempotencyKeyHeader) }
 const id = { id: Schema.String }
 
 export const ListJobsQuery = {
   ...PageQuery,
   sort: Schema.optional(Schema.String.annotate({ description: "comma-separated field:dir pairs, e.g. createdAt:desc,id:desc" })),
-  status: Schema.optional(Schema.String.annotate({ description: "one status or a comma-separated list" }))
+  status: Schema.optional(CheckedByHandler({ pattern: commaListPattern(JobStatus.literals), description: "one status or a comma-separated list" }))
 }
 
 export class JobsGroup extends HttpApiGroup.make("jobs")
@@ -78,4 +80,18 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/scraper")
+  .annotate(OpenApi.Description, "Crawl jobs: create one or many, follow them, read their results and replay or cancel them.")
+  .annotate(Operations, {
+    create: ["Create a crawl job", "Queues one URL to fetch with the chosen engine and options. An Idempotency-Key makes a retry answer the first response."],
+    list: ["List crawl jobs", "The tenant's jobs, newest first by default; filter by status, sort by fields."],
+    bulk: ["Create crawl jobs in bulk", "Queues 1 to 100 jobs in one request: 201 when all are created, 207 when some are refused (each with its error)."],
+    search: ["Search crawl jobs", "Jobs matching a filter body (status, URL prefix, creation time), sorted and paged."],
+    get: ["Get a crawl job", "One job with its result once it has one."],
+    html: ["Get a job's HTML", "The fetched HTML of a finished job, served inert (sandboxed, not sniffed)."],
+    screenshot: ["Get a job's screenshot", "The PNG screenshot of a browser job that asked for one."],
+    replay: ["Replay a crawl job", "Creates a new job with the original's URL and options."],
+    cancel: ["Cancel a crawl job", "Cancels a job that has not finished."],
+    webhookDeliveries: ["List a job's webhook deliveries", "The webhook delivery attempts of one job, newest first."],
+    events: ["Follow job events", "A server-sent event stream of the tenant's job changes; Last-Event-ID resumes after a given event."]
+  })
 {}

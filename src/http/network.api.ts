@@ -1,8 +1,9 @@
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { IpAddress, IpLookupResult } from "../schema/network.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
 
 /**
  * IP geolocation at country level. Both lookups are billable (402 without the credit) and read
@@ -22,4 +23,9 @@ export class NetworkGroup extends HttpApiGroup.make("network")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/network")
+  .annotate(OpenApi.Description, "IP geolocation at country level (billable).")
+  .annotate(Operations, {
+    lookup: ["Look up an IP address", "The country and network of an IPv4 or IPv6 address."],
+    me: ["Look up my address", "The country and network of the address the request came from."]
+  })
 {}

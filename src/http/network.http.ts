@@ -1,7 +1,6 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { entityCall } from "../actors/entity-call.ts"
-import { TenantEntity } from "../actors/tenant-entity.ts"
+import { CallDebitor } from "../actors/tenant-entity.ts"
 import { IP_LOOKUP_SERVICE_KEY, ipLookupUnits } from "../billing/pricing.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { newId } from "../ids.ts"
@@ -16,7 +15,7 @@ export const NetworkHandlers = HttpApiBuilder.group(
   "network",
   Effect.fn(function*(handlers) {
     const geoip = yield* GeoIp
-    const tenants = yield* TenantEntity.client
+    const debitor = yield* CallDebitor
     /**
      * Looks `ip` up and debits the tenant for it: the lookup first (it answers 503 while the
      * database is missing, and then nothing is debited), then one ledger entry in the tenant's
@@ -28,14 +27,14 @@ export const NetworkHandlers = HttpApiBuilder.group(
         const answer = yield* geoip.lookup(ip).pipe(
           Effect.catchTag("GeoIpUnavailable", (e) => fail(503, "dependency_unavailable", e.reason, { retryAfter: e.retryAfter }))
         )
-        yield* entityCall(tenants(me.tenantId).DebitCall({
+        yield* debitor.debit(me.tenantId, {
           entryId: newId("txn"),
           units: ipLookupUnits,
           serviceKey: IP_LOOKUP_SERVICE_KEY,
           resourceType: "ip_lookup",
           resourceId: ip,
           note: null
-        })).pipe(
+        }).pipe(
           Effect.catchTag("InsufficientCredit", (e) =>
             fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that this lookup and the tenant's uncharged work need (see GET /v1/billing/pricing)`))
         )

@@ -1,9 +1,10 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { PageDiff, PageVersion } from "../schema/job.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
 
 export class PageHistoryGroup extends HttpApiGroup.make("page-history")
   .add(
@@ -26,4 +27,10 @@ export class PageHistoryGroup extends HttpApiGroup.make("page-history")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/page-history")
+  .annotate(OpenApi.Description, "Versions of a page over time, as crawls saw them.")
+  .annotate(Operations, {
+    timeline: ["A page's timeline", "The stored versions of one URL, newest first."],
+    content: ["A version's content", "The stored content of one page version."],
+    diff: ["Diff with the previous version", "What changed between a version and the version of the same page before it."]
+  })
 {}

@@ -11,6 +11,7 @@ import {
   WithdrawnQuotaRequest
 } from "../schema/quota-request.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
 
 const id = { id: Schema.String }
 
@@ -35,6 +36,12 @@ export class QuotaRequestsGroup extends HttpApiGroup.make("quotaRequests")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam")
+  .annotate(OpenApi.Description, "Requests to raise a quota.")
+  .annotate(Operations, {
+    list: ["List quota requests", "The tenant's quota increase requests, newest first; filter by status."],
+    create: ["Request a higher quota", "Asks for a higher limit of one quota; one pending request per quota."],
+    withdraw: ["Withdraw a quota request", "Withdraws a pending request."]
+  })
 {}
 
 /** Every tenant's requests and the decisions on them, for super-admins; like the rest of `/v1/admin`, not in the public document. */

@@ -1,9 +1,10 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { CreateRoleBody, DeletedRole, Role, UpdateRoleBody } from "../schema/iam.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
 
 const id = { id: Schema.String }
 
@@ -39,4 +40,12 @@ export class RolesGroup extends HttpApiGroup.make("roles")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam")
+  .annotate(OpenApi.Description, "Custom roles: named sets of permissions.")
+  .annotate(Operations, {
+    create: ["Create a role", "Creates a role from permissions the caller holds."],
+    list: ["List roles", "The tenant's roles, system roles included, newest first."],
+    get: ["Get a role", "One role of the tenant."],
+    update: ["Update a role", "Changes a role's name, description or permissions; its keys follow at once. System roles cannot change."],
+    remove: ["Delete a role", "Deletes a role nothing holds any more."]
+  })
 {}

@@ -5,6 +5,7 @@ import { errors } from "../schema/errors.ts"
 import { Subscription, SubscriptionChangeBody } from "../schema/subscription.ts"
 import { Transaction } from "../schema/tenant.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
 
 /** The tenant's own plan subscription (docs/api.md, "Plans and subscriptions"). */
 export class SubscriptionGroup extends HttpApiGroup.make("subscription")
@@ -21,6 +22,11 @@ export class SubscriptionGroup extends HttpApiGroup.make("subscription")
   .annotate(Requires, "billing:subscription:read")
   .middleware(ApiKeyAuth)
   .prefix("/v1/billing")
+  .annotate(OpenApi.Description, "The tenant's plan subscription.")
+  .annotate(Operations, {
+    subscription: ["My subscription", "The tenant's plan, add-ons and billing period."],
+    subscriptionDebits: ["List subscription debits", "Debits of the subscription, newest first."]
+  })
 {}
 
 export const SubscriptionChanged = Schema.Struct({

@@ -1,7 +1,8 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
+import { Operations } from "./openapi.ts"
 
 const Checks = Schema.Struct({
   database: Schema.Boolean,
@@ -20,4 +21,9 @@ export class SystemGroup extends HttpApiGroup.make("system")
       error: errors(503)
     })
   )
+  .annotate(OpenApi.Description, "Liveness and readiness of this node; no authentication.")
+  .annotate(Operations, {
+    healthz: ["Liveness", "Answers while the process runs; it checks no dependency."],
+    readyz: ["Readiness", "Whether this node can serve: the database, Redis (when configured) and the cluster. 503 while one of them cannot be reached."]
+  })
 {}

@@ -1,9 +1,10 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Profile, RevokedSession, RevokedSessions, SessionItem, UpdateProfileBody } from "../schema/auth.ts"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors } from "../schema/errors.ts"
 import { ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { Operations } from "./openapi.ts"
 
 /** The caller's own profile and sessions (docs/identity.md). */
 export class UsersGroup extends HttpApiGroup.make("users")
@@ -33,4 +34,12 @@ export class UsersGroup extends HttpApiGroup.make("users")
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam/users")
+  .annotate(OpenApi.Description, "The caller's profile and sessions.")
+  .annotate(Operations, {
+    me: ["Get my profile", "The caller's profile."],
+    updateMe: ["Update my profile", "Changes first name, last name or avatar URL; null clears a field."],
+    listSessions: ["List my sessions", "The caller's open sessions, newest first."],
+    revokeOtherSessions: ["End my other sessions", "Ends every session of the caller except the current one."],
+    revokeSession: ["End one session", "Ends one of the caller's sessions."]
+  })
 {}

@@ -52,10 +52,12 @@ export const AttemptsLive = Layer.effect(
     return Attempts.of({
       begin: (account, address) =>
         Effect.gen(function*() {
-          const wait = Math.max(
-            yield* lockedFor(key("account", account, "lock")),
-            address ? yield* lockedFor(key("address", address, "lock")) : 0
+          // Both locks read at once: one round trip to Redis (its client pipelines commands of one tick).
+          const [accountWait, addressWait] = yield* Effect.all(
+            [lockedFor(key("account", account, "lock")), address ? lockedFor(key("address", address, "lock")) : Effect.succeed(0)],
+            { concurrency: "unbounded" }
           )
+          const wait = Math.max(accountWait, addressWait)
           if (wait > 0) return yield* tooMany(wait)
           // Counted before the secret is read: the try past the allowance is itself refused.
           const lockMs = yield* count("account", account, ACCOUNT_ALLOWANCE + 1)
@@ -63,7 +65,7 @@ export const AttemptsLive = Layer.effect(
         }),
       // Counted after the fact: the failure that uses the allowance up locks, so no try past it is read.
       failed: (address) => (address ? Effect.asVoid(count("address", address, ADDRESS_ALLOWANCE)) : Effect.void),
-      succeeded: (account) => Effect.andThen(kv.del(key("account", account, "n")), kv.del(key("account", account, "lock")))
+      succeeded: (account) => kv.del(key("account", account, "n"), key("account", account, "lock"))
     })
   })
 )

@@ -11,12 +11,23 @@ export const SESSION_RATE_LIMIT_PER_MINUTE = 600
 /**
  * How long a node believes a session lookup. Revocation and role changes are broadcast, so the
  * cache matters only when a notice is lost (Redis down): then a node is at most this much behind.
+ * The same 30 s as an API key's (docs/identity.md, "Revocation across nodes"): a session read is a
+ * cache hit like a key read, not a database read every few seconds per session.
  */
-const CACHE_TTL_MS = 10_000
+const CACHE_TTL_MS = 30_000
 const MAX_ENTRIES = 50_000
-/** How often a node writes the last-seen times of the sessions it served: the stored time lags by up to this. */
+/** How often a node writes the last-seen times of the sessions it served. */
 export const TOUCH_EVERY_SECONDS = 15
 const TOUCH_EVERY = `${TOUCH_EVERY_SECONDS} seconds` as const
+/**
+ * A session's stored last-seen time is moved on only once it is this far behind (a tenth of the
+ * idle timeout, at most a minute), so a session in steady use costs a row write a minute rather
+ * than one every 15 s (docs/identity.md, "Sessions").
+ */
+const writeStepMs = (idleSeconds: number) => Math.min(60_000, idleSeconds * 100)
+/** How far the stored last-seen time of a session in use may lag behind its last request. */
+export const lastSeenLagSeconds = (idleSeconds: number) => TOUCH_EVERY_SECONDS + writeStepMs(idleSeconds) / 1000
+const TOUCH_CHUNK = 100
 export const SESSION_INVALIDATE_CHANNEL = "trawl:session-invalidate"
 
 /** Session tokens are 43 base64url characters (256 bits). */
@@ -38,6 +49,8 @@ interface Cached {
   readonly principal: Principal
   /** When the session was last seen by any node, as far as this node knows. */
   lastSeen: number
+  /** The last-seen time stored (or queued to be), which is moved on by steps. */
+  stored: number
   readonly until: number
 }
 
@@ -54,6 +67,7 @@ export const SessionAuthenticatorLive = Layer.effect(
     const repo = yield* SessionRepo
     const kv = yield* Kv
     const idleMs = sessionIdleSeconds * 1000
+    const writeStep = writeStepMs(sessionIdleSeconds)
     const cache = new Map<string, Cached>()
     let forgets = 0
     const forget = (message: string) => {
@@ -67,11 +81,14 @@ export const SessionAuthenticatorLive = Layer.effect(
     yield* kv.subscribe(SESSION_INVALIDATE_CHANNEL, forget)
 
     const lastSeen = new Map<string, Date>()
+    // Written in statements of TOUCH_CHUNK sessions, one after the other: the embedded database is
+    // a single session, and one statement of thousands of rows would hold every request up meanwhile.
     const flush = Effect.suspend(() => {
       if (lastSeen.size === 0) return Effect.void
-      const batch = new Map(lastSeen)
+      const entries = [...lastSeen]
       lastSeen.clear()
-      return repo.touch(batch)
+      const chunks = Array.from({ length: Math.ceil(entries.length / TOUCH_CHUNK) }, (_, i) => new Map(entries.slice(i * TOUCH_CHUNK, (i + 1) * TOUCH_CHUNK)))
+      return Effect.forEach(chunks, repo.touch, { discard: true })
     })
     yield* flush.pipe(Effect.repeat(Schedule.spaced(TOUCH_EVERY)), Effect.forkScoped)
     yield* Effect.addFinalizer(() => flush)
@@ -101,6 +118,7 @@ export const SessionAuthenticatorLive = Layer.effect(
               expiresAt: new Date(row.expires_at).getTime()
             },
             lastSeen: Math.max(new Date(row.last_seen_at).getTime(), seenHere),
+            stored: Math.max(new Date(row.last_seen_at).getTime(), lastSeen.get(row.id)?.getTime() ?? 0),
             until: Date.now() + CACHE_TTL_MS
           }
           // A lookup that raced an invalidation may have read the row from before it: use it once, keep nothing.
@@ -125,7 +143,10 @@ export const SessionAuthenticatorLive = Layer.effect(
             return undefined
           }
           entry.lastSeen = now
-          lastSeen.set(entry.principal.credentialId, new Date(now))
+          if (now - entry.stored >= writeStep) {
+            entry.stored = now
+            lastSeen.set(entry.principal.credentialId, new Date(now))
+          }
           return entry.principal
         })
       },

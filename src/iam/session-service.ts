@@ -7,7 +7,7 @@ import { AuditLog } from "../sql/audit-log.ts"
 import { type SessionAudit, type SessionRow, SessionRepo } from "../sql/session-repo.ts"
 import type { Principal } from "./principal.ts"
 import { generateToken, hashToken } from "./secrets.ts"
-import { SessionAuthenticator, TOUCH_EVERY_SECONDS } from "./session-auth.ts"
+import { lastSeenLagSeconds, SessionAuthenticator } from "./session-auth.ts"
 
 /** Where a request came from, for the session list and the audit log. */
 export interface ClientContext {
@@ -119,7 +119,7 @@ export const SessionServiceLive = Layer.effect(
       list: (me, offset, limit) =>
         Effect.suspend(() => {
           // Sessions idle too long are dead though not revoked; the stored last-seen time lags, so allow for that.
-          const seenSince = new Date(Date.now() - (config.sessionIdleSeconds + TOUCH_EVERY_SECONDS) * 1000)
+          const seenSince = new Date(Date.now() - (config.sessionIdleSeconds + lastSeenLagSeconds(config.sessionIdleSeconds)) * 1000)
           return repo.listLive(me.identityId, seenSince, me.kind === "session" ? me.credentialId : null, offset, limit)
         }).pipe(Effect.map(({ items, total }) => ({
           total,

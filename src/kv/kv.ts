@@ -22,7 +22,8 @@ export interface KvShape {
   readonly setIfAbsent: (key: string, value: string, ttlMs: number) => Effect.Effect<boolean>
   readonly get: (key: string) => Effect.Effect<string | undefined>
   readonly set: (key: string, value: string, ttlMs: number) => Effect.Effect<void>
-  readonly del: (key: string) => Effect.Effect<void>
+  /** Deletes the keys, all in one round trip. */
+  readonly del: (key: string, ...more: Array<string>) => Effect.Effect<void>
   readonly publish: (channel: string, message: string) => Effect.Effect<void>
   /** Calls `onMessage` for every message on `channel` until the scope closes. */
   readonly subscribe: (channel: string, onMessage: (message: string) => void) => Effect.Effect<void, never, Scope.Scope>
@@ -84,7 +85,11 @@ export const makeMemoryKv = (): KvShape => {
       }),
     get: (key) => Effect.sync(() => live(key)?.value),
     set: (key, value, ttlMs) => Effect.sync(() => void values.set(key, { value, expiresAt: Date.now() + ttlMs })),
-    del: (key) => Effect.sync(() => void values.delete(key)),
+    del: (key, ...more) =>
+      Effect.sync(() => {
+        values.delete(key)
+        for (const k of more) values.delete(k)
+      }),
     publish: (channel, message) =>
       Effect.sync(() => {
         for (const l of listeners.get(channel) ?? []) queueMicrotask(() => l(message))
@@ -171,7 +176,7 @@ export const makeRedisKv = (url: string, namespace = "") =>
         call(() => client.set(k(key), value, "PX", ttlMs, "NX")).pipe(Effect.map((r) => r === "OK")),
       get: (key) => call(() => client.get(k(key))).pipe(Effect.map((v) => v ?? undefined)),
       set: (key, value, ttlMs) => call(() => client.set(k(key), value, "PX", ttlMs)).pipe(Effect.asVoid),
-      del: (key) => call(() => client.del(k(key))).pipe(Effect.asVoid),
+      del: (key, ...more) => call(() => client.del(k(key), ...more.map(k))).pipe(Effect.asVoid),
       publish: (channel, message) => call(() => client.publish(k(channel), message)).pipe(Effect.asVoid),
       subscribe: (name, onMessage) => {
         const channel = k(name)

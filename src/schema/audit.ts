@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DateTime } from "./common.ts"
+import { CheckedByHandler, DateTime } from "./common.ts"
 import { PageQuery } from "./envelope.ts"
 
 /** One entry of a tenant's audit log. */
@@ -21,8 +21,8 @@ export const AuditQuery = {
   ...PageQuery,
   identityId: Schema.optional(Schema.String),
   action: Schema.optional(Schema.String),
-  from: Schema.optional(Schema.String),
-  to: Schema.optional(Schema.String)
+  from: Schema.optional(CheckedByHandler({ format: "date-time" })),
+  to: Schema.optional(CheckedByHandler({ format: "date-time" }))
 }
 
 /** What the audit list is narrowed to, once checked. */

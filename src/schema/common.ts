@@ -44,8 +44,12 @@ const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0
 
 /** A search's date-time bound: a real instant (see `parseIsoDateTime`), a date alone meaning its UTC midnight. */
 export const DateTimeBound = Schema.String.check(
-  Schema.makeFilter((s) => parseIsoDateTime(s) !== undefined, { expected: "an ISO 8601 date or date-time such as 2026-01-31T12:00:00Z" })
-).annotate({ format: "date-time" })
+  Schema.makeFilter((s) => parseIsoDateTime(s) !== undefined, {
+    expected: "an ISO 8601 date or date-time such as 2026-01-31T12:00:00Z",
+    // The document says date-time, the form clients should send; a date alone is also taken.
+    toJsonSchema: () => ({ format: "date-time" })
+  })
+)
 
 /** A search's `createdAt` filter: from `gte` (inclusive) to `lt` (exclusive), either optional. */
 export const CreatedRange = Schema.Struct({ gte: Schema.optional(DateTimeBound), lt: Schema.optional(DateTimeBound) })
@@ -56,9 +60,10 @@ export const UrlPrefixFilter = Schema.Struct({ prefix: Schema.String.check(Schem
 /** An input date-time: must be a real instant (see `parseIsoDateTime`), with a time part. */
 export const DateTimeInput = Schema.String.check(
   Schema.makeFilter((s) => s.includes("T") && parseIsoDateTime(s) !== undefined, {
-    expected: "an ISO 8601 date-time such as 2026-01-31T12:00:00Z"
+    expected: "an ISO 8601 date-time such as 2026-01-31T12:00:00Z",
+    toJsonSchema: () => ({ format: "date-time" })
   })
-).annotate({ format: "date-time" })
+)
 
 const trimBlanks = (s: string) => s.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, "")
 
@@ -83,7 +88,7 @@ export const AbsoluteUrl = Schema.String.check(
   Schema.makeFilter((s: string) => {
     const n = trimBlanks(s).length
     return n >= 1 && n <= 2048
-  }, { expected: "a URL of 1 to 2048 characters" }).abort(),
+  }, { expected: "a URL of 1 to 2048 characters", toJsonSchema: () => ({ minLength: 1, maxLength: 2048, format: "uri" }) }).abort(),
   // The URL parser would drop tabs and newlines and encode spaces inside a URL without a word: a
   // URL written with them is refused as malformed instead of fetched as something else.
   Schema.makeFilter((s: string) => !/[\u0000-\u0020\u007f]/.test(trimBlanks(s)), {
@@ -112,7 +117,10 @@ export const AbsoluteUrl = Schema.String.check(
  * Text that can be stored: PostgreSQL's text holds no NUL character, and one that reached an
  * entity's write would fail it on every retry of the message.
  */
-export const isStorableText = Schema.makeFilter((s: string) => !s.includes("\u0000"), { expected: "text without the NUL character (U+0000)" })
+export const isStorableText = Schema.makeFilter((s: string) => !s.includes("\u0000"), {
+  expected: "text without the NUL character (U+0000)",
+  toJsonSchema: () => ({ pattern: "^[^\\u0000]*$" })
+})
 
 /** A webhook's signing secret: 16 to 256 characters, counted as characters (code points), not UTF-16 units. */
 export const WebhookSecret = Schema.String.check(
@@ -121,15 +129,21 @@ export const WebhookSecret = Schema.String.check(
   Schema.makeFilter((s) => {
     const n = [...s].length
     return (n >= 16 && n <= 256) || "Expected a secret of 16 to 256 characters"
-  })
+  }, { toJsonSchema: () => ({ minLength: 16, maxLength: 256 }) })
 )
 
 /** At most `max` characters, counted as a person counts them (code points: an emoji is one), not UTF-16 units. */
-export const isAtMostCharacters = (max: number) => Schema.makeFilter((s: string) => s.length <= max || [...s].length <= max, { expected: `at most ${max} characters` })
+export const isAtMostCharacters = (max: number) =>
+  // JSON Schema counts code points too.
+  Schema.makeFilter((s: string) => s.length <= max || [...s].length <= max, { expected: `at most ${max} characters`, toJsonSchema: () => ({ maxLength: max }) })
 
 /** Free text of `min` to `max` characters (code points) that can be stored. */
 export const Text = (min: number, max: number) =>
-  Schema.String.check(Schema.makeFilter((s: string) => [...s].length >= min, { expected: `at least ${min} characters` }), isAtMostCharacters(max), isStorableText)
+  Schema.String.check(
+    Schema.makeFilter((s: string) => [...s].length >= min, { expected: `at least ${min} characters`, toJsonSchema: () => ({ minLength: min }) }),
+    isAtMostCharacters(max),
+    isStorableText
+  )
 
 export const Email = Schema.String.check(
   Schema.isMaxLength(255),
@@ -149,3 +163,24 @@ export const money = (v: string | number): string => {
   const fixed = Number(v).toFixed(4)
   return fixed.replace(/(\.\d\d\d*?)0+$/, "$1")
 }
+
+/** An Idempotency-Key: 1 to 255 printable ASCII characters. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7e]{1,255}$/
+
+/**
+ * A string a handler checks itself, so that its faults are answered together with the request's
+ * others (a list's sort and every other filter in one `invalid_filter`; a bad Idempotency-Key with
+ * the body's faults): the schema passes every string on, and says in the document what the
+ * handler takes, from the constants the handler checks with.
+ */
+export const CheckedByHandler = (jsonSchema: Record<string, unknown>) =>
+  Schema.String.check(Schema.makeFilter(() => true, { toJsonSchema: () => jsonSchema }))
+
+/** A comma-separated list of `values`, as a list's `status` filter takes it. */
+export const commaListPattern = (values: ReadonlyArray<string>) => {
+  const one = `(${values.join("|")})`
+  return `^${one}(,${one})*$`
+}
+
+/** The Idempotency-Key header, checked by the idempotency step (`http/idempotency.ts`, `400 invalid_idempotency_key`). */
+export const IdempotencyKeyHeader = CheckedByHandler({ minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY_PATTERN.source })

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DateTime, DateTimeInput, NullableDateTime, Text } from "./common.ts"
+import { CheckedByHandler, DateTime, DateTimeInput, NullableDateTime, Text } from "./common.ts"
 import { PageQuery } from "./envelope.ts"
 
 /** `expired` is never stored: a pending or active delegation past `expiresAt` reads so. */
@@ -36,5 +36,5 @@ export const CreateDelegationBody = Schema.Struct({
 /** The lists' query: a `status` they do not take is a 400 invalid_filter, read by the handler. */
 export const DelegationListQuery = {
   ...PageQuery,
-  status: Schema.optional(Schema.String.annotate({ description: `one of ${delegationStatuses.join(", ")}` }))
+  status: Schema.optional(CheckedByHandler({ enum: [...delegationStatuses] }))
 }

@@ -55,6 +55,12 @@ export const MAX_SORT_TERMS = 5
 export const SortTerms = <const Fields extends ReadonlyArray<string>>(fields: Fields) =>
   Schema.Array(Schema.Struct({ field: Schema.Literals(fields), dir: Schema.Literals(["asc", "desc"]) })).check(Schema.isMaxLength(MAX_SORT_TERMS))
 
+/** The largest `offset` a query string takes: 15 decimal digits. */
+export const MAX_QUERY_OFFSET = 999_999_999_999_999
+
+/** The largest page a list or search answers. */
+export const MAX_PAGE_LIMIT = 200
+
 /** A whole number in a query string, in decimal digits only (not `0x10`, `1e3`, ` 10` or empty). */
 const QueryInt = Schema.String.check(Schema.isPattern(/^\d{1,15}$/, { expected: "a whole number in decimal digits, at most 15 of them" })).pipe(
   Schema.decodeTo(Schema.Number, SchemaTransformation.numberFromString)
@@ -63,13 +69,13 @@ const QueryInt = Schema.String.check(Schema.isPattern(/^\d{1,15}$/, { expected: 
 /** `offset` and `limit` in a search body. */
 export const SearchPagination = Schema.Struct({
   offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
-  limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
+  limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_PAGE_LIMIT })))
 })
 
 /** The page size of a list or search that names none. */
 export const DEFAULT_PAGE_LIMIT = 50
 
-const QueryLimit = Schema.optional(QueryInt.check(Schema.isBetween({ minimum: 1, maximum: 200 })))
+const QueryLimit = Schema.optional(QueryInt.check(Schema.isBetween({ minimum: 1, maximum: MAX_PAGE_LIMIT })))
 
 /**
  * `offset` and `limit` in the query string of every list, and `take`: the legacy name of `limit`

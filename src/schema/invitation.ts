@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DateTime, Email, NullableDateTime, Text } from "./common.ts"
+import { CheckedByHandler, DateTime, Email, NullableDateTime, Text } from "./common.ts"
 import { PageQuery } from "./envelope.ts"
 import { MailedToken } from "./auth.ts"
 
@@ -30,7 +30,7 @@ export const CreateInvitationBody = Schema.Struct({
 /** The list's query: a `status` it does not take is a 400 invalid_filter, read by the handler. */
 export const InvitationListQuery = {
   ...PageQuery,
-  status: Schema.optional(Schema.String.annotate({ description: `one of ${invitationStatuses.join(", ")}` }))
+  status: Schema.optional(CheckedByHandler({ enum: [...invitationStatuses] }))
 }
 
 /** The token of an invitation mail, for an identity that already exists. */

@@ -34,12 +34,19 @@ export const CreateJobBody = Schema.Struct({
 export type CreateJobBody = typeof CreateJobBody.Type
 
 /**
- * A bulk body: 1 to 100 items, each checked one by one by the handler. A body that is not this as
- * a whole is `422 invalid_bulk_body` (the annotation tells the error envelope so).
+ * A bulk body: 1 to 100 items, each checked one by one by the handler (an invalid item is one
+ * `failed` entry of a 207; the document shows the single-job body as the items' schema). A body
+ * that is malformed (not JSON, no `jobs`, not an array, other fields) is a `400 validation_error`
+ * as everywhere; one whose only fault is the count of its jobs (none, or over 100) is
+ * `422 invalid_bulk_body` (the annotation of the count check tells the error envelope so).
  */
 export const BulkJobsBody = Schema.Struct({
-  jobs: Schema.Array(Schema.Unknown).check(Schema.isBetweenLength(1, 100))
-}).annotate({ [WHOLE_BODY_ERROR]: { status: 422, code: "invalid_bulk_body", message: "the body must be {\"jobs\": [1 to 100 job bodies]}" } })
+  jobs: Schema.Array(Schema.Unknown).check(
+    Schema.isBetweenLength(1, 100, {
+      [WHOLE_BODY_ERROR]: { status: 422, code: "invalid_bulk_body", message: "the body must be {\"jobs\": [1 to 100 job bodies]}" }
+    })
+  )
+})
 
 export const Attempt = Schema.Struct({
   engine: Schema.String,

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DateTime, NullableDateTime, Text } from "./common.ts"
+import { CheckedByHandler, DateTime, NullableDateTime, Text } from "./common.ts"
 import { PageQuery } from "./envelope.ts"
 
 /**
@@ -59,7 +59,7 @@ export const QuotaDecisionBody = Schema.Struct({
 /** Filters are read by the handler, which names every bad one (`invalid_filter`). */
 export const QuotaRequestQuery = {
   ...PageQuery,
-  status: Schema.optional(Schema.String)
+  status: Schema.optional(CheckedByHandler({ enum: [...quotaRequestStatuses] }))
 }
 
 export const AdminQuotaRequestQuery = {

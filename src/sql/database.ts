@@ -1,9 +1,19 @@
+import { randomBytes } from "node:crypto"
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { Worker } from "node:worker_threads"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { Config } from "../config.ts"
+
+/**
+ * The name this node's database sessions carry (`application_name`), so that its own can be told
+ * from other nodes' in pg_stat_activity (the pool use in `GET /metrics`).
+ */
+export const NODE_APPLICATION_NAME = `trawl-${process.pid}-${randomBytes(4).toString("hex")}`
+
+/** The most connections a node's pool opens: on PostgreSQL, and on the embedded database. */
+export const POOL_MAX_CONNECTIONS = { postgres: 20, embedded: 8 } as const
 
 /** Workers being stopped on purpose: their exit is not a loss. */
 const stopping = new WeakSet<Worker>()
@@ -65,7 +75,8 @@ const embedded = (dataDir: string) =>
         port,
         database: "postgres",
         username: "postgres",
-        maxConnections: 8,
+        maxConnections: POOL_MAX_CONNECTIONS.embedded,
+        applicationName: NODE_APPLICATION_NAME,
         // Statements are planned once per connection: in PGlite planning costs more than running them.
         prepare: true
       })
@@ -77,6 +88,6 @@ export const DatabaseLive = Layer.unwrap(
   Effect.gen(function*() {
     const config = yield* Config
     if (config.databaseUrl === undefined) return embedded(config.dataDir)
-    return PgClient.layer({ url: Redacted.make(config.databaseUrl), maxConnections: 20 })
+    return PgClient.layer({ url: Redacted.make(config.databaseUrl), maxConnections: POOL_MAX_CONNECTIONS.postgres, applicationName: NODE_APPLICATION_NAME })
   })
 )

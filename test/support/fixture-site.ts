@@ -15,6 +15,14 @@
  *   /redirect?to=/path    302 to another fixture page (default /page)
  *   /blocked              403 JS challenge for plain HTTP clients: a tiny page that sets a cookie and
  *                         reloads; the request that carries the cookie gets the content (a real browser)
+ *   /robots.txt           per `robots`: "site" (default) disallows /site/private for everyone and also
+ *                         /site/no-trawl for TrawlBot, and names /site/sitemap-index.xml; "missing" 404;
+ *                         "error" 500
+ *   /sitemap.xml          a urlset with /site/from-root-sitemap
+ *   /site/...             a small site for site maps (`SITE_PAGES`): links with a <base href>, a
+ *                         fragment, the same query in two orders, mailto:, javascript:, rel=nofollow,
+ *                         an offsite link, robots-disallowed pages; a sitemap index with a gzipped
+ *                         child and an offsite entry; /site/slow-start links to slow pages
  *   anything else         404
  *
  * Several loopback addresses give several `domainId`s: Trawl limits concurrent fetches per domain
@@ -26,6 +34,7 @@ import http from "node:http"
 import type { AddressInfo, Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { gzipSync } from "node:zlib"
 
 export const ARTICLE_TITLE = "Trawl fixture article"
 
@@ -44,6 +53,54 @@ const changingPage = (n: number) =>
   `<!doctype html><html><head><meta charset="utf-8"><title>Changing page</title></head><body>` +
   `<h1>Changing page</h1><p>Stable line one.</p><p>Version number ${n}</p><p>Stable line two.</p></body></html>`
 
+/** An offsite link of the /site/ pages: another loopback host, never fetched by a map of this site. */
+export const OFFSITE_URL = "http://127.0.0.254:9/elsewhere"
+
+const sitePage = (title: string, links: ReadonlyArray<string>, head = "") =>
+  `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title>${head}</head><body><h1>${title}</h1>` +
+  links.map((l) => `<p>${l}</p>`).join("") + `</body></html>`
+
+const urlset = (origin: string, paths: ReadonlyArray<string>) =>
+  `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">` +
+  paths.map((p) => `<url><loc>${p.startsWith("http") ? p : origin + p}</loc></url>`).join("") + `</urlset>`
+
+/** The /site/ pages: HTML by path, given the origin they are served from. */
+const SITE_PAGES: Record<string, (origin: string) => string> = {
+  "/site/": () =>
+    sitePage("Home", [
+      `<a href="/site/a">A</a>`,
+      `<a href="b">B (relative)</a>`,
+      `<a href="/site/a#section">A again, with a fragment</a>`,
+      `<a href="#top">this page</a>`,
+      `<a href="/site/a?y=2&amp;x=1">A with a query</a>`,
+      `<a href="/site/a?x=1&amp;y=2">the same query in another order</a>`,
+      `<a href="mailto:someone@example.com">mail</a>`,
+      `<a href="javascript:void(0)">script</a>`,
+      `<a href="tel:+123">phone</a>`,
+      `<a href="/site/private/secret">disallowed for everyone</a>`,
+      `<a href="/site/no-trawl">disallowed for TrawlBot</a>`,
+      `<a rel="nofollow" href="/site/nofollowed">not followed</a>`,
+      `<a href="${OFFSITE_URL}">offsite</a>`
+    ]),
+  "/site/a": () => sitePage("A", [`<a href="c">C, below the base</a>`, `<a href="/site/">home</a>`], `<base href="/site/deep/">`),
+  "/site/b": () => sitePage("B", [`<a href="/site/a">A</a>`, `<a href="/site/deep/c">C</a>`]),
+  "/site/deep/c": () => sitePage("C", [`<a href="d">D</a>`]),
+  "/site/deep/d": () => sitePage("D", [`<a href="../../site/">home</a>`]),
+  "/site/from-sitemap-1": () => sitePage("From the sitemap 1", [`<a href="/site/">home</a>`]),
+  "/site/from-sitemap-2": () => sitePage("From the sitemap 2", []),
+  "/site/from-sitemap-3": () => sitePage("From the sitemap 3", []),
+  "/site/from-root-sitemap": () => sitePage("From /sitemap.xml", []),
+  "/site/private/secret": () => sitePage("Secret", []),
+  "/site/no-trawl": () => sitePage("Not for TrawlBot", []),
+  "/site/nofollowed": () => sitePage("Nofollowed", []),
+  "/site/slow-start": () => sitePage("Slow links", [1, 2, 3, 4].map((n) => `<a href="/slow?ms=4000&amp;n=${n}">slow ${n}</a>`))
+}
+
+/** The site's robots.txt when `robots` is "site". */
+const siteRobots = (origin: string) =>
+  `# fixture site\nUser-agent: *\nDisallow: /site/private\n\nUser-agent: TrawlBot\nDisallow: /site/private\nDisallow: /site/no-trawl\n\n` +
+  `Sitemap: ${origin}/site/sitemap-index.xml\n`
+
 export interface FixtureSite {
   /** One origin per host, e.g. http://127.0.0.1:41234 */
   readonly origins: ReadonlyArray<string>
@@ -51,6 +108,8 @@ export interface FixtureSite {
   readonly url: (path: string, host?: number) => string
   /** Requests served for a path (query string ignored), across all hosts. */
   readonly hits: (path: string) => number
+  /** Every request served, as path and query, in order, across all hosts. */
+  readonly requests: () => ReadonlyArray<string>
   /** Total TCP connections accepted, across all hosts. */
   readonly connections: () => number
   /** How many times /changing has been served (its current version number). */
@@ -60,10 +119,13 @@ export interface FixtureSite {
 
 const isLoopback = (host: string) => /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host === "::1"
 
-export const startFixtureSite = async (options: { hosts?: ReadonlyArray<string> } = {}): Promise<FixtureSite> => {
+export const startFixtureSite = async (
+  options: { hosts?: ReadonlyArray<string>; robots?: "site" | "missing" | "error" } = {}
+): Promise<FixtureSite> => {
   const hosts = options.hosts ?? ["127.0.0.1"]
   for (const h of hosts) if (!isLoopback(h)) throw new Error(`the fixture site listens on loopback only, not ${h}`)
   const counts = new Map<string, number>()
+  const requestLog: Array<string> = []
   let changing = 0
   let changingText = 0
   let changingBinary = 0
@@ -75,11 +137,37 @@ export const startFixtureSite = async (options: { hosts?: ReadonlyArray<string> 
     const u = new URL(req.url ?? "/", "http://fixture")
     const path = u.pathname
     counts.set(path, (counts.get(path) ?? 0) + 1)
+    requestLog.push(path + u.search)
+    const origin = `http://${req.headers.host ?? "fixture"}`
     const send = (status: number, body: string, headers: Record<string, string> = {}) => {
       if (res.destroyed) return
       res.writeHead(status, { "content-type": "text/html; charset=utf-8", ...headers }).end(body)
     }
+    const sitePageOf = SITE_PAGES[path]
+    if (sitePageOf) return send(200, sitePageOf(origin))
     switch (path) {
+      case "/robots.txt":
+        if (options.robots === "missing") return send(404, "no robots here", { "content-type": "text/plain" })
+        if (options.robots === "error") return send(500, "robots broke", { "content-type": "text/plain" })
+        return send(200, siteRobots(origin), { "content-type": "text/plain" })
+      case "/sitemap.xml":
+        return send(200, urlset(origin, ["/site/from-root-sitemap"]), { "content-type": "application/xml" })
+      case "/site/sitemap-index.xml":
+        return send(
+          200,
+          `<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">` +
+            `<sitemap><loc>${origin}/site/sitemap-pages.xml.gz</loc></sitemap><sitemap><loc><![CDATA[${origin}/site/sitemap-more.xml]]></loc></sitemap>` +
+            `</sitemapindex>`,
+          { "content-type": "application/xml" }
+        )
+      case "/site/sitemap-pages.xml.gz":
+        if (!res.destroyed) {
+          res.writeHead(200, { "content-type": "application/gzip" })
+            .end(gzipSync(urlset(origin, ["/site/from-sitemap-1", "/site/from-sitemap-2", "/site/a"])))
+        }
+        return
+      case "/site/sitemap-more.xml":
+        return send(200, urlset(origin, ["/site/from-sitemap-3", "/site/from-sitemap-1", OFFSITE_URL]), { "content-type": "application/xml" })
       case "/page":
         return send(200, ARTICLE_HTML)
       case "/changing":
@@ -169,6 +257,7 @@ export const startFixtureSite = async (options: { hosts?: ReadonlyArray<string> 
     origins,
     url: (path, host = 0) => origins[host]! + path,
     hits: (path) => counts.get(path) ?? 0,
+    requests: () => [...requestLog],
     connections: () => connections,
     changingVersion: () => changing,
     close: async () => {

@@ -8,6 +8,7 @@ import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { Agent, fetch as undiciFetch } from "undici"
 import type { Fault } from "./fault-server.ts"
+import { conformanceFailures, startRecordingRelay } from "./openapi-conformance.ts"
 
 const root = resolve(import.meta.dirname, "../..")
 export const nodeBin = join(root, "node_modules/.bin/node")
@@ -148,8 +149,11 @@ export const startServer = async (
       rej(new Error(`server exited with ${code}:\n${out}`))
     })
   })
+  // Every response a test gets through `baseUrl` is checked against the OpenAPI document when the
+  // server stops (docs/api.md "The OpenAPI document"); `port` is the server's own, unrecorded.
+  const relay = process.env.TRAWL_CHECK_RESPONSES === "0" ? undefined : await startRecordingRelay(port)
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
+    baseUrl: `http://127.0.0.1:${relay?.port ?? port}`,
     port,
     process: child,
     dataDir,
@@ -162,6 +166,11 @@ export const startServer = async (
         clearTimeout(timer)
       }
       if (!options.keepDataDir && !options.dataDir) rmSync(dataDir, { recursive: true, force: true })
+      if (relay) {
+        await relay.close()
+        const failures = conformanceFailures(relay.exchanges())
+        if (failures) throw new Error(failures)
+      }
     }
   }
 }

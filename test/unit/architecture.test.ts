@@ -105,6 +105,12 @@ describe("import direction in src/", () => {
     expect(fixed, "fixed: remove them from SQL_FEATURE_IMPORTS").toEqual([])
   })
 
+  it("observability/, which every layer records through, imports nothing from http/ or actors/", () => {
+    const violations = imports.filter((i) => folderOf(i.from) === "observability" && ["http", "actors"].includes(folderOf(i.to))).map(edge)
+    expect(imports.some((i) => i.from === "src/crawl/crawl-service.ts" && i.to === "src/observability/metrics.ts")).toBe(true)
+    expect(violations).toEqual([])
+  })
+
   it("schema/ imports only schema/ and ids.ts", () => {
     const violations = imports.filter((i) => folderOf(i.from) === "schema" && folderOf(i.to) !== "schema" && i.to !== "src/ids.ts").map(edge)
     expect(violations).toEqual([])

@@ -29,6 +29,35 @@ describe("configuration", () => {
     expect(loadConfig({ ...base, LLM_MODELS: " " }).llm?.models).toBeUndefined()
   })
 
+  it("reads the OpenTelemetry variables and METRICS_PORT (docs/observability.md)", () => {
+    const base = { DATA_DIR: dataDir() }
+    expect(loadConfig(base).otel).toBeUndefined()
+    expect(loadConfig(base).metricsPort).toBeUndefined()
+    expect(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318/" }).otel).toEqual({
+      endpoint: "http://127.0.0.1:4318",
+      serviceName: "trawl",
+      protocol: "http/json",
+      sampleRatio: 1,
+      traceExportMs: 5000,
+      metricExportMs: 60000,
+      logExportMs: 1000
+    })
+    expect(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SERVICE_NAME: "crawler", OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf", OTEL_BSP_SCHEDULE_DELAY: "250" }).otel)
+      .toMatchObject({ serviceName: "crawler", protocol: "http/protobuf", traceExportMs: 250 })
+    expect(loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SDK_DISABLED: "true" }).otel).toBeUndefined()
+    expect(() => loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL/)
+    expect(() => loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "ftp://collector" })).toThrow(/OTEL_EXPORTER_OTLP_ENDPOINT/)
+    expect(() => loadConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_METRIC_EXPORT_INTERVAL: "0" })).toThrow(/OTEL_METRIC_EXPORT_INTERVAL/)
+    const otlp = { ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318" }
+    expect(loadConfig({ ...otlp, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.25" }).otel?.sampleRatio).toBe(0.25)
+    expect(loadConfig({ ...otlp, OTEL_TRACES_SAMPLER: "parentbased_always_off" }).otel?.sampleRatio).toBe(0)
+    expect(() => loadConfig({ ...otlp, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "2" })).toThrow(/OTEL_TRACES_SAMPLER_ARG/)
+    expect(() => loadConfig({ ...otlp, OTEL_TRACES_SAMPLER: "jaeger_remote" })).toThrow(/OTEL_TRACES_SAMPLER/)
+    expect(loadConfig({ ...base, METRICS_PORT: "9464" }).metricsPort).toBe(9464)
+    expect(() => loadConfig({ ...base, METRICS_PORT: "8080" })).toThrow(/METRICS_PORT must differ from PORT/)
+    expect(() => loadConfig({ ...base, METRICS_PORT: "x" })).toThrow(/METRICS_PORT/)
+  })
+
   it("keeps the generated SECRET_KEY across starts", () => {
     const dir = dataDir()
     expect(loadConfig({ DATA_DIR: dir }).secretKey.equals(loadConfig({ DATA_DIR: dir }).secretKey)).toBe(true)

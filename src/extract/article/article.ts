@@ -3,9 +3,10 @@ import type { Article } from "../types.ts"
 import { normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
 import { str, strs, type JsonObject } from "../structured.ts"
 import { firstText, nodesOfType, type Page } from "../page.ts"
-import { extractMainContent } from "./main-content.ts"
+import { extractMainContent, type MainContent } from "./main-content.ts"
 import { ImageSet } from "../images.ts"
 import { toIsoDateTime } from "../dates.ts"
+import { decodeEntities } from "../html/entities.ts"
 import { normalizeLang } from "../language.ts"
 
 const ARTICLE_TYPES = new Set([
@@ -80,12 +81,12 @@ export function articleFromPage(page: Page): ArticleResult {
     ?? fromMeta("title", ["og:title", "twitter:title", "dc.title", "title"])
   if (title === undefined && h1 !== undefined) { title = h1; sources.title = "main-content" }
   if (title === undefined && meta.title !== undefined && meta.title !== "") { title = cleanTitle(meta.title, h1); sources.title = "meta" }
-  if (title !== undefined) data.title = normalizeSpace(title)
+  if (title !== undefined) data.title = headlineOf(normalizeSpace(decodeEntities(title)), h1, meta.get("og:site_name"), page.url)
 
-  const main = extractMainContent(page.scope, data.title !== "" ? { title: data.title } : {})
+  const ldBody = first("_body", (n) => str(n.articleBody) ?? str(n.text))
+  const main = chooseMainContent(page.scope, data.title, ldBody !== undefined && ldBody.length >= 400)
   let content = main.paragraphs.join("\n\n")
   if (content !== "") sources.content = "main-content"
-  const ldBody = first("_body", (n) => str(n.articleBody) ?? str(n.text))
   if (ldBody !== undefined && ldBody.length > content.length * 2 && (ldBody.length >= 400 || content.length < 50)) {
     content = ldBody.replace(/\r\n?/g, "\n").split(/\n\s*\n|\n/).map((p) => normalizeSpace(p)).filter((p) => p !== "").join("\n\n")
     sources.content = sources._body!
@@ -112,6 +113,7 @@ export function articleFromPage(page: Page): ArticleResult {
     const byline = findByline(page.scope)
     if (byline !== undefined) { authors = [byline]; sources.authors = "main-content" }
   }
+  if (authors !== undefined) authors = authors.map(cleanAuthor).filter((x): x is string => x !== undefined)
   if (authors !== undefined && authors.length > 0) {
     data.authors = [...new Set(authors)]
     data.author = data.authors.join(", ")
@@ -121,6 +123,7 @@ export function articleFromPage(page: Page): ArticleResult {
   const published = first("publishedAt", (n) => toIsoDateTime(str(n.datePublished) ?? str(n.dateCreated)))
     ?? toIsoDateTime(fromMeta("publishedAt", ["article:published_time", "og:published_time", "published_time", "date", "pubdate", "publishdate", "publish-date", "dc.date", "dc.date.issued", "sailthru.date", "parsely-pub-date", "datepublished"]))
     ?? timeElement(page.scope, sources)
+    ?? dateLabel(page.scope, sources)
   if (published !== undefined) data.publishedAt = published
   else delete sources.publishedAt
   const modified = first("modifiedAt", (n) => toIsoDateTime(str(n.dateModified)))
@@ -165,6 +168,59 @@ export function articleFromPage(page: Page): ArticleResult {
   return { data, sources, extra }
 }
 
+/** Below this much body text (weighted characters), a page is not read as a plain article. */
+const SHORT_BODY = 1500
+
+/**
+ * The article reading of the page, unless it finds little: then the markup inside large noscript
+ * elements (script-rendered pages) and the listing reading (collections, fronts, product grids) are
+ * tried, and a reading that finds clearly more text wins. See docs/extraction.md.
+ */
+function chooseMainContent(scope: Element, title: string, structuredBody: boolean): MainContent {
+  const base = title !== "" ? { title } : {}
+  let best = extractMainContent(scope, base)
+  let size = textSize(best)
+  // a structured articleBody says the page is an article (it is used as the body when the reading is short)
+  // a reading made of real sentences is a (short) article, not a collection or an empty shell
+  if (size >= SHORT_BODY || structuredBody || sentenceParagraphs(best) >= 2) return best
+  const withNoscript = extractMainContent(scope, { ...base, noscript: true })
+  if (textSize(withNoscript) > 2 * size + 200) { best = withNoscript; size = textSize(withNoscript) }
+  if (size >= SHORT_BODY) return best
+  const listing = extractMainContent(scope, { ...base, noscript: true, listing: true })
+  if (textSize(listing) > LISTING_GAIN * size + 200) best = listing
+  return best
+}
+const LISTING_GAIN = 2
+const textSize = (m: MainContent) => m.paragraphs.reduce((a, p) => a + p.length, 0)
+/** Paragraphs shaped like prose: long enough and ending a sentence. */
+export const sentenceParagraphs = (m: MainContent) => m.paragraphs.filter((p) => p.length >= 80 && /[.!?…]["'”’)]?$/.test(p)).length
+
+const titleKey = (s: string) => s.normalize("NFKC").toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "")
+
+/**
+ * The headline itself, without the site name that titles carry: the page's h1 when the title contains
+ * it, else the title without a trailing part that names the site (og:site_name or the host).
+ */
+export function headlineOf(title: string, h1: string | undefined, siteName: string | undefined, url: string | null): string {
+  if (h1 !== undefined) {
+    const hk = titleKey(h1)
+    if (hk.length >= 3 && titleKey(title).includes(hk)) return normalizeSpace(h1)
+  }
+  const parts = title.split(/\s+[|\-–—:·»«•/]\s+/)
+  if (parts.length < 2) return title
+  const last = titleKey(parts[parts.length - 1]!)
+  let labels: string[] = []
+  try {
+    // host labels without the top-level domain ("blog.tarkett.com" → blog, tarkett)
+    if (url !== null) labels = new URL(url).hostname.split(".").slice(0, -1).filter((l) => l.length >= 3 && !/^www\d?$/.test(l))
+  } catch { /* no host */ }
+  const namesSite = (siteName !== undefined && last === titleKey(siteName)) ||
+    (last.length >= 3 && labels.some((l) => last.includes(l) || l.includes(last)))
+  if (!namesSite) return title
+  const sep = /\s+[|\-–—:·»«•/]\s+(?!.*\s+[|\-–—:·»«•/]\s+)/.exec(title)
+  return sep !== null ? title.slice(0, sep.index).trim() : title
+}
+
 function rank(n: JsonObject): number {
   const t = (n["@type"] ?? "").toString()
   if (/Article|Posting|Report/.test(t)) return 0
@@ -183,6 +239,54 @@ function timeElement(root: Element, sources: FieldSources): string | undefined {
     return
   })
   return out
+}
+
+/**
+ * An author name as a byline shows it, without its decoration: quotes, "By"/"Author"/"Written by"
+ * (also glued: "BySummer Swann"), a trailing date or "· 5 min read". Undefined when what is left is a
+ * date or not a name.
+ */
+export function cleanAuthor(raw: string): string | undefined {
+  let t = normalizeSpace(raw).replace(/^["'“”‘’]+|["'“”‘’]+$/g, "")
+  // a line that starts with a weekday or month is a date line, not a name
+  if (/^(mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+(\d|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d)/i.test(t)) return undefined
+  t = t.replace(/^(written by|posted by|reviewed by|authored by|author:?|by:?|von|par|por|door)\s+/i, "")
+  t = t.replace(/^By(?=\p{Lu})/u, "")
+  // cut at a separator followed by a date or reading time
+  t = t.replace(/\s*[-–—|·•,]\s*(\p{L}{3,9}\.? \d{1,2},? \d{4}|\d{1,2}[./ ]\p{L}*[./ ]?\d{2,4}|\d{4}-\d\d-\d\d|\d+ min(ute)?s? read).*$/u, "")
+  t = t.replace(/(?<=\p{Ll})[-–—](?=\p{Lu}\p{Ll}+ \d)/u, " ").replace(/\s+(\p{Lu}\p{Ll}+ \d{1,2},? \d{4}).*$/u, "")
+  t = t.trim()
+  if (t.length < 2 || t.length > 100) return undefined
+  if (toIsoDateTime(t) !== undefined && /\d/.test(t)) return undefined
+  if (/\d{1,2}:\d\d/.test(t)) return undefined
+  return t
+}
+
+/** Words of class/id/itemprop values that mark a publication date line. */
+const DATE_CLASS = /(^|[^a-z])(date|published|publish|pubdate|posted|post-date|entry-date|timestamp|dateline)([^a-z]|$)/i
+/** Labels that make a visible date a modification or event date, not the publication. */
+const NOT_PUBLISHED = /\b(updated|modified|last edited|revised|event|expires|ends?)\b/i
+
+/** A short visible text in an element marked as a date ("Posted on March 3, 2025"), the first one. */
+function dateLabel(root: Element, sources: FieldSources): string | undefined {
+  let out: string | undefined
+  walk(root, (el) => {
+    if (out !== undefined) return false
+    const mark = (el.attr("class") ?? "") + " " + (el.attr("id") ?? "") + " " + (el.attr("itemprop") ?? "")
+    if (!DATE_CLASS.test(mark.replace(/([a-z])([A-Z])/g, "$1-$2"))) return
+    const t = normalizeSpace(rawText(el))
+    if (t.length < 6 || t.length > 80 || NOT_PUBLISHED.test(t) || !/\d/.test(t)) return
+    const v = toIsoDateTime(t.replace(/^(posted|published|on|am|le|el|il)\b[:\s]*/gi, "").replace(/^(on)\s+/i, "")) ?? visibleDate(t)
+    if (v !== undefined) { out = v; sources.publishedAt = "main-content" }
+    return false
+  })
+  return out
+}
+
+/** A date written out somewhere in a short text ("By Ann · March 3, 2025 · 5 min read"). */
+function visibleDate(t: string): string | undefined {
+  const m = /\b(\d{4}-\d\d-\d\d)\b|\b([A-Za-z]{3,9}\.? \d{1,2},? \d{4})\b|\b(\d{1,2}\.? [A-Za-z]{3,9}\.? \d{4})\b|\b(\d{1,2}[./]\d{1,2}[./]\d{4})\b/.exec(t)
+  return m !== null ? toIsoDateTime(m[0]) : undefined
 }
 
 function findByline(root: Element): string | undefined {

@@ -16,7 +16,8 @@
  *     the remaining chunks are the paragraphs.
  * Linear in the size of the tree.
  */
-import { Element } from "../html/parser.ts"
+import { Element, parseHtml } from "../html/parser.ts"
+import { sanitizeTree } from "../sanitize.ts"
 
 const SKIP = new Set([
   "script", "style", "noscript", "template", "iframe", "svg", "math", "canvas", "object", "embed", "video", "audio",
@@ -30,6 +31,15 @@ const BLOCK = new Set([
   "tr", "caption", "ul", "html", "legend", "#document", "frameset", "frame", "listing", "plaintext", "xmp",
 ])
 const DOMINANT = 0.4
+/** Share of the page's text above which a furniture class word is site vocabulary, not furniture. */
+const FRAMEWORK_SHARE = 0.5
+/** ...spread over at least this many separate blocks (one big sidebar is still furniture). */
+const FRAMEWORK_BLOCKS = 3
+/**
+ * Furniture words that sites also use for every block of a page (page builders' "widget", "hidden"
+ * toggles); words with one meaning (sidebar, related, comment, footer...) never qualify.
+ */
+const STRUCTURAL_WORDS = new Set("widget widgets hidden info extra more label links actions utility tools".split(" "))
 const GROW = 1.5
 /** Elements that may hold the body besides block elements. */
 const CELL = new Set(["td", "th"])
@@ -46,7 +56,7 @@ const STRONG_WORDS = new Set((
   "adunit dfp paywall popup modal breadcrumb breadcrumbs pagination pager trending popular sidebar footer masthead nav navbar " +
   "navigation menu byline bio tags keywords print toolbar rating ratings survey skip sr visually offscreen caption captions " +
   "credit credits copyright gallery slideshow carousel lightbox signup login newsletters sitemap disclaimer feedback " +
-  "widget widgets more readmore jump toc"
+  "widget widgets more readmore jump toc onetrust cmp didomi usercentrics cookiebot truste qc optanon"
 ).split(" "))
 const STRONG_PREFIX = /^(comment|share|social|related|recommend|subscri|newsletter|sponsor|promo|advert|sidebar|footer|breadcrumb|trending|navbar|navigation|widget|caption|gallery|slideshow|carousel)/
 /** class/id words of furniture that a positive word can outweigh. */
@@ -64,7 +74,11 @@ const enum Hint {
   Strong = 3,
 }
 
+/** The class/id word that decided the last `hintOf` result ("" for roles, tags and positive words). */
+let hintWord = ""
+
 function hintOf(el: Element): Hint {
+  hintWord = ""
   const a = el.attrs
   if (a === null) return Hint.None
   const cls = a.class
@@ -77,11 +91,20 @@ function hintOf(el: Element): Hint {
   let weak = false
   for (const w of words) {
     if (w.length === 0) continue
-    if (STRONG_WORDS.has(w) || STRONG_PREFIX.test(w)) return Hint.Strong
-    if (WEAK_WORDS.has(w)) weak = true
+    if (STRONG_WORDS.has(w) || STRONG_PREFIX.test(w)) {
+      hintWord = w
+      return Hint.Strong
+    }
+    if (WEAK_WORDS.has(w)) {
+      weak = true
+      hintWord = w
+    }
     else if (POSITIVE_WORDS.has(w) || POSITIVE_PREFIX.test(w)) pos = true
   }
-  if (weak) return pos ? Hint.None : Hint.Weak
+  if (weak) {
+    if (pos) hintWord = ""
+    return pos ? Hint.None : Hint.Weak
+  }
   return pos ? Hint.Positive : Hint.None
 }
 
@@ -145,6 +168,13 @@ export interface MainContent {
 export interface MainContentOptions {
   /** Title of the page: a chunk equal to it is not part of the body. */
   title?: string
+  /**
+   * Listing mode, for pages whose content is a collection (product grids, news fronts, link lists):
+   * teasers and headline links count as content instead of furniture. See docs/extraction.md.
+   */
+  listing?: boolean
+  /** Parse the markup inside large `<noscript>` elements as content (pages that render their body by script). */
+  noscript?: boolean
   /** Receives a description of the chosen container and its ancestors (for tuning). */
   debug?: (line: string) => void
 }
@@ -154,6 +184,8 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   const els: Element[] = []
   const parent: number[] = []
   const hint: Hint[] = []
+  /** The class/id word behind each element's furniture hint. */
+  const hintBy: string[] = []
   const chunkStart: number[] = []
   const chunkEnd: number[] = []
   const chunks: Chunk[] = []
@@ -177,14 +209,21 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     const i = els.length
     els.push(el)
     parent.push(p)
-    hint.push(FURNITURE_TAG.has(el.tag) ? Hint.Strong : hintOf(el))
+    if (FURNITURE_TAG.has(el.tag)) {
+      hint.push(Hint.Strong)
+      hintBy.push("")
+    } else {
+      hint.push(hintOf(el))
+      hintBy.push(hintWord)
+    }
     chunkStart.push(chunks.length)
     chunkEnd.push(chunks.length)
     return i
   }
 
+  const listing = opts.listing === true
   const visit = (el: Element, idx: number, blockIdx: number, inLink: boolean) => {
-    const ch = el.children
+    const ch = noscriptChildren(el, opts.noscript === true) ?? el.children
     for (let k = 0; k < ch.length; k++) {
       const c = ch[k]!
       if (typeof c === "string") {
@@ -197,7 +236,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
         continue
       }
       const tag = c.tag
-      if (SKIP.has(tag) || isHidden(c)) continue
+      if ((SKIP.has(tag) && !(tag === "noscript" && opts.noscript === true)) || isHidden(c)) continue
       if (tag === "br") {
         buf += "\n"
         continue
@@ -207,7 +246,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
         continue
       }
       const ci = register(c, idx)
-      if (BLOCK.has(tag) || tag.indexOf("-") > 0) {
+      if (BLOCK.has(tag) || tag.indexOf("-") > 0 || tag === "noscript") {
         flush(blockIdx)
         if (tag === "blockquote") quoteDepth++
         visit(c, ci, ci, inLink)
@@ -234,7 +273,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   const titleKey = opts.title ? key(opts.title) : ""
   for (let c = 0; c < chunks.length; c++) {
     const ck = chunks[c]!
-    const v = chunkValue(ck, els[ck.owner]!.tag, titleKey)
+    const v = chunkValue(ck, els[ck.owner]!.tag, titleKey, listing)
     own[ck.owner]! += v
     if (v > 0) {
       allPos[ck.owner]! += v
@@ -256,7 +295,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
         ((first.leadLink >= 15 && first.leadLink >= 0.2 * first.len) || first.linkLen >= 0.6 * first.len)) headed[p]!++
   }
   for (let i = 0; i < n; i++) {
-    if (headed[i]! >= 3 && headed[i]! >= 0.5 * withText[i]!) hint[i] = Hint.Strong
+    if (!listing && headed[i]! >= 3 && headed[i]! >= 0.5 * withText[i]!) hint[i] = Hint.Strong
   }
 
   // pure positive text per subtree, to overrule furniture hints on the element holding most of the text
@@ -267,6 +306,24 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (p >= 0) pos[p]! += pos[i]!
   }
   const total = pos[0]!
+  // Framework vocabulary: a furniture word whose (outermost) elements hold a large share of the page's
+  // text, spread over several blocks, is how this site names all its blocks, not furniture.
+  const wordShare = new Map<string, number>()
+  const wordBlocks = new Map<string, number>()
+  for (let i = 0; i < n; i++) {
+    const w = hintBy[i]!
+    if (!STRUCTURAL_WORDS.has(w)) continue
+    let outer = true
+    for (let p = parent[i]!; p >= 0; p = parent[p]!) if (hintBy[p] === w) { outer = false; break }
+    if (outer && pos[i]! > 0) {
+      wordShare.set(w, (wordShare.get(w) ?? 0) + pos[i]!)
+      wordBlocks.set(w, (wordBlocks.get(w) ?? 0) + 1)
+    }
+  }
+  for (let i = 0; i < n; i++) {
+    const w = hintBy[i]!
+    if (w !== "" && (wordShare.get(w) ?? 0) >= FRAMEWORK_SHARE * total && (wordBlocks.get(w) ?? 0) >= FRAMEWORK_BLOCKS) hint[i] = Hint.None
+  }
   for (let i = 0; i < n; i++) {
     const h = hint[i]!
     if ((h === Hint.Strong || h === Hint.Weak) && pos[i]! >= DOMINANT * total) hint[i] = Hint.None
@@ -332,16 +389,17 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
       const s = chunkStart[i]!, e = chunkEnd[i]!
       let len = 0, link = 0
       for (let c = s; c < e; c++) { len += chunks[c]!.len; link += chunks[c]!.linkLen }
-      if (len === 0 || link / len > 0.3 || h === Hint.Weak) pruned[i] = 1
+      if (len === 0 || (!listing && link / len > 0.3) || h === Hint.Weak) pruned[i] = 1
     }
   }
   const paragraphs: string[] = []
   for (let c = chunkStart[best]!; c < chunkEnd[best]!; c++) {
     const ck = chunks[c]!
     if (pruned[ck.owner]) continue
-    if (ck.linkLen / ck.len > 0.6 && !ck.quoted) continue
+    if (ck.linkLen / ck.len > 0.6 && !ck.quoted && !(listing && ck.len >= LISTING_LINK_MIN)) continue
     const text = cleanChunk(ck.text)
     if (text.length === 0) continue
+    if (isConsentText(text)) continue
     if (text.length < 60 && BOILER_TEXT.test(text)) continue
     if (!ck.quoted && text.length < 100 && DATE_LINE.test(text) && !/[.!?]$/.test(text) && text.split(" ").length <= 14) continue
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text) === titleKey) continue
@@ -355,12 +413,41 @@ function key(s: string): string {
   return s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "")
 }
 
+/** In listing mode, a link chunk at least this long is a headline or product name, shorter ones are labels. */
+const LISTING_LINK_MIN = 20
+/** Only noscript elements with this much markup are parsed (tracking pixels and "enable JavaScript" notes are smaller). */
+const NOSCRIPT_MIN = 500
+
+/** Children of a large `<noscript>`, parsed from its raw text (the parser keeps noscript content as text). */
+function noscriptChildren(el: Element, enabled: boolean): Element["children"] | undefined {
+  if (!enabled || el.tag !== "noscript") return undefined
+  const raw = el.children.length === 1 && typeof el.children[0] === "string" ? el.children[0] : undefined
+  if (raw === undefined || raw.length < NOSCRIPT_MIN || !/<(p|div|article|li|h[1-6])\b/i.test(raw)) return []
+  const body = parseHtml(raw).body
+  // the fragment did not go through the page's sanitizer (images of the chosen root are read later)
+  sanitizeTree(body)
+  return body.children
+}
+
+/** Cookie and consent banners: text about cookies in consent, privacy or tracking words. */
+const CONSENT_PHRASE = /\bwe use cookies\b|\bcookie (policy|settings|preferences|notice|consent|banner)\b/i
+const CONSENT_WORDS = /\b(consent|privacy|third[- ]part(y|ies)|browser|website|analytics|tracking|advertising)\b/i
+export function isConsentText(text: string): boolean {
+  return text.length < 1500 && (CONSENT_PHRASE.test(text) || (/\bcookies\b/i.test(text) && CONSENT_WORDS.test(text)))
+}
+
 function isTeaser(ck: Chunk): boolean {
   return ck.leadLink >= 20 && ck.leadLink >= 0.15 * ck.len
 }
 
-function chunkValue(ck: Chunk, tag: string, titleKey: string): number {
+function chunkValue(ck: Chunk, tag: string, titleKey: string, listing: boolean): number {
   const { len, punct } = ck
+  if (isConsentText(ck.text)) return -(8 + 0.5 * len)
+  if (listing) {
+    // collections: headline links and short product cards are the content; tiny labels are not
+    if (ck.linkLen / len > 0.5) return len >= LISTING_LINK_MIN ? len * 0.5 - 5 : -(4 + 0.2 * len)
+    return (punct === 0 && len < 40 ? 0.5 : 1) * len - 8
+  }
   const linkLen = ck.quoted ? ck.linkLen * 0.3 : ck.linkLen
   const ld = linkLen / len
   if (ld > 0.5) return -(8 + 0.2 * len)

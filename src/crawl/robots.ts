@@ -1,0 +1,85 @@
+/**
+ * robots.txt for site crawls (docs/site-crawls.md, "robots.txt"): fetched once per origin and
+ * kept for a while, parsed with Crawlee's `RobotsTxtFile`, read for Trawl's user agent token.
+ */
+import { RobotsTxtFile } from "@crawlee/utils"
+
+/** The product token robots.txt groups are matched against (`User-agent: TrawlBot`), else `*`. */
+export const ROBOTS_USER_AGENT = "TrawlBot"
+
+/** Only this much of a robots.txt is read; the rest is ignored (Google reads 500 KiB too). */
+export const ROBOTS_MAX_BYTES = 500 * 1024
+
+/** How long a fetched robots.txt (or its 4xx, meaning no rules) is believed. */
+export const ROBOTS_TTL_MS = 24 * 60 * 60 * 1000
+/** How long a 5xx or unreachable robots.txt (everything disallowed) is believed before it is asked again. */
+export const ROBOTS_FAILURE_TTL_MS = 5 * 60 * 1000
+
+export interface Robots {
+  /** What was found: rules, none (4xx: everything allowed), or an error (5xx, 429, unreachable: nothing allowed). */
+  readonly kind: "rules" | "none" | "unavailable"
+  readonly isAllowed: (url: string) => boolean
+  /** The `Sitemap:` lines, as absolute http(s) URLs. */
+  readonly sitemaps: ReadonlyArray<string>
+}
+
+/** What fetching `/robots.txt` gave: its final status and body, or null when no answer came. */
+export type RobotsFetch = { readonly status: number; readonly body: Buffer | null } | null
+
+/** The robots.txt URL of a page's origin. */
+export const robotsUrlOf = (page: URL): string => `${page.protocol}//${page.host}/robots.txt`
+
+/**
+ * robots.txt as Google reads it: a 2xx body is parsed; any other 4xx than 429 means there are no
+ * rules (everything allowed); 429, 5xx and no answer at all mean the site asked not to be crawled
+ * now, so everything is disallowed.
+ */
+export const robotsFrom = (robotsUrl: string, fetched: RobotsFetch): Robots => {
+  if (fetched === null || fetched.status === 429 || fetched.status >= 500) {
+    return { kind: "unavailable", isAllowed: () => false, sitemaps: [] }
+  }
+  if (fetched.status >= 400) return { kind: "none", isAllowed: () => true, sitemaps: [] }
+  if (fetched.status < 200 || fetched.status >= 300) return { kind: "none", isAllowed: () => true, sitemaps: [] }
+  const text = (fetched.body ?? Buffer.alloc(0)).subarray(0, ROBOTS_MAX_BYTES).toString("utf8")
+  const file = RobotsTxtFile.from(robotsUrl, text)
+  return {
+    kind: "rules",
+    // Crawlee's parser answers undefined for a URL of another origin; such a URL is not this file's to refuse.
+    isAllowed: (url) => file.isAllowed(url, ROBOTS_USER_AGENT) !== false,
+    sitemaps: file.getSitemaps({ enqueueStrategy: "all" })
+  }
+}
+
+/**
+ * robots.txt per origin, fetched at most once at a time and kept for `ROBOTS_TTL_MS`
+ * (`ROBOTS_FAILURE_TTL_MS` for an unavailable one). In memory on each node: a node that has not
+ * seen an origin asks it once.
+ */
+export class RobotsCache {
+  private readonly entries = new Map<string, { readonly at: number; readonly robots: Promise<Robots> }>()
+  constructor(
+    private readonly fetchRobots: (robotsUrl: string) => Promise<RobotsFetch>,
+    private readonly maxEntries = 10_000,
+    private readonly now: () => number = Date.now
+  ) {}
+
+  get(page: URL): Promise<Robots> {
+    const url = robotsUrlOf(page)
+    const cached = this.entries.get(url)
+    if (cached) {
+      const ttl = (robots: Robots) => (robots.kind === "unavailable" ? ROBOTS_FAILURE_TTL_MS : ROBOTS_TTL_MS)
+      const fresh = cached.robots.then((r) => this.now() - cached.at < ttl(r))
+      return fresh.then((ok) => (ok ? cached.robots : this.load(url)))
+    }
+    return this.load(url)
+  }
+
+  private load(url: string): Promise<Robots> {
+    const robots = this.fetchRobots(url).then((fetched) => robotsFrom(url, fetched), () => robotsFrom(url, null))
+    // Oldest first out when full (a Map keeps insertion order).
+    this.entries.delete(url)
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!)
+    this.entries.set(url, { at: this.now(), robots })
+    return robots
+  }
+}

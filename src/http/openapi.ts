@@ -1,0 +1,152 @@
+import { Context } from "effect"
+import type { OpenApi } from "effect/http-api"
+import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MAX_QUERY_OFFSET } from "../schema/envelope.ts"
+
+/**
+ * The words of a group's operations in the OpenAPI document: endpoint name → [summary, description].
+ * A group annotation (one table per group, beside its endpoints) rather than one annotation per
+ * endpoint, so the endpoint declarations stay as they are (docs/api.md "The OpenAPI document").
+ */
+export const Operations = Context.Reference<Readonly<Record<string, readonly [summary: string, description: string]>>>(
+  "trawl/OpenApiOperations",
+  { defaultValue: () => ({}) }
+)
+
+/**
+ * Error codes each status may carry, for the document's responses. The envelope's `code` is one
+ * string field for every error, so the codes are listed here by status, as docs/api.md lists them.
+ */
+const errorCodes: Record<string, ReadonlyArray<string>> = {
+  "400": ["validation_error", "invalid_idempotency_key", "invalid_sort_field", "invalid_filter"],
+  "401": ["unauthorized"],
+  "402": ["insufficient_credit"],
+  "403": ["forbidden", "no_active_plan", "service_disabled_on_plan", "reauthentication_required", "reauthentication_failed"],
+  "404": ["not_found"],
+  "413": ["payload_too_large"],
+  "415": ["unsupported_media_type"],
+  "429": ["rate_limited", "quota_exceeded", "concurrent_limit_exceeded"],
+  "503": ["dependency_unavailable"]
+}
+
+/**
+ * A query string's whole numbers (`offset`, `limit`, `take`) are read from text (decimal digits,
+ * see `PageQuery`), which the schema compiler describes as a string with a pattern; the document
+ * says what a client sends: an integer within the bounds the decoder checks.
+ */
+const queryIntegers: Record<string, object> = {
+  offset: { type: "integer", minimum: 0, maximum: MAX_QUERY_OFFSET, default: 0 },
+  limit: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT },
+  take: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, description: "legacy name of limit" }
+}
+
+/**
+ * Stored pages are served with the content type they were fetched with (`servedContentType`):
+ * HTML mostly, but whatever the site sent, or application/octet-stream for bytes that are not text.
+ */
+const storedContent = new Set(["jobs.html", "page-history.content"])
+
+const isRecord = (u: unknown): u is Record<string, any> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** `Schema.optional(Schema.NullOr(x))` compiles to `anyOf: [x, null, null]`: every `anyOf` keeps one of each alternative. */
+const dedupeAnyOf = (node: unknown): void => {
+  if (Array.isArray(node)) {
+    for (const item of node) dedupeAnyOf(item)
+    return
+  }
+  if (!isRecord(node)) return
+  for (const value of Object.values(node)) dedupeAnyOf(value)
+  if (Array.isArray(node.anyOf)) {
+    const seen = new Set<string>()
+    node.anyOf = node.anyOf.filter((alternative: unknown) => {
+      const key = JSON.stringify(alternative)
+      if (seen.has(key)) return false
+      seen.add(key)
+      return true
+    })
+  }
+}
+
+type Spec = OpenApi.OpenAPISpec
+
+/** What the document needs of a group: its name and annotations. */
+export interface DocumentedGroup {
+  readonly identifier: string
+  readonly annotations: Context.Context<never>
+}
+
+/** Completes the generated document: operation words, query integers, error codes, one `null` per union. */
+export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spec: Spec): Spec => {
+  const words = new Map<string, readonly [string, string]>()
+  for (const group of groups) {
+    const table = Context.get(group.annotations, Operations)
+    for (const [name, entry] of Object.entries(table)) words.set(`${group.identifier}.${name}`, entry)
+  }
+  for (const pathItem of Object.values(spec.paths)) {
+    for (const operation of Object.values(pathItem as Record<string, any>)) {
+      if (!isRecord(operation) || typeof operation.operationId !== "string") continue
+      const entry = words.get(operation.operationId)
+      if (entry) {
+        operation.summary ??= entry[0]
+        operation.description ??= entry[1]
+      }
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in === "query" && queryIntegers[parameter.name]) parameter.schema = { ...queryIntegers[parameter.name] }
+      }
+      if (storedContent.has(operation.operationId) && isRecord(operation.responses?.["200"]?.content)) {
+        operation.responses["200"].content["*/*"] = {
+          schema: { type: "string", format: "binary", description: "fetched bytes of another type, served with the type they were fetched with" }
+        }
+      }
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        const codes = errorCodes[status]
+        if (codes && isRecord(response)) (response as Record<string, unknown>)["x-error-codes"] = codes
+      }
+    }
+  }
+  addCommonErrors(spec)
+  // A bulk body's jobs are decoded one by one (an invalid one is a `failed` entry), so its schema
+  // takes any item; each is the single-job body, which the document shows.
+  const jobBody = bodySchema(spec, "/v1/scraper/jobs", "post")
+  const bulkBody = bodySchema(spec, "/v1/scraper/jobs/bulk", "post")
+  if (jobBody && bulkBody?.properties?.jobs) bulkBody.properties.jobs.items = jobBody
+  dedupeAnyOf(spec)
+  return spec
+}
+
+const bodySchema = (spec: Spec, path: string, method: string): Record<string, any> | undefined =>
+  (spec.paths as Record<string, any>)[path]?.[method]?.requestBody?.content?.["application/json"]?.schema
+
+/**
+ * Statuses any operation may answer whatever it declares (docs/api.md "Statuses and codes"):
+ * request headers over 16 KiB, an unexpected failure, an unreachable database or Redis.
+ */
+const commonErrors: Record<string, string> = {
+  "431": "Request line and headers over 16 KiB (headers_too_large)",
+  "500": "Unexpected failure, logged with the request id (internal_error)",
+  "503": "A critical dependency is unavailable, or the work was interrupted by a cluster change (dependency_unavailable)"
+}
+const commonErrorCodes: Record<string, ReadonlyArray<string>> = {
+  "431": ["headers_too_large"],
+  "500": ["internal_error"],
+  "503": ["dependency_unavailable"]
+}
+
+const addCommonErrors = (spec: Spec) => {
+  const schemas = spec.components.schemas as Record<string, any>
+  // Every error has the one envelope; the generated ErrorNNN components are it with a description.
+  const template = Object.entries(schemas).find(([name]) => /^Error\d{3}$/.test(name))?.[1]
+  if (!template) return
+  schemas.Error ??= { ...template, description: "The error envelope" }
+  for (const pathItem of Object.values(spec.paths)) {
+    for (const operation of Object.values(pathItem as Record<string, any>)) {
+      if (!isRecord(operation) || !isRecord(operation.responses)) continue
+      for (const [status, description] of Object.entries(commonErrors)) {
+        operation.responses[status] ??= {
+          description,
+          content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+          "x-error-codes": commonErrorCodes[status]
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,89 @@
+/** Block signals of the main-content reader, each on a small synthetic page. */
+import { describe, expect, it } from "vitest"
+import { article, para } from "./helpers.ts"
+import { isConsentText } from "../../src/extract/article/main-content.ts"
+
+const filler = (n: number) => Array.from({ length: n }, (_, i) => `<a href="/x${i}">Menu ${i}</a>`).join(" ")
+
+describe("consent banners", () => {
+  it("recognises cookie-consent text and leaves baking cookies alone", () => {
+    expect(isConsentText("We use cookies to give you the best online experience.")).toBe(true)
+    expect(isConsentText("These cookies help us understand how visitors use our website and support analytics.")).toBe(true)
+    expect(isConsentText("Bake the cookies for twelve minutes, until the edges turn golden.")).toBe(false)
+  })
+
+  it("keeps a consent banner out of a short page's body", () => {
+    const html = `<html><body><div class="shell"><div class="x1"><p>We use cookies to give you the best online experience. Please let us know if you agree to all of these cookies, which our partners use for analytics and advertising on this website.</p></div>
+      <div class="x2"><p>Opening hours: the library is open from nine to five on weekdays, and on Saturday mornings.</p></div></div></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Opening hours")
+    expect(body).not.toContain("cookies")
+  })
+})
+
+describe("script-rendered pages", () => {
+  it("reads the markup inside a large noscript element when the visible page is nearly empty", () => {
+    const posts = Array.from({ length: 6 }, (_, i) => `<div class="post"><p>Reply ${i + 1}: I tried the sync plugin on two laptops and it kept my daily notes in order, although the first import took several minutes to finish.</p></div>`).join("")
+    const html = `<html><body><div id="app"><p>Loading…</p></div><noscript><div class="topic">${posts}</div></noscript></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Reply 1: I tried the sync plugin")
+    expect(body).toContain("Reply 6:")
+  })
+
+  it("ignores the noscript fallback when the visible page has the article", () => {
+    const html = `<html><body><article>${para(5)}</article><noscript><div>${"<p>Please enable JavaScript to see the comments, which are loaded by a third-party service.</p>".repeat(30)}</div></noscript></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Paragraph 5 about the harbour")
+    expect(body).not.toContain("enable JavaScript")
+  })
+})
+
+describe("listing pages", () => {
+  const card = (i: number) => `<li class="card"><a href="/p/${i}"><h3>Trail runner model ${i} in recycled mesh</h3></a><span>$${100 + i}.00</span></li>`
+  it("reads a product grid as the content of a collection page", () => {
+    const html = `<html><body><nav>${filler(12)}</nav><main><h1>Men's running shoes</h1><ul class="grid">${Array.from({ length: 12 }, (_, i) => card(i)).join("")}</ul></main>
+      <footer>${filler(8)}</footer></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Trail runner model 0 in recycled mesh")
+    expect(body).toContain("Trail runner model 11 in recycled mesh")
+    expect(body).not.toContain("Menu 3")
+  })
+
+  it("keeps a short article without its related-links list", () => {
+    const related = Array.from({ length: 8 }, (_, i) => `<li><a href="/n/${i}">Another headline about the regional elections number ${i}</a></li>`).join("")
+    const html = `<html><body><article><p>The son of a former president was stabbed during a lecture at a Berlin clinic on Tuesday evening, police said.</p>
+      <p>A 57-year-old suspect was arrested at the scene, and a second man was injured while trying to stop the attacker.</p></article>
+      <div><ul>${related}</ul></div></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("57-year-old suspect")
+    expect(body).not.toContain("Another headline")
+  })
+
+  it("prefers a structured articleBody over a listing reading", () => {
+    const text = "The ferry timetable changes on Monday. ".repeat(20)
+    const html = `<html><head><script type="application/ld+json">{"@type":"NewsArticle","headline":"Ferry","articleBody":${JSON.stringify(text)}}</script></head>
+      <body><p>Short teaser.</p><ul>${Array.from({ length: 10 }, (_, i) => `<li><a href="/n/${i}">Unrelated headline about harbour traffic ${i}</a></li>`).join("")}</ul></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("ferry timetable changes")
+    expect(body).not.toContain("Unrelated headline")
+  })
+})
+
+describe("site vocabulary", () => {
+  const section = (i: number) => `<div class="builder-widget widget-text"><div class="widget-container"><h2>Part ${i}</h2><p>Section ${i} of the guide explains how consultants plan their weeks, why travel takes a toll on them, and what they do to keep their evenings free for family.</p></div></div>`
+  it("reads a page whose builder calls every block a widget", () => {
+    const html = `<html><body><nav>${filler(10)}</nav><main>${Array.from({ length: 6 }, (_, i) => section(i + 1)).join("")}</main><footer>${filler(6)}</footer></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Section 1 of the guide")
+    expect(body).toContain("Section 6 of the guide")
+  })
+
+  it("still drops sidebar modules even when they hold more text than the article", () => {
+    const box = (i: number) => `<div class="modulo-sidebar"><p>Sidebar story ${i}: a long teaser paragraph about another race weekend, the drivers involved and the championship standings before the final round.</p></div>`
+    const html = `<html><body><div class="articleBody"><p>The 2018 calendar has twelve rounds, opening at Interlagos in March and closing there in December, with two new circuits.</p><p>Tickets for every round go on sale in February, and children under twelve enter free.</p></div>
+      <div class="col">${Array.from({ length: 7 }, (_, i) => box(i)).join("")}</div></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("twelve rounds")
+    expect(body).not.toContain("Sidebar story")
+  })
+})
