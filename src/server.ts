@@ -110,6 +110,7 @@ const logLevels = { debug: "Debug", info: "Info", warn: "Warn", error: "Error" }
 export interface ServerLayerReplacements {
   readonly jobRepo?: typeof JobRepoLive
   readonly webhookEndpoints?: typeof WebhookEndpointsLive
+  readonly healthRepo?: typeof HealthRepoLive
 }
 
 /**
@@ -140,7 +141,7 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     PlanGateLive.pipe(Layer.provideMerge(SubscriptionRepoLive)),
     DomainRepoLive,
     EventRepoLive,
-    HealthRepoLive,
+    replace.healthRepo ?? HealthRepoLive,
     IdempotencyRepoLive,
     MetricsRepoLive
   ).pipe(Layer.provideMerge(WebhookRepoLive))

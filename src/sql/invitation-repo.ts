@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, SqlError } from "effect/sql"
 import { newId } from "../ids.ts"
 import type { InvitationStatus } from "../schema/invitation.ts"
@@ -276,3 +276,160 @@ export const InvitationRepoLive = Layer.effect(
     })
   })
 )
+
+/** A person as `makeInvitationRepoTest` sees one: an identity of a tenant, its addresses and accesses. */
+export interface TestPerson {
+  readonly identityId: string
+  readonly tenantId: string
+  readonly email: string
+  /** Organizations the person has active access to, with the role of each. */
+  readonly accesses: Map<string, string>
+  defaultRoleId: string | null
+  readonly firstName?: string | null
+  readonly lastName?: string | null
+}
+
+/**
+ * What a `makeInvitationRepoTest` starts with. The arrays are shared with the test: it reads what
+ * registrations and answers wrote (people, their accesses and default roles) and may delete a
+ * role (`deleted`) or end a delegation meanwhile.
+ */
+export interface InvitationRepoSeed {
+  readonly organizations?: ReadonlyArray<OrganizationRow>
+  readonly roles?: Array<{ readonly id: string; readonly tenantId: string; readonly name: string; readonly isSystem?: boolean; deleted?: boolean }>
+  readonly people?: Array<TestPerson>
+  readonly delegations?: Array<{ readonly id: string; readonly tenantId: string; status: string; delegateId: string | null; readonly expiresAt: Date }>
+}
+
+/**
+ * Invitations in memory, for unit tests of the services above, with the rows the live statements
+ * join (organizations, roles, people, delegations) from the seed; times come from Effect's Clock.
+ * As in the live layer's transactions, `useToken` runs before anything is written, so a failed one
+ * leaves everything as it was.
+ */
+export const makeInvitationRepoTest = (seed: InvitationRepoSeed = {}): Layer.Layer<InvitationRepo> =>
+  Layer.sync(InvitationRepo, () => {
+    type Row = { -readonly [K in keyof InvitationRow]: InvitationRow[K] }
+    const rows: Array<Row> = []
+    const organizations = seed.organizations ?? []
+    const roles = seed.roles ?? []
+    const people = seed.people ?? []
+    const delegations = seed.delegations ?? []
+    const now = Clock.currentTimeMillis
+    const view = (r: Row): InvitationRow => ({ ...r })
+    const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
+    const liveRole = (tenantId: string, roleId: string) => roles.some((r) => r.id === roleId && r.tenantId === tenantId && !r.deleted)
+    const pending = (id: string, at: number) =>
+      rows.find((r) => r.id === id && r.status === "pending" && (r.invitation_expires_at === null || r.invitation_expires_at.getTime() > at))
+    const grantAccess = (organizationId: string, identityId: string, roleId: string) => {
+      people.find((p) => p.identityId === identityId)?.accesses.set(organizationId, roleId)
+    }
+    return InvitationRepo.of({
+      organizationByIdentity: (tenantId, orgIdentityId) =>
+        Effect.sync(() => organizations.find((o) => (o.identity_id === orgIdentityId || o.id === orgIdentityId) && o.tenant_id === tenantId)),
+      insert: (inv) =>
+        Effect.map(now, (at) => {
+          if (!liveRole(inv.tenantId, inv.roleId)) return "role_missing" as const
+          if (people.some((p) => p.tenantId === inv.tenantId && same(p.email, inv.email) && p.accesses.has(inv.organizationId))) return "member" as const
+          const open = rows.filter((r) => r.organization_id === inv.organizationId && same(r.email, inv.email) && r.status === "pending")
+          for (const r of open) if (r.invitation_expires_at !== null && r.invitation_expires_at.getTime() <= at) r.status = "revoked"
+          if (open.some((r) => r.status === "pending")) return "pending_exists" as const
+          const row: Row = {
+            id: newId("inv"),
+            tenant_id: inv.tenantId,
+            organization_id: inv.organizationId,
+            email: inv.email,
+            role_id: inv.roleId,
+            first_name: inv.firstName,
+            last_name: inv.lastName,
+            status: "pending",
+            user_id: null,
+            invited_by: inv.invitedBy,
+            invited_at: new Date(at),
+            invitation_expires_at: inv.expiresAt,
+            responded_at: null
+          }
+          rows.push(row)
+          return view(row)
+        }),
+      discard: (id) => Effect.sync(() => void rows.splice(0, rows.length, ...rows.filter((r) => r.id !== id))),
+      list: (tenantId, organizationId, status, offset, limit) =>
+        Effect.sync(() => {
+          const all = rows.filter((r) => r.tenant_id === tenantId && r.organization_id === organizationId && (status === undefined || r.status === status))
+            .sort((a, b) => b.invited_at.getTime() - a.invited_at.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+          return { items: all.slice(offset, offset + limit).map(view), total: all.length }
+        }),
+      byId: (id) => Effect.sync(() => {
+        const r = rows.find((x) => x.id === id)
+        return r && view(r)
+      }),
+      revoke: (tenantId, organizationId, id) =>
+        Effect.map(now, (at) => {
+          const r = rows.find((x) => x.id === id && x.tenant_id === tenantId && x.organization_id === organizationId)
+          if (!r) return undefined
+          if (r.status !== "pending") return { row: view(r), changed: false }
+          Object.assign(r, { status: "revoked", responded_at: new Date(at) })
+          return { row: view(r), changed: true }
+        }),
+      respond: (id, answer, useToken) =>
+        Effect.gen(function*() {
+          const at = yield* now
+          const invitation = pending(id, at)
+          if (!invitation) return "not_pending" as const
+          if (answer.accept && !liveRole(invitation.tenant_id, invitation.role_id)) {
+            // The live layer's transaction rolls its redemption of the token back; here it is never made.
+            return "role_missing" as const
+          }
+          yield* useToken
+          if (answer.accept) {
+            grantAccess(invitation.organization_id, answer.identityId, invitation.role_id)
+            const person = people.find((p) => p.identityId === answer.identityId)
+            if (person) person.defaultRoleId = invitation.role_id
+          }
+          // An identity of another tenant (which may only decline) is not named to this one.
+          const ownTenant = people.some((p) => p.identityId === answer.identityId && p.tenantId === invitation.tenant_id)
+          Object.assign(invitation, { status: answer.accept ? "active" : "declined", user_id: ownTenant ? answer.identityId : null, responded_at: new Date(at) })
+          return view(invitation)
+        }),
+      register: (input, useToken) =>
+        Effect.gen(function*() {
+          const at = yield* now
+          if (people.filter((p) => p.tenantId === input.tenantId).length >= input.identitiesLimit) return "quota_exceeded" as const
+          let roleId: string
+          let organizationId: string
+          let { firstName, lastName } = input
+          const invitation = input.subject.kind === "invitation" ? pending(input.subject.id, at) : undefined
+          if (input.subject.kind === "invitation") {
+            if (!invitation || invitation.tenant_id !== input.tenantId) return "not_pending" as const
+            roleId = invitation.role_id
+            organizationId = invitation.organization_id
+            firstName ??= invitation.first_name
+            lastName ??= invitation.last_name
+          } else {
+            const id = input.subject.id
+            const delegation = delegations.find((d) =>
+              d.id === id && d.tenantId === input.tenantId && d.status === "pending" && d.delegateId === null && d.expiresAt.getTime() > at
+            )
+            if (!delegation) return "not_pending" as const
+            const read = roles.find((r) => r.tenantId === input.tenantId && r.name === "read" && r.isSystem && !r.deleted)
+            const org = organizations.find((o) => o.tenant_id === input.tenantId)
+            if (!read || !org) return "role_missing" as const
+            roleId = read.id
+            organizationId = org.id
+          }
+          if (!liveRole(input.tenantId, roleId)) return "role_missing" as const
+          if (people.some((p) => same(p.email, input.email))) return "email_in_use" as const
+          yield* useToken
+          const identityId = newId("idt")
+          people.push({
+            identityId, tenantId: input.tenantId, email: input.email, accesses: new Map([[organizationId, roleId]]), defaultRoleId: roleId, firstName, lastName
+          })
+          if (invitation) Object.assign(invitation, { status: "active", user_id: identityId, responded_at: new Date(at) })
+          else {
+            const delegation = delegations.find((d) => d.id === input.subject.id)!
+            delegation.delegateId = identityId
+          }
+          return { identity: { id: identityId, tenant_id: input.tenantId }, roleId, organizationId }
+        })
+    })
+  })

@@ -12,6 +12,8 @@ import { createdBetween } from "./created-between.ts"
 import { orderByTerms } from "./order-by.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { OID, pgArray } from "./pg-array.ts"
+import { parseIsoDateTime } from "../schema/common.ts"
+import { withTieBreak } from "./order-by.ts"
 
 export interface BootstrapInput {
   readonly tenantId: string
@@ -503,3 +505,278 @@ export const TenantRepoLive = Layer.effect(
     })
   })
 )
+
+/** A job or extraction as `makeTenantRepoTest` charges it: a row of `jobs` or `extractions`, trimmed. */
+export interface TestWork {
+  readonly source: ChargeSource
+  readonly id: string
+  readonly tenantId: string
+  status: string
+  readonly result?: unknown
+  readonly metadata?: unknown
+  readonly cacheHits?: number
+  finishedAt: Date | null
+  /** Set when charged (what was taken, in EUR, is `charged`). */
+  settledAt?: Date | null
+  charged?: string | null
+}
+
+/** What a `makeTenantRepoTest` starts with. */
+export interface TenantRepoSeed {
+  readonly tenants?: ReadonlyArray<{ readonly id: string; readonly name?: string; readonly plan?: string; readonly balance?: string; readonly isInternal?: boolean }>
+  /**
+   * The jobs and extractions that are charged, shared with the test (it adds work and ends it; the
+   * layer marks it settled): the live layer reads these from their tables.
+   */
+  readonly work?: Array<TestWork>
+  /** The tenant's subscription, when it has one (its plan and add-ons set its quotas): `SubscriptionRepo`'s rows in the live layer. */
+  readonly subscription?: (tenantId: string) => { readonly plan: string; readonly addOns: ReadonlyArray<AddOnQuantity> } | undefined
+}
+
+/**
+ * Tenants, their ledger and quota overrides in memory, for unit tests of the services above; times
+ * come from Effect's Clock. Amounts are kept in 1/10000 EUR, as the live statements round them.
+ * Work is charged as `settle` charges it (oldest ended first, never below zero, an uncovered part
+ * noted); `quotaUsage`, which counts seven tables, is not faked and dies when called.
+ */
+export const makeTenantRepoTest = (seed: TenantRepoSeed = {}): Layer.Layer<TenantRepo> =>
+  Layer.sync(TenantRepo, () => {
+    interface Row { id: string; name: string; plan: string; status: string; units: number; isInternal: boolean; createdAt: Date }
+    interface Entry { readonly seq: number; readonly tenantId: string; readonly createdMs: number; readonly units: number; readonly transaction: Transaction }
+    const now = Effect.clockWith((clock) => clock.currentTimeMillis)
+    const units = (eur: string | number) => Math.round(Number(eur) * 10_000)
+    const eur = (u: number) => money(u / 10_000)
+    const tenants = new Map<string, Row>((seed.tenants ?? []).map((t) => [t.id, {
+      id: t.id,
+      name: t.name ?? t.id,
+      plan: t.plan ?? "starter",
+      status: "active",
+      units: units(t.balance ?? "0"),
+      isInternal: t.isInternal ?? false,
+      createdAt: new Date(0)
+    }]))
+    const ledger: Array<Entry> = []
+    const overrides = new Map<string, number>()
+    const emails = new Set<string>()
+    const bootstraps = new Map<string, BootstrapResult>()
+    const work = seed.work ?? []
+    const toTenantView = (t: Row): Tenant => ({
+      id: t.id, name: t.name, plan: t.plan, status: t.status, balance: eur(t.units), isInternal: t.isInternal, createdAt: t.createdAt.toISOString()
+    })
+
+    const write = (tenant: Row, entry: Omit<Transaction, "createdAt" | "balanceAfter" | "amount"> & { units: number }, ms: number) => {
+      if (ledger.some((e) => e.transaction.id === entry.id)) {
+        return Effect.die(new Error(`ledger entry ${entry.id} written twice (a unique violation in the live layer)`))
+      }
+      const { units: amount, ...rest } = entry
+      const transaction: Transaction = { ...rest, amount: eur(amount), balanceAfter: eur(tenant.units), createdAt: new Date(ms).toISOString() }
+      ledger.push({ seq: ledger.length + 1, tenantId: tenant.id, createdMs: ms, units: amount, transaction })
+      return Effect.succeed(transaction)
+    }
+
+    const adjust: TenantRepoShape["adjust"] = (entry) =>
+      Effect.gen(function*() {
+        const existing = ledger.find((e) => e.transaction.id === entry.id)
+        if (existing) return { ok: true as const, transaction: existing.transaction }
+        const tenant = tenants.get(entry.tenantId)
+        if (!tenant) return yield* Effect.die(new Error(`adjust: no tenant ${entry.tenantId}`))
+        const next = tenant.units + units(entry.amount)
+        if (next < 0) return { ok: false as const, balance: eur(tenant.units), reason: "below_zero" as const }
+        if (next / 10_000 > MAX_BALANCE) return { ok: false as const, balance: eur(tenant.units), reason: "above_ceiling" as const }
+        tenant.units = next
+        const transaction = yield* write(tenant, {
+          id: entry.id,
+          type: entry.type as Transaction["type"],
+          units: units(entry.amount),
+          serviceKey: entry.serviceKey ?? null,
+          resourceId: entry.resourceId ?? null,
+          resourceType: entry.resourceType ?? null,
+          note: entry.note
+        }, yield* now)
+        return { ok: true as const, transaction }
+      })
+
+    const takeEmail = (email: string) =>
+      emails.has(email.toLowerCase()) ? Effect.fail(new EmailTaken()) : Effect.sync(() => void emails.add(email.toLowerCase()))
+
+    const quotaLimits: TenantRepoShape["quotaLimits"] = (tenantId, keys) =>
+      Effect.sync(() => {
+        const subscription = seed.subscription?.(tenantId)
+        const plan = subscription?.plan ?? tenants.get(tenantId)?.plan ?? "starter"
+        return Object.fromEntries(keys.map((k) => [k, overrides.get(`${tenantId} ${k}`) ?? planQuota(plan, k, subscription?.addOns ?? [])])) as Record<
+          (typeof keys)[number],
+          number
+        >
+      })
+
+    const ended = (w: TestWork) => (chargeSources[w.source].ended as ReadonlyArray<string>).includes(w.status)
+
+    return TenantRepo.of({
+      bootstrap: (input) =>
+        Effect.gen(function*() {
+          if (tenants.has(input.tenantId)) return yield* Effect.fail(new EmailTaken())
+          yield* takeEmail(input.email)
+          const at = yield* now
+          tenants.set(input.tenantId, {
+            id: input.tenantId, name: input.name, plan: input.plan, status: "active", units: 0, isInternal: input.isInternal, createdAt: new Date(at)
+          })
+          const result: BootstrapResult = {
+            tenantId: input.tenantId,
+            organizationId: newId("org"),
+            ownerIdentityId: newId("idt"),
+            roleId: newId("role"),
+            apiKeyId: input.apiKey.id
+          }
+          bootstraps.set(input.tenantId, result)
+          if (Number(input.credits) > 0) {
+            yield* adjust({ id: newId("txn"), tenantId: input.tenantId, type: "topup", amount: input.credits, note: "initial credits" })
+          }
+          return result
+        }),
+      bootstrapResult: (tenantId) => Effect.sync(() => bootstraps.get(tenantId)),
+      ensureInternalTenant: Effect.gen(function*() {
+        const existing = [...tenants.values()].find((t) => t.isInternal)
+        if (existing) return existing.id
+        const id = newId("ten")
+        tenants.set(id, { id, name: "internal", plan: "internal", status: "active", units: 0, isInternal: true, createdAt: new Date(yield* now) })
+        return id
+      }),
+      addInternalAdmin: (input) =>
+        Effect.as(takeEmail(input.email), { identityId: newId("idt"), apiKeyId: input.apiKey.id }),
+      find: (tenantId) => Effect.sync(() => {
+        const t = tenants.get(tenantId)
+        return t && toTenantView(t)
+      }),
+      list: (offset, limit) =>
+        Effect.sync(() => {
+          const all = [...tenants.values()].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+          return { items: all.slice(offset, offset + limit).map(toTenantView), total: all.length }
+        }),
+      balance: (tenantId) => Effect.sync(() => {
+        const t = tenants.get(tenantId)
+        return t && eur(t.units)
+      }),
+      adjust,
+      debitCalls: (calls) =>
+        Effect.gen(function*() {
+          const at = yield* now
+          // Each tenant's running sum over all its calls in order: the ones it covers are its first.
+          const running = new Map<string, number>()
+          const left = new Map<string, number>()
+          const written: Array<Transaction | undefined> = []
+          for (const call of calls) {
+            const tenant = tenants.get(call.tenantId)
+            if (!tenant) {
+              written.push(undefined)
+              continue
+            }
+            const after = (running.get(call.tenantId) ?? tenant.units) - call.units
+            running.set(call.tenantId, after)
+            if (after < 0) {
+              written.push(undefined)
+              continue
+            }
+            left.set(call.tenantId, after)
+            tenant.units = after
+            written.push(yield* write(tenant, {
+              id: call.entryId,
+              type: "debit",
+              units: -call.units,
+              serviceKey: call.serviceKey,
+              resourceId: call.resourceId,
+              resourceType: call.resourceType,
+              note: call.note
+            }, at))
+          }
+          return calls.map((call, i) => {
+            const tenant = tenants.get(call.tenantId)
+            return { transaction: written[i], balance: tenant && eur(tenant.units) }
+          })
+        }),
+      uncharged: (tenantId) =>
+        Effect.sync(() => {
+          const open = work.filter((w) => w.tenantId === tenantId && !w.settledAt)
+          return { jobs: open.filter((w) => w.source === "jobs").length, extractions: open.filter((w) => w.source === "extractions").length }
+        }),
+      extractionsWritten: (ids) => Effect.sync(() => new Set(work.filter((w) => w.source === "extractions" && ids.includes(w.id)).map((w) => w.id))),
+      settle: (tenantId, source, limit, charge) =>
+        Effect.gen(function*() {
+          const rows = work
+            .filter((w) => w.source === source && w.tenantId === tenantId && !w.settledAt && ended(w))
+            .sort((a, b) => (a.finishedAt?.getTime() ?? Infinity) - (b.finishedAt?.getTime() ?? Infinity) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+            .slice(0, limit)
+          if (rows.length === 0) return { settled: 0, balance: undefined }
+          const tenant = tenants.get(tenantId)
+          if (!tenant) return { settled: 0, balance: undefined }
+          const at = yield* now
+          const { serviceKey, resourceType } = chargeSources[source]
+          const start = tenant.units
+          let asked = 0
+          for (const w of rows) {
+            const price = charge({ id: w.id, status: w.status, result: w.result ?? null, metadata: w.metadata ?? null, cacheHits: w.cacheHits ?? 0 })
+            const take = Math.min(price.units, Math.max(0, start - asked))
+            asked += price.units
+            tenant.units = Math.max(0, start - asked)
+            w.settledAt = new Date(at)
+            w.charged = eur(take)
+            if (price.units > 0) {
+              const uncovered = price.units - take
+              yield* write(tenant, {
+                id: newId("txn"),
+                type: "debit",
+                units: -take,
+                serviceKey,
+                resourceId: w.id,
+                resourceType,
+                note: price.note + (uncovered > 0 ? ` (${uncovered / 10_000} EUR not covered by the balance)` : "")
+              }, at)
+            }
+          }
+          return { settled: rows.length, balance: eur(tenant.units) }
+        }),
+      tenantsWithUnchargedWork: (olderThanMs, limit) =>
+        Effect.map(now, (at) => {
+          const firstEnded = new Map<string, number>()
+          for (const w of work) {
+            if (w.settledAt || !ended(w) || !w.finishedAt || w.finishedAt.getTime() >= at - olderThanMs) continue
+            firstEnded.set(w.tenantId, Math.min(firstEnded.get(w.tenantId) ?? Infinity, w.finishedAt.getTime()))
+          }
+          return [...firstEnded].sort((a, b) => a[1] - b[1]).slice(0, limit).map(([tenantId]) => tenantId)
+        }),
+      transactions: (tenantId, filter, sort, offset, limit) =>
+        Effect.sync(() => {
+          const bound = (s: string | undefined) => (s === undefined ? undefined : parseIsoDateTime(s))
+          const gte = bound(filter.createdAt?.gte)
+          const lt = bound(filter.createdAt?.lt)
+          const matching = ledger.filter((e) =>
+            e.tenantId === tenantId &&
+            (filter.type === undefined || (filter.type as ReadonlyArray<string>).includes(e.transaction.type)) &&
+            (filter.serviceKey === undefined || e.transaction.serviceKey === filter.serviceKey) &&
+            (filter.resourceType === undefined || e.transaction.resourceType === filter.resourceType) &&
+            (filter.resourceId === undefined || e.transaction.resourceId === filter.resourceId) &&
+            (gte === undefined || e.createdMs >= gte) &&
+            (lt === undefined || e.createdMs < lt) &&
+            (filter.amount?.gte === undefined || e.units >= units(filter.amount.gte)) &&
+            (filter.amount?.lte === undefined || e.units <= units(filter.amount.lte))
+          )
+          const key = (e: Entry, field: string): number | string => field === "createdAt" ? e.seq : field === "amount" ? e.units : e.transaction.id
+          const terms = withTieBreak(sort)
+          const sorted = matching.sort((a, b) => {
+            for (const { field, dir } of terms) {
+              const x = key(a, field)
+              const y = key(b, field)
+              if (x !== y) return (x < y ? -1 : 1) * (dir === "asc" ? 1 : -1)
+            }
+            return 0
+          })
+          return { items: sorted.slice(offset, offset + limit).map((e) => e.transaction), total: sorted.length }
+        }),
+      quotaLimit: (tenantId, key) => Effect.map(quotaLimits(tenantId, [key]), (limits) => limits[key]),
+      setQuota: (tenantId, key, limit) => Effect.sync(() => void overrides.set(`${tenantId} ${key}`, limit)),
+      quotaUsage: () => Effect.die(new Error("TenantRepo.quotaUsage is not supported in the test layer: it counts rows of seven tables")),
+      quotaLimits
+    })
+  })
+
+/** No tenants to start with; see `makeTenantRepoTest`. */
+export const TenantRepoTest: Layer.Layer<TenantRepo> = makeTenantRepoTest()

@@ -5,15 +5,18 @@
  *   their hand-off and the response (the live JobRepo, with SIGKILL after `insert`).
  * - `webhook-endpoint-outage`: registering a webhook URL whose path ends in `/outage` fails with 503
  *   as if the tenant's entity were out of reach; other URLs register as usual.
+ * - `database-unready`: the readiness probe's database ping fails (`HealthRepoTest(false)`); the
+ *   database itself serves every other request.
  * Start it with `startServer(env, { fault })` (test/support/server-process.ts).
  */
 import { Effect, Layer } from "effect"
 import { WebhookEndpoints, WebhookEndpointsLive } from "../../src/actors/webhook-endpoints.ts"
 import { fail } from "../../src/schema/errors.ts"
 import { runServer } from "../../src/server.ts"
+import { HealthRepoTest } from "../../src/sql/health-repo.ts"
 import { JobRepo, JobRepoLive } from "../../src/sql/job-repo.ts"
 
-export const FAULTS = ["crash-after-job-insert", "webhook-endpoint-outage"] as const
+export const FAULTS = ["crash-after-job-insert", "webhook-endpoint-outage", "database-unready"] as const
 export type Fault = (typeof FAULTS)[number]
 
 const crashAfterJobInsert = Layer.effect(
@@ -40,6 +43,7 @@ if (import.meta.main) {
   const fault = process.argv[2]
   if (fault === "crash-after-job-insert") runServer({ jobRepo: crashAfterJobInsert })
   else if (fault === "webhook-endpoint-outage") runServer({ webhookEndpoints: webhookEndpointOutage })
+  else if (fault === "database-unready") runServer({ healthRepo: HealthRepoTest(false) })
   else {
     console.error(`fault-server: the fault must be one of ${FAULTS.join(", ")}`)
     process.exit(2)
