@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { AuditEntry, AuditQuery } from "../schema/audit.ts"
 import { Page, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, InvalidRequest, NotFound } from "../schema/errors.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
 /**
@@ -14,7 +14,7 @@ export class AuditGroup extends HttpApiGroup.make("audit")
     HttpApiEndpoint.get("list", "/audit", {
       query: AuditQuery,
       success: Success(Page(AuditEntry)),
-      error: errors(400)
+      error: errors(InvalidRequest)
     }).annotate(Requires, "iam:identities:write")
   )
   .middleware(ApiKeyAuth)
@@ -28,7 +28,7 @@ export class AdminAuditGroup extends HttpApiGroup.make("adminAudit")
       params: { tenantId: Schema.String },
       query: AuditQuery,
       success: Success(Page(AuditEntry)),
-      error: errors(400, 404)
+      error: errors(InvalidRequest, NotFound)
     })
   )
   .annotate(Requires, "cross_tenant:*:*")

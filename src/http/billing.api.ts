@@ -1,14 +1,15 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, InvalidRequest, Unavailable } from "../schema/errors.ts"
 import { Balance, PriceList, SearchTransactionsBody, Transaction, TransactionType } from "../schema/tenant.ts"
 import { ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
 
 export class BillingGroup extends HttpApiGroup.make("billing")
   .add(
     HttpApiEndpoint.get("balance", "/me/balance", {
-      success: Success(Balance)
+      success: Success(Balance),
+      error: errors(Unavailable)
     }).annotate(Requires, "billing:transactions:read"),
     HttpApiEndpoint.get("transactions", "/me/transactions", {
       query: {
@@ -17,12 +18,12 @@ export class BillingGroup extends HttpApiGroup.make("billing")
         serviceKey: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100)))
       },
       success: Success(Page(Transaction)),
-      error: errors(400)
+      error: errors(InvalidRequest)
     }).annotate(Requires, "billing:transactions:read"),
     HttpApiEndpoint.post("searchTransactions", "/me/transactions/search", {
       payload: SearchTransactionsBody,
       success: Success(Page(Transaction)),
-      error: errors(400)
+      error: errors(InvalidRequest)
     }).annotate(Requires, "billing:transactions:read"),
     HttpApiEndpoint.get("pricing", "/pricing", {
       success: Success(PriceList)

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { Conflict, errors, InvalidRequest, NotFound, PayloadTooLarge, PaymentRequired, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import {
   CancelledExtraction,
   CreatedExtraction,
@@ -21,7 +21,7 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
       headers: { "idempotency-key": Schema.optional(Schema.String) },
       payload: CreateExtractionBody,
       success: Success(CreatedExtraction, 201),
-      error: errors(400, 402, 404, 409, 413, 422, 429, 503)
+      error: errors(InvalidRequest, PaymentRequired, NotFound, Conflict, PayloadTooLarge, Unprocessable, TooManyRequests, Unavailable)
     }).annotate(Requires, "extractor:extractions:write"),
     HttpApiEndpoint.get("list", "/extractions", {
       query: {
@@ -32,33 +32,33 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
         domainId: Schema.optional(Schema.String)
       },
       success: Success(ExtractionPage),
-      error: errors(400)
+      error: errors(InvalidRequest)
     }).annotate(Requires, "extractor:extractions:read"),
     HttpApiEndpoint.post("search", "/extractions/search", {
       payload: SearchExtractionsBody,
       success: Success(ExtractionPage),
-      error: errors(400)
+      error: errors(InvalidRequest)
     }).annotate(Requires, "extractor:extractions:read"),
     HttpApiEndpoint.get("get", "/extractions/:id", {
       params: id,
       success: Success(Extraction),
-      error: errors(404)
+      error: errors(NotFound)
     }).annotate(Requires, "extractor:extractions:read"),
     HttpApiEndpoint.delete("cancel", "/extractions/:id", {
       params: id,
       success: Success(CancelledExtraction),
-      error: errors(404)
+      error: errors(NotFound)
     }).annotate(Requires, "extractor:extractions:write"),
     HttpApiEndpoint.post("replay", "/extractions/:id/replay", {
       params: id,
       success: Success(CreatedExtraction, 201),
-      error: errors(400, 402, 404, 409, 413, 422, 429, 503)
+      error: errors(InvalidRequest, PaymentRequired, NotFound, Conflict, PayloadTooLarge, Unprocessable, TooManyRequests, Unavailable)
     }).annotate(Requires, "extractor:extractions:write"),
     HttpApiEndpoint.get("webhookDeliveries", "/extractions/:id/webhook-deliveries", {
       params: id,
       query: PageQuery,
       success: Success(Page(WebhookDelivery)),
-      error: errors(400, 404)
+      error: errors(InvalidRequest, NotFound)
     }).annotate(Requires, "scraper:webhooks:read")
   )
   .middleware(ApiKeyAuth)

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unprocessable } from "../schema/errors.ts"
 import { CreateConfigBody, DeletedConfig, ExtractorConfig, UpdateConfigBody } from "../schema/extraction.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
@@ -12,28 +12,28 @@ export class ExtractorConfigsGroup extends HttpApiGroup.make("extractor-configs"
     HttpApiEndpoint.post("create", "/configs", {
       payload: CreateConfigBody,
       success: Success(ExtractorConfig, 201),
-      error: errors(400, 403, 422, 429)
+      error: errors(InvalidRequest, Forbidden, Unprocessable, TooManyRequests)
     }).annotate(Requires, "extractor:configs:write"),
     HttpApiEndpoint.get("list", "/configs", {
       query: { ...PageQuery, sort: Schema.optional(Schema.String) },
       success: Success(Page(ExtractorConfig)),
-      error: errors(400)
+      error: errors(InvalidRequest)
     }).annotate(Requires, "extractor:configs:read"),
     HttpApiEndpoint.get("get", "/configs/:id", {
       params: id,
       success: Success(ExtractorConfig),
-      error: errors(404)
+      error: errors(NotFound)
     }).annotate(Requires, "extractor:configs:read"),
     HttpApiEndpoint.patch("update", "/configs/:id", {
       params: id,
       payload: UpdateConfigBody,
       success: Success(ExtractorConfig),
-      error: errors(400, 403, 404, 422)
+      error: errors(InvalidRequest, Forbidden, NotFound, Unprocessable)
     }).annotate(Requires, "extractor:configs:write"),
     HttpApiEndpoint.delete("remove", "/configs/:id", {
       params: id,
       success: Success(DeletedConfig),
-      error: errors(403, 404)
+      error: errors(Forbidden, NotFound)
     }).annotate(Requires, "extractor:configs:write")
   )
   .middleware(ApiKeyAuth)

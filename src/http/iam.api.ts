@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unprocessable } from "../schema/errors.ts"
 import { CreateApiKeyBody, CreatedApiKey, ApiKey, Quota, RevokedApiKey, UpdateApiKeyBody } from "../schema/iam.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
@@ -13,28 +13,28 @@ export class IamGroup extends HttpApiGroup.make("iam")
       params: { id: Schema.String },
       payload: CreateApiKeyBody,
       success: Success(CreatedApiKey, 201),
-      error: errors(400, 403, 404, 422, 429)
+      error: errors(InvalidRequest, Forbidden, NotFound, Unprocessable, TooManyRequests)
     }).annotate(Requires, "iam:api-keys:write"),
     HttpApiEndpoint.get("listApiKeys", "/identities/:id/api-keys", {
       params: { id: Schema.String },
       success: Success(Schema.Struct({ items: Schema.Array(ApiKey) })),
-      error: errors(404)
+      error: errors(NotFound)
     }).annotate(Requires, "iam:api-keys:read"),
     HttpApiEndpoint.get("getApiKey", "/identities/:id/api-keys/:kid", {
       params: keyParams,
       success: Success(ApiKey),
-      error: errors(404)
+      error: errors(NotFound)
     }).annotate(Requires, "iam:api-keys:read"),
     HttpApiEndpoint.patch("updateApiKey", "/identities/:id/api-keys/:kid", {
       params: keyParams,
       payload: UpdateApiKeyBody,
       success: Success(ApiKey),
-      error: errors(400, 404)
+      error: errors(InvalidRequest, NotFound)
     }).annotate(Requires, "iam:api-keys:write"),
     HttpApiEndpoint.delete("revokeApiKey", "/identities/:id/api-keys/:kid", {
       params: keyParams,
       success: Success(RevokedApiKey),
-      error: errors(404)
+      error: errors(NotFound)
     }).annotate(Requires, "iam:api-keys:write"),
     HttpApiEndpoint.get("myQuotas", "/quotas/me", {
       success: Success(Schema.Struct({ items: Schema.Array(Quota) }))

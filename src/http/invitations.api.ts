@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { OpenedSession } from "../schema/auth.ts"
 import { Page, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { Conflict, errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { CreateInvitationBody, Invitation, InvitationListQuery, InvitationTokenBody, RegisterBody, RevokedInvitation } from "../schema/invitation.ts"
 import { Anonymous, ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
 
@@ -15,28 +15,28 @@ export class InvitationsGroup extends HttpApiGroup.make("invitations")
       params: org,
       payload: CreateInvitationBody,
       success: Success(Invitation, 201),
-      error: errors(400, 403, 404, 409, 422, 503)
+      error: errors(InvalidRequest, Forbidden, NotFound, Conflict, Unprocessable, Unavailable)
     }).annotate(Requires, "iam:invitations:write"),
     HttpApiEndpoint.get("list", "/organizations/:orgIdentityId/invitations", {
       params: org,
       query: InvitationListQuery,
       success: Success(Page(Invitation)),
-      error: errors(400, 404)
+      error: errors(InvalidRequest, NotFound)
     }).annotate(Requires, "iam:invitations:read"),
     HttpApiEndpoint.delete("revoke", "/organizations/:orgIdentityId/invitations/:invitationId", {
       params: { ...org, invitationId: Schema.String },
       success: Success(RevokedInvitation),
-      error: errors(404, 409)
+      error: errors(NotFound, Conflict)
     }).annotate(Requires, "iam:invitations:write"),
     HttpApiEndpoint.post("accept", "/invitations/accept", {
       payload: InvitationTokenBody,
       success: Success(Invitation),
-      error: errors(400, 403, 409)
+      error: errors(InvalidRequest, Forbidden, Conflict)
     }).annotate(Requires, ANY_KEY),
     HttpApiEndpoint.post("decline", "/invitations/decline", {
       payload: InvitationTokenBody,
       success: Success(Invitation),
-      error: errors(400, 403, 409)
+      error: errors(InvalidRequest, Forbidden, Conflict)
     }).annotate(Requires, ANY_KEY)
   )
   .middleware(ApiKeyAuth)
@@ -49,7 +49,7 @@ export class RegistrationGroup extends HttpApiGroup.make("registration")
     HttpApiEndpoint.post("register", "/register", {
       payload: RegisterBody,
       success: Success(OpenedSession, 201),
-      error: errors(400, 403, 409, 429)
+      error: errors(InvalidRequest, Forbidden, Conflict, TooManyRequests)
     }).middleware(Anonymous)
   )
   .prefix("/v1/iam/auth")

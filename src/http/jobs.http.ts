@@ -5,7 +5,7 @@ import { JobCreation, type PreparedJob } from "../actors/job-creation.ts"
 import { servedContentType } from "../crawl/content-type.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { DEFAULT_PAGE_LIMIT, pageOf, storedContentHeaders } from "../schema/envelope.ts"
-import { ApiError, type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
+import { apiError, type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
 import { CreateJobBody, type JobStatus, jobSortFields, terminalStatuses } from "../schema/job.ts"
 import { JobRepo, type JobRow, toJob } from "../sql/job-repo.ts"
 import { withTieBreak } from "../sql/order-by.ts"
@@ -94,9 +94,9 @@ export const JobsHandlers = HttpApiBuilder.group(
             const { created, refused } = ok.length > 0
               ? yield* createWhatFits(me.tenantId, ok.map((o) => o.prepared)).pipe(
                 Effect.mapError((e) =>
-                  failed.length === 0 ? e : new ApiError({
-                    ...e,
-                    message: `${e.message}; besides, ${failed.length} item(s) failed on their own`,
+                  failed.length === 0 ? e : apiError(e.status, e.code, `${e.message}; besides, ${failed.length} item(s) failed on their own`, {
+                    retryAfter: e.retryAfter,
+                    extra: e.extra,
                     details: [
                       ...(e.details ?? []),
                       ...[...failed].sort((a, b) => a.index - b.index).map((f) => ({ path: `jobs.${f.index}`, code: "item_failed", message: f.reason }))

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, InvalidRequest, PaymentRequired, Unavailable } from "../schema/errors.ts"
 import { IpAddress, IpLookupResult } from "../schema/network.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
@@ -13,11 +13,11 @@ export class NetworkGroup extends HttpApiGroup.make("network")
     HttpApiEndpoint.get("lookup", "/ip/lookup", {
       query: { ip: IpAddress },
       success: Success(IpLookupResult),
-      error: errors(400, 402, 503)
+      error: errors(InvalidRequest, PaymentRequired, Unavailable)
     }).annotate(Requires, "network:ip:read"),
     HttpApiEndpoint.get("me", "/ip/me", {
       success: Success(IpLookupResult),
-      error: errors(402, 503)
+      error: errors(PaymentRequired, Unavailable)
     }).annotate(Requires, "network:ip:read")
   )
   .middleware(ApiKeyAuth)

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { Conflict, errors, Forbidden, InvalidRequest, NotFound } from "../schema/errors.ts"
 import { CreateRoleBody, DeletedRole, Role, UpdateRoleBody } from "../schema/iam.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
@@ -13,28 +13,28 @@ export class RolesGroup extends HttpApiGroup.make("roles")
     HttpApiEndpoint.post("create", "/roles", {
       payload: CreateRoleBody,
       success: Success(Role, 201),
-      error: errors(400, 403, 409)
+      error: errors(InvalidRequest, Forbidden, Conflict)
     }).annotate(Requires, "iam:roles:write"),
     HttpApiEndpoint.get("list", "/roles", {
       query: PageQuery,
       success: Success(Page(Role)),
-      error: errors(400)
+      error: errors(InvalidRequest)
     }).annotate(Requires, "iam:roles:read"),
     HttpApiEndpoint.get("get", "/roles/:id", {
       params: id,
       success: Success(Role),
-      error: errors(404)
+      error: errors(NotFound)
     }).annotate(Requires, "iam:roles:read"),
     HttpApiEndpoint.patch("update", "/roles/:id", {
       params: id,
       payload: UpdateRoleBody,
       success: Success(Role),
-      error: errors(400, 403, 404, 409)
+      error: errors(InvalidRequest, Forbidden, NotFound, Conflict)
     }).annotate(Requires, "iam:roles:write"),
     HttpApiEndpoint.delete("remove", "/roles/:id", {
       params: id,
       success: Success(DeletedRole),
-      error: errors(404, 409)
+      error: errors(NotFound, Conflict)
     }).annotate(Requires, "iam:roles:write")
   )
   .middleware(ApiKeyAuth)

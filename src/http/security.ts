@@ -1,7 +1,7 @@
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { CurrentPrincipal } from "../iam/principal.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, TooManyRequests, Unauthenticated, UnsupportedMediaType } from "../schema/errors.ts"
 
 /**
  * The permission an endpoint needs, declared on the endpoint itself:
@@ -32,16 +32,16 @@ export const presentedSession = (headers: Readonly<Record<string, string | undef
  */
 export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth, { provides: CurrentPrincipal }>()("trawl/ApiKeyAuth", {
   security: { apiKey: HttpApiSecurity.apiKey({ key: "x-api-key", in: "header" }) },
-  error: errors(400, 401, 403, 404, 413, 415, 429)
+  error: errors(InvalidRequest, Unauthenticated, Forbidden, NotFound, PayloadTooLarge, UnsupportedMediaType, TooManyRequests)
 }) {}
 
 /** `x-internal-token` authentication for the control plane. */
 export class InternalAuth extends HttpApiMiddleware.Service<InternalAuth>()("trawl/InternalAuth", {
   security: { internalToken: HttpApiSecurity.apiKey({ key: "x-internal-token", in: "header" }) },
-  error: errors(400, 401, 404, 413, 415)
+  error: errors(InvalidRequest, Unauthenticated, NotFound, PayloadTooLarge, UnsupportedMediaType)
 }) {}
 
 /** No authentication: routes that open a session or redeem a mailed token. Body checks still apply. */
 export class Anonymous extends HttpApiMiddleware.Service<Anonymous>()("trawl/Anonymous", {
-  error: errors(400, 413, 415)
+  error: errors(InvalidRequest, NotFound, PayloadTooLarge, UnsupportedMediaType)
 }) {}

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { Subscription, SubscriptionChangeBody } from "../schema/subscription.ts"
 import { Transaction } from "../schema/tenant.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
@@ -15,7 +15,7 @@ export class SubscriptionGroup extends HttpApiGroup.make("subscription")
     HttpApiEndpoint.get("subscriptionDebits", "/me/subscription/debits", {
       query: PageQuery,
       success: Success(Page(Transaction)),
-      error: errors(400)
+      error: errors(InvalidRequest)
     })
   )
   .annotate(Requires, "billing:subscription:read")
@@ -36,7 +36,7 @@ export class AdminSubscriptionGroup extends HttpApiGroup.make("adminSubscription
       params: { tenantId: Schema.String },
       payload: SubscriptionChangeBody,
       success: Success(SubscriptionChanged),
-      error: errors(400, 402, 404, 409, 422)
+      error: errors(InvalidRequest, PaymentRequired, NotFound, Conflict, Unprocessable, Unavailable)
     })
   )
   .annotate(Requires, "cross_tenant:*:*")

@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Profile, RevokedSession, RevokedSessions, SessionItem, UpdateProfileBody } from "../schema/auth.ts"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, InvalidRequest, NotFound } from "../schema/errors.ts"
 import { ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
 
 /** The caller's own profile and sessions (docs/identity.md). */
@@ -10,17 +10,17 @@ export class UsersGroup extends HttpApiGroup.make("users")
   .add(
     HttpApiEndpoint.get("me", "/me", {
       success: Success(Profile),
-      error: errors(404)
+      error: errors(NotFound)
     }).annotate(Requires, ANY_KEY),
     HttpApiEndpoint.patch("updateMe", "/me", {
       payload: UpdateProfileBody,
       success: Success(Profile),
-      error: errors(400, 404)
+      error: errors(InvalidRequest, NotFound)
     }).annotate(Requires, ANY_KEY),
     HttpApiEndpoint.get("listSessions", "/me/sessions", {
       query: PageQuery,
       success: Success(Page(SessionItem)),
-      error: errors(400)
+      error: errors(InvalidRequest)
     }).annotate(Requires, "iam:sessions:read"),
     HttpApiEndpoint.delete("revokeOtherSessions", "/me/sessions", {
       success: Success(RevokedSessions)
@@ -28,7 +28,7 @@ export class UsersGroup extends HttpApiGroup.make("users")
     HttpApiEndpoint.delete("revokeSession", "/me/sessions/:sessionId", {
       params: { sessionId: Schema.String },
       success: Success(RevokedSession),
-      error: errors(404)
+      error: errors(NotFound)
     }).annotate(Requires, "iam:sessions:write")
   )
   .middleware(ApiKeyAuth)

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, NotFound, Unavailable } from "../schema/errors.ts"
 import { RedeliveryResult } from "../schema/webhook.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
 
@@ -11,7 +11,7 @@ export class WebhooksAdminGroup extends HttpApiGroup.make("webhooks-admin")
     HttpApiEndpoint.post("redeliver", "/webhooks/:deliveryId/redeliver", {
       params: { deliveryId: Schema.String },
       success: Success(RedeliveryResult),
-      error: errors(404, 503)
+      error: errors(NotFound, Unavailable)
     })
   )
   .annotate(Requires, "cross_tenant:*:*")
