@@ -46,7 +46,7 @@ import { JobsHandlers } from "./http/jobs.http.ts"
 import { NetworkHandlers } from "./http/network.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
-import { AnonymousLive, ApiKeyAuthLive, InternalAuthLive, KeyMeterLive } from "./http/security.live.ts"
+import { AnonymousLive, ApiKeyAuthLive, AuthorizeLive, InternalAuthLive, KeyMeterLive } from "./http/security.live.ts"
 import { AdminSubscriptionHandlers, SubscriptionHandlers } from "./http/subscriptions.http.ts"
 import { SystemHandlers } from "./http/system.http.ts"
 import { WebhooksAdminHandlers } from "./http/webhooks-admin.http.ts"
@@ -186,7 +186,7 @@ export const makeServerLayer = (config: AppConfig) => {
     AdminSubscriptionHandlers,
     ControlHandlers
   )
-  const Security = Layer.mergeAll(ApiKeyAuthLive, AnonymousLive, InternalAuthLive, KeyMeterLive)
+  const Security = Layer.mergeAll(ApiKeyAuthLive, AuthorizeLive, AnonymousLive, InternalAuthLive, KeyMeterLive)
 
   const Routes = Layer.mergeAll(
     HttpApiBuilder.layer(Api, { openapiPath: "/v1/openapi.json" }).pipe(Layer.provide(Handlers)),

@@ -4,7 +4,7 @@ import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { Conflict, errors, InvalidRequest, NotFound, Unavailable } from "../schema/errors.ts"
 import { CreditAdjustmentBody, Tenant, Transaction } from "../schema/tenant.ts"
 import { quotaKeys } from "../billing/plans.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 
 /** The super-admin plane: the `internal` tenant's `internal_admin` role only; not in the public document. */
 export class AdminGroup extends HttpApiGroup.make("admin")
@@ -32,7 +32,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       error: errors(InvalidRequest, NotFound, Conflict, Unavailable)
     })
   )
-  .annotate(Requires, "cross_tenant:*:*")
+  .pipe(requires("cross_tenant:*:*"))
   .annotate(OpenApi.Exclude, true)
   .middleware(ApiKeyAuth)
   .prefix("/v1/admin")

@@ -3,7 +3,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { AuditEntry, AuditQuery } from "../schema/audit.ts"
 import { Page, Success } from "../schema/envelope.ts"
 import { errors, InvalidRequest, NotFound } from "../schema/errors.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 
 /**
  * The tenant's own audit log. Reading it needs `iam:identities:write`: the owner's and admins'
@@ -15,7 +15,7 @@ export class AuditGroup extends HttpApiGroup.make("audit")
       query: AuditQuery,
       success: Success(Page(AuditEntry)),
       error: errors(InvalidRequest)
-    }).annotate(Requires, "iam:identities:write")
+    }).pipe(requires("iam:identities:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam")
@@ -31,7 +31,7 @@ export class AdminAuditGroup extends HttpApiGroup.make("adminAudit")
       error: errors(InvalidRequest, NotFound)
     })
   )
-  .annotate(Requires, "cross_tenant:*:*")
+  .pipe(requires("cross_tenant:*:*"))
   .annotate(OpenApi.Exclude, true)
   .middleware(ApiKeyAuth)
   .prefix("/v1/admin")

@@ -26,7 +26,7 @@ import {
 } from "../schema/account-recovery.ts"
 import { Success } from "../schema/envelope.ts"
 import { Conflict, errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unauthenticated, Unavailable } from "../schema/errors.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, requires } from "./security.ts"
 
 /**
  * Identity sessions and their second factor (docs/identity.md). Logging in needs no credential;
@@ -42,47 +42,47 @@ export class AuthGroup extends HttpApiGroup.make("auth")
     HttpApiEndpoint.get("csrf", "/csrf", {
       success: Success(CsrfToken),
       error: errors(InvalidRequest)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("refresh", "/refresh", {
       success: Success(OpenedSession),
       error: errors(InvalidRequest)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("logout", "/logout", {
       success: Success(LoggedOut)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.get("me", "/me", {
       success: Success(Profile),
       error: errors(NotFound)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("changePassword", "/password/change", {
       payload: ChangePasswordBody,
       success: Success(PasswordChanged),
       error: errors(InvalidRequest, Forbidden, TooManyRequests)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("setupPassword", "/password/setup", {
       payload: SetupPasswordBody,
       success: Success(PasswordChanged),
       error: errors(InvalidRequest, Conflict)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("enableTotp", "/totp/enable", {
       success: Success(TotpEnabling),
       error: errors(Forbidden, Conflict)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("verifyTotp", "/totp/verify", {
       payload: TotpVerifyBody,
       success: Success(TotpEnabled),
       error: errors(InvalidRequest, Forbidden, Conflict, TooManyRequests)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("disableTotp", "/totp/disable", {
       payload: ProofBody,
       success: Success(TotpDisabled),
       error: errors(InvalidRequest, Forbidden, Conflict, TooManyRequests)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("regenerateRecoveryCodes", "/totp/recovery-codes/regenerate", {
       payload: ProofBody,
       success: Success(RecoveryCodesRegenerated),
       error: errors(InvalidRequest, Forbidden, Conflict, TooManyRequests)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     // Mailed-token flows (docs/account-recovery.md): the token, not a key, is the credential.
     HttpApiEndpoint.post("forgotPassword", "/password/forgot", {
       payload: MailRequestBody,
@@ -101,7 +101,7 @@ export class AuthGroup extends HttpApiGroup.make("auth")
     HttpApiEndpoint.post("sendEmailVerification", "/email/verify/send", {
       success: Success(VerificationMailSent, 202),
       error: errors(Forbidden, Conflict, TooManyRequests, Unavailable)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("requestMagicLink", "/magic-link", {
       payload: MailRequestBody,
       success: Success(MailAccepted, 202)

@@ -3,14 +3,14 @@ import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors, InvalidRequest, Unavailable } from "../schema/errors.ts"
 import { Balance, PriceList, SearchTransactionsBody, Transaction, TransactionType } from "../schema/tenant.ts"
-import { ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { ANY_KEY, ApiKeyAuth, requires } from "./security.ts"
 
 export class BillingGroup extends HttpApiGroup.make("billing")
   .add(
     HttpApiEndpoint.get("balance", "/me/balance", {
       success: Success(Balance),
       error: errors(Unavailable)
-    }).annotate(Requires, "billing:transactions:read"),
+    }).pipe(requires("billing:transactions:read")),
     HttpApiEndpoint.get("transactions", "/me/transactions", {
       query: {
         ...PageQuery,
@@ -19,15 +19,15 @@ export class BillingGroup extends HttpApiGroup.make("billing")
       },
       success: Success(Page(Transaction)),
       error: errors(InvalidRequest)
-    }).annotate(Requires, "billing:transactions:read"),
+    }).pipe(requires("billing:transactions:read")),
     HttpApiEndpoint.post("searchTransactions", "/me/transactions/search", {
       payload: SearchTransactionsBody,
       success: Success(Page(Transaction)),
       error: errors(InvalidRequest)
-    }).annotate(Requires, "billing:transactions:read"),
+    }).pipe(requires("billing:transactions:read")),
     HttpApiEndpoint.get("pricing", "/pricing", {
       success: Success(PriceList)
-    }).annotate(Requires, ANY_KEY)
+    }).pipe(requires(ANY_KEY))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/billing")

@@ -3,7 +3,7 @@ import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { CreateDelegationBody, Delegation, DelegationListQuery } from "../schema/delegation.ts"
 import { Page, Success } from "../schema/envelope.ts"
 import { Conflict, errors, Forbidden, InvalidRequest, NotFound, Unavailable, Unprocessable } from "../schema/errors.ts"
-import { ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { ANY_KEY, ApiKeyAuth, requires } from "./security.ts"
 
 const id = { id: Schema.String }
 
@@ -18,37 +18,37 @@ export class DelegationsGroup extends HttpApiGroup.make("delegations")
       payload: CreateDelegationBody,
       success: Success(Delegation, 201),
       error: errors(InvalidRequest, Forbidden, NotFound, Conflict, Unprocessable, Unavailable)
-    }).annotate(Requires, "iam:delegations:write"),
+    }).pipe(requires("iam:delegations:write")),
     HttpApiEndpoint.get("granted", "/delegations/granted", {
       query: DelegationListQuery,
       success: Success(Page(Delegation)),
       error: errors(InvalidRequest)
-    }).annotate(Requires, "iam:delegations:read"),
+    }).pipe(requires("iam:delegations:read")),
     HttpApiEndpoint.get("received", "/delegations/received", {
       query: DelegationListQuery,
       success: Success(Page(Delegation)),
       error: errors(InvalidRequest)
-    }).annotate(Requires, "iam:delegations:read"),
+    }).pipe(requires("iam:delegations:read")),
     HttpApiEndpoint.post("accept", "/delegations/:id/accept", {
       params: id,
       success: Success(Delegation),
       error: errors(Forbidden, NotFound, Conflict)
-    }).annotate(Requires, ANY_KEY),
+    }).pipe(requires(ANY_KEY)),
     HttpApiEndpoint.post("decline", "/delegations/:id/decline", {
       params: id,
       success: Success(Delegation),
       error: errors(Forbidden, NotFound, Conflict)
-    }).annotate(Requires, ANY_KEY),
+    }).pipe(requires(ANY_KEY)),
     HttpApiEndpoint.post("renounce", "/delegations/:id/renounce", {
       params: id,
       success: Success(Delegation),
       error: errors(Forbidden, NotFound, Conflict)
-    }).annotate(Requires, ANY_KEY),
+    }).pipe(requires(ANY_KEY)),
     HttpApiEndpoint.delete("revoke", "/delegations/:id", {
       params: id,
       success: Success(Delegation),
       error: errors(Forbidden, NotFound, Conflict)
-    }).annotate(Requires, "iam:delegations:write")
+    }).pipe(requires("iam:delegations:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam/users/me")

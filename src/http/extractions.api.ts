@@ -11,7 +11,7 @@ import {
   SearchExtractionsBody
 } from "../schema/extraction.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 
 const id = { id: Schema.String }
 
@@ -22,7 +22,7 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
       payload: CreateExtractionBody,
       success: Success(CreatedExtraction, 201),
       error: errors(InvalidRequest, PaymentRequired, NotFound, Conflict, PayloadTooLarge, Unprocessable, TooManyRequests, Unavailable)
-    }).annotate(Requires, "extractor:extractions:write"),
+    }).pipe(requires("extractor:extractions:write")),
     HttpApiEndpoint.get("list", "/extractions", {
       query: {
         ...PageQuery,
@@ -33,33 +33,33 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
       },
       success: Success(ExtractionPage),
       error: errors(InvalidRequest)
-    }).annotate(Requires, "extractor:extractions:read"),
+    }).pipe(requires("extractor:extractions:read")),
     HttpApiEndpoint.post("search", "/extractions/search", {
       payload: SearchExtractionsBody,
       success: Success(ExtractionPage),
       error: errors(InvalidRequest)
-    }).annotate(Requires, "extractor:extractions:read"),
+    }).pipe(requires("extractor:extractions:read")),
     HttpApiEndpoint.get("get", "/extractions/:id", {
       params: id,
       success: Success(Extraction),
       error: errors(NotFound)
-    }).annotate(Requires, "extractor:extractions:read"),
+    }).pipe(requires("extractor:extractions:read")),
     HttpApiEndpoint.delete("cancel", "/extractions/:id", {
       params: id,
       success: Success(CancelledExtraction),
       error: errors(NotFound)
-    }).annotate(Requires, "extractor:extractions:write"),
+    }).pipe(requires("extractor:extractions:write")),
     HttpApiEndpoint.post("replay", "/extractions/:id/replay", {
       params: id,
       success: Success(CreatedExtraction, 201),
       error: errors(InvalidRequest, PaymentRequired, NotFound, Conflict, PayloadTooLarge, Unprocessable, TooManyRequests, Unavailable)
-    }).annotate(Requires, "extractor:extractions:write"),
+    }).pipe(requires("extractor:extractions:write")),
     HttpApiEndpoint.get("webhookDeliveries", "/extractions/:id/webhook-deliveries", {
       params: id,
       query: PageQuery,
       success: Success(Page(WebhookDelivery)),
       error: errors(InvalidRequest, NotFound)
-    }).annotate(Requires, "scraper:webhooks:read")
+    }).pipe(requires("scraper:webhooks:read"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/extractor")

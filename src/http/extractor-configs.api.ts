@@ -3,7 +3,7 @@ import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unprocessable } from "../schema/errors.ts"
 import { CreateConfigBody, DeletedConfig, ExtractorConfig, UpdateConfigBody } from "../schema/extraction.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 
 const id = { id: Schema.String }
 
@@ -13,28 +13,28 @@ export class ExtractorConfigsGroup extends HttpApiGroup.make("extractor-configs"
       payload: CreateConfigBody,
       success: Success(ExtractorConfig, 201),
       error: errors(InvalidRequest, Forbidden, Unprocessable, TooManyRequests)
-    }).annotate(Requires, "extractor:configs:write"),
+    }).pipe(requires("extractor:configs:write")),
     HttpApiEndpoint.get("list", "/configs", {
       query: { ...PageQuery, sort: Schema.optional(Schema.String) },
       success: Success(Page(ExtractorConfig)),
       error: errors(InvalidRequest)
-    }).annotate(Requires, "extractor:configs:read"),
+    }).pipe(requires("extractor:configs:read")),
     HttpApiEndpoint.get("get", "/configs/:id", {
       params: id,
       success: Success(ExtractorConfig),
       error: errors(NotFound)
-    }).annotate(Requires, "extractor:configs:read"),
+    }).pipe(requires("extractor:configs:read")),
     HttpApiEndpoint.patch("update", "/configs/:id", {
       params: id,
       payload: UpdateConfigBody,
       success: Success(ExtractorConfig),
       error: errors(InvalidRequest, Forbidden, NotFound, Unprocessable)
-    }).annotate(Requires, "extractor:configs:write"),
+    }).pipe(requires("extractor:configs:write")),
     HttpApiEndpoint.delete("remove", "/configs/:id", {
       params: id,
       success: Success(DeletedConfig),
       error: errors(Forbidden, NotFound)
-    }).annotate(Requires, "extractor:configs:write")
+    }).pipe(requires("extractor:configs:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/extractor")

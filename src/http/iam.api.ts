@@ -3,7 +3,7 @@ import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Success } from "../schema/envelope.ts"
 import { errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unprocessable } from "../schema/errors.ts"
 import { CreateApiKeyBody, CreatedApiKey, ApiKey, Quota, RevokedApiKey, UpdateApiKeyBody } from "../schema/iam.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 
 const keyParams = { id: Schema.String, kid: Schema.String }
 
@@ -14,31 +14,31 @@ export class IamGroup extends HttpApiGroup.make("iam")
       payload: CreateApiKeyBody,
       success: Success(CreatedApiKey, 201),
       error: errors(InvalidRequest, Forbidden, NotFound, Unprocessable, TooManyRequests)
-    }).annotate(Requires, "iam:api-keys:write"),
+    }).pipe(requires("iam:api-keys:write")),
     HttpApiEndpoint.get("listApiKeys", "/identities/:id/api-keys", {
       params: { id: Schema.String },
       success: Success(Schema.Struct({ items: Schema.Array(ApiKey) })),
       error: errors(NotFound)
-    }).annotate(Requires, "iam:api-keys:read"),
+    }).pipe(requires("iam:api-keys:read")),
     HttpApiEndpoint.get("getApiKey", "/identities/:id/api-keys/:kid", {
       params: keyParams,
       success: Success(ApiKey),
       error: errors(NotFound)
-    }).annotate(Requires, "iam:api-keys:read"),
+    }).pipe(requires("iam:api-keys:read")),
     HttpApiEndpoint.patch("updateApiKey", "/identities/:id/api-keys/:kid", {
       params: keyParams,
       payload: UpdateApiKeyBody,
       success: Success(ApiKey),
       error: errors(InvalidRequest, NotFound)
-    }).annotate(Requires, "iam:api-keys:write"),
+    }).pipe(requires("iam:api-keys:write")),
     HttpApiEndpoint.delete("revokeApiKey", "/identities/:id/api-keys/:kid", {
       params: keyParams,
       success: Success(RevokedApiKey),
       error: errors(NotFound)
-    }).annotate(Requires, "iam:api-keys:write"),
+    }).pipe(requires("iam:api-keys:write")),
     HttpApiEndpoint.get("myQuotas", "/quotas/me", {
       success: Success(Schema.Struct({ items: Schema.Array(Quota) }))
-    }).annotate(Requires, "quotas:quotas:read")
+    }).pipe(requires("quotas:quotas:read"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam")

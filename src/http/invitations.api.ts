@@ -4,7 +4,7 @@ import { OpenedSession } from "../schema/auth.ts"
 import { Page, Success } from "../schema/envelope.ts"
 import { Conflict, errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { CreateInvitationBody, Invitation, InvitationListQuery, InvitationTokenBody, RegisterBody, RevokedInvitation } from "../schema/invitation.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, requires } from "./security.ts"
 
 const org = { orgIdentityId: Schema.String }
 
@@ -16,28 +16,28 @@ export class InvitationsGroup extends HttpApiGroup.make("invitations")
       payload: CreateInvitationBody,
       success: Success(Invitation, 201),
       error: errors(InvalidRequest, Forbidden, NotFound, Conflict, Unprocessable, Unavailable)
-    }).annotate(Requires, "iam:invitations:write"),
+    }).pipe(requires("iam:invitations:write")),
     HttpApiEndpoint.get("list", "/organizations/:orgIdentityId/invitations", {
       params: org,
       query: InvitationListQuery,
       success: Success(Page(Invitation)),
       error: errors(InvalidRequest, NotFound)
-    }).annotate(Requires, "iam:invitations:read"),
+    }).pipe(requires("iam:invitations:read")),
     HttpApiEndpoint.delete("revoke", "/organizations/:orgIdentityId/invitations/:invitationId", {
       params: { ...org, invitationId: Schema.String },
       success: Success(RevokedInvitation),
       error: errors(NotFound, Conflict)
-    }).annotate(Requires, "iam:invitations:write"),
+    }).pipe(requires("iam:invitations:write")),
     HttpApiEndpoint.post("accept", "/invitations/accept", {
       payload: InvitationTokenBody,
       success: Success(Invitation),
       error: errors(InvalidRequest, Forbidden, Conflict)
-    }).annotate(Requires, ANY_KEY),
+    }).pipe(requires(ANY_KEY)),
     HttpApiEndpoint.post("decline", "/invitations/decline", {
       payload: InvitationTokenBody,
       success: Success(Invitation),
       error: errors(InvalidRequest, Forbidden, Conflict)
-    }).annotate(Requires, ANY_KEY)
+    }).pipe(requires(ANY_KEY))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam")

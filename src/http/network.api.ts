@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Success } from "../schema/envelope.ts"
 import { errors, InvalidRequest, PaymentRequired, Unavailable } from "../schema/errors.ts"
 import { IpAddress, IpLookupResult } from "../schema/network.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 
 /**
  * IP geolocation at country level. Both lookups are billable (402 without the credit) and read
@@ -14,11 +14,11 @@ export class NetworkGroup extends HttpApiGroup.make("network")
       query: { ip: IpAddress },
       success: Success(IpLookupResult),
       error: errors(InvalidRequest, PaymentRequired, Unavailable)
-    }).annotate(Requires, "network:ip:read"),
+    }).pipe(requires("network:ip:read")),
     HttpApiEndpoint.get("me", "/ip/me", {
       success: Success(IpLookupResult),
       error: errors(PaymentRequired, Unavailable)
-    }).annotate(Requires, "network:ip:read")
+    }).pipe(requires("network:ip:read"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/network")

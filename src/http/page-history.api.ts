@@ -3,7 +3,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors, InvalidRequest, NotFound, Unavailable } from "../schema/errors.ts"
 import { PageDiff, PageVersion } from "../schema/job.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 
 export class PageHistoryGroup extends HttpApiGroup.make("page-history")
   .add(
@@ -11,18 +11,18 @@ export class PageHistoryGroup extends HttpApiGroup.make("page-history")
       query: { ...PageQuery, url: Schema.String.check(Schema.isBetweenLength(1, 2048)) },
       success: Success(Page(PageVersion)),
       error: errors(InvalidRequest)
-    }).annotate(Requires, "page-history:pages:read"),
+    }).pipe(requires("page-history:pages:read")),
     HttpApiEndpoint.get("content", "/:versionId/content", {
       params: { versionId: Schema.String },
       success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "text/html" })),
       error: errors(NotFound)
-    }).annotate(Requires, "page-history:pages:read"),
+    }).pipe(requires("page-history:pages:read")),
     HttpApiEndpoint.get("diff", "/:versionId/diff", {
       params: { versionId: Schema.String },
       success: Success(PageDiff),
       // 503 when the diff cannot be worked out in time (see docs/api.md).
       error: errors(NotFound, Unavailable)
-    }).annotate(Requires, "page-history:pages:read")
+    }).pipe(requires("page-history:pages:read"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/page-history")

@@ -10,7 +10,7 @@ import {
   QuotaRequestQuery,
   WithdrawnQuotaRequest
 } from "../schema/quota-request.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 
 const id = { id: Schema.String }
 
@@ -21,17 +21,17 @@ export class QuotaRequestsGroup extends HttpApiGroup.make("quotaRequests")
       query: QuotaRequestQuery,
       success: Success(Page(QuotaRequest)),
       error: errors(InvalidRequest)
-    }).annotate(Requires, "quotas:requests:read"),
+    }).pipe(requires("quotas:requests:read")),
     HttpApiEndpoint.post("create", "/quotas/me/requests", {
       payload: CreateQuotaRequestBody,
       success: Success(QuotaRequest, 201),
       error: errors(InvalidRequest, NotFound, Conflict, Unprocessable)
-    }).annotate(Requires, "quotas:requests:write"),
+    }).pipe(requires("quotas:requests:write")),
     HttpApiEndpoint.delete("withdraw", "/quotas/me/requests/:id", {
       params: id,
       success: Success(WithdrawnQuotaRequest),
       error: errors(NotFound, Conflict)
-    }).annotate(Requires, "quotas:requests:write")
+    }).pipe(requires("quotas:requests:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam")
@@ -58,7 +58,7 @@ export class AdminQuotaRequestsGroup extends HttpApiGroup.make("adminQuotaReques
       error: errors(InvalidRequest, NotFound, Conflict)
     })
   )
-  .annotate(Requires, "cross_tenant:*:*")
+  .pipe(requires("cross_tenant:*:*"))
   .annotate(OpenApi.Exclude, true)
   .middleware(ApiKeyAuth)
   .prefix("/v1/admin")

@@ -3,7 +3,7 @@ import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { Conflict, errors, Forbidden, InvalidRequest, NotFound } from "../schema/errors.ts"
 import { CreateRoleBody, DeletedRole, Role, UpdateRoleBody } from "../schema/iam.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 
 const id = { id: Schema.String }
 
@@ -14,28 +14,28 @@ export class RolesGroup extends HttpApiGroup.make("roles")
       payload: CreateRoleBody,
       success: Success(Role, 201),
       error: errors(InvalidRequest, Forbidden, Conflict)
-    }).annotate(Requires, "iam:roles:write"),
+    }).pipe(requires("iam:roles:write")),
     HttpApiEndpoint.get("list", "/roles", {
       query: PageQuery,
       success: Success(Page(Role)),
       error: errors(InvalidRequest)
-    }).annotate(Requires, "iam:roles:read"),
+    }).pipe(requires("iam:roles:read")),
     HttpApiEndpoint.get("get", "/roles/:id", {
       params: id,
       success: Success(Role),
       error: errors(NotFound)
-    }).annotate(Requires, "iam:roles:read"),
+    }).pipe(requires("iam:roles:read")),
     HttpApiEndpoint.patch("update", "/roles/:id", {
       params: id,
       payload: UpdateRoleBody,
       success: Success(Role),
       error: errors(InvalidRequest, Forbidden, NotFound, Conflict)
-    }).annotate(Requires, "iam:roles:write"),
+    }).pipe(requires("iam:roles:write")),
     HttpApiEndpoint.delete("remove", "/roles/:id", {
       params: id,
       success: Success(DeletedRole),
       error: errors(NotFound, Conflict)
-    }).annotate(Requires, "iam:roles:write")
+    }).pipe(requires("iam:roles:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam")

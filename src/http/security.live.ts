@@ -14,7 +14,7 @@ import { DelegationRepo } from "../sql/delegation-repo.ts"
 import { clientContext } from "./client-context.ts"
 import { KeyMeter, noteEndpointReached, refuseMalformedRequest } from "./envelope-middleware.ts"
 import { RateLimiter, type RateLimiterShape } from "./rate-limit.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, InternalAuth, presentedSession, Requires } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, presentedSession, Requires } from "./security.ts"
 
 const unauthorized = (message: string) => new Unauthenticated({ code: "unauthorized", message })
 
@@ -66,7 +66,6 @@ export const ApiKeyAuthLive = Layer.effect(
     const sessionAuth = yield* SessionAuthenticator
     const sessions = yield* SessionService
     const limiter = yield* RateLimiter
-    const planGate = yield* PlanGate
     const delegations = yield* DelegationRepo
     const audit = yield* AuditLog
     const config = yield* Config
@@ -142,26 +141,42 @@ export const ApiKeyAuthLive = Layer.effect(
             }
             principal = yield* actOnBehalf(principal, onBehalfOf)
           }
-
-          const required = Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires)
-          if (required === undefined) {
-            return yield* Effect.die(new Error(`endpoint ${group.identifier}.${endpoint.identifier} declares no permission`))
-          }
-          const permitted = required === ANY_KEY ? true : required.startsWith("cross_tenant:")
-            ? isSuperAdmin(principal)
-            : allows(principal.permissions, required)
-          if (!permitted) {
-            // The super-admin plane is not revealed to tenants.
-            if (required.startsWith("cross_tenant:")) {
-              return yield* new Forbidden({ code: "forbidden", message: "super-admin only" })
-            }
-            return yield* new Forbidden({ code: "forbidden", message: `this ${principal.kind === "session" ? "session" : "key"} lacks ${required}` })
-          }
-          // The tenant's plan and subscription status may refuse what the permission allows.
-          if (required !== ANY_KEY) yield* planGate.check(principal, required)
-          return yield* refuseMalformedRequest(Effect.provideService(httpEffect, CurrentPrincipal, principal))
+          return yield* Effect.provideService(httpEffect, CurrentPrincipal, principal)
         })
     })
+  })
+)
+
+/**
+ * The policy of an endpoint under `ApiKeyAuth` (its `Requires`, given by `requires(...)`): the
+ * principal's permission, then the tenant's plan, then the request's own checks.
+ */
+export const AuthorizeLive = Layer.effect(
+  Authorize,
+  Effect.gen(function*() {
+    const planGate = yield* PlanGate
+    return Authorize.of((httpEffect, { endpoint, group }) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        const required = Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires)
+        if (required === undefined) {
+          return yield* Effect.die(new Error(`endpoint ${group.identifier}.${endpoint.identifier} declares no permission`))
+        }
+        const permitted = required === ANY_KEY ? true : required.startsWith("cross_tenant:")
+          ? isSuperAdmin(principal)
+          : allows(principal.permissions, required)
+        if (!permitted) {
+          // The super-admin plane is not revealed to tenants.
+          if (required.startsWith("cross_tenant:")) {
+            return yield* new Forbidden({ code: "forbidden", message: "super-admin only" })
+          }
+          return yield* new Forbidden({ code: "forbidden", message: `this ${principal.kind === "session" ? "session" : "key"} lacks ${required}` })
+        }
+        // The tenant's plan and subscription status may refuse what the permission allows.
+        if (required !== ANY_KEY) yield* planGate.check(principal, required)
+        return yield* refuseMalformedRequest(httpEffect)
+      })
+    )
   })
 )
 

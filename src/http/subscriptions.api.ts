@@ -4,7 +4,7 @@ import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { Subscription, SubscriptionChangeBody } from "../schema/subscription.ts"
 import { Transaction } from "../schema/tenant.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 
 /** The tenant's own plan subscription (docs/api.md, "Plans and subscriptions"). */
 export class SubscriptionGroup extends HttpApiGroup.make("subscription")
@@ -18,7 +18,7 @@ export class SubscriptionGroup extends HttpApiGroup.make("subscription")
       error: errors(InvalidRequest)
     })
   )
-  .annotate(Requires, "billing:subscription:read")
+  .pipe(requires("billing:subscription:read"))
   .middleware(ApiKeyAuth)
   .prefix("/v1/billing")
 {}
@@ -39,7 +39,7 @@ export class AdminSubscriptionGroup extends HttpApiGroup.make("adminSubscription
       error: errors(InvalidRequest, PaymentRequired, NotFound, Conflict, Unprocessable, Unavailable)
     })
   )
-  .annotate(Requires, "cross_tenant:*:*")
+  .pipe(requires("cross_tenant:*:*"))
   .annotate(OpenApi.Exclude, true)
   .middleware(ApiKeyAuth)
   .prefix("/v1/admin")

@@ -3,7 +3,7 @@ import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { Profile, RevokedSession, RevokedSessions, SessionItem, UpdateProfileBody } from "../schema/auth.ts"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors, InvalidRequest, NotFound } from "../schema/errors.ts"
-import { ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { ANY_KEY, ApiKeyAuth, requires } from "./security.ts"
 
 /** The caller's own profile and sessions (docs/identity.md). */
 export class UsersGroup extends HttpApiGroup.make("users")
@@ -11,25 +11,25 @@ export class UsersGroup extends HttpApiGroup.make("users")
     HttpApiEndpoint.get("me", "/me", {
       success: Success(Profile),
       error: errors(NotFound)
-    }).annotate(Requires, ANY_KEY),
+    }).pipe(requires(ANY_KEY)),
     HttpApiEndpoint.patch("updateMe", "/me", {
       payload: UpdateProfileBody,
       success: Success(Profile),
       error: errors(InvalidRequest, NotFound)
-    }).annotate(Requires, ANY_KEY),
+    }).pipe(requires(ANY_KEY)),
     HttpApiEndpoint.get("listSessions", "/me/sessions", {
       query: PageQuery,
       success: Success(Page(SessionItem)),
       error: errors(InvalidRequest)
-    }).annotate(Requires, "iam:sessions:read"),
+    }).pipe(requires("iam:sessions:read")),
     HttpApiEndpoint.delete("revokeOtherSessions", "/me/sessions", {
       success: Success(RevokedSessions)
-    }).annotate(Requires, "iam:sessions:write"),
+    }).pipe(requires("iam:sessions:write")),
     HttpApiEndpoint.delete("revokeSession", "/me/sessions/:sessionId", {
       params: { sessionId: Schema.String },
       success: Success(RevokedSession),
       error: errors(NotFound)
-    }).annotate(Requires, "iam:sessions:write")
+    }).pipe(requires("iam:sessions:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam/users")
