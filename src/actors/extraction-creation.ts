@@ -16,6 +16,7 @@ import { DueRun, ExtractionEntity } from "./extraction-entity.ts"
 import { JobCreation, reservationRefusal } from "./job-creation.ts"
 import { type InsufficientCredit, type QuotaExceeded, TenantEntity } from "./tenant-entity.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
+import type { ExtractionId } from "../schema/ids.ts"
 
 /** An extraction as its creation answers it: with the webhook secret generated for it, once. */
 export type CreatedExtraction = Extraction & { readonly webhookSecret?: string }
@@ -41,7 +42,7 @@ export interface ExtractionCreationShape {
    * Creates an extraction again from a finished one of the tenant: the same input (a URL is fetched
    * again, a named job read again, stashed input reused), config, LLM options and webhook.
    */
-  readonly replay: (tenantId: string, extractionId: string) => Effect.Effect<CreatedExtraction, Conflict | InvalidRequest | NotFound | PayloadTooLarge | PaymentRequired | TooManyRequests | Unavailable | Unprocessable>
+  readonly replay: (tenantId: string, extractionId: ExtractionId) => Effect.Effect<CreatedExtraction, Conflict | InvalidRequest | NotFound | PayloadTooLarge | PaymentRequired | TooManyRequests | Unavailable | Unprocessable>
 }
 
 /** The one way extractions come into being (from the extractions API and replays). */

@@ -15,6 +15,7 @@ import { entityCall, sendOneWay } from "./entity-call.ts"
 import { JobEntity } from "./job-entity.ts"
 import { type ConcurrentLimit, type InsufficientCredit, type QuotaExceeded, TenantEntity } from "./tenant-entity.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
+import type { JobId } from "../schema/ids.ts"
 
 export const DEFAULT_JOB_TIMEOUT_MS = 120_000
 
@@ -53,7 +54,7 @@ export interface JobCreationShape {
    * its quota slot given back and the streams woken, all uninterrupted (a client that hangs up
    * cannot skip the follow-ups). Undefined when the tenant has no such job.
    */
-  readonly cancel: (tenantId: string, jobId: string) => Effect.Effect<{ readonly row: JobRow; readonly changed: boolean } | undefined>
+  readonly cancel: (tenantId: string, jobId: JobId) => Effect.Effect<{ readonly row: JobRow; readonly changed: boolean } | undefined>
 }
 
 export type CreatedJob = Job & { webhookSecret?: string }

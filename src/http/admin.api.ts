@@ -5,6 +5,7 @@ import { Conflict, errors, InvalidRequest, NotFound, Unavailable } from "../sche
 import { CreditAdjustmentBody, Tenant, Transaction } from "../schema/tenant.ts"
 import { quotaKeys } from "../billing/plans.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
+import { TenantId } from "../schema/ids.ts"
 
 /** The super-admin plane: the `internal` tenant's `internal_admin` role only; not in the public document. */
 export class AdminGroup extends HttpApiGroup.make("admin")
@@ -15,18 +16,18 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       error: errors(InvalidRequest)
     }),
     HttpApiEndpoint.get("getTenant", "/tenants/:tenantId", {
-      params: { tenantId: Schema.String },
+      params: { tenantId: TenantId },
       success: Success(Tenant),
       error: errors(NotFound)
     }),
     HttpApiEndpoint.put("setQuota", "/tenants/:tenantId/quotas/:quotaKey", {
-      params: { tenantId: Schema.String, quotaKey: Schema.Literals(quotaKeys) },
+      params: { tenantId: TenantId, quotaKey: Schema.Literals(quotaKeys) },
       payload: Schema.Struct({ limit: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 100_000_000 })) }),
       success: Success(Schema.Struct({ tenantId: Schema.String, quotaKey: Schema.String, limit: Schema.Int })),
       error: errors(InvalidRequest, NotFound)
     }),
     HttpApiEndpoint.post("adjustCredits", "/tenants/:tenantId/credits", {
-      params: { tenantId: Schema.String },
+      params: { tenantId: TenantId },
       payload: CreditAdjustmentBody,
       success: Success(Transaction, 201),
       error: errors(InvalidRequest, NotFound, Conflict, Unavailable)

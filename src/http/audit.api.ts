@@ -1,9 +1,9 @@
-import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { AuditEntry, AuditQuery } from "../schema/audit.ts"
 import { Page, Success } from "../schema/envelope.ts"
 import { errors, InvalidRequest, NotFound } from "../schema/errors.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
+import { TenantId } from "../schema/ids.ts"
 
 /**
  * The tenant's own audit log. Reading it needs `iam:identities:write`: the owner's and admins'
@@ -25,7 +25,7 @@ export class AuditGroup extends HttpApiGroup.make("audit")
 export class AdminAuditGroup extends HttpApiGroup.make("adminAudit")
   .add(
     HttpApiEndpoint.get("list", "/tenants/:tenantId/audit", {
-      params: { tenantId: Schema.String },
+      params: { tenantId: TenantId },
       query: AuditQuery,
       success: Success(Page(AuditEntry)),
       error: errors(InvalidRequest, NotFound)

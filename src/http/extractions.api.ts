@@ -12,8 +12,9 @@ import {
 } from "../schema/extraction.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
+import { ExtractionId } from "../schema/ids.ts"
 
-const id = { id: Schema.String }
+const id = { id: ExtractionId }
 
 export class ExtractionsGroup extends HttpApiGroup.make("extractions")
   .add(

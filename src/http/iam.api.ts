@@ -4,19 +4,20 @@ import { Success } from "../schema/envelope.ts"
 import { errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unprocessable } from "../schema/errors.ts"
 import { CreateApiKeyBody, CreatedApiKey, ApiKey, Quota, RevokedApiKey, UpdateApiKeyBody } from "../schema/iam.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
+import { ApiKeyId, IdentityId } from "../schema/ids.ts"
 
-const keyParams = { id: Schema.String, kid: Schema.String }
+const keyParams = { id: IdentityId, kid: ApiKeyId }
 
 export class IamGroup extends HttpApiGroup.make("iam")
   .add(
     HttpApiEndpoint.post("createApiKey", "/identities/:id/api-keys", {
-      params: { id: Schema.String },
+      params: { id: IdentityId },
       payload: CreateApiKeyBody,
       success: Success(CreatedApiKey, 201),
       error: errors(InvalidRequest, Forbidden, NotFound, Unprocessable, TooManyRequests)
     }).pipe(requires("iam:api-keys:write")),
     HttpApiEndpoint.get("listApiKeys", "/identities/:id/api-keys", {
-      params: { id: Schema.String },
+      params: { id: IdentityId },
       success: Success(Schema.Struct({ items: Schema.Array(ApiKey) })),
       error: errors(NotFound)
     }).pipe(requires("iam:api-keys:read")),

@@ -5,9 +5,10 @@ import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, TooManyReq
 import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
+import { JobId } from "../schema/ids.ts"
 
 const IdempotencyHeader = { "idempotency-key": Schema.optional(Schema.String) }
-const id = { id: Schema.String }
+const id = { id: JobId }
 
 export const ListJobsQuery = {
   ...PageQuery,
