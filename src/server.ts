@@ -50,7 +50,7 @@ import { MapHandlers } from "./http/map.http.ts"
 import { NetworkHandlers } from "./http/network.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
-import { AnonymousLive, ApiKeyAuthLive, InternalAuthLive, KeyMeterLive } from "./http/security.live.ts"
+import { AnonymousLive, ApiKeyAuthLive, AuthorizeLive, InternalAuthLive, KeyMeterLive } from "./http/security.live.ts"
 import { AdminSubscriptionHandlers, SubscriptionHandlers } from "./http/subscriptions.http.ts"
 import { SystemHandlers } from "./http/system.http.ts"
 import { WebhooksAdminHandlers } from "./http/webhooks-admin.http.ts"
@@ -206,7 +206,7 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     AdminSubscriptionHandlers,
     ControlHandlers
   )
-  const Security = Layer.mergeAll(ApiKeyAuthLive, AnonymousLive, InternalAuthLive, KeyMeterLive)
+  const Security = Layer.mergeAll(ApiKeyAuthLive, AuthorizeLive, AnonymousLive, InternalAuthLive, KeyMeterLive)
 
   // The document names the node's public base URL (PUBLIC_BASE_URL, else the listening address).
   const ServedApi = Api.annotate(OpenApi.Servers, [{ url: config.publicBaseUrl }])

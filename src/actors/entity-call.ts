@@ -1,5 +1,5 @@
 import { Cause, type Duration, Effect } from "effect"
-import { ApiError } from "../schema/errors.ts"
+import { Unavailable } from "../schema/errors.ts"
 
 const clusterTags = new Set([
   "MailboxFull",
@@ -11,8 +11,7 @@ const clusterTags = new Set([
   "MalformedMessage"
 ])
 
-const unavailable = new ApiError({
-  status: 503,
+const unavailable = new Unavailable({
   code: "dependency_unavailable",
   message: "the cluster could not take the request now, try again",
   retryAfter: 1
@@ -27,8 +26,7 @@ const unavailable = new ApiError({
 export const sendOneWay = <E, R>(send: Effect.Effect<void, E, R>): Effect.Effect<void, never, R> =>
   send.pipe(Effect.timeout("2 seconds"), Effect.catchCause(() => Effect.void))
 
-const tooSlow = new ApiError({
-  status: 503,
+const tooSlow = new Unavailable({
   code: "dependency_unavailable",
   message: "the cluster did not answer in time; the request may still take effect, so check before sending it again",
   retryAfter: 5
@@ -45,7 +43,7 @@ const tooSlow = new ApiError({
 export const entityCall = <A, E, R>(
   call: Effect.Effect<A, E, R>,
   options: { readonly timeout: Duration.Input } = { timeout: "30 seconds" }
-): Effect.Effect<A, Exclude<E, { readonly _tag: "MailboxFull" | "AlreadyProcessingMessage" | "PersistenceError" | "EntityNotAssignedToRunner" }> | ApiError, R> =>
+): Effect.Effect<A, Exclude<E, { readonly _tag: "MailboxFull" | "AlreadyProcessingMessage" | "PersistenceError" | "EntityNotAssignedToRunner" }> | Unavailable, R> =>
   Effect.catchIf(
     call,
     (e): e is any => typeof e === "object" && e !== null && clusterTags.has((e as { _tag?: string })._tag ?? ""),

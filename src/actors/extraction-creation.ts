@@ -5,7 +5,7 @@ import { classifierFor } from "../crawl/ssrf-policy.ts"
 import { EventLog } from "../events/event-log.ts"
 import { idempotencyKeyProblem, type KeyedAttempt } from "../http/idempotency.ts"
 import { itemId } from "../ids.ts"
-import { type ApiError, type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
+import { type Conflict, type ErrorDetail, fail, type InvalidRequest, notFound, type NotFound, type PayloadTooLarge, type PaymentRequired, RequestId, type TooManyRequests, type Unavailable, type Unprocessable } from "../schema/errors.ts"
 import { type CreateExtractionBody, type Extraction, MAX_INPUT_BYTES, terminalExtractionStatuses } from "../schema/extraction.ts"
 import { ExtractionRepo, type ExtractionRow, toExtraction } from "../sql/extraction-repo.ts"
 import { JobRepo } from "../sql/job-repo.ts"
@@ -16,6 +16,7 @@ import { DueRun, ExtractionEntity } from "./extraction-entity.ts"
 import { JobCreation, reservationRefusal } from "./job-creation.ts"
 import { type InsufficientCredit, type QuotaExceeded, TenantEntity } from "./tenant-entity.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
+import type { ExtractionId } from "../schema/ids.ts"
 
 /** An extraction as its creation answers it: with the webhook secret generated for it, once. */
 export type CreatedExtraction = Extraction & { readonly webhookSecret?: string }
@@ -36,12 +37,12 @@ export interface ExtractionCreationShape {
    * Validates the body, stashes the input or starts the job that fetches its URL, reserves its
    * place in the tenant's quotas, writes the row and hands it to its entity.
    */
-  readonly create: (tenantId: string, body: CreateExtractionBody, source: ExtractionSource) => Effect.Effect<CreatedExtraction, ApiError>
+  readonly create: (tenantId: string, body: CreateExtractionBody, source: ExtractionSource) => Effect.Effect<CreatedExtraction, InvalidRequest | PayloadTooLarge | PaymentRequired | TooManyRequests | Unavailable | Unprocessable>
   /**
    * Creates an extraction again from a finished one of the tenant: the same input (a URL is fetched
    * again, a named job read again, stashed input reused), config, LLM options and webhook.
    */
-  readonly replay: (tenantId: string, extractionId: string) => Effect.Effect<CreatedExtraction, ApiError>
+  readonly replay: (tenantId: string, extractionId: ExtractionId) => Effect.Effect<CreatedExtraction, Conflict | InvalidRequest | NotFound | PayloadTooLarge | PaymentRequired | TooManyRequests | Unavailable | Unprocessable>
 }
 
 /** The one way extractions come into being (from the extractions API and replays). */

@@ -6,7 +6,7 @@ import { checkUrl } from "../crawl/ssrf.ts"
 import { EventLog } from "../events/event-log.ts"
 import type { KeyedAttempt } from "../http/idempotency.ts"
 import { itemId } from "../ids.ts"
-import { type ApiError, type ErrorDetail, fail } from "../schema/errors.ts"
+import { type ApiError, type ErrorDetail, fail, type InvalidRequest, type PaymentRequired, type TooManyRequests, type Unavailable, type Unprocessable } from "../schema/errors.ts"
 import type { CreateJobBody, Job } from "../schema/job.ts"
 import { JobRepo, type JobRow, type NewJob, toJob } from "../sql/job-repo.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
@@ -15,6 +15,7 @@ import { entityCall, sendOneWay } from "./entity-call.ts"
 import { JobEntity } from "./job-entity.ts"
 import { type ConcurrentLimit, type InsufficientCredit, type QuotaExceeded, TenantEntity } from "./tenant-entity.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
+import type { JobId } from "../schema/ids.ts"
 
 export const DEFAULT_JOB_TIMEOUT_MS = 120_000
 
@@ -35,9 +36,9 @@ export interface JobOrigin {
 
 export interface JobCreationShape {
   /** Checks one job body beyond its schema: safe target and webhook URLs. */
-  readonly prepare: (tenantId: string, body: CreateJobBody, origin: JobOrigin) => Effect.Effect<PreparedJob, ApiError>
+  readonly prepare: (tenantId: string, body: CreateJobBody, origin: JobOrigin) => Effect.Effect<PreparedJob, InvalidRequest | Unprocessable>
   /** Reserves quota in the tenant's entity, writes the rows, then hands each job to its entity. */
-  readonly create: (tenantId: string, prepared: ReadonlyArray<PreparedJob>) => Effect.Effect<ReadonlyArray<CreatedJob>, ApiError>
+  readonly create: (tenantId: string, prepared: ReadonlyArray<PreparedJob>) => Effect.Effect<ReadonlyArray<CreatedJob>, PaymentRequired | TooManyRequests | Unavailable>
   /**
    * As `create`, for as many of the first jobs as the tenant's quotas take now (at least one, or
    * the quota's error), less those whose new webhook URL finds no place; `refused` says why the
@@ -47,19 +48,19 @@ export interface JobCreationShape {
     readonly created: ReadonlyArray<CreatedJob>
     /** The jobs not created (by their position in `prepared`), and why. */
     readonly refused: ReadonlyArray<{ readonly position: number; readonly error: ApiError }>
-  }, ApiError>
+  }, PaymentRequired | TooManyRequests | Unavailable>
   /**
    * Cancels a job of the tenant: the job ends dead in SQL and, if it changed, its run is aborted,
    * its quota slot given back and the streams woken, all uninterrupted (a client that hangs up
    * cannot skip the follow-ups). Undefined when the tenant has no such job.
    */
-  readonly cancel: (tenantId: string, jobId: string) => Effect.Effect<{ readonly row: JobRow; readonly changed: boolean } | undefined>
+  readonly cancel: (tenantId: string, jobId: JobId) => Effect.Effect<{ readonly row: JobRow; readonly changed: boolean } | undefined>
 }
 
 export type CreatedJob = Job & { webhookSecret?: string }
 
 /** The answer to a reservation the tenant's entity refused, for `what` was to be created. */
-export const reservationRefusal = (e: QuotaExceeded | ConcurrentLimit | InsufficientCredit, what: string) =>
+export const reservationRefusal = (e: QuotaExceeded | ConcurrentLimit | InsufficientCredit, what: string): Effect.Effect<never, TooManyRequests | PaymentRequired> =>
   e._tag === "QuotaExceeded"
     ? fail(429, "quota_exceeded", `the daily quota ${e.quotaKey} (${e.limit}) is used up`, { retryAfter: e.retryAfter })
     : e._tag === "InsufficientCredit"
@@ -83,7 +84,7 @@ export const JobCreationLive = Layer.effect(
     const guard = { allowPrivate: config.allowPrivateTargets, classify: classifierFor(config) }
 
     /** Checks one job body beyond its schema: safe target and webhook URLs. */
-    const prepare = (tenantId: string, body: CreateJobBody, origin: JobOrigin): Effect.Effect<PreparedJob, ApiError> =>
+    const prepare = (tenantId: string, body: CreateJobBody, origin: JobOrigin): Effect.Effect<PreparedJob, InvalidRequest | Unprocessable> =>
       Effect.gen(function*() {
         if (body.webhookSecret !== undefined && !body.webhookUrl) {
           return yield* fail(400, "validation_error", "webhookSecret goes with webhookUrl", {
@@ -136,14 +137,14 @@ export const JobCreationLive = Layer.effect(
      */
     const registerEndpoints = (tenantId: string, prepared: ReadonlyArray<PreparedJob>) =>
       Effect.gen(function*() {
-        const verdicts = new Map<string, ApiError | undefined>()
+        const verdicts = new Map<string, TooManyRequests | undefined>()
         for (const url of new Set(prepared.flatMap((p) => (p.job.webhookUrl ? [p.job.webhookUrl] : [])))) {
           // Only the quota's refusal belongs to the items. Any other failure (the tenant's entity out
           // of reach) fails the request: a bulk would otherwise answer 207 and keep that passing
           // failure under its Idempotency-Key for a day, where a retry of the request can succeed.
           verdicts.set(url, yield* endpoints.register(tenantId, url).pipe(
             Effect.as(undefined),
-            Effect.catchIf((e) => e.status === 429, (e) => Effect.succeed(e))
+            Effect.catchTag("TooManyRequests", (e) => Effect.succeed(e))
           ))
         }
         return prepared.map((p) => (p.job.webhookUrl ? verdicts.get(p.job.webhookUrl) : undefined))

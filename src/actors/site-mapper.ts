@@ -10,13 +10,13 @@ import { DEFAULT_SITEMAP_BOUNDS } from "../crawl/sitemaps.ts"
 import { checkUrl } from "../crawl/ssrf.ts"
 import { classifierFor } from "../crawl/ssrf-policy.ts"
 import { newId } from "../ids.ts"
-import { type ApiError, fail } from "../schema/errors.ts"
+import { fail, type PaymentRequired, type Unavailable, type Unprocessable } from "../schema/errors.ts"
 import { MAP_BUDGET_MS, type MapBody, type SiteMap } from "../schema/map.ts"
 import { CallDebitor } from "./tenant-entity.ts"
 
 export interface SiteMapperShape {
   /** Maps a site for a tenant: checks the seed, debits the map's price, then fetches within the body's bounds. */
-  readonly map: (tenantId: string, body: MapBody) => Effect.Effect<SiteMap, ApiError>
+  readonly map: (tenantId: string, body: MapBody) => Effect.Effect<SiteMap, PaymentRequired | Unavailable | Unprocessable>
 }
 
 /** `POST /v1/scraper/map` (docs/site-crawls.md, "Map"). */

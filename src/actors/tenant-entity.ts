@@ -10,7 +10,7 @@ import { type CallDebit, TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { Transaction } from "../schema/tenant.ts"
 import { makeGroupCommit } from "../sql/group-commit.ts"
-import { ApiError } from "../schema/errors.ts"
+import { Unavailable } from "../schema/errors.ts"
 import { entityCall, sendOneWay } from "./entity-call.ts"
 import { type QuotaName, TenantJobSlots } from "./tenant-job-slots.ts"
 import { DueRenewal, makeTenantSubscription, SubscriptionChange } from "./tenant-subscription.ts"
@@ -441,14 +441,14 @@ export const CallDebitsLive = Layer.effect(
  * (the cluster unavailable) fails all of its calls, none of which is then tried again.
  */
 export class CallDebitor extends Context.Service<CallDebitor, {
-  readonly debit: (tenantId: string, call: CallToDebit) => Effect.Effect<Transaction, InsufficientCredit | ApiError>
+  readonly debit: (tenantId: string, call: CallToDebit) => Effect.Effect<Transaction, InsufficientCredit | Unavailable>
 }>()("trawl/CallDebitor") {}
 
 export const CallDebitorLive = Layer.effect(
   CallDebitor,
   Effect.gen(function*() {
     const tenants = yield* TenantEntity.client
-    type Outcome = Exit.Exit<Transaction, InsufficientCredit | ApiError>
+    type Outcome = Exit.Exit<Transaction, InsufficientCredit | Unavailable>
     const send = yield* makeGroupCommit((items: ReadonlyArray<{ readonly tenantId: string; readonly call: CallToDebit }>) => {
       const byTenant = new Map<string, Array<number>>()
       items.forEach(({ tenantId }, i) => {

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { entityCall } from "./entity-call.ts"
 import { TenantEntity } from "./tenant-entity.ts"
-import { type ApiError, fail } from "../schema/errors.ts"
+import { fail, type TooManyRequests, type Unavailable } from "../schema/errors.ts"
 
 /**
  * A webhook URL as it is stored, counted and called: the WHATWG form of what the client sent, so
@@ -16,7 +16,7 @@ export const canonicalWebhookUrl = (raw: string): string => new URL(raw.trim()).
  * one at a time, so no two requests can both take the last place.
  */
 export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
-  readonly register: (tenantId: string, url: string) => Effect.Effect<void, ApiError>
+  readonly register: (tenantId: string, url: string) => Effect.Effect<void, TooManyRequests | Unavailable>
 }>()("trawl/WebhookEndpoints") {}
 
 export const WebhookEndpointsLive = Layer.effect(

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import type { Principal } from "../iam/principal.ts"
-import { ApiError } from "../schema/errors.ts"
+import { Forbidden } from "../schema/errors.ts"
 import { SubscriptionRepo } from "../sql/subscription-repo.ts"
 import { planIncludes, planServices } from "./plans.ts"
 import type { SubscriptionStatus } from "./subscriptions.ts"
@@ -25,20 +25,18 @@ const isPaid = (service: string, action: string) =>
 export const planRefusal = (
   subscription: { readonly plan: string; readonly status: SubscriptionStatus } | undefined,
   required: string
-): ApiError | undefined => {
+): Forbidden | undefined => {
   const [service = "", , action = ""] = required.split(":")
   if (subscription === undefined || !(planServices as ReadonlyArray<string>).includes(service)) return undefined
   if (!planIncludes(subscription.plan, service)) {
-    return new ApiError({
-      status: 403,
+    return new Forbidden({
       code: "service_disabled_on_plan",
       message: `the ${subscription.plan} plan does not include the ${service} service`,
       extra: { plan: subscription.plan, service }
     })
   }
   if (subscription.status !== "active" && isPaid(service, action)) {
-    return new ApiError({
-      status: 403,
+    return new Forbidden({
       code: "no_active_plan",
       message: subscription.status === "past_due"
         ? "the subscription is past due: its last renewal could not be paid from the balance"
@@ -51,7 +49,7 @@ export const planRefusal = (
 
 export interface PlanGateShape {
   /** Refuses `principal`'s request for `required` when its tenant's plan says no; the internal tenant never is. */
-  readonly check: (principal: Principal, required: string) => Effect.Effect<void, ApiError>
+  readonly check: (principal: Principal, required: string) => Effect.Effect<void, Forbidden>
   /** Forgets what this node read of a tenant's subscription, after it changed. */
   readonly invalidate: (tenantId: string) => void
 }

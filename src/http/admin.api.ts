@@ -1,10 +1,10 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { Conflict, errors, InvalidRequest, NotFound, Unavailable } from "../schema/errors.ts"
 import { CreditAdjustmentBody, Tenant, Transaction } from "../schema/tenant.ts"
 import { quotaKeys } from "../billing/plans.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 
 /** The super-admin plane: the `internal` tenant's `internal_admin` role only; not in the public document. */
 export class AdminGroup extends HttpApiGroup.make("admin")
@@ -12,27 +12,27 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     HttpApiEndpoint.get("listTenants", "/tenants", {
       query: PageQuery,
       success: Success(Page(Tenant)),
-      error: errors(400)
+      error: errors(InvalidRequest)
     }),
     HttpApiEndpoint.get("getTenant", "/tenants/:tenantId", {
       params: { tenantId: Schema.String },
       success: Success(Tenant),
-      error: errors(404)
+      error: errors(NotFound)
     }),
     HttpApiEndpoint.put("setQuota", "/tenants/:tenantId/quotas/:quotaKey", {
       params: { tenantId: Schema.String, quotaKey: Schema.Literals(quotaKeys) },
       payload: Schema.Struct({ limit: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 100_000_000 })) }),
       success: Success(Schema.Struct({ tenantId: Schema.String, quotaKey: Schema.String, limit: Schema.Int })),
-      error: errors(400, 404)
+      error: errors(InvalidRequest, NotFound)
     }),
     HttpApiEndpoint.post("adjustCredits", "/tenants/:tenantId/credits", {
       params: { tenantId: Schema.String },
       payload: CreditAdjustmentBody,
       success: Success(Transaction, 201),
-      error: errors(400, 404, 409)
+      error: errors(InvalidRequest, NotFound, Conflict, Unavailable)
     })
   )
-  .annotate(Requires, "cross_tenant:*:*")
+  .pipe(requires("cross_tenant:*:*"))
   .annotate(OpenApi.Exclude, true)
   .middleware(ApiKeyAuth)
   .prefix("/v1/admin")

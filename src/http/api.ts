@@ -1,4 +1,4 @@
-import { HttpApi, OpenApi } from "effect/http-api"
+import { HttpApi, type HttpApiEndpoint, type HttpApiGroup, OpenApi } from "effect/http-api"
 import { AdminGroup } from "./admin.api.ts"
 import { AuthGroup } from "./auth.api.ts"
 import { BillingGroup } from "./billing.api.ts"
@@ -10,6 +10,7 @@ import { DelegationsGroup } from "./delegations.api.ts"
 import { IamGroup } from "./iam.api.ts"
 import { InvitationsGroup, RegistrationGroup } from "./invitations.api.ts"
 import { RolesGroup } from "./roles.api.ts"
+import type { Anonymous, Authorize, InternalAuth } from "./security.ts"
 import { AdminQuotaRequestsGroup, QuotaRequestsGroup } from "./quota-requests.api.ts"
 import { JobsGroup } from "./jobs.api.ts"
 import { MapGroup } from "./map.api.ts"
@@ -71,3 +72,15 @@ export const Api = HttpApi.make("trawl")
 function apiGroups(): ReadonlyArray<DocumentedGroup> {
   return Object.values(Api.groups)
 }
+
+/**
+ * Every route has a policy: under `ApiKeyAuth` a permission given by `requires(...)` (checked by
+ * `Authorize`), else it is one of the open (`Anonymous`) or control-plane (`InternalAuth`) routes;
+ * the health probes (`SystemGroup`) alone run no middleware. A route without one makes this line
+ * fail to compile, naming it.
+ */
+type Routes = typeof Api extends HttpApi.HttpApi<infer _Id, infer Groups> ? HttpApiGroup.Endpoints<Exclude<Groups, typeof SystemGroup>> : never
+type WithoutPolicy<E> = E extends unknown
+  ? [Extract<HttpApiEndpoint.Middleware<E>, Authorize | Anonymous | InternalAuth>] extends [never] ? HttpApiEndpoint.Identifier<E> : never
+  : never
+export const everyRouteHasAPolicy: [WithoutPolicy<Routes>] extends [never] ? true : { readonly routesWithoutPolicy: WithoutPolicy<Routes> } = true

@@ -2,8 +2,8 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { AuditEntry, AuditQuery } from "../schema/audit.ts"
 import { Page, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { errors, InvalidRequest, NotFound } from "../schema/errors.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 /**
@@ -15,8 +15,8 @@ export class AuditGroup extends HttpApiGroup.make("audit")
     HttpApiEndpoint.get("list", "/audit", {
       query: AuditQuery,
       success: Success(Page(AuditEntry)),
-      error: errors(400)
-    }).annotate(Requires, "iam:identities:write")
+      error: errors(InvalidRequest)
+    }).pipe(requires("iam:identities:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam")
@@ -33,10 +33,10 @@ export class AdminAuditGroup extends HttpApiGroup.make("adminAudit")
       params: { tenantId: Schema.String },
       query: AuditQuery,
       success: Success(Page(AuditEntry)),
-      error: errors(400, 404)
+      error: errors(InvalidRequest, NotFound)
     })
   )
-  .annotate(Requires, "cross_tenant:*:*")
+  .pipe(requires("cross_tenant:*:*"))
   .annotate(OpenApi.Exclude, true)
   .middleware(ApiKeyAuth)
   .prefix("/v1/admin")

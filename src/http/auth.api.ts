@@ -25,8 +25,8 @@ import {
   VerificationMailSent
 } from "../schema/account-recovery.ts"
 import { Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { Conflict, errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unauthenticated, Unavailable } from "../schema/errors.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 /**
@@ -38,52 +38,52 @@ export class AuthGroup extends HttpApiGroup.make("auth")
     HttpApiEndpoint.post("login", "/login", {
       payload: LoginBody,
       success: Success(OpenedSession),
-      error: errors(400, 401, 429)
+      error: errors(InvalidRequest, Unauthenticated, TooManyRequests)
     }).middleware(Anonymous),
     HttpApiEndpoint.get("csrf", "/csrf", {
       success: Success(CsrfToken),
-      error: errors(400)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+      error: errors(InvalidRequest)
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("refresh", "/refresh", {
       success: Success(OpenedSession),
-      error: errors(400)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+      error: errors(InvalidRequest)
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("logout", "/logout", {
       success: Success(LoggedOut)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.get("me", "/me", {
       success: Success(Profile),
-      error: errors(404)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+      error: errors(NotFound)
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("changePassword", "/password/change", {
       payload: ChangePasswordBody,
       success: Success(PasswordChanged),
-      error: errors(400, 403, 429)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+      error: errors(InvalidRequest, Forbidden, TooManyRequests)
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("setupPassword", "/password/setup", {
       payload: SetupPasswordBody,
       success: Success(PasswordChanged),
-      error: errors(400, 409)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+      error: errors(InvalidRequest, Conflict)
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("enableTotp", "/totp/enable", {
       success: Success(TotpEnabling),
-      error: errors(403, 409)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+      error: errors(Forbidden, Conflict)
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("verifyTotp", "/totp/verify", {
       payload: TotpVerifyBody,
       success: Success(TotpEnabled),
-      error: errors(400, 403, 409, 429)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+      error: errors(InvalidRequest, Forbidden, Conflict, TooManyRequests)
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("disableTotp", "/totp/disable", {
       payload: ProofBody,
       success: Success(TotpDisabled),
-      error: errors(400, 403, 409, 429)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+      error: errors(InvalidRequest, Forbidden, Conflict, TooManyRequests)
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("regenerateRecoveryCodes", "/totp/recovery-codes/regenerate", {
       payload: ProofBody,
       success: Success(RecoveryCodesRegenerated),
-      error: errors(400, 403, 409, 429)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+      error: errors(InvalidRequest, Forbidden, Conflict, TooManyRequests)
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     // Mailed-token flows (docs/account-recovery.md): the token, not a key, is the credential.
     HttpApiEndpoint.post("forgotPassword", "/password/forgot", {
       payload: MailRequestBody,
@@ -92,17 +92,17 @@ export class AuthGroup extends HttpApiGroup.make("auth")
     HttpApiEndpoint.post("resetPassword", "/password/reset", {
       payload: ResetPasswordBody,
       success: Success(PasswordChanged),
-      error: errors(400)
+      error: errors(InvalidRequest, Forbidden, TooManyRequests)
     }).middleware(Anonymous),
     HttpApiEndpoint.post("verifyEmail", "/email/verify", {
       payload: TokenBody,
       success: Success(EmailVerified),
-      error: errors(400)
+      error: errors(InvalidRequest)
     }).middleware(Anonymous),
     HttpApiEndpoint.post("sendEmailVerification", "/email/verify/send", {
       success: Success(VerificationMailSent, 202),
-      error: errors(403, 409, 429, 503)
-    }).annotate(Requires, ANY_KEY).middleware(ApiKeyAuth),
+      error: errors(Forbidden, Conflict, TooManyRequests, Unavailable)
+    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("requestMagicLink", "/magic-link", {
       payload: MailRequestBody,
       success: Success(MailAccepted, 202)
@@ -110,7 +110,7 @@ export class AuthGroup extends HttpApiGroup.make("auth")
     HttpApiEndpoint.post("verifyMagicLink", "/magic-link/verify", {
       payload: MagicLinkVerifyBody,
       success: Success(OpenedSession),
-      error: errors(400, 401, 429)
+      error: errors(InvalidRequest, Unauthenticated, TooManyRequests)
     }).middleware(Anonymous)
   )
   .prefix("/v1/iam/auth")

@@ -1,16 +1,17 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, InvalidRequest, Unavailable } from "../schema/errors.ts"
 import { Balance, PriceList, SearchTransactionsBody, Transaction, TransactionType } from "../schema/tenant.ts"
-import { ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { ANY_KEY, ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 export class BillingGroup extends HttpApiGroup.make("billing")
   .add(
     HttpApiEndpoint.get("balance", "/me/balance", {
-      success: Success(Balance)
-    }).annotate(Requires, "billing:transactions:read"),
+      success: Success(Balance),
+      error: errors(Unavailable)
+    }).pipe(requires("billing:transactions:read")),
     HttpApiEndpoint.get("transactions", "/me/transactions", {
       query: {
         ...PageQuery,
@@ -18,16 +19,16 @@ export class BillingGroup extends HttpApiGroup.make("billing")
         serviceKey: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100)))
       },
       success: Success(Page(Transaction)),
-      error: errors(400)
-    }).annotate(Requires, "billing:transactions:read"),
+      error: errors(InvalidRequest)
+    }).pipe(requires("billing:transactions:read")),
     HttpApiEndpoint.post("searchTransactions", "/me/transactions/search", {
       payload: SearchTransactionsBody,
       success: Success(Page(Transaction)),
-      error: errors(400)
-    }).annotate(Requires, "billing:transactions:read"),
+      error: errors(InvalidRequest)
+    }).pipe(requires("billing:transactions:read")),
     HttpApiEndpoint.get("pricing", "/pricing", {
       success: Success(PriceList)
-    }).annotate(Requires, ANY_KEY)
+    }).pipe(requires(ANY_KEY))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/billing")

@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { Email } from "../schema/common.ts"
-import { errors } from "../schema/errors.ts"
+import { Conflict, errors, InvalidRequest, Unavailable, Unprocessable } from "../schema/errors.ts"
 import {
   ClusterState,
   CreatedInternalAdmin,
@@ -20,12 +20,12 @@ export class ControlGroup extends HttpApiGroup.make("control")
     HttpApiEndpoint.post("createTenant", "/tenants", {
       payload: CreateTenantBody,
       success: Success(CreatedTenant, 201),
-      error: errors(400, 409, 422)
+      error: errors(InvalidRequest, Conflict, Unprocessable, Unavailable)
     }),
     HttpApiEndpoint.post("createInternalAdmin", "/internal-admins", {
       payload: CreateInternalAdminBody,
       success: Success(CreatedInternalAdmin, 201),
-      error: errors(400, 409)
+      error: errors(InvalidRequest, Conflict)
     }),
     HttpApiEndpoint.get("cluster", "/cluster", {
       success: Success(ClusterState)
@@ -37,13 +37,13 @@ export class ControlGroup extends HttpApiGroup.make("control")
         durationMs: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 60_000 }))
       }),
       success: Success(ProbeResult),
-      error: errors(400, 503)
+      error: errors(InvalidRequest, Unavailable)
     }),
     // The mails kept when SMTP_URL is unset, newest first (docs/api.md, "Mail").
     HttpApiEndpoint.get("outbox", "/outbox", {
       query: { to: Email, ...PageQuery },
       success: Success(Page(OutboxMail)),
-      error: errors(400)
+      error: errors(InvalidRequest)
     })
   )
   .annotate(OpenApi.Exclude, true)

@@ -2,8 +2,8 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { CreateDelegationBody, Delegation, DelegationListQuery } from "../schema/delegation.ts"
 import { Page, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
-import { ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { Conflict, errors, Forbidden, InvalidRequest, NotFound, Unavailable, Unprocessable } from "../schema/errors.ts"
+import { ANY_KEY, ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 const id = { id: Schema.String }
@@ -18,38 +18,38 @@ export class DelegationsGroup extends HttpApiGroup.make("delegations")
     HttpApiEndpoint.post("create", "/delegations", {
       payload: CreateDelegationBody,
       success: Success(Delegation, 201),
-      error: errors(400, 403, 404, 409, 422, 503)
-    }).annotate(Requires, "iam:delegations:write"),
+      error: errors(InvalidRequest, Forbidden, NotFound, Conflict, Unprocessable, Unavailable)
+    }).pipe(requires("iam:delegations:write")),
     HttpApiEndpoint.get("granted", "/delegations/granted", {
       query: DelegationListQuery,
       success: Success(Page(Delegation)),
-      error: errors(400)
-    }).annotate(Requires, "iam:delegations:read"),
+      error: errors(InvalidRequest)
+    }).pipe(requires("iam:delegations:read")),
     HttpApiEndpoint.get("received", "/delegations/received", {
       query: DelegationListQuery,
       success: Success(Page(Delegation)),
-      error: errors(400)
-    }).annotate(Requires, "iam:delegations:read"),
+      error: errors(InvalidRequest)
+    }).pipe(requires("iam:delegations:read")),
     HttpApiEndpoint.post("accept", "/delegations/:id/accept", {
       params: id,
       success: Success(Delegation),
-      error: errors(403, 404, 409)
-    }).annotate(Requires, ANY_KEY),
+      error: errors(Forbidden, NotFound, Conflict)
+    }).pipe(requires(ANY_KEY)),
     HttpApiEndpoint.post("decline", "/delegations/:id/decline", {
       params: id,
       success: Success(Delegation),
-      error: errors(403, 404, 409)
-    }).annotate(Requires, ANY_KEY),
+      error: errors(Forbidden, NotFound, Conflict)
+    }).pipe(requires(ANY_KEY)),
     HttpApiEndpoint.post("renounce", "/delegations/:id/renounce", {
       params: id,
       success: Success(Delegation),
-      error: errors(403, 404, 409)
-    }).annotate(Requires, ANY_KEY),
+      error: errors(Forbidden, NotFound, Conflict)
+    }).pipe(requires(ANY_KEY)),
     HttpApiEndpoint.delete("revoke", "/delegations/:id", {
       params: id,
       success: Success(Delegation),
-      error: errors(403, 404, 409)
-    }).annotate(Requires, "iam:delegations:write")
+      error: errors(Forbidden, NotFound, Conflict)
+    }).pipe(requires("iam:delegations:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam/users/me")

@@ -4,7 +4,7 @@ import { ByteSize, Cause, Context, Effect, Option, type SchemaAST, SchemaIssue, 
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { WHOLE_BODY_ERROR, type WholeBodyError } from "../schema/envelope.ts"
-import { ApiError, type ErrorDetail, errorEnvelope, RequestId, ResponseHeaders } from "../schema/errors.ts"
+import { type ApiError, type ErrorDetail, errorEnvelope, InvalidRequest, isApiError, NotFound, PayloadTooLarge, RequestId, ResponseHeaders, TooManyRequests, UnsupportedMediaType } from "../schema/errors.ts"
 import { idempotencyKeyProblem } from "./idempotency.ts"
 
 /** Largest accepted request body; extraction input is capped at 5 MB inside it. */
@@ -219,7 +219,7 @@ const failureResponse = (
     ))
   }
   const error = Cause.squash(cause)
-  if (error instanceof ApiError) return Effect.succeed(errorResponse(error, requestId))
+  if (isApiError(error)) return Effect.succeed(errorResponse(error, requestId))
   if (HttpApiError.HttpApiSchemaError.is(error)) {
     const details = issueDetails(error.cause.issue)
     // A body that does not parse fails as a whole, with the decoder's own issue (no path); a value
@@ -380,10 +380,10 @@ const methodNotAllowed = (method: string, allowed: ReadonlyArray<string>, reques
 
 /** A body that is not JSON by its content type (415). */
 const unsupportedMediaType = (headers: Readonly<Record<string, string | undefined>>) =>
-  new ApiError({ status: 415, code: "unsupported_media_type", message: "send the body as application/json", details: [nonJsonBodyDetail(headers)] })
+  new UnsupportedMediaType({ code: "unsupported_media_type", message: "send the body as application/json", details: [nonJsonBodyDetail(headers)] })
 
 /** A body over the cap (413). */
-const payloadTooLarge = () => new ApiError({ status: 413, code: "payload_too_large", message: `the body is larger than ${MAX_BODY_BYTES} bytes` })
+const payloadTooLarge = () => new PayloadTooLarge({ code: "payload_too_large", message: `the body is larger than ${MAX_BODY_BYTES} bytes` })
 
 /**
  * Answers decided from the request line alone, before any route runs: a route's own name taken
@@ -416,16 +416,15 @@ const incomingOf = (request: HttpServerRequest.HttpServerRequest): IncomingMessa
  * character, a repeated Idempotency-Key, a declared body length over the cap, a body that is not
  * JSON by its content type.
  */
-const malformedRequest = (request: HttpServerRequest.HttpServerRequest, readsIdempotencyKey: boolean): ApiError | undefined => {
+const malformedRequest = (request: HttpServerRequest.HttpServerRequest, readsIdempotencyKey: boolean): NotFound | InvalidRequest | PayloadTooLarge | UnsupportedMediaType | undefined => {
   // No resource's name holds a NUL character (the database cannot store one), so a path with
   // one names nothing; in the query string it is a bad parameter.
   const nulAt = request.url.search(/%00/i)
   if (nulAt >= 0) {
     const queryAt = request.url.indexOf("?")
     return queryAt < 0 || nulAt < queryAt
-      ? new ApiError({ status: 404, code: "not_found", message: "no resource has a NUL character (%00) in its name" })
-      : new ApiError({
-        status: 400,
+      ? new NotFound({ code: "not_found", message: "no resource has a NUL character (%00) in its name" })
+      : new InvalidRequest({
         code: "validation_error",
         message: "query parameters cannot contain the NUL character (%00)",
         details: nulQueryParameters(request.url.slice(queryAt + 1)).map((name) => ({ path: name, code: "invalid_value", message: "contains %00" }))
@@ -434,8 +433,7 @@ const malformedRequest = (request: HttpServerRequest.HttpServerRequest, readsIde
   // Node joins a repeated header into one value ("a, b"), which would pass for one key (of an
   // endpoint that reads one; others ignore the header).
   if (readsIdempotencyKey && (incomingOf(request)?.headersDistinct["idempotency-key"]?.length ?? 0) > 1) {
-    return new ApiError({
-      status: 400,
+    return new InvalidRequest({
       code: "invalid_idempotency_key",
       message: "send one Idempotency-Key header",
       details: [{ path: "Idempotency-Key", code: "invalid_value", message: "sent more than once" }]
@@ -453,7 +451,7 @@ const malformedRequest = (request: HttpServerRequest.HttpServerRequest, readsIde
  * and authorized, so that a request without a valid key is a 401 whatever else is wrong with it,
  * and every answer to a key carries its rate-limit headers.
  */
-export const refuseMalformedRequest = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | ApiError, R | HttpServerRequest.HttpServerRequest> =>
+export const refuseMalformedRequest = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | NotFound | InvalidRequest | PayloadTooLarge | UnsupportedMediaType, R | HttpServerRequest.HttpServerRequest> =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const facts = yield* RequestFacts
@@ -470,13 +468,13 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
  * U+FFFD in their place (a webhook secret quietly changed that way would never verify). The body is
  * read once; the endpoint's decoder reads the same bytes again from the request's cache.
  */
-const refuseBadUtf8 = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void, ApiError> =>
+const refuseBadUtf8 = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void, InvalidRequest | PayloadTooLarge> =>
   request.arrayBuffer.pipe(
     Effect.catch((e) =>
       Effect.fail(
         isTag(e, "BodyTooLarge")
           ? payloadTooLarge()
-          : new ApiError({ status: 400, code: "validation_error", message: "the request body could not be read" })
+          : new InvalidRequest({ code: "validation_error", message: "the request body could not be read" })
       )
     ),
     Effect.flatMap((bytes) => {
@@ -484,8 +482,7 @@ const refuseBadUtf8 = (request: HttpServerRequest.HttpServerRequest): Effect.Eff
         strictUtf8.decode(bytes)
         return Effect.void
       } catch {
-        return Effect.fail(new ApiError({
-          status: 400,
+        return Effect.fail(new InvalidRequest({
           code: "validation_error",
           message: "the body is not valid JSON",
           details: [{ path: "", code: "invalid_json", message: "body must be UTF-8" }]
@@ -511,7 +508,7 @@ const nulQueryParameters = (query: string): Array<string> => {
  * Counts a request of the raw API key against its rate limit, writing the rate-limit headers into
  * the response header bag; fails with 429 over the limit, and does nothing for a key that is not valid.
  */
-export class KeyMeter extends Context.Service<KeyMeter, (rawKey: string) => Effect.Effect<void, ApiError>>()("trawl/KeyMeter") {}
+export class KeyMeter extends Context.Service<KeyMeter, (rawKey: string) => Effect.Effect<void, TooManyRequests>>()("trawl/KeyMeter") {}
 
 /**
  * Wraps every route, matched or not: request id, response header bag, body size
@@ -548,7 +545,7 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
           const metered = yield* Effect.exit(meter.value(rawKey).pipe(Effect.provideService(ResponseHeaders, bag)))
           if (metered._tag === "Failure") {
             const refusal = Cause.squash(metered.cause)
-            if (refusal instanceof ApiError) {
+            if (isApiError(refusal)) {
               response = errorResponse(refusal, requestId)
               if (refusal.retryAfter !== undefined) bag["retry-after"] = String(refusal.retryAfter)
             } else {

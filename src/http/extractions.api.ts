@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { Conflict, errors, InvalidRequest, NotFound, PayloadTooLarge, PaymentRequired, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import {
   CancelledExtraction,
   CreatedExtraction,
@@ -12,7 +12,7 @@ import {
   SearchExtractionsBody
 } from "../schema/extraction.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader } from "../schema/common.ts"
 
@@ -24,8 +24,8 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
       headers: { "idempotency-key": Schema.optional(IdempotencyKeyHeader) },
       payload: CreateExtractionBody,
       success: Success(CreatedExtraction, 201),
-      error: errors(400, 402, 404, 409, 413, 422, 429, 503)
-    }).annotate(Requires, "extractor:extractions:write"),
+      error: errors(InvalidRequest, PaymentRequired, NotFound, Conflict, PayloadTooLarge, Unprocessable, TooManyRequests, Unavailable)
+    }).pipe(requires("extractor:extractions:write")),
     HttpApiEndpoint.get("list", "/extractions", {
       query: {
         ...PageQuery,
@@ -35,34 +35,34 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
         domainId: Schema.optional(CheckedByHandler({ minLength: 1, maxLength: 253 }))
       },
       success: Success(ExtractionPage),
-      error: errors(400)
-    }).annotate(Requires, "extractor:extractions:read"),
+      error: errors(InvalidRequest)
+    }).pipe(requires("extractor:extractions:read")),
     HttpApiEndpoint.post("search", "/extractions/search", {
       payload: SearchExtractionsBody,
       success: Success(ExtractionPage),
-      error: errors(400)
-    }).annotate(Requires, "extractor:extractions:read"),
+      error: errors(InvalidRequest)
+    }).pipe(requires("extractor:extractions:read")),
     HttpApiEndpoint.get("get", "/extractions/:id", {
       params: id,
       success: Success(Extraction),
-      error: errors(404)
-    }).annotate(Requires, "extractor:extractions:read"),
+      error: errors(NotFound)
+    }).pipe(requires("extractor:extractions:read")),
     HttpApiEndpoint.delete("cancel", "/extractions/:id", {
       params: id,
       success: Success(CancelledExtraction),
-      error: errors(404)
-    }).annotate(Requires, "extractor:extractions:write"),
+      error: errors(NotFound)
+    }).pipe(requires("extractor:extractions:write")),
     HttpApiEndpoint.post("replay", "/extractions/:id/replay", {
       params: id,
       success: Success(CreatedExtraction, 201),
-      error: errors(400, 402, 404, 409, 413, 422, 429, 503)
-    }).annotate(Requires, "extractor:extractions:write"),
+      error: errors(InvalidRequest, PaymentRequired, NotFound, Conflict, PayloadTooLarge, Unprocessable, TooManyRequests, Unavailable)
+    }).pipe(requires("extractor:extractions:write")),
     HttpApiEndpoint.get("webhookDeliveries", "/extractions/:id/webhook-deliveries", {
       params: id,
       query: PageQuery,
       success: Success(Page(WebhookDelivery)),
-      error: errors(400, 404)
-    }).annotate(Requires, "scraper:webhooks:read")
+      error: errors(InvalidRequest, NotFound)
+    }).pipe(requires("scraper:webhooks:read"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/extractor")

@@ -16,6 +16,7 @@ import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { Api } from "./api.ts"
 import { Idempotency } from "./idempotency.ts"
 import { failListQuery, filterFault, NEWEST_FIRST, queryLimit, readSort, sortOrDefault } from "./list-query.ts"
+import { ExtractionId } from "../schema/ids.ts"
 
 const statuses: ReadonlyArray<ExtractionStatus> = ["queued", "claimed", "done", "failed", "dead", "cancelled"]
 
@@ -108,7 +109,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
       .handle("replay", ({ params }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          return yield* creation.replay(me.tenantId, params.id)
+          return yield* creation.replay(me.tenantId, ExtractionId.make(params.id))
         }))
       .handle("webhookDeliveries", ({ params, query }) =>
         Effect.gen(function*() {

@@ -1,9 +1,9 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unprocessable } from "../schema/errors.ts"
 import { CreateConfigBody, DeletedConfig, ExtractorConfig, UpdateConfigBody } from "../schema/extraction.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 const id = { id: Schema.String }
@@ -13,29 +13,29 @@ export class ExtractorConfigsGroup extends HttpApiGroup.make("extractor-configs"
     HttpApiEndpoint.post("create", "/configs", {
       payload: CreateConfigBody,
       success: Success(ExtractorConfig, 201),
-      error: errors(400, 403, 422, 429)
-    }).annotate(Requires, "extractor:configs:write"),
+      error: errors(InvalidRequest, Forbidden, Unprocessable, TooManyRequests)
+    }).pipe(requires("extractor:configs:write")),
     HttpApiEndpoint.get("list", "/configs", {
       query: { ...PageQuery, sort: Schema.optional(Schema.String) },
       success: Success(Page(ExtractorConfig)),
-      error: errors(400)
-    }).annotate(Requires, "extractor:configs:read"),
+      error: errors(InvalidRequest)
+    }).pipe(requires("extractor:configs:read")),
     HttpApiEndpoint.get("get", "/configs/:id", {
       params: id,
       success: Success(ExtractorConfig),
-      error: errors(404)
-    }).annotate(Requires, "extractor:configs:read"),
+      error: errors(NotFound)
+    }).pipe(requires("extractor:configs:read")),
     HttpApiEndpoint.patch("update", "/configs/:id", {
       params: id,
       payload: UpdateConfigBody,
       success: Success(ExtractorConfig),
-      error: errors(400, 403, 404, 422)
-    }).annotate(Requires, "extractor:configs:write"),
+      error: errors(InvalidRequest, Forbidden, NotFound, Unprocessable)
+    }).pipe(requires("extractor:configs:write")),
     HttpApiEndpoint.delete("remove", "/configs/:id", {
       params: id,
       success: Success(DeletedConfig),
-      error: errors(403, 404)
-    }).annotate(Requires, "extractor:configs:write")
+      error: errors(Forbidden, NotFound)
+    }).pipe(requires("extractor:configs:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/extractor")

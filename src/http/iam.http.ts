@@ -7,6 +7,7 @@ import { CurrentPrincipal } from "../iam/principal.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
+import { ApiKeyId, IdentityId } from "../schema/ids.ts"
 
 export const IamHandlers = HttpApiBuilder.group(
   Api,
@@ -18,20 +19,20 @@ export const IamHandlers = HttpApiBuilder.group(
     return handlers
       .handle("createApiKey", ({ params, payload }) =>
         Effect.gen(function*() {
-          return yield* apiKeys.create(yield* CurrentPrincipal, params.id, payload, yield* clientContext)
+          return yield* apiKeys.create(yield* CurrentPrincipal, IdentityId.make(params.id), payload, yield* clientContext)
         }))
       .handle("listApiKeys", ({ params }) =>
         Effect.gen(function*() {
-          return { items: yield* apiKeys.list(yield* CurrentPrincipal, params.id) }
+          return { items: yield* apiKeys.list(yield* CurrentPrincipal, IdentityId.make(params.id)) }
         }))
-      .handle("getApiKey", ({ params }) => Effect.flatMap(CurrentPrincipal, (me) => apiKeys.get(me, params.id, params.kid)))
+      .handle("getApiKey", ({ params }) => Effect.flatMap(CurrentPrincipal, (me) => apiKeys.get(me, IdentityId.make(params.id), ApiKeyId.make(params.kid))))
       .handle("updateApiKey", ({ params, payload }) =>
         Effect.gen(function*() {
-          return yield* apiKeys.update(yield* CurrentPrincipal, params.id, params.kid, payload, yield* clientContext)
+          return yield* apiKeys.update(yield* CurrentPrincipal, IdentityId.make(params.id), ApiKeyId.make(params.kid), payload, yield* clientContext)
         }))
       .handle("revokeApiKey", ({ params }) =>
         Effect.gen(function*() {
-          return yield* apiKeys.revoke(yield* CurrentPrincipal, params.id, params.kid, yield* clientContext)
+          return yield* apiKeys.revoke(yield* CurrentPrincipal, IdentityId.make(params.id), ApiKeyId.make(params.kid), yield* clientContext)
         }))
       .handle("myQuotas", () =>
         Effect.gen(function*() {

@@ -2,9 +2,9 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { OpenedSession } from "../schema/auth.ts"
 import { Page, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { Conflict, errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { CreateInvitationBody, Invitation, InvitationListQuery, InvitationTokenBody, RegisterBody, RevokedInvitation } from "../schema/invitation.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 const org = { orgIdentityId: Schema.String }
@@ -16,29 +16,29 @@ export class InvitationsGroup extends HttpApiGroup.make("invitations")
       params: org,
       payload: CreateInvitationBody,
       success: Success(Invitation, 201),
-      error: errors(400, 403, 404, 409, 422, 503)
-    }).annotate(Requires, "iam:invitations:write"),
+      error: errors(InvalidRequest, Forbidden, NotFound, Conflict, Unprocessable, Unavailable)
+    }).pipe(requires("iam:invitations:write")),
     HttpApiEndpoint.get("list", "/organizations/:orgIdentityId/invitations", {
       params: org,
       query: InvitationListQuery,
       success: Success(Page(Invitation)),
-      error: errors(400, 404)
-    }).annotate(Requires, "iam:invitations:read"),
+      error: errors(InvalidRequest, NotFound)
+    }).pipe(requires("iam:invitations:read")),
     HttpApiEndpoint.delete("revoke", "/organizations/:orgIdentityId/invitations/:invitationId", {
       params: { ...org, invitationId: Schema.String },
       success: Success(RevokedInvitation),
-      error: errors(404, 409)
-    }).annotate(Requires, "iam:invitations:write"),
+      error: errors(NotFound, Conflict)
+    }).pipe(requires("iam:invitations:write")),
     HttpApiEndpoint.post("accept", "/invitations/accept", {
       payload: InvitationTokenBody,
       success: Success(Invitation),
-      error: errors(400, 403, 409)
-    }).annotate(Requires, ANY_KEY),
+      error: errors(InvalidRequest, Forbidden, Conflict)
+    }).pipe(requires(ANY_KEY)),
     HttpApiEndpoint.post("decline", "/invitations/decline", {
       payload: InvitationTokenBody,
       success: Success(Invitation),
-      error: errors(400, 403, 409)
-    }).annotate(Requires, ANY_KEY)
+      error: errors(InvalidRequest, Forbidden, Conflict)
+    }).pipe(requires(ANY_KEY))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam")
@@ -58,7 +58,7 @@ export class RegistrationGroup extends HttpApiGroup.make("registration")
     HttpApiEndpoint.post("register", "/register", {
       payload: RegisterBody,
       success: Success(OpenedSession, 201),
-      error: errors(400, 403, 409, 429)
+      error: errors(InvalidRequest, Forbidden, Conflict, TooManyRequests)
     }).middleware(Anonymous)
   )
   .prefix("/v1/iam/auth")

@@ -2,11 +2,11 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader } from "../schema/common.ts"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { Operations } from "./openapi.ts"
+import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobStatus, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
-import { Operations } from "./openapi.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 
 const IdempotencyHeader = { "idempotency-key": Schema.optional(IdempotencyKeyHeader) }
 const id = { id: Schema.String }
@@ -23,60 +23,60 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       headers: IdempotencyHeader,
       payload: CreateJobBody,
       success: Success(CreatedJob, 201),
-      error: errors(400, 402, 409, 422, 429, 503)
-    }).annotate(Requires, "scraper:jobs:write"),
+      error: errors(InvalidRequest, PaymentRequired, Conflict, Unprocessable, TooManyRequests, Unavailable)
+    }).pipe(requires("scraper:jobs:write")),
     HttpApiEndpoint.post("bulk", "/jobs/bulk", {
       headers: IdempotencyHeader,
       payload: BulkJobsBody,
       success: [Success(BulkResult, 201), Success(BulkResult, 207)],
-      error: errors(400, 402, 409, 422, 429, 503)
-    }).annotate(Requires, "scraper:jobs:write"),
+      error: errors(InvalidRequest, PaymentRequired, Conflict, Unprocessable, TooManyRequests, Unavailable)
+    }).pipe(requires("scraper:jobs:write")),
     HttpApiEndpoint.post("search", "/jobs/search", {
       payload: SearchJobsBody,
       success: Success(JobPage),
-      error: errors(400)
-    }).annotate(Requires, "scraper:jobs:read"),
+      error: errors(InvalidRequest)
+    }).pipe(requires("scraper:jobs:read")),
     HttpApiEndpoint.get("list", "/jobs", {
       query: ListJobsQuery,
       success: Success(JobPage),
-      error: errors(400)
-    }).annotate(Requires, "scraper:jobs:read"),
+      error: errors(InvalidRequest)
+    }).pipe(requires("scraper:jobs:read")),
     HttpApiEndpoint.get("get", "/jobs/:id", {
       params: id,
       success: Success(JobWithResult),
-      error: errors(404)
-    }).annotate(Requires, "scraper:jobs:read"),
+      error: errors(NotFound)
+    }).pipe(requires("scraper:jobs:read")),
     HttpApiEndpoint.get("html", "/jobs/:id/html", {
       params: id,
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" })),
-      error: errors(404)
-    }).annotate(Requires, "scraper:jobs:read"),
+      error: errors(NotFound)
+    }).pipe(requires("scraper:jobs:read")),
     HttpApiEndpoint.get("screenshot", "/jobs/:id/screenshot", {
       params: id,
       success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "image/png" })),
-      error: errors(404)
-    }).annotate(Requires, "scraper:jobs:read"),
+      error: errors(NotFound)
+    }).pipe(requires("scraper:jobs:read")),
     HttpApiEndpoint.post("replay", "/jobs/:id/replay", {
       params: id,
       success: Success(ReplayedJob, 201),
-      error: errors(402, 404, 409, 422, 429, 503)
-    }).annotate(Requires, "scraper:jobs:write"),
+      error: errors(PaymentRequired, NotFound, Conflict, Unprocessable, TooManyRequests, Unavailable)
+    }).pipe(requires("scraper:jobs:write")),
     HttpApiEndpoint.post("cancel", "/jobs/:id/cancel", {
       params: id,
       success: Success(CancelledJob),
-      error: errors(404, 409)
-    }).annotate(Requires, "scraper:jobs:write"),
+      error: errors(NotFound, Conflict)
+    }).pipe(requires("scraper:jobs:write")),
     HttpApiEndpoint.get("webhookDeliveries", "/jobs/:id/webhook-deliveries", {
       params: id,
       query: PageQuery,
       success: Success(Page(WebhookDelivery)),
-      error: errors(400, 404)
-    }).annotate(Requires, "scraper:webhooks:read"),
+      error: errors(InvalidRequest, NotFound)
+    }).pipe(requires("scraper:webhooks:read")),
     HttpApiEndpoint.get("events", "/events", {
       headers: { "last-event-id": Schema.optional(Schema.String) },
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
-      error: errors(400)
-    }).annotate(Requires, "scraper:events:read")
+      error: errors(InvalidRequest)
+    }).pipe(requires("scraper:events:read"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/scraper")

@@ -5,7 +5,7 @@ import { JobCreation, type PreparedJob } from "../actors/job-creation.ts"
 import { servedContentType } from "../crawl/content-type.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { DEFAULT_PAGE_LIMIT, pageOf, storedContentHeaders } from "../schema/envelope.ts"
-import { ApiError, type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
+import { apiError, type ErrorDetail, fail, notFound, RequestId } from "../schema/errors.ts"
 import { CreateJobBody, type JobStatus, jobSortFields, terminalStatuses } from "../schema/job.ts"
 import { JobRepo, type JobRow, toJob } from "../sql/job-repo.ts"
 import { withTieBreak } from "../sql/order-by.ts"
@@ -15,6 +15,7 @@ import { issueDetails } from "./envelope-middleware.ts"
 import { Idempotency } from "./idempotency.ts"
 import { makeEventStreams } from "./jobs.sse.ts"
 import { failListQuery, filterFault, NEWEST_FIRST, queryLimit, readSort, sortOrDefault } from "./list-query.ts"
+import { JobId } from "../schema/ids.ts"
 
 const statuses: ReadonlyArray<JobStatus> = ["queued", "claimed", "done", "failed", "dead"]
 /** An item's `url` as a bulk answer echoes it: the most a valid one can be, so a huge invalid one is not sent back whole. */
@@ -94,9 +95,9 @@ export const JobsHandlers = HttpApiBuilder.group(
             const { created, refused } = ok.length > 0
               ? yield* createWhatFits(me.tenantId, ok.map((o) => o.prepared)).pipe(
                 Effect.mapError((e) =>
-                  failed.length === 0 ? e : new ApiError({
-                    ...e,
-                    message: `${e.message}; besides, ${failed.length} item(s) failed on their own`,
+                  failed.length === 0 ? e : apiError(e.status, e.code, `${e.message}; besides, ${failed.length} item(s) failed on their own`, {
+                    retryAfter: e.retryAfter,
+                    extra: e.extra,
                     details: [
                       ...(e.details ?? []),
                       ...[...failed].sort((a, b) => a.index - b.index).map((f) => ({ path: `jobs.${f.index}`, code: "item_failed", message: f.reason }))
@@ -200,7 +201,7 @@ export const JobsHandlers = HttpApiBuilder.group(
       .handle("cancel", ({ params }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
-          const cancelled = yield* cancelJob(me.tenantId, params.id)
+          const cancelled = yield* cancelJob(me.tenantId, JobId.make(params.id))
           if (!cancelled) return yield* notFound("job")
           if (!cancelled.changed) {
             return yield* fail(409, `cannot_cancel_${cancelled.row.status}`, `the job is already ${cancelled.row.status}`)

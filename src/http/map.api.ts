@@ -1,9 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, InvalidRequest, PaymentRequired, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { MapBody, SiteMap } from "../schema/map.ts"
 import { Operations } from "./openapi.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 
 /**
  * A site's URLs from its sitemaps and links, without storing pages (docs/api.md "Site map").
@@ -15,8 +15,8 @@ export class MapGroup extends HttpApiGroup.make("map")
     HttpApiEndpoint.post("map", "/map", {
       payload: MapBody,
       success: Success(SiteMap),
-      error: errors(400, 402, 422, 429, 503)
-    }).annotate(Requires, "scraper:jobs:write")
+      error: errors(InvalidRequest, PaymentRequired, Unprocessable, TooManyRequests, Unavailable)
+    }).pipe(requires("scraper:jobs:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/scraper")

@@ -4,7 +4,7 @@ import { HttpRouter, HttpServerResponse } from "effect/http"
 import { Config } from "../config.ts"
 import { constantTimeEqual } from "../iam/secrets.ts"
 import { Scrape } from "../observability/scrape.ts"
-import { ApiError } from "../schema/errors.ts"
+import { apiError } from "../schema/errors.ts"
 
 /**
  * `GET /metrics` in Prometheus text (docs/observability.md): on the public listener behind the
@@ -24,7 +24,7 @@ export const MetricsRoute = Layer.unwrap(
       // Every configured token is compared, always, so timing tells nothing about which matched.
       let ok = false
       for (const token of internalTokens) ok = constantTimeEqual(given, token) || ok
-      if (!ok || given === "") return Effect.fail(new ApiError({ status: 401, code: "unauthorized", message: "missing or invalid x-internal-token" }))
+      if (!ok || given === "") return Effect.fail(apiError(401, "unauthorized", "missing or invalid x-internal-token"))
       return Effect.map(scrape.prometheusText, (text) => HttpServerResponse.text(text, { contentType: PROMETHEUS_TEXT }))
     })
   })

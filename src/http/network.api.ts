@@ -1,8 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, InvalidRequest, PaymentRequired, Unavailable } from "../schema/errors.ts"
 import { IpAddress, IpLookupResult } from "../schema/network.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 /**
@@ -14,12 +14,12 @@ export class NetworkGroup extends HttpApiGroup.make("network")
     HttpApiEndpoint.get("lookup", "/ip/lookup", {
       query: { ip: IpAddress },
       success: Success(IpLookupResult),
-      error: errors(400, 402, 503)
-    }).annotate(Requires, "network:ip:read"),
+      error: errors(InvalidRequest, PaymentRequired, Unavailable)
+    }).pipe(requires("network:ip:read")),
     HttpApiEndpoint.get("me", "/ip/me", {
       success: Success(IpLookupResult),
-      error: errors(402, 503)
-    }).annotate(Requires, "network:ip:read")
+      error: errors(PaymentRequired, Unavailable)
+    }).pipe(requires("network:ip:read"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/network")

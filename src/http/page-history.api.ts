@@ -1,9 +1,9 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, InvalidRequest, NotFound, Unavailable } from "../schema/errors.ts"
 import { PageDiff, PageVersion } from "../schema/job.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 export class PageHistoryGroup extends HttpApiGroup.make("page-history")
@@ -11,19 +11,19 @@ export class PageHistoryGroup extends HttpApiGroup.make("page-history")
     HttpApiEndpoint.get("timeline", "/", {
       query: { ...PageQuery, url: Schema.String.check(Schema.isBetweenLength(1, 2048)) },
       success: Success(Page(PageVersion)),
-      error: errors(400)
-    }).annotate(Requires, "page-history:pages:read"),
+      error: errors(InvalidRequest)
+    }).pipe(requires("page-history:pages:read")),
     HttpApiEndpoint.get("content", "/:versionId/content", {
       params: { versionId: Schema.String },
       success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "text/html" })),
-      error: errors(404)
-    }).annotate(Requires, "page-history:pages:read"),
+      error: errors(NotFound)
+    }).pipe(requires("page-history:pages:read")),
     HttpApiEndpoint.get("diff", "/:versionId/diff", {
       params: { versionId: Schema.String },
       success: Success(PageDiff),
       // 503 when the diff cannot be worked out in time (see docs/api.md).
-      error: errors(404, 503)
-    }).annotate(Requires, "page-history:pages:read")
+      error: errors(NotFound, Unavailable)
+    }).pipe(requires("page-history:pages:read"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/page-history")

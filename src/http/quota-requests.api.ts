@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { Conflict, errors, InvalidRequest, NotFound, Unprocessable } from "../schema/errors.ts"
 import {
   AdminQuotaRequestQuery,
   CreateQuotaRequestBody,
@@ -10,7 +10,7 @@ import {
   QuotaRequestQuery,
   WithdrawnQuotaRequest
 } from "../schema/quota-request.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 const id = { id: Schema.String }
@@ -21,18 +21,18 @@ export class QuotaRequestsGroup extends HttpApiGroup.make("quotaRequests")
     HttpApiEndpoint.get("list", "/quotas/me/requests", {
       query: QuotaRequestQuery,
       success: Success(Page(QuotaRequest)),
-      error: errors(400)
-    }).annotate(Requires, "quotas:requests:read"),
+      error: errors(InvalidRequest)
+    }).pipe(requires("quotas:requests:read")),
     HttpApiEndpoint.post("create", "/quotas/me/requests", {
       payload: CreateQuotaRequestBody,
       success: Success(QuotaRequest, 201),
-      error: errors(400, 404, 409, 422)
-    }).annotate(Requires, "quotas:requests:write"),
+      error: errors(InvalidRequest, NotFound, Conflict, Unprocessable)
+    }).pipe(requires("quotas:requests:write")),
     HttpApiEndpoint.delete("withdraw", "/quotas/me/requests/:id", {
       params: id,
       success: Success(WithdrawnQuotaRequest),
-      error: errors(404, 409)
-    }).annotate(Requires, "quotas:requests:write")
+      error: errors(NotFound, Conflict)
+    }).pipe(requires("quotas:requests:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam")
@@ -50,22 +50,22 @@ export class AdminQuotaRequestsGroup extends HttpApiGroup.make("adminQuotaReques
     HttpApiEndpoint.get("list", "/quota-requests", {
       query: AdminQuotaRequestQuery,
       success: Success(Page(QuotaRequest)),
-      error: errors(400)
+      error: errors(InvalidRequest)
     }),
     HttpApiEndpoint.post("approve", "/quota-requests/:id/approve", {
       params: id,
       payload: QuotaDecisionBody,
       success: Success(QuotaRequest),
-      error: errors(400, 404, 409)
+      error: errors(InvalidRequest, NotFound, Conflict)
     }),
     HttpApiEndpoint.post("reject", "/quota-requests/:id/reject", {
       params: id,
       payload: QuotaDecisionBody,
       success: Success(QuotaRequest),
-      error: errors(400, 404, 409)
+      error: errors(InvalidRequest, NotFound, Conflict)
     })
   )
-  .annotate(Requires, "cross_tenant:*:*")
+  .pipe(requires("cross_tenant:*:*"))
   .annotate(OpenApi.Exclude, true)
   .middleware(ApiKeyAuth)
   .prefix("/v1/admin")

@@ -1,9 +1,9 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { Conflict, errors, Forbidden, InvalidRequest, NotFound } from "../schema/errors.ts"
 import { CreateRoleBody, DeletedRole, Role, UpdateRoleBody } from "../schema/iam.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 const id = { id: Schema.String }
@@ -14,29 +14,29 @@ export class RolesGroup extends HttpApiGroup.make("roles")
     HttpApiEndpoint.post("create", "/roles", {
       payload: CreateRoleBody,
       success: Success(Role, 201),
-      error: errors(400, 403, 409)
-    }).annotate(Requires, "iam:roles:write"),
+      error: errors(InvalidRequest, Forbidden, Conflict)
+    }).pipe(requires("iam:roles:write")),
     HttpApiEndpoint.get("list", "/roles", {
       query: PageQuery,
       success: Success(Page(Role)),
-      error: errors(400)
-    }).annotate(Requires, "iam:roles:read"),
+      error: errors(InvalidRequest)
+    }).pipe(requires("iam:roles:read")),
     HttpApiEndpoint.get("get", "/roles/:id", {
       params: id,
       success: Success(Role),
-      error: errors(404)
-    }).annotate(Requires, "iam:roles:read"),
+      error: errors(NotFound)
+    }).pipe(requires("iam:roles:read")),
     HttpApiEndpoint.patch("update", "/roles/:id", {
       params: id,
       payload: UpdateRoleBody,
       success: Success(Role),
-      error: errors(400, 403, 404, 409)
-    }).annotate(Requires, "iam:roles:write"),
+      error: errors(InvalidRequest, Forbidden, NotFound, Conflict)
+    }).pipe(requires("iam:roles:write")),
     HttpApiEndpoint.delete("remove", "/roles/:id", {
       params: id,
       success: Success(DeletedRole),
-      error: errors(404, 409)
-    }).annotate(Requires, "iam:roles:write")
+      error: errors(NotFound, Conflict)
+    }).pipe(requires("iam:roles:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam")

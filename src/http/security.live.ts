@@ -8,15 +8,15 @@ import { CurrentPrincipal, isSuperAdmin, type Principal } from "../iam/principal
 import { constantTimeEqual } from "../iam/secrets.ts"
 import { SessionAuthenticator } from "../iam/session-auth.ts"
 import { SessionService } from "../iam/session-service.ts"
-import { ApiError, ResponseHeaders } from "../schema/errors.ts"
+import { Forbidden, ResponseHeaders, TooManyRequests, Unauthenticated } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { DelegationRepo } from "../sql/delegation-repo.ts"
 import { clientContext } from "./client-context.ts"
 import { KeyMeter, noteEndpointReached, refuseMalformedRequest } from "./envelope-middleware.ts"
 import { RateLimiter, type RateLimiterShape } from "./rate-limit.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, InternalAuth, presentedSession, Requires } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, presentedSession, Requires } from "./security.ts"
 
-const unauthorized = (message: string) => new ApiError({ status: 401, code: "unauthorized", message })
+const unauthorized = (message: string) => new Unauthenticated({ code: "unauthorized", message })
 
 /** Counts a request of `principal`'s key, writes the rate-limit headers, and refuses it over the limit. */
 const countRequest = (limiter: RateLimiterShape, principal: Principal) =>
@@ -29,8 +29,7 @@ const countRequest = (limiter: RateLimiterShape, principal: Principal) =>
       bag["ratelimit-reset"] = String(rate.reset)
     }
     if (!rate.allowed) {
-      return yield* new ApiError({
-        status: 429,
+      return yield* new TooManyRequests({
         code: "rate_limited",
         message: rate.refusedBy === "second"
           ? `rate limit of ${Math.ceil(rate.limit / 60)} requests per second (${rate.limit} per minute, spread over its seconds) exceeded`
@@ -67,7 +66,6 @@ export const ApiKeyAuthLive = Layer.effect(
     const sessionAuth = yield* SessionAuthenticator
     const sessions = yield* SessionService
     const limiter = yield* RateLimiter
-    const planGate = yield* PlanGate
     const delegations = yield* DelegationRepo
     const audit = yield* AuditLog
     const config = yield* Config
@@ -83,8 +81,7 @@ export const ApiKeyAuthLive = Layer.effect(
           ? undefined
           : yield* delegations.activeGrant(principal.tenantId, delegatorId, principal.identityId)
         if (!grant) {
-          return yield* new ApiError({
-            status: 403,
+          return yield* new Forbidden({
             code: "delegation_required",
             message: `${ON_BEHALF_HEADER} names an identity that has no active delegation to the caller`
           })
@@ -115,7 +112,7 @@ export const ApiKeyAuthLive = Layer.effect(
       if (presented.via === "cookie" && !safeMethods.has(request.method)) {
         const given = request.headers["x-csrf-token"] ?? ""
         if (!constantTimeEqual(given, sessions.csrfToken(principal.credentialId))) {
-          return yield* new ApiError({ status: 403, code: "csrf_failed", message: "a session cookie on an unsafe method needs a valid x-csrf-token header (GET /v1/iam/auth/csrf)" })
+          return yield* new Forbidden({ code: "csrf_failed", message: "a session cookie on an unsafe method needs a valid x-csrf-token header (GET /v1/iam/auth/csrf)" })
         }
       }
       return principal
@@ -137,34 +134,49 @@ export const ApiKeyAuthLive = Layer.effect(
           const onBehalfOf = (yield* HttpServerRequest.HttpServerRequest).headers[ON_BEHALF_HEADER]
           if (onBehalfOf !== undefined) {
             if (notOnBehalf(group.identifier, endpoint.identifier)) {
-              return yield* new ApiError({
-                status: 403,
+              return yield* new Forbidden({
                 code: "forbidden",
                 message: `this operation is not made on behalf of someone: send it without ${ON_BEHALF_HEADER}`
               })
             }
             principal = yield* actOnBehalf(principal, onBehalfOf)
           }
-
-          const required = Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires)
-          if (required === undefined) {
-            return yield* Effect.die(new Error(`endpoint ${group.identifier}.${endpoint.identifier} declares no permission`))
-          }
-          const permitted = required === ANY_KEY ? true : required.startsWith("cross_tenant:")
-            ? isSuperAdmin(principal)
-            : allows(principal.permissions, required)
-          if (!permitted) {
-            // The super-admin plane is not revealed to tenants.
-            if (required.startsWith("cross_tenant:")) {
-              return yield* new ApiError({ status: 403, code: "forbidden", message: "super-admin only" })
-            }
-            return yield* new ApiError({ status: 403, code: "forbidden", message: `this ${principal.kind === "session" ? "session" : "key"} lacks ${required}` })
-          }
-          // The tenant's plan and subscription status may refuse what the permission allows.
-          if (required !== ANY_KEY) yield* planGate.check(principal, required)
-          return yield* refuseMalformedRequest(Effect.provideService(httpEffect, CurrentPrincipal, principal))
+          return yield* Effect.provideService(httpEffect, CurrentPrincipal, principal)
         })
     })
+  })
+)
+
+/**
+ * The policy of an endpoint under `ApiKeyAuth` (its `Requires`, given by `requires(...)`): the
+ * principal's permission, then the tenant's plan, then the request's own checks.
+ */
+export const AuthorizeLive = Layer.effect(
+  Authorize,
+  Effect.gen(function*() {
+    const planGate = yield* PlanGate
+    return Authorize.of((httpEffect, { endpoint, group }) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        const required = Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires)
+        if (required === undefined) {
+          return yield* Effect.die(new Error(`endpoint ${group.identifier}.${endpoint.identifier} declares no permission`))
+        }
+        const permitted = required === ANY_KEY ? true : required.startsWith("cross_tenant:")
+          ? isSuperAdmin(principal)
+          : allows(principal.permissions, required)
+        if (!permitted) {
+          // The super-admin plane is not revealed to tenants.
+          if (required.startsWith("cross_tenant:")) {
+            return yield* new Forbidden({ code: "forbidden", message: "super-admin only" })
+          }
+          return yield* new Forbidden({ code: "forbidden", message: `this ${principal.kind === "session" ? "session" : "key"} lacks ${required}` })
+        }
+        // The tenant's plan and subscription status may refuse what the permission allows.
+        if (required !== ANY_KEY) yield* planGate.check(principal, required)
+        return yield* refuseMalformedRequest(httpEffect)
+      })
+    )
   })
 )
 
@@ -184,10 +196,9 @@ export const InternalAuthLive = Layer.effect(
         // Check every configured token, always, so timing tells nothing about which matched.
         let ok = false
         for (const token of internalTokens) ok = constantTimeEqual(given, token) || ok
-        return Effect.andThen(
-          noteEndpointReached(endpoint),
-          ok && given !== "" ? refuseMalformedRequest(httpEffect) : Effect.fail(unauthorized("missing or invalid x-internal-token"))
-        )
+        return ok && given !== ""
+          ? Effect.andThen(noteEndpointReached(endpoint), refuseMalformedRequest(httpEffect))
+          : Effect.andThen(noteEndpointReached(endpoint), Effect.fail(unauthorized("missing or invalid x-internal-token")))
       }
     })
   })

@@ -1,13 +1,13 @@
 import { Context } from "effect"
-import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import { type HttpApiEndpoint, type HttpApiGroup, HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { CurrentPrincipal } from "../iam/principal.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, TooManyRequests, Unauthenticated, UnsupportedMediaType } from "../schema/errors.ts"
 
 /**
- * The permission an endpoint needs, declared on the endpoint itself:
- * `.annotate(Requires, "scraper:jobs:write")`. `cross_tenant:*:*` marks the
- * super-admin plane, and `ANY_KEY` an endpoint open to every valid key (the price list). The docs
- * table of endpoint → permission is read from it.
+ * The permission an endpoint needs, declared on the endpoint (or its group) by its policy:
+ * `.pipe(requires("scraper:jobs:write"))`. `cross_tenant:*:*` marks the super-admin plane, and
+ * `ANY_KEY` an endpoint open to every valid key (the price list). The docs table of endpoint →
+ * permission is read from it.
  */
 export const ANY_KEY = "any valid key or session"
 export const Requires = Context.Reference<string | undefined>("trawl/Requires", { defaultValue: () => undefined })
@@ -32,16 +32,37 @@ export const presentedSession = (headers: Readonly<Record<string, string | undef
  */
 export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth, { provides: CurrentPrincipal }>()("trawl/ApiKeyAuth", {
   security: { apiKey: HttpApiSecurity.apiKey({ key: "x-api-key", in: "header" }) },
-  error: errors(400, 401, 403, 404, 413, 415, 429)
+  error: errors(InvalidRequest, Unauthenticated, Forbidden, NotFound, PayloadTooLarge, UnsupportedMediaType, TooManyRequests)
 }) {}
 
 /** `x-internal-token` authentication for the control plane. */
 export class InternalAuth extends HttpApiMiddleware.Service<InternalAuth>()("trawl/InternalAuth", {
   security: { internalToken: HttpApiSecurity.apiKey({ key: "x-internal-token", in: "header" }) },
-  error: errors(400, 401, 404, 413, 415)
+  error: errors(InvalidRequest, Unauthenticated, NotFound, PayloadTooLarge, UnsupportedMediaType)
 }) {}
 
 /** No authentication: routes that open a session or redeem a mailed token. Body checks still apply. */
 export class Anonymous extends HttpApiMiddleware.Service<Anonymous>()("trawl/Anonymous", {
-  error: errors(400, 413, 415)
+  error: errors(InvalidRequest, NotFound, PayloadTooLarge, UnsupportedMediaType)
 }) {}
+
+/**
+ * The policy check of an endpoint under `ApiKeyAuth`: the principal's permission for the
+ * endpoint's `Requires`, then the tenant's plan, then the request's own checks. It runs inside
+ * `ApiKeyAuth` (which provides the principal), so a route without a policy is a compile error in
+ * `api.ts` rather than a request that dies.
+ */
+export class Authorize extends HttpApiMiddleware.Service<Authorize, { requires: CurrentPrincipal }>()("trawl/Authorize", {
+  error: errors(Forbidden, NotFound, InvalidRequest, PayloadTooLarge, UnsupportedMediaType)
+}) {}
+
+type WithPolicy<A> = A extends HttpApiGroup.HttpApiGroup<infer Id, infer Endpoints, infer TopLevel>
+  ? HttpApiGroup.HttpApiGroup<Id, HttpApiEndpoint.AddMiddleware<Endpoints, Authorize>, TopLevel>
+  : HttpApiEndpoint.AddMiddleware<A, Authorize>
+
+/**
+ * An endpoint's (or a whole group's) policy: the permission it needs, checked by `Authorize`.
+ * The one way to give a route under `ApiKeyAuth` its permission; put it before `.middleware(ApiKeyAuth)`.
+ */
+export const requires = (permission: string) => <A extends HttpApiEndpoint.Constraint | HttpApiGroup.Constraint>(self: A): WithPolicy<A> =>
+  (self as unknown as HttpApiGroup.Top).annotate(Requires, permission).middleware(Authorize) as never

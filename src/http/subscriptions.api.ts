@@ -1,10 +1,10 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { Subscription, SubscriptionChangeBody } from "../schema/subscription.ts"
 import { Transaction } from "../schema/tenant.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 /** The tenant's own plan subscription (docs/api.md, "Plans and subscriptions"). */
@@ -16,10 +16,10 @@ export class SubscriptionGroup extends HttpApiGroup.make("subscription")
     HttpApiEndpoint.get("subscriptionDebits", "/me/subscription/debits", {
       query: PageQuery,
       success: Success(Page(Transaction)),
-      error: errors(400)
+      error: errors(InvalidRequest)
     })
   )
-  .annotate(Requires, "billing:subscription:read")
+  .pipe(requires("billing:subscription:read"))
   .middleware(ApiKeyAuth)
   .prefix("/v1/billing")
   .annotate(OpenApi.Description, "The tenant's plan subscription.")
@@ -42,10 +42,10 @@ export class AdminSubscriptionGroup extends HttpApiGroup.make("adminSubscription
       params: { tenantId: Schema.String },
       payload: SubscriptionChangeBody,
       success: Success(SubscriptionChanged),
-      error: errors(400, 402, 404, 409, 422)
+      error: errors(InvalidRequest, PaymentRequired, NotFound, Conflict, Unprocessable, Unavailable)
     })
   )
-  .annotate(Requires, "cross_tenant:*:*")
+  .pipe(requires("cross_tenant:*:*"))
   .annotate(OpenApi.Exclude, true)
   .middleware(ApiKeyAuth)
   .prefix("/v1/admin")

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
+import { errors, Unavailable } from "../schema/errors.ts"
 import { Operations } from "./openapi.ts"
 
 const Checks = Schema.Struct({
@@ -18,7 +18,7 @@ export class SystemGroup extends HttpApiGroup.make("system")
     }),
     HttpApiEndpoint.get("readyz", "/readyz", {
       success: Success(Schema.Struct({ ready: Schema.Boolean, checks: Checks })),
-      error: errors(503)
+      error: errors(Unavailable)
     })
   )
   .annotate(OpenApi.Description, "Liveness and readiness of this node; no authentication.")

@@ -2,8 +2,8 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Profile, RevokedSession, RevokedSessions, SessionItem, UpdateProfileBody } from "../schema/auth.ts"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { errors } from "../schema/errors.ts"
-import { ANY_KEY, ApiKeyAuth, Requires } from "./security.ts"
+import { errors, InvalidRequest, NotFound } from "../schema/errors.ts"
+import { ANY_KEY, ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 /** The caller's own profile and sessions (docs/identity.md). */
@@ -11,26 +11,26 @@ export class UsersGroup extends HttpApiGroup.make("users")
   .add(
     HttpApiEndpoint.get("me", "/me", {
       success: Success(Profile),
-      error: errors(404)
-    }).annotate(Requires, ANY_KEY),
+      error: errors(NotFound)
+    }).pipe(requires(ANY_KEY)),
     HttpApiEndpoint.patch("updateMe", "/me", {
       payload: UpdateProfileBody,
       success: Success(Profile),
-      error: errors(400, 404)
-    }).annotate(Requires, ANY_KEY),
+      error: errors(InvalidRequest, NotFound)
+    }).pipe(requires(ANY_KEY)),
     HttpApiEndpoint.get("listSessions", "/me/sessions", {
       query: PageQuery,
       success: Success(Page(SessionItem)),
-      error: errors(400)
-    }).annotate(Requires, "iam:sessions:read"),
+      error: errors(InvalidRequest)
+    }).pipe(requires("iam:sessions:read")),
     HttpApiEndpoint.delete("revokeOtherSessions", "/me/sessions", {
       success: Success(RevokedSessions)
-    }).annotate(Requires, "iam:sessions:write"),
+    }).pipe(requires("iam:sessions:write")),
     HttpApiEndpoint.delete("revokeSession", "/me/sessions/:sessionId", {
       params: { sessionId: Schema.String },
       success: Success(RevokedSession),
-      error: errors(404)
-    }).annotate(Requires, "iam:sessions:write")
+      error: errors(NotFound)
+    }).pipe(requires("iam:sessions:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam/users")

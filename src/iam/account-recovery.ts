@@ -2,7 +2,7 @@ import { Context, Effect, Layer, Scope, Semaphore } from "effect"
 import { Kv } from "../kv/kv.ts"
 import { Mailer } from "../mail/mailer.ts"
 import { iso } from "../schema/common.ts"
-import { type ApiError, fail } from "../schema/errors.ts"
+import { type Conflict, fail, type Forbidden, type InvalidRequest, type TooManyRequests, type Unauthenticated, type Unavailable } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import type { AuthTokenRow, TokenPurpose } from "../sql/auth-token-repo.ts"
 import { IdentityEmailRepo } from "../sql/identity-email-repo.ts"
@@ -52,14 +52,14 @@ export interface AccountRecoveryShape {
   /** Mails a reset link if the address is a person's, in the background: the caller learns nothing. */
   readonly requestPasswordReset: (email: string, client: ClientContext) => Effect.Effect<void>
   /** Sets the password by a reset token and ends every session; a refused password leaves the token usable. */
-  readonly resetPassword: (token: string, password: string, client: ClientContext) => Effect.Effect<void, ApiError>
+  readonly resetPassword: (token: string, password: string, client: ClientContext) => Effect.Effect<void, Forbidden | InvalidRequest | TooManyRequests>
   /** Mails a sign-in link if the address is a person's, in the background. */
   readonly requestMagicLink: (email: string, client: ClientContext) => Effect.Effect<void>
   /** Opens a session by a magic link; with TOTP on the second factor must pass before the link is used. */
-  readonly verifyMagicLink: (input: MagicLinkInput, client: ClientContext) => Effect.Effect<OpenedSession, ApiError>
-  readonly verifyEmail: (token: string, client: ClientContext) => Effect.Effect<{ email: string; verifiedAt: string }, ApiError>
+  readonly verifyMagicLink: (input: MagicLinkInput, client: ClientContext) => Effect.Effect<OpenedSession, InvalidRequest | TooManyRequests | Unauthenticated>
+  readonly verifyEmail: (token: string, client: ClientContext) => Effect.Effect<{ email: string; verifiedAt: string }, InvalidRequest>
   /** Mails a verification link for the caller's unverified primary address. */
-  readonly sendEmailVerification: (me: Principal, client: ClientContext) => Effect.Effect<{ email: string; expiresAt: string }, ApiError>
+  readonly sendEmailVerification: (me: Principal, client: ClientContext) => Effect.Effect<{ email: string; expiresAt: string }, Conflict | Forbidden | TooManyRequests | Unavailable>
 }
 
 export class AccountRecovery extends Context.Service<AccountRecovery, AccountRecoveryShape>()("trawl/AccountRecovery") {}

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { newId } from "../ids.ts"
 import { iso, parseIsoDateTime } from "../schema/common.ts"
-import { type ApiError, fail, notFound } from "../schema/errors.ts"
+import { fail, type Forbidden, type InvalidRequest, notFound, type NotFound, type TooManyRequests, type Unprocessable } from "../schema/errors.ts"
 import type { ApiKey } from "../schema/iam.ts"
 import { ApiKeyRepo, type ApiKeyRow } from "../sql/api-key-repo.ts"
 import { AuditLog } from "../sql/audit-log.ts"
@@ -14,6 +14,7 @@ import { allows, isPowerful, scopeOf } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import { generateApiKey } from "./secrets.ts"
 import type { ClientContext } from "./session-service.ts"
+import type { ApiKeyId, IdentityId } from "../schema/ids.ts"
 
 /** A new key's rate limit when the request names none (docs/api.md). */
 export const DEFAULT_KEY_RATE_LIMIT = 600
@@ -49,11 +50,11 @@ export interface KeyPatch {
 }
 
 export interface ApiKeyServiceShape {
-  readonly create: (me: Principal, identityId: string, input: NewKeyInput, client: ClientContext) => Effect.Effect<ApiKey & { rawKey: string }, ApiError>
-  readonly list: (me: Principal, identityId: string) => Effect.Effect<ReadonlyArray<ApiKey>, ApiError>
-  readonly get: (me: Principal, identityId: string, keyId: string) => Effect.Effect<ApiKey, ApiError>
-  readonly update: (me: Principal, identityId: string, keyId: string, patch: KeyPatch, client: ClientContext) => Effect.Effect<ApiKey, ApiError>
-  readonly revoke: (me: Principal, identityId: string, keyId: string, client: ClientContext) => Effect.Effect<{ revoked: true; revokedAt: string; apiKeyId: string }, ApiError>
+  readonly create: (me: Principal, identityId: IdentityId, input: NewKeyInput, client: ClientContext) => Effect.Effect<ApiKey & { rawKey: string }, Forbidden | InvalidRequest | NotFound | TooManyRequests | Unprocessable>
+  readonly list: (me: Principal, identityId: IdentityId) => Effect.Effect<ReadonlyArray<ApiKey>, NotFound>
+  readonly get: (me: Principal, identityId: IdentityId, keyId: ApiKeyId) => Effect.Effect<ApiKey, NotFound>
+  readonly update: (me: Principal, identityId: IdentityId, keyId: ApiKeyId, patch: KeyPatch, client: ClientContext) => Effect.Effect<ApiKey, InvalidRequest | NotFound | TooManyRequests>
+  readonly revoke: (me: Principal, identityId: IdentityId, keyId: ApiKeyId, client: ClientContext) => Effect.Effect<{ revoked: true; revokedAt: string; apiKeyId: string }, NotFound>
 }
 
 export class ApiKeyService extends Context.Service<ApiKeyService, ApiKeyServiceShape>()("trawl/ApiKeyService") {}

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Kv } from "../kv/kv.ts"
-import { type ApiError, fail } from "../schema/errors.ts"
+import { fail, type TooManyRequests } from "../schema/errors.ts"
 
 /**
  * Limits on guessing (docs/identity.md, "Guessing"). An account's tries (logins, TOTP and
@@ -19,7 +19,7 @@ export const ADDRESS_ALLOWANCE = 30
 
 export interface AttemptsShape {
   /** Counts a try of `account` from `address`; fails while either is locked or when this try goes past the allowance. */
-  readonly begin: (account: string, address: string | null) => Effect.Effect<void, ApiError>
+  readonly begin: (account: string, address: string | null) => Effect.Effect<void, TooManyRequests>
   /** Counts a failure against the address. */
   readonly failed: (address: string | null) => Effect.Effect<void>
   /** Clears the account's count and lock. */

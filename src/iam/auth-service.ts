@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { Config } from "../config.ts"
 import { newId } from "../ids.ts"
-import { type ApiError, fail } from "../schema/errors.ts"
+import { type Conflict, fail, type Forbidden, type InvalidRequest, type TooManyRequests, type Unauthenticated } from "../schema/errors.ts"
 import { decryptSecret, encryptSecret } from "../webhooks/secret-box.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { type IdentityAuthRow, IdentityRepo } from "../sql/identity-repo.ts"
@@ -27,17 +27,17 @@ export interface Proof {
 }
 
 export interface AuthServiceShape {
-  readonly login: (input: LoginInput, client: ClientContext) => Effect.Effect<OpenedSession, ApiError>
+  readonly login: (input: LoginInput, client: ClientContext) => Effect.Effect<OpenedSession, TooManyRequests | Unauthenticated>
   /**
    * Checks a proof of the identity's presence: its password, or a TOTP or recovery code when TOTP
    * is on. Guessing is limited like logins. Fails 403 reauthentication_required without a proof,
    * 403 reauthentication_failed for a wrong one.
    */
-  readonly reauthenticate: (me: Principal, proof: Proof, client: ClientContext) => Effect.Effect<void, ApiError>
-  readonly changePassword: (me: Principal, currentPassword: string, newPassword: string, client: ClientContext) => Effect.Effect<void, ApiError>
-  readonly setupPassword: (me: Principal, password: string, client: ClientContext) => Effect.Effect<void, ApiError>
+  readonly reauthenticate: (me: Principal, proof: Proof, client: ClientContext) => Effect.Effect<void, Forbidden | TooManyRequests>
+  readonly changePassword: (me: Principal, currentPassword: string, newPassword: string, client: ClientContext) => Effect.Effect<void, Forbidden | InvalidRequest | TooManyRequests>
+  readonly setupPassword: (me: Principal, password: string, client: ClientContext) => Effect.Effect<void, Conflict | Forbidden | InvalidRequest>
   /** Sets a new password by a proven reset (the token is checked by the caller) and ends every session. */
-  readonly resetPassword: (identityId: string, password: string, client: ClientContext) => Effect.Effect<void, ApiError>
+  readonly resetPassword: (identityId: string, password: string, client: ClientContext) => Effect.Effect<void, Forbidden | InvalidRequest | TooManyRequests>
   readonly requiresPasswordSetup: (identityId: string) => Effect.Effect<boolean>
   /**
    * Checks the second factor of an identity with TOTP on (a fresh TOTP code or an unused
@@ -45,10 +45,10 @@ export interface AuthServiceShape {
    * Guessing limits are the caller's.
    */
   readonly secondFactor: (identity: IdentityAuthRow, proof: Proof, client: ClientContext) => Effect.Effect<"totp" | "recovery_code" | undefined>
-  readonly enableTotp: (me: Principal, client: ClientContext) => Effect.Effect<{ otpauthUrl: string; secret: string; recoveryCodes: ReadonlyArray<string> }, ApiError>
-  readonly verifyTotp: (me: Principal, code: string, client: ClientContext) => Effect.Effect<{ totpEnabledAt: string }, ApiError>
-  readonly disableTotp: (me: Principal, proof: Proof, client: ClientContext) => Effect.Effect<void, ApiError>
-  readonly regenerateRecoveryCodes: (me: Principal, proof: Proof, client: ClientContext) => Effect.Effect<ReadonlyArray<string>, ApiError>
+  readonly enableTotp: (me: Principal, client: ClientContext) => Effect.Effect<{ otpauthUrl: string; secret: string; recoveryCodes: ReadonlyArray<string> }, Conflict | Forbidden>
+  readonly verifyTotp: (me: Principal, code: string, client: ClientContext) => Effect.Effect<{ totpEnabledAt: string }, Conflict | Forbidden | InvalidRequest | TooManyRequests>
+  readonly disableTotp: (me: Principal, proof: Proof, client: ClientContext) => Effect.Effect<void, Conflict | Forbidden | TooManyRequests>
+  readonly regenerateRecoveryCodes: (me: Principal, proof: Proof, client: ClientContext) => Effect.Effect<ReadonlyArray<string>, Conflict | Forbidden | TooManyRequests>
 }
 
 export class AuthService extends Context.Service<AuthService, AuthServiceShape>()("trawl/AuthService") {}

@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { isMailableAddress, Mailer } from "../mail/mailer.ts"
 import { iso, parseIsoDateTime } from "../schema/common.ts"
 import type { Delegation, DelegationStatus } from "../schema/delegation.ts"
-import { type ApiError, fail, notFound } from "../schema/errors.ts"
+import { type Conflict, fail, type Forbidden, type InvalidRequest, notFound, type NotFound, type Unavailable, type Unprocessable } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { DelegationRepo, type DelegationRow, type Party } from "../sql/delegation-repo.ts"
 import { refuseOnBehalf, INVITATION_LINK_PATH } from "./invitation-service.ts"
@@ -23,15 +23,15 @@ export interface NewDelegationInput {
 export type DelegationMove = "accept" | "decline" | "renounce" | "revoke"
 
 export interface DelegationServiceShape {
-  readonly create: (me: Principal, input: NewDelegationInput, client: ClientContext) => Effect.Effect<Delegation, ApiError>
+  readonly create: (me: Principal, input: NewDelegationInput, client: ClientContext) => Effect.Effect<Delegation, Conflict | Forbidden | InvalidRequest | NotFound | Unavailable | Unprocessable>
   readonly list: (
     me: Principal,
     party: Party,
     status: DelegationStatus | undefined,
     offset: number,
     limit: number
-  ) => Effect.Effect<{ items: ReadonlyArray<Delegation>; total: number }, ApiError>
-  readonly move: (me: Principal, id: string, move: DelegationMove, client: ClientContext) => Effect.Effect<Delegation, ApiError>
+  ) => Effect.Effect<{ items: ReadonlyArray<Delegation>; total: number }, never>
+  readonly move: (me: Principal, id: string, move: DelegationMove, client: ClientContext) => Effect.Effect<Delegation, Conflict | Forbidden | NotFound>
 }
 
 export class DelegationService extends Context.Service<DelegationService, DelegationServiceShape>()("trawl/DelegationService") {}

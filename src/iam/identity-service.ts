@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { iso } from "../schema/common.ts"
 import type { Profile } from "../schema/auth.ts"
-import { type ApiError, notFound } from "../schema/errors.ts"
+import { notFound, type NotFound } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { IdentityRepo, type ProfileRow } from "../sql/identity-repo.ts"
 import type { Principal } from "./principal.ts"
@@ -9,12 +9,12 @@ import type { ClientContext } from "./session-service.ts"
 
 export interface IdentityServiceShape {
   /** The caller's profile: the identity it acts as, with the permissions it acts with. */
-  readonly profile: (me: Principal) => Effect.Effect<Profile, ApiError>
+  readonly profile: (me: Principal) => Effect.Effect<Profile, NotFound>
   readonly updateProfile: (
     me: Principal,
     patch: { firstName?: string | null | undefined; lastName?: string | null | undefined; avatarUrl?: string | null | undefined },
     client: ClientContext
-  ) => Effect.Effect<Profile, ApiError>
+  ) => Effect.Effect<Profile, NotFound>
 }
 
 export class IdentityService extends Context.Service<IdentityService, IdentityServiceShape>()("trawl/IdentityService") {}

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { isMailableAddress, Mailer } from "../mail/mailer.ts"
 import { iso } from "../schema/common.ts"
-import { type ApiError, fail, notFound } from "../schema/errors.ts"
+import { type Conflict, fail, type Forbidden, type InvalidRequest, notFound, type NotFound, type TooManyRequests, type Unavailable, type Unprocessable } from "../schema/errors.ts"
 import type { Invitation, InvitationStatus } from "../schema/invitation.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import type { AuthTokenRow } from "../sql/auth-token-repo.ts"
@@ -38,24 +38,24 @@ export interface RegisterInput {
 }
 
 export interface InvitationServiceShape {
-  readonly create: (me: Principal, orgIdentityId: string, input: NewInvitationInput, client: ClientContext) => Effect.Effect<Invitation, ApiError>
+  readonly create: (me: Principal, orgIdentityId: string, input: NewInvitationInput, client: ClientContext) => Effect.Effect<Invitation, Conflict | Forbidden | InvalidRequest | NotFound | Unavailable | Unprocessable>
   readonly list: (
     me: Principal,
     orgIdentityId: string,
     status: InvitationStatus | undefined,
     offset: number,
     limit: number
-  ) => Effect.Effect<{ items: ReadonlyArray<Invitation>; total: number }, ApiError>
+  ) => Effect.Effect<{ items: ReadonlyArray<Invitation>; total: number }, NotFound>
   readonly revoke: (
     me: Principal,
     orgIdentityId: string,
     invitationId: string,
     client: ClientContext
-  ) => Effect.Effect<{ revoked: true; revokedAt: string; id: string }, ApiError>
+  ) => Effect.Effect<{ revoked: true; revokedAt: string; id: string }, Conflict | NotFound>
   /** Accepts or declines, as the identity whose e-mail the invitation was sent to. */
-  readonly respond: (me: Principal, token: string, accept: boolean, client: ClientContext) => Effect.Effect<Invitation, ApiError>
+  readonly respond: (me: Principal, token: string, accept: boolean, client: ClientContext) => Effect.Effect<Invitation, Conflict | Forbidden | InvalidRequest>
   /** Creates a person from an invitation or delegation token and opens their first session. */
-  readonly register: (input: RegisterInput, client: ClientContext) => Effect.Effect<OpenedSession, ApiError>
+  readonly register: (input: RegisterInput, client: ClientContext) => Effect.Effect<OpenedSession, Conflict | Forbidden | InvalidRequest | TooManyRequests>
 }
 
 export class InvitationService extends Context.Service<InvitationService, InvitationServiceShape>()("trawl/InvitationService") {}

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { Config } from "../config.ts"
 import { newId } from "../ids.ts"
-import { type ApiError, fail } from "../schema/errors.ts"
+import { fail, type InvalidRequest } from "../schema/errors.ts"
 import { type AuthTokenRow, AuthTokenRepo, type TokenPurpose } from "../sql/auth-token-repo.ts"
 import { generateToken, hashToken } from "./secrets.ts"
 
@@ -32,7 +32,7 @@ export interface MailedTokensShape {
    * Uses a token once. Fails 400 `token_expired` past its expiry and 400 `invalid_token` when it
    * is unknown, of another purpose or used already.
    */
-  readonly redeem: (purpose: TokenPurpose, token: string) => Effect.Effect<AuthTokenRow, ApiError>
+  readonly redeem: (purpose: TokenPurpose, token: string) => Effect.Effect<AuthTokenRow, InvalidRequest>
   /** The token's row if it is usable now, without using it. */
   readonly peek: (purpose: TokenPurpose, token: string) => Effect.Effect<AuthTokenRow | undefined>
   readonly retireForSubject: (subjectId: string) => Effect.Effect<void>

@@ -2,7 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { type QuotaKey, quotaKeys } from "../billing/plans.ts"
 import { Mailer } from "../mail/mailer.ts"
 import { iso } from "../schema/common.ts"
-import { type ApiError, fail, notFound } from "../schema/errors.ts"
+import { type Conflict, fail, type InvalidRequest, notFound, type NotFound, type Unprocessable } from "../schema/errors.ts"
 import type { QuotaRequest, QuotaRequestStatus } from "../schema/quota-request.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { QuotaRequestRepo, type QuotaRequestRow, type StoredQuotaRequestStatus } from "../sql/quota-request-repo.ts"
@@ -35,11 +35,11 @@ const notPending = (row: QuotaRequestRow, doing: string) =>
 
 export interface QuotaRequestServiceShape {
   /** A tenant asks for a higher limit on one of its quotas. */
-  readonly create: (me: Principal, body: { quotaKey: string; requestedLimit: string; reason: string }) => Effect.Effect<QuotaRequestRow, ApiError>
+  readonly create: (me: Principal, body: { quotaKey: string; requestedLimit: string; reason: string }) => Effect.Effect<QuotaRequestRow, Conflict | InvalidRequest | Unprocessable>
   /** The tenant takes back a request not decided yet. */
-  readonly withdraw: (me: Principal, id: string) => Effect.Effect<QuotaRequestRow, ApiError>
+  readonly withdraw: (me: Principal, id: string) => Effect.Effect<QuotaRequestRow, Conflict | NotFound>
   /** A super-admin approves (raising the quota) or rejects a pending request; the requester is mailed. */
-  readonly decide: (me: Principal, id: string, approve: boolean, note: string | null) => Effect.Effect<QuotaRequestRow, ApiError>
+  readonly decide: (me: Principal, id: string, approve: boolean, note: string | null) => Effect.Effect<QuotaRequestRow, Conflict | NotFound>
 }
 
 export class QuotaRequestService extends Context.Service<QuotaRequestService, QuotaRequestServiceShape>()("trawl/QuotaRequestService") {}

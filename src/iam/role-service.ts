@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { iso } from "../schema/common.ts"
-import { type ApiError, type ErrorDetail, fail, notFound } from "../schema/errors.ts"
+import { type Conflict, type ErrorDetail, fail, type Forbidden, notFound, type NotFound } from "../schema/errors.ts"
 import type { Role } from "../schema/iam.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { RoleRepo, type RoleRow } from "../sql/role-repo.ts"
@@ -27,11 +27,11 @@ export interface RoleInput {
 }
 
 export interface RoleServiceShape {
-  readonly create: (me: Principal, input: RoleInput) => Effect.Effect<Role, ApiError>
+  readonly create: (me: Principal, input: RoleInput) => Effect.Effect<Role, Conflict | Forbidden>
   readonly list: (me: Principal, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<Role>; total: number }>
-  readonly get: (me: Principal, id: string) => Effect.Effect<Role, ApiError>
-  readonly update: (me: Principal, id: string, patch: Partial<RoleInput>) => Effect.Effect<Role, ApiError>
-  readonly remove: (me: Principal, id: string) => Effect.Effect<{ deleted: true; deletedAt: string; id: string }, ApiError>
+  readonly get: (me: Principal, id: string) => Effect.Effect<Role, NotFound>
+  readonly update: (me: Principal, id: string, patch: Partial<RoleInput>) => Effect.Effect<Role, Conflict | Forbidden | NotFound>
+  readonly remove: (me: Principal, id: string) => Effect.Effect<{ deleted: true; deletedAt: string; id: string }, Conflict | NotFound>
 }
 
 export class RoleService extends Context.Service<RoleService, RoleServiceShape>()("trawl/RoleService") {}

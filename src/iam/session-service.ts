@@ -2,7 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { Config } from "../config.ts"
 import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
-import { type ApiError, fail, notFound } from "../schema/errors.ts"
+import { fail, type InvalidRequest, notFound, type NotFound, type Unauthenticated } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { type SessionAudit, type SessionRow, SessionRepo } from "../sql/session-repo.ts"
 import type { Principal } from "./principal.ts"
@@ -46,10 +46,10 @@ export interface SessionServiceShape {
   /** The CSRF token of a session, by its public id: a keyed hash, so nothing is stored for it. */
   readonly csrfToken: (sessionPublicId: string) => string
   /** Replaces the caller's session by a new one (same absolute expiry); the old token stops working. */
-  readonly refresh: (me: Principal, token: string, client: ClientContext, requiresPasswordSetup: boolean) => Effect.Effect<OpenedSession, ApiError>
+  readonly refresh: (me: Principal, token: string, client: ClientContext, requiresPasswordSetup: boolean) => Effect.Effect<OpenedSession, InvalidRequest | Unauthenticated>
   readonly logout: (me: Principal, client: ClientContext) => Effect.Effect<void>
   readonly list: (me: Principal, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<SessionView>; total: number }>
-  readonly revoke: (me: Principal, sessionId: string, client: ClientContext) => Effect.Effect<{ revoked: true; revokedAt: string; id: string }, ApiError>
+  readonly revoke: (me: Principal, sessionId: string, client: ClientContext) => Effect.Effect<{ revoked: true; revokedAt: string; id: string }, NotFound>
   /** Revokes every session of the caller's identity but the one it calls with; how many. */
   readonly revokeOthers: (me: Principal, client: ClientContext) => Effect.Effect<number>
   /** Revokes every session of the identity but `exceptId` (null: all of them); how many. */

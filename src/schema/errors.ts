@@ -10,24 +10,104 @@ export const ErrorDetail = Schema.Struct({
 export type ErrorDetail = typeof ErrorDetail.Type
 
 /**
- * The single failure type of every handler. `status` picks the HTTP status,
- * `code` is the machine-readable error code of the envelope.
+ * What every error carries: `code` is the machine-readable code of the envelope, `details` the
+ * offending inputs, `retryAfter` seconds sent as `Retry-After`, `extra` more fields of `error`.
  */
-export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
-  status: Schema.Int,
+const errorFields = {
   code: Schema.String,
   message: Schema.String,
   details: Schema.optional(Schema.Array(ErrorDetail)),
   /** Seconds, sent as `Retry-After`. */
   retryAfter: Schema.optional(Schema.Int),
   extra: Schema.optional(Schema.Record(Schema.String, Schema.Unknown))
-}) {}
+}
 
-export const fail = (status: number, code: string, message: string, more?: {
+// The failures of handlers and services, one class per HTTP status (the catalogue is in
+// docs/api.md, "Errors"). The status is the class's `httpApiStatus` annotation; `code` tells
+// apart the failures of one status.
+
+/** 400: a malformed request (validation_error, invalid_idempotency_key, invalid_sort_field, invalid_filter, invalid_token, ...). */
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", errorFields, { httpApiStatus: 400 }) {
+  get status() { return 400 as const }
+}
+/** 401: missing or invalid authentication (unauthorized, totp_required). */
+export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()("Unauthenticated", errorFields, { httpApiStatus: 401 }) {
+  get status() { return 401 as const }
+}
+/** 402: insufficient credit (insufficient_credit). */
+export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()("PaymentRequired", errorFields, { httpApiStatus: 402 }) {
+  get status() { return 402 as const }
+}
+/** 403: not permitted (forbidden, no_active_plan, csrf_failed, delegation_required, ...). */
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", errorFields, { httpApiStatus: 403 }) {
+  get status() { return 403 as const }
+}
+/** 404: absent, or another tenant's. */
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", errorFields, { httpApiStatus: 404 }) {
+  get status() { return 404 as const }
+}
+/** 409: the resource's state does not allow it; the code names the conflict. */
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", errorFields, { httpApiStatus: 409 }) {
+  get status() { return 409 as const }
+}
+/** 413: a body larger than allowed. */
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", errorFields, { httpApiStatus: 413 }) {
+  get status() { return 413 as const }
+}
+/** 415: a body that is not JSON by its Content-Type. */
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", errorFields, { httpApiStatus: 415 }) {
+  get status() { return 415 as const }
+}
+/** 422: a well-formed request that business rules refuse (invalid_job, unsafe_url, invalid_config, ...). */
+export class Unprocessable extends Schema.TaggedError<Unprocessable>()("Unprocessable", errorFields, { httpApiStatus: 422 }) {
+  get status() { return 422 as const }
+}
+/** 429: a rate limit or quota (rate_limited, quota_exceeded, concurrent_limit_exceeded, too_many_attempts). */
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", errorFields, { httpApiStatus: 429 }) {
+  get status() { return 429 as const }
+}
+/** 503: a critical dependency is unavailable. */
+export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable", errorFields, { httpApiStatus: 503 }) {
+  get status() { return 503 as const }
+}
+
+/** The error class of each status. */
+const errorClasses = {
+  400: InvalidRequest,
+  401: Unauthenticated,
+  402: PaymentRequired,
+  403: Forbidden,
+  404: NotFound,
+  409: Conflict,
+  413: PayloadTooLarge,
+  415: UnsupportedMediaType,
+  422: Unprocessable,
+  429: TooManyRequests,
+  503: Unavailable
+} as const
+
+export type ErrorStatus = keyof typeof errorClasses
+export type ErrorClass = (typeof errorClasses)[ErrorStatus]
+/** The error class of `S`, by its status: `ErrorOf<404>` is `NotFound`. */
+export type ErrorOf<S extends ErrorStatus> = InstanceType<(typeof errorClasses)[S]>
+/** Any failure a handler may answer with. */
+export type ApiError = ErrorOf<ErrorStatus>
+
+const classList: ReadonlyArray<ErrorClass> = Object.values(errorClasses)
+export const isApiError = (u: unknown): u is ApiError => classList.some((c) => u instanceof c)
+
+type More = {
   details?: ReadonlyArray<ErrorDetail>
   retryAfter?: number
   extra?: Record<string, unknown>
-}) => Effect.fail(new ApiError({ status, code, message, ...more }))
+}
+
+/** The error of `status`: `apiError(409, "role_in_use", "...")` is a `Conflict`. */
+export const apiError = <S extends ErrorStatus>(status: S, code: string, message: string, more?: More): ErrorOf<S> =>
+  new errorClasses[status]({ code, message, ...more }) as ErrorOf<S>
+
+export const fail = <S extends ErrorStatus>(status: S, code: string, message: string, more?: More) =>
+  Effect.fail(apiError(status, code, message, more))
 
 export const notFound = (what = "resource") => fail(404, "not_found", `${what} not found`)
 export const forbidden = (message = "insufficient permission") => fail(403, "forbidden", message)
@@ -79,7 +159,7 @@ export const errorEnvelope = (
   }
 }
 
-const descriptions: Record<number, string> = {
+const descriptions: Record<ErrorStatus, string> = {
   400: "Malformed request (validation_error, invalid_idempotency_key, invalid_sort_field, invalid_filter)",
   401: "Missing or invalid authentication (unauthorized)",
   402: "Insufficient credit (insufficient_credit)",
@@ -93,29 +173,17 @@ const descriptions: Record<number, string> = {
   503: "A critical dependency is unavailable (dependency_unavailable)"
 }
 
-const cache = new Map<number, Schema.Top>()
-
 /**
- * The wire schema of `ApiError` for one HTTP status: the error envelope in the
- * OpenAPI document, and the encoder that turns an `ApiError` of that status into it.
+ * The wire schema of an error class: the error envelope (in the OpenAPI document under the
+ * status), and the one encoder that turns an error of that class into it.
  */
-export const ErrorStatus = (status: number) => {
-  const cached = cache.get(status)
-  if (cached) return cached as ReturnType<typeof makeErrorStatus>
-  const made = makeErrorStatus(status)
-  cache.set(status, made)
-  return made
-}
-
-const makeErrorStatus = (status: number) =>
-  ErrorEnvelope.annotate({ identifier: `Error${status}`, description: descriptions[status] ?? "Error" }).pipe(
+const makeWire = <E extends ApiError>(errorClass: new(fields: { readonly code: string; readonly message: string } & More) => E) => {
+  const status = new errorClass({ code: "", message: "" }).status
+  return ErrorEnvelope.annotate({ identifier: `Error${status}`, description: descriptions[status] }).pipe(
     Schema.decodeTo(
-      Schema.declare((u): u is ApiError => u instanceof ApiError && u.status === status),
+      Schema.declare((u): u is E => u instanceof errorClass),
       SchemaTransformation.transformEffect({
-        decode: (e) =>
-          Effect.succeed(
-            new ApiError({ status, code: e.code, message: e.error.message, details: e.error.details })
-          ),
+        decode: (e) => Effect.succeed(new errorClass({ code: e.code, message: e.error.message, details: e.error.details })),
         encode: (err) =>
           Effect.gen(function*() {
             const requestId = yield* RequestId
@@ -129,6 +197,18 @@ const makeErrorStatus = (status: number) =>
     ),
     HttpApiSchema.status(status)
   )
+}
+type Wire<E extends ApiError> = ReturnType<typeof makeWire<E>>
 
-/** Error schemas an endpoint declares, by status. */
-export const errors = (...statuses: ReadonlyArray<number>) => statuses.map(ErrorStatus)
+const wires = new Map<ErrorClass, Schema.Top>()
+const wireOf = (errorClass: ErrorClass) => {
+  const cached = wires.get(errorClass)
+  if (cached) return cached
+  const made = makeWire<ApiError>(errorClass)
+  wires.set(errorClass, made)
+  return made
+}
+
+/** The error schemas an endpoint or middleware declares, by class: `errors(NotFound, Conflict)`. */
+export const errors = <const C extends ReadonlyArray<ErrorClass>>(...classes: C) =>
+  classes.map(wireOf) as unknown as { readonly [K in keyof C]: Wire<InstanceType<C[K]>> }

@@ -11,6 +11,7 @@ import { orderByTerms, type SortTerm } from "./order-by.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { lockTenantRow } from "./tenant-lock.ts"
 import { type NewDelivery, WebhookRepo } from "./webhook-repo.ts"
+import type { JobId } from "../schema/ids.ts"
 
 export interface ExtractionRow {
   readonly id: string
@@ -21,7 +22,7 @@ export interface ExtractionRow {
   readonly domain_id: string | null
   readonly input_format: "html" | "markdown" | "text" | "json"
   readonly input_id: string | null
-  readonly job_id: string | null
+  readonly job_id: JobId | null
   readonly config_id: string | null
   readonly llm: { enabled?: boolean; mode?: "fill-missing" | "correct" } | null
   readonly webhook_url: string | null

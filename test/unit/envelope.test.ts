@@ -4,17 +4,17 @@ import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { envelopeMiddleware, routeTable } from "../../src/http/envelope-middleware.ts"
 import { Success } from "../../src/schema/envelope.ts"
-import { ApiError, errors } from "../../src/schema/errors.ts"
+import { Conflict, errors } from "../../src/schema/errors.ts"
 
 const Api = HttpApi.make("t").add(
   HttpApiGroup.make("g").add(
     HttpApiEndpoint.post("make", "/things", {
       payload: Schema.Struct({ n: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10 })) }),
       success: Success(Schema.Struct({ n: Schema.Int }), 201),
-      error: errors(409)
+      error: errors(Conflict)
     }),
     HttpApiEndpoint.get("boom", "/boom", { success: Success(Schema.String) }),
-    HttpApiEndpoint.get("conflict", "/conflict", { success: Success(Schema.String), error: errors(409) }),
+    HttpApiEndpoint.get("conflict", "/conflict", { success: Success(Schema.String), error: errors(Conflict) }),
     HttpApiEndpoint.get("interrupted", "/interrupted", { success: Success(Schema.String) })
   )
 ).annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })
@@ -22,7 +22,7 @@ const Api = HttpApi.make("t").add(
 const Handlers = HttpApiBuilder.group(Api, "g", (h) =>
   h.handle("make", ({ payload }) => Effect.succeed({ n: payload.n }))
     .handle("boom", () => Effect.die(new Error("secret internal detail")))
-    .handle("conflict", () => Effect.fail(new ApiError({ status: 409, code: "cannot_replay_done", message: "no", retryAfter: 7 })))
+    .handle("conflict", () => Effect.fail(new Conflict({ code: "cannot_replay_done", message: "no", retryAfter: 7 })))
     .handle("interrupted", () => Effect.interrupt))
 
 const routes = [{ method: "POST", path: "/things" }, { method: "GET", path: "/boom" }, { method: "GET", path: "/conflict" }, { method: "GET", path: "/interrupted" }]
