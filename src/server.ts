@@ -17,6 +17,7 @@ import { ProbeEntityLive } from "./actors/probe-entity.ts"
 import { StorageMaintenanceLive } from "./actors/storage-maintenance.ts"
 import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "./actors/webhook-delivery-entity.ts"
 import { WebhookEndpointsLive } from "./actors/webhook-endpoints.ts"
+import { IdentityRegistrationsLive } from "./actors/identity-registrations.ts"
 import { CallDebitorLive, CallDebitsLive, JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
 import { SubscriptionRenewalsLive } from "./actors/subscription-renewals.ts"
 import { PlanGateLive } from "./billing/plan-gate.ts"
@@ -152,7 +153,6 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     IdentityServiceLive,
     RoleServiceLive,
     QuotaRequestServiceLive,
-    InvitationServiceLive,
     DelegationServiceLive
   ).pipe(
     Layer.provideMerge(Layer.mergeAll(AuthServiceLive, MailedTokensLive)),
@@ -163,7 +163,8 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     Layer.provideMerge(Identity),
     Layer.provideMerge(Repos)
   )
-  const Domain = ExtractionCreationLive.pipe(Layer.provideMerge(JobCreationLive), Layer.provideMerge(replace.webhookEndpoints ?? WebhookEndpointsLive), Layer.provideMerge(CallDebitorLive))
+  // Registrations are counted by the tenant's entity, so the invitation service stands on the cluster.
+  const Domain = Layer.merge(ExtractionCreationLive, InvitationServiceLive.pipe(Layer.provide(IdentityRegistrationsLive))).pipe(Layer.provideMerge(JobCreationLive), Layer.provideMerge(replace.webhookEndpoints ?? WebhookEndpointsLive), Layer.provideMerge(CallDebitorLive))
   const Entities = Layer.mergeAll(
     TenantEntityLive.pipe(Layer.provide(CallDebitsLive)),
     ProbeEntityLive,

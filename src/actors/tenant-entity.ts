@@ -8,10 +8,13 @@ import { ExtractionRepo } from "../sql/extraction-repo.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { type CallDebit, TenantRepo } from "../sql/tenant-repo.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
+import { AuthTokenRepo } from "../sql/auth-token-repo.ts"
+import { InvitationRepo } from "../sql/invitation-repo.ts"
 import { Transaction } from "../schema/tenant.ts"
 import { makeGroupCommit } from "../sql/group-commit.ts"
 import { Unavailable } from "../schema/errors.ts"
 import { entityCall, sendOneWay } from "./entity-call.ts"
+import { IdentityLimit, RegisteredIdentity, registerIdentity, RegistrationEmailInUse, RegistrationRefused, RegistrationRequest } from "./tenant-identities.ts"
 import { type QuotaName, TenantJobSlots } from "./tenant-job-slots.ts"
 import { DueRenewal, makeTenantSubscription, SubscriptionChange } from "./tenant-subscription.ts"
 
@@ -148,6 +151,17 @@ export const TenantEntity = Entity.make("Tenant", [
     payload: Schema.Struct({ url: Schema.String }),
     error: EndpointLimit
   }),
+  /**
+   * Creates a person from an invitation or delegation token unless the tenant has its
+   * `iam.identities.total` already. Serial per tenant, so registrations on any number of nodes
+   * cannot pass the limit (src/actors/tenant-identities.ts). Not persisted: the token is used in
+   * the insert's transaction, so a message delivered again is refused rather than creating twice.
+   */
+  Rpc.make("RegisterIdentity", {
+    payload: RegistrationRequest,
+    success: RegisteredIdentity,
+    error: Schema.Union([IdentityLimit, RegistrationEmailInUse, RegistrationRefused])
+  }),
   /** The subscription's period ends: its renewal, a persisted message delivered then (src/actors/tenant-subscription.ts). */
   Rpc.make("RenewSubscription", { payload: DueRenewal }).annotate(ClusterSchema.Persisted, true),
   /** A super-admin's change of the subscription, prorated in the ledger. */
@@ -173,6 +187,8 @@ export const TenantEntityLive = TenantEntity.toLayer(
     const jobs = yield* JobRepo
     const extractions = yield* ExtractionRepo
     const webhooks = yield* WebhookRepo
+    // What registrations need, taken once so that the handler's effect needs nothing more.
+    const registrationContext = yield* Effect.context<TenantRepo | InvitationRepo | AuthTokenRepo>()
     const callDebits = yield* CallDebits
     const address = yield* Entity.CurrentAddress
     const tenantId = address.entityId
@@ -369,6 +385,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
           const limit = yield* repo.quotaLimit(tenantId, "webhooks.endpoints.total")
           if (!(yield* webhooks.addEndpoint(tenantId, payload.url, limit))) return yield* new EndpointLimit({ limit })
         }),
+      RegisterIdentity: ({ payload }) => registerIdentity(tenantId, payload).pipe(Effect.provideContext(registrationContext)),
       // Charging runs beside the entity's other messages: a creation does not wait for it.
       // Forked: lookups wait for their own debits' write, not for other messages. Their credit is
       // taken before the write, so concurrent ones cannot together take more than is free; the

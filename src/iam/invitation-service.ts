@@ -1,4 +1,5 @@
 import { Context, Effect, Layer } from "effect"
+import { IdentityRegistrations } from "../actors/identity-registrations.ts"
 import { isMailableAddress, Mailer } from "../mail/mailer.ts"
 import { iso } from "../schema/common.ts"
 import { type Conflict, fail, type Forbidden, type InvalidRequest, notFound, type NotFound, type TooManyRequests, type Unavailable, type Unprocessable } from "../schema/errors.ts"
@@ -8,7 +9,6 @@ import type { AuthTokenRow } from "../sql/auth-token-repo.ts"
 import { IdentityRepo } from "../sql/identity-repo.ts"
 import { InvitationRepo, type InvitationRow, type RegistrationSubject } from "../sql/invitation-repo.ts"
 import { RoleRepo } from "../sql/role-repo.ts"
-import { TenantRepo } from "../sql/tenant-repo.ts"
 import { MailedTokens } from "./mailed-tokens.ts"
 import { hashPassword, passwordProblem } from "./passwords.ts"
 import { allows } from "./permissions.ts"
@@ -92,7 +92,7 @@ export const InvitationServiceLive = Layer.effect(
   Effect.gen(function*() {
     const repo = yield* InvitationRepo
     const roles = yield* RoleRepo
-    const tenants = yield* TenantRepo
+    const registrations = yield* IdentityRegistrations
     const identities = yield* IdentityRepo
     const tokens = yield* MailedTokens
     const mailer = yield* Mailer
@@ -223,38 +223,38 @@ export const InvitationServiceLive = Layer.effect(
             return yield* fail(400, "validation_error", `the password ${problem}`, { details: [{ path: "password", code: "weak_password", message: problem }] })
           }
           const subject: RegistrationSubject = invitation ? { kind: "invitation", id: row.subject_id } : { kind: "delegation", id: row.subject_id }
-          const limit = yield* tenants.quotaLimit(row.tenant_id, "iam.identities.total")
-          const registered = yield* repo.register({
-            tenantId: row.tenant_id,
+          // The tenant's entity counts its identities and creates this one, one registration at a time.
+          const registered = yield* registrations.register(row.tenant_id, {
             subject,
+            tokenHash: tokens.hashOf(row.purpose, token),
             email: row.email,
             passwordHash: yield* hashPassword(input.password),
             firstName: input.firstName ?? null,
-            lastName: input.lastName ?? null,
-            identitiesLimit: limit
-          }, tokens.redeem(row.purpose, token).pipe(Effect.catch(() => registrationDisabled)))
-          if (registered === "quota_exceeded") {
-            return yield* fail(429, "quota_exceeded", `the tenant already has ${limit} identities (iam.identities.total)`)
-          }
-          if (registered === "email_in_use") {
-            return yield* fail(409, "email_in_use", "this e-mail address belongs to an identity already; log in instead", {
-              details: [{ path: "email", code: "taken", message: "already registered" }]
+            lastName: input.lastName ?? null
+          }).pipe(
+            Effect.catchTags({
+              IdentityLimit: (e) => fail(429, "quota_exceeded", `the tenant already has ${e.limit} identities (iam.identities.total)`),
+              RegistrationEmailInUse: () =>
+                fail(409, "email_in_use", "this e-mail address belongs to an identity already; log in instead", {
+                  details: [{ path: "email", code: "taken", message: "already registered" }]
+                }),
+              RegistrationRefused: () => registrationDisabled
             })
-          }
-          if (registered === "not_pending" || registered === "role_missing") return yield* registrationDisabled
-          const session = yield* sessions.open(registered.identity, client, false)
+          )
+          const identity = { id: registered.identityId, tenant_id: row.tenant_id }
+          const session = yield* sessions.open(identity, client, false)
           yield* audit.write({
             tenantId: row.tenant_id,
-            actorId: registered.identity.id,
+            actorId: identity.id,
             ip: client.ip,
             action: "registration",
-            targetId: registered.identity.id,
+            targetId: identity.id,
             data: { via: subject.kind, subjectId: subject.id, roleId: registered.roleId, email: row.email, sessionId: session.id }
           })
           if (subject.kind === "invitation") {
             yield* audit.write({
               tenantId: row.tenant_id,
-              actorId: registered.identity.id,
+              actorId: identity.id,
               ip: client.ip,
               action: "invitation.accept",
               targetId: subject.id,

@@ -35,6 +35,8 @@ export interface MailedTokensShape {
   readonly redeem: (purpose: TokenPurpose, token: string) => Effect.Effect<AuthTokenRow, InvalidRequest>
   /** The token's row if it is usable now, without using it. */
   readonly peek: (purpose: TokenPurpose, token: string) => Effect.Effect<AuthTokenRow | undefined>
+  /** The stored (keyed) hash of a token, for a redemption made elsewhere (a registration, by the tenant's entity). */
+  readonly hashOf: (purpose: TokenPurpose, token: string) => string
   readonly retireForSubject: (subjectId: string) => Effect.Effect<void>
   readonly retireForIdentity: (identityId: string, purpose: TokenPurpose) => Effect.Effect<void>
   /** The link a mail carries: `PUBLIC_BASE_URL` + path, the token in the fragment-free query. */
@@ -77,6 +79,7 @@ export const MailedTokensLive = Layer.effect(
               details: [{ path: "token", code: "invalid", message: "unknown or already used" }]
             })),
       peek: (purpose, token) => repo.peek(purpose, tokenHashFor(secretKey, purpose, token)),
+      hashOf: (purpose, token) => tokenHashFor(secretKey, purpose, token),
       retireForSubject: repo.retireForSubject,
       retireForIdentity: repo.retireForIdentity,
       link: (path, token) => `${publicBaseUrl.replace(/\/$/, "")}${path}?token=${token}`

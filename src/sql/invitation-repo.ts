@@ -97,8 +97,9 @@ export interface InvitationRepoShape {
     useToken: Effect.Effect<unknown, E>
   ) => Effect.Effect<InvitationRow | "not_pending" | "role_missing", E>
   /**
-   * Creates a person from a registration, under the tenant's row lock so that concurrent
-   * registrations cannot pass `iam.identities.total`: the identity (default role: the
+   * Creates a person from a registration unless the tenant has `identitiesLimit` persons already
+   * (the tenant's entity calls it, one registration at a time: docs/invitations.md, "Identity
+   * quota"): the identity (default role: the
    * invitation's, or the tenant's system `read` role for a delegation), its verified primary
    * e-mail, its access to the organization; the invitation turns `active`, the delegation gets its
    * delegate. `useToken` runs inside the transaction: a refused registration leaves the token usable.
@@ -213,6 +214,9 @@ export const InvitationRepoLive = Layer.effect(
         })).pipe(Effect.catchIf(isSqlError, Effect.die)),
       register: <E>(input: NewRegistration, useToken: Effect.Effect<unknown, E>) =>
         sql.withTransaction(Effect.gen(function*() {
+          // A second fence behind the tenant's entity: while a shard moves, its old and new owner
+          // can each be in a registration; the lock makes the later count see the earlier insert
+          // (docs/invitations.md, "Identity quota").
           yield* lockTenantRow(sql, input.tenantId)
           const [count] = yield* sql<{ n: string }>`
             SELECT count(*) AS n FROM identities WHERE tenant_id = ${input.tenantId} AND type = 'user'`

@@ -6,6 +6,7 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { IdentityRegistrationsInProcess } from "../../src/actors/identity-registrations.ts"
 import { Config, configForTests } from "../../src/config.ts"
 import { InvitationService, InvitationServiceLive } from "../../src/iam/invitation-service.ts"
 import { MailedTokensLive } from "../../src/iam/mailed-tokens.ts"
@@ -31,7 +32,7 @@ const people: Array<TestPerson> = [
 ]
 
 const Invitations = InvitationServiceLive.pipe(
-  Layer.provideMerge(Layer.mergeAll(MailedTokensLive, SessionServiceLive)),
+  Layer.provideMerge(Layer.mergeAll(MailedTokensLive, SessionServiceLive, IdentityRegistrationsInProcess)),
   Layer.provideMerge(SessionAuthenticatorLive),
   Layer.provideMerge(Layer.mergeAll(
     makeInvitationRepoTest({
