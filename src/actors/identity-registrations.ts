@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Semaphore } from "effect"
-import type { ApiError } from "../schema/errors.ts"
+import type { Unavailable } from "../schema/errors.ts"
 import type { AuthTokenRepo } from "../sql/auth-token-repo.ts"
 import type { InvitationRepo } from "../sql/invitation-repo.ts"
 import type { TenantRepo } from "../sql/tenant-repo.ts"
@@ -22,7 +22,7 @@ export class IdentityRegistrations extends Context.Service<IdentityRegistrations
   readonly register: (
     tenantId: string,
     request: RegistrationRequest
-  ) => Effect.Effect<RegisteredIdentity, IdentityLimit | RegistrationEmailInUse | RegistrationRefused | ApiError>
+  ) => Effect.Effect<RegisteredIdentity, IdentityLimit | RegistrationEmailInUse | RegistrationRefused | Unavailable>
 }>()("trawl/IdentityRegistrations") {}
 
 export const IdentityRegistrationsLive = Layer.effect(

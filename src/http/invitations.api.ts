@@ -58,7 +58,7 @@ export class RegistrationGroup extends HttpApiGroup.make("registration")
     HttpApiEndpoint.post("register", "/register", {
       payload: RegisterBody,
       success: Success(OpenedSession, 201),
-      error: errors(InvalidRequest, Forbidden, Conflict, TooManyRequests)
+      error: errors(InvalidRequest, Forbidden, Conflict, TooManyRequests, Unavailable)
     }).middleware(Anonymous)
   )
   .prefix("/v1/iam/auth")

@@ -55,7 +55,7 @@ export interface InvitationServiceShape {
   /** Accepts or declines, as the identity whose e-mail the invitation was sent to. */
   readonly respond: (me: Principal, token: string, accept: boolean, client: ClientContext) => Effect.Effect<Invitation, Conflict | Forbidden | InvalidRequest>
   /** Creates a person from an invitation or delegation token and opens their first session. */
-  readonly register: (input: RegisterInput, client: ClientContext) => Effect.Effect<OpenedSession, Conflict | Forbidden | InvalidRequest | TooManyRequests>
+  readonly register: (input: RegisterInput, client: ClientContext) => Effect.Effect<OpenedSession, Conflict | Forbidden | InvalidRequest | TooManyRequests | Unavailable>
 }
 
 export class InvitationService extends Context.Service<InvitationService, InvitationServiceShape>()("trawl/InvitationService") {}
