@@ -31,8 +31,8 @@ const withCredentials = (options: TrawlClientOptions) => (client: HttpClient.Htt
 
 /**
  * Builds the client over the `HttpClient` in context (provide `FetchHttpClient.layer`, or use
- * `layer` below). Failures come back as the endpoint's declared errors (`ApiError` with the
- * service's `status` and `code`), or `HttpClientError` / `SchemaError` for transport and decoding.
+ * `layer` below). Failures come back as the endpoint's declared errors (one tagged class per
+ * status, such as `NotFound` or `Conflict`, with the service's `status` and `code`), or `HttpClientError` / `SchemaError` for transport and decoding.
  */
 export const make = (options: TrawlClientOptions): Effect.Effect<TrawlClient, never, HttpClient.HttpClient> =>
   HttpApiClient.make(Api, {

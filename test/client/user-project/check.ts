@@ -19,7 +19,7 @@ export const promiseUse = async (trawl: TrawlPromiseClient): Promise<string> => 
 export const effectUse = (client: TrawlClient) =>
   client.jobs.get({ params: { id: "job_x" } }).pipe(
     // The refusal is a typed failure with the service's status and code.
-    Effect.catchTag("ApiError", (e) => Effect.succeed({ refused: `${e.status} ${e.code}` }))
+    Effect.catchTag("NotFound", (e) => Effect.succeed({ refused: `${e.status} ${e.code}` }))
   )
 
 export const program = Effect.gen(function*() {
