@@ -7,6 +7,7 @@
  *
  *   npm run chaos -- --scenarios 1,2 --load-seconds 60 --drain-seconds 120 --interval-ms 400
  */
+import { randomBytes } from "node:crypto"
 import { setTimeout as sleep } from "node:timers/promises"
 import { numberOption, stringOption } from "./support/options.ts"
 import { startFakeLlm } from "../test/support/fake-llm.ts"
@@ -48,6 +49,8 @@ const main = async () => {
   const llm = await startFakeLlm()
   const receiver = await startReceiver()
   const guard = loopbackOnlyEnv()
+  // One secret key for the cluster: API key hashes and webhook secrets must read the same on every node.
+  const secretKey = randomBytes(32).toString("hex")
   const totals = { lost: 0, stuck: 0, duplicates: 0, ledger: 0, recovery: 0 }
   let nodes: Array<{ server: RunningServer; env: Record<string, string> }> = []
   const stopNodes = async () => {
@@ -72,6 +75,7 @@ const main = async () => {
         LLM_BASE_URL: llm.baseUrl,
         LLM_MODEL: "chaos-model",
         WEBHOOK_RETRY_SCALE: "0.001",
+        SECRET_KEY: secretKey,
         ...guard
       }
       for (let i = 0; i < 3; i++) {
@@ -84,7 +88,12 @@ const main = async () => {
         n.server = await startServer(n.env, { timeoutMs: 120_000 })
       }
       const url = (i: number) => nodes[i]!.server.baseUrl
-      const tenant = await createTenant(url(0))
+      const { apiKey: tenant, tenantId } = await createTenant(url(0))
+      // Quotas well above the campaign's volume, so refusals are faults and not quotas (set in the
+      // table, as an operator's override would be, before the tenant's first job).
+      for (const key of ["scraper.jobs.concurrent", "scraper.jobs.daily", "extractor.extractions.daily"]) {
+        await pgQuery(dbUrl, "INSERT INTO quota_overrides (tenant_id, quota_key, quota_limit) VALUES ($1, $2, 1000000)", [tenantId, key])
+      }
       const result = await runScenario(scenario, { url, restart, nodes: () => nodes, pg, redis, tenant, site, dbUrl, receiver })
       totals.lost += result.lost
       totals.stuck += result.stuck
@@ -112,7 +121,15 @@ const createTenant = async (base: string) => {
   })
   const json = (await res.json()) as any
   if (res.status !== 201) throw new Error(`tenant: ${res.status} ${JSON.stringify(json)}`)
-  return json.data.apiKey as string
+  const { apiKey, apiKeyId, ownerIdentityId } = json.data
+  // The load is steadier than one key's default rate limit allows.
+  const patched = await fetch(`${base}/v1/iam/identities/${ownerIdentityId}/api-keys/${apiKeyId}`, {
+    method: "PATCH",
+    headers: { "content-type": "application/json", "x-api-key": apiKey },
+    body: JSON.stringify({ rateLimitPerMinute: 5000 })
+  })
+  if (patched.status !== 200) throw new Error(`key rate limit: ${patched.status} ${await patched.text()}`)
+  return { apiKey: apiKey as string, tenantId: json.data.tenantId as string }
 }
 
 interface Context {
@@ -217,7 +234,7 @@ const measureRecovery = async (ctx: Context, load: Load, faultEnd: number, count
       if (id && (await isTerminal(ctx, id))) pending.delete(i)
     }
     if (pending.size === 0) return (Date.now() - faultEnd) / 1000
-    await sleep(250)
+    await sleep(500)
   }
   return Infinity
 }
