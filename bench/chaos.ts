@@ -337,10 +337,18 @@ const drainAndCheck = async (scenario: number, ctx: Context, load: Load, recover
   await sleep(2000)
 
   const present = new Set([...s.jobs.map((j) => j.id), ...s.extractions.map((x) => x.id)])
+  // Rows no 2xx told the client about (a request cut off by the fault): they must end too.
+  const orphans = await pgQuery<{ id: string; status: string; kind: string }>(
+    ctx.dbUrl,
+    `SELECT id, status, 'job' AS kind FROM jobs WHERE NOT (id = ANY($1))
+     UNION ALL SELECT id, status, 'extraction' AS kind FROM extractions WHERE NOT (id = ANY($2))`,
+    [jobIds, extractionIds]
+  )
+  const stuckOrphans = orphans.filter((o) => !(o.kind === "job" ? jobTerminal : extractionTerminal).includes(o.status))
   const lost = load.accepted.filter((a) => !present.has(a.id)).length
   const stuckJobs = s.jobs.filter((j) => !jobTerminal.includes(j.status))
   const stuckExtractions = s.extractions.filter((x) => !extractionTerminal.includes(x.status))
-  const stuck = stuckJobs.length + stuckExtractions.length
+  const stuck = stuckJobs.length + stuckExtractions.length + stuckOrphans.length
 
   // Duplicate terminal transitions: more than one terminal event for one resource.
   const dupEvents = await pgQuery<{ id: string; n: string }>(
@@ -393,7 +401,8 @@ const drainAndCheck = async (scenario: number, ctx: Context, load: Load, recover
       `scenario ${scenario} (${names[scenario]}):`,
       `  requests sent ${load.sent}; accepted resources ${load.accepted.length} (jobs ${jobIds.length}, extractions ${extractionIds.length})`,
       `  terminal ${present.size - stuck} of ${load.accepted.length}; lost ${lost}; stuck after drain ${stuck}` +
-        (stuck ? ` [${[...stuckJobs, ...stuckExtractions].slice(0, 5).map((r) => `${r.id}:${r.status}`).join(" ")}]` : ""),
+        (stuck ? ` [${[...stuckJobs, ...stuckExtractions, ...stuckOrphans].slice(0, 5).map((r) => `${r.id}:${r.status}`).join(" ")}]` : ""),
+      `  rows created by requests the client saw no answer to: ${orphans.length} (not terminal: ${stuckOrphans.length})`,
       `  duplicate terminal transitions ${duplicateTransitions}${dupEvents.length ? ` [${dupEvents.slice(0, 5).map((d) => `${d.id}x${d.n}`).join(" ")}]` : ""}`,
       `  webhooks: ${arrivals} arrivals for ${expected.length} delivered states (${(arrivals / Math.max(1, load.accepted.length)).toFixed(2)} per accepted resource); missing ${missingWebhooks}; extra delivery ids ${duplicateDeliveryIds}`,
       `  ledger: ${charged.length} charged of ${billableSuccesses} successes; wrong debit count ${ledgerWrongCount}; chain breaks ${chainBreaks[0]?.n ?? 0}`,
