@@ -200,7 +200,7 @@ const send = async (ctx: Context, load: Load, node: number, n: number): Promise<
       for (const id of ids) load.accepted.push({ kind: req.kind, id })
       return ids
     }
-    const key = `http ${res.status} ${json?.error?.code ?? ""}`
+    const key = `http ${res.status} ${json?.code ?? json?.error?.code ?? ""}`
     load.other.set(key, (load.other.get(key) ?? 0) + 1)
   } catch (e) {
     const key = `client ${(e as any)?.cause?.code ?? (e as Error).name}`
@@ -224,16 +224,21 @@ const isTerminal = async (ctx: Context, id: string) => {
 const measureRecovery = async (ctx: Context, load: Load, faultEnd: number, counter: { n: number }) => {
   const pending = new Set([0, 1, 2])
   const ids = new Map<number, string>()
+  let acceptedAll: number | undefined
   while (Date.now() - faultEnd < 120_000) {
     for (const i of [...pending]) {
       if (!ids.has(i)) {
         const got = await send(ctx, load, i, counter.n++ * 6) // shape 0: a plain page
         if (got[0]) ids.set(i, got[0])
+        if (ids.size === 3 && acceptedAll === undefined) acceptedAll = (Date.now() - faultEnd) / 1000
       }
       const id = ids.get(i)
       if (id && (await isTerminal(ctx, id))) pending.delete(i)
     }
-    if (pending.size === 0) return (Date.now() - faultEnd) / 1000
+    if (pending.size === 0) {
+      log(`  all three nodes accepted a job ${acceptedAll?.toFixed(1)} s after the fault`)
+      return (Date.now() - faultEnd) / 1000
+    }
     await sleep(500)
   }
   return Infinity
