@@ -328,7 +328,8 @@ const drainAndCheck = async (scenario: number, ctx: Context, load: Load, recover
     )
     return { jobs, extractions, deliveries }
   }
-  const deadline = Date.now() + drainSeconds * 1000
+  const drainStart = Date.now()
+  const deadline = drainStart + drainSeconds * 1000
   let s = await snapshot()
   const open = () =>
     s.jobs.filter((j) => !jobTerminal.includes(j.status) || j.settled_at === null).length +
@@ -338,6 +339,7 @@ const drainAndCheck = async (scenario: number, ctx: Context, load: Load, recover
     await sleep(2000)
     s = await snapshot()
   }
+  const drainedS = (Date.now() - drainStart) / 1000
   // Give retried webhooks their last round trip.
   await sleep(2000)
 
@@ -405,7 +407,8 @@ const drainAndCheck = async (scenario: number, ctx: Context, load: Load, recover
     [
       `scenario ${scenario} (${names[scenario]}):`,
       `  requests sent ${load.sent}; accepted resources ${load.accepted.length} (jobs ${jobIds.length}, extractions ${extractionIds.length})`,
-      `  terminal ${present.size - stuck} of ${load.accepted.length}; lost ${lost}; stuck after drain ${stuck}` +
+      `  drained (terminal, charged, no pending delivery) ${open() === 0 ? `in ${drainedS.toFixed(0)} s` : "never"} after the load`,
+      `  terminal ${present.size - stuckJobs.length - stuckExtractions.length} of ${load.accepted.length}; lost ${lost}; stuck after drain ${stuck}` +
         (stuck ? ` [${[...stuckJobs, ...stuckExtractions, ...stuckOrphans].slice(0, 5).map((r) => `${r.id}:${r.status}`).join(" ")}]` : ""),
       `  rows created by requests the client saw no answer to: ${orphans.length} (not terminal: ${stuckOrphans.length})`,
       `  duplicate terminal transitions ${duplicateTransitions}${dupEvents.length ? ` [${dupEvents.slice(0, 5).map((d) => `${d.id}x${d.n}`).join(" ")}]` : ""}`,
