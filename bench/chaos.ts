@@ -203,7 +203,7 @@ const send = async (ctx: Context, load: Load, node: number, n: number): Promise<
       for (const id of ids) load.accepted.push({ kind: req.kind, id })
       return ids
     }
-    const key = `http ${res.status} ${json?.code ?? json?.error?.code ?? ""}`
+    const key = `http ${res.status} ${json?.code ?? json?.error?.code ?? ""}${res.status === 503 ? ` retry-after=${res.headers.get("retry-after")}` : ""}`
     load.other.set(key, (load.other.get(key) ?? 0) + 1)
   } catch (e) {
     const key = `client ${(e as any)?.cause?.code ?? (e as Error).name}`
