@@ -25,6 +25,9 @@ const drainSeconds = numberOption("drain-seconds", 180)
 const intervalMs = numberOption("interval-ms", 400)
 const INTERNAL = "test-internal-token-0123456789"
 const HOSTS = ["127.0.0.61", "127.0.0.62", "127.0.0.63", "127.0.0.64"]
+/** A fifth domain the load never uses: `--probe-fresh-domain` sends the recovery probes there. */
+const PROBE_HOST = "127.0.0.65"
+const probeFreshDomain = process.argv.includes("--probe-fresh-domain")
 const SECRET = "chaos-webhook-secret-0123456789"
 
 const names: Record<number, string> = {
@@ -45,7 +48,7 @@ interface Accepted {
 const main = async () => {
   const pg = await startPostgres()
   const redis = await startRedis()
-  const site = await startFixtureSite({ hosts: HOSTS })
+  const site = await startFixtureSite({ hosts: [...HOSTS, PROBE_HOST] })
   const llm = await startFakeLlm()
   const receiver = await startReceiver()
   const guard = loopbackOnlyEnv()
@@ -148,8 +151,8 @@ interface Context {
 }
 
 /** The shapes of the mixed load, in turn. */
-const requestFor = (site: Context["site"], webhookUrl: string, n: number): { path: string; body: unknown; kind: "job" | "extraction"; bulk?: boolean } => {
-  const host = n % HOSTS.length
+const requestFor = (site: Context["site"], webhookUrl: string, n: number, hostIndex?: number): { path: string; body: unknown; kind: "job" | "extraction"; bulk?: boolean } => {
+  const host = hostIndex ?? n % HOSTS.length
   const hook = { webhookUrl, webhookSecret: SECRET }
   switch (n % 6) {
     case 0:
@@ -186,8 +189,8 @@ interface Load {
   sent: number
 }
 
-const send = async (ctx: Context, load: Load, node: number, n: number): Promise<Array<string>> => {
-  const req = requestFor(ctx.site, ctx.receiver.url, n)
+const send = async (ctx: Context, load: Load, node: number, n: number, host?: number): Promise<Array<string>> => {
+  const req = requestFor(ctx.site, ctx.receiver.url, n, host)
   load.sent++
   try {
     const res = await fetch(ctx.url(node) + req.path, {
@@ -231,7 +234,7 @@ const measureRecovery = async (ctx: Context, load: Load, faultEnd: number, count
   while (Date.now() - faultEnd < 120_000) {
     for (const i of [...pending]) {
       if (!ids.has(i)) {
-        const got = await send(ctx, load, i, counter.n++ * 6) // shape 0: a plain page
+        const got = await send(ctx, load, i, counter.n++ * 6, probeFreshDomain ? HOSTS.length : undefined) // shape 0: a plain page
         if (got[0]) ids.set(i, got[0])
         if (ids.size === 3 && acceptedAll === undefined) acceptedAll = (Date.now() - faultEnd) / 1000
       }
