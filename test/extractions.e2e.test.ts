@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { verifyWebhookSignature } from "../src/webhooks/signing.ts"
 import { type FakeLlm, startFakeLlm } from "./support/fake-llm.ts"
 import { backends, client, type RunningServer, startServer } from "./support/server-process.ts"
+import { until } from "./support/until.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Loopback helpers
@@ -88,15 +89,6 @@ const startReceiver = async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-const until = async <A>(what: string, f: () => A | undefined | false | Promise<A | undefined | false>, timeoutMs = 30_000): Promise<A> => {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const v = await f()
-    if (v !== undefined && v !== false) return v as A
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await sleep(150)
-  }
-}
 
 let nonceCounter = 0
 const nonce = () => `n${Date.now().toString(36)}${(nonceCounter++).toString(36)}${Math.random().toString(36).slice(2, 7)}`

@@ -12,6 +12,7 @@ import { createServer, type Server } from "node:http"
 import type { Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends, client, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
+import { until } from "./support/until.ts"
 
 type Tenant = Awaited<ReturnType<ReturnType<typeof client>["createTenant"]>>
 
@@ -48,15 +49,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 let counter = 0
 const nonce = () => `c${Date.now().toString(36)}${(counter++).toString(36)}${Math.random().toString(36).slice(2, 7)}`
 
-const until = async <A>(what: string, f: () => Promise<A | undefined>, timeoutMs = 30_000): Promise<A> => {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const v = await f()
-    if (v !== undefined) return v
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await sleep(150)
-  }
-}
 
 const para = "The committee met on Tuesday and discussed the long list of proposals, agreeing that the next steps would follow soon."
 

@@ -2,6 +2,10 @@ import { createServer, type Server } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "./support/otlp-receiver.ts"
 import { client, createTestDatabase, freePort, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
+import { until as untilWithin } from "./support/until.ts"
+
+/** The waits here cross nodes and exporters: 45 s by default rather than the shared 30 s. */
+const until = <A>(what: string, f: () => A | undefined | false | Promise<A | undefined | false>, timeoutMs = 45_000) => untilWithin(what, f, timeoutMs)
 
 /**
  * Observability through real server processes (docs/observability.md): a job's spans reach an
@@ -9,15 +13,6 @@ import { client, createTestDatabase, freePort, INTERNAL_TOKEN, type RunningServe
  * jobs, deliveries and extractions run.
  */
 
-const until = async <A>(what: string, f: () => A | undefined | false | Promise<A | undefined | false>, timeoutMs = 45_000): Promise<A> => {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const v = await f()
-    if (v !== undefined && v !== false) return v as A
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
 
 /** A loopback site whose pages answer after `delayMs`, and a webhook receiver whose answers are scripted. */
 const listen = async (handler: Parameters<typeof createServer>[1]) => {

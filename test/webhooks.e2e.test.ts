@@ -2,6 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { verifyWebhookSignature } from "../src/webhooks/signing.ts"
 import { client, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
+import { until } from "./support/until.ts"
 
 interface Received {
   readonly at: number
@@ -47,15 +48,6 @@ const site = async () => {
   return { base: `http://127.0.0.1:${(server.address() as { port: number }).port}`, close: () => new Promise<void>((r) => server.close(() => r())) }
 }
 
-const until = async <A>(what: string, f: () => A | undefined | Promise<A | undefined>, timeoutMs = 30_000): Promise<A> => {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const v = await f()
-    if (v !== undefined && v !== false) return v as A
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
 
 describe("webhook deliveries over HTTP", () => {
   let server: RunningServer
