@@ -16,20 +16,28 @@ interface ApiKeyJson {
 }
 
 /**
- * Tenants (through the control plane), API keys of each tenant's "read" role for its owner, and
- * one target per key: `GET /v1/iam/identities/{owner}/api-keys/{kid}` of that very key with it as
- * `x-api-key`. Also the rows as Trawl stores them, for the bare server's mirror table.
+ * Tenants (through the control plane, on `plan` if given: "pro" has ten times the daily jobs and
+ * four times the concurrency of the default), API keys of each tenant's "read" role for its owner,
+ * and one target per key: `GET /v1/iam/identities/{owner}/api-keys/{kid}` of that very key with it
+ * as `x-api-key`. Also the rows as Trawl stores them, for the bare server's mirror table, and each
+ * tenant's owner key (every permission of the tenant).
  */
 export const bootstrap = async (
   baseUrl: string,
-  options: { tenants: number; keysPerTenant: number; rateLimitPerMinute: number; credits?: string }
-): Promise<{ targets: Array<Target>; rows: Array<MirrorRow> }> => {
+  options: { tenants: number; keysPerTenant: number; rateLimitPerMinute: number; credits?: string; plan?: string }
+): Promise<{ targets: Array<Target>; rows: Array<MirrorRow>; owners: Array<{ tenantId: string; apiKey: string }> }> => {
   const { tenants: tenantCount, keysPerTenant, rateLimitPerMinute: keyRpm } = options
   const api = client(baseUrl)
   const targets: Array<Target> = []
   const rows: Array<MirrorRow> = []
+  const owners: Array<{ tenantId: string; apiKey: string }> = []
   for (let t = 0; t < tenantCount; t++) {
-    const tenant = await api.createTenant({ name: `Bench ${t}`, ...(options.credits ? { credits: options.credits } : {}) })
+    const tenant = await api.createTenant({
+      name: `Bench ${t}`,
+      ...(options.credits ? { credits: options.credits } : {}),
+      ...(options.plan ? { plan: options.plan } : {})
+    })
+    owners.push({ tenantId: tenant.tenantId, apiKey: tenant.apiKey })
     const roles = await api.get("/v1/iam/roles", tenant.apiKey)
     if (roles.status !== 200) throw new Error(`GET /v1/iam/roles: ${roles.status} ${roles.text}`)
     const readRole = (roles.json.data.items as Array<{ id: string; name: string }>).find((r) => r.name === "read")
@@ -62,6 +70,6 @@ export const bootstrap = async (
       })
     }
   }
-  return { targets, rows }
+  return { targets, rows, owners }
 }
 
