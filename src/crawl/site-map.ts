@@ -82,7 +82,7 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
 
   /**
    * Lists a URL when it passes every rule, and queues it for its links (`follow`). Rules are checked
-   * from the cheapest: the key, scope, paths, then robots.txt and the guard (which may fetch or resolve).
+   * from the cheapest: the key, scope, paths, then the guard (which may resolve) and robots.txt (which may fetch).
    */
   const consider = async (raw: string, follow: boolean): Promise<void> => {
     const key = keyOf(raw)
@@ -101,12 +101,14 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
       skipped.filtered++
       return
     }
-    if (!(await robotsOf(url)).isAllowed(key)) {
-      skipped.robots++
-      return
-    }
+    // The guard before robots.txt: an unsafe host's robots.txt is never asked for, and its URLs
+    // count as unsafe, not as disallowed by a robots.txt the guard kept from being read.
     if (!(await deps.isSafe(url))) {
       skipped.unsafe++
+      return
+    }
+    if (!(await robotsOf(url)).isAllowed(key)) {
+      skipped.robots++
       return
     }
     if (!wantMore()) return

@@ -240,6 +240,26 @@ describe("mapSite", () => {
     expect(guarded.skipped.unsafe).toBe(1)
   })
 
+  it("counts a URL the guard refuses as unsafe before asking its host's robots.txt", async () => {
+    // A host of the site whose robots.txt could not be read (the guard refused its fetch) would
+    // otherwise count as disallowed by robots.txt.
+    const internal = "https://intranet.a.example/"
+    const unread = new RobotsCache(async (u) => (new URL(u).hostname === "intranet.a.example" ? null : { status: 404, body: null }))
+    const asked: Array<string> = []
+    const robots = { get: (u: URL) => (asked.push(u.hostname), unread.get(u)) } as unknown as RobotsCache
+    const r = await mapSite({
+      url: `${origin}/`, limit: 100, includePaths: [], excludePaths: [], allowSubdomains: true, ignoreQueryParameters: false,
+      sitemap: "skip", budgetMs: 5000
+    }, {
+      fetch: async (url) => ({ status: 200, finalUrl: url, contentType: "text/html", body: Buffer.from(page(internal, `${internal}x`)) }),
+      robots,
+      isSafe: async (u) => u.hostname !== "intranet.a.example"
+    })
+    expect(r.urls).toEqual([`${origin}/`])
+    expect(r.skipped).toMatchObject({ unsafe: 2, robots: 0 })
+    expect(asked).not.toContain("intranet.a.example")
+  })
+
   it("does not read the links of a page that redirected off the site", async () => {
     const fetch = async (url: string): Promise<Fetched> => {
       const u = new URL(url)
