@@ -158,6 +158,8 @@ const main = async () => {
       out.crawlPrivateSeed = { status: refused.status, code: refused.json?.code }
     }
   } finally {
+    // Printed just after the server says it listens, so read it once the work is done.
+    out.database = /database: (.*)/.exec(server.output())?.[1]
     await server.stop()
   }
   out.trapConnections = trapConnections
