@@ -34,8 +34,8 @@
  * Last line: `sitecrawl ratio_crawlee=<a pages/s / b pages/s> pages=<a's pages> duplicates=<a's duplicates>`
  * (with `--only crawlee`, ratio_crawlee=NaN and b's pages and duplicates).
  */
-import { readFileSync } from "node:fs"
-import { cpus, loadavg } from "node:os"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { bootstrap } from "./support/bootstrap.ts"
 import { runComparison, startTrawl } from "./support/compare.ts"
@@ -192,9 +192,12 @@ const crawleeRound = async (site: Site): Promise<Figures> => {
   const warm = site.section()
   const measured = site.section()
   const crawls = [...(warmPages > 0 ? [{ seed: warm.seed, limit: warmPages }] : []), { seed: measured.seed, limit: pages }]
+  // Its storage is in memory; a directory of its own all the same, so that nothing lands in the repo.
+  const storage = mkdtempSync(join(tmpdir(), "trawl-bench-sitecrawl-storage-"))
   const child = spawnTs("crawlee", "bench/sitecrawl-support/crawlee-runner.ts", {
     CONCURRENCY: String(concurrency),
     CRAWLS: JSON.stringify(crawls),
+    CRAWLEE_STORAGE_DIR: storage,
     CRAWLEE_PERSIST_STORAGE: "false"
   })
   try {
@@ -219,6 +222,7 @@ const crawleeRound = async (site: Site): Promise<Figures> => {
     }
   } finally {
     await child.stop()
+    rmSync(storage, { recursive: true, force: true })
   }
 }
 
