@@ -129,14 +129,22 @@ const startTrawlSide = async () => {
   // Credit for every page of every crawl, on the plan with the larger daily and concurrent job quotas.
   const { owners } = await bootstrap(trawl.baseUrl, { tenants: 1, keysPerTenant: 0, rateLimitPerMinute: 5000, credits: "100000.00", plan: "pro" })
   const key = owners[0]!.apiKey
-  const call = async (method: "GET" | "POST", path: string, body?: unknown) => {
-    const res = await fetch(trawl.baseUrl + path, {
-      method,
-      headers: { "x-api-key": key, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) })
-    })
-    const text = await res.text()
-    return { status: res.status, text, json: text ? (JSON.parse(text) as { data: CrawlJson }) : undefined }
+  /** One request with the owner's key; a 429 is waited out (Retry-After) and sent again. */
+  const call = async (method: "GET" | "POST", path: string, body?: unknown): Promise<{ status: number; text: string; json: { data: CrawlJson } | undefined }> => {
+    for (;;) {
+      const res = await fetch(trawl.baseUrl + path, {
+        method,
+        headers: { "x-api-key": key, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) })
+      })
+      const text = await res.text()
+      if (res.status === 429) {
+        log(`  ... ${method} ${path}: 429, again after ${res.headers.get("retry-after") ?? "1"} s`)
+        await sleep(1000 * Math.max(1, Number(res.headers.get("retry-after") ?? "1")))
+        continue
+      }
+      return { status: res.status, text, json: text ? (JSON.parse(text) as { data: CrawlJson }) : undefined }
+    }
   }
 
   /** One crawl of `limit` pages from `seed`, timed from the POST to the poll that saw it terminal. */
