@@ -3,11 +3,12 @@ import { gunzipSync, gzipSync } from "node:zlib"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { domainIdFilter } from "../crawl/domain.ts"
-import { createdBetween, createdWithin } from "./created-between.ts"
+import { createdBetween } from "./created-between.ts"
 import { appendEventCtes, TestEventAppender } from "./event-repo.ts"
 import { iso } from "../schema/common.ts"
 import type { ConfigPayload, Extraction, ExtractionStatus, ExtractorConfig, SearchExtractionsBody } from "../schema/extraction.ts"
 import { orderByTerms, type SortTerm, sortLikeSql } from "./order-by.ts"
+import { pageOfRows, renewExpiredLeases, searchCondition } from "./memory-search.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { lockTenantRow } from "./tenant-lock.ts"
 import { type NewDelivery, WebhookRepo } from "./webhook-repo.ts"
@@ -471,19 +472,12 @@ export const ExtractionRepoTest: Layer.Layer<ExtractionRepo, never, WebhookRepo>
       byId: (id) => Effect.sync(() => { const r = rows.get(id); return r && view(r) }),
       query: (q) =>
         Effect.sync(() => {
-          const w = q.where
-          const created = createdWithin(w.createdAt)
-          const domainId = w.domainId === undefined ? undefined : domainIdFilter(w.domainId)
+          const common = searchCondition(q.tenantId, q.where)
           const matching = [...rows.values()].filter((r) =>
-            r.tenant_id === q.tenantId &&
-            (w.status === undefined || w.status.includes(r.status)) &&
-            (w.type === undefined || r.type === w.type) &&
-            (w.url === undefined || (r.url !== null && r.url.startsWith(w.url.prefix))) &&
-            (domainId === undefined || r.domain_id === domainId) &&
-            created(r.created_at.getTime())
+            common({ tenantId: r.tenant_id, status: r.status, url: r.url, domainId: r.domain_id, createdMs: r.created_at.getTime() }) &&
+            (q.where.type === undefined || r.type === q.where.type)
           )
-          const sorted = sortLikeSql(matching, q.sort, sortKey)
-          return { items: sorted.slice(q.offset, q.offset + q.limit).map(view), total: sorted.length }
+          return pageOfRows(sortLikeSql(matching, q.sort, sortKey), q.offset, q.limit, view)
         }),
       claim: (id, leaseMs) =>
         Effect.gen(function*() {
@@ -534,15 +528,7 @@ export const ExtractionRepoTest: Layer.Layer<ExtractionRepo, never, WebhookRepo>
       }),
       createdSince: (tenantId, since) => Effect.sync(() => [...rows.values()].filter((r) => r.tenant_id === tenantId && r.created_at >= since).length),
       stale: (limit) =>
-        Effect.map(now, (at) =>
-          [...rows.values()]
-            .filter((r) => open(r) && r.leaseUntil !== null && r.leaseUntil.getTime() < at)
-            .sort((a, b) => a.leaseUntil!.getTime() - b.leaseUntil!.getTime())
-            .slice(0, limit)
-            .map((r) => {
-              r.leaseUntil = new Date(at + STALE_RESEND_MS)
-              return { id: r.id }
-            })),
+        Effect.map(now, (at) => renewExpiredLeases(rows.values(), open, at, limit, () => STALE_RESEND_MS).map((r) => ({ id: r.id }))),
       cacheGet: (key) => Effect.sync(() => json(cache.get(key))),
       cachePut: (key, data, metadata) => Effect.sync(() => {
         if (!cache.has(key)) cache.set(key, json({ data: data as Record<string, unknown>, metadata: metadata as Record<string, unknown> }))
@@ -575,8 +561,7 @@ export const ExtractionRepoTest: Layer.Layer<ExtractionRepo, never, WebhookRepo>
         remove: (id) => Effect.sync(() => configs.delete(id)),
         list: (tenantId, sort, offset, limit) =>
           Effect.sync(() => {
-            const sorted = sortLikeSql(visible(tenantId), sort, configKey)
-            return { items: sorted.slice(offset, offset + limit).map(configView), total: sorted.length }
+            return pageOfRows(sortLikeSql(visible(tenantId), sort, configKey), offset, limit, configView)
           }),
         candidates: (tenantId, type) =>
           Effect.sync(() =>

@@ -3,13 +3,14 @@ import { brotliCompressSync, brotliDecompressSync, constants as zlibConstants, g
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { domainIdFilter } from "../crawl/domain.ts"
-import { createdBetween, createdWithin } from "./created-between.ts"
+import { createdBetween } from "./created-between.ts"
 import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
 import type { Job, JobResult, JobStatus, PageVersion, SearchJobsBody } from "../schema/job.ts"
 import { orderByTerms, sortLikeSql } from "./order-by.ts"
 import { appendEventCtes, TestEventAppender } from "./event-repo.ts"
 import { makeGroupCommit } from "./group-commit.ts"
+import { pageOfRows, renewExpiredLeases, searchCondition } from "./memory-search.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { OID, pgArray } from "./pg-array.ts"
 import { storableJson } from "./storable-json.ts"
@@ -598,19 +599,13 @@ export const JobRepoTest: Layer.Layer<JobRepo, never, WebhookRepo> = Layer.effec
       query: (q) =>
         Effect.sync(() => {
           const w = q.where
-          const created = createdWithin(w.createdAt)
-          const domainId = w.domainId === undefined ? undefined : domainIdFilter(w.domainId)
+          const common = searchCondition(q.tenantId, w)
           const matching = [...jobs.values()].filter((j) =>
-            j.tenant_id === q.tenantId &&
-            (w.status === undefined || w.status.includes(j.status)) &&
-            (w.url?.prefix === undefined || j.url.startsWith(w.url.prefix)) &&
-            (domainId === undefined || j.domain_id === domainId) &&
-            created(j.created_at.getTime()) &&
+            common({ tenantId: j.tenant_id, status: j.status, url: j.url, domainId: j.domain_id, createdMs: j.created_at.getTime() }) &&
             (w.priority?.gte === undefined || j.priority >= w.priority.gte) &&
             (w.priority?.lte === undefined || j.priority <= w.priority.lte)
           )
-          const sorted = sortLikeSql(matching, q.sort, sortKey)
-          return { items: sorted.slice(q.offset, q.offset + q.limit).map(view), total: sorted.length }
+          return pageOfRows(sortLikeSql(matching, q.sort, sortKey), q.offset, q.limit, view)
         }),
       claim: (id) =>
         Effect.gen(function*() {
@@ -704,14 +699,8 @@ export const JobRepoTest: Layer.Layer<JobRepo, never, WebhookRepo> = Layer.effec
       existing: (ids) => Effect.sync(() => new Set(ids.filter((id) => jobs.has(id)))),
       stale: (limit) =>
         Effect.map(now, (at) =>
-          [...jobs.values()]
-            .filter((j) => active(j) && j.leaseUntil !== null && j.leaseUntil.getTime() < at)
-            .sort((a, b) => a.leaseUntil!.getTime() - b.leaseUntil!.getTime())
-            .slice(0, limit)
-            .map((j) => {
-              j.leaseUntil = new Date(at + (j.status === "queued" ? QUEUED_LEASE_MS : j.timeout_ms + CLAIM_GRACE_MS))
-              return { id: j.id, tenant_id: j.tenant_id }
-            })),
+          renewExpiredLeases(jobs.values(), active, at, limit, (j) => (j.status === "queued" ? QUEUED_LEASE_MS : j.timeout_ms + CLAIM_GRACE_MS))
+            .map((j) => ({ id: j.id, tenant_id: j.tenant_id }))),
       html: (tenantId, id) =>
         Effect.sync(() => {
           const a = artifacts.get(id)
@@ -725,8 +714,7 @@ export const JobRepoTest: Layer.Layer<JobRepo, never, WebhookRepo> = Layer.effec
         }),
       timeline: (tenantId, normalizedUrl, offset, limit) =>
         Effect.sync(() => {
-          const all = timelineOf(tenantId, normalizedUrl)
-          return { items: all.slice(offset, offset + limit).map(toVersion), total: all.length }
+          return pageOfRows(timelineOf(tenantId, normalizedUrl), offset, limit, toVersion)
         }),
       version: (tenantId, versionId) =>
         Effect.sync(() => {

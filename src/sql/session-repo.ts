@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { newId } from "../ids.ts"
+import { pageOfRows } from "./memory-search.ts"
 
 export interface SessionRow {
   readonly id: string
@@ -220,7 +221,7 @@ export const makeSessionRepoTest = (roles: { roleId: string; permissions: Readon
           const all = [...rows.values()]
             .filter((r) => r.identity_id === identityId && live(r) && (r.last_seen_at > seenSince || r.id === currentId))
             .reverse()
-          return { items: all.slice(offset, offset + limit).map(view), total: all.length }
+          return pageOfRows(all, offset, limit, view)
         }),
       revoke: (identityId, sessionId) =>
         Effect.sync(() => {

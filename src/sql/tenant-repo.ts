@@ -10,6 +10,7 @@ import { terminalStatuses } from "../schema/job.ts"
 import type { Tenant, Transaction, TransactionFilter } from "../schema/tenant.ts"
 import { createdBetween, createdWithin } from "./created-between.ts"
 import { orderByTerms, sortLikeSql } from "./order-by.ts"
+import { pageOfRows } from "./memory-search.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { OID, pgArray } from "./pg-array.ts"
 
@@ -648,7 +649,7 @@ export const makeTenantRepoTest = (seed: TenantRepoSeed = {}): Layer.Layer<Tenan
       list: (offset, limit) =>
         Effect.sync(() => {
           const all = [...tenants.values()].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
-          return { items: all.slice(offset, offset + limit).map(toTenantView), total: all.length }
+          return pageOfRows(all, offset, limit, toTenantView)
         }),
       balance: (tenantId) => Effect.sync(() => {
         const t = tenants.get(tenantId)
@@ -755,8 +756,7 @@ export const makeTenantRepoTest = (seed: TenantRepoSeed = {}): Layer.Layer<Tenan
             (filter.amount?.lte === undefined || e.units <= units(filter.amount.lte))
           )
           const key = (e: Entry, field: string): number | string => field === "createdAt" ? e.seq : field === "amount" ? e.units : e.transaction.id
-          const sorted = sortLikeSql(matching, sort, key)
-          return { items: sorted.slice(offset, offset + limit).map((e) => e.transaction), total: sorted.length }
+          return pageOfRows(sortLikeSql(matching, sort, key), offset, limit, (e) => e.transaction)
         }),
       quotaLimit: (tenantId, key) => Effect.map(quotaLimits(tenantId, [key]), (limits) => limits[key]),
       setQuota: (tenantId, key, limit) => Effect.sync(() => void overrides.set(`${tenantId} ${key}`, limit)),

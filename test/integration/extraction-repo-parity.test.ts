@@ -6,14 +6,12 @@
  * moves run on both and their answers are compared, without times.
  */
 import { Effect, Exit, Layer } from "effect"
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
 import { newId } from "../../src/ids.ts"
 import type { ConfigPayload } from "../../src/schema/extraction.ts"
 import { type ConfigRow, ExtractionRepo, ExtractionRepoLive, ExtractionRepoTest, type ExtractionRow, type NewExtraction } from "../../src/sql/extraction-repo.ts"
-import { runMigrations } from "../../src/sql/migrate.ts"
 import { WebhookRepo, WebhookRepoLive, WebhookRepoTest } from "../../src/sql/webhook-repo.ts"
-import { databaseLayer, testDatabases } from "../support/databases.ts"
+import { databaseLayer, onMigratedTenants, testDatabases } from "../support/databases.ts"
 
 const tenantA = newId("ten")
 const tenantB = newId("ten")
@@ -154,12 +152,7 @@ const scenario = Effect.gen(function*() {
 describe.each(testDatabases)("the extraction test layer against the live one ($name)", (db) => {
   it("answers every move the services make alike", async () => {
     const dbConfig = await db.config()
-    const live = await Effect.runPromise(Effect.gen(function*() {
-      yield* runMigrations
-      const sql = yield* SqlClient.SqlClient
-      for (const t of [tenantA, tenantB]) yield* sql`INSERT INTO tenants (id, name, is_internal, plan, balance) VALUES (${t}, ${t}, false, 'starter', 0)`
-      return yield* scenario
-    }).pipe(Effect.provide(ExtractionRepoLive.pipe(Layer.provideMerge(WebhookRepoLive), Layer.provideMerge(databaseLayer(dbConfig)))), Effect.scoped))
+    const live = await Effect.runPromise(onMigratedTenants([tenantA, tenantB], scenario).pipe(Effect.provide(ExtractionRepoLive.pipe(Layer.provideMerge(WebhookRepoLive), Layer.provideMerge(databaseLayer(dbConfig)))), Effect.scoped))
     const fake = await Effect.runPromise(scenario.pipe(Effect.provide(ExtractionRepoTest.pipe(Layer.provideMerge(WebhookRepoTest)))))
     // The scenario reaches each rule at least once.
     expect(live.stash).toMatchObject({ same: true, stashOther: true })

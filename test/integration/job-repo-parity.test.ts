@@ -5,14 +5,12 @@
  * The same moves run on both and their answers are compared, without times and generated ids.
  */
 import { Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
 import { newId } from "../../src/ids.ts"
 import type { JobResult, PageVersion } from "../../src/schema/job.ts"
 import { JobRepo, JobRepoLive, JobRepoTest, type JobRow, type NewJob } from "../../src/sql/job-repo.ts"
-import { runMigrations } from "../../src/sql/migrate.ts"
 import { WebhookRepo, WebhookRepoLive, WebhookRepoTest } from "../../src/sql/webhook-repo.ts"
-import { databaseLayer, testDatabases } from "../support/databases.ts"
+import { databaseLayer, onMigratedTenants, testDatabases } from "../support/databases.ts"
 
 const tenantA = newId("ten")
 const tenantB = newId("ten")
@@ -147,12 +145,7 @@ const scenario = Effect.gen(function*() {
 describe.each(testDatabases)("the job test layer against the live one ($name)", (db) => {
   it("answers every move the services make alike", async () => {
     const config = await db.config()
-    const live = await Effect.runPromise(Effect.gen(function*() {
-      yield* runMigrations
-      const sql = yield* SqlClient.SqlClient
-      for (const t of [tenantA, tenantB]) yield* sql`INSERT INTO tenants (id, name, is_internal, plan, balance) VALUES (${t}, ${t}, false, 'starter', 0)`
-      return yield* scenario
-    }).pipe(Effect.provide(Layer.mergeAll(JobRepoLive, WebhookRepoLive).pipe(Layer.provideMerge(databaseLayer(config)))), Effect.scoped))
+    const live = await Effect.runPromise(onMigratedTenants([tenantA, tenantB], scenario).pipe(Effect.provide(Layer.mergeAll(JobRepoLive, WebhookRepoLive).pipe(Layer.provideMerge(databaseLayer(config)))), Effect.scoped))
     const fake = await Effect.runPromise(scenario.pipe(Effect.provide(JobRepoTest.pipe(Layer.provideMerge(WebhookRepoTest)))))
     // The scenario reaches each rule at least once.
     expect(live.inserted[1]!.length).toBe(1)
