@@ -472,7 +472,7 @@ export const ExtractionRepoTest: Layer.Layer<ExtractionRepo, never, WebhookRepo>
       byId: (id) => Effect.sync(() => { const r = rows.get(id); return r && view(r) }),
       query: (q) =>
         Effect.sync(() => {
-          const common = searchCondition(q.tenantId, q.where)
+          const common = searchCondition(q.tenantId, { ...q.where, domainId: q.where.domainId === undefined ? undefined : domainIdFilter(q.where.domainId) })
           const matching = [...rows.values()].filter((r) =>
             common({ tenantId: r.tenant_id, status: r.status, url: r.url, domainId: r.domain_id, createdMs: r.created_at.getTime() }) &&
             (q.where.type === undefined || r.type === q.where.type)

@@ -599,7 +599,7 @@ export const JobRepoTest: Layer.Layer<JobRepo, never, WebhookRepo> = Layer.effec
       query: (q) =>
         Effect.sync(() => {
           const w = q.where
-          const common = searchCondition(q.tenantId, w)
+          const common = searchCondition(q.tenantId, { ...w, domainId: w.domainId === undefined ? undefined : domainIdFilter(w.domainId) })
           const matching = [...jobs.values()].filter((j) =>
             common({ tenantId: j.tenant_id, status: j.status, url: j.url, domainId: j.domain_id, createdMs: j.created_at.getTime() }) &&
             (w.priority?.gte === undefined || j.priority >= w.priority.gte) &&

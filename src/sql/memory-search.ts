@@ -1,4 +1,3 @@
-import { domainIdFilter } from "../crawl/domain.ts"
 import { createdWithin } from "./created-between.ts"
 
 /** A row as the in-memory test layers search it. */
@@ -13,7 +12,8 @@ export interface Searchable {
 /**
  * The conditions the job and extraction searches share (tenant, status, URL prefix, domain,
  * creation time), as the test layers apply them in memory: the live WHERE clauses are in
- * job-repo.ts and extraction-repo.ts. A row without a URL matches no prefix.
+ * job-repo.ts and extraction-repo.ts. A row without a URL matches no prefix. `where.domainId` is
+ * compared as given: callers pass it through `domainIdFilter` first, as the live statements do.
  */
 export const searchCondition = (
   tenantId: string,
@@ -25,7 +25,7 @@ export const searchCondition = (
   }
 ) => {
   const created = createdWithin(where.createdAt)
-  const domainId = where.domainId === undefined ? undefined : domainIdFilter(where.domainId)
+  const domainId = where.domainId
   const prefix = where.url?.prefix
   return (r: Searchable) =>
     r.tenantId === tenantId &&
