@@ -19,7 +19,7 @@ import { MailerTest } from "../../src/mail/mailer.ts"
 import { AuthTokenRepoTest } from "../../src/sql/auth-token-repo.ts"
 import { EventRepoTest } from "../../src/sql/event-repo.ts"
 import { ExtractionRepoTest } from "../../src/sql/extraction-repo.ts"
-import { makeInvitationRepoTest } from "../../src/sql/invitation-repo.ts"
+import { type InvitationRepoSeed, makeInvitationRepoTest } from "../../src/sql/invitation-repo.ts"
 import { JobRepoTest } from "../../src/sql/job-repo.ts"
 import { makeSubscriptionRepoTest } from "../../src/sql/subscription-repo.ts"
 import { makeTenantRepoTest, type TenantRepoSeed } from "../../src/sql/tenant-repo.ts"
@@ -29,12 +29,12 @@ import { WebhookRepoTest } from "../../src/sql/webhook-repo.ts"
  * The repositories, event log, cluster and entities; the services under test go on top
  * (`Service.pipe(Layer.provideMerge(actorTestLayers(seed)))`). Each build starts empty.
  */
-export const actorTestLayers = (tenants: TenantRepoSeed["tenants"] = []) => {
+export const actorTestLayers = (tenants: TenantRepoSeed["tenants"] = [], invitations: InvitationRepoSeed = {}) => {
   const repos = Layer.mergeAll(JobRepoTest, ExtractionRepoTest).pipe(
     Layer.provideMerge(Layer.mergeAll(
       WebhookRepoTest,
       makeTenantRepoTest({ tenants }),
-      makeInvitationRepoTest(),
+      makeInvitationRepoTest(invitations),
       AuthTokenRepoTest,
       makeSubscriptionRepoTest(),
       MailerTest,

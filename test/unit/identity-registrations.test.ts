@@ -2,9 +2,8 @@
  * The decision the tenant entity's RegisterIdentity makes (src/actors/tenant-identities.ts) on a real
  * database (the embedded one, and PostgreSQL with DATABASE_URL): concurrent registrations of one
  * tenant never pass `iam.identities.total`, a refused one leaves its token usable, and a used token
- * registers nobody. The entity itself is not started here: Entity.makeTestClient's sharding makes no
- * clients, and TenantEntityLive takes its own client when it starts (for its renewals). The entity
- * path, on two nodes over HTTP, is in test/invitations.e2e.test.ts.
+ * registers nobody. The entity path runs in test/unit/identity-registrations-entity.test.ts (on the
+ * in-memory cluster and test repositories) and on two nodes over HTTP in test/invitations.e2e.test.ts.
  */
 import { Effect, Exit, Layer } from "effect"
 import { describe, expect, it } from "vitest"
