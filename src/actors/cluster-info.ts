@@ -119,3 +119,12 @@ export const ClusterInfoLive = Layer.effect(
     return ClusterInfo.of({ snapshot, isMember })
   })
 )
+
+/**
+ * A cluster snapshot as given, for unit tests of what reports or waits on it (readiness, the
+ * cluster endpoint): by default this node alone, a member, with no shards held yet.
+ */
+export const makeClusterInfoTest = (
+  snapshot: ClusterSnapshot = { mode: "single", runners: [], shards: [], entities: {} },
+  member = true
+): Layer.Layer<ClusterInfo> => Layer.succeed(ClusterInfo, ClusterInfo.of({ snapshot: Effect.succeed(snapshot), isMember: Effect.succeed(member) }))

@@ -15,6 +15,7 @@ import { clientContext } from "./client-context.ts"
 import { KeyMeter, noteEndpointReached, refuseMalformedRequest } from "./envelope-middleware.ts"
 import { RateLimiter, type RateLimiterShape } from "./rate-limit.ts"
 import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, presentedSession, Requires } from "./security.ts"
+import type { IdentityId } from "../schema/ids.ts"
 
 const unauthorized = (message: string) => new Unauthenticated({ code: "unauthorized", message })
 
@@ -97,7 +98,8 @@ export const ApiKeyAuthLive = Layer.effect(
           targetId: grant.delegationId,
           data: { method: request.method, path: request.url.split("?")[0]!.slice(0, 2048) }
         })
-        return { ...principal, identityId: delegatorId, roleId: grant.roleId, permissions: grant.permissions, actorId: principal.identityId } satisfies Principal
+        // An identity of the tenant from here on: the active grant names it as the delegator.
+        return { ...principal, identityId: delegatorId as IdentityId, roleId: grant.roleId, permissions: grant.permissions, actorId: principal.identityId } satisfies Principal
       })
 
     const sessionPrincipal = Effect.gen(function*() {

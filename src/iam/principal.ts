@@ -1,4 +1,5 @@
 import { Context } from "effect"
+import type { IdentityId, TenantId } from "../schema/ids.ts"
 
 /**
  * Who is calling, whichever credential they used: an API key (acting with the key's role) or an
@@ -8,9 +9,9 @@ export interface Principal {
   readonly kind: "api-key" | "session"
   /** The key's id or the session's public id: what rate limits count by. */
   readonly credentialId: string
-  readonly tenantId: string
+  readonly tenantId: TenantId
   /** Whose permissions the request acts with. */
-  readonly identityId: string
+  readonly identityId: IdentityId
   readonly roleId: string
   readonly permissions: ReadonlyArray<string>
   readonly isInternalTenant: boolean
@@ -18,7 +19,7 @@ export interface Principal {
   /** When the credential stops working (ms since the epoch), null for a key without expiry. */
   readonly expiresAt: number | null
   /** The identity that sent the request: the delegate when it acts on behalf of `identityId`, else `identityId`. */
-  readonly actorId: string
+  readonly actorId: IdentityId
 }
 
 export class CurrentPrincipal extends Context.Service<CurrentPrincipal, Principal>()("trawl/CurrentPrincipal") {}

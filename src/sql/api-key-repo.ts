@@ -3,6 +3,7 @@ import { SqlClient } from "effect/sql"
 import type { Principal } from "../iam/principal.ts"
 import { lockLiveRole, RoleRepo } from "./role-repo.ts"
 import { lockTenantRow } from "./tenant-lock.ts"
+import type { IdentityId, TenantId } from "../schema/ids.ts"
 
 export interface ApiKeyRow {
   readonly id: string
@@ -82,8 +83,9 @@ export const ApiKeyRepoLive = Layer.effect(
       principalByHash: (keyHash) =>
         sql<{
           id: string
-          tenant_id: string
-          identity_id: string
+          // Branded here: the key's row is where a principal's ids enter.
+          tenant_id: TenantId
+          identity_id: IdentityId
           role_id: string
           permissions: ReadonlyArray<string>
           is_internal: boolean
@@ -208,9 +210,9 @@ export const makeApiKeyRepoTest = (
             return {
               kind: "api-key" as const,
               credentialId: k.id,
-              actorId: k.identity_id,
-              tenantId: k.tenant_id,
-              identityId: k.identity_id,
+              actorId: k.identity_id as IdentityId,
+              tenantId: k.tenant_id as TenantId,
+              identityId: k.identity_id as IdentityId,
               roleId: k.role_id,
               permissions: row.role_permissions,
               isInternalTenant: options.internalTenants?.includes(k.tenant_id) ?? false,

@@ -21,3 +21,10 @@ export const createdBetween = (
     ...(lt !== undefined ? [sql`created_at < ${lt}::timestamptz`] : [])
   ]
 }
+
+/** The same bounds as a test of a creation time in milliseconds (for the in-memory test layers). */
+export const createdWithin = (range: { readonly gte?: string | undefined; readonly lt?: string | undefined } | undefined) => {
+  const gte = range?.gte === undefined ? undefined : parseIsoDateTime(range.gte)
+  const lt = range?.lt === undefined ? undefined : parseIsoDateTime(range.lt)
+  return (ms: number) => (gte === undefined || ms >= gte) && (lt === undefined || ms < lt)
+}

@@ -3,6 +3,7 @@ import { SqlClient } from "effect/sql"
 import { newId } from "../ids.ts"
 import type { DelegationStatus } from "../schema/delegation.ts"
 import { pageWithTotal } from "./page-with-total.ts"
+import { pageOfRows } from "./memory-search.ts"
 
 export interface DelegationRow {
   readonly id: string
@@ -234,7 +235,7 @@ export const makeDelegationRepoTest = (people: ReadonlyArray<TestPerson>): Layer
             .map((r) => read(r, at))
             .filter((r) => status === undefined || r.status === status)
             .reverse()
-          return { items: all.slice(offset, offset + limit), total: all.length }
+          return pageOfRows(all, offset, limit, (d) => d)
         }),
       transition: (t) =>
         Effect.map(now, (at) => {

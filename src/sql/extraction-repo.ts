@@ -1,13 +1,14 @@
 import { createHash } from "node:crypto"
 import { gunzipSync, gzipSync } from "node:zlib"
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { domainIdFilter } from "../crawl/domain.ts"
 import { createdBetween } from "./created-between.ts"
-import { appendEventCtes } from "./event-repo.ts"
+import { appendEventCtes, TestEventAppender } from "./event-repo.ts"
 import { iso } from "../schema/common.ts"
 import type { ConfigPayload, Extraction, ExtractionStatus, ExtractorConfig, SearchExtractionsBody } from "../schema/extraction.ts"
-import { orderByTerms, type SortTerm } from "./order-by.ts"
+import { orderByTerms, type SortTerm, sortLikeSql } from "./order-by.ts"
+import { pageOfRows, renewExpiredLeases, searchCondition } from "./memory-search.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { lockTenantRow } from "./tenant-lock.ts"
 import { type NewDelivery, WebhookRepo } from "./webhook-repo.ts"
@@ -370,6 +371,204 @@ export const ExtractionRepoLive = Layer.effect(
             SELECT * FROM extractor_configs
             WHERE enabled AND (tenant_id = ${tenantId} OR tenant_id IS NULL) AND (type IS NULL OR type = ${type})
             ORDER BY priority DESC, (tenant_id IS NULL) ASC, created_at ASC`.pipe(Effect.orDie)
+      }
+    })
+  })
+)
+
+/**
+ * Extractions, stashed inputs, the result cache and extractor configs in memory, for unit tests of
+ * the services above; times come from Effect's Clock. Each build starts empty. As in `JobRepoTest`,
+ * events are appended only when `TestEventAppender` (EventRepoTest) is provided, and a finish's
+ * delivery goes to the `WebhookRepo` given. test/integration/extraction-repo-parity.test.ts runs the
+ * same moves on both layers and compares the answers.
+ */
+export const ExtractionRepoTest: Layer.Layer<ExtractionRepo, never, WebhookRepo> = Layer.effect(
+  ExtractionRepo,
+  Effect.gen(function*() {
+    const webhooks = yield* WebhookRepo
+    const appender = yield* Effect.serviceOption(TestEventAppender)
+    const event = (r: ExtractionRow, type: string, extra: Record<string, unknown> = {}) =>
+      appender._tag === "Some" ? Effect.asVoid(appender.value.append(r.tenant_id, type, { id: r.id, status: r.status, type: r.type, ...extra })) : Effect.void
+    type Stored = { -readonly [K in keyof ExtractionRow]: ExtractionRow[K] } & { nextRetryAt: Date | null; leaseUntil: Date | null }
+    const rows = new Map<string, Stored>()
+    const inputs = new Map<string, { tenantId: string; content: string; hash: string }>()
+    const cache = new Map<string, { data: Record<string, unknown>; metadata: Record<string, unknown> }>()
+    const configs = new Map<string, { -readonly [K in keyof ConfigRow]: ConfigRow[K] }>()
+    const now = Clock.currentTimeMillis
+    const json = <A>(value: A): A => (value === null || value === undefined ? value : JSON.parse(JSON.stringify(value)))
+    // Copies, as rows read again are: the caller's changes do not reach the store.
+    const view = ({ nextRetryAt: _n, leaseUntil: _l, ...r }: Stored): ExtractionRow => ({
+      ...json(r),
+      created_at: r.created_at,
+      finished_at: r.finished_at,
+      cancelled_at: r.cancelled_at
+    })
+    const configView = (c: ConfigRow): ConfigRow => ({ ...json(c), created_at: c.created_at, updated_at: c.updated_at })
+    const open = (r: Stored) => r.status === "queued" || r.status === "claimed" || r.status === "failed"
+    const ofTenant = (tenantId: string, id: string) => {
+      const r = rows.get(id)
+      return r && r.tenant_id === tenantId ? r : undefined
+    }
+    const sortKey = (r: Stored, field: string) =>
+      field === "createdAt" ? r.created_at.getTime() : field === "status" ? r.status : field === "type" ? r.type : field === "attempts" ? r.attempts : r.id
+    const configKey = (c: ConfigRow, field: string) =>
+      field === "createdAt" ? c.created_at.getTime() : field === "updatedAt" ? c.updated_at.getTime() : field === "priority" ? c.priority : c.id
+    const visible = (tenantId: string) => [...configs.values()].filter((c) => c.tenant_id === tenantId || c.tenant_id === null)
+
+    return ExtractionRepo.of({
+      stash: (tenantId, id, content) =>
+        Effect.suspend(() => {
+          const hash = createHash("sha256").update(Buffer.from(content, "utf8")).digest("hex")
+          const known = inputs.get(id)
+          if (known && (known.tenantId !== tenantId || known.hash !== hash)) return Effect.die(new Error(`input ${id} exists with other content`))
+          if (!known) inputs.set(id, { tenantId, content, hash })
+          return Effect.succeed(hash)
+        }),
+      input: (id) => Effect.sync(() => {
+        const i = inputs.get(id)
+        return i && { content: i.content, hash: i.hash }
+      }),
+      insert: (e) =>
+        Effect.gen(function*() {
+          if (rows.has(e.id)) return undefined
+          const at = yield* now
+          const row: Stored = {
+            id: e.id,
+            tenant_id: e.tenantId,
+            type: e.type,
+            status: "queued",
+            url: e.url,
+            domain_id: e.domainId,
+            input_format: e.inputFormat as ExtractionRow["input_format"],
+            input_id: e.inputId,
+            job_id: e.jobId as ExtractionRow["job_id"],
+            config_id: e.configId,
+            llm: (json(e.llm) ?? null) as ExtractionRow["llm"],
+            webhook_url: e.webhookUrl,
+            webhook_secret_enc: e.webhookSecretEnc,
+            webhook_event_types: [...e.webhookEventTypes],
+            data: {},
+            metadata: { inputFormat: e.inputFormat, strategiesUsed: [], configsApplied: [] },
+            error_class: null,
+            error_message: null,
+            attempts: 0,
+            cache_hits: 0,
+            recycle_count: 0,
+            replay_of: e.replayOf,
+            request_id: e.requestId,
+            made_own_job: e.madeOwnJob,
+            created_at: new Date(at),
+            finished_at: null,
+            cancelled_at: null,
+            nextRetryAt: null,
+            leaseUntil: new Date(at + 60_000)
+          }
+          rows.set(e.id, row)
+          yield* event(row, "extraction.created")
+          return view(row)
+        }),
+      find: (tenantId, id) => Effect.sync(() => { const r = ofTenant(tenantId, id); return r && view(r) }),
+      byId: (id) => Effect.sync(() => { const r = rows.get(id); return r && view(r) }),
+      query: (q) =>
+        Effect.sync(() => {
+          const common = searchCondition(q.tenantId, { ...q.where, domainId: q.where.domainId === undefined ? undefined : domainIdFilter(q.where.domainId) })
+          const matching = [...rows.values()].filter((r) =>
+            common({ tenantId: r.tenant_id, status: r.status, url: r.url, domainId: r.domain_id, createdMs: r.created_at.getTime() }) &&
+            (q.where.type === undefined || r.type === q.where.type)
+          )
+          return pageOfRows(sortLikeSql(matching, q.sort, sortKey), q.offset, q.limit, view)
+        }),
+      claim: (id, leaseMs) =>
+        Effect.gen(function*() {
+          const r = rows.get(id)
+          const at = yield* now
+          // A failed one waits for its retry (with the live statement's 5 s of slack).
+          if (!r || !open(r) || (r.status === "failed" && r.nextRetryAt !== null && r.nextRetryAt.getTime() > at + 5_000)) return undefined
+          r.status = "claimed"
+          r.attempts += 1
+          r.leaseUntil = new Date(at + leaseMs)
+          if (r.attempts === 1) yield* event(r, "extraction.claimed")
+          return view(r)
+        }),
+      finish: (id, f) =>
+        Effect.gen(function*() {
+          const r = rows.get(id)
+          if (!r || r.status !== "claimed") return undefined
+          const at = yield* now
+          r.status = f.status
+          r.data = json(f.data)
+          r.metadata = json(f.metadata) as ExtractionRow["metadata"]
+          r.error_class = f.errorClass
+          r.error_message = f.errorMessage
+          r.cache_hits += f.cacheHit ? 1 : 0
+          r.finished_at = f.status === "failed" ? null : new Date(at)
+          r.nextRetryAt = f.retryAt
+          r.leaseUntil = f.retryAt ? new Date(f.retryAt.getTime() + 60_000) : null
+          yield* event(r, `extraction.${f.status}`, { errorClass: r.error_class })
+          if (f.delivery) yield* webhooks.insert(f.delivery)
+          return view(r)
+        }),
+      cancel: (tenantId, id) =>
+        Effect.gen(function*() {
+          const r = ofTenant(tenantId, id)
+          if (!r) return undefined
+          if (!open(r)) return { row: view(r), changed: false }
+          const at = new Date(yield* now)
+          r.status = "cancelled"
+          r.cancelled_at = at
+          r.finished_at = at
+          r.leaseUntil = null
+          yield* event(r, "extraction.cancelled")
+          return { row: view(r), changed: true }
+        }),
+      setRecycleCount: (id, n) => Effect.sync(() => {
+        const r = rows.get(id)
+        if (r) r.recycle_count = n
+      }),
+      createdSince: (tenantId, since) => Effect.sync(() => [...rows.values()].filter((r) => r.tenant_id === tenantId && r.created_at >= since).length),
+      stale: (limit) =>
+        Effect.map(now, (at) => renewExpiredLeases(rows.values(), open, at, limit, () => STALE_RESEND_MS).map((r) => ({ id: r.id }))),
+      cacheGet: (key) => Effect.sync(() => json(cache.get(key))),
+      cachePut: (key, data, metadata) => Effect.sync(() => {
+        if (!cache.has(key)) cache.set(key, json({ data: data as Record<string, unknown>, metadata: metadata as Record<string, unknown> }))
+      }),
+      configs: {
+        insert: (c, limit) =>
+          Effect.map(now, (at) => {
+            if (c.tenant_id !== null && [...configs.values()].filter((x) => x.tenant_id === c.tenant_id).length >= limit) return undefined
+            if (configs.has(c.id)) throw new Error(`config ${c.id} written twice (a unique violation in the live layer)`)
+            const row = { ...json(c), created_at: new Date(at), updated_at: new Date(at) }
+            configs.set(c.id, row)
+            return configView(row)
+          }),
+        find: (tenantId, id) => Effect.sync(() => {
+          const c = configs.get(id)
+          return c && (c.tenant_id === tenantId || c.tenant_id === null) ? configView(c) : undefined
+        }),
+        update: (id, patch) =>
+          Effect.map(now, (at) => {
+            const c = configs.get(id)
+            if (!c) return undefined
+            if (Object.keys(patch).length > 0) {
+              // The handler sends the payload as JSON text, as the live UPDATE writes it.
+              const { payload, ...rest } = patch
+              Object.assign(c, rest, payload === undefined ? {} : { payload: typeof payload === "string" ? JSON.parse(payload) : payload })
+              c.updated_at = new Date(at)
+            }
+            return configView(c)
+          }),
+        remove: (id) => Effect.sync(() => configs.delete(id)),
+        list: (tenantId, sort, offset, limit) =>
+          Effect.sync(() => {
+            return pageOfRows(sortLikeSql(visible(tenantId), sort, configKey), offset, limit, configView)
+          }),
+        candidates: (tenantId, type) =>
+          Effect.sync(() =>
+            visible(tenantId)
+              .filter((c) => c.enabled && (c.type === null || c.type === type))
+              .sort((a, b) => b.priority - a.priority || Number(a.tenant_id === null) - Number(b.tenant_id === null) || a.created_at.getTime() - b.created_at.getTime())
+              .map(configView))
       }
     })
   })

@@ -6,6 +6,7 @@ import { pageWithTotal } from "./page-with-total.ts"
 import { lockLiveRole } from "./role-repo.ts"
 import { lockTenantRow } from "./tenant-lock.ts"
 import { isUniqueViolation } from "./tenant-repo.ts"
+import { pageOfRows } from "./memory-search.ts"
 
 export interface InvitationRow {
   readonly id: string
@@ -361,7 +362,7 @@ export const makeInvitationRepoTest = (seed: InvitationRepoSeed = {}): Layer.Lay
         Effect.sync(() => {
           const all = rows.filter((r) => r.tenant_id === tenantId && r.organization_id === organizationId && (status === undefined || r.status === status))
             .sort((a, b) => b.invited_at.getTime() - a.invited_at.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
-          return { items: all.slice(offset, offset + limit).map(view), total: all.length }
+          return pageOfRows(all, offset, limit, view)
         }),
       byId: (id) => Effect.sync(() => {
         const r = rows.find((x) => x.id === id)

@@ -1,20 +1,21 @@
 import { createHash } from "node:crypto"
 import { brotliCompressSync, brotliDecompressSync, constants as zlibConstants, gunzipSync } from "node:zlib"
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { domainIdFilter } from "../crawl/domain.ts"
 import { createdBetween } from "./created-between.ts"
 import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
 import type { Job, JobResult, JobStatus, PageVersion, SearchJobsBody } from "../schema/job.ts"
-import { orderByTerms } from "./order-by.ts"
-import { appendEventCtes } from "./event-repo.ts"
+import { orderByTerms, sortLikeSql } from "./order-by.ts"
+import { appendEventCtes, TestEventAppender } from "./event-repo.ts"
 import { makeGroupCommit } from "./group-commit.ts"
+import { pageOfRows, renewExpiredLeases, searchCondition } from "./memory-search.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { OID, pgArray } from "./pg-array.ts"
 import { storableJson } from "./storable-json.ts"
 import { retryTransient } from "./transient.ts"
-import { insertDeliveriesSql, type NewDelivery } from "./webhook-repo.ts"
+import { insertDeliveriesSql, type NewDelivery, WebhookRepo } from "./webhook-repo.ts"
 
 export interface JobRow {
   readonly id: string
@@ -213,6 +214,20 @@ const pack = (job: Pick<JobRow, "id" | "tenant_id" | "normalized_url">, f: JobFi
   compressed: f.content ? compressPage(f.content.body) : null,
   versionId: f.content ? newId("pv") : null
 })
+
+/** The result a job cancelled before its run recorded one keeps. */
+const cancelledResult: JobResult = {
+  httpStatus: null,
+  finalUrl: null,
+  classification: "cancelled",
+  engine: null,
+  durationMs: 0,
+  contentType: null,
+  bytes: 0,
+  startedWith: { engine: "none", reason: "cancelled before it finished" },
+  screenshot: { taken: false, reason: "cancelled" },
+  attempts: []
+}
 
 export const JobRepoLive = Layer.effect(
   JobRepo,
@@ -413,23 +428,11 @@ export const JobRepoLive = Layer.effect(
         sql`UPDATE jobs SET runs = GREATEST(runs - 1, 0) WHERE id = ${id} AND status = 'claimed' AND runs = ${runs}`.pipe(Effect.orDie, Effect.asVoid),
       cancel: (tenantId, id) =>
         Effect.gen(function*() {
-          const result: JobResult = {
-            httpStatus: null,
-            finalUrl: null,
-            classification: "cancelled",
-            engine: null,
-            durationMs: 0,
-            contentType: null,
-            bytes: 0,
-            startedWith: { engine: "none", reason: "cancelled before it finished" },
-            screenshot: { taken: false, reason: "cancelled" },
-            attempts: []
-          }
           // The state change and its job.dead event commit together.
           const [changed] = yield* sql<JobRow>`
             WITH j AS (
               UPDATE jobs SET status = 'dead', finished_at = now(), lease_until = NULL,
-                              result = COALESCE(result, ${JSON.stringify(storableJson(result))}::jsonb)
+                              result = COALESCE(result, ${JSON.stringify(cancelledResult)}::jsonb)
               WHERE id = ${id} AND tenant_id = ${tenantId} AND status IN ('queued', 'claimed')
               RETURNING *
             ),
@@ -505,6 +508,230 @@ export const JobRepoLive = Layer.effect(
           Effect.orDie,
           Effect.map(([r]) => r && decompressPage(r.compressed, r.encoding))
         )
+    })
+  })
+)
+
+/**
+ * Jobs, their pages, versions and artifacts in memory, for unit tests of the services above; times
+ * come from Effect's Clock. Each build starts empty. What differs from the live layer: events are
+ * appended only when `TestEventAppender` (EventRepoTest) is provided, and a finish's webhook
+ * delivery goes to the `WebhookRepo` given (WebhookRepoTest), not in the same transaction.
+ * test/integration/job-repo-parity.test.ts runs the same moves on both and compares the answers.
+ */
+export const JobRepoTest: Layer.Layer<JobRepo, never, WebhookRepo> = Layer.effect(
+  JobRepo,
+  Effect.gen(function*() {
+    const webhooks = yield* WebhookRepo
+    const appender = yield* Effect.serviceOption(TestEventAppender)
+    const event = (tenantId: string, type: string, data: Record<string, unknown>) =>
+      appender._tag === "Some" ? Effect.asVoid(appender.value.append(tenantId, type, data)) : Effect.void
+    type Stored = { -readonly [K in keyof JobRow]: JobRow[K] } & { claimedAt: Date | null; leaseUntil: Date | null }
+    const jobs = new Map<string, Stored>()
+    const contents = new Map<string, Buffer>()
+    const versions: Array<Omit<PageVersion, "changed" | "fetchedAt"> & { readonly tenantId: string; readonly fetchedMs: number }> = []
+    const artifacts = new Map<string, { tenantId: string; hash: string | null; contentType: string | null; shot: Buffer | null; shotType: string | null }>()
+    const now = Clock.currentTimeMillis
+    const json = <A>(value: A): A => (value === null || value === undefined ? value : JSON.parse(JSON.stringify(value)))
+    // A copy, as a row read again is: the caller's changes do not reach the store.
+    const view = ({ claimedAt: _c, leaseUntil: _l, ...row }: Stored): JobRow => ({
+      ...row,
+      escalation: json(row.escalation),
+      screenshot: json(row.screenshot),
+      result: json(row.result)
+    })
+    const active = (j: Stored) => j.status === "queued" || j.status === "claimed"
+    const ofTenant = (tenantId: string, id: string) => {
+      const j = jobs.get(id)
+      return j && j.tenant_id === tenantId ? j : undefined
+    }
+    // A version's `changed`: its content differs from the version before it in its page's timeline.
+    const before = (a: { fetchedMs: number; id: string }, b: { fetchedMs: number; id: string }) => a.fetchedMs < b.fetchedMs || (a.fetchedMs === b.fetchedMs && a.id < b.id)
+    const timelineOf = (tenantId: string, normalizedUrl: string) =>
+      versions.filter((v) => v.tenantId === tenantId && v.normalizedUrl === normalizedUrl).sort((a, b) => (before(a, b) ? 1 : before(b, a) ? -1 : 0))
+    const toVersion = (v: (typeof versions)[number]): PageVersion => {
+      const previous = timelineOf(v.tenantId, v.normalizedUrl).find((p) => before(p, v))
+      const { tenantId: _t, fetchedMs, ...rest } = v
+      return { ...rest, fetchedAt: new Date(fetchedMs).toISOString(), changed: previous?.contentHash !== v.contentHash }
+    }
+    const sortKey = (j: Stored, field: string) =>
+      field === "createdAt" ? j.created_at.getTime() : field === "priority" ? j.priority : field === "attempts" ? j.attempts : field === "status" ? j.status : j.id
+
+    return JobRepo.of({
+      insert: (batch) =>
+        Effect.gen(function*() {
+          const at = yield* now
+          const inserted: Array<JobRow> = []
+          for (const n of batch) {
+            if (jobs.has(n.id)) continue
+            const row: Stored = {
+              id: n.id,
+              tenant_id: n.tenantId,
+              url: n.url,
+              normalized_url: n.normalizedUrl,
+              domain_id: n.domainId,
+              status: "queued",
+              priority: n.priority,
+              attempts: 0,
+              timeout_ms: n.timeoutMs,
+              escalation: json(n.escalation) as JobRow["escalation"],
+              screenshot: n.screenshot === undefined || n.screenshot === false ? null : json(n.screenshot) as JobRow["screenshot"],
+              webhook_url: n.webhookUrl,
+              webhook_secret_enc: n.webhookSecretEnc,
+              result: null,
+              replay_of: n.replayOf,
+              request_id: n.requestId,
+              runs: 0,
+              created_at: new Date(at),
+              finished_at: null,
+              claimedAt: null,
+              leaseUntil: new Date(at + HANDOFF_LEASE_MS)
+            }
+            jobs.set(n.id, row)
+            yield* event(n.tenantId, "job.created", { id: n.id, status: "queued", url: n.url })
+            inserted.push(view(row))
+          }
+          return inserted
+        }),
+      find: (tenantId, id) => Effect.sync(() => { const j = ofTenant(tenantId, id); return j && view(j) }),
+      findMany: (tenantId, ids) => Effect.sync(() => ids.flatMap((id) => { const j = ofTenant(tenantId, id); return j ? [view(j)] : [] })),
+      byId: (id) => Effect.sync(() => { const j = jobs.get(id); return j && view(j) }),
+      query: (q) =>
+        Effect.sync(() => {
+          const w = q.where
+          const common = searchCondition(q.tenantId, { ...w, domainId: w.domainId === undefined ? undefined : domainIdFilter(w.domainId) })
+          const matching = [...jobs.values()].filter((j) =>
+            common({ tenantId: j.tenant_id, status: j.status, url: j.url, domainId: j.domain_id, createdMs: j.created_at.getTime() }) &&
+            (w.priority?.gte === undefined || j.priority >= w.priority.gte) &&
+            (w.priority?.lte === undefined || j.priority <= w.priority.lte)
+          )
+          return pageOfRows(sortLikeSql(matching, q.sort, sortKey), q.offset, q.limit, view)
+        }),
+      claim: (id) =>
+        Effect.gen(function*() {
+          const j = jobs.get(id)
+          if (!j || !active(j)) return undefined
+          const at = yield* now
+          const firstClaim = j.claimedAt === null
+          j.status = "claimed"
+          j.claimedAt ??= new Date(at)
+          j.runs += 1
+          j.leaseUntil = new Date(at + j.timeout_ms + CLAIM_GRACE_MS)
+          if (firstClaim) yield* event(j.tenant_id, "job.claimed", { id, status: "claimed", url: j.url })
+          return { ...view(j), firstClaim }
+        }),
+      giveBackRun: (id, runs) =>
+        Effect.sync(() => {
+          const j = jobs.get(id)
+          if (j && j.status === "claimed" && j.runs === runs) j.runs = Math.max(runs - 1, 0)
+        }),
+      finish: (job, f) =>
+        Effect.gen(function*() {
+          const j = jobs.get(job.id)
+          if (!j || !active(j)) return false
+          const at = yield* now
+          j.status = f.status
+          j.result = json(storableJson(f.result)) as JobResult
+          j.attempts = f.attempts
+          j.finished_at = new Date(at)
+          j.leaseUntil = null
+          const hash = f.content ? sha256(f.content.body) : null
+          if (f.content && hash) {
+            const key = `${j.tenant_id} ${hash}`
+            if (!contents.has(key)) contents.set(key, Buffer.from(f.content.body))
+            if (f.status === "done" && !versions.some((v) => v.jobId === j.id)) {
+              versions.push({
+                id: newId("pv"),
+                tenantId: j.tenant_id,
+                url: f.content.finalUrl ?? j.url,
+                normalizedUrl: j.normalized_url,
+                jobId: j.id,
+                fetchedMs: at,
+                httpStatus: f.content.httpStatus,
+                contentType: f.content.contentType,
+                size: f.content.body.length,
+                contentHash: hash
+              })
+            }
+          }
+          if ((hash || f.screenshot) && !artifacts.has(j.id)) {
+            artifacts.set(j.id, {
+              tenantId: j.tenant_id,
+              hash,
+              contentType: f.content?.contentType ?? null,
+              shot: f.screenshot ? Buffer.from(f.screenshot.bytes) : null,
+              shotType: f.screenshot?.type ?? null
+            })
+          }
+          if (f.delivery) yield* webhooks.insert(f.delivery)
+          yield* event(j.tenant_id, `job.${f.status}`, { id: j.id, status: f.status, url: j.url, classification: f.result.classification })
+          return true
+        }),
+      cancel: (tenantId, id) =>
+        Effect.gen(function*() {
+          const j = ofTenant(tenantId, id)
+          if (!j) return undefined
+          if (!active(j)) return { row: view(j), changed: false }
+          j.status = "dead"
+          j.finished_at = new Date(yield* now)
+          j.leaseUntil = null
+          j.result ??= json(cancelledResult)
+          yield* event(tenantId, "job.dead", { id, status: "dead", url: j.url, classification: "cancelled" })
+          return { row: view(j), changed: true }
+        }),
+      recordCancelledRun: (id, result, attempts) =>
+        Effect.sync(() => {
+          const j = jobs.get(id)
+          if (!j || j.status !== "dead" || j.result?.classification !== "cancelled") return
+          j.result = json(storableJson(result)) as JobResult
+          j.attempts = attempts
+        }),
+      recordAttempts: (id, attempts) =>
+        Effect.sync(() => {
+          const j = jobs.get(id)
+          if (j && j.status === "claimed" && j.attempts < attempts) j.attempts = attempts
+        }),
+      counts: (tenantId, dayStart) =>
+        Effect.sync(() => {
+          const own = [...jobs.values()].filter((j) => j.tenant_id === tenantId)
+          return { runningIds: new Set(own.filter(active).map((j) => j.id)), today: own.filter((j) => j.created_at >= dayStart).length }
+        }),
+      existing: (ids) => Effect.sync(() => new Set(ids.filter((id) => jobs.has(id)))),
+      stale: (limit) =>
+        Effect.map(now, (at) =>
+          renewExpiredLeases(jobs.values(), active, at, limit, (j) => (j.status === "queued" ? QUEUED_LEASE_MS : j.timeout_ms + CLAIM_GRACE_MS))
+            .map((j) => ({ id: j.id, tenant_id: j.tenant_id }))),
+      html: (tenantId, id) =>
+        Effect.sync(() => {
+          const a = artifacts.get(id)
+          const body = a && a.tenantId === tenantId && a.hash ? contents.get(`${tenantId} ${a.hash}`) : undefined
+          return body && { body: Buffer.from(body), contentType: a!.contentType }
+        }),
+      screenshot: (tenantId, id) =>
+        Effect.sync(() => {
+          const a = artifacts.get(id)
+          return a && a.tenantId === tenantId && a.shot ? { bytes: Buffer.from(a.shot), type: a.shotType ?? "image/png" } : undefined
+        }),
+      timeline: (tenantId, normalizedUrl, offset, limit) =>
+        Effect.sync(() => {
+          return pageOfRows(timelineOf(tenantId, normalizedUrl), offset, limit, toVersion)
+        }),
+      version: (tenantId, versionId) =>
+        Effect.sync(() => {
+          const v = versions.find((x) => x.id === versionId && x.tenantId === tenantId)
+          return v && toVersion(v)
+        }),
+      previousVersion: (tenantId, v) =>
+        Effect.sync(() => {
+          const self = versions.find((x) => x.id === v.id)
+          const previous = self && timelineOf(tenantId, v.normalizedUrl).find((p) => before(p, self))
+          return previous && toVersion(previous)
+        }),
+      versionContent: (tenantId, hash) =>
+        Effect.sync(() => {
+          const body = contents.get(`${tenantId} ${hash}`)
+          return body && Buffer.from(body)
+        })
     })
   })
 )

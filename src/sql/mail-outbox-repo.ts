@@ -2,6 +2,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
+import { pageOfRows } from "./memory-search.ts"
 
 /** A mail kept in the outbox instead of sent (no SMTP_URL): what `GET /internal/v1/outbox` lists. */
 export interface OutboxEntry {
@@ -63,7 +64,7 @@ export const MailOutboxRepoTest: Layer.Layer<MailOutboxRepo> = Layer.sync(MailOu
     listByRecipient: (to, offset, limit) =>
       Effect.sync(() => {
         const mine = entries.filter((e) => e.to.toLowerCase() === to.toLowerCase()).reverse()
-        return { items: mine.slice(offset, offset + limit), total: mine.length }
+        return pageOfRows(mine, offset, limit, (m) => m)
       })
   })
 })

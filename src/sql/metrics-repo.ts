@@ -44,3 +44,32 @@ export const MetricsRepoLive = Layer.effect(
     })
   })
 )
+
+/** The queues of an empty database: each kind, none waiting. */
+export const emptyQueues: ReadonlyArray<QueueRow> = [
+  { kind: "jobs", depth: 0, oldestAgeSeconds: 0 },
+  { kind: "extractions", depth: 0, oldestAgeSeconds: 0 },
+  { kind: "webhook_deliveries", depth: 0, oldestAgeSeconds: 0 }
+]
+
+/**
+ * The scrape's figures as given (a gauge reads them; nothing is counted here), for unit tests of
+ * the metrics endpoint: the queues of an empty database and no sessions unless told otherwise.
+ * `setQueues` of the handle changes what the next scrape reads.
+ */
+export class TestMetricsFigures extends Context.Service<TestMetricsFigures, {
+  readonly setQueues: (rows: ReadonlyArray<QueueRow>) => Effect.Effect<void>
+  readonly setSessions: (byState: ReadonlyMap<string, number>) => Effect.Effect<void>
+}>()("trawl/TestMetricsFigures") {}
+
+export const MetricsRepoTest: Layer.Layer<MetricsRepo | TestMetricsFigures> = Layer.unwrap(Effect.sync(() => {
+  let queues = emptyQueues
+  let sessions: ReadonlyMap<string, number> = new Map()
+  return Layer.mergeAll(
+    Layer.succeed(MetricsRepo, MetricsRepo.of({ queues: Effect.sync(() => queues), sessions: () => Effect.sync(() => sessions) })),
+    Layer.succeed(TestMetricsFigures, TestMetricsFigures.of({
+      setQueues: (rows) => Effect.sync(() => void (queues = rows)),
+      setSessions: (byState) => Effect.sync(() => void (sessions = byState))
+    }))
+  )
+}))

@@ -4,6 +4,7 @@ import type { QuotaKey } from "../billing/plans.ts"
 import { newId } from "../ids.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { isUniqueViolation } from "./tenant-repo.ts"
+import { pageOfRows } from "./memory-search.ts"
 
 /** Statuses as stored: a withdrawn request is `cancelled`. */
 export type StoredQuotaRequestStatus = "pending" | "approved" | "rejected" | "cancelled"
@@ -178,7 +179,7 @@ export const makeQuotaRequestRepoTest = (seed: {
         Effect.sync(() => {
           const all = rows.filter((r) => (filter.tenantId === undefined || r.tenant_id === filter.tenantId) && (filter.status === undefined || r.status === filter.status))
             .reverse()
-          return { items: all.slice(offset, offset + limit).map(view), total: all.length }
+          return pageOfRows(all, offset, limit, view)
         }),
       withdraw: (tenantId, id) =>
         Effect.map(now, (at) => {

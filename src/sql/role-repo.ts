@@ -3,6 +3,7 @@ import { SqlClient, SqlError } from "effect/sql"
 import { newId } from "../ids.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { isUniqueViolation } from "./tenant-repo.ts"
+import { pageOfRows } from "./memory-search.ts"
 
 export interface RoleRow {
   readonly id: string
@@ -205,7 +206,7 @@ export const makeRoleRepoTest = (seed: RoleRepoSeed = {}): Layer.Layer<RoleRepo>
         Effect.sync(() => {
           const all = rows.filter((r) => r.tenant_id === tenantId && r.deleted_at === null)
             .sort((a, b) => b.created_at.getTime() - a.created_at.getTime() || b.id.localeCompare(a.id))
-          return { items: all.slice(offset, offset + limit).map(view), total: all.length }
+          return pageOfRows(all, offset, limit, view)
         }),
       find: (tenantId, id) => Effect.sync(() => {
         const r = live(tenantId, id)

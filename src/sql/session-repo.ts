@@ -1,6 +1,8 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { newId } from "../ids.ts"
+import { pageOfRows } from "./memory-search.ts"
+import type { IdentityId, TenantId } from "../schema/ids.ts"
 
 export interface SessionRow {
   readonly id: string
@@ -16,8 +18,9 @@ export interface SessionRow {
 /** What authenticating a session needs: the session, its identity's role and tenant. */
 export interface SessionAuthRow {
   readonly id: string
-  readonly tenant_id: string
-  readonly identity_id: string
+  /** Branded here: the session's row is where a principal's ids enter. */
+  readonly tenant_id: TenantId
+  readonly identity_id: IdentityId
   readonly role_id: string
   readonly permissions: ReadonlyArray<string>
   readonly is_internal: boolean
@@ -206,8 +209,8 @@ export const makeSessionRepoTest = (roles: { roleId: string; permissions: Readon
           if (!r || r.revoked_at !== null) return undefined
           return {
             id: r.id,
-            tenant_id: r.tenant_id,
-            identity_id: r.identity_id,
+            tenant_id: r.tenant_id as TenantId,
+            identity_id: r.identity_id as IdentityId,
             role_id: roles.roleId,
             permissions: roles.permissions,
             is_internal: false,
@@ -220,7 +223,7 @@ export const makeSessionRepoTest = (roles: { roleId: string; permissions: Readon
           const all = [...rows.values()]
             .filter((r) => r.identity_id === identityId && live(r) && (r.last_seen_at > seenSince || r.id === currentId))
             .reverse()
-          return { items: all.slice(offset, offset + limit).map(view), total: all.length }
+          return pageOfRows(all, offset, limit, view)
         }),
       revoke: (identityId, sessionId) =>
         Effect.sync(() => {

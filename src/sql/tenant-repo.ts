@@ -8,12 +8,11 @@ import { iso, money } from "../schema/common.ts"
 import { terminalExtractionStatuses } from "../schema/extraction.ts"
 import { terminalStatuses } from "../schema/job.ts"
 import type { Tenant, Transaction, TransactionFilter } from "../schema/tenant.ts"
-import { createdBetween } from "./created-between.ts"
-import { orderByTerms } from "./order-by.ts"
+import { createdBetween, createdWithin } from "./created-between.ts"
+import { orderByTerms, sortLikeSql } from "./order-by.ts"
+import { pageOfRows } from "./memory-search.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { OID, pgArray } from "./pg-array.ts"
-import { parseIsoDateTime } from "../schema/common.ts"
-import { withTieBreak } from "./order-by.ts"
 
 export interface BootstrapInput {
   readonly tenantId: string
@@ -650,7 +649,7 @@ export const makeTenantRepoTest = (seed: TenantRepoSeed = {}): Layer.Layer<Tenan
       list: (offset, limit) =>
         Effect.sync(() => {
           const all = [...tenants.values()].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
-          return { items: all.slice(offset, offset + limit).map(toTenantView), total: all.length }
+          return pageOfRows(all, offset, limit, toTenantView)
         }),
       balance: (tenantId) => Effect.sync(() => {
         const t = tenants.get(tenantId)
@@ -745,31 +744,19 @@ export const makeTenantRepoTest = (seed: TenantRepoSeed = {}): Layer.Layer<Tenan
         }),
       transactions: (tenantId, filter, sort, offset, limit) =>
         Effect.sync(() => {
-          const bound = (s: string | undefined) => (s === undefined ? undefined : parseIsoDateTime(s))
-          const gte = bound(filter.createdAt?.gte)
-          const lt = bound(filter.createdAt?.lt)
+          const created = createdWithin(filter.createdAt)
           const matching = ledger.filter((e) =>
             e.tenantId === tenantId &&
             (filter.type === undefined || (filter.type as ReadonlyArray<string>).includes(e.transaction.type)) &&
             (filter.serviceKey === undefined || e.transaction.serviceKey === filter.serviceKey) &&
             (filter.resourceType === undefined || e.transaction.resourceType === filter.resourceType) &&
             (filter.resourceId === undefined || e.transaction.resourceId === filter.resourceId) &&
-            (gte === undefined || e.createdMs >= gte) &&
-            (lt === undefined || e.createdMs < lt) &&
+            created(e.createdMs) &&
             (filter.amount?.gte === undefined || e.units >= units(filter.amount.gte)) &&
             (filter.amount?.lte === undefined || e.units <= units(filter.amount.lte))
           )
           const key = (e: Entry, field: string): number | string => field === "createdAt" ? e.seq : field === "amount" ? e.units : e.transaction.id
-          const terms = withTieBreak(sort)
-          const sorted = matching.sort((a, b) => {
-            for (const { field, dir } of terms) {
-              const x = key(a, field)
-              const y = key(b, field)
-              if (x !== y) return (x < y ? -1 : 1) * (dir === "asc" ? 1 : -1)
-            }
-            return 0
-          })
-          return { items: sorted.slice(offset, offset + limit).map((e) => e.transaction), total: sorted.length }
+          return pageOfRows(sortLikeSql(matching, sort, key), offset, limit, (e) => e.transaction)
         }),
       quotaLimit: (tenantId, key) => Effect.map(quotaLimits(tenantId, [key]), (limits) => limits[key]),
       setQuota: (tenantId, key, limit) => Effect.sync(() => void overrides.set(`${tenantId} ${key}`, limit)),

@@ -6,6 +6,7 @@ import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { Config, loadConfig } from "../../src/config.ts"
 import { DatabaseLive } from "../../src/sql/database.ts"
+import { runMigrations } from "../../src/sql/migrate.ts"
 import { blankDatabaseTemplate, createTestDatabase } from "./server-process.ts"
 
 const dataDir = () => mkdtempSync(join(tmpdir(), "trawl-db-"))
@@ -41,3 +42,15 @@ export const query = <A>(url: string, text: string) =>
       return (yield* sql.unsafe(text)) as unknown as ReadonlyArray<A>
     }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })), Effect.scoped)
   )
+
+/**
+ * Migrates the database, adds bare tenant rows (what the tables' foreign keys need), then runs
+ * `body`: the live side of a parity test, whose test-layer side needs no tenants.
+ */
+export const onMigratedTenants = <A, E, R>(tenantIds: ReadonlyArray<string>, body: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    yield* runMigrations
+    const sql = yield* SqlClient.SqlClient
+    for (const t of tenantIds) yield* sql`INSERT INTO tenants (id, name, is_internal, plan, balance) VALUES (${t}, ${t}, false, 'starter', 0)`
+    return yield* body
+  })

@@ -3,6 +3,7 @@ import { Deferred, Effect, Fiber, Layer } from "effect"
 import { type AppConfig, Config } from "../../src/config.ts"
 import { ApiKeyAuthenticator, ApiKeyAuthenticatorLive } from "../../src/iam/api-key-auth.ts"
 import type { Principal } from "../../src/iam/principal.ts"
+import { type PlainPrincipal, testPrincipal } from "../support/principal.ts"
 import { generateApiKey, hashApiKey } from "../../src/iam/secrets.ts"
 import { Kv, KvUnavailable, makeMemoryKv } from "../../src/kv/kv.ts"
 import { ApiKeyRepo } from "../../src/sql/api-key-repo.ts"
@@ -29,7 +30,7 @@ const makeRepo = (principal: Principal | undefined) => {
   return { calls, layer }
 }
 
-const principal = (over: Partial<Principal> = {}): Principal => ({
+const principal = (over: Partial<PlainPrincipal> = {}): Principal => testPrincipal({
   kind: "api-key",
   credentialId: "key_1",
   actorId: "idt_1",

@@ -10,6 +10,7 @@ import { Config, configForTests } from "../../src/config.ts"
 import { DelegationService, DelegationServiceLive } from "../../src/iam/delegation-service.ts"
 import { MailedTokensLive } from "../../src/iam/mailed-tokens.ts"
 import type { Principal } from "../../src/iam/principal.ts"
+import { type PlainPrincipal, testPrincipal } from "../support/principal.ts"
 import { MailerTest, SentMails } from "../../src/mail/mailer.ts"
 import { AuditEntries, AuditLogTest } from "../../src/sql/audit-log.ts"
 import { AuthTokenRepoTest } from "../../src/sql/auth-token-repo.ts"
@@ -36,7 +37,7 @@ const Delegations = DelegationServiceLive.pipe(
   ))
 )
 
-const as = (identityId: string, over: Partial<Principal> = {}): Principal => ({
+const as = (identityId: string, over: Partial<PlainPrincipal> = {}): Principal => testPrincipal({
   kind: "session",
   credentialId: `ses_${identityId}`,
   tenantId: "ten_1",

@@ -12,6 +12,7 @@ import { AttemptsLive } from "../../src/iam/attempts.ts"
 import { AuthServiceLive } from "../../src/iam/auth-service.ts"
 import { MailedTokensLive } from "../../src/iam/mailed-tokens.ts"
 import type { Principal } from "../../src/iam/principal.ts"
+import { testPrincipal } from "../support/principal.ts"
 import { SessionAuthenticatorLive } from "../../src/iam/session-auth.ts"
 import { SessionServiceLive } from "../../src/iam/session-service.ts"
 import { KvTest } from "../../src/kv/kv.ts"
@@ -41,7 +42,7 @@ const Recovery = AccountRecoveryLive.pipe(
   ))
 )
 
-const as = (identityId: string): Principal => ({
+const as = (identityId: string): Principal => testPrincipal({
   kind: "session",
   credentialId: `ses_${identityId}`,
   tenantId: "ten_1",

@@ -11,6 +11,7 @@ import { Config, configForTests } from "../../src/config.ts"
 import { InvitationService, InvitationServiceLive } from "../../src/iam/invitation-service.ts"
 import { MailedTokensLive } from "../../src/iam/mailed-tokens.ts"
 import type { Principal } from "../../src/iam/principal.ts"
+import { testPrincipal } from "../support/principal.ts"
 import { SessionAuthenticatorLive } from "../../src/iam/session-auth.ts"
 import { SessionServiceLive } from "../../src/iam/session-service.ts"
 import { KvTest } from "../../src/kv/kv.ts"
@@ -52,7 +53,7 @@ const Invitations = InvitationServiceLive.pipe(
   ))
 )
 
-const admin: Principal = {
+const admin: Principal = testPrincipal({
   kind: "session",
   credentialId: "ses_admin",
   tenantId: "ten_1",
@@ -63,7 +64,7 @@ const admin: Principal = {
   isInternalTenant: false,
   rateLimitPerMinute: 600,
   expiresAt: null
-}
+})
 const client = { ip: "192.0.2.7", userAgent: "unit" }
 const password = "a long enough passphrase, 2026"
 

@@ -7,9 +7,10 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { PlanGate, PlanGateLive } from "../../src/billing/plan-gate.ts"
 import type { Principal } from "../../src/iam/principal.ts"
+import { type PlainPrincipal, testPrincipal } from "../support/principal.ts"
 import { makeSubscriptionRepoTest, SubscriptionRepo } from "../../src/sql/subscription-repo.ts"
 
-const principal = (tenantId: string, over: Partial<Principal> = {}): Principal => ({
+const principal = (tenantId: string, over: Partial<PlainPrincipal> = {}): Principal => testPrincipal({
   kind: "api-key",
   credentialId: "key_1",
   tenantId,

@@ -6,6 +6,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { planQuota } from "../../src/billing/plans.ts"
 import type { Principal } from "../../src/iam/principal.ts"
+import { type PlainPrincipal, testPrincipal } from "../support/principal.ts"
 import { QuotaRequestService, QuotaRequestServiceLive } from "../../src/iam/quota-request-service.ts"
 import { MailerTest, SentMails } from "../../src/mail/mailer.ts"
 import { AuditEntries, AuditLogTest } from "../../src/sql/audit-log.ts"
@@ -26,7 +27,7 @@ const Requests = QuotaRequestServiceLive.pipe(
   ))
 )
 
-const member = (over: Partial<Principal> = {}): Principal => ({
+const member = (over: Partial<PlainPrincipal> = {}): Principal => testPrincipal({
   kind: "session",
   credentialId: "ses_1",
   tenantId: "ten_1",

@@ -7,6 +7,7 @@ import { Effect, Layer } from "effect"
 import { Config, configForTests } from "../../src/config.ts"
 import { ApiKeyAuthenticator, ApiKeyAuthenticatorLive } from "../../src/iam/api-key-auth.ts"
 import type { Principal } from "../../src/iam/principal.ts"
+import { type PlainPrincipal, testPrincipal } from "../support/principal.ts"
 import { RoleService, RoleServiceLive } from "../../src/iam/role-service.ts"
 import { generateApiKey, hashApiKey } from "../../src/iam/secrets.ts"
 import { SESSION_INVALIDATE_CHANNEL, SessionAuthenticatorLive } from "../../src/iam/session-auth.ts"
@@ -36,7 +37,7 @@ const Roles = RoleServiceLive.pipe(
   Layer.provideMerge(Layer.mergeAll(roles, makeSessionRepoTest(), AuditLogTest, KvTest, Layer.succeed(Config, config)))
 )
 
-const admin = (over: Partial<Principal> = {}): Principal => ({
+const admin = (over: Partial<PlainPrincipal> = {}): Principal => testPrincipal({
   kind: "session",
   credentialId: "ses_1",
   tenantId: "ten_1",

@@ -13,6 +13,7 @@ import { renewalEntryId, SUBSCRIPTION_SERVICE_KEY } from "../../src/billing/subs
 import { makeTenantSubscription } from "../../src/actors/tenant-subscription.ts"
 import { Config, configForTests } from "../../src/config.ts"
 import type { Principal } from "../../src/iam/principal.ts"
+import { testPrincipal } from "../support/principal.ts"
 import { MailerTest, SentMails } from "../../src/mail/mailer.ts"
 import { makeSubscriptionRepoTest, SubscriptionRepo } from "../../src/sql/subscription-repo.ts"
 import { makeTenantRepoTest, TenantRepo } from "../../src/sql/tenant-repo.ts"
@@ -31,7 +32,7 @@ const Billing = PlanGateLive.pipe(
 const scheduled: Array<number> = []
 const subscription = makeTenantSubscription("ten_a", (periodEnd) => Effect.sync(() => void scheduled.push(periodEnd)))
 
-const caller: Principal = {
+const caller: Principal = testPrincipal({
   kind: "api-key",
   credentialId: "key_a",
   tenantId: "ten_a",
@@ -42,7 +43,7 @@ const caller: Principal = {
   isInternalTenant: false,
   rateLimitPerMinute: 600,
   expiresAt: null
-}
+})
 
 layer(Billing)("a tenant's subscription", (it) => {
   it.effect("renews from the balance once per period, goes past due when the balance cannot pay, and a re-activation pays in full", () =>
