@@ -22,7 +22,8 @@
  * small as a client can make it. The CPU per login of this process's main thread is printed.
  *
  * Reads: `GET /v1/iam/auth/me` (authentication, rate limit, one profile read) with
- * `Authorization: Bearer <session>` against the same route with `x-api-key`, same load, alternating
+ * `Authorization: Bearer <session>` against the same route with `x-api-key` (keys with the owner's
+ * role, as the sessions have, so both answers are the same body), same load, alternating
  * rounds, after every credential was used once (both measured with warm caches). Keys (5000 requests a minute) and sessions (600) are opened in numbers that keep both
  * under their rate limits at the measured rate.
  *
@@ -105,11 +106,14 @@ const main = async () => {
   for (let i = 0; i < accounts; i++) {
     const email = `owner${i}-${Date.now()}@bench.example`
     const t = await post("/internal/v1/tenants", { name: `bench ${i}`, ownerEmail: email, ownerPassword: PASSWORD }, { "x-internal-token": INTERNAL_TOKEN })
-    const roles = await (await fetch(`${base}/v1/iam/roles?limit=200`, { headers: { "x-api-key": t.apiKey } })).json() as any
-    const readRole = roles.data.items.find((r: any) => r.name === "read").id
+    // The keys act with the owner's own role, as its sessions do: `me` then answers the same
+    // permissions, the same body, whichever credential reads it. A key with that role needs the
+    // owner's password (re-authentication, docs/identity.md).
+    const me = await (await fetch(`${base}/v1/iam/auth/me`, { headers: { "x-api-key": t.apiKey } })).json() as any
+    const ownerRole = me.data.defaultRoleId
     const apiKeys = [t.apiKey]
     for (let k = 1; k < keysPerAccount; k++) {
-      const key = await post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: `bench ${k}`, roleId: readRole, rateLimitPerMinute: 5000 }, { "x-api-key": t.apiKey })
+      const key = await post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: `bench ${k}`, roleId: ownerRole, rateLimitPerMinute: 5000, currentPassword: PASSWORD }, { "x-api-key": t.apiKey })
       apiKeys.push(key.rawKey)
     }
     owners.push({ email, apiKeys })
@@ -202,7 +206,9 @@ const main = async () => {
   while (sessions.length < neededSessions) await paced(width * 8, width, login)
   const sessionTargets: Array<Target> = sessions.map((s) => ({ path: "/v1/iam/auth/me", headers: { authorization: `Bearer ${s}` } }))
   const keyTargets: Array<Target> = owners.flatMap((o) => o.apiKeys.map((k) => ({ path: "/v1/iam/auth/me", headers: { "x-api-key": k } })))
-  log(`reads: ${sessionTargets.length} sessions (600/min each), ${keyTargets.length} keys (5000/min each)`)
+  const sizeOf = async (t: Target) => (await (await fetch(base + t.path, { headers: t.headers })).arrayBuffer()).byteLength
+  log(`reads: ${sessionTargets.length} sessions (600/min each), ${keyTargets.length} keys (5000/min each), all with the owner's role;` +
+    ` a response is ${await sizeOf(sessionTargets[0]!)} bytes by session, ${await sizeOf(keyTargets[0]!)} by key`)
   if (sessionTargets.length * 10 < 4000 || keyTargets.length * 83 < 4000) log("note: fewer credentials than 4000 req/s needs; a 429 makes the read ratio invalid")
   // Warm-up: every credential once (the timed warm-up alone reaches only part of the 600 sessions,
   // which left the first session round paying the first lookups), then two seconds of each.

@@ -1,5 +1,4 @@
 import { Effect } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
@@ -10,8 +9,9 @@ import { AuditLog } from "../sql/audit-log.ts"
 import { MAX_BALANCE, TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 import { queryLimit } from "./list-query.ts"
+import { handlerGroup } from "./handler-group.ts"
 
-export const AdminHandlers = HttpApiBuilder.group(
+export const AdminHandlers = handlerGroup(
   Api,
   "admin",
   Effect.fn(function*(handlers) {

@@ -1,5 +1,4 @@
 import { Duration, Effect } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { defaultPlan, planNames } from "../billing/plans.ts"
@@ -15,8 +14,9 @@ import { Api } from "./api.ts"
 import { queryLimit } from "./list-query.ts"
 import { ClusterInfo } from "../actors/cluster-info.ts"
 import { ProbeEntity } from "../actors/probe-entity.ts"
+import { handlerGroup } from "./handler-group.ts"
 
-export const ControlHandlers = HttpApiBuilder.group(
+export const ControlHandlers = handlerGroup(
   Api,
   "control",
   Effect.fn(function*(handlers) {

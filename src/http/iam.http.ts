@@ -1,5 +1,4 @@
 import { Effect } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { quotaKeys } from "../billing/plans.ts"
 import { utcDayStart } from "../billing/windows.ts"
 import { ApiKeyService } from "../iam/api-key-service.ts"
@@ -8,8 +7,9 @@ import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
 import { ApiKeyId, IdentityId } from "../schema/ids.ts"
+import { handlerGroup } from "./handler-group.ts"
 
-export const IamHandlers = HttpApiBuilder.group(
+export const IamHandlers = handlerGroup(
   Api,
   "iam",
   Effect.fn(function*(handlers) {

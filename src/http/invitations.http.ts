@@ -1,5 +1,4 @@
 import { Effect } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { Config } from "../config.ts"
 import { InvitationService } from "../iam/invitation-service.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
@@ -9,8 +8,9 @@ import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
 import { queryLimit, statusFilter } from "./list-query.ts"
 import { sessionCookieSetter } from "./session-cookie.ts"
+import { handlerGroup } from "./handler-group.ts"
 
-export const InvitationsHandlers = HttpApiBuilder.group(
+export const InvitationsHandlers = handlerGroup(
   Api,
   "invitations",
   Effect.fn(function*(handlers) {
@@ -43,7 +43,7 @@ export const InvitationsHandlers = HttpApiBuilder.group(
   })
 )
 
-export const RegistrationHandlers = HttpApiBuilder.group(
+export const RegistrationHandlers = handlerGroup(
   Api,
   "registration",
   Effect.fn(function*(handlers) {

@@ -1,5 +1,4 @@
 import { Effect } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { CallDebitor } from "../actors/tenant-entity.ts"
 import { IP_LOOKUP_SERVICE_KEY, ipLookupUnits } from "../billing/pricing.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
@@ -9,8 +8,9 @@ import { fail } from "../schema/errors.ts"
 import { normalizeIp } from "../schema/network.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
+import { handlerGroup } from "./handler-group.ts"
 
-export const NetworkHandlers = HttpApiBuilder.group(
+export const NetworkHandlers = handlerGroup(
   Api,
   "network",
   Effect.fn(function*(handlers) {

@@ -1,5 +1,4 @@
 import { Effect } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
 import { IdentityService } from "../iam/identity-service.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { SessionService } from "../iam/session-service.ts"
@@ -7,8 +6,9 @@ import { pageOf } from "../schema/envelope.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
 import { queryLimit } from "./list-query.ts"
+import { handlerGroup } from "./handler-group.ts"
 
-export const UsersHandlers = HttpApiBuilder.group(
+export const UsersHandlers = handlerGroup(
   Api,
   "users",
   Effect.fn(function*(handlers) {
