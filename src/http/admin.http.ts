@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
@@ -9,9 +10,8 @@ import { AuditLog } from "../sql/audit-log.ts"
 import { MAX_BALANCE, TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 import { queryLimit } from "./list-query.ts"
-import { handlerGroup } from "./handler-group.ts"
 
-export const AdminHandlers = handlerGroup(
+export const AdminHandlers = HttpApiBuilder.group(
   Api,
   "admin",
   Effect.fn(function*(handlers) {

@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import type { AuditFilter } from "../schema/audit.ts"
 import { parseIsoDateTime } from "../schema/common.ts"
@@ -8,7 +9,6 @@ import { AuditLog, type AuditLogShape } from "../sql/audit-log.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 import { failListQuery, filterFault, type ListFault, queryLimit } from "./list-query.ts"
-import { handlerGroup } from "./handler-group.ts"
 
 /** Actions are dotted lower-case words (`role.create`, `session.revoke`); `session.*` is every `session.` one. */
 const actionPattern = /^[a-z0-9_-]+(\.[a-z0-9_-]+)*(\.\*)?$/
@@ -65,7 +65,7 @@ const listOf = (audit: AuditLogShape, tenantId: string, query: AuditQuery) =>
     return pageOf(page.items, offset, limit, page.total)
   })
 
-export const AuditHandlers = handlerGroup(
+export const AuditHandlers = HttpApiBuilder.group(
   Api,
   "audit",
   Effect.fn(function*(handlers) {
@@ -78,7 +78,7 @@ export const AuditHandlers = handlerGroup(
   })
 )
 
-export const AdminAuditHandlers = handlerGroup(
+export const AdminAuditHandlers = HttpApiBuilder.group(
   Api,
   "adminAudit",
   Effect.fn(function*(handlers) {

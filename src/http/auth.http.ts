@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import { Config } from "../config.ts"
 import { AccountRecovery } from "../iam/account-recovery.ts"
 import { AuthService } from "../iam/auth-service.ts"
@@ -11,7 +12,6 @@ import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
 import { presentedSession } from "./security.ts"
 import { sessionCookieSetter } from "./session-cookie.ts"
-import { handlerGroup } from "./handler-group.ts"
 
 /** The session token the caller authenticated with. */
 const presentedSessionToken = Effect.map(
@@ -19,7 +19,7 @@ const presentedSessionToken = Effect.map(
   (request) => presentedSession(request.headers, request.cookies)?.token ?? ""
 )
 
-export const AuthHandlers = handlerGroup(
+export const AuthHandlers = HttpApiBuilder.group(
   Api,
   "auth",
   Effect.fn(function*(handlers) {

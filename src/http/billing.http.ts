@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { planCatalogue } from "../billing/plans.ts"
@@ -10,7 +11,6 @@ import { withTieBreak } from "../sql/order-by.ts"
 import { failListQuery, filterFault, NEWEST_FIRST, queryLimit, sortOrDefault } from "./list-query.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
-import { handlerGroup } from "./handler-group.ts"
 
 /** The services the ledger's entries name (those of the price list, and the subscription's). */
 const SERVICE_KEYS: ReadonlyArray<string> = [JOB_SERVICE_KEY, MAP_SERVICE_KEY, EXTRACTION_SERVICE_KEY, IP_LOOKUP_SERVICE_KEY, SUBSCRIPTION_SERVICE_KEY]
@@ -24,7 +24,7 @@ const unknownService = (serviceKey: string | undefined, path: string) =>
     ? failListQuery([filterFault(path, `unknown service ${serviceKey}; services are ${SERVICE_KEYS.join(", ")}`)])
     : undefined
 
-export const BillingHandlers = handlerGroup(
+export const BillingHandlers = HttpApiBuilder.group(
   Api,
   "billing",
   Effect.fn(function*(handlers) {

@@ -1,4 +1,5 @@
 import { Duration, Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { defaultPlan, planNames } from "../billing/plans.ts"
@@ -14,9 +15,8 @@ import { Api } from "./api.ts"
 import { queryLimit } from "./list-query.ts"
 import { ClusterInfo } from "../actors/cluster-info.ts"
 import { ProbeEntity } from "../actors/probe-entity.ts"
-import { handlerGroup } from "./handler-group.ts"
 
-export const ControlHandlers = handlerGroup(
+export const ControlHandlers = HttpApiBuilder.group(
   Api,
   "control",
   Effect.fn(function*(handlers) {

@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { type DelegationMove, DelegationService } from "../iam/delegation-service.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import type { Party } from "../sql/delegation-repo.ts"
@@ -7,9 +8,8 @@ import { pageOf } from "../schema/envelope.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
 import { queryLimit, statusFilter } from "./list-query.ts"
-import { handlerGroup } from "./handler-group.ts"
 
-export const DelegationsHandlers = handlerGroup(
+export const DelegationsHandlers = HttpApiBuilder.group(
   Api,
   "delegations",
   Effect.fn(function*(handlers) {

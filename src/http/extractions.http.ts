@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { sendOneWay } from "../actors/entity-call.ts"
 import { bodyRefusal, ExtractionCreation } from "../actors/extraction-creation.ts"
 import { ExtractionEntity } from "../actors/extraction-entity.ts"
@@ -16,11 +17,10 @@ import { Api } from "./api.ts"
 import { Idempotency } from "./idempotency.ts"
 import { failListQuery, filterFault, NEWEST_FIRST, queryLimit, readSort, sortOrDefault } from "./list-query.ts"
 import { ExtractionId } from "../schema/ids.ts"
-import { handlerGroup } from "./handler-group.ts"
 
 const statuses: ReadonlyArray<ExtractionStatus> = ["queued", "claimed", "done", "failed", "dead", "cancelled"]
 
-export const ExtractionsHandlers = handlerGroup(
+export const ExtractionsHandlers = HttpApiBuilder.group(
   Api,
   "extractions",
   Effect.fn(function*(handlers) {

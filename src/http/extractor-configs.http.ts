@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { Config } from "../config.ts"
 import { configPayloadProblems } from "../extract/config-check.ts"
 import { CurrentPrincipal, isSuperAdmin } from "../iam/principal.ts"
@@ -11,7 +12,6 @@ import { withTieBreak } from "../sql/order-by.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 import { failListQuery, queryLimit, readSort } from "./list-query.ts"
-import { handlerGroup } from "./handler-group.ts"
 
 /**
  * Refuses a config payload that would fail every extraction it applies to (see configPayloadProblems),
@@ -28,7 +28,7 @@ const checkConfigPayload = (payload: ConfigPayload, models: ReadonlyArray<string
     : fail(400, "validation_error", "the config's payload would fail every extraction it applies to", { details: problems })
 }
 
-export const ExtractorConfigsHandlers = handlerGroup(
+export const ExtractorConfigsHandlers = HttpApiBuilder.group(
   Api,
   "extractor-configs",
   Effect.fn(function*(handlers) {

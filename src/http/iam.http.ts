@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { quotaKeys } from "../billing/plans.ts"
 import { utcDayStart } from "../billing/windows.ts"
 import { ApiKeyService } from "../iam/api-key-service.ts"
@@ -7,9 +8,8 @@ import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
 import { ApiKeyId, IdentityId } from "../schema/ids.ts"
-import { handlerGroup } from "./handler-group.ts"
 
-export const IamHandlers = handlerGroup(
+export const IamHandlers = HttpApiBuilder.group(
   Api,
   "iam",
   Effect.fn(function*(handlers) {

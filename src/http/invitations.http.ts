@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { Config } from "../config.ts"
 import { InvitationService } from "../iam/invitation-service.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
@@ -8,9 +9,8 @@ import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
 import { queryLimit, statusFilter } from "./list-query.ts"
 import { sessionCookieSetter } from "./session-cookie.ts"
-import { handlerGroup } from "./handler-group.ts"
 
-export const InvitationsHandlers = handlerGroup(
+export const InvitationsHandlers = HttpApiBuilder.group(
   Api,
   "invitations",
   Effect.fn(function*(handlers) {
@@ -43,7 +43,7 @@ export const InvitationsHandlers = handlerGroup(
   })
 )
 
-export const RegistrationHandlers = handlerGroup(
+export const RegistrationHandlers = HttpApiBuilder.group(
   Api,
   "registration",
   Effect.fn(function*(handlers) {

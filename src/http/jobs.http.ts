@@ -1,5 +1,6 @@
 import { Effect, Schema } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import { JobCreation, type PreparedJob } from "../actors/job-creation.ts"
 import { servedContentType } from "../crawl/content-type.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
@@ -15,7 +16,6 @@ import { Idempotency } from "./idempotency.ts"
 import { makeEventStreams } from "./jobs.sse.ts"
 import { failListQuery, filterFault, NEWEST_FIRST, queryLimit, readSort, sortOrDefault } from "./list-query.ts"
 import { JobId } from "../schema/ids.ts"
-import { handlerGroup } from "./handler-group.ts"
 
 const statuses: ReadonlyArray<JobStatus> = ["queued", "claimed", "done", "failed", "dead"]
 /** An item's `url` as a bulk answer echoes it: the most a valid one can be, so a huge invalid one is not sent back whole. */
@@ -33,7 +33,7 @@ const envelope = (status: number, label: string, data: unknown) => ({ status, bo
 // either way (a null optional field, for one, is taken as absent by both).
 const decodeJob = Schema.decodeUnknownExit(Schema.toCodecJson(CreateJobBody), { errors: "all", onExcessProperty: "error", reportInput: true })
 
-export const JobsHandlers = handlerGroup(
+export const JobsHandlers = HttpApiBuilder.group(
   Api,
   "jobs",
   Effect.fn(function*(handlers) {

@@ -1,10 +1,10 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { SiteMapper } from "../actors/site-mapper.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { Api } from "./api.ts"
-import { handlerGroup } from "./handler-group.ts"
 
-export const MapHandlers = handlerGroup(
+export const MapHandlers = HttpApiBuilder.group(
   Api,
   "map",
   Effect.fn(function*(handlers) {

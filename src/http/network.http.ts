@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { CallDebitor } from "../actors/tenant-entity.ts"
 import { IP_LOOKUP_SERVICE_KEY, ipLookupUnits } from "../billing/pricing.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
@@ -8,9 +9,8 @@ import { fail } from "../schema/errors.ts"
 import { normalizeIp } from "../schema/network.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
-import { handlerGroup } from "./handler-group.ts"
 
-export const NetworkHandlers = handlerGroup(
+export const NetworkHandlers = HttpApiBuilder.group(
   Api,
   "network",
   Effect.fn(function*(handlers) {

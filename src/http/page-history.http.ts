@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import { servedContentType } from "../crawl/content-type.ts"
 import { normalizeUrl } from "../crawl/domain.ts"
 import { pageDiff } from "../crawl/page-diff.ts"
@@ -9,9 +10,8 @@ import { fail, notFound } from "../schema/errors.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { Api } from "./api.ts"
 import { queryLimit } from "./list-query.ts"
-import { handlerGroup } from "./handler-group.ts"
 
-export const PageHistoryHandlers = handlerGroup(
+export const PageHistoryHandlers = HttpApiBuilder.group(
   Api,
   "page-history",
   Effect.fn(function*(handlers) {

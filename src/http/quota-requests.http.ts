@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { QuotaRequestService, storedStatus, toQuotaRequest } from "../iam/quota-request-service.ts"
 import { iso } from "../schema/common.ts"
@@ -7,7 +8,6 @@ import { quotaRequestStatuses, type QuotaRequestStatus } from "../schema/quota-r
 import { QuotaRequestRepo, type QuotaRequestFilter } from "../sql/quota-request-repo.ts"
 import { Api } from "./api.ts"
 import { failListQuery, filterFault, type ListFault, queryLimit } from "./list-query.ts"
-import { handlerGroup } from "./handler-group.ts"
 
 const MAX_TENANT_ID_LENGTH = 200
 
@@ -44,7 +44,7 @@ const listWith = (repo: typeof QuotaRequestRepo.Service, query: ListQuery, tenan
     return pageOf(page.items.map(toQuotaRequest), offset, limit, page.total)
   })
 
-export const QuotaRequestsHandlers = handlerGroup(
+export const QuotaRequestsHandlers = HttpApiBuilder.group(
   Api,
   "quotaRequests",
   Effect.fn(function*(handlers) {
@@ -70,7 +70,7 @@ export const QuotaRequestsHandlers = handlerGroup(
   })
 )
 
-export const AdminQuotaRequestsHandlers = handlerGroup(
+export const AdminQuotaRequestsHandlers = HttpApiBuilder.group(
   Api,
   "adminQuotaRequests",
   Effect.fn(function*(handlers) {

@@ -1,12 +1,12 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { RoleService } from "../iam/role-service.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { Api } from "./api.ts"
 import { queryLimit } from "./list-query.ts"
-import { handlerGroup } from "./handler-group.ts"
 
-export const RolesHandlers = handlerGroup(
+export const RolesHandlers = HttpApiBuilder.group(
   Api,
   "roles",
   Effect.fn(function*(handlers) {

@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { PlanGate } from "../billing/plan-gate.ts"
@@ -17,7 +18,6 @@ import { SubscriptionRepo } from "../sql/subscription-repo.ts"
 import { MAX_BALANCE, TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 import { NEWEST_FIRST, queryLimit } from "./list-query.ts"
-import { handlerGroup } from "./handler-group.ts"
 
 const toView = (s: SubscriptionState): Subscription => ({
   tenantId: s.tenantId,
@@ -30,7 +30,7 @@ const toView = (s: SubscriptionState): Subscription => ({
   renewsAt: s.status === "active" ? iso(new Date(s.currentPeriodEnd))! : null
 })
 
-export const SubscriptionHandlers = handlerGroup(
+export const SubscriptionHandlers = HttpApiBuilder.group(
   Api,
   "subscription",
   Effect.fn(function*(handlers) {
@@ -58,7 +58,7 @@ export const SubscriptionHandlers = handlerGroup(
   })
 )
 
-export const AdminSubscriptionHandlers = handlerGroup(
+export const AdminSubscriptionHandlers = HttpApiBuilder.group(
   Api,
   "adminSubscription",
   Effect.fn(function*(handlers) {

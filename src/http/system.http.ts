@@ -1,13 +1,13 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { ClusterInfo } from "../actors/cluster-info.ts"
 import { Config } from "../config.ts"
 import { Kv } from "../kv/kv.ts"
 import { fail } from "../schema/errors.ts"
 import { HealthRepo } from "../sql/health-repo.ts"
 import { Api } from "./api.ts"
-import { handlerGroup } from "./handler-group.ts"
 
-export const SystemHandlers = handlerGroup(
+export const SystemHandlers = HttpApiBuilder.group(
   Api,
   "system",
   Effect.fn(function*(handlers) {

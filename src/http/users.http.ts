@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { IdentityService } from "../iam/identity-service.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { SessionService } from "../iam/session-service.ts"
@@ -6,9 +7,8 @@ import { pageOf } from "../schema/envelope.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
 import { queryLimit } from "./list-query.ts"
-import { handlerGroup } from "./handler-group.ts"
 
-export const UsersHandlers = handlerGroup(
+export const UsersHandlers = HttpApiBuilder.group(
   Api,
   "users",
   Effect.fn(function*(handlers) {

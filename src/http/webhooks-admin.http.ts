@@ -1,13 +1,13 @@
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { WebhookDeliveryEntity } from "../actors/webhook-delivery-entity.ts"
 import { notFound } from "../schema/errors.ts"
 import { WebhookRepo } from "../sql/webhook-repo.ts"
 import { Api } from "./api.ts"
-import { handlerGroup } from "./handler-group.ts"
 
 /** Manual redelivery by a super-admin. */
-export const WebhooksAdminHandlers = handlerGroup(
+export const WebhooksAdminHandlers = HttpApiBuilder.group(
   Api,
   "webhooks-admin",
   Effect.fn(function*(handlers) {
