@@ -16,14 +16,21 @@
  * steadier than a rate, so the CPU per login of the server (its main thread and its pool threads)
  * and per bare verification (this process's pool threads) is printed too.
  *
+ * The logins are sent with a `node:http` keep-alive agent (one socket per lane), not `fetch`: the
+ * client runs on the same cores as the server, and the bare loop has no client at all, so the
+ * client's own cost (undici's fetch took 1.6 ms of CPU per login, a tenth of a hash) is kept as
+ * small as a client can make it. The CPU per login of this process's main thread is printed.
+ *
  * Reads: `GET /v1/iam/auth/me` (authentication, rate limit, one profile read) with
- * `Authorization: Bearer <session>` against the same route with `x-api-key`, same load, alternating
+ * `Authorization: Bearer <session>` against the same route with `x-api-key` (keys with the owner's
+ * role, as the sessions have, so both answers are the same body), same load, alternating
  * rounds, after every credential was used once (both measured with warm caches). Keys (5000 requests a minute) and sessions (600) are opened in numbers that keep both
  * under their rate limits at the measured rate.
  *
  * Last line: `auth login_ratio=<server logins/s / bare verifies/s> session_read_ratio=<session rps / key rps>`.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { Agent, request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { hash, verify } from "@node-rs/argon2"
@@ -99,11 +106,14 @@ const main = async () => {
   for (let i = 0; i < accounts; i++) {
     const email = `owner${i}-${Date.now()}@bench.example`
     const t = await post("/internal/v1/tenants", { name: `bench ${i}`, ownerEmail: email, ownerPassword: PASSWORD }, { "x-internal-token": INTERNAL_TOKEN })
-    const roles = await (await fetch(`${base}/v1/iam/roles?limit=200`, { headers: { "x-api-key": t.apiKey } })).json() as any
-    const readRole = roles.data.items.find((r: any) => r.name === "read").id
+    // The keys act with the owner's own role, as its sessions do: `me` then answers the same
+    // permissions, the same body, whichever credential reads it. A key with that role needs the
+    // owner's password (re-authentication, docs/identity.md).
+    const me = await (await fetch(`${base}/v1/iam/auth/me`, { headers: { "x-api-key": t.apiKey } })).json() as any
+    const ownerRole = me.data.defaultRoleId
     const apiKeys = [t.apiKey]
     for (let k = 1; k < keysPerAccount; k++) {
-      const key = await post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: `bench ${k}`, roleId: readRole, rateLimitPerMinute: 5000 }, { "x-api-key": t.apiKey })
+      const key = await post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: `bench ${k}`, roleId: ownerRole, rateLimitPerMinute: 5000, currentPassword: PASSWORD }, { "x-api-key": t.apiKey })
       apiKeys.push(key.rawKey)
     }
     owners.push({ email, apiKeys })
@@ -112,8 +122,33 @@ const main = async () => {
   // 1. Logins against bare Argon2id verifications, alternating rounds.
   const stored = await hash(PASSWORD, ARGON2)
   const sessions: Array<string> = []
-  const login = (i: number) =>
-    post("/v1/iam/auth/login", { email: owners[i % accounts]!.email, password: PASSWORD }).then((d) => void sessions.push(d.sessionId))
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency })
+  const target = new URL(base)
+  /** One login over the keep-alive agent: the session id of a 200, else an error. */
+  const loginOnce = (email: string) =>
+    new Promise<string>((resolve, reject) => {
+      const body = JSON.stringify({ email, password: PASSWORD })
+      const req = httpRequest({
+        agent,
+        host: target.hostname,
+        port: target.port,
+        method: "POST",
+        path: "/v1/iam/auth/login",
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) }
+      }, (res) => {
+        const chunks: Array<Buffer> = []
+        res.on("data", (c: Buffer) => chunks.push(c))
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8")
+          if (res.statusCode !== 200) return reject(new Error(`login: ${res.statusCode} ${text}`))
+          resolve((JSON.parse(text) as { data: { sessionId: string } }).data.sessionId)
+        })
+        res.on("error", reject)
+      })
+      req.on("error", reject)
+      req.end(body)
+    })
+  const login = (i: number) => loginOnce(owners[i % accounts]!.email).then((id) => void sessions.push(id))
   const bareVerify = async () => {
     if (!(await verify(stored, PASSWORD))) throw new Error("verify failed")
   }
@@ -171,7 +206,9 @@ const main = async () => {
   while (sessions.length < neededSessions) await paced(width * 8, width, login)
   const sessionTargets: Array<Target> = sessions.map((s) => ({ path: "/v1/iam/auth/me", headers: { authorization: `Bearer ${s}` } }))
   const keyTargets: Array<Target> = owners.flatMap((o) => o.apiKeys.map((k) => ({ path: "/v1/iam/auth/me", headers: { "x-api-key": k } })))
-  log(`reads: ${sessionTargets.length} sessions (600/min each), ${keyTargets.length} keys (5000/min each)`)
+  const sizeOf = async (t: Target) => (await (await fetch(base + t.path, { headers: t.headers })).arrayBuffer()).byteLength
+  log(`reads: ${sessionTargets.length} sessions (600/min each), ${keyTargets.length} keys (5000/min each), all with the owner's role;` +
+    ` a response is ${await sizeOf(sessionTargets[0]!)} bytes by session, ${await sizeOf(keyTargets[0]!)} by key`)
   if (sessionTargets.length * 10 < 4000 || keyTargets.length * 83 < 4000) log("note: fewer credentials than 4000 req/s needs; a 429 makes the read ratio invalid")
   // Warm-up: every credential once (the timed warm-up alone reaches only part of the 600 sessions,
   // which left the first session round paying the first lookups), then two seconds of each.
@@ -199,6 +236,7 @@ const main = async () => {
       log(`${which.padEnd(7)} round ${r + 1}: ${f(res.rps, 1)} req/s  p50 ${f(res.p50, 3)} ms  p99 ${f(res.p99, 3)} ms  non-2xx ${res.non2xx}`)
     }
   }
+  agent.destroy()
   await stopTrawl()
   for (const p of profiles) printProfile(p.file, p.span)
   const session = mergeResults(parts.session)

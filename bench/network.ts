@@ -18,9 +18,14 @@
  * Bare: bench/support/bare-geoip-server.ts, `node:http` + the same `maxmind` reader on the same file
  * with the same cache, answering JSON.stringify of the lookup. Same URLs, same headers, same load.
  *
+ * Effect floor: bench/support/bare-effect-server.ts, the smallest Effect HttpApi server (same effect
+ * and @effect/platform-node versions) with one GET endpoint doing the same lookup: a query and a
+ * success schema, nothing of Trawl's. Loaded in the same rounds; its ratio to the bare server
+ * (`effect-floor ratio`) is what Effect's own request pipeline leaves, the ceiling of Trawl's ratio.
+ *
  * Load: autocannon in this process (separate from both servers), fixed concurrency, keep-alive.
  * A warm-up of each, then the measured `--duration` seconds of each split into `--rounds` slices
- * taken in the order full, bare, bare, full, ... so that drifting load from other processes on a
+ * taken in the order full, bare, floor, floor, bare, full, ... so that drifting load from other processes on a
  * shared machine hits both alike. Last line: `network ratio=<full rps / bare rps>`.
  */
 import { freePort } from "../test/support/server-process.ts"
@@ -51,12 +56,22 @@ const main = async () => {
   const bareSample = await probe(bare.baseUrl, targets, "bare")
   log(`bare node:http: same URLs and headers; a response is ${Buffer.byteLength(bareSample)} bytes`)
 
-  // 3. Warm-up, measured rounds, summary.
-  const measured = await measure({ full: trawl, bare }, targets)
+  // 3. The Effect floor, same URLs and headers.
+  const floorPort = await freePort()
+  const floorChild = spawnTs("effect floor server", "bench/support/bare-effect-server.ts", { BARE_PORT: String(floorPort) })
+  await floorChild.line("bare listening on", 60_000)
+  const floor = { baseUrl: `http://127.0.0.1:${floorPort}`, pid: floorChild.process.pid, stop: floorChild.stop }
+  const floorSample = await probe(floor.baseUrl, targets, "effect floor")
+  log(`effect floor (minimal HttpApi server): same URLs and headers; a response is ${Buffer.byteLength(floorSample)} bytes`)
+
+  // 4. Warm-up, measured rounds, summary.
+  const measured = await measure({ full: trawl, bare, floor }, targets)
   const { ratio } = summarize(
     measured,
     (ratio, p99Ratio) => `throughput full/bare ${f(ratio, 3)} (goal >= 0.50: ${ratio >= 0.5 ? "met" : "NOT met"}), p99 full/bare ${f(p99Ratio, 3)}`
   )
+  const floorRatio = measured.floor!.rps / measured.bare.rps
+  log(`effect-floor ratio=${f(floorRatio, 3)} (minimal Effect HttpApi server / bare node:http); full stack / effect floor ${f(ratio / floorRatio, 3)}`)
   await cleanupAll()
   log(`network ratio=${f(ratio, 3)}`)
 }

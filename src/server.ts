@@ -46,7 +46,7 @@ import { AdminQuotaRequestsHandlers, QuotaRequestsHandlers } from "./http/quota-
 import { IdempotencyLive } from "./http/idempotency.ts"
 import { JobsHandlers } from "./http/jobs.http.ts"
 import { MetricsPortLive, MetricsRoute } from "./http/metrics.http.ts"
-import { requestMetrics, routeName } from "./http/request-metrics.ts"
+import { routeName } from "./http/request-metrics.ts"
 import { MapHandlers } from "./http/map.http.ts"
 import { NetworkHandlers } from "./http/network.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
@@ -218,7 +218,7 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     envelopeMiddleware(routeTable(apiRoutes))
   ).pipe(Layer.provide(Security), Layer.provide(routeName))
 
-  const Http = HttpRouter.serve(Routes, { disableLogger: true, middleware: requestMetrics }).pipe(
+  const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
     Layer.provide(NodeHttpServer.layer(() => answerParserRefusals(createServer({ keepAliveTimeout: 65_000 })), { port: config.port, host: config.host }))
   )
 

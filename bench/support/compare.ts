@@ -95,6 +95,8 @@ export const probe = async (baseUrl: string, targets: ReadonlyArray<Target>, lab
 }
 
 type Label = "full" | "bare"
+/** `floor`: an optional third server (bench:network's minimal Effect server), loaded in the same rounds. */
+type AnyLabel = Label | "floor"
 
 /** CPU seconds of a server and of this (load generator) process over the measured phases. */
 interface Cpu {
@@ -105,7 +107,9 @@ interface Cpu {
 export interface Measured {
   readonly full: LoadResult
   readonly bare: LoadResult
-  readonly cpu: Record<Label, Cpu>
+  readonly cpu: Record<AnyLabel, Cpu>
+  /** The third server's results, when one was given. */
+  readonly floor?: LoadResult
   /** Requests per second above which the full stack's keys would start to be rate-limited. */
   readonly ceiling: number
 }
@@ -123,15 +127,16 @@ const loud = (label: string, kind: string, r: LoadResult) => {
  * one server loaded at a time; then stops both (bare first).
  */
 export const measure = async (
-  servers: Record<Label, Server>,
+  servers: Record<Label, Server> & { readonly floor?: Server },
   /** One list for both, or each server's own (two Trawl servers, each with its own keys). */
   targets: ReadonlyArray<Target> | Record<Label, ReadonlyArray<Target>>
 ): Promise<Measured> => {
-  const targetsOf = (label: Label) => ("full" in targets ? targets[label] : targets)
-  const cpu: Record<Label, Cpu> = { full: { server: 0, loader: 0 }, bare: { server: 0, loader: 0 } }
-  const phase = async (label: Label, kind: string, seconds: number) => {
+  // The floor server answers the same URLs as the bare one.
+  const targetsOf = (label: AnyLabel) => ("full" in targets ? targets[label === "floor" ? "bare" : label] : targets)
+  const cpu: Record<AnyLabel, Cpu> = { full: { server: 0, loader: 0 }, bare: { server: 0, loader: 0 }, floor: { server: 0, loader: 0 } }
+  const phase = async (label: AnyLabel, kind: string, seconds: number) => {
     checkInterrupted()
-    const server = servers[label]
+    const server = servers[label]!
     const server0 = cpuMs(server.pid)
     const loader0 = process.cpuUsage()
     const r = await runLoad(server.baseUrl, targetsOf(label), { connections: options.connections, duration: seconds })
@@ -151,17 +156,24 @@ export const measure = async (
     if (r.non2xx > 0 || r.errors > 0) loud(label, kind, r)
     return r
   }
-  await phase("full", "warm-up", options.warmup)
-  await phase("bare", "warm-up", options.warmup)
-  const parts: Record<Label, Array<LoadResult>> = { full: [], bare: [] }
+  const labels: Array<AnyLabel> = servers.floor ? ["full", "bare", "floor"] : ["full", "bare"]
+  for (const label of labels) await phase(label, "warm-up", options.warmup)
+  const parts: Record<AnyLabel, Array<LoadResult>> = { full: [], bare: [], floor: [] }
   const slice = options.duration / options.rounds
   for (let r = 0; r < options.rounds; r++) {
-    const order = r % 2 === 0 ? (["full", "bare"] as const) : (["bare", "full"] as const)
+    const order = r % 2 === 0 ? labels : [...labels].reverse()
     for (const label of order) parts[label].push(await phase(label, `round ${r + 1}`, slice))
   }
+  if (servers.floor) await servers.floor.stop()
   await servers.bare.stop()
   await servers.full.stop()
-  return { full: mergeResults(parts.full), bare: mergeResults(parts.bare), cpu, ceiling: targetsOf("full").length * perKeyPerSecond }
+  return {
+    full: mergeResults(parts.full),
+    bare: mergeResults(parts.bare),
+    cpu,
+    ...(servers.floor ? { floor: mergeResults(parts.floor) } : {}),
+    ceiling: targetsOf("full").length * perKeyPerSecond
+  }
 }
 
 /**
@@ -177,7 +189,9 @@ export const summarize = (m: Measured, goal: (ratio: number, p99Ratio: number) =
   const p99Ratio = full.p99 / base.p99
   log("")
   log(`measured ${f(full.seconds, 1)} s each          req/s      p50 ms     p90 ms     p99 ms   non-2xx`)
-  for (const [name, r] of [["full stack", full], ["bare", base]] as const) {
+  const rows: Array<readonly [string, LoadResult]> = [["full stack", full], ["bare", base]]
+  if (m.floor) rows.push(["effect floor", m.floor])
+  for (const [name, r] of rows) {
     log(
       `${name.padEnd(27)} ${f(r.rps, 1).padStart(9)} ${f(r.p50, 3).padStart(11)} ${f(r.p90, 3).padStart(10)}` +
         ` ${f(r.p99, 3).padStart(10)} ${String(r.non2xx).padStart(9)}`
@@ -189,6 +203,7 @@ export const summarize = (m: Measured, goal: (ratio: number, p99Ratio: number) =
   if (Number.isFinite(cpu.full.server)) {
     log(cpuLine("full stack", full, cpu.full))
     log(cpuLine("bare      ", base, cpu.bare))
+    if (m.floor) log(cpuLine("floor     ", m.floor, cpu.floor))
     log(`server CPU per request full/bare ${f(cpu.full.server / full.requests / (cpu.bare.server / base.requests), 2)}x`)
   }
   log(goal(ratio, p99Ratio))

@@ -30,8 +30,8 @@ const shortUrl = (url: string) => {
   if (url === "") return ""
   const nm = url.lastIndexOf("node_modules/")
   if (nm >= 0) return url.slice(nm + "node_modules/".length)
-  const src = url.indexOf("/work/main/")
-  return src >= 0 ? url.slice(src + "/work/main/".length) : url.replace(/^file:\/\//, "")
+  const src = url.indexOf("/src/")
+  return src >= 0 ? url.slice(src + 1) : url.replace(/^file:\/\//, "")
 }
 
 /** The package (or `src/<folder>`, `node:internal`, `(native)`) a frame belongs to. */

@@ -1,7 +1,12 @@
 /**
  * CPU profile of the server under the load of `npm run bench:api` (embedded defaults).
  *
- *   node --import tsx bench/support/profile.ts [--target full|bare] [--duration 10] [--top 30] [--callers N] [--keep]
+ *   node --import tsx bench/support/profile.ts [--target full|bare] [--bench api|network] [--duration 10] [--top 30] [--callers N] [--keep]
+ *
+ * `--tracing`: the server exports over OTLP to a sink in this process that drops what it gets
+ * (as `bench:api -- --tracing` does).
+ * `--bench network` loads `GET /v1/network/ip/lookup` (as bench:network does, with credit) instead
+ * of bench:api's key reads; `--target bare` is bench:api's bare server only.
  *
  * Starts the target with `--cpu-prof`, bootstraps the same tenants and keys, loads it like the
  * benchmark (warm-up 2 s, then --duration s at 64 connections), stops it gracefully so that V8
@@ -10,6 +15,7 @@
  * .cpuprofile (path printed) for Chrome DevTools / speedscope.
  */
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs"
+import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { startServer } from "../../test/support/server-process.ts"
@@ -25,6 +31,8 @@ const duration = Number(opt("duration", "10"))
 const top = Number(opt("top", "30"))
 const keep = flag("keep")
 const callers = Number(opt("callers", "0"))
+const bench = opt("bench", "api")
+const addresses = ["8.8.8.8", "1.1.1.1", "193.0.6.139", "2001:4860:4860::8888", "2a00:1450:4001::1"]
 
 const main = async () => {
   installExitHandlers()
@@ -34,9 +42,23 @@ const main = async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "trawl-bench-api-"))
   onCleanup("trawl data dir", () => rmSync(dataDir, { recursive: true, force: true }))
   // The bootstrap always needs Trawl; only the profiled process gets --cpu-prof.
-  const trawl = await startServer(target === "full" ? { NODE_OPTIONS: nodeOptions } : {}, { dataDir })
+  const otlp: Record<string, string> = {}
+  if (flag("tracing")) {
+    const sink = createServer((req, res) => {
+      req.resume()
+      req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end("{}"))
+    })
+    await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve))
+    onCleanup("OTLP sink", () => new Promise<void>((resolve) => (sink.close(() => resolve()), sink.closeAllConnections())))
+    otlp.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
+  }
+  const trawl = await startServer(target === "full" ? { NODE_OPTIONS: process.env.PROFILE_NODE_OPTIONS ?? nodeOptions, ...otlp } : otlp, { dataDir })
   const stopTrawl = onCleanup("trawl server", () => trawl.stop())
-  const { targets, rows } = await bootstrap(trawl.baseUrl, { tenants: 4, keysPerTenant: 19, rateLimitPerMinute: 5000 })
+  const booted = await bootstrap(trawl.baseUrl, { tenants: 4, keysPerTenant: 19, rateLimitPerMinute: 5000, ...(bench === "network" ? { credits: "100000.00" } : {}) })
+  const { rows } = booted
+  const targets = bench === "network"
+    ? booted.targets.map((t, i) => ({ path: `/v1/network/ip/lookup?ip=${encodeURIComponent(addresses[i % addresses.length]!)}`, headers: t.headers }))
+    : booted.targets
   let baseUrl = trawl.baseUrl
   let stop = stopTrawl
   if (target === "bare") {

@@ -6,6 +6,7 @@ import { HttpApiError } from "effect/http-api"
 import { WHOLE_BODY_ERROR, type WholeBodyError } from "../schema/envelope.ts"
 import { type ApiError, type ErrorDetail, errorEnvelope, InvalidRequest, isApiError, NotFound, PayloadTooLarge, RequestId, ResponseHeaders, TooManyRequests, UnsupportedMediaType } from "../schema/errors.ts"
 import { idempotencyKeyProblem } from "./idempotency.ts"
+import { withRequestMetrics } from "./request-metrics.ts"
 
 /** Largest accepted request body; extraction input is capped at 5 MB inside it. */
 export const MAX_BODY_BYTES = 6 * 1024 * 1024
@@ -512,14 +513,14 @@ export class KeyMeter extends Context.Service<KeyMeter, (rawKey: string) => Effe
 
 /**
  * Wraps every route, matched or not: request id, response header bag, body size
- * limit, and one error envelope for everything that is not a handler's success.
+ * limit, one error envelope for everything that is not a handler's success, and the request
+ * metrics of the answer.
  */
 export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
   HttpRouter.middleware(Effect.gen(function*() {
     const meter = yield* Effect.serviceOption(KeyMeter)
-    return (httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown>) =>
+    const answer = (httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown>, request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
         const incoming = request.headers["x-request-id"]
         const requestId = incoming && requestIdPattern.test(incoming) ? incoming : `req_${randomUUID()}`
         const bag: Record<string, string> = {}
@@ -561,5 +562,10 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
           }
         }
         return HttpServerResponse.setHeaders(response, { ...bag, "x-request-id": requestId })
+      })
+    return (httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown>) =>
+      Effect.withFiber((fiber) => {
+        const request = Context.getUnsafe(fiber.context as Context.Context<HttpServerRequest.HttpServerRequest>, HttpServerRequest.HttpServerRequest)
+        return withRequestMetrics(request.method, answer(httpApp, request))
       }) as unknown as Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled, HttpServerRequest.HttpServerRequest>
   }), { global: true })

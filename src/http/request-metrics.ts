@@ -1,5 +1,5 @@
-import { Context, Effect } from "effect"
-import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "effect/http"
+import { Context, Effect, Stream } from "effect"
+import { HttpBody, HttpRouter, HttpServerResponse } from "effect/http"
 import { recordHttpRequest } from "../observability/metrics.ts"
 
 /** The route template the router matched for the request under way, filled in by `routeName`. */
@@ -7,29 +7,46 @@ const MatchedRoute = Context.Reference<{ route: string } | undefined>("trawl/Mat
 
 /**
  * Counts every answered request and its latency, by method, route template and status
- * (`trawl_http_requests_total`, `trawl_http_request_duration_seconds`; docs/observability.md). It
- * wraps the whole server chain (HttpRouter.serve's `middleware`), so the status is the one sent,
- * after the envelope middleware made its answer, and the latency runs until the response is written.
- * Requests no route matched count under the route `unmatched`: a path is never a label.
+ * (`trawl_http_requests_total`, `trawl_http_request_duration_seconds`; docs/observability.md).
+ * `answer` is the envelope middleware's whole answer (it wraps every route, matched or not, and
+ * never fails), so the status is the one sent. The latency runs until the response is handed to
+ * the server to write; for a streamed body (an event stream), until the stream ends.
+ *
+ * It runs inside the router's global middleware rather than as HttpRouter.serve's `middleware`:
+ * a serve middleware takes every request off Effect's one-frame request path, which cost more
+ * than the metrics themselves. Requests no route matched count under `unmatched`: a path is
+ * never a label.
  */
-export const requestMetrics = <E, R>(
-  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
-  Effect.withFiber((fiber) => {
-    const started = performance.now()
-    const request = Context.getUnsafe(fiber.context as Context.Context<HttpServerRequest.HttpServerRequest>, HttpServerRequest.HttpServerRequest)
-    const matched = { route: "unmatched" }
-    return app.pipe(
-      Effect.provideService(MatchedRoute, matched),
-      Effect.onExit((exit) =>
-        Effect.sync(() => recordHttpRequest(request.method, matched.route, exit._tag === "Success" ? exit.value.status : 500, (performance.now() - started) / 1000))
+export const withRequestMetrics = <E, R>(
+  method: string,
+  answer: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
+  const started = performance.now()
+  const matched = { route: "unmatched" }
+  const record = (status: number) => recordHttpRequest(method, matched.route, status, (performance.now() - started) / 1000)
+  return Effect.provideService(answer, MatchedRoute, matched).pipe(
+    Effect.map((response) => {
+      const body = response.body
+      if (body._tag !== "Stream") {
+        record(response.status)
+        return response
+      }
+      return HttpServerResponse.setBody(
+        response,
+        HttpBody.stream(
+          Stream.onExit(body.stream, () => Effect.sync(() => record(response.status))),
+          body.contentType,
+          body.contentLength
+        )
       )
-    )
-  })
+    }),
+    Effect.onError(() => Effect.sync(() => record(500)))
+  )
+}
 
 /**
- * Notes the matched route's template for `requestMetrics`: a route middleware, so it runs inside
- * the router's match, where the route is known. Provide its layer to the routes it names.
+ * Notes the matched route's template for `withRequestMetrics`: a route middleware, so it runs
+ * inside the router's match, where the route is known. Provide its layer to the routes it names.
  */
 export const routeName = HttpRouter.middleware((app) =>
   Effect.withFiber((fiber) => {

@@ -111,9 +111,21 @@ export const makeGeoIpLive = (options: { readonly reopenSeconds: number }) =>
         }
       })
       yield* open
+      // Answers by address: the reader never changes once open, and an answer is small. Bounded
+      // like the reader's own cache; a full one starts over.
+      const answers = new Map<string, IpLookup>()
+      const cached = (ip: string, r: Reader<any>) => {
+        let found = answers.get(ip)
+        if (found === undefined) {
+          found = lookupWith(ip, (target) => codeOf(r.get(target)))
+          if (answers.size >= 10_000) answers.clear()
+          answers.set(ip, found)
+        }
+        return found
+      }
       const answer = (ip: string) =>
         reader !== undefined
-          ? Effect.succeed(lookupWith(ip, (target) => codeOf(reader!.get(target))))
+          ? Effect.succeed(cached(ip, reader))
           : Effect.fail(new GeoIpUnavailable({
             reason: `the IP geolocation database cannot be read (${failure})`,
             retryAfter: Math.max(1, Math.ceil((triedAt + options.reopenSeconds * 1000 - Date.now()) / 1000))
