@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Scope, Semaphore } from "effect"
 import { Kv } from "../kv/kv.ts"
 import { Mailer } from "../mail/mailer.ts"
+import type { AuditAction } from "../schema/audit.ts"
 import { iso } from "../schema/common.ts"
 import { type Conflict, fail, type Forbidden, type InvalidRequest, type TooManyRequests, type Unauthenticated, type Unavailable } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
@@ -144,7 +145,7 @@ export const AccountRecoveryLive = Layer.effect(
       purpose: "password_reset" | "magic_link",
       email: string,
       client: ClientContext,
-      action: string,
+      action: AuditAction,
       mail: LinkMail
     ) =>
       Effect.gen(function*() {
