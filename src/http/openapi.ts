@@ -1,5 +1,6 @@
 import { Context } from "effect"
 import type { OpenApi } from "effect/http-api"
+import { auditActions } from "../schema/audit.ts"
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MAX_QUERY_OFFSET } from "../schema/envelope.ts"
 import { codesOf } from "./error-codes.ts"
 import { ApiKeyAuth, Requires } from "./security.ts"
@@ -23,6 +24,17 @@ const queryIntegers: Record<string, object> = {
   offset: { type: "integer", minimum: 0, maximum: MAX_QUERY_OFFSET, default: 0 },
   limit: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT },
   take: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, description: "legacy name of limit" }
+}
+
+/**
+ * The audit log's `action` filter (audit.http.ts): one of the actions the log records, or a prefix
+ * of them ending in `.*`. The schema says a string; the document lists the values.
+ */
+const auditActionFilter = {
+  anyOf: [
+    { type: "string", enum: [...auditActions], description: "an action the audit log records" },
+    { type: "string", pattern: "^[a-z0-9_-]+(\\.[a-z0-9_-]+)*\\.\\*$", maxLength: 200, description: "every action starting with this prefix, such as session.*" }
+  ]
 }
 
 /**
@@ -121,6 +133,7 @@ export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spe
       }
       for (const parameter of operation.parameters ?? []) {
         if (parameter.in === "query" && queryIntegers[parameter.name]) parameter.schema = { ...queryIntegers[parameter.name] }
+        if (operation.operationId === "audit.list" && parameter.name === "action") parameter.schema = auditActionFilter
       }
       if (storedContent.has(operation.operationId) && isRecord(operation.responses?.["200"]?.content)) {
         operation.responses["200"].content["*/*"] = {
