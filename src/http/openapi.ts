@@ -108,6 +108,8 @@ const listErrorCodes = (operation: Record<string, any>, method: string, facts: R
     if (Number(status) < 400 || !isRecord(response)) continue
     const list = codes.get(Number(status)) ?? []
     response["x-error-codes"] = list
+    // The generated description is the bare word "Error": say which.
+    if (response.description === "Error" && list.length > 0) response.description = `Error: ${list.join(", ")}`
     const media = response.content?.["application/json"]
     if (!isRecord(media) || !isRecord(media.schema) || list.length === 0) continue
     media.schema = { allOf: [media.schema, { type: "object", properties: { code: { type: "string", enum: list } } }] }
