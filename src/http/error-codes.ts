@@ -20,12 +20,14 @@ const everyOperation: CodesByStatus = {
   503: ["dependency_unavailable"]
 }
 
-/** What `ApiKeyAuth` answers (security.live.ts): no or a bad credential, a refused delegation, the key's rate limit. */
+/** What `ApiKeyAuth` answers (security.live.ts): no or a bad credential, no permission, the key's rate limit. */
 const apiKeyAuth: CodesByStatus = {
   401: ["unauthorized"],
-  403: ["forbidden", "delegation_required"],
+  403: ["forbidden"],
   429: ["rate_limited"]
 }
+/** `x-on-behalf-of` naming no active delegation, where acting for someone is allowed at all. */
+const onBehalf: CodesByStatus = { 403: ["delegation_required"] }
 /** A session cookie on an unsafe method needs the CSRF header. */
 const unsafeMethod: CodesByStatus = { 403: ["csrf_failed"] }
 
@@ -122,6 +124,8 @@ export interface OperationFacts {
   readonly method: string
   /** Runs under `ApiKeyAuth` (a key or a session). */
   readonly apiKey: boolean
+  /** May be sent on behalf of a delegator (`x-on-behalf-of`). */
+  readonly onBehalf: boolean
   /** The permission its policy requires (`requires(...)`), if any. */
   readonly requires: string | undefined
   /** Takes an `Idempotency-Key` header. */
@@ -135,6 +139,7 @@ export interface OperationFacts {
 export const codesOf = (op: OperationFacts): Map<number, ReadonlyArray<string>> => {
   const parts: Array<CodesByStatus> = [everyOperation]
   if (op.apiKey) parts.push(apiKeyAuth)
+  if (op.apiKey && op.onBehalf) parts.push(onBehalf)
   if (op.apiKey && !["GET", "HEAD", "OPTIONS"].includes(op.method.toUpperCase())) parts.push(unsafeMethod)
   if (op.requires !== undefined) parts.push({ 403: planRefusalCodes(op.requires) })
   if (op.idempotent) parts.push(idempotent)

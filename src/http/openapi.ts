@@ -3,7 +3,7 @@ import type { OpenApi } from "effect/http-api"
 import { auditActions } from "../schema/audit.ts"
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MAX_QUERY_OFFSET } from "../schema/envelope.ts"
 import { codesOf } from "./error-codes.ts"
-import { ApiKeyAuth, Requires } from "./security.ts"
+import { ApiKeyAuth, notOnBehalf, Requires } from "./security.ts"
 
 /**
  * The words of a group's operations in the OpenAPI document: endpoint name → [summary, description].
@@ -78,11 +78,12 @@ export interface DocumentedGroup {
 
 /** What each endpoint runs under, by operation id: its authentication and its permission. */
 const endpointFacts = (groups: ReadonlyArray<DocumentedGroup>) => {
-  const facts = new Map<string, { apiKey: boolean; requires: string | undefined }>()
+  const facts = new Map<string, { apiKey: boolean; onBehalf: boolean; requires: string | undefined }>()
   for (const group of groups) {
     for (const [name, endpoint] of Object.entries(group.endpoints)) {
       facts.set(`${group.identifier}.${name}`, {
         apiKey: endpoint.middlewares.has(ApiKeyAuth),
+        onBehalf: !notOnBehalf(group.identifier, name),
         requires: Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires)
       })
     }
@@ -101,6 +102,7 @@ const listErrorCodes = (operation: Record<string, any>, method: string, facts: R
     operationId: operation.operationId,
     method,
     apiKey: known?.apiKey ?? false,
+    onBehalf: known?.onBehalf ?? false,
     requires: known?.requires,
     idempotent: (operation.parameters ?? []).some((p: any) => p.in === "header" && p.name === "idempotency-key")
   })

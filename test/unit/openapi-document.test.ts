@@ -108,6 +108,10 @@ describe("the OpenAPI document", () => {
     expect(codes("jobs.list", 401)).toEqual(["unauthorized"])
     expect(codes("jobs.list", 403)).not.toContain("csrf_failed")
     expect(codes("jobs.create", 403)).toContain("csrf_failed")
+    // Acting on behalf of a delegator: refused with delegation_required where it is allowed at all.
+    expect(codes("jobs.list", 403)).toContain("delegation_required")
+    expect(codes("auth.me", 403)).not.toContain("delegation_required")
+    expect(codes("iam.createApiKey", 403)).not.toContain("delegation_required")
     // The plan gate's, from the permission: paid work may meet no_active_plan, reading may not.
     expect(codes("network.lookup", 403)).toEqual(expect.arrayContaining(["service_disabled_on_plan", "no_active_plan"]))
     expect(codes("jobs.get", 403)).toContain("service_disabled_on_plan")
