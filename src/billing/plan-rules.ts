@@ -1,3 +1,5 @@
+import plansFile from "../../config/plans.json" with { type: "json" }
+
 /** The services a plan can include or leave out (config/plans.json names them). */
 export const planServices = ["scraper", "page-history", "extractor", "network"] as const
 export type PlanService = (typeof planServices)[number]
@@ -14,9 +16,14 @@ export const isPaid = (service: string, action: string) =>
 /**
  * The 403 codes the plan gate may answer a request needing `required` with: the same rules as the
  * gate (billing/plan-gate.ts), read by the OpenAPI document to list each operation's codes.
+ * `service_disabled_on_plan` only for a service some plan of config/plans.json leaves out.
  */
 export const planRefusalCodes = (required: string): ReadonlyArray<string> => {
   const [service = "", , action = ""] = required.split(":")
   if (!(planServices as ReadonlyArray<string>).includes(service)) return []
-  return isPaid(service, action) ? ["service_disabled_on_plan", "no_active_plan"] : ["service_disabled_on_plan"]
+  const plans: ReadonlyArray<{ readonly services: ReadonlyArray<string> }> = Object.values(plansFile.plans)
+  return [
+    ...(plans.some((plan) => !plan.services.includes(service)) ? ["service_disabled_on_plan"] : []),
+    ...(isPaid(service, action) ? ["no_active_plan"] : [])
+  ]
 }

@@ -113,9 +113,12 @@ describe("the OpenAPI document", () => {
     expect(codes("auth.me", 403)).not.toContain("delegation_required")
     expect(codes("iam.createApiKey", 403)).not.toContain("delegation_required")
     // The plan gate's, from the permission: paid work may meet no_active_plan, reading may not.
+    // (config/plans.json: the free plan lacks extractor and network; every plan has scraper.)
     expect(codes("network.lookup", 403)).toEqual(expect.arrayContaining(["service_disabled_on_plan", "no_active_plan"]))
-    expect(codes("jobs.get", 403)).toContain("service_disabled_on_plan")
-    expect(codes("jobs.get", 403)).not.toContain("no_active_plan")
+    expect(codes("extractions.get", 403)).toContain("service_disabled_on_plan")
+    expect(codes("extractions.get", 403)).not.toContain("no_active_plan")
+    expect(codes("jobs.create", 403)).toContain("no_active_plan")
+    expect(codes("jobs.get", 403)).not.toContain("service_disabled_on_plan")
     expect(codes("billing.balance", 403)).not.toContain("service_disabled_on_plan")
     // An Idempotency-Key's, and the operation's own.
     expect(codes("jobs.create", 409)).toEqual(["idempotency_mismatch", "idempotency_conflict", "idempotency_in_progress"])
