@@ -61,7 +61,7 @@ const creation: CodesByStatus = {
  * its list lacks (test/support/openapi-conformance.ts).
  */
 export const operationCodes: Readonly<Record<string, ReadonlyArray<CodesByStatus>>> = {
-  "auth.login": [{ 401: ["unauthorized", "totp_required"], 429: ["too_many_attempts", "rate_limited"] }],
+  "auth.login": [{ 401: ["unauthorized", "totp_required"], 429: ["too_many_attempts"] }],
   "auth.csrf": [{ 400: ["session_required"] }],
   "auth.refresh": [{ 400: ["session_required"] }],
   "auth.logout": [{ 400: ["session_required"] }],
@@ -73,8 +73,9 @@ export const operationCodes: Readonly<Record<string, ReadonlyArray<CodesByStatus
   "auth.regenerateRecoveryCodes": [reauthenticated, { 409: ["totp_not_enabled"] }],
   "auth.resetPassword": [mailedToken, { 403: ["forbidden"], 429: ["rate_limited", "too_many_attempts"] }],
   "auth.verifyEmail": [mailedToken],
+  // rate_limited here is also the mails' own limit (3 per address per 15 minutes).
   "auth.sendEmailVerification": [{ 409: ["email_already_verified"] }],
-  "auth.verifyMagicLink": [mailedToken, { 401: ["unauthorized", "totp_required"], 429: ["rate_limited", "too_many_attempts"] }],
+  "auth.verifyMagicLink": [mailedToken, { 401: ["unauthorized", "totp_required"], 429: ["too_many_attempts"] }],
   "registration.register": [mailedToken, { 403: ["registration_disabled"], 409: ["email_in_use"], 429: ["quota_exceeded"] }],
   "delegations.create": [{ 409: ["delegation_exists"], 422: ["cannot_delegate_to_self"] }],
   "delegations.granted": [list],
