@@ -71,7 +71,7 @@ export const operationCodes: Readonly<Record<string, ReadonlyArray<CodesByStatus
   "auth.verifyTotp": [{ 400: ["invalid_totp_code"], 409: ["totp_already_enabled", "totp_not_started"], 429: ["too_many_attempts"] }],
   "auth.disableTotp": [reauthenticated, { 409: ["totp_not_enabled"] }],
   "auth.regenerateRecoveryCodes": [reauthenticated, { 409: ["totp_not_enabled"] }],
-  "auth.resetPassword": [mailedToken, { 403: ["forbidden"], 429: ["rate_limited", "too_many_attempts"] }],
+  "auth.resetPassword": [mailedToken],
   "auth.verifyEmail": [mailedToken],
   // rate_limited here is also the mails' own limit (3 per address per 15 minutes).
   "auth.sendEmailVerification": [{ 409: ["email_already_verified"] }],

@@ -53,7 +53,7 @@ export interface AccountRecoveryShape {
   /** Mails a reset link if the address is a person's, in the background: the caller learns nothing. */
   readonly requestPasswordReset: (email: string, client: ClientContext) => Effect.Effect<void>
   /** Sets the password by a reset token and ends every session; a refused password leaves the token usable. */
-  readonly resetPassword: (token: string, password: string, client: ClientContext) => Effect.Effect<void, Forbidden | InvalidRequest | TooManyRequests>
+  readonly resetPassword: (token: string, password: string, client: ClientContext) => Effect.Effect<void, InvalidRequest>
   /** Mails a sign-in link if the address is a person's, in the background. */
   readonly requestMagicLink: (email: string, client: ClientContext) => Effect.Effect<void>
   /** Opens a session by a magic link; with TOTP on the second factor must pass before the link is used. */
