@@ -1,6 +1,6 @@
 /**
  * The ledger under concurrency across nodes (issue 25, "Ledger guarantees"): 200 billable calls at
- * once (IP lookups, job creations, extraction creations), spread over two server processes on one
+ * once (IP lookups, job creations, extraction creations), after one call of each kind, spread over two server processes on one
  * PostgreSQL database (and Redis when REDIS_URL is set), against a balance that covers only some of
  * them. Every call answered 2xx is debited exactly once (a lookup when made, a job or extraction
  * once it ended), every other call is 402 insufficient_credit, the chain of `balanceAfter` is
@@ -64,7 +64,11 @@ describe.skipIf(!baseUrl)("the ledger under 200 concurrent billable calls on two
     }
     const key = tenant.apiKey
     const page = (i: number) => `<html><body><article><h1>Ledger ${i}</h1><p>Some text about the harbour, number ${i}.</p></article></body></html>`
-    const calls = Array.from({ length: 200 }, (_, i) => {
+    // Three leaders (one call of each kind), then 200 at once. Which kinds win the race for the
+    // balance depends on timing: a job's creation takes longer to reach the tenant's entity than a
+    // lookup or an extraction, and on a loaded machine the others took all of it in 2 of 7 runs, so
+    // no job was answered. The leaders make sure each kind's charge is checked every run.
+    const calls = Array.from({ length: 203 }, (_, i) => {
       const node = nodes[i % 2]!
       const key = keys[Math.floor(i / 2) % keys.length]!
       switch (i % 3) {
@@ -76,7 +80,11 @@ describe.skipIf(!baseUrl)("the ledger under 200 concurrent billable calls on two
           return { kind: "extraction" as const, send: () => node.post("/v1/extractor/extractions", { type: "article", input: page(i) }, key) }
       }
     })
-    const answers = await Promise.all(calls.map(async (call) => ({ kind: call.kind, res: await call.send() })))
+    const sendAll = (batch: typeof calls) => Promise.all(batch.map(async (call) => ({ kind: call.kind, res: await call.send() })))
+    const leaders = await sendAll(calls.slice(0, 3))
+    // The balance (500) covers the three (5 + 10 + 20 at today's prices) whatever else happens.
+    for (const { res } of leaders) expect(res.status, res.text).toBeLessThan(300)
+    const answers = [...leaders, ...await sendAll(calls.slice(3))]
 
     const accepted = answers.filter((x) => x.res.status >= 200 && x.res.status < 300)
     const refused = answers.filter((x) => !(x.res.status >= 200 && x.res.status < 300))
@@ -84,15 +92,13 @@ describe.skipIf(!baseUrl)("the ledger under 200 concurrent billable calls on two
       expect(res.status, res.text).toBe(402)
       expect(res.json.code).toBe("insufficient_credit")
     }
-    // The balance covers some of each kind's calls and not all of them.
+    // The balance covers some of the calls and not all of them.
     expect(accepted.length).toBeGreaterThan(0)
     expect(refused.length).toBeGreaterThan(0)
     const idsOf = (kind: string) => new Set(accepted.filter((x) => x.kind === kind).map((x) => x.res.json.data.id as string))
     const jobIds = idsOf("job")
     const extractionIds = idsOf("extraction")
     const lookups = accepted.filter((x) => x.kind === "lookup").length
-    // Each kind had some of its calls answered.
-    expect([lookups, jobIds.size, extractionIds.size].every((n) => n > 0), `${lookups} lookups, ${jobIds.size} jobs, ${extractionIds.size} extractions`).toBe(true)
 
     // Jobs and extractions are charged once they end; wait for every one to end and be charged.
     const ledger = async () => {
@@ -143,5 +149,7 @@ describe.skipIf(!baseUrl)("the ledger under 200 concurrent billable calls on two
     const total = async (path: string) => (await api.get(`${path}?limit=1`, key)).json.data.pagination.total as number
     expect(await total("/v1/scraper/jobs")).toBe(jobIds.size)
     expect(await total("/v1/extractor/extractions")).toBe(extractionIds.size)
+    // Each kind had some of its calls answered and charged (the leaders at least).
+    expect([lookups, jobIds.size, extractionIds.size].every((n) => n > 0), `${lookups} lookups, ${jobIds.size} jobs, ${extractionIds.size} extractions`).toBe(true)
   }, 180_000)
 })

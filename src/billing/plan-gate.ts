@@ -2,20 +2,12 @@ import { Context, Effect, Layer } from "effect"
 import type { Principal } from "../iam/principal.ts"
 import { Forbidden } from "../schema/errors.ts"
 import { SubscriptionRepo } from "../sql/subscription-repo.ts"
-import { planIncludes, planServices } from "./plans.ts"
+import { isPaid, planServices } from "./plan-rules.ts"
+import { planIncludes } from "./plans.ts"
 import type { SubscriptionStatus } from "./subscriptions.ts"
 
 /** How long a node trusts a subscription it read: another node's change shows within this. */
 const CACHE_MS = 2_000
-
-/**
- * Whether a permission is for paid work, refused while the subscription is not active: creating
- * jobs and extractions (and changing what they use: configs, cancels, replays) and every IP lookup
- * (each one is billed). Reading what the tenant already has stays open, so a tenant behind on its
- * payments can still see and fetch its results.
- */
-const isPaid = (service: string, action: string) =>
-  service === "network" || ((service === "scraper" || service === "extractor" || service === "page-history") && action === "write")
 
 /**
  * The plan's answer to a request that passed its permission check (docs/api.md, "Plans and

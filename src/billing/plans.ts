@@ -1,4 +1,5 @@
 import plansFile from "../../config/plans.json" with { type: "json" }
+import { type PlanService, planServices } from "./plan-rules.ts"
 import { fromUnits, toUnits } from "./pricing.ts"
 
 /**
@@ -8,9 +9,8 @@ import { fromUnits, toUnits } from "./pricing.ts"
  */
 export type QuotaKey = keyof (typeof plansFile.plans)["starter"]["quotas"]
 
-/** The services a plan can include: the first part of an endpoint's permission. */
-export const planServices = ["scraper", "page-history", "extractor", "network"] as const
-export type PlanService = (typeof planServices)[number]
+/** The services a plan can include: the first part of an endpoint's permission (plan-rules.ts). */
+export { type PlanService, planServices }
 
 export interface Plan {
   readonly name: string

@@ -92,7 +92,7 @@ export class AuthGroup extends HttpApiGroup.make("auth")
     HttpApiEndpoint.post("resetPassword", "/password/reset", {
       payload: ResetPasswordBody,
       success: Success(PasswordChanged),
-      error: errors(InvalidRequest, Forbidden, TooManyRequests)
+      error: errors(InvalidRequest)
     }).middleware(Anonymous),
     HttpApiEndpoint.post("verifyEmail", "/email/verify", {
       payload: TokenBody,

@@ -29,7 +29,7 @@ export class ExtractorConfigsGroup extends HttpApiGroup.make("extractor-configs"
       params: id,
       payload: UpdateConfigBody,
       success: Success(ExtractorConfig),
-      error: errors(InvalidRequest, Forbidden, NotFound, Unprocessable)
+      error: errors(InvalidRequest, Forbidden, NotFound)
     }).pipe(requires("extractor:configs:write")),
     HttpApiEndpoint.delete("remove", "/configs/:id", {
       params: id,

@@ -1,6 +1,9 @@
 import { Context } from "effect"
 import type { OpenApi } from "effect/http-api"
+import { auditActions } from "../schema/audit.ts"
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MAX_QUERY_OFFSET } from "../schema/envelope.ts"
+import { codesOf } from "./error-codes.ts"
+import { ApiKeyAuth, notOnBehalf, Requires } from "./security.ts"
 
 /**
  * The words of a group's operations in the OpenAPI document: endpoint name → [summary, description].
@@ -13,22 +16,6 @@ export const Operations = Context.Reference<Readonly<Record<string, readonly [su
 )
 
 /**
- * Error codes each status may carry, for the document's responses. The envelope's `code` is one
- * string field for every error, so the codes are listed here by status, as docs/api.md lists them.
- */
-const errorCodes: Record<string, ReadonlyArray<string>> = {
-  "400": ["validation_error", "invalid_idempotency_key", "invalid_sort_field", "invalid_filter"],
-  "401": ["unauthorized"],
-  "402": ["insufficient_credit"],
-  "403": ["forbidden", "no_active_plan", "service_disabled_on_plan", "reauthentication_required", "reauthentication_failed"],
-  "404": ["not_found"],
-  "413": ["payload_too_large"],
-  "415": ["unsupported_media_type"],
-  "429": ["rate_limited", "quota_exceeded", "concurrent_limit_exceeded"],
-  "503": ["dependency_unavailable"]
-}
-
-/**
  * A query string's whole numbers (`offset`, `limit`, `take`) are read from text (decimal digits,
  * see `PageQuery`), which the schema compiler describes as a string with a pattern; the document
  * says what a client sends: an integer within the bounds the decoder checks.
@@ -37,6 +24,17 @@ const queryIntegers: Record<string, object> = {
   offset: { type: "integer", minimum: 0, maximum: MAX_QUERY_OFFSET, default: 0 },
   limit: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT },
   take: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, description: "legacy name of limit" }
+}
+
+/**
+ * The audit log's `action` filter (audit.http.ts): one of the actions the log records, or a prefix
+ * of them ending in `.*`. The schema says a string; the document lists the values.
+ */
+const auditActionFilter = {
+  anyOf: [
+    { type: "string", enum: [...auditActions], description: "an action the audit log records" },
+    { type: "string", pattern: "^[a-z0-9_-]+(\\.[a-z0-9_-]+)*\\.\\*$", maxLength: 200, description: "every action starting with this prefix, such as session.*" }
+  ]
 }
 
 /**
@@ -68,10 +66,56 @@ const dedupeAnyOf = (node: unknown): void => {
 
 type Spec = OpenApi.OpenAPISpec
 
-/** What the document needs of a group: its name and annotations. */
+/** What the document needs of a group: its name, annotations and endpoints. */
 export interface DocumentedGroup {
   readonly identifier: string
   readonly annotations: Context.Context<never>
+  readonly endpoints: Readonly<Record<string, {
+    readonly annotations: Context.Context<never>
+    readonly middlewares: ReadonlySet<Context.Key<any, any>>
+  }>>
+}
+
+/** What each endpoint runs under, by operation id: its authentication and its permission. */
+const endpointFacts = (groups: ReadonlyArray<DocumentedGroup>) => {
+  const facts = new Map<string, { apiKey: boolean; onBehalf: boolean; requires: string | undefined }>()
+  for (const group of groups) {
+    for (const [name, endpoint] of Object.entries(group.endpoints)) {
+      facts.set(`${group.identifier}.${name}`, {
+        apiKey: endpoint.middlewares.has(ApiKeyAuth),
+        onBehalf: !notOnBehalf(group.identifier, name),
+        requires: Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires)
+      })
+    }
+  }
+  return facts
+}
+
+/**
+ * Lists on each error response exactly the codes the operation may answer with under that status
+ * (error-codes.ts): an `enum` on the envelope's `code`, so a client's generated types and a
+ * validator know them, and the same list as `x-error-codes`.
+ */
+const listErrorCodes = (operation: Record<string, any>, method: string, facts: ReturnType<typeof endpointFacts>) => {
+  const known = facts.get(operation.operationId)
+  const codes = codesOf({
+    operationId: operation.operationId,
+    method,
+    apiKey: known?.apiKey ?? false,
+    onBehalf: known?.onBehalf ?? false,
+    requires: known?.requires,
+    idempotent: (operation.parameters ?? []).some((p: any) => p.in === "header" && p.name === "idempotency-key")
+  })
+  for (const [status, response] of Object.entries<any>(operation.responses ?? {})) {
+    if (Number(status) < 400 || !isRecord(response)) continue
+    const list = codes.get(Number(status)) ?? []
+    response["x-error-codes"] = list
+    // The generated description is the bare word "Error": say which.
+    if (response.description === "Error" && list.length > 0) response.description = `Error: ${list.join(", ")}`
+    const media = response.content?.["application/json"]
+    if (!isRecord(media) || !isRecord(media.schema) || list.length === 0) continue
+    media.schema = { allOf: [media.schema, { type: "object", properties: { code: { type: "string", enum: list } } }] }
+  }
 }
 
 /** Completes the generated document: operation words, query integers, error codes, one `null` per union. */
@@ -81,8 +125,10 @@ export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spe
     const table = Context.get(group.annotations, Operations)
     for (const [name, entry] of Object.entries(table)) words.set(`${group.identifier}.${name}`, entry)
   }
+  const facts = endpointFacts(groups)
+  addCommonErrors(spec)
   for (const pathItem of Object.values(spec.paths)) {
-    for (const operation of Object.values(pathItem as Record<string, any>)) {
+    for (const [method, operation] of Object.entries(pathItem as Record<string, any>)) {
       if (!isRecord(operation) || typeof operation.operationId !== "string") continue
       const entry = words.get(operation.operationId)
       if (entry) {
@@ -91,19 +137,16 @@ export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spe
       }
       for (const parameter of operation.parameters ?? []) {
         if (parameter.in === "query" && queryIntegers[parameter.name]) parameter.schema = { ...queryIntegers[parameter.name] }
+        if (operation.operationId === "audit.list" && parameter.name === "action") parameter.schema = auditActionFilter
       }
       if (storedContent.has(operation.operationId) && isRecord(operation.responses?.["200"]?.content)) {
         operation.responses["200"].content["*/*"] = {
           schema: { type: "string", format: "binary", description: "fetched bytes of another type, served with the type they were fetched with" }
         }
       }
-      for (const [status, response] of Object.entries(operation.responses ?? {})) {
-        const codes = errorCodes[status]
-        if (codes && isRecord(response)) (response as Record<string, unknown>)["x-error-codes"] = codes
-      }
+      listErrorCodes(operation, method, facts)
     }
   }
-  addCommonErrors(spec)
   // A bulk body's jobs are decoded one by one (an invalid one is a `failed` entry), so its schema
   // takes any item; each is the single-job body, which the document shows.
   const jobBody = bodySchema(spec, "/v1/scraper/jobs", "post")
@@ -125,11 +168,6 @@ const commonErrors: Record<string, string> = {
   "500": "Unexpected failure, logged with the request id (internal_error)",
   "503": "A critical dependency is unavailable, or the work was interrupted by a cluster change (dependency_unavailable)"
 }
-const commonErrorCodes: Record<string, ReadonlyArray<string>> = {
-  "431": ["headers_too_large"],
-  "500": ["internal_error"],
-  "503": ["dependency_unavailable"]
-}
 
 const addCommonErrors = (spec: Spec) => {
   const schemas = spec.components.schemas as Record<string, any>
@@ -143,8 +181,7 @@ const addCommonErrors = (spec: Spec) => {
       for (const [status, description] of Object.entries(commonErrors)) {
         operation.responses[status] ??= {
           description,
-          content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
-          "x-error-codes": commonErrorCodes[status]
+          content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } }
         }
       }
     }

@@ -14,7 +14,7 @@ import { DelegationRepo } from "../sql/delegation-repo.ts"
 import { clientContext } from "./client-context.ts"
 import { KeyMeter, noteEndpointReached, refuseMalformedRequest } from "./envelope-middleware.ts"
 import { RateLimiter, type RateLimiterShape } from "./rate-limit.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, presentedSession, Requires } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, notOnBehalf, presentedSession, Requires } from "./security.ts"
 import type { IdentityId } from "../schema/ids.ts"
 
 const unauthorized = (message: string) => new Unauthenticated({ code: "unauthorized", message })
@@ -42,15 +42,6 @@ const countRequest = (limiter: RateLimiterShape, principal: Principal) =>
 
 /** The header by which a delegate acts for its delegator (docs/delegations.md). */
 export const ON_BEHALF_HEADER = "x-on-behalf-of"
-
-/**
- * What a delegate may not do on behalf of its delegator (docs/delegations.md): manage the
- * delegator's own credentials (the `auth` group: password, TOTP, sessions' refresh and logout; its
- * session list), or make credentials that would outlive the delegation (API keys).
- */
-const notOnBehalf = (group: string, endpoint: string) =>
-  group === "auth" || (group === "users" && endpoint.toLowerCase().includes("session")) ||
-  (group === "iam" && (endpoint === "createApiKey" || endpoint === "updateApiKey"))
 
 /** Methods that change nothing, which a cookie-borne session may call without the CSRF header. */
 const safeMethods = new Set(["GET", "HEAD", "OPTIONS"])

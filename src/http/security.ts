@@ -12,6 +12,15 @@ import { errors, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, TooManyRe
 export const ANY_KEY = "any valid key or session"
 export const Requires = Context.Reference<string | undefined>("trawl/Requires", { defaultValue: () => undefined })
 
+/**
+ * What a delegate may not do on behalf of its delegator (docs/delegations.md): manage the
+ * delegator's own credentials (the `auth` group: password, TOTP, sessions' refresh and logout; its
+ * session list), or make credentials that would outlive the delegation (API keys).
+ */
+export const notOnBehalf = (group: string, endpoint: string) =>
+  group === "auth" || (group === "users" && endpoint.toLowerCase().includes("session")) ||
+  (group === "iam" && (endpoint === "createApiKey" || endpoint === "updateApiKey"))
+
 /** The cookie that carries an identity session in a browser (docs/identity.md, "Sessions"). */
 export const SESSION_COOKIE = "trawl_session"
 

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Scope, Semaphore } from "effect"
 import { Kv } from "../kv/kv.ts"
 import { Mailer } from "../mail/mailer.ts"
+import type { AuditAction } from "../schema/audit.ts"
 import { iso } from "../schema/common.ts"
 import { type Conflict, fail, type Forbidden, type InvalidRequest, type TooManyRequests, type Unauthenticated, type Unavailable } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
@@ -52,7 +53,7 @@ export interface AccountRecoveryShape {
   /** Mails a reset link if the address is a person's, in the background: the caller learns nothing. */
   readonly requestPasswordReset: (email: string, client: ClientContext) => Effect.Effect<void>
   /** Sets the password by a reset token and ends every session; a refused password leaves the token usable. */
-  readonly resetPassword: (token: string, password: string, client: ClientContext) => Effect.Effect<void, Forbidden | InvalidRequest | TooManyRequests>
+  readonly resetPassword: (token: string, password: string, client: ClientContext) => Effect.Effect<void, InvalidRequest>
   /** Mails a sign-in link if the address is a person's, in the background. */
   readonly requestMagicLink: (email: string, client: ClientContext) => Effect.Effect<void>
   /** Opens a session by a magic link; with TOTP on the second factor must pass before the link is used. */
@@ -144,7 +145,7 @@ export const AccountRecoveryLive = Layer.effect(
       purpose: "password_reset" | "magic_link",
       email: string,
       client: ClientContext,
-      action: string,
+      action: AuditAction,
       mail: LinkMail
     ) =>
       Effect.gen(function*() {

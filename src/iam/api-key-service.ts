@@ -1,5 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { newId } from "../ids.ts"
+import type { AuditAction } from "../schema/audit.ts"
 import { iso, parseIsoDateTime } from "../schema/common.ts"
 import { fail, type Forbidden, type InvalidRequest, notFound, type NotFound, type TooManyRequests, type Unprocessable } from "../schema/errors.ts"
 import type { ApiKey } from "../schema/iam.ts"
@@ -90,7 +91,7 @@ export const ApiKeyServiceLive = Layer.effect(
     /** The identity must be a person of the caller's tenant; anything else is 404. */
     const personOfTenant = (tenantId: string, identityId: string) =>
       Effect.flatMap(identities.byId(identityId), (row) => (row && row.tenant_id === tenantId ? Effect.succeed(row) : notFound("identity")))
-    const note = (me: Principal, client: ClientContext, action: string, keyId: string, data: Record<string, unknown>) =>
+    const note = (me: Principal, client: ClientContext, action: AuditAction, keyId: string, data: Record<string, unknown>) =>
       audit.record(me, action, keyId, data, client)
 
     return ApiKeyService.of({

@@ -37,7 +37,7 @@ export interface AuthServiceShape {
   readonly changePassword: (me: Principal, currentPassword: string, newPassword: string, client: ClientContext) => Effect.Effect<void, Forbidden | InvalidRequest | TooManyRequests>
   readonly setupPassword: (me: Principal, password: string, client: ClientContext) => Effect.Effect<void, Conflict | Forbidden | InvalidRequest>
   /** Sets a new password by a proven reset (the token is checked by the caller) and ends every session. */
-  readonly resetPassword: (identityId: string, password: string, client: ClientContext) => Effect.Effect<void, Forbidden | InvalidRequest | TooManyRequests>
+  readonly resetPassword: (identityId: string, password: string, client: ClientContext) => Effect.Effect<void, InvalidRequest>
   readonly requiresPasswordSetup: (identityId: string) => Effect.Effect<boolean>
   /**
    * Checks the second factor of an identity with TOTP on (a fresh TOTP code or an unused

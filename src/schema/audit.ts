@@ -2,6 +2,31 @@ import { Schema } from "effect"
 import { CheckedByHandler, DateTime } from "./common.ts"
 import { PageQuery } from "./envelope.ts"
 
+/**
+ * Every action the audit log records (docs/api.md "Audit log"): the writer takes only these
+ * (sql/audit-log.ts), so the list cannot miss one, and the document lists them for the filter.
+ */
+export const auditActions = [
+  "api_key.create", "api_key.update", "api_key.revoke",
+  "credits.adjust",
+  "delegation.create", "delegation.accept", "delegation.decline", "delegation.renounce", "delegation.revoke", "delegation.act",
+  "email.verification_requested", "email.verified",
+  "invitation.create", "invitation.revoke", "invitation.accept", "invitation.decline",
+  "login.success", "login.failure",
+  "magic_link.requested",
+  "password.change", "password.setup", "password.reset_requested", "password.reset",
+  "profile.update",
+  "quota.override",
+  "quota_request.create", "quota_request.withdraw", "quota_request.approve", "quota_request.reject",
+  "reauthentication.failure",
+  "registration",
+  "role.create", "role.update", "role.delete",
+  "session.refresh", "session.logout", "session.revoke", "session.revoke_others",
+  "subscription.change",
+  "totp.enable_started", "totp.enable", "totp.disable", "totp.recovery_code_used", "totp.recovery_codes_regenerated"
+] as const
+export type AuditAction = (typeof auditActions)[number]
+
 /** One entry of a tenant's audit log. */
 export const AuditEntry = Schema.Struct({
   id: Schema.String,

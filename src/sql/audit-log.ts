@@ -2,7 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Principal } from "../iam/principal.ts"
 import { newId } from "../ids.ts"
-import type { AuditEntry as AuditEntryView, AuditFilter } from "../schema/audit.ts"
+import type { AuditAction, AuditEntry as AuditEntryView, AuditFilter } from "../schema/audit.ts"
 import { iso } from "../schema/common.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 
@@ -14,7 +14,7 @@ export interface AuditEntry {
   /** The delegator, when the actor acted on someone's behalf (docs/identity.md, "Delegations"). */
   readonly onBehalfOf?: string | null
   readonly ip?: string | null
-  readonly action: string
+  readonly action: AuditAction
   readonly targetId?: string | null
   readonly data?: Record<string, unknown>
 }
@@ -25,7 +25,7 @@ export interface AuditLogShape {
   /** Records what `actor` did to `targetId` (the actor's tenant), from `client`'s address when given. */
   readonly record: (
     actor: Principal,
-    action: string,
+    action: AuditAction,
     targetId: string,
     data: Record<string, unknown>,
     client?: { readonly ip: string | null }
@@ -66,7 +66,7 @@ const toView = (r: AuditRow): AuditEntryView => ({
 /** What `actor` did: an entry in the actor's tenant, on behalf of its delegator when it acts for one. */
 const actorEntry = (
   actor: Principal,
-  action: string,
+  action: AuditAction,
   targetId: string,
   data: Record<string, unknown>,
   client?: { readonly ip: string | null }

@@ -1,3 +1,4 @@
+import { appendFileSync } from "node:fs"
 import { type Socket, connect, createServer } from "node:net"
 import { Ajv2020 } from "ajv/dist/2020.js"
 import addFormats from "ajv-formats"
@@ -26,6 +27,7 @@ export interface RecordedExchange {
 // ---------------------------------------------------------------------------------------------
 
 interface Operation {
+  readonly operationId: string
   readonly pattern: RegExp
   readonly method: string
   readonly pointer: string
@@ -43,7 +45,7 @@ export const makeConformance = (doc: any = openApiDocument()) => {
     const pattern = new RegExp("^" + path.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+") + "$")
     for (const [method, op] of Object.entries<any>(item)) {
       if (typeof op !== "object" || op === null || !op.responses) continue
-      operations.push({ pattern, method: method.toUpperCase(), pointer: `#/paths/${escapePointer(path)}/${method}`, responses: op.responses })
+      operations.push({ operationId: op.operationId, pattern, method: method.toUpperCase(), pointer: `#/paths/${escapePointer(path)}/${method}`, responses: op.responses })
     }
   }
   // As the router: the most literal path that matches is the route (/jobs/bulk, not /jobs/{id}),
@@ -64,6 +66,18 @@ export const makeConformance = (doc: any = openApiDocument()) => {
     return route && operations.find((o) => o.pattern.source === route.pattern.source && o.method === method)
   }
 
+  /** The operation, status and envelope `code` of an error response the document describes, or undefined. */
+  const errorCodeOf = (x: RecordedExchange): { operationId: string; status: number; code: string } | undefined => {
+    const op = operationOf(x.method, x.target)
+    if (!op || x.status < 400 || x.body === undefined || x.contentEncoding) return undefined
+    try {
+      const code = JSON.parse(x.body.toString("utf8"))?.code
+      return typeof code === "string" ? { operationId: op.operationId, status: x.status, code } : undefined
+    } catch {
+      return undefined
+    }
+  }
+
   /** What is wrong with one response by the document, or undefined. */
   const check = (x: RecordedExchange): string | undefined => {
     const op = operationOf(x.method, x.target)
@@ -71,6 +85,12 @@ export const makeConformance = (doc: any = openApiDocument()) => {
     const where = `${x.method} ${x.target.slice(0, 200)} → ${x.status}`
     const response = op.responses[String(x.status)]
     if (!response) return `${where}: status ${x.status} is not in the document (it lists ${Object.keys(op.responses).join(", ")})`
+    // Each error response lists the codes its operation may answer (src/http/error-codes.ts).
+    const seen = errorCodeOf(x)
+    const listed: ReadonlyArray<string> | undefined = response["x-error-codes"]
+    if (seen && listed && !listed.includes(seen.code)) {
+      return `${where}: code ${seen.code} is not one the document lists for ${op.operationId} ${x.status} (${listed.join(", ") || "none"}); add it in src/http/error-codes.ts`
+    }
     const content = response.content as Record<string, any> | undefined
     const mediaType = x.contentType?.split(";")[0]!.trim().toLowerCase()
     if (!content) {
@@ -90,7 +110,7 @@ export const makeConformance = (doc: any = openApiDocument()) => {
     return `${where}: body does not match the document: ${ajv.errorsText(validate.errors, { separator: "; " }).slice(0, 1500)}\n  body: ${x.body.toString("utf8").slice(0, 500)}`
   }
 
-  return { check, operationOf, schemaAt, ajv, doc }
+  return { check, errorCodeOf, operationOf, schemaAt, ajv, doc }
 }
 
 let shared: ReturnType<typeof makeConformance> | undefined
@@ -271,9 +291,18 @@ export const startRecordingRelay = async (targetPort: number): Promise<Recording
   }
 }
 
-/** The mismatches of a relay's exchanges with the document, as one message, or undefined. */
+/**
+ * The mismatches of a relay's exchanges with the document, as one message, or undefined. With
+ * `TRAWL_ERROR_CODES_LOG` set to a file, each error's (operation, status, code) is appended to it
+ * as a JSON line: what the suite saw, to compare with what the document lists.
+ */
 export const conformanceFailures = (exchanges: ReadonlyArray<RecordedExchange>): string | undefined => {
-  const { check } = conformance()
+  const { check, errorCodeOf } = conformance()
+  const log = process.env.TRAWL_ERROR_CODES_LOG
+  if (log) {
+    const lines = exchanges.map(errorCodeOf).filter((e) => e !== undefined).map((e) => JSON.stringify(e) + "\n")
+    if (lines.length > 0) appendFileSync(log, lines.join(""))
+  }
   const failures = exchanges.map(check).filter((f): f is string => f !== undefined)
   if (failures.length === 0) return undefined
   const unique = [...new Set(failures)]

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { planRefusal } from "../../src/billing/plan-gate.ts"
+import { planRefusalCodes } from "../../src/billing/plan-rules.ts"
 import { monthlyUnits, planQuota, subscriptionFaults } from "../../src/billing/plans.ts"
 import { periodBoundary, prorationUnits, renewalEntryId } from "../../src/billing/subscriptions.ts"
 import { loadConfig } from "../../src/config.ts"
@@ -94,5 +95,15 @@ describe("the plan gate", () => {
     }
     // A tenant without a subscription row (only the internal one can be) is not gated.
     expect(planRefusal(undefined, "scraper:jobs:write")).toBeUndefined()
+  })
+
+  it("can answer exactly the codes the OpenAPI document lists for a permission (planRefusalCodes)", () => {
+    const permissions = ["scraper:jobs:write", "scraper:jobs:read", "extractor:configs:read", "extractor:extractions:write", "network:ip:read",
+      "page-history:pages:read", "billing:transactions:read", "iam:api-keys:write", "any valid key or session"]
+    const subscriptions = ["free", "starter"].flatMap((plan) => (["active", "past_due", "cancelled"] as const).map((status) => ({ plan, status })))
+    for (const required of permissions) {
+      const answered = new Set(subscriptions.map((sub) => planRefusal(sub, required)?.code).filter((c) => c !== undefined))
+      expect([...answered].sort(), required).toEqual([...planRefusalCodes(required)].sort())
+    }
   })
 })
