@@ -11,6 +11,7 @@ import { ExtractionCreationLive } from "./actors/extraction-creation.ts"
 import { ExtractionEntityLive, ExtractionSweeperLive } from "./actors/extraction-entity.ts"
 import { JobCreationLive } from "./actors/job-creation.ts"
 import { SiteMapperLive } from "./actors/site-mapper.ts"
+import { SiteFetcherLive } from "./actors/site-fetcher.ts"
 import { JobEntityLive } from "./actors/job-entity.ts"
 import { JobSweeperLive } from "./actors/job-sweeper.ts"
 import { ProbeEntityLive } from "./actors/probe-entity.ts"
@@ -159,7 +160,7 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     Layer.provideMerge(SessionServiceLive),
     Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, AttemptsLive, MailerLive))
   )
-  const Services = Layer.mergeAll(RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive, GeoIpLive, ScrapeLive).pipe(
+  const Services = Layer.mergeAll(RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive, GeoIpLive, ScrapeLive, SiteFetcherLive).pipe(
     Layer.provideMerge(Identity),
     Layer.provideMerge(Repos)
   )
