@@ -49,6 +49,10 @@ import { JobsHandlers } from "./http/jobs.http.ts"
 import { MetricsPortLive, MetricsRoute } from "./http/metrics.http.ts"
 import { requestMetrics, routeName } from "./http/request-metrics.ts"
 import { MapHandlers } from "./http/map.http.ts"
+import { CrawlsHandlers } from "./http/crawls.http.ts"
+import { SiteCrawlServiceLive } from "./actors/site-crawls.ts"
+import { CrawlEntityLive, CrawlSweeperLive } from "./actors/crawl-entity.ts"
+import { CrawlRepoLive } from "./sql/crawl-repo.ts"
 import { NetworkHandlers } from "./http/network.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
@@ -145,7 +149,8 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     EventRepoLive,
     replace.healthRepo ?? HealthRepoLive,
     IdempotencyRepoLive,
-    MetricsRepoLive
+    MetricsRepoLive,
+    CrawlRepoLive
   ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
   const Identity = Layer.mergeAll(
@@ -175,6 +180,8 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     ExtractionEntityLive,
     ExtractionSweeperLive,
     JobSweeperLive,
+    CrawlEntityLive.pipe(Layer.provide(JobCreationLive.pipe(Layer.provide(replace.webhookEndpoints ?? WebhookEndpointsLive)))),
+    CrawlSweeperLive,
     WebhookSweeperLive,
     SubscriptionRenewalsLive,
     StorageMaintenanceLive
@@ -202,6 +209,7 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     ExtractorConfigsHandlers,
     NetworkHandlers,
     MapHandlers.pipe(Layer.provide(SiteMapperLive)),
+    CrawlsHandlers.pipe(Layer.provide(SiteCrawlServiceLive)),
     BillingHandlers,
     SubscriptionHandlers,
     AdminHandlers,

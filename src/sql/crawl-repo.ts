@@ -104,7 +104,7 @@ const rowStatusesOf: Record<CrawlPageStatus, ReadonlyArray<UrlStatus>> = {
 
 export interface CrawlRepoShape {
   /** Writes a crawl and its seed's row (accepted, with its job's id); a crawl already written is found, not written again. */
-  readonly insert: (c: NewCrawl, seed: NewCrawlUrl) => Effect.Effect<CrawlRow>
+  readonly insert: (c: NewCrawl, seed: NewCrawlUrl | undefined) => Effect.Effect<CrawlRow>
   readonly find: (tenantId: string, id: string) => Effect.Effect<CrawlRow | undefined>
   readonly byId: (id: string) => Effect.Effect<CrawlRow | undefined>
   readonly counts: (crawls: ReadonlyArray<Pick<CrawlRow, "id" | "duplicates">>) => Effect.Effect<ReadonlyMap<string, CrawlCounts>>
@@ -234,7 +234,7 @@ export const CrawlRepoLive = Layer.effect(
             ON CONFLICT (id) DO NOTHING
             RETURNING *`
           if (!row) return (yield* sql<CrawlRow>`SELECT * FROM crawls WHERE id = ${c.id}`)[0]!
-          yield* insertUrls(c.id, [seed])
+          if (seed) yield* insertUrls(c.id, [seed])
           return row
         })).pipe(Effect.orDie),
       find: (tenantId, id) =>
