@@ -281,7 +281,7 @@ describe.each(backends())("site crawls over HTTP ($name)", (backend) => {
   it("waits Crawl-delay between pages of a site that asks for it", async () => {
     const slow = await startCrawlSite({ host: "127.0.0.2", crawlDelay: 1 })
     try {
-      const created = await api.post("/v1/scraper/crawls", { url: slow.url("/about"), sitemap: "skip" }, key)
+      const created = await api.post("/v1/scraper/crawls", { url: slow.url("/about"), sitemap: "skip", maxDepth: 1 }, key)
       expect(created.status, created.text).toBe(201)
       const c = await waitEnded(created.json.data.id, key, 60_000)
       expect(c.counts.done).toBe(3) // /about, /section/0, /base/rel-target
@@ -301,7 +301,10 @@ describe.each(backends())("site crawls over HTTP ($name)", (backend) => {
     expect(cancelled.status, cancelled.text).toBe(200)
     expect(cancelled.json.data.status).toBe("cancelled")
     expect(cancelled.json.data.finishedAt).not.toBeNull()
-    const after = await waitEnded(id)
+    const after = await waitEnded(id, key, 20_000).catch(async (e) => {
+      console.log(JSON.stringify((await api.get(`/v1/scraper/crawls/${id}`, key)).json), JSON.stringify((await allPages(id, "&status=queued,running")).items.slice(0, 3)))
+      throw e
+    })
     expect(after.status).toBe("cancelled")
     const pages = await allPages(id)
     expect(pages.items.some((p) => p.status === "cancelled")).toBe(true)
