@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { verifyWebhookSignature } from "../src/webhooks/signing.ts"
 import { CRAWL_OFFSITE_URL, type CrawlSite, linksOf, SITEMAP_PATHS, startCrawlSite } from "./support/crawl-site.ts"
 import { loopbackOnlyEnv } from "./support/fixture-site.ts"
-import { backends, client, type RunningServer, startServer } from "./support/server-process.ts"
+import { backends, client, createTestDatabase, freePort, type RunningServer, startServer } from "./support/server-process.ts"
 import { until } from "./support/until.ts"
 
 const ROBOTS_DISALLOWED = ["/private", "/no-trawl"]
@@ -377,4 +377,106 @@ describe.each(backends())("site crawls over HTTP ($name)", (backend) => {
     }
     expect(CRAWL_OFFSITE_URL).not.toContain(site.origin)
   }, 60_000)
+})
+
+describe("site crawls with the SSRF guard classifying addresses (embedded)", () => {
+  let server: RunningServer
+  let site: CrawlSite
+  let api: ReturnType<typeof client>
+  let key: string
+
+  beforeAll(async () => {
+    site = await startCrawlSite({ host: "127.0.0.1" })
+    // Only 127.0.0.1 is declared public: every other loopback address is private to the guard.
+    server = await startServer({ SSRF_TEST_PUBLIC_ADDRESSES: "127.0.0.1", ...loopbackOnlyEnv() })
+    api = client(server.baseUrl)
+    key = (await api.createTenant()).apiKey
+  }, 120_000)
+  afterAll(async () => {
+    await server?.stop()
+    await site?.close()
+  })
+
+  it("skips a discovered link to a private address as unsafe, and refuses a private seed with 422", async () => {
+    const created = await api.post("/v1/scraper/crawls", { url: site.url("/"), maxDepth: 1, sitemap: "skip", allowExternal: true }, key)
+    expect(created.status, created.text).toBe(201)
+    const crawl = await until("crawl ended", async () => {
+      const res = await api.get(`/v1/scraper/crawls/${created.json.data.id}`, key)
+      return res.json.data.status === "done" ? res.json.data : undefined
+    }, 120_000)
+    // The home page's link to 127.0.0.254 is in scope with allowExternal, and refused by the guard.
+    expect(crawl.counts.skipped.unsafe).toBe(1)
+    expect(crawl.counts.skipped.offsite).toBe(0)
+    expect(crawl.counts.done).toBe(12) // "/" and its 11 allowed links on the site
+    expect(crawl.counts.skipped.robots).toBe(2)
+    const refused = await api.post("/v1/scraper/crawls", { url: "http://127.0.0.9:9/" }, key)
+    expect(refused.status, refused.text).toBe(422)
+    expect(refused.json.error.details[0]).toMatchObject({ path: "url", code: "non_public_address" })
+  }, 150_000)
+})
+
+// Two runners need a PostgreSQL server they can share; the embedded database serves one runner only.
+describe.skipIf(!process.env.DATABASE_URL)("site crawls on two PostgreSQL nodes, one killed mid-crawl", () => {
+  let a: RunningServer
+  let b: RunningServer
+  const sites: Array<CrawlSite> = []
+
+  beforeAll(async () => {
+    const dbUrl = await createTestDatabase(process.env.DATABASE_URL!)
+    const env = { DATABASE_URL: dbUrl, ALLOW_PRIVATE_TARGETS: "true", ...loopbackOnlyEnv(), ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}) }
+    a = await startServer({ ...env, RUNNER_PORT: String(await freePort()) })
+    b = await startServer({ ...env, RUNNER_PORT: String(await freePort()) })
+    // Slow pages, so that the crawls are mid-way when a node dies.
+    sites.push(await startCrawlSite({ host: "127.0.0.6", pageDelayMs: 150 }), await startCrawlSite({ host: "127.0.0.7", pageDelayMs: 150 }))
+  }, 120_000)
+  afterAll(async () => {
+    await a?.stop()
+    await b?.stop()
+    await Promise.all(sites.map((s) => s.close()))
+  })
+
+  it("finishes every crawl with each URL a page exactly once", async () => {
+    const api = client(a.baseUrl)
+    const key = (await api.createTenant()).apiKey
+    const ids: Array<string> = []
+    for (const site of sites) {
+      const created = await api.post("/v1/scraper/crawls", { url: site.url("/"), limit: 10_000 }, key)
+      expect(created.status, created.text).toBe(201)
+      ids.push(created.json.data.id)
+    }
+    await until("both crawls under way", async () => {
+      for (const id of ids) if ((await api.get(`/v1/scraper/crawls/${id}`, key)).json.data.counts.done < 20) return undefined
+      return true
+    }, 120_000)
+    await b.stop("SIGKILL")
+    for (const [i, id] of ids.entries()) {
+      const crawl = await until(`crawl ${id} ended`, async () => {
+        const res = await api.get(`/v1/scraper/crawls/${id}`, key)
+        return ["done", "failed", "cancelled"].includes(res.json?.data?.status) ? res.json.data : undefined
+      }, 300_000)
+      const site = sites[i]!
+      const expected = expectedCrawl(site.origin, 3)
+      expect(crawl.status).toBe("done")
+      expect(crawl.counts).toEqual({
+        discovered: expected.discovered,
+        queued: 0,
+        done: expected.pages.length,
+        failed: 0,
+        skipped: { robots: expected.robots, filtered: 0, duplicate: expected.duplicates, offsite: expected.offsite, unsafe: 0 }
+      })
+      // Each URL is one page of the crawl, its job done.
+      const urls: Array<string> = []
+      for (let offset = 0;; offset += 200) {
+        const res = await api.get(`/v1/scraper/crawls/${id}/pages?limit=200&offset=${offset}`, key)
+        urls.push(...res.json.data.items.map((p: any) => new URL(p.url).pathname + new URL(p.url).search))
+        expect(res.json.data.items.every((p: any) => p.status === "done")).toBe(true)
+        if (!res.json.data.pagination.hasMore) break
+      }
+      expect([...urls].sort()).toEqual([...expected.pages].sort())
+      // A fetch under way on the killed node is made again by its job's re-run: at most the pages in flight then.
+      const served = site.requests().map((r) => r.path).filter((p) => !p.startsWith("/sitemap") && p !== "/robots.txt")
+      expect(new Set(served)).toEqual(new Set(expected.pages))
+      expect(served.length - expected.pages.length).toBeLessThanOrEqual(16)
+    }
+  }, 600_000)
 })

@@ -119,8 +119,9 @@ export const makeFrontier = (rules: FrontierRules, deps: FrontierDeps) => {
       else if (c.depth > rules.maxDepth) rows.push(row("skipped", "depth"))
       else if ((accepted.byPattern.get(pattern) ?? 0) >= CRAWL_PATTERN_CAP) rows.push(row("skipped", "pattern"))
       else if (accepted.total >= rules.limit) rows.push(row("over_limit", null))
-      else if (rules.respectRobots && !(await deps.robots(url)).isAllowed(key)) rows.push(row("skipped", "robots"))
+      // The guard before robots.txt: a private host's robots.txt is not even asked for.
       else if (!(await deps.isSafe(url))) rows.push(row("skipped", "unsafe"))
+      else if (rules.respectRobots && !(await deps.robots(url)).isAllowed(key)) rows.push(row("skipped", "robots"))
       else {
         accepted.total++
         accepted.byPattern.set(pattern, (accepted.byPattern.get(pattern) ?? 0) + 1)

@@ -100,9 +100,10 @@ export interface CrawlSite {
 }
 
 /**
- * Serves the site on `host`. `crawlDelay` adds `Crawl-delay` (seconds) to robots.txt's TrawlBot group.
+ * Serves the site on `host`. `crawlDelay` adds `Crawl-delay` (seconds) to robots.txt's TrawlBot
+ * group; `pageDelayMs` makes every page answer that much later (a crawl that lasts a while).
  */
-export const startCrawlSite = async (options: { host?: string; crawlDelay?: number } = {}): Promise<CrawlSite> => {
+export const startCrawlSite = async (options: { host?: string; crawlDelay?: number; pageDelayMs?: number } = {}): Promise<CrawlSite> => {
   const host = options.host ?? "127.0.0.1"
   if (!/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)) throw new Error(`the crawl site listens on loopback only, not ${host}`)
   const log: Array<{ path: string; at: number }> = []
@@ -137,6 +138,7 @@ export const startCrawlSite = async (options: { host?: string; crawlDelay?: numb
     }
     const links = linksOf(u.pathname)
     if (!links) return send(404, "<!doctype html><html><body>Not here</body></html>")
+    if (options.pageDelayMs) return void setTimeout(() => res.destroyed || send(200, page(u.pathname, links)), options.pageDelayMs)
     return send(200, page(u.pathname, links))
   })
   server.keepAliveTimeout = 2000
