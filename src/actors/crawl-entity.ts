@@ -297,7 +297,9 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
           }
           return
         }
-        yield* nap(POLL_MS)
+        // Paused with nothing in flight: nothing can change before the pause ends (or a wake-up).
+        const paused = crawl.paused_until !== null && crawl.paused_until.getTime() > Date.now()
+        yield* nap(paused && flying.length === 0 ? Math.min(crawl.paused_until!.getTime() - Date.now(), 5_000) : POLL_MS)
       }
     }).pipe(Effect.scoped)
 
