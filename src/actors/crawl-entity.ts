@@ -8,6 +8,8 @@ import { DEFAULT_SITEMAP_BOUNDS, walkSitemaps } from "../crawl/sitemaps.ts"
 import { EventLog } from "../events/event-log.ts"
 import { newId } from "../ids.ts"
 import type { ApiError } from "../schema/errors.ts"
+import { JobId } from "../schema/ids.ts"
+import type { CreateJobBody } from "../schema/job.ts"
 import { CrawlRepo, type CrawlDelivery, type CrawlRow, type EndedPage } from "../sql/crawl-repo.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { crawlWebhookBody } from "../webhooks/sender.ts"
@@ -118,7 +120,7 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
 
       /** Cancelled: the jobs still running are cancelled, and the pages take their jobs' ends. */
       const settleCancelled = Effect.gen(function*() {
-        for (const page of yield* repo.inFlight(crawlId)) yield* creation.cancel(tenantId, page.job_id as never)
+        for (const page of yield* repo.inFlight(crawlId)) yield* creation.cancel(tenantId, JobId.make(page.job_id))
         yield* repo.settleCancelled(crawlId)
         yield* events.notify(tenantId)
       })
@@ -256,8 +258,8 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
           if (chosen.length === 0) return
           const prepared = []
           for (const row of chosen) {
-            const body = { url: row.url, ...crawl.options.page }
-            const p = yield* Effect.result(creation.prepare(tenantId, body as never, { requestId: crawl.request_id }))
+            const body: CreateJobBody = { url: row.url, ...crawl.options.page }
+            const p = yield* Effect.result(creation.prepare(tenantId, body, { requestId: crawl.request_id }))
             if (p._tag === "Failure") {
               yield* repo.skipQueued(crawlId, row.url, "unsafe")
               continue
@@ -271,7 +273,7 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
           const created = made.success.created.map((j) => j.id)
           const moved = yield* repo.markFetching(crawlId, created)
           // Cancelled meanwhile: the jobs made for its queued pages are cancelled too.
-          for (const id of created) if (!moved.has(id)) yield* creation.cancel(tenantId, id as never)
+          for (const id of created) if (!moved.has(id)) yield* creation.cancel(tenantId, JobId.make(id))
           const refused = made.success.refused[0]
           if (refused) yield* pauseFor(refused.error)
           else if (crawl.status_reason !== null) yield* repo.pause(crawlId, null, null)

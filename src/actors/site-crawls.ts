@@ -8,6 +8,7 @@ import { itemId, newId } from "../ids.ts"
 import { type Crawl, type CrawlCounts, type CrawlPage, type CrawlPageStatus, type CrawlStatus, type CreateCrawlBody, crawlOptionsOf } from "../schema/crawl.ts"
 import { iso } from "../schema/common.ts"
 import { type ErrorDetail, fail, type InvalidRequest, type PaymentRequired, type TooManyRequests, type Unavailable, type Unprocessable } from "../schema/errors.ts"
+import { JobId } from "../schema/ids.ts"
 import { CrawlRepo, type CrawlRow, pageStatusOf } from "../sql/crawl-repo.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
 import { itemWebhookSecret } from "../webhooks/signing.ts"
@@ -165,7 +166,7 @@ export const SiteCrawlServiceLive = Layer.effect(
         if (!result) return undefined
         if (result.changed) {
           // The pages being fetched are cancelled now; the entity does it again for any it hands on meanwhile.
-          for (const page of yield* repo.inFlight(id)) yield* creation.cancel(tenantId, page.job_id as never)
+          for (const page of yield* repo.inFlight(id)) yield* creation.cancel(tenantId, JobId.make(page.job_id))
           yield* repo.settleCancelled(id)
           yield* events.notify(tenantId)
           if (delivery) yield* sendOneWay(deliveries(delivery.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }))
