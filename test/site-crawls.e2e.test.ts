@@ -490,7 +490,9 @@ describe.skipIf(!process.env.DATABASE_URL)("site crawls on two PostgreSQL nodes,
     const victim = await holderOf(ids[0]!)
     expect(victim, "the first crawl's shard is held by one of the nodes").toBeGreaterThanOrEqual(0)
     const api = client(nodes[1 - victim]!.server.baseUrl)
-    const before = (await api.get(`/v1/scraper/crawls/${ids[0]}`, key)).json.data
+    const seen = await api.get(`/v1/scraper/crawls/${ids[0]}`, key)
+    expect(seen.status, seen.text).toBe(200)
+    const before = seen.json.data
     expect(before.status).toBe("running")
     expect(before.counts.queued).toBeGreaterThan(0)
     await nodes[victim]!.server.stop("SIGKILL")
