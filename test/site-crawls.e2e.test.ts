@@ -5,6 +5,7 @@
  * no URL may be fetched twice. Also: robots.txt and Crawl-delay, bounds, the trap cap, cancel,
  * idempotency, events and webhooks, 402, another tenant's 404, validation.
  */
+import { randomBytes } from "node:crypto"
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { verifyWebhookSignature } from "../src/webhooks/signing.ts"
@@ -447,7 +448,14 @@ describe.skipIf(!process.env.DATABASE_URL)("site crawls on two PostgreSQL nodes,
 
   beforeAll(async () => {
     dbUrl = await createTestDatabase(process.env.DATABASE_URL!)
-    const env = { DATABASE_URL: dbUrl, ALLOW_PRIVATE_TARGETS: "true", ...loopbackOnlyEnv(), ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}) }
+    // One secret key for both nodes: API keys are hashed with it, so either node knows the tenant's key.
+    const env = {
+      DATABASE_URL: dbUrl,
+      SECRET_KEY: randomBytes(32).toString("hex"),
+      ALLOW_PRIVATE_TARGETS: "true",
+      ...loopbackOnlyEnv(),
+      ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {})
+    }
     for (let i = 0; i < 2; i++) {
       const runnerPort = await freePort()
       nodes.push({ server: await startServer({ ...env, RUNNER_PORT: String(runnerPort) }), runnerPort })
