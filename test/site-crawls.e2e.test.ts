@@ -268,6 +268,21 @@ describe.each(backends())("site crawls over HTTP ($name)", (backend) => {
     )
     expect(g.counts.skipped.filtered).toBeGreaterThan(0)
 
+    // Only the sitemaps' pages, links not followed, the seed not fetched.
+    const onlySitemap = await api.post("/v1/scraper/crawls", { url: site.url("/"), sitemap: "only" }, key)
+    const o = await waitEnded(onlySitemap.json.data.id)
+    const op = await allPages(onlySitemap.json.data.id)
+    expect(op.items.map((p) => new URL(p.url).pathname).sort()).toEqual([...SITEMAP_PATHS].sort())
+    expect(op.items.every((p) => p.depth === 0)).toBe(true)
+    expect(o.counts).toMatchObject({ done: SITEMAP_PATHS.length, discovered: SITEMAP_PATHS.length })
+
+    // respectRobots: false fetches what robots.txt disallows.
+    const rude = await api.post("/v1/scraper/crawls", { url: site.url("/"), maxDepth: 1, sitemap: "skip", respectRobots: false }, key)
+    const r = await waitEnded(rude.json.data.id)
+    const rp = await allPages(rude.json.data.id)
+    expect(rp.items.map((p) => new URL(p.url).pathname)).toEqual(expect.arrayContaining(["/private/x", "/no-trawl"]))
+    expect(r.counts.skipped.robots).toBe(0)
+
     // A calendar whose months link on forever: at most 200 day pages (one pattern) however deep it goes.
     const trap = await api.post("/v1/scraper/crawls", { url: site.url("/calendar/2026/01"), maxDepth: 20, limit: 10_000, sitemap: "skip" }, key)
     const t = await waitEnded(trap.json.data.id)
