@@ -268,6 +268,13 @@ describe.each(backends())("site crawls over HTTP ($name)", (backend) => {
     )
     expect(g.counts.skipped.filtered).toBeGreaterThan(0)
 
+    // ignoreQueryParameters: a URL is its key without the query.
+    const noQuery = await api.post("/v1/scraper/crawls", { url: site.url("/dup?b=2&a=1"), maxDepth: 1, sitemap: "skip", ignoreQueryParameters: true }, key)
+    expect(noQuery.json.data.url).toBe(site.url("/dup"))
+    const nq = await waitEnded(noQuery.json.data.id)
+    expect((await allPages(noQuery.json.data.id)).items.map((p) => p.url).sort()).toEqual([site.url("/"), site.url("/dup")])
+    expect(nq.counts.done).toBe(2)
+
     // Only the sitemaps' pages, links not followed, the seed not fetched.
     const onlySitemap = await api.post("/v1/scraper/crawls", { url: site.url("/"), sitemap: "only" }, key)
     const o = await waitEnded(onlySitemap.json.data.id)
