@@ -313,7 +313,10 @@ export const CrawlRepoLive = Layer.effect(
             WHERE crawl_id = ${crawl.id} AND job_id = ${page.jobId} AND status = 'fetching'
             RETURNING seq`
           if (!ended) return false
-          const inserted = yield* insertUrls(crawl.id, found)
+          // The crawl's row is locked, so a cancel is either before this (no new URL is queued
+          // then) or after it (and cancels what this queued).
+          const [current] = yield* sql<{ status: CrawlStatus }>`SELECT status FROM crawls WHERE id = ${crawl.id} FOR UPDATE`
+          const inserted = current?.status === "running" ? yield* insertUrls(crawl.id, found) : found.length
           yield* addDuplicates(crawl.id, found.length - inserted + extraDuplicates)
           yield* emit(crawl, "crawl.page", { crawlId: crawl.id, jobId: page.jobId, url: page.url, depth: page.depth, status: page.status }, delivery)
           return true
@@ -380,14 +383,15 @@ export const CrawlRepoLive = Layer.effect(
           return { row, changed: true }
         })).pipe(Effect.orDie),
       settleCancelled: (crawlId) =>
-        sql`
-          UPDATE crawl_urls u SET finished_at = now(),
-            status = CASE j.status WHEN 'done' THEN 'done' WHEN 'failed' THEN 'failed' ELSE 'cancelled' END
-          FROM jobs j
-          WHERE u.crawl_id = ${crawlId} AND u.status IN ('fetching', 'queued') AND j.id = u.job_id AND j.status IN ('done', 'failed', 'dead')`.pipe(
-          Effect.orDie,
-          Effect.asVoid
-        ),
+        Effect.gen(function*() {
+          yield* sql`
+            UPDATE crawl_urls u SET finished_at = now(),
+              status = CASE j.status WHEN 'done' THEN 'done' WHEN 'failed' THEN 'failed' ELSE 'cancelled' END
+            FROM jobs j
+            WHERE u.crawl_id = ${crawlId} AND u.status IN ('fetching', 'queued') AND j.id = u.job_id AND j.status IN ('done', 'failed', 'dead')`
+          // Queued pages whose job was never made.
+          yield* sql`UPDATE crawl_urls SET status = 'cancelled', finished_at = now() WHERE crawl_id = ${crawlId} AND status = 'queued'`
+        }).pipe(Effect.orDie),
       active: (limit) =>
         sql<{ id: string }>`SELECT id FROM crawls WHERE status IN ('queued', 'running') ORDER BY created_at LIMIT ${limit}`.pipe(Effect.orDie)
     })
