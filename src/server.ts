@@ -11,6 +11,7 @@ import { ExtractionCreationLive } from "./actors/extraction-creation.ts"
 import { ExtractionEntityLive, ExtractionSweeperLive } from "./actors/extraction-entity.ts"
 import { JobCreationLive } from "./actors/job-creation.ts"
 import { SiteMapperLive } from "./actors/site-mapper.ts"
+import { SiteFetcherLive } from "./actors/site-fetcher.ts"
 import { JobEntityLive } from "./actors/job-entity.ts"
 import { JobSweeperLive } from "./actors/job-sweeper.ts"
 import { ProbeEntityLive } from "./actors/probe-entity.ts"
@@ -48,6 +49,10 @@ import { JobsHandlers } from "./http/jobs.http.ts"
 import { MetricsPortLive, MetricsRoute } from "./http/metrics.http.ts"
 import { routeName } from "./http/request-metrics.ts"
 import { MapHandlers } from "./http/map.http.ts"
+import { CrawlsHandlers } from "./http/crawls.http.ts"
+import { SiteCrawlServiceLive } from "./actors/site-crawls.ts"
+import { CrawlEntityLive, CrawlSweeperLive } from "./actors/crawl-entity.ts"
+import { CrawlRepoLive } from "./sql/crawl-repo.ts"
 import { NetworkHandlers } from "./http/network.http.ts"
 import { PageHistoryHandlers } from "./http/page-history.http.ts"
 import { RateLimiterLive } from "./http/rate-limit.ts"
@@ -144,7 +149,8 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     EventRepoLive,
     replace.healthRepo ?? HealthRepoLive,
     IdempotencyRepoLive,
-    MetricsRepoLive
+    MetricsRepoLive,
+    CrawlRepoLive
   ).pipe(Layer.provideMerge(WebhookRepoLive))
   // Identity: sessions are authenticated like keys; the services above them log in, change passwords and second factors.
   const Identity = Layer.mergeAll(
@@ -159,7 +165,7 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     Layer.provideMerge(SessionServiceLive),
     Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, AttemptsLive, MailerLive))
   )
-  const Services = Layer.mergeAll(RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive, GeoIpLive, ScrapeLive).pipe(
+  const Services = Layer.mergeAll(RateLimiterLive, EventLogLive, IdempotencyLive, CrawlServiceLive, GeoIpLive, ScrapeLive, SiteFetcherLive).pipe(
     Layer.provideMerge(Identity),
     Layer.provideMerge(Repos)
   )
@@ -174,6 +180,8 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     ExtractionEntityLive,
     ExtractionSweeperLive,
     JobSweeperLive,
+    CrawlEntityLive.pipe(Layer.provide(JobCreationLive.pipe(Layer.provide(replace.webhookEndpoints ?? WebhookEndpointsLive)))),
+    CrawlSweeperLive,
     WebhookSweeperLive,
     SubscriptionRenewalsLive,
     StorageMaintenanceLive
@@ -201,6 +209,7 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     ExtractorConfigsHandlers,
     NetworkHandlers,
     MapHandlers.pipe(Layer.provide(SiteMapperLive)),
+    CrawlsHandlers.pipe(Layer.provide(SiteCrawlServiceLive)),
     BillingHandlers,
     SubscriptionHandlers,
     AdminHandlers,

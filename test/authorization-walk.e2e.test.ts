@@ -82,6 +82,7 @@ describe.each(backends())("authorization of every route ($name)", (backend) => {
     }
     const history = (await api.get(`/v1/page-history?url=${encodeURIComponent(url)}`, a.apiKey)).json.data.items
     expect(history.length, "the job's page is in the history").toBeGreaterThan(0)
+    const crawl = await created("/v1/scraper/crawls", { url, maxDepth: 0, sitemap: "skip" })
     const extraction = await created("/v1/extractor/extractions", { type: "article", input: "<html><body><h1>T</h1><p>text</p></body></html>" })
     const config = await created("/v1/extractor/configs", { scope: "tenant", type: "article", payload: {} })
     const role = await created("/v1/iam/roles", { name: "walker", permissions: ["scraper:jobs:read"] })
@@ -101,6 +102,7 @@ describe.each(backends())("authorization of every route ($name)", (backend) => {
 
     Object.assign(ids, {
       "jobs:id": job.id,
+      "crawls:id": crawl.id,
       "page-history:versionId": history[0].id,
       "extractions:id": extraction.id,
       "extractor-configs:id": config.id,

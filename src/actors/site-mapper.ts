@@ -1,17 +1,11 @@
 import { Context, Effect, Layer } from "effect"
 import { MAP_SERVICE_KEY, mapUnits } from "../billing/pricing.ts"
-import { Config } from "../config.ts"
-import { loadCrawlConfig } from "../crawl/config.ts"
-import { createHttpEngine } from "../crawl/engines/http.ts"
 import { crawlKey } from "../crawl/links.ts"
-import { RobotsCache } from "../crawl/robots.ts"
-import { type Fetched, mapSite } from "../crawl/site-map.ts"
-import { DEFAULT_SITEMAP_BOUNDS } from "../crawl/sitemaps.ts"
-import { checkUrl } from "../crawl/ssrf.ts"
-import { classifierFor } from "../crawl/ssrf-policy.ts"
+import { mapSite } from "../crawl/site-map.ts"
 import { newId } from "../ids.ts"
 import { fail, type PaymentRequired, type Unavailable, type Unprocessable } from "../schema/errors.ts"
 import { MAP_BUDGET_MS, type MapBody, type SiteMap } from "../schema/map.ts"
+import { SiteFetcher } from "./site-fetcher.ts"
 import { CallDebitor } from "./tenant-entity.ts"
 
 export interface SiteMapperShape {
@@ -25,43 +19,13 @@ export class SiteMapper extends Context.Service<SiteMapper, SiteMapperShape>()("
 export const SiteMapperLive = Layer.effect(
   SiteMapper,
   Effect.gen(function*() {
-    const config = yield* Config
     const debitor = yield* CallDebitor
-    const classify = classifierFor(config)
-    const guard = { allowPrivate: config.allowPrivateTargets, classify }
-    // The crawler's own guarded HTTP engine (every hop checked) with the crawl settings of config/crawl.json,
-    // and the sitemap size bound as its body cap.
-    const crawl = loadCrawlConfig()
-    const engine = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        createHttpEngine({
-          name: "http",
-          classify,
-          maxBodyBytes: DEFAULT_SITEMAP_BOUNDS.maxBytes,
-          maxRedirects: crawl.maxRedirects,
-          transport: crawl.http.transport,
-          maxSocketsPerOrigin: crawl.http.maxSocketsPerOrigin,
-          headerPoolSize: crawl.http.headerPoolSize
-        })
-      ),
-      (e) => Effect.promise(() => e.close?.() ?? Promise.resolve())
-    )
-    const fetch = async (url: string, timeoutMs: number, signal?: AbortSignal): Promise<Fetched> => {
-      const attempt = await engine.fetch({ url, timeoutMs, allowPrivate: config.allowPrivateTargets, ...(signal ? { signal } : {}) })
-      if (attempt.httpStatus === null) return null
-      return { status: attempt.httpStatus, finalUrl: attempt.finalUrl ?? url, contentType: attempt.contentType, body: attempt.body }
-    }
-    const robots = new RobotsCache(async (robotsUrl) => {
-      const safe = await checkUrl(robotsUrl, guard)
-      if (!safe.ok) return null
-      const fetched = await fetch(robotsUrl, 10_000)
-      return fetched && { status: fetched.status, body: fetched.body }
-    })
+    const { fetch, robots, makeIsSafe, check } = yield* SiteFetcher
 
     return SiteMapper.of({
       map: (tenantId, body) =>
         Effect.gen(function*() {
-          const target = yield* Effect.promise(() => checkUrl(body.url, guard))
+          const target = yield* Effect.promise(() => check(body.url))
           if (!target.ok) {
             return yield* fail(422, "unsafe_url", `refused: url (${target.detail})`, {
               details: [{ path: "url", code: target.reason, message: target.detail }]
@@ -80,16 +44,7 @@ export const SiteMapperLive = Layer.effect(
               fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that this map and the tenant's uncharged work need (see GET /v1/billing/pricing)`))
           )
           // The guard's verdict per origin: one name resolution per host and map, not one per URL.
-          const verdicts = new Map<string, Promise<boolean>>()
-          const isSafe = (url: URL): Promise<boolean> => {
-            if (url.username !== "" || url.password !== "") return checkUrl(url, guard).then((r) => r.ok)
-            let verdict = verdicts.get(url.origin)
-            if (!verdict) {
-              verdict = checkUrl(url, guard).then((r) => r.ok, () => false)
-              verdicts.set(url.origin, verdict)
-            }
-            return verdict
-          }
+          const isSafe = makeIsSafe()
           const result = yield* Effect.promise((signal) =>
             mapSite({
               url: seed,

@@ -21,7 +21,12 @@ export interface Robots {
   readonly isAllowed: (url: string) => boolean
   /** The `Sitemap:` lines, as absolute http(s) URLs. */
   readonly sitemaps: ReadonlyArray<string>
+  /** `Crawl-delay` of the group read (in ms, at most `ROBOTS_MAX_CRAWL_DELAY_MS`), or 0 when none is given. */
+  readonly crawlDelayMs?: number
 }
+
+/** A `Crawl-delay` longer than this is taken as this (a site cannot stall a crawl for hours per page). */
+export const ROBOTS_MAX_CRAWL_DELAY_MS = 60_000
 
 /** What fetching `/robots.txt` gave: its final status and body, or null when no answer came. */
 export type RobotsFetch = { readonly status: number; readonly body: Buffer | null } | null
@@ -46,8 +51,19 @@ export const robotsFrom = (robotsUrl: string, fetched: RobotsFetch): Robots => {
     kind: "rules",
     // Crawlee's parser answers undefined for a URL of another origin; such a URL is not this file's to refuse.
     isAllowed: (url) => file.isAllowed(url, ROBOTS_USER_AGENT) !== false,
-    sitemaps: file.getSitemaps({ enqueueStrategy: "all" })
+    sitemaps: file.getSitemaps({ enqueueStrategy: "all" }),
+    crawlDelayMs: crawlDelayOf(file)
   }
+}
+
+/**
+ * The `Crawl-delay` (seconds) of the group read for Trawl's token, in ms. Crawlee's class does not
+ * expose it; the `robots-parser` instance it wraps does.
+ */
+const crawlDelayOf = (file: RobotsTxtFile): number => {
+  const parser = (file as unknown as { robots?: { getCrawlDelay?: (ua: string) => number | undefined } }).robots
+  const seconds = parser?.getCrawlDelay?.(ROBOTS_USER_AGENT)
+  return typeof seconds === "number" && Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds * 1000, ROBOTS_MAX_CRAWL_DELAY_MS) : 0
 }
 
 /**

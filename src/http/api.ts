@@ -14,6 +14,7 @@ import type { Anonymous, Authorize, InternalAuth } from "./security.ts"
 import { AdminQuotaRequestsGroup, QuotaRequestsGroup } from "./quota-requests.api.ts"
 import { JobsGroup } from "./jobs.api.ts"
 import { MapGroup } from "./map.api.ts"
+import { CrawlsGroup } from "./crawls.api.ts"
 import { NetworkGroup } from "./network.api.ts"
 import { PageHistoryGroup } from "./page-history.api.ts"
 import { AdminSubscriptionGroup, SubscriptionGroup } from "./subscriptions.api.ts"
@@ -39,6 +40,7 @@ export const Api = HttpApi.make("trawl")
   .add(AuditGroup)
   .add(JobsGroup)
   .add(MapGroup)
+  .add(CrawlsGroup)
   .add(WebhooksAdminGroup)
   .add(PageHistoryGroup)
   .add(ExtractionsGroup)

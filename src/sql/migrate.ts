@@ -21,6 +21,7 @@ import identityPlane from "./migrations/0018_identity_plane.ts"
 import roleDeletion from "./migrations/0019_role_deletion.ts"
 import quotaRequests from "./migrations/0022_quota_requests.ts"
 import subscriptions from "./migrations/0023_subscriptions.ts"
+import siteCrawls from "./migrations/0024_site_crawls.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -44,7 +45,8 @@ export const migrations = {
   "0018_identity_plane": identityPlane,
   "0019_role_deletion": roleDeletion,
   "0022_quota_requests": quotaRequests,
-  "0023_subscriptions": subscriptions
+  "0023_subscriptions": subscriptions,
+  "0024_site_crawls": siteCrawls
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

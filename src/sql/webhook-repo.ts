@@ -9,7 +9,7 @@ import { storableText } from "./storable-json.ts"
 export interface DeliveryRow {
   readonly id: string
   readonly tenant_id: string
-  readonly resource_type: "job" | "extraction"
+  readonly resource_type: "job" | "extraction" | "crawl"
   readonly resource_id: string
   readonly event_status: string
   readonly url: string

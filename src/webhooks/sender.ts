@@ -272,11 +272,11 @@ export const sendWebhook = async (options: SendWebhookOptions): Promise<SendWebh
 // ---------------------------------------------------------------------------------------------
 // Headers and bodies
 
-export type WebhookKind = "job" | "extraction"
+export type WebhookKind = "job" | "extraction" | "crawl"
 
 export interface DeliveryHeadersInput {
   readonly kind: WebhookKind
-  /** The job or extraction identifier. */
+  /** The job, extraction or crawl identifier. */
   readonly resourceId: string
   /** Stable across every attempt and manual redelivery of one delivery. */
   readonly deliveryId: string
@@ -291,12 +291,16 @@ export interface DeliveryHeadersInput {
 export const buildDeliveryHeaders = (input: DeliveryHeadersInput): Record<string, string> => {
   const { kind, resourceId, deliveryId, secret, body } = input
   const timestamp = input.timestampSeconds ?? Math.floor(Date.now() / 1000)
-  const job = kind === "job"
+  const names = kind === "job"
+    ? ["X-Service-Webhook-Version", "X-Service-Jobid"]
+    : kind === "crawl"
+    ? ["X-Service-Crawl-Webhook-Version", "X-Service-Crawlid"]
+    : ["X-Service-Extraction-Webhook-Version", "X-Service-Extractionid"]
   return {
     "Content-Type": "application/json",
     "User-Agent": "service-webhook/1.0",
-    [job ? "X-Service-Webhook-Version" : "X-Service-Extraction-Webhook-Version"]: "1",
-    [job ? "X-Service-Jobid" : "X-Service-Extractionid"]: resourceId,
+    [names[0]!]: "1",
+    [names[1]!]: resourceId,
     "X-Service-Timestamp": String(timestamp),
     "X-Service-Signature": signPayload(secret, timestamp, body),
     "X-Service-Delivery-Id": deliveryId,
@@ -333,6 +337,22 @@ export const jobWebhookBody = (input: JobWebhookBodyInput): string =>
     requestId: input.requestId,
     deliveredAt: iso(input.deliveredAt)
   })
+
+/**
+ * The body of a crawl event's webhook (docs/webhooks.md, "Crawl events"): `event` is
+ * `crawl.started`, `crawl.page`, `crawl.done`, `crawl.failed` or `crawl.cancelled`; a page event
+ * names the page's job, URL, depth and status, an end event the crawl's counts.
+ */
+export const crawlWebhookBody = (input: {
+  readonly crawlId: string
+  readonly event: string
+  readonly requestId: string
+  readonly deliveredAt: Date
+  readonly [field: string]: unknown
+}): string => {
+  const { crawlId, event, requestId, deliveredAt, ...rest } = input
+  return JSON.stringify({ crawlId, event, ...rest, requestId, deliveredAt: iso(deliveredAt) })
+}
 
 interface ExtractionBodyCommon {
   readonly extractionId: string

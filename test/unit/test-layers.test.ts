@@ -17,6 +17,7 @@ import { ExtractionSweeperLive } from "../../src/actors/extraction-entity.ts"
 import { IdentityRegistrations, IdentityRegistrationsLive } from "../../src/actors/identity-registrations.ts"
 import { JobCreation, JobCreationLive } from "../../src/actors/job-creation.ts"
 import { JobSweeperLive } from "../../src/actors/job-sweeper.ts"
+import { makeSiteFetcherTest } from "../../src/actors/site-fetcher.ts"
 import { SiteMapper, SiteMapperLive } from "../../src/actors/site-mapper.ts"
 import { SubscriptionRenewalsLive } from "../../src/actors/subscription-renewals.ts"
 import { CallDebitor, CallDebitorLive, JobSlotReleases, JobSlotReleasesLive } from "../../src/actors/tenant-entity.ts"
@@ -77,7 +78,8 @@ const moreTestLayers = Layer.mergeAll(
   GeoIpTest({}),
   makeClusterInfoTest(),
   WebhookSenderTest,
-  makeCrawlServiceTest(() => { throw new Error("no crawl in this test") })
+  makeCrawlServiceTest(() => { throw new Error("no crawl in this test") }),
+  makeSiteFetcherTest()
 )
 
 // Left out: DatabaseLive, MigrationsLive, MessageStorageLive and ClusterLive are the SQL and

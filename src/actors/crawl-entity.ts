@@ -1,0 +1,329 @@
+import { Effect } from "effect"
+import { ClusterSchema, Entity, Singleton } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+import { type Candidate, CRAWL_MAX_LINKS_PER_PAGE, makeFrontier } from "../crawl/frontier.ts"
+import { extractLinks } from "../crawl/links.ts"
+import type { Robots } from "../crawl/robots.ts"
+import { DEFAULT_SITEMAP_BOUNDS, walkSitemaps } from "../crawl/sitemaps.ts"
+import { EventLog } from "../events/event-log.ts"
+import { newId } from "../ids.ts"
+import type { ApiError } from "../schema/errors.ts"
+import { JobId } from "../schema/ids.ts"
+import type { CreateJobBody } from "../schema/job.ts"
+import { CrawlRepo, type CrawlDelivery, type CrawlRow, type EndedPage } from "../sql/crawl-repo.ts"
+import { JobRepo } from "../sql/job-repo.ts"
+import { crawlWebhookBody } from "../webhooks/sender.ts"
+import { RESOURCE_ENTITY_IDLE } from "./cluster.ts"
+import { sendOneWay } from "./entity-call.ts"
+import { JobCreation } from "./job-creation.ts"
+import { SiteFetcher } from "./site-fetcher.ts"
+import { sweepLoop } from "./sweep.ts"
+import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
+
+/** Pages of one crawl in flight at once (jobs created and not ended); the tenant's own concurrency limit applies as well. */
+export const CRAWL_MAX_IN_FLIGHT = 16
+/** How often a crawl looks at its pages when no event of its tenant woke it. */
+const POLL_MS = 500
+/** How often a paused crawl (daily quota, credit) tries again: a raised quota or a top-up resumes it within this. */
+export const CRAWL_PAUSE_RETRY_MS = 30_000
+/** How long one sitemap or robots.txt fetch may take. */
+const SITEMAP_FETCH_TIMEOUT_MS = 15_000
+
+/**
+ * One entity per site crawl (docs/site-crawls.md, "Crawls"). `Drive` runs the crawl to its end:
+ * it reads the sitemaps once, then ends the pages whose jobs ended (reading their links into the
+ * frontier) and hands the next queued URLs to jobs, keeping at most `CRAWL_MAX_IN_FLIGHT` in
+ * flight. Everything it knows is in SQL (`crawls`, `crawl_urls`), so a `Drive` that is run again on
+ * another node after its node died takes the crawl up where the tables say it is. Persisted: the
+ * message of a lost node is delivered again; the crawl sweeper re-sends it for crawls whose message
+ * was never stored.
+ */
+export const CrawlEntity = Entity.make("Crawl", [
+  Rpc.make("Drive").annotate(ClusterSchema.Persisted, true).annotate(ClusterSchema.InterruptOnTermination, true)
+])
+
+/** The delivery of a crawl event, when the crawl has a webhook. */
+export const crawlDelivery = (crawl: CrawlRow, event: string, eventSeq: number, body: Record<string, unknown>): CrawlDelivery | undefined =>
+  crawl.webhook_url && crawl.webhook_secret_enc
+    ? {
+      id: newId("whd"),
+      eventStatus: event,
+      eventSeq,
+      url: crawl.webhook_url,
+      secretEnc: crawl.webhook_secret_enc,
+      body: crawlWebhookBody({ crawlId: crawl.id, event: `crawl.${event}`, requestId: crawl.request_id ?? "", deliveredAt: new Date(), ...body })
+    }
+    : undefined
+
+export const CrawlEntityLive = CrawlEntity.toLayer(
+  Effect.gen(function*() {
+    const crawlId = (yield* Entity.CurrentAddress).entityId
+    const repo = yield* CrawlRepo
+    const jobs = yield* JobRepo
+    const creation = yield* JobCreation
+    const fetcher = yield* SiteFetcher
+    const events = yield* EventLog
+    const deliveries = yield* WebhookDeliveryEntity.client
+    const services = yield* Effect.context<never>()
+    const runPromise = Effect.runPromiseWith(services)
+    let driving = false
+
+    const deliver = (d: CrawlDelivery | undefined) =>
+      d ? sendOneWay(deliveries(d.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true })) : Effect.void
+
+    const drive = Effect.gen(function*() {
+      const first = yield* repo.byId(crawlId)
+      if (!first || first.status === "done" || first.status === "failed") return
+      const tenantId = first.tenant_id
+      const opts = first.options
+      const seed = new URL(first.url)
+      const robotsOf = (url: URL): Promise<Robots> => fetcher.robots.get(url)
+      const frontier = makeFrontier(
+        {
+          seed,
+          limit: first.page_limit,
+          maxDepth: first.max_depth,
+          includePaths: opts.includePaths,
+          excludePaths: opts.excludePaths,
+          allowSubdomains: opts.allowSubdomains,
+          allowExternal: opts.allowExternal,
+          ignoreQueryParameters: opts.ignoreQueryParameters,
+          respectRobots: opts.respectRobots
+        },
+        { robots: robotsOf, isSafe: fetcher.makeIsSafe(), newJobId: () => newId("job") }
+      )
+      const known = (keys: ReadonlyArray<string>) => runPromise(repo.known(crawlId, keys))
+      const loadAccepted = repo.accepted(crawlId).pipe(Effect.map((a) => ({ total: a.total, byPattern: new Map(a.byPattern) })))
+      let accepted = yield* loadAccepted
+
+      // Woken by every event of the tenant (a page's job ending is one), else every POLL_MS.
+      let wake: () => void = () => {}
+      let woken = false
+      yield* events.subscribe(tenantId, () => {
+        woken = true
+        wake()
+      })
+      const nap = (ms: number) =>
+        Effect.promise(() =>
+          new Promise<void>((resolve) => {
+            if (woken) return resolve()
+            const timer = setTimeout(resolve, ms)
+            wake = () => {
+              clearTimeout(timer)
+              resolve()
+            }
+          })
+        ).pipe(Effect.ensuring(Effect.sync(() => {
+          woken = false
+          wake = () => {}
+        })))
+
+      /** Cancelled: the jobs still running are cancelled, and the pages take their jobs' ends. */
+      const settleCancelled = Effect.gen(function*() {
+        for (const page of yield* repo.inFlight(crawlId)) yield* creation.cancel(tenantId, JobId.make(page.job_id))
+        yield* repo.settleCancelled(crawlId)
+        yield* events.notify(tenantId)
+      })
+
+      if (first.status === "cancelled") return yield* settleCancelled
+      if (first.status === "queued") {
+        const delivery = crawlDelivery(first, "started", 0, { status: "running", url: first.url })
+        if (yield* repo.start(first, delivery)) {
+          yield* events.notify(tenantId)
+          yield* deliver(delivery)
+        }
+      }
+
+      // Sitemaps, once per crawl: their URLs join the frontier at depth 1 (0 with `sitemap: "only"`: they are its seeds).
+      if (opts.sitemap !== "skip" && !first.sitemaps_read) {
+        const depth = opts.sitemap === "only" ? 0 : 1
+        const seedRobots = yield* Effect.promise(() => robotsOf(seed))
+        const named = new Set(seedRobots.sitemaps)
+        const isSafe = fetcher.makeIsSafe()
+        let buffer: Array<Candidate> = []
+        const flush = async () => {
+          const batch = buffer
+          buffer = []
+          if (batch.length === 0) return
+          const { rows, duplicates } = await frontier.judge(batch, known, accepted)
+          await runPromise(repo.addUrls(crawlId, rows, duplicates))
+        }
+        yield* Effect.promise(async () => {
+          await walkSitemaps(
+            [...seedRobots.sitemaps, `${seed.protocol}//${seed.host}/sitemap.xml`],
+            async (sitemapUrl) => {
+              const u = new URL(sitemapUrl)
+              if (!named.has(sitemapUrl) && opts.respectRobots && !(await robotsOf(u)).isAllowed(sitemapUrl)) return null
+              if (!(await isSafe(u))) return null
+              const fetched = await fetcher.fetch(sitemapUrl, SITEMAP_FETCH_TIMEOUT_MS)
+              return fetched !== null && fetched.status >= 200 && fetched.status < 300 ? fetched.body : null
+            },
+            {
+              bounds: DEFAULT_SITEMAP_BOUNDS,
+              accept: (u) => {
+                try {
+                  const parsed = new URL(u)
+                  return (parsed.protocol === "http:" || parsed.protocol === "https:") && frontier.inScope(parsed)
+                } catch {
+                  return false
+                }
+              },
+              onPage: async (u) => {
+                buffer.push({ url: u, depth, parentUrl: null, parentJobId: null })
+                if (buffer.length >= 500) await flush()
+              },
+              // Reading stops once the limit is met: further URLs could only be over it.
+              wantMore: () => accepted.total < first.page_limit
+            }
+          )
+          await flush()
+        })
+        yield* repo.markSitemapsRead(crawlId)
+      }
+
+      /** When each origin with a `Crawl-delay` may have its next page fetched (after its last page ended). */
+      const nextAllowedAt = new Map<string, number>()
+
+      /** Ends one page whose job ended: its links (if it is HTML and may have any) join the frontier. */
+      const endPage = (crawl: CrawlRow, page: EndedPage) =>
+        Effect.gen(function*() {
+          const status = page.job_status === "done" ? "done" as const : "failed" as const
+          let candidates: Array<Candidate> = []
+          // A page at maxDepth is not read for links: they could only be deeper than the crawl goes.
+          if (status === "done" && opts.sitemap !== "only" && page.depth < crawl.max_depth) {
+            const content = yield* jobs.html(tenantId, page.job_id)
+            const finalUrl = page.final_url ?? page.url
+            const isHtml = content && (content.contentType === null || /html/i.test(content.contentType))
+            // A page that redirected off the crawl's site is not read: its links are another site's.
+            if (content && isHtml && frontier.inScope(new URL(finalUrl))) {
+              candidates = extractLinks(content.body.toString("utf8"), finalUrl)
+                .slice(0, CRAWL_MAX_LINKS_PER_PAGE)
+                .map((url) => ({ url, depth: page.depth + 1, parentUrl: page.url, parentJobId: page.job_id }))
+            }
+          }
+          const { rows, duplicates } = yield* Effect.promise(() => frontier.judge(candidates, known, accepted))
+          const delivery = crawlDelivery(crawl, "page", Number(page.seq), { jobId: page.job_id, url: page.url, depth: page.depth, status })
+          const recorded = yield* repo.recordPage(crawl, { jobId: page.job_id, url: page.url, depth: page.depth, status }, rows, duplicates, delivery)
+          nextAllowedAt.set(new URL(page.url).origin, Date.now())
+          if (!recorded) {
+            // Ended by an earlier run: what this one judged was not written.
+            accepted = yield* loadAccepted
+            return
+          }
+          yield* events.notify(tenantId)
+          yield* deliver(delivery)
+        })
+
+      /** Pauses the crawl (daily quota, credit) with a reason its clients read, for `CRAWL_PAUSE_RETRY_MS`. */
+      const pauseFor = (e: ApiError) =>
+        e.code === "quota_exceeded"
+          ? repo.pause(crawlId, `paused: ${e.message}; the crawl resumes on the next UTC day, or as soon as the quota is raised`, new Date(Date.now() + CRAWL_PAUSE_RETRY_MS))
+          : e.code === "insufficient_credit"
+          ? repo.pause(crawlId, `paused: ${e.message}; the crawl resumes once the balance covers its next page`, new Date(Date.now() + CRAWL_PAUSE_RETRY_MS))
+          : Effect.void // a full concurrency limit or a passing outage: the next round tries again
+
+      /** Hands the next queued URLs to jobs, up to the in-flight bound and each origin's `Crawl-delay`. */
+      const dispatch = (crawl: CrawlRow) =>
+        Effect.gen(function*() {
+          const flying = yield* repo.inFlight(crawlId)
+          const room = CRAWL_MAX_IN_FLIGHT - flying.length
+          if (room <= 0) return
+          const busyOrigins = new Map<string, number>()
+          for (const f of flying) {
+            const o = new URL(f.url).origin
+            busyOrigins.set(o, (busyOrigins.get(o) ?? 0) + 1)
+          }
+          const queued = yield* repo.nextQueued(crawlId, room * 4)
+          const chosen: Array<(typeof queued)[number]> = []
+          for (const row of queued) {
+            if (chosen.length >= room) break
+            const url = new URL(row.url)
+            if (opts.respectRobots) {
+              // Read again at the URL's turn (a seed, or a file that changed since): a refusal skips it.
+              const robots = yield* Effect.promise(() => robotsOf(url))
+              if (!robots.isAllowed(row.url)) {
+                yield* repo.skipQueued(crawlId, row.url, "robots")
+                continue
+              }
+              const delay = robots.crawlDelayMs ?? 0
+              if (delay > 0) {
+                // One page at a time on such an origin, `Crawl-delay` after the last one ended.
+                if ((busyOrigins.get(url.origin) ?? 0) > 0) continue
+                if (Date.now() < (nextAllowedAt.get(url.origin) ?? 0) + delay) continue
+                busyOrigins.set(url.origin, 1)
+              }
+            }
+            chosen.push(row)
+          }
+          if (chosen.length === 0) return
+          const prepared = []
+          for (const row of chosen) {
+            const body: CreateJobBody = { url: row.url, ...crawl.options.page }
+            const p = yield* Effect.result(creation.prepare(tenantId, body, { requestId: crawl.request_id }))
+            if (p._tag === "Failure") {
+              yield* repo.skipQueued(crawlId, row.url, "unsafe")
+              continue
+            }
+            // The page's job id was chosen when its URL was accepted: a re-run meets the job an earlier run made.
+            prepared.push({ ...p.success, job: { ...p.success.job, id: row.job_id }, resumed: true, generatedSecret: undefined })
+          }
+          if (prepared.length === 0) return
+          const made = yield* Effect.result(creation.createWhatFits(tenantId, prepared))
+          if (made._tag === "Failure") return yield* pauseFor(made.failure)
+          const created = made.success.created.map((j) => j.id)
+          const moved = yield* repo.markFetching(crawlId, created)
+          // Cancelled meanwhile: the jobs made for its queued pages are cancelled too.
+          for (const id of created) if (!moved.has(id)) yield* creation.cancel(tenantId, JobId.make(id))
+          const refused = made.success.refused[0]
+          if (refused) yield* pauseFor(refused.error)
+          else if (crawl.status_reason !== null) yield* repo.pause(crawlId, null, null)
+        })
+
+      while (true) {
+        const crawl = yield* repo.byId(crawlId)
+        if (!crawl || crawl.status === "done" || crawl.status === "failed") return
+        if (crawl.status === "cancelled") return yield* settleCancelled
+        for (const page of yield* repo.endedPages(crawlId)) yield* endPage(crawl, page)
+        if (!crawl.paused_until || crawl.paused_until.getTime() <= Date.now()) yield* dispatch(crawl)
+        const flying = yield* repo.inFlight(crawlId)
+        const next = flying.length === 0 ? yield* repo.nextQueued(crawlId, 1) : []
+        if (flying.length === 0 && next.length === 0) {
+          const counts = (yield* repo.counts([crawl])).get(crawlId)!
+          // Failed: no page could be fetched (all that were tried failed).
+          const status = counts.done === 0 && counts.failed > 0 ? "failed" as const : "done" as const
+          const data = { id: crawlId, url: crawl.url, status, counts }
+          const delivery = crawlDelivery(crawl, status, 0, { status, url: crawl.url, counts })
+          if (yield* repo.finish(crawl, status, data, delivery)) {
+            yield* events.notify(tenantId)
+            yield* deliver(delivery)
+          }
+          return
+        }
+        // Paused with nothing in flight: nothing can change before the pause ends (or a wake-up).
+        const paused = crawl.paused_until !== null && crawl.paused_until.getTime() > Date.now()
+        yield* nap(paused && flying.length === 0 ? Math.min(crawl.paused_until!.getTime() - Date.now(), 5_000) : POLL_MS)
+      }
+    }).pipe(Effect.scoped)
+
+    return CrawlEntity.of({
+      // One drive at a time: a Drive sent again while the crawl runs here has nothing to add.
+      Drive: () =>
+        Effect.suspend(() => {
+          if (driving) return Effect.void
+          driving = true
+          return drive.pipe(Effect.ensuring(Effect.sync(() => (driving = false))))
+        }).pipe(Effect.orDie, Rpc.fork)
+    })
+  }),
+  { maxIdleTime: RESOURCE_ENTITY_IDLE }
+)
+
+/** Re-sends `Drive` to crawls that have not ended, for a crawl whose message was lost before it was stored. */
+export const CrawlSweeperLive = Singleton.make(
+  "CrawlSweeper",
+  Effect.gen(function*() {
+    const repo = yield* CrawlRepo
+    const crawls = yield* CrawlEntity.client
+    yield* sweepLoop("crawl drives", "60 seconds", repo.active(500), (c) => crawls(c.id).Drive(undefined, { discard: true }))
+  })
+)

@@ -1,0 +1,88 @@
+/**
+ * How a site crawl judges the URLs it finds (src/crawl/frontier.ts, docs/site-crawls.md "How a
+ * found URL is judged"), and the Crawl-delay read from robots.txt.
+ */
+import { describe, expect, it } from "vitest"
+import { CRAWL_PATTERN_CAP, makeFrontier, pathPattern } from "../../src/crawl/frontier.ts"
+import { robotsFrom, ROBOTS_MAX_CRAWL_DELAY_MS, type Robots } from "../../src/crawl/robots.ts"
+
+const allowAll: Robots = { kind: "none", isAllowed: () => true, sitemaps: [] }
+const rules = {
+  seed: new URL("http://site.test/"),
+  limit: 1000,
+  maxDepth: 3,
+  includePaths: [],
+  excludePaths: ["/skip/**"],
+  allowSubdomains: false,
+  allowExternal: false,
+  ignoreQueryParameters: false,
+  respectRobots: true
+}
+let n = 0
+const deps = (over: Partial<{ robots: (u: URL) => Promise<Robots>; isSafe: (u: URL) => Promise<boolean> }> = {}) => ({
+  robots: async () => allowAll,
+  isSafe: async () => true,
+  newJobId: () => `job_${++n}`,
+  ...over
+})
+const none = async () => new Set<string>()
+const at = (url: string, depth = 1) => ({ url, depth, parentUrl: null, parentJobId: null })
+
+describe("crawl frontier", () => {
+  it("names a URL's path pattern by its digit segments and query names", () => {
+    expect(pathPattern(new URL("http://h.test/calendar/2026/11?view=month&a=1"))).toBe("h.test/calendar/*/*?a&view")
+    expect(pathPattern(new URL("http://h.test/calendar/1999/01?view=week"))).toBe("h.test/calendar/*/*?view")
+    expect(pathPattern(new URL("http://h.test/about"))).toBe("h.test/about")
+  })
+
+  it("judges each key once, by scope, globs, depth, limit, guard and robots, in that order", async () => {
+    const { judge } = makeFrontier({ ...rules, limit: 2 }, deps({
+      robots: async (u) => (u.pathname === "/no" ? { ...allowAll, isAllowed: () => false } : allowAll),
+      isSafe: async (u) => u.hostname !== "private.site.test"
+    }))
+    const accepted = { total: 0, byPattern: new Map<string, number>() }
+    const { rows, duplicates } = await judge([
+      at("http://site.test/a?y=2&x=1#frag"),
+      at("http://site.test/a?x=1&y=2"),
+      at("mailto:x@site.test"),
+      at("http://other.test/"),
+      at("http://site.test/skip/me"),
+      at("http://site.test/deep", 4),
+      at("http://site.test/no"),
+      at("http://site.test/b"),
+      at("http://site.test/c")
+    ], none, accepted)
+    expect(duplicates).toBe(1)
+    expect(rows.map((r) => [new URL(r.url).pathname + new URL(r.url).search, r.status, r.skipReason])).toEqual([
+      ["/a?x=1&y=2", "queued", null],
+      ["/", "skipped", "offsite"],
+      ["/skip/me", "skipped", "filtered"],
+      ["/deep", "skipped", "depth"],
+      ["/no", "skipped", "robots"],
+      ["/b", "queued", null],
+      ["/c", "over_limit", null]
+    ])
+    expect(accepted.total).toBe(2)
+    expect(rows.filter((r) => r.status === "queued").every((r) => r.jobId !== null)).toBe(true)
+  })
+
+  it("caps the pages of one path pattern, and treats known keys as duplicates", async () => {
+    const { judge } = makeFrontier(rules, deps())
+    const accepted = { total: 0, byPattern: new Map<string, number>() }
+    const days = Array.from({ length: CRAWL_PATTERN_CAP + 5 }, (_, i) => at(`http://site.test/day/${i}`))
+    const { rows } = await judge(days, none, accepted)
+    expect(rows.filter((r) => r.status === "queued")).toHaveLength(CRAWL_PATTERN_CAP)
+    expect(rows.filter((r) => r.skipReason === "pattern")).toHaveLength(5)
+    const again = await judge([at("http://site.test/day/0")], async (keys) => new Set(keys), accepted)
+    expect(again.rows[0]!.jobId).toBeNull()
+    expect(accepted.total).toBe(CRAWL_PATTERN_CAP)
+  })
+
+  it("reads Crawl-delay for TrawlBot, capped", () => {
+    const r = robotsFrom("http://h.test/robots.txt", { status: 200, body: Buffer.from("User-agent: TrawlBot\nCrawl-delay: 2\nDisallow: /x\n") })
+    expect(r.crawlDelayMs).toBe(2000)
+    const star = robotsFrom("http://h.test/robots.txt", { status: 200, body: Buffer.from("User-agent: *\nCrawl-delay: 9999\n") })
+    expect(star.crawlDelayMs).toBe(ROBOTS_MAX_CRAWL_DELAY_MS)
+    expect(robotsFrom("http://h.test/robots.txt", { status: 200, body: Buffer.from("User-agent: *\nDisallow:\n") }).crawlDelayMs).toBe(0)
+  })
+})
