@@ -8,6 +8,7 @@
  *   npm run chaos -- --scenarios 1,2 --load-seconds 60 --drain-seconds 120 --interval-ms 400
  */
 import { randomBytes } from "node:crypto"
+import { mkdirSync, writeFileSync } from "node:fs"
 import { setTimeout as sleep } from "node:timers/promises"
 import { numberOption, stringOption } from "./support/options.ts"
 import { startFakeLlm } from "../test/support/fake-llm.ts"
@@ -28,6 +29,8 @@ const HOSTS = ["127.0.0.61", "127.0.0.62", "127.0.0.63", "127.0.0.64"]
 /** A fifth domain the load never uses: `--probe-fresh-domain` sends the recovery probes there. */
 const PROBE_HOST = "127.0.0.65"
 const probeFreshDomain = process.argv.includes("--probe-fresh-domain")
+/** `--node-logs DIR`: each node's output (since its last start) is written there after its scenario. */
+const nodeLogs = stringOption("node-logs", "")
 const SECRET = "chaos-webhook-secret-0123456789"
 
 const names: Record<number, string> = {
@@ -98,6 +101,10 @@ const main = async () => {
         await pgQuery(dbUrl, "INSERT INTO quota_overrides (tenant_id, quota_key, quota_limit) VALUES ($1, $2, 1000000)", [tenantId, key])
       }
       const result = await runScenario(scenario, { url, restart, nodes: () => nodes, pg, redis, tenant, site, dbUrl, receiver })
+      if (nodeLogs) {
+        mkdirSync(nodeLogs, { recursive: true })
+        nodes.forEach((n, i) => writeFileSync(`${nodeLogs}/s${scenario}-node${i}.log`, n.server.output()))
+      }
       totals.lost += result.lost
       totals.unannounced += result.unannounced
       totals.stuck += result.stuck
@@ -236,6 +243,7 @@ const measureRecovery = async (ctx: Context, load: Load, faultEnd: number, count
       if (!ids.has(i)) {
         const got = await send(ctx, load, i, counter.n++ * 6, probeFreshDomain ? HOSTS.length : undefined) // shape 0: a plain page
         if (got[0]) ids.set(i, got[0])
+        if (got[0]) log(`  probe via node ${i}: ${got[0]}`)
         if (ids.size === 3 && acceptedAll === undefined) acceptedAll = (Date.now() - faultEnd) / 1000
       }
       const id = ids.get(i)

@@ -56,9 +56,17 @@ export const DomainEntity = Entity.make("Domain", [
  * A slot is a lease: the entity frees it `SLOT_LEASE_MS` after it was granted or last renewed, in
  * case its holder's node died. While a job holds it (waiting for a crawl slot, or fetching), its
  * node renews it every `SLOT_RENEW_MS` (see DomainSlots).
+ *
+ * The renewal period also sets how long an entity started again within its mark grants nothing
+ * (`RESTART_QUIET_MS`): its shard moved, or every shard was given up while PostgreSQL was out of
+ * reach, and the slots' holders must have had the time to tell it of themselves. At 10 s this
+ * held each domain ~13 s after a PostgreSQL outage (docs/chaos.md); renewals are small one-way
+ * messages between nodes, one per domain a node holds slots of, so they can come often.
  */
 export const SLOT_LEASE_MS = 30_000
-export const SLOT_RENEW_MS = 10_000
+export const SLOT_RENEW_MS = 2_000
+/** How long an entity started within its mark waits for renewals: a period, plus a send (at most 2 s) and a margin. */
+export const RESTART_QUIET_MS = SLOT_RENEW_MS + 3000
 
 /** A holder's job and run (run 0 when the holder names no run). */
 export const parseHolder = (holder: string): { readonly job: string; readonly run: number } => {
@@ -108,7 +116,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
     const services = yield* Effect.context<never>()
     const mark = yield* repo.leaseMark(domainId).pipe(Effect.orElseSucceed(() => undefined))
     let markedUntil = mark ? mark.getTime() : 0
-    const quietUntil = Math.min(markedUntil, Date.now() + SLOT_RENEW_MS + 3000)
+    const quietUntil = Math.min(markedUntil, Date.now() + RESTART_QUIET_MS)
     let marking: Fiber.Fiber<void> | undefined
     // Until when grants go on unmarked, after a mark could not be written.
     let unmarkedUntil = 0
