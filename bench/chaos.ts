@@ -237,7 +237,7 @@ const isTerminal = async (ctx: Context, id: string) => {
  */
 const measureRecovery = async (ctx: Context, load: Load, faultEnd: number, counter: { n: number }) => {
   const since = () => (Date.now() - faultEnd) / 1000
-  const probe = async (i: number): Promise<{ accepted: number; terminal: number }> => {
+  const probe = async (i: number): Promise<{ id?: string; accepted: number; terminal: number }> => {
     let id: string | undefined
     let accepted = Infinity
     while (Date.now() - faultEnd < 120_000) {
@@ -245,13 +245,13 @@ const measureRecovery = async (ctx: Context, load: Load, faultEnd: number, count
         id = (await send(ctx, load, i, counter.n++ * 6, probeFreshDomain ? HOSTS.length : undefined))[0] // shape 0: a plain page
         if (id) accepted = since()
       }
-      if (id && (await isTerminal(ctx, id))) return { accepted, terminal: since() }
+      if (id && (await isTerminal(ctx, id))) return { id, accepted, terminal: since() }
       await sleep(id ? 250 : 500)
     }
     return { accepted, terminal: Infinity }
   }
   const probes = await Promise.all([0, 1, 2].map(probe))
-  probes.forEach((p, i) => log(`  probe via node ${i}: accepted ${p.accepted.toFixed(1)} s, terminal ${p.terminal.toFixed(1)} s after the fault`))
+  probes.forEach((p, i) => log(`  probe ${p.id ?? "-"} via node ${i}: accepted ${p.accepted.toFixed(1)} s, terminal ${p.terminal.toFixed(1)} s after the fault`))
   log(`  all three nodes accepted a job ${Math.max(...probes.map((p) => p.accepted)).toFixed(1)} s after the fault`)
   return Math.max(...probes.map((p) => p.terminal))
 }

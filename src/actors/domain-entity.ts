@@ -64,9 +64,12 @@ export const DomainEntity = Entity.make("Domain", [
  * messages between nodes, one per domain a node holds slots of, so they can come often.
  */
 export const SLOT_LEASE_MS = 30_000
-export const SLOT_RENEW_MS = 2_000
-/** How long an entity started within its mark waits for renewals: a period, plus a send (at most 2 s) and a margin. */
-export const RESTART_QUIET_MS = SLOT_RENEW_MS + 3000
+export const SLOT_RENEW_MS = 1_000
+/**
+ * How long an entity started within its mark waits for renewals: a renewal period (they are sent on
+ * a fixed beat, a slow send never delays the next), plus 2 s for the send and a stalled event loop.
+ */
+export const RESTART_QUIET_MS = SLOT_RENEW_MS + 2000
 
 /** A holder's job and run (run 0 when the holder names no run). */
 export const parseHolder = (holder: string): { readonly job: string; readonly run: number } => {
@@ -112,7 +115,7 @@ export const DomainEntityLive = DomainEntity.toLayer(
     // its node died with slots out, does not hand out more while their holders still fetch, the
     // entity marks in SQL until when it may have slots out: every grant is covered by the mark for
     // its whole lease. Starting within a marked span, it grants nothing until the holders' nodes have
-    // had the time to renew their slots with it (a renewal period, plus a send, plus a margin).
+    // had the time to renew their slots with it (`RESTART_QUIET_MS`).
     const services = yield* Effect.context<never>()
     const mark = yield* repo.leaseMark(domainId).pipe(Effect.orElseSucceed(() => undefined))
     let markedUntil = mark ? mark.getTime() : 0

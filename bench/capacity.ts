@@ -1,0 +1,208 @@
+/**
+ * `npm run capacity`: the measured inputs of the capacity model (docs/scaling.md). One Trawl node
+ * on a PostgreSQL of its own (bench/chaos/infra.ts, with pg_stat_statements loaded, so nothing else
+ * writes there), phases one after another, each measured as a delta of the database's counters and
+ * of the CPU time of the node and its browsers (from /proc), less what the idle node costs over the
+ * same time:
+ *   idle        the node doing nothing (the cluster's polling, its shard locks)
+ *   jobs        plain-HTTP jobs of one ~2 KB page, no webhook
+ *   webhooks    the same jobs with a webhook (receiver answers 200): the difference is one delivery
+ *   extractions inline article extractions, no webhook
+ *   browser     jobs that go straight to Chromium (`brave`)
+ *
+ *   npm run capacity -- --jobs 300 --extractions 150 --browser-jobs 30
+ */
+import { readdirSync, readFileSync } from "node:fs"
+import { setTimeout as sleep } from "node:timers/promises"
+import { startFakeLlm } from "../test/support/fake-llm.ts"
+import { loopbackOnlyEnv, startFixtureSite } from "../test/support/fixture-site.ts"
+import { INTERNAL_TOKEN, pgQuery, startServer } from "../test/support/server-process.ts"
+import { startPostgres } from "./chaos/infra.ts"
+import { startReceiver } from "./chaos/receiver.ts"
+import { numberOption } from "./support/options.ts"
+
+process.env.TRAWL_CHECK_RESPONSES = "0"
+
+const jobsN = numberOption("jobs", 300)
+const extractionsN = numberOption("extractions", 150)
+const browserN = numberOption("browser-jobs", 30)
+const idleS = numberOption("idle-seconds", 30)
+const concurrency = numberOption("concurrency", 16)
+const HOSTS = ["127.0.0.81", "127.0.0.82", "127.0.0.83", "127.0.0.84", "127.0.0.85", "127.0.0.86", "127.0.0.87", "127.0.0.88"]
+const TICKS = 100 // USER_HZ on Linux
+
+/** CPU seconds of a process tree: each live process's own time and that of its children already reaped. */
+const treeCpu = (root: number): number => {
+  const procs = new Map<number, { ppid: number; cpu: number }>()
+  for (const e of readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, "utf8")
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+      // After the command: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14)
+      procs.set(Number(e), { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / TICKS })
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const inTree = (pid: number): boolean => pid === root || (pid > 1 && procs.has(pid) && inTree(procs.get(pid)!.ppid))
+  let node = 0
+  let others = 0
+  for (const [pid, p] of procs) {
+    if (pid === root) node = p.cpu
+    else if (inTree(pid)) others += p.cpu
+  }
+  return node + others
+}
+
+interface Snap {
+  readonly at: number
+  readonly statements: number
+  readonly wal: bigint
+  readonly commits: number
+  readonly rows: number
+  readonly cpu: number
+}
+
+const main = async () => {
+  const pg = await startPostgres("-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all")
+  const site = await startFixtureSite({ hosts: HOSTS })
+  const llm = await startFakeLlm()
+  const receiver = await startReceiver(0)
+  await pgQuery(pg.url, "CREATE DATABASE capacity")
+  await pgQuery(pg.url, "CREATE EXTENSION pg_stat_statements")
+  const dbUrl = pg.dbUrl("capacity")
+  const server = await startServer({
+    DATABASE_URL: dbUrl,
+    ALLOW_PRIVATE_TARGETS: "true",
+    LLM_BASE_URL: llm.baseUrl,
+    LLM_MODEL: "capacity-model",
+    ...loopbackOnlyEnv()
+  }, { timeoutMs: 120_000 })
+  const pid = server.process.pid!
+  const base = `http://127.0.0.1:${server.port}`
+  try {
+    const key = await createTenant(base, dbUrl)
+    // Counters read from the `postgres` database, so the reads do not count in `capacity`'s figures.
+    const snap = async (): Promise<Snap> => {
+      // pg_stat_database is flushed by the backends about once a second.
+      await sleep(1500)
+      const [s] = await pgQuery<{ statements: string; wal: string; commits: string; rows: string }>(pg.url, `
+        SELECT (SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = 'capacity') AS statements,
+               pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS wal,
+               xact_commit AS commits, tup_inserted + tup_updated + tup_deleted AS rows
+        FROM pg_stat_database WHERE datname = 'capacity'`)
+      return { at: Date.now(), statements: Number(s!.statements), wal: BigInt(s!.wal.split(".")[0]!), commits: Number(s!.commits), rows: Number(s!.rows), cpu: treeCpu(pid) }
+    }
+    const delta = (a: Snap, b: Snap) => ({
+      seconds: (b.at - a.at) / 1000,
+      statements: b.statements - a.statements,
+      walBytes: Number(b.wal - a.wal),
+      commits: b.commits - a.commits,
+      rows: b.rows - a.rows,
+      cpu: b.cpu - a.cpu
+    })
+    type Delta = ReturnType<typeof delta>
+
+    // The idle node: its cost per second is taken off each phase.
+    await sleep(10_000)
+    const i0 = await snap()
+    await sleep(idleS * 1000)
+    const idle = delta(i0, await snap())
+    const perSecond = (d: Delta) => ({ statements: d.statements / d.seconds, walBytes: d.walBytes / d.seconds, commits: d.commits / d.seconds, rows: d.rows / d.seconds, cpu: d.cpu / d.seconds })
+    const idleRate = perSecond(idle)
+    console.log(`idle node (${idle.seconds.toFixed(0)} s): per second ${idleRate.statements.toFixed(1)} statements, ${(idleRate.walBytes / 1024).toFixed(1)} KB WAL, ${idleRate.commits.toFixed(1)} commits, ${idleRate.rows.toFixed(1)} rows written, ${(idleRate.cpu * 1000).toFixed(0)} ms CPU`)
+
+    const phase = async (name: string, n: number, body: (i: number) => { path: string; body: unknown }, table: "jobs" | "extractions") => {
+      const a = await snap()
+      const ids: Array<string> = []
+      let next = 0
+      await Promise.all(Array.from({ length: concurrency }, async () => {
+        while (next < n) {
+          const i = next++
+          const req = body(i)
+          const res = await fetch(base + req.path, { method: "POST", headers: { "content-type": "application/json", "x-api-key": key }, body: JSON.stringify(req.body) })
+          const json = (await res.json()) as any
+          if (res.status !== 201 && res.status !== 202) throw new Error(`${name}: ${res.status} ${JSON.stringify(json)}`)
+          ids.push(json.data.id)
+        }
+      }))
+      // Until every resource is terminal and settled, and no delivery is pending.
+      for (;;) {
+        const [o] = await pgQuery<{ open: string }>(dbUrl, `SELECT
+          (SELECT count(*) FROM ${table} WHERE id = ANY($1) AND (settled_at IS NULL OR status NOT IN ('done', 'failed', 'dead', 'cancelled'))) +
+          (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending') AS open`, [ids])
+        if (Number(o!.open) === 0) break
+        await sleep(500)
+      }
+      const d = delta(a, await snap())
+      const per = (x: number, rate: number) => (x - rate * d.seconds) / n
+      const r = {
+        name,
+        n,
+        seconds: d.seconds,
+        statements: per(d.statements, idleRate.statements),
+        walBytes: per(d.walBytes, idleRate.walBytes),
+        commits: per(d.commits, idleRate.commits),
+        rows: per(d.rows, idleRate.rows),
+        cpuMs: per(d.cpu, idleRate.cpu) * 1000
+      }
+      console.log(`${name}: ${n} in ${d.seconds.toFixed(1)} s; per unit (idle cost taken off): ${r.statements.toFixed(1)} statements, ${(r.walBytes / 1024).toFixed(1)} KB WAL, ${r.commits.toFixed(1)} commits, ${r.rows.toFixed(1)} rows written, ${r.cpuMs.toFixed(1)} ms CPU (node and browsers)`)
+      return r
+    }
+    const pageJob = (i: number, hook: boolean) => ({
+      path: "/v1/scraper/jobs",
+      body: { url: site.url(`/page?c=${i}-${hook}`, i % HOSTS.length), ...(hook ? { webhookUrl: receiver.url, webhookSecret: "capacity-webhook-secret-0123456789" } : {}) }
+    })
+    const jobs = await phase("jobs", jobsN, (i) => pageJob(i, false), "jobs")
+    const hooked = await phase("jobs with webhook", jobsN, (i) => pageJob(i, true), "jobs")
+    const extractions = await phase("extractions", extractionsN, (i) => ({
+      path: "/v1/extractor/extractions",
+      body: { type: "article", input: `<html><body><article><h1>Capacity ${i}</h1><p>${"Inline text for the capacity run. ".repeat(30)}</p></article></body></html>` }
+    }), "extractions")
+    const browser = await phase("browser jobs", browserN, (i) => ({
+      path: "/v1/scraper/jobs",
+      body: { url: site.url(`/page?b=${i}`, i % HOSTS.length), escalation: [{ engine: "brave", attempts: 1, timeoutMs: 30_000 }] }
+    }), "jobs")
+    const deliveries = receiver.log.length
+    console.log(`webhook delivery (jobs with webhook less jobs, ${deliveries} arrivals for ${jobsN} jobs): ` +
+      `${(hooked.statements - jobs.statements).toFixed(1)} statements, ${((hooked.walBytes - jobs.walBytes) / 1024).toFixed(1)} KB WAL, ` +
+      `${(hooked.commits - jobs.commits).toFixed(1)} commits, ${(hooked.rows - jobs.rows).toFixed(1)} rows, ${(hooked.cpuMs - jobs.cpuMs).toFixed(1)} ms CPU`)
+    const top = await pgQuery<{ calls: string; query: string }>(pg.url, `
+      SELECT calls::text, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+      WHERE d.datname = 'capacity' ORDER BY calls DESC LIMIT 12`)
+    console.log("most frequent statements over the whole run:")
+    for (const t of top) console.log(`  ${t.calls.padStart(7)}  ${t.query}`)
+    void extractions
+    void browser
+  } finally {
+    await server.stop("SIGTERM").catch(() => undefined)
+    await receiver.close()
+    await llm.close()
+    await site.close()
+    pg.destroy()
+  }
+}
+
+const createTenant = async (base: string, dbUrl: string) => {
+  const res = await fetch(`${base}/internal/v1/tenants`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-internal-token": INTERNAL_TOKEN },
+    body: JSON.stringify({ name: "Capacity", ownerEmail: `capacity-${Date.now()}@example.com`, ownerPassword: "correct horse battery", credits: "100000.0000" })
+  })
+  const json = (await res.json()) as any
+  if (res.status !== 201) throw new Error(`tenant: ${res.status} ${JSON.stringify(json)}`)
+  const { apiKey, apiKeyId, ownerIdentityId, tenantId } = json.data
+  const patched = await fetch(`${base}/v1/iam/identities/${ownerIdentityId}/api-keys/${apiKeyId}`, {
+    method: "PATCH",
+    headers: { "content-type": "application/json", "x-api-key": apiKey },
+    body: JSON.stringify({ rateLimitPerMinute: 5000 })
+  })
+  if (patched.status !== 200) throw new Error(`key rate limit: ${patched.status}`)
+  for (const k of ["scraper.jobs.concurrent", "scraper.jobs.daily", "extractor.extractions.daily"]) {
+    await pgQuery(dbUrl, "INSERT INTO quota_overrides (tenant_id, quota_key, quota_limit) VALUES ($1, $2, 1000000)", [tenantId, k])
+  }
+  return apiKey as string
+}
+
+await main()
