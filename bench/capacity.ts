@@ -170,7 +170,7 @@ const main = async () => {
       `${(hooked.commits - jobs.commits).toFixed(1)} commits, ${(hooked.rows - jobs.rows).toFixed(1)} rows, ${(hooked.cpuMs - jobs.cpuMs).toFixed(1)} ms CPU`)
     const top = await pgQuery<{ calls: string; query: string }>(pg.url, `
       SELECT calls::text, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
-      WHERE d.datname = 'capacity' ORDER BY calls DESC LIMIT 12`)
+      WHERE d.datname = 'capacity' ORDER BY s.calls DESC LIMIT 15`)
     console.log("most frequent statements over the whole run:")
     for (const t of top) console.log(`  ${t.calls.padStart(7)}  ${t.query}`)
     void extractions
