@@ -17,7 +17,8 @@ import { setTimeout as sleep } from "node:timers/promises"
 import { startFakeLlm } from "../test/support/fake-llm.ts"
 import { loopbackOnlyEnv, startFixtureSite } from "../test/support/fixture-site.ts"
 import { INTERNAL_TOKEN, pgQuery, startServer } from "../test/support/server-process.ts"
-import { startPostgres } from "./chaos/infra.ts"
+import { execFileSync } from "node:child_process"
+import { startPostgres, startRedis } from "./chaos/infra.ts"
 import { startReceiver } from "./chaos/receiver.ts"
 import { numberOption } from "./support/options.ts"
 
@@ -57,6 +58,9 @@ const treeCpu = (root: number): number => {
 
 interface Snap {
   readonly at: number
+  readonly pgCpu: number
+  readonly redisCommands: number
+  readonly tables: ReadonlyMap<string, number>
   readonly statements: number
   readonly wal: bigint
   readonly commits: number
@@ -69,11 +73,15 @@ const main = async () => {
   const site = await startFixtureSite({ hosts: HOSTS })
   const llm = await startFakeLlm()
   const receiver = await startReceiver(0)
+  const redis = await startRedis()
+  const redisCommands = () =>
+    Number(/total_commands_processed:(\d+)/.exec(execFileSync("redis-cli", ["-u", redis.url, "INFO", "stats"]).toString())?.[1] ?? 0)
   await pgQuery(pg.url, "CREATE DATABASE capacity")
   await pgQuery(pg.url, "CREATE EXTENSION pg_stat_statements")
   const dbUrl = pg.dbUrl("capacity")
   const server = await startServer({
     DATABASE_URL: dbUrl,
+    REDIS_URL: redis.url,
     ALLOW_PRIVATE_TARGETS: "true",
     LLM_BASE_URL: llm.baseUrl,
     LLM_MODEL: "capacity-model",
@@ -92,7 +100,18 @@ const main = async () => {
                pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS wal,
                xact_commit AS commits, tup_inserted + tup_updated + tup_deleted AS rows
         FROM pg_stat_database WHERE datname = 'capacity'`)
-      return { at: Date.now(), statements: Number(s!.statements), wal: BigInt(s!.wal.split(".")[0]!), commits: Number(s!.commits), rows: Number(s!.rows), cpu: treeCpu(pid) }
+      const tables = await pgQuery<{ relname: string; n: string }>(dbUrl, "SELECT relname, (n_tup_ins + n_tup_upd + n_tup_del)::text AS n FROM pg_stat_user_tables")
+      return {
+        at: Date.now(),
+        statements: Number(s!.statements),
+        wal: BigInt(s!.wal.split(".")[0]!),
+        commits: Number(s!.commits),
+        rows: Number(s!.rows),
+        cpu: treeCpu(pid),
+        pgCpu: treeCpu(pg.pid()),
+        redisCommands: redisCommands(),
+        tables: new Map(tables.map((t) => [t.relname, Number(t.n)]))
+      }
     }
     const delta = (a: Snap, b: Snap) => ({
       seconds: (b.at - a.at) / 1000,
@@ -100,7 +119,10 @@ const main = async () => {
       walBytes: Number(b.wal - a.wal),
       commits: b.commits - a.commits,
       rows: b.rows - a.rows,
-      cpu: b.cpu - a.cpu
+      cpu: b.cpu - a.cpu,
+      pgCpu: b.pgCpu - a.pgCpu,
+      redisCommands: b.redisCommands - a.redisCommands,
+      tables: new Map([...b.tables].map(([t, n]) => [t, n - (a.tables.get(t) ?? 0)] as const))
     })
     type Delta = ReturnType<typeof delta>
 
@@ -109,12 +131,24 @@ const main = async () => {
     const i0 = await snap()
     await sleep(idleS * 1000)
     const idle = delta(i0, await snap())
-    const perSecond = (d: Delta) => ({ statements: d.statements / d.seconds, walBytes: d.walBytes / d.seconds, commits: d.commits / d.seconds, rows: d.rows / d.seconds, cpu: d.cpu / d.seconds })
+    const perSecond = (d: Delta) => ({
+      statements: d.statements / d.seconds,
+      walBytes: d.walBytes / d.seconds,
+      commits: d.commits / d.seconds,
+      rows: d.rows / d.seconds,
+      cpu: d.cpu / d.seconds,
+      pgCpu: d.pgCpu / d.seconds,
+      redisCommands: d.redisCommands / d.seconds,
+      tables: new Map([...d.tables].map(([t, n]) => [t, n / d.seconds] as const))
+    })
     const idleRate = perSecond(idle)
-    console.log(`idle node (${idle.seconds.toFixed(0)} s): per second ${idleRate.statements.toFixed(1)} statements, ${(idleRate.walBytes / 1024).toFixed(1)} KB WAL, ${idleRate.commits.toFixed(1)} commits, ${idleRate.rows.toFixed(1)} rows written, ${(idleRate.cpu * 1000).toFixed(0)} ms CPU`)
+    console.log(`idle node (${idle.seconds.toFixed(0)} s): per second ${idleRate.statements.toFixed(1)} statements, ${(idleRate.walBytes / 1024).toFixed(1)} KB WAL, ${idleRate.commits.toFixed(1)} commits, ${idleRate.rows.toFixed(1)} rows written, ${(idleRate.cpu * 1000).toFixed(0)} ms CPU of the node, ${(idleRate.pgCpu * 1000).toFixed(0)} ms of PostgreSQL, ${idleRate.redisCommands.toFixed(1)} Redis commands; rows by table ${[...idleRate.tables].filter(([, n]) => n > 0.05).map(([t, n]) => `${t} ${n.toFixed(1)}`).join(", ")}`)
 
     const phase = async (name: string, n: number, body: (i: number) => { path: string; body: unknown }, table: "jobs" | "extractions") => {
       const a = await snap()
+      // This bench's own statements on the database during the phase (its polls, and the table
+      // counters read just after the first snapshot) are not the node's.
+      let own = 1
       const ids: Array<string> = []
       let next = 0
       await Promise.all(Array.from({ length: concurrency }, async () => {
@@ -132,6 +166,7 @@ const main = async () => {
         const [o] = await pgQuery<{ open: string }>(dbUrl, `SELECT
           (SELECT count(*) FROM ${table} WHERE id = ANY($1) AND (settled_at IS NULL OR status NOT IN ('done', 'failed', 'dead', 'cancelled'))) +
           (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending') AS open`, [ids])
+        own++
         if (Number(o!.open) === 0) break
         await sleep(500)
       }
@@ -141,13 +176,17 @@ const main = async () => {
         name,
         n,
         seconds: d.seconds,
-        statements: per(d.statements, idleRate.statements),
+        statements: per(d.statements - own, idleRate.statements),
         walBytes: per(d.walBytes, idleRate.walBytes),
-        commits: per(d.commits, idleRate.commits),
+        commits: per(d.commits - own, idleRate.commits),
         rows: per(d.rows, idleRate.rows),
-        cpuMs: per(d.cpu, idleRate.cpu) * 1000
+        cpuMs: per(d.cpu, idleRate.cpu) * 1000,
+        pgCpuMs: per(d.pgCpu, idleRate.pgCpu) * 1000,
+        redis: per(d.redisCommands, idleRate.redisCommands)
       }
-      console.log(`${name}: ${n} in ${d.seconds.toFixed(1)} s; per unit (idle cost taken off): ${r.statements.toFixed(1)} statements, ${(r.walBytes / 1024).toFixed(1)} KB WAL, ${r.commits.toFixed(1)} commits, ${r.rows.toFixed(1)} rows written, ${r.cpuMs.toFixed(1)} ms CPU (node and browsers)`)
+      const byTable = [...d.tables].map(([t, x]) => [t, per(x, idleRate.tables.get(t) ?? 0)] as const).filter(([, x]) => x >= 0.05).sort((a, b) => b[1] - a[1])
+      console.log(`${name}: ${n} in ${d.seconds.toFixed(1)} s; per unit (idle cost taken off): ${r.statements.toFixed(1)} statements, ${(r.walBytes / 1024).toFixed(1)} KB WAL, ${r.commits.toFixed(1)} commits, ${r.rows.toFixed(1)} rows written, ${r.cpuMs.toFixed(1)} ms CPU of the node and its browsers, ${r.pgCpuMs.toFixed(1)} ms of PostgreSQL, ${r.redis.toFixed(1)} Redis commands`)
+      console.log(`  rows written by table: ${byTable.map(([t, x]) => `${t} ${x.toFixed(2)}`).join(", ")}`)
       return r
     }
     const pageJob = (i: number, hook: boolean) => ({
@@ -167,7 +206,7 @@ const main = async () => {
     const deliveries = receiver.log.length
     console.log(`webhook delivery (jobs with webhook less jobs, ${deliveries} arrivals for ${jobsN} jobs): ` +
       `${(hooked.statements - jobs.statements).toFixed(1)} statements, ${((hooked.walBytes - jobs.walBytes) / 1024).toFixed(1)} KB WAL, ` +
-      `${(hooked.commits - jobs.commits).toFixed(1)} commits, ${(hooked.rows - jobs.rows).toFixed(1)} rows, ${(hooked.cpuMs - jobs.cpuMs).toFixed(1)} ms CPU`)
+      `${(hooked.commits - jobs.commits).toFixed(1)} commits, ${(hooked.rows - jobs.rows).toFixed(1)} rows, ${(hooked.cpuMs - jobs.cpuMs).toFixed(1)} ms CPU of the node, ${(hooked.pgCpuMs - jobs.pgCpuMs).toFixed(1)} ms of PostgreSQL`)
     const top = await pgQuery<{ calls: string; query: string }>(pg.url, `
       SELECT calls::text, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
       WHERE d.datname = 'capacity' ORDER BY s.calls DESC LIMIT 15`)
@@ -180,6 +219,7 @@ const main = async () => {
     await receiver.close()
     await llm.close()
     await site.close()
+    await redis.stop()
     pg.destroy()
   }
 }

@@ -5,7 +5,7 @@
  * free port, no persistence.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
-import { chmodSync, chownSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { chmodSync, chownSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { freePort } from "../../test/support/server-process.ts"
@@ -39,6 +39,8 @@ export const startPostgres = async (extra = "") => {
   const stop = () => asPostgres([join(bin, "pg_ctl"), "-D", data, "-w", "-m", "fast", "stop"])
   start()
   return {
+    /** The postmaster's pid: its process tree is all of this server's CPU. */
+    pid: () => Number(readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]),
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     dbUrl: (name: string) => `postgres://postgres@127.0.0.1:${port}/${name}`,
     start,
