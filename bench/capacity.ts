@@ -144,6 +144,9 @@ const main = async () => {
     const idleRate = perSecond(idle)
     console.log(`idle node (${idle.seconds.toFixed(0)} s): per second ${idleRate.statements.toFixed(1)} statements, ${(idleRate.walBytes / 1024).toFixed(1)} KB WAL, ${idleRate.commits.toFixed(1)} commits, ${idleRate.rows.toFixed(1)} rows written, ${(idleRate.cpu * 1000).toFixed(0)} ms CPU of the node, ${(idleRate.pgCpu * 1000).toFixed(0)} ms of PostgreSQL, ${idleRate.redisCommands.toFixed(1)} Redis commands; rows by table ${[...idleRate.tables].filter(([, n]) => n > 0.05).map(([t, n]) => `${t} ${n.toFixed(1)}`).join(", ")}`)
 
+    let retried = 0
+    const post = (req: { path: string; body: unknown }) =>
+      fetch(base + req.path, { method: "POST", headers: { "content-type": "application/json", "x-api-key": key }, body: JSON.stringify(req.body) })
     const phase = async (name: string, n: number, body: (i: number) => { path: string; body: unknown }, table: "jobs" | "extractions") => {
       const a = await snap()
       // This bench's own statements on the database during the phase (its polls, and the table
@@ -155,7 +158,13 @@ const main = async () => {
         while (next < n) {
           const i = next++
           const req = body(i)
-          const res = await fetch(base + req.path, { method: "POST", headers: { "content-type": "application/json", "x-api-key": key }, body: JSON.stringify(req.body) })
+          let res = await post(req)
+          // A 503 (the cluster busy on this loaded box) is resent after its Retry-After, as a client would.
+          for (let tries = 0; res.status === 503 && tries < 5; tries++) {
+            retried++
+            await sleep(Number(res.headers.get("retry-after") ?? 1) * 1000)
+            res = await post(req)
+          }
           const json = (await res.json()) as any
           if (res.status !== 201 && res.status !== 202) throw new Error(`${name}: ${res.status} ${JSON.stringify(json)}`)
           ids.push(json.data.id)
@@ -203,6 +212,7 @@ const main = async () => {
       path: "/v1/scraper/jobs",
       body: { url: site.url(`/page?b=${i}`, i % HOSTS.length), escalation: [{ engine: "brave", attempts: 1, timeoutMs: 30_000 }] }
     }), "jobs")
+    console.log(`requests resent after a 503: ${retried}`)
     const deliveries = receiver.log.length
     console.log(`webhook delivery (jobs with webhook less jobs, ${deliveries} arrivals for ${jobsN} jobs): ` +
       `${(hooked.statements - jobs.statements).toFixed(1)} statements, ${((hooked.walBytes - jobs.walBytes) / 1024).toFixed(1)} KB WAL, ` +
