@@ -159,8 +159,8 @@ const main = async () => {
           const i = next++
           const req = body(i)
           let res = await post(req)
-          // A 503 (the cluster busy on this loaded box) is resent after its Retry-After, as a client would.
-          for (let tries = 0; res.status === 503 && tries < 5; tries++) {
+          // A 503 (the cluster busy on this loaded box) or a 429 (the key's rate limit) is resent after its Retry-After, as a client would.
+          for (let tries = 0; (res.status === 503 || res.status === 429) && tries < 10; tries++) {
             retried++
             await sleep(Number(res.headers.get("retry-after") ?? 1) * 1000)
             res = await post(req)
@@ -212,7 +212,7 @@ const main = async () => {
       path: "/v1/scraper/jobs",
       body: { url: site.url(`/page?b=${i}`, i % HOSTS.length), escalation: [{ engine: "brave", attempts: 1, timeoutMs: 30_000 }] }
     }), "jobs")
-    console.log(`requests resent after a 503: ${retried}`)
+    console.log(`requests resent after a 503 or 429: ${retried}`)
     const deliveries = receiver.log.length
     console.log(`webhook delivery (jobs with webhook less jobs, ${deliveries} arrivals for ${jobsN} jobs): ` +
       `${(hooked.statements - jobs.statements).toFixed(1)} statements, ${((hooked.walBytes - jobs.walBytes) / 1024).toFixed(1)} KB WAL, ` +
