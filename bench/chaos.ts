@@ -338,7 +338,14 @@ const drainAndCheck = async (scenario: number, ctx: Context, load: Load, recover
       ctx.dbUrl,
       "SELECT resource_id, event_status, status FROM webhook_deliveries"
     )
-    return { jobs, extractions, deliveries }
+    // Rows no 2xx announced must end too: the drain waits for them as well (counted as stuck if not).
+    const [unannounced] = await pgQuery<{ n: string }>(
+      ctx.dbUrl,
+      `SELECT (SELECT count(*) FROM jobs WHERE NOT (id = ANY($1)) AND status NOT IN ('done', 'failed', 'dead')) +
+              (SELECT count(*) FROM extractions WHERE NOT (id = ANY($2)) AND status NOT IN ('done', 'dead', 'cancelled')) AS n`,
+      [jobIds, extractionIds]
+    )
+    return { jobs, extractions, deliveries, unannouncedOpen: Number(unannounced?.n ?? 0) }
   }
   const drainStart = Date.now()
   const deadline = drainStart + drainSeconds * 1000
@@ -346,7 +353,8 @@ const drainAndCheck = async (scenario: number, ctx: Context, load: Load, recover
   const open = () =>
     s.jobs.filter((j) => !jobTerminal.includes(j.status) || j.settled_at === null).length +
     s.extractions.filter((x) => !extractionTerminal.includes(x.status) || x.settled_at === null).length +
-    s.deliveries.filter((d) => d.status === "pending").length
+    s.deliveries.filter((d) => d.status === "pending").length +
+    s.unannouncedOpen
   while (open() > 0 && Date.now() < deadline) {
     await sleep(2000)
     s = await snapshot()
