@@ -244,6 +244,20 @@ describe("GET /metrics", () => {
     expect((await fetch(`http://127.0.0.1:${metricsPort}/v1/openapi.json`)).status).toBe(404)
   })
 
+  it("reports the event loop's delay since the previous scrape, by quantile", async () => {
+    await scrape()
+    await new Promise((r) => setTimeout(r, 300))
+    const m = await scrape()
+    const [p50, p99, max] = ["p50", "p99", "max"].map((q) => m.get(`trawl_event_loop_delay_seconds{quantile="${q}"}`))
+    // Sampled every 10 ms: a loop that ran at all reads at least that much; an idle server far less than 5 s, even on a loaded box.
+    for (const v of [p50, p99, max]) {
+      expect(v).toBeGreaterThan(0)
+      expect(v).toBeLessThan(5)
+    }
+    expect(p50!).toBeLessThanOrEqual(p99!)
+    expect(p99!).toBeLessThanOrEqual(max!)
+  })
+
   it("moves the named series as jobs, deliveries and extractions run", async () => {
     const api = client(server.baseUrl)
     const t = await api.createTenant()

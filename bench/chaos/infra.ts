@@ -5,7 +5,7 @@
  * free port, no persistence.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
-import { chmodSync, chownSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { chmodSync, chownSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { freePort } from "../../test/support/server-process.ts"
@@ -21,7 +21,8 @@ const asPostgres = (args: ReadonlyArray<string>) => {
   return execFileSync(cmd as string, rest as Array<string>, { stdio: ["ignore", "pipe", "pipe"] }).toString()
 }
 
-export const startPostgres = async () => {
+/** `extra`: more server settings, as `-c name=value` options (the capacity bench loads pg_stat_statements). */
+export const startPostgres = async (extra = "") => {
   const dir = mkdtempSync(join(tmpdir(), "trawl-chaos-pg-"))
   chmodSync(dir, 0o755)
   if (process.getuid?.() === 0) {
@@ -33,11 +34,13 @@ export const startPostgres = async () => {
   const port = await freePort()
   const bin = pgBin()
   asPostgres([join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "--no-sync"])
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300 -c shared_buffers=64MB`
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300 -c shared_buffers=64MB ${extra}`
   const start = () => asPostgres([join(bin, "pg_ctl"), "-D", data, "-w", "-l", join(dir, "log"), "-o", options, "start"])
   const stop = () => asPostgres([join(bin, "pg_ctl"), "-D", data, "-w", "-m", "fast", "stop"])
   start()
   return {
+    /** The postmaster's pid: its process tree is all of this server's CPU. */
+    pid: () => Number(readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]),
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     dbUrl: (name: string) => `postgres://postgres@127.0.0.1:${port}/${name}`,
     start,

@@ -56,9 +56,20 @@ export const DomainEntity = Entity.make("Domain", [
  * A slot is a lease: the entity frees it `SLOT_LEASE_MS` after it was granted or last renewed, in
  * case its holder's node died. While a job holds it (waiting for a crawl slot, or fetching), its
  * node renews it every `SLOT_RENEW_MS` (see DomainSlots).
+ *
+ * The renewal period also sets how long an entity started again within its mark grants nothing
+ * (`RESTART_QUIET_MS`): its shard moved, or every shard was given up while PostgreSQL was out of
+ * reach, and the slots' holders must have had the time to tell it of themselves. At 10 s this
+ * held each domain ~13 s after a PostgreSQL outage (docs/chaos.md); renewals are small one-way
+ * messages between nodes, one per domain a node holds slots of, so they can come often.
  */
 export const SLOT_LEASE_MS = 30_000
-export const SLOT_RENEW_MS = 10_000
+export const SLOT_RENEW_MS = 1_000
+/**
+ * How long an entity started within its mark waits for renewals: a renewal period (they are sent on
+ * a fixed beat, a slow send never delays the next), plus 2 s for the send and a stalled event loop.
+ */
+export const RESTART_QUIET_MS = SLOT_RENEW_MS + 2000
 
 /** A holder's job and run (run 0 when the holder names no run). */
 export const parseHolder = (holder: string): { readonly job: string; readonly run: number } => {
@@ -104,11 +115,11 @@ export const DomainEntityLive = DomainEntity.toLayer(
     // its node died with slots out, does not hand out more while their holders still fetch, the
     // entity marks in SQL until when it may have slots out: every grant is covered by the mark for
     // its whole lease. Starting within a marked span, it grants nothing until the holders' nodes have
-    // had the time to renew their slots with it (a renewal period, plus a send, plus a margin).
+    // had the time to renew their slots with it (`RESTART_QUIET_MS`).
     const services = yield* Effect.context<never>()
     const mark = yield* repo.leaseMark(domainId).pipe(Effect.orElseSucceed(() => undefined))
     let markedUntil = mark ? mark.getTime() : 0
-    const quietUntil = Math.min(markedUntil, Date.now() + SLOT_RENEW_MS + 3000)
+    const quietUntil = Math.min(markedUntil, Date.now() + RESTART_QUIET_MS)
     let marking: Fiber.Fiber<void> | undefined
     // Until when grants go on unmarked, after a mark could not be written.
     let unmarkedUntil = 0

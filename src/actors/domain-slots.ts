@@ -101,9 +101,13 @@ export const makeDomainSlots = (
         { concurrency: "unbounded", discard: true }
       )
     )
+    // On a fixed beat, each round on its own fiber: a round whose sends wait (up to 2 s each) never
+    // delays the next, so an entity started again hears from every live holder within one period
+    // (it waits `RESTART_QUIET_MS` for that). Renewing twice is harmless.
     yield* renewAll.pipe(
       Effect.catchCause(Effect.logWarning),
-      Effect.repeat(Schedule.spaced(renewEveryMs)),
+      Effect.forkIn(scope),
+      Effect.repeat(Schedule.fixed(renewEveryMs)),
       Effect.delay(renewEveryMs),
       Effect.forkIn(scope)
     )

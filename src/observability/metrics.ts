@@ -82,6 +82,7 @@ const poolConnections = gauge("trawl_db_pool_connections", "This node's database
 const poolMax = gauge("trawl_db_pool_max_connections", "The most database connections this node opens")
 const browserProcesses = gauge("trawl_browser_processes", "Browser processes this node runs (top-level, one per browser)")
 const browserRss = gauge("trawl_browser_rss_bytes", "Resident memory of this node's browsers with all their child processes")
+const eventLoopDelay = gauge("trawl_event_loop_delay_seconds", "How late this node's event loop ran its timers, by quantile (p50, p99, max), over the time since the previous scrape")
 
 export interface QueueSample {
   readonly kind: "jobs" | "extractions" | "webhook_deliveries"
@@ -107,4 +108,11 @@ export const setPool = (max: number, byState: ReadonlyMap<string, number>) => {
 export const setBrowsers = (processes: number, rssBytes: number) => {
   browserProcesses({}).updateUnsafe(processes, registry)
   browserRss({}).updateUnsafe(rssBytes, registry)
+}
+
+/** The event loop's delay since the previous reading, in seconds by quantile. */
+export const setEventLoopDelay = (p50: number, p99: number, max: number) => {
+  eventLoopDelay({ quantile: "p50" }).updateUnsafe(p50, registry)
+  eventLoopDelay({ quantile: "p99" }).updateUnsafe(p99, registry)
+  eventLoopDelay({ quantile: "max" }).updateUnsafe(max, registry)
 }

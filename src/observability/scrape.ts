@@ -1,10 +1,11 @@
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Context, Effect, Layer, Schedule } from "effect"
 import { PrometheusMetrics } from "effect/observability"
 import { Config } from "../config.ts"
 import { NODE_APPLICATION_NAME, POOL_MAX_CONNECTIONS } from "../sql/database.ts"
 import { MetricsRepo } from "../sql/metrics-repo.ts"
 import { browserUsage } from "./browser-processes.ts"
-import { setBrowsers, setPool, setQueue } from "./metrics.ts"
+import { setBrowsers, setEventLoopDelay, setPool, setQueue } from "./metrics.ts"
 
 /**
  * The node's metrics in Prometheus text (`GET /metrics`, docs/observability.md). The counters and
@@ -28,7 +29,23 @@ export const ScrapeLive = Layer.effect(
         Effect.map(set),
         Effect.catchCause((cause) => Effect.logDebug(`metrics: ${what} could not be read`, cause))
       )
+    // The loop's delay, sampled every 10 ms; each reading covers the time since the one before.
+    const loop = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const h = monitorEventLoopDelay({ resolution: 10 })
+        h.enable()
+        return h
+      }),
+      (h) => Effect.sync(() => h.disable())
+    )
+    const readLoop = Effect.sync(() => {
+      // Nanoseconds; a histogram with no sample yet reads NaN for its percentiles.
+      const s = (ns: number) => (Number.isFinite(ns) ? ns / 1e9 : 0)
+      if (loop.count > 0) setEventLoopDelay(s(loop.percentile(50)), s(loop.percentile(99)), s(loop.max))
+      loop.reset()
+    })
     const refresh = Effect.all([
+      readLoop,
       bounded("queue depth", repo.queues, setQueue),
       bounded("database sessions", repo.sessions(NODE_APPLICATION_NAME), (byState) => setPool(poolMax, byState)),
       bounded("browser processes", Effect.promise(() => browserUsage()), (u) => setBrowsers(u.processes, u.rssBytes))

@@ -11,6 +11,7 @@ import { createBraveEngine, createCamoufoxEngine, MAX_SCREENSHOT_BYTES, rendered
 import { Semaphore } from "../../src/crawl/semaphore.ts"
 import { startGuardProxy } from "../../src/crawl/engines/guard-proxy.ts"
 import { classifyAddress } from "../../src/crawl/ssrf.ts"
+import { hostilePages } from "./hostile-pages.ts"
 import { ARTICLE, type Fixture, fakeLookup, hasChromium, html, jsChallenge, NO_CHROMIUM_REASON, page, startFixture, testBrowserArgs } from "./fixture.ts"
 
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
@@ -203,15 +204,8 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       "/blank": (_req, res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(" \n\t "),
       // Blanks past what the browser keeps of a body for reading back (its buffer is about 10 MB, and 20 MB was not read).
       "/blank-big": (_req, res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(" ".repeat(24 * 1024 * 1024)),
-      // Five pop-ups that each ask for /popup-ping every 50 ms for as long as they are open; the page loads for a second.
-      "/popups": page(200, html(`<h1>Opens pop-ups</h1><script>for (let i = 0; i < 5; i++) window.open("/popup-target?i=" + i, "_blank", "noopener")</script>
-        <img src="/slow-img?i=popups" width="10" height="10">`)),
-      "/popup-target": page(200, html(`<h1>Pop-up</h1><script>setInterval(() => fetch("/popup-ping"), 50)</script>`)),
-      "/popup-ping": (_req, res) => res.writeHead(204).end(),
-      // Allocates without end once loaded: its renderer runs out of its heap.
-      "/hog": page(200, html(`<h1>Hog</h1><script>setTimeout(() => { const a = []; for (;;) a.push(new Array(1e6).fill(1.5)) }, 100)</script>`)),
-      // Reloads itself at once, for ever.
-      "/refresh-loop": page(200, html(`<meta http-equiv="refresh" content="0;url=/refresh-loop"><h1>Refreshing</h1><p>${"words ".repeat(30)}</p>`)),
+      // Pop-ups (/popups, /popup-target, /popup-ping), a memory hog (/hog), a page reloading itself (/refresh-loop).
+      ...hostilePages,
       // A busy canvas as tall as three screens: its full-page PNG is about 14 MB.
       "/noise": page(200, html(`<canvas id="c" width="1366" height="2600"></canvas><script>
         const c = document.getElementById("c").getContext("2d"), img = c.createImageData(1366, 2600)

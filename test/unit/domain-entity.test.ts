@@ -1,7 +1,7 @@
 import { Effect, Fiber, Layer } from "effect"
 import { Entity, ShardingConfig } from "effect/cluster"
 import { describe, expect, it, vi } from "vitest"
-import { DomainEntity, DomainEntityLive, parseHolder, SLOT_RENEW_MS } from "../../src/actors/domain-entity.ts"
+import { DomainEntity, DomainEntityLive, parseHolder, RESTART_QUIET_MS, SLOT_RENEW_MS } from "../../src/actors/domain-entity.ts"
 import { entitySlotBackend } from "../../src/actors/domain-slots.ts"
 import { Config, type loadConfig } from "../../src/config.ts"
 import { makeCrawlServiceTest } from "../../src/crawl/crawl-service.ts"
@@ -60,6 +60,26 @@ describe("DomainEntity politeness slots", () => {
         expect(yield* granted(fresh)).toBe(false)
         yield* domain.Release({ holder: "x#1", outcomes: [] })
         yield* Fiber.join(fresh)
+      }))
+  }, 60_000)
+
+  it("started again within its mark while no holder renews (they died with a PostgreSQL outage), grants again after a few seconds", async () => {
+    const config = await testDatabases[0]!.config()
+    const on = onDatabase(config)
+    // Two slots out, then every shard is given up (the database was out of reach) and the runs that
+    // held the slots were interrupted with it: nobody will renew them.
+    await on((domain) => Effect.all([acquire(domain, "x#1"), acquire(domain, "y#1")]))
+    await on((domain) =>
+      Effect.gen(function*() {
+        const started = Date.now()
+        const fresh = yield* Effect.forkChild(acquire(domain, "fresh"))
+        yield* Effect.sleep("1 second")
+        // Still the quiet: a holder that lives may yet renew.
+        expect(yield* granted(fresh)).toBe(false)
+        // It was 13 s (a 10 s renewal period), which held every domain that long after an outage.
+        const joined = yield* Fiber.join(fresh).pipe(Effect.timeout("7 seconds"), Effect.exit)
+        expect(joined._tag).toBe("Success")
+        expect(Date.now() - started).toBeGreaterThanOrEqual(RESTART_QUIET_MS - 100)
       }))
   }, 60_000)
 

@@ -92,6 +92,20 @@ describe("DomainSlots (the node's side of the domain's politeness slots)", () =>
       }), 50)
   })
 
+  it("renews on a fixed beat: a domain whose renewal send hangs (its entity out of reach) does not hold up the others'", async () => {
+    await run((slots, entity) =>
+      Effect.gen(function*() {
+        const fast = entity.backend.renew
+        // The first domain's entity never answers; a real send gives up after 2 s, this one not at all.
+        entity.backend.renew = (d, holders) => (d === "stuck" ? Effect.never : fast(d, holders))
+        yield* slots.acquire("stuck", "s", 0, 1000)
+        yield* slots.acquire("d", "a", 0, 1000)
+        yield* Effect.sleep("330 millis")
+        // Rounds at 50, 100, ... ms: every one reaches "d" although each waits on "stuck" for ever.
+        expect(entity.log.filter((l) => l === "renew a/1000").length).toBeGreaterThanOrEqual(4)
+      }), 50)
+  })
+
   it("asks the entity while it holds no slot, then hands a freed slot to the next waiting job without asking", async () => {
     await run((slots, entity) =>
       Effect.gen(function*() {
