@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest"
 import { article, para } from "./helpers.ts"
 import { isConsentText } from "../../src/extract/article/main-content.ts"
+import { aboutThePage, looksLikeBody } from "../../src/extract/article/script-data.ts"
 
 const filler = (n: number) => Array.from({ length: n }, (_, i) => `<a href="/x${i}">Menu ${i}</a>`).join(" ")
 
@@ -85,5 +86,53 @@ describe("site vocabulary", () => {
     const body = article(html).data.content
     expect(body).toContain("twelve rounds")
     expect(body).not.toContain("Sidebar story")
+  })
+})
+
+describe("script-data reading (bodies shipped inside inline script data)", () => {
+  const describe_ = `<meta name="description" content="The council says the quay stays closed until spring.">`
+  const shell = (head: string, script: string, visible = `<div id="root"><p>Loading…</p></div>`) =>
+    `<html><head><title>Harbour works extended | Example News</title>${describe_}${head}</head><body>${visible}<script>${script}</script></body></html>`
+  const bodyHtml = Array.from({ length: 5 }, (_, i) => `<p>Part ${i + 1}: the harbour works extended past the winter, the council said, and the quay stays closed to traffic until the spring.</p>`).join("")
+
+  it("reads an HTML body from a framework's state (JSON inside a script)", () => {
+    const state = { props: { post: { id: 7, contents: { html: bodyHtml }, author: "Ann" } } }
+    const out = article(shell("", `window.__STATE__ = ${JSON.stringify(state)};`))
+    const paragraphs = out.data.content.split("\n\n")
+    expect(paragraphs).toHaveLength(5)
+    expect(paragraphs[0]).toMatch(/^Part 1: the harbour works extended/)
+    expect(out.data.content).not.toContain("<p>")
+  })
+
+  it("reads JSON serialized inside a script string (React server components)", () => {
+    const inner = JSON.stringify(["$", "div", null, { dangerouslySetInnerHTML: { __html: bodyHtml } }])
+    const out = article(shell("", `self.__next_f.push([1, ${JSON.stringify("5:" + inner + "\n")}])`))
+    expect(out.data.content.split("\n\n")).toHaveLength(5)
+  })
+
+  it("reads plain prose strings and leaves code, URLs and serialized JSON alone", () => {
+    const prose = "The harbour works extended past the winter, the council said on Tuesday. ".repeat(3) +
+      "Residents were asked to plan their journeys accordingly, and the quay stays closed until spring. ".repeat(3)
+    expect(looksLikeBody(prose)).toBe(true)
+    expect(looksLikeBody("function(a){return a.map((x) => x + 1);} ".repeat(10))).toBe(false)
+    expect(looksLikeBody(JSON.stringify({ a: bodyHtml, b: 1, c: 2 }))).toBe(false)
+    expect(looksLikeBody("<div><span>label</span></div>".repeat(12))).toBe(false)
+    const out = article(shell("", `var data = ${JSON.stringify({ text: prose })}`))
+    expect(out.data.content).toContain("Residents were asked to plan their journeys")
+  })
+
+  it("takes only a text about the page (its title and description), not another item's", () => {
+    const other = Array.from({ length: 5 }, (_, i) => `<p>Item ${i + 1}: this wireless speaker fills a living room with warm sound and lasts a full day on one charge.</p>`).join("")
+    const out = article(shell("", `window.__STATE__ = ${JSON.stringify({ featured: { html: other } })};`))
+    expect(out.data.content).not.toContain("wireless speaker")
+    expect(aboutThePage(["The harbour works extended past winter."], "Harbour works extended")).toBe(false) // too few words to tell
+    expect(aboutThePage(["The harbour works were extended past the winter, the council said."], "Harbour works extended past winter")).toBe(true)
+  })
+
+  it("is not used when the visible page has the article", () => {
+    const other = Array.from({ length: 5 }, (_, i) => `<p>Harbour works extended, draft ${i + 1}: an older version of the story kept in the page's data for the editor preview.</p>`).join("")
+    const out = article(shell("", `window.__STATE__ = ${JSON.stringify({ draft: { html: other } })};`, `<article><h1>Harbour works extended</h1>${para(5)}</article>`))
+    expect(out.data.content).not.toContain("draft")
+    expect(out.data.content.split("\n\n")).toHaveLength(5)
   })
 })
