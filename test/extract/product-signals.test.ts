@@ -78,6 +78,33 @@ describe("product price: choosing among candidates", () => {
   })
 })
 
+describe("product price: structured sale prices and labelled text prices", () => {
+  it("takes the selling price of an offer that also lists its strikethrough price", () => {
+    const html = page(ld({ "@type": "Product", name: "Trail Runner 5", offers: { "@type": "Offer", priceCurrency: "USD", priceSpecification: [
+      { "@type": "UnitPriceSpecification", priceType: "https://schema.org/ListPrice", price: 150 },
+      { "@type": "UnitPriceSpecification", price: 120 },
+    ] } }), `<h1>Trail Runner 5</h1>`)
+    expect(product(html).data.price).toBe(120)
+    // a single specification is the price whatever it is called
+    const one = page(ld({ "@type": "Product", name: "Trail Runner 5", offers: { "@type": "Offer", priceCurrency: "USD", priceSpecification: { "@type": "UnitPriceSpecification", price: 99 } } }), `<h1>Trail Runner 5</h1>`)
+    expect(product(one).data.price).toBe(99)
+  })
+
+  it("reads the currency of a structured price written with its symbol", () => {
+    const html = page(ld({ "@type": "Product", name: "Trail Runner 5", offers: { "@type": "Offer", price: "£19.99" } }), `<h1>Trail Runner 5</h1>`)
+    expect(product(html).data).toMatchObject({ price: 19.99, currency: "GBP" })
+  })
+
+  it("reads a plain-text price after a selling-price label, not the old price before it", () => {
+    const labelled = page("", `<h1>Trail Runner 5</h1><p>Price: $24.99</p><button>Add to cart</button>`)
+    expect(product(labelled).data).toMatchObject({ price: 24.99, currency: "USD" })
+    const wasNow = page("", `<h1>Trail Runner 5</h1><div><span>Was <s>$34.99</s></span> <span>Now $24.99</span></div>`)
+    expect(product(wasNow).data.price).toBe(24.99)
+    const listOnly = page("", `<h1>Trail Runner 5</h1><p>List price: $34.99</p><p>Shipping: $4.99</p>`)
+    expect(product(listOnly).data.price).toBeUndefined()
+  })
+})
+
 describe("product availability: page signals vs structured data", () => {
   const offer = (availability: string) => ({ "@type": "Product", name: "Garni 570", offers: { "@type": "Offer", price: 54.5, priceCurrency: "EUR", availability } })
 

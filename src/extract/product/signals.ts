@@ -359,11 +359,16 @@ const NOT_A_PRICE = /%|\b(off|save|was|from|shipping|delivery|per|x)\b|uvp|statt
 /** Labels of prices that are not the selling price: list/suggested prices, shipping, instalments. */
 const OTHER_PRICE_LABEL = /suggested|rrp|msrp|list price|regular|compare|uvp|statt|vorher|versand|liefer|prix conseillé|avant|livraison|precio (anterior|de lista)|envío|prezzo (consigliato|di listino)|spedizione|frete|verzend|dostawa|доставка|建議售價|建议售价|原價|原价|定價|定价|市價|市价|運費|运费|参考価格|希望小売価格|送料|정가|정상가|배송비|משלוח|每期|installment|monthly|\/\s*mo/i
 
+/** A label naming the selling price at the start of a line (not "list price", "was", "shipping": those are other prices). */
+const SELLING_LABEL = /^\s*(?:(?:our|your|sale|special|offer|current|now)\s+price|price|now|only|preis|unser preis|prix|precio|prezzo|preço|prijs|cena|цена|ціна)\s*:?\s*/i
+
 /** The first amount with a currency within 60 lines after the title line. */
 function priceAfter(lines: string[], from: number): PriceCandidate | undefined {
   const end = Math.min(lines.length, from + 60)
   for (let i = from; i < end; i++) {
-    const t = lines[i]!
+    // a selling-price label on the line ("Price: $24.99", "Now $19", "Preis: 12,90 €") says which amount sells
+    const labelled = SELLING_LABEL.exec(lines[i]!)
+    const t = labelled !== null ? lines[i]!.slice(labelled[0].length) : lines[i]!
     if (t.length > 24 || !/\d/.test(t) || NOT_A_PRICE.test(t)) continue
     let text: string | undefined
     if (PRICE_LINE.test(t) && detectCurrency(t) !== undefined) text = t
@@ -374,7 +379,7 @@ function priceAfter(lines: string[], from: number): PriceCandidate | undefined {
     }
     if (text === undefined) continue
     const before = (lines[i - 2] ?? "") + " " + (lines[i - 1] ?? "")
-    if (before.length < 60 && (NOT_A_PRICE.test(before) || OTHER_PRICE_LABEL.test(before))) continue
+    if (labelled === null && before.length < 60 && (NOT_A_PRICE.test(before) || OTHER_PRICE_LABEL.test(before))) continue
     const p = parsePrice(text)
     if (p !== undefined && p.price > 0) return { score: 0, price: p.price, bid: false, ...(p.currency !== undefined ? { currency: p.currency } : {}) }
   }
