@@ -48,6 +48,22 @@ describe("product SKU: what the page shows", () => {
   })
 })
 
+describe("product SKU: more shop labels and marked attributes", () => {
+  const shop = (body: string) => page("", `<h1>Trail Runner 5</h1><div class="price">$30.00</div>${body}<p>A light shoe for long runs.</p>`)
+  it("reads Web ID and a bare Item label followed by punctuation", () => {
+    expect(product(shop(`<p>Web ID: 4412987</p>`)).data.sku).toBe("4412987")
+    expect(product(shop(`<p>Item: 8839201</p>`)).data.sku).toBe("8839201")
+    // a bare "item" without punctuation is a word, not a label
+    expect(product(shop(`<p>Add this item 8839201 times</p>`)).data.sku).toBeUndefined()
+  })
+
+  it("reads the identifier of a data-sku attribute when the element shows something else", () => {
+    expect(product(shop(`<div class="product-meta" data-product-sku="SK-1001">In stock</div>`)).data.sku).toBe("SK-1001")
+    // not inside a related-products area
+    expect(product(shop(`<section class="related-products"><div data-sku="RP-2002">Other shoe</div></section>`)).data.sku).toBeUndefined()
+  })
+})
+
 describe("product price: choosing among candidates", () => {
   it("ignores old prices and prices of related items", () => {
     const html = page("", `<h1>Hose</h1><div class="price-box"><div class="old-price"><span class="price">$1,499.00</span></div>

@@ -48,12 +48,12 @@ const SKU_LABELS = [
   "cod(?:ice)?\\.?\\s*(?:articolo|prodotto|art\\.?)", "šifra(?:\\s*(?:artikla|proizvoda))?", "kód\\s*(?:produktu|tovaru|zboží)", "kod\\s*(?:produktu|towaru)",
   "nr\\.?\\s*katalogowy", "numer\\s*katalogowy", "katalógové\\s*číslo", "katalogové\\s*číslo", "код\\s*(?:товара|продукта)", "артикул", "арт\\.",
   "varenummer", "varenr\\.?", "varunummer", "artikelnr\\.?", "tuotenumero", "tuotekoodi", "cikkszám", "termékkód", "stock\\s*code",
-  "style\\s*(?:no\\.?|number|#|code)", "catalog(?:ue)?\\s*(?:no\\.?|number|#)", "商品番号", "品番", "货号", "貨號", "商品編號", "商品编号", "商品コード", "商品代码", "asin",
+  "style\\s*(?:no\\.?|number|#|code)", "web\\s*id", "catalog(?:ue)?\\s*(?:no\\.?|number|#)", "商品番号", "品番", "货号", "貨號", "商品編號", "商品编号", "商品コード", "商品代码", "asin",
 ]
 /** Generic code/reference labels: only when punctuation or a line break follows ("Ref. 12", "Код: 12", "Référence⏎12"). */
 const CODE_LABELS = [
   "ref(?:erence)?(?:\\s*(?:no|number|code))?", "réf(?:érence)?", "référence", "prod(?:uct)?\\.?\\s*ref(?:erence)?", "code", "código", "cód", "codice", "cod",
-  "kód", "kod", "код", "šifra", "sifra", "шифр",
+  "kód", "kod", "код", "šifra", "sifra", "шифр", "item",
 ]
 /** Manufacturer identifiers: used only when nothing better is shown. */
 const WEAK_LABELS = [
@@ -142,6 +142,7 @@ export function availabilityFromText(t: string): string | undefined {
   return best
 }
 
+const DATA_SKU = /^data-(product-|item-|variant-)?sku$/
 const ID_TOKEN = /^[A-Za-z0-9][A-Za-z0-9._/-]{1,38}[A-Za-z0-9]$/
 
 function idValue(v: string): string | undefined {
@@ -194,6 +195,8 @@ export function readSignals(root: Element): Signals {
     let itemprop: string | undefined, role: string | undefined, type: string | undefined, content: string | undefined
     let value: string | undefined, ariaLabel: string | undefined, href: string | undefined
     let disabled = false
+    /** The value of a `data-sku` / `data-product-sku` attribute: the identifier itself, whatever the element shows. */
+    let dataSku: string | undefined
     if (a !== null) {
       for (const k in a) {
         const v = a[k]!
@@ -212,7 +215,10 @@ export function readSignals(root: Element): Signals {
           case "disabled": disabled = true; break
           case "aria-disabled": if (v === "true") disabled = true; break
           default:
-            if (k.length > 5 && k.charCodeAt(4) === 45 && k.startsWith("data-") && v.length < 40 && k !== "data-src" && k !== "data-srcset") words += " " + k.slice(5) + " " + v
+            if (k.length > 5 && k.charCodeAt(4) === 45 && k.startsWith("data-") && v.length < 40 && k !== "data-src" && k !== "data-srcset") {
+              words += " " + k.slice(5) + " " + v
+              if (DATA_SKU.test(k)) dataSku ??= v.trim()
+            }
         }
       }
       if (words !== "") {
@@ -287,7 +293,7 @@ export function readSignals(root: Element): Signals {
       }
     }
     // identifiers in marked elements
-    if (out.attrSku === undefined && !hasPrice && ID_ATTR.test(words)) out.attrSku = idValue(blockText(el, 60))
+    if (out.attrSku === undefined && !hasPrice && ID_ATTR.test(words)) out.attrSku = idValue(blockText(el, 60)) ?? (dataSku !== undefined ? idValue(dataSku) : undefined)
     return fl
   }
 
