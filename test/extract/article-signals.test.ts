@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest"
 import { article, para } from "./helpers.ts"
 import { isConsentText } from "../../src/extract/article/main-content.ts"
 import { aboutThePage, looksLikeBody } from "../../src/extract/article/script-data.ts"
+import { structuredListing } from "../../src/extract/article/item-list.ts"
 
 const filler = (n: number) => Array.from({ length: n }, (_, i) => `<a href="/x${i}">Menu ${i}</a>`).join(" ")
 
@@ -134,5 +135,36 @@ describe("script-data reading (bodies shipped inside inline script data)", () =>
     const out = article(shell("", `window.__STATE__ = ${JSON.stringify({ draft: { html: other } })};`, `<article><h1>Harbour works extended</h1>${para(5)}</article>`))
     expect(out.data.content).not.toContain("draft")
     expect(out.data.content.split("\n\n")).toHaveLength(5)
+  })
+})
+
+describe("structured-listing reading (collections described in structured data)", () => {
+  const ld = (o: unknown) => `<script type="application/ld+json">${JSON.stringify(o)}</script>`
+  // enough cards to be clearly more than the empty grid shows (a reading must beat it by 200 characters)
+  const names = ["Trail Runner", "Road Glide", "Summit Boot", "City Walker", "Harbour Sandal"].flatMap((n) => [1, 2, 3].map((v) => `${n} ${v}`))
+
+  it("reads an ItemList's items as one paragraph each (name and price, no descriptions)", () => {
+    const list = { "@context": "https://schema.org", "@type": "ItemList", itemListElement: names.map((n, i) => ({ "@type": "ListItem", position: i + 1,
+      item: { "@type": "Product", name: n, description: "A long description no card shows.", offers: { "@type": "Offer", price: `${80 + i}.00`, priceCurrency: "USD" } } })) }
+    const html = `<html><head><title>Running shoes</title>${ld(list)}</head><body><div id="grid"></div></body></html>`
+    const paragraphs = article(html).data.content.split("\n\n")
+    expect(paragraphs).toEqual(names.map((n, i) => `${n} $${80 + i}.00`))
+  })
+
+  it("reads one Product node per card, names decoded, brand first when the name lacks it", () => {
+    const html = `<html><head><title>Sneakers</title>${names.map((n, i) => ld({ "@type": "Product", name: i === 0 ? "Women&apos;s Runner" : n, brand: { "@type": "Brand", name: "Topo" } })).join("")}</head><body><div id="grid"></div></body></html>`
+    const paragraphs = article(html).data.content.split("\n\n")
+    expect(paragraphs[0]).toBe("Topo Women's Runner")
+    expect(paragraphs).toHaveLength(names.length)
+  })
+
+  it("ignores breadcrumbs, short lists and pages whose markup has the content", () => {
+    const crumbs = { "@type": "BreadcrumbList", itemListElement: names.map((n, i) => ({ "@type": "ListItem", position: i + 1, name: n })) }
+    expect(structuredListing([crumbs])).toEqual([])
+    expect(structuredListing(names.slice(0, 3).map((n) => ({ "@type": "Product", name: n })))).toEqual([])
+    expect(structuredListing(names.slice(0, 4).map((n) => ({ "@type": "Product", name: n })))).toHaveLength(4)
+    const list = { "@type": "ItemList", itemListElement: names.map((n) => ({ "@type": "ListItem", name: n })) }
+    const html = `<html><head>${ld(list)}</head><body><article><h1>Shoe guide</h1>${para(5)}</article></body></html>`
+    expect(article(html).data.content).not.toContain("Summit Boot")
   })
 })
