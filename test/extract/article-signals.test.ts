@@ -90,6 +90,23 @@ describe("site vocabulary", () => {
   })
 })
 
+describe("consent-manager dialogs on script-rendered pages", () => {
+  const dialogText = Array.from({ length: 8 }, (_, i) => `<section class="ot-cat-grp"><h3>Purpose ${i + 1}</h3><p>Your data can be used to measure the delivery of content and to improve the services of our partners, who may process it on the basis of legitimate interest.</p></section>`).join("")
+  it("never takes the body from inside a consent dialog, even when it holds most of the page's text", () => {
+    const html = `<html><body class="cookies-not-set"><div id="app"><h1>Front page</h1><ul class="stories">${
+      Array.from({ length: 6 }, (_, i) => `<li><a href="/s/${i}">Story number ${i + 1} with a headline long enough to be a teaser</a><p>Short summary ${i + 1} of the story, in one sentence.</p></li>`).join("")
+    }</ul></div><div id="onetrust-consent-sdk"><div id="onetrust-pc-sdk"><div id="ot-pc-content">${dialogText}</div></div></div></body></html>`
+    const content = article(html).data.content
+    expect(content).not.toContain("legitimate interest")
+    expect(content).toContain("Short summary 1 of the story")
+  })
+
+  it("does not read a page-state class on <body> (cookies-not-set) as a consent dialog", () => {
+    const html = `<html><body class="single-post cookies-not-set"><article><h1>Garden notes</h1>${para(4, "garden")}</article></body></html>`
+    expect(article(html).data.content.split("\n\n")).toHaveLength(4)
+  })
+})
+
 describe("script-data reading (bodies shipped inside inline script data)", () => {
   const describe_ = `<meta name="description" content="The council says the quay stays closed until spring.">`
   const shell = (head: string, script: string, visible = `<div id="root"><p>Loading…</p></div>`) =>
