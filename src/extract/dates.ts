@@ -1,4 +1,8 @@
-/** Dates to ISO 8601 date-time (UTC). */
+/**
+ * Dates to ISO 8601 date-time: UTC (`Z`) unless the source states an offset, which is kept
+ * (`2025-12-19T09:04:00.000+13:00`): converting it to UTC would move late-evening and early-morning
+ * publications to another calendar day than the one the publisher printed.
+ */
 
 const MONTHS: Record<string, number> = {
   jan: 1, feb: 2, mar: 3, apr: 4, may: 5, jun: 6, jul: 7, aug: 8, sep: 9, sept: 9, oct: 10, nov: 11, dec: 12,
@@ -23,7 +27,15 @@ export function toIsoDateTime(v: unknown): string | undefined {
     const [, y, mo, d, h = "00", mi = "00", se = "00", , tz] = iso
     let zone = tz ?? "Z"
     if (/^[+-]\d{4}$/.test(zone)) zone = zone.slice(0, 3) + ":" + zone.slice(3)
-    return valid(new Date(`${y}-${mo}-${d}T${h}:${mi}:${se}${zone}`))
+    // A calendar day that does not exist (2025-02-30) is not a date, not the 2nd of March.
+    const local = new Date(`${y}-${mo}-${d}T${h}:${mi}:${se}Z`)
+    if (local.getUTCDate() !== Number(d) && Number(h) < 24) return undefined
+    const utc = valid(new Date(`${y}-${mo}-${d}T${h}:${mi}:${se}${zone}`))
+    if (utc === undefined || zone === "Z" || zone === "+00:00" || zone === "-00:00") return utc
+    // Offsets beyond ±14:00 do not exist, and 24:00 has no local spelling: keep the UTC reading then.
+    if (Number(zone.slice(1, 3)) > 14 || Number(zone.slice(4, 6)) > 59 || Number(h) >= 24) return utc
+    // Same instant, written in the publisher's offset.
+    return `${local.toISOString().slice(0, 23)}${zone}`
   }
   const dmy = /^(\d{1,2})[./](\d{1,2})[./](\d{4})/.exec(s)
   if (dmy !== null) return valid(new Date(Date.UTC(+dmy[3]!, +dmy[2]! - 1, +dmy[1]!)))

@@ -14,6 +14,8 @@ export interface Page {
   meta: MetaTags
   /** Where content extraction looks (the `rootSelector` element or the body). */
   scope: Element
+  /** Text of the inline scripts that are not JSON-LD (removed by the sanitizer; read as data only). */
+  scripts?: readonly string[]
 }
 
 export function loadPage(html: string, url: string | null): Page {
@@ -28,9 +30,16 @@ export function loadPage(html: string, url: string | null): Page {
     return el.tag !== "body"
   })
   const structured = collectStructured(doc.root)
+  const scripts: string[] = []
+  walk(doc.root, (el) => {
+    if (el.tag !== "script") return
+    const text = el.children.length === 1 ? el.children[0] : undefined
+    if (typeof text === "string" && el.attrs?.src === undefined && !/ld\+json/i.test(el.attrs?.type ?? "")) scripts.push(text)
+    return false
+  })
   sanitizeTree(doc.root)
   const meta = collectMeta(doc.root, doc.html)
-  return { doc, base, url, structured, meta, scope: doc.body }
+  return { doc, base, url, structured, meta, scope: doc.body, scripts }
 }
 
 /** Structured nodes whose type is one of `types`, JSON-LD first, then microdata, then RDFa. */

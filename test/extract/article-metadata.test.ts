@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest"
 import { article, para } from "./helpers.ts"
 import { cleanAuthor, headlineOf } from "../../src/extract/article/article.ts"
+import { toIsoDateTime } from "../../src/extract/dates.ts"
 
 describe("headline", () => {
   it("uses the h1 when the title contains it, and drops a trailing site name otherwise", () => {
@@ -26,6 +27,39 @@ describe("author", () => {
     expect(cleanAuthor("Ann Writer · 5 min read")).toBe("Ann Writer")
     expect(cleanAuthor("Sat, 20 Dec, 2025 - 06:36")).toBeUndefined()
     expect(cleanAuthor("Sun Dec 17, 2023 11:23 am")).toBeUndefined()
+  })
+})
+
+describe("dates with a timezone offset", () => {
+  it("keep the publisher's calendar day and offset (same instant)", () => {
+    const cases: Array<[string, string]> = [
+      ["2025-12-19T09:04:00+13:00", "2025-12-19T09:04:00.000+13:00"],
+      ["2025-03-20T20:05:01-04:00", "2025-03-20T20:05:01.000-04:00"],
+      ["2025-12-19T04:25:38+0500", "2025-12-19T04:25:38.000+05:00"],
+      ["2024-01-01 00:30:00 +0100", "2024-01-01T00:30:00.000+01:00"],
+    ]
+    for (const [input, want] of cases) {
+      const got = toIsoDateTime(input)
+      expect(got).toBe(want)
+      expect(Date.parse(got!)).toBe(Date.parse(input.replace(" ", "T").replace(" ", "")))
+      expect(got!.slice(0, 10)).toBe(input.slice(0, 10))
+    }
+  })
+
+  it("stay UTC without an offset or with a zero one", () => {
+    expect(toIsoDateTime("2025-12-19T09:04:00Z")).toBe("2025-12-19T09:04:00.000Z")
+    expect(toIsoDateTime("2025-12-19T09:04:00+00:00")).toBe("2025-12-19T09:04:00.000Z")
+    expect(toIsoDateTime("2025-12-19")).toBe("2025-12-19T00:00:00.000Z")
+    expect(toIsoDateTime("2025-02-30T10:00:00+02:00")).toBeUndefined()
+  })
+
+  it("reach the article from JSON-LD, meta tags and <time>", () => {
+    const ld = `<html><head><script type="application/ld+json">{"@type":"NewsArticle","headline":"Late news","datePublished":"2025-12-18T23:30:00-05:00"}</script></head><body><article><h1>Late news</h1>${para(3)}</article></body></html>`
+    expect(article(ld).data.publishedAt).toBe("2025-12-18T23:30:00.000-05:00")
+    const meta = `<html><head><meta property="article:published_time" content="2025-12-19T00:15:00+02:00"></head><body><article><h1>Early news</h1>${para(3)}</article></body></html>`
+    expect(article(meta).data.publishedAt?.slice(0, 10)).toBe("2025-12-19")
+    const time = `<html><body><article><h1>Forum post</h1><time datetime="2025-03-20T20:05:01-0400">March 20</time>${para(3)}</article></body></html>`
+    expect(article(time).data.publishedAt?.slice(0, 10)).toBe("2025-03-20")
   })
 })
 

@@ -2,6 +2,8 @@
 import { describe, expect, it } from "vitest"
 import { article, para } from "./helpers.ts"
 import { isConsentText } from "../../src/extract/article/main-content.ts"
+import { aboutThePage, looksLikeBody } from "../../src/extract/article/script-data.ts"
+import { structuredListing } from "../../src/extract/article/item-list.ts"
 
 const filler = (n: number) => Array.from({ length: n }, (_, i) => `<a href="/x${i}">Menu ${i}</a>`).join(" ")
 
@@ -85,5 +87,101 @@ describe("site vocabulary", () => {
     const body = article(html).data.content
     expect(body).toContain("twelve rounds")
     expect(body).not.toContain("Sidebar story")
+  })
+})
+
+describe("consent-manager dialogs on script-rendered pages", () => {
+  const dialogText = Array.from({ length: 8 }, (_, i) => `<section class="ot-cat-grp"><h3>Purpose ${i + 1}</h3><p>Your data can be used to measure the delivery of content and to improve the services of our partners, who may process it on the basis of legitimate interest.</p></section>`).join("")
+  it("never takes the body from inside a consent dialog, even when it holds most of the page's text", () => {
+    const html = `<html><body class="cookies-not-set"><div id="app"><h1>Front page</h1><ul class="stories">${
+      Array.from({ length: 6 }, (_, i) => `<li><a href="/s/${i}">Story number ${i + 1} with a headline long enough to be a teaser</a><p>Short summary ${i + 1} of the story, in one sentence.</p></li>`).join("")
+    }</ul></div><div id="onetrust-consent-sdk"><div id="onetrust-pc-sdk"><div id="ot-pc-content">${dialogText}</div></div></div></body></html>`
+    const content = article(html).data.content
+    expect(content).not.toContain("legitimate interest")
+    expect(content).toContain("Short summary 1 of the story")
+  })
+
+  it("does not read a page-state class on <body> (cookies-not-set) as a consent dialog", () => {
+    const html = `<html><body class="single-post cookies-not-set"><article><h1>Garden notes</h1>${para(4, "garden")}</article></body></html>`
+    expect(article(html).data.content.split("\n\n")).toHaveLength(4)
+  })
+})
+
+describe("script-data reading (bodies shipped inside inline script data)", () => {
+  const describe_ = `<meta name="description" content="The council says the quay stays closed until spring.">`
+  const shell = (head: string, script: string, visible = `<div id="root"><p>Loading…</p></div>`) =>
+    `<html><head><title>Harbour works extended | Example News</title>${describe_}${head}</head><body>${visible}<script>${script}</script></body></html>`
+  const bodyHtml = Array.from({ length: 5 }, (_, i) => `<p>Part ${i + 1}: the harbour works extended past the winter, the council said, and the quay stays closed to traffic until the spring.</p>`).join("")
+
+  it("reads an HTML body from a framework's state (JSON inside a script)", () => {
+    const state = { props: { post: { id: 7, contents: { html: bodyHtml }, author: "Ann" } } }
+    const out = article(shell("", `window.__STATE__ = ${JSON.stringify(state)};`))
+    const paragraphs = out.data.content.split("\n\n")
+    expect(paragraphs).toHaveLength(5)
+    expect(paragraphs[0]).toMatch(/^Part 1: the harbour works extended/)
+    expect(out.data.content).not.toContain("<p>")
+  })
+
+  it("reads JSON serialized inside a script string (React server components)", () => {
+    const inner = JSON.stringify(["$", "div", null, { dangerouslySetInnerHTML: { __html: bodyHtml } }])
+    const out = article(shell("", `self.__next_f.push([1, ${JSON.stringify("5:" + inner + "\n")}])`))
+    expect(out.data.content.split("\n\n")).toHaveLength(5)
+  })
+
+  it("reads plain prose strings and leaves code, URLs and serialized JSON alone", () => {
+    const prose = "The harbour works extended past the winter, the council said on Tuesday. ".repeat(3) +
+      "Residents were asked to plan their journeys accordingly, and the quay stays closed until spring. ".repeat(3)
+    expect(looksLikeBody(prose)).toBe(true)
+    expect(looksLikeBody("function(a){return a.map((x) => x + 1);} ".repeat(10))).toBe(false)
+    expect(looksLikeBody(JSON.stringify({ a: bodyHtml, b: 1, c: 2 }))).toBe(false)
+    expect(looksLikeBody("<div><span>label</span></div>".repeat(12))).toBe(false)
+    const out = article(shell("", `var data = ${JSON.stringify({ text: prose })}`))
+    expect(out.data.content).toContain("Residents were asked to plan their journeys")
+  })
+
+  it("takes only a text about the page (its title and description), not another item's", () => {
+    const other = Array.from({ length: 5 }, (_, i) => `<p>Item ${i + 1}: this wireless speaker fills a living room with warm sound and lasts a full day on one charge.</p>`).join("")
+    const out = article(shell("", `window.__STATE__ = ${JSON.stringify({ featured: { html: other } })};`))
+    expect(out.data.content).not.toContain("wireless speaker")
+    expect(aboutThePage(["The harbour works extended past winter."], "Harbour works extended")).toBe(false) // too few words to tell
+    expect(aboutThePage(["The harbour works were extended past the winter, the council said."], "Harbour works extended past winter")).toBe(true)
+  })
+
+  it("is not used when the visible page has the article", () => {
+    const other = Array.from({ length: 5 }, (_, i) => `<p>Harbour works extended, draft ${i + 1}: an older version of the story kept in the page's data for the editor preview.</p>`).join("")
+    const out = article(shell("", `window.__STATE__ = ${JSON.stringify({ draft: { html: other } })};`, `<article><h1>Harbour works extended</h1>${para(5)}</article>`))
+    expect(out.data.content).not.toContain("draft")
+    expect(out.data.content.split("\n\n")).toHaveLength(5)
+  })
+})
+
+describe("structured-listing reading (collections described in structured data)", () => {
+  const ld = (o: unknown) => `<script type="application/ld+json">${JSON.stringify(o)}</script>`
+  // enough cards to be clearly more than the empty grid shows (a reading must beat it by 200 characters)
+  const names = ["Trail Runner", "Road Glide", "Summit Boot", "City Walker", "Harbour Sandal"].flatMap((n) => [1, 2, 3].map((v) => `${n} ${v}`))
+
+  it("reads an ItemList's items as one paragraph each (name and price, no descriptions)", () => {
+    const list = { "@context": "https://schema.org", "@type": "ItemList", itemListElement: names.map((n, i) => ({ "@type": "ListItem", position: i + 1,
+      item: { "@type": "Product", name: n, description: "A long description no card shows.", offers: { "@type": "Offer", price: `${80 + i}.00`, priceCurrency: "USD" } } })) }
+    const html = `<html><head><title>Running shoes</title>${ld(list)}</head><body><div id="grid"></div></body></html>`
+    const paragraphs = article(html).data.content.split("\n\n")
+    expect(paragraphs).toEqual(names.map((n, i) => `${n} $${80 + i}.00`))
+  })
+
+  it("reads one Product node per card, names decoded, brand first when the name lacks it", () => {
+    const html = `<html><head><title>Sneakers</title>${names.map((n, i) => ld({ "@type": "Product", name: i === 0 ? "Women&apos;s Runner" : n, brand: { "@type": "Brand", name: "Topo" } })).join("")}</head><body><div id="grid"></div></body></html>`
+    const paragraphs = article(html).data.content.split("\n\n")
+    expect(paragraphs[0]).toBe("Topo Women's Runner")
+    expect(paragraphs).toHaveLength(names.length)
+  })
+
+  it("ignores breadcrumbs, short lists and pages whose markup has the content", () => {
+    const crumbs = { "@type": "BreadcrumbList", itemListElement: names.map((n, i) => ({ "@type": "ListItem", position: i + 1, name: n })) }
+    expect(structuredListing([crumbs])).toEqual([])
+    expect(structuredListing(names.slice(0, 3).map((n) => ({ "@type": "Product", name: n })))).toEqual([])
+    expect(structuredListing(names.slice(0, 4).map((n) => ({ "@type": "Product", name: n })))).toHaveLength(4)
+    const list = { "@type": "ItemList", itemListElement: names.map((n) => ({ "@type": "ListItem", name: n })) }
+    const html = `<html><head>${ld(list)}</head><body><article><h1>Shoe guide</h1>${para(5)}</article></body></html>`
+    expect(article(html).data.content).not.toContain("Summit Boot")
   })
 })

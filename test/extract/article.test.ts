@@ -15,7 +15,7 @@ describe("article extraction (HTML)", () => {
     expect(d.title).toBe("Harbour works extended")
     expect(d.authors).toEqual(["Ann Writer", "Bob Reporter"])
     expect(d.author).toBe("Ann Writer, Bob Reporter")
-    expect(d.publishedAt).toBe("2024-05-02T06:30:00.000Z")
+    expect(d.publishedAt).toBe("2024-05-02T08:30:00.000+02:00")
     expect(d.modifiedAt).toBe("2024-05-03T00:00:00.000Z")
     expect(d.tags).toEqual(["harbour", "council"])
     expect(d.description).toBe("The harbour works run until December.")

@@ -159,7 +159,7 @@ describe("refineWithLlm: applying the answer", () => {
     const a = await refineWithLlm(input({ type: "article", data: article }))
     expect(a.llm.refinedFields.sort()).toEqual(["authors", "lang", "publishedAt"])
     expect(a.llm.rejectedRefines.sort()).toEqual(["modifiedAt", "tags"])
-    expect(a.data).toMatchObject({ publishedAt: "2024-03-05T09:00:00.000Z", lang: "en", authors: ["Ada Lovelace", "Grace Hopper"], author: "Ada Lovelace, Grace Hopper" })
+    expect(a.data).toMatchObject({ publishedAt: "2024-03-05T10:00:00.000+01:00", lang: "en", authors: ["Ada Lovelace", "Grace Hopper"], author: "Ada Lovelace, Grace Hopper" })
     expect(llm.seen.at(-1)!.body.response_format.json_schema.name).toBe("article")
   })
 

@@ -48,6 +48,22 @@ describe("product SKU: what the page shows", () => {
   })
 })
 
+describe("product SKU: more shop labels and marked attributes", () => {
+  const shop = (body: string) => page("", `<h1>Trail Runner 5</h1><div class="price">$30.00</div>${body}<p>A light shoe for long runs.</p>`)
+  it("reads Web ID and a bare Item label followed by punctuation", () => {
+    expect(product(shop(`<p>Web ID: 4412987</p>`)).data.sku).toBe("4412987")
+    expect(product(shop(`<p>Item: 8839201</p>`)).data.sku).toBe("8839201")
+    // a bare "item" without punctuation is a word, not a label
+    expect(product(shop(`<p>Add this item 8839201 times</p>`)).data.sku).toBeUndefined()
+  })
+
+  it("reads the identifier of a data-sku attribute when the element shows something else", () => {
+    expect(product(shop(`<div class="product-meta" data-product-sku="SK-1001">In stock</div>`)).data.sku).toBe("SK-1001")
+    // not inside a related-products area
+    expect(product(shop(`<section class="related-products"><div data-sku="RP-2002">Other shoe</div></section>`)).data.sku).toBeUndefined()
+  })
+})
+
 describe("product price: choosing among candidates", () => {
   it("ignores old prices and prices of related items", () => {
     const html = page("", `<h1>Hose</h1><div class="price-box"><div class="old-price"><span class="price">$1,499.00</span></div>
@@ -75,6 +91,33 @@ describe("product price: choosing among candidates", () => {
     const html = page(ld({ "@type": "Product", name: "Perfume", offers: { "@type": "Offer", price: "0", priceCurrency: "ILS" } }),
       `<h1>Perfume</h1><p>Shipping:</p><p>10 ₪</p>`)
     expect(product(html).data.price).toBeUndefined()
+  })
+})
+
+describe("product price: structured sale prices and labelled text prices", () => {
+  it("takes the selling price of an offer that also lists its strikethrough price", () => {
+    const html = page(ld({ "@type": "Product", name: "Trail Runner 5", offers: { "@type": "Offer", priceCurrency: "USD", priceSpecification: [
+      { "@type": "UnitPriceSpecification", priceType: "https://schema.org/ListPrice", price: 150 },
+      { "@type": "UnitPriceSpecification", price: 120 },
+    ] } }), `<h1>Trail Runner 5</h1>`)
+    expect(product(html).data.price).toBe(120)
+    // a single specification is the price whatever it is called
+    const one = page(ld({ "@type": "Product", name: "Trail Runner 5", offers: { "@type": "Offer", priceCurrency: "USD", priceSpecification: { "@type": "UnitPriceSpecification", price: 99 } } }), `<h1>Trail Runner 5</h1>`)
+    expect(product(one).data.price).toBe(99)
+  })
+
+  it("reads the currency of a structured price written with its symbol", () => {
+    const html = page(ld({ "@type": "Product", name: "Trail Runner 5", offers: { "@type": "Offer", price: "£19.99" } }), `<h1>Trail Runner 5</h1>`)
+    expect(product(html).data).toMatchObject({ price: 19.99, currency: "GBP" })
+  })
+
+  it("reads a plain-text price after a selling-price label, not the old price before it", () => {
+    const labelled = page("", `<h1>Trail Runner 5</h1><p>Price: $24.99</p><button>Add to cart</button>`)
+    expect(product(labelled).data).toMatchObject({ price: 24.99, currency: "USD" })
+    const wasNow = page("", `<h1>Trail Runner 5</h1><div><span>Was <s>$34.99</s></span> <span>Now $24.99</span></div>`)
+    expect(product(wasNow).data.price).toBe(24.99)
+    const listOnly = page("", `<h1>Trail Runner 5</h1><p>List price: $34.99</p><p>Shipping: $4.99</p>`)
+    expect(product(listOnly).data.price).toBeUndefined()
   })
 })
 

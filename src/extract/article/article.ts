@@ -4,6 +4,8 @@ import { normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
 import { str, strs, type JsonObject } from "../structured.ts"
 import { firstText, nodesOfType, type Page } from "../page.ts"
 import { extractMainContent, type MainContent } from "./main-content.ts"
+import { readScriptData } from "./script-data.ts"
+import { structuredListing } from "./item-list.ts"
 import { ImageSet } from "../images.ts"
 import { toIsoDateTime } from "../dates.ts"
 import { decodeEntities } from "../html/entities.ts"
@@ -83,8 +85,15 @@ export function articleFromPage(page: Page): ArticleResult {
   if (title === undefined && meta.title !== undefined && meta.title !== "") { title = cleanTitle(meta.title, h1); sources.title = "meta" }
   if (title !== undefined) data.title = headlineOf(normalizeSpace(decodeEntities(title)), h1, meta.get("og:site_name"), page.url)
 
+  const description = first("description", (n) => str(n.description))
+    ?? fromMeta("description", ["og:description", "description", "twitter:description", "dc.description"])
+  if (description !== undefined) data.description = normalizeSpace(description)
   const ldBody = first("_body", (n) => str(n.articleBody) ?? str(n.text))
-  const main = chooseMainContent(page.scope, data.title, ldBody !== undefined && ldBody.length >= 400)
+  // script data is page-wide: not read when a rootSelector narrows the scope
+  const whole = page.scope === page.doc.body
+  const scripts = whole ? page.scripts ?? [] : []
+  const items = whole ? [...page.structured.jsonld, ...page.structured.microdata] : []
+  const main = chooseMainContent(page.scope, data.title, ldBody !== undefined && ldBody.length >= 400, scripts, data.description, items)
   let content = main.paragraphs.join("\n\n")
   if (content !== "") sources.content = "main-content"
   if (ldBody !== undefined && ldBody.length > content.length * 2 && (ldBody.length >= 400 || content.length < 50)) {
@@ -94,9 +103,6 @@ export function articleFromPage(page: Page): ArticleResult {
   delete sources._body
   data.content = content
 
-  const description = first("description", (n) => str(n.description))
-    ?? fromMeta("description", ["og:description", "description", "twitter:description", "dc.description"])
-  if (description !== undefined) data.description = normalizeSpace(description)
   const summary = data.description ?? main.paragraphs[0]
   if (summary !== undefined && summary !== "") {
     data.summary = summary.length > 400 ? summary.slice(0, 400).replace(/\s+\S*$/, "") + "…" : summary
@@ -176,7 +182,7 @@ const SHORT_BODY = 1500
  * elements (script-rendered pages) and the listing reading (collections, fronts, product grids) are
  * tried, and a reading that finds clearly more text wins. See docs/extraction.md.
  */
-function chooseMainContent(scope: Element, title: string, structuredBody: boolean): MainContent {
+function chooseMainContent(scope: Element, title: string, structuredBody: boolean, scripts: readonly string[], description: string | undefined, items: readonly JsonObject[]): MainContent {
   const base = title !== "" ? { title } : {}
   let best = extractMainContent(scope, base)
   let size = textSize(best)
@@ -187,7 +193,15 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
   if (textSize(withNoscript) > 2 * size + 200) { best = withNoscript; size = textSize(withNoscript) }
   if (size >= SHORT_BODY) return best
   const listing = extractMainContent(scope, { ...base, noscript: true, listing: true })
-  if (textSize(listing) > LISTING_GAIN * size + 200) best = listing
+  if (textSize(listing) > LISTING_GAIN * size + 200) { best = listing; size = textSize(listing) }
+  if (size >= SHORT_BODY) return best
+  // the items a collection lists in its structured data, when the markup shows clearly less
+  const cards = structuredListing(items)
+  if (textSize({ paragraphs: cards, root: null }) > 2 * size + 200) { best = { paragraphs: cards, root: null }; size = textSize(best) }
+  if (size >= SHORT_BODY) return best
+  // script data last: the least direct evidence, it wins only over a page that shows clearly less
+  const fromScripts = readScriptData(scripts, title, description)
+  if (fromScripts !== undefined && textSize({ ...fromScripts, root: null }) > 2 * size + 200) best = { paragraphs: fromScripts.paragraphs, root: null }
   return best
 }
 const LISTING_GAIN = 2

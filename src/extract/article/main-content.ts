@@ -58,6 +58,13 @@ const STRONG_WORDS = new Set((
   "credit credits copyright gallery slideshow carousel lightbox signup login newsletters sitemap disclaimer feedback " +
   "widget widgets more readmore jump toc onetrust cmp didomi usercentrics cookiebot truste qc optanon"
 ).split(" "))
+/**
+ * Furniture words of consent managers and cookie banners: they keep their mark even on a dominant
+ * element ("cmp" is not one of them: some page builders prefix every component with it).
+ */
+const CONSENT_MARKS = new Set("cookie cookies consent gdpr onetrust didomi usercentrics cookiebot truste optanon".split(" "))
+/** Page-state classes on these (`<body class="cookies-not-set">`) say nothing about their content. */
+const PAGE_TAGS = new Set(["html", "body", "#document"])
 const STRONG_PREFIX = /^(comment|share|social|related|recommend|subscri|newsletter|sponsor|promo|advert|sidebar|footer|breadcrumb|trending|navbar|navigation|widget|caption|gallery|slideshow|carousel)/
 /** class/id words of furniture that a positive word can outweigh. */
 const WEAK_WORDS = new Set((
@@ -326,7 +333,9 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   }
   for (let i = 0; i < n; i++) {
     const h = hint[i]!
-    if ((h === Hint.Strong || h === Hint.Weak) && pos[i]! >= DOMINANT * total) hint[i] = Hint.None
+    // a consent manager's dialog is never the page, however much of its text it holds (script-rendered
+    // pages ship little else)
+    if ((h === Hint.Strong || h === Hint.Weak) && pos[i]! >= DOMINANT * total && (!CONSENT_MARKS.has(hintBy[i]!) || PAGE_TAGS.has(els[i]!.tag))) hint[i] = Hint.None
   }
 
   // bottom-up sums; furniture turns its positive text into a cost
@@ -350,11 +359,17 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     }
   }
 
+  // nothing inside a consent manager's dialog is the body
+  const inConsent = new Uint8Array(n)
+  for (let i = 0; i < n; i++) {
+    const p = parent[i]!
+    inConsent[i] = (p >= 0 && inConsent[p]) || (hint[i] === Hint.Strong && CONSENT_MARKS.has(hintBy[i]!) && !PAGE_TAGS.has(els[i]!.tag)) ? 1 : 0
+  }
   let best = -1
   let bestV = 0
   for (let i = 0; i < n; i++) {
     const t = els[i]!.tag
-    if (!(BLOCK.has(t) || CELL.has(t) || t.indexOf("-") > 0)) continue
+    if (!(BLOCK.has(t) || CELL.has(t) || t.indexOf("-") > 0) || inConsent[i]) continue
     if (agg[i]! > bestV) {
       bestV = agg[i]!
       best = i

@@ -9,7 +9,7 @@ import { decodeEntities } from "../html/entities.ts"
 import { str, strs, typesOf, type JsonObject, type JsonValue } from "../structured.ts"
 import { nodesOfType, firstText, type Page } from "../page.ts"
 import { ImageSet } from "../images.ts"
-import { normalizeCurrency, parseNumber } from "./price.ts"
+import { detectCurrency, normalizeCurrency, parseNumber } from "./price.ts"
 import { cleanTitle } from "../article/article.ts"
 import { availabilityFromText, readSignals, type Signals } from "./signals.ts"
 import { getDomain } from "tldts"
@@ -54,6 +54,17 @@ function numberOf(v: JsonValue | undefined, currency?: string): number | undefin
   return undefined
 }
 
+/**
+ * The selling price among an offer's price specifications: shops list the strikethrough price beside
+ * the sale price (`priceType: ListPrice`, `StrikethroughPrice`, `SRP`, `MSRP`), and instalment or
+ * minimum prices are not the price either.
+ */
+function sellingSpec(v: JsonValue | undefined): JsonObject | undefined {
+  const list = (Array.isArray(v) ? v : [v]).filter((x): x is JsonObject => x !== null && typeof x === "object" && !Array.isArray(x))
+  const other = (x: JsonObject) => /listprice|strikethrough|srp|msrp|invoice|minimum|maximum|instal/i.test(`${str(x.priceType) ?? ""} ${str(x.priceComponentType) ?? ""}`)
+  return list.find((x) => !other(x) && x.price !== undefined) ?? list[0]
+}
+
 function readOffer(o: JsonValue | undefined, depth = 0): Offerish | undefined {
   if (o === undefined || o === null || depth > 4) return undefined
   if (Array.isArray(o)) {
@@ -66,8 +77,11 @@ function readOffer(o: JsonValue | undefined, depth = 0): Offerish | undefined {
   }
   if (typeof o !== "object") return undefined
   const n = o as JsonObject
-  const spec = Array.isArray(n.priceSpecification) ? (n.priceSpecification[0] as JsonObject | undefined) : (n.priceSpecification as JsonObject | undefined)
+  const spec = sellingSpec(n.priceSpecification)
+  const priceText = typeof n.price === "string" ? n.price : undefined
+  // a price written with its currency (`"price": "$19.99"`) names the currency when priceCurrency is missing
   const currency = normalizeCurrency(str(n.priceCurrency) ?? (spec && typeof spec === "object" ? str(spec.priceCurrency) : undefined))
+    ?? (priceText !== undefined && /\D/.test(priceText.replace(/[\s.,]/g, "")) ? detectCurrency(priceText) : undefined)
   let price = numberOf(n.price, currency) ?? numberOf(n.lowPrice, currency) ?? (spec && typeof spec === "object" ? numberOf(spec.price, currency) : undefined)
   const nested = n.offers !== undefined ? readOffer(n.offers, depth + 1) : undefined
   if (price === undefined && nested !== undefined) price = nested.price

@@ -48,12 +48,12 @@ const SKU_LABELS = [
   "cod(?:ice)?\\.?\\s*(?:articolo|prodotto|art\\.?)", "šifra(?:\\s*(?:artikla|proizvoda))?", "kód\\s*(?:produktu|tovaru|zboží)", "kod\\s*(?:produktu|towaru)",
   "nr\\.?\\s*katalogowy", "numer\\s*katalogowy", "katalógové\\s*číslo", "katalogové\\s*číslo", "код\\s*(?:товара|продукта)", "артикул", "арт\\.",
   "varenummer", "varenr\\.?", "varunummer", "artikelnr\\.?", "tuotenumero", "tuotekoodi", "cikkszám", "termékkód", "stock\\s*code",
-  "style\\s*(?:no\\.?|number|#|code)", "catalog(?:ue)?\\s*(?:no\\.?|number|#)", "商品番号", "品番", "货号", "貨號", "商品編號", "商品编号", "商品コード", "商品代码", "asin",
+  "style\\s*(?:no\\.?|number|#|code)", "web\\s*id", "catalog(?:ue)?\\s*(?:no\\.?|number|#)", "商品番号", "品番", "货号", "貨號", "商品編號", "商品编号", "商品コード", "商品代码", "asin",
 ]
 /** Generic code/reference labels: only when punctuation or a line break follows ("Ref. 12", "Код: 12", "Référence⏎12"). */
 const CODE_LABELS = [
   "ref(?:erence)?(?:\\s*(?:no|number|code))?", "réf(?:érence)?", "référence", "prod(?:uct)?\\.?\\s*ref(?:erence)?", "code", "código", "cód", "codice", "cod",
-  "kód", "kod", "код", "šifra", "sifra", "шифр",
+  "kód", "kod", "код", "šifra", "sifra", "шифр", "item",
 ]
 /** Manufacturer identifiers: used only when nothing better is shown. */
 const WEAK_LABELS = [
@@ -142,6 +142,7 @@ export function availabilityFromText(t: string): string | undefined {
   return best
 }
 
+const DATA_SKU = /^data-(product-|item-|variant-)?sku$/
 const ID_TOKEN = /^[A-Za-z0-9][A-Za-z0-9._/-]{1,38}[A-Za-z0-9]$/
 
 function idValue(v: string): string | undefined {
@@ -194,6 +195,8 @@ export function readSignals(root: Element): Signals {
     let itemprop: string | undefined, role: string | undefined, type: string | undefined, content: string | undefined
     let value: string | undefined, ariaLabel: string | undefined, href: string | undefined
     let disabled = false
+    /** The value of a `data-sku` / `data-product-sku` attribute: the identifier itself, whatever the element shows. */
+    let dataSku: string | undefined
     if (a !== null) {
       for (const k in a) {
         const v = a[k]!
@@ -212,7 +215,10 @@ export function readSignals(root: Element): Signals {
           case "disabled": disabled = true; break
           case "aria-disabled": if (v === "true") disabled = true; break
           default:
-            if (k.length > 5 && k.charCodeAt(4) === 45 && k.startsWith("data-") && v.length < 40 && k !== "data-src" && k !== "data-srcset") words += " " + k.slice(5) + " " + v
+            if (k.length > 5 && k.charCodeAt(4) === 45 && k.startsWith("data-") && v.length < 40 && k !== "data-src" && k !== "data-srcset") {
+              words += " " + k.slice(5) + " " + v
+              if (DATA_SKU.test(k)) dataSku ??= v.trim()
+            }
         }
       }
       if (words !== "") {
@@ -287,7 +293,7 @@ export function readSignals(root: Element): Signals {
       }
     }
     // identifiers in marked elements
-    if (out.attrSku === undefined && !hasPrice && ID_ATTR.test(words)) out.attrSku = idValue(blockText(el, 60))
+    if (out.attrSku === undefined && !hasPrice && ID_ATTR.test(words)) out.attrSku = idValue(blockText(el, 60)) ?? (dataSku !== undefined ? idValue(dataSku) : undefined)
     return fl
   }
 
@@ -359,11 +365,16 @@ const NOT_A_PRICE = /%|\b(off|save|was|from|shipping|delivery|per|x)\b|uvp|statt
 /** Labels of prices that are not the selling price: list/suggested prices, shipping, instalments. */
 const OTHER_PRICE_LABEL = /suggested|rrp|msrp|list price|regular|compare|uvp|statt|vorher|versand|liefer|prix conseillé|avant|livraison|precio (anterior|de lista)|envío|prezzo (consigliato|di listino)|spedizione|frete|verzend|dostawa|доставка|建議售價|建议售价|原價|原价|定價|定价|市價|市价|運費|运费|参考価格|希望小売価格|送料|정가|정상가|배송비|משלוח|每期|installment|monthly|\/\s*mo/i
 
+/** A label naming the selling price at the start of a line (not "list price", "was", "shipping": those are other prices). */
+const SELLING_LABEL = /^\s*(?:(?:our|your|sale|special|offer|current|now)\s+price|price|now|only|preis|unser preis|prix|precio|prezzo|preço|prijs|cena|цена|ціна)\s*:?\s*/i
+
 /** The first amount with a currency within 60 lines after the title line. */
 function priceAfter(lines: string[], from: number): PriceCandidate | undefined {
   const end = Math.min(lines.length, from + 60)
   for (let i = from; i < end; i++) {
-    const t = lines[i]!
+    // a selling-price label on the line ("Price: $24.99", "Now $19", "Preis: 12,90 €") says which amount sells
+    const labelled = SELLING_LABEL.exec(lines[i]!)
+    const t = labelled !== null ? lines[i]!.slice(labelled[0].length) : lines[i]!
     if (t.length > 24 || !/\d/.test(t) || NOT_A_PRICE.test(t)) continue
     let text: string | undefined
     if (PRICE_LINE.test(t) && detectCurrency(t) !== undefined) text = t
@@ -374,7 +385,7 @@ function priceAfter(lines: string[], from: number): PriceCandidate | undefined {
     }
     if (text === undefined) continue
     const before = (lines[i - 2] ?? "") + " " + (lines[i - 1] ?? "")
-    if (before.length < 60 && (NOT_A_PRICE.test(before) || OTHER_PRICE_LABEL.test(before))) continue
+    if (labelled === null && before.length < 60 && (NOT_A_PRICE.test(before) || OTHER_PRICE_LABEL.test(before))) continue
     const p = parsePrice(text)
     if (p !== undefined && p.price > 0) return { score: 0, price: p.price, bid: false, ...(p.currency !== undefined ? { currency: p.currency } : {}) }
   }
