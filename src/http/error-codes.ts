@@ -1,4 +1,5 @@
 import { planRefusalCodes } from "../billing/plan-rules.ts"
+import { crawlTerminalStatuses } from "../schema/crawl.ts"
 import { ExtractionStatus, terminalExtractionStatuses } from "../schema/extraction.ts"
 import { JobStatus, terminalStatuses } from "../schema/job.ts"
 
@@ -106,6 +107,11 @@ export const operationCodes: Readonly<Record<string, ReadonlyArray<CodesByStatus
   "jobs.replay": [creation, inStatus("replay", notIn(JobStatus.literals, terminalStatuses))],
   "jobs.cancel": [inStatus("cancel", terminalStatuses)],
   "map.map": [{ 402: ["insufficient_credit"], 422: ["unsafe_url"] }],
+  // A crawl's own credit check covers its first page; its webhook endpoint counts against the endpoint limit.
+  "crawls.create": [{ 402: ["insufficient_credit"], 422: ["unsafe_url"], 429: ["quota_exceeded"] }],
+  "crawls.list": [sortedList],
+  "crawls.pages": [list],
+  "crawls.cancel": [inStatus("cancel", crawlTerminalStatuses)],
   "page-history.timeline": [list],
   "extractions.create": [creation, { 422: ["invalid_config", "invalid_job"] }],
   "extractions.list": [sortedList],
