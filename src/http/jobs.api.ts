@@ -1,10 +1,10 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader } from "../schema/common.ts"
-import { Page, PageQuery, Success } from "../schema/envelope.ts"
+import { Page, PageQuery, SortQuery, Success } from "../schema/envelope.ts"
 import { Operations } from "./openapi.ts"
 import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
-import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobStatus, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
+import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobStatus, jobSortFields, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
 
@@ -13,7 +13,7 @@ const id = { id: Schema.String }
 
 export const ListJobsQuery = {
   ...PageQuery,
-  sort: Schema.optional(Schema.String.annotate({ description: "comma-separated field:dir pairs, e.g. createdAt:desc,id:desc" })),
+  sort: SortQuery(jobSortFields),
   status: Schema.optional(CheckedByHandler({ pattern: commaListPattern(JobStatus.literals), description: "one status or a comma-separated list" }))
 }
 

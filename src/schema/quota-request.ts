@@ -65,7 +65,10 @@ export const QuotaRequestQuery = {
   status: Schema.optional(CheckedByHandler({ enum: [...quotaRequestStatuses] }))
 }
 
+/** The longest `tenantId` filter of the super-admin list (quota-requests.http.ts). */
+export const MAX_TENANT_ID_FILTER_LENGTH = 200
+
 export const AdminQuotaRequestQuery = {
   ...QuotaRequestQuery,
-  tenantId: Schema.optional(Schema.String)
+  tenantId: Schema.optional(CheckedByHandler({ minLength: 1, maxLength: MAX_TENANT_ID_FILTER_LENGTH }))
 }
