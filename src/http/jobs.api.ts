@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader } from "../schema/common.ts"
+import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader, LAST_EVENT_ID_PATTERN } from "../schema/common.ts"
 import { Page, PageQuery, SortQuery, Success } from "../schema/envelope.ts"
 import { Operations } from "./openapi.ts"
 import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
@@ -73,7 +73,8 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       error: errors(InvalidRequest, NotFound)
     }).pipe(requires("scraper:webhooks:read")),
     HttpApiEndpoint.get("events", "/events", {
-      headers: { "last-event-id": Schema.optional(Schema.String) },
+      // Read by the stream (jobs.sse.ts), which answers any other value with 400 at Last-Event-ID.
+      headers: { "last-event-id": Schema.optional(CheckedByHandler({ pattern: LAST_EVENT_ID_PATTERN.source })) },
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
       error: errors(InvalidRequest)
     }).pipe(requires("scraper:events:read"))

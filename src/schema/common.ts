@@ -178,6 +178,9 @@ export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7e]{1,255}$/
 export const CheckedByHandler = (jsonSchema: Record<string, unknown>) =>
   Schema.String.check(Schema.makeFilter(() => true, { toJsonSchema: () => jsonSchema }))
 
+/** A `Last-Event-ID` the job event stream resumes after: a decimal event id. */
+export const LAST_EVENT_ID_PATTERN = /^[0-9]{1,64}$/
+
 /** A comma-separated list of `values`, as a list's `status` filter takes it. */
 export const commaListPattern = (values: ReadonlyArray<string>) => {
   const one = `(${values.join("|")})`

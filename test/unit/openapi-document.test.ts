@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest"
 import { auditActions } from "../../src/schema/audit.ts"
 import { MagicLinkVerifyBody, ResetPasswordBody } from "../../src/schema/account-recovery.ts"
 import { LoginBody } from "../../src/schema/auth.ts"
+import { isValidPermission, permissionCatalogue, resources, services } from "../../src/schema/permission.ts"
 import { RegisterBody } from "../../src/schema/invitation.ts"
 import { Api } from "../../src/http/api.ts"
 import { operationCodes } from "../../src/http/error-codes.ts"
@@ -186,6 +187,26 @@ describe("the OpenAPI document", () => {
       expect(matches(query("/v1/extractor/configs", "sort"), "updatedAt:desc")).toBe(true)
       expect(matches(query("/v1/extractor/extractions", "sort"), "type:asc")).toBe(true)
       expect(query("/v1/iam/audit", "identityId")).toMatchObject({ minLength: 1, maxLength: 200 })
+    })
+
+    it("a role's permissions: the catalogue the validator takes, exactly; Last-Event-ID: an event id", () => {
+      const items = flat(flat(body("/v1/iam/roles").properties.permissions).items)
+      expect(new Set(items.enum)).toEqual(new Set(permissionCatalogue()))
+      const names = [...new Set(resources.map((r) => r.split(":")[1]!))]
+      let valid = 0
+      for (const service of [...services, "*", "cross_tenant", "unknown"]) {
+        for (const resource of [...names, "*", "unknown"]) {
+          for (const action of ["read", "write", "*", "delete"]) {
+            const p = `${service}:${resource}:${action}`
+            expect(items.enum.includes(p), p).toBe(isValidPermission(p))
+            if (isValidPermission(p)) valid++
+          }
+        }
+      }
+      expect(valid).toBe(items.enum.length)
+      const lastEventId = flat(doc.paths["/v1/scraper/events"].get.parameters.find((p: any) => p.name === "last-event-id").schema)
+      expect(matches(lastEventId, "12345")).toBe(true)
+      expect(matches(lastEventId, "12a")).toBe(false)
     })
 
     it("a password, code or token is never quoted back by the validator", () => {
