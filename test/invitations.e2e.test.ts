@@ -97,7 +97,11 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     // Refused without a token, with a wrong one, for another address; a weak password is a 400 on `password`.
     expectError(await register({ email, password: PASSWORD }), 403, "registration_disabled")
     expectError(await register({ invitationToken: "x".repeat(43), email, password: PASSWORD }), 403, "registration_disabled")
-    expectError(await register({ invitationToken: "short", email, password: PASSWORD }), 403, "registration_disabled")
+    // A token not of the mailed shape is malformed (400 at the field), not an unknown one.
+    const malformed = await register({ invitationToken: "short", email, password: PASSWORD })
+    expectError(malformed, 400, "validation_error")
+    expect(errorPaths(malformed)).toEqual(["invitationToken"])
+    expect(malformed.text).not.toContain("short")
     expectError(await register({ invitationToken: token, email: unique("someone-else"), password: PASSWORD }), 403, "registration_disabled")
     const weak = await register({ invitationToken: token, email, password: "short" })
     expectError(weak, 400, "validation_error")

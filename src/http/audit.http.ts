@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { CurrentPrincipal } from "../iam/principal.ts"
-import type { AuditFilter } from "../schema/audit.ts"
+import { type AuditFilter, MAX_AUDIT_FILTER_LENGTH } from "../schema/audit.ts"
 import { parseIsoDateTime } from "../schema/common.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { notFound } from "../schema/errors.ts"
@@ -12,7 +12,7 @@ import { failListQuery, filterFault, type ListFault, queryLimit } from "./list-q
 
 /** Actions are dotted lower-case words (`role.create`, `session.revoke`); `session.*` is every `session.` one. */
 const actionPattern = /^[a-z0-9_-]+(\.[a-z0-9_-]+)*(\.\*)?$/
-const MAX_FILTER_LENGTH = 200
+const MAX_FILTER_LENGTH = MAX_AUDIT_FILTER_LENGTH
 
 interface AuditQuery {
   readonly offset?: number | undefined

@@ -26,7 +26,7 @@ import {
 } from "../schema/account-recovery.ts"
 import { Success } from "../schema/envelope.ts"
 import { Conflict, errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unauthenticated, Unavailable } from "../schema/errors.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, requires } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, requires, SessionOnly } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 /**
@@ -43,14 +43,14 @@ export class AuthGroup extends HttpApiGroup.make("auth")
     HttpApiEndpoint.get("csrf", "/csrf", {
       success: Success(CsrfToken),
       error: errors(InvalidRequest)
-    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
+    }).annotate(SessionOnly, true).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("refresh", "/refresh", {
       success: Success(OpenedSession),
       error: errors(InvalidRequest)
-    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
+    }).annotate(SessionOnly, true).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("logout", "/logout", {
       success: Success(LoggedOut)
-    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
+    }).annotate(SessionOnly, true).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.get("me", "/me", {
       success: Success(Profile),
       error: errors(NotFound)

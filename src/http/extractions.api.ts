@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { Page, PageQuery, Success } from "../schema/envelope.ts"
+import { Page, PageQuery, SortQuery, Success } from "../schema/envelope.ts"
 import { Conflict, errors, InvalidRequest, NotFound, PayloadTooLarge, PaymentRequired, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import {
   CancelledExtraction,
@@ -9,6 +9,7 @@ import {
   Extraction,
   ExtractionPage,
   ExtractionStatus,
+  extractionSortFields,
   SearchExtractionsBody
 } from "../schema/extraction.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
@@ -29,7 +30,7 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
     HttpApiEndpoint.get("list", "/extractions", {
       query: {
         ...PageQuery,
-        sort: Schema.optional(Schema.String),
+        sort: SortQuery(extractionSortFields),
         status: Schema.optional(CheckedByHandler({ pattern: commaListPattern(ExtractionStatus.literals) })),
         type: Schema.optional(CheckedByHandler({ enum: ["article", "product"] })),
         domainId: Schema.optional(CheckedByHandler({ minLength: 1, maxLength: 253 }))

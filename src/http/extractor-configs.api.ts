@@ -1,8 +1,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { Page, PageQuery, Success } from "../schema/envelope.ts"
+import { Page, PageQuery, SortQuery, Success } from "../schema/envelope.ts"
 import { errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unprocessable } from "../schema/errors.ts"
-import { CreateConfigBody, DeletedConfig, ExtractorConfig, UpdateConfigBody } from "../schema/extraction.ts"
+import { configSortFields, CreateConfigBody, DeletedConfig, ExtractorConfig, UpdateConfigBody } from "../schema/extraction.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
@@ -16,7 +16,7 @@ export class ExtractorConfigsGroup extends HttpApiGroup.make("extractor-configs"
       error: errors(InvalidRequest, Forbidden, Unprocessable, TooManyRequests)
     }).pipe(requires("extractor:configs:write")),
     HttpApiEndpoint.get("list", "/configs", {
-      query: { ...PageQuery, sort: Schema.optional(Schema.String) },
+      query: { ...PageQuery, sort: SortQuery(configSortFields) },
       success: Success(Page(ExtractorConfig)),
       error: errors(InvalidRequest)
     }).pipe(requires("extractor:configs:read")),

@@ -6,8 +6,8 @@ import { CurrentPrincipal, isSuperAdmin } from "../iam/principal.ts"
 import { newId } from "../ids.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { fail, notFound } from "../schema/errors.ts"
-import type { ConfigPayload } from "../schema/extraction.ts"
-import { configSortColumns, ExtractionRepo, toConfig } from "../sql/extraction-repo.ts"
+import { type ConfigPayload, configSortFields } from "../schema/extraction.ts"
+import { ExtractionRepo, toConfig } from "../sql/extraction-repo.ts"
 import { withTieBreak } from "../sql/order-by.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
@@ -79,7 +79,7 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           const limit = yield* queryLimit(query)
-          const { sort, faults } = readSort(query.sort, Object.keys(configSortColumns), "createdAt:desc,id:desc")
+          const { sort, faults } = readSort(query.sort, configSortFields, "createdAt:desc,id:desc")
           if (faults.length > 0) return yield* failListQuery(faults)
           const offset = query.offset ?? 0
           const p = yield* repo.configs.list(me.tenantId, sort, offset, limit)

@@ -1,10 +1,10 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader } from "../schema/common.ts"
-import { Page, PageQuery, Success } from "../schema/envelope.ts"
+import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader, LAST_EVENT_ID_PATTERN } from "../schema/common.ts"
+import { Page, PageQuery, SortQuery, Success } from "../schema/envelope.ts"
 import { Operations } from "./openapi.ts"
 import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
-import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobStatus, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
+import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobStatus, jobSortFields, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
 
@@ -13,7 +13,7 @@ const id = { id: Schema.String }
 
 export const ListJobsQuery = {
   ...PageQuery,
-  sort: Schema.optional(Schema.String.annotate({ description: "comma-separated field:dir pairs, e.g. createdAt:desc,id:desc" })),
+  sort: SortQuery(jobSortFields),
   status: Schema.optional(CheckedByHandler({ pattern: commaListPattern(JobStatus.literals), description: "one status or a comma-separated list" }))
 }
 
@@ -73,7 +73,8 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       error: errors(InvalidRequest, NotFound)
     }).pipe(requires("scraper:webhooks:read")),
     HttpApiEndpoint.get("events", "/events", {
-      headers: { "last-event-id": Schema.optional(Schema.String) },
+      // Read by the stream (jobs.sse.ts), which answers any other value with 400 at Last-Event-ID.
+      headers: { "last-event-id": Schema.optional(CheckedByHandler({ pattern: LAST_EVENT_ID_PATTERN.source })) },
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
       error: errors(InvalidRequest)
     }).pipe(requires("scraper:events:read"))

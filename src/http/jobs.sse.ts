@@ -5,6 +5,7 @@ import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { EVENT_RETENTION_HOURS, EventLog, type StoredEvent } from "../events/event-log.ts"
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
 import { allows } from "../iam/permissions.ts"
+import { LAST_EVENT_ID_PATTERN } from "../schema/common.ts"
 import type { Principal } from "../iam/principal.ts"
 import { fail } from "../schema/errors.ts"
 import { Draining } from "./draining.ts"
@@ -31,7 +32,7 @@ export const makeEventStreams = Effect.gen(function*() {
   const open = (me: Principal, request: HttpServerRequest.HttpServerRequest, resumeFrom: string | undefined) =>
     Effect.gen(function*() {
       const rawKey = request.headers["x-api-key"] ?? ""
-      if (resumeFrom !== undefined && !/^\d{1,64}$/.test(resumeFrom)) {
+      if (resumeFrom !== undefined && !LAST_EVENT_ID_PATTERN.test(resumeFrom)) {
         return yield* fail(400, "validation_error", "Last-Event-ID must be an event id", {
           details: [{ path: "Last-Event-ID", code: "invalid_value", message: "a decimal event id" }]
         })

@@ -3,7 +3,7 @@ import type { OpenApi } from "effect/http-api"
 import { auditActions } from "../schema/audit.ts"
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MAX_QUERY_OFFSET } from "../schema/envelope.ts"
 import { codesOf } from "./error-codes.ts"
-import { ApiKeyAuth, notOnBehalf, Requires } from "./security.ts"
+import { ApiKeyAuth, credentialsOf, notOnBehalf, Requires, type SecurityScheme, securitySchemes } from "./security.ts"
 
 /**
  * The words of a group's operations in the OpenAPI document: endpoint name → [summary, description].
@@ -78,13 +78,14 @@ export interface DocumentedGroup {
 
 /** What each endpoint runs under, by operation id: its authentication and its permission. */
 const endpointFacts = (groups: ReadonlyArray<DocumentedGroup>) => {
-  const facts = new Map<string, { apiKey: boolean; onBehalf: boolean; requires: string | undefined }>()
+  const facts = new Map<string, { apiKey: boolean; onBehalf: boolean; requires: string | undefined; security: ReadonlyArray<SecurityScheme> }>()
   for (const group of groups) {
     for (const [name, endpoint] of Object.entries(group.endpoints)) {
       facts.set(`${group.identifier}.${name}`, {
         apiKey: endpoint.middlewares.has(ApiKeyAuth),
         onBehalf: !notOnBehalf(group.identifier, name),
-        requires: Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires)
+        requires: Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires),
+        security: credentialsOf(endpoint)
       })
     }
   }
@@ -126,6 +127,7 @@ export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spe
     for (const [name, entry] of Object.entries(table)) words.set(`${group.identifier}.${name}`, entry)
   }
   const facts = endpointFacts(groups)
+  const used = new Set<SecurityScheme>()
   addCommonErrors(spec)
   for (const pathItem of Object.values(spec.paths)) {
     for (const [method, operation] of Object.entries(pathItem as Record<string, any>)) {
@@ -145,8 +147,15 @@ export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spe
         }
       }
       listErrorCodes(operation, method, facts)
+      const known = facts.get(operation.operationId)
+      // Any one of the credentials the endpoint's middleware takes; [] for the open routes.
+      if (known) operation.security = known.security.map((scheme) => ({ [scheme]: [] }))
+      for (const scheme of known?.security ?? []) used.add(scheme)
     }
   }
+  spec.components.securitySchemes = Object.fromEntries(
+    Object.entries(securitySchemes).filter(([name]) => used.has(name as SecurityScheme))
+  ) as Spec["components"]["securitySchemes"]
   // A bulk body's jobs are decoded one by one (an invalid one is a `failed` entry), so its schema
   // takes any item; each is the single-job body, which the document shows.
   const jobBody = bodySchema(spec, "/v1/scraper/jobs", "post")

@@ -4,12 +4,12 @@ import { CurrentPrincipal } from "../iam/principal.ts"
 import { QuotaRequestService, storedStatus, toQuotaRequest } from "../iam/quota-request-service.ts"
 import { iso } from "../schema/common.ts"
 import { pageOf } from "../schema/envelope.ts"
-import { quotaRequestStatuses, type QuotaRequestStatus } from "../schema/quota-request.ts"
+import { MAX_TENANT_ID_FILTER_LENGTH, quotaRequestStatuses, type QuotaRequestStatus } from "../schema/quota-request.ts"
 import { QuotaRequestRepo, type QuotaRequestFilter } from "../sql/quota-request-repo.ts"
 import { Api } from "./api.ts"
 import { failListQuery, filterFault, type ListFault, queryLimit } from "./list-query.ts"
 
-const MAX_TENANT_ID_LENGTH = 200
+const MAX_TENANT_ID_LENGTH = MAX_TENANT_ID_FILTER_LENGTH
 
 interface ListQuery {
   readonly offset?: number | undefined

@@ -8,13 +8,13 @@ import { CurrentPrincipal, isSuperAdmin, type Principal } from "../iam/principal
 import { constantTimeEqual } from "../iam/secrets.ts"
 import { SessionAuthenticator } from "../iam/session-auth.ts"
 import { SessionService } from "../iam/session-service.ts"
-import { Forbidden, ResponseHeaders, TooManyRequests, Unauthenticated } from "../schema/errors.ts"
+import { fail, Forbidden, ResponseHeaders, TooManyRequests, Unauthenticated } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { DelegationRepo } from "../sql/delegation-repo.ts"
 import { clientContext } from "./client-context.ts"
 import { KeyMeter, noteEndpointReached, refuseMalformedRequest } from "./envelope-middleware.ts"
 import { RateLimiter, type RateLimiterShape } from "./rate-limit.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, notOnBehalf, presentedSession, Requires } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, notOnBehalf, presentedSession, Requires, SessionOnly } from "./security.ts"
 import type { IdentityId } from "../schema/ids.ts"
 
 const unauthorized = (message: string) => new Unauthenticated({ code: "unauthorized", message })
@@ -124,6 +124,10 @@ export const ApiKeyAuthLive = Layer.effect(
             principal = found
           }
           yield* countRequest(limiter, principal)
+          // What the document states as this endpoint's security (security.ts, credentialsOf).
+          if (principal.kind !== "session" && Context.get(endpoint.annotations, SessionOnly)) {
+            return yield* fail(400, "session_required", "this operation acts on an identity session; it was called with an API key")
+          }
           const onBehalfOf = (yield* HttpServerRequest.HttpServerRequest).headers[ON_BEHALF_HEADER]
           if (onBehalfOf !== undefined) {
             if (notOnBehalf(group.identifier, endpoint.identifier)) {

@@ -25,6 +25,48 @@ export const notOnBehalf = (group: string, endpoint: string) =>
 export const SESSION_COOKIE = "trawl_session"
 
 /**
+ * Endpoints that act on the caller's identity session itself (its CSRF token, its refresh, its
+ * logout): an API key is refused with 400 `session_required` by `ApiKeyAuth`, before the handler.
+ * Declared on the endpoint: `.annotate(SessionOnly, true)`.
+ */
+export const SessionOnly = Context.Reference<boolean>("trawl/SessionOnly", { defaultValue: () => false })
+
+/**
+ * The ways to authenticate, as the OpenAPI document names them (its `securitySchemes`). What each
+ * endpoint accepts is `credentialsOf` it, read from the middleware it runs and its `SessionOnly`.
+ */
+export const securitySchemes = {
+  apiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "An API key of the tenant (docs/api.md, \"Authentication\")." },
+  sessionBearer: {
+    type: "http",
+    scheme: "bearer",
+    description: "An identity session: the sessionId of POST /v1/iam/auth/login (or a magic link), sent as Authorization: Bearer <sessionId>."
+  },
+  sessionCookie: {
+    type: "apiKey",
+    in: "cookie",
+    name: SESSION_COOKIE,
+    description: `An identity session in the ${SESSION_COOKIE} cookie set at login. On unsafe methods (not GET, HEAD, OPTIONS) the request also needs the x-csrf-token header, the csrfToken of the login answer or of GET /v1/iam/auth/csrf; without it 403 csrf_failed.`,
+    "x-csrf-header": "x-csrf-token"
+  },
+  internalToken: { type: "apiKey", in: "header", name: "x-internal-token", description: "The node's INTERNAL_TOKEN: the control plane only." }
+} as const
+export type SecurityScheme = keyof typeof securitySchemes
+
+/**
+ * The credentials an endpoint accepts, any one of them: what `ApiKeyAuth` (a key or a session, a
+ * session alone where `SessionOnly`) or `InternalAuth` checks; none for the open routes.
+ */
+export const credentialsOf = (endpoint: {
+  readonly annotations: Context.Context<never>
+  readonly middlewares: ReadonlySet<Context.Key<any, any>>
+}): ReadonlyArray<SecurityScheme> =>
+  endpoint.middlewares.has(ApiKeyAuth)
+    ? Context.get(endpoint.annotations, SessionOnly) ? ["sessionBearer", "sessionCookie"] : ["apiKey", "sessionBearer", "sessionCookie"]
+    : endpoint.middlewares.has(InternalAuth) ? ["internalToken"]
+    : []
+
+/**
  * The session token a request presents and how: `Authorization: Bearer <token>` first, then the
  * `trawl_session` cookie (which needs the CSRF header on unsafe methods); undefined when neither.
  */

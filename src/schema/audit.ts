@@ -41,10 +41,13 @@ export const AuditEntry = Schema.Struct({
 }).annotate({ identifier: "AuditEntry" })
 export type AuditEntry = typeof AuditEntry.Type
 
+/** The longest `identityId` (and `action`) filter the audit list reads (audit.http.ts). */
+export const MAX_AUDIT_FILTER_LENGTH = 200
+
 /** The audit list's query: filters are read by the handler, which names every bad one (`invalid_filter`). */
 export const AuditQuery = {
   ...PageQuery,
-  identityId: Schema.optional(Schema.String),
+  identityId: Schema.optional(CheckedByHandler({ minLength: 1, maxLength: MAX_AUDIT_FILTER_LENGTH })),
   action: Schema.optional(Schema.String),
   from: Schema.optional(CheckedByHandler({ format: "date-time" })),
   to: Schema.optional(CheckedByHandler({ format: "date-time" }))

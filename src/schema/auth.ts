@@ -7,23 +7,31 @@ import { AbsoluteUrl, DateTime, Email, NullableDateTime, Text } from "./common.t
  */
 const Secret = (min: number, max: number, what: string) =>
   // The type's message is fixed too: the default one quotes the input (a password sent as a number).
+  // The bound is stated by the check itself, so the document says what is enforced.
   Schema.String.annotate({ message: `Expected ${what} (a string)` }).check(Schema.makeFilter((s: string) => {
     const n = [...s].length
     return (n >= min && n <= max) || `Expected ${what} of ${min} to ${max} characters`
-  })).annotate({ minLength: min, maxLength: max, format: "password" })
+  }, { toJsonSchema: () => ({ minLength: min, maxLength: max, format: "password" }) }))
 
 /** The current password, as the description bounds it: 1 to 1024 characters. */
 export const CurrentPassword = Secret(1, 1024, "a password")
 /** A new password: 12 to 1024 characters, not the e-mail address (docs/identity.md, "Passwords"). */
 export const NewPassword = Secret(12, 1024, "a password")
+/** A TOTP code: six ASCII digits (not any Unicode digit). */
+export const TOTP_CODE_PATTERN = "^[0-9]{6}$"
 export const TotpCode = Schema.String.annotate({ message: "Expected a code of six digits (a string)" }).check(
-  Schema.makeFilter((s: string) => /^\d{6}$/.test(s) || "Expected a code of six digits")
-).annotate({ pattern: "^\\d{6}$" })
+  Schema.makeFilter((s: string) => new RegExp(TOTP_CODE_PATTERN).test(s) || "Expected a code of six digits", {
+    toJsonSchema: () => ({ pattern: TOTP_CODE_PATTERN })
+  })
+)
 export const RecoveryCode = Secret(8, 64, "a recovery code")
-/** A mailed token: what the link carries, 43 base64url characters. */
-export const MailedToken = Schema.String.check(
-  Schema.makeFilter((s: string) => /^[A-Za-z0-9_-]{43}$/.test(s) || "Expected a token of 43 base64url characters")
-).annotate({ pattern: "^[A-Za-z0-9_-]{43}$" })
+/** A mailed token: what the link carries, 43 base64url characters (32 random bytes, secrets.ts). */
+export const MAILED_TOKEN_PATTERN = "^[A-Za-z0-9_-]{43}$"
+export const MailedToken = Schema.String.annotate({ message: "Expected a token (a string)" }).check(
+  Schema.makeFilter((s: string) => new RegExp(MAILED_TOKEN_PATTERN).test(s) || "Expected a token of 43 base64url characters", {
+    toJsonSchema: () => ({ pattern: MAILED_TOKEN_PATTERN })
+  })
+)
 
 /*
  * Secrets that may be left out are optionalKey, not optional: an optional field also takes null,

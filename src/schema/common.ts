@@ -145,14 +145,16 @@ export const Text = (min: number, max: number) =>
     isStorableText
   )
 
+const EMAIL_PATTERN = /^[^\s@\u0000]+@[^\s@\u0000]+\.[^\s@\u0000]+$/
 export const Email = Schema.String.check(
   Schema.isMaxLength(255),
-  Schema.isPattern(/^[^\s@\u0000]+@[^\s@\u0000]+\.[^\s@\u0000]+$/, { expected: "an e-mail address" })
+  // A RegExp without the `u` flag is not exported by itself: the check states its pattern, and `email`.
+  Schema.isPattern(EMAIL_PATTERN, { expected: "an e-mail address", toJsonSchema: () => ({ format: "email", pattern: EMAIL_PATTERN.source }) })
 )
 
 /** A decimal amount in euros, as a string: up to 4 decimals. */
 export const Amount = Schema.String.check(
-  Schema.isPattern(/^-?\d{1,12}(\.\d{1,4})?$/, { expected: "a decimal amount such as \"10.00\"" })
+  Schema.isPattern(/^-?\d{1,12}(\.\d{1,4})?$/, { expected: "a decimal amount such as \"10.00\"", toJsonSchema: () => ({ pattern: "^-?[0-9]{1,12}(\\.[0-9]{1,4})?$" }) })
 )
 
 export const iso = (d: Date | string | null | undefined): string | null =>
@@ -175,6 +177,9 @@ export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7e]{1,255}$/
  */
 export const CheckedByHandler = (jsonSchema: Record<string, unknown>) =>
   Schema.String.check(Schema.makeFilter(() => true, { toJsonSchema: () => jsonSchema }))
+
+/** A `Last-Event-ID` the job event stream resumes after: a decimal event id. */
+export const LAST_EVENT_ID_PATTERN = /^[0-9]{1,64}$/
 
 /** A comma-separated list of `values`, as a list's `status` filter takes it. */
 export const commaListPattern = (values: ReadonlyArray<string>) => {

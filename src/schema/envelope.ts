@@ -55,6 +55,21 @@ export const MAX_SORT_TERMS = 5
 export const SortTerms = <const Fields extends ReadonlyArray<string>>(fields: Fields) =>
   Schema.Array(Schema.Struct({ field: Schema.Literals(fields), dir: Schema.Literals(["asc", "desc"]) })).check(Schema.isMaxLength(MAX_SORT_TERMS))
 
+/**
+ * A list's `sort` query: up to MAX_SORT_TERMS comma-separated `field` or `field:asc|desc` terms
+ * over `fields`, blanks around each term allowed; blank means the list's default order. Read by
+ * the handler (`readSort`, which tells a malformed term from an unknown field); the document
+ * states the pattern it accepts.
+ */
+export const sortQueryPattern = (fields: ReadonlyArray<string>) => {
+  const term = `\\s*(${fields.join("|")})(:(asc|desc))?\\s*`
+  return `^(${term}(,${term}){0,${MAX_SORT_TERMS - 1}}|\\s*)$`
+}
+export const SortQuery = (fields: ReadonlyArray<string>) =>
+  Schema.optional(Schema.String.check(Schema.makeFilter(() => true, {
+    toJsonSchema: () => ({ pattern: sortQueryPattern(fields), description: "comma-separated field or field:asc|desc terms, e.g. createdAt:desc,id:desc" })
+  })))
+
 /** The largest `offset` a query string takes: 15 decimal digits. */
 export const MAX_QUERY_OFFSET = 999_999_999_999_999
 

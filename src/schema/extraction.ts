@@ -88,6 +88,8 @@ export const CreatedExtraction = Schema.Struct({
 
 export const ExtractionPage = Page(Extraction)
 
+/** The extractor config list's sort fields (extraction-repo.ts maps each to its column). */
+export const configSortFields = ["createdAt", "updatedAt", "priority", "id"] as const
 export const extractionSortFields = ["createdAt", "id", "status", "type", "attempts"] as const
 
 export const SearchExtractionsBody = Schema.Struct({

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { isValidPermission } from "./permission.ts"
+import { isValidPermission, permissionCatalogue } from "./permission.ts"
 import { CurrentPassword, TotpCode } from "./auth.ts"
 import { DateTime, DateTimeInput, NullableDateTime, Text } from "./common.ts"
 
@@ -71,7 +71,10 @@ export type Role = typeof Role.Type
 
 /** A permission a role may hold: a known `<service>:<resource>:<action>`, wildcards allowed (docs/api.md, "Roles"). */
 export const PermissionString = Schema.String.check(
-  Schema.makeFilter((p: string) => isValidPermission(p), { expected: "a permission <service>:<resource>:<read|write|*> of the catalogue" })
+  Schema.makeFilter((p: string) => isValidPermission(p), {
+    expected: "a permission <service>:<resource>:<read|write|*> of the catalogue",
+    toJsonSchema: () => ({ enum: [...permissionCatalogue()] })
+  })
 )
 
 const RoleName = Text(2, 60)

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { CheckedByHandler, DateTime, Email, NullableDateTime, Text } from "./common.ts"
 import { PageQuery } from "./envelope.ts"
-import { MailedToken } from "./auth.ts"
+import { MailedToken, NewPassword } from "./auth.ts"
 
 export const invitationStatuses = ["pending", "active", "declined", "revoked", "renounced"] as const
 export type InvitationStatus = (typeof invitationStatuses)[number]
@@ -43,14 +43,15 @@ export const RevokedInvitation = Schema.Struct({
 })
 
 /**
- * Registration: only with the token of a pending invitation or delegation. The token is any string
- * here: a malformed one is refused like an unknown one (403 registration_disabled), not told apart.
+ * Registration: only with the token of a pending invitation or delegation. A token of another
+ * shape is a 400 at `invitationToken` (the shape is public); a well-formed one that is unknown,
+ * used or for another address is refused as 403 registration_disabled, the reason not told.
  */
 export const RegisterBody = Schema.Struct({
-  invitationToken: Schema.optional(Schema.String.check(Schema.isMaxLength(255))),
+  invitationToken: Schema.optionalKey(MailedToken),
   email: Email,
-  // Its bounds are checked with the other rules of a new password (400 at `password`, docs/identity.md).
-  password: Schema.String.annotate({ format: "password" }),
+  // 12 to 1024 characters here; the other rule of a new password (not the e-mail address) is the service's.
+  password: NewPassword,
   firstName: Schema.optional(Text(1, 80)),
   lastName: Schema.optional(Text(1, 80))
 })

@@ -21,7 +21,9 @@ export const normalizeIp = (raw: string): string | undefined => {
 
 /** The `ip` of a lookup: at most 64 characters (the longest IPv6 spelling is 45), IPv4 or IPv6. */
 export const IpAddress = Schema.String.check(
-  Schema.makeFilter((s: string) => (s.length <= 64 && normalizeIp(s) !== undefined) || "Expected an IPv4 address (dotted decimal) or an IPv6 address")
+  Schema.makeFilter((s: string) => (s.length <= 64 && normalizeIp(s) !== undefined) || "Expected an IPv4 address (dotted decimal) or an IPv6 address", {
+    toJsonSchema: () => ({ maxLength: 64, anyOf: [{ type: "string", format: "ipv4" }, { type: "string", format: "ipv6" }] })
+  })
 ).annotate({ description: "An IPv4 address in dotted decimal or an IPv6 address in any valid spelling", examples: ["8.8.8.8", "2001:4860:4860::8888"] })
 
 export const IpLookupResult = Schema.Struct({

@@ -30,6 +30,23 @@ export type Permission = `${Resource}:${Action}`
 
 const permissionPattern = /^(\*|[a-z][a-z_-]*):(\*|[a-z][a-z-]*):(\*|read|write)$/
 
+/**
+ * Every permission string `isValidPermission` takes, for the OpenAPI document's `enum` (a finite
+ * catalogue: each known resource, its service's `*`, `*` with a resource name or `*`, and
+ * `cross_tenant:*`, each with `read`, `write` or `*`).
+ */
+export const permissionCatalogue = (): ReadonlyArray<string> => {
+  const names = [...new Set(resources.map((r) => r.slice(r.indexOf(":") + 1)))]
+  const scopes = [
+    ...resources,
+    ...services.map((s) => `${s}:*`),
+    ...names.map((n) => `*:${n}`),
+    "*:*",
+    "cross_tenant:*"
+  ]
+  return scopes.flatMap((scope) => ["read", "write", "*"].map((action) => `${scope}:${action}`)).filter(isValidPermission)
+}
+
 /** A permission string a role may hold: known service/resource/action or wildcards. */
 export const isValidPermission = (p: string): boolean => {
   const m = permissionPattern.exec(p)

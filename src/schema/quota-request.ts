@@ -39,9 +39,12 @@ export const WithdrawnQuotaRequest = Schema.Struct({
  * MAX_REQUESTED_LIMIT. Whether it is a known quota key and above the current limit is the
  * handler's check (404, 422).
  */
+export const REQUESTED_LIMIT_PATTERN = `^(?:[1-9][0-9]{0,${String(MAX_REQUESTED_LIMIT).length - 2}}|${MAX_REQUESTED_LIMIT})$`
 export const RequestedLimit = Schema.String.check(
   Schema.makeFilter((s: string) => /^[1-9]\d{0,8}$/.test(s) && Number(s) <= MAX_REQUESTED_LIMIT, {
-    expected: `a whole number from 1 to ${MAX_REQUESTED_LIMIT}, in decimal digits, as a string`
+    expected: `a whole number from 1 to ${MAX_REQUESTED_LIMIT}, in decimal digits, as a string`,
+    // 1 to 99999999, or 100000000 itself: the pattern is the whole range.
+    toJsonSchema: () => ({ pattern: REQUESTED_LIMIT_PATTERN, minLength: 1, maxLength: String(MAX_REQUESTED_LIMIT).length })
   })
 )
 
@@ -62,7 +65,10 @@ export const QuotaRequestQuery = {
   status: Schema.optional(CheckedByHandler({ enum: [...quotaRequestStatuses] }))
 }
 
+/** The longest `tenantId` filter of the super-admin list (quota-requests.http.ts). */
+export const MAX_TENANT_ID_FILTER_LENGTH = 200
+
 export const AdminQuotaRequestQuery = {
   ...QuotaRequestQuery,
-  tenantId: Schema.optional(Schema.String)
+  tenantId: Schema.optional(CheckedByHandler({ minLength: 1, maxLength: MAX_TENANT_ID_FILTER_LENGTH }))
 }

@@ -6,7 +6,7 @@ import { domainIdFilter } from "../crawl/domain.ts"
 import { createdBetween } from "./created-between.ts"
 import { appendEventCtes, TestEventAppender } from "./event-repo.ts"
 import { iso } from "../schema/common.ts"
-import type { ConfigPayload, Extraction, ExtractionStatus, ExtractorConfig, SearchExtractionsBody } from "../schema/extraction.ts"
+import type { ConfigPayload, configSortFields, Extraction, ExtractionStatus, ExtractorConfig, SearchExtractionsBody } from "../schema/extraction.ts"
 import { orderByTerms, type SortTerm, sortLikeSql } from "./order-by.ts"
 import { pageOfRows, renewExpiredLeases, searchCondition } from "./memory-search.ts"
 import { pageWithTotal } from "./page-with-total.ts"
@@ -138,7 +138,7 @@ export const extractionSortColumns: Record<string, string> = {
 }
 
 /** The extractor config list's sort fields and their columns. */
-export const configSortColumns: Record<string, string> = {
+export const configSortColumns: Record<(typeof configSortFields)[number], string> = {
   createdAt: "created_at",
   updatedAt: "updated_at",
   priority: "priority",

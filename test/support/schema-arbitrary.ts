@@ -73,6 +73,10 @@ const stringOf = (schema: any, loopbackUrl: string): fc.Arbitrary<string> => {
       return fc.date({ min: new Date("2000-01-01T00:00:00Z"), max: new Date("2099-12-31T23:59:59Z"), noInvalidDate: true }).map((d) => d.toISOString())
     case "uuid":
       return fc.uuid()
+    case "ipv4":
+      return fc.ipV4()
+    case "ipv6":
+      return fc.ipV6()
   }
   if (typeof schema.pattern === "string") {
     const pattern = new RegExp(schema.pattern, "u")

@@ -2,9 +2,20 @@ import { spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { Schema } from "effect"
+import { HttpApi, HttpApiGroup, OpenApi } from "effect/http-api"
 import { describe, expect, it } from "vitest"
 import { auditActions } from "../../src/schema/audit.ts"
+import { MagicLinkVerifyBody, ResetPasswordBody } from "../../src/schema/account-recovery.ts"
+import { LoginBody } from "../../src/schema/auth.ts"
+import { isValidPermission, permissionCatalogue, resources, services } from "../../src/schema/permission.ts"
+import { RegisterBody } from "../../src/schema/invitation.ts"
+import { Api } from "../../src/http/api.ts"
 import { operationCodes } from "../../src/http/error-codes.ts"
+import { credentialsOf, securitySchemes, SESSION_COOKIE } from "../../src/http/security.ts"
+import { MAX_REQUESTED_LIMIT } from "../../src/schema/quota-request.ts"
+import { generateToken } from "../../src/iam/secrets.ts"
+import { newRecoveryCodes } from "../../src/iam/totp.ts"
 import { makeConformance, openApiDocument } from "../support/openapi-conformance.ts"
 
 const root = resolve(import.meta.dirname, "../..")
@@ -71,6 +82,185 @@ describe("the OpenAPI document", () => {
     const apiKey = doc.paths["/v1/iam/identities/{id}/api-keys"].post.requestBody.content["application/json"].schema
     expect(apiKey.properties.name).toMatchObject({ minLength: 1, maxLength: 100 })
     expect(JSON.stringify(apiKey.properties.expiresAt)).toContain("\"format\":\"date-time\"")
+  })
+
+  describe("states the bounds of credentials, codes, tokens and addresses", () => {
+    const body = (path: string, method = "post") => doc.paths[path][method].requestBody.content["application/json"].schema
+    // A check's keywords may sit in an `allOf` beside the type: read them as one schema.
+    const flat = (schema: any): any => {
+      const { allOf = [], ...rest } = schema
+      return Object.assign({}, rest, ...allOf.map(flat))
+    }
+    const query = (path: string, name: string) => flat(doc.paths[path].get.parameters.find((p: any) => p.name === name).schema)
+    const matches = (schema: any, value: string) => {
+      expect(typeof schema.pattern, JSON.stringify(schema)).toBe("string")
+      return new RegExp(schema.pattern, "u").test(value)
+    }
+    const current = { type: "string", minLength: 1, maxLength: 1024, format: "password" }
+    const fresh = { type: "string", minLength: 12, maxLength: 1024, format: "password" }
+    const email = { type: "string", maxLength: 255, format: "email" }
+
+    it("passwords: 1-1024 where one is re-entered, 12-1024 where one is chosen", () => {
+      expect(body("/v1/iam/auth/login").properties.password).toMatchObject(current)
+      expect(body("/v1/iam/auth/password/change").properties).toMatchObject({ currentPassword: current, newPassword: fresh })
+      expect(body("/v1/iam/auth/password/setup").properties.password).toMatchObject(fresh)
+      expect(body("/v1/iam/auth/password/reset").properties.password).toMatchObject(fresh)
+      expect(body("/v1/iam/auth/register").properties.password).toMatchObject(fresh)
+      for (const path of ["/v1/iam/auth/totp/disable", "/v1/iam/auth/totp/recovery-codes/regenerate"]) {
+        expect(body(path).properties.currentPassword, path).toMatchObject(current)
+      }
+    })
+
+    it("the internal bootstrap routes' passwords (not in the public document) have the same 12-1024 check", () => {
+      const control = Api.groups.control.endpoints as Record<string, any>
+      const field = (name: string, path: string, key: string): any => {
+        const probe: any = OpenApi.fromApi(HttpApi.make("probe").add(HttpApiGroup.make("g").add(control[name])))
+        return probe.paths[path].post.requestBody.content["application/json"].schema.properties[key]
+      }
+      // Optional, so also null: the string alternative carries the bounds.
+      expect(field("createTenant", "/internal/v1/tenants", "ownerPassword").anyOf).toContainEqual(fresh)
+      expect(field("createInternalAdmin", "/internal/v1/internal-admins", "password").anyOf).toContainEqual(fresh)
+    })
+
+    it("TOTP codes: six digits; recovery codes: the service's, 8-64 characters", () => {
+      const code = body("/v1/iam/auth/totp/verify").properties.code
+      expect(code).toMatchObject({ type: "string", pattern: "^[0-9]{6}$" })
+      expect(matches(code, "012345")).toBe(true)
+      expect(matches(code, "12345")).toBe(false)
+      expect(matches(code, "١٢٣٤٥٦")).toBe(false)
+      for (const path of ["/v1/iam/auth/login", "/v1/iam/auth/totp/disable", "/v1/iam/auth/totp/recovery-codes/regenerate", "/v1/iam/auth/magic-link/verify"]) {
+        expect(body(path).properties.totpCode, path).toEqual(code)
+        const recovery = body(path).properties.recoveryCode
+        expect(recovery, path).toMatchObject({ type: "string", minLength: 8, maxLength: 64 })
+        for (const issued of newRecoveryCodes()) expect([...issued].length).toBeGreaterThanOrEqual(recovery.minLength)
+      }
+    })
+
+    it("mailed tokens: 43 base64url characters, as they are made", () => {
+      const paths = ["/v1/iam/auth/password/reset", "/v1/iam/auth/email/verify", "/v1/iam/auth/magic-link/verify"]
+      const invitation = Object.keys(doc.paths).filter((p) => /invitations\/(accept|decline)$/.test(p))
+      expect(invitation).toHaveLength(2)
+      const schemas = [...paths, ...invitation].map((p) => body(p).properties.token)
+      schemas.push(body("/v1/iam/auth/register").properties.invitationToken)
+      for (const schema of schemas) {
+        expect(schema).toMatchObject({ type: "string", pattern: "^[A-Za-z0-9_-]{43}$" })
+        for (let i = 0; i < 20; i++) expect(matches(schema, generateToken())).toBe(true)
+        expect(matches(schema, "short")).toBe(false)
+      }
+      expect(body("/v1/iam/auth/register").required).not.toContain("invitationToken")
+    })
+
+    it("e-mail addresses: format email, and the pattern the server checks", () => {
+      const schemas = [
+        body("/v1/iam/auth/login").properties.email,
+        body("/v1/iam/auth/password/forgot").properties.email,
+        body("/v1/iam/auth/magic-link").properties.email,
+        body("/v1/iam/auth/register").properties.email,
+        ...Object.keys(doc.paths).filter((p) => /invitations$/.test(p) && doc.paths[p].post).map((p) => body(p).properties.email)
+      ]
+      expect(schemas.length).toBeGreaterThanOrEqual(5)
+      for (const schema of schemas) {
+        expect(schema).toMatchObject(email)
+        expect(matches(schema, "notanemail")).toBe(false)
+        expect(matches(schema, "a b@example.com")).toBe(false)
+        expect(matches(schema, "ann@example.com")).toBe(true)
+      }
+    })
+
+    it("a quota request's requestedLimit: 1 to 100000000 in digits; a lookup's ip: IPv4 or IPv6", () => {
+      const path = Object.keys(doc.paths).find((p) => p.endsWith("/quotas/me/requests"))!
+      const limit = body(path).properties.requestedLimit
+      expect(limit).toMatchObject({ type: "string", minLength: 1, maxLength: 9 })
+      for (const ok of ["1", "42", "99999999", String(MAX_REQUESTED_LIMIT)]) expect(matches(limit, ok), ok).toBe(true)
+      for (const bad of ["0", "01", "-1", "1.5", String(MAX_REQUESTED_LIMIT + 1), "999999999", ""]) expect(matches(limit, bad), bad).toBe(false)
+      expect(query("/v1/network/ip/lookup", "ip")).toMatchObject({
+        type: "string",
+        maxLength: 64,
+        anyOf: [{ type: "string", format: "ipv4" }, { type: "string", format: "ipv6" }]
+      })
+    })
+
+    it("list filters the handlers read: sort terms from the sort fields, filter lengths", () => {
+      const sort = query("/v1/scraper/jobs", "sort")
+      for (const ok of ["createdAt:desc,id:desc", "priority", " status:asc , id ", ""]) expect(matches(sort, ok), ok).toBe(true)
+      for (const bad of ["color:asc", "createdAt:down", "id,id,id,id,id,id", "createdAt:desc:x"]) expect(matches(sort, bad), bad).toBe(false)
+      expect(matches(query("/v1/extractor/configs", "sort"), "updatedAt:desc")).toBe(true)
+      expect(matches(query("/v1/extractor/extractions", "sort"), "type:asc")).toBe(true)
+      expect(query("/v1/iam/audit", "identityId")).toMatchObject({ minLength: 1, maxLength: 200 })
+    })
+
+    it("a role's permissions: the catalogue the validator takes, exactly; Last-Event-ID: an event id", () => {
+      const items = flat(flat(body("/v1/iam/roles").properties.permissions).items)
+      expect(new Set(items.enum)).toEqual(new Set(permissionCatalogue()))
+      const names = [...new Set(resources.map((r) => r.split(":")[1]!))]
+      let valid = 0
+      for (const service of [...services, "*", "cross_tenant", "unknown"]) {
+        for (const resource of [...names, "*", "unknown"]) {
+          for (const action of ["read", "write", "*", "delete"]) {
+            const p = `${service}:${resource}:${action}`
+            expect(items.enum.includes(p), p).toBe(isValidPermission(p))
+            if (isValidPermission(p)) valid++
+          }
+        }
+      }
+      expect(valid).toBe(items.enum.length)
+      const lastEventId = flat(doc.paths["/v1/scraper/events"].get.parameters.find((p: any) => p.name === "last-event-id").schema)
+      expect(matches(lastEventId, "12345")).toBe(true)
+      expect(matches(lastEventId, "12a")).toBe(false)
+    })
+
+    it("a password, code or token is never quoted back by the validator", () => {
+      const secret = "s3cret-Value-9"
+      // The options the API decodes bodies with (api.ts): every issue, and the input reported.
+      const options = { errors: "all", onExcessProperty: "error", reportInput: true } as const
+      const decode = (schema: any, value: unknown) => Schema.decodeUnknownExit(schema)(value, options)
+      // The control: a plain bounded string does quote what it was given.
+      expect(String(decode(Schema.Struct({ password: Schema.String.check(Schema.isMinLength(100)) }), { password: secret }))).toContain(secret)
+      for (const [schema, input] of [
+        [LoginBody, { email: "a@example.com", password: 12345 }],
+        [LoginBody, { email: "a@example.com", password: secret, totpCode: secret }],
+        [ResetPasswordBody, { token: secret, password: secret }],
+        [RegisterBody, { invitationToken: secret, email: "a@example.com", password: "short-" + secret.slice(0, 3) }],
+        [MagicLinkVerifyBody, { token: secret, totpCode: null, recoveryCode: 7 }]
+      ] as const) {
+        const exit = decode(schema, input)
+        expect(exit._tag).toBe("Failure")
+        const text = String(exit)
+        expect(text).not.toContain(secret)
+        expect(text).not.toContain("12345")
+      }
+    })
+  })
+
+  it("states how each operation authenticates, from the middleware that checks it", () => {
+    expect(doc.components.securitySchemes).toEqual({
+      apiKey: securitySchemes.apiKey,
+      sessionBearer: expect.objectContaining({ type: "http", scheme: "bearer" }),
+      sessionCookie: expect.objectContaining({ type: "apiKey", in: "cookie", name: SESSION_COOKIE, "x-csrf-header": "x-csrf-token" })
+    })
+    expect(doc.components.securitySchemes.sessionCookie.description).toContain("x-csrf-token")
+    const byId = new Map(operations.map((op) => [op.operationId as string, op]))
+    const security = (id: string) => byId.get(id).security
+    const any = [{ apiKey: [] }, { sessionBearer: [] }, { sessionCookie: [] }]
+    const session = [{ sessionBearer: [] }, { sessionCookie: [] }]
+    expect(security("jobs.create")).toEqual(any)
+    expect(security("auth.me")).toEqual(any)
+    expect(security("auth.csrf")).toEqual(session)
+    expect(security("auth.refresh")).toEqual(session)
+    expect(security("auth.logout")).toEqual(session)
+    for (const open of ["auth.login", "auth.forgotPassword", "auth.resetPassword", "auth.verifyEmail", "auth.requestMagicLink", "auth.verifyMagicLink", "registration.register", "system.healthz"]) {
+      expect(security(open), open).toEqual([])
+    }
+    // Every operation's, and what the document says matches the endpoint it came from.
+    for (const group of Object.values(Api.groups) as Array<any>) {
+      for (const [name, endpoint] of Object.entries<any>(group.endpoints)) {
+        const op = byId.get(`${group.identifier}.${name}`)
+        if (op === undefined) continue
+        expect(op.security, op.operationId).toEqual(credentialsOf(endpoint).map((s) => ({ [s]: [] })))
+      }
+    }
+    // The control plane is not in the public document; its routes take the internal token.
+    for (const endpoint of Object.values<any>(Api.groups.control.endpoints)) expect(credentialsOf(endpoint)).toEqual(["internalToken"])
   })
 
   it("validates what it describes, and refuses what it does not", () => {
