@@ -18,6 +18,7 @@
  * (a) Trawl: the real server process (ALLOW_PRIVATE_TARGETS=true for the loopback site; embedded
  *     PGlite, or DATABASE_URL [+ REDIS_URL] on a fresh test database), one tenant on the "pro" plan
  *     with credit for every page. `POST /v1/scraper/crawls {url: page 0, limit: pages, maxDepth: 20,
+ *     maxPagesPerPattern: pages (the site's pages all share one path pattern, /s/<k>/<n>),
  *     sitemap: "skip"}`, then `GET /v1/scraper/crawls/{id}` every 250 ms until the crawl is done,
  *     failed or cancelled. Time: from the POST to the poll that saw it terminal. CPU: the server
  *     process's utime + stime from /proc over that time (the polls included). One warm-up crawl of
@@ -152,7 +153,7 @@ const startTrawlSide = async () => {
     checkInterrupted()
     const cpu0 = cpuMs(trawl.pid) ?? NaN
     const t0 = performance.now()
-    const created = await call("POST", "/v1/scraper/crawls", { url: seed, limit, maxDepth: 20, sitemap: "skip" })
+    const created = await call("POST", "/v1/scraper/crawls", { url: seed, limit, maxDepth: 20, maxPagesPerPattern: limit, sitemap: "skip" })
     if (created.status !== 201) throw new Error(`${label}: POST /v1/scraper/crawls answered ${created.status}: ${created.text.slice(0, 1000)}`)
     const id = created.json!.data.id
     let lastLog = t0

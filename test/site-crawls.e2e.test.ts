@@ -402,6 +402,8 @@ describe.each(backends())("site crawls over HTTP ($name)", (backend) => {
       { url: site.url("/"), limit: 10_001 },
       { url: site.url("/"), maxDepth: -1 },
       { url: site.url("/"), maxDepth: 21 },
+      { url: site.url("/"), maxPagesPerPattern: 0 },
+      { url: site.url("/"), maxPagesPerPattern: 10_001 },
       { url: site.url("/"), sitemap: "sometimes" },
       { url: site.url("/"), includePaths: ["no-slash"] },
       { url: site.url("/"), includePaths: Array.from({ length: 51 }, () => "/a") },

@@ -8,6 +8,7 @@ import { DEFAULT_SITEMAP_BOUNDS, walkSitemaps } from "../crawl/sitemaps.ts"
 import { EventLog } from "../events/event-log.ts"
 import { newId } from "../ids.ts"
 import type { ApiError } from "../schema/errors.ts"
+import { CRAWL_PATTERN_CAP } from "../schema/crawl.ts"
 import { JobId } from "../schema/ids.ts"
 import type { CreateJobBody } from "../schema/job.ts"
 import { CrawlRepo, type CrawlDelivery, type CrawlRow, type EndedPage } from "../sql/crawl-repo.ts"
@@ -83,6 +84,8 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
           seed,
           limit: first.page_limit,
           maxDepth: first.max_depth,
+          // Crawls stored before the option existed ran with the default.
+          maxPagesPerPattern: opts.maxPagesPerPattern ?? CRAWL_PATTERN_CAP.default,
           includePaths: opts.includePaths,
           excludePaths: opts.excludePaths,
           allowSubdomains: opts.allowSubdomains,

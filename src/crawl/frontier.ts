@@ -7,8 +7,6 @@
 import { crawlKey, pathFilter, siteScope } from "./links.ts"
 import type { Robots } from "./robots.ts"
 
-/** At most this many pages per path pattern per crawl (calendars, session ids, endless query permutations). */
-export const CRAWL_PATTERN_CAP = 200
 /** Links read from one page; the rest are ignored (a page of a million links is a trap of its own). */
 export const CRAWL_MAX_LINKS_PER_PAGE = 1000
 /** A URL key longer than this is not crawled (it is a filtered URL): real pages have shorter ones. */
@@ -47,6 +45,8 @@ export interface FrontierRules {
   readonly seed: URL
   readonly limit: number
   readonly maxDepth: number
+  /** At most this many pages per path pattern (calendars, session ids, endless query permutations). */
+  readonly maxPagesPerPattern: number
   readonly includePaths: ReadonlyArray<string>
   readonly excludePaths: ReadonlyArray<string>
   readonly allowSubdomains: boolean
@@ -117,7 +117,7 @@ export const makeFrontier = (rules: FrontierRules, deps: FrontierDeps) => {
       if (!inScope(url)) rows.push(row("skipped", "offsite"))
       else if (key.length > CRAWL_MAX_KEY_LENGTH || !passesPaths(url)) rows.push(row("skipped", "filtered"))
       else if (c.depth > rules.maxDepth) rows.push(row("skipped", "depth"))
-      else if ((accepted.byPattern.get(pattern) ?? 0) >= CRAWL_PATTERN_CAP) rows.push(row("skipped", "pattern"))
+      else if ((accepted.byPattern.get(pattern) ?? 0) >= rules.maxPagesPerPattern) rows.push(row("skipped", "pattern"))
       else if (accepted.total >= rules.limit) rows.push(row("over_limit", null))
       // The guard before robots.txt: a private host's robots.txt is not even asked for.
       else if (!(await deps.isSafe(url))) rows.push(row("skipped", "unsafe"))

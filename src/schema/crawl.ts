@@ -12,6 +12,8 @@ const PathGlobs = Schema.Array(PathGlob).check(Schema.isMaxLength(50))
 /** Bounds of a crawl (docs/api.md "Site crawls"). */
 export const CRAWL_LIMIT = { min: 1, max: 10_000, default: 100 } as const
 export const CRAWL_MAX_DEPTH = { min: 0, max: 20, default: 3 } as const
+/** Pages per path pattern per crawl, the trap cap (docs/site-crawls.md, "How a found URL is judged"). */
+export const CRAWL_PATTERN_CAP = { min: 1, max: 10_000, default: 200 } as const
 
 /** How every page job of a crawl is run (the single-job body's fields of the same names). */
 export const CrawlPageOptions = Schema.Struct({
@@ -25,6 +27,7 @@ export const CreateCrawlBody = Schema.Struct({
   url: AbsoluteUrl,
   limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: CRAWL_LIMIT.min, maximum: CRAWL_LIMIT.max }))),
   maxDepth: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: CRAWL_MAX_DEPTH.min, maximum: CRAWL_MAX_DEPTH.max }))),
+  maxPagesPerPattern: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: CRAWL_PATTERN_CAP.min, maximum: CRAWL_PATTERN_CAP.max }))),
   includePaths: Schema.optional(PathGlobs),
   excludePaths: Schema.optional(PathGlobs),
   allowSubdomains: Schema.optional(Schema.Boolean),
@@ -42,6 +45,7 @@ export type CreateCrawlBody = typeof CreateCrawlBody.Type
 export interface CrawlOptions {
   readonly limit: number
   readonly maxDepth: number
+  readonly maxPagesPerPattern: number
   readonly includePaths: ReadonlyArray<string>
   readonly excludePaths: ReadonlyArray<string>
   readonly allowSubdomains: boolean
@@ -55,6 +59,7 @@ export interface CrawlOptions {
 export const crawlOptionsOf = (b: CreateCrawlBody): CrawlOptions => ({
   limit: b.limit ?? CRAWL_LIMIT.default,
   maxDepth: b.maxDepth ?? CRAWL_MAX_DEPTH.default,
+  maxPagesPerPattern: b.maxPagesPerPattern ?? CRAWL_PATTERN_CAP.default,
   includePaths: b.includePaths ?? [],
   excludePaths: b.excludePaths ?? [],
   allowSubdomains: b.allowSubdomains ?? false,

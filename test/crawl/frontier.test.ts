@@ -3,7 +3,8 @@
  * found URL is judged"), and the Crawl-delay read from robots.txt.
  */
 import { describe, expect, it } from "vitest"
-import { CRAWL_PATTERN_CAP, makeFrontier, pathPattern } from "../../src/crawl/frontier.ts"
+import { makeFrontier, pathPattern } from "../../src/crawl/frontier.ts"
+import { CRAWL_PATTERN_CAP } from "../../src/schema/crawl.ts"
 import { robotsFrom, ROBOTS_MAX_CRAWL_DELAY_MS, type Robots } from "../../src/crawl/robots.ts"
 
 const allowAll: Robots = { kind: "none", isAllowed: () => true, sitemaps: [] }
@@ -11,6 +12,7 @@ const rules = {
   seed: new URL("http://site.test/"),
   limit: 1000,
   maxDepth: 3,
+  maxPagesPerPattern: CRAWL_PATTERN_CAP.default,
   includePaths: [],
   excludePaths: ["/skip/**"],
   allowSubdomains: false,
@@ -69,13 +71,20 @@ describe("crawl frontier", () => {
   it("caps the pages of one path pattern, and treats known keys as duplicates", async () => {
     const { judge } = makeFrontier(rules, deps())
     const accepted = { total: 0, byPattern: new Map<string, number>() }
-    const days = Array.from({ length: CRAWL_PATTERN_CAP + 5 }, (_, i) => at(`http://site.test/day/${i}`))
+    const days = Array.from({ length: CRAWL_PATTERN_CAP.default + 5 }, (_, i) => at(`http://site.test/day/${i}`))
     const { rows } = await judge(days, none, accepted)
-    expect(rows.filter((r) => r.status === "queued")).toHaveLength(CRAWL_PATTERN_CAP)
+    expect(rows.filter((r) => r.status === "queued")).toHaveLength(CRAWL_PATTERN_CAP.default)
     expect(rows.filter((r) => r.skipReason === "pattern")).toHaveLength(5)
     const again = await judge([at("http://site.test/day/0")], async (keys) => new Set(keys), accepted)
     expect(again.rows[0]!.jobId).toBeNull()
-    expect(accepted.total).toBe(CRAWL_PATTERN_CAP)
+    expect(accepted.total).toBe(CRAWL_PATTERN_CAP.default)
+  })
+
+  it("takes the cap a crawl asks for (maxPagesPerPattern)", async () => {
+    const { judge } = makeFrontier({ ...rules, maxPagesPerPattern: 3 }, deps())
+    const accepted = { total: 0, byPattern: new Map<string, number>() }
+    const { rows } = await judge([1, 2, 3, 4].map((i) => at(`http://site.test/item/${i}`)), none, accepted)
+    expect(rows.map((r) => r.skipReason)).toEqual([null, null, null, "pattern"])
   })
 
   it("reads Crawl-delay for TrawlBot, capped", () => {
