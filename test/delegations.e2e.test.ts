@@ -320,6 +320,27 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     expectError(await asDelegator(owner, "GET", "/v1/scraper/jobs"), 403, "delegation_required")
   })
 
+  it("a credential narrower than its identity's role cannot delegate that role", async () => {
+    const t = await api.createTenant()
+    // A key of the owner that may only manage delegations: the owner's role is *:*:*.
+    const narrow = await api.post("/v1/iam/roles", { name: "delegations-only", permissions: ["iam:delegations:*"] }, t.apiKey)
+    expect(narrow.status, narrow.text).toBe(201)
+    const key = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "narrow", roleId: narrow.json.data.id }, t.apiKey)
+    expect(key.status, key.text).toBe(201)
+    const narrowKey: Caller = { key: key.json.data.rawKey }
+    const outsider = unique("outsider")
+    const refused = await create(narrowKey, { delegateId: outsider, reason: "escalate", expiresAt: inDays(1) })
+    expectError(refused, 403, "forbidden")
+    expect(refused.json.error.message).toContain("*:*:*")
+    // Nothing was made and nothing mailed: the outsider has no token to register with.
+    expect((await call(narrowKey, "GET", "/v1/iam/users/me/delegations/granted")).json.data.items).toEqual([])
+    const admin = await systemRole(t, "admin")
+    const ned = await member(t, admin.id)
+    expectError(await create(narrowKey, { delegateId: ned.id, reason: "escalate", expiresAt: inDays(1) }), 403, "forbidden")
+    // The owner's full credential may delegate its role.
+    expect((await create({ key: t.apiKey }, { delegateId: ned.id, reason: "holiday", expiresAt: inDays(1) })).status).toBe(201)
+  })
+
   it("a delegation past its expiry reads as expired and allows nothing; its registration token ends with it", async () => {
     const t = await api.createTenant()
     const delegate = await member(t, (await systemRole(t, "read")).id)
