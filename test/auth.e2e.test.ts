@@ -3,7 +3,7 @@ import { rmSync } from "node:fs"
 import { join } from "node:path"
 import { generateSync } from "otplib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { backends, client, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
+import { backends, client, INTERNAL_TOKEN, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
 
 /** Identity sessions, passwords, TOTP and guessing limits through the real HTTP interface (docs/identity.md). */
 
@@ -424,6 +424,37 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     const setup = await bearer(api, "POST", "/v1/iam/auth/password/setup", current.sessionId, { password: "yet another passphrase" })
     expectError(setup, 409, "password_already_set")
     await session(api, owner.email, next)
+  })
+
+  it("a person of the read role manages its own account with its session; its read key may not", async () => {
+    const owner = await newOwner(api)
+    const readRole = ((await api.get("/v1/iam/roles?limit=200", owner.apiKey)).json.data.items as Array<any>).find((r) => r.name === "read" && r.isSystem)
+    const email = randomEmail("reader")
+    const invited = await api.post(`/v1/iam/organizations/${owner.organizationId}/invitations`, { email, roleId: readRole.id }, owner.apiKey)
+    expect(invited.status, invited.text).toBe(201)
+    const outbox = await api.call("GET", `/internal/v1/outbox?to=${encodeURIComponent(email)}`, { token: INTERNAL_TOKEN })
+    const token = /token=([A-Za-z0-9_-]{43})/.exec(outbox.text)![1]
+    const registered = await api.post("/v1/iam/auth/register", { invitationToken: token, email, password: PASSWORD })
+    expect(registered.status, registered.text).toBe(201)
+    const sessionId = registered.json.data.sessionId as string
+    const me = (await bearer(api, "GET", "/v1/iam/users/me", sessionId)).json.data
+    expect(me.permissions).toEqual(["*:*:read"])
+    const key = await api.post(`/v1/iam/identities/${me.identityId}/api-keys`, { name: "reader", roleId: readRole.id }, owner.apiKey)
+    expect(key.status, key.text).toBe(201)
+    const asKey = (method: string, path: string, body?: unknown) => api.call(method, path, { headers: { "x-api-key": key.json.data.rawKey }, ...(body !== undefined ? { body } : {}) })
+
+    // The key: reading yes, changing no.
+    expect((await asKey("GET", "/v1/iam/auth/me")).status).toBe(200)
+    expectError(await asKey("PATCH", "/v1/iam/users/me", { firstName: "Key" }), 403, "forbidden")
+    expectError(await asKey("POST", "/v1/iam/auth/totp/enable"), 403, "forbidden")
+    expectError(await asKey("POST", "/v1/iam/auth/password/change", { currentPassword: PASSWORD, newPassword: "a key's new passphrase" }), 403, "forbidden")
+    expectError(await asKey("DELETE", "/v1/iam/users/me/sessions"), 403, "forbidden")
+    // The person's own session: its profile, second factor, password and sessions are its own.
+    expect((await bearer(api, "PATCH", "/v1/iam/users/me", sessionId, { firstName: "Rita" })).json.data.firstName).toBe("Rita")
+    expect((await bearer(api, "POST", "/v1/iam/auth/totp/enable", sessionId)).status).toBe(200)
+    expect((await bearer(api, "DELETE", "/v1/iam/users/me/sessions", sessionId)).status).toBe(200)
+    const changed = await bearer(api, "POST", "/v1/iam/auth/password/change", sessionId, { currentPassword: PASSWORD, newPassword: "the reader's new passphrase" })
+    expect(changed.status, changed.text).toBe(200)
   })
 
   it("turns TOTP on only after a verified code; then logins need a fresh code or a recovery code", { timeout: 120_000 }, async () => {

@@ -6,7 +6,7 @@ import { decryptSecret, encryptSecret } from "../webhooks/secret-box.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { type IdentityAuthRow, IdentityRepo } from "../sql/identity-repo.ts"
 import { Attempts } from "./attempts.ts"
-import { hashPassword, passwordProblem, verifyPassword } from "./passwords.ts"
+import { hashPassword, refuseWeakPassword, verifyPassword } from "./passwords.ts"
 import type { Principal } from "./principal.ts"
 import { hashToken } from "./secrets.ts"
 import { type ClientContext, type OpenedSession, SessionService } from "./session-service.ts"
@@ -117,12 +117,7 @@ export const AuthServiceLive = Layer.effect(
         yield* attempts.succeeded(account)
       })
 
-    const checkNewPassword = (password: string, email: string, path: string) => {
-      const problem = passwordProblem(password, email)
-      return problem === undefined
-        ? Effect.void
-        : fail(400, "validation_error", `the password ${problem}`, { details: [{ path, code: "weak_password", message: problem }] })
-    }
+    const checkNewPassword = refuseWeakPassword
 
     return AuthService.of({
       reauthenticate,

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { NewPassword } from "./auth.ts"
 import { Amount, CreatedRange, DateTime, Email, Text } from "./common.ts"
 import { SearchPagination, SortTerms } from "./envelope.ts"
 import { AddOnOffer, PlanOffer } from "./subscription.ts"
@@ -6,7 +7,7 @@ import { AddOnOffer, PlanOffer } from "./subscription.ts"
 export const CreateTenantBody = Schema.Struct({
   name: Text(1, 200),
   ownerEmail: Email,
-  ownerPassword: Schema.optional(Schema.String.check(Schema.isBetweenLength(8, 1024))),
+  ownerPassword: Schema.optionalKey(NewPassword),
   plan: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 60))),
   credits: Schema.optional(Amount)
 })
@@ -22,7 +23,7 @@ export const CreatedTenant = Schema.Struct({
 
 export const CreateInternalAdminBody = Schema.Struct({
   email: Email,
-  password: Schema.optional(Schema.String.check(Schema.isBetweenLength(8, 1024)))
+  password: Schema.optionalKey(NewPassword)
 })
 
 export const CreatedInternalAdmin = Schema.Struct({
