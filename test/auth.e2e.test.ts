@@ -223,6 +223,53 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     }
   })
 
+  it("the control plane applies the password policy: 12 to 1024 characters, not the e-mail", async () => {
+    const internal = (path: string, body: unknown) => api.call("POST", path, { token: INTERNAL_TOKEN, body })
+    for (const [path, field, body] of [
+      ["/internal/v1/tenants", "ownerPassword", (email: string, password: string) => ({ name: "T", ownerEmail: email, ownerPassword: password })],
+      ["/internal/v1/internal-admins", "password", (email: string, password: string) => ({ email, password })]
+    ] as const) {
+      const email = randomEmail("policy")
+      for (const weak of ["12345678", "elevenchars", email, email.toUpperCase(), "y".repeat(1025)]) {
+        const res = await internal(path, body(email, weak))
+        expectError(res, 400, "validation_error")
+        expect(res.json.error.details.map((d: { path: string }) => d.path), `${path} ${weak.slice(0, 20)}`).toEqual([field])
+        expect(res.text).not.toContain(weak.slice(0, 12))
+      }
+      const fine = await internal(path, body(email, "twelve chars"))
+      expect(fine.status, fine.text).toBe(201)
+    }
+  })
+
+  it("never quotes a password, code or token back in a validation error, whatever its type", async () => {
+    const owner = await newOwner(api)
+    // Too short for a new password, so that every route refuses it; and one far too long.
+    const probe = "Probe-q7Z"
+    const number = 4242424242
+    for (const value of [probe, [probe], { inner: probe }, number, true, null, `${probe}${"!".repeat(1100)}`]) {
+      const attempts: ReadonlyArray<[string, string, Record<string, unknown>, Record<string, string>?]> = [
+        ["/v1/iam/auth/register", "register", { invitationToken: value, email: randomEmail("nobody"), password: value }],
+        ["/v1/iam/auth/magic-link/verify", "magic link", { token: value, totpCode: value, recoveryCode: value }],
+        ["/v1/iam/auth/password/reset", "reset", { token: value, password: value }],
+        ["/v1/iam/auth/email/verify", "verify", { token: value }],
+        ["/v1/iam/auth/login", "login", { email: owner.email, password: value, totpCode: value, recoveryCode: value }],
+        ["/v1/iam/invitations/accept", "invitation", { token: value }, { "x-api-key": owner.apiKey }],
+        ["/v1/iam/invitations/decline", "invitation", { token: value }, { "x-api-key": owner.apiKey }],
+        ["/v1/iam/auth/totp/disable", "proof", { currentPassword: value, totpCode: value, recoveryCode: value }, { "x-api-key": owner.apiKey }],
+        ["/internal/v1/tenants", "tenant", { name: "T", ownerEmail: randomEmail("t"), ownerPassword: value }, { "x-internal-token": INTERNAL_TOKEN }],
+        ["/internal/v1/internal-admins", "admin", { email: randomEmail("a"), password: value }, { "x-internal-token": INTERNAL_TOKEN }],
+        ["/v1/scraper/jobs", "webhook secret", { url: "http://127.0.0.1:9/", webhookUrl: "http://127.0.0.1:9/hook", webhookSecret: value }, { "x-api-key": owner.apiKey }]
+      ]
+      for (const [path, name, body, headers] of attempts) {
+        const res = await politely(() => api.call("POST", path, { body, headers: headers ?? {} }))
+        expect([name, JSON.stringify(value).slice(0, 30), res.status], res.text).not.toEqual([name, JSON.stringify(value).slice(0, 30), 500])
+        expect(res.status, `${name} ${res.text}`).toBeGreaterThanOrEqual(400)
+        expect(res.text, `${name} ${JSON.stringify(value)}`).not.toContain("Probe-q7Z")
+        expect(res.text, `${name} ${JSON.stringify(value)}`).not.toContain(String(number))
+      }
+    }
+  })
+
   it("authenticates a session as a bearer token, and refuses a malformed or unknown one", async () => {
     const owner = await newOwner(api)
     const s = await session(api, owner.email, PASSWORD)

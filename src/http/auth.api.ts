@@ -50,7 +50,8 @@ export class AuthGroup extends HttpApiGroup.make("auth")
       error: errors(InvalidRequest)
     }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("logout", "/logout", {
-      success: Success(LoggedOut)
+      success: Success(LoggedOut),
+      error: errors(InvalidRequest)
     }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.get("me", "/me", {
       success: Success(Profile),

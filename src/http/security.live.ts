@@ -59,7 +59,9 @@ const notOnBehalf = (group: string, endpoint: string) =>
 const outcomeOf = <A extends { readonly status: number }, E>(exit: Exit.Exit<A, E>): Record<string, unknown> => {
   if (Exit.isSuccess(exit)) return { outcome: "done", status: exit.value.status }
   if (Cause.hasInterruptsOnly(exit.cause)) return { outcome: "interrupted" }
-  const error = Cause.squash(exit.cause)
+  const squashed = Cause.squash(exit.cause)
+  // The endpoint's own failures reach a security middleware wrapped by the API builder (its `error`).
+  const error = typeof squashed === "object" && squashed !== null && !isApiError(squashed) && "error" in squashed ? squashed.error : squashed
   if (!isApiError(error)) return { outcome: "failed" }
   return { outcome: error.status === 401 || error.status === 403 ? "refused" : "failed", status: error.status, code: error.code }
 }

@@ -13,8 +13,9 @@ export const TokenBody = Schema.Struct({ token: MailedToken })
 /** A magic link's token, with the second factor when the account has TOTP on (docs/account-recovery.md). */
 export const MagicLinkVerifyBody = Schema.Struct({
   token: MailedToken,
-  totpCode: Schema.optional(TotpCode),
-  recoveryCode: Schema.optional(RecoveryCode)
+  // optionalKey: an optional field's union message would quote the code back.
+  totpCode: Schema.optionalKey(TotpCode),
+  recoveryCode: Schema.optionalKey(RecoveryCode)
 })
 
 export const EmailVerified = Schema.Struct({ verified: Schema.Boolean, email: Schema.String, verifiedAt: DateTime })

@@ -5,9 +5,11 @@ import { AbsoluteUrl, DateTime, Email, NullableDateTime, Text } from "./common.t
  * A secret the client sends (password, code, token): bounded in characters, and its failure is a
  * message of its own, so that an error never sends the secret back.
  */
-const Secret = (min: number, max: number, what: string) =>
-  // The type's message is fixed too: the default one quotes the input (a password sent as a number).
-  Schema.String.annotate({ message: `Expected ${what} (a string)` }).check(Schema.makeFilter((s: string) => {
+/** A string whose type failure says only what was expected: the default message quotes the input (a password sent as a number). */
+export const SecretString = (what: string) => Schema.String.annotate({ message: `Expected ${what} (a string)` })
+
+export const Secret = (min: number, max: number, what: string) =>
+  SecretString(what).check(Schema.makeFilter((s: string) => {
     const n = [...s].length
     return (n >= min && n <= max) || `Expected ${what} of ${min} to ${max} characters`
   })).annotate({ minLength: min, maxLength: max, format: "password" })
@@ -21,7 +23,7 @@ export const TotpCode = Schema.String.annotate({ message: "Expected a code of si
 ).annotate({ pattern: "^\\d{6}$" })
 export const RecoveryCode = Secret(8, 64, "a recovery code")
 /** A mailed token: what the link carries, 43 base64url characters. */
-export const MailedToken = Schema.String.check(
+export const MailedToken = SecretString("a token").check(
   Schema.makeFilter((s: string) => /^[A-Za-z0-9_-]{43}$/.test(s) || "Expected a token of 43 base64url characters")
 ).annotate({ pattern: "^[A-Za-z0-9_-]{43}$" })
 
@@ -97,10 +99,13 @@ export const Profile = Schema.Struct({
 }).annotate({ identifier: "Profile" })
 export type Profile = typeof Profile.Type
 
+/** An avatar is an image to show: only an http(s) URL, never `javascript:`, `data:` or another scheme. */
+const AvatarUrl = AbsoluteUrl.check(Schema.makeFilter((s: string) => /^\s*https?:\/\//i.test(s), { expected: "an http(s) URL" }))
+
 export const UpdateProfileBody = Schema.Struct({
   firstName: Schema.optional(Schema.NullOr(Text(1, 80))),
   lastName: Schema.optional(Schema.NullOr(Text(1, 80))),
-  avatarUrl: Schema.optional(Schema.NullOr(AbsoluteUrl))
+  avatarUrl: Schema.optional(Schema.NullOr(AvatarUrl))
 })
 
 export const SessionItem = Schema.Struct({

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { CheckedByHandler, DateTime, Email, NullableDateTime, Text } from "./common.ts"
 import { PageQuery } from "./envelope.ts"
-import { MailedToken } from "./auth.ts"
+import { MailedToken, Secret, SecretString } from "./auth.ts"
 
 export const invitationStatuses = ["pending", "active", "declined", "revoked", "renounced"] as const
 export type InvitationStatus = (typeof invitationStatuses)[number]
@@ -47,10 +47,11 @@ export const RevokedInvitation = Schema.Struct({
  * here: a malformed one is refused like an unknown one (403 registration_disabled), not told apart.
  */
 export const RegisterBody = Schema.Struct({
-  invitationToken: Schema.optional(Schema.String.check(Schema.isMaxLength(255))),
+  // optionalKey, and secrets' own messages: no validation error quotes a token or a password back.
+  invitationToken: Schema.optionalKey(Secret(0, 255, "a token")),
   email: Email,
   // Its bounds are checked with the other rules of a new password (400 at `password`, docs/identity.md).
-  password: Schema.String.annotate({ format: "password" }),
+  password: SecretString("a password").annotate({ format: "password" }),
   firstName: Schema.optional(Text(1, 80)),
   lastName: Schema.optional(Text(1, 80))
 })
