@@ -338,6 +338,41 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     expectError(await withCookie(api, "GET", "/v1/iam/users/me", "B".repeat(43)), 401, "unauthorized")
   })
 
+  it("logout needs a session; revoking a session twice keeps its first revokedAt; an avatar is an http(s) URL; re-authentication names what the body takes", async () => {
+    const owner = await newOwner(api)
+    // An API key has no session to end, as it has none to refresh or a CSRF token to ask for.
+    expectError(await api.post("/v1/iam/auth/logout", undefined, owner.apiKey), 400, "session_required")
+    expectError(await api.post("/v1/iam/auth/refresh", undefined, owner.apiKey), 400, "session_required")
+
+    const s = await session(api, owner.email, PASSWORD)
+    const other = await session(api, owner.email, PASSWORD)
+    const otherId = await currentSessionId(api, other.sessionId)
+    const first = await bearer(api, "DELETE", `/v1/iam/users/me/sessions/${otherId}`, s.sessionId)
+    expect(first.status, first.text).toBe(200)
+    await sleep(20)
+    const again = await bearer(api, "DELETE", `/v1/iam/users/me/sessions/${otherId}`, s.sessionId)
+    expect(again.status, again.text).toBe(200)
+    expect(again.json.data).toEqual(first.json.data)
+
+    for (const avatarUrl of ["javascript:alert(1)", "data:image/png;base64,AAAA", "ftp://example.com/a.png", "file:///etc/passwd"]) {
+      const res = await bearer(api, "PATCH", "/v1/iam/users/me", s.sessionId, { avatarUrl })
+      expectError(res, 400, "validation_error")
+      expect(res.json.error.details.map((d: { path: string }) => d.path), avatarUrl).toEqual(["avatarUrl"])
+    }
+    expect((await bearer(api, "GET", "/v1/iam/users/me", s.sessionId)).json.data.avatarUrl).toBeNull()
+    const fine = await bearer(api, "PATCH", "/v1/iam/users/me", s.sessionId, { avatarUrl: "https://example.com/me.png" })
+    expect(fine.json.data.avatarUrl).toBe("https://example.com/me.png")
+
+    // A key for an all-powerful role asks for what its body takes: currentPassword or totpCode (not recoveryCode).
+    const me = (await bearer(api, "GET", "/v1/iam/users/me", s.sessionId)).json.data
+    const keyPath = `/v1/iam/identities/${owner.ownerIdentityId}/api-keys`
+    const asked = await bearer(api, "POST", keyPath, s.sessionId, { name: "admin", roleId: me.defaultRoleId })
+    expectError(asked, 403, "reauthentication_required")
+    expect(asked.json.error.message).toBe("this operation needs currentPassword or totpCode")
+    const withRecovery = await bearer(api, "POST", keyPath, s.sessionId, { name: "admin", roleId: me.defaultRoleId, recoveryCode: "abcd-efgh-ijkl" })
+    expectError(withRecovery, 400, "validation_error")
+  })
+
   it("refreshes a session into a new id, and refuses the old one at once", async () => {
     const owner = await newOwner(api)
     const s = await session(api, owner.email, PASSWORD)
