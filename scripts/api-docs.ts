@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { Context } from "effect"
 import { Api } from "../src/http/api.ts"
-import { Requires } from "../src/http/security.ts"
+import { OwnSession, Requires } from "../src/http/security.ts"
 
 const file = resolve(import.meta.dirname, "../docs/api.md")
 const start = "<!-- permissions:start -->"
@@ -19,7 +19,8 @@ export const permissionTable = (): string => {
     for (const endpoint of Object.values(group.endpoints)) {
       const required = Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires)
       const path = endpoint.path.replace(/:([A-Za-z]+)/g, "{$1}")
-      rows.push(`| ${endpoint.method} | \`${path}\` | ${required ? `\`${required}\`` : "none"} | ${planeOf(group.identifier, required)} |`)
+      const own = Context.get(endpoint.annotations, OwnSession) ? " (a key; the person's own session needs none)" : ""
+      rows.push(`| ${endpoint.method} | \`${path}\` | ${required ? `\`${required}\`${own}` : "none"} | ${planeOf(group.identifier, required)} |`)
     }
   }
   return rows.join("\n")

@@ -3,7 +3,7 @@ import { rmSync } from "node:fs"
 import { join } from "node:path"
 import { generateSync } from "otplib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { backends, client, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
+import { backends, client, INTERNAL_TOKEN, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
 
 /** Identity sessions, passwords, TOTP and guessing limits through the real HTTP interface (docs/identity.md). */
 
@@ -223,6 +223,53 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     }
   })
 
+  it("the control plane applies the password policy: 12 to 1024 characters, not the e-mail", async () => {
+    const internal = (path: string, body: unknown) => api.call("POST", path, { token: INTERNAL_TOKEN, body })
+    for (const [path, field, body] of [
+      ["/internal/v1/tenants", "ownerPassword", (email: string, password: string) => ({ name: "T", ownerEmail: email, ownerPassword: password })],
+      ["/internal/v1/internal-admins", "password", (email: string, password: string) => ({ email, password })]
+    ] as const) {
+      const email = randomEmail("policy")
+      for (const weak of ["12345678", "elevenchars", email, email.toUpperCase(), "y".repeat(1025)]) {
+        const res = await internal(path, body(email, weak))
+        expectError(res, 400, "validation_error")
+        expect(res.json.error.details.map((d: { path: string }) => d.path), `${path} ${weak.slice(0, 20)}`).toEqual([field])
+        expect(res.text).not.toContain(weak.slice(0, 12))
+      }
+      const fine = await internal(path, body(email, "twelve chars"))
+      expect(fine.status, fine.text).toBe(201)
+    }
+  })
+
+  it("never quotes a password, code or token back in a validation error, whatever its type", async () => {
+    const owner = await newOwner(api)
+    // Too short for a new password, so that every route refuses it; and one far too long.
+    const probe = "Probe-q7Z"
+    const number = 4242424242
+    for (const value of [probe, [probe], { inner: probe }, number, true, null, `${probe}${"!".repeat(1100)}`]) {
+      const attempts: ReadonlyArray<[string, string, Record<string, unknown>, Record<string, string>?]> = [
+        ["/v1/iam/auth/register", "register", { invitationToken: value, email: randomEmail("nobody"), password: value }],
+        ["/v1/iam/auth/magic-link/verify", "magic link", { token: value, totpCode: value, recoveryCode: value }],
+        ["/v1/iam/auth/password/reset", "reset", { token: value, password: value }],
+        ["/v1/iam/auth/email/verify", "verify", { token: value }],
+        ["/v1/iam/auth/login", "login", { email: owner.email, password: value, totpCode: value, recoveryCode: value }],
+        ["/v1/iam/invitations/accept", "invitation", { token: value }, { "x-api-key": owner.apiKey }],
+        ["/v1/iam/invitations/decline", "invitation", { token: value }, { "x-api-key": owner.apiKey }],
+        ["/v1/iam/auth/totp/disable", "proof", { currentPassword: value, totpCode: value, recoveryCode: value }, { "x-api-key": owner.apiKey }],
+        ["/internal/v1/tenants", "tenant", { name: "T", ownerEmail: randomEmail("t"), ownerPassword: value }, { "x-internal-token": INTERNAL_TOKEN }],
+        ["/internal/v1/internal-admins", "admin", { email: randomEmail("a"), password: value }, { "x-internal-token": INTERNAL_TOKEN }],
+        ["/v1/scraper/jobs", "webhook secret", { url: "http://127.0.0.1:9/", webhookUrl: "http://127.0.0.1:9/hook", webhookSecret: value }, { "x-api-key": owner.apiKey }]
+      ]
+      for (const [path, name, body, headers] of attempts) {
+        const res = await politely(() => api.call("POST", path, { body, headers: headers ?? {} }))
+        expect([name, JSON.stringify(value).slice(0, 30), res.status], res.text).not.toEqual([name, JSON.stringify(value).slice(0, 30), 500])
+        expect(res.status, `${name} ${res.text}`).toBeGreaterThanOrEqual(400)
+        expect(res.text, `${name} ${JSON.stringify(value)}`).not.toContain("Probe-q7Z")
+        expect(res.text, `${name} ${JSON.stringify(value)}`).not.toContain(String(number))
+      }
+    }
+  })
+
   it("authenticates a session as a bearer token, and refuses a malformed or unknown one", async () => {
     const owner = await newOwner(api)
     const s = await session(api, owner.email, PASSWORD)
@@ -289,6 +336,41 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     expectError(await api.get("/v1/iam/auth/csrf", owner.apiKey), 400, "session_required")
     // a cookie of no live session is a 401, whatever the method
     expectError(await withCookie(api, "GET", "/v1/iam/users/me", "B".repeat(43)), 401, "unauthorized")
+  })
+
+  it("logout needs a session; revoking a session twice keeps its first revokedAt; an avatar is an http(s) URL; re-authentication names what the body takes", async () => {
+    const owner = await newOwner(api)
+    // An API key has no session to end, as it has none to refresh or a CSRF token to ask for.
+    expectError(await api.post("/v1/iam/auth/logout", undefined, owner.apiKey), 400, "session_required")
+    expectError(await api.post("/v1/iam/auth/refresh", undefined, owner.apiKey), 400, "session_required")
+
+    const s = await session(api, owner.email, PASSWORD)
+    const other = await session(api, owner.email, PASSWORD)
+    const otherId = await currentSessionId(api, other.sessionId)
+    const first = await bearer(api, "DELETE", `/v1/iam/users/me/sessions/${otherId}`, s.sessionId)
+    expect(first.status, first.text).toBe(200)
+    await sleep(20)
+    const again = await bearer(api, "DELETE", `/v1/iam/users/me/sessions/${otherId}`, s.sessionId)
+    expect(again.status, again.text).toBe(200)
+    expect(again.json.data).toEqual(first.json.data)
+
+    for (const avatarUrl of ["javascript:alert(1)", "data:image/png;base64,AAAA", "ftp://example.com/a.png", "file:///etc/passwd"]) {
+      const res = await bearer(api, "PATCH", "/v1/iam/users/me", s.sessionId, { avatarUrl })
+      expectError(res, 400, "validation_error")
+      expect(res.json.error.details.map((d: { path: string }) => d.path), avatarUrl).toEqual(["avatarUrl"])
+    }
+    expect((await bearer(api, "GET", "/v1/iam/users/me", s.sessionId)).json.data.avatarUrl).toBeNull()
+    const fine = await bearer(api, "PATCH", "/v1/iam/users/me", s.sessionId, { avatarUrl: "https://example.com/me.png" })
+    expect(fine.json.data.avatarUrl).toBe("https://example.com/me.png")
+
+    // A key for an all-powerful role asks for what its body takes: currentPassword or totpCode (not recoveryCode).
+    const me = (await bearer(api, "GET", "/v1/iam/users/me", s.sessionId)).json.data
+    const keyPath = `/v1/iam/identities/${owner.ownerIdentityId}/api-keys`
+    const asked = await bearer(api, "POST", keyPath, s.sessionId, { name: "admin", roleId: me.defaultRoleId })
+    expectError(asked, 403, "reauthentication_required")
+    expect(asked.json.error.message).toBe("this operation needs currentPassword or totpCode")
+    const withRecovery = await bearer(api, "POST", keyPath, s.sessionId, { name: "admin", roleId: me.defaultRoleId, recoveryCode: "abcd-efgh-ijkl" })
+    expectError(withRecovery, 400, "validation_error")
   })
 
   it("refreshes a session into a new id, and refuses the old one at once", async () => {
@@ -424,6 +506,37 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     const setup = await bearer(api, "POST", "/v1/iam/auth/password/setup", current.sessionId, { password: "yet another passphrase" })
     expectError(setup, 409, "password_already_set")
     await session(api, owner.email, next)
+  })
+
+  it("a person of the read role manages its own account with its session; its read key may not", async () => {
+    const owner = await newOwner(api)
+    const readRole = ((await api.get("/v1/iam/roles?limit=200", owner.apiKey)).json.data.items as Array<any>).find((r) => r.name === "read" && r.isSystem)
+    const email = randomEmail("reader")
+    const invited = await api.post(`/v1/iam/organizations/${owner.organizationId}/invitations`, { email, roleId: readRole.id }, owner.apiKey)
+    expect(invited.status, invited.text).toBe(201)
+    const outbox = await api.call("GET", `/internal/v1/outbox?to=${encodeURIComponent(email)}`, { token: INTERNAL_TOKEN })
+    const token = /token=([A-Za-z0-9_-]{43})/.exec(outbox.text)![1]
+    const registered = await api.post("/v1/iam/auth/register", { invitationToken: token, email, password: PASSWORD })
+    expect(registered.status, registered.text).toBe(201)
+    const sessionId = registered.json.data.sessionId as string
+    const me = (await bearer(api, "GET", "/v1/iam/users/me", sessionId)).json.data
+    expect(me.permissions).toEqual(["*:*:read"])
+    const key = await api.post(`/v1/iam/identities/${me.identityId}/api-keys`, { name: "reader", roleId: readRole.id }, owner.apiKey)
+    expect(key.status, key.text).toBe(201)
+    const asKey = (method: string, path: string, body?: unknown) => api.call(method, path, { headers: { "x-api-key": key.json.data.rawKey }, ...(body !== undefined ? { body } : {}) })
+
+    // The key: reading yes, changing no.
+    expect((await asKey("GET", "/v1/iam/auth/me")).status).toBe(200)
+    expectError(await asKey("PATCH", "/v1/iam/users/me", { firstName: "Key" }), 403, "forbidden")
+    expectError(await asKey("POST", "/v1/iam/auth/totp/enable"), 403, "forbidden")
+    expectError(await asKey("POST", "/v1/iam/auth/password/change", { currentPassword: PASSWORD, newPassword: "a key's new passphrase" }), 403, "forbidden")
+    expectError(await asKey("DELETE", "/v1/iam/users/me/sessions"), 403, "forbidden")
+    // The person's own session: its profile, second factor, password and sessions are its own.
+    expect((await bearer(api, "PATCH", "/v1/iam/users/me", sessionId, { firstName: "Rita" })).json.data.firstName).toBe("Rita")
+    expect((await bearer(api, "POST", "/v1/iam/auth/totp/enable", sessionId)).status).toBe(200)
+    expect((await bearer(api, "DELETE", "/v1/iam/users/me/sessions", sessionId)).status).toBe(200)
+    const changed = await bearer(api, "POST", "/v1/iam/auth/password/change", sessionId, { currentPassword: PASSWORD, newPassword: "the reader's new passphrase" })
+    expect(changed.status, changed.text).toBe(200)
   })
 
   it("turns TOTP on only after a verified code; then logins need a fresh code or a recovery code", { timeout: 120_000 }, async () => {

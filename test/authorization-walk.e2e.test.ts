@@ -174,6 +174,30 @@ describe.each(backends())("authorization of every route ($name)", (backend) => {
     }
   })
 
+  it("a read-only key cannot change its identity's credentials or profile", async () => {
+    const attempts: ReadonlyArray<[string, string, unknown]> = [
+      ["POST", "/v1/iam/auth/password/setup", { password: "a new owner passphrase" }],
+      ["POST", "/v1/iam/auth/password/change", { currentPassword: "correct horse battery", newPassword: "a new owner passphrase" }],
+      ["POST", "/v1/iam/auth/totp/enable", undefined],
+      ["POST", "/v1/iam/auth/totp/verify", { code: "123456" }],
+      ["POST", "/v1/iam/auth/totp/disable", { currentPassword: "correct horse battery" }],
+      ["POST", "/v1/iam/auth/totp/recovery-codes/regenerate", { currentPassword: "correct horse battery" }],
+      ["POST", "/v1/iam/auth/email/verify/send", undefined],
+      ["PATCH", "/v1/iam/users/me", { firstName: "Mallory" }],
+      ["DELETE", "/v1/iam/users/me/sessions", undefined],
+      ["DELETE", `/v1/iam/users/me/sessions/${ids["users:sessionId"]}`, undefined]
+    ]
+    for (const [method, path, body] of attempts) {
+      const res = await api.call(method, path, { headers: { "x-api-key": readKey }, ...(body !== undefined ? { body } : {}) })
+      expect([method, path, res.status, res.json?.code]).toEqual([method, path, 403, "forbidden"])
+    }
+    const me = (await api.get("/v1/iam/users/me", a.apiKey)).json.data
+    expect(me).toMatchObject({ firstName: null, totpEnabledAt: null })
+    // The owner's own password still opens a session.
+    const login = await api.post("/v1/iam/auth/login", { email: me.emails[0].email, password: "correct horse battery" })
+    expect(login.status, login.text).toBe(200)
+  })
+
   it("answers 403 to a key of the write role exactly where the route needs iam, billing or super-admin writes", async () => {
     for (const route of routes) {
       const res = await send(route, { "x-api-key": writeKey })

@@ -305,19 +305,50 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     }
     expectError(await call({ key: other.apiKey }, "GET", "/v1/iam/users/me", undefined, { "x-on-behalf-of": delegator.id }), 403, "delegation_required")
 
-    // Each request on behalf is audited: the delegate as actor, the delegator on whose behalf.
-    const acts = await audit(t, `action=delegation.act&identityId=${delegator.id}`)
-    expect(acts.length).toBeGreaterThanOrEqual(6)
-    for (const entry of acts) {
-      expect(entry).toMatchObject({ actorId: t.ownerIdentityId, onBehalfOf: delegator.id, targetId: d.id })
-    }
-    expect(acts.map((e) => `${e.data.method} ${e.data.path}`)).toContain("POST /v1/iam/roles")
-    expect(acts.map((e) => `${e.data.method} ${e.data.path}`)).toContain("GET /v1/scraper/jobs")
+    // Each request on behalf is audited, refused ones too, with its outcome: the delegate as actor,
+    // the delegator on whose behalf.
+    const acts = (await audit(t, `action=delegation.act&identityId=${delegator.id}&limit=100`)).filter((e) => e.actorId === t.ownerIdentityId)
+    expect(acts.length).toBeGreaterThanOrEqual(14)
+    const outcome = (method: string, path: string) =>
+      acts.filter((e) => e.data.method === method && e.data.path === path).map((e) => ({ targetId: e.targetId, ...e.data }))
+    for (const entry of acts) expect(entry).toMatchObject({ actorId: t.ownerIdentityId, onBehalfOf: delegator.id })
+    expect(outcome("GET", "/v1/scraper/jobs")).toEqual([{ targetId: d.id, method: "GET", path: "/v1/scraper/jobs", outcome: "done", status: 200 }])
+    // Refused by the delegator's permissions, by the rule of what is not done on behalf, and before the delegation was active.
+    expect(outcome("POST", "/v1/iam/roles")).toEqual([{ targetId: d.id, method: "POST", path: "/v1/iam/roles", outcome: "refused", status: 403, code: "forbidden" }])
+    expect(outcome("POST", "/v1/iam/auth/totp/enable")).toEqual([{ targetId: d.id, method: "POST", path: "/v1/iam/auth/totp/enable", outcome: "refused", status: 403, code: "forbidden" }])
+    expect(outcome("GET", "/v1/iam/users/me").map((e) => [e.targetId, e.outcome, e.code ?? e.status])).toEqual([
+      [d.id, "done", 200],
+      [null, "refused", "delegation_required"]
+    ])
+    // The other member's attempt without a delegation is recorded under its own name.
+    const attempt = (await audit(t, `action=delegation.act&identityId=${other2.id}`))
+    expect(attempt.map((e) => [e.onBehalfOf, e.targetId, e.data.outcome, e.data.code])).toEqual([[delegator.id, null, "refused", "delegation_required"]])
 
     // Revoked: it stops at once.
     expect((await revoke(delegator.caller, d.id)).status).toBe(200)
     expectError(await asDelegator(owner, "GET", "/v1/iam/users/me"), 403, "delegation_required")
     expectError(await asDelegator(owner, "GET", "/v1/scraper/jobs"), 403, "delegation_required")
+  })
+
+  it("a credential narrower than its identity's role cannot delegate that role", async () => {
+    const t = await api.createTenant()
+    // A key of the owner that may only manage delegations: the owner's role is *:*:*.
+    const narrow = await api.post("/v1/iam/roles", { name: "delegations-only", permissions: ["iam:delegations:*"] }, t.apiKey)
+    expect(narrow.status, narrow.text).toBe(201)
+    const key = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "narrow", roleId: narrow.json.data.id }, t.apiKey)
+    expect(key.status, key.text).toBe(201)
+    const narrowKey: Caller = { key: key.json.data.rawKey }
+    const outsider = unique("outsider")
+    const refused = await create(narrowKey, { delegateId: outsider, reason: "escalate", expiresAt: inDays(1) })
+    expectError(refused, 403, "forbidden")
+    expect(refused.json.error.message).toContain("*:*:*")
+    // Nothing was made and nothing mailed: the outsider has no token to register with.
+    expect((await call(narrowKey, "GET", "/v1/iam/users/me/delegations/granted")).json.data.items).toEqual([])
+    const admin = await systemRole(t, "admin")
+    const ned = await member(t, admin.id)
+    expectError(await create(narrowKey, { delegateId: ned.id, reason: "escalate", expiresAt: inDays(1) }), 403, "forbidden")
+    // The owner's full credential may delegate its role.
+    expect((await create({ key: t.apiKey }, { delegateId: ned.id, reason: "holiday", expiresAt: inDays(1) })).status).toBe(201)
   })
 
   it("a delegation past its expiry reads as expired and allows nothing; its registration token ends with it", async () => {

@@ -26,12 +26,13 @@ import {
 } from "../schema/account-recovery.ts"
 import { Success } from "../schema/envelope.ts"
 import { Conflict, errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unauthenticated, Unavailable } from "../schema/errors.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, requires, SessionOnly } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, requires, requiresUnlessOwnSession, SessionOnly } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 /**
  * Identity sessions and their second factor (docs/identity.md). Logging in needs no credential;
- * everything else acts on the caller's own identity, so any valid session or key may call it.
+ * everything else acts on the caller's own identity: reading it needs any valid session or key,
+ * changing its credentials the person's own session or a key with `iam:identities:write`.
  */
 export class AuthGroup extends HttpApiGroup.make("auth")
   .add(
@@ -49,7 +50,8 @@ export class AuthGroup extends HttpApiGroup.make("auth")
       error: errors(InvalidRequest)
     }).annotate(SessionOnly, true).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("logout", "/logout", {
-      success: Success(LoggedOut)
+      success: Success(LoggedOut),
+      error: errors(InvalidRequest)
     }).annotate(SessionOnly, true).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
     HttpApiEndpoint.get("me", "/me", {
       success: Success(Profile),
@@ -59,31 +61,31 @@ export class AuthGroup extends HttpApiGroup.make("auth")
       payload: ChangePasswordBody,
       success: Success(PasswordChanged),
       error: errors(InvalidRequest, Forbidden, TooManyRequests)
-    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
+    }).pipe(requiresUnlessOwnSession("iam:identities:write")).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("setupPassword", "/password/setup", {
       payload: SetupPasswordBody,
       success: Success(PasswordChanged),
       error: errors(InvalidRequest, Conflict)
-    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
+    }).pipe(requiresUnlessOwnSession("iam:identities:write")).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("enableTotp", "/totp/enable", {
       success: Success(TotpEnabling),
       error: errors(Forbidden, Conflict)
-    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
+    }).pipe(requiresUnlessOwnSession("iam:identities:write")).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("verifyTotp", "/totp/verify", {
       payload: TotpVerifyBody,
       success: Success(TotpEnabled),
       error: errors(InvalidRequest, Forbidden, Conflict, TooManyRequests)
-    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
+    }).pipe(requiresUnlessOwnSession("iam:identities:write")).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("disableTotp", "/totp/disable", {
       payload: ProofBody,
       success: Success(TotpDisabled),
       error: errors(InvalidRequest, Forbidden, Conflict, TooManyRequests)
-    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
+    }).pipe(requiresUnlessOwnSession("iam:identities:write")).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("regenerateRecoveryCodes", "/totp/recovery-codes/regenerate", {
       payload: ProofBody,
       success: Success(RecoveryCodesRegenerated),
       error: errors(InvalidRequest, Forbidden, Conflict, TooManyRequests)
-    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
+    }).pipe(requiresUnlessOwnSession("iam:identities:write")).middleware(ApiKeyAuth),
     // Mailed-token flows (docs/account-recovery.md): the token, not a key, is the credential.
     HttpApiEndpoint.post("forgotPassword", "/password/forgot", {
       payload: MailRequestBody,
@@ -102,7 +104,7 @@ export class AuthGroup extends HttpApiGroup.make("auth")
     HttpApiEndpoint.post("sendEmailVerification", "/email/verify/send", {
       success: Success(VerificationMailSent, 202),
       error: errors(Forbidden, Conflict, TooManyRequests, Unavailable)
-    }).pipe(requires(ANY_KEY)).middleware(ApiKeyAuth),
+    }).pipe(requiresUnlessOwnSession("iam:identities:write")).middleware(ApiKeyAuth),
     HttpApiEndpoint.post("requestMagicLink", "/magic-link", {
       payload: MailRequestBody,
       success: Success(MailAccepted, 202)

@@ -4,7 +4,7 @@ import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { defaultPlan, planNames } from "../billing/plans.ts"
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
-import { hashPassword } from "../iam/passwords.ts"
+import { hashPassword, refuseWeakPassword } from "../iam/passwords.ts"
 import { generateApiKey } from "../iam/secrets.ts"
 import { newId } from "../ids.ts"
 import { pageOf } from "../schema/envelope.ts"
@@ -49,6 +49,7 @@ export const ControlHandlers = HttpApiBuilder.group(
             })
           }
           const key = newKey(5000)
+          if (payload.ownerPassword !== undefined) yield* refuseWeakPassword(payload.ownerPassword, payload.ownerEmail, "ownerPassword")
           const passwordHash = payload.ownerPassword ? yield* hashPassword(payload.ownerPassword!) : null
           const tenantId = newId("ten")
           // The raw key never enters the durable message: only its hash does.
@@ -67,6 +68,7 @@ export const ControlHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const tenantId = yield* tenants.ensureInternalTenant
           const key = newKey(5000)
+          if (payload.password !== undefined) yield* refuseWeakPassword(payload.password, payload.email, "password")
           const passwordHash = payload.password ? yield* hashPassword(payload.password!) : null
           const created = yield* tenants.addInternalAdmin({ tenantId, email: payload.email, passwordHash, apiKey: key.spec }).pipe(
             Effect.catch((e) => e instanceof EmailTaken ? emailInUse() : Effect.die(e))

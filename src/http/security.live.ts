@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { PlanGate } from "../billing/plan-gate.ts"
 import { Config } from "../config.ts"
@@ -8,13 +8,13 @@ import { CurrentPrincipal, isSuperAdmin, type Principal } from "../iam/principal
 import { constantTimeEqual } from "../iam/secrets.ts"
 import { SessionAuthenticator } from "../iam/session-auth.ts"
 import { SessionService } from "../iam/session-service.ts"
-import { fail, Forbidden, ResponseHeaders, TooManyRequests, Unauthenticated } from "../schema/errors.ts"
+import { fail, Forbidden, isApiError, ResponseHeaders, TooManyRequests, Unauthenticated } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { DelegationRepo } from "../sql/delegation-repo.ts"
 import { clientContext } from "./client-context.ts"
 import { KeyMeter, noteEndpointReached, refuseMalformedRequest } from "./envelope-middleware.ts"
 import { RateLimiter, type RateLimiterShape } from "./rate-limit.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, notOnBehalf, presentedSession, Requires, SessionOnly } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, notOnBehalf, OwnSession, presentedSession, Requires, SessionOnly } from "./security.ts"
 import type { IdentityId } from "../schema/ids.ts"
 
 const unauthorized = (message: string) => new Unauthenticated({ code: "unauthorized", message })
@@ -43,6 +43,20 @@ const countRequest = (limiter: RateLimiterShape, principal: Principal) =>
 /** The header by which a delegate acts for its delegator (docs/delegations.md). */
 export const ON_BEHALF_HEADER = "x-on-behalf-of"
 
+/**
+ * How a request made on behalf ended, for its audit entry: `done` with the answer's status, `refused`
+ * (401 or 403, with the code), `failed` (any other error), or `interrupted`.
+ */
+const outcomeOf = <A extends { readonly status: number }, E>(exit: Exit.Exit<A, E>): Record<string, unknown> => {
+  if (Exit.isSuccess(exit)) return { outcome: "done", status: exit.value.status }
+  if (Cause.hasInterruptsOnly(exit.cause)) return { outcome: "interrupted" }
+  const squashed = Cause.squash(exit.cause)
+  // The endpoint's own failures reach a security middleware wrapped by the API builder (its `error`).
+  const error = typeof squashed === "object" && squashed !== null && !isApiError(squashed) && "error" in squashed ? squashed.error : squashed
+  if (!isApiError(error)) return { outcome: "failed" }
+  return { outcome: error.status === 401 || error.status === 403 ? "refused" : "failed", status: error.status, code: error.code }
+}
+
 /** Methods that change nothing, which a cookie-borne session may call without the CSRF header. */
 const safeMethods = new Set(["GET", "HEAD", "OPTIONS"])
 
@@ -63,34 +77,52 @@ export const ApiKeyAuthLive = Layer.effect(
     const config = yield* Config
 
     /**
-     * The principal of a request sent on behalf of `delegatorId`: the delegator's identity and its
-     * role's permissions, never more, with the caller as the actor. Read from the database on every
-     * request, so a revoked or expired delegation stops working at once on every node; and audited.
+     * Runs `httpEffect` on behalf of `delegatorId`: as the delegator's identity with its role's
+     * permissions, never more, the caller as the actor. The grant is read from the database on every
+     * request, so a revoked or expired delegation stops working at once on every node. Whatever
+     * happens (no grant, an operation not made on behalf, a refusal by the route), the request is
+     * audited as `delegation.act` with its outcome.
      */
-    const actOnBehalf = (principal: Principal, delegatorId: string) =>
+    const actOnBehalf = <A extends { readonly status: number }, E, R>(
+      principal: Principal,
+      delegatorId: string,
+      refusedOnBehalf: boolean,
+      httpEffect: Effect.Effect<A, E, R>
+    ) =>
       Effect.gen(function*() {
-        const grant = delegatorId === "" || delegatorId.length > 255 || delegatorId === principal.identityId
+        const named = delegatorId !== "" && delegatorId.length <= 255
+        const grant = !named || delegatorId === principal.identityId
           ? undefined
           : yield* delegations.activeGrant(principal.tenantId, delegatorId, principal.identityId)
-        if (!grant) {
-          return yield* new Forbidden({
-            code: "delegation_required",
-            message: `${ON_BEHALF_HEADER} names an identity that has no active delegation to the caller`
-          })
-        }
         const request = yield* HttpServerRequest.HttpServerRequest
         const client = yield* Effect.provideService(clientContext, Config, config)
-        yield* audit.write({
-          tenantId: principal.tenantId,
-          actorId: principal.identityId,
-          onBehalfOf: delegatorId,
-          ip: client.ip,
-          action: "delegation.act",
-          targetId: grant.delegationId,
-          data: { method: request.method, path: request.url.split("?")[0]!.slice(0, 2048) }
+        const run = Effect.gen(function*() {
+          if (!grant) {
+            return yield* new Forbidden({
+              code: "delegation_required",
+              message: `${ON_BEHALF_HEADER} names an identity that has no active delegation to the caller`
+            })
+          }
+          if (refusedOnBehalf) {
+            return yield* new Forbidden({
+              code: "forbidden",
+              message: `this operation is not made on behalf of someone: send it without ${ON_BEHALF_HEADER}`
+            })
+          }
+          // An identity of the tenant from here on: the active grant names it as the delegator.
+          const acting: Principal = { ...principal, identityId: delegatorId as IdentityId, roleId: grant.roleId, permissions: grant.permissions, actorId: principal.identityId }
+          return yield* Effect.provideService(httpEffect, CurrentPrincipal, acting)
         })
-        // An identity of the tenant from here on: the active grant names it as the delegator.
-        return { ...principal, identityId: delegatorId as IdentityId, roleId: grant.roleId, permissions: grant.permissions, actorId: principal.identityId } satisfies Principal
+        return yield* Effect.onExit(run, (exit) =>
+          audit.write({
+            tenantId: principal.tenantId,
+            actorId: principal.identityId,
+            onBehalfOf: named ? delegatorId : null,
+            ip: client.ip,
+            action: "delegation.act",
+            targetId: grant?.delegationId ?? null,
+            data: { method: request.method, path: request.url.split("?")[0]!.slice(0, 2048), ...outcomeOf(exit) }
+          }))
       })
 
     const sessionPrincipal = Effect.gen(function*() {
@@ -130,13 +162,7 @@ export const ApiKeyAuthLive = Layer.effect(
           }
           const onBehalfOf = (yield* HttpServerRequest.HttpServerRequest).headers[ON_BEHALF_HEADER]
           if (onBehalfOf !== undefined) {
-            if (notOnBehalf(group.identifier, endpoint.identifier)) {
-              return yield* new Forbidden({
-                code: "forbidden",
-                message: `this operation is not made on behalf of someone: send it without ${ON_BEHALF_HEADER}`
-              })
-            }
-            principal = yield* actOnBehalf(principal, onBehalfOf)
+            return yield* actOnBehalf(principal, onBehalfOf, notOnBehalf(group.identifier, endpoint.identifier), httpEffect)
           }
           return yield* Effect.provideService(httpEffect, CurrentPrincipal, principal)
         })
@@ -159,9 +185,12 @@ export const AuthorizeLive = Layer.effect(
         if (required === undefined) {
           return yield* Effect.die(new Error(`endpoint ${group.identifier}.${endpoint.identifier} declares no permission`))
         }
+        // A person's own session may manage its own account whatever its role; a key or a delegate needs the permission.
+        const ownSession = principal.kind === "session" && principal.actorId === principal.identityId &&
+          (Context.get(endpoint.annotations, OwnSession) || Context.get(group.annotations, OwnSession))
         const permitted = required === ANY_KEY ? true : required.startsWith("cross_tenant:")
           ? isSuperAdmin(principal)
-          : allows(principal.permissions, required)
+          : allows(principal.permissions, required) || ownSession
         if (!permitted) {
           // The super-admin plane is not revealed to tenants.
           if (required.startsWith("cross_tenant:")) {
@@ -170,7 +199,7 @@ export const AuthorizeLive = Layer.effect(
           return yield* new Forbidden({ code: "forbidden", message: `this ${principal.kind === "session" ? "session" : "key"} lacks ${required}` })
         }
         // The tenant's plan and subscription status may refuse what the permission allows.
-        if (required !== ANY_KEY) yield* planGate.check(principal, required)
+        if (required !== ANY_KEY && !ownSession) yield* planGate.check(principal, required)
         return yield* refuseMalformedRequest(httpEffect)
       })
     )

@@ -21,6 +21,14 @@ export const notOnBehalf = (group: string, endpoint: string) =>
   group === "auth" || (group === "users" && endpoint.toLowerCase().includes("session")) ||
   (group === "iam" && (endpoint === "createApiKey" || endpoint === "updateApiKey"))
 
+/**
+ * Marks a route of the caller's own account (its password, second factor, profile, sessions): the
+ * person's own session may always call it, whatever its role, while an API key (a narrower
+ * credential, and the one most likely to leak) needs the route's `Requires` permission. Not a
+ * delegate acting on behalf: that needs the permission too (docs/identity.md, "Own account").
+ */
+export const OwnSession = Context.Reference<boolean>("trawl/OwnSession", { defaultValue: () => false })
+
 /** The cookie that carries an identity session in a browser (docs/identity.md, "Sessions"). */
 export const SESSION_COOKIE = "trawl_session"
 
@@ -117,3 +125,10 @@ type WithPolicy<A> = A extends HttpApiGroup.HttpApiGroup<infer Id, infer Endpoin
  */
 export const requires = (permission: string) => <A extends HttpApiEndpoint.Constraint | HttpApiGroup.Constraint>(self: A): WithPolicy<A> =>
   (self as unknown as HttpApiGroup.Top).annotate(Requires, permission).middleware(Authorize) as never
+
+/**
+ * The policy of a route of the caller's own account: `permission` for a key, nothing more than
+ * being signed in for the person's own session (`OwnSession`).
+ */
+export const requiresUnlessOwnSession = (permission: string) => <A extends HttpApiEndpoint.Constraint>(self: A): WithPolicy<A> =>
+  requires(permission)((self as unknown as HttpApiGroup.Top).annotate(OwnSession, true) as unknown as A)

@@ -3,7 +3,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Profile, RevokedSession, RevokedSessions, SessionItem, UpdateProfileBody } from "../schema/auth.ts"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors, InvalidRequest, NotFound } from "../schema/errors.ts"
-import { ANY_KEY, ApiKeyAuth, requires } from "./security.ts"
+import { ANY_KEY, ApiKeyAuth, requires, requiresUnlessOwnSession } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
 /** The caller's own profile and sessions (docs/identity.md). */
@@ -17,7 +17,7 @@ export class UsersGroup extends HttpApiGroup.make("users")
       payload: UpdateProfileBody,
       success: Success(Profile),
       error: errors(InvalidRequest, NotFound)
-    }).pipe(requires(ANY_KEY)),
+    }).pipe(requiresUnlessOwnSession("iam:identities:write")),
     HttpApiEndpoint.get("listSessions", "/me/sessions", {
       query: PageQuery,
       success: Success(Page(SessionItem)),
@@ -25,12 +25,12 @@ export class UsersGroup extends HttpApiGroup.make("users")
     }).pipe(requires("iam:sessions:read")),
     HttpApiEndpoint.delete("revokeOtherSessions", "/me/sessions", {
       success: Success(RevokedSessions)
-    }).pipe(requires("iam:sessions:write")),
+    }).pipe(requiresUnlessOwnSession("iam:sessions:write")),
     HttpApiEndpoint.delete("revokeSession", "/me/sessions/:sessionId", {
       params: { sessionId: Schema.String },
       success: Success(RevokedSession),
       error: errors(NotFound)
-    }).pipe(requires("iam:sessions:write"))
+    }).pipe(requiresUnlessOwnSession("iam:sessions:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/iam/users")

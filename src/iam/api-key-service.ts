@@ -106,7 +106,7 @@ export const ApiKeyServiceLive = Layer.effect(
           }
           // Handing out an all-powerful key asks the caller to prove they are present (docs/identity.md, "Re-authentication").
           if (isPowerful(role.permissions)) {
-            yield* auth.reauthenticate(me, { currentPassword: input.currentPassword, totpCode: input.totpCode }, client)
+            yield* auth.reauthenticate(me, { currentPassword: input.currentPassword, totpCode: input.totpCode }, client, ["currentPassword", "totpCode"])
           }
           const expiresAt = yield* futureOrNull(input.expiresAt)
           const limit = yield* tenants.quotaLimit(me.tenantId, "iam.api-keys.total")

@@ -6,7 +6,7 @@ import { decryptSecret, encryptSecret } from "../webhooks/secret-box.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { type IdentityAuthRow, IdentityRepo } from "../sql/identity-repo.ts"
 import { Attempts } from "./attempts.ts"
-import { hashPassword, passwordProblem, verifyPassword } from "./passwords.ts"
+import { hashPassword, refuseWeakPassword, verifyPassword } from "./passwords.ts"
 import type { Principal } from "./principal.ts"
 import { hashToken } from "./secrets.ts"
 import { type ClientContext, type OpenedSession, SessionService } from "./session-service.ts"
@@ -33,7 +33,13 @@ export interface AuthServiceShape {
    * is on. Guessing is limited like logins. Fails 403 reauthentication_required without a proof,
    * 403 reauthentication_failed for a wrong one.
    */
-  readonly reauthenticate: (me: Principal, proof: Proof, client: ClientContext) => Effect.Effect<void, Forbidden | TooManyRequests>
+  readonly reauthenticate: (
+    me: Principal,
+    proof: Proof,
+    client: ClientContext,
+    /** The proof fields the caller's route takes, which the refusal names. */
+    accepted?: ReadonlyArray<keyof Proof>
+  ) => Effect.Effect<void, Forbidden | TooManyRequests>
   readonly changePassword: (me: Principal, currentPassword: string, newPassword: string, client: ClientContext) => Effect.Effect<void, Forbidden | InvalidRequest | TooManyRequests>
   readonly setupPassword: (me: Principal, password: string, client: ClientContext) => Effect.Effect<void, Conflict | Forbidden | InvalidRequest>
   /** Sets a new password by a proven reset (the token is checked by the caller) and ends every session. */
@@ -96,10 +102,11 @@ export const AuthServiceLive = Layer.effect(
         return undefined
       })
 
-    const reauthenticate: AuthServiceShape["reauthenticate"] = (me, proof, client) =>
+    const reauthenticate: AuthServiceShape["reauthenticate"] = (me, proof, client, accepted = ["currentPassword", "totpCode", "recoveryCode"]) =>
       Effect.gen(function*() {
         if (proof.currentPassword === undefined && proof.totpCode === undefined && proof.recoveryCode === undefined) {
-          return yield* fail(403, "reauthentication_required", "this operation needs currentPassword, totpCode or recoveryCode")
+          const names = accepted.length > 1 ? `${accepted.slice(0, -1).join(", ")} or ${accepted.at(-1)}` : accepted.join("")
+          return yield* fail(403, "reauthentication_required", `this operation needs ${names}`)
         }
         const identity = yield* identityOf(me)
         const account = `id:${identity.id}`
@@ -117,12 +124,7 @@ export const AuthServiceLive = Layer.effect(
         yield* attempts.succeeded(account)
       })
 
-    const checkNewPassword = (password: string, email: string, path: string) => {
-      const problem = passwordProblem(password, email)
-      return problem === undefined
-        ? Effect.void
-        : fail(400, "validation_error", `the password ${problem}`, { details: [{ path, code: "weak_password", message: problem }] })
-    }
+    const checkNewPassword = refuseWeakPassword
 
     return AuthService.of({
       reauthenticate,

@@ -10,7 +10,7 @@ import { IdentityRepo } from "../sql/identity-repo.ts"
 import { InvitationRepo, type InvitationRow, type RegistrationSubject } from "../sql/invitation-repo.ts"
 import { RoleRepo } from "../sql/role-repo.ts"
 import { MailedTokens } from "./mailed-tokens.ts"
-import { hashPassword, passwordProblem } from "./passwords.ts"
+import { hashPassword, refuseWeakPassword } from "./passwords.ts"
 import { allows } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import { SessionAuthenticator } from "./session-auth.ts"
@@ -218,10 +218,7 @@ export const InvitationServiceLive = Layer.effect(
           const row: AuthTokenRow | undefined = invitation ?? delegation
           if (!row?.subject_id || !row.tenant_id || !row.email) return yield* registrationDisabled
           if (row.email.toLowerCase() !== input.email.trim().toLowerCase()) return yield* registrationDisabled
-          const problem = passwordProblem(input.password, input.email)
-          if (problem !== undefined) {
-            return yield* fail(400, "validation_error", `the password ${problem}`, { details: [{ path: "password", code: "weak_password", message: problem }] })
-          }
+          yield* refuseWeakPassword(input.password, input.email, "password")
           const subject: RegistrationSubject = invitation ? { kind: "invitation", id: row.subject_id } : { kind: "delegation", id: row.subject_id }
           // The tenant's entity counts its identities and creates this one, one registration at a time.
           const registered = yield* registrations.register(row.tenant_id, {

@@ -2,6 +2,7 @@ import { scrypt, timingSafeEqual } from "node:crypto"
 import { promisify } from "node:util"
 import { Algorithm, hash, verify } from "@node-rs/argon2"
 import { Effect } from "effect"
+import { fail, type InvalidRequest } from "../schema/errors.ts"
 
 /**
  * Password hashing: Argon2id with OWASP's parameters (19 MiB, 2 passes, 1 lane), computed on the
@@ -56,4 +57,12 @@ export const passwordProblem = (password: string, email: string | undefined): st
   if (length > PASSWORD_MAX) return `must be at most ${PASSWORD_MAX} characters`
   if (email !== undefined && password.trim().toLowerCase() === email.trim().toLowerCase()) return "must not be the e-mail address"
   return undefined
+}
+
+/** Refuses a new password that `passwordProblem` finds fault with: 400 `weak_password` at `path`, never quoting it. */
+export const refuseWeakPassword = (password: string, email: string | undefined, path: string): Effect.Effect<void, InvalidRequest> => {
+  const problem = passwordProblem(password, email)
+  return problem === undefined
+    ? Effect.void
+    : fail(400, "validation_error", `the password ${problem}`, { details: [{ path, code: "weak_password", message: problem }] })
 }

@@ -47,7 +47,8 @@ export interface SessionServiceShape {
   readonly csrfToken: (sessionPublicId: string) => string
   /** Replaces the caller's session by a new one (same absolute expiry); the old token stops working. */
   readonly refresh: (me: Principal, token: string, client: ClientContext, requiresPasswordSetup: boolean) => Effect.Effect<OpenedSession, InvalidRequest | Unauthenticated>
-  readonly logout: (me: Principal, client: ClientContext) => Effect.Effect<void>
+  /** Ends the caller's session; 400 session_required for an API key, which has no session to end. */
+  readonly logout: (me: Principal, client: ClientContext) => Effect.Effect<void, InvalidRequest>
   readonly list: (me: Principal, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<SessionView>; total: number }>
   readonly revoke: (me: Principal, sessionId: string, client: ClientContext) => Effect.Effect<{ revoked: true; revokedAt: string; id: string }, NotFound>
   /** Revokes every session of the caller's identity but the one it calls with; how many. */
@@ -111,7 +112,7 @@ export const SessionServiceLive = Layer.effect(
         }),
       logout: (me, client) =>
         Effect.gen(function*() {
-          if (me.kind !== "session") return
+          yield* sessionOnly(me)
           const { tokenHash } = yield* repo.revoke(me.identityId, me.credentialId)
           if (tokenHash) yield* auth.invalidate({ tokenHashes: [tokenHash] })
           yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "session.logout", targetId: me.credentialId })
@@ -135,13 +136,14 @@ export const SessionServiceLive = Layer.effect(
         }))),
       revoke: (me, sessionId, client) =>
         Effect.gen(function*() {
-          const { found, tokenHash } = yield* repo.revoke(me.identityId, sessionId)
+          const { found, tokenHash, revokedAt } = yield* repo.revoke(me.identityId, sessionId)
           if (!found) return yield* notFound("session")
           if (tokenHash) {
             yield* auth.invalidate({ tokenHashes: [tokenHash] })
             yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "session.revoke", targetId: sessionId })
           }
-          return { revoked: true as const, revokedAt: new Date().toISOString(), id: sessionId }
+          // Revoking again changes nothing: the answer keeps the first revocation's time.
+          return { revoked: true as const, revokedAt: (revokedAt ?? new Date()).toISOString(), id: sessionId }
         }),
       revokeOthers: (me, client) =>
         Effect.gen(function*() {

@@ -13,6 +13,7 @@ export const TokenBody = Schema.Struct({ token: MailedToken })
 /** A magic link's token, with the second factor when the account has TOTP on (docs/account-recovery.md). */
 export const MagicLinkVerifyBody = Schema.Struct({
   token: MailedToken,
+  // optionalKey: an optional field's union message would quote the code back.
   totpCode: Schema.optionalKey(TotpCode),
   recoveryCode: Schema.optionalKey(RecoveryCode)
 })

@@ -5,10 +5,12 @@ import { AbsoluteUrl, DateTime, Email, NullableDateTime, Text } from "./common.t
  * A secret the client sends (password, code, token): bounded in characters, and its failure is a
  * message of its own, so that an error never sends the secret back.
  */
-const Secret = (min: number, max: number, what: string) =>
-  // The type's message is fixed too: the default one quotes the input (a password sent as a number).
+/** A string whose type failure says only what was expected: the default message quotes the input (a password sent as a number). */
+export const SecretString = (what: string) => Schema.String.annotate({ message: `Expected ${what} (a string)` })
+
+export const Secret = (min: number, max: number, what: string) =>
   // The bound is stated by the check itself, so the document says what is enforced.
-  Schema.String.annotate({ message: `Expected ${what} (a string)` }).check(Schema.makeFilter((s: string) => {
+  SecretString(what).check(Schema.makeFilter((s: string) => {
     const n = [...s].length
     return (n >= min && n <= max) || `Expected ${what} of ${min} to ${max} characters`
   }, { toJsonSchema: () => ({ minLength: min, maxLength: max, format: "password" }) }))
@@ -27,7 +29,7 @@ export const TotpCode = Schema.String.annotate({ message: "Expected a code of si
 export const RecoveryCode = Secret(8, 64, "a recovery code")
 /** A mailed token: what the link carries, 43 base64url characters (32 random bytes, secrets.ts). */
 export const MAILED_TOKEN_PATTERN = "^[A-Za-z0-9_-]{43}$"
-export const MailedToken = Schema.String.annotate({ message: "Expected a token (a string)" }).check(
+export const MailedToken = SecretString("a token").check(
   Schema.makeFilter((s: string) => new RegExp(MAILED_TOKEN_PATTERN).test(s) || "Expected a token of 43 base64url characters", {
     toJsonSchema: () => ({ pattern: MAILED_TOKEN_PATTERN })
   })
@@ -105,10 +107,13 @@ export const Profile = Schema.Struct({
 }).annotate({ identifier: "Profile" })
 export type Profile = typeof Profile.Type
 
+/** An avatar is an image to show: only an http(s) URL, never `javascript:`, `data:` or another scheme. */
+const AvatarUrl = AbsoluteUrl.check(Schema.makeFilter((s: string) => /^\s*https?:\/\//i.test(s), { expected: "an http(s) URL" }))
+
 export const UpdateProfileBody = Schema.Struct({
   firstName: Schema.optional(Schema.NullOr(Text(1, 80))),
   lastName: Schema.optional(Schema.NullOr(Text(1, 80))),
-  avatarUrl: Schema.optional(Schema.NullOr(AbsoluteUrl))
+  avatarUrl: Schema.optional(Schema.NullOr(AvatarUrl))
 })
 
 export const SessionItem = Schema.Struct({

@@ -123,7 +123,7 @@ export const isStorableText = Schema.makeFilter((s: string) => !s.includes("\u00
 })
 
 /** A webhook's signing secret: 16 to 256 characters, counted as characters (code points), not UTF-16 units. */
-export const WebhookSecret = Schema.String.check(
+export const WebhookSecret = Schema.String.annotate({ message: "Expected a secret (a string)" }).check(
   // The failure is a message of its own: an `expected` one would be followed by the input, and an
   // error must not send a secret back.
   Schema.makeFilter((s) => {

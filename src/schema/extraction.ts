@@ -26,7 +26,8 @@ export const CreateExtractionBody = Schema.Struct({
   configId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
   llm: Schema.optional(Schema.Struct({ enabled: Schema.optional(Schema.Boolean), mode: Schema.optional(LlmMode) })),
   webhookUrl: Schema.optional(AbsoluteUrl),
-  webhookSecret: Schema.optional(WebhookSecret),
+  // optionalKey: an optional field's union message would quote the secret back.
+  webhookSecret: Schema.optionalKey(WebhookSecret),
   webhookEventTypes: Schema.optional(
     Schema.Array(Schema.Literals(["done", "failed", "dead"])).check(Schema.isBetweenLength(1, 3))
   )

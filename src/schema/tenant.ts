@@ -1,13 +1,13 @@
 import { Schema } from "effect"
+import { NewPassword } from "./auth.ts"
 import { Amount, CreatedRange, DateTime, Email, Text } from "./common.ts"
 import { SearchPagination, SortTerms } from "./envelope.ts"
-import { NewPassword } from "./auth.ts"
 import { AddOnOffer, PlanOffer } from "./subscription.ts"
 
 export const CreateTenantBody = Schema.Struct({
   name: Text(1, 200),
   ownerEmail: Email,
-  ownerPassword: Schema.optional(NewPassword),
+  ownerPassword: Schema.optionalKey(NewPassword),
   plan: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 60))),
   credits: Schema.optional(Amount)
 })
@@ -23,7 +23,7 @@ export const CreatedTenant = Schema.Struct({
 
 export const CreateInternalAdminBody = Schema.Struct({
   email: Email,
-  password: Schema.optional(NewPassword)
+  password: Schema.optionalKey(NewPassword)
 })
 
 export const CreatedInternalAdmin = Schema.Struct({

@@ -45,6 +45,8 @@ export interface Grant {
 export interface DelegationRepoShape {
   /** An active person of the tenant, by id. */
   readonly personOfTenant: (tenantId: string, identityId: string) => Effect.Effect<{ id: string } | undefined>
+  /** The permissions of the default role of an identity of the tenant (empty when it has none). */
+  readonly rolePermissions: (tenantId: string, identityId: string) => Effect.Effect<ReadonlyArray<string>>
   /** The person of the tenant with this e-mail address (any letter case). */
   readonly personByEmail: (tenantId: string, email: string) => Effect.Effect<{ id: string } | undefined>
   /**
@@ -109,6 +111,13 @@ export const DelegationRepoLive = Layer.effect(
           SELECT id FROM identities WHERE id = ${identityId} AND tenant_id = ${tenantId} AND type = 'user' AND status = 'active'`.pipe(
           Effect.orDie,
           Effect.map((rows) => rows[0])
+        ),
+      rolePermissions: (tenantId, identityId) =>
+        sql<{ permissions: ReadonlyArray<string> }>`
+          SELECT r.permissions FROM identities i JOIN roles r ON r.id = i.default_role_id
+          WHERE i.id = ${identityId} AND i.tenant_id = ${tenantId}`.pipe(
+          Effect.orDie,
+          Effect.map(([row]) => row?.permissions ?? [])
         ),
       personByEmail: (tenantId, email) =>
         sql<{ id: string }>`
@@ -196,6 +205,8 @@ export const makeDelegationRepoTest = (people: ReadonlyArray<TestPerson>): Layer
     const partyOf = (r: Row, party: Party) => (party === "delegator" ? r.delegator_id : r.delegate_id)
     return DelegationRepo.of({
       personOfTenant: (tenantId, identityId) => Effect.sync(() => people.find((p) => p.id === identityId && p.tenantId === tenantId) && { id: identityId }),
+      rolePermissions: (tenantId, identityId) =>
+        Effect.sync(() => people.find((p) => p.id === identityId && p.tenantId === tenantId)?.permissions ?? []),
       personByEmail: (tenantId, email) =>
         Effect.sync(() => {
           const p = people.find((x) => x.tenantId === tenantId && x.email.toLowerCase() === email.toLowerCase())

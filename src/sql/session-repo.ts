@@ -64,7 +64,8 @@ export interface SessionRepoShape {
     limit: number
   ) => Effect.Effect<{ items: ReadonlyArray<SessionRow>; total: number }>
   /** Revokes one session of the identity; the token hash of a session this call revoked, else undefined. */
-  readonly revoke: (identityId: string, sessionId: string) => Effect.Effect<{ found: boolean; tokenHash: string | undefined }>
+  /** Revokes one session of the identity; its token hash when this call revoked it, and when it was revoked. */
+  readonly revoke: (identityId: string, sessionId: string) => Effect.Effect<{ found: boolean; tokenHash: string | undefined; revokedAt: Date | undefined }>
   /** Revokes every live session of the identity but `exceptId`; their token hashes. */
   readonly revokeAll: (identityId: string, exceptId: string | null) => Effect.Effect<ReadonlyArray<string>>
   /**
@@ -128,13 +129,14 @@ export const SessionRepoLive = Layer.effect(
       },
       revoke: (identityId, sessionId) =>
         Effect.gen(function*() {
-          const revoked = yield* sql<{ token_hash: string }>`
+          const revoked = yield* sql<{ token_hash: string; revoked_at: Date }>`
             UPDATE sessions SET revoked_at = now()
             WHERE id = ${sessionId} AND identity_id = ${identityId} AND revoked_at IS NULL
-            RETURNING token_hash`
-          if (revoked[0]) return { found: true, tokenHash: revoked[0].token_hash }
-          const exists = yield* sql`SELECT 1 FROM sessions WHERE id = ${sessionId} AND identity_id = ${identityId}`
-          return { found: exists.length > 0, tokenHash: undefined }
+            RETURNING token_hash, revoked_at`
+          if (revoked[0]) return { found: true, tokenHash: revoked[0].token_hash, revokedAt: new Date(revoked[0].revoked_at) }
+          // Revoked before: its first revocation time stands.
+          const [earlier] = yield* sql<{ revoked_at: Date | null }>`SELECT revoked_at FROM sessions WHERE id = ${sessionId} AND identity_id = ${identityId}`
+          return { found: earlier !== undefined, tokenHash: undefined, revokedAt: earlier?.revoked_at ? new Date(earlier.revoked_at) : undefined }
         }).pipe(Effect.orDie),
       revokeAll: (identityId, exceptId) =>
         sql<{ token_hash: string }>`
@@ -228,10 +230,10 @@ export const makeSessionRepoTest = (roles: { roleId: string; permissions: Readon
       revoke: (identityId, sessionId) =>
         Effect.sync(() => {
           const r = rows.get(sessionId)
-          if (!r || r.identity_id !== identityId) return { found: false, tokenHash: undefined }
-          if (r.revoked_at !== null) return { found: true, tokenHash: undefined }
+          if (!r || r.identity_id !== identityId) return { found: false, tokenHash: undefined, revokedAt: undefined }
+          if (r.revoked_at !== null) return { found: true, tokenHash: undefined, revokedAt: r.revoked_at }
           r.revoked_at = new Date()
-          return { found: true, tokenHash: r.token_hash }
+          return { found: true, tokenHash: r.token_hash, revokedAt: r.revoked_at }
         }),
       revokeAll: (identityId, exceptId) =>
         Effect.sync(() =>

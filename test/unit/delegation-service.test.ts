@@ -44,7 +44,8 @@ const as = (identityId: string, over: Partial<PlainPrincipal> = {}): Principal =
   identityId,
   actorId: identityId,
   roleId: "role_x",
-  permissions: ["iam:delegations:write"],
+  // The identity's own role and the right to delegate: a credential may delegate only a role it holds whole.
+  permissions: ["iam:delegations:write", ...(people.find((p) => p.id === identityId)?.permissions ?? [])],
   isInternalTenant: false,
   rateLimitPerMinute: 600,
   expiresAt: null,
