@@ -117,9 +117,9 @@ describe("the OpenAPI document", () => {
         const probe: any = OpenApi.fromApi(HttpApi.make("probe").add(HttpApiGroup.make("g").add(control[name])))
         return probe.paths[path].post.requestBody.content["application/json"].schema.properties[key]
       }
-      // Optional, so also null: the string alternative carries the bounds.
-      expect(field("createTenant", "/internal/v1/tenants", "ownerPassword").anyOf).toContainEqual(fresh)
-      expect(field("createInternalAdmin", "/internal/v1/internal-admins", "password").anyOf).toContainEqual(fresh)
+      // optionalKey (no null, so that no message quotes a password back): the field itself carries the bounds.
+      expect(field("createTenant", "/internal/v1/tenants", "ownerPassword")).toMatchObject(fresh)
+      expect(field("createInternalAdmin", "/internal/v1/internal-admins", "password")).toMatchObject(fresh)
     })
 
     it("TOTP codes: six digits; recovery codes: the service's, 8-64 characters", () => {
