@@ -330,6 +330,22 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     expectError(await asDelegator(owner, "GET", "/v1/scraper/jobs"), 403, "delegation_required")
   })
 
+  it("a delegate's API key acts on behalf with no more than its own role; the delegate's session with the delegator's", async () => {
+    const t = await api.createTenant()
+    const reader = await member(t, (await systemRole(t, "read")).id)
+    const d = (await create({ key: t.apiKey }, { delegateId: reader.id, reason: "cover", expiresAt: inDays(2) })).json.data
+    expect((await move(reader.session, d.id, "accept")).status).toBe(200)
+    const onBehalf = { "x-on-behalf-of": t.ownerIdentityId }
+    // The read key reads as the owner, and writes nothing.
+    const me = await call(reader.caller, "GET", "/v1/iam/users/me", undefined, onBehalf)
+    expect(me.status, me.text).toBe(200)
+    expect(me.json.data).toMatchObject({ identityId: t.ownerIdentityId, permissions: ["*:*:read"] })
+    expectError(await call(reader.caller, "POST", "/v1/iam/roles", { name: "by-key", permissions: ["*:*:read"] }, onBehalf), 403, "forbidden")
+    // The person's own session holds what was delegated: the owner's role.
+    const bySession = await call(reader.session, "POST", "/v1/iam/roles", { name: "by-session", permissions: ["*:*:read"] }, onBehalf)
+    expect(bySession.status, bySession.text).toBe(201)
+  })
+
   it("a credential narrower than its identity's role cannot delegate that role", async () => {
     const t = await api.createTenant()
     // A key of the owner that may only manage delegations: the owner's role is *:*:*.

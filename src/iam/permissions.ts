@@ -17,6 +17,28 @@ export const covers = (granted: string, wanted: string): boolean => {
 export const allows = (granted: ReadonlyArray<string>, wanted: string): boolean =>
   granted.some((g) => covers(g, wanted))
 
+/** What one permission and another both allow (`*:*:read` and `scraper:*:*` meet in `scraper:*:read`), or null. */
+const meet = (a: string, b: string): string | null => {
+  const x = a.split(":")
+  const y = b.split(":")
+  if (x.length !== 3 || y.length !== 3) return null
+  // cross_tenant permissions meet only each other (covers() keeps them apart from tenant ones).
+  if ((x[0] === "cross_tenant") !== (y[0] === "cross_tenant")) return null
+  const parts = x.map((p, i) => (p === "*" ? y[i]! : y[i] === "*" || y[i] === p ? p : null))
+  return parts.includes(null) ? null : parts.join(":")
+}
+
+/** The permissions both sets allow: every request one of them would refuse, the result refuses. */
+export const intersectPermissions = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): Array<string> => {
+  const out = new Set<string>()
+  for (const p of a) for (const q of b) {
+    const m = meet(p, q)
+    if (m !== null) out.add(m)
+  }
+  // Drop what another entry already covers, so that the list reads as the role it amounts to.
+  return [...out].filter((p) => ![...out].some((q) => q !== p && covers(q, p)))
+}
+
 const writeServices = ["scraper", "page-history", "extractor", "network"] as const
 
 export interface SystemRole {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { allows, covers, internalAdminRole, isPowerful, isValidPermission, scopeOf, tenantSystemRoles } from "../../src/iam/permissions.ts"
+import { allows, covers, internalAdminRole, intersectPermissions, isPowerful, isValidPermission, scopeOf, tenantSystemRoles } from "../../src/iam/permissions.ts"
 
 const role = (name: string) => tenantSystemRoles.find((r) => r.name === name)!.permissions
 
@@ -50,5 +50,20 @@ describe("permissions", () => {
     expect(isPowerful(role("owner"))).toBe(true)
     expect(isPowerful(internalAdminRole.permissions)).toBe(true)
     expect(isPowerful(role("write"))).toBe(false)
+  })
+})
+
+describe("intersectPermissions", () => {
+  it("keeps what both sets allow, part by part", () => {
+    expect(intersectPermissions(["*:*:*"], ["*:*:read"])).toEqual(["*:*:read"])
+    expect(intersectPermissions(["*:*:read"], ["scraper:*:*", "iam:roles:write"])).toEqual(["scraper:*:read"])
+    expect(intersectPermissions(["scraper:jobs:write"], ["*:*:read"])).toEqual([])
+    expect(intersectPermissions(["*:*:read", "iam:delegations:write"], ["*:*:*"]).sort()).toEqual(["*:*:read", "iam:delegations:write"])
+  })
+
+  it("drops what another entry covers, and keeps cross-tenant permissions apart", () => {
+    expect(intersectPermissions(["*:*:*"], ["*:*:read", "scraper:jobs:read"])).toEqual(["*:*:read"])
+    expect(intersectPermissions(["cross_tenant:*:*"], ["*:*:*"])).toEqual([])
+    expect(intersectPermissions(["cross_tenant:*:*", "*:*:*"], ["cross_tenant:*:read"])).toEqual(["cross_tenant:*:read"])
   })
 })
