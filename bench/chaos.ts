@@ -10,6 +10,7 @@
 import { randomBytes } from "node:crypto"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { setTimeout as sleep } from "node:timers/promises"
+import { createLoadTenant } from "./support/bootstrap.ts"
 import { numberOption, stringOption } from "./support/options.ts"
 import { startFakeLlm } from "../test/support/fake-llm.ts"
 import { loopbackOnlyEnv, startFixtureSite } from "../test/support/fixture-site.ts"
@@ -24,7 +25,6 @@ const scenarios = stringOption("scenarios", "1,2,3,4,5").split(",").map(Number)
 const loadSeconds = numberOption("load-seconds", 90)
 const drainSeconds = numberOption("drain-seconds", 180)
 const intervalMs = numberOption("interval-ms", 400)
-const INTERNAL = "test-internal-token-0123456789"
 const HOSTS = ["127.0.0.61", "127.0.0.62", "127.0.0.63", "127.0.0.64"]
 /** A fifth domain the load never uses: `--probe-fresh-domain` sends the recovery probes there. */
 const PROBE_HOST = "127.0.0.65"
@@ -94,7 +94,7 @@ const main = async () => {
         n.server = await startServer(n.env, { timeoutMs: 120_000 })
       }
       const url = (i: number) => nodes[i]!.server.baseUrl
-      const { apiKey: tenant, tenantId } = await createTenant(url(0))
+      const { apiKey: tenant, tenantId } = await createLoadTenant(url(0), "Chaos")
       // Quotas well above the campaign's volume, so refusals are faults and not quotas (set in the
       // table, as an operator's override would be, before the tenant's first job).
       for (const key of ["scraper.jobs.concurrent", "scraper.jobs.daily", "extractor.extractions.daily"]) {
@@ -126,24 +126,6 @@ const main = async () => {
   console.log(`chaos lost=${totals.lost} stuck=${totals.stuck} duplicates=${totals.duplicates} ledger_mismatch=${totals.ledger} recovery_s=${totals.recovery.toFixed(1)}`)
 }
 
-const createTenant = async (base: string) => {
-  const res = await fetch(`${base}/internal/v1/tenants`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-internal-token": INTERNAL },
-    body: JSON.stringify({ name: "Chaos", ownerEmail: `chaos-${Date.now()}@example.com`, ownerPassword: "correct horse battery", credits: "100000.0000" })
-  })
-  const json = (await res.json()) as any
-  if (res.status !== 201) throw new Error(`tenant: ${res.status} ${JSON.stringify(json)}`)
-  const { apiKey, apiKeyId, ownerIdentityId } = json.data
-  // The load is steadier than one key's default rate limit allows.
-  const patched = await fetch(`${base}/v1/iam/identities/${ownerIdentityId}/api-keys/${apiKeyId}`, {
-    method: "PATCH",
-    headers: { "content-type": "application/json", "x-api-key": apiKey },
-    body: JSON.stringify({ rateLimitPerMinute: 5000 })
-  })
-  if (patched.status !== 200) throw new Error(`key rate limit: ${patched.status} ${await patched.text()}`)
-  return { apiKey: apiKey as string, tenantId: json.data.tenantId as string }
-}
 
 interface Context {
   readonly url: (i: number) => string

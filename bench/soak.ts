@@ -19,6 +19,7 @@ import { startFixture } from "../test/crawl/fixture.ts"
 import { startFakeLlm } from "../test/support/fake-llm.ts"
 import { loopbackOnlyEnv, startFixtureSite } from "../test/support/fixture-site.ts"
 import { createTestDatabase, INTERNAL_TOKEN, pgQuery, startServer } from "../test/support/server-process.ts"
+import { createLoadTenant } from "./support/bootstrap.ts"
 import { numberOption, stringOption } from "./support/options.ts"
 
 process.env.TRAWL_CHECK_RESPONSES = "0"
@@ -110,7 +111,7 @@ const main = async () => {
   const pid = server.process.pid!
   const base = `http://127.0.0.1:${server.port}`
   try {
-    const tenant = await createTenant(base)
+    const tenant = await createLoadTenant(base, "Soak")
     for (const key of ["scraper.jobs.concurrent", "scraper.jobs.daily", "extractor.extractions.daily"]) {
       await pgQuery(dbUrl, "INSERT INTO quota_overrides (tenant_id, quota_key, quota_limit) VALUES ($1, $2, 1000000)", [tenant.tenantId, key])
     }
@@ -269,23 +270,6 @@ const main = async () => {
   }
 }
 
-const createTenant = async (base: string) => {
-  const res = await fetch(`${base}/internal/v1/tenants`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-internal-token": INTERNAL_TOKEN },
-    body: JSON.stringify({ name: "Soak", ownerEmail: `soak-${Date.now()}@example.com`, ownerPassword: "correct horse battery", credits: "100000.0000" })
-  })
-  const json = (await res.json()) as any
-  if (res.status !== 201) throw new Error(`tenant: ${res.status} ${JSON.stringify(json)}`)
-  const { apiKey, apiKeyId, ownerIdentityId } = json.data
-  const patched = await fetch(`${base}/v1/iam/identities/${ownerIdentityId}/api-keys/${apiKeyId}`, {
-    method: "PATCH",
-    headers: { "content-type": "application/json", "x-api-key": apiKey },
-    body: JSON.stringify({ rateLimitPerMinute: 5000 })
-  })
-  if (patched.status !== 200) throw new Error(`key rate limit: ${patched.status} ${await patched.text()}`)
-  return { apiKey: apiKey as string, tenantId: json.data.tenantId as string }
-}
 
 /** A hand-written SVG: three panels sharing the time axis (memory, browsers and fds, latencies). */
 const chart = (samples: ReadonlyArray<Sample>, warmupS: number) => {

@@ -1,4 +1,4 @@
-import { client } from "../../test/support/server-process.ts"
+import { client, INTERNAL_TOKEN } from "../../test/support/server-process.ts"
 import type { MirrorRow } from "./bare-server.ts"
 import type { Target } from "./load.ts"
 
@@ -73,3 +73,25 @@ export const bootstrap = async (
   return { targets, rows, owners }
 }
 
+
+/**
+ * One tenant for a steady load (chaos, soak): credit for far more than a run spends, and its owner
+ * key's rate limit raised to 5000 a minute, since the load is steadier than the default allows.
+ */
+export const createLoadTenant = async (base: string, name: string) => {
+  const res = await fetch(`${base}/internal/v1/tenants`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-internal-token": INTERNAL_TOKEN },
+    body: JSON.stringify({ name, ownerEmail: `${name.toLowerCase()}-${Date.now()}@example.com`, ownerPassword: "correct horse battery", credits: "100000.0000" })
+  })
+  const json = (await res.json()) as any
+  if (res.status !== 201) throw new Error(`tenant: ${res.status} ${JSON.stringify(json)}`)
+  const { apiKey, apiKeyId, ownerIdentityId } = json.data
+  const patched = await fetch(`${base}/v1/iam/identities/${ownerIdentityId}/api-keys/${apiKeyId}`, {
+    method: "PATCH",
+    headers: { "content-type": "application/json", "x-api-key": apiKey },
+    body: JSON.stringify({ rateLimitPerMinute: 5000 })
+  })
+  if (patched.status !== 200) throw new Error(`key rate limit: ${patched.status} ${await patched.text()}`)
+  return { apiKey: apiKey as string, tenantId: json.data.tenantId as string }
+}

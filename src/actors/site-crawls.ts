@@ -5,11 +5,11 @@ import { crawlKey } from "../crawl/links.ts"
 import { EventLog } from "../events/event-log.ts"
 import type { KeyedAttempt } from "../http/idempotency.ts"
 import { itemId, newId } from "../ids.ts"
-import { type Crawl, type CrawlCounts, type CrawlPage, type CrawlPageStatus, type CrawlStatus, type CreateCrawlBody, crawlOptionsOf } from "../schema/crawl.ts"
+import { type Crawl, type CrawlCounts, type CrawlPage, type CrawlPageStatus, type CreateCrawlBody, crawlOptionsOf } from "../schema/crawl.ts"
 import { iso } from "../schema/common.ts"
 import { type ErrorDetail, fail, type InvalidRequest, type PaymentRequired, type TooManyRequests, type Unavailable, type Unprocessable } from "../schema/errors.ts"
 import { JobId } from "../schema/ids.ts"
-import { CrawlRepo, type CrawlRow, pageStatusOf } from "../sql/crawl-repo.ts"
+import { type CrawlListQuery, CrawlRepo, type CrawlRow, pageStatusOf } from "../sql/crawl-repo.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
 import { itemWebhookSecret } from "../webhooks/signing.ts"
 import { CrawlEntity, crawlDelivery } from "./crawl-entity.ts"
@@ -31,13 +31,7 @@ export interface SiteCrawlServiceShape {
     origin: { readonly requestId: string | null; readonly keyed: KeyedAttempt | undefined }
   ) => Effect.Effect<CreatedCrawl, InvalidRequest | Unprocessable | PaymentRequired | TooManyRequests | Unavailable>
   readonly get: (tenantId: string, id: string) => Effect.Effect<Crawl | undefined>
-  readonly list: (q: {
-    readonly tenantId: string
-    readonly statuses: ReadonlyArray<CrawlStatus> | undefined
-    readonly sort: ReadonlyArray<{ field: string; dir: "asc" | "desc" }>
-    readonly offset: number
-    readonly limit: number
-  }) => Effect.Effect<Paged<Crawl>>
+  readonly list: (q: CrawlListQuery) => Effect.Effect<Paged<Crawl>>
   /** The crawl's pages (its jobs), undefined when the tenant has no such crawl. */
   readonly pages: (
     tenantId: string,

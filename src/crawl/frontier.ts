@@ -6,6 +6,7 @@
  */
 import { crawlKey, pathFilter, siteScope } from "./links.ts"
 import type { Robots } from "./robots.ts"
+import type { CrawlOptions } from "../schema/crawl.ts"
 
 /** Links read from one page; the rest are ignored (a page of a million links is a trap of its own). */
 export const CRAWL_MAX_LINKS_PER_PAGE = 1000
@@ -41,19 +42,8 @@ export interface Judged {
   readonly parentJobId: string | null
 }
 
-export interface FrontierRules {
-  readonly seed: URL
-  readonly limit: number
-  readonly maxDepth: number
-  /** At most this many pages per path pattern (calendars, session ids, endless query permutations). */
-  readonly maxPagesPerPattern: number
-  readonly includePaths: ReadonlyArray<string>
-  readonly excludePaths: ReadonlyArray<string>
-  readonly allowSubdomains: boolean
-  readonly allowExternal: boolean
-  readonly ignoreQueryParameters: boolean
-  readonly respectRobots: boolean
-}
+/** A crawl's options that judge found URLs (`maxPagesPerPattern` is the trap cap), and its seed. */
+export type FrontierRules = Omit<CrawlOptions, "sitemap" | "page"> & { readonly seed: URL }
 
 export interface FrontierDeps {
   readonly robots: (url: URL) => Promise<Robots>

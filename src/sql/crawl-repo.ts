@@ -102,19 +102,22 @@ const rowStatusesOf: Record<CrawlPageStatus, ReadonlyArray<UrlStatus>> = {
   cancelled: ["cancelled"]
 }
 
+/** A page of a tenant's crawls: status filter, sort terms, offset and limit. */
+export interface CrawlListQuery {
+  readonly tenantId: string
+  readonly statuses: ReadonlyArray<CrawlStatus> | undefined
+  readonly sort: ReadonlyArray<{ field: string; dir: "asc" | "desc" }>
+  readonly offset: number
+  readonly limit: number
+}
+
 export interface CrawlRepoShape {
   /** Writes a crawl and its seed's row (accepted, with its job's id); a crawl already written is found, not written again. */
   readonly insert: (c: NewCrawl, seed: NewCrawlUrl | undefined) => Effect.Effect<CrawlRow>
   readonly find: (tenantId: string, id: string) => Effect.Effect<CrawlRow | undefined>
   readonly byId: (id: string) => Effect.Effect<CrawlRow | undefined>
   readonly counts: (crawls: ReadonlyArray<Pick<CrawlRow, "id" | "duplicates">>) => Effect.Effect<ReadonlyMap<string, CrawlCounts>>
-  readonly list: (q: {
-    readonly tenantId: string
-    readonly statuses: ReadonlyArray<CrawlStatus> | undefined
-    readonly sort: ReadonlyArray<{ field: string; dir: "asc" | "desc" }>
-    readonly offset: number
-    readonly limit: number
-  }) => Effect.Effect<{ readonly items: ReadonlyArray<CrawlRow>; readonly total: number }>
+  readonly list: (q: CrawlListQuery) => Effect.Effect<{ readonly items: ReadonlyArray<CrawlRow>; readonly total: number }>
   readonly pages: (q: {
     readonly crawlId: string
     readonly statuses: ReadonlyArray<CrawlPageStatus> | undefined
