@@ -35,7 +35,8 @@ describe.each(testDatabases)("subscriptions SQL ($name)", (db) => {
           })
         }
         const migratedAt = Date.now()
-        expect((yield* runMigrations).map(([id]) => id)).toEqual([23])
+        // 0023 adds subscriptions; any later migration runs after it.
+        expect((yield* runMigrations).map(([id]) => id)[0]).toBe(23)
         const subscriptions = yield* SubscriptionRepo
         for (const [plan, tenantId] of Object.entries(ids)) {
           const sub = (yield* subscriptions.find(tenantId))!
