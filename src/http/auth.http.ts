@@ -7,7 +7,6 @@ import { AuthService } from "../iam/auth-service.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { type OpenedSession, SessionService } from "../iam/session-service.ts"
 import { IdentityService } from "../iam/identity-service.ts"
-import { fail } from "../schema/errors.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
 import { presentedSession } from "./security.ts"
@@ -39,8 +38,8 @@ export const AuthHandlers = HttpApiBuilder.group(
         }))
       .handle("csrf", () =>
         Effect.gen(function*() {
+          // A session's own route (SessionOnly): ApiKeyAuth has refused an API key already.
           const me = yield* CurrentPrincipal
-          if (me.kind !== "session") return yield* fail(400, "session_required", "a CSRF token belongs to an identity session; this request used an API key")
           return { csrfToken: sessions.csrfToken(me.credentialId) }
         }))
       .handle("refresh", () =>

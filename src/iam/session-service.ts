@@ -2,7 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { Config } from "../config.ts"
 import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
-import { fail, type InvalidRequest, notFound, type NotFound, type Unauthenticated } from "../schema/errors.ts"
+import { fail, notFound, type NotFound, type Unauthenticated } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { type SessionAudit, type SessionRow, SessionRepo } from "../sql/session-repo.ts"
 import type { Principal } from "./principal.ts"
@@ -46,9 +46,9 @@ export interface SessionServiceShape {
   /** The CSRF token of a session, by its public id: a keyed hash, so nothing is stored for it. */
   readonly csrfToken: (sessionPublicId: string) => string
   /** Replaces the caller's session by a new one (same absolute expiry); the old token stops working. */
-  readonly refresh: (me: Principal, token: string, client: ClientContext, requiresPasswordSetup: boolean) => Effect.Effect<OpenedSession, InvalidRequest | Unauthenticated>
-  /** Ends the caller's session; 400 session_required for an API key, which has no session to end. */
-  readonly logout: (me: Principal, client: ClientContext) => Effect.Effect<void, InvalidRequest>
+  readonly refresh: (me: Principal, token: string, client: ClientContext, requiresPasswordSetup: boolean) => Effect.Effect<OpenedSession, Unauthenticated>
+  /** Ends the caller's session (its routes are SessionOnly: an API key never gets here). */
+  readonly logout: (me: Principal, client: ClientContext) => Effect.Effect<void>
   readonly list: (me: Principal, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<SessionView>; total: number }>
   readonly revoke: (me: Principal, sessionId: string, client: ClientContext) => Effect.Effect<{ revoked: true; revokedAt: string; id: string }, NotFound>
   /** Revokes every session of the caller's identity but the one it calls with; how many. */
@@ -80,8 +80,6 @@ export const SessionServiceLive = Layer.effect(
         if (hashes.length > 0) yield* auth.invalidate({ tokenHashes: hashes })
         return hashes.length
       })
-    const sessionOnly = (me: Principal) =>
-      me.kind === "session" ? Effect.void : fail(400, "session_required", "this operation acts on an identity session; it was called with an API key")
 
     return SessionService.of({
       csrfToken,
@@ -101,7 +99,6 @@ export const SessionServiceLive = Layer.effect(
         }),
       refresh: (me, token, client, requiresPasswordSetup) =>
         Effect.gen(function*() {
-          yield* sessionOnly(me)
           const next = generateToken()
           const oldHash = auth.hash(token)
           const row = yield* repo.rotate(oldHash, { id: newId("ses"), tokenHash: auth.hash(next), ip: client.ip, userAgent: client.userAgent })
@@ -112,7 +109,6 @@ export const SessionServiceLive = Layer.effect(
         }),
       logout: (me, client) =>
         Effect.gen(function*() {
-          yield* sessionOnly(me)
           const { tokenHash } = yield* repo.revoke(me.identityId, me.credentialId)
           if (tokenHash) yield* auth.invalidate({ tokenHashes: [tokenHash] })
           yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "session.logout", targetId: me.credentialId })
