@@ -11,7 +11,7 @@ import { RoleRepo } from "../sql/role-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { ApiKeyAuthenticator } from "./api-key-auth.ts"
 import { AuthService } from "./auth-service.ts"
-import { allows, isPowerful, scopeOf } from "./permissions.ts"
+import { isPowerful, notHeld, scopeOf } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import { generateApiKey } from "./secrets.ts"
 import type { ClientContext } from "./session-service.ts"
@@ -101,7 +101,7 @@ export const ApiKeyServiceLive = Layer.effect(
           const role = yield* roles.find(me.tenantId, input.roleId)
           if (!role) return yield* invalidRole
           // Nobody hands out more than they hold.
-          if (!role.permissions.every((p) => allows(me.permissions, p) || me.permissions.includes(p))) {
+          if (notHeld(me.permissions, role.permissions).length > 0) {
             return yield* fail(403, "forbidden", "the role grants permissions this caller does not hold")
           }
           // Handing out an all-powerful key asks the caller to prove they are present (docs/identity.md, "Re-authentication").

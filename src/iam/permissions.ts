@@ -17,6 +17,10 @@ export const covers = (granted: string, wanted: string): boolean => {
 export const allows = (granted: ReadonlyArray<string>, wanted: string): boolean =>
   granted.some((g) => covers(g, wanted))
 
+/** The permissions of `wanted` that `held` does not allow: what a caller may not hand out (docs/api.md, "Roles"). */
+export const notHeld = (held: ReadonlyArray<string>, wanted: ReadonlyArray<string>): Array<string> =>
+  wanted.filter((p) => !allows(held, p) && !held.includes(p))
+
 /** What one permission and another both allow (`*:*:read` and `scraper:*:*` meet in `scraper:*:read`), or null. */
 const meet = (a: string, b: string): string | null => {
   const x = a.split(":")
