@@ -22,6 +22,7 @@ import { SystemGroup } from "./system.api.ts"
 import { UsersGroup } from "./users.api.ts"
 import { WebhooksAdminGroup } from "./webhooks-admin.api.ts"
 import { completeDocument, type DocumentedGroup } from "./openapi.ts"
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from "../schema/envelope.ts"
 
 /**
  * The one definition of Trawl's HTTP interface: routing, validation, the
@@ -62,7 +63,7 @@ export const Api = HttpApi.make("trawl")
   .annotateMerge(OpenApi.annotations({
     title: "Trawl",
     version: "1.0.0",
-    description: "Web crawl, extraction and account service. Every response is a JSON envelope."
+    description: `Web crawl, extraction and account service. Every response is a JSON envelope. A request body is JSON in UTF-8, at most ${MAX_BODY_BYTES} bytes (413 payload_too_large) and at most ${MAX_JSON_DEPTH} levels of nested arrays and objects (400 validation_error, detail code too_deep).`
   }))
   // The package is private and names no licence (package.json): all rights reserved.
   .annotate(OpenApi.License, { name: "Proprietary", identifier: "LicenseRef-Proprietary" })

@@ -3,13 +3,11 @@ import { IncomingMessage } from "node:http"
 import { ByteSize, Cause, Context, Effect, Option, type SchemaAST, SchemaIssue, type Types } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
-import { WHOLE_BODY_ERROR, type WholeBodyError } from "../schema/envelope.ts"
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH, WHOLE_BODY_ERROR, type WholeBodyError } from "../schema/envelope.ts"
 import { type ApiError, type ErrorDetail, errorEnvelope, InvalidRequest, isApiError, NotFound, PayloadTooLarge, RequestId, ResponseHeaders, TooManyRequests, UnsupportedMediaType } from "../schema/errors.ts"
 import { idempotencyKeyProblem } from "./idempotency.ts"
 import { withRequestMetrics } from "./request-metrics.ts"
 
-/** Largest accepted request body; extraction input is capped at 5 MB inside it. */
-export const MAX_BODY_BYTES = 6 * 1024 * 1024
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{8,128}$/
 
@@ -458,7 +456,7 @@ export const refuseMalformedRequest = <A, E, R>(effect: Effect.Effect<A, E, R>):
     const facts = yield* RequestFacts
     const refusal = malformedRequest(request, facts?.readsIdempotencyKey ?? false)
     if (refusal) return yield* Effect.fail(refusal)
-    if (hasBody(request.headers)) yield* refuseBadUtf8(request)
+    if (hasBody(request.headers)) yield* refuseUnreadableBody(request)
     return yield* effect
   })
 
@@ -466,10 +464,11 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
 
 /**
  * A JSON body is UTF-8: one with byte sequences that are not is refused, instead of decoded with
- * U+FFFD in their place (a webhook secret quietly changed that way would never verify). The body is
- * read once; the endpoint's decoder reads the same bytes again from the request's cache.
+ * U+FFFD in their place (a webhook secret quietly changed that way would never verify). One that
+ * nests deeper than MAX_JSON_DEPTH is refused before it is parsed. The body is read once; the
+ * endpoint's decoder reads the same bytes again from the request's cache.
  */
-const refuseBadUtf8 = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void, InvalidRequest | PayloadTooLarge> =>
+const refuseUnreadableBody = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void, InvalidRequest | PayloadTooLarge> =>
   request.arrayBuffer.pipe(
     Effect.catch((e) =>
       Effect.fail(
@@ -481,7 +480,6 @@ const refuseBadUtf8 = (request: HttpServerRequest.HttpServerRequest): Effect.Eff
     Effect.flatMap((bytes) => {
       try {
         strictUtf8.decode(bytes)
-        return Effect.void
       } catch {
         return Effect.fail(new InvalidRequest({
           code: "validation_error",
@@ -489,8 +487,47 @@ const refuseBadUtf8 = (request: HttpServerRequest.HttpServerRequest): Effect.Eff
           details: [{ path: "", code: "invalid_json", message: "body must be UTF-8" }]
         }))
       }
+      if (nestsDeeperThan(new Uint8Array(bytes), MAX_JSON_DEPTH)) {
+        return Effect.fail(new InvalidRequest({
+          code: "validation_error",
+          message: `the body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`,
+          details: [{ path: "", code: "too_deep", message: `at most ${MAX_JSON_DEPTH} levels of nested arrays and objects` }]
+        }))
+      }
+      return Effect.void
     })
   )
+
+const OPEN_BRACKET = 0x5b
+const CLOSE_BRACKET = 0x5d
+const OPEN_BRACE = 0x7b
+const CLOSE_BRACE = 0x7d
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+
+/**
+ * Whether the JSON text in `bytes` opens more than `max` arrays and objects inside each other.
+ * Brackets inside strings do not count. Bytes are enough: in UTF-8 every byte of a multi-byte
+ * character is 0x80 or above, so none of them can be a quote, a backslash or a bracket.
+ */
+export const nestsDeeperThan = (bytes: Uint8Array, max: number): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!
+    if (inString) {
+      if (b === BACKSLASH) i++
+      else if (b === QUOTE) inString = false
+    } else if (b === QUOTE) {
+      inString = true
+    } else if (b === OPEN_BRACKET || b === OPEN_BRACE) {
+      if (++depth > max) return true
+    } else if (b === CLOSE_BRACKET || b === CLOSE_BRACE) {
+      depth--
+    }
+  }
+  return false
+}
 
 /** The names of the query parameters whose name or value holds %00 (each once, in order). */
 const nulQueryParameters = (query: string): Array<string> => {

@@ -31,6 +31,16 @@ export const Success = <S extends Schema.Top>(data: S, status = 200, label = lab
   )
 }
 
+/** Largest accepted request body; extraction input is capped at 5 MB inside it. */
+export const MAX_BODY_BYTES = 6 * 1024 * 1024
+
+/**
+ * How deep arrays and objects may nest in a body (docs/api.md, "Statuses and codes"). No body of
+ * the API needs more than a few levels; millions of brackets would hold the event loop in
+ * JSON.parse and the schema walk for tens of seconds, so such a body is refused before it is parsed.
+ */
+export const MAX_JSON_DEPTH = 64
+
 /**
  * An annotation of a request body schema: a body that fails it anywhere is answered with this
  * status and code instead of `400 validation_error` (a body that is not JSON at all stays a 400).
