@@ -633,7 +633,7 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       // A second DELETE is a no-op success.
       const again = await api.call("DELETE", `/v1/extractor/extractions/${id}`, { key: t.apiKey })
       expect(again.status).toBe(200)
-      expect(again.json.data).toMatchObject({ id, status: "cancelled", cancelled: false })
+      expect(again.json.data).toMatchObject({ id, status: "cancelled", cancelled: false, cancelledAt: later.cancelledAt })
     })
 
     it("announces each change on the tenant's event stream, written with the change itself", async () => {
@@ -668,7 +668,11 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       const res = await api.call("DELETE", `/v1/extractor/extractions/${e.id}`, { key: t.apiKey })
       expect(res.status).toBe(200)
       expect(res.json.status).toBe("success")
-      expect(res.json.data).toMatchObject({ id: e.id, status: "done", cancelled: false })
+      expect(res.json.data).toMatchObject({ id: e.id, status: "done", cancelled: false, reason: "already done" })
+      // always a date-time (the spec's type): here when the refused cancel was answered
+      const answeredAt = Date.parse(res.json.data.cancelledAt)
+      expect(answeredAt).toBeGreaterThanOrEqual(Date.parse(e.createdAt))
+      expect(answeredAt).toBeLessThanOrEqual(Date.now())
       const after = await get(e.id)
       expect(after).toEqual(e)
     })

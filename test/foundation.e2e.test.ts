@@ -58,6 +58,15 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     envelopeError(again, 409, "email_in_use")
   })
 
+  it("checks a new tenant's fields before its plan: negative credits are a 400 naming credits; an unknown plan alone a 422", async () => {
+    const both = await api.call("POST", "/internal/v1/tenants", { token: INTERNAL_TOKEN, body: { name: "x", ownerEmail: `neg-${Date.now()}@example.com`, plan: "nope", credits: "-5" } })
+    envelopeError(both, 400, "validation_error")
+    expect(both.json.error.details.map((d: any) => d.path)).toEqual(["credits"])
+    const plan = await api.call("POST", "/internal/v1/tenants", { token: INTERNAL_TOKEN, body: { name: "x", ownerEmail: `plan-${Date.now()}@example.com`, plan: "nope", credits: "5" } })
+    envelopeError(plan, 422, "invalid_plan")
+    expect(plan.json.error.details.map((d: any) => d.path)).toEqual(["plan"])
+  })
+
   it("guards the control plane with the internal token", async () => {
     const none = await api.call("POST", "/internal/v1/tenants", { body: { name: "x", ownerEmail: "a@b.co" } })
     expect(none.status).toBe(401)

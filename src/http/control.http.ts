@@ -43,11 +43,6 @@ export const ControlHandlers = HttpApiBuilder.group(
               details: [{ path: "plan", code: "invalid_value", message: `must be one of ${planNames.filter((p) => p !== "internal").join(", ")}` }]
             })
           }
-          if (Number(payload.credits ?? "10.00") < 0) {
-            return yield* fail(400, "validation_error", "credits cannot be negative", {
-              details: [{ path: "credits", code: "invalid_value", message: "must be zero or more" }]
-            })
-          }
           const key = newKey(5000)
           if (payload.ownerPassword !== undefined) yield* refuseWeakPassword(payload.ownerPassword, payload.ownerEmail, "ownerPassword")
           const passwordHash = payload.ownerPassword ? yield* hashPassword(payload.ownerPassword!) : null

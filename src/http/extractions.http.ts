@@ -102,9 +102,11 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
               events.notify(row.tenant_id),
               row.job_id && row.made_own_job === true ? jobCreation.cancel(me.tenantId, row.job_id) : Effect.void
             ], { discard: true }))
-            return { id: row.id, status: row.status, cancelled: true, cancelledAt: toExtraction(row).cancelledAt }
+            return { id: row.id, status: row.status, cancelled: true, cancelledAt: toExtraction(row).cancelledAt ?? new Date().toISOString() }
           }
-          return { id: row.id, status: row.status, cancelled: false, cancelledAt: toExtraction(row).cancelledAt, reason: `already ${row.status}` }
+          // Not cancelled by this request: when it was cancelled before, else when this request was
+          // answered (docs/api.md, "Extractions": the field is always a date-time).
+          return { id: row.id, status: row.status, cancelled: false, cancelledAt: toExtraction(row).cancelledAt ?? new Date().toISOString(), reason: `already ${row.status}` }
         }))
       .handle("replay", ({ params }) =>
         Effect.gen(function*() {

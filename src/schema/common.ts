@@ -157,6 +157,11 @@ export const Amount = Schema.String.check(
   Schema.isPattern(/^-?\d{1,12}(\.\d{1,4})?$/, { expected: "a decimal amount such as \"10.00\"", toJsonSchema: () => ({ pattern: "^-?[0-9]{1,12}(\\.[0-9]{1,4})?$" }) })
 )
 
+/** A decimal amount in euros that is zero or more, as a string: up to 4 decimals. */
+export const NonNegativeAmount = Schema.String.check(
+  Schema.isPattern(/^\d{1,12}(\.\d{1,4})?$/, { expected: "a decimal amount of zero or more such as \"10.00\"", toJsonSchema: () => ({ pattern: "^[0-9]{1,12}(\\.[0-9]{1,4})?$" }) })
+)
+
 export const iso = (d: Date | string | null | undefined): string | null =>
   d === null || d === undefined ? null : new Date(d).toISOString()
 

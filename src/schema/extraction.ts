@@ -110,7 +110,7 @@ export const CancelledExtraction = Schema.Struct({
   id: Schema.String,
   status: ExtractionStatus,
   cancelled: Schema.Boolean,
-  cancelledAt: NullableDateTime,
+  cancelledAt: DateTime,
   reason: Schema.optional(Schema.String)
 })
 

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { NewPassword } from "./auth.ts"
-import { Amount, CreatedRange, DateTime, Email, Text } from "./common.ts"
+import { Amount, CreatedRange, DateTime, Email, NonNegativeAmount, Text } from "./common.ts"
 import { SearchPagination, SortTerms } from "./envelope.ts"
 import { AddOnOffer, PlanOffer } from "./subscription.ts"
 
@@ -9,7 +9,7 @@ export const CreateTenantBody = Schema.Struct({
   ownerEmail: Email,
   ownerPassword: Schema.optionalKey(NewPassword),
   plan: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 60))),
-  credits: Schema.optional(Amount)
+  credits: Schema.optional(NonNegativeAmount)
 })
 
 export const CreatedTenant = Schema.Struct({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { anyWordMatcher, classifyError, classifyResponse, detectBotWall } from "../../src/crawl/engines/classify.ts"
+import { anyWordMatcher, classifyError, classifyResponse, detectBotWall, errorText } from "../../src/crawl/engines/classify.ts"
 import { html } from "./fixture.ts"
 
 const bytes = (s: string) => Buffer.from(s, "latin1")
@@ -105,6 +105,20 @@ describe("classifyError", () => {
     for (const code of ["EAI_AGAIN", "ETIMEDOUT"]) expect(classifyError(err(code)), code).toBe("timeout")
     // ...also when wrapped, as got and undici wrap the socket's error
     expect(classifyError(Object.assign(new Error("request failed"), { cause: err("EAI_AGAIN") }))).toBe("timeout")
+  })
+})
+
+describe("errorText", () => {
+  const named = (name: string, message: string, extra: Record<string, unknown> = {}) => Object.assign(new Error(message), { name, ...extra })
+
+  it("says cancellations and browser timeouts plainly, not in the library's words", () => {
+    expect(errorText(named("AbortError", "The operation was aborted", { code: "ABORT_ERR" }))).toBe("cancelled")
+    expect(errorText(named("TimeoutError", "page.screenshot: Timeout 30000ms exceeded."))).toBe("timed out after 30000 ms")
+  })
+
+  it("keeps a network error's code, which tells the client what went wrong", () => {
+    expect(errorText(named("Error", "connect ECONNREFUSED 127.0.0.1:9", { code: "ECONNREFUSED" }))).toBe("connect ECONNREFUSED 127.0.0.1:9")
+    expect(errorText(named("RequestError", "socket hang up", { code: "ECONNRESET" }))).toBe("ECONNRESET: socket hang up")
   })
 })
 

@@ -338,9 +338,16 @@ export const classifyError = (e: unknown): Classification => {
   return "connection_error"
 }
 
-/** Short human-readable text of an error for `Attempt.error`. */
+/**
+ * Short human-readable text of an error for `Attempt.error`. Cancellations and the browser's
+ * timeouts are said plainly rather than in the words of the library that raised them.
+ */
 export const errorText = (e: unknown): string => {
-  const codes = codesOf(e).filter((c) => c !== "Error" && c !== "RequestError")
+  const all = codesOf(e)
+  if (all.includes("AbortError") || all.includes("ABORT_ERR")) return "cancelled"
+  const timeout = /Timeout (\d+)ms exceeded/.exec(messagesOf(e))
+  if (timeout) return `timed out after ${timeout[1]} ms`
+  const codes = all.filter((c) => c !== "Error" && c !== "RequestError")
   const msg = String((e as { message?: unknown })?.message ?? e).split("\n")[0]!.slice(0, 300)
   return codes.length > 0 && !msg.includes(codes[0]!) ? `${codes[0]}: ${msg}` : msg
 }
