@@ -277,7 +277,8 @@ export const startBare = async (
     await child.stop()
     await removeDir()
   }
-  await child.line("bare listening on", options.timeoutMs ?? 60_000)
+  // As long as Trawl is given (compare.ts): a loaded machine can take over a minute to start a process.
+  await child.line("bare listening on", options.timeoutMs ?? 180_000)
   return { pid: child.process.pid, baseUrl: `http://127.0.0.1:${port}`, output: child.output, stop }
 }
 
