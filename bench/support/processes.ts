@@ -16,6 +16,12 @@ import type { MirrorRow } from "./bare-server.ts"
 
 export const root = resolve(import.meta.dirname, "../..")
 
+// A bench measures the server, not the test helper's recording relay (docs/api.md, "The OpenAPI
+// document"): the relay would carry every request to a Trawl server through this process, beside
+// the load generator, and keep a copy of every byte; the bare servers never had it in front of
+// them (docs/performance.md, "The p99 of bench:api").
+process.env.TRAWL_CHECK_RESPONSES = "0"
+
 // ---------------------------------------------------------------------------------------------
 // Cleanup, exit and interruption
 
