@@ -65,7 +65,7 @@ const otlp = (config: OtelConfig) => {
     Layer.provide(OtlpExporter.layerFlusher),
     Layer.provide(config.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
     // node:http rather than fetch: undici copies each export's body into a web stream
-    // (cloneAsUint8Array) and costs more per request on the node's main thread (docs/performance.md).
+    // (cloneAsUint8Array) and costs more CPU per export on the node's main thread (docs/performance.md).
     Layer.provide(NodeHttpClient.layerNodeHttpOptions({ keepAlive: true }))
   )
 }
