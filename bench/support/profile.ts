@@ -52,7 +52,7 @@ const main = async () => {
     onCleanup("OTLP sink", () => new Promise<void>((resolve) => (sink.close(() => resolve()), sink.closeAllConnections())))
     otlp.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${(sink.address() as { port: number }).port}`
   }
-  const trawl = await startServer(target === "full" ? { NODE_OPTIONS: process.env.PROFILE_NODE_OPTIONS ?? nodeOptions, ...otlp } : otlp, { dataDir })
+  const trawl = await startServer(target === "full" ? { NODE_OPTIONS: process.env.PROFILE_NODE_OPTIONS ?? nodeOptions, ...otlp } : otlp, { dataDir, timeoutMs: 180_000 })
   const stopTrawl = onCleanup("trawl server", () => trawl.stop())
   const booted = await bootstrap(trawl.baseUrl, { tenants: 4, keysPerTenant: 19, rateLimitPerMinute: 5000, ...(bench === "network" ? { credits: "100000.00" } : {}) })
   const { rows } = booted

@@ -1,5 +1,5 @@
+import { NodeHttpClient } from "@effect/platform-node"
 import { Effect, Layer, Logger, References, Tracer } from "effect"
-import { FetchHttpClient } from "effect/http"
 import { OtlpExporter, OtlpLogger, OtlpMetrics, OtlpSerialization, OtlpTracer } from "effect/observability"
 import type { OtelConfig } from "../config.ts"
 import { RequestId } from "../schema/errors.ts"
@@ -64,7 +64,9 @@ const otlp = (config: OtelConfig) => {
   return Layer.mergeAll(Tracing, Metrics, Logs, Layer.succeed(References.TracerEnabled, true)).pipe(
     Layer.provide(OtlpExporter.layerFlusher),
     Layer.provide(config.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
-    Layer.provide(FetchHttpClient.layer)
+    // node:http rather than fetch: undici copies each export's body into a web stream
+    // (cloneAsUint8Array) and costs more CPU per export on the node's main thread (docs/performance.md).
+    Layer.provide(NodeHttpClient.layerNodeHttpOptions({ keepAlive: true }))
   )
 }
 
