@@ -494,7 +494,7 @@ export const CallDebitsLive = Layer.effect(
 /**
  * Debits calls priced when made (IP lookups) through their tenants' entities, one per node: the
  * calls that come while rounds of messages are under way go in the next, one message per tenant
- * for all of its calls. Up to four rounds go at once, so that a lookup does not wait for a whole
+ * for all of its calls. Two rounds go at once, so that a lookup does not wait for a whole
  * round (its entity message and the statement that writes it) before its own is sent; the order
  * of a tenant's entries is the order its entity takes them in. Each caller gets its own entry or its own refusal; a message that fails
  * (the cluster unavailable) fails all of its calls, none of which is then tried again.
@@ -529,7 +529,7 @@ export const CallDebitorLive = Layer.effect(
             })
           )
         ), { concurrency: "unbounded", discard: true }).pipe(Effect.as(outcomes))
-    }, { maxBatch: 1024, inFlight: 4 })
+    }, { maxBatch: 1024, inFlight: 2 })
     return CallDebitor.of({ debit: (tenantId, call) => Effect.flatten(send({ tenantId, call })) })
   })
 )
