@@ -191,6 +191,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
     const registrationContext = yield* Effect.context<TenantRepo | InvitationRepo | AuthTokenRepo>()
     const callDebits = yield* CallDebits
     const address = yield* Entity.CurrentAddress
+    const entityScope = yield* Effect.scope
     const tenantId = address.entityId
     const self = yield* TenantEntity.client
     const subscription = yield* makeTenantSubscription(tenantId, (periodEnd) =>
@@ -239,6 +240,22 @@ export const TenantEntityLive = TenantEntity.toLayer(
       const day = utcDayStart(now)
       return slots.needsReconcile(now, day) ? reconcileUnlocked(now, day) : Effect.void
     }))
+    /**
+     * For the debits of calls: the counts are read before the entity's first debit, then, when
+     * due, beside the debits rather than before them. The statement itself never takes the balance
+     * below zero, and counts one read old are what the entity works with between reads anyway.
+     */
+    let reconcilingBeside = false
+    const reconcileBesideDebits = Effect.suspend(() => {
+      if (credit.generation === 0) return reconcileIfDue
+      const now = Date.now()
+      if (reconcilingBeside || !slots.needsReconcile(now, utcDayStart(now))) return Effect.void
+      reconcilingBeside = true
+      return Effect.forkIn(
+        reconcileIfDue.pipe(Effect.catchCause(Effect.logWarning), Effect.ensuring(Effect.sync(() => (reconcilingBeside = false)))),
+        entityScope
+      )
+    })
     /** Reads the counts again now, for a refusal that may be out of date. */
     const reconcileNow = Effect.suspend(() => {
       const now = Date.now()
@@ -392,33 +409,39 @@ export const TenantEntityLive = TenantEntity.toLayer(
       // write itself refuses to take the balance below zero.
       DebitCalls: ({ payload }) =>
         Effect.gen(function*() {
-          yield* reconcileIfDue
+          yield* reconcileBesideDebits
           const refusal = (units: number) => new InsufficientCredit({ balance: fromUnits(credit.balance), required: fromUnits(credit.needed(units)) })
           // In order, each call takes its price from the free credit or is refused; before the
           // first refusal the balance is read again (and work that ended is charged), once.
           let rechecked = false
-          const refusals: Array<InsufficientCredit | undefined> = []
+          const taken: Array<CallToDebit> = []
+          const refused: Array<boolean> = []
           for (const call of payload.calls) {
-            let taken = credit.callReserved(call.units)
-            if (!taken && !rechecked) {
+            let ok = credit.callReserved(call.units)
+            if (!ok && !rechecked) {
               rechecked = true
               yield* settleBeforeRefusal
-              taken = credit.callReserved(call.units)
+              ok = credit.callReserved(call.units)
             }
-            refusals.push(taken ? undefined : refusal(call.units))
+            refused.push(!ok)
+            if (ok) taken.push(call)
           }
-          return yield* Effect.forEach(payload.calls, (call, i) => {
-            type Answer = { readonly debited?: Transaction; readonly refused?: InsufficientCredit }
-            const refused = refusals[i]
-            if (refused) return Effect.succeed<Answer>({ refused })
-            return callDebits.write({ ...call, tenantId }).pipe(
-              Effect.onExit((exit) =>
-                Effect.sync(() => credit.callDone(call.units, Exit.isSuccess(exit) && exit.value.balance !== undefined ? toUnits(exit.value.balance) : undefined))
-              ),
-              // The statement itself refuses to take the balance below zero.
-              Effect.map((result): Answer => result.transaction ? { debited: result.transaction } : { refused: refusal(call.units) })
-            )
-          }, { concurrency: "unbounded" })
+          // The calls taken are written together, by the node's one statement for all tenants.
+          const written = taken.length === 0 ? [] : yield* callDebits.write({ tenantId, calls: taken }).pipe(
+            Effect.onExit((exit) =>
+              Effect.sync(() => {
+                const balance = Exit.isSuccess(exit) ? exit.value.balance : undefined
+                credit.callDone(taken.reduce((sum, c) => sum + c.units, 0), balance !== undefined ? toUnits(balance) : undefined)
+              })
+            ),
+            Effect.map((result) => result.transactions)
+          )
+          let next = 0
+          return payload.calls.map((call, i): { readonly debited?: Transaction; readonly refused?: InsufficientCredit } => {
+            // The statement itself refuses to take the balance below zero.
+            const debited = refused[i] ? undefined : written[next++]
+            return debited ? { debited } : { refused: refusal(call.units) }
+          })
         }).pipe(Rpc.fork),
       ReleaseExtraction: ({ payload }) =>
         Effect.gen(function*() {
@@ -435,26 +458,45 @@ export const TenantEntityLive = TenantEntity.toLayer(
 
 /**
  * The writer of the debits of calls priced when made (IP lookups), one per node: the debits of all
- * the tenants whose entities run here that come while one statement is written go together in the
- * next. One statement per tenant would queue on the embedded database, which runs one at a time.
+ * the tenants whose entities run here that come while statements are written go together in the
+ * next. One statement per tenant would queue on the embedded database, which runs one at a time;
+ * two at once keep it busy while the node reads one's answer and builds the next.
  */
 export class CallDebits extends Context.Service<CallDebits, {
-  readonly write: (call: CallDebit) => Effect.Effect<{ readonly transaction: Transaction | undefined; readonly balance: string | undefined }>
+  /** Writes one tenant's calls, in order: an entry per call its balance covers (its first ones), and its balance after. */
+  readonly write: (debits: { readonly tenantId: string; readonly calls: ReadonlyArray<CallToDebit> }) => Effect.Effect<{
+    readonly transactions: ReadonlyArray<Transaction | undefined>
+    readonly balance: string | undefined
+  }>
 }>()("trawl/CallDebits") {}
 
 export const CallDebitsLive = Layer.effect(
   CallDebits,
   Effect.gen(function*() {
     const repo = yield* TenantRepo
-    const write = yield* makeGroupCommit(repo.debitCalls, { maxBatch: 512 })
+    const write = yield* makeGroupCommit(
+      (messages: ReadonlyArray<{ readonly tenantId: string; readonly calls: ReadonlyArray<CallToDebit> }>) =>
+        repo.debitCalls(messages.flatMap(({ tenantId, calls }) => calls.map((call): CallDebit => ({ ...call, tenantId })))).pipe(
+          Effect.map((rows) => {
+            let at = 0
+            return messages.map(({ calls }) => {
+              const mine = rows.slice(at, at += calls.length)
+              return { transactions: mine.map((r) => r.transaction), balance: mine.at(-1)?.balance }
+            })
+          })
+        ),
+      { maxBatch: 512, weight: (m) => m.calls.length, maxWeight: 2048, inFlight: 2 }
+    )
     return CallDebits.of({ write })
   })
 )
 
 /**
  * Debits calls priced when made (IP lookups) through their tenants' entities, one per node: the
- * calls that come while a round of messages is under way go in the next, one message per tenant
- * for all of its calls. Each caller gets its own entry or its own refusal; a message that fails
+ * calls that come while rounds of messages are under way go in the next, one message per tenant
+ * for all of its calls. Two rounds go at once, so that a lookup does not wait for a whole
+ * round (its entity message and the statement that writes it) before its own is sent; the order
+ * of a tenant's entries is the order its entity takes them in. Each caller gets its own entry or its own refusal; a message that fails
  * (the cluster unavailable) fails all of its calls, none of which is then tried again.
  */
 export class CallDebitor extends Context.Service<CallDebitor, {
@@ -487,7 +529,7 @@ export const CallDebitorLive = Layer.effect(
             })
           )
         ), { concurrency: "unbounded", discard: true }).pipe(Effect.as(outcomes))
-    }, { maxBatch: 1024 })
+    }, { maxBatch: 1024, inFlight: 2 })
     return CallDebitor.of({ debit: (tenantId, call) => Effect.flatten(send({ tenantId, call })) })
   })
 )

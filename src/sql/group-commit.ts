@@ -10,6 +10,9 @@ import { Cause, Deferred, Effect, Exit, type Scope } from "effect"
  * Items with the same `key` never share a batch: a later one waits for the next. With `weight`, a
  * batch also stops before its items weigh more than `maxWeight` (an item heavier than that alone
  * still goes, on its own).
+ * With `inFlight` above 1, up to that many batches are written at the same time (the next one
+ * is sent while the database still works on the last), for writes whose batches may land in any
+ * order; `key` then only keeps an item out of its own batch, not out of one written beside it.
  * When a batch of several items fails, each item is written again on its own, so one bad item
  * fails only its own caller. Writes run in the scope that made the writer: a caller that is
  * interrupted while waiting does not take its item out of a batch already under way.
@@ -21,12 +24,15 @@ export const makeGroupCommit = <I, O, E = never>(
     readonly key?: (item: I) => string
     readonly weight?: (item: I) => number
     readonly maxWeight?: number
+    readonly inFlight?: number
   }
 ): Effect.Effect<(item: I) => Effect.Effect<O, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const pending: Array<{ readonly item: I; readonly done: Deferred.Deferred<O, E> }> = []
-    let writing = false
+    const inFlight = options.inFlight ?? 1
+    /** Batches being written now, each by its own drain. */
+    let writing = 0
 
     const settle = (batch: ReadonlyArray<{ readonly done: Deferred.Deferred<O, E> }>, exit: Exit.Exit<ReadonlyArray<O>, E>) => {
       batch.forEach((entry, i) => {
@@ -65,7 +71,7 @@ export const makeGroupCommit = <I, O, E = never>(
     const drain: Effect.Effect<void> = Effect.suspend(() => {
       const batch = take()
       if (batch.length === 0) {
-        writing = false
+        writing--
         return Effect.void
       }
       return Effect.suspend(() => write(batch.map((b) => b.item))).pipe(
@@ -83,8 +89,8 @@ export const makeGroupCommit = <I, O, E = never>(
       Effect.suspend(() => {
         const done = Deferred.makeUnsafe<O, E>()
         pending.push({ item, done })
-        if (writing) return Deferred.await(done)
-        writing = true
+        if (writing >= inFlight) return Deferred.await(done)
+        writing++
         return Effect.forkIn(drain, scope).pipe(Effect.andThen(Deferred.await(done)))
       })
   })

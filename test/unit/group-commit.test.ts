@@ -14,11 +14,15 @@ const scenario = async <I, O>(
   options: Parameters<typeof makeGroupCommit<I, O>>[1]
 ) => {
   const batches: Array<ReadonlyArray<I>> = []
+  // Per batch: whether the first batch was still held open when it was written.
+  const openWhenWritten: Array<boolean> = []
+  let firstOpen = true
   const exits = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
     const gate = yield* Deferred.make<void>()
     const commit = yield* makeGroupCommit((items: ReadonlyArray<I>) =>
       Effect.gen(function*() {
         batches.push(items)
+        openWhenWritten.push(firstOpen)
         if (batches.length === 1) yield* Deferred.await(gate)
         return yield* write(items)
       }), options)
@@ -26,11 +30,11 @@ const scenario = async <I, O>(
       Effect.all([commit(first), ...rest.map((item) => Effect.yieldNow.pipe(Effect.andThen(commit(item))))].map(Effect.exit), {
         concurrency: "unbounded"
       }),
-      Effect.sleep("20 millis").pipe(Effect.andThen(Deferred.succeed(gate, undefined)))
+      Effect.sleep("20 millis").pipe(Effect.andThen(Effect.sync(() => (firstOpen = false))), Effect.andThen(Deferred.succeed(gate, undefined)))
     ], { concurrency: "unbounded" })
     return exits as ReadonlyArray<Exit.Exit<O>>
   })))
-  return { batches, exits }
+  return { batches, exits, openWhenWritten }
 }
 
 const values = <O>(exits: ReadonlyArray<Exit.Exit<O>>) => exits.map((e) => (e._tag === "Success" ? e.value : "failed"))
@@ -59,6 +63,15 @@ describe("group commit", () => {
     })
     expect(values(r.exits)).toEqual([1, 12, "failed", 14])
     expect(r.batches).toEqual([[1], [12, 13, 14], [12], [13], [14]])
+  })
+
+  it("with inFlight 2, writes the next batch while the first is still being written", async () => {
+    const r = await scenario(1, [2, 3, 4, 5], (items) => Effect.succeed(items.map((n) => n * 10)), { maxBatch: 10, inFlight: 2 })
+    expect(values(r.exits)).toEqual([10, 20, 30, 40, 50])
+    // The first batch is held open for 20 ms; every later item was written beside it, not after it.
+    expect(r.batches[0]).toEqual([1])
+    expect(r.batches.slice(1).flat().sort()).toEqual([2, 3, 4, 5])
+    expect(r.openWhenWritten.slice(1).every(Boolean)).toBe(true)
   })
 })
 
