@@ -89,7 +89,7 @@ const main = async () => {
   }
   const dataDir = mkdtempSync(join(tmpdir(), "trawl-bench-auth-"))
   onCleanup("trawl data dir", () => rmSync(dataDir, { recursive: true, force: true }))
-  const trawl = await startServer(env, { dataDir })
+  const trawl = await startServer(env, { dataDir, timeoutMs: 180_000 })
   const stopTrawl = onCleanup("trawl server", () => trawl.stop())
   serverOutput = trawl.output
   const base = trawl.baseUrl
