@@ -89,7 +89,7 @@ const main = async () => {
   }
   const dataDir = mkdtempSync(join(tmpdir(), "trawl-bench-auth-"))
   onCleanup("trawl data dir", () => rmSync(dataDir, { recursive: true, force: true }))
-  const trawl = await startServer(env, { dataDir })
+  const trawl = await startServer(env, { dataDir, timeoutMs: 180_000 })
   const stopTrawl = onCleanup("trawl server", () => trawl.stop())
   serverOutput = trawl.output
   const base = trawl.baseUrl
@@ -158,6 +158,9 @@ const main = async () => {
   const width = Math.min(accounts, concurrency)
   const rates = { server: [] as Array<number>, bare: [] as Array<number> }
   const cpu = { main: 0, pool: 0, other: 0, bare: 0, client: 0 }
+  /** The server's CPU while it serves nothing (during the bare rounds): its timers and pollers, ms per wall-clock second. */
+  const idle = { main: 0, other: 0, seconds: 0 }
+  let serverSeconds = 0
   const serverPid = trawl.process.pid!
   // Profiles: n-th toggle pair writes `${profileFile}-n.cpuprofile`.
   const profiles: Array<{ span: string; file: string }> = []
@@ -182,10 +185,16 @@ const main = async () => {
         cpu.pool += used.pool / (loginsPerRound * rounds)
         cpu.other += used.other / (loginsPerRound * rounds)
         cpu.client += cpuSplit(clientBefore, threadCpuMs(process.pid)).main / (loginsPerRound * rounds)
+        serverSeconds += loginsPerRound / rate
       } else {
         const before = threadCpuMs(process.pid)
+        const serverBefore = threadCpuMs(serverPid)
         rate = await paced(loginsPerRound, concurrency, bareVerify)
         cpu.bare += cpuSplit(before, threadCpuMs(process.pid)).pool / (loginsPerRound * rounds)
+        const quiet = cpuSplit(serverBefore, threadCpuMs(serverPid))
+        idle.main += quiet.main
+        idle.other += quiet.other
+        idle.seconds += loginsPerRound / rate
       }
       rates[which].push(rate)
       log(`${which === "server" ? "logins  " : "argon2id"} round ${r + 1}: ${f(rate, 1)} /s`)
@@ -193,6 +202,14 @@ const main = async () => {
   }
   log(`CPU per login in the server: main thread ${f(cpu.main)} ms, pool threads ${f(cpu.pool)} ms, other threads ${f(cpu.other)} ms;` +
     ` per bare verification: pool threads ${f(cpu.bare)} ms`)
+  // The server's timers and pollers run whatever it serves, during the bare rounds too: a fixed cost
+  // per second, which a slow (loaded) round spreads over fewer logins. Net of it, the figure is the
+  // login's own and steadier from run to run.
+  const idleMain = idle.main / idle.seconds
+  const idleOther = idle.other / idle.seconds
+  const idlePerLogin = { main: (idleMain * serverSeconds) / (loginsPerRound * rounds), other: (idleOther * serverSeconds) / (loginsPerRound * rounds) }
+  log(`  the idle server (during the bare rounds): main thread ${f(idleMain, 1)} ms/s, other threads ${f(idleOther, 1)} ms/s;` +
+    ` net of it per login: main thread ${f(cpu.main - idlePerLogin.main)} ms, other threads ${f(cpu.other - idlePerLogin.other)} ms`)
   // The client's requests share the machine's cores with the server's hashes; the bare loop has no client.
   log(`  this process's main thread (the HTTP client) per login: ${f(cpu.client)} ms`)
   log(`  other threads of the server per login: ${[...otherThreads].filter(([, ms]) => ms > 0).map(([name, ms]) => `${name} ${f(ms / (loginsPerRound * rounds))} ms`).join(", ")}`)
@@ -226,14 +243,22 @@ const main = async () => {
   await runLoad(base, sessionTargets, { connections, duration: 2 })
   await runLoad(base, keyTargets, { connections, duration: 2 })
   const parts = { session: [] as Array<LoadResult>, key: [] as Array<LoadResult> }
+  // The server's CPU per read (all its threads; the main thread apart): steadier than the rates on a shared machine.
+  const readCpu = { session: { main: 0, all: 0, requests: 0 }, key: { main: 0, all: 0, requests: 0 } }
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? (["session", "key"] as const) : (["key", "session"] as const)
     for (const which of order) {
       checkInterrupted()
       const measure = () => runLoad(base, which === "session" ? sessionTargets : keyTargets, { connections, duration: duration / rounds })
+      const before = threadCpuMs(serverPid)
       const res = r === 0 ? await profiled(`${which} read round 1`, measure) : await measure()
+      const used = cpuSplit(before, threadCpuMs(serverPid))
+      readCpu[which].main += used.main
+      readCpu[which].all += used.main + used.pool + used.other
+      readCpu[which].requests += res.requests
       parts[which].push(res)
-      log(`${which.padEnd(7)} round ${r + 1}: ${f(res.rps, 1)} req/s  p50 ${f(res.p50, 3)} ms  p99 ${f(res.p99, 3)} ms  non-2xx ${res.non2xx}`)
+      log(`${which.padEnd(7)} round ${r + 1}: ${f(res.rps, 1)} req/s  p50 ${f(res.p50, 3)} ms  p99 ${f(res.p99, 3)} ms  non-2xx ${res.non2xx}` +
+        `  server CPU ${f((1000 * (used.main + used.pool + used.other)) / res.requests, 0)} µs/req`)
     }
   }
   agent.destroy()
@@ -244,6 +269,8 @@ const main = async () => {
   if (session.non2xx + key.non2xx > 0) {
     log(`!!!!!!!! NON-2XX RESPONSES: session ${JSON.stringify(session.statuses)}, key ${JSON.stringify(key.statuses)}: READ RATIO NOT VALID !!!!!!!!`)
   }
+  const perRead = (c: { main: number; all: number; requests: number }) => `${f((1000 * c.all) / c.requests, 0)} µs (main thread ${f((1000 * c.main) / c.requests, 0)} µs)`
+  log(`server CPU per read: by session ${perRead(readCpu.session)}, by key ${perRead(readCpu.key)}; CPU ratio key/session ${f(readCpu.key.all / readCpu.key.requests / (readCpu.session.all / readCpu.session.requests), 3)}`)
   const loginRatio = loginRate / bareRate
   const readRatio = session.rps / key.rps
   log("")

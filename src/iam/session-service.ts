@@ -4,7 +4,7 @@ import { newId } from "../ids.ts"
 import { iso } from "../schema/common.ts"
 import { fail, notFound, type NotFound, type Unauthenticated } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
-import { type SessionAudit, type SessionRow, SessionRepo } from "../sql/session-repo.ts"
+import { type SessionAudit, SessionRepo } from "../sql/session-repo.ts"
 import type { Principal } from "./principal.ts"
 import { generateToken, hashToken } from "./secrets.ts"
 import { lastSeenLagSeconds, SessionAuthenticator } from "./session-auth.ts"
@@ -67,7 +67,7 @@ export const SessionServiceLive = Layer.effect(
     const auth = yield* SessionAuthenticator
     const audit = yield* AuditLog
     const csrfToken = (id: string) => hashToken(config.secretKey, "csrf", id)
-    const opened = (row: SessionRow, token: string, requiresPasswordSetup: boolean): OpenedSession => ({
+    const opened = (row: { id: string; expires_at: Date }, token: string, requiresPasswordSetup: boolean): OpenedSession => ({
       sessionId: token,
       id: row.id,
       expiresAt: iso(row.expires_at)!,
@@ -86,16 +86,18 @@ export const SessionServiceLive = Layer.effect(
       open: (identity, client, requiresPasswordSetup, audit) =>
         Effect.gen(function*() {
           const token = generateToken()
-          const row = yield* repo.insert({
-            id: newId("ses"),
+          const id = newId("ses")
+          const expiresAt = new Date(Date.now() + config.sessionLifetimeSeconds * 1000)
+          yield* repo.insert({
+            id,
             tokenHash: auth.hash(token),
             tenantId: identity.tenant_id,
             identityId: identity.id,
             ip: client.ip,
             userAgent: client.userAgent,
-            expiresAt: new Date(Date.now() + config.sessionLifetimeSeconds * 1000)
+            expiresAt
           }, audit)
-          return opened(row, token, requiresPasswordSetup)
+          return opened({ id, expires_at: expiresAt }, token, requiresPasswordSetup)
         }),
       refresh: (me, token, client, requiresPasswordSetup) =>
         Effect.gen(function*() {

@@ -48,8 +48,9 @@ export interface SessionRepoShape {
   /**
    * Writes a new session, and with `audit` its audit entry (actor: the session's identity, target:
    * the session) in the same statement: opening a session is one commit (docs/identity.md, "Sessions").
+   * Nothing is read back: the caller made every value the answer needs.
    */
-  readonly insert: (session: NewSession, audit?: SessionAudit) => Effect.Effect<SessionRow>
+  readonly insert: (session: NewSession, audit?: SessionAudit) => Effect.Effect<void>
   /** A live (not revoked) session of an active identity and tenant, by its token's hash; times are checked by the caller. */
   readonly authByHash: (tokenHash: string) => Effect.Effect<SessionAuthRow | undefined>
   /**
@@ -94,17 +95,17 @@ export const SessionRepoLive = Layer.effect(
     return SessionRepo.of({
       insert: (s, audit) =>
         (audit === undefined
-          ? insertIn(s)
-          : sql<SessionRow>`
+          ? sql`
+            INSERT INTO sessions (id, token_hash, tenant_id, identity_id, ip, user_agent, expires_at)
+            VALUES (${s.id}, ${s.tokenHash}, ${s.tenantId}, ${s.identityId}, ${s.ip}, ${s.userAgent}, ${s.expiresAt})`
+          : sql`
             WITH opened AS (
               INSERT INTO sessions (id, token_hash, tenant_id, identity_id, ip, user_agent, expires_at)
               VALUES (${s.id}, ${s.tokenHash}, ${s.tenantId}, ${s.identityId}, ${s.ip}, ${s.userAgent}, ${s.expiresAt})
-              RETURNING ${cols}
-            ), entry AS (
-              INSERT INTO audit_log (id, tenant_id, actor_id, ip, action, target_id, data)
-              SELECT ${newId("aud")}, tenant_id, identity_id, ip, ${audit.action}, id, ${JSON.stringify(audit.data ?? {})}::jsonb FROM opened
             )
-            SELECT * FROM opened`.pipe(Effect.map((rows) => rows[0]!))).pipe(Effect.orDie),
+            INSERT INTO audit_log (id, tenant_id, actor_id, ip, action, target_id, data)
+            VALUES (${newId("aud")}, ${s.tenantId}, ${s.identityId}, ${s.ip}, ${audit.action}, ${s.id}, ${JSON.stringify(audit.data ?? {})}::jsonb)`
+        ).pipe(Effect.asVoid, Effect.orDie),
       authByHash: (tokenHash) =>
         sql<SessionAuthRow>`
           SELECT s.id, s.tenant_id, s.identity_id, i.default_role_id AS role_id, r.permissions, t.is_internal,
@@ -204,7 +205,7 @@ export const makeSessionRepoTest = (roles: { roleId: string; permissions: Readon
     const byHash = (hash: string) => [...rows.values()].find((r) => r.token_hash === hash)
     return SessionRepo.of({
       // The audit entry written with a session is a join of the live tables, tested against the databases.
-      insert: (s) => Effect.sync(() => insert(s)),
+      insert: (s) => Effect.sync(() => void insert(s)),
       authByHash: (hash) =>
         Effect.sync(() => {
           const r = byHash(hash)

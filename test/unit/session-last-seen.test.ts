@@ -31,8 +31,9 @@ const openSession = Effect.gen(function*() {
   const repo = yield* SessionRepo
   const auth = yield* SessionAuthenticator
   const token = generateToken()
-  const row = yield* repo.insert({
-    id: `ses_${token.slice(0, 8)}`,
+  const id = `ses_${token.slice(0, 8)}`
+  yield* repo.insert({
+    id,
     tokenHash: auth.hash(token),
     tenantId: "ten_1",
     identityId: "idt_ann",
@@ -40,7 +41,7 @@ const openSession = Effect.gen(function*() {
     userAgent: null,
     expiresAt: new Date(Date.now() + 3_600_000)
   })
-  return { token, id: row.id }
+  return { token, id }
 })
 
 describe("session last-seen writes", () => {
