@@ -18,7 +18,7 @@ import { toIsoDateTime } from "./dates.ts"
 import { absoluteUrl } from "./url.ts"
 import { normalizeCurrency, parsePrice } from "./product/price.ts"
 import { normalizeSpace } from "./html/dom.ts"
-import { htmlToText } from "./llm.ts"
+import { htmlToText } from "./html/text.ts"
 
 export * from "./types.ts"
 export { ExtractError, isExtractError, type ExtractErrorClass } from "./errors.ts"

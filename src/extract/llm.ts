@@ -7,9 +7,8 @@
  * The only I/O of the extraction engine; `refineWithLlm` never throws (its promise always resolves).
  */
 import { fetch } from "undici"
-import { parseHtml } from "./html/parser.ts"
-import { Element, normalizeSpace } from "./html/dom.ts"
-import { sanitizeTree } from "./sanitize.ts"
+import { normalizeSpace } from "./html/dom.ts"
+import { htmlToText } from "./html/text.ts"
 import { absoluteUrl } from "./url.ts"
 import { toIsoDateTime } from "./dates.ts"
 import { normalizeLang } from "./language.ts"
@@ -235,37 +234,6 @@ function quoted(data: Record<string, unknown>): Record<string, unknown> {
     else out[k] = v
   }
   return out
-}
-
-const BLOCK = new Set(["p", "div", "li", "tr", "br", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "header", "footer", "ul", "ol", "table", "blockquote", "pre", "dt", "dd", "figure", "figcaption", "form", "main", "aside", "nav"])
-const NO_TEXT = new Set(["script", "style", "template", "noscript", "svg", "math", "head", "title", "iframe", "object", "select", "textarea"])
-
-/** Visible text of an HTML fragment or page: sanitized, one line per block. */
-export function htmlToText(html: string, maxChars = Infinity): string {
-  const doc = parseHtml(html)
-  sanitizeTree(doc.root)
-  const lines: string[] = []
-  let line = ""
-  let size = 0
-  const flush = () => {
-    const t = normalizeSpace(line)
-    if (t !== "") { lines.push(t); size += t.length + 1 }
-    line = ""
-  }
-  const stack: Array<Element | string | null> = [doc.root]
-  while (stack.length > 0 && size < maxChars) {
-    const n = stack.pop()!
-    if (n === null) { flush(); continue }
-    if (typeof n === "string") { line += n; continue }
-    if (NO_TEXT.has(n.tag)) continue
-    const a = n.attrs
-    if (a !== null && (a.hidden !== undefined || /display\s*:\s*none/i.test(a.style ?? ""))) continue
-    const block = BLOCK.has(n.tag)
-    if (block) { flush(); stack.push(null) }
-    for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]!)
-  }
-  flush()
-  return lines.join("\n")
 }
 
 /** The page text sent to the model: HTML reduced to visible text, cut at `budget` characters (at a line or word end). */

@@ -185,3 +185,26 @@ describe("structured-listing reading (collections described in structured data)"
     expect(article(html).data.content).not.toContain("Summit Boot")
   })
 })
+
+describe("collections that read as prose", () => {
+  const teaser = (i: number) =>
+    `<div class="card"><h3><a href="/story-${i}">Story number ${i} about the regional elections</a></h3><p>Candidate ${i} promised new bus lines, cheaper rents and longer library hours in the debate.</p></div>`
+  const lead = `<div class="lead"><p>The regional elections are on Sunday, and the polls stay open from eight in the morning until eight in the evening.</p>
+    <p>Results for every district will be published here as soon as the counting is done, usually before midnight.</p></div>`
+
+  it("reads a front as its teasers when they hold several times the text of the prose block", () => {
+    // four sections of teasers, none holding most of the page: in the article reading each is a teaser list (furniture)
+    const sections = [0, 1, 2, 3].map((s) => `<section class="stories">${[1, 2, 3, 4].map((i) => teaser(s * 4 + i)).join("")}</section>`).join("")
+    const html = `<html><body><main>${lead}${sections}</main></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Story number 7 about the regional elections")
+    expect(body).toContain("Candidate 12 promised")
+  })
+
+  it("keeps an article's related teasers out when the article holds most of the text", () => {
+    const html = `<html><body><main><article>${para(6)}</article><section class="stories">${Array.from({ length: 4 }, (_, i) => teaser(i + 1)).join("")}</section></main></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Paragraph 6 about the harbour")
+    expect(body).not.toContain("Story number 2")
+  })
+})

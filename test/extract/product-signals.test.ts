@@ -178,3 +178,31 @@ describe("product values", () => {
     expect(product(html).data).toMatchObject({ name: "Selfie Stick - Black & Silver", currency: "RUB", price: 249 })
   })
 })
+
+describe("structured candidates: the main product and agreeing sources", () => {
+  const ld = (o: unknown) => `<script type="application/ld+json">${JSON.stringify(o)}</script>`
+  const offer = (price: string) => ({ "@type": "Offer", price, priceCurrency: "USD", availability: "https://schema.org/InStock" })
+
+  it("takes the product the page is titled by, not a related one described first", () => {
+    const html = `<html><head>${ld([
+      { "@type": "Product", name: "Cable organizer tray", sku: "CO-100", offers: offer("9.99") },
+      { "@type": "Product", name: "Standing desk frame", sku: "SD-500", offers: offer("499.00") },
+    ])}</head><body><h1>Standing desk frame</h1><p>Steel frame with two motors.</p></body></html>`
+    const p = product(html).data
+    expect(p.name).toBe("Standing desk frame")
+    expect(p.price).toBe(499)
+    expect(p.sku).toBe("SD-500")
+  })
+
+  it("prefers a structured identifier of the main product that the page shows over an unseen variant id", () => {
+    const html = `<html><head>${ld({ "@type": "Product", name: "Zeta bookshelf speaker", sku: "100233455", mpn: "ZX-4410", offers: offer("149.00") })}</head>
+      <body><h1>Zeta bookshelf speaker</h1><table><tr><td>Part</td><td>ZX-4410</td></tr></table></body></html>`
+    expect(product(html).data.sku).toBe("ZX-4410")
+  })
+
+  it("takes the identifier two sources agree on when the page shows none", () => {
+    const html = `<html><head><meta property="product:retailer_item_id" content="KT-88">${ld({ "@type": "Product", name: "Kettle 1.7 litre", sku: "7731002", offers: offer("39.00") })}</head>
+      <body><div itemscope itemtype="https://schema.org/Product"><h1 itemprop="name">Kettle 1.7 litre</h1><meta itemprop="sku" content="KT-88"></div></body></html>`
+    expect(product(html).data.sku).toBe("KT-88")
+  })
+})

@@ -188,7 +188,13 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
   let size = textSize(best)
   // a structured articleBody says the page is an article (it is used as the body when the reading is short)
   // a reading made of real sentences is a (short) article, not a collection or an empty shell
-  if (size >= SHORT_BODY || structuredBody || sentenceParagraphs(best) >= 2) return best
+  if (structuredBody) return best
+  if (size >= SHORT_BODY || sentenceParagraphs(best) >= 2) {
+    // a page that reads as prose is still a collection when its listing reading finds several times
+    // more text (fronts and category pages whose teasers carry a sentence each)
+    const listing = extractMainContent(scope, { ...base, listing: true })
+    return textSize(listing) > LONG_LISTING_GAIN * size + 200 ? listing : best
+  }
   const withNoscript = extractMainContent(scope, { ...base, noscript: true })
   if (textSize(withNoscript) > 2 * size + 200) { best = withNoscript; size = textSize(withNoscript) }
   if (size >= SHORT_BODY) return best
@@ -205,6 +211,8 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
   return best
 }
 const LISTING_GAIN = 2
+/** The listing reading replaces a long or prose reading only when it finds this many times more text. */
+const LONG_LISTING_GAIN = 3
 const textSize = (m: MainContent) => m.paragraphs.reduce((a, p) => a + p.length, 0)
 /** Paragraphs shaped like prose: long enough and ending a sentence. */
 export const sentenceParagraphs = (m: MainContent) => m.paragraphs.filter((p) => p.length >= 80 && /[.!?…]["'”’)]?$/.test(p)).length

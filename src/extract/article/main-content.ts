@@ -18,6 +18,7 @@
  */
 import { Element, parseHtml } from "../html/parser.ts"
 import { sanitizeTree } from "../sanitize.ts"
+import { blockLogit, blockModel, blockObserver, classWords, DENSE_FEATURES, sigmoid, type BlockSample } from "./block-model.ts"
 
 const SKIP = new Set([
   "script", "style", "noscript", "template", "iframe", "svg", "math", "canvas", "object", "embed", "video", "audio",
@@ -408,9 +409,17 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     }
   }
   const paragraphs: string[] = []
-  for (let c = chunkStart[best]!; c < chunkEnd[best]!; c++) {
+  const model = blockModel()
+  const observer = blockObserver()
+  const sampleOf = model !== null || observer !== null ? blockSampler(els, parent, hint, chunks, best, chunkStart[best]!, chunkEnd[best]!, listing, titleKey) : null
+  // with a block model every chunk of the page is a candidate: the body's unless the model doubts it,
+  // one outside the body when the model is confident (see docs/extraction.md, "Block model")
+  const from = sampleOf !== null ? 0 : chunkStart[best]!
+  const to = sampleOf !== null ? chunks.length : chunkEnd[best]!
+  for (let c = from; c < to; c++) {
     const ck = chunks[c]!
-    if (pruned[ck.owner]) continue
+    const inBody = c >= chunkStart[best]! && c < chunkEnd[best]! && !pruned[ck.owner]
+    if (!inBody && sampleOf === null) continue
     if (ck.linkLen / ck.len > 0.6 && !ck.quoted && !(listing && ck.len >= LISTING_LINK_MIN)) continue
     const text = cleanChunk(ck.text)
     if (text.length === 0) continue
@@ -419,6 +428,13 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (!ck.quoted && text.length < 100 && DATE_LINE.test(text) && !/[.!?]$/.test(text) && text.split(" ").length <= 14) continue
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text) === titleKey) continue
     if (els[ck.owner]!.tag === "h1") continue
+    if (sampleOf !== null) {
+      const sample = sampleOf(c, text, inBody)
+      observer?.(text, sample)
+      if (model === null) { if (inBody) paragraphs.push(text); continue }
+      const p = sigmoid(blockLogit(model, sample))
+      if (inBody ? p < model.dropBelow : p < model.addAbove) continue
+    }
     paragraphs.push(text)
   }
   return { paragraphs, root: els[best]! }
@@ -484,4 +500,82 @@ function cleanChunk(s: string): string {
     .map((l) => l.replace(/[\s\u00a0\u200b\u200c\u200d\ufeff]+/g, " ").trim())
     .filter((l) => l.length > 0)
     .join("\n")
+}
+
+/**
+ * The features of the candidate paragraphs inside the body `best` (chunks `from` to `to`), for the block
+ * model (`block-model.ts` lists them). Computed only when a model or an observer is set.
+ */
+function blockSampler(els: Element[], parent: number[], hint: Hint[], chunks: Chunk[], best: number, from: number, to: number, listing: boolean, titleKey: string) {
+  const n = els.length
+  const depth = new Uint16Array(n)
+  for (let i = 1; i < n; i++) depth[i] = depth[parent[i]!]! + 1
+  // the same text more than once on the page: navigation, repeated teasers, share bars
+  const seen = new Map<string, number>()
+  const norm = (t: string) => t.replace(/\s+/g, " ").trim().toLowerCase()
+  for (const ck of chunks) { const k = norm(ck.text); seen.set(k, (seen.get(k) ?? 0) + 1) }
+  let bodyLen = 0
+  for (let c = from; c < to; c++) bodyLen += chunks[c]!.len
+  const wordsOf = new Map<number, string[]>()
+  const elWords = (i: number) => {
+    let w = wordsOf.get(i)
+    if (w === undefined) { w = classWords(els[i]!.attrs?.class, els[i]!.attrs?.id); wordsOf.set(i, w) }
+    return w
+  }
+  const span = Math.max(1, to - from - 1)
+  let strong = new Uint8Array(0)
+  return (c: number, text: string, inBody: boolean): BlockSample => {
+    if (strong.length === 0) {
+      // inside page furniture (a strong furniture hint on the element or an ancestor)
+      strong = new Uint8Array(n)
+      for (let i = 0; i < n; i++) strong[i] = hint[i] === Hint.Strong || (i > 0 && strong[parent[i]!] === 1) ? 1 : 0
+    }
+    const ck = chunks[c]!
+    const tag = els[ck.owner]!.tag
+    const words = text.split(/\s+/).length
+    const pos = (c - from) / span
+    const v = chunkValue(ck, tag, titleKey, listing)
+    const h = hint[ck.owner]!
+    const d = new Float64Array(DENSE_FEATURES.length)
+    let k = 0
+    d[k++] = Math.log1p(ck.len) / 6
+    d[k++] = ck.linkLen / ck.len
+    d[k++] = ck.leadLink / ck.len
+    d[k++] = Math.min(1, (ck.punct * 30) / ck.len)
+    d[k++] = /[.!?…。！？]["'”’)]?$/.test(text) ? 1 : 0
+    d[k++] = Math.log1p(words) / 5
+    d[k++] = Math.min(15, ck.len / words) / 10
+    d[k++] = /^\p{Lu}/u.test(text) ? 1 : 0
+    d[k++] = (text.match(/\d/g)?.length ?? 0) / text.length
+    d[k++] = Math.max(-10, Math.min(20, depth[ck.owner]! - depth[best]!)) / 10
+    d[k++] = Math.max(-1, Math.min(2, pos))
+    d[k++] = pos >= 0 && pos <= 1 ? 4 * pos * (1 - pos) : 0
+    d[k++] = c / Math.max(1, chunks.length - 1)
+    d[k++] = tag === "p" ? 1 : 0
+    d[k++] = tag === "li" || tag === "dd" || tag === "dt" ? 1 : 0
+    d[k++] = HEADING.has(tag) ? 1 : 0
+    d[k++] = tag === "td" || tag === "th" || tag === "tr" ? 1 : 0
+    d[k++] = tag === "div" || tag === "section" || tag === "article" || tag === "main" ? 1 : 0
+    d[k++] = tag === "blockquote" || tag === "pre" ? 1 : 0
+    d[k++] = d[13]! + d[14]! + d[15]! + d[16]! + d[17]! + d[18]! === 0 ? 1 : 0
+    d[k++] = (seen.get(norm(ck.text)) ?? 0) > 1 ? 1 : 0
+    d[k++] = ck.quoted ? 1 : 0
+    d[k++] = isTeaser(ck) ? 1 : 0
+    d[k++] = text.length < 100 && DATE_LINE.test(text) ? 1 : 0
+    d[k++] = listing ? 1 : 0
+    d[k++] = v > 0 ? 1 : 0
+    d[k++] = Math.max(-1.5, Math.min(1.5, v / ck.len))
+    d[k++] = h === Hint.Positive ? 1 : 0
+    d[k++] = h === Hint.Weak ? 1 : 0
+    d[k++] = bodyLen > 0 ? ck.len / bodyLen : 0
+    d[k++] = Math.min(1, (text.split("\n").length - 1) / 5)
+    d[k++] = inBody ? 1 : 0
+    d[k++] = strong[ck.owner]!
+    const vocab: string[] = []
+    for (const w of elWords(ck.owner)) vocab.push("o:" + w)
+    for (let p = parent[ck.owner]!, up = 0; p >= 0 && up < 3; p = parent[p]!, up++) {
+      for (const w of elWords(p)) if (!vocab.includes("a:" + w)) vocab.push("a:" + w)
+    }
+    return { dense: d, words: vocab }
+  }
 }

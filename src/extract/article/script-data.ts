@@ -8,7 +8,7 @@
  * See docs/extraction.md ("Readings").
  */
 import { normalizeSpace } from "../html/dom.ts"
-import { htmlToText } from "../llm.ts"
+import { htmlToText } from "../html/text.ts"
 
 /** Shorter string literals are names, labels and ids, not bodies. */
 const MIN_LITERAL = 300

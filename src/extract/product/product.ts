@@ -105,8 +105,13 @@ export function productFromPage(page: Page): ProductResult {
   const isOffer = (t: string) => /^(aggregate)?offer$/i.test(t)
   const products = all.filter(({ node }) => typesOf(node).some((t) => !isOffer(t)))
   const offersOnly = all.filter(({ node }) => typesOf(node).some(isOffer))
-  // the main product: the first one with an offer, else the first
-  products.sort((a, b) => score(b.node) - score(a.node))
+  // the main product: the one the page is titled by, then the first one with an offer, else the first
+  // (shops also describe related and bundled products in structured data)
+  const headline = nameKey(firstText(page.scope, "h1") ?? meta.get("og:title") ?? "")
+  const isMain = (n: JsonObject) => sameName(nameKey(textValue(str(n.name)) ?? ""), headline)
+  products.sort((a, b) => score(b.node) + (isMain(b.node) ? 4 : 0) - score(a.node) - (isMain(a.node) ? 4 : 0))
+  const skuCandidates: Array<{ value: string; source: string }> = []
+  const addSku = (v: string | undefined, source: string) => { if (v !== undefined && v.trim() !== "") skuCandidates.push({ value: v.trim(), source }) }
   const set = <K extends keyof Product>(k: K, v: Product[K] | undefined, source: string) => {
     if (v === undefined || (typeof v === "string" && v.trim() === "") || data[k] !== undefined && k !== "name") return
     if (k === "name" && data.name !== "") return
@@ -128,12 +133,18 @@ export function productFromPage(page: Page): ProductResult {
     set("brand", textValue(brand), source)
     if (data.name !== "" && data.price !== undefined) break
   }
+  // every identifier of the main product (also as another source describes it) is a SKU candidate
+  for (const { node, source } of products) {
+    if (node !== products[0]!.node && nameKey(textValue(str(node.name)) ?? "") !== nameKey(data.name)) continue
+    for (const v of [str(node.sku), readOffer(node.offers)?.sku, str(node.productID), str(node.mpn)]) addSku(cleanSku(v), source)
+  }
   for (const { node, source } of offersOnly) {
     const offer = readOffer(node) ?? {}
     set("price", offer.price, source)
     set("currency", offer.currency, source)
     set("availability", offer.availability, source)
     set("sku", offer.sku, source)
+    addSku(offer.sku, source)
   }
 
   // OpenGraph / product meta
@@ -145,6 +156,8 @@ export function productFromPage(page: Page): ProductResult {
   set("availability", normalizeAvailability(m("product:availability") ?? m("og:availability")), "opengraph")
   set("brand", m("product:brand") ?? m("og:brand"), "opengraph")
   set("sku", m("product:retailer_item_id") ?? m("product:sku"), "opengraph")
+  addSku(m("product:retailer_item_id"), "opengraph")
+  addSku(m("product:sku"), "opengraph")
   set("name", m("og:title") !== undefined ? normalizeSpace(m("og:title")!) : undefined, "opengraph")
   set("description", m("og:description") ?? m("description"), m("og:description") !== undefined ? "opengraph" : "meta")
 
@@ -152,7 +165,7 @@ export function productFromPage(page: Page): ProductResult {
   const sig = readSignals(page.scope)
   decidePrice(data, sources, sig, set, products.some(({ node }) => node.offers !== undefined) || offersOnly.length > 0)
   decideAvailability(data, sources, sig, products, set)
-  decideSku(data, sources, sig, page)
+  decideSku(data, sources, sig, page, skuCandidates)
   set("brand", sig.itempropBrand, "product-heuristics")
   if (data.brand === undefined) set("brand", sig.brand(), "product-heuristics")
   if (data.price !== undefined && data.currency === undefined) {
@@ -284,16 +297,21 @@ function decideAvailability(data: Product, sources: Record<string, string>, sig:
  * shows > a labelled identifier > an identifier in an element marked as one > a structured sku the
  * page does not show > an identifier of the URL that the page repeats > a model/MPN/EAN label.
  */
-function decideSku(data: Product, sources: Record<string, string>, sig: Signals, page: Page): void {
-  const structured = data.sku
-  const structuredSource = sources.sku
+function decideSku(data: Product, sources: Record<string, string>, sig: Signals, page: Page, candidates: ReadonlyArray<{ value: string; source: string }>): void {
+  // of the structured identifiers, the first the page shows, else one two sources agree on, else the first
+  // (a short number shown somewhere proves little unless it is the main product's own sku)
+  const shown = candidates.find((c, i) => (i === 0 || c.value.length >= 4) && sig.shows(c.value))
+  const agreed = candidates.find((c, i) => candidates.some((o, j) => j !== i && o.source !== c.source && o.value === c.value))
+  const chosen = shown ?? agreed
+  const structured = chosen?.value ?? data.sku
+  const structuredSource = chosen?.source ?? sources.sku
   const pick = (v: string | undefined, source: string): boolean => {
     if (v === undefined || v.trim() === "") return false
     data.sku = v
     sources.sku = source
     return true
   }
-  if (structured !== undefined && sig.shows(structured)) return
+  if (shown !== undefined) { pick(shown.value, shown.source); return }
   if (pick(sig.labelSku(), "product-heuristics")) return
   if (pick(sig.attrSku, "product-heuristics")) return
   if (structured !== undefined) { pick(structured, structuredSource ?? "json-ld"); return }
@@ -309,6 +327,10 @@ function cleanSku(v: string | undefined): string | undefined {
   const first = t.split(" ")[0]!
   return first !== t && /\d/.test(first) && /\p{L}{3,}/u.test(t.slice(first.length)) ? first : t || undefined
 }
+
+const nameKey = (s: string) => s.normalize("NFKC").toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "")
+/** Names of one product: equal, or one contains the other (titles add the brand or the colour). */
+const sameName = (a: string, b: string) => a.length >= 6 && b.length >= 6 && (a === b || a.includes(b) || b.includes(a))
 
 function score(n: JsonObject): number {
   let s = 0
