@@ -25,7 +25,7 @@ import { PlanGateLive } from "./billing/plan-gate.ts"
 import { type AppConfig, Config, ConfigError, loadConfig } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
 import { GeoIpLive } from "./network/geoip.ts"
-import { DrainingLive, drainOnShutdown } from "./http/draining.ts"
+import { closingServer, DrainingLive, drainOnShutdown } from "./http/draining.ts"
 import { EventLogLive } from "./events/event-log.ts"
 import { AdminHandlers } from "./http/admin.http.ts"
 import { Api } from "./http/api.ts"
@@ -227,11 +227,12 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     envelopeMiddleware(routeTable(apiRoutes))
   ).pipe(Layer.provide(Security), Layer.provide(routeName))
 
+  const http = closingServer(answerParserRefusals(createServer({ keepAliveTimeout: 65_000 })))
   const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
-    Layer.provide(NodeHttpServer.layer(() => answerParserRefusals(createServer({ keepAliveTimeout: 65_000 })), { port: config.port, host: config.host }))
+    Layer.provide(NodeHttpServer.layer(() => http.server, { port: config.port, host: config.host }))
   )
 
-  return drainOnShutdown(streams).pipe(
+  return drainOnShutdown(streams, http).pipe(
     Layer.provideMerge(Layer.merge(Http, MetricsPortLive)),
     Layer.provideMerge(Domain),
     Layer.provideMerge(Layer.mergeAll(Entities, ClusterInfoLive)),

@@ -159,52 +159,58 @@ export const ExtractionCreationLive = Layer.effect(
         yield* entityCall(tenantClient(tenantId).ReserveExtraction({ extractionId: id, withJob: pageJob !== undefined })).pipe(
           Effect.catchTags({ QuotaExceeded: refused, InsufficientCredit: refused })
         )
-        // What it took in the tenant's entity goes back if the request fails before its row is written.
-        const inserted = yield* Effect.gen(function*() {
-          const webhookUrl = body.webhookUrl ? canonicalWebhookUrl(body.webhookUrl) : null
-          if (webhookUrl) yield* endpoints.register(tenantId, webhookUrl)
-          if (pageJob) {
-            const [job] = yield* jobCreation.create(tenantId, [pageJob])
-            url = job!.url
-            domainId = job!.domainId
-            jobId = job!.id
-          } else if (givenJob) {
-            url = givenJob.url
-            domainId = givenJob.domain_id
-            jobId = givenJob.id
-          } else if (body.input !== undefined) {
-            inputId = itemId("inp", item)
-            // Stashed before the 201, so a crash never loses the client's input.
-            yield* repo.stash(tenantId, inputId, body.input)
+        // Not interruptible from the first write to the hand-off (as jobs' writeAndRun): a client that
+        // hangs up interrupts its request, and a row written but not handed on stayed queued until
+        // the sweeper found its lease run out, up to a minute and a sweep later (docs/chaos.md, run E).
+        const row = yield* Effect.uninterruptible(Effect.gen(function*() {
+          // What it took in the tenant's entity goes back if the request fails before its row is written.
+          const inserted = yield* Effect.gen(function*() {
+            const webhookUrl = body.webhookUrl ? canonicalWebhookUrl(body.webhookUrl) : null
+            if (webhookUrl) yield* endpoints.register(tenantId, webhookUrl)
+            if (pageJob) {
+              const [job] = yield* jobCreation.create(tenantId, [pageJob])
+              url = job!.url
+              domainId = job!.domainId
+              jobId = job!.id
+            } else if (givenJob) {
+              url = givenJob.url
+              domainId = givenJob.domain_id
+              jobId = givenJob.id
+            } else if (body.input !== undefined) {
+              inputId = itemId("inp", item)
+              // Stashed before the 201, so a crash never loses the client's input.
+              yield* repo.stash(tenantId, inputId, body.input)
+            }
+            const secret = body.webhookSecret ?? generatedSecret
+            // Not written when a try of the same keyed request, taken for dead but still running, wrote it first.
+            return yield* repo.insert({
+              id,
+              tenantId,
+              type: body.type,
+              url,
+              domainId,
+              inputFormat: body.input !== undefined || inputId ? body.inputFormat ?? "html" : "html",
+              inputId,
+              jobId,
+              configId: body.configId ?? null,
+              llm: body.llm ?? null,
+              webhookUrl,
+              webhookSecretEnc: secret ? encryptSecret(config.secretKey, secret, "webhook") : null,
+              webhookEventTypes: body.webhookEventTypes ?? ["done", "dead"],
+              replayOf: source.replayOf,
+              requestId,
+              madeOwnJob: pageJob !== undefined
+            })
+          }).pipe(Effect.onError(() => sendOneWay(tenantClient(tenantId).ReleaseExtraction({ extractionId: id }, { discard: true }))))
+          const row = inserted ?? (yield* repo.find(tenantId, id))
+          if (!row) return yield* Effect.die(new Error(`extraction ${id} was neither written nor found`))
+          if (inserted) {
+            if (source.recycleCount > 0) yield* repo.setRecycleCount(row.id, source.recycleCount)
+            yield* events.notify(tenantId)
           }
-          const secret = body.webhookSecret ?? generatedSecret
-          // Not written when a try of the same keyed request, taken for dead but still running, wrote it first.
-          return yield* repo.insert({
-            id,
-            tenantId,
-            type: body.type,
-            url,
-            domainId,
-            inputFormat: body.input !== undefined || inputId ? body.inputFormat ?? "html" : "html",
-            inputId,
-            jobId,
-            configId: body.configId ?? null,
-            llm: body.llm ?? null,
-            webhookUrl,
-            webhookSecretEnc: secret ? encryptSecret(config.secretKey, secret, "webhook") : null,
-            webhookEventTypes: body.webhookEventTypes ?? ["done", "dead"],
-            replayOf: source.replayOf,
-            requestId,
-            madeOwnJob: pageJob !== undefined
-          })
-        }).pipe(Effect.onError(() => sendOneWay(tenantClient(tenantId).ReleaseExtraction({ extractionId: id }, { discard: true }))))
-        const row = inserted ?? (yield* repo.find(tenantId, id))
-        if (!row) return yield* Effect.die(new Error(`extraction ${id} was neither written nor found`))
-        if (inserted) {
-          if (source.recycleCount > 0) yield* repo.setRecycleCount(row.id, source.recycleCount)
-          yield* events.notify(tenantId)
-        }
-        if (row.status === "queued") yield* client(id).Run(new DueRun({ dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
+          if (row.status === "queued") yield* client(id).Run(new DueRun({ dueAt: Date.now() }), { discard: true }).pipe(Effect.ignore)
+          return row
+        }))
         return { ...toExtraction({ ...row, recycle_count: source.recycleCount }), ...(generatedSecret ? { webhookSecret: generatedSecret } : {}) }
       })
 

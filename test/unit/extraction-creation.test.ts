@@ -5,10 +5,11 @@
  * test/extractions.e2e.test.ts and test/extraction-quota.e2e.test.ts.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Deferred, Effect, Fiber, Layer } from "effect"
 import { EntityMessages } from "../../src/actors/entity-test.ts"
 import { ExtractionCreation, ExtractionCreationLive, type ExtractionSource } from "../../src/actors/extraction-creation.ts"
 import { JobCreationLive } from "../../src/actors/job-creation.ts"
+import { EventLog } from "../../src/events/event-log.ts"
 import { newId } from "../../src/ids.ts"
 import type { CreateExtractionBody } from "../../src/schema/extraction.ts"
 import { ExtractionRepo } from "../../src/sql/extraction-repo.ts"
@@ -29,8 +30,8 @@ const create = (tenantId: string, body: CreateExtractionBody, source: Extraction
 const failure = <A, E extends { readonly status: number; readonly code: string }, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.map(Effect.flip(effect), (e) => ({ status: e.status, code: e.code, e }))
 
-const handedOn = (type: string, id: string, count = 1) =>
-  Effect.flatMap(Effect.service(EntityMessages), (m) => m.of(type, count)).pipe(Effect.map((all) => all.filter((m) => m.entityId === id)))
+const handedOn = (type: string, id: string, count = 1, within?: number) =>
+  Effect.flatMap(Effect.service(EntityMessages), (m) => m.of(type, count, within)).pipe(Effect.map((all) => all.filter((m) => m.entityId === id)))
 
 layer(Creation, { excludeTestServices: true })("ExtractionCreation", (it) => {
   it.effect("stashes the input, writes the extraction and hands it to its entity", () =>
@@ -113,5 +114,29 @@ layer(Creation, { excludeTestServices: true })("ExtractionCreation", (it) => {
       expect(b?.input_id).toBe(a?.input_id)
       const missing = yield* failure(creation.replay("ten_replay", "ext_missing" as never))
       expect(missing.status).toBe(404)
+    }))
+})
+
+/** An event log whose wake-up (sent between the row's insert and its hand-off) says when it starts and takes 200 ms. */
+const notifying = Deferred.makeUnsafe<void>()
+const SlowNotify = Layer.succeed(EventLog, EventLog.of({
+  notify: () => Effect.sync(() => Deferred.doneUnsafe(notifying, Effect.void)).pipe(Effect.andThen(Effect.sleep("200 millis"))),
+  since: () => Effect.succeed([]),
+  latest: () => Effect.succeed("0"),
+  subscribe: () => Effect.void
+}))
+
+layer(ExtractionCreationLive.pipe(Layer.provide(SlowNotify), Layer.provideMerge(JobCreationLive), Layer.provideMerge(actorTestLayers([{ id: "ten_gone", balance: "100" }]))), {
+  excludeTestServices: true
+})("ExtractionCreation, its client gone", (it) => {
+  it.effect("hands on an extraction whose request was interrupted after its row was written (it waited a minute for the sweeper)", () =>
+    Effect.gen(function*() {
+      const request = yield* Effect.forkChild(create("ten_gone", html))
+      yield* Deferred.await(notifying)
+      // The client hangs up: its request is interrupted between the insert and the hand-off.
+      yield* Fiber.interrupt(request)
+      const [row] = (yield* (yield* ExtractionRepo).query({ tenantId: "ten_gone", where: {}, sort: [], offset: 0, limit: 10 })).items
+      expect(row?.status).toBe("queued")
+      expect((yield* handedOn("Extraction", row!.id, 1, 1000)).map((m) => m.tag)).toEqual(["Run"])
     }))
 })
