@@ -136,7 +136,11 @@ export const startServer = async (
   child.stderr!.on("data", (d) => (out += d))
   const exited = new Promise<void>((res) => child.once("exit", () => res()))
   await new Promise<void>((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`server did not start in time:\n${out}`)), options.timeoutMs ?? 60_000)
+    // A server that did not start in time is killed, not left running behind the failed test.
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL")
+      rej(new Error(`server did not start in time:\n${out}`))
+    }, options.timeoutMs ?? 60_000)
     const check = () => {
       if (out.includes("trawl listening on")) {
         clearTimeout(timer)
