@@ -25,6 +25,20 @@ const trackStatements = (m: Uint8Array, names: Set<string>) => {
 const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`
 
 /**
+ * Settings that make PostgreSQL end a session with FATAL. In PostgreSQL that ends one backend; PGlite
+ * is the one session of every connection and cannot end, so it repeats the FATAL forever in one
+ * synchronous loop and never answers again. The cluster's runner storage sets idle_session_timeout
+ * (to shardLockExpiration) on its lock connection, so an event-loop stall longer than that wedged the
+ * embedded database for good (docs/scaling.md, "The embedded database"). They are turned off again
+ * after any batch that may have set them.
+ */
+const RESET_SESSION_ENDING_TIMEOUTS =
+  "SELECT set_config(name, '0', false) FROM pg_settings WHERE name IN ('idle_session_timeout', 'idle_in_transaction_session_timeout', 'transaction_timeout') AND setting <> '0'"
+
+/** Whether a batch may set one of those timeouts (by name in a statement, a parameter or the startup options). */
+const mayTouchTimeouts = (m: Uint8Array) => /timeout/i.test(Buffer.from(m.buffer, m.byteOffset, m.byteLength).toString("latin1"))
+
+/**
  * A PostgreSQL wire-protocol front for one in-process PGlite, so the ordinary
  * PgClient (and the cluster's SQL storage) can use it over several connections.
  *
@@ -89,9 +103,11 @@ export class EmbeddedPgServer {
     let batch: Array<Uint8Array> = []
     let chain = Promise.resolve()
     const statements = new Set<string>()
+    // A batch ending with Flush leaves an extended query half done: a statement of our own must wait for its Sync.
+    let resetTimeouts = false
 
-    /** Runs a batch of protocol messages (one buffer) in one call into PGlite. */
-    const run = (messages: Uint8Array) => {
+    /** Runs a batch of protocol messages (one buffer) in one call into PGlite; `atRest` when it ends a query cycle. */
+    const run = (messages: Uint8Array, atRest: boolean) => {
       chain = chain.then(async () => {
         if (socket.destroyed) return
         await this.acquire(socket)
@@ -104,6 +120,12 @@ export class EmbeddedPgServer {
               if (!socket.destroyed) socket.write(Buffer.from(data))
             }
           })
+          if (mayTouchTimeouts(messages)) resetTimeouts = true
+          if (resetTimeouts && atRest) {
+            resetTimeouts = false
+            // Fails only in an aborted transaction, whose rollback undoes the setting anyway.
+            await this.db.exec(RESET_SESSION_ENDING_TIMEOUTS).catch(() => {})
+          }
         } finally {
           socket.uncork()
           if (!this.db.isInTransaction()) this.release(socket)
@@ -130,7 +152,7 @@ export class EmbeddedPgServer {
             return
           }
           startup = false
-          run(new Uint8Array(message))
+          run(new Uint8Array(message), true)
           continue
         }
         if (buffer.length < 5) return
@@ -147,7 +169,7 @@ export class EmbeddedPgServer {
         batch.push(message)
         // Sync, simple Query and Flush end a unit of work the client waits on.
         if (type === "S" || type === "Q" || type === "H") {
-          run(Buffer.concat(batch))
+          run(Buffer.concat(batch), type !== "H")
           batch = []
         }
       }
