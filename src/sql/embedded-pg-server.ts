@@ -39,7 +39,7 @@ const RESET_SESSION_ENDING_TIMEOUTS =
 export const IDLE_IN_TRANSACTION_MS = 15_000
 
 /** Whether a batch may set one of those timeouts (by name in a statement, a parameter or the startup options). */
-const mayTouchTimeouts = (m: Uint8Array) => /timeout/i.test(Buffer.from(m.buffer, m.byteOffset, m.byteLength).toString("latin1"))
+const mayTouchTimeouts = (m: Uint8Array) => /(session|transaction)_timeout/i.test(Buffer.from(m.buffer, m.byteOffset, m.byteLength).toString("latin1"))
 
 /**
  * A PostgreSQL wire-protocol front for one in-process PGlite, so the ordinary
