@@ -25,6 +25,23 @@ const trackStatements = (m: Uint8Array, names: Set<string>) => {
 const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`
 
 /**
+ * Settings that make PostgreSQL end a session with FATAL. In PostgreSQL that ends one backend; PGlite
+ * is the one session of every connection and cannot end, so it repeats the FATAL forever in one
+ * synchronous loop and never answers again. The cluster's runner storage sets idle_session_timeout
+ * (to shardLockExpiration) on its lock connection, so an event-loop stall longer than that wedged the
+ * embedded database for good (docs/scaling.md, "The embedded database"). They are turned off again
+ * after any batch that may have set them.
+ */
+const RESET_SESSION_ENDING_TIMEOUTS =
+  "SELECT set_config(name, '0', false) FROM pg_settings WHERE name IN ('idle_session_timeout', 'idle_in_transaction_session_timeout', 'transaction_timeout') AND setting <> '0'"
+
+/** How long a connection may keep the lock in a transaction without sending anything while others wait (docs/scaling.md). */
+export const IDLE_IN_TRANSACTION_MS = 15_000
+
+/** Whether a batch may set one of those timeouts (by name in a statement, a parameter or the startup options). */
+const mayTouchTimeouts = (m: Uint8Array) => /(session|transaction)_timeout/i.test(Buffer.from(m.buffer, m.byteOffset, m.byteLength).toString("latin1"))
+
+/**
  * A PostgreSQL wire-protocol front for one in-process PGlite, so the ordinary
  * PgClient (and the cluster's SQL storage) can use it over several connections.
  *
@@ -32,6 +49,10 @@ const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`
  * connection's messages run as whole batches (up to Sync, Query or Flush) under
  * one lock, and a connection that leaves a transaction open keeps the lock until
  * the transaction ends: other connections simply wait, as they would for a row lock.
+ * A connection that keeps the lock in a transaction without sending anything for
+ * `idleInTransactionMs` while others wait is rolled back and closed, as PostgreSQL's
+ * idle_in_transaction_session_timeout would: a client that gave up on it (or stalled) must
+ * not stop the whole database.
  * Named prepared statements live in that one session too. The client gives each
  * connection's statements names of their own, and a closed connection's statements are
  * deallocated here. They matter: planning a job's terminal statement costs PGlite more
@@ -41,18 +62,25 @@ export class EmbeddedPgServer {
   private server: Server | undefined
   private owner: Socket | undefined
   private waiters: Array<{ socket: Socket; resume: () => void }> = []
+  /** Since when the owner has kept the lock in a transaction without sending anything; unset while it works. */
+  private ownerIdleSince: number | undefined
+  private idleCheck: ReturnType<typeof setInterval> | undefined
 
   private readonly db: PGlite
+  private readonly idleInTransactionMs: number
 
-  // A plain field, not a parameter property: this file also runs in a worker under Node's type stripping.
-  constructor(db: PGlite) {
+  // Plain fields, not parameter properties: this file also runs in a worker under Node's type stripping.
+  constructor(db: PGlite, options: { readonly idleInTransactionMs?: number } = {}) {
     this.db = db
+    this.idleInTransactionMs = options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS
   }
 
   async listen(): Promise<number> {
     await this.db.waitReady
     const server = createServer((socket) => this.serve(socket))
     this.server = server
+    this.idleCheck = setInterval(() => this.takeBackIdleLock(), Math.max(50, this.idleInTransactionMs / 4))
+    this.idleCheck.unref()
     await new Promise<void>((res, rej) => {
       server.once("error", rej)
       server.listen(0, "127.0.0.1", () => res())
@@ -63,6 +91,7 @@ export class EmbeddedPgServer {
   async close(): Promise<void> {
     const server = this.server
     if (!server) return
+    clearInterval(this.idleCheck)
     await new Promise<void>((res) => server.close(() => res()))
   }
 
@@ -74,8 +103,22 @@ export class EmbeddedPgServer {
     return new Promise((resume) => this.waiters.push({ socket, resume: () => resume() }))
   }
 
+  /** Closes the owner's connection when it sat in a transaction for too long while others waited; its close rolls back. */
+  private takeBackIdleLock() {
+    const owner = this.owner
+    if (owner === undefined || this.ownerIdleSince === undefined || this.waiters.length === 0) return
+    const idleMs = Date.now() - this.ownerIdleSince
+    if (idleMs < this.idleInTransactionMs) return
+    console.warn(
+      `embedded database: a connection sat ${Math.round(idleMs / 1000)} s in a transaction while ${this.waiters.length} others waited; it is rolled back and closed`
+    )
+    this.ownerIdleSince = undefined
+    owner.destroy()
+  }
+
   private release(socket: Socket) {
     if (this.owner !== socket) return
+    this.ownerIdleSince = undefined
     const next = this.waiters.shift()
     this.owner = next?.socket
     next?.resume()
@@ -89,12 +132,15 @@ export class EmbeddedPgServer {
     let batch: Array<Uint8Array> = []
     let chain = Promise.resolve()
     const statements = new Set<string>()
+    // A batch ending with Flush leaves an extended query half done: a statement of our own must wait for its Sync.
+    let resetTimeouts = false
 
-    /** Runs a batch of protocol messages (one buffer) in one call into PGlite. */
-    const run = (messages: Uint8Array) => {
+    /** Runs a batch of protocol messages (one buffer) in one call into PGlite; `atRest` when it ends a query cycle. */
+    const run = (messages: Uint8Array, atRest: boolean) => {
       chain = chain.then(async () => {
         if (socket.destroyed) return
         await this.acquire(socket)
+        this.ownerIdleSince = undefined
         // The batch's answers leave in one write instead of one per protocol message.
         socket.cork()
         try {
@@ -104,14 +150,23 @@ export class EmbeddedPgServer {
               if (!socket.destroyed) socket.write(Buffer.from(data))
             }
           })
+          if (mayTouchTimeouts(messages)) resetTimeouts = true
+          if (resetTimeouts && atRest) {
+            resetTimeouts = false
+            // Fails only in an aborted transaction, whose rollback undoes the setting anyway.
+            await this.db.exec(RESET_SESSION_ENDING_TIMEOUTS).catch(() => {})
+          }
         } finally {
           socket.uncork()
           if (!this.db.isInTransaction()) this.release(socket)
+          else if (!socket.destroyed) this.ownerIdleSince = Date.now()
         }
       }).catch(() => void socket.destroy())
     }
 
     socket.on("data", (chunk) => {
+      // Traffic of a transaction's owner, even a message still arriving, is not idleness.
+      if (this.owner === socket && this.ownerIdleSince !== undefined) this.ownerIdleSince = Date.now()
       buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk])
       for (;;) {
         if (startup) {
@@ -130,7 +185,7 @@ export class EmbeddedPgServer {
             return
           }
           startup = false
-          run(new Uint8Array(message))
+          run(new Uint8Array(message), true)
           continue
         }
         if (buffer.length < 5) return
@@ -147,7 +202,7 @@ export class EmbeddedPgServer {
         batch.push(message)
         // Sync, simple Query and Flush end a unit of work the client waits on.
         if (type === "S" || type === "Q" || type === "H") {
-          run(Buffer.concat(batch))
+          run(Buffer.concat(batch), type !== "H")
           batch = []
         }
       }
