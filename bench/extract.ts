@@ -15,12 +15,13 @@
  */
 import { readFileSync, writeFileSync, existsSync, mkdirSync } from "node:fs"
 import { gunzipSync } from "node:zlib"
-import { fileURLToPath, pathToFileURL } from "node:url"
-import { join, resolve } from "node:path"
+import { pathToFileURL } from "node:url"
+import { join } from "node:path"
 import { parseHTML } from "linkedom"
 import { Readability } from "@mozilla/readability"
 import { extract } from "../src/extract/extract.ts"
 import type { Article, Product } from "../src/extract/types.ts"
+import { extractionBench } from "./splits/site.ts"
 
 const args = process.argv.slice(2).filter((a) => a !== "--")
 const opt = (name: string, dflt?: string): string | undefined => {
@@ -36,12 +37,7 @@ const jsonDir = opt("--json")
 /** --quick: Trawl only, one pass, no Readability.js and no timing (for tuning iterations). */
 const quick = args.includes("--quick")
 
-const repoRoot = resolve(fileURLToPath(new URL("..", import.meta.url)))
-const benchDir = process.env.TRAWL_BENCH_DIR ?? join(repoRoot, "..", "shared", "extraction-bench")
-const splits = JSON.parse(readFileSync(join(repoRoot, "bench", "splits", "extract.json"), "utf8")) as {
-  untouchedFold: number
-  sets: Record<string, { fold: Record<string, number> }>
-}
+const { benchDir, splits } = extractionBench()
 const { scoreArticleBodies } = await import(pathToFileURL(join(benchDir, "score.mjs")).href)
 const { scoreProducts, formatProductMetrics } = await import(pathToFileURL(join(benchDir, "score-product.mjs")).href)
 

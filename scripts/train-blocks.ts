@@ -13,20 +13,15 @@
  */
 import { readFileSync, writeFileSync } from "node:fs"
 import { gunzipSync } from "node:zlib"
-import { fileURLToPath, pathToFileURL } from "node:url"
-import { join, resolve } from "node:path"
+import { pathToFileURL } from "node:url"
+import { join } from "node:path"
 import { extract } from "../src/extract/extract.ts"
 import type { Article } from "../src/extract/types.ts"
 import { DENSE_FEATURES, observeBlocks, sigmoid, useBlockModel, type BlockModel, type BlockSample } from "../src/extract/article/block-model.ts"
-import { siteOf } from "../bench/splits/site.ts"
+import { extractionBench, siteOf } from "../bench/splits/site.ts"
 
 const dryRun = process.argv.includes("--dry-run")
-const repoRoot = resolve(fileURLToPath(new URL("..", import.meta.url)))
-const benchDir = process.env.TRAWL_BENCH_DIR ?? join(repoRoot, "..", "shared", "extraction-bench")
-const splits = JSON.parse(readFileSync(join(repoRoot, "bench", "splits", "extract.json"), "utf8")) as {
-  untouchedFold: number
-  sets: Record<string, { fold: Record<string, number> }>
-}
+const { repoRoot, benchDir, splits } = extractionBench()
 const { scoreArticleBodies } = await import(pathToFileURL(join(benchDir, "score.mjs")).href)
 
 /** (dropBelow, addAbove) pairs tried by CV; addAbove 1.01 never adds. */
