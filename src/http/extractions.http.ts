@@ -92,6 +92,9 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
           const result = yield* repo.cancel(me.tenantId, params.id)
           if (!result) return yield* notFound("extraction")
           const row: ExtractionRow = result.row
+          // Always a date-time (docs/api.md, "Extractions"): when it was cancelled, by this request or
+          // before; for one that ended otherwise, when this refused cancel was answered.
+          const cancelledAt = toExtraction(row).cancelledAt ?? new Date().toISOString()
           if (result.changed) {
             // Cancelled in SQL: its abort and event must follow even if the client hangs up. The job
             // it made to fetch its URL has nobody else waiting for it: it is cancelled too.
@@ -102,11 +105,9 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
               events.notify(row.tenant_id),
               row.job_id && row.made_own_job === true ? jobCreation.cancel(me.tenantId, row.job_id) : Effect.void
             ], { discard: true }))
-            return { id: row.id, status: row.status, cancelled: true, cancelledAt: toExtraction(row).cancelledAt ?? new Date().toISOString() }
+            return { id: row.id, status: row.status, cancelled: true, cancelledAt }
           }
-          // Not cancelled by this request: when it was cancelled before, else when this request was
-          // answered (docs/api.md, "Extractions": the field is always a date-time).
-          return { id: row.id, status: row.status, cancelled: false, cancelledAt: toExtraction(row).cancelledAt ?? new Date().toISOString(), reason: `already ${row.status}` }
+          return { id: row.id, status: row.status, cancelled: false, cancelledAt, reason: `already ${row.status}` }
         }))
       .handle("replay", ({ params }) =>
         Effect.gen(function*() {

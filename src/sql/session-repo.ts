@@ -87,22 +87,17 @@ export const SessionRepoLive = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const cols = sql.literal(columns)
-    const insertIn = (s: NewSession) =>
-      sql<SessionRow>`
+    /** The one INSERT of a session, used alone, before an audit entry, or with RETURNING. */
+    const insertSession = (s: NewSession) =>
+      sql`
         INSERT INTO sessions (id, token_hash, tenant_id, identity_id, ip, user_agent, expires_at)
-        VALUES (${s.id}, ${s.tokenHash}, ${s.tenantId}, ${s.identityId}, ${s.ip}, ${s.userAgent}, ${s.expiresAt})
-        RETURNING ${cols}`.pipe(Effect.map((rows) => rows[0]!))
+        VALUES (${s.id}, ${s.tokenHash}, ${s.tenantId}, ${s.identityId}, ${s.ip}, ${s.userAgent}, ${s.expiresAt})`
     return SessionRepo.of({
       insert: (s, audit) =>
         (audit === undefined
-          ? sql`
-            INSERT INTO sessions (id, token_hash, tenant_id, identity_id, ip, user_agent, expires_at)
-            VALUES (${s.id}, ${s.tokenHash}, ${s.tenantId}, ${s.identityId}, ${s.ip}, ${s.userAgent}, ${s.expiresAt})`
+          ? insertSession(s)
           : sql`
-            WITH opened AS (
-              INSERT INTO sessions (id, token_hash, tenant_id, identity_id, ip, user_agent, expires_at)
-              VALUES (${s.id}, ${s.tokenHash}, ${s.tenantId}, ${s.identityId}, ${s.ip}, ${s.userAgent}, ${s.expiresAt})
-            )
+            WITH opened AS (${insertSession(s)})
             INSERT INTO audit_log (id, tenant_id, actor_id, ip, action, target_id, data)
             VALUES (${newId("aud")}, ${s.tenantId}, ${s.identityId}, ${s.ip}, ${audit.action}, ${s.id}, ${JSON.stringify(audit.data ?? {})}::jsonb)`
         ).pipe(Effect.asVoid, Effect.orDie),
@@ -151,7 +146,7 @@ export const SessionRepoLive = Layer.effect(
             WHERE token_hash = ${oldTokenHash} AND revoked_at IS NULL AND expires_at > now()
             RETURNING tenant_id, identity_id, expires_at`
           if (!old) return undefined
-          return yield* insertIn({
+          const [row] = yield* sql<SessionRow>`${insertSession({
             id: next.id,
             tokenHash: next.tokenHash,
             tenantId: old.tenant_id,
@@ -159,7 +154,8 @@ export const SessionRepoLive = Layer.effect(
             ip: next.ip,
             userAgent: next.userAgent,
             expiresAt: old.expires_at
-          })
+          })} RETURNING ${cols}`
+          return row!
         })).pipe(Effect.orDie),
       touch: (lastSeen) => {
         if (lastSeen.size === 0) return Effect.void
