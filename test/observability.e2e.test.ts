@@ -183,8 +183,12 @@ describe.skipIf(!process.env.DATABASE_URL)("traces across nodes (PostgreSQL)", (
       const roots = otlp.spans.filter((s) => s.kind === 2 && s.attributes["http.route"] === "/v1/scraper/jobs" && s.resource["service.instance.id"] === "node-a")
       return roots.find((r) => traceOf(otlp.spans, r.traceId).some((s) => s.name === "JobRepo.finish" && s.resource["service.instance.id"] === "node-b"))
     }, 60_000)
-    const trace = traceOf(otlp.spans, crossed.traceId)
-    expect(trace.some((s) => s.name === "Job.Run" && s.resource["service.instance.id"] === "node-b")).toBe(true)
+    // The entity's Run span ends after the finish inside it, so it may come in a later export.
+    const trace = await until("the Run span of that trace on node B", () => {
+      const spans = traceOf(otlp.spans, crossed.traceId)
+      return spans.some((s) => s.name === "Job.Run" && s.resource["service.instance.id"] === "node-b") ? spans : undefined
+    }, 30_000)
+    expect(trace.some((s) => s.name === "JobRepo.finish" && s.resource["service.instance.id"] === "node-b")).toBe(true)
     expect([...(otlp.contentTypes.get("/v1/traces") ?? [])]).toEqual(["application/json"])
     // Each node's pool, as PostgreSQL sees its sessions (application_name names the node).
     const res = await fetch(`${servers[0]!.baseUrl}/metrics`, { headers: { "x-internal-token": INTERNAL_TOKEN } })
