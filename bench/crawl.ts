@@ -5,6 +5,7 @@
  *   npm run bench:crawl
  *   npm run bench:crawl -- --pages 2000 --warm 500 --concurrency 32 --create-seconds 8 --create-connections 32
  *   npm run bench:crawl -- --profile            # also --cpu-prof the Trawl server and summarize it
+ *   KEEP_PROFILE=/tmp/a.cpuprofile npm run bench:crawl -- --profile   # and keep round 1's profile there
  *   npm run bench:crawl -- --phases a           # only some phases (a, b, c, d, e); no ratio line without a-d
  *   npm run bench:crawl -- --rounds 5           # rounds of (a), (b), (c) in turn (default 3); medians reported
  *
@@ -40,7 +41,7 @@
  *
  * Last line: `crawl ratio_crawlee=<a/b> ratio_ceiling=<a/c> create_ratio=<trawl/bare>`.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { client, createTestDatabase, freePort, INTERNAL_TOKEN, type RunningServer, startServer } from "../test/support/server-process.ts"
@@ -679,6 +680,7 @@ const printProfile = (file: string, span: string, tag: string) => {
     log("profile: the server wrote no profile")
     return
   }
+  if (process.env.KEEP_PROFILE) copyFileSync(file, process.env.KEEP_PROFILE)
   const s = summarizeProfile(file, root)
   log("")
   log(`profile of the Trawl server during ${span}: ${f(s.totalMs / 1000, 1)} s busy, ${f(s.idleMs / 1000, 1)} s idle`)
