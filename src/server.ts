@@ -34,6 +34,7 @@ import { MAX_STREAMS_PER_TENANT, OpenStreams, StreamConnections } from "./http/s
 import { BillingHandlers } from "./http/billing.http.ts"
 import { ControlHandlers } from "./http/control.http.ts"
 import { envelopeMiddleware, routeTable } from "./http/envelope-middleware.ts"
+import { libraryServerSpansOff } from "./observability/server-span.ts"
 import { ExtractionsHandlers } from "./http/extractions.http.ts"
 import { ExtractorConfigsHandlers } from "./http/extractor-configs.http.ts"
 import { AdminAuditHandlers, AuditHandlers } from "./http/audit.http.ts"
@@ -229,7 +230,9 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
 
   const http = closingServer(answerParserRefusals(createServer({ keepAliveTimeout: 65_000 })))
   const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
-    Layer.provide(NodeHttpServer.layer(() => http.server, { port: config.port, host: config.host }))
+    Layer.provide(NodeHttpServer.layer(() => http.server, { port: config.port, host: config.host })),
+    // The envelope middleware makes each request's server span (src/observability/server-span.ts).
+    Layer.provide(Layer.succeed(libraryServerSpansOff, () => true))
   )
 
   return drainOnShutdown(streams, http).pipe(

@@ -93,6 +93,10 @@ describe("traces over OTLP", () => {
     expect(root.parentSpanId).toBe("")
     expect(root.resource["service.name"]).toBe("trawl-under-test")
     expect(root.attributes["http.response.status_code"]).toBe(201)
+    expect(root.attributes["url.path"]).toBe("/v1/scraper/jobs")
+    expect(root.attributes["url.scheme"]).toBe("http")
+    // One server span per request: the library's own (turned off) would be a second, above it.
+    expect(otlp.spans.filter((s) => s.traceId === root.traceId && s.kind === 2 && s.name === "POST")).toHaveLength(1)
 
     // Both webhook attempts (503, then 200) arrive in the request's trace.
     const attempts = await until("both webhook attempts in the trace", () => {

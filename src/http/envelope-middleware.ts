@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto"
 import { IncomingMessage } from "node:http"
-import { ByteSize, Cause, Context, Effect, Option, type SchemaAST, SchemaIssue, type Types } from "effect"
+import { ByteSize, Cause, Context, Effect, Option, References, type SchemaAST, SchemaIssue, type Types } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH, WHOLE_BODY_ERROR, type WholeBodyError } from "../schema/envelope.ts"
 import { type ApiError, type ErrorDetail, errorEnvelope, InvalidRequest, isApiError, NotFound, PayloadTooLarge, RequestId, ResponseHeaders, TooManyRequests, UnsupportedMediaType } from "../schema/errors.ts"
 import { idempotencyKeyProblem } from "./idempotency.ts"
 import { withRequestMetrics } from "./request-metrics.ts"
+import { withServerSpan } from "../observability/server-span.ts"
 
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{8,128}$/
@@ -603,6 +604,7 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
     return (httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown>) =>
       Effect.withFiber((fiber) => {
         const request = Context.getUnsafe(fiber.context as Context.Context<HttpServerRequest.HttpServerRequest>, HttpServerRequest.HttpServerRequest)
-        return withRequestMetrics(request.method, answer(httpApp, request))
+        const answered = answer(httpApp, request)
+        return withRequestMetrics(request.method, fiber.getRef(References.TracerEnabled) ? withServerSpan(request, answered) : answered)
       }) as unknown as Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled, HttpServerRequest.HttpServerRequest>
   }), { global: true })

@@ -1,8 +1,9 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { Effect, Layer, Logger, References, Tracer } from "effect"
-import { OtlpExporter, OtlpLogger, OtlpMetrics, OtlpSerialization, OtlpTracer } from "effect/observability"
+import { OtlpExporter, OtlpLogger, OtlpMetrics, OtlpSerialization } from "effect/observability"
 import type { OtelConfig } from "../config.ts"
 import { RequestId } from "../schema/errors.ts"
+import { makeSpanExporter } from "./span-export.ts"
 
 /**
  * Logs, traces and metrics of a node (docs/observability.md).
@@ -57,7 +58,10 @@ const otlp = (config: OtelConfig) => {
   const url = (signal: string) => `${config.endpoint}/v1/${signal}`
   const Tracing = Layer.effect(
     Tracer.Tracer,
-    Effect.map(OtlpTracer.make({ url: url("traces"), resource, exportInterval: config.traceExportMs }), (tracer) => rootsFromOutside(tracer, config.sampleRatio))
+    Effect.map(
+      makeSpanExporter({ url: url("traces"), resource, exportInterval: config.traceExportMs, protocol: config.protocol }),
+      (tracer) => rootsFromOutside(tracer, config.sampleRatio)
+    )
   )
   const Metrics = Layer.effectDiscard(OtlpMetrics.make({ url: url("metrics"), resource, exportInterval: config.metricExportMs }))
   const Logs = Logger.layer([jsonLogger, OtlpLogger.make({ url: url("logs"), resource, exportInterval: config.logExportMs })])
