@@ -26,7 +26,7 @@ export const withServerSpan = <E, R>(
         if (agent !== undefined) span.attribute("user_agent.original", agent)
         if (Option.isSome(request.remoteAddress)) span.attribute("client.address", request.remoteAddress.value)
       }
-      return Effect.withParentSpan(handle, span).pipe(
+      return Effect.withParentSpan(handle, span, { captureStackTrace: false }).pipe(
         Effect.onExit((exit) =>
           Effect.flatMap(Clock.currentTimeNanos, (now) =>
             Effect.sync(() => {
