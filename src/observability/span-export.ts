@@ -49,10 +49,11 @@ export const anyValueJson = (value: unknown): string => {
   }
 }
 
+/** The `KeyValue`s of an OTLP attribute list, without its brackets. */
 const attributesJson = (entries: Iterable<readonly [string, unknown]>): string => {
   let out = ""
   for (const [key, value] of entries) out += `${out === "" ? "" : ","}{"key":${str(key)},"value":${anyValueJson(value)}}`
-  return `[${out}]`
+  return out
 }
 
 const eventJson = (name: string, at: bigint, attributes: string) =>
@@ -61,14 +62,15 @@ const eventJson = (name: string, at: bigint, attributes: string) =>
 /** One span in OTLP/JSON; its status and exception events from its exit, as the library does. */
 export const spanJson = (span: Tracer.NativeSpan): string => {
   const status = span.status as Extract<Tracer.SpanStatus, { _tag: "Ended" }>
-  const attributes = span.attributes.size === 0 ? [] : [...span.attributes]
-  const events: Array<string> = span.events.map(([name, at, attrs]) => eventJson(name, at, attributesJson(Object.entries(attrs ?? {}))))
+  // The common span has attributes and nothing else: no copies of empty collections for it.
+  let attributes = span._attributes === undefined ? "" : attributesJson(span._attributes)
+  let events = span._events === undefined ? "" : span._events.map(([name, at, attrs]) => eventJson(name, at, `[${attributesJson(Object.entries(attrs ?? {}))}]`)).join(",")
   let code: number = STATUS.ok
   let message = ""
   if (Exit.isFailure(status.exit)) {
     if (Cause.hasInterruptsOnly(status.exit.cause)) {
       code = STATUS.unset
-      attributes.push(["effect.fiber.interrupted", true])
+      attributes += `${attributes === "" ? "" : ","}${attributesJson([["effect.fiber.interrupted", true]])}`
     } else {
       const errors = Cause.prettyErrors(status.exit.cause)
       if (errors.length > 0) {
@@ -76,21 +78,22 @@ export const spanJson = (span: Tracer.NativeSpan): string => {
         message = `,"message":${str(errors[0]!.message)}`
       }
       for (const error of errors) {
-        events.push(eventJson("exception", status.endTime, attributesJson([
+        const exception = eventJson("exception", status.endTime, `[${attributesJson([
           ["exception.type", error.name],
           ["exception.message", error.message],
           ["exception.stacktrace", error.stack ?? "No stack trace available"]
-        ])))
+        ])}]`)
+        events += `${events === "" ? "" : ","}${exception}`
       }
     }
   }
-  const links = span.links.map((link) =>
-    `{"traceId":"${link.span.traceId.padStart(32, "0")}","spanId":"${link.span.spanId}","attributes":${attributesJson(Object.entries(link.attributes))},"droppedAttributesCount":0}`
-  )
+  const links = span.links.length === 0 ? "" : span.links.map((link) =>
+    `{"traceId":"${link.span.traceId.padStart(32, "0")}","spanId":"${link.span.spanId}","attributes":[${attributesJson(Object.entries(link.attributes))}],"droppedAttributesCount":0}`
+  ).join(",")
   const parent = Option.isSome(span.parent) ? `"parentSpanId":"${span.parent.value.spanId}",` : ""
   return `{"traceId":"${span.traceId.padStart(32, "0")}","spanId":"${span.spanId}",${parent}"name":${str(span.name)},"kind":${KIND[span.kind]},` +
-    `"startTimeUnixNano":"${status.startTime}","endTimeUnixNano":"${status.endTime}","attributes":${attributesJson(attributes)},"droppedAttributesCount":0,` +
-    `"events":[${events.join(",")}],"droppedEventsCount":0,"status":{"code":${code}${message}},"links":[${links.join(",")}],"droppedLinksCount":0}`
+    `"startTimeUnixNano":"${status.startTime}","endTimeUnixNano":"${status.endTime}","attributes":[${attributes}],"droppedAttributesCount":0,` +
+    `"events":[${events}],"droppedEventsCount":0,"status":{"code":${code}${message}},"links":[${links}],"droppedLinksCount":0}`
 }
 
 /**
