@@ -22,7 +22,7 @@
  * both alike. Each target's figures are over all its slices (p50/p99 over every response).
  * Last line: `api ratio=<full rps / bare rps> p99_ratio=<full p99 / bare p99>`.
  *
- *   npm run bench:api -- --tracing
+ *   npm run bench:api -- --tracing              # defaults: --warmup 5 --duration 20 --rounds 4
  *
  * Tracing cost instead (docs/observability.md): two Trawl servers, the same in all but that one
  * exports traces, metrics and logs over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT, to a receiver in this

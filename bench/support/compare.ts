@@ -9,16 +9,23 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createTestDatabase, startServer } from "../../test/support/server-process.ts"
 import { type LoadResult, mergeResults, runLoad, type Target } from "./load.ts"
-import { numberOption as opt } from "./options.ts"
+import { flag, numberOption as opt } from "./options.ts"
 import { checkInterrupted, cpuMs, dropDatabase, onCleanup, runMain } from "./processes.ts"
+
+/**
+ * `--tracing` compares two Trawl servers, both cold at the start: their first rounds after a 2 s
+ * warm-up ran 15 to 20 % slower than their later ones (JIT), and the first measured round is the
+ * traced server's, so it gets a longer warm-up and more rounds by default (docs/performance.md).
+ */
+const twoTrawls = flag("tracing")
 
 export const options = {
   connections: opt("connections", 64),
-  duration: opt("duration", 10),
-  warmup: opt("warmup", 2),
+  duration: opt("duration", twoTrawls ? 20 : 10),
+  warmup: opt("warmup", twoTrawls ? 5 : 2),
   tenants: opt("tenants", 8),
   keysPerTenant: opt("keys", 19),
-  rounds: Math.round(opt("rounds", 2)),
+  rounds: Math.round(opt("rounds", twoTrawls ? 4 : 2)),
   keyRpm: 5000
 }
 /** The most requests per second one API key takes before its rate limit answers 429. */
