@@ -3,12 +3,13 @@
  * campaign's own PostgreSQL and Redis, a steady mixed load through all three, one fault per
  * scenario, then a drain and the checks of Trawl's promise: every accepted job or extraction ends
  * terminal once, its webhook arrives (one delivery id per resource and status), its debit is in the
- * ledger once, and every 5xx a client sees is a 503 with Retry-After.
+ * ledger once, and every 5xx a client sees is a 503 with Retry-After; and politeness: no domain of
+ * the fixture site ever had more fetches in flight than the per-domain limit (`chaos politeness_over`).
  *
  *   npm run chaos -- --scenarios 1,2 --load-seconds 60 --drain-seconds 120 --interval-ms 400
  */
 import { randomBytes } from "node:crypto"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { setTimeout as sleep } from "node:timers/promises"
 import { createLoadTenant } from "./support/bootstrap.ts"
 import { numberOption, stringOption } from "./support/options.ts"
@@ -32,6 +33,8 @@ const probeFreshDomain = process.argv.includes("--probe-fresh-domain")
 /** `--node-logs DIR`: each node's output (since its last start) is written there after its scenario. */
 const nodeLogs = stringOption("node-logs", "")
 const SECRET = "chaos-webhook-secret-0123456789"
+/** The per-domain limit of concurrent fetches the nodes run with (config/crawl.json). */
+const perDomainLimit = (JSON.parse(readFileSync(new URL("../config/crawl.json", import.meta.url), "utf8")) as { perDomainConcurrency: number }).perDomainConcurrency
 
 const names: Record<number, string> = {
   1: "SIGKILL one node, restart 20 s later",
@@ -57,7 +60,7 @@ const main = async () => {
   const guard = loopbackOnlyEnv()
   // One secret key for the cluster: API key hashes and webhook secrets must read the same on every node.
   const secretKey = randomBytes(32).toString("hex")
-  const totals = { lost: 0, stuck: 0, duplicates: 0, ledger: 0, recovery: 0, unannounced: 0 }
+  const totals = { lost: 0, stuck: 0, duplicates: 0, ledger: 0, recovery: 0, unannounced: 0, politenessOver: 0 }
   let nodes: Array<{ server: RunningServer; env: Record<string, string> }> = []
   const stopNodes = async () => {
     for (const n of nodes) {
@@ -100,7 +103,13 @@ const main = async () => {
       for (const key of ["scraper.jobs.concurrent", "scraper.jobs.daily", "extractor.extractions.daily"]) {
         await pgQuery(dbUrl, "INSERT INTO quota_overrides (tenant_id, quota_key, quota_limit) VALUES ($1, $2, 1000000)", [tenantId, key])
       }
+      site.peakInFlight(true)
       const result = await runScenario(scenario, { url, restart, nodes: () => nodes, pg, redis, tenant, site, dbUrl, receiver })
+      // Politeness: no domain (a fixture host) ever had more fetches in flight than the limit.
+      const peaks = site.peakInFlight()
+      const over = [...peaks].filter(([, n]) => n > perDomainLimit)
+      console.log(`  politeness: most fetches in flight at once per domain ${[...peaks].map(([h, n]) => `${h} ${n}`).join(", ")} (limit ${perDomainLimit}); domains over it ${over.length}`)
+      totals.politenessOver += over.length
       if (nodeLogs) {
         mkdirSync(nodeLogs, { recursive: true })
         nodes.forEach((n, i) => writeFileSync(`${nodeLogs}/s${scenario}-node${i}.log`, n.server.output()))
@@ -123,6 +132,7 @@ const main = async () => {
   }
   // Not part of the promise's last line, but a client that resends after a 503 makes these twice.
   console.log(`chaos unannounced_creates=${totals.unannounced}`)
+  console.log(`chaos politeness_over=${totals.politenessOver}`)
   console.log(`chaos lost=${totals.lost} stuck=${totals.stuck} duplicates=${totals.duplicates} ledger_mismatch=${totals.ledger} recovery_s=${totals.recovery.toFixed(1)}`)
 }
 

@@ -114,6 +114,12 @@ export interface FixtureSite {
   readonly connections: () => number
   /** How many times /changing has been served (its current version number). */
   readonly changingVersion: () => number
+  /**
+   * The most requests each host (a Trawl domain) had in flight at once since the last reset:
+   * from a request's arrival until its answer is written or its connection closes. A browser's own
+   * /favicon.ico requests are left out (they are not fetches Trawl asked for).
+   */
+  readonly peakInFlight: (reset?: boolean) => ReadonlyMap<string, number>
   readonly close: () => Promise<void>
 }
 
@@ -133,9 +139,19 @@ export const startFixtureSite = async (
   const sockets = new Set<Socket>()
   const timers = new Set<NodeJS.Timeout>()
 
+  const inFlight = new Map<string, number>()
+  let peaks = new Map<string, number>()
+
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const u = new URL(req.url ?? "/", "http://fixture")
     const path = u.pathname
+    if (path !== "/favicon.ico") {
+      const host = req.socket.localAddress ?? "?"
+      const now = (inFlight.get(host) ?? 0) + 1
+      inFlight.set(host, now)
+      if (now > (peaks.get(host) ?? 0)) peaks.set(host, now)
+      res.once("close", () => inFlight.set(host, inFlight.get(host)! - 1))
+    }
     counts.set(path, (counts.get(path) ?? 0) + 1)
     requestLog.push(path + u.search)
     const origin = `http://${req.headers.host ?? "fixture"}`
@@ -260,6 +276,12 @@ export const startFixtureSite = async (
     requests: () => [...requestLog],
     connections: () => connections,
     changingVersion: () => changing,
+    peakInFlight: (reset = false) => {
+      const seen = peaks
+      // A reset starts from what is in flight now.
+      if (reset) peaks = new Map([...inFlight].filter(([, n]) => n > 0))
+      return seen
+    },
     close: async () => {
       for (const t of timers) clearTimeout(t)
       for (const s of sockets) s.destroy()
