@@ -9,7 +9,7 @@
  *   npm run chaos -- --scenarios 1,2 --load-seconds 60 --drain-seconds 120 --interval-ms 400
  */
 import { randomBytes } from "node:crypto"
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdirSync, writeFileSync } from "node:fs"
 import { setTimeout as sleep } from "node:timers/promises"
 import { createLoadTenant } from "./support/bootstrap.ts"
 import { numberOption, stringOption } from "./support/options.ts"
@@ -18,6 +18,7 @@ import { loopbackOnlyEnv, startFixtureSite } from "../test/support/fixture-site.
 import { freePort, pgQuery, type RunningServer, startServer } from "../test/support/server-process.ts"
 import { startPostgres, startRedis } from "./chaos/infra.ts"
 import { startReceiver } from "./chaos/receiver.ts"
+import { loadCrawlConfig } from "../src/crawl/config.ts"
 
 // The recording relay of the test helper would sit between the load and a frozen node; not wanted here.
 process.env.TRAWL_CHECK_RESPONSES = "0"
@@ -34,7 +35,7 @@ const probeFreshDomain = process.argv.includes("--probe-fresh-domain")
 const nodeLogs = stringOption("node-logs", "")
 const SECRET = "chaos-webhook-secret-0123456789"
 /** The per-domain limit of concurrent fetches the nodes run with (config/crawl.json). */
-const perDomainLimit = (JSON.parse(readFileSync(new URL("../config/crawl.json", import.meta.url), "utf8")) as { perDomainConcurrency: number }).perDomainConcurrency
+const perDomainLimit = loadCrawlConfig().perDomainConcurrency
 
 const names: Record<number, string> = {
   1: "SIGKILL one node, restart 20 s later",

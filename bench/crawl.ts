@@ -51,6 +51,7 @@ import { summarizeProfile } from "./crawl-support/profile.ts"
 import { connectStats, diffCounts, listeningPorts, type SqlStats, type TableCounts } from "./crawl-support/sql-stats.ts"
 import { median } from "./support/load.ts"
 import { flag, numberOption, stringOption } from "./support/options.ts"
+import { loadCrawlConfig } from "../src/crawl/config.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -97,8 +98,7 @@ const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms))
 // ---------------------------------------------------------------------------------------------
 // Concurrency: politeness per loopback address, node job capacity
 
-const crawlConfig = JSON.parse(readFileSync(join(root, "config/crawl.json"), "utf8")) as { perDomainConcurrency?: number }
-const perDomain = crawlConfig.perDomainConcurrency ?? 2
+const perDomain = loadCrawlConfig().perDomainConcurrency
 const nodeCapacity = (() => {
   // NODE_JOB_CAPACITY in src/crawl/crawl-service.ts (read, not imported: the import would load every engine).
   try {

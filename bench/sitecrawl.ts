@@ -35,14 +35,15 @@
  * Last line: `sitecrawl ratio_crawlee=<a pages/s / b pages/s> pages=<a's pages> duplicates=<a's duplicates>`
  * (with `--only crawlee`, ratio_crawlee=NaN and b's pages and duplicates).
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { bootstrap } from "./support/bootstrap.ts"
 import { runComparison, startTrawl } from "./support/compare.ts"
 import { median } from "./support/load.ts"
 import { numberOption, optionalString } from "./support/options.ts"
-import { checkInterrupted, cleanupAll, cpuMs, installExitHandlers, root, spawnTs } from "./support/processes.ts"
+import { checkInterrupted, cleanupAll, cpuMs, installExitHandlers, spawnTs } from "./support/processes.ts"
+import { loadCrawlConfig } from "../src/crawl/config.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -57,7 +58,7 @@ if (pages > 10_000) throw new Error("--pages is at most 10000 (the crawl API's l
 const runTrawl = only !== "crawlee"
 const runCrawlee = only !== "trawl"
 
-const perDomain = (JSON.parse(readFileSync(join(root, "config/crawl.json"), "utf8")) as { perDomainConcurrency?: number }).perDomainConcurrency ?? 2
+const perDomain = loadCrawlConfig().perDomainConcurrency
 const concurrency = perDomain
 
 const log = (line = "") => console.log(line)

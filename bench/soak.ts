@@ -21,6 +21,7 @@ import { loopbackOnlyEnv, startFixtureSite } from "../test/support/fixture-site.
 import { createTestDatabase, INTERNAL_TOKEN, pgQuery, startServer } from "../test/support/server-process.ts"
 import { createLoadTenant } from "./support/bootstrap.ts"
 import { numberOption, stringOption } from "./support/options.ts"
+import { loadCrawlConfig } from "../src/crawl/config.ts"
 
 process.env.TRAWL_CHECK_RESPONSES = "0"
 
@@ -33,7 +34,7 @@ const HOSTS = ["127.0.0.71", "127.0.0.72", "127.0.0.73", "127.0.0.74"]
 const HOSTILE_HOST = "127.0.0.75"
 const HOSTILE_PATHS = ["/popups", "/hog", "/refresh-loop", "/huge-dom"]
 /** The browser config of config/crawl.json the cap is derived from. */
-const browserConfig = JSON.parse(readFileSync(new URL("../config/crawl.json", import.meta.url), "utf8")).browser as { maxPages: number }
+const browserConfig = loadCrawlConfig().browser
 /**
  * The most top-level browsers the node may run: one current browser per engine (only `brave` runs
  * here), plus retiring ones, each of which still has a page open, and pages are capped node-wide.
