@@ -485,7 +485,7 @@ describe.skipIf(!process.env.DATABASE_URL)("site crawls on two PostgreSQL nodes,
       nodes.push({ server: await startServer({ ...env, RUNNER_PORT: String(runnerPort) }), runnerPort })
     }
     // Slow pages, so that the crawls are well under way, not over, when a node dies.
-    sites.push(await startCrawlSite({ host: "127.0.0.6", pageDelayMs: 1000 }), await startCrawlSite({ host: "127.0.0.7", pageDelayMs: 1000 }))
+    sites.push(await startCrawlSite({ host: "127.0.0.6", pageDelayMs: 400 }), await startCrawlSite({ host: "127.0.0.7", pageDelayMs: 400 }))
   }, 120_000)
   afterAll(async () => {
     for (const n of nodes) await n.server.stop()

@@ -4,7 +4,6 @@ import { Rpc } from "effect/rpc"
 import { type Candidate, CRAWL_MAX_LINKS_PER_PAGE, makeFrontier } from "../crawl/frontier.ts"
 import { extractLinks } from "../crawl/links.ts"
 import type { Robots } from "../crawl/robots.ts"
-import { DEFAULT_SITEMAP_BOUNDS, walkSitemaps } from "../crawl/sitemaps.ts"
 import { EventLog } from "../events/event-log.ts"
 import { newId } from "../ids.ts"
 import type { ApiError } from "../schema/errors.ts"
@@ -15,6 +14,7 @@ import { CrawlRepo, type CrawlDelivery, type CrawlRow, type EndedPage } from "..
 import { JobRepo } from "../sql/job-repo.ts"
 import { crawlWebhookBody } from "../webhooks/sender.ts"
 import { RESOURCE_ENTITY_IDLE } from "./cluster.ts"
+import { readSitemaps } from "./crawl-sitemaps.ts"
 import { sendOneWay } from "./entity-call.ts"
 import { JobCreation } from "./job-creation.ts"
 import { SiteFetcher } from "./site-fetcher.ts"
@@ -27,8 +27,6 @@ export const CRAWL_MAX_IN_FLIGHT = 16
 const POLL_MS = 500
 /** How often a paused crawl (daily quota, credit) tries again: a raised quota or a top-up resumes it within this. */
 export const CRAWL_PAUSE_RETRY_MS = 30_000
-/** How long one sitemap or robots.txt fetch may take. */
-const SITEMAP_FETCH_TIMEOUT_MS = 15_000
 
 /**
  * One entity per site crawl (docs/site-crawls.md, "Crawls"). `Drive` runs the crawl to its end:
@@ -137,51 +135,10 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
         }
       }
 
-      // Sitemaps, once per crawl: their URLs join the frontier at depth 1 (0 with `sitemap: "only"`: they are its seeds).
       if (opts.sitemap !== "skip" && !first.sitemaps_read) {
-        const depth = opts.sitemap === "only" ? 0 : 1
-        const seedRobots = yield* Effect.promise(() => robotsOf(seed))
-        const named = new Set(seedRobots.sitemaps)
-        const isSafe = fetcher.makeIsSafe()
-        let buffer: Array<Candidate> = []
-        const flush = async () => {
-          const batch = buffer
-          buffer = []
-          if (batch.length === 0) return
-          const { rows, duplicates } = await frontier.judge(batch, known, accepted)
-          await runPromise(repo.addUrls(crawlId, rows, duplicates))
-        }
-        yield* Effect.promise(async () => {
-          await walkSitemaps(
-            [...seedRobots.sitemaps, `${seed.protocol}//${seed.host}/sitemap.xml`],
-            async (sitemapUrl) => {
-              const u = new URL(sitemapUrl)
-              if (!named.has(sitemapUrl) && opts.respectRobots && !(await robotsOf(u)).isAllowed(sitemapUrl)) return null
-              if (!(await isSafe(u))) return null
-              const fetched = await fetcher.fetch(sitemapUrl, SITEMAP_FETCH_TIMEOUT_MS)
-              return fetched !== null && fetched.status >= 200 && fetched.status < 300 ? fetched.body : null
-            },
-            {
-              bounds: DEFAULT_SITEMAP_BOUNDS,
-              accept: (u) => {
-                try {
-                  const parsed = new URL(u)
-                  return (parsed.protocol === "http:" || parsed.protocol === "https:") && frontier.inScope(parsed)
-                } catch {
-                  return false
-                }
-              },
-              onPage: async (u) => {
-                buffer.push({ url: u, depth, parentUrl: null, parentJobId: null })
-                if (buffer.length >= 500) await flush()
-              },
-              // Reading stops once the limit is met: further URLs could only be over it.
-              wantMore: () => accepted.total < first.page_limit
-            }
-          )
-          await flush()
-        })
-        yield* repo.markSitemapsRead(crawlId)
+        yield* readSitemaps(first, frontier, accepted, fetcher)
+        // Another reading of the same sitemaps may have accepted URLs meanwhile.
+        accepted = yield* loadAccepted
       }
 
       /** When each origin with a `Crawl-delay` may have its next page fetched (after its last page ended). */

@@ -128,7 +128,12 @@ export interface CrawlRepoShape {
   }) => Effect.Effect<{ readonly items: ReadonlyArray<CrawlPageRow>; readonly total: number }>
   /** queued → running, with `crawl.started` (and its delivery); false when it was not queued. */
   readonly start: (crawl: CrawlRow, delivery: CrawlDelivery | undefined) => Effect.Effect<boolean>
-  readonly markSitemapsRead: (id: string) => Effect.Effect<void>
+  /**
+   * Marks the crawl's sitemaps read and counts their duplicates: `entries` (the sitemap entries the
+   * reading judged) minus the distinct URLs the sitemaps added (the rows with no parent, the seed
+   * row aside). Only the first marking counts; false when the sitemaps were read already.
+   */
+  readonly markSitemapsRead: (crawl: CrawlRow, entries: number) => Effect.Effect<boolean>
   /** Pages being fetched whose job has ended. */
   readonly endedPages: (id: string) => Effect.Effect<ReadonlyArray<EndedPage>>
   /**
@@ -143,8 +148,8 @@ export interface CrawlRepoShape {
     extraDuplicates: number,
     delivery: CrawlDelivery | undefined
   ) => Effect.Effect<boolean>
-  /** Adds URLs (a sitemap's) and counts the ones already there (and `extraDuplicates`) as duplicates. */
-  readonly addUrls: (crawlId: string, found: ReadonlyArray<NewCrawlUrl>, extraDuplicates: number) => Effect.Effect<void>
+  /** Adds a sitemap's URLs; one already there is kept as it is (duplicates are counted by `markSitemapsRead`). */
+  readonly addUrls: (crawlId: string, found: ReadonlyArray<NewCrawlUrl>) => Effect.Effect<void>
   /** Keys of `urls` the crawl has judged already. */
   readonly known: (crawlId: string, urls: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>>
   /** Accepted pages (ever) in all, and by path pattern. */
@@ -302,7 +307,17 @@ export const CrawlRepoLive = Layer.effect(
           yield* emit(crawl, "crawl.started", { id: crawl.id, url: crawl.url, status: "running" }, delivery)
           return true
         })).pipe(Effect.orDie),
-      markSitemapsRead: (id) => sql`UPDATE crawls SET sitemaps_read = true WHERE id = ${id}`.pipe(Effect.orDie, Effect.asVoid),
+      markSitemapsRead: (crawl, entries) => {
+        // With `sitemap: "only"` there is no seed row: a parentless row is a sitemap's, the seed's URL too.
+        const seedRow = crawl.options.sitemap !== "only"
+        return sql<{ id: string }>`
+          UPDATE crawls SET sitemaps_read = true, duplicates = duplicates + GREATEST(0, ${entries}::int - (
+            SELECT count(*) FROM crawl_urls
+            WHERE crawl_id = ${crawl.id} AND parent_url IS NULL AND (${!seedRow}::boolean OR url <> ${crawl.url})
+          ))
+          WHERE id = ${crawl.id} AND NOT sitemaps_read
+          RETURNING id`.pipe(Effect.orDie, Effect.map((rows) => rows.length > 0))
+      },
       endedPages: (id) =>
         sql<EndedPage>`
           SELECT u.url, u.seq, u.depth, u.job_id, j.status AS job_status, j.result->>'finalUrl' AS final_url
@@ -324,11 +339,7 @@ export const CrawlRepoLive = Layer.effect(
           yield* emit(crawl, "crawl.page", { crawlId: crawl.id, jobId: page.jobId, url: page.url, depth: page.depth, status: page.status }, delivery)
           return true
         })).pipe(Effect.orDie),
-      addUrls: (crawlId, found, extraDuplicates) =>
-        sql.withTransaction(Effect.gen(function*() {
-          const inserted = yield* insertUrls(crawlId, found)
-          yield* addDuplicates(crawlId, found.length - inserted + extraDuplicates)
-        })).pipe(Effect.orDie),
+      addUrls: (crawlId, found) => insertUrls(crawlId, found).pipe(Effect.orDie, Effect.asVoid),
       known: (crawlId, urls) =>
         urls.length === 0
           ? Effect.succeed(new Set<string>())
