@@ -208,3 +208,45 @@ describe("collections that read as prose", () => {
     expect(body).not.toContain("Story number 2")
   })
 })
+
+describe("lines between paragraphs that are the page's furniture", () => {
+  const page = (inserts: ReadonlyArray<string>) =>
+    `<html><body><article>${para(3)}${inserts.map((t) => `<p>${t}</p>`).join("")}${para(3, "bridge")}</article></body></html>`
+
+  it("drops a picture's caption that ends with its credit, and keeps a sentence that mentions a photo", () => {
+    const body = article(page([
+      "Protesters gathered outside the court on Monday (Image: GETTY )",
+      "The new bridge seen from the north bank (Photo: Jane Doe/Reuters)",
+      "She said the photo, taken in 1998, had never been published before."
+    ])).data.content
+    expect(body).not.toContain("Protesters gathered")
+    expect(body).not.toContain("north bank")
+    expect(body).toContain("never been published before")
+    expect(body).toContain("Paragraph 3 about the bridge")
+  })
+
+  it("drops the site's notices (an unsupported browser, a failed widget) and short interface labels", () => {
+    const body = article(page([
+      "We've detected you are on Internet Explorer. For the best experience, please update to a modern browser.",
+      "Something went wrong. Please try again later.",
+      "Text size",
+      "DON'T MISS",
+      "Advert",
+      "Related articles:",
+      "Promises work in the latest versions of all modern browsers, the authors of the guide wrote in their notes."
+    ])).data.content
+    for (const junk of ["Internet Explorer", "Something went wrong", "Text size", "DON'T MISS", "Advert\n", "Related articles"]) expect(body).not.toContain(junk)
+    expect(body).toContain("all modern browsers")
+  })
+
+  it("drops calls to subscribe or buy with a code, and keeps prose about subscriptions", () => {
+    const body = article(page([
+      "Get the magazine delivered through your letterbox every month. 12 issues for £11.99.",
+      "Use the code SAVE50 at checkout for 20% off your first order.",
+      "Subscriptions to streaming services rose by a tenth last year, the regulator said in its annual report."
+    ])).data.content
+    expect(body).not.toContain("letterbox")
+    expect(body).not.toContain("SAVE50")
+    expect(body).toContain("Subscriptions to streaming services rose")
+  })
+})
