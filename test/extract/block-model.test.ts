@@ -6,7 +6,7 @@ import { classWords, DENSE_FEATURES, observeBlocks, useBlockModel, blockModel, t
 const shipped = blockModel()
 afterEach(() => { useBlockModel(shipped); observeBlocks(null) })
 
-const page = `<html><body><div class="page"><article class="story">${para(4)}<p class="edition-note">Get the print edition delivered to your door every morning, with a discount for the first three months.</p></article>
+const page = `<html><body><div class="page"><article class="story">${para(4)}<p class="edition-note">The print edition carries a crossword every morning, with a discount for the first three months.</p></article>
   <div class="sidebar"><p>Our sister site reviews the best hiking boots of the season, tested on mountain trails for six weeks.</p></div></div></body></html>`
 
 /** A model that knows only class/id words (every dense weight 0). */
