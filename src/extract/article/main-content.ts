@@ -161,7 +161,7 @@ interface Chunk {
 }
 
 /** Short texts that are page furniture when they make up a whole chunk. */
-const BOILER_TEXT = /^(advert|advertisement|advertising|anzeige|publicité|publicidad|pubblicità|sponsored|read more|read more (posts|articles|blogs|stories)|read next|read also|more:?|see also|related:?|related (articles|posts|stories|reading):?|share( this)?( article| story| post| page| report)?|share this on:?|tweet|email|print|text size|font size|don.?t miss|tell us what you think.*|comments?|\d+ comments?|click here.*|sign up.*|subscribe.*|follow us.*|image:?|photo:?|video:?|getty images|loading\.*|skip to .*)$/i
+const BOILER_TEXT = /^(advert|advertisement|advertising|anzeige|publicité|publicidad|pubblicità|sponsored|read more|read more (posts|articles|blogs|stories)|read next|read also|more:?|see also|related:?|related (articles|posts|stories|reading):?|share( this)?( article| story| post| page| report)?|share this on:?|tweet|email|print|text size|font size|don.?t miss|tell us what you think.*|comments?|\d+ comments?|click here.*|sign up.*|subscribe.*|follow us.*|image:?|photo:?|video:?|getty images|loading\.*|skip to .*|関連記事|関連リンク)$/i
 /**
  * A picture's caption as text: a short line that ends with the picture's credit, "(Image: GETTY)",
  * "(Photo: Jane Doe/Reuters)", "(Picture credit: ...)".
@@ -434,8 +434,11 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (text.length === 0) continue
     if (isConsentText(text)) continue
     if (text.length < 60 && BOILER_TEXT.test(text)) continue
-    if (text.length < 300 && (CAPTION_CREDIT.test(text) || UI_NOTICE.test(text) || PROMO.test(text))) continue
+    if (text.length < 300 && (CAPTION_CREDIT.test(text) || UI_NOTICE.test(text))) continue
+    if (text.length < 500 && PROMO.test(text)) continue
     if (!ck.quoted && text.length < 100 && DATE_LINE.test(text) && !/[.!?]$/.test(text) && text.split(" ").length <= 14) continue
+    // "Updated Nov. 19, 2019 8:21 am ET / Original Nov. 19, 2019 8:02 am ET": a publication line however many words
+    if (!ck.quoted && text.length < 100 && DATE_LINE.test(text) && /^(updated|published|posted|originally published|last updated|original)\b/i.test(text)) continue
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text) === titleKey) continue
     if (els[ck.owner]!.tag === "h1") continue
     if (sampleOf !== null) {
