@@ -371,6 +371,15 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     expect(asked.json.error.message).toBe("this operation needs currentPassword or totpCode")
     const withRecovery = await bearer(api, "POST", keyPath, s.sessionId, { name: "admin", roleId: me.defaultRoleId, recoveryCode: "abcd-efgh-ijkl" })
     expectError(withRecovery, 400, "validation_error")
+    // Every permission spelled another way (read and write of everything) asks the same.
+    const spelled = await bearer(api, "POST", "/v1/iam/roles", s.sessionId, { name: "everything spelled out", permissions: ["*:*:read", "*:*:write"] })
+    expect(spelled.status, spelled.text).toBe(201)
+    expectError(await bearer(api, "POST", keyPath, s.sessionId, { name: "spelled", roleId: spelled.json.data.id }), 403, "reauthentication_required")
+    const granted = await bearer(api, "POST", keyPath, s.sessionId, { name: "spelled", roleId: spelled.json.data.id, currentPassword: PASSWORD })
+    expect(granted.status, granted.text).toBe(201)
+    // What it holds, it may hand out: its key makes a `*:*:*` role.
+    const made = await api.post("/v1/iam/roles", { name: "everything", permissions: ["*:*:*"] }, granted.json.data.rawKey)
+    expect(made.status, made.text).toBe(201)
   })
 
   it("refreshes a session into a new id, and refuses the old one at once", async () => {

@@ -89,6 +89,8 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     // name: 2 to 60 characters
     expect(errorPaths(await createRole(t.apiKey, { name: "a", permissions: ok }))).toEqual(["name"])
     expect(errorPaths(await createRole(t.apiKey, { name: "a".repeat(61), permissions: ok }))).toEqual(["name"])
+    // not only spaces
+    expect(errorPaths(await createRole(t.apiKey, { name: "   ", permissions: ok }))).toEqual(["name"])
     expect((await createRole(t.apiKey, { name: "ab", permissions: ok })).status).toBe(201)
     expect((await createRole(t.apiKey, { name: "é".repeat(60), permissions: ok })).status).toBe(201)
     // description: string or null, at most 500

@@ -17,9 +17,24 @@ export const covers = (granted: string, wanted: string): boolean => {
 export const allows = (granted: ReadonlyArray<string>, wanted: string): boolean =>
   granted.some((g) => covers(g, wanted))
 
+/** Every concrete tenant permission: each resource of the catalogue, read and write. */
+const concretePermissions = resources.flatMap((r) => [`${r}:read`, `${r}:write`])
+
+/**
+ * Whether `held` allows everything `wanted` allows: directly, or (for a tenant permission with
+ * wildcards) by allowing each concrete permission it stands for, so `*:*:read` with `*:*:write`
+ * holds `*:*:*`.
+ */
+export const holds = (held: ReadonlyArray<string>, wanted: string): boolean => {
+  if (allows(held, wanted) || held.includes(wanted)) return true
+  if (wanted.startsWith("cross_tenant:")) return false
+  const stands = concretePermissions.filter((c) => covers(wanted, c))
+  return stands.length > 0 && stands.every((c) => allows(held, c))
+}
+
 /** The permissions of `wanted` that `held` does not allow: what a caller may not hand out (docs/api.md, "Roles"). */
 export const notHeld = (held: ReadonlyArray<string>, wanted: ReadonlyArray<string>): Array<string> =>
-  wanted.filter((p) => !allows(held, p) && !held.includes(p))
+  wanted.filter((p) => !holds(held, p))
 
 /** What one permission and another both allow (`*:*:read` and `scraper:*:*` meet in `scraper:*:read`), or null. */
 const meet = (a: string, b: string): string | null => {
@@ -88,6 +103,10 @@ const computeScope = (permissions: ReadonlyArray<string>): "admin" | "write" | "
   return "read"
 }
 
-/** Roles that demand re-authentication before a key is created for them. */
+/**
+ * Roles that demand re-authentication before a key is created for them: every tenant permission
+ * (`*:*:*`, or anything that amounts to it, such as `*:*:read` with `*:*:write`) or any super-admin
+ * (`cross_tenant:`) permission.
+ */
 export const isPowerful = (permissions: ReadonlyArray<string>) =>
-  permissions.includes("*:*:*") || permissions.includes("cross_tenant:*:*")
+  permissions.some((p) => p.startsWith("cross_tenant:")) || holds(permissions, "*:*:*")

@@ -5,7 +5,7 @@ import type { Role } from "../schema/iam.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { RoleRepo, type RoleRow } from "../sql/role-repo.ts"
 import { ApiKeyAuthenticator } from "./api-key-auth.ts"
-import { allows } from "./permissions.ts"
+import { holds } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import { SessionAuthenticator } from "./session-auth.ts"
 
@@ -58,7 +58,7 @@ const refuseUngranted = (me: Principal, wanted: ReadonlyArray<string>, granted: 
       details: at(reserved, "reserved", "only roles of the internal tenant may hold it")
     })
   }
-  const ungranted = indexes((p) => !allows(granted, p) && !allows(me.permissions, p))
+  const ungranted = indexes((p) => !holds(granted, p) && !holds(me.permissions, p))
   if (ungranted.length > 0) {
     return fail(403, "forbidden", "the role would grant permissions this caller does not hold", {
       details: at(ungranted, "not_held", "this caller does not hold this permission")

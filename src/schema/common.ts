@@ -145,6 +145,12 @@ export const Text = (min: number, max: number) =>
     isStorableText
   )
 
+/** Something with visible characters: not only spaces. */
+const NOT_BLANK = /\S/
+/** A name people read in lists (a role, a key, a tenant): `min` to `max` characters, not only spaces. */
+export const Name = (min: number, max: number) =>
+  Text(min, max).check(Schema.makeFilter((s: string) => NOT_BLANK.test(s), { expected: "a name with visible characters, not only spaces", toJsonSchema: () => ({ pattern: NOT_BLANK.source }) }))
+
 const EMAIL_PATTERN = /^[^\s@\u0000]+@[^\s@\u0000]+\.[^\s@\u0000]+$/
 export const Email = Schema.String.check(
   Schema.isMaxLength(255),

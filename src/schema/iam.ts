@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { isValidPermission, permissionCatalogue } from "./permission.ts"
 import { CurrentPassword, TotpCode } from "./auth.ts"
-import { DateTime, DateTimeInput, NullableDateTime, Text } from "./common.ts"
+import { DateTime, DateTimeInput, Name, NullableDateTime, Text } from "./common.ts"
 
 export const ApiKey = Schema.Struct({
   id: Schema.String,
@@ -26,7 +26,7 @@ export const CreatedApiKey = Schema.Struct({
 export const RateLimitPerMinute = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 5000 }))
 
 export const CreateApiKeyBody = Schema.Struct({
-  name: Text(1, 100),
+  name: Name(1, 100),
   description: Schema.optional(Schema.NullOr(Text(0, 500))),
   roleId: Schema.String.check(Schema.isMinLength(1)),
   rateLimitPerMinute: Schema.optional(RateLimitPerMinute),
@@ -77,7 +77,7 @@ export const PermissionString = Schema.String.check(
   })
 )
 
-const RoleName = Text(2, 60)
+const RoleName = Name(2, 60)
 const RoleDescription = Schema.NullOr(Text(0, 500))
 const RolePermissions = Schema.Array(PermissionString).check(Schema.isMinLength(1), Schema.isMaxLength(200))
 

@@ -1,11 +1,11 @@
 import { Schema } from "effect"
 import { NewPassword } from "./auth.ts"
-import { Amount, CreatedRange, DateTime, Email, NonNegativeAmount, Text } from "./common.ts"
+import { Amount, CreatedRange, DateTime, Email, NonNegativeAmount, Name, Text } from "./common.ts"
 import { SearchPagination, SortTerms } from "./envelope.ts"
 import { AddOnOffer, PlanOffer } from "./subscription.ts"
 
 export const CreateTenantBody = Schema.Struct({
-  name: Text(1, 200),
+  name: Name(1, 200),
   ownerEmail: Email,
   ownerPassword: Schema.optionalKey(NewPassword),
   plan: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 60))),

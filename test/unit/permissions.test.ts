@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { allows, covers, internalAdminRole, intersectPermissions, isPowerful, isValidPermission, scopeOf, tenantSystemRoles } from "../../src/iam/permissions.ts"
+import { allows, covers, internalAdminRole, intersectPermissions, isPowerful, isValidPermission, notHeld, resources, scopeOf, services, tenantSystemRoles } from "../../src/iam/permissions.ts"
 
 const role = (name: string) => tenantSystemRoles.find((r) => r.name === name)!.permissions
 
@@ -50,6 +50,19 @@ describe("permissions", () => {
     expect(isPowerful(role("owner"))).toBe(true)
     expect(isPowerful(internalAdminRole.permissions)).toBe(true)
     expect(isPowerful(role("write"))).toBe(false)
+    // Every permission spelled another way is every permission.
+    expect(isPowerful(["*:*:read", "*:*:write"])).toBe(true)
+    expect(isPowerful(["*:*:read", ...services.map((s) => `${s}:*:write`)])).toBe(true)
+    // One resource short of everything is not.
+    expect(isPowerful(["*:*:read", ...resources.filter((r) => r !== "iam:sessions").map((r) => `${r}:write`)])).toBe(false)
+    expect(isPowerful(["cross_tenant:*:read"])).toBe(true)
+  })
+
+  it("counts a wildcard as held when everything it stands for is held", () => {
+    expect(notHeld(["*:*:read", "*:*:write"], ["*:*:*", "iam:*:*"])).toEqual([])
+    expect(notHeld(["*:*:read", "scraper:*:write"], ["scraper:*:*", "*:*:*", "iam:roles:write"])).toEqual(["*:*:*", "iam:roles:write"])
+    // A super-admin permission is held only as itself.
+    expect(notHeld(["*:*:*"], ["cross_tenant:*:read"])).toEqual(["cross_tenant:*:read"])
   })
 })
 
