@@ -293,6 +293,14 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     const listed = await api.get(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, t.apiKey)
     expect(listed.json.data.items).toHaveLength(2)
     expect(JSON.stringify(listed.json)).not.toContain(readKey)
+    // a page like every list: newest first, with its pagination
+    expect(listed.json.data.pagination).toMatchObject({ offset: 0, total: 2, hasMore: false })
+    const second = await api.get(`/v1/iam/identities/${t.ownerIdentityId}/api-keys?limit=1&offset=1`, t.apiKey)
+    expect(second.json.data.items.map((k: { id: string }) => k.id)).toEqual([listed.json.data.items[1].id])
+    expect(second.json.data.pagination).toMatchObject({ offset: 1, limit: 1, total: 2, hasMore: false })
+    for (const bad of ["limit=0", "limit=201", "limit=abc", "offset=-1"]) {
+      expect((await api.get(`/v1/iam/identities/${t.ownerIdentityId}/api-keys?${bad}`, t.apiKey)).status, bad).toBe(400)
+    }
 
     // a key for an all-powerful role needs re-authentication
     const noReauth = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "o", roleId: ownerRole.id }, t.apiKey)

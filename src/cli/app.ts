@@ -212,7 +212,7 @@ const me = (client: TrawlClient) => client.users.me()
 
 const keysList = Command.make("list", { json }, (o) =>
   withClient("apiKey", (client) =>
-    me(client).pipe(Effect.flatMap((p) => client.iam.listApiKeys({ params: { id: p.identityId } })))).pipe(
+    me(client).pipe(Effect.flatMap((p) => client.iam.listApiKeys({ params: { id: p.identityId }, query: { limit: 200 } })))).pipe(
     Effect.flatMap(({ items }) => (o.json ? printJson(items) : printLine(keyRows(items))))
   )).pipe(Command.withDescription("List the API keys of the identity the current key acts as"))
 

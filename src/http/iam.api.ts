@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { Success } from "../schema/envelope.ts"
+import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unprocessable } from "../schema/errors.ts"
 import { CreateApiKeyBody, CreatedApiKey, ApiKey, Quota, RevokedApiKey, UpdateApiKeyBody } from "../schema/iam.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
@@ -18,8 +18,9 @@ export class IamGroup extends HttpApiGroup.make("iam")
     }).pipe(requires("iam:api-keys:write")),
     HttpApiEndpoint.get("listApiKeys", "/identities/:id/api-keys", {
       params: { id: Schema.String },
-      success: Success(Schema.Struct({ items: Schema.Array(ApiKey) })),
-      error: errors(NotFound)
+      query: PageQuery,
+      success: Success(Page(ApiKey)),
+      error: errors(InvalidRequest, NotFound)
     }).pipe(requires("iam:api-keys:read")),
     HttpApiEndpoint.get("getApiKey", "/identities/:id/api-keys/:kid", {
       params: keyParams,

@@ -8,6 +8,8 @@ import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 import { clientContext } from "./client-context.ts"
 import { ApiKeyId, IdentityId } from "../schema/ids.ts"
+import { pageOf } from "../schema/envelope.ts"
+import { queryLimit } from "./list-query.ts"
 
 export const IamHandlers = HttpApiBuilder.group(
   Api,
@@ -21,9 +23,12 @@ export const IamHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           return yield* apiKeys.create(yield* CurrentPrincipal, IdentityId.make(params.id), payload, yield* clientContext)
         }))
-      .handle("listApiKeys", ({ params }) =>
+      .handle("listApiKeys", ({ params, query }) =>
         Effect.gen(function*() {
-          return { items: yield* apiKeys.list(yield* CurrentPrincipal, IdentityId.make(params.id)) }
+          const limit = yield* queryLimit(query)
+          const offset = query.offset ?? 0
+          const page = yield* apiKeys.list(yield* CurrentPrincipal, IdentityId.make(params.id), offset, limit)
+          return pageOf(page.items, offset, limit, page.total)
         }))
       .handle("getApiKey", ({ params }) => Effect.flatMap(CurrentPrincipal, (me) => apiKeys.get(me, IdentityId.make(params.id), ApiKeyId.make(params.kid))))
       .handle("updateApiKey", ({ params, payload }) =>

@@ -52,7 +52,7 @@ export interface KeyPatch {
 
 export interface ApiKeyServiceShape {
   readonly create: (me: Principal, identityId: IdentityId, input: NewKeyInput, client: ClientContext) => Effect.Effect<ApiKey & { rawKey: string }, Forbidden | InvalidRequest | NotFound | TooManyRequests | Unprocessable>
-  readonly list: (me: Principal, identityId: IdentityId) => Effect.Effect<ReadonlyArray<ApiKey>, NotFound>
+  readonly list: (me: Principal, identityId: IdentityId, offset: number, limit: number) => Effect.Effect<{ readonly items: ReadonlyArray<ApiKey>; readonly total: number }, NotFound>
   readonly get: (me: Principal, identityId: IdentityId, keyId: ApiKeyId) => Effect.Effect<ApiKey, NotFound>
   readonly update: (me: Principal, identityId: IdentityId, keyId: ApiKeyId, patch: KeyPatch, client: ClientContext) => Effect.Effect<ApiKey, InvalidRequest | NotFound | TooManyRequests>
   readonly revoke: (me: Principal, identityId: IdentityId, keyId: ApiKeyId, client: ClientContext) => Effect.Effect<{ revoked: true; revokedAt: string; apiKeyId: string }, NotFound>
@@ -129,10 +129,11 @@ export const ApiKeyServiceLive = Layer.effect(
           yield* note(me, client, "api_key.create", row.id, { identityId: identity.id, roleId: role.id, name: row.name })
           return { ...toApiKey(row), rawKey: key.raw }
         }),
-      list: (me, identityId) =>
+      list: (me, identityId, offset, limit) =>
         Effect.gen(function*() {
           yield* personOfTenant(me.tenantId, identityId)
-          return (yield* keys.listByIdentity(me.tenantId, identityId)).map(toApiKey)
+          const page = yield* keys.listByIdentity(me.tenantId, identityId, offset, limit)
+          return { items: page.items.map(toApiKey), total: page.total }
         }),
       get: (me, identityId, keyId) =>
         Effect.flatMap(keys.find(me.tenantId, identityId, keyId), (row) => (row ? Effect.succeed(toApiKey(row)) : notFound("API key"))),

@@ -1,3 +1,4 @@
+import { pageWithTotal } from "./page-with-total.ts"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Principal } from "../iam/principal.ts"
@@ -47,7 +48,8 @@ export interface ApiKeyRepoShape {
    * still there (held against deletion until the key is written).
    */
   readonly insert: (key: NewApiKey, activeLimit: number) => Effect.Effect<ApiKeyRow | "quota_exceeded" | "role_missing">
-  readonly listByIdentity: (tenantId: string, identityId: string) => Effect.Effect<ReadonlyArray<ApiKeyRow>>
+  /** A page of the identity's keys (revoked and expired ones too), newest first, and how many it has in all. */
+  readonly listByIdentity: (tenantId: string, identityId: string, offset: number, limit: number) => Effect.Effect<{ readonly items: ReadonlyArray<ApiKeyRow>; readonly total: number }>
   readonly find: (tenantId: string, identityId: string, id: string) => Effect.Effect<ApiKeyRow | undefined>
   readonly update: (
     tenantId: string,
@@ -124,9 +126,14 @@ export const ApiKeyRepoLive = Layer.effect(
             RETURNING ${cols}`
           return row!
         })).pipe(Effect.orDie),
-      listByIdentity: (tenantId, identityId) =>
-        sql<ApiKeyRow>`SELECT ${cols} FROM api_keys WHERE tenant_id = ${tenantId} AND identity_id = ${identityId}
-                       ORDER BY id`.pipe(Effect.orDie),
+      listByIdentity: (tenantId, identityId, offset, limit) => {
+        const where = sql`tenant_id = ${tenantId} AND identity_id = ${identityId}`
+        return pageWithTotal<ApiKeyRow>(
+          sql,
+          sql`SELECT ${cols} FROM api_keys WHERE ${where} ORDER BY created_at DESC, id DESC OFFSET ${offset} LIMIT ${limit}`,
+          sql`SELECT count(*) FROM api_keys WHERE ${where}`
+        )
+      },
       find: (tenantId, identityId, id) =>
         sql<ApiKeyRow>`SELECT ${cols} FROM api_keys
                        WHERE id = ${id} AND tenant_id = ${tenantId} AND identity_id = ${identityId}`.pipe(
@@ -245,8 +252,12 @@ export const makeApiKeyRepoTest = (
             syncByRole()
             return yield* withPermissions(row)
           }),
-        listByIdentity: (tenantId, identityId) =>
-          Effect.forEach(rows.filter((k) => k.tenant_id === tenantId && k.identity_id === identityId), withPermissions),
+        listByIdentity: (tenantId, identityId, offset, limit) => {
+          const mineAll = rows
+            .filter((k) => k.tenant_id === tenantId && k.identity_id === identityId)
+            .sort((a, b) => b.created_at.getTime() - a.created_at.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+          return Effect.map(Effect.forEach(mineAll.slice(offset, offset + limit), withPermissions), (items) => ({ items, total: mineAll.length }))
+        },
         find: (tenantId, identityId, id) =>
           Effect.suspend(() => {
             const k = mine(tenantId, identityId, id)
