@@ -252,7 +252,7 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     expectError(await api.get(`/v1/iam/roles/${jobsOnly.id}`, jobsKey.raw), 403, "forbidden")
   })
 
-  it("keeps cross_tenant:*:* to the internal tenant (403 elsewhere, even for the owner)", async () => {
+  it("keeps cross_tenant:*:* to the internal_admin system role (403 for any role anyone makes, even in the internal tenant)", async () => {
     const t = await api.createTenant()
     const refused = await createRole(t.apiKey, { name: "super", permissions: ["scraper:jobs:read", "cross_tenant:*:*"] })
     expectError(refused, 403, "forbidden")
@@ -262,10 +262,14 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
 
     const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `roles-${Date.now()}@trawl.dev` } })
     expect(admin.status).toBe(201)
+    // The super-admin plane is the internal_admin role's alone: not even an internal admin makes another role of it.
     const internal = await createRole(admin.json.data.apiKey, { name: `support ${Date.now()}`, permissions: ["cross_tenant:*:*", "*:*:read"] })
-    expect(internal.status).toBe(201)
-    expect(internal.json.data.permissions).toEqual(["cross_tenant:*:*", "*:*:read"])
-    expect(internal.json.data.tenantId).not.toBe(t.tenantId)
+    expectError(internal, 403, "forbidden")
+    expect(internal.json.error.details).toEqual([{ path: "permissions.0", code: "reserved", message: expect.any(String) }])
+    const support = await createRole(admin.json.data.apiKey, { name: `support ${Date.now()}`, permissions: ["*:*:read"] })
+    expect(support.status, support.text).toBe(201)
+    expect(support.json.data.tenantId).not.toBe(t.tenantId)
+    expectError(await patchRole(admin.json.data.apiKey, support.json.data.id, { permissions: ["*:*:read", "cross_tenant:*:read"] }), 403, "forbidden")
   })
 
   it("answers 404 for another tenant's role, and lists only the tenant's own", async () => {

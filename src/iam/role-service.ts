@@ -48,14 +48,15 @@ const at = (indexes: ReadonlyArray<number>, code: string, message: string): Arra
 /**
  * Refuses (403) a role that would grant what the caller does not hold, unless the role grants it
  * already (`granted`): nobody widens a role past their own permissions, but anyone who may write
- * roles may narrow one. `cross_tenant:*:*` belongs to the internal tenant alone (docs/api.md, "Roles").
+ * roles may narrow one. The super-admin plane is the internal tenant's `internal_admin` system role
+ * alone, so no role anyone makes holds a `cross_tenant` permission (docs/api.md, "Roles").
  */
 const refuseUngranted = (me: Principal, wanted: ReadonlyArray<string>, granted: ReadonlyArray<string>) => {
   const indexes = (test: (p: string) => boolean) => wanted.flatMap((p, i) => (test(p) ? [i] : []))
-  const reserved = indexes((p) => p.startsWith("cross_tenant:") && !me.isInternalTenant)
+  const reserved = indexes((p) => p.startsWith("cross_tenant:") && !granted.includes(p))
   if (reserved.length > 0) {
-    return fail(403, "forbidden", "cross_tenant:*:* is reserved to the internal tenant", {
-      details: at(reserved, "reserved", "only roles of the internal tenant may hold it")
+    return fail(403, "forbidden", "cross_tenant permissions belong to the internal tenant's internal_admin role alone", {
+      details: at(reserved, "reserved", "only the internal_admin system role holds it")
     })
   }
   const ungranted = indexes((p) => !holds(granted, p) && !holds(me.permissions, p))
