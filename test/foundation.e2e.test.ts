@@ -65,6 +65,14 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     const plan = await api.call("POST", "/internal/v1/tenants", { token: INTERNAL_TOKEN, body: { name: "x", ownerEmail: `plan-${Date.now()}@example.com`, plan: "nope", credits: "5" } })
     envelopeError(plan, 422, "invalid_plan")
     expect(plan.json.error.details.map((d: any) => d.path)).toEqual(["plan"])
+    // Credits above what a balance may hold are refused, never taken and lost.
+    for (const credits of ["1000000000.0001", "1000000001", "999999999999.9999"]) {
+      const over = await api.call("POST", "/internal/v1/tenants", { token: INTERNAL_TOKEN, body: { name: "x", ownerEmail: `over-${Date.now()}@example.com`, credits } })
+      envelopeError(over, 400, "validation_error")
+      expect(over.json.error.details.map((d: any) => d.path), credits).toEqual(["credits"])
+    }
+    const most = await api.createTenant({ credits: "1000000000" })
+    expect((await api.get("/v1/billing/me/balance", most.apiKey)).json.data.balance).toBe("1000000000.00")
   })
 
   it("guards the control plane with the internal token", async () => {

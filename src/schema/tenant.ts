@@ -4,12 +4,23 @@ import { Amount, CreatedRange, DateTime, Email, NonNegativeAmount, Name, Text } 
 import { SearchPagination, SortTerms } from "./envelope.ts"
 import { AddOnOffer, PlanOffer } from "./subscription.ts"
 
+/** The most a balance may hold: a billion euros, far past any prepaid balance and well within its column. */
+export const MAX_BALANCE = 1_000_000_000
+
+/** A new tenant's first credits: zero or more, and no more than a balance may hold. */
+const InitialCredits = NonNegativeAmount.check(
+  Schema.makeFilter((s: string) => Number(s) <= MAX_BALANCE, {
+    expected: `at most ${MAX_BALANCE} (the most a balance may hold)`,
+    toJsonSchema: () => ({ description: `A decimal amount of EUR from 0 to ${MAX_BALANCE}, the most a balance may hold.` })
+  })
+)
+
 export const CreateTenantBody = Schema.Struct({
   name: Name(1, 200),
   ownerEmail: Email,
   ownerPassword: Schema.optionalKey(NewPassword),
   plan: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 60))),
-  credits: Schema.optional(NonNegativeAmount)
+  credits: Schema.optional(InitialCredits)
 })
 
 export const CreatedTenant = Schema.Struct({

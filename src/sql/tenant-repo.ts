@@ -1,3 +1,4 @@
+import { MAX_BALANCE } from "../schema/tenant.ts"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { internalAdminRole, type SystemRole, tenantSystemRoles } from "../iam/permissions.ts"
@@ -109,8 +110,7 @@ export interface TenantRepoShape {
   readonly quotaLimits: <K extends QuotaKey>(tenantId: string, keys: ReadonlyArray<K>) => Effect.Effect<Record<K, number>>
 }
 
-/** The most a balance may hold: a billion euros, far past any prepaid balance and well within its column. */
-export const MAX_BALANCE = 1_000_000_000
+export { MAX_BALANCE }
 
 /** Sort fields of the ledger; entries are numbered in the order they were written. */
 const transactionColumns: Readonly<Record<string, string>> = { createdAt: "seq", amount: "amount", id: "id" }
@@ -292,13 +292,15 @@ export const TenantRepoLive = Layer.effect(
             VALUES (${newId("acc")}, ${input.tenantId}, ${organizationId}, ${ownerIdentityId}, ${ownerRoleId}, 'active')`
           yield* insertKey(input.tenantId, ownerIdentityId, ownerRoleId, input.apiKey, "owner key")
           if (Number(input.credits) > 0) {
-            yield* adjustIn({
+            const topup = yield* adjustIn({
               id: newId("txn"),
               tenantId: input.tenantId,
               type: "topup",
               amount: input.credits,
               note: "initial credits"
             })
+            // The request's schema bounds the credits below the ceiling: never a tenant without the money it was given.
+            if (!topup.ok) return yield* Effect.die(new Error(`initial credits refused: ${topup.reason}`))
           }
           return { tenantId: input.tenantId, organizationId, ownerIdentityId, roleId: ownerRoleId, apiKeyId: input.apiKey.id }
         }))),
