@@ -97,7 +97,6 @@ export const makeGeoIpLive = (options: { readonly reopenSeconds: number }) =>
     Effect.gen(function*() {
       const { geoipDbPath } = yield* Config
       let reader: Reader<any> | undefined
-      let failure = ""
       let triedAt = 0
       const open = Effect.gen(function*() {
         triedAt = Date.now()
@@ -106,8 +105,7 @@ export const makeGeoIpLive = (options: { readonly reopenSeconds: number }) =>
           reader = opened.success
           yield* Effect.logInfo(`GeoIP database ${geoipDbPath} opened (${reader.metadata.databaseType}, built ${reader.metadata.buildEpoch.toISOString()})`)
         } else {
-          failure = opened.failure
-          yield* Effect.logWarning(`GeoIP database ${geoipDbPath} cannot be opened: IP lookups answer 503 until it can (${failure})`)
+          yield* Effect.logWarning(`GeoIP database ${geoipDbPath} cannot be opened: IP lookups answer 503 until it can (${opened.failure})`)
         }
       })
       yield* open
@@ -127,7 +125,8 @@ export const makeGeoIpLive = (options: { readonly reopenSeconds: number }) =>
         reader !== undefined
           ? Effect.succeed(cached(ip, reader))
           : Effect.fail(new GeoIpUnavailable({
-            reason: `the IP geolocation database cannot be read (${failure})`,
+            // The cause (a path, an OS error) is the operator's, in the node's log: not the client's.
+            reason: "the IP geolocation database is not available on this node; try again later",
             retryAfter: Math.max(1, Math.ceil((triedAt + options.reopenSeconds * 1000 - Date.now()) / 1000))
           }))
       return GeoIp.of({
