@@ -162,11 +162,12 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     const other = await api.createTenant()
     const read = await systemRole(t, "read")
     const ok = { email: unique("bounds"), roleId: read.id }
-    // email: an address of at most 255 characters, and one a mail can be sent to (at most 254, RFC 5321);
-    // names at most 80; roleId at least 1 character. (The test's SMTP server takes up to 253.)
+    // email: one plain address of at most 255 characters (the contract's bound); names at most 80;
+    // roleId at least 1 character. (The test's SMTP server takes up to 253.)
     const longEmail = `${"a".repeat(40)}@${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(63)}.${"e".repeat(16)}.com`
     expect(longEmail.length).toBe(253)
-    expect(errorPaths(await invite(t, { ...ok, email: `aa${longEmail}` }))).toEqual(["email"])
+    // 255 passes the bound (whether the SMTP server then takes it is the mail's matter), 256 does not.
+    expect((await invite(t, { ...ok, email: `aa${longEmail}` })).status).not.toBe(400)
     expect(errorPaths(await invite(t, { ...ok, email: `aaa${longEmail}` }))).toEqual(["email"])
     expect(errorPaths(await invite(t, { ...ok, email: "two@example.com,three@example.com" }))).toEqual(["email"])
     expect(errorPaths(await invite(t, { ...ok, email: "no-at-sign" }))).toEqual(["email"])

@@ -118,7 +118,7 @@ export const InvitationServiceLive = Layer.effect(
           const org = yield* organizationOf(me, orgIdentityId)
           if (!isMailableAddress(input.email)) {
             return yield* fail(400, "validation_error", "email is not one address a mail can be sent to", {
-              details: [{ path: "email", code: "invalid_value", message: "not one plain address of at most 254 characters" }]
+              details: [{ path: "email", code: "invalid_value", message: "not one plain address of at most 255 characters" }]
             })
           }
           const role = yield* roles.find(me.tenantId, input.roleId)

@@ -13,13 +13,14 @@ export interface Mail {
 }
 
 /**
- * One plain address (`local@domain`, no name, no list, no quotes, no line break), at most 254
- * characters. nodemailer parses whatever it is given as a recipient, the envelope's too: "a@x.io,
+ * One plain address (`local@domain`, no name, no list, no quotes, no line break), at most 255
+ * characters (the contract's bound for an invitation's address; RFC 5321 paths hold 254, and an SMTP
+ * server that refuses a longer one makes the send fail, which callers answer). nodemailer parses whatever it is given as a recipient, the envelope's too: "a@x.io,
  * b@y.io" would mail two people and "a@x.io\r\nBcc: c@z.io" a third, so nothing else is sent.
  * Callers that take an address from a request can check it with this first and answer a 400.
  */
 export const isMailableAddress = (to: string): boolean =>
-  to.length <= 254 && /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.\u00A0-\uFFFF-]+@[A-Za-z0-9.\u00A0-\uFFFF-]+$/.test(to) &&
+  to.length <= 255 && /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.\u00A0-\uFFFF-]+@[A-Za-z0-9.\u00A0-\uFFFF-]+$/.test(to) &&
   !/[\u2028\u2029\uFEFF]/.test(to)
 
 /** The mail was neither handed to the SMTP server nor stored in the outbox (or its recipient is not mailable). */
