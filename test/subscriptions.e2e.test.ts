@@ -201,6 +201,11 @@ describe.each(backends())("plans and subscriptions over HTTP ($name)", (backend)
     expect(await subscriptionOf(api, t.apiKey)).toMatchObject({ plan: "starter", status: "active" })
     expect(await subscriptionDebits(api, t.apiKey)).toEqual([])
     expect((await change("ten_nosuchtenant", { plan: "pro" })).status).toBe(404)
+    // The internal tenant exists but is on no plan that is sold: 422, not a 404.
+    const internalId = (await api.get("/v1/iam/users/me", adminKey)).json.data.tenantId
+    const internal = await change(internalId, { plan: "pro" })
+    expect(internal.status, internal.text).toBe(422)
+    expect(internal.json.code).toBe("invalid_subscription")
     // A tenant's own owner key does not reach the super-admin plane.
     const own = await change(t.tenantId, { plan: "free" }, t.apiKey)
     expect(own.status).toBe(403)

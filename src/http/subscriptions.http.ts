@@ -74,9 +74,11 @@ export const AdminSubscriptionHandlers = HttpApiBuilder.group(
         const faults = subscriptionFaults(payload.plan, addOns)
         if (faults.length > 0) return yield* fail(422, "invalid_subscription", "the plan or its add-ons cannot be subscribed", { details: faults })
         const tenant = yield* tenants.find(params.tenantId)
-        const before = tenant && (yield* subscriptions.find(params.tenantId))
-        if (!tenant || !before) return yield* notFound("tenant")
+        if (!tenant) return yield* notFound("tenant")
+        // The internal tenant has no subscription to change (it is on no plan that is sold).
         if (tenant.isInternal) return yield* fail(422, "invalid_subscription", "the internal tenant keeps its internal plan")
+        const before = yield* subscriptions.find(params.tenantId)
+        if (!before) return yield* notFound("tenant")
         const status = payload.status ?? "active"
         const { entry } = yield* entityCall(tenantClient(params.tenantId).ChangeSubscription({
           changeId: newId("txn"),
