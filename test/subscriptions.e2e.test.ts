@@ -183,11 +183,11 @@ describe.each(backends())("plans and subscriptions over HTTP ($name)", (backend)
     }
     expect(await details({ plan: "platinum" })).toEqual(["plan"])
     expect(await details({ plan: "internal" })).toEqual(["plan"])
-    expect(await details({ plan: "starter", addOns: [{ key: "extra-bananas", quantity: 1 }] })).toEqual(["addOns[0].key"])
-    expect(await details({ plan: "free", addOns: [{ key: "extra-api-keys", quantity: 1 }] })).toEqual(["addOns[0].key"])
-    expect(await details({ plan: "starter", addOns: [{ key: "extra-api-keys", quantity: 0 }] })).toEqual(["addOns[0].quantity"])
-    expect(await details({ plan: "starter", addOns: [{ key: "extra-api-keys", quantity: 11 }] })).toEqual(["addOns[0].quantity"])
-    expect(await details({ plan: "starter", addOns: [{ key: "extra-api-keys", quantity: 1 }, { key: "extra-api-keys", quantity: 2 }] })).toEqual(["addOns[1].key"])
+    expect(await details({ plan: "starter", addOns: [{ key: "extra-bananas", quantity: 1 }] })).toEqual(["addOns.0.key"])
+    expect(await details({ plan: "free", addOns: [{ key: "extra-api-keys", quantity: 1 }] })).toEqual(["addOns.0.key"])
+    expect(await details({ plan: "starter", addOns: [{ key: "extra-api-keys", quantity: 0 }] })).toEqual(["addOns.0.quantity"])
+    expect(await details({ plan: "starter", addOns: [{ key: "extra-api-keys", quantity: 11 }] })).toEqual(["addOns.0.quantity"])
+    expect(await details({ plan: "starter", addOns: [{ key: "extra-api-keys", quantity: 1 }, { key: "extra-api-keys", quantity: 2 }] })).toEqual(["addOns.1.key"])
     // Malformed bodies are 400 with their paths.
     for (const body of [{}, { plan: "pro", addOns: [{ key: "extra-api-keys", quantity: 1.5 }] }, { plan: "pro", extra: 1 }, { plan: "pro", status: "past_due" }]) {
       const res = await change(t.tenantId, body)

@@ -87,16 +87,16 @@ export const subscriptionFaults = (plan: string, withAddOns: ReadonlyArray<AddOn
   withAddOns.forEach((a, i) => {
     const addOn = addOns.get(a.key)
     if (!addOn) {
-      faults.push({ path: `addOns[${i}].key`, code: "invalid_value", message: `unknown add-on "${a.key}"; add-ons are ${addOnKeys.join(", ")}` })
+      faults.push({ path: `addOns.${i}.key`, code: "invalid_value", message: `unknown add-on "${a.key}"; add-ons are ${addOnKeys.join(", ")}` })
       return
     }
-    if (seen.has(a.key)) faults.push({ path: `addOns[${i}].key`, code: "invalid_value", message: `add-on "${a.key}" is named twice` })
+    if (seen.has(a.key)) faults.push({ path: `addOns.${i}.key`, code: "invalid_value", message: `add-on "${a.key}" is named twice` })
     seen.add(a.key)
     if (p && !p.addOns.includes(a.key)) {
-      faults.push({ path: `addOns[${i}].key`, code: "invalid_value", message: `plan "${plan}" does not take add-on "${a.key}"${p.addOns.length > 0 ? `; it takes ${p.addOns.join(", ")}` : ""}` })
+      faults.push({ path: `addOns.${i}.key`, code: "invalid_value", message: `plan "${plan}" does not take add-on "${a.key}"${p.addOns.length > 0 ? `; it takes ${p.addOns.join(", ")}` : ""}` })
     }
     if (a.quantity < 1 || a.quantity > addOn.maxQuantity) {
-      faults.push({ path: `addOns[${i}].quantity`, code: "invalid_value", message: `quantity of "${a.key}" must be from 1 to ${addOn.maxQuantity}` })
+      faults.push({ path: `addOns.${i}.quantity`, code: "invalid_value", message: `quantity of "${a.key}" must be from 1 to ${addOn.maxQuantity}` })
     }
   })
   return faults

@@ -67,7 +67,7 @@ describe("the catalogue", () => {
       { key: "extra-daily-extractions", quantity: 1 },
       { key: "extra-api-keys", quantity: 11 },
       { key: "extra-api-keys", quantity: 1 }
-    ]).map((f) => f.path)).toEqual(["addOns[0].key", "addOns[1].key", "addOns[2].quantity", "addOns[3].key"])
+    ]).map((f) => f.path)).toEqual(["addOns.0.key", "addOns.1.key", "addOns.2.quantity", "addOns.3.key"])
   })
 })
 
