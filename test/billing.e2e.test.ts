@@ -154,6 +154,12 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     const unknownInSearch = await search({ where: { serviceKey: "nope" } })
     expect(unknownInSearch.status, unknownInSearch.text).toBe(400)
     expect(unknownInSearch.json.error.details).toEqual([expect.objectContaining({ path: "where.serviceKey" })])
+    // Every bad filter is named in one answer.
+    const twoBad = await api.get("/v1/billing/me/transactions?type=bogus&serviceKey=nope", t.apiKey)
+    expect(twoBad.json.code).toBe("invalid_filter")
+    expect(twoBad.json.error.details.map((d: { path: string }) => d.path).sort()).toEqual(["serviceKey", "type"])
+    const bothInSearch = await search({ where: { type: ["bogus"], serviceKey: "nope" } })
+    expect(bothInSearch.json.error.details.map((d: { path: string }) => d.path).sort()).toEqual(["where.serviceKey", "where.type.0"])
     const amounts = (res: { json: any }) => res.json.data.items.map((e: any) => e.amount)
     const all = await search({})
     expect(all.status, all.text).toBe(200)

@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors, InvalidRequest, Unavailable } from "../schema/errors.ts"
-import { Balance, PriceList, SearchTransactionsBody, Transaction, TransactionType } from "../schema/tenant.ts"
+import { Balance, LedgerServiceKey, PriceList, SearchTransactionsBody, Transaction, TransactionType } from "../schema/tenant.ts"
 import { ANY_KEY, ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
@@ -16,7 +16,7 @@ export class BillingGroup extends HttpApiGroup.make("billing")
       query: {
         ...PageQuery,
         type: Schema.optional(TransactionType),
-        serviceKey: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100)))
+        serviceKey: Schema.optional(LedgerServiceKey)
       },
       success: Success(Page(Transaction)),
       error: errors(InvalidRequest)

@@ -3,26 +3,13 @@ import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { planCatalogue } from "../billing/plans.ts"
-import { EXTRACTION_SERVICE_KEY, IP_LOOKUP_SERVICE_KEY, JOB_SERVICE_KEY, MAP_SERVICE_KEY, priceList } from "../billing/pricing.ts"
-import { SUBSCRIPTION_SERVICE_KEY } from "../billing/subscriptions.ts"
+import { priceList } from "../billing/pricing.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { DEFAULT_PAGE_LIMIT, pageOf } from "../schema/envelope.ts"
 import { withTieBreak } from "../sql/order-by.ts"
-import { failListQuery, filterFault, NEWEST_FIRST, queryLimit, sortOrDefault } from "./list-query.ts"
+import { NEWEST_FIRST, queryLimit, sortOrDefault } from "./list-query.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
-
-/** The services the ledger's entries name (those of the price list, and the subscription's). */
-const SERVICE_KEYS: ReadonlyArray<string> = [JOB_SERVICE_KEY, MAP_SERVICE_KEY, EXTRACTION_SERVICE_KEY, IP_LOOKUP_SERVICE_KEY, SUBSCRIPTION_SERVICE_KEY]
-
-/**
- * A service filter the price list does not name has no entries: a misspelling, said so (at `path`)
- * rather than answered with an empty page.
- */
-const unknownService = (serviceKey: string | undefined, path: string) =>
-  serviceKey !== undefined && !SERVICE_KEYS.includes(serviceKey)
-    ? failListQuery([filterFault(path, `unknown service ${serviceKey}; services are ${SERVICE_KEYS.join(", ")}`)])
-    : undefined
 
 export const BillingHandlers = HttpApiBuilder.group(
   Api,
@@ -45,8 +32,6 @@ export const BillingHandlers = HttpApiBuilder.group(
           const me = yield* CurrentPrincipal
           const offset = query.offset ?? 0
           const limit = yield* queryLimit(query)
-          const badService = unknownService(query.serviceKey, "serviceKey")
-          if (badService) return yield* badService
           const filter = { ...(query.type ? { type: [query.type] } : {}), ...(query.serviceKey ? { serviceKey: query.serviceKey } : {}) }
           const page = yield* tenants.transactions(me.tenantId, filter, NEWEST_FIRST, offset, limit)
           return pageOf(page.items, offset, limit, page.total)
@@ -57,8 +42,6 @@ export const BillingHandlers = HttpApiBuilder.group(
           const sort = sortOrDefault(payload.sort, NEWEST_FIRST)
           const offset = payload.pagination?.offset ?? 0
           const limit = payload.pagination?.limit ?? DEFAULT_PAGE_LIMIT
-          const badService = unknownService(payload.where?.serviceKey, "where.serviceKey")
-          if (badService) return yield* badService
           const page = yield* tenants.transactions(me.tenantId, payload.where ?? {}, sort, offset, limit)
           return { ...pageOf(page.items, offset, limit, page.total), sort: [...withTieBreak(sort)] }
         }))

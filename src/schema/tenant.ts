@@ -95,12 +95,18 @@ export const Transaction = Schema.Struct({
 export type Transaction = typeof Transaction.Type
 
 export const TransactionType = Schema.Literals(["topup", "correction", "debit", "credit"])
+/**
+ * The services ledger entries name (the price list's and the subscription's; src/billing keeps
+ * them in step): a filter that names another has no entries, a misspelling, so it is refused.
+ */
+export const LEDGER_SERVICE_KEYS = ["scraper.jobs", "scraper.map", "extractor.extractions", "network.ip", "billing.subscription"] as const
+export const LedgerServiceKey = Schema.Literals(LEDGER_SERVICE_KEYS)
 export const transactionSortFields = ["createdAt", "amount"] as const
 
 /** What ledger entries a list or search asks for (all optional, combined with AND). */
 export const TransactionFilter = Schema.Struct({
   type: Schema.optional(Schema.Array(TransactionType).check(Schema.isBetweenLength(1, 4))),
-  serviceKey: Schema.optional(Text(1, 100)),
+  serviceKey: Schema.optional(LedgerServiceKey),
   resourceType: Schema.optional(Text(1, 50)),
   resourceId: Schema.optional(Text(1, 100)),
   createdAt: Schema.optional(CreatedRange),
