@@ -248,6 +248,7 @@ describe.each(backends())("quota increase requests over HTTP ($name)", (backend)
     expect(mail.text).toContain("iam.identities.total")
     expect(mail.text).toContain("was rejected")
     expect(mail.text).toContain("not on this plan")
+    expect(mail.text).toContain("The limit of iam.identities.total is unchanged: 50.")
 
     expectError(await decide(id, "approve"), 409, "quota_request_not_pending")
     expectError(await decide(id, "reject"), 409, "quota_request_not_pending")

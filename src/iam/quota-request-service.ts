@@ -44,12 +44,12 @@ export interface QuotaRequestServiceShape {
 
 export class QuotaRequestService extends Context.Service<QuotaRequestService, QuotaRequestServiceShape>()("trawl/QuotaRequestService") {}
 
-/** The decision mail: names the quota, the limit asked for, the decision and the note. */
-export const decisionMail = (r: QuotaRequestRow) => {
+/** The decision mail: names the quota, the limit asked for, the decision, the limit now and the note. */
+export const decisionMail = (r: QuotaRequestRow, limitNow: number) => {
   const decision = r.status === "approved" ? "approved" : "rejected"
   const lines = [
     `Your request to raise the quota ${r.quota_key} to ${r.requested_limit} was ${decision}.`,
-    r.status === "approved" ? `The limit of ${r.quota_key} is now ${r.requested_limit}.` : `The limit of ${r.quota_key} is unchanged.`,
+    r.status === "approved" ? `The limit of ${r.quota_key} is now ${limitNow}.` : `The limit of ${r.quota_key} is unchanged: ${limitNow}.`,
     ...(r.decision_note ? ["", `Note: ${r.decision_note}`] : []),
     "",
     `Request: ${r.id}`
@@ -77,8 +77,9 @@ export const QuotaRequestServiceLive = Layer.effect(
         const owners = yield* requests.ownerEmails(row.tenant_id)
         const recipients = [...new Map([...owners, ...(requester ? [requester] : [])].map((e) => [e.toLowerCase(), e])).values()]
         if (recipients.length === 0) return yield* Effect.logWarning("quota request decision not mailed: nobody to tell has a primary e-mail address")
+        const limitNow = isQuotaKey(row.quota_key) ? yield* tenants.quotaLimit(row.tenant_id, row.quota_key) : Number(row.requested_limit)
         yield* Effect.forEach(recipients, (to) =>
-          mailer.send({ to, ...decisionMail(row) }).pipe(
+          mailer.send({ to, ...decisionMail(row, limitNow) }).pipe(
             Effect.catchTag("MailUnavailable", (e) => Effect.logWarning("quota request decision not mailed", e.message))
           ), { discard: true })
       }).pipe(Effect.annotateLogs({ quotaRequestId: row.id }))
