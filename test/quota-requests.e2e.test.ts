@@ -121,8 +121,11 @@ describe.each(backends())("quota increase requests over HTTP ($name)", (backend)
   it("enforces every bound of the body and the list query", async () => {
     const t = await newTenant()
     const ok = { quotaKey: "extractor.configs.total", requestedLimit: "500", reason: "many sites" }
-    // An unknown quota key is not found; a key that is not a string is malformed.
+    // A quota key must be one of the catalogue; one that is not is named with the body's other faults.
     expectError(await request(t.apiKey, { ...ok, quotaKey: "scraper.pages.total" }), 400, "validation_error")
+    const allBad = await request(t.apiKey, { quotaKey: "nope", requestedLimit: "abc", reason: "" })
+    expectError(allBad, 400, "validation_error")
+    expect(errorPaths(allBad)).toEqual(["quotaKey", "reason", "requestedLimit"])
     for (const quotaKey of [7, "", "x".repeat(101), null]) {
       const res = await request(t.apiKey, { ...ok, quotaKey })
       expectError(res, 400, "validation_error")

@@ -1,10 +1,11 @@
 import { Schema } from "effect"
+import { quotaKeys } from "../billing/plans.ts"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, Success } from "../schema/envelope.ts"
 import { Conflict, errors, InvalidRequest, NotFound, Unprocessable } from "../schema/errors.ts"
 import {
   AdminQuotaRequestQuery,
-  CreateQuotaRequestBody,
+  createQuotaRequestBody,
   QuotaDecisionBody,
   QuotaRequest,
   QuotaRequestQuery,
@@ -24,7 +25,7 @@ export class QuotaRequestsGroup extends HttpApiGroup.make("quotaRequests")
       error: errors(InvalidRequest)
     }).pipe(requires("quotas:requests:read")),
     HttpApiEndpoint.post("create", "/quotas/me/requests", {
-      payload: CreateQuotaRequestBody,
+      payload: createQuotaRequestBody(quotaKeys),
       success: Success(QuotaRequest, 201),
       error: errors(InvalidRequest, NotFound, Conflict, Unprocessable)
     }).pipe(requires("quotas:requests:write")),

@@ -48,11 +48,16 @@ export const RequestedLimit = Schema.String.check(
   })
 )
 
-export const CreateQuotaRequestBody = Schema.Struct({
-  quotaKey: Text(1, 100),
-  requestedLimit: RequestedLimit,
-  reason: Text(1, 1000)
-})
+/**
+ * A request's body, for the quota keys of the catalogue (config/plans.json, given by the API
+ * definition): a key outside it is refused with the body's other faults, and the document lists them.
+ */
+export const createQuotaRequestBody = <const Keys extends ReadonlyArray<string>>(quotaKeys: Keys) =>
+  Schema.Struct({
+    quotaKey: Schema.Literals(quotaKeys),
+    requestedLimit: RequestedLimit,
+    reason: Text(1, 1000)
+  })
 
 /** A super-admin's decision: an optional note to the tenant. */
 export const QuotaDecisionBody = Schema.Struct({
