@@ -330,7 +330,8 @@ export const jobWebhookBody = (input: JobWebhookBodyInput): string =>
   JSON.stringify({
     jobId: input.jobId,
     status: input.status,
-    httpStatus: input.httpStatus,
+    // An integer always (the contract's body): 0 when the target never answered (a timeout, a refused connection).
+    httpStatus: input.httpStatus ?? 0,
     finalUrl: input.finalUrl,
     classification: input.classification,
     durationMs: input.durationMs,

@@ -134,6 +134,11 @@ describe("bodies", () => {
     )
   })
 
+  it("writes httpStatus as an integer, 0 when the target never answered", () => {
+    const failed = JSON.parse(jobWebhookBody({ jobId: "job_9", status: "failed", httpStatus: null, finalUrl: "https://example.com/", classification: "timeout", durationMs: 15000, requestId: "req_x", deliveredAt: "2026-01-01T00:00:00.000Z" }))
+    expect(failed.httpStatus).toBe(0)
+  })
+
   it("serializes done and dead extraction bodies in the documented key order", () => {
     const common = {
       extractionId: "ext_1",
