@@ -89,7 +89,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
     search: ["Search crawl jobs", "Jobs matching a filter body (status, URL prefix, creation time), sorted and paged."],
     get: ["Get a crawl job", "One job with its result once it has one."],
     html: ["Get a job's HTML", "The fetched HTML of a finished job, served inert (sandboxed, not sniffed)."],
-    screenshot: ["Get a job's screenshot", "The PNG screenshot of a browser job that asked for one."],
+    screenshot: ["Get a job's screenshot", "The screenshot of a browser job that asked for one, PNG or JPEG as it asked."],
     replay: ["Replay a crawl job", "Creates a new job with the original's URL and options."],
     cancel: ["Cancel a crawl job", "Cancels a job that has not finished."],
     webhookDeliveries: ["List a job's webhook deliveries", "The webhook delivery attempts of one job, newest first."],

@@ -146,6 +146,10 @@ export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spe
           schema: { type: "string", format: "binary", description: "fetched bytes of another type, served with the type they were fetched with" }
         }
       }
+      // A screenshot is served in the format the job asked for: PNG (the default) or JPEG.
+      if (operation.operationId === "jobs.screenshot" && isRecord(operation.responses?.["200"]?.content?.["image/png"])) {
+        operation.responses["200"].content["image/jpeg"] = operation.responses["200"].content["image/png"]
+      }
       listErrorCodes(operation, method, facts)
       const known = facts.get(operation.operationId)
       // Any one of the credentials the endpoint's middleware takes; [] for the open routes.

@@ -20,7 +20,9 @@ export const MAX_INPUT_BYTES = 5 * 1024 * 1024
 export const CreateExtractionBody = Schema.Struct({
   type: ExtractionType,
   url: Schema.optional(AbsoluteUrl),
-  input: Schema.optional(Schema.String),
+  input: Schema.optional(Schema.String.annotate({
+    description: `The page or text to extract from, at most ${MAX_INPUT_BYTES} bytes of UTF-8 (5 MB); more is 413 payload_too_large with the detail at input.`
+  })),
   inputFormat: Schema.optional(InputFormat),
   jobId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
   configId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),

@@ -349,4 +349,10 @@ describe("the OpenAPI document", () => {
     expect(new RegExp(action.anyOf[1].pattern).test("session.*")).toBe(true)
     expect(new RegExp(action.anyOf[1].pattern).test("session")).toBe(false)
   })
+
+  it("states what a screenshot is served as and how large inline extraction input may be", () => {
+    expect(Object.keys(doc.paths["/v1/scraper/jobs/{id}/screenshot"].get.responses["200"].content).sort()).toEqual(["image/jpeg", "image/png"])
+    const input = doc.paths["/v1/extractor/extractions"].post.requestBody.content["application/json"].schema.properties.input
+    expect(JSON.stringify(input)).toContain(String(5 * 1024 * 1024))
+  })
 })
