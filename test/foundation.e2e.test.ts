@@ -364,6 +364,9 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     expect(first.headers.get("ratelimit-remaining")).toBe("1")
     const second = await api.get("/v1/iam/roles", slow)
     expect(second.status).toBe(429)
+    // Refused (here by the per-second spread, the minute had room): nothing remains until Retry-After.
+    expect(second.headers.get("ratelimit-remaining")).toBe("0")
+    expect(second.headers.get("ratelimit-reset")).toBe(second.headers.get("retry-after"))
     // a route that does not take API keys answers as it would without one, whatever key comes along
     const health = await api.get("/healthz", slow)
     expect(health.status).toBe(200)
@@ -383,9 +386,15 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     const across = await api.get("/v1/iam/roles", perSecond)
     expect(across.status).toBe(429)
     expect(across.json.error.message).toContain("1 requests per second")
-    expect(across.headers.get("ratelimit-remaining")).toBe(before.headers.get("ratelimit-remaining"))
+    // Refused: nothing remains until the second turns, whatever the minute has left.
+    expect([across.headers.get("ratelimit-remaining"), across.headers.get("ratelimit-reset")]).toEqual(["0", "1"])
     await new Promise((resolve) => setTimeout(resolve, 1000))
-    expect((await api.get("/v1/iam/roles", perSecond)).status).toBe(200)
+    const after = await api.get("/v1/iam/roles", perSecond)
+    expect(after.status).toBe(200)
+    // The refused request took nothing from the minute: one fewer than before, for this request alone.
+    if (Math.floor(Date.now() / 60_000) === Math.floor((Date.now() - 1300) / 60_000)) {
+      expect(Number(after.headers.get("ratelimit-remaining"))).toBe(Number(before.headers.get("ratelimit-remaining")) - 1)
+    }
   })
 
   it("isolates tenants: another tenant's identity and keys are 404", async () => {

@@ -26,8 +26,10 @@ const countRequest = (limiter: RateLimiterShape, principal: Principal) =>
     const bag = yield* ResponseHeaders
     if (bag) {
       bag["ratelimit-limit"] = String(rate.limit)
-      bag["ratelimit-remaining"] = String(rate.remaining)
-      bag["ratelimit-reset"] = String(rate.reset)
+      // A refused request has nothing left until the window that refused it turns (the per-second
+      // spread may refuse while the minute still has room).
+      bag["ratelimit-remaining"] = rate.allowed ? String(rate.remaining) : "0"
+      bag["ratelimit-reset"] = String(rate.allowed ? rate.reset : rate.retryAfter)
     }
     if (!rate.allowed) {
       return yield* new TooManyRequests({
