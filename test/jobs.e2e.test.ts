@@ -805,6 +805,10 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
 
       expectError(await list("?sort=url:asc"), 400, "invalid_sort_field")
       expectError(await list("?sort=priority:sideways"), 400, "validation_error")
+      // A field named twice: the second term could never order anything.
+      const twice = await list("?sort=priority,priority:desc")
+      expectError(twice, 400, "validation_error")
+      expect(detailPaths(twice)).toEqual(["sort.1"])
       const badStatus = await list("?status=bogus")
       expectError(badStatus, 400, "invalid_filter")
       expect(detailPaths(badStatus)).toEqual(["status"])
@@ -940,6 +944,7 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       expectError(twoBad, 400, "invalid_sort_field")
       expect(detailPaths(twoBad)).toEqual(["sort.0.field", "sort.2.field"])
       expectError(await search({ sort: [{ field: 3, dir: "asc" }] }), 400, "validation_error")
+      expectError(await search({ sort: [{ field: "priority", dir: "asc" }, { field: "priority", dir: "desc" }] }), 400, "validation_error")
       // A string outside a set of choices is a wrong value; another JSON type is a wrong type.
       const wrongValue = await search({ where: { status: ["bogus"] }, sort: [{ field: "id", dir: "up" }] })
       expect(wrongValue.json.error.details.map((d: any) => [d.path, d.code]).sort()).toEqual([["sort.0.dir", "invalid_value"], ["where.status.0", "invalid_value"]])

@@ -38,6 +38,9 @@ export const readSort = (raw: string | undefined, fields: ReadonlyArray<string>,
       faults.push({ code: "validation_error", detail: { path: `sort.${i}`, code: "invalid_value", message: `"${pair}" is not field:asc or field:desc` } })
     } else if (!fields.includes(field)) {
       faults.push({ code: "invalid_sort_field", detail: { path: `sort.${i}`, code: "invalid_value", message: `"${field}" is not sortable; sort fields are ${fields.join(", ")}` } })
+    } else if (sort.some((s) => s.field === field)) {
+      // A second term for a field could never order anything: the first one decided already.
+      faults.push({ code: "validation_error", detail: { path: `sort.${i}`, code: "invalid_value", message: `"${field}" is named twice` } })
     } else {
       sort.push({ field, dir })
     }

@@ -63,7 +63,13 @@ export const MAX_SORT_TERMS = 5
  * which the error envelope answers as `400 invalid_sort_field`.
  */
 export const SortTerms = <const Fields extends ReadonlyArray<string>>(fields: Fields) =>
-  Schema.Array(Schema.Struct({ field: Schema.Literals(fields), dir: Schema.Literals(["asc", "desc"]) })).check(Schema.isMaxLength(MAX_SORT_TERMS))
+  Schema.Array(Schema.Struct({ field: Schema.Literals(fields), dir: Schema.Literals(["asc", "desc"]) })).check(
+    Schema.isMaxLength(MAX_SORT_TERMS),
+    // A second term for a field could never order anything: the first one decided already.
+    Schema.makeFilter((terms: ReadonlyArray<{ readonly field: string }>) => new Set(terms.map((t) => t.field)).size === terms.length, {
+      expected: "each field at most once"
+    })
+  )
 
 /**
  * A list's `sort` query: up to MAX_SORT_TERMS comma-separated `field` or `field:asc|desc` terms
