@@ -15,10 +15,14 @@ const requestIdPattern = /^[A-Za-z0-9._:-]{8,128}$/
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 /** The formatter's message; the input it quotes ("got ...", decoding reports it) only when short. */
 const messageOf = (issue: SchemaIssue.Issue) => {
-  const message = formatter(issue).issues[0]?.message ?? "is not valid"
+  const message = withoutRepeats(formatter(issue).issues[0]?.message ?? "is not valid")
   const got = message.indexOf(", got ")
   return got >= 0 && message.length - got > 70 ? message.slice(0, got) : message
 }
+
+/** "Expected string | null | null" (an optional nullable field: JSON has no undefined) → "Expected string | null". */
+const withoutRepeats = (message: string) =>
+  message.replace(/^Expected ([^,]+?)(?=, got |$)/, (_, alternatives: string) => `Expected ${[...new Set(alternatives.split(" | "))].join(" | ")}`)
 
 /** One detail per offending path of a schema issue tree. */
 export const issueDetails = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey> = []): Array<ErrorDetail> => {
