@@ -438,8 +438,12 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
         expect(res.json).toMatchObject({ status: "error", code: "validation_error" })
         expect(res.json.error.details.length).toBeGreaterThan(0)
       }
-      // Other malformed bodies.
+      // Other malformed bodies; a rule across fields is named with the schema's faults in one answer.
       expect((await create({ type: "video", input: "x" })).status).toBe(400)
+      const twoKinds = await create({ type: "video", input: "x", jobId: "job_y", webhookEventTypes: ["done"] })
+      expect(twoKinds.json.error.details.map((d: any) => [d.path, d.code])).toEqual([
+        ["type", "invalid_value"], ["jobId", "exactly_one_source"], ["webhookEventTypes", "invalid_value"]
+      ])
       expect((await create({ type: "article", input: "x", inputFormat: "pdf" })).status).toBe(400)
       // A scheme other than http(s) is an unsafe URL (docs/crawling.md, "SSRF guard"), as for jobs, also as the webhook.
       for (const body of [{ url: "ftp://127.0.0.1/a" }, { url: "file:///etc/passwd" }, { input: "<p>x</p>", webhookUrl: "ftp://127.0.0.1/hook" }]) {

@@ -645,7 +645,9 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       [{ url, webhookUrl: "http://127.0.0.1:0/hook" }, ["webhookUrl"]],
       [{ url, screenshot: { format: "gif" } }, ["screenshot.format"]],
       // every offending path at once
-      [{ url, priority: 11, timeoutMs: 1, webhookSecret: "short", extra: true }, ["extra", "priority", "timeoutMs", "webhookSecret"]]
+      [{ url, priority: 11, timeoutMs: 1, webhookSecret: "short", extra: true }, ["extra", "priority", "timeoutMs", "webhookSecret"]],
+      // a rule across fields is named with the schema's faults
+      [{ url: 1, webhookSecret: "s".repeat(16) }, ["url", "webhookSecret"]]
     ]
     for (const [body, paths] of cases) {
       const res = await create(body, own)

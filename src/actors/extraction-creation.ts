@@ -5,8 +5,8 @@ import { classifierFor } from "../crawl/ssrf-policy.ts"
 import { EventLog } from "../events/event-log.ts"
 import { idempotencyKeyProblem, type KeyedAttempt } from "../http/idempotency.ts"
 import { itemId } from "../ids.ts"
-import { type Conflict, type ErrorDetail, fail, type InvalidRequest, notFound, type NotFound, type PayloadTooLarge, type PaymentRequired, RequestId, type TooManyRequests, type Unavailable, type Unprocessable } from "../schema/errors.ts"
-import { type CreateExtractionBody, type Extraction, MAX_INPUT_BYTES, terminalExtractionStatuses } from "../schema/extraction.ts"
+import { type Conflict, fail, type InvalidRequest, notFound, type NotFound, type PayloadTooLarge, type PaymentRequired, RequestId, type TooManyRequests, type Unavailable, type Unprocessable } from "../schema/errors.ts"
+import { type CreateExtractionBody, type Extraction, extractionBodyFaults, MAX_INPUT_BYTES, terminalExtractionStatuses } from "../schema/extraction.ts"
 import { ExtractionRepo, type ExtractionRow, toExtraction } from "../sql/extraction-repo.ts"
 import { JobRepo } from "../sql/job-repo.ts"
 import { decryptSecret, encryptSecret } from "../webhooks/secret-box.ts"
@@ -54,17 +54,7 @@ export class ExtractionCreation extends Context.Service<ExtractionCreation, Extr
  * invalid Idempotency-Key is named in the same answer.
  */
 export const bodyRefusal = (body: CreateExtractionBody, reusesInput: boolean, key?: string) => {
-  const details: Array<ErrorDetail> = []
-  const sources = (["url", "input", "jobId"] as const).filter((k) => body[k] !== undefined)
-  if (sources.length !== 1 && !reusesInput) {
-    details.push({ path: sources.length === 0 ? "url" : sources[1]!, code: "exactly_one_source", message: "exactly one of url, input, jobId" })
-  }
-  if (body.inputFormat !== undefined && body.input === undefined && !reusesInput) {
-    details.push({ path: "inputFormat", code: "invalid_value", message: "only with input" })
-  }
-  for (const k of ["webhookSecret", "webhookEventTypes"] as const) {
-    if (body[k] !== undefined && !body.webhookUrl) details.push({ path: k, code: "invalid_value", message: "only with webhookUrl" })
-  }
+  const details = extractionBodyFaults(body, reusesInput)
   if (details.length === 0) return undefined
   const keyProblem = key === undefined ? undefined : idempotencyKeyProblem(key)
   return fail(400, "validation_error", "the body breaks a rule across its fields", { details: keyProblem ? [...details, keyProblem] : details })

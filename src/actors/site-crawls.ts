@@ -19,6 +19,7 @@ import { SiteFetcher } from "./site-fetcher.ts"
 import { TenantEntity } from "./tenant-entity.ts"
 import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
+import { webhookOptionFaults } from "../schema/webhook.ts"
 
 export type CreatedCrawl = Crawl & { webhookSecret?: string }
 type Paged<A> = { readonly items: ReadonlyArray<A>; readonly total: number }
@@ -93,11 +94,8 @@ export const SiteCrawlServiceLive = Layer.effect(
 
     const create: SiteCrawlServiceShape["create"] = (tenantId, body, origin) =>
       Effect.gen(function*() {
-        if (body.webhookSecret !== undefined && !body.webhookUrl) {
-          return yield* fail(400, "validation_error", "webhookSecret goes with webhookUrl", {
-            details: [{ path: "webhookSecret", code: "invalid_value", message: "only with webhookUrl" }]
-          })
-        }
+        const lonely = webhookOptionFaults(body, ["webhookSecret"])
+        if (lonely.length > 0) return yield* fail(400, "validation_error", "webhookSecret goes with webhookUrl", { details: lonely })
         const [target, hook] = yield* Effect.promise(() => Promise.all([fetcher.check(body.url), body.webhookUrl ? fetcher.check(body.webhookUrl) : undefined]))
         const refused: Array<ErrorDetail> = []
         if (!target.ok) refused.push({ path: "url", code: target.reason, message: target.detail })

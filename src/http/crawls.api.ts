@@ -6,6 +6,8 @@ import { PageQuery, Success } from "../schema/envelope.ts"
 import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { Operations } from "./openapi.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
+import { webhookOptionFaults } from "../schema/webhook.ts"
+import { CrossFieldRules } from "./security.ts"
 
 const id = { id: Schema.String }
 
@@ -34,7 +36,7 @@ export class CrawlsGroup extends HttpApiGroup.make("crawls")
       payload: CreateCrawlBody,
       success: Success(CreatedCrawl, 201),
       error: errors(InvalidRequest, PaymentRequired, Conflict, Unprocessable, TooManyRequests, Unavailable)
-    }).pipe(requires("scraper:jobs:write")),
+    }).annotate(CrossFieldRules, (body) => webhookOptionFaults(body, ["webhookSecret"])).pipe(requires("scraper:jobs:write")),
     HttpApiEndpoint.get("list", "/crawls", {
       query: ListCrawlsQuery,
       success: Success(CrawlListPage),

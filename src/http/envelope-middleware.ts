@@ -1,3 +1,4 @@
+import { CrossFieldRules } from "./security.ts"
 import { randomUUID } from "node:crypto"
 import { IncomingMessage } from "node:http"
 import { ByteSize, Cause, Context, Effect, Option, References, type SchemaAST, SchemaIssue, type Types } from "effect"
@@ -121,10 +122,13 @@ export const routeTable = (routes: ReadonlyArray<{ method: string; path: string 
 export interface RequestFacts {
   endpointReached: boolean
   readsIdempotencyKey: boolean
+  /** The endpoint's rules across its body's fields (`CrossFieldRules`), when it has some. */
+  crossFieldRules?: CrossFieldRules | undefined
 }
 export const RequestFacts = Context.Reference<RequestFacts | undefined>("trawl/RequestFacts", { defaultValue: () => undefined })
 
-type DeclaresHeaders = { readonly headers: { readonly ast: SchemaAST.AST } | undefined }
+
+type DeclaresHeaders = { readonly headers: { readonly ast: SchemaAST.AST } | undefined; readonly annotations: Context.Context<never> }
 
 /** Whether an endpoint declares the Idempotency-Key header. */
 const readsIdempotencyKey = (endpoint: DeclaresHeaders): boolean =>
@@ -137,6 +141,7 @@ export const noteEndpointReached = (endpoint: DeclaresHeaders): Effect.Effect<vo
     if (!facts) return
     facts.endpointReached = true
     facts.readsIdempotencyKey = readsIdempotencyKey(endpoint)
+    facts.crossFieldRules = Context.get(endpoint.annotations, CrossFieldRules)
   })
 
 /** Per route table, the methods of each literal path: built once, not walked on every request. */
@@ -237,6 +242,20 @@ const failureResponse = (
     const keyFault = error.kind === "Payload" && facts?.readsIdempotencyKey ? idempotencyKeyProblem(request.headers["idempotency-key"]) : undefined
     const withKeyFault = (d: ReadonlyArray<ErrorDetail>) => (keyFault ? [keyFault, ...d] : d)
     if (wholeBody) return Effect.succeed(json(wholeBody.status, errorEnvelope(wholeBody.code, wholeBody.message, requestId, withKeyFault(details))))
+    const rules = error.kind === "Payload" && !isJson ? facts?.crossFieldRules : undefined
+    if (rules) {
+      // The body parsed (the decoder named paths in it): its rules across fields are named too.
+      return request.json.pipe(
+        Effect.timeout("1 second"),
+        Effect.map((body) => {
+          if (typeof body !== "object" || body === null || Array.isArray(body)) return []
+          const named = new Set(details.map((d) => d.path))
+          return rules(body as Record<string, unknown>).filter((d) => !named.has(d.path))
+        }),
+        Effect.orElseSucceed(() => []),
+        Effect.map((more) => json(400, errorEnvelope("validation_error", "the request body is not valid", requestId, withKeyFault([...details, ...more]))))
+      )
+    }
     const where = error.kind === "Payload" ? "body" : error.kind.toLowerCase()
     // A search body's bad `where` is a bad filter, as a list's bad query filter is, and its unknown
     // sort fields an invalid sort field; a body with other faults too is a validation error that

@@ -16,6 +16,8 @@ import { WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader } from "../schema/common.ts"
+import { extractionBodyFaults } from "../schema/extraction.ts"
+import { CrossFieldRules } from "./security.ts"
 
 const id = { id: Schema.String }
 
@@ -26,7 +28,7 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
       payload: CreateExtractionBody,
       success: Success(CreatedExtraction, 201),
       error: errors(InvalidRequest, PaymentRequired, NotFound, Conflict, PayloadTooLarge, Unprocessable, TooManyRequests, Unavailable)
-    }).pipe(requires("extractor:extractions:write")),
+    }).annotate(CrossFieldRules, (body) => extractionBodyFaults(body)).pipe(requires("extractor:extractions:write")),
     HttpApiEndpoint.get("list", "/extractions", {
       query: {
         ...PageQuery,

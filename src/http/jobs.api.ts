@@ -7,6 +7,8 @@ import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, TooManyReq
 import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobStatus, jobSortFields, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
+import { webhookOptionFaults } from "../schema/webhook.ts"
+import { CrossFieldRules } from "./security.ts"
 
 const IdempotencyHeader = { "idempotency-key": Schema.optional(IdempotencyKeyHeader) }
 const id = { id: Schema.String }
@@ -24,7 +26,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       payload: CreateJobBody,
       success: Success(CreatedJob, 201),
       error: errors(InvalidRequest, PaymentRequired, Conflict, Unprocessable, TooManyRequests, Unavailable)
-    }).pipe(requires("scraper:jobs:write")),
+    }).annotate(CrossFieldRules, (body) => webhookOptionFaults(body, ["webhookSecret"])).pipe(requires("scraper:jobs:write")),
     HttpApiEndpoint.post("bulk", "/jobs/bulk", {
       headers: IdempotencyHeader,
       payload: BulkJobsBody,

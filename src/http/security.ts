@@ -1,3 +1,4 @@
+import type { ErrorDetail } from "../schema/errors.ts"
 import { Context } from "effect"
 import { type HttpApiEndpoint, type HttpApiGroup, HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { CurrentPrincipal } from "../iam/principal.ts"
@@ -132,3 +133,13 @@ export const requires = (permission: string) => <A extends HttpApiEndpoint.Const
  */
 export const requiresUnlessOwnSession = (permission: string) => <A extends HttpApiEndpoint.Constraint>(self: A): WithPolicy<A> =>
   requires(permission)((self as unknown as HttpApiGroup.Top).annotate(OwnSession, true) as unknown as A)
+
+/**
+ * The rules across a body's fields that an endpoint's service checks once the schema passed
+ * ("webhookSecret only with webhookUrl"), read off the raw JSON object: when the schema refuses the
+ * body, the envelope middleware's answer names these faults too, so that one answer lists
+ * everything to mend (contract §4). Presence only: a rule reads which fields were sent, never their
+ * decoded values. Declared on the endpoint: `.annotate(CrossFieldRules, rules)`.
+ */
+export type CrossFieldRules = (body: Readonly<Record<string, unknown>>) => ReadonlyArray<ErrorDetail>
+export const CrossFieldRules = Context.Reference<CrossFieldRules | undefined>("trawl/CrossFieldRules", { defaultValue: () => undefined })

@@ -1,6 +1,8 @@
 import { Schema } from "effect"
 import { AbsoluteUrl, CreatedRange, DateTime, isAtMostCharacters, NullableDateTime, UrlPrefixFilter, WebhookSecret } from "./common.ts"
 import { Page, SearchPagination, SortTerms } from "./envelope.ts"
+import type { ErrorDetail } from "./errors.ts"
+import { webhookOptionFaults } from "./webhook.ts"
 
 export const ExtractionStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead", "cancelled"])
 export type ExtractionStatus = typeof ExtractionStatus.Type
@@ -185,3 +187,20 @@ export const ExtractorConfig = Schema.Struct({
 export type ExtractorConfig = typeof ExtractorConfig.Type
 
 export const DeletedConfig = Schema.Struct({ deleted: Schema.Boolean, deletedAt: DateTime, id: Schema.String })
+
+/**
+ * The rules across an extraction body's fields: exactly one source (unless a replay reuses the
+ * stored input), `inputFormat` only with `input`, webhook options only with `webhookUrl`. Read from
+ * which fields were sent, so they hold for a raw JSON body as for a decoded one.
+ */
+export const extractionBodyFaults = (body: Readonly<Record<string, unknown>>, reusesInput = false): Array<ErrorDetail> => {
+  const details: Array<ErrorDetail> = []
+  const sources = (["url", "input", "jobId"] as const).filter((k) => body[k] !== undefined)
+  if (sources.length !== 1 && !reusesInput) {
+    details.push({ path: sources.length === 0 ? "url" : sources[1]!, code: "exactly_one_source", message: "exactly one of url, input, jobId" })
+  }
+  if (body.inputFormat !== undefined && body.input === undefined && !reusesInput) {
+    details.push({ path: "inputFormat", code: "invalid_value", message: "only with input" })
+  }
+  return [...details, ...webhookOptionFaults(body, ["webhookSecret", "webhookEventTypes"])]
+}

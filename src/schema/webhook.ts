@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { DateTime, NullableDateTime } from "./common.ts"
+import type { ErrorDetail } from "./errors.ts"
 
 export const WebhookAttempt = Schema.Struct({
   attempt: Schema.Int,
@@ -29,3 +30,12 @@ export const RedeliveryResult = Schema.Struct({
   error: Schema.NullOr(Schema.String),
   durationMs: Schema.Int
 })
+
+/**
+ * A create body's webhook options sent without its `webhookUrl`: one fault each (a rule across the
+ * body's fields, read from which fields were sent; see CrossFieldRules in http/envelope-middleware.ts).
+ */
+export const webhookOptionFaults = (body: Readonly<Record<string, unknown>>, options: ReadonlyArray<string>): Array<ErrorDetail> =>
+  body.webhookUrl === undefined || body.webhookUrl === "" || body.webhookUrl === null
+    ? options.filter((k) => body[k] !== undefined).map((k) => ({ path: k, code: "invalid_value", message: "only with webhookUrl" }))
+    : []
