@@ -162,16 +162,18 @@ interface Chunk {
 
 /** Short texts that are page furniture when they make up a whole chunk. */
 const BOILER_TEXT = /^(advert|advertisement|advertising|anzeige|publicité|publicidad|pubblicità|sponsored|read more|read more (posts|articles|blogs|stories)|read next|read also|more:?|see also|related:?|related (articles|posts|stories|reading):?|share( this)?( article| story| post| page| report)?|share this on:?|tweet|email|print|text size|font size|don.?t miss|tell us what you think.*|comments?|\d+ comments?|click here.*|sign up.*|subscribe.*|follow us.*|image:?|photo:?|video:?|getty images|loading\.*|skip to .*|関連記事|関連リンク)$/i
-/**
- * A picture's caption as text: a short line that ends with the picture's credit, "(Image: GETTY)",
- * "(Photo: Jane Doe/Reuters)", "(Picture credit: ...)".
- */
 /** The site's own notices: an unsupported browser, a failed widget, a sharing form's confirmation. */
 const UI_NOTICE = /detected you are (on|using)|(does not|doesn't|no longer) support internet explorer|(outdated|unsupported|old|older) (web )?browser|(update|upgrade) (to )?(a modern|a newer|your) browser|(an error (has )?occurred|something went wrong)[^.!]{0,40}[.!]?\s*(please )?try again|^this article has been sent to/i
 /** Calls to subscribe or buy put between paragraphs: a code to use, a trial to start, a newsletter to sign up for. */
 const PROMO = /\buse (the )?(promo |discount )?code\b|\bsubscribe (now|today)\b|\b(get|start) your free trial\b|\bdelivered (through|to) your (letterbox|door|inbox)\b|\bsign up (now|today|for (our|the) (free )?(daily |weekly )?newsletter)\b/i
+/**
+ * A picture's caption as text: a short line that ends with the picture's credit, "(Image: GETTY)",
+ * "(Photo: Jane Doe/Reuters)", "(Picture credit: ...)".
+ */
 const CAPTION_CREDIT = /\((image|photo|photograph|picture|pic|credit|foto|bild)s?( credit)?\s*:[^()]{1,80}\)$/i
 
+/** How a publication line starts ("Updated ...", "Published ..."). */
+const PUBLICATION_LINE = /^(updated|published|posted|originally published|last updated|original)\b/i
 /** A line that carries a date or time (publication lines, datelines of teasers). */
 const DATE_LINE = /\b(19|20)\d\d\b|\b\d{1,2}:\d\d\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}\b|\b\d{1,2}\.? (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)/i
 
@@ -436,9 +438,8 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (text.length < 60 && BOILER_TEXT.test(text)) continue
     if (text.length < 300 && (CAPTION_CREDIT.test(text) || UI_NOTICE.test(text))) continue
     if (text.length < 500 && PROMO.test(text)) continue
-    if (!ck.quoted && text.length < 100 && DATE_LINE.test(text) && !/[.!?]$/.test(text) && text.split(" ").length <= 14) continue
-    // "Updated Nov. 19, 2019 8:21 am ET / Original Nov. 19, 2019 8:02 am ET": a publication line however many words
-    if (!ck.quoted && text.length < 100 && DATE_LINE.test(text) && /^(updated|published|posted|originally published|last updated|original)\b/i.test(text)) continue
+    // A date line; one that says it is the publication's ("Updated Nov. 19, 2019 8:21 am ET / Original ...") however many words
+    if (!ck.quoted && text.length < 100 && DATE_LINE.test(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14) || PUBLICATION_LINE.test(text))) continue
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text) === titleKey) continue
     if (els[ck.owner]!.tag === "h1") continue
     if (sampleOf !== null) {
