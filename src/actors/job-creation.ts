@@ -16,7 +16,7 @@ import { JobEntity } from "./job-entity.ts"
 import { type ConcurrentLimit, type InsufficientCredit, type QuotaExceeded, TenantEntity } from "./tenant-entity.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
 import type { JobId } from "../schema/ids.ts"
-import { webhookOptionFaults } from "../schema/webhook.ts"
+import { webhookSecretFaults } from "../schema/webhook.ts"
 
 export const DEFAULT_JOB_TIMEOUT_MS = 120_000
 
@@ -87,7 +87,7 @@ export const JobCreationLive = Layer.effect(
     /** Checks one job body beyond its schema: safe target and webhook URLs. */
     const prepare = (tenantId: string, body: CreateJobBody, origin: JobOrigin): Effect.Effect<PreparedJob, InvalidRequest | Unprocessable> =>
       Effect.gen(function*() {
-        const lonely = webhookOptionFaults(body, ["webhookSecret"])
+        const lonely = webhookSecretFaults(body)
         if (lonely.length > 0) return yield* fail(400, "validation_error", "webhookSecret goes with webhookUrl", { details: lonely })
         // Both URLs are checked, and every refusal is reported at once.
         const [target, hook] = yield* Effect.promise(() =>

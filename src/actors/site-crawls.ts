@@ -19,7 +19,7 @@ import { SiteFetcher } from "./site-fetcher.ts"
 import { TenantEntity } from "./tenant-entity.ts"
 import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
-import { webhookOptionFaults } from "../schema/webhook.ts"
+import { webhookSecretFaults } from "../schema/webhook.ts"
 
 export type CreatedCrawl = Crawl & { webhookSecret?: string }
 type Paged<A> = { readonly items: ReadonlyArray<A>; readonly total: number }
@@ -94,7 +94,7 @@ export const SiteCrawlServiceLive = Layer.effect(
 
     const create: SiteCrawlServiceShape["create"] = (tenantId, body, origin) =>
       Effect.gen(function*() {
-        const lonely = webhookOptionFaults(body, ["webhookSecret"])
+        const lonely = webhookSecretFaults(body)
         if (lonely.length > 0) return yield* fail(400, "validation_error", "webhookSecret goes with webhookUrl", { details: lonely })
         const [target, hook] = yield* Effect.promise(() => Promise.all([fetcher.check(body.url), body.webhookUrl ? fetcher.check(body.webhookUrl) : undefined]))
         const refused: Array<ErrorDetail> = []

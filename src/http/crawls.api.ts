@@ -5,9 +5,8 @@ import { Crawl, CrawlListPage, CrawlPagePage, CrawlPageStatus, CrawlStatus, Crea
 import { PageQuery, Success } from "../schema/envelope.ts"
 import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { Operations } from "./openapi.ts"
-import { ApiKeyAuth, requires } from "./security.ts"
-import { webhookOptionFaults } from "../schema/webhook.ts"
-import { CrossFieldRules } from "./security.ts"
+import { webhookSecretFaults } from "../schema/webhook.ts"
+import { ApiKeyAuth, CrossFieldRules, requires } from "./security.ts"
 
 const id = { id: Schema.String }
 
@@ -36,7 +35,7 @@ export class CrawlsGroup extends HttpApiGroup.make("crawls")
       payload: CreateCrawlBody,
       success: Success(CreatedCrawl, 201),
       error: errors(InvalidRequest, PaymentRequired, Conflict, Unprocessable, TooManyRequests, Unavailable)
-    }).annotate(CrossFieldRules, (body) => webhookOptionFaults(body, ["webhookSecret"])).pipe(requires("scraper:jobs:write")),
+    }).annotate(CrossFieldRules, webhookSecretFaults).pipe(requires("scraper:jobs:write")),
     HttpApiEndpoint.get("list", "/crawls", {
       query: ListCrawlsQuery,
       success: Success(CrawlListPage),

@@ -1,4 +1,3 @@
-import { CrossFieldRules } from "./security.ts"
 import { randomUUID } from "node:crypto"
 import { IncomingMessage } from "node:http"
 import { ByteSize, Cause, Context, Effect, Option, References, type SchemaAST, SchemaIssue, type Types } from "effect"
@@ -9,6 +8,7 @@ import { type ApiError, type ErrorDetail, errorEnvelope, InvalidRequest, isApiEr
 import { idempotencyKeyProblem } from "./idempotency.ts"
 import { withRequestMetrics } from "./request-metrics.ts"
 import { withServerSpan } from "../observability/server-span.ts"
+import { CrossFieldRules } from "./security.ts"
 
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{8,128}$/
@@ -126,7 +126,6 @@ export interface RequestFacts {
   crossFieldRules?: CrossFieldRules | undefined
 }
 export const RequestFacts = Context.Reference<RequestFacts | undefined>("trawl/RequestFacts", { defaultValue: () => undefined })
-
 
 type DeclaresHeaders = { readonly headers: { readonly ast: SchemaAST.AST } | undefined; readonly annotations: Context.Context<never> }
 

@@ -7,17 +7,16 @@ import {
   CreatedExtraction,
   CreateExtractionBody,
   Extraction,
+  extractionBodyFaults,
   ExtractionPage,
   ExtractionStatus,
   extractionSortFields,
   SearchExtractionsBody
 } from "../schema/extraction.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
-import { ApiKeyAuth, requires } from "./security.ts"
+import { ApiKeyAuth, CrossFieldRules, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader } from "../schema/common.ts"
-import { extractionBodyFaults } from "../schema/extraction.ts"
-import { CrossFieldRules } from "./security.ts"
 
 const id = { id: Schema.String }
 
@@ -28,7 +27,7 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
       payload: CreateExtractionBody,
       success: Success(CreatedExtraction, 201),
       error: errors(InvalidRequest, PaymentRequired, NotFound, Conflict, PayloadTooLarge, Unprocessable, TooManyRequests, Unavailable)
-    }).annotate(CrossFieldRules, (body) => extractionBodyFaults(body)).pipe(requires("extractor:extractions:write")),
+    }).annotate(CrossFieldRules, extractionBodyFaults).pipe(requires("extractor:extractions:write")),
     HttpApiEndpoint.get("list", "/extractions", {
       query: {
         ...PageQuery,

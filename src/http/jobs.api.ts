@@ -5,10 +5,8 @@ import { Page, PageQuery, SortQuery, Success } from "../schema/envelope.ts"
 import { Operations } from "./openapi.ts"
 import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobStatus, jobSortFields, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
-import { WebhookDelivery } from "../schema/webhook.ts"
-import { ApiKeyAuth, requires } from "./security.ts"
-import { webhookOptionFaults } from "../schema/webhook.ts"
-import { CrossFieldRules } from "./security.ts"
+import { WebhookDelivery, webhookSecretFaults } from "../schema/webhook.ts"
+import { ApiKeyAuth, CrossFieldRules, requires } from "./security.ts"
 
 const IdempotencyHeader = { "idempotency-key": Schema.optional(IdempotencyKeyHeader) }
 const id = { id: Schema.String }
@@ -26,7 +24,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       payload: CreateJobBody,
       success: Success(CreatedJob, 201),
       error: errors(InvalidRequest, PaymentRequired, Conflict, Unprocessable, TooManyRequests, Unavailable)
-    }).annotate(CrossFieldRules, (body) => webhookOptionFaults(body, ["webhookSecret"])).pipe(requires("scraper:jobs:write")),
+    }).annotate(CrossFieldRules, webhookSecretFaults).pipe(requires("scraper:jobs:write")),
     HttpApiEndpoint.post("bulk", "/jobs/bulk", {
       headers: IdempotencyHeader,
       payload: BulkJobsBody,

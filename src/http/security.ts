@@ -1,8 +1,7 @@
-import type { ErrorDetail } from "../schema/errors.ts"
 import { Context } from "effect"
 import { type HttpApiEndpoint, type HttpApiGroup, HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { CurrentPrincipal } from "../iam/principal.ts"
-import { errors, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, TooManyRequests, Unauthenticated, UnsupportedMediaType } from "../schema/errors.ts"
+import { type ErrorDetail, errors, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, TooManyRequests, Unauthenticated, UnsupportedMediaType } from "../schema/errors.ts"
 
 /**
  * The permission an endpoint needs, declared on the endpoint (or its group) by its policy:

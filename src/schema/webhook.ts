@@ -33,9 +33,12 @@ export const RedeliveryResult = Schema.Struct({
 
 /**
  * A create body's webhook options sent without its `webhookUrl`: one fault each (a rule across the
- * body's fields, read from which fields were sent; see CrossFieldRules in http/envelope-middleware.ts).
+ * body's fields, read from which fields were sent; see CrossFieldRules in http/security.ts).
  */
 export const webhookOptionFaults = (body: Readonly<Record<string, unknown>>, options: ReadonlyArray<string>): Array<ErrorDetail> =>
   body.webhookUrl === undefined || body.webhookUrl === "" || body.webhookUrl === null
     ? options.filter((k) => body[k] !== undefined).map((k) => ({ path: k, code: "invalid_value", message: "only with webhookUrl" }))
     : []
+
+/** The rule of a job's and a crawl's create body: `webhookSecret` only with `webhookUrl`. */
+export const webhookSecretFaults = (body: Readonly<Record<string, unknown>>): Array<ErrorDetail> => webhookOptionFaults(body, ["webhookSecret"])

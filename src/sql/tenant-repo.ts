@@ -1,4 +1,3 @@
-import { MAX_BALANCE } from "../schema/tenant.ts"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { internalAdminRole, type SystemRole, tenantSystemRoles } from "../iam/permissions.ts"
@@ -8,7 +7,7 @@ import { newId } from "../ids.ts"
 import { iso, money } from "../schema/common.ts"
 import { terminalExtractionStatuses } from "../schema/extraction.ts"
 import { terminalStatuses } from "../schema/job.ts"
-import type { Tenant, Transaction, TransactionFilter } from "../schema/tenant.ts"
+import { MAX_BALANCE, type Tenant, type Transaction, type TransactionFilter } from "../schema/tenant.ts"
 import { createdBetween, createdWithin } from "./created-between.ts"
 import { orderByTerms, sortLikeSql } from "./order-by.ts"
 import { pageOfRows } from "./memory-search.ts"
@@ -110,7 +109,6 @@ export interface TenantRepoShape {
   readonly quotaLimits: <K extends QuotaKey>(tenantId: string, keys: ReadonlyArray<K>) => Effect.Effect<Record<K, number>>
 }
 
-export { MAX_BALANCE }
 
 /** Sort fields of the ledger; entries are numbered in the order they were written. */
 const transactionColumns: Readonly<Record<string, string>> = { createdAt: "seq", amount: "amount", id: "id" }
