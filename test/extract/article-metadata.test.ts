@@ -12,6 +12,13 @@ describe("headline", () => {
     expect(headlineOf("Cats and dogs - a guide", undefined, undefined, "https://pets.example.com/")).toBe("Cats and dogs - a guide")
   })
 
+  it("keeps every part of a page title but a trailing site name when nothing else names the page", () => {
+    const html = `<html><head><title>'Kinds of threads' - A board as an engine? - Boardly Community</title></head><body>${para(3)}</body></html>`
+    expect(article(html, { url: "https://discuss.boardly.org/d/1" }).data.title).toBe("'Kinds of threads' - A board as an engine?")
+    const unnamed = `<html><head><title>Wiring - Overview | Office of Safety</title></head><body>${para(3)}</body></html>`
+    expect(article(unnamed, { url: "https://www.example.gov/wiring" }).data.title).toBe("Wiring - Overview | Office of Safety")
+  })
+
   it("decodes entities left in structured titles", () => {
     const html = `<html><head><meta property="og:title" content="Hire SF&amp;#x27;s best movers"></head><body>${para(3)}</body></html>`
     expect(article(html).data.title).toBe("Hire SF's best movers")

@@ -63,7 +63,7 @@ describe("article extraction (HTML)", () => {
   })
 
   it("falls back to the <title> and then to the first words for the title", () => {
-    expect(article(`<html><head><title>Only a title | Site</title></head><body>${para(2)}</body></html>`).data.title).toBe("Only a title")
+    expect(article(`<html><head><title>Only a title | Example News</title></head><body>${para(2)}</body></html>`).data.title).toBe("Only a title")
     const d = article(`<html><body>${para(2)}</body></html>`).data
     expect(d.title).toMatch(/^Paragraph 1 about the harbour: the council said/)
     expect(d.title.length).toBeLessThanOrEqual(120)

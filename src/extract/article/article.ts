@@ -82,7 +82,7 @@ export function articleFromPage(page: Page): ArticleResult {
   let title = first("title", (n) => str(n.headline) ?? (rank(n) < 2 ? str(n.name) : undefined))
     ?? fromMeta("title", ["og:title", "twitter:title", "dc.title", "title"])
   if (title === undefined && h1 !== undefined) { title = h1; sources.title = "main-content" }
-  if (title === undefined && meta.title !== undefined && meta.title !== "") { title = cleanTitle(meta.title, h1); sources.title = "meta" }
+  if (title === undefined && meta.title !== undefined && meta.title !== "") { title = meta.title; sources.title = "meta" }
   if (title !== undefined) data.title = headlineOf(normalizeSpace(decodeEntities(title)), h1, meta.get("og:site_name"), page.url)
 
   const description = first("description", (n) => str(n.description))
