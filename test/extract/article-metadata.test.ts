@@ -76,6 +76,24 @@ describe("publication date", () => {
     expect(article(html).data.publishedAt).toBe("2025-03-03T00:00:00.000Z")
   })
 
+  it("reads a line that is only a date just under the h1, and no date further down or with other words", () => {
+    const under = `<html><body><main><h1>Proofs as types</h1><p>December 15, 2025</p>${para(3)}</main></body></html>`
+    expect(article(under, { url: "https://blog.example.org/post/proofs" }).data.publishedAt).toBe("2025-12-15T00:00:00.000Z")
+    const far = `<html><body><main><h1>Proofs as types</h1>${para(8)}<p>December 15, 2025</p></main></body></html>`
+    expect(article(far, { url: "https://blog.example.org/post/proofs" }).data.publishedAt).toBeUndefined()
+    const sentence = `<html><body><main><h1>Proofs as types</h1><p>Sale ends December 15, 2025</p>${para(3)}</main></body></html>`
+    expect(article(sentence, { url: "https://blog.example.org/post/proofs" }).data.publishedAt).toBeUndefined()
+  })
+
+  it("reads a date in the page's address when the page states none", () => {
+    const html = `<html><body><article><h1>Rust backend</h1>${para(3)}</article></body></html>`
+    expect(article(html, { url: "https://blog.example.org/articles/2025-12-15+Rust+backend" }).data.publishedAt).toBe("2025-12-15T00:00:00.000Z")
+    expect(article(html, { url: "https://news.example.com/2024/05/07/rust-backend/" }).data.publishedAt).toBe("2024-05-07T00:00:00.000Z")
+    expect(article(html, { url: "https://shop.example.com/item/2025-13-40" }).data.publishedAt).toBeUndefined()
+    const stated = `<html><head><meta property="article:published_time" content="2025-12-14T08:00:00Z"></head><body><article><h1>Rust backend</h1>${para(3)}</article></body></html>`
+    expect(article(stated, { url: "https://news.example.com/2025/12/15/rust" }).data.publishedAt).toBe("2025-12-14T08:00:00.000Z")
+  })
+
   it("does not take an update date for the publication", () => {
     const html = `<html><body><article><h1>Garden notes</h1><span class="date">Updated March 3, 2025</span>${para(3)}</article></body></html>`
     expect(article(html).data.publishedAt).toBeUndefined()

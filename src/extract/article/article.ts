@@ -130,6 +130,8 @@ export function articleFromPage(page: Page): ArticleResult {
     ?? toIsoDateTime(fromMeta("publishedAt", ["article:published_time", "og:published_time", "published_time", "date", "pubdate", "publishdate", "publish-date", "dc.date", "dc.date.issued", "sailthru.date", "parsely-pub-date", "datepublished"]))
     ?? timeElement(page.scope, sources)
     ?? dateLabel(page.scope, sources)
+    ?? dateUnderHeadline(page.scope, sources)
+    ?? urlDate(page.url, sources)
   if (published !== undefined) data.publishedAt = published
   else delete sources.publishedAt
   const modified = first("modifiedAt", (n) => toIsoDateTime(str(n.dateModified)))
@@ -303,6 +305,45 @@ function dateLabel(root: Element, sources: FieldSources): string | undefined {
     return false
   })
   return out
+}
+
+/**
+ * A line that is only a date ("December 15, 2025", "Posted on 3 March 2025") among the first lines
+ * after the page's h1: where a post without date markup shows when it was written.
+ */
+function dateUnderHeadline(root: Element, sources: FieldSources): string | undefined {
+  let seenH1 = false, lines = 0, out: string | undefined
+  walk(root, (el) => {
+    if (out !== undefined || lines > HEADLINE_DATE_LINES) return false
+    if (el.tag === "h1") { seenH1 = true; return false }
+    if (!seenH1 || el.children.some((c) => typeof c !== "string" && BLOCK_TAGS.has(c.tag))) return
+    const t = normalizeSpace(rawText(el))
+    if (t === "") return false
+    lines++
+    if (t.length <= 40 && ONLY_DATE.test(t)) {
+      const v = visibleDate(t)
+      if (v !== undefined) { out = v; sources.publishedAt = "main-content" }
+    }
+    return false
+  })
+  return out
+}
+/** How many lines after the h1 may hold its date. */
+const HEADLINE_DATE_LINES = 6
+const BLOCK_TAGS = new Set(["p", "div", "section", "article", "header", "ul", "ol", "li", "h2", "h3", "h4", "h5", "h6", "table", "figure", "blockquote", "pre", "main", "aside", "nav", "footer", "form"])
+/** A short text that is a date and nothing else (an optional "Posted on" before it). */
+const ONLY_DATE = /^(?:(?:posted|published|written)\s+(?:on\s+)?)?(?:\d{4}-\d\d-\d\d|[A-Za-z]{3,9}\.? \d{1,2},? \d{4}|\d{1,2}\.? [A-Za-z]{3,9}\.? \d{4}|\d{1,2}[./]\d{1,2}[./]\d{4})$/i
+
+/** A date in the page's address (`/2025/12/15/slug`, `/2025-12-15-slug`): the last evidence there is. */
+function urlDate(url: string | null, sources: FieldSources): string | undefined {
+  if (url === null) return undefined
+  let path: string
+  try { path = new URL(url).pathname } catch { return undefined }
+  const m = /(?:^|[/_+-])((?:19|20)\d\d)([/-])(0[1-9]|1[0-2])\2(0[1-9]|[12]\d|3[01])(?=$|[/_+.-])/.exec(path)
+  if (m === null) return undefined
+  const v = toIsoDateTime(`${m[1]}-${m[3]}-${m[4]}`)
+  if (v !== undefined) sources.publishedAt = "main-content"
+  return v
 }
 
 /** A date written out somewhere in a short text ("By Ann · March 3, 2025 · 5 min read"). */
