@@ -26,6 +26,17 @@ describe("headline", () => {
 })
 
 describe("author", () => {
+  it("does not take a user review's author for the page's, nor a placeholder", () => {
+    const review = (name: string) => `{"@type":"Review","author":{"@type":"Person","name":"${name}"},"reviewBody":"Works well."}`
+    const product = `<html><head><script type="application/ld+json">[{"@type":"Product","name":"Feeder","review":[]},${review("Ron B.")}]</script></head><body><h1>Feeder</h1>${para(3)}</body></html>`
+    expect(article(product).data.author).toBeUndefined()
+    const reviews = `<html><head><script type="application/ld+json">[${review("Ann K.")},${review("Ron B.")}]</script></head><body><h1>Movers</h1>${para(3)}</body></html>`
+    expect(article(reviews).data.author).toBeUndefined()
+    const oneReview = `<html><head><script type="application/ld+json">${review("Ann Critic")}</script></head><body><h1>Film review</h1>${para(3)}</body></html>`
+    expect(article(oneReview).data.author).toBe("Ann Critic")
+    expect(cleanAuthor("undefined")).toBeUndefined()
+  })
+
   it("strips byline decoration and refuses dates", () => {
     expect(cleanAuthor("by Geri Mileva")).toBe("Geri Mileva")
     expect(cleanAuthor("Author Isaiah Shelton")).toBe("Isaiah Shelton")

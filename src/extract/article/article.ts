@@ -1,7 +1,7 @@
 /** Article fields from an HTML page: structured data, meta tags and the main-content extractor. */
 import type { Article } from "../types.ts"
 import { normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
-import { str, strs, type JsonObject } from "../structured.ts"
+import { str, strs, typesOf, type JsonObject } from "../structured.ts"
 import { firstText, nodesOfType, type Page } from "../page.ts"
 import { extractMainContent, type MainContent } from "./main-content.ts"
 import { readScriptData } from "./script-data.ts"
@@ -109,7 +109,9 @@ export function articleFromPage(page: Page): ArticleResult {
     if (sources.summary === undefined) sources.summary = data.description !== undefined ? sources.description! : "main-content"
   }
 
-  let authors = first("authors", (n) => strs(n.author).map(notUrl).filter((x): x is string => x !== undefined))
+  // user reviews (several Review items, or reviews of a product) are not the page's author
+  const reviewsOfPage = nodes.filter(({ node }) => typesOf(node).includes("Review")).length > 1 || nodesOfType(page, PRODUCT_TYPES).length > 0
+  let authors = first("authors", (n) => reviewsOfPage && typesOf(n).includes("Review") ? undefined : strs(n.author).map(notUrl).filter((x): x is string => x !== undefined))
   if (authors === undefined || authors.length === 0) {
     const m = [...meta.all("author"), ...meta.all("article:author"), ...meta.all("dc.creator"), ...meta.all("byl")]
       .map((x) => notUrl(x.replace(/^by\s+/i, ""))).filter((x): x is string => x !== undefined)
@@ -270,6 +272,9 @@ function timeElement(root: Element, sources: FieldSources): string | undefined {
  * (also glued: "BySummer Swann"), a trailing date or "· 5 min read". Undefined when what is left is a
  * date or not a name.
  */
+/** Types whose presence makes Review items the product's user reviews. */
+const PRODUCT_TYPES = new Set(["Product", "ProductGroup", "Offer", "AggregateOffer"])
+
 export function cleanAuthor(raw: string): string | undefined {
   let t = normalizeSpace(raw).replace(/^["'“”‘’]+|["'“”‘’]+$/g, "")
   // a line that starts with a weekday or month is a date line, not a name
@@ -280,7 +285,7 @@ export function cleanAuthor(raw: string): string | undefined {
   t = t.replace(/\s*[-–—|·•,]\s*(\p{L}{3,9}\.? \d{1,2},? \d{4}|\d{1,2}[./ ]\p{L}*[./ ]?\d{2,4}|\d{4}-\d\d-\d\d|\d+ min(ute)?s? read).*$/u, "")
   t = t.replace(/(?<=\p{Ll})[-–—](?=\p{Lu}\p{Ll}+ \d)/u, " ").replace(/\s+(\p{Lu}\p{Ll}+ \d{1,2},? \d{4}).*$/u, "")
   t = t.trim()
-  if (t.length < 2 || t.length > 100) return undefined
+  if (t.length < 2 || t.length > 100 || /^(undefined|null|none|n\/a|unknown|admin)$/i.test(t)) return undefined
   if (toIsoDateTime(t) !== undefined && /\d/.test(t)) return undefined
   if (/\d{1,2}:\d\d/.test(t)) return undefined
   return t
