@@ -182,6 +182,12 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     const taken = await api.get("/v1/billing/me/transactions?take=2", t.apiKey)
     expect(amounts(taken)).toEqual(["0.25", "-0.50"])
     expect(taken.json.data.pagination).toEqual({ offset: 0, limit: 2, total: 4, hasMore: true })
+    // ... and the answer says it is legacy: a deprecation object (spec "Versioning") and the RFC headers.
+    expect(taken.json.deprecation).toMatchObject({ successor: "limit", sunset: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) })
+    expect(Date.parse(taken.json.deprecation.sunset)).toBe(Date.parse(taken.headers.get("sunset")!))
+    expect(taken.headers.get("deprecation")).toMatch(/^@\d+$/)
+    const limited = await api.get("/v1/billing/me/transactions?limit=2", t.apiKey)
+    expect([limited.json.deprecation, limited.headers.get("deprecation"), limited.headers.get("sunset")]).toEqual([undefined, null, null])
     expect((await api.get("/v1/billing/me/transactions?take=2&limit=2", t.apiKey)).json.data.pagination.limit).toBe(2)
     const both = await api.get("/v1/billing/me/transactions?take=2&limit=3", t.apiKey)
     expect([both.status, both.json.code]).toEqual([400, "validation_error"])

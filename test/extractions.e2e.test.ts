@@ -336,7 +336,8 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
     it("extracts an article from plain text", async () => {
       const n = nonce()
       const text = `Text title ${n}\n\nThe first paragraph of plain text. It has two sentences.\n\nThe second paragraph follows here.`
-      const e = await extractDone({ type: "article", input: text, inputFormat: "text" })
+      // optional fields given as null count as absent (docs/api.md)
+      const e = await extractDone({ type: "article", input: text, inputFormat: "text", configId: null, webhookUrl: null, webhookSecret: null })
       expect(e.inputFormat).toBe("text")
       expect(e.data.title).toBe(`Text title ${n}`)
       expect(e.data.content).toContain("The first paragraph of plain text.")

@@ -292,6 +292,11 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
     expect(refused.status).toBe(403)
     expect(refused.json.code).toBe("forbidden")
 
+    // A global config has no tenant: one given is refused rather than dropped.
+    const withTenant = await createConfig({ scope: "global", tenantId: t.tenantId, type: "article", urlPattern: pattern }, admin)
+    expect(withTenant.status, withTenant.text).toBe(422)
+    expect(withTenant.json).toMatchObject({ code: "invalid_tenant", error: { details: [{ path: "tenantId" }] } })
+
     const created = await createConfig({ scope: "global", type: "article", urlPattern: pattern, priority: 5, payload: { selectors: { title: [{ css: ".g-title" }] } } }, admin)
     expect(created.status, created.text).toBe(201)
     const g = created.json.data
@@ -461,6 +466,7 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
     })
     expect(e.data.name).toBe(`No model ${n}`)
     expect(e.errorClass).toBe("llm_unavailable")
+    expect(e.metadata.llm).toMatchObject({ status: "unavailable", refinedFields: [], correctedFields: [] })
   })
 
   // Quota `extractor.configs.total`: a super-admin override (`PUT /v1/admin/tenants/{id}/quotas/{key}`,

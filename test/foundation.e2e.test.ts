@@ -91,7 +91,10 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
   it("answers every error class in the envelope with the right status", async () => {
     const t = await api.createTenant()
     // 401: missing, malformed, unknown key
-    envelopeError(await api.get("/v1/iam/roles"), 401, "unauthorized")
+    const noKey = await api.get("/v1/iam/roles")
+    envelopeError(noKey, 401, "unauthorized")
+    // a 401 names a way to authenticate (RFC 9110)
+    expect(noKey.headers.get("www-authenticate")).toMatch(/^Bearer /)
     envelopeError(await api.get("/v1/iam/roles", "nope"), 401, "unauthorized")
     envelopeError(await api.get("/v1/iam/roles", "trawl_" + "A".repeat(43)), 401, "unauthorized")
     // 400 with one detail per offending path
@@ -394,6 +397,22 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     // The refused request took nothing from the minute: one fewer than before, for this request alone.
     if (Math.floor(Date.now() / 60_000) === Math.floor((Date.now() - 1300) / 60_000)) {
       expect(Number(after.headers.get("ratelimit-remaining"))).toBe(Number(before.headers.get("ratelimit-remaining")) - 1)
+    }
+  })
+
+  it("answers a spent minute with the minute's wait, also when the second is full too", async () => {
+    const t = await api.createTenant()
+    const read = ((await api.get("/v1/iam/roles", t.apiKey)).json.data.items as Array<any>).find((r) => r.name === "read")
+    const once = (await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "one a minute", roleId: read.id, rateLimitPerMinute: 1 }, t.apiKey)).json.data.rawKey
+    // Not near the turn of a minute, whose new budget would admit the next request.
+    while (Date.now() % 60_000 > 50_000) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect((await api.get("/v1/iam/roles", once)).status).toBe(200)
+    // Within the same second (full) and the same minute (spent): a client waiting 1 s would be refused again.
+    for (const refused of [await api.get("/v1/iam/roles", once), await new Promise((r) => setTimeout(r, 1100)).then(() => api.get("/v1/iam/roles", once))]) {
+      envelopeError(refused, 429, "rate_limited")
+      expect(refused.json.error.message).toMatch(/per minute/)
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(8)
+      expect(refused.headers.get("ratelimit-reset")).toBe(refused.headers.get("retry-after"))
     }
   })
 

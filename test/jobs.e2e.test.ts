@@ -426,7 +426,7 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     for (const j of d.created) await waitTerminal(j.id)
 
     // One body, one verdict: an optional field given as null is absent in a bulk item as in a single job.
-    const withNulls = { timeoutMs: null, priority: null, escalation: null }
+    const withNulls = { timeoutMs: null, priority: null, escalation: null, webhookUrl: null, webhookSecret: null }
     expect((await create({ url: site.url("/page?case=single-null"), ...withNulls })).status).toBe(201)
     const bulkNulls = await api.post("/v1/scraper/jobs/bulk", { jobs: [{ url: site.url("/page?case=bulk-null"), ...withNulls }] }, key)
     expect(bulkNulls.status, bulkNulls.text).toBe(201)

@@ -8,7 +8,7 @@ import { Config } from "../config.ts"
 import { matchConfigs } from "../extract/config-match.ts"
 import type { ExtractErrorClass } from "../extract/errors.ts"
 import { EXTRACT_TIMEOUT_MS, extractInWorker } from "../extract/extract-in-worker.ts"
-import { refineWithLlm } from "../extract/llm.ts"
+import { type LlmReport, refineWithLlm } from "../extract/llm.ts"
 import { EventLog } from "../events/event-log.ts"
 import { newId } from "../ids.ts"
 import { ExtractionRepo, type ExtractionRow } from "../sql/extraction-repo.ts"
@@ -135,6 +135,8 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
         if (llmWanted) {
           if (!config.llm) {
             llmError = "llm_unavailable"
+            const report: LlmReport = { model: llmOptions?.model ?? "", status: "unavailable", refinedFields: [], correctedFields: [], rejectedRefines: [], durationMs: 0 }
+            metadata.llm = report
           } else {
             const controller = new AbortController()
             running = controller

@@ -5,7 +5,7 @@
  * deeper than any operation reads.
  */
 import type { ErrorDetail } from "../schema/errors.ts"
-import type { ConfigPayload } from "../schema/extraction.ts"
+import { type ConfigPayload, MAX_CONFIG_FIELDS, MAX_FIELD_NAME, MAX_FIELD_OPERATIONS, MAX_PAYLOAD_JSON, RESERVED_NAMES } from "../schema/extraction.ts"
 import { isExtractError } from "./errors.ts"
 import { parseSelector } from "./html/selector.ts"
 import { parseJsonPath } from "./json-path.ts"
@@ -29,14 +29,7 @@ const depthOf = (value: unknown, limit: number): number => {
 
 const problem = (path: string, message: string): ErrorDetail => ({ path, code: "invalid_value", message })
 
-/** The most fields one config's selectors or post-processing name (as many as `fields` may list). */
-const MAX_CONFIG_FIELDS = 50
-/** The most post-processing operations for one field. */
-const MAX_FIELD_OPERATIONS = 20
-/** The largest payload as JSON: selectors, prompts and options are small, and every matching extraction reads it. */
-const MAX_PAYLOAD_JSON = 64 * 1024
-/** Names every object has: a field so named would be lost, or worse. */
-const RESERVED_NAMES = new Set(["__proto__", "constructor", "prototype"])
+
 
 /**
  * The length of `value` as JSON; 0 for a value nested too deeply to write, which only options can
@@ -61,7 +54,7 @@ const boundProblems = (payload: ConfigPayload, at: string): Array<ErrorDetail> =
     const names = Object.keys(map ?? {})
     if (names.length > MAX_CONFIG_FIELDS) problems.push(problem(`${at}.${part}`, `names ${names.length} fields; at most ${MAX_CONFIG_FIELDS}`))
     for (const name of names) {
-      if (name.length === 0 || name.length > 100) problems.push(problem(`${at}.${part}`, "field names are 1 to 100 characters"))
+      if (name.length === 0 || name.length > MAX_FIELD_NAME) problems.push(problem(`${at}.${part}`, `field names are 1 to ${MAX_FIELD_NAME} characters`))
       else if (RESERVED_NAMES.has(name)) problems.push(problem(`${at}.${part}.${name}`, "is not a field name a config may use"))
     }
   }

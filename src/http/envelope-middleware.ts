@@ -9,6 +9,7 @@ import { idempotencyKeyProblem } from "./idempotency.ts"
 import { withRequestMetrics } from "./request-metrics.ts"
 import { withServerSpan } from "../observability/server-span.ts"
 import { CrossFieldRules } from "./security.ts"
+import { markDeprecatedTake } from "./deprecation.ts"
 
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{8,128}$/
@@ -171,6 +172,9 @@ const otherMethodsOfLiteral = (routes: ReadonlyArray<Route>, method: string, pat
 const json = (status: number, body: unknown) => HttpServerResponse.jsonUnsafe(body, { status })
 
 /** The envelope of an `ApiError`, answered outside an endpoint's own error encoding. */
+/** A 401 names how to authenticate (RFC 9110 §11.6.1): a bearer token here, the `x-api-key` header as well (docs/api.md). */
+const AUTHENTICATE_CHALLENGE = 'Bearer realm="trawl"'
+
 const errorResponse = (error: ApiError, requestId: string) =>
   json(error.status, errorEnvelope(error.code, error.message, requestId, error.details, error.extra))
 
@@ -621,7 +625,8 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
             response = errorResponse(response.status === 413 ? payloadTooLarge() : unsupportedMediaType(request.headers), requestId)
           }
         }
-        return HttpServerResponse.setHeaders(response, { ...bag, "x-request-id": requestId })
+        if (response.status === 401) bag["www-authenticate"] = AUTHENTICATE_CHALLENGE
+        return HttpServerResponse.setHeaders(markDeprecatedTake(request, response), { ...bag, "x-request-id": requestId })
       })
     return (httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown>) =>
       Effect.withFiber((fiber) => {

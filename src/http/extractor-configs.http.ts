@@ -53,6 +53,11 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
           if (payload.scope === "global" && !isSuperAdmin(me)) {
             return yield* fail(403, "forbidden", "only platform admins create global configs")
           }
+          if (payload.scope === "global" && payload.tenantId != null) {
+            return yield* fail(422, "invalid_tenant", "a global config applies to every tenant", {
+              details: [{ path: "tenantId", code: "invalid_value", message: "must be null or omitted for a global config" }]
+            })
+          }
           if (payload.scope === "tenant" && payload.tenantId != null && payload.tenantId !== me.tenantId) {
             return yield* fail(422, "invalid_tenant", "tenantId is set from the caller for tenant configs", {
               details: [{ path: "tenantId", code: "invalid_value", message: "must be your tenant or omitted" }]

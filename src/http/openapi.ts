@@ -1,7 +1,8 @@
 import { Context } from "effect"
 import type { OpenApi } from "effect/http-api"
 import { auditActions } from "../schema/audit.ts"
-import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MAX_QUERY_OFFSET } from "../schema/envelope.ts"
+import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MAX_QUERY_OFFSET, TAKE_DEPRECATION } from "../schema/envelope.ts"
+import { MAX_CONFIG_FIELDS, MAX_FIELD_NAME, MAX_FIELD_OPERATIONS, MAX_PAYLOAD_JSON, RESERVED_NAMES } from "../schema/extraction.ts"
 import { codesOf } from "./error-codes.ts"
 import { ApiKeyAuth, credentialsOf, notOnBehalf, Requires, type SecurityScheme, securitySchemes } from "./security.ts"
 
@@ -23,7 +24,7 @@ export const Operations = Context.Reference<Readonly<Record<string, readonly [su
 const queryIntegers: Record<string, object> = {
   offset: { type: "integer", minimum: 0, maximum: MAX_QUERY_OFFSET, default: 0 },
   limit: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT },
-  take: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, description: "legacy name of limit" }
+  take: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, deprecated: true, description: `legacy name of limit, until ${TAKE_DEPRECATION.sunset} (a success that used it carries a deprecation object)` }
 }
 
 /**
@@ -139,6 +140,7 @@ export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spe
       }
       for (const parameter of operation.parameters ?? []) {
         if (parameter.in === "query" && queryIntegers[parameter.name]) parameter.schema = { ...queryIntegers[parameter.name] }
+        if (parameter.in === "query" && parameter.name === "take") parameter.deprecated = true
         if (operation.operationId === "audit.list" && parameter.name === "action") parameter.schema = auditActionFilter
       }
       if (storedContent.has(operation.operationId) && isRecord(operation.responses?.["200"]?.content)) {
@@ -165,8 +167,42 @@ export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spe
   const jobBody = bodySchema(spec, "/v1/scraper/jobs", "post")
   const bulkBody = bodySchema(spec, "/v1/scraper/jobs/bulk", "post")
   if (jobBody && bulkBody?.properties?.jobs) bulkBody.properties.jobs.items = jobBody
+  stateConfigPayloadBounds(spec)
+  stateDateBounds(spec)
   dedupeAnyOf(spec)
   return spec
+}
+
+/** The alternative of `type` of a nullable or optional schema (`anyOf: [x, null]`), or the schema itself. */
+const alternativeOf = (schema: any, type: string): Record<string, any> | undefined =>
+  isRecord(schema) && Array.isArray(schema.anyOf) ? schema.anyOf.find((s: any) => s?.type === type) : isRecord(schema) ? schema : undefined
+
+/**
+ * A config payload's bounds that config-check.ts enforces when a config is written (not by the
+ * schema, which also reads configs stored before a bound existed): stated on the request bodies.
+ */
+const stateConfigPayloadBounds = (spec: Spec) => {
+  const names = { minLength: 1, maxLength: MAX_FIELD_NAME, not: { enum: [...RESERVED_NAMES] } }
+  for (const [path, method] of [["/v1/extractor/configs", "post"], ["/v1/extractor/configs/{id}", "patch"]] as const) {
+    const payload = alternativeOf(bodySchema(spec, path, method)?.properties?.payload, "object")
+    if (!payload) continue
+    payload.description = `At most ${MAX_PAYLOAD_JSON / 1024} KiB as JSON; selectors and postProcess name at most ${MAX_CONFIG_FIELDS} fields each (names of 1 to ${MAX_FIELD_NAME} characters), at most ${MAX_FIELD_OPERATIONS} operations per field.`
+    const selectors = alternativeOf(payload.properties?.selectors, "object")
+    if (selectors) Object.assign(selectors, { maxProperties: MAX_CONFIG_FIELDS, propertyNames: names })
+    const postProcess = alternativeOf(payload.properties?.postProcess, "object")
+    if (postProcess) {
+      Object.assign(postProcess, { maxProperties: MAX_CONFIG_FIELDS, propertyNames: names })
+      if (isRecord(postProcess.additionalProperties)) postProcess.additionalProperties.maxProperties = MAX_FIELD_OPERATIONS
+    }
+  }
+}
+
+/** Dates the services bound beyond their format (delegation-service.ts, api-key-service.ts), in words. */
+const stateDateBounds = (spec: Spec) => {
+  const delegation = alternativeOf(bodySchema(spec, "/v1/iam/users/me/delegations", "post")?.properties?.expiresAt, "string")
+  if (delegation) delegation.description = "in the future, and at most one year ahead"
+  const key = alternativeOf(bodySchema(spec, "/v1/iam/identities/{id}/api-keys", "post")?.properties?.expiresAt, "string")
+  if (key) key.description = "in the future"
 }
 
 const bodySchema = (spec: Spec, path: string, method: string): Record<string, any> | undefined =>

@@ -39,7 +39,9 @@ export const RateLimiterLive = Layer.effect(
           const inSecond = yield* kv.admitInWindow(`rl:s:${apiKeyId}`, 1000, perSecond)
           const inMinute = inSecond ? yield* kv.incr(minuteKey, 61_000) : Number((yield* kv.get(minuteKey)) ?? 0)
           const reset = Math.max(1, Math.ceil(((minute + 1) * 60_000 - now) / 1000))
-          const overMinute = inMinute > perMinute
+          // A request the second refused was not counted: the minute is spent when its count is already at the limit,
+          // and then the wait is the minute's, not the second's (a client waiting 1 s would be refused again).
+          const overMinute = inSecond ? inMinute > perMinute : inMinute >= perMinute
           const overSecond = !inSecond
           return {
             allowed: !overMinute && !overSecond,

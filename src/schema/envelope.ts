@@ -8,6 +8,37 @@ const labels: Record<number, string> = {
   207: "partial_success"
 }
 
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/**
+ * The optional members of every success envelope (spec "Response envelopes"). Trawl sends
+ * `deprecation` when a request used a legacy element (docs/api.md "Versioning"); the document
+ * states all three so that a client validating answers against it accepts them.
+ */
+export const EnvelopeCache = Schema.Struct({
+  hit: Schema.Boolean,
+  key: Schema.optionalKey(Schema.String),
+  ageSeconds: Schema.optionalKey(NonNegativeInt),
+  expiresAt: Schema.optionalKey(Schema.String.annotate({ format: "date-time" }))
+})
+export const EnvelopeTiming = Schema.Struct({
+  totalMs: NonNegativeInt,
+  dbMs: Schema.optionalKey(NonNegativeInt),
+  externalMs: Schema.optionalKey(NonNegativeInt)
+})
+export const EnvelopeDeprecation = Schema.Struct({
+  sunset: Schema.String.annotate({ format: "date-time" }),
+  successor: Schema.optionalKey(Schema.String),
+  note: Schema.optionalKey(Schema.String)
+})
+
+/** The envelope's `deprecation` for a request that used the legacy list parameter `take` (src/http/deprecation.ts). */
+export const TAKE_DEPRECATION = {
+  sunset: "2027-06-30T00:00:00.000Z",
+  successor: "limit",
+  note: "the list parameter take is replaced by limit and will be removed at the sunset"
+} as const
+
 /**
  * The success envelope `{status: "success", code: "<http>-<label>", data}` as a
  * wire schema whose decoded type is the bare data: handlers return the data,
@@ -18,13 +49,17 @@ export const Success = <S extends Schema.Top>(data: S, status = 200, label = lab
   return Schema.Struct({
     status: Schema.Literal("success"),
     code: Schema.Literal(code),
-    data
+    data,
+    cache: Schema.optionalKey(EnvelopeCache),
+    timing: Schema.optionalKey(EnvelopeTiming),
+    deprecation: Schema.optionalKey(EnvelopeDeprecation)
   }).pipe(
     Schema.decodeTo(
       Schema.toType(data),
       SchemaTransformation.transform({
         decode: (envelope) => (envelope as { readonly data: S["Type"] }).data,
-        encode: (value) => ({ status: "success" as const, code, data: value })
+        // `as never`: the optional members are never set here (see EnvelopeDeprecation)
+        encode: (value) => ({ status: "success" as const, code, data: value }) as never
       })
     ),
     HttpApiSchema.status(status)
@@ -119,9 +154,9 @@ export const PageQuery = {
 }
 
 export const Pagination = Schema.Struct({
-  offset: Schema.Int,
-  limit: Schema.Int,
-  total: Schema.Int,
+  offset: NonNegativeInt,
+  limit: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
+  total: NonNegativeInt,
   hasMore: Schema.Boolean
 })
 

@@ -30,8 +30,8 @@ export const CreateExtractionBody = Schema.Struct({
   configId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
   llm: Schema.optional(Schema.Struct({ enabled: Schema.optional(Schema.Boolean), mode: Schema.optional(LlmMode) })),
   webhookUrl: Schema.optional(AbsoluteUrl),
-  // optionalKey: an optional field's union message would quote the secret back.
-  webhookSecret: Schema.optionalKey(WebhookSecret),
+  // null counts as absent, as for every optional field; WebhookSecret's messages never quote the secret.
+  webhookSecret: Schema.optional(WebhookSecret),
   webhookEventTypes: Schema.optional(
     Schema.Array(Schema.Literals(["done", "failed", "dead"])).check(Schema.isBetweenLength(1, 3))
   )
@@ -40,7 +40,7 @@ export type CreateExtractionBody = typeof CreateExtractionBody.Type
 
 const LlmMetadata = Schema.Struct({
   model: Schema.String,
-  status: Schema.Literals(["ok", "failed_validation", "failed_request", "failed_timeout"]),
+  status: Schema.Literals(["ok", "failed_validation", "failed_request", "failed_timeout", "unavailable"]),
   refinedFields: Schema.Array(Schema.String),
   correctedFields: Schema.Array(Schema.String),
   rejectedRefines: Schema.Array(Schema.String),
@@ -119,6 +119,19 @@ export const CancelledExtraction = Schema.Struct({
 })
 
 // --- extractor configs -------------------------------------------------------------------------
+
+// A payload's bounds, checked when a config is written (src/extract/config-check.ts) rather than by
+// the schema, which also reads configs stored before a bound existed; the document states them.
+/** The most fields one config's selectors or post-processing name (as many as `fields` may list). */
+export const MAX_CONFIG_FIELDS = 50
+/** The most post-processing operations for one field. */
+export const MAX_FIELD_OPERATIONS = 20
+/** The largest payload as JSON: selectors, prompts and options are small, and every matching extraction reads it. */
+export const MAX_PAYLOAD_JSON = 64 * 1024
+/** The longest field name a config's selectors or post-processing may use. */
+export const MAX_FIELD_NAME = 100
+/** Names every object has: a field so named would be lost, or worse. */
+export const RESERVED_NAMES: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"])
 
 const Selector = Schema.Struct({
   css: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 500))),

@@ -26,8 +26,8 @@ export const CreateJobBody = Schema.Struct({
   // The spec bounds it only above; the floor keeps it an ordinary number, as an extractor config's is.
   priority: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: -1000, maximum: 10 }))),
   webhookUrl: Schema.optional(AbsoluteUrl),
-  // optionalKey: an optional field's union message would quote the secret back.
-  webhookSecret: Schema.optionalKey(WebhookSecret),
+  // null counts as absent, as for every optional field; WebhookSecret's messages never quote the secret.
+  webhookSecret: Schema.optional(WebhookSecret),
   timeoutMs: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 15_000, maximum: 300_000 }))),
   escalation: Schema.optional(Schema.Array(EscalationEntry).check(Schema.isBetweenLength(1, 8))),
   screenshot: Schema.optional(Schema.Union([Schema.Boolean, ScreenshotOptions]))

@@ -356,3 +356,47 @@ describe("the OpenAPI document", () => {
     expect(JSON.stringify(input)).toContain(String(5 * 1024 * 1024))
   })
 })
+
+describe("the OpenAPI document's envelopes and legacy elements", () => {
+  const doc = openApiDocument()
+  const resolve = (schema: any): any => schema?.$ref ? resolve(doc.components.schemas[schema.$ref.split("/").pop()]) : schema
+  const success = resolve(doc.paths["/v1/billing/me/transactions"].get.responses["200"].content["application/json"].schema)
+
+  it("states the success envelope's optional cache, timing and deprecation (spec 'Response envelopes')", () => {
+    expect(success.required.sort()).toEqual(["code", "data", "status"])
+    expect(resolve(success.properties.deprecation)).toMatchObject({ required: ["sunset"], properties: { sunset: { format: "date-time" } } })
+    expect(resolve(success.properties.timing).required).toEqual(["totalMs"])
+    expect(resolve(success.properties.cache).required).toEqual(["hit"])
+  })
+
+  it("says a page's limit is above 0, and marks the legacy take as deprecated", () => {
+    const pagination = resolve(resolve(resolve(success.properties.data).properties.pagination))
+    expect(pagination.properties.limit.minimum).toBe(1)
+    expect(pagination.properties.offset.minimum).toBe(0)
+    const take = doc.paths["/v1/billing/me/transactions"].get.parameters.find((p: any) => p.name === "take")
+    expect(take.deprecated).toBe(true)
+    expect(take.schema.description).toMatch(/legacy name of limit/)
+  })
+})
+
+describe("the OpenAPI document's bounds checked beyond the schema", () => {
+  const doc = openApiDocument()
+  const body = (path: string, method: string) => doc.paths[path][method].requestBody.content["application/json"].schema
+  const objectOf = (s: any) => s.anyOf ? s.anyOf.find((x: any) => x.type === "object") : s
+
+  it("states a config payload's field counts, name lengths and size on both writes", () => {
+    for (const [path, method] of [["/v1/extractor/configs", "post"], ["/v1/extractor/configs/{id}", "patch"]]) {
+      const payload = objectOf(body(path, method).properties.payload)
+      expect(payload.description).toMatch(/64 KiB/)
+      expect(objectOf(payload.properties.selectors)).toMatchObject({ maxProperties: 50, propertyNames: { minLength: 1, maxLength: 100 } })
+      const postProcess = objectOf(payload.properties.postProcess)
+      expect(postProcess).toMatchObject({ maxProperties: 50, additionalProperties: { maxProperties: 20 } })
+      expect(postProcess.propertyNames.not.enum).toContain("__proto__")
+    }
+  })
+
+  it("states the bounds of a delegation's and a key's expiry", () => {
+    expect(body("/v1/iam/users/me/delegations", "post").properties.expiresAt.description).toMatch(/one year/)
+    expect(JSON.stringify(body("/v1/iam/identities/{id}/api-keys", "post").properties.expiresAt)).toMatch(/in the future/)
+  })
+})
