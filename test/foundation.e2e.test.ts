@@ -1,3 +1,4 @@
+import { gzipSync } from "node:zlib"
 import { spawnSync } from "node:child_process"
 import { resolve } from "node:path"
 import { Validator } from "@seriousme/openapi-schema-validator"
@@ -188,6 +189,14 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
       // the key is checked and counted first: the answer carries its rate-limit headers
       expect(res.headers.get("ratelimit-limit")).not.toBeNull()
     }
+    // a compressed body is refused for its coding (it would otherwise fail as bad UTF-8)
+    const gzipped = await fetch(`${server.baseUrl}/v1/scraper/jobs`, {
+      method: "POST",
+      headers: { "x-api-key": t.apiKey, "content-type": "application/json", "content-encoding": "gzip" },
+      body: gzipSync(JSON.stringify({ url: "http://127.0.0.1:9/" }))
+    })
+    const gzippedJson = await gzipped.json()
+    expect([gzipped.status, gzippedJson.code, gzippedJson.error.details[0].path]).toEqual([415, "unsupported_media_type", "content-encoding"])
     // a body that does not parse, or is not UTF-8 (decoding it with U+FFFD would change its values quietly)
     for (const body of [Buffer.from('{"url":'), Buffer.from([0x7b, 0x22, 0x75, 0x72, 0x6c, 0x22, 0x3a, 0x22, 0x61, 0xff, 0x22, 0x7d])]) {
       const res = await fetch(`${server.baseUrl}/v1/scraper/jobs`, { method: "POST", headers: { "x-api-key": t.apiKey, "content-type": "application/json" }, body })

@@ -468,6 +468,15 @@ const malformedRequest = (request: HttpServerRequest.HttpServerRequest, readsIde
   // A declared length over the cap is refused at once, not after the whole body has been waited for.
   if (Number(request.headers["content-length"]) > MAX_BODY_BYTES) return payloadTooLarge()
   if (isNonJsonBody(request.headers)) return unsupportedMediaType(request.headers)
+  // A compressed body would be read as text and refused as bad UTF-8: name the coding instead (RFC 9110 §15.5.16).
+  const coding = request.headers["content-encoding"]?.trim().toLowerCase()
+  if (coding && coding !== "identity") {
+    return new UnsupportedMediaType({
+      code: "unsupported_media_type",
+      message: "send the body uncompressed",
+      details: [{ path: "content-encoding", code: "invalid_value", message: `${coding} is not accepted; only identity` }]
+    })
+  }
   return undefined
 }
 
