@@ -19,13 +19,15 @@ type Tenant = Awaited<ReturnType<ReturnType<typeof client>["createTenant"]>>
 /** The same registered pages on several loopback hosts (several domainIds). */
 const startPages = async (hosts: ReadonlyArray<string>) => {
   const pages = new Map<string, string>()
+  const delays = new Map<string, number>()
   const sockets = new Set<Socket>()
   const servers: Array<Server> = []
   const origins: Array<string> = []
   for (const host of hosts) {
     const server = createServer((req, res) => {
-      const html = pages.get(new URL(req.url ?? "/", "http://x").pathname)
-      res.writeHead(html ? 200 : 404, { "content-type": "text/html; charset=utf-8" }).end(html ?? "<p>missing</p>")
+      const path = new URL(req.url ?? "/", "http://x").pathname
+      const html = pages.get(path)
+      setTimeout(() => res.writeHead(html ? 200 : 404, { "content-type": "text/html; charset=utf-8" }).end(html ?? "<p>missing</p>"), delays.get(path) ?? 0)
     })
     server.on("connection", (s: Socket) => {
       sockets.add(s)
@@ -37,7 +39,11 @@ const startPages = async (hosts: ReadonlyArray<string>) => {
   }
   return {
     origins,
-    put: (path: string, html: string) => void pages.set(path, html),
+    /** Serves `html` at `path`, `delayMs` after the request came. */
+    put: (path: string, html: string, delayMs = 0) => {
+      pages.set(path, html)
+      delays.set(path, delayMs)
+    },
     close: async () => {
       for (const s of sockets) s.destroy()
       await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))))
@@ -395,6 +401,24 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
     expect(res.json.code).toBe("invalid_config")
     expect(res.json.error.details).toEqual([expect.objectContaining({ path: "configId", code: "disabled" })])
     expect((await api.get("/v1/extractor/extractions", tenant.apiKey)).json.data.pagination.total).toBe(0)
+  })
+
+  it("says so in the metadata when the config a waiting extraction named was deleted before it ran", async () => {
+    const tenant = await api.createTenant()
+    const cfg = await createConfig({ scope: "tenant", type: "article", payload: { selectors: { title: [{ css: ".cfg-title" }] } } }, tenant.apiKey)
+    const n = nonce()
+    pages.put(`/late-${n}`, `<html><body><article><h1>Heading ${n}</h1><div class="cfg-title">Config title</div><p>${para}</p></article></body></html>`, 2500)
+    const res = await api.post("/v1/extractor/extractions", { type: "article", url: `${pages.origins[0]}/late-${n}`, configId: cfg.json.data.id }, tenant.apiKey)
+    expect(res.status, res.text).toBe(201)
+    expect((await remove(cfg.json.data.id, tenant.apiKey)).status).toBe(200)
+    const e = await until(`extraction ${res.json.data.id}`, async () => {
+      const r = await api.get(`/v1/extractor/extractions/${res.json.data.id}`, tenant.apiKey)
+      return ["done", "dead", "cancelled"].includes(r.json.data.status) ? r.json.data : undefined
+    })
+    expect(e.status).toBe("done")
+    expect(e.data.title).toBe(`Heading ${n}`)
+    expect(e.metadata.configsApplied).toEqual([])
+    expect(e.metadata.configNotApplied).toEqual({ id: cfg.json.data.id, reason: "deleted" })
   })
 
   it("matches configs by urlPattern and domainId (and not on input without a URL)", async () => {

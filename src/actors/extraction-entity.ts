@@ -94,6 +94,8 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
         const input = yield* inputOf(row)
         const found = row.config_id ? yield* repo.configs.find(row.tenant_id, row.config_id) : undefined
         const requested = found?.enabled ? found : undefined
+        // The config the request named was deleted or disabled while the extraction waited: said, not skipped silently.
+        const notApplied = row.config_id && !requested ? { configNotApplied: { id: row.config_id, reason: found ? "disabled" : "deleted" } } : {}
         const configs = matchConfigs(yield* repo.configs.candidates(row.tenant_id, row.type), { domainId: row.domain_id, url: row.url }, requested)
         const llmOptions = configs.find((c) => c.payload.llm)?.payload.llm
         const llmWanted = row.llm?.enabled ?? llmOptions?.enabled ?? false
@@ -109,7 +111,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
           llm: llmWanted ? { mode, ...llmOptions } : null
         })).digest("hex")
         const cached = yield* repo.cacheGet(cacheKey)
-        if (cached) return { data: cached.data, metadata: { ...cached.metadata, durationMs: Date.now() - started }, cacheHit: true, llmError: null }
+        if (cached) return { data: cached.data, metadata: { ...cached.metadata, ...notApplied, durationMs: Date.now() - started }, cacheHit: true, llmError: null }
 
         const out = yield* Effect.tryPromise({
           try: () => extractInWorker({
@@ -130,7 +132,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
             : Effect.logError("extractor fault", e).pipe(Effect.andThen(Effect.fail(new Failure("unknown", "the extractor failed on this input", false))))
         ))
         let data = out.data as unknown as Record<string, unknown>
-        const metadata: Record<string, unknown> = { ...out.metadata }
+        const metadata: Record<string, unknown> = { ...out.metadata, ...notApplied }
         let llmError: string | null = null
         if (llmWanted) {
           if (!config.llm) {
@@ -169,7 +171,9 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
         // Text from the page can hold what the database cannot store (a NUL, half a surrogate pair).
         data = storableJson(data) as Record<string, unknown>
         // A failed LLM call is not cached, so a later identical request may still be refined.
-        if (!llmError) yield* repo.cachePut(cacheKey, data, metadata)
+        // The note belongs to this request, not to the result another request may reuse.
+        const { configNotApplied: _note, ...cacheable } = metadata
+        if (!llmError) yield* repo.cachePut(cacheKey, data, cacheable)
         return { data, metadata, cacheHit: false, llmError }
       })
 

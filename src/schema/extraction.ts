@@ -58,7 +58,9 @@ export const ExtractionMetadata = Schema.StructWithRest(
     truncated: Schema.optional(Schema.Boolean),
     detectedLanguage: Schema.optional(Schema.String),
     rootSelector: Schema.optional(Schema.String),
-    llm: Schema.optional(LlmMetadata)
+    llm: Schema.optional(LlmMetadata),
+    /** The config the request named (`configId`) that was deleted or disabled before the extraction ran. */
+    configNotApplied: Schema.optional(Schema.Struct({ id: Schema.String, reason: Schema.Literals(["deleted", "disabled"]) }))
   }),
   [Schema.Record(Schema.String, Schema.Unknown)]
 )
