@@ -132,6 +132,13 @@ export const WebhookSecret = Schema.String.annotate({ message: "Expected a secre
   }, { toJsonSchema: () => ({ minLength: 16, maxLength: 256 }) })
 )
 
+/**
+ * A webhook secret that may be given as null, which counts as absent like any optional field's null.
+ * The union's message is its own: the default one ("Expected string | null, got ...") quotes the
+ * input, and an error must not send a secret back.
+ */
+export const NullableWebhookSecret = Schema.NullOr(WebhookSecret).annotate({ message: "Expected a secret (a string) or null" })
+
 /** At most `max` characters, counted as a person counts them (code points: an emoji is one), not UTF-16 units. */
 export const isAtMostCharacters = (max: number) =>
   // JSON Schema counts code points too.

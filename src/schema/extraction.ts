@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, CreatedRange, DateTime, isAtMostCharacters, NullableDateTime, UrlPrefixFilter, WebhookSecret } from "./common.ts"
+import { AbsoluteUrl, CreatedRange, DateTime, isAtMostCharacters, NullableDateTime, NullableWebhookSecret, UrlPrefixFilter } from "./common.ts"
 import { Page, SearchPagination, SortTerms } from "./envelope.ts"
 import type { ErrorDetail } from "./errors.ts"
 import { webhookOptionFaults } from "./webhook.ts"
@@ -30,8 +30,8 @@ export const CreateExtractionBody = Schema.Struct({
   configId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
   llm: Schema.optional(Schema.Struct({ enabled: Schema.optional(Schema.Boolean), mode: Schema.optional(LlmMode) })),
   webhookUrl: Schema.optional(AbsoluteUrl),
-  // null counts as absent, as for every optional field; WebhookSecret's messages never quote the secret.
-  webhookSecret: Schema.optional(WebhookSecret),
+  // optionalKey of a union with a message of its own: null counts as absent, and no message quotes the secret.
+  webhookSecret: Schema.optionalKey(NullableWebhookSecret),
   webhookEventTypes: Schema.optional(
     Schema.Array(Schema.Literals(["done", "failed", "dead"])).check(Schema.isBetweenLength(1, 3))
   )

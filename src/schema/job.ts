@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, CreatedRange, DateTime, NullableDateTime, UrlPrefixFilter, WebhookSecret } from "./common.ts"
+import { AbsoluteUrl, CreatedRange, DateTime, NullableDateTime, NullableWebhookSecret, UrlPrefixFilter } from "./common.ts"
 import { Page, SearchPagination, SortTerms, WHOLE_BODY_ERROR } from "./envelope.ts"
 
 export const JobStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead"])
@@ -26,8 +26,8 @@ export const CreateJobBody = Schema.Struct({
   // The spec bounds it only above; the floor keeps it an ordinary number, as an extractor config's is.
   priority: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: -1000, maximum: 10 }))),
   webhookUrl: Schema.optional(AbsoluteUrl),
-  // null counts as absent, as for every optional field; WebhookSecret's messages never quote the secret.
-  webhookSecret: Schema.optional(WebhookSecret),
+  // optionalKey of a union with a message of its own: null counts as absent, and no message quotes the secret.
+  webhookSecret: Schema.optionalKey(NullableWebhookSecret),
   timeoutMs: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 15_000, maximum: 300_000 }))),
   escalation: Schema.optional(Schema.Array(EscalationEntry).check(Schema.isBetweenLength(1, 8))),
   screenshot: Schema.optional(Schema.Union([Schema.Boolean, ScreenshotOptions]))

@@ -33,11 +33,11 @@ export const RedeliveryResult = Schema.Struct({
 
 /**
  * A create body's webhook options sent without its `webhookUrl`: one fault each (a rule across the
- * body's fields, read from which fields were sent; see CrossFieldRules in http/security.ts).
+ * body's fields, read from which fields were sent, null counting as absent; see CrossFieldRules in http/security.ts).
  */
 export const webhookOptionFaults = (body: Readonly<Record<string, unknown>>, options: ReadonlyArray<string>): Array<ErrorDetail> =>
   body.webhookUrl === undefined || body.webhookUrl === "" || body.webhookUrl === null
-    ? options.filter((k) => body[k] !== undefined).map((k) => ({ path: k, code: "invalid_value", message: "only with webhookUrl" }))
+    ? options.filter((k) => body[k] !== undefined && body[k] !== null).map((k) => ({ path: k, code: "invalid_value", message: "only with webhookUrl" }))
     : []
 
 /** The rule of a job's and a crawl's create body: `webhookSecret` only with `webhookUrl`. */
