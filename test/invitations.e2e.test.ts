@@ -298,12 +298,15 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     expect(after.json.data).toMatchObject({ defaultRoleId: writeA.id, permissions: writeA.permissions })
     expectError(await api.call("POST", "/v1/iam/invitations/accept", { headers: session, body: { token: pending.token } }), 400, "invalid_token")
 
-    expect(await audit(a, `action=invitation.decline`)).toEqual([expect.objectContaining({ actorId: b.ownerIdentityId, targetId: toB.invitation.id })])
+    // A learns that its invitation was declined, not who in which tenant declined it.
+    const declinedInA = await audit(a, `action=invitation.decline`)
+    expect(declinedInA).toEqual([expect.objectContaining({ actorId: null, targetId: toB.invitation.id })])
+    expect(JSON.stringify(declinedInA)).not.toMatch(new RegExp(`${b.ownerIdentityId}|${b.tenantId}`))
     expect(await audit(a, `action=invitation.accept&identityId=${before.json.data.identityId}`)).toEqual([
       expect.objectContaining({ actorId: before.json.data.identityId, targetId: pending.invitation.id, data: expect.objectContaining({ roleId: writeA.id }) })
     ])
-    // B's log holds nothing of A's invitations.
-    expect(await audit(b, "action=invitation.*")).toEqual([])
+    // B's log holds its owner's decline, and nothing else of A's invitations.
+    expect(await audit(b, "action=invitation.*")).toEqual([expect.objectContaining({ action: "invitation.decline", actorId: b.ownerIdentityId, targetId: toB.invitation.id })])
   })
 
   it("refuses an expired invitation token (made to expire in the database)", async (ctx) => {

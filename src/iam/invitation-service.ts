@@ -199,14 +199,22 @@ export const InvitationServiceLive = Layer.effect(
           if (result === "role_missing") return yield* fail(409, "invalid_invitation_state", "the invitation's role no longer exists")
           // The identity's sessions act with its new role at once, on every node.
           if (accept) yield* sessionAuth.invalidate({ identityId: me.identityId })
+          const action = accept ? "invitation.accept" : "invitation.decline"
+          const sameTenant = invitation.tenant_id === me.tenantId
+          // The inviting tenant's log names the invitee only when it is one of its own: another tenant's
+          // identity, its tenant and address stay unknown to it (a decline is all it learns). The
+          // invitee's own tenant records the decline in its log.
           yield* audit.write({
             tenantId: invitation.tenant_id,
-            actorId: me.identityId,
-            ip: client.ip,
-            action: accept ? "invitation.accept" : "invitation.decline",
+            actorId: sameTenant ? me.identityId : null,
+            ip: sameTenant ? client.ip : null,
+            action,
             targetId: invitation.id,
-            data: { email: invitation.email, ...(accept ? { roleId: invitation.role_id } : {}), identityTenantId: me.tenantId }
+            data: { email: invitation.email, ...(accept ? { roleId: invitation.role_id } : {}) }
           })
+          if (!sameTenant) {
+            yield* audit.write({ tenantId: me.tenantId, actorId: me.identityId, ip: client.ip, action, targetId: invitation.id, data: { email: invitation.email } })
+          }
           return toInvitation(result)
         }),
       register: (input, client) =>
