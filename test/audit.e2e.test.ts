@@ -59,6 +59,8 @@ describe.each(backends())("audit log over HTTP ($name)", (backend) => {
       expect(entry.id).toMatch(/^aud_/)
       expect(Date.parse(entry.createdAt)).toBeGreaterThan(0)
       expect(Object.keys(entry).sort()).toEqual(["action", "actorId", "createdAt", "data", "id", "ip", "onBehalfOf", "targetId", "tenantId"])
+      // made through the owner's API key: the entry names the key, not only its identity
+      expect(entry.data.apiKeyId).toMatch(/^key_/)
     }
     expect(created).toMatchObject({ action: "role.create", data: { name: "auditors", description: null, permissions: ["scraper:jobs:read"] } })
     expect(updated).toMatchObject({

@@ -63,7 +63,11 @@ const toView = (r: AuditRow): AuditEntryView => ({
   createdAt: iso(r.created_at)!
 })
 
-/** What `actor` did: an entry in the actor's tenant, on behalf of its delegator when it acts for one. */
+/**
+ * What `actor` did: an entry in the actor's tenant, on behalf of its delegator when it acts for one.
+ * An act through an API key names the key (`data.apiKeyId`): a key acts as its identity, and the log
+ * must tell the identity's own doing from a key's (docs/identity.md, "Audit").
+ */
 const actorEntry = (
   actor: Principal,
   action: AuditAction,
@@ -77,7 +81,7 @@ const actorEntry = (
   ...(client ? { ip: client.ip } : {}),
   action,
   targetId,
-  data
+  data: actor.kind === "api-key" ? { ...data, apiKeyId: actor.credentialId } : data
 })
 
 export class AuditLog extends Context.Service<AuditLog, AuditLogShape>()("trawl/AuditLog") {}
