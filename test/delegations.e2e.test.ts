@@ -293,6 +293,8 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     expectError(await asDelegator(owner, "POST", "/v1/iam/auth/password/change", { currentPassword: "x", newPassword: "y".repeat(12) }), 403, "forbidden")
     expectError(await asDelegator(owner, "GET", "/v1/iam/users/me/sessions"), 403, "forbidden")
     expectError(await asDelegator(owner, "DELETE", "/v1/iam/users/me/sessions"), 403, "forbidden")
+    // nor is the delegator's profile
+    expectError(await asDelegator(owner, "PATCH", "/v1/iam/users/me", { firstName: "ViaDelegate" }), 403, "forbidden")
     expectError(await asDelegator(owner, "POST", `/v1/iam/identities/${delegator.id}/api-keys`, { name: "lasting", roleId: role.json.data.id }), 403, "forbidden")
     expect((await call(delegator.caller, "GET", "/v1/iam/users/me/sessions")).status).toBe(200)
     // A session that has no delegation is refused.

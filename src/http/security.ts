@@ -14,11 +14,11 @@ export const Requires = Context.Reference<string | undefined>("trawl/Requires", 
 
 /**
  * What a delegate may not do on behalf of its delegator (docs/delegations.md): manage the
- * delegator's own credentials (the `auth` group: password, TOTP, sessions' refresh and logout; its
+ * delegator's own account (the `auth` group: password, TOTP, sessions' refresh and logout; its profile and
  * session list), or make credentials that would outlive the delegation (API keys).
  */
 export const notOnBehalf = (group: string, endpoint: string) =>
-  group === "auth" || (group === "users" && endpoint.toLowerCase().includes("session")) ||
+  group === "auth" || (group === "users" && (endpoint === "updateMe" || endpoint.toLowerCase().includes("session"))) ||
   (group === "iam" && (endpoint === "createApiKey" || endpoint === "updateApiKey"))
 
 /**
