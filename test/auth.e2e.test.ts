@@ -507,7 +507,7 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     expectError(await bearer(api, "GET", "/v1/iam/auth/me", other.sessionId), 401, "unauthorized")
     const me = await bearer(api, "GET", "/v1/iam/auth/me", current.sessionId)
     expect(me.status).toBe(200)
-    expect(me.json.data.passwordChangedAt).not.toBeNull()
+    expect(me.json.data.passwordChangedAt).toBe(done.json.data.changedAt)
     expectError(await login(api, { email: owner.email, password: PASSWORD }), 401, "unauthorized")
     await session(api, owner.email, next)
 
@@ -577,7 +577,8 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     const verified = await bearer(api, "POST", "/v1/iam/auth/totp/verify", s.sessionId, { code: totp(secret, -30) })
     expect(verified.status, verified.text).toBe(200)
     expect(verified.json.data.enabled).toBe(true)
-    expect((await bearer(api, "GET", "/v1/iam/auth/me", s.sessionId)).json.data.totpEnabledAt).not.toBeNull()
+    // the answer reports the very instant stored
+    expect((await bearer(api, "GET", "/v1/iam/auth/me", s.sessionId)).json.data.totpEnabledAt).toBe(verified.json.data.totpEnabledAt)
     expectError(await bearer(api, "POST", "/v1/iam/auth/totp/enable", s.sessionId), 409, "totp_already_enabled")
 
     // the second identity turns TOTP on the same way; it shows login drift later

@@ -58,13 +58,13 @@ export const AuthHandlers = HttpApiBuilder.group(
       .handle("me", () => Effect.flatMap(CurrentPrincipal, identities.profile))
       .handle("changePassword", ({ payload }) =>
         Effect.gen(function*() {
-          yield* auth.changePassword(yield* CurrentPrincipal, payload.currentPassword, payload.newPassword, yield* clientContext)
-          return { changed: true, changedAt: new Date().toISOString() }
+          const changedAt = yield* auth.changePassword(yield* CurrentPrincipal, payload.currentPassword, payload.newPassword, yield* clientContext)
+          return { changed: true, changedAt: changedAt.toISOString() }
         }))
       .handle("setupPassword", ({ payload }) =>
         Effect.gen(function*() {
-          yield* auth.setupPassword(yield* CurrentPrincipal, payload.password, yield* clientContext)
-          return { changed: true, changedAt: new Date().toISOString() }
+          const changedAt = yield* auth.setupPassword(yield* CurrentPrincipal, payload.password, yield* clientContext)
+          return { changed: true, changedAt: changedAt.toISOString() }
         }))
       .handle("enableTotp", () =>
         Effect.gen(function*() {
@@ -89,8 +89,8 @@ export const AuthHandlers = HttpApiBuilder.group(
         Effect.as(Effect.flatMap(clientContext, (client) => recovery.requestPasswordReset(payload.email, client)), { accepted: true }))
       .handle("resetPassword", ({ payload }) =>
         Effect.gen(function*() {
-          yield* recovery.resetPassword(payload.token, payload.password, yield* clientContext)
-          return { changed: true, changedAt: new Date().toISOString() }
+          const changedAt = yield* recovery.resetPassword(payload.token, payload.password, yield* clientContext)
+          return { changed: true, changedAt: changedAt.toISOString() }
         }))
       .handle("verifyEmail", ({ payload }) =>
         Effect.gen(function*() {

@@ -53,7 +53,8 @@ export interface AccountRecoveryShape {
   /** Mails a reset link if the address is a person's, in the background: the caller learns nothing. */
   readonly requestPasswordReset: (email: string, client: ClientContext) => Effect.Effect<void>
   /** Sets the password by a reset token and ends every session; a refused password leaves the token usable. */
-  readonly resetPassword: (token: string, password: string, client: ClientContext) => Effect.Effect<void, InvalidRequest>
+  /** Resolves with when the new password was set, as stored. */
+  readonly resetPassword: (token: string, password: string, client: ClientContext) => Effect.Effect<Date, InvalidRequest>
   /** Mails a sign-in link if the address is a person's, in the background. */
   readonly requestMagicLink: (email: string, client: ClientContext) => Effect.Effect<void>
   /** Opens a session by a magic link; with TOTP on the second factor must pass before the link is used. */
@@ -207,10 +208,11 @@ export const AccountRecoveryLive = Layer.effect(
           // Checked before the token is used: a refused password leaves the link working.
           yield* checkNewPassword(password, [identity.email, ...(primary ? [primary.email] : [])])
           yield* tokens.redeem("password_reset", token)
-          yield* auth.resetPassword(identity.id, password, client)
+          const changedAt = yield* auth.resetPassword(identity.id, password, client)
           // The reset proved the mailbox; an outstanding sign-in link dies with the old password.
           yield* emails.markVerified(identity.id, identity.email)
           yield* tokens.retireForIdentity(identity.id, "magic_link")
+          return changedAt
         }),
       requestMagicLink: (email, client) =>
         mailIfKnown("magic_link", email, client, "magic_link.requested", {

@@ -40,10 +40,11 @@ export interface AuthServiceShape {
     /** The proof fields the caller's route takes, which the refusal names. */
     accepted?: ReadonlyArray<keyof Proof>
   ) => Effect.Effect<void, Forbidden | TooManyRequests>
-  readonly changePassword: (me: Principal, currentPassword: string, newPassword: string, client: ClientContext) => Effect.Effect<void, Forbidden | InvalidRequest | TooManyRequests>
-  readonly setupPassword: (me: Principal, password: string, client: ClientContext) => Effect.Effect<void, Conflict | Forbidden | InvalidRequest>
+  /** The password changes below resolve with when it was set, as stored. */
+  readonly changePassword: (me: Principal, currentPassword: string, newPassword: string, client: ClientContext) => Effect.Effect<Date, Forbidden | InvalidRequest | TooManyRequests>
+  readonly setupPassword: (me: Principal, password: string, client: ClientContext) => Effect.Effect<Date, Conflict | Forbidden | InvalidRequest>
   /** Sets a new password by a proven reset (the token is checked by the caller) and ends every session. */
-  readonly resetPassword: (identityId: string, password: string, client: ClientContext) => Effect.Effect<void, InvalidRequest>
+  readonly resetPassword: (identityId: string, password: string, client: ClientContext) => Effect.Effect<Date, InvalidRequest>
   readonly requiresPasswordSetup: (identityId: string) => Effect.Effect<boolean>
   /**
    * Checks the second factor of an identity with TOTP on (a fresh TOTP code or an unused
@@ -168,9 +169,10 @@ export const AuthServiceLive = Layer.effect(
           const identity = yield* identityOf(me)
           yield* checkNewPassword(newPassword, identity.email, "newPassword")
           yield* reauthenticate(me, { currentPassword }, client)
-          yield* identities.setPassword(identity.id, yield* hashPassword(newPassword))
+          const changedAt = yield* identities.setPassword(identity.id, yield* hashPassword(newPassword))
           const ended = yield* sessions.revokeAll(identity.id, me.kind === "session" ? me.credentialId : null)
           yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "password.change", targetId: identity.id, data: { sessionsRevoked: ended } })
+          return changedAt
         }),
       setupPassword: (me, password, client) =>
         Effect.gen(function*() {
@@ -179,18 +181,20 @@ export const AuthServiceLive = Layer.effect(
             return yield* fail(409, "password_already_set", "this identity has a password; change it with /v1/iam/auth/password/change")
           }
           yield* checkNewPassword(password, identity.email, "password")
-          yield* identities.setPassword(identity.id, yield* hashPassword(password))
+          const changedAt = yield* identities.setPassword(identity.id, yield* hashPassword(password))
           yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "password.setup", targetId: identity.id })
+          return changedAt
         }),
       resetPassword: (identityId, password, client) =>
         Effect.gen(function*() {
           const identity = yield* identities.byId(identityId)
           if (!identity) return yield* fail(400, "invalid_token", "the token is invalid or was used already")
           yield* checkNewPassword(password, identity.email, "password")
-          yield* identities.setPassword(identity.id, yield* hashPassword(password))
+          const changedAt = yield* identities.setPassword(identity.id, yield* hashPassword(password))
           const ended = yield* sessions.revokeAll(identity.id, null)
           yield* attempts.succeeded(`email:${identity.email}`)
           yield* audit.write({ tenantId: identity.tenant_id, actorId: identity.id, ip: client.ip, action: "password.reset", targetId: identity.id, data: { sessionsRevoked: ended } })
+          return changedAt
         }),
       enableTotp: (me, client) =>
         Effect.gen(function*() {
@@ -219,10 +223,11 @@ export const AuthServiceLive = Layer.effect(
               details: [{ path: "code", code: "invalid_value", message: "does not match the current code" }]
             })
           }
-          if (!(yield* identities.activateTotp(identity.id, step))) return yield* fail(409, "totp_already_enabled", "TOTP is already on")
+          const enabledAt = yield* identities.activateTotp(identity.id, step)
+          if (enabledAt === undefined) return yield* fail(409, "totp_already_enabled", "TOTP is already on")
           yield* attempts.succeeded(account)
           yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "totp.enable", targetId: identity.id })
-          return { totpEnabledAt: new Date().toISOString() }
+          return { totpEnabledAt: enabledAt.toISOString() }
         }),
       disableTotp: (me, proof, client) =>
         Effect.gen(function*() {

@@ -41,11 +41,13 @@ export interface IdentityRepoShape {
     patch: { firstName?: string | null; lastName?: string | null; avatarUrl?: string | null }
   ) => Effect.Effect<void>
   /** Sets a new password hash, ending any pending password setup. */
-  readonly setPassword: (identityId: string, passwordHash: string) => Effect.Effect<void>
+  /** Sets the password; when it was set, as stored (what the answer reports). */
+  readonly setPassword: (identityId: string, passwordHash: string) => Effect.Effect<Date>
   /** Stores a new, not yet active TOTP secret; false when TOTP is already on. */
   readonly stageTotp: (identityId: string, secretEnc: string) => Effect.Effect<boolean>
   /** Turns the staged secret on, with the step of the code that proved it; false when nothing was staged or it is on. */
-  readonly activateTotp: (identityId: string, step: number) => Effect.Effect<boolean>
+  /** Turns TOTP on; when, as stored, or undefined when it was on already or not staged. */
+  readonly activateTotp: (identityId: string, step: number) => Effect.Effect<Date | undefined>
   /** Records `step` as used; false when it (or a later step) was used already: a replayed code. */
   readonly useTotpStep: (identityId: string, step: number) => Effect.Effect<boolean>
   /** Turns TOTP off and drops its secret and recovery codes. */
@@ -105,7 +107,10 @@ export const IdentityRepoLive = Layer.effect(
         sql`
           UPDATE identities SET password_hash = ${passwordHash}, password_changed_at = now(),
                                 requires_password_setup = false, updated_at = now()
-          WHERE id = ${identityId}`.pipe(Effect.orDie, Effect.asVoid),
+          WHERE id = ${identityId} RETURNING password_changed_at`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => new Date((rows[0] as { password_changed_at: Date | string } | undefined)?.password_changed_at ?? Date.now()))
+        ),
       stageTotp: (identityId, secretEnc) =>
         sql`
           UPDATE identities SET totp_secret_enc = ${secretEnc}, totp_last_step = NULL, updated_at = now()
@@ -113,9 +118,12 @@ export const IdentityRepoLive = Layer.effect(
       activateTotp: (identityId, step) =>
         sql`
           UPDATE identities SET totp_enabled_at = now(), totp_last_step = ${step}, updated_at = now()
-          WHERE id = ${identityId} AND totp_enabled_at IS NULL AND totp_secret_enc IS NOT NULL RETURNING id`.pipe(
+          WHERE id = ${identityId} AND totp_enabled_at IS NULL AND totp_secret_enc IS NOT NULL RETURNING totp_enabled_at`.pipe(
           Effect.orDie,
-          Effect.map((rows) => rows.length > 0)
+          Effect.map((rows) => {
+            const at = (rows[0] as { totp_enabled_at: Date | string } | undefined)?.totp_enabled_at
+            return at === undefined ? undefined : new Date(at)
+          })
         ),
       useTotpStep: (identityId, step) =>
         sql`
@@ -222,7 +230,9 @@ export const makeIdentityRepoTest = (people: ReadonlyArray<TestIdentity>) =>
       setPassword: (id, hash) =>
         Effect.sync(() => {
           const p = person(id)
-          if (p) Object.assign(p, { password_hash: hash, requires_password_setup: false })
+          const at = new Date()
+          if (p) Object.assign(p, { password_hash: hash, requires_password_setup: false, password_changed_at: at })
+          return at
         }),
       stageTotp: (id, secretEnc) =>
         Effect.sync(() => {
@@ -234,9 +244,10 @@ export const makeIdentityRepoTest = (people: ReadonlyArray<TestIdentity>) =>
       activateTotp: (id, step) =>
         Effect.sync(() => {
           const p = person(id)
-          if (!p || p.totp_enabled_at !== null || p.totp_secret_enc === null) return false
-          Object.assign(p, { totp_enabled_at: new Date(), totp_last_step: step })
-          return true
+          if (!p || p.totp_enabled_at !== null || p.totp_secret_enc === null) return undefined
+          const at = new Date()
+          Object.assign(p, { totp_enabled_at: at, totp_last_step: step })
+          return at
         }),
       useTotpStep: (id, step) =>
         Effect.sync(() => {
