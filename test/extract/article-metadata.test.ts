@@ -26,6 +26,11 @@ describe("headline", () => {
 })
 
 describe("author", () => {
+  it("reads a forum post's user name as the author when nothing else names one", () => {
+    const html = `<html><body><div class="post"><h1>Turning off the LEDs</h1><p class="author">Sun Dec 17, 2023</p><dl class="postprofile"><dt><a class="username" href="/u/1">b.scherer</a></dt></dl>${para(3)}</div></body></html>`
+    expect(article(html).data.author).toBe("b.scherer")
+  })
+
   it("does not take a user review's author for the page's, nor a placeholder", () => {
     const review = (name: string) => `{"@type":"Review","author":{"@type":"Person","name":"${name}"},"reviewBody":"Works well."}`
     const product = `<html><head><script type="application/ld+json">[{"@type":"Product","name":"Feeder","review":[]},${review("Ron B.")}]</script></head><body><h1>Feeder</h1>${para(3)}</body></html>`

@@ -363,9 +363,10 @@ function findByline(root: Element): string | undefined {
     if (out !== undefined) return false
     const rel = el.attr("rel")
     const cls = (el.attr("class") ?? "") + " " + (el.attr("itemprop") ?? "")
-    if ((rel !== undefined && /\bauthor\b/i.test(rel)) || /\b(byline|author-name|author)\b/i.test(cls)) {
+    if ((rel !== undefined && /\bauthor\b/i.test(rel)) || /\b(byline|author-name|author|username|user-name)\b/i.test(cls)) {
       const t = normalizeSpace(rawText(el)).replace(/^(by|von|par|por|di|door)\s+/i, "")
-      if (t.length > 1 && t.length < 80) out = t
+      // a marked line that holds no name (a forum post's date under class "author") does not end the search
+      if (t.length > 1 && t.length < 80 && cleanAuthor(t) !== undefined) out = t
       return false
     }
     return
