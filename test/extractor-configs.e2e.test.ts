@@ -490,7 +490,7 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
     })
     expect(e.data.name).toBe(`No model ${n}`)
     expect(e.errorClass).toBe("llm_unavailable")
-    expect(e.metadata.llm).toMatchObject({ status: "unavailable", refinedFields: [], correctedFields: [] })
+    expect(e.metadata.llm).toMatchObject({ status: "failed_request", refinedFields: [], correctedFields: [] })
   })
 
   // Quota `extractor.configs.total`: a super-admin override (`PUT /v1/admin/tenants/{id}/quotas/{key}`,

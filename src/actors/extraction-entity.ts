@@ -137,7 +137,8 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
         if (llmWanted) {
           if (!config.llm) {
             llmError = "llm_unavailable"
-            const report: LlmReport = { model: llmOptions?.model ?? "", status: "unavailable", refinedFields: [], correctedFields: [], rejectedRefines: [], durationMs: 0 }
+            // No model to ask: the request could not be made (the spec's statuses; errorClass says why).
+            const report: LlmReport = { model: llmOptions?.model ?? "", status: "failed_request", refinedFields: [], correctedFields: [], rejectedRefines: [], durationMs: 0 }
             metadata.llm = report
           } else {
             const controller = new AbortController()

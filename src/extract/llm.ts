@@ -13,8 +13,7 @@ import { absoluteUrl } from "./url.ts"
 import { toIsoDateTime } from "./dates.ts"
 import { normalizeLang } from "./language.ts"
 
-/** `unavailable`: the request asked for a model but the service has none configured (no LLM_BASE_URL). */
-export type LlmStatus = "ok" | "failed_validation" | "failed_request" | "failed_timeout" | "unavailable"
+export type LlmStatus = "ok" | "failed_validation" | "failed_request" | "failed_timeout"
 export type LlmMode = "fill-missing" | "correct"
 
 export interface LlmOptions {

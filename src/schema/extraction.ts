@@ -40,7 +40,7 @@ export type CreateExtractionBody = typeof CreateExtractionBody.Type
 
 const LlmMetadata = Schema.Struct({
   model: Schema.String,
-  status: Schema.Literals(["ok", "failed_validation", "failed_request", "failed_timeout", "unavailable"]),
+  status: Schema.Literals(["ok", "failed_validation", "failed_request", "failed_timeout"]),
   refinedFields: Schema.Array(Schema.String),
   correctedFields: Schema.Array(Schema.String),
   rejectedRefines: Schema.Array(Schema.String),
