@@ -45,6 +45,16 @@ export interface ExtractionRow {
   readonly cancelled_at: Date | null
 }
 
+/**
+ * What `data` holds before an extraction is done, and for good when it never is (cancelled, dead): the
+ * type's empty result, the one the extractor gives a page where it finds nothing, so `data` is an
+ * Article or a Product object in every state, as the spec's resource has it (docs/api.md, "Extractions").
+ */
+const NO_RESULT = {
+  article: { title: "Untitled", content: "" },
+  product: { name: "Untitled product" }
+} as const
+
 export const toExtraction = (r: ExtractionRow): Extraction => ({
   id: r.id,
   type: r.type,
@@ -53,7 +63,7 @@ export const toExtraction = (r: ExtractionRow): Extraction => ({
   domainId: r.domain_id,
   tenantId: r.tenant_id,
   inputFormat: r.input_format,
-  data: r.data,
+  data: Object.keys(r.data ?? {}).length > 0 ? r.data : { ...NO_RESULT[r.type] },
   metadata: { strategiesUsed: [], configsApplied: [], ...r.metadata, inputFormat: r.input_format } as Extraction["metadata"],
   errorMessage: r.error_message,
   errorClass: r.error_class,
