@@ -122,7 +122,8 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     // The adjustment is in the audit log, with who made it.
     if (databaseUrl) {
       const entries = await query<{ action: string; data: any }>(databaseUrl, `SELECT action, data FROM audit_log WHERE target_id = '${t.tenantId}'`)
-      expect(entries).toEqual([{ action: "credits.adjust", data: { transactionId: topup.json.data.id, type: "topup", amount: "1.00", note: "more" } }])
+      // made through the admin's key, which the entry names
+      expect(entries).toEqual([{ action: "credits.adjust", data: { transactionId: topup.json.data.id, type: "topup", amount: "1.00", note: "more", apiKeyId: expect.stringMatching(/^key_/) } }])
     }
     expect((await create(t.apiKey, { url: site.url("/page?case=bill-5") })).status).toBe(201)
   })
