@@ -2,11 +2,10 @@ import type { HttpServerRequest } from "effect/http"
 import { HttpServerResponse } from "effect/http"
 import { TAKE_DEPRECATION } from "../schema/envelope.ts"
 
-/**
- * The legacy list parameter `take`, replaced by `limit` (spec "Versioning", docs/api.md
- * "Envelopes"): still read, and every success that used it says so in its envelope's
- * `deprecation` and in the `Deprecation` (RFC 9745) and `Sunset` (RFC 8594) headers.
- */
+// The legacy list parameter `take`, replaced by `limit` (spec "Versioning", docs/api.md
+// "Envelopes"): still read, and every success that used it says so in its envelope's
+// `deprecation` and in the `Deprecation` (RFC 9745) and `Sunset` (RFC 8594) headers.
+
 /** When `take` became legacy: the day `limit` was introduced. */
 const DEPRECATED_SINCE = Date.parse("2026-01-01T00:00:00.000Z")
 
