@@ -97,11 +97,16 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     // Refused without a token, with a wrong one, for another address; a weak password is a 400 on `password`.
     expectError(await register({ email, password: PASSWORD }), 403, "registration_disabled")
     expectError(await register({ invitationToken: "x".repeat(43), email, password: PASSWORD }), 403, "registration_disabled")
-    // A token not of the mailed shape is malformed (400 at the field), not an unknown one.
+    // A token not of the mailed shape is no usable token either: the same 403 (the spec's "otherwise").
     const malformed = await register({ invitationToken: "short", email, password: PASSWORD })
-    expectError(malformed, 400, "validation_error")
-    expect(errorPaths(malformed)).toEqual(["invitationToken"])
+    expectError(malformed, 403, "registration_disabled")
     expect(malformed.text).not.toContain("short")
+    // one that is not even a string, or far too long, is malformed: 400 at the field, never quoted
+    for (const bad of [42, "t".repeat(1025)]) {
+      const refused = await register({ invitationToken: bad, email, password: PASSWORD })
+      expectError(refused, 400, "validation_error")
+      expect(errorPaths(refused)).toEqual(["invitationToken"])
+    }
     expectError(await register({ invitationToken: token, email: unique("someone-else"), password: PASSWORD }), 403, "registration_disabled")
     const weak = await register({ invitationToken: token, email, password: "short" })
     expectError(weak, 400, "validation_error")

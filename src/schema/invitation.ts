@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { CheckedByHandler, DateTime, Email, NullableDateTime, Text } from "./common.ts"
 import { PageQuery } from "./envelope.ts"
-import { MailedToken, NewPassword } from "./auth.ts"
+import { MailedToken, NewPassword, Secret } from "./auth.ts"
 
 export const invitationStatuses = ["pending", "active", "declined", "revoked", "renounced"] as const
 export type InvitationStatus = (typeof invitationStatuses)[number]
@@ -48,7 +48,9 @@ export const RevokedInvitation = Schema.Struct({
  * used or for another address is refused as 403 registration_disabled, the reason not told.
  */
 export const RegisterBody = Schema.Struct({
-  invitationToken: Schema.optionalKey(MailedToken),
+  // Any string: every token that is not a usable one, malformed included, is the same
+  // 403 registration_disabled (docs/invitations.md); bounded, and never quoted back.
+  invitationToken: Schema.optionalKey(Secret(0, 1024, "a token")),
   email: Email,
   // 12 to 1024 characters here; the other rule of a new password (not the e-mail address) is the service's.
   password: NewPassword,
