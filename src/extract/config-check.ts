@@ -29,8 +29,6 @@ const depthOf = (value: unknown, limit: number): number => {
 
 const problem = (path: string, message: string): ErrorDetail => ({ path, code: "invalid_value", message })
 
-
-
 /**
  * The length of `value` as JSON; 0 for a value nested too deeply to write, which only options can
  * be, and which the depth check below refuses with a clearer message.

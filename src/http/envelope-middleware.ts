@@ -171,10 +171,10 @@ const otherMethodsOfLiteral = (routes: ReadonlyArray<Route>, method: string, pat
 
 const json = (status: number, body: unknown) => HttpServerResponse.jsonUnsafe(body, { status })
 
-/** The envelope of an `ApiError`, answered outside an endpoint's own error encoding. */
 /** A 401 names how to authenticate (RFC 9110 §11.6.1): a bearer token here, the `x-api-key` header as well (docs/api.md). */
 const AUTHENTICATE_CHALLENGE = 'Bearer realm="trawl"'
 
+/** The envelope of an `ApiError`, answered outside an endpoint's own error encoding. */
 const errorResponse = (error: ApiError, requestId: string) =>
   json(error.status, errorEnvelope(error.code, error.message, requestId, error.details, error.extra))
 

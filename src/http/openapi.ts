@@ -24,7 +24,7 @@ export const Operations = Context.Reference<Readonly<Record<string, readonly [su
 const queryIntegers: Record<string, object> = {
   offset: { type: "integer", minimum: 0, maximum: MAX_QUERY_OFFSET, default: 0 },
   limit: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT },
-  take: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, deprecated: true, description: `legacy name of limit, until ${TAKE_DEPRECATION.sunset} (a success that used it carries a deprecation object)` }
+  take: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, description: `legacy name of limit, until ${TAKE_DEPRECATION.sunset} (a success that used it carries a deprecation object)` }
 }
 
 /**

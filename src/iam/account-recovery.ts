@@ -52,8 +52,7 @@ export interface MagicLinkInput {
 export interface AccountRecoveryShape {
   /** Mails a reset link if the address is a person's, in the background: the caller learns nothing. */
   readonly requestPasswordReset: (email: string, client: ClientContext) => Effect.Effect<void>
-  /** Sets the password by a reset token and ends every session; a refused password leaves the token usable. */
-  /** Resolves with when the new password was set, as stored. */
+  /** Sets the password by a reset token and ends every session (resolves with when, as stored); a refused password leaves the token usable. */
   readonly resetPassword: (token: string, password: string, client: ClientContext) => Effect.Effect<Date, InvalidRequest>
   /** Mails a sign-in link if the address is a person's, in the background. */
   readonly requestMagicLink: (email: string, client: ClientContext) => Effect.Effect<void>

@@ -40,13 +40,11 @@ export interface IdentityRepoShape {
     identityId: string,
     patch: { firstName?: string | null; lastName?: string | null; avatarUrl?: string | null }
   ) => Effect.Effect<void>
-  /** Sets a new password hash, ending any pending password setup. */
-  /** Sets the password; when it was set, as stored (what the answer reports). */
+  /** Sets a new password hash, ending any pending password setup; resolves with when, as stored (what the answer reports). */
   readonly setPassword: (identityId: string, passwordHash: string) => Effect.Effect<Date>
   /** Stores a new, not yet active TOTP secret; false when TOTP is already on. */
   readonly stageTotp: (identityId: string, secretEnc: string) => Effect.Effect<boolean>
-  /** Turns the staged secret on, with the step of the code that proved it; false when nothing was staged or it is on. */
-  /** Turns TOTP on; when, as stored, or undefined when it was on already or not staged. */
+  /** Turns the staged secret on, with the step of the code that proved it: when, as stored; undefined when nothing was staged or it is on. */
   readonly activateTotp: (identityId: string, step: number) => Effect.Effect<Date | undefined>
   /** Records `step` as used; false when it (or a later step) was used already: a replayed code. */
   readonly useTotpStep: (identityId: string, step: number) => Effect.Effect<boolean>
@@ -104,26 +102,23 @@ export const IdentityRepoLive = Layer.effect(
             updated_at = now()
           WHERE id = ${identityId}`.pipe(Effect.orDie, Effect.asVoid),
       setPassword: (identityId, passwordHash) =>
-        sql`
+        sql<{ password_changed_at: Date }>`
           UPDATE identities SET password_hash = ${passwordHash}, password_changed_at = now(),
                                 requires_password_setup = false, updated_at = now()
           WHERE id = ${identityId} RETURNING password_changed_at`.pipe(
           Effect.orDie,
-          Effect.map((rows) => new Date((rows[0] as { password_changed_at: Date | string } | undefined)?.password_changed_at ?? Date.now()))
+          Effect.map((rows) => new Date(rows[0]?.password_changed_at ?? Date.now()))
         ),
       stageTotp: (identityId, secretEnc) =>
         sql`
           UPDATE identities SET totp_secret_enc = ${secretEnc}, totp_last_step = NULL, updated_at = now()
           WHERE id = ${identityId} AND totp_enabled_at IS NULL RETURNING id`.pipe(Effect.orDie, Effect.map((rows) => rows.length > 0)),
       activateTotp: (identityId, step) =>
-        sql`
+        sql<{ totp_enabled_at: Date }>`
           UPDATE identities SET totp_enabled_at = now(), totp_last_step = ${step}, updated_at = now()
           WHERE id = ${identityId} AND totp_enabled_at IS NULL AND totp_secret_enc IS NOT NULL RETURNING totp_enabled_at`.pipe(
           Effect.orDie,
-          Effect.map((rows) => {
-            const at = (rows[0] as { totp_enabled_at: Date | string } | undefined)?.totp_enabled_at
-            return at === undefined ? undefined : new Date(at)
-          })
+          Effect.map((rows) => rows[0] && new Date(rows[0].totp_enabled_at))
         ),
       useTotpStep: (identityId, step) =>
         sql`

@@ -109,7 +109,6 @@ export interface TenantRepoShape {
   readonly quotaLimits: <K extends QuotaKey>(tenantId: string, keys: ReadonlyArray<K>) => Effect.Effect<Record<K, number>>
 }
 
-
 /** Sort fields of the ledger; entries are numbered in the order they were written. */
 const transactionColumns: Readonly<Record<string, string>> = { createdAt: "seq", amount: "amount", id: "id" }
 

@@ -267,14 +267,14 @@ function timeElement(root: Element, sources: FieldSources): string | undefined {
   return out
 }
 
+/** Types whose presence makes Review items the product's user reviews. */
+const PRODUCT_TYPES = new Set(["Product", "ProductGroup", "Offer", "AggregateOffer"])
+
 /**
  * An author name as a byline shows it, without its decoration: quotes, "By"/"Author"/"Written by"
  * (also glued: "BySummer Swann"), a trailing date or "· 5 min read". Undefined when what is left is a
  * date or not a name.
  */
-/** Types whose presence makes Review items the product's user reviews. */
-const PRODUCT_TYPES = new Set(["Product", "ProductGroup", "Offer", "AggregateOffer"])
-
 export function cleanAuthor(raw: string): string | undefined {
   let t = normalizeSpace(raw).replace(/^["'“”‘’]+|["'“”‘’]+$/g, "")
   // a line that starts with a weekday or month is a date line, not a name
