@@ -1,13 +1,13 @@
 /** Extractor-config selectors: CSS (+ attribute) on HTML, JSON paths on JSON input, and field coercion. */
 import { Element, normalizeSpace } from "./html/dom.ts"
 import { querySelectorAll, SelectorError } from "./html/selector.ts"
+import { BLOCK_TAGS, NO_TEXT_TAGS } from "./html/text.ts"
 import { evalJsonPath } from "./json-path.ts"
 import type { SelectorSpec } from "./types.ts"
 import { ExtractError } from "./errors.ts"
 import { absoluteUrl } from "./url.ts"
 
 const URL_ATTRS = new Set(["href", "src", "data-src", "srcset", "poster", "content-url", "data-href", "action"])
-const BLOCKS = new Set(["p", "div", "li", "br", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section", "article", "blockquote", "pre", "dd", "dt", "ul", "ol", "table"])
 
 /** Text with line breaks at block boundaries (for `textOnly: false`). */
 function blockText(el: Element): string {
@@ -16,9 +16,9 @@ function blockText(el: Element): string {
     for (const c of e.children) {
       if (typeof c === "string") out += c
       else if (c.tag === "br") out += "\n"
-      else if (c.tag === "script" || c.tag === "style" || c.tag === "noscript" || c.tag === "template") continue
+      else if (NO_TEXT_TAGS.has(c.tag)) continue
       else {
-        const b = BLOCKS.has(c.tag)
+        const b = BLOCK_TAGS.has(c.tag)
         if (b) out += "\n"
         rec(c)
         if (b) out += "\n"

@@ -5,6 +5,7 @@ import { applyPostProcess } from "../../src/extract/post-process.ts"
 import { detectLanguage } from "../../src/extract/language.ts"
 import { querySelectorAll } from "../../src/extract/html/selector.ts"
 import { MAX_OPEN_ELEMENTS, parseHtml } from "../../src/extract/html/parser.ts"
+import { selectHtml } from "../../src/extract/selectors.ts"
 
 describe("sanitizing", () => {
   const evil = `<html><head><style>.x{color:red}</style><script>window.stolen = "SECRET-SCRIPT"</script></head>
@@ -152,5 +153,18 @@ describe("HTML parser and selectors", () => {
     expect(querySelectorAll(doc.root, "div.a.b > span:not(.c)")).toHaveLength(1)
     expect(querySelectorAll(doc.root, "[data-x^=hel] #s")).toHaveLength(1)
     expect(querySelectorAll(doc.root, "span:first-child, span:last-child")).toHaveLength(2)
+  })
+})
+
+describe("selector text", () => {
+  const html = `<html><body><div class="card"><header>Card title</header><nav>Home</nav><p>First <b>line</b></p><svg><text>icon</text></svg><dl><dt>Size</dt><dd>XL</dd></dl></div></body></html>`
+  const selected = (textOnly: boolean) =>
+    selectHtml(parseHtml(html).root, { css: ".card", textOnly }, null)
+
+  it("keeps a line per block with textOnly false, the blocks being those of every text reader", () => {
+    expect(selected(false)).toEqual(["Card title\nHome\nFirst line\nSize\nXL"])
+  })
+  it("puts the same blocks on one line otherwise, and never reads an element that shows no text", () => {
+    expect(selected(true)).toEqual(["Card title Home First line Size XL"])
   })
 })

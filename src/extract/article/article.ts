@@ -1,6 +1,7 @@
 /** Article fields from an HTML page: structured data, meta tags and the main-content extractor. */
 import type { Article } from "../types.ts"
 import { normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
+import { BLOCK_TAGS } from "../html/text.ts"
 import { str, strs, typesOf, type JsonObject } from "../structured.ts"
 import { firstText, nodesOfType, type Page } from "../page.ts"
 import { extractMainContent, type MainContent } from "./main-content.ts"
@@ -335,7 +336,6 @@ function dateUnderHeadline(root: Element, sources: FieldSources): string | undef
 }
 /** How many lines after the h1 may hold its date. */
 const HEADLINE_DATE_LINES = 6
-const BLOCK_TAGS = new Set(["p", "div", "section", "article", "header", "ul", "ol", "li", "h2", "h3", "h4", "h5", "h6", "table", "figure", "blockquote", "pre", "main", "aside", "nav", "footer", "form"])
 /** A short text that is a date and nothing else (an optional "Posted on" before it). */
 const ONLY_DATE = /^(?:(?:posted|published|written)\s+(?:on\s+)?)?(?:\d{4}-\d\d-\d\d|[A-Za-z]{3,9}\.? \d{1,2},? \d{4}|\d{1,2}\.? [A-Za-z]{3,9}\.? \d{4}|\d{1,2}[./]\d{1,2}[./]\d{4})$/i
 

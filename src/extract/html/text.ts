@@ -3,8 +3,10 @@ import { parseHtml } from "./parser.ts"
 import { Element, normalizeSpace } from "./dom.ts"
 import { sanitizeTree } from "../sanitize.ts"
 
-const BLOCK = new Set(["p", "div", "li", "tr", "br", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "header", "footer", "ul", "ol", "table", "blockquote", "pre", "dt", "dd", "figure", "figcaption", "form", "main", "aside", "nav"])
-const NO_TEXT = new Set(["script", "style", "template", "noscript", "svg", "math", "head", "title", "iframe", "object", "select", "textarea"])
+/** Elements whose text stands on lines of its own: every reader that keeps line or word breaks uses this set. */
+export const BLOCK_TAGS: ReadonlySet<string> = new Set(["p", "div", "li", "tr", "br", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "header", "footer", "ul", "ol", "dl", "table", "blockquote", "pre", "dt", "dd", "figure", "figcaption", "form", "main", "aside", "nav"])
+/** Elements whose content is never shown as text. */
+export const NO_TEXT_TAGS: ReadonlySet<string> = new Set(["script", "style", "template", "noscript", "svg", "math", "head", "title", "iframe", "object", "select", "option", "textarea"])
 
 /** Visible text of an HTML fragment or page: sanitized, one line per block. */
 export function htmlToText(html: string, maxChars = Infinity): string {
@@ -23,10 +25,10 @@ export function htmlToText(html: string, maxChars = Infinity): string {
     const n = stack.pop()!
     if (n === null) { flush(); continue }
     if (typeof n === "string") { line += n; continue }
-    if (NO_TEXT.has(n.tag)) continue
+    if (NO_TEXT_TAGS.has(n.tag)) continue
     const a = n.attrs
     if (a !== null && (a.hidden !== undefined || /display\s*:\s*none/i.test(a.style ?? ""))) continue
-    const block = BLOCK.has(n.tag)
+    const block = BLOCK_TAGS.has(n.tag)
     if (block) { flush(); stack.push(null) }
     for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]!)
   }

@@ -9,6 +9,7 @@
  */
 import { Element, normalizeSpace } from "../html/dom.ts"
 import { detectCurrency, parsePrice } from "./price.ts"
+import { BLOCK_TAGS, NO_TEXT_TAGS } from "../html/text.ts"
 
 // ---------- vocabularies ----------
 
@@ -392,8 +393,8 @@ function priceAfter(lines: string[], from: number): PriceCandidate | undefined {
   return undefined
 }
 
-const BLOCKS = new Set(["div", "p", "li", "ul", "ol", "dl", "dt", "dd", "table", "tr", "td", "th", "section", "article", "h1", "h2", "h3", "h4", "h5", "h6", "br", "form", "button"])
-const NO_TEXT = new Set(["script", "style", "template", "noscript", "svg", "math", "select", "option", "textarea", "button"])
+/** Where words meet without white space in the markup but apart on the page: blocks, table cells, buttons. */
+const SPACED = (tag: string) => BLOCK_TAGS.has(tag) || tag === "td" || tag === "th" || tag === "button"
 
 /** A `del`/`s`/`strike` element or one whose class names an old price (`price-old`, `was-price` …). */
 function isOldPrice(el: Element): boolean {
@@ -414,8 +415,8 @@ function blockText(el: Element, max: number, inButton = false, skipOldPrices = f
     for (const c of e.children) {
       if (out.length > limit) return
       if (typeof c === "string") out += c
-      else if (!(NO_TEXT.has(c.tag) && !(inButton && c.tag === "button")) && !isHidden(c) && !(skipOldPrices && isOldPrice(c))) {
-        if (BLOCKS.has(c.tag)) { out += " "; rec(c); out += " " }
+      else if (!NO_TEXT_TAGS.has(c.tag) && !(c.tag === "button" && !inButton) && !isHidden(c) && !(skipOldPrices && isOldPrice(c))) {
+        if (SPACED(c.tag)) { out += " "; rec(c); out += " " }
         else rec(c)
       }
     }
