@@ -8,7 +8,7 @@ import { Config } from "../config.ts"
 import { matchConfigs } from "../extract/config-match.ts"
 import type { ExtractErrorClass } from "../extract/errors.ts"
 import { EXTRACT_TIMEOUT_MS, extractInWorker } from "../extract/extract-in-worker.ts"
-import { type LlmReport, refineWithLlm } from "../extract/llm.ts"
+import { llmErrorClass, refineWithLlm, unchangedReport } from "../extract/llm.ts"
 import { EventLog } from "../events/event-log.ts"
 import { newId } from "../ids.ts"
 import { ExtractionRepo, type ExtractionRow } from "../sql/extraction-repo.ts"
@@ -138,8 +138,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
           if (!config.llm) {
             llmError = "llm_unavailable"
             // No model to ask: the request could not be made (the spec's statuses; errorClass says why).
-            const report: LlmReport = { model: llmOptions?.model ?? "", status: "failed_request", refinedFields: [], correctedFields: [], rejectedRefines: [], durationMs: 0 }
-            metadata.llm = report
+            metadata.llm = unchangedReport(llmOptions?.model ?? "", "failed_request", 0)
           } else {
             const controller = new AbortController()
             running = controller
@@ -163,9 +162,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
             data = refined.data as Record<string, unknown>
             metadata.llm = refined.llm
             const status = refined.llm.status
-            if (status !== "ok") {
-              llmError = status === "failed_timeout" ? "llm_timeout" : status === "failed_validation" ? "llm_validation" : "llm_request"
-            }
+            if (status !== "ok") llmError = llmErrorClass(status)
           }
         }
         metadata.durationMs = Date.now() - started

@@ -55,6 +55,21 @@ export interface LlmReport {
   durationMs: number
 }
 
+/** The report of a refinement that changed nothing: no field refined, corrected or rejected. */
+export const unchangedReport = (model: string, status: LlmStatus, durationMs: number, extra: Partial<LlmReport> = {}): LlmReport => ({
+  model,
+  status,
+  refinedFields: [],
+  correctedFields: [],
+  rejectedRefines: [],
+  ...extra,
+  durationMs
+})
+
+/** The extraction's `errorClass` for a refinement that did not succeed (docs/api.md, "Extractions"). */
+export const llmErrorClass = (status: Exclude<LlmStatus, "ok">) =>
+  status === "failed_timeout" ? "llm_timeout" : status === "failed_validation" ? "llm_validation" : "llm_request"
+
 export interface RefineResult {
   data: Record<string, unknown>
   /** For `metadata.llm`. */
@@ -304,15 +319,8 @@ const tokenCount = (v: unknown): number | undefined =>
 export async function refineWithLlm(input: RefineInput): Promise<RefineResult> {
   const started = performance.now()
   const model = input.llm?.model ?? ""
-  const report = (status: LlmStatus, extra: Partial<LlmReport> = {}): LlmReport => ({
-    model,
-    status,
-    refinedFields: [],
-    correctedFields: [],
-    rejectedRefines: [],
-    ...extra,
-    durationMs: Math.max(0, Math.round(performance.now() - started)),
-  })
+  const report = (status: LlmStatus, extra: Partial<LlmReport> = {}): LlmReport =>
+    unchangedReport(model, status, Math.max(0, Math.round(performance.now() - started)), extra)
   const fail = (status: LlmStatus, error: string, extra: Partial<LlmReport> = {}): RefineResult => ({ data: input.data, llm: report(status, extra), error })
 
   const timeoutMs = input.llm?.timeoutMs !== undefined && Number.isFinite(input.llm.timeoutMs) && input.llm.timeoutMs > 0 ? input.llm.timeoutMs : DEFAULT_LLM_TIMEOUT_MS
