@@ -218,6 +218,22 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
       expect([res.status, json.code], path).toEqual([400, "validation_error"])
       expect(json.error.details.map((d: any) => [d.path, d.code]), path).toEqual([["", "too_deep"]])
     }
+    // half of a surrogate pair (an escape UTF-8 cannot carry) is no character: refused where it is,
+    // in a value or a key, on every route (a config's jsonb once failed on it with a 500)
+    for (const [path, raw, where] of [
+      ["/v1/extractor/configs", String.raw`{"scope":"tenant","type":"article","payload":{"llm":{"model":"a\ud800b"}}}`, ["payload.llm.model"]],
+      ["/v1/extractor/configs", String.raw`{"scope":"tenant","type":"article","payload":{"selectors":{"\uDC00":[{"css":"h1"}]}}}`, ["payload.selectors.\udc00"]],
+      ["/v1/iam/roles", String.raw`{"name":"r\udbff","permissions":["scraper:jobs:read"],"description":"\ud83d"}`, ["name", "description"]]
+    ] as const) {
+      const res = await api.call("POST", path, { key: t.apiKey, raw })
+      envelopeError(res, 400, "validation_error")
+      expect(res.json.error.details.map((d: any) => [d.path, d.code]), raw).toEqual(where.map((p) => [p, "invalid_value"]))
+    }
+    const halfInFilter = await api.call("POST", "/v1/scraper/jobs/search", { key: t.apiKey, raw: String.raw`{"where":{"domainId":"\ud800"}}` })
+    envelopeError(halfInFilter, 400, "invalid_filter")
+    // a whole pair (an emoji written as two escapes) is a character like any other
+    const emoji = await api.call("POST", "/v1/iam/roles", { key: t.apiKey, raw: String.raw`{"name":"emoji \ud83d\ude00","permissions":["scraper:jobs:read"]}` })
+    expect([emoji.status, emoji.json.data?.name]).toEqual([201, "emoji 😀"])
     // brackets inside strings do not count, and 64 levels are fine (the body is then refused for its fields)
     const shallow = await api.call("POST", "/v1/scraper/jobs", { key: t.apiKey, raw: `{"url":"not a url ${"[".repeat(100)}","x":${brackets(63)}}` })
     envelopeError(shallow, 400, "validation_error")

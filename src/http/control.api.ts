@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { Email } from "../schema/common.ts"
+import { Email, Text } from "../schema/common.ts"
 import { Conflict, errors, InvalidRequest, Unavailable, Unprocessable } from "../schema/errors.ts"
 import {
   ClusterState,
@@ -32,8 +32,8 @@ export class ControlGroup extends HttpApiGroup.make("control")
     }),
     HttpApiEndpoint.post("probe", "/cluster/probe", {
       payload: Schema.Struct({
-        entityId: Schema.String.check(Schema.isBetweenLength(1, 100)),
-        probeId: Schema.String.check(Schema.isBetweenLength(1, 100)),
+        entityId: Text(1, 100),
+        probeId: Text(1, 100),
         durationMs: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 60_000 }))
       }),
       success: Success(ProbeResult),

@@ -1,8 +1,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader } from "../schema/common.ts"
-import { Crawl, CrawlListPage, CrawlPagePage, CrawlPageStatus, CrawlStatus, CreateCrawlBody, CreatedCrawl } from "../schema/crawl.ts"
-import { PageQuery, Success } from "../schema/envelope.ts"
+import { Crawl, CrawlListPage, CrawlPagePage, CrawlPageStatus, CrawlStatus, CreateCrawlBody, CreatedCrawl, crawlSortFields } from "../schema/crawl.ts"
+import { PageQuery, SortQuery, Success } from "../schema/envelope.ts"
 import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { Operations } from "./openapi.ts"
 import { webhookSecretFaults } from "../schema/webhook.ts"
@@ -12,14 +12,14 @@ const id = { id: Schema.String }
 
 export const ListCrawlsQuery = {
   ...PageQuery,
-  sort: Schema.optional(Schema.String.annotate({ description: "comma-separated field:dir pairs of createdAt, id, status; default createdAt:desc,id:desc" })),
+  sort: SortQuery(crawlSortFields),
   status: Schema.optional(CheckedByHandler({ pattern: commaListPattern(CrawlStatus.literals), description: "one status or a comma-separated list" }))
 }
 
 export const CrawlPagesQuery = {
   ...PageQuery,
   status: Schema.optional(CheckedByHandler({ pattern: commaListPattern(CrawlPageStatus.literals), description: "one page status or a comma-separated list" })),
-  depth: Schema.optional(CheckedByHandler({ pattern: "^\\d{1,2}$", description: "only the pages at this depth (0 to 20)" })),
+  depth: Schema.optional(CheckedByHandler({ pattern: "^(0?[0-9]|1[0-9]|20)$", description: "only the pages at this depth (0 to 20)" })),
   parentJobId: Schema.optional(CheckedByHandler({ maxLength: 64, description: "only the pages first found on the page of this job" }))
 }
 

@@ -332,30 +332,36 @@ const failureResponse = (
 }
 
 /**
- * The paths (as in `details`) of a JSON value's strings and keys that hold a NUL character, at
- * most `limit` of them, found without recursion (a body may nest deeply).
+ * The paths (as in `details`) of a JSON value's strings and keys that `isFault`, at most `limit`
+ * of them, found without recursion (a body may nest deeply).
  */
-export const nulPaths = (value: unknown, limit = 20): Array<string> => {
+const textFaultPaths = (value: unknown, isFault: (text: string) => boolean, limit = 20): Array<string> => {
   const found: Array<string> = []
   const stack: Array<{ readonly value: unknown; readonly path: string }> = [{ value, path: "" }]
   const join = (path: string, key: string | number) => (path === "" ? String(key) : `${path}.${key}`)
   while (stack.length > 0 && found.length < limit) {
     const { value: v, path } = stack.pop()!
     if (typeof v === "string") {
-      if (v.includes("\u0000")) found.push(path)
+      if (isFault(v)) found.push(path)
     } else if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], path: join(path, i) })
     } else if (v !== null && typeof v === "object") {
       const keys = Object.keys(v)
       for (let i = keys.length - 1; i >= 0; i--) {
         const key = keys[i]!
-        if (key.includes("\u0000")) found.push(join(path, key))
+        if (isFault(key)) found.push(join(path, key))
         else stack.push({ value: (v as Record<string, unknown>)[key], path: join(path, key) })
       }
     }
   }
   return found.slice(0, limit)
 }
+
+/** Where a JSON value's text holds a NUL character (see `textFaultPaths`). */
+export const nulPaths = (value: unknown, limit = 20): Array<string> => textFaultPaths(value, (t) => t.includes("\u0000"), limit)
+
+/** Where a JSON value's text holds half of a surrogate pair, which is no character (see `textFaultPaths`). */
+export const loneSurrogatePaths = (value: unknown, limit = 20): Array<string> => textFaultPaths(value, (t) => !t.isWellFormed(), limit)
 
 /**
  * PostgreSQL's answers to a NUL character in text or JSON (invalid byte sequence, untranslatable
@@ -523,16 +529,50 @@ const refuseUnreadableBody = (request: HttpServerRequest.HttpServerRequest): Eff
           details: [{ path: "", code: "invalid_json", message: "body must be UTF-8" }]
         }))
       }
-      if (nestsDeeperThan(new Uint8Array(bytes), MAX_JSON_DEPTH)) {
+      const view = new Uint8Array(bytes)
+      if (nestsDeeperThan(view, MAX_JSON_DEPTH)) {
         return Effect.fail(new InvalidRequest({
           code: "validation_error",
           message: `the body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`,
           details: [{ path: "", code: "too_deep", message: `at most ${MAX_JSON_DEPTH} levels of nested arrays and objects` }]
         }))
       }
+      const halves = escapesSurrogate(view) ? loneSurrogatePaths(parsedOrUndefined(bytes)) : []
+      if (halves.length > 0) {
+        const badFilter = halves.every(inSearchFilter)
+        return Effect.fail(new InvalidRequest({
+          code: badFilter ? "invalid_filter" : "validation_error",
+          message: "text cannot contain half of a surrogate pair (a \\u escape from D800 to DFFF without its other half): it is not a character",
+          details: halves.map((path) => ({ path, code: "invalid_value", message: "contains half of a surrogate pair" }))
+        }))
+      }
       return Effect.void
     })
   )
+
+/** The body as JSON, or undefined when it is not JSON (the endpoint's decoder says so then). */
+const parsedOrUndefined = (bytes: ArrayBuffer): unknown => {
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes))
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Whether the JSON text in `bytes` has a `\u` escape of a UTF-16 surrogate (`\uD800` to `\uDFFF`):
+ * a cheap test before the body is parsed for halves of a pair, which UTF-8 itself cannot carry.
+ */
+const escapesSurrogate = (bytes: Uint8Array): boolean => {
+  for (let i = bytes.indexOf(BACKSLASH); i >= 0 && i + 3 < bytes.length; i = bytes.indexOf(BACKSLASH, i + 2)) {
+    if (bytes[i + 1] === LOWER_U && (bytes[i + 2]! | 0x20) === LOWER_D && SURROGATE_SECOND_DIGIT.has(bytes[i + 3]! | 0x20)) return true
+  }
+  return false
+}
+const LOWER_U = 0x75
+const LOWER_D = 0x64
+/** `8` to `f` (lower-cased): the second hex digit of a surrogate's escape. */
+const SURROGATE_SECOND_DIGIT = new Set([0x38, 0x39, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66])
 
 const OPEN_BRACKET = 0x5b
 const CLOSE_BRACKET = 0x5d

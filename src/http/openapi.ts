@@ -4,7 +4,7 @@ import { auditActions } from "../schema/audit.ts"
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MAX_QUERY_OFFSET, TAKE_DEPRECATION } from "../schema/envelope.ts"
 import { MAX_CONFIG_FIELDS, MAX_FIELD_NAME, MAX_FIELD_OPERATIONS, MAX_PAYLOAD_JSON, RESERVED_NAMES } from "../schema/extraction.ts"
 import { codesOf } from "./error-codes.ts"
-import { ApiKeyAuth, credentialsOf, notOnBehalf, Requires, type SecurityScheme, securitySchemes } from "./security.ts"
+import { ApiKeyAuth, credentialsOf, notOnBehalf, ON_BEHALF_HEADER, Requires, type SecurityScheme, securitySchemes } from "./security.ts"
 
 /**
  * The words of a group's operations in the OpenAPI document: endpoint name → [summary, description].
@@ -166,7 +166,11 @@ export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spe
   // takes any item; each is the single-job body, which the document shows.
   const jobBody = bodySchema(spec, "/v1/scraper/jobs", "post")
   const bulkBody = bodySchema(spec, "/v1/scraper/jobs/bulk", "post")
-  if (jobBody && bulkBody?.properties?.jobs) bulkBody.properties.jobs.items = jobBody
+  if (jobBody && bulkBody?.properties?.jobs) {
+    bulkBody.properties.jobs.items = jobBody
+    bulkBody.properties.jobs.description = "1 to 100 job bodies. Each is checked on its own: one that is not a valid job body does not refuse the request, it is answered in the 207's `failed` list with its index and the reason."
+  }
+  declareHeaders(spec, facts)
   stateConfigPayloadBounds(spec)
   stateDateBounds(spec)
   dedupeAnyOf(spec)
@@ -203,6 +207,62 @@ const stateDateBounds = (spec: Spec) => {
   if (delegation) delegation.description = "in the future, and at most one year ahead"
   const key = alternativeOf(bodySchema(spec, "/v1/iam/identities/{id}/api-keys", "post")?.properties?.expiresAt, "string")
   if (key) key.description = "in the future"
+}
+
+/** Headers that the middlewares send or read for every endpoint alike (docs/api.md, "Headers"). */
+const commonHeaders = {
+  RequestId: { description: "The request's id (the client's own when it sent a valid one), also in every error envelope and the server's log", schema: { type: "string" } },
+  RateLimitLimit: { description: "Requests the credential may make per minute", schema: { type: "integer", minimum: 0 } },
+  RateLimitRemaining: { description: "Requests left in the current minute (0 once a window refused the request)", schema: { type: "integer", minimum: 0 } },
+  RateLimitReset: { description: "Seconds until the window that counts (or refused) the request turns", schema: { type: "integer", minimum: 0 } },
+  RetryAfter: { description: "Seconds to wait before trying again", schema: { type: "integer", minimum: 0 } },
+  WwwAuthenticate: { description: "The scheme to authenticate with: Bearer realm=\"trawl\"", schema: { type: "string" } },
+  SetCookie: { description: "The session cookie trawl_session (HttpOnly, SameSite=Lax, Path=/; Secure behind an https PUBLIC_BASE_URL); cleared on logout", schema: { type: "string" } },
+  Deprecation: { description: "Present when the request used a deprecated parameter (take): when it was deprecated", schema: { type: "string" } },
+  Sunset: { description: "Present with Deprecation: when the deprecated parameter stops being accepted", schema: { type: "string" } }
+} as const
+
+const ON_BEHALF_PARAMETER = {
+  name: ON_BEHALF_HEADER,
+  in: "header",
+  required: false,
+  description: "Act for the delegator of an active delegation to the caller (docs/delegations.md): the request is made with the delegator's permissions, never more, and audited with both identities.",
+  schema: { type: "string", minLength: 1, maxLength: 100 }
+}
+
+/**
+ * States the headers the middlewares add or read, which no endpoint's schema names: the request id
+ * on every answer, the rate limit's on every answer to a credential, `Retry-After` on 429 and 503,
+ * `WWW-Authenticate` on 401, the session cookie where a session is opened or ended, the
+ * deprecation headers on lists that take `take`, and `x-on-behalf-of` where a delegate may use it.
+ */
+const declareHeaders = (spec: Spec, facts: ReturnType<typeof endpointFacts>) => {
+  ;(spec.components as Record<string, any>).headers = commonHeaders
+  const ref = (name: keyof typeof commonHeaders) => ({ $ref: `#/components/headers/${name}` })
+  for (const pathItem of Object.values(spec.paths)) {
+    for (const operation of Object.values(pathItem as Record<string, any>)) {
+      if (!isRecord(operation) || !isRecord(operation.responses)) continue
+      const known = facts.get(operation.operationId)
+      const credentialed = (known?.security.length ?? 0) > 0
+      const takesTake = (operation.parameters ?? []).some((p: any) => p.in === "query" && p.name === "take")
+      const session = isRecord(operation.responses["200"]) && /OpenedSession/.test(JSON.stringify(operation.responses["200"])) || operation.operationId === "auth.logout"
+      for (const [status, response] of Object.entries<any>(operation.responses)) {
+        if (!isRecord(response)) continue
+        const headers: Record<string, unknown> = { "x-request-id": ref("RequestId") }
+        if (credentialed && status !== "401" && status !== "431") {
+          Object.assign(headers, { "RateLimit-Limit": ref("RateLimitLimit"), "RateLimit-Remaining": ref("RateLimitRemaining"), "RateLimit-Reset": ref("RateLimitReset") })
+        }
+        if (status === "429" || status === "503") headers["Retry-After"] = ref("RetryAfter")
+        if (status === "401") headers["WWW-Authenticate"] = ref("WwwAuthenticate")
+        if (session && status === "200") headers["Set-Cookie"] = ref("SetCookie")
+        if (takesTake && status === "200") Object.assign(headers, { Deprecation: ref("Deprecation"), Sunset: ref("Sunset") })
+        response.headers = { ...response.headers, ...headers }
+      }
+      if (known?.onBehalf && credentialed && !(operation.parameters ?? []).some((p: any) => p.name === ON_BEHALF_HEADER)) {
+        operation.parameters = [...(operation.parameters ?? []), ON_BEHALF_PARAMETER]
+      }
+    }
+  }
 }
 
 const bodySchema = (spec: Spec, path: string, method: string): Record<string, any> | undefined =>

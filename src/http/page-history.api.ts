@@ -1,15 +1,20 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Text } from "../schema/common.ts"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors, InvalidRequest, NotFound, Unavailable } from "../schema/errors.ts"
 import { PageDiff, PageVersion } from "../schema/job.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
+/** A page's history is asked for by its absolute http(s) URL (normalized as the crawl stores it). */
+const PAGE_URL = /^[hH][tT][tT][pP][sS]?:\/\//
+const PageUrlQuery = Text(1, 2048).check(Schema.isPattern(PAGE_URL, { expected: "an absolute http(s) URL", toJsonSchema: () => ({ pattern: PAGE_URL.source }) }))
+
 export class PageHistoryGroup extends HttpApiGroup.make("page-history")
   .add(
     HttpApiEndpoint.get("timeline", "/", {
-      query: { ...PageQuery, url: Schema.String.check(Schema.isBetweenLength(1, 2048)) },
+      query: { ...PageQuery, url: PageUrlQuery },
       success: Success(Page(PageVersion)),
       error: errors(InvalidRequest)
     }).pipe(requires("page-history:pages:read")),

@@ -21,7 +21,7 @@ export const PageHistoryHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           const target = URL.canParse(query.url) ? new URL(query.url) : undefined
-          if (!target || (target.protocol !== "http:" && target.protocol !== "https:")) {
+          if (!target) {
             return yield* fail(400, "invalid_filter", "url must be an absolute http(s) URL", {
               details: [{ path: "url", code: "invalid_value", message: "not an absolute http(s) URL" }]
             })

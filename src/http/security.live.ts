@@ -14,7 +14,7 @@ import { DelegationRepo } from "../sql/delegation-repo.ts"
 import { clientContext } from "./client-context.ts"
 import { KeyMeter, noteEndpointReached, refuseMalformedRequest } from "./envelope-middleware.ts"
 import { RateLimiter, type RateLimiterShape } from "./rate-limit.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, notOnBehalf, OwnSession, presentedSession, Requires, SessionOnly } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, notOnBehalf, ON_BEHALF_HEADER, OwnSession, presentedSession, Requires, SessionOnly } from "./security.ts"
 import type { IdentityId } from "../schema/ids.ts"
 
 const unauthorized = (message: string) => new Unauthenticated({ code: "unauthorized", message })
@@ -42,8 +42,6 @@ const countRequest = (limiter: RateLimiterShape, principal: Principal) =>
     }
   })
 
-/** The header by which a delegate acts for its delegator (docs/delegations.md). */
-export const ON_BEHALF_HEADER = "x-on-behalf-of"
 
 /**
  * How a request made on behalf ended, for its audit entry: `done` with the answer's status, `refused`

@@ -54,8 +54,6 @@ export const DateTimeBound = Schema.String.check(
 /** A search's `createdAt` filter: from `gte` (inclusive) to `lt` (exclusive), either optional. */
 export const CreatedRange = Schema.Struct({ gte: Schema.optional(DateTimeBound), lt: Schema.optional(DateTimeBound) })
 
-/** A search's `url.prefix`: what the resource's URL, as answered, starts with (taken literally). */
-export const UrlPrefixFilter = Schema.Struct({ prefix: Schema.String.check(Schema.isBetweenLength(1, 2048)) })
 
 /** An input date-time: must be a real instant (see `parseIsoDateTime`), with a time part. */
 export const DateTimeInput = Schema.String.check(
@@ -152,6 +150,9 @@ export const Text = (min: number, max: number) =>
     isStorableText
   )
 
+/** A search's `url.prefix`: what the resource's URL, as answered, starts with (taken literally). */
+export const UrlPrefixFilter = Schema.Struct({ prefix: Text(1, 2048) })
+
 /** Something with visible characters: not only spaces. */
 const NOT_BLANK = /\S/
 /** A name people read in lists (a role, a key, a tenant): `min` to `max` characters, not only spaces. */
@@ -160,7 +161,7 @@ export const Name = (min: number, max: number) =>
 
 const EMAIL_PATTERN = /^[^\s@\u0000]+@[^\s@\u0000]+\.[^\s@\u0000]+$/
 export const Email = Schema.String.check(
-  Schema.isMaxLength(255),
+  isAtMostCharacters(255),
   // A RegExp without the `u` flag is not exported by itself: the check states its pattern, and `email`.
   Schema.isPattern(EMAIL_PATTERN, { expected: "an e-mail address", toJsonSchema: () => ({ format: "email", pattern: EMAIL_PATTERN.source }) })
 )

@@ -1,13 +1,14 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, NullableDateTime, DateTime, WebhookSecret } from "./common.ts"
+import { AbsoluteUrl, NullableDateTime, DateTime, Text, WebhookSecret } from "./common.ts"
 import { Page } from "./envelope.ts"
 import { EscalationEntry, ScreenshotOptions } from "./job.ts"
 
-/** A path glob of `includePaths` / `excludePaths` (docs/site-crawls.md, "URL keys and scope"). */
-const PathGlob = Schema.String.check(
-  Schema.makeFilter((s: string) => (s.length >= 1 && s.length <= 200 && s.startsWith("/")) || "Expected a path glob of 1 to 200 characters starting with /")
+/** A path glob of `includePaths` / `excludePaths` (docs/site-crawls.md, "URL keys and scope"): 1 to 200 characters from `/`. */
+const PathGlob = Text(1, 200).check(
+  Schema.makeFilter((s: string) => s.startsWith("/") || "Expected a path glob starting with /", { toJsonSchema: () => ({ pattern: "^/" }) })
 )
-const PathGlobs = Schema.Array(PathGlob).check(Schema.isMaxLength(50))
+/** A crawl's or a map's `includePaths` / `excludePaths`: at most 50 globs. */
+export const PathGlobs = Schema.Array(PathGlob).check(Schema.isMaxLength(50))
 
 /** Bounds of a crawl (docs/api.md "Site crawls"). */
 export const CRAWL_LIMIT = { min: 1, max: 10_000, default: 100 } as const

@@ -26,7 +26,7 @@ export const Delegation = Schema.Struct({
 export type Delegation = typeof Delegation.Type
 
 export const CreateDelegationBody = Schema.Struct({
-  delegateId: Schema.String.check(Schema.isBetweenLength(1, 255)).annotate({
+  delegateId: Text(1, 255).annotate({
     description: "an identity id of the caller's tenant, or the e-mail address of someone not yet registered"
   }),
   reason: Text(1, 500),

@@ -118,7 +118,7 @@ export const sortQueryPattern = (fields: ReadonlyArray<string>) => {
 }
 export const SortQuery = (fields: ReadonlyArray<string>) =>
   Schema.optional(Schema.String.check(Schema.makeFilter(() => true, {
-    toJsonSchema: () => ({ pattern: sortQueryPattern(fields), description: "comma-separated field or field:asc|desc terms, e.g. createdAt:desc,id:desc" })
+    toJsonSchema: () => ({ pattern: sortQueryPattern(fields), description: "comma-separated field or field:asc|desc terms, each field at most once, e.g. createdAt:desc,id:desc" })
   })))
 
 /** The largest `offset` a query string takes: 15 decimal digits. */

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, CreatedRange, DateTime, isAtMostCharacters, NullableDateTime, NullableWebhookSecret, UrlPrefixFilter } from "./common.ts"
+import { AbsoluteUrl, CreatedRange, DateTime, isAtMostCharacters, NullableDateTime, NullableWebhookSecret, Text, UrlPrefixFilter } from "./common.ts"
 import { Page, SearchPagination, SortTerms } from "./envelope.ts"
 import type { ErrorDetail } from "./errors.ts"
 import { webhookOptionFaults } from "./webhook.ts"
@@ -26,8 +26,8 @@ export const CreateExtractionBody = Schema.Struct({
     description: `The page or text to extract from, at most ${MAX_INPUT_BYTES} bytes of UTF-8 (5 MB); more is 413 payload_too_large with the detail at input.`
   })),
   inputFormat: Schema.optional(InputFormat),
-  jobId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
-  configId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
+  jobId: Schema.optional(Text(1, 100)),
+  configId: Schema.optional(Text(1, 100)),
   llm: Schema.optional(Schema.Struct({ enabled: Schema.optional(Schema.Boolean), mode: Schema.optional(LlmMode) })),
   webhookUrl: Schema.optional(AbsoluteUrl),
   // optionalKey of a union with a message of its own: null counts as absent, and no message quotes the secret.
@@ -104,7 +104,7 @@ export const SearchExtractionsBody = Schema.Struct({
     status: Schema.optional(Schema.Array(ExtractionStatus).check(Schema.isBetweenLength(1, 6))),
     type: Schema.optional(ExtractionType),
     url: Schema.optional(UrlPrefixFilter),
-    domainId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 253))),
+    domainId: Schema.optional(Text(1, 253)),
     createdAt: Schema.optional(CreatedRange)
   })),
   sort: Schema.optional(SortTerms(extractionSortFields)),
@@ -136,9 +136,9 @@ export const MAX_FIELD_NAME = 100
 export const RESERVED_NAMES: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"])
 
 const Selector = Schema.Struct({
-  css: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 500))),
-  attr: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 100))),
-  json: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 500))),
+  css: Schema.optional(Text(1, 500)),
+  attr: Schema.optional(Text(1, 100)),
+  json: Schema.optional(Text(1, 500)),
   textOnly: Schema.optional(Schema.Boolean),
   trim: Schema.optional(Schema.Boolean)
 })
@@ -147,14 +147,14 @@ export const ConfigPayload = Schema.Struct({
   selectors: Schema.optional(Schema.Record(Schema.String, Schema.Array(Selector).check(Schema.isBetweenLength(1, 20)))),
   llm: Schema.optional(Schema.Struct({
     enabled: Schema.optional(Schema.Boolean),
-    model: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 200))),
+    model: Schema.optional(Text(1, 200)),
     temperature: Schema.optional(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 2 }))),
     promptOverride: Schema.optional(Schema.String.check(isAtMostCharacters(8000))),
     mode: Schema.optional(LlmMode)
   })),
   fields: Schema.optional(Schema.Array(Schema.String).check(Schema.isMaxLength(50))),
   postProcess: Schema.optional(Schema.Record(Schema.String, Schema.Record(Schema.String, Schema.Unknown))),
-  rootSelector: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 500)))
+  rootSelector: Schema.optional(Text(1, 500))
 })
 export type ConfigPayload = typeof ConfigPayload.Type
 
@@ -164,8 +164,8 @@ const Notes = Schema.String.check(isAtMostCharacters(1000))
 export const CreateConfigBody = Schema.Struct({
   scope: Schema.Literals(["tenant", "global"]),
   type: Schema.optional(Schema.NullOr(ExtractionType)),
-  domainId: Schema.optional(Schema.NullOr(Schema.String.check(Schema.isBetweenLength(1, 253)))),
-  urlPattern: Schema.optional(Schema.NullOr(Schema.String.check(Schema.isBetweenLength(1, 500)))),
+  domainId: Schema.optional(Schema.NullOr(Text(1, 253))),
+  urlPattern: Schema.optional(Schema.NullOr(Text(1, 500))),
   tenantId: Schema.optional(Schema.NullOr(Schema.String)),
   priority: Schema.optional(Priority),
   enabled: Schema.optional(Schema.Boolean),
@@ -176,8 +176,8 @@ export type CreateConfigBody = typeof CreateConfigBody.Type
 
 export const UpdateConfigBody = Schema.Struct({
   type: Schema.optional(Schema.NullOr(ExtractionType)),
-  domainId: Schema.optional(Schema.NullOr(Schema.String.check(Schema.isBetweenLength(1, 253)))),
-  urlPattern: Schema.optional(Schema.NullOr(Schema.String.check(Schema.isBetweenLength(1, 500)))),
+  domainId: Schema.optional(Schema.NullOr(Text(1, 253))),
+  urlPattern: Schema.optional(Schema.NullOr(Text(1, 500))),
   priority: Schema.optional(Priority),
   enabled: Schema.optional(Schema.Boolean),
   payload: Schema.optional(ConfigPayload),

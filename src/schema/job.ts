@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, CreatedRange, DateTime, NullableDateTime, NullableWebhookSecret, UrlPrefixFilter } from "./common.ts"
+import { AbsoluteUrl, CreatedRange, DateTime, NullableDateTime, NullableWebhookSecret, Text, UrlPrefixFilter } from "./common.ts"
 import { Page, SearchPagination, SortTerms, WHOLE_BODY_ERROR } from "./envelope.ts"
 
 export const JobStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead"])
@@ -120,7 +120,7 @@ export const SearchJobsBody = Schema.Struct({
   where: Schema.optional(Schema.Struct({
     status: Schema.optional(Schema.Array(JobStatus).check(Schema.isBetweenLength(1, 5))),
     url: Schema.optional(UrlPrefixFilter),
-    domainId: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 253))),
+    domainId: Schema.optional(Text(1, 253)),
     createdAt: Schema.optional(CreatedRange),
     priority: Schema.optional(Schema.Struct({
       gte: Schema.optional(PriorityBound),

@@ -1,11 +1,7 @@
 import { Schema } from "effect"
 import { AbsoluteUrl } from "./common.ts"
+import { PathGlobs } from "./crawl.ts"
 
-/** A path glob of `includePaths` / `excludePaths` (docs/site-crawls.md, "Scope and filters"). */
-const PathGlob = Schema.String.check(
-  Schema.makeFilter((s: string) => (s.length >= 1 && s.length <= 200 && s.startsWith("/")) || "Expected a path glob of 1 to 200 characters starting with /")
-)
-const PathGlobs = Schema.Array(PathGlob).check(Schema.isMaxLength(50))
 
 /** Bounds of a map (docs/api.md "Site map"). */
 export const MAP_LIMIT_MAX = 5000

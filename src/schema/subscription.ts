@@ -1,8 +1,8 @@
 import { Schema } from "effect"
-import { DateTime } from "./common.ts"
+import { DateTime, Text } from "./common.ts"
 
 export const AddOnQuantity = Schema.Struct({
-  key: Schema.String.check(Schema.isBetweenLength(1, 60)),
+  key: Text(1, 60),
   quantity: Schema.Int
 }).annotate({ identifier: "AddOnQuantity" })
 
@@ -24,7 +24,7 @@ export type Subscription = typeof Subscription.Type
 
 /** A super-admin's change of a tenant's subscription; `status` cancels it, or re-activates one that is not active. */
 export const SubscriptionChangeBody = Schema.Struct({
-  plan: Schema.String.check(Schema.isBetweenLength(1, 60)),
+  plan: Text(1, 60),
   addOns: Schema.optional(Schema.Array(AddOnQuantity).check(Schema.isMaxLength(20))),
   status: Schema.optional(Schema.Literals(["active", "cancelled"]))
 })

@@ -19,7 +19,7 @@ export const CreateTenantBody = Schema.Struct({
   name: Name(1, 200),
   ownerEmail: Email,
   ownerPassword: Schema.optionalKey(NewPassword),
-  plan: Schema.optional(Schema.String.check(Schema.isBetweenLength(1, 60))),
+  plan: Schema.optional(Text(1, 60)),
   credits: Schema.optional(InitialCredits)
 })
 

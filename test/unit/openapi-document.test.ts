@@ -400,4 +400,40 @@ describe("the OpenAPI document's bounds checked beyond the schema", () => {
     expect(body("/v1/iam/users/me/delegations", "post").properties.expiresAt.description).toMatch(/one year/)
     expect(JSON.stringify(body("/v1/iam/identities/{id}/api-keys", "post").properties.expiresAt)).toMatch(/in the future/)
   })
+
+  it("declares the headers the middlewares send and read", () => {
+    for (const item of Object.values<any>(doc.paths)) {
+      for (const op of Object.values<any>(item)) {
+        for (const [status, response] of Object.entries<any>(op.responses)) {
+          expect(response.headers?.["x-request-id"], `${op.operationId} ${status}`).toBeDefined()
+          if (status === "429" || status === "503") expect(response.headers["Retry-After"], op.operationId).toBeDefined()
+          if (status === "401") expect(response.headers["WWW-Authenticate"], op.operationId).toBeDefined()
+        }
+      }
+    }
+    const jobs = doc.paths["/v1/scraper/jobs"].get
+    expect(Object.keys(jobs.responses["200"].headers)).toEqual(expect.arrayContaining(["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Deprecation", "Sunset"]))
+    expect(jobs.parameters.map((p: any) => p.name)).toContain("x-on-behalf-of")
+    // a delegate may not change the delegator's profile, nor log in as it
+    expect((doc.paths["/v1/iam/users/me"].patch.parameters ?? []).map((p: any) => p.name)).not.toContain("x-on-behalf-of")
+    expect(doc.paths["/v1/iam/auth/login"].post.responses["200"].headers["Set-Cookie"]).toBeDefined()
+    expect(doc.components.headers.RetryAfter.schema.type).toBe("integer")
+  })
+
+  it("states the crawl filters' bounds as the handler reads them", () => {
+    const pattern = (path: string, name: string) => {
+      const schema = doc.paths[path].get.parameters.find((p: any) => p.name === name).schema
+      const patterns = [schema, ...(schema.allOf ?? [])].map((s: any) => s.pattern).filter((p: any) => p !== undefined && p !== "^[^\\u0000]*$")
+      expect(patterns, name).toHaveLength(1)
+      return patterns[0]
+    }
+    const depth = new RegExp(pattern("/v1/scraper/crawls/{id}/pages", "depth"))
+    expect(["0", "05", "19", "20"].every((d) => depth.test(d))).toBe(true)
+    expect(["21", "99", "-1", "100"].some((d) => depth.test(d))).toBe(false)
+    const sort = new RegExp(pattern("/v1/scraper/crawls", "sort"))
+    expect(sort.test("createdAt:desc,id")).toBe(true)
+    expect(sort.test("priority:asc")).toBe(false)
+    const url = new RegExp(pattern("/v1/page-history", "url"))
+    expect([url.test("https://example.org/a"), url.test("ftp://example.org/"), url.test("example.org")]).toEqual([true, false, false])
+  })
 })
