@@ -173,6 +173,15 @@ describe.each(backends())("plans and subscriptions over HTTP ($name)", (backend)
     expect(changes.find((e: any) => e.data.ledgerEntryId === up.id).data).toMatchObject({ from: { plan: "starter" }, to: { plan: "pro" } })
   })
 
+  it("credits a downgrade only up to what the period was paid: a first period, included, refunds nothing", async () => {
+    const t = await api.createTenant({ plan: "pro", credits: "0.00" })
+    const res = await change(t.tenantId, { plan: "free" })
+    expect(res.status, res.text).toBe(200)
+    expect(res.json.data.ledgerEntry).toBeNull()
+    expect((await api.get("/v1/billing/me/balance", t.apiKey)).json.data.balance).toBe("0.00")
+    expect(await subscriptionDebits(api, t.apiKey)).toEqual([])
+  })
+
   it("refuses a change it cannot make: 422 for the plan or add-ons, 402 uncovered, 404, 403 for tenants", async () => {
     const t = await api.createTenant({ credits: "1.00" })
     const details = async (body: unknown) => {

@@ -3,7 +3,7 @@ import { DeliverAt } from "effect/cluster"
 import { PlanGate } from "../billing/plan-gate.ts"
 import { type AddOnQuantity, monthlyUnits } from "../billing/plans.ts"
 import { fromUnits } from "../billing/pricing.ts"
-import { periodBoundary, prorationUnits, renewalEntryId, SUBSCRIPTION_SERVICE_KEY, type SubscriptionState } from "../billing/subscriptions.ts"
+import { bookedProrationUnits, periodBoundary, prorationUnits, renewalEntryId, SUBSCRIPTION_SERVICE_KEY, type SubscriptionState } from "../billing/subscriptions.ts"
 import { Config } from "../config.ts"
 import { Mailer } from "../mail/mailer.ts"
 import type { Transaction } from "../schema/tenant.ts"
@@ -127,7 +127,7 @@ export const makeTenantSubscription = (tenantId: string, schedule: (periodEnd: n
             }
             balance = paid.transaction.balanceAfter
           }
-          yield* subscriptions.renew(tenantId, periodEnd, next)
+          yield* subscriptions.renew(tenantId, periodEnd, next, fee)
           gate.invalidate(tenantId)
           const renewed = yield* subscriptions.find(tenantId)
           if (renewed) yield* scheduleRenewal(renewed)
@@ -147,7 +147,7 @@ export const makeTenantSubscription = (tenantId: string, schedule: (periodEnd: n
           const now = Date.now()
           const target = { plan: payload.plan, addOns: payload.addOns }
           if (payload.status === "cancelled") {
-            yield* subscriptions.change(tenantId, { ...target, status: "cancelled" })
+            yield* subscriptions.change(tenantId, { ...target, status: "cancelled", periodPaidUnits: sub.periodPaidUnits })
             gate.invalidate(tenantId)
             return outcome({ ok: true, entry: null })
           }
@@ -155,7 +155,7 @@ export const makeTenantSubscription = (tenantId: string, schedule: (periodEnd: n
           const reactivation = sub.status !== "active"
           const units = reactivation
             ? newFee
-            : prorationUnits(monthlyUnits(sub.plan, sub.addOns), newFee, sub.currentPeriodStart, sub.currentPeriodEnd, now)
+            : bookedProrationUnits(prorationUnits(monthlyUnits(sub.plan, sub.addOns), newFee, sub.currentPeriodStart, sub.currentPeriodEnd, now), sub.periodPaidUnits)
           let entry: Transaction | null = null
           if (units !== 0) {
             const result = yield* tenants.adjust({
@@ -176,6 +176,7 @@ export const makeTenantSubscription = (tenantId: string, schedule: (periodEnd: n
           const changed = yield* subscriptions.change(tenantId, {
             ...target,
             status: "active",
+            periodPaidUnits: reactivation ? units : sub.periodPaidUnits + units,
             ...(reactivation ? { period: periodFrom(now, 0) } : {})
           })
           gate.invalidate(tenantId)

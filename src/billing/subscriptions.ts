@@ -18,6 +18,8 @@ export interface SubscriptionState {
   readonly currentPeriodEnd: number
   /** The period end whose renewal message is known to be stored, null when none is yet. */
   readonly renewalScheduledFor: number | null
+  /** What the current period was paid (0.0001 EUR): its fee, prorated changes since; 0 when it was included. */
+  readonly periodPaidUnits: number
 }
 
 /**
@@ -43,6 +45,13 @@ export const prorationUnits = (oldUnits: number, newUnits: number, periodStart: 
   const left = Math.min(Math.max(periodEnd - now, 0), length)
   return length <= 0 ? 0 : Math.round(((newUnits - oldUnits) * left) / length)
 }
+
+/**
+ * The proration of a change as it is booked: a debit in full, a credit never above what the period
+ * was paid (a period included with the tenant refunds nothing; docs/api.md "Plans and subscriptions").
+ */
+export const bookedProrationUnits = (prorated: number, periodPaidUnits: number): number =>
+  prorated >= 0 ? prorated : Math.max(prorated, -periodPaidUnits)
 
 const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 

@@ -22,6 +22,7 @@ import roleDeletion from "./migrations/0019_role_deletion.ts"
 import quotaRequests from "./migrations/0022_quota_requests.ts"
 import subscriptions from "./migrations/0023_subscriptions.ts"
 import siteCrawls from "./migrations/0024_site_crawls.ts"
+import subscriptionPeriodPaid from "./migrations/0025_subscription_period_paid.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -46,7 +47,8 @@ export const migrations = {
   "0019_role_deletion": roleDeletion,
   "0022_quota_requests": quotaRequests,
   "0023_subscriptions": subscriptions,
-  "0024_site_crawls": siteCrawls
+  "0024_site_crawls": siteCrawls,
+  "0025_subscription_period_paid": subscriptionPeriodPaid
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

@@ -13,6 +13,7 @@ interface SubscriptionRow {
   readonly current_period_start: Date
   readonly current_period_end: Date
   readonly renewal_scheduled_for: Date | null
+  readonly period_paid_units: string | number
 }
 
 const toState = (r: SubscriptionRow): SubscriptionState => ({
@@ -24,7 +25,8 @@ const toState = (r: SubscriptionRow): SubscriptionState => ({
   periodIndex: Number(r.period_index),
   currentPeriodStart: new Date(r.current_period_start).getTime(),
   currentPeriodEnd: new Date(r.current_period_end).getTime(),
-  renewalScheduledFor: r.renewal_scheduled_for === null ? null : new Date(r.renewal_scheduled_for).getTime()
+  renewalScheduledFor: r.renewal_scheduled_for === null ? null : new Date(r.renewal_scheduled_for).getTime(),
+  periodPaidUnits: Number(r.period_paid_units)
 })
 
 /** A new period: where it is counted from, its number, its bounds (epoch ms). */
@@ -39,14 +41,20 @@ export interface SubscriptionRepoShape {
   readonly find: (tenantId: string) => Effect.Effect<SubscriptionState | undefined>
   /** Opens the tenant's subscription unless it has one (a re-run bootstrap); returns the one it has. */
   readonly open: (tenantId: string, plan: string, period: Period) => Effect.Effect<SubscriptionState>
-  /** Moves on to `period` if the current one still ends at `expectedEnd`; false when another run did already. */
-  readonly renew: (tenantId: string, expectedEnd: number, period: Period) => Effect.Effect<boolean>
+  /** Moves on to `period`, paid `paidUnits`, if the current one still ends at `expectedEnd`; false when another run did already. */
+  readonly renew: (tenantId: string, expectedEnd: number, period: Period, paidUnits: number) => Effect.Effect<boolean>
   /** `active` → `past_due` if the current period still ends at `expectedEnd`; false when it was not (already done). */
   readonly markPastDue: (tenantId: string, expectedEnd: number) => Effect.Effect<boolean>
-  /** Sets plan and add-ons (and the status and a new period, when given); the tenant's row follows. */
+  /** Sets plan and add-ons, the status, what the period is paid (and a new period, when given); the tenant's row follows. */
   readonly change: (
     tenantId: string,
-    change: { readonly plan: string; readonly addOns: ReadonlyArray<AddOnQuantity>; readonly status: SubscriptionStatus; readonly period?: Period }
+    change: {
+      readonly plan: string
+      readonly addOns: ReadonlyArray<AddOnQuantity>
+      readonly status: SubscriptionStatus
+      readonly periodPaidUnits: number
+      readonly period?: Period
+    }
   ) => Effect.Effect<SubscriptionState>
   /** Notes that the renewal message of the period ending at `periodEnd` is stored. */
   readonly scheduled: (tenantId: string, periodEnd: number) => Effect.Effect<void>
@@ -76,11 +84,11 @@ export const SubscriptionRepoLive = Layer.effect(
           INSERT INTO subscriptions (tenant_id, plan, status, anchor_at, period_index, current_period_start, current_period_end)
           VALUES (${tenantId}, ${plan}, 'active', ${new Date(period.anchorAt)}, ${period.index}, ${new Date(period.start)}, ${new Date(period.end)})
           ON CONFLICT (tenant_id) DO NOTHING`.pipe(Effect.orDie, Effect.andThen(find(tenantId)), Effect.map((s) => s!)),
-      renew: (tenantId, expectedEnd, period) =>
+      renew: (tenantId, expectedEnd, period, paidUnits) =>
         sql`
           UPDATE subscriptions SET anchor_at = ${new Date(period.anchorAt)}, period_index = ${period.index},
                  current_period_start = ${new Date(period.start)}, current_period_end = ${new Date(period.end)},
-                 renewal_scheduled_for = NULL, updated_at = now()
+                 period_paid_units = ${paidUnits}, renewal_scheduled_for = NULL, updated_at = now()
           WHERE tenant_id = ${tenantId} AND status = 'active' AND current_period_end = ${new Date(expectedEnd)}
           RETURNING tenant_id`.pipe(Effect.orDie, Effect.map((rows) => rows.length > 0)),
       markPastDue: (tenantId, expectedEnd) =>
@@ -96,10 +104,12 @@ export const SubscriptionRepoLive = Layer.effect(
             ? sql`
               UPDATE subscriptions SET plan = ${change.plan}, add_ons = ${addOns}::jsonb, status = ${change.status},
                      anchor_at = ${new Date(p.anchorAt)}, period_index = ${p.index}, current_period_start = ${new Date(p.start)},
-                     current_period_end = ${new Date(p.end)}, renewal_scheduled_for = NULL, updated_at = now()
+                     current_period_end = ${new Date(p.end)}, period_paid_units = ${change.periodPaidUnits},
+                     renewal_scheduled_for = NULL, updated_at = now()
               WHERE tenant_id = ${tenantId}`
             : sql`
-              UPDATE subscriptions SET plan = ${change.plan}, add_ons = ${addOns}::jsonb, status = ${change.status}, updated_at = now()
+              UPDATE subscriptions SET plan = ${change.plan}, add_ons = ${addOns}::jsonb, status = ${change.status},
+                     period_paid_units = ${change.periodPaidUnits}, updated_at = now()
               WHERE tenant_id = ${tenantId}`
           // The tenant's own row keeps naming its plan (the super-admin's tenant view shows it).
           yield* sql`UPDATE tenants SET plan = ${change.plan}, add_ons = ${addOns}::jsonb, updated_at = now() WHERE id = ${tenantId}`
@@ -151,7 +161,7 @@ export const makeSubscriptionRepoTest = (
         rows.set(tenantId, { ...s, ...patch })
         return true
       })
-    const period = (p: Period) => ({ anchorAt: p.anchorAt, periodIndex: p.index, currentPeriodStart: p.start, currentPeriodEnd: p.end, renewalScheduledFor: null })
+    const period = (p: Period, periodPaidUnits = 0) => ({ anchorAt: p.anchorAt, periodIndex: p.index, currentPeriodStart: p.start, currentPeriodEnd: p.end, renewalScheduledFor: null, periodPaidUnits })
     return SubscriptionRepo.of({
       find: (tenantId) => Effect.sync(() => rows.get(tenantId)),
       open: (tenantId, plan, p) =>
@@ -159,11 +169,17 @@ export const makeSubscriptionRepoTest = (
           if (!rows.has(tenantId)) rows.set(tenantId, { tenantId, plan, addOns: [], status: "active", ...period(p) })
           return rows.get(tenantId)!
         }),
-      renew: (tenantId, expectedEnd, p) => update(tenantId, (s) => s.status === "active" && s.currentPeriodEnd === expectedEnd, period(p)),
+      renew: (tenantId, expectedEnd, p, paidUnits) => update(tenantId, (s) => s.status === "active" && s.currentPeriodEnd === expectedEnd, period(p, paidUnits)),
       markPastDue: (tenantId, expectedEnd) =>
         update(tenantId, (s) => s.status === "active" && s.currentPeriodEnd === expectedEnd, { status: "past_due", renewalScheduledFor: null }),
       change: (tenantId, change) =>
-        update(tenantId, () => true, { plan: change.plan, addOns: change.addOns, status: change.status, ...(change.period ? period(change.period) : {}) }).pipe(
+        update(tenantId, () => true, {
+          plan: change.plan,
+          addOns: change.addOns,
+          status: change.status,
+          ...(change.period ? period(change.period) : {}),
+          periodPaidUnits: change.periodPaidUnits
+        }).pipe(
           Effect.map(() => rows.get(tenantId)!)
         ),
       scheduled: (tenantId, periodEnd) => Effect.asVoid(update(tenantId, (s) => s.currentPeriodEnd === periodEnd, { renewalScheduledFor: periodEnd })),

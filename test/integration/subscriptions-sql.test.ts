@@ -50,7 +50,7 @@ describe.each(testDatabases)("subscriptions SQL ($name)", (db) => {
         expect((yield* subscriptions.unscheduled(10)).map((s) => s.tenantId).sort()).toEqual(Object.values(ids).sort())
         // Quotas follow the subscription's plan and add-ons.
         expect(yield* repo.quotaLimit(ids.pro, "scraper.jobs.concurrent")).toBe(200)
-        yield* subscriptions.change(ids.starter, { plan: "starter", addOns: [{ key: "extra-concurrent-jobs", quantity: 2 }], status: "active" })
+        yield* subscriptions.change(ids.starter, { plan: "starter", addOns: [{ key: "extra-concurrent-jobs", quantity: 2 }], status: "active", periodPaidUnits: 0 })
         expect(yield* repo.quotaLimit(ids.starter, "scraper.jobs.concurrent")).toBe(70)
         yield* repo.setQuota(ids.starter, "scraper.jobs.concurrent", 3)
         expect(yield* repo.quotaLimit(ids.starter, "scraper.jobs.concurrent")).toBe(3)

@@ -8,7 +8,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { PlanGate, PlanGateLive } from "../../src/billing/plan-gate.ts"
 import { monthlyUnits } from "../../src/billing/plans.ts"
-import { fromUnits } from "../../src/billing/pricing.ts"
+import { fromUnits, toUnits } from "../../src/billing/pricing.ts"
 import { renewalEntryId, SUBSCRIPTION_SERVICE_KEY } from "../../src/billing/subscriptions.ts"
 import { makeTenantSubscription } from "../../src/actors/tenant-subscription.ts"
 import { Config, configForTests } from "../../src/config.ts"
@@ -21,9 +21,9 @@ import { makeTenantRepoTest, TenantRepo } from "../../src/sql/tenant-repo.ts"
 const fee = monthlyUnits("starter", [])
 const Billing = PlanGateLive.pipe(
   Layer.provideMerge(Layer.mergeAll(
-    makeSubscriptionRepoTest([{ tenantId: "ten_a", plan: "starter", ownerEmail: "owner@a.test" }]),
-    // Enough for one renewal and a half.
-    makeTenantRepoTest({ tenants: [{ id: "ten_a", plan: "starter", balance: fromUnits(fee + fee / 2) }] }),
+    makeSubscriptionRepoTest([{ tenantId: "ten_a", plan: "starter", ownerEmail: "owner@a.test" }, { tenantId: "ten_b", plan: "pro" }]),
+    // Enough for one renewal and a half; the other tenant has nothing.
+    makeTenantRepoTest({ tenants: [{ id: "ten_a", plan: "starter", balance: fromUnits(fee + fee / 2) }, { id: "ten_b", plan: "pro", balance: "0.00" }] }),
     MailerTest,
     Layer.succeed(Config, configForTests())
   ))
@@ -87,7 +87,29 @@ layer(Billing)("a tenant's subscription", (it) => {
       yield* tenants.adjust({ id: "txn_topup", tenantId: "ten_a", type: "topup", amount: fromUnits(fee), note: null })
       const back = yield* sub.change({ changeId: "txn_reactivate_2", plan: "starter", addOns: [], status: "active" })
       expect(back).toMatchObject({ ok: true, entry: { id: "txn_reactivate_2", amount: fromUnits(-fee), balanceAfter: fromUnits(fee / 2) } })
-      expect((yield* subscriptions.find("ten_a"))!).toMatchObject({ status: "active", periodIndex: 0 })
+      expect((yield* subscriptions.find("ten_a"))!).toMatchObject({ status: "active", periodIndex: 0, periodPaidUnits: fee })
       yield* gate.check(caller, "scraper:jobs:write")
+
+      // A downgrade right after credits the rest of what the period was paid, and no more.
+      const down = yield* sub.change({ changeId: "txn_down_1", plan: "free", addOns: [], status: "active" })
+      expect(down.ok).toBe(true)
+      const credit = down.ok ? toUnits(down.entry!.amount) : 0
+      expect(credit).toBeGreaterThan(0)
+      expect(credit).toBeLessThanOrEqual(fee)
+      expect((yield* subscriptions.find("ten_a"))!.periodPaidUnits).toBe(fee - credit)
+    }))
+
+  it.effect("refunds nothing of a period that was never paid: a new tenant's first is included", () =>
+    Effect.gen(function*() {
+      const sub = yield* makeTenantSubscription("ten_b", () => Effect.void)
+      const subscriptions = yield* SubscriptionRepo
+      const tenants = yield* TenantRepo
+      yield* sub.open("pro")
+      expect((yield* subscriptions.find("ten_b"))!.periodPaidUnits).toBe(0)
+      expect(yield* sub.change({ changeId: "txn_b_down", plan: "free", addOns: [], status: "active" })).toEqual({ ok: true, entry: null })
+      expect(yield* tenants.balance("ten_b")).toBe("0.00")
+      // Back up again costs the rest of the period, which a balance of 0 cannot pay.
+      const up = yield* sub.change({ changeId: "txn_b_up", plan: "pro", addOns: [], status: "active" })
+      expect(up).toMatchObject({ ok: false, reason: "below_zero" })
     }))
 })
