@@ -269,7 +269,7 @@ describe.each(backends())("plans and subscriptions over HTTP ($name)", (backend)
     expect((await api.call("POST", "/v1/scraper/jobs", { key: t.apiKey, body: jobBody })).status).toBe(201)
   })
 
-  it("reports quotas as the plan's values raised by add-ons, replaced by a super-admin's override", async () => {
+  it("reports quotas as the plan's values raised by add-ons, replaced by a super-admin's override, raised by an approved request", async () => {
     const t = await api.createTenant({ credits: "100.00" })
     const quotas = async () => {
       const res = await api.get("/v1/iam/quotas/me", t.apiKey)
@@ -287,6 +287,22 @@ describe.each(backends())("plans and subscriptions over HTTP ($name)", (backend)
     limits = await quotas()
     expect(limits.get("scraper.jobs.concurrent")).toBe(7)
     expect(limits.get("iam.api-keys.total")).toBe(110)
+    // Removing the override gives the plan's limit with its add-ons back.
+    const cleared = await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/scraper.jobs.concurrent`, { key: adminKey, body: { limit: null } })
+    expect(cleared.status, cleared.text).toBe(200)
+    expect(cleared.json.data).toEqual({ tenantId: t.tenantId, quotaKey: "scraper.jobs.concurrent", limit: null, effectiveLimit: 230 })
+    expect((await quotas()).get("scraper.jobs.concurrent")).toBe(230)
+
+    // An approved increase only raises: an add-on bought later that gives more applies, and the
+    // approved limit stays the floor when the add-on goes.
+    const asked = await api.post("/v1/iam/quotas/me/requests", { quotaKey: "iam.api-keys.total", requestedLimit: "125", reason: "more keys" }, t.apiKey)
+    expect(asked.status, asked.text).toBe(201)
+    expect((await api.post(`/v1/admin/quota-requests/${asked.json.data.id}/approve`, { note: "ok" }, adminKey)).status).toBe(200)
+    expect((await quotas()).get("iam.api-keys.total")).toBe(125)
+    expect((await change(t.tenantId, { plan: "pro", addOns: [{ key: "extra-concurrent-jobs", quantity: 3 }, { key: "extra-api-keys", quantity: 4 }] })).status).toBe(200)
+    expect((await quotas()).get("iam.api-keys.total")).toBe(140)
+    expect((await change(t.tenantId, { plan: "pro", addOns: [{ key: "extra-concurrent-jobs", quantity: 3 }] })).status).toBe(200)
+    expect((await quotas()).get("iam.api-keys.total")).toBe(125)
     // A free tenant's limits are the free plan's.
     const free = await api.createTenant({ plan: "free" })
     const freeLimits = new Map<string, number>((await api.get("/v1/iam/quotas/me", free.apiKey)).json.data.items.map((q: any) => [q.key, q.limit]))

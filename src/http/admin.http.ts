@@ -35,7 +35,8 @@ export const AdminHandlers = HttpApiBuilder.group(
           if (!(yield* tenants.find(params.tenantId))) return yield* notFound("tenant")
           yield* tenants.setQuota(params.tenantId, params.quotaKey, payload.limit)
           yield* audit.record(me, "quota.override", params.tenantId, { quotaKey: params.quotaKey, limit: payload.limit })
-          return { tenantId: params.tenantId, quotaKey: params.quotaKey, limit: payload.limit }
+          const effectiveLimit = yield* tenants.quotaLimit(params.tenantId, params.quotaKey)
+          return { tenantId: params.tenantId, quotaKey: params.quotaKey, limit: payload.limit, effectiveLimit }
         }))
       .handle("adjustCredits", ({ params, payload }) =>
         Effect.gen(function*() {

@@ -23,6 +23,7 @@ import quotaRequests from "./migrations/0022_quota_requests.ts"
 import subscriptions from "./migrations/0023_subscriptions.ts"
 import siteCrawls from "./migrations/0024_site_crawls.ts"
 import subscriptionPeriodPaid from "./migrations/0025_subscription_period_paid.ts"
+import quotaOverrideRaise from "./migrations/0026_quota_override_raise.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -48,7 +49,8 @@ export const migrations = {
   "0022_quota_requests": quotaRequests,
   "0023_subscriptions": subscriptions,
   "0024_site_crawls": siteCrawls,
-  "0025_subscription_period_paid": subscriptionPeriodPaid
+  "0025_subscription_period_paid": subscriptionPeriodPaid,
+  "0026_quota_override_raise": quotaOverrideRaise
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

@@ -113,9 +113,10 @@ export const QuotaRequestRepoLive = Layer.effect(
             RETURNING ${cols}`
           if (!row) return yield* notMoved(sql.and([sql`id = ${id}`]))
           if (decision.approve) {
-            // The same override a super-admin's PUT of the quota writes.
+            // A new override only raises (the plan and its add-ons still win when they give more);
+            // a super-admin's override in force keeps replacing the plan's limit, at the new value.
             yield* sql`
-              INSERT INTO quota_overrides (tenant_id, quota_key, quota_limit) VALUES (${row.tenant_id}, ${row.quota_key}, ${row.requested_limit})
+              INSERT INTO quota_overrides (tenant_id, quota_key, quota_limit, raise_only) VALUES (${row.tenant_id}, ${row.quota_key}, ${row.requested_limit}, true)
               ON CONFLICT (tenant_id, quota_key) DO UPDATE SET quota_limit = EXCLUDED.quota_limit, updated_at = now()`
           }
           return row

@@ -35,6 +35,16 @@ export interface BootstrapResult {
 
 export class EmailTaken extends Error {}
 
+/** A tenant's own limit of a quota: a super-admin's (replaces the plan's) or an approved request's (only raises it). */
+interface QuotaOverride {
+  readonly limit: number
+  readonly raiseOnly: boolean
+}
+
+/** The limit in force: the plan's with its add-ons, unless an override replaces or raises it (docs/api.md "Quotas"). */
+const effectiveLimit = (planLimit: number, override: QuotaOverride | undefined): number =>
+  override === undefined ? planLimit : override.raiseOnly ? Math.max(planLimit, override.limit) : override.limit
+
 export interface TenantRepoShape {
   /** Creates a tenant with its system roles, organization, owner identity, owner key and first credits, atomically. */
   readonly bootstrap: (input: BootstrapInput) => Effect.Effect<BootstrapResult, EmailTaken>
@@ -102,7 +112,8 @@ export interface TenantRepoShape {
   ) => Effect.Effect<{ items: ReadonlyArray<Transaction>; total: number }>
   /** A quota's limit for a tenant: its override, else its plan's value. */
   readonly quotaLimit: (tenantId: string, key: QuotaKey) => Effect.Effect<number>
-  readonly setQuota: (tenantId: string, key: QuotaKey, limit: number) => Effect.Effect<void>
+  /** A super-admin's override: replaces the plan's limit; null removes it (back to the plan and its add-ons). */
+  readonly setQuota: (tenantId: string, key: QuotaKey, limit: number | null) => Effect.Effect<void>
   /** What the tenant uses of each quota now: daily counts since `dayStart`, the others in total. */
   readonly quotaUsage: (tenantId: string, dayStart: Date) => Effect.Effect<Record<QuotaKey, number>>
   /** Several limits in one query. */
@@ -251,9 +262,10 @@ export const TenantRepoLive = Layer.effect(
       })
 
     const quotaLimits: TenantRepoShape["quotaLimits"] = (tenantId, keys) =>
-      // The subscription's plan raised by its add-ons; a super-admin's override replaces that.
-      sql<{ plan: string; add_ons: ReadonlyArray<AddOnQuantity> | string | null; quota_key: string | null; quota_limit: number | null }>`
-        SELECT COALESCE(s.plan, t.plan) AS plan, s.add_ons, o.quota_key, o.quota_limit FROM tenants t
+      // The subscription's plan raised by its add-ons; a super-admin's override replaces that, an
+      // approved request's (raise_only) raises it.
+      sql<{ plan: string; add_ons: ReadonlyArray<AddOnQuantity> | string | null; quota_key: string | null; quota_limit: number | null; raise_only: boolean | null }>`
+        SELECT COALESCE(s.plan, t.plan) AS plan, s.add_ons, o.quota_key, o.quota_limit, o.raise_only FROM tenants t
         LEFT JOIN subscriptions s ON s.tenant_id = t.id
         LEFT JOIN quota_overrides o ON o.tenant_id = t.id AND o.quota_key IN ${sql.in(keys)}
         WHERE t.id = ${tenantId}`.pipe(
@@ -262,8 +274,8 @@ export const TenantRepoLive = Layer.effect(
           const plan = rows[0]?.plan ?? "starter"
           const raw = rows[0]?.add_ons ?? []
           const addOns: ReadonlyArray<AddOnQuantity> = typeof raw === "string" ? JSON.parse(raw) : raw
-          const overrides = new Map(rows.filter((r) => r.quota_key !== null).map((r) => [r.quota_key!, r.quota_limit!]))
-          return Object.fromEntries(keys.map((k) => [k, overrides.get(k) ?? planQuota(plan, k, addOns)])) as Record<(typeof keys)[number], number>
+          const overrides = new Map(rows.filter((r) => r.quota_key !== null).map((r) => [r.quota_key!, { limit: r.quota_limit!, raiseOnly: r.raise_only === true }]))
+          return Object.fromEntries(keys.map((k) => [k, effectiveLimit(planQuota(plan, k, addOns), overrides.get(k))])) as Record<(typeof keys)[number], number>
         })
       )
 
@@ -479,8 +491,10 @@ export const TenantRepoLive = Layer.effect(
         ).pipe(Effect.map((page) => ({ items: page.items.map(toTransaction), total: page.total })))
       },
       setQuota: (tenantId, key, limit) =>
-        sql`INSERT INTO quota_overrides (tenant_id, quota_key, quota_limit) VALUES (${tenantId}, ${key}, ${limit})
-            ON CONFLICT (tenant_id, quota_key) DO UPDATE SET quota_limit = EXCLUDED.quota_limit, updated_at = now()`.pipe(
+        (limit === null
+          ? sql`DELETE FROM quota_overrides WHERE tenant_id = ${tenantId} AND quota_key = ${key}`
+          : sql`INSERT INTO quota_overrides (tenant_id, quota_key, quota_limit, raise_only) VALUES (${tenantId}, ${key}, ${limit}, false)
+                ON CONFLICT (tenant_id, quota_key) DO UPDATE SET quota_limit = EXCLUDED.quota_limit, raise_only = false, updated_at = now()`).pipe(
           Effect.orDie,
           Effect.asVoid
         ),
@@ -554,7 +568,7 @@ export const makeTenantRepoTest = (seed: TenantRepoSeed = {}): Layer.Layer<Tenan
       createdAt: new Date(0)
     }]))
     const ledger: Array<Entry> = []
-    const overrides = new Map<string, number>()
+    const overrides = new Map<string, QuotaOverride>()
     const emails = new Set<string>()
     const bootstraps = new Map<string, BootstrapResult>()
     const work = seed.work ?? []
@@ -601,7 +615,7 @@ export const makeTenantRepoTest = (seed: TenantRepoSeed = {}): Layer.Layer<Tenan
       Effect.sync(() => {
         const subscription = seed.subscription?.(tenantId)
         const plan = subscription?.plan ?? tenants.get(tenantId)?.plan ?? "starter"
-        return Object.fromEntries(keys.map((k) => [k, overrides.get(`${tenantId} ${k}`) ?? planQuota(plan, k, subscription?.addOns ?? [])])) as Record<
+        return Object.fromEntries(keys.map((k) => [k, effectiveLimit(planQuota(plan, k, subscription?.addOns ?? []), overrides.get(`${tenantId} ${k}`))])) as Record<
           (typeof keys)[number],
           number
         >
@@ -758,7 +772,8 @@ export const makeTenantRepoTest = (seed: TenantRepoSeed = {}): Layer.Layer<Tenan
           return pageOfRows(sortLikeSql(matching, sort, key), offset, limit, (e) => e.transaction)
         }),
       quotaLimit: (tenantId, key) => Effect.map(quotaLimits(tenantId, [key]), (limits) => limits[key]),
-      setQuota: (tenantId, key, limit) => Effect.sync(() => void overrides.set(`${tenantId} ${key}`, limit)),
+      setQuota: (tenantId, key, limit) =>
+        Effect.sync(() => void (limit === null ? overrides.delete(`${tenantId} ${key}`) : overrides.set(`${tenantId} ${key}`, { limit, raiseOnly: false }))),
       quotaUsage: () => Effect.die(new Error("TenantRepo.quotaUsage is not supported in the test layer: it counts rows of seven tables")),
       quotaLimits
     })
