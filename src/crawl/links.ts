@@ -74,25 +74,54 @@ export const crawlKey = (input: string, options: { readonly ignoreQueryParameter
   return url.href
 }
 
-const escapeRegExp = (s: string) => s.replace(/[.+^${}()|[\]\\]/g, "\\$&")
+/** One step of a path glob: a literal character, `?`, `*` or `**`. */
+type GlobToken = { readonly kind: "char"; readonly char: string } | { readonly kind: "one" | "segment" | "any" }
 
 /**
- * A path glob as a regular expression over the whole path: `*` is any run of characters but `/`,
- * `**` any run including `/` (`/blog/**` is everything below /blog/), `?` one character but `/`.
- * Everything else is literal.
+ * A path glob as a matcher of the whole path: `*` is any run of characters but `/`, `**` any run
+ * including `/` (`/blog/**` is everything below /blog/), `?` one character but `/`; everything else
+ * is literal. It walks the path once, keeping the set of glob positions reached (time = path ×
+ * glob length), never backtracking: a glob such as `/*a*a*a*a*b` on a long path made a regular
+ * expression run for minutes on the event loop.
  */
-export const globToRegExp = (glob: string): RegExp => {
-  let re = ""
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!
-    if (c === "*" && glob[i + 1] === "*") {
-      re += ".*"
+export const pathGlobMatcher = (glob: string): ((path: string) => boolean) => {
+  const tokens: Array<GlobToken> = []
+  // By code points, as the path is read: `?` is one character, whatever its UTF-16 length.
+  const chars = [...glob]
+  for (let i = 0; i < chars.length; i++) {
+    const c = chars[i]!
+    if (c === "*" && chars[i + 1] === "*") {
+      tokens.push({ kind: "any" })
       i++
-    } else if (c === "*") re += "[^/]*"
-    else if (c === "?") re += "[^/]"
-    else re += escapeRegExp(c)
+    } else if (c === "*") tokens.push({ kind: "segment" })
+    else if (c === "?") tokens.push({ kind: "one" })
+    else tokens.push({ kind: "char", char: c })
   }
-  return new RegExp(`^${re}$`)
+  const n = tokens.length
+  // A star may match nothing: reaching it reaches what follows it too.
+  const close = (reached: Uint8Array) => {
+    for (let i = 0; i < n; i++) if (reached[i] === 1 && tokens[i]!.kind !== "char" && tokens[i]!.kind !== "one") reached[i + 1] = 1
+  }
+  return (path: string) => {
+    let reached = new Uint8Array(n + 1)
+    let next = new Uint8Array(n + 1)
+    reached[0] = 1
+    close(reached)
+    for (const c of path) {
+      next.fill(0)
+      let any = false
+      for (let i = 0; i < n; i++) {
+        if (reached[i] === 0) continue
+        const t = tokens[i]!
+        if (t.kind === "char" ? t.char === c : t.kind === "one" ? c !== "/" : false) { next[i + 1] = 1; any = true }
+        else if (t.kind === "any" || (t.kind === "segment" && c !== "/")) { next[i] = 1; any = true }
+      }
+      if (!any) return false
+      close(next)
+      ;[reached, next] = [next, reached]
+    }
+    return reached[n] === 1
+  }
 }
 
 /**
@@ -101,12 +130,12 @@ export const globToRegExp = (glob: string): RegExp => {
  * never the query.
  */
 export const pathFilter = (include: ReadonlyArray<string>, exclude: ReadonlyArray<string>) => {
-  const inc = include.map(globToRegExp)
-  const exc = exclude.map(globToRegExp)
+  const inc = include.map(pathGlobMatcher)
+  const exc = exclude.map(pathGlobMatcher)
   return (url: URL): boolean => {
     const path = url.pathname
-    if (exc.some((r) => r.test(path))) return false
-    return inc.length === 0 || inc.some((r) => r.test(path))
+    if (exc.some((matches) => matches(path))) return false
+    return inc.length === 0 || inc.some((matches) => matches(path))
   }
 }
 
