@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto"
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { verifyWebhookSignature } from "../src/webhooks/signing.ts"
 import { CRAWL_OFFSITE_URL, type CrawlSite, linksOf, SITEMAP_PATHS, startCrawlSite } from "./support/crawl-site.ts"
@@ -343,6 +344,38 @@ describe.each(backends())("site crawls over HTTP ($name)", (backend) => {
     const listed = await api.get("/v1/scraper/crawls?status=cancelled", key)
     expect(listed.json.data.items.map((c: any) => c.id)).toContain(id)
     expect(listed.json.data.items.every((c: any) => c.status === "cancelled")).toBe(true)
+  }, 120_000)
+
+  it("starts no page once cancelled, also while pages wait for a slow site's politeness slot", async () => {
+    // A fast seed linking 30 pages that each take 4 s: a few fetching, the rest waiting their turn.
+    const asked: Array<string> = []
+    const slow = createServer((req, res) => {
+      const path = req.url ?? "/"
+      if (path === "/robots.txt") return void res.writeHead(404).end()
+      asked.push(path)
+      const body = path === "/"
+        ? `<html><body>${Array.from({ length: 30 }, (_, i) => `<a href="/slow/${i}">page ${i}</a>`).join(" ")}</body></html>`
+        : "<html><body><p>finally</p></body></html>"
+      setTimeout(() => res.writeHead(200, { "content-type": "text/html" }).end(body), path === "/" ? 0 : 4000)
+    })
+    await new Promise<void>((resolve) => slow.listen(0, "127.0.0.3", resolve))
+    try {
+      const { port } = slow.address() as AddressInfo
+      const created = await api.post("/v1/scraper/crawls", { url: `http://127.0.0.3:${port}/`, sitemap: "skip", maxDepth: 1, limit: 50 }, key)
+      expect(created.status, created.text).toBe(201)
+      const id = created.json.data.id as string
+      await until("slow pages being fetched", async () => (asked.length >= 2 ? true : undefined), 60_000)
+      await new Promise((r) => setTimeout(r, 500))
+      const cancelled = await api.post(`/v1/scraper/crawls/${id}/cancel`, {}, key)
+      expect(cancelled.status, cancelled.text).toBe(200)
+      const atCancel = asked.length
+      await waitEnded(id, key, 20_000)
+      await new Promise((r) => setTimeout(r, 1500))
+      expect(asked.slice(atCancel)).toEqual([])
+    } finally {
+      slow.closeAllConnections()
+      await new Promise((resolve) => slow.close(resolve))
+    }
   }, 120_000)
 
   it("pauses on the daily job quota with a reason, and resumes when the quota is raised", async () => {

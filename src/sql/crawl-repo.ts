@@ -155,6 +155,7 @@ export interface CrawlRepoShape {
   /** Accepted pages (ever) in all, and by path pattern. */
   readonly accepted: (crawlId: string) => Effect.Effect<{ readonly total: number; readonly byPattern: ReadonlyMap<string, number> }>
   readonly nextQueued: (crawlId: string, n: number) => Effect.Effect<ReadonlyArray<FrontierRow>>
+  /** The pages whose jobs are under way: those waiting for their turn first, then those fetching. */
   readonly inFlight: (crawlId: string) => Effect.Effect<ReadonlyArray<{ readonly url: string; readonly job_id: string }>>
   /** queued → fetching for the jobs created; answers the ids moved (a cancelled crawl's rows are not). */
   readonly markFetching: (crawlId: string, jobIds: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>>
@@ -361,7 +362,12 @@ export const CrawlRepoLive = Layer.effect(
           SELECT url, seq, depth, pattern, job_id FROM crawl_urls
           WHERE crawl_id = ${crawlId} AND status = 'queued' ORDER BY depth, seq LIMIT ${n}`.pipe(Effect.orDie),
       inFlight: (crawlId) =>
-        sql<{ url: string; job_id: string }>`SELECT url, job_id FROM crawl_urls WHERE crawl_id = ${crawlId} AND status = 'fetching'`.pipe(Effect.orDie),
+        // Jobs still waiting for their turn first, then those fetching (claimed): cancelled in this
+        // order, a fetching job's freed domain slot finds no job of the crawl left to start.
+        sql<{ url: string; job_id: string }>`
+          SELECT u.url, u.job_id FROM crawl_urls u LEFT JOIN jobs j ON j.id = u.job_id
+          WHERE u.crawl_id = ${crawlId} AND u.status = 'fetching'
+          ORDER BY (j.status = 'claimed') NULLS FIRST, u.job_id`.pipe(Effect.orDie),
       markFetching: (crawlId, jobIds) =>
         jobIds.length === 0
           ? Effect.succeed(new Set<string>())
