@@ -185,6 +185,8 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
       "/forbidden": page(403, html("<h1>Forbidden</h1>")),
       "/boom": page(500, html("<h1>Oops</h1>")),
       "/redirect": (_req, res) => res.writeHead(302, { location: "/ok" }).end(),
+      "/redirect-with-credentials": (req, res) => res.writeHead(302, { location: `http://user:pw@${req.headers.host}/ok` }).end(),
+      "/redirect-to-file": (_req, res) => res.writeHead(302, { location: "file:///etc/hostname" }).end(),
       "/tall": page(200, html(`<div style="height:3000px;background:linear-gradient(red,blue)">tall page</div>`)),
       "/big": page(200, html(`<p>${"z".repeat(300 * 1024)}</p>`)),
       "/endless": endlessPage,
@@ -452,6 +454,17 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
   it("records redirects", async () => {
     const a = await get("/redirect")
     expect(a).toMatchObject({ classification: "ok", finalUrl: site.url("/ok"), redirects: [site.url("/redirect")] })
+  })
+
+  it("refuses a redirect to a URL with credentials or another scheme as unsafe_url, as the http engine does", async () => {
+    // Chromium follows the hop before its answer can be judged (its address is the guard proxy's to
+    // refuse); what it brought back is not kept.
+    const credentials = await get("/redirect-with-credentials")
+    expect(credentials).toMatchObject({ classification: "unsafe_url", body: null })
+    expect(credentials.error).toMatch(/credentials_in_url/)
+    const file = await get("/redirect-to-file")
+    expect(file).toMatchObject({ classification: "unsafe_url", body: null })
+    expect(file.error).toMatch(/scheme_not_allowed/)
   })
 
   it("an answer Chromium shows nothing for is still the target's answer, with its status, as the http engine has it", async () => {

@@ -14,7 +14,7 @@
 import { access, constants } from "node:fs/promises"
 import type { Browser, BrowserContext, Page, Request, Response } from "playwright-core"
 import { looksBinary, usableContentType } from "../content-type.ts"
-import { type AddressClassifier, checkUrl, type CheckResult, type LookupFunction } from "../ssrf.ts"
+import { type AddressClassifier, checkUrl, type CheckResult, type LookupFunction, parseTargetUrl } from "../ssrf.ts"
 import { Semaphore } from "../semaphore.ts"
 import { classifyCheckFailure, classifyError, classifyResponse, errorText } from "./classify.ts"
 import { type GuardProxy, startGuardProxy } from "./guard-proxy.ts"
@@ -239,6 +239,19 @@ interface BrowserSlot {
   served: number
   active: number
   retiring: boolean
+}
+
+/**
+ * Why the redirect `response` answers is refused: its Location as written (scheme, credentials),
+ * which the route checks never see (Playwright routes a chain's first request only, and Chromium
+ * takes the credentials out of the URL it follows). Undefined when it is no redirect or passes;
+ * where the next hop connects is the guard proxy's to judge.
+ */
+const redirectRefusal = (response: Response, allowPrivate: boolean): string | undefined => {
+  const location = response.status() >= 300 && response.status() < 400 ? response.headers()["location"] : undefined
+  if (location === undefined || !URL.canParse(location, response.url())) return undefined
+  const checked = parseTargetUrl(new URL(location, response.url()).href, { allowPrivate })
+  return checked.ok ? undefined : `${location}: ${checked.reason}: ${checked.detail}`
 }
 
 const PASSTHROUGH_SCHEMES = new Set(["data:", "blob:", "about:"])
@@ -496,10 +509,16 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       let lastMain: Response | null = null
       const failedNavigations: string[] = []
       page.on("response", (r) => {
-        if (isMainNavigation(r.request())) lastMain = r
+        if (!isMainNavigation(r.request())) return
+        lastMain = r
+        const redirected = redirectRefusal(r, req.allowPrivate)
+        if (redirected !== undefined) mainRefusal ??= redirected
       })
       page.on("requestfailed", (r) => {
-        if (isMainNavigation(r)) failedNavigations.push(r.url())
+        if (!isMainNavigation(r)) return
+        // Chromium refuses a redirect to file:, data: and the like itself, before any response event.
+        if (r.failure()?.errorText.includes("ERR_UNSAFE_REDIRECT")) mainRefusal ??= `${r.url()}: scheme_not_allowed: a redirect to a scheme other than http(s)`
+        failedNavigations.push(r.url())
       })
 
       const refusedMain = (): string | undefined => {
