@@ -11,6 +11,7 @@ import {
   type FixtureSite,
   loopbackOnlyEnv,
   PNG_MAGIC,
+  SCRIPT_BUILT_MARKER,
   startFixtureSite
 } from "./support/fixture-site.ts"
 import { backends, client, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
@@ -21,8 +22,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 // One loopback address per concern: Trawl allows 2 concurrent fetches per domainId and learns per
 // domain which engine works, so slow, blocked and failing pages get hosts of their own.
-const HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7", "127.0.0.8"]
-const H = { main: 0, replay: 1, cancel: 2, blocked: 3, error: 4, list: 5, waiting: 6, empty: 7 } as const
+const HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7", "127.0.0.8", "127.0.0.9"]
+const H = { main: 0, replay: 1, cancel: 2, blocked: 3, error: 4, list: 5, waiting: 6, empty: 7, scripted: 8 } as const
 
 const expectError = (res: { status: number; json: any; headers: Headers }, status: number, code: string) => {
   expect(res.status, JSON.stringify(res.json)).toBe(status)
@@ -1124,6 +1125,14 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     const bytes = Buffer.from(await shot.arrayBuffer())
     expect(bytes.length).toBeGreaterThan(100)
     expect(bytes.subarray(0, 8).equals(PNG_MAGIC)).toBe(true)
+  })
+
+  it.skipIf(!hasChromium)("escalates a page its scripts build from http (a shell, empty) to brave, which shows its text", async () => {
+    const job = await createAndWait({ url: site.url("/script-built", H.scripted) })
+    expect(job.status, JSON.stringify(job.result)).toBe("done")
+    expect(job.result.attempts.map((a: any) => [a.engine, a.classification])).toEqual([["http", "empty"], ["brave", "ok"]])
+    expect(job.result.attempts[0].error).toMatch(/scripts/)
+    expect((await api.get(`/v1/scraper/jobs/${job.id}/html`, key)).text).toContain(SCRIPT_BUILT_MARKER)
   })
 
   it.skipIf(!hasChromium)("ends an empty 404 fetched by the browser done/not_found with its status and no content (the browser shows its own error page)", async () => {

@@ -131,6 +131,19 @@ describe("classifyResponse", () => {
     expect(classifyResponse(200, Buffer.from([0x20, 0xff, 0x20])).classification).toBe("ok")
   })
 
+  it("a page its scripts build is empty to an engine that runs no scripts, and content once a browser made it", () => {
+    const shell = Buffer.from(`<!doctype html><html><head><title>Shop of many things</title><script src="/app.js"></script></head>
+      <body><noscript>You need to enable JavaScript to run this app.</noscript><div id="root"></div><script>window.boot()</script></body></html>`)
+    expect(classifyResponse(200, shell, false)).toEqual({ classification: "empty", marker: "script-shell" })
+    expect(classifyResponse(200, shell).classification).toBe("ok")
+    // Short pages with words of their own, and pages without scripts, are what they show.
+    const short = Buffer.from(`<html><head><script src="/a.js"></script></head><body><p>Opening hours: 9 to 5, Monday to Friday, closed on holidays.</p></body></html>`)
+    expect(classifyResponse(200, short, false).classification).toBe("ok")
+    expect(classifyResponse(200, Buffer.from(`<html><body><div id="root"></div></body></html>`), false).classification).toBe("ok")
+    // An error status stays what it is.
+    expect(classifyResponse(404, shell, false).classification).toBe("not_found")
+  })
+
   it("an ordinary small page that uses a wall's phrase in passing is content; a terse wall page is a wall", () => {
     const contact = html(
       `<h1>Contact us</h1><form><input name="email"><textarea name="message"></textarea><button>Send</button></form>` +

@@ -48,6 +48,8 @@ export const ARTICLE_HTML =
   `</article></body></html>`
 
 export const BLOCKED_CONTENT_MARKER = "Real content behind the wall"
+/** The text a script-built page shows once its script ran. */
+export const SCRIPT_BUILT_MARKER = "Written by the page script"
 
 const changingPage = (n: number) =>
   `<!doctype html><html><head><meta charset="utf-8"><title>Changing page</title></head><body>` +
@@ -207,6 +209,10 @@ export const startFixtureSite = async (
         return
       case "/empty":
         return send(200, "")
+      case "/script-built":
+        // A shell whose text only its script writes: what an app built in the browser sends.
+        return send(200, `<!doctype html><html><head><title>App</title></head><body><div id="root"></div>` +
+          `<script>document.getElementById("root").innerHTML = "<h1>${SCRIPT_BUILT_MARKER}</h1>"</script></body></html>`)
       case "/missing-empty":
         return send(404, "")
       case "/missing":

@@ -264,6 +264,26 @@ const isBlank = (body: Buffer | null): boolean => {
   return true
 }
 
+/** A page with scripts and at most this much visible text (its title aside) shows what its scripts build. */
+const SHELL_TEXT_CHARS = 30
+/** The marker of an `empty` classification given to a script shell. */
+export const SCRIPT_SHELL = "script-shell"
+
+/**
+ * Whether a page is a shell its scripts fill in (`<div id="root"></div>` and a bundle): next to no
+ * visible text but its title, and a script. Only a browser shows such a page, so it is `empty` to
+ * the http engine and escalates (docs/crawling.md, "Escalation"). Tags in upper case are not
+ * recognized, which errs towards reading the page as it is.
+ */
+const isScriptShell = (body: Buffer | null): boolean => {
+  if (!body || body.byteLength > MAX_SCAN_BYTES || body.indexOf("<script") < 0) return false
+  const html = body.toString("latin1")
+  const text = visibleText(html, SHELL_TEXT_CHARS + 300)
+  if (text === undefined) return false
+  const title = collapse(titleText(html)).trim()
+  return (title === "" ? text : text.replace(title, "")).trim().length <= SHELL_TEXT_CHARS
+}
+
 /**
  * The classification of a failed `checkUrl`: a refusal is `unsafe_url`; a name that does not
  * resolve is `dns_error`, and a resolver that did not answer in time is a `timeout` (retried), as
@@ -272,8 +292,12 @@ const isBlank = (body: Buffer | null): boolean => {
 export const classifyCheckFailure = (r: { readonly reason: string; readonly code?: string | undefined }): "unsafe_url" | "dns_error" | "timeout" =>
   r.reason !== "dns_error" ? "unsafe_url" : r.code !== undefined && TIMEOUT_CODES.has(r.code) ? "timeout" : "dns_error"
 
-/** Classification of a response the target answered with. */
-export const classifyResponse = (status: number, body: Buffer | null): { classification: Classification; marker?: string } => {
+/**
+ * Classification of a response the target answered with. `scriptsRun`: whether the body is what a
+ * browser made of the page; a body read without running its scripts is `empty` when it is only a
+ * script shell (see `isScriptShell`).
+ */
+export const classifyResponse = (status: number, body: Buffer | null, scriptsRun = true): { classification: Classification; marker?: string } => {
   if (status === 403 || status === 429 || status === 503 || (status >= 200 && status < 300)) {
     const marker = detectBotWall(body, status)
     if (marker) return { classification: "blocked", marker }
@@ -282,6 +306,7 @@ export const classifyResponse = (status: number, body: Buffer | null): { classif
   if (status === 404 || status === 410) return { classification: "not_found" }
   if (status >= 500) return { classification: "server_error" }
   if (status >= 200 && status < 300 && isBlank(body)) return { classification: "empty" }
+  if (!scriptsRun && status >= 200 && status < 300 && isScriptShell(body)) return { classification: "empty", marker: SCRIPT_SHELL }
   // Any other status the target answered with (401, 451, 3xx without Location, ...) is content.
   return { classification: "ok" }
 }

@@ -28,7 +28,7 @@ import {
   parseTargetUrl
 } from "../ssrf.ts"
 import { usableContentType } from "../content-type.ts"
-import { classifyCheckFailure, classifyError, classifyResponse, errorText } from "./classify.ts"
+import { classifyCheckFailure, classifyError, classifyResponse, errorText, SCRIPT_SHELL } from "./classify.ts"
 import { type Attempt, type Engine, emptyAttempt, type FetchRequest } from "./types.ts"
 
 export interface HttpEngineOptions {
@@ -622,7 +622,7 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
             error: `body larger than ${maxBody} bytes`
           })
         }
-        const { classification, marker } = classifyResponse(res.status, res.body)
+        const { classification, marker } = classifyResponse(res.status, res.body, false)
         return {
           engine: name,
           classification,
@@ -635,7 +635,8 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
           ...(req.screenshot ? { screenshotUnavailable: `the ${name} engine does not render pages` } : {}),
           durationMs: Math.round(performance.now() - t0),
           redirects,
-          ...(marker ? { error: `bot wall detected (${marker})` } : {})
+          ...(marker === SCRIPT_SHELL ? { error: "a page its scripts build (next to no text but scripts): only a browser shows it" }
+            : marker ? { error: `bot wall detected (${marker})` } : {})
         }
       }
     } catch (e) {
