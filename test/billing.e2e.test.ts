@@ -119,6 +119,11 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     // A top-up makes room at once.
     const topup = await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount: "1.00", note: "more" }, adminKey)
     expect(topup.status).toBe(201)
+    // The tenant reads the note as written, not who at the platform wrote it.
+    expect(topup.json.data.note).toBe("more")
+    // A correction below zero names the amount.
+    const tooMuch = await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount: "-5.00", note: "too much" }, adminKey)
+    expect([tooMuch.status, tooMuch.json.code, tooMuch.json.error.details?.[0]?.path]).toEqual([409, "insufficient_balance", "amount"])
     // The adjustment is in the audit log, with who made it.
     if (databaseUrl) {
       const entries = await query<{ action: string; data: any }>(databaseUrl, `SELECT action, data FROM audit_log WHERE target_id = '${t.tenantId}'`)

@@ -47,7 +47,8 @@ export const AdminHandlers = HttpApiBuilder.group(
             entryId: newId("txn"),
             type,
             amount: payload.amount,
-            note: `${payload.note} (by ${me.identityId})`,
+            // The tenant reads the note in its ledger; who wrote it is the audit log's (the platform's people stay unnamed there).
+            note: payload.note,
             serviceKey: null,
             resourceId: null,
             resourceType: null
@@ -57,7 +58,9 @@ export const AdminHandlers = HttpApiBuilder.group(
             Effect.catchTags({
               TenantMissing: () => notFound("tenant"),
               InsufficientCredit: (e) =>
-                fail(409, "insufficient_balance", `a correction cannot take the balance (${e.balance}) below zero`),
+                fail(409, "insufficient_balance", `a correction cannot take the balance (${e.balance}) below zero`, {
+                  details: [{ path: "amount", code: "invalid_value", message: "would take the balance below zero" }]
+                }),
               BalanceCeiling: (e) =>
                 fail(409, "balance_ceiling", `a balance holds at most ${MAX_BALANCE} EUR; this one holds ${e.balance}`, {
                   details: [{ path: "amount", code: "invalid_value", message: "would take the balance above its ceiling" }]

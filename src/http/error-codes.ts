@@ -121,7 +121,8 @@ export const operationCodes: Readonly<Record<string, ReadonlyArray<CodesByStatus
   "extractor-configs.list": [sortedList],
   "network.lookup": [{ 402: ["insufficient_credit"] }],
   "network.me": [{ 402: ["insufficient_credit"] }],
-  "billing.transactions": [sortedList],
+  // The ledger's list takes filters but no sort: its order is its chain's.
+  "billing.transactions": [list],
   "billing.searchTransactions": [sortedList]
 }
 

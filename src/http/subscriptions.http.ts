@@ -91,7 +91,10 @@ export const AdminSubscriptionHandlers = HttpApiBuilder.group(
             TenantMissing: () => notFound("tenant"),
             InsufficientCredit: (e) =>
               fail(402, "insufficient_credit", `the balance of ${e.balance} EUR cannot cover the ${e.required ?? "?"} EUR this change costs now`),
-            BalanceCeiling: (e) => fail(409, "balance_ceiling", `the credit would take the balance (${e.balance}) above its ceiling of ${MAX_BALANCE} EUR`)
+            BalanceCeiling: (e) =>
+              fail(409, "balance_ceiling", `the prorated credit would take the balance (${e.balance}) above its ceiling of ${MAX_BALANCE} EUR`, {
+                details: [{ path: "plan", code: "invalid_value", message: "its prorated credit would take the balance above its ceiling" }]
+              })
           })
         )
         gate.invalidate(params.tenantId)

@@ -54,7 +54,7 @@ export const Quota = Schema.Struct({
   limit: Schema.Int,
   used: Schema.Int,
   window: Schema.optional(Schema.Literal("day")),
-  resetAt: Schema.optional(Schema.String)
+  resetAt: Schema.optional(DateTime)
 }).annotate({ identifier: "Quota" })
 
 export const Role = Schema.Struct({
