@@ -55,13 +55,15 @@ export class AdminQuotaRequestsGroup extends HttpApiGroup.make("adminQuotaReques
     }),
     HttpApiEndpoint.post("approve", "/quota-requests/:id/approve", {
       params: id,
-      payload: QuotaDecisionBody,
+      // No body at all (there is no note) reads as null.
+      payload: [QuotaDecisionBody, Schema.Null],
       success: Success(QuotaRequest),
       error: errors(InvalidRequest, NotFound, Conflict)
     }),
     HttpApiEndpoint.post("reject", "/quota-requests/:id/reject", {
       params: id,
-      payload: QuotaDecisionBody,
+      // No body at all (there is no note) reads as null.
+      payload: [QuotaDecisionBody, Schema.Null],
       success: Success(QuotaRequest),
       error: errors(InvalidRequest, NotFound, Conflict)
     })

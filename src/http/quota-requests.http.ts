@@ -83,7 +83,7 @@ export const AdminQuotaRequestsHandlers = HttpApiBuilder.group(
       })
     return handlers
       .handle("list", ({ query }) => listWith(repo, query))
-      .handle("approve", ({ params, payload }) => decide(params.id, true, payload.note))
-      .handle("reject", ({ params, payload }) => decide(params.id, false, payload.note))
+      .handle("approve", ({ params, payload }) => decide(params.id, true, payload?.note))
+      .handle("reject", ({ params, payload }) => decide(params.id, false, payload?.note))
   })
 )
