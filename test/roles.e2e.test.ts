@@ -201,12 +201,13 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     )
     await uses(
       (roleId) =>
-        pgQuery(databaseUrl!, "INSERT INTO invitations (id, tenant_id, organization_id, email, role_id) VALUES ($1, $2, $3, $4, $5)", [
+        pgQuery(databaseUrl!, "INSERT INTO invitations (id, tenant_id, organization_id, email, role_id, user_id) VALUES ($1, $2, $3, $4, $5, $6)", [
           `inv_${roleId}`,
           t.tenantId,
           t.organizationId,
           `${roleId}@example.com`,
-          roleId
+          roleId,
+          `idt_for_${roleId}`
         ]),
       (roleId) => pgQuery(databaseUrl!, "UPDATE invitations SET status = 'declined' WHERE id = $1", [`inv_${roleId}`]),
       "invitations"

@@ -11,7 +11,9 @@ export const Invitation = Schema.Struct({
   id: Schema.String,
   tenantId: Schema.String,
   organizationId: Schema.String,
-  userId: Schema.NullOr(Schema.String),
+  userId: Schema.String.annotate({
+    description: "The invitee: the tenant's identity with this address, or the id the identity registering with the invitation gets"
+  }),
   email: Schema.String,
   roleId: Schema.String,
   status: Schema.Literals(invitationStatuses),

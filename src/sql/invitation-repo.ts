@@ -17,7 +17,8 @@ export interface InvitationRow {
   readonly first_name: string | null
   readonly last_name: string | null
   readonly status: InvitationStatus
-  readonly user_id: string | null
+  /** The invitee: the tenant's identity with the address, or the id the one registering with it gets. */
+  readonly user_id: string
   readonly invited_by: string | null
   readonly invited_at: Date
   readonly invitation_expires_at: Date | null
@@ -159,10 +160,13 @@ export const InvitationRepoLive = Layer.effect(
             UPDATE invitations SET status = 'revoked', updated_at = now()
             WHERE organization_id = ${inv.organizationId} AND lower(email) = lower(${inv.email}) AND status = 'pending'
               AND invitation_expires_at <= now()`
+          // The invitee: the tenant's identity with the address, else the id its registration will give.
+          const [known] = yield* sql<{ identity_id: string }>`
+            SELECT identity_id FROM identity_emails WHERE tenant_id = ${inv.tenantId} AND lower(email) = lower(${inv.email}) LIMIT 1`
           const [row] = yield* sql<InvitationRow>`
-            INSERT INTO invitations (id, tenant_id, organization_id, email, role_id, first_name, last_name, invited_by, invitation_expires_at)
+            INSERT INTO invitations (id, tenant_id, organization_id, email, role_id, first_name, last_name, invited_by, invitation_expires_at, user_id)
             VALUES (${newId("inv")}, ${inv.tenantId}, ${inv.organizationId}, ${inv.email}, ${inv.roleId}, ${inv.firstName},
-                    ${inv.lastName}, ${inv.invitedBy}, ${inv.expiresAt})
+                    ${inv.lastName}, ${inv.invitedBy}, ${inv.expiresAt}, ${known?.identity_id ?? newId("idt")})
             RETURNING ${cols}`
           return row!
         })).pipe(Effect.catch((e) => isUniqueViolation(e) ? Effect.succeed("pending_exists" as const) : Effect.die(e))),
@@ -208,7 +212,7 @@ export const InvitationRepoLive = Layer.effect(
           // An identity of another tenant (which may only decline) is not named to this one.
           const [row] = yield* sql<InvitationRow>`
             UPDATE invitations SET status = ${answer.accept ? "active" : "declined"},
-                                   user_id = (SELECT i.id FROM identities i WHERE i.id = ${answer.identityId} AND i.tenant_id = invitations.tenant_id),
+                                   user_id = COALESCE((SELECT i.id FROM identities i WHERE i.id = ${answer.identityId} AND i.tenant_id = invitations.tenant_id), user_id),
                                    responded_at = now(), updated_at = now()
             WHERE id = ${id} RETURNING ${cols}`
           return row!
@@ -225,12 +229,14 @@ export const InvitationRepoLive = Layer.effect(
 
           let roleId: string
           let organizationId: string
+          let invitationUserId: string | undefined
           let { firstName, lastName } = input
           if (input.subject.kind === "invitation") {
             const invitation = yield* lockPending(input.subject.id)
             if (!invitation || invitation.tenant_id !== input.tenantId) return "not_pending" as const
             roleId = invitation.role_id
             organizationId = invitation.organization_id
+            invitationUserId = invitation.user_id
             // The names the inviter gave, unless the person gives their own.
             firstName ??= invitation.first_name
             lastName ??= invitation.last_name
@@ -254,7 +260,10 @@ export const InvitationRepoLive = Layer.effect(
           if (taken.length > 0) return "email_in_use" as const
 
           yield* useToken
-          const identityId = newId("idt")
+          // An invitation's invitee gets the id the invitation named it by.
+          const reserved = input.subject.kind === "invitation" ? invitationUserId : undefined
+          const [existing] = reserved !== undefined ? yield* sql`SELECT 1 FROM identities WHERE id = ${reserved}` : []
+          const identityId = reserved !== undefined && existing === undefined ? reserved : newId("idt")
           const displayName = [firstName, lastName].filter((n) => n).join(" ") || input.email.split("@")[0]!
           yield* sql`
             INSERT INTO identities (id, tenant_id, type, display_name, first_name, last_name, status, password_hash,
@@ -348,7 +357,7 @@ export const makeInvitationRepoTest = (seed: InvitationRepoSeed = {}): Layer.Lay
             first_name: inv.firstName,
             last_name: inv.lastName,
             status: "pending",
-            user_id: null,
+            user_id: people.find((p) => p.tenantId === inv.tenantId && same(p.email, inv.email))?.identityId ?? newId("idt"),
             invited_by: inv.invitedBy,
             invited_at: new Date(at),
             invitation_expires_at: inv.expiresAt,
@@ -393,7 +402,7 @@ export const makeInvitationRepoTest = (seed: InvitationRepoSeed = {}): Layer.Lay
           }
           // An identity of another tenant (which may only decline) is not named to this one.
           const ownTenant = people.some((p) => p.identityId === answer.identityId && p.tenantId === invitation.tenant_id)
-          Object.assign(invitation, { status: answer.accept ? "active" : "declined", user_id: ownTenant ? answer.identityId : null, responded_at: new Date(at) })
+          Object.assign(invitation, { status: answer.accept ? "active" : "declined", user_id: ownTenant ? answer.identityId : invitation.user_id, responded_at: new Date(at) })
           return view(invitation)
         }),
       register: (input, useToken) =>
@@ -425,7 +434,7 @@ export const makeInvitationRepoTest = (seed: InvitationRepoSeed = {}): Layer.Lay
           if (!liveRole(input.tenantId, roleId)) return "role_missing" as const
           if (people.some((p) => same(p.email, input.email))) return "email_in_use" as const
           yield* useToken
-          const identityId = newId("idt")
+          const identityId = invitation !== undefined && !people.some((p) => p.identityId === invitation.user_id) ? invitation.user_id : newId("idt")
           people.push({
             identityId, tenantId: input.tenantId, email: input.email, accesses: new Map([[organizationId, roleId]]), defaultRoleId: roleId, firstName, lastName
           })

@@ -24,6 +24,7 @@ import subscriptions from "./migrations/0023_subscriptions.ts"
 import siteCrawls from "./migrations/0024_site_crawls.ts"
 import subscriptionPeriodPaid from "./migrations/0025_subscription_period_paid.ts"
 import quotaOverrideRaise from "./migrations/0026_quota_override_raise.ts"
+import invitationInviteeId from "./migrations/0027_invitation_invitee_id.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -50,7 +51,8 @@ export const migrations = {
   "0023_subscriptions": subscriptions,
   "0024_site_crawls": siteCrawls,
   "0025_subscription_period_paid": subscriptionPeriodPaid,
-  "0026_quota_override_raise": quotaOverrideRaise
+  "0026_quota_override_raise": quotaOverrideRaise,
+  "0027_invitation_invitee_id": invitationInviteeId
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

@@ -70,8 +70,8 @@ describe.each(testDatabases)("roles SQL ($name)", (db) => {
       yield* sql`UPDATE identities SET default_role_id = ${t.roleId} WHERE id = ${t.ownerIdentityId}`
 
       const invitation = newId("inv")
-      yield* sql`INSERT INTO invitations (id, tenant_id, organization_id, email, role_id)
-                 VALUES (${invitation}, ${t.tenantId}, ${t.organizationId}, 'x@example.com', ${role.id})`
+      yield* sql`INSERT INTO invitations (id, tenant_id, organization_id, email, role_id, user_id)
+                 VALUES (${invitation}, ${t.tenantId}, ${t.organizationId}, 'x@example.com', ${role.id}, ${newId("idt")})`
       yield* refusedWith({ invitations: 1 })
       // An answered invitation keeps its role for the record, without holding it.
       yield* sql`UPDATE invitations SET status = 'accepted' WHERE id = ${invitation}`
