@@ -1,4 +1,5 @@
 import { Clock, Context, Effect, Layer } from "effect"
+import { newId } from "../ids.ts"
 import { isMailableAddress, Mailer } from "../mail/mailer.ts"
 import { iso, parseIsoDateTime } from "../schema/common.ts"
 import type { Delegation, DelegationStatus } from "../schema/delegation.ts"
@@ -89,7 +90,7 @@ export const DelegationServiceLive = Layer.effect(
           if (expiresAt <= now) return yield* badExpiry("must be in the future")
           if (expiresAt > now + MAX_DELEGATION_MS) return yield* badExpiry("must be at most one year ahead")
 
-          let delegateId: string | null = null
+          let delegateId: string
           let delegateEmail: string | null = null
           if (input.delegateId.includes("@")) {
             if (!isMailableAddress(input.delegateId) || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(input.delegateId)) {
@@ -97,10 +98,14 @@ export const DelegationServiceLive = Layer.effect(
                 details: [{ path: "delegateId", code: "invalid_value", message: "not an e-mail address" }]
               })
             }
-            // Someone of the tenant already registered with that address is named by their identity.
+            // Someone of the tenant already registered with that address is named by their identity;
+            // someone not yet by the id their registration with the delegation's token will give.
             const person = yield* repo.personByEmail(me.tenantId, input.delegateId)
             if (person) delegateId = person.id
-            else delegateEmail = input.delegateId
+            else {
+              delegateId = newId("idt")
+              delegateEmail = input.delegateId
+            }
           } else {
             const person = yield* repo.personOfTenant(me.tenantId, input.delegateId)
             if (!person) return yield* notFound("delegate identity")

@@ -11,7 +11,9 @@ export const Delegation = Schema.Struct({
   id: Schema.String,
   tenantId: Schema.String,
   delegatorId: Schema.String,
-  delegateId: Schema.NullOr(Schema.String).annotate({ description: "null until a delegate invited by e-mail registers" }),
+  delegateId: Schema.String.annotate({
+    description: "The delegate's identity; for one invited by e-mail (delegateEmail), the id the identity registering with the delegation's token gets"
+  }),
   delegateEmail: Schema.NullOr(Schema.String).annotate({ description: "the address a registration token was mailed to, when the delegate was named by e-mail" }),
   reason: Schema.String,
   status: Schema.Literals(delegationStatuses),

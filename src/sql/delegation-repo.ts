@@ -9,7 +9,8 @@ export interface DelegationRow {
   readonly id: string
   readonly tenant_id: string
   readonly delegator_id: string
-  readonly delegate_id: string | null
+  /** The delegate; one invited by e-mail is named by the id its registration will give. */
+  readonly delegate_id: string
   readonly delegate_email: string | null
   readonly reason: string
   /** As read: `expired` for a pending or active one past `expires_at`. */
@@ -26,7 +27,8 @@ export interface DelegationRow {
 export interface NewDelegation {
   readonly tenantId: string
   readonly delegatorId: string
-  readonly delegateId: string | null
+  /** The delegate, or the id one invited by e-mail (`delegateEmail`) gets when it registers. */
+  readonly delegateId: string
   readonly delegateEmail: string | null
   readonly reason: string
   readonly expiresAt: Date
@@ -129,7 +131,7 @@ export const DelegationRepoLive = Layer.effect(
       insert: (d) =>
         sql.withTransaction(Effect.gen(function*() {
           yield* sql`SELECT 1 FROM identities WHERE id = ${d.delegatorId} FOR NO KEY UPDATE`
-          const same = d.delegateId !== null ? sql`delegate_id = ${d.delegateId}` : sql`lower(delegate_email) = lower(${d.delegateEmail})`
+          const same = d.delegateEmail === null ? sql`delegate_id = ${d.delegateId}` : sql`lower(delegate_email) = lower(${d.delegateEmail})`
           const existing = yield* sql`
             SELECT 1 FROM delegations
             WHERE delegator_id = ${d.delegatorId} AND ${same} AND status IN ('pending', 'active') AND expires_at > now()`
@@ -214,7 +216,7 @@ export const makeDelegationRepoTest = (people: ReadonlyArray<TestPerson>): Layer
         }),
       insert: (d) =>
         Effect.map(now, (at) => {
-          const same = (r: Row) => d.delegateId !== null ? r.delegate_id === d.delegateId : r.delegate_email?.toLowerCase() === d.delegateEmail?.toLowerCase()
+          const same = (r: Row) => d.delegateEmail === null ? r.delegate_id === d.delegateId : r.delegate_email?.toLowerCase() === d.delegateEmail.toLowerCase()
           if (rows.some((r) => r.delegator_id === d.delegatorId && same(r) && ["pending", "active"].includes(read(r, at).status))) return "exists" as const
           const row: Row = {
             id: newId("dlg"),

@@ -229,24 +229,28 @@ export const InvitationRepoLive = Layer.effect(
 
           let roleId: string
           let organizationId: string
-          let invitationUserId: string | undefined
+          /** The id the invitation or delegation named the person by. */
+          let reservedId: string | undefined
           let { firstName, lastName } = input
           if (input.subject.kind === "invitation") {
             const invitation = yield* lockPending(input.subject.id)
             if (!invitation || invitation.tenant_id !== input.tenantId) return "not_pending" as const
             roleId = invitation.role_id
             organizationId = invitation.organization_id
-            invitationUserId = invitation.user_id
+            reservedId = invitation.user_id
             // The names the inviter gave, unless the person gives their own.
             firstName ??= invitation.first_name
             lastName ??= invitation.last_name
           } else {
-            const [delegation] = yield* sql<{ id: string }>`
-              SELECT id FROM delegations
+            // Pending for someone invited by e-mail who has not registered yet.
+            const [delegation] = yield* sql<{ id: string; delegate_id: string }>`
+              SELECT id, delegate_id FROM delegations d
               WHERE id = ${input.subject.id} AND tenant_id = ${input.tenantId} AND status = 'pending'
-                AND delegate_id IS NULL AND expires_at > now()
+                AND delegate_email IS NOT NULL AND NOT EXISTS (SELECT 1 FROM identities i WHERE i.id = d.delegate_id)
+                AND expires_at > now()
               FOR UPDATE`
             if (!delegation) return "not_pending" as const
+            reservedId = delegation.delegate_id
             const [read] = yield* sql<{ id: string }>`
               SELECT id FROM roles WHERE tenant_id = ${input.tenantId} AND name = 'read' AND is_system AND deleted_at IS NULL`
             const [org] = yield* sql<{ id: string }>`
@@ -260,10 +264,9 @@ export const InvitationRepoLive = Layer.effect(
           if (taken.length > 0) return "email_in_use" as const
 
           yield* useToken
-          // An invitation's invitee gets the id the invitation named it by.
-          const reserved = input.subject.kind === "invitation" ? invitationUserId : undefined
-          const [existing] = reserved !== undefined ? yield* sql`SELECT 1 FROM identities WHERE id = ${reserved}` : []
-          const identityId = reserved !== undefined && existing === undefined ? reserved : newId("idt")
+          // The person gets the id the invitation or delegation named them by.
+          const [existing] = reservedId !== undefined ? yield* sql`SELECT 1 FROM identities WHERE id = ${reservedId}` : []
+          const identityId = reservedId !== undefined && existing === undefined ? reservedId : newId("idt")
           const displayName = [firstName, lastName].filter((n) => n).join(" ") || input.email.split("@")[0]!
           yield* sql`
             INSERT INTO identities (id, tenant_id, type, display_name, first_name, last_name, status, password_hash,
@@ -312,7 +315,7 @@ export interface InvitationRepoSeed {
   readonly organizations?: ReadonlyArray<OrganizationRow>
   readonly roles?: Array<{ readonly id: string; readonly tenantId: string; readonly name: string; readonly isSystem?: boolean; deleted?: boolean }>
   readonly people?: Array<TestPerson>
-  readonly delegations?: Array<{ readonly id: string; readonly tenantId: string; status: string; delegateId: string | null; readonly expiresAt: Date }>
+  readonly delegations?: Array<{ readonly id: string; readonly tenantId: string; status: string; delegateId: string; readonly delegateEmail: string | null; readonly expiresAt: Date }>
 }
 
 /**
@@ -422,7 +425,8 @@ export const makeInvitationRepoTest = (seed: InvitationRepoSeed = {}): Layer.Lay
           } else {
             const id = input.subject.id
             const delegation = delegations.find((d) =>
-              d.id === id && d.tenantId === input.tenantId && d.status === "pending" && d.delegateId === null && d.expiresAt.getTime() > at
+              d.id === id && d.tenantId === input.tenantId && d.status === "pending" && d.delegateEmail !== null &&
+              !people.some((p) => p.identityId === d.delegateId) && d.expiresAt.getTime() > at
             )
             if (!delegation) return "not_pending" as const
             const read = roles.find((r) => r.tenantId === input.tenantId && r.name === "read" && r.isSystem && !r.deleted)
