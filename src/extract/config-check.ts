@@ -91,10 +91,12 @@ export const configPayloadProblems = (payload: ConfigPayload, at = "payload"): A
       problems.push(problem(path, `options nested deeper than ${MAX_OPTION_DEPTH} levels`))
       continue
     }
-    // Run once on a sample value: an unknown operation or invalid options throw as they would on a page.
+    // Run once on an empty value: an unknown operation or invalid options throw as they would on a
+    // page. Empty, because this runs on the request's thread: a tenant's pattern that backtracks
+    // without end (`((.*)*)*x`) has no characters to do it on here (pages are read in a time-limited worker).
     for (const [op, options] of Object.entries(ops)) {
       try {
-        applyPostProcess(field, "sample 1", { [op]: options }, { url: null })
+        applyPostProcess(field, "", { [op]: options }, { url: null })
       } catch (e) {
         problems.push(problem(`${path}.${op}`, isExtractError(e) ? e.message : e instanceof Error ? e.message : String(e)))
       }

@@ -6,6 +6,7 @@ import { detectLanguage } from "../../src/extract/language.ts"
 import { querySelectorAll } from "../../src/extract/html/selector.ts"
 import { MAX_OPEN_ELEMENTS, parseHtml } from "../../src/extract/html/parser.ts"
 import { selectHtml } from "../../src/extract/selectors.ts"
+import { configPayloadProblems } from "../../src/extract/config-check.ts"
 
 describe("sanitizing", () => {
   const evil = `<html><head><style>.x{color:red}</style><script>window.stolen = "SECRET-SCRIPT"</script></head>
@@ -166,5 +167,15 @@ describe("selector text", () => {
   })
   it("puts the same blocks on one line otherwise, and never reads an element that shows no text", () => {
     expect(selected(true)).toEqual(["Card title Home First line Size XL"])
+  })
+})
+
+describe("config payload check", () => {
+  it("checks a pattern without running it on text: one that backtracks without end answers at once", () => {
+    // Run over even a few characters, it would outlast the test's timeout by days.
+    const nested = "(".repeat(30) + ".*" + ")*".repeat(30) + "x"
+    expect(configPayloadProblems({ postProcess: { title: { regexReplace: { pattern: nested } } } })).toEqual([])
+    expect(configPayloadProblems({ postProcess: { title: { regexReplace: { pattern: "([" } } } }).map((p) => p.path))
+      .toEqual(["payload.postProcess.title.regexReplace"])
   })
 })
