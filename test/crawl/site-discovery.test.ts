@@ -85,6 +85,15 @@ describe("sitemaps", () => {
     expect(parseSitemap("<html><body>not a sitemap</body></html>").kind).toBe("invalid")
   })
 
+  it("reads a sitemap of tags never closed in one pass (a regular expression rescanned the rest from each)", () => {
+    // 1 MB each: minutes of a backtracking scan, a moment of a forward one
+    expect(parseSitemap("<urlset>" + "<loc ".repeat(200_000))).toEqual({ kind: "urlset", locs: [] })
+    expect(parseSitemap("<urlset>" + "<loc>x".repeat(170_000))).toEqual({ kind: "urlset", locs: [] })
+    expect(parseSitemap("<urlset><url><loc>https://a.example/1</loc></url>" + "<!--".repeat(250_000))).toEqual({ kind: "urlset", locs: ["https://a.example/1"] })
+    // what comes before an unclosed tag is still read
+    expect(parseSitemap("<urlset><loc>https://a.example/1</loc><loc>https://a.example/2").locs).toEqual(["https://a.example/1"])
+  })
+
   it("unpacks gzip by its magic bytes, within the size bound", () => {
     const xml = `<urlset><url><loc>https://a.example/1</loc></url></urlset>`
     expect(sitemapText(gzipSync(xml), 1000)).toBe(xml)
