@@ -2,8 +2,12 @@
  * The links of a page, the key a site crawl deduplicates URLs by, and the rules that decide which
  * URLs belong to a crawl (docs/site-crawls.md, "Links", "Scope and filters").
  */
-import { parseHTML } from "linkedom"
+import { walk } from "../extract/html/dom.ts"
+import { type Element, parseHtml } from "../extract/html/parser.ts"
 import { domainIdOf, normalizeUrl } from "./domain.ts"
+
+/** The links read of one page, the first in document order; a crawl judges each, robots.txt and all. */
+export const MAX_PAGE_LINKS = 10_000
 
 /**
  * The absolute http(s) URLs a page links to, in document order, each once, without fragments.
@@ -11,7 +15,7 @@ import { domainIdOf, normalizeUrl } from "./domain.ts"
  * against the page's URL) as a browser does. Not followed: links with `rel=nofollow`, every link of
  * a page whose `<meta name="robots">` says `nofollow` or `none`, and `mailto:`, `javascript:`,
  * `tel:`, `data:` and any other scheme than http(s). A link that is only a fragment of the page
- * itself (`#top`) is the page again, so it is left out too.
+ * itself (`#top`) is the page again, so it is left out too. At most `MAX_PAGE_LINKS` are read.
  */
 export const extractLinks = (html: string, pageUrl: string): ReadonlyArray<string> => {
   let page: URL
@@ -20,13 +24,17 @@ export const extractLinks = (html: string, pageUrl: string): ReadonlyArray<strin
   } catch {
     return []
   }
-  const { document } = parseHTML(html)
-  for (const meta of document.querySelectorAll("meta[name]")) {
-    const name = (meta.getAttribute("name") ?? "").toLowerCase()
-    const content = (meta.getAttribute("content") ?? "").toLowerCase()
-    if (name === "robots" && /\b(nofollow|none)\b/.test(content)) return []
-  }
-  const baseHref = document.querySelector("base[href]")?.getAttribute("href")
+  // The extractor's parser: one pass, and no deeper than a browser's open elements (linkedom's
+  // DOM took minutes of the event loop over 400 000 nested elements).
+  const anchors: Array<Element> = []
+  let nofollow = false
+  let baseHref: string | undefined
+  walk(parseHtml(html).root, (el) => {
+    if (el.tag === "meta" && (el.attr("name") ?? "").toLowerCase() === "robots" && /\b(nofollow|none)\b/.test((el.attr("content") ?? "").toLowerCase())) nofollow = true
+    else if (el.tag === "base" && baseHref === undefined && el.attr("href") !== undefined) baseHref = el.attr("href")
+    else if ((el.tag === "a" || el.tag === "area") && el.attr("href") !== undefined && anchors.length < MAX_PAGE_LINKS) anchors.push(el)
+  })
+  if (nofollow) return []
   let base = page
   if (baseHref) {
     try {
@@ -37,10 +45,10 @@ export const extractLinks = (html: string, pageUrl: string): ReadonlyArray<strin
   }
   const seen = new Set<string>()
   const out: Array<string> = []
-  for (const a of document.querySelectorAll("a[href], area[href]")) {
-    const rel = (a.getAttribute("rel") ?? "").toLowerCase().split(/\s+/)
+  for (const a of anchors) {
+    const rel = (a.attr("rel") ?? "").toLowerCase().split(/\s+/)
     if (rel.includes("nofollow")) continue
-    const href = (a.getAttribute("href") ?? "").trim()
+    const href = (a.attr("href") ?? "").trim()
     if (href === "" || href.startsWith("#")) continue
     let url: URL
     try {

@@ -3,7 +3,7 @@
  */
 import { gzipSync } from "node:zlib"
 import { describe, expect, it } from "vitest"
-import { crawlKey, extractLinks, pathFilter, pathGlobMatcher, siteScope } from "../../src/crawl/links.ts"
+import { crawlKey, extractLinks, MAX_PAGE_LINKS, pathFilter, pathGlobMatcher, siteScope } from "../../src/crawl/links.ts"
 import { ROBOTS_FAILURE_TTL_MS, ROBOTS_TTL_MS, ROBOTS_USER_AGENT, RobotsCache, robotsFrom } from "../../src/crawl/robots.ts"
 import { type Fetched, mapSite, type MapOptions } from "../../src/crawl/site-map.ts"
 import { parseSitemap, sitemapText, walkSitemaps } from "../../src/crawl/sitemaps.ts"
@@ -161,6 +161,16 @@ describe("links", () => {
     expect(crawlKey("https://a.example/p?b=2&a=1", { ignoreQueryParameters: true })).toBe("https://a.example/p")
     expect(crawlKey("mailto:a@b.c")).toBeNull()
     expect(crawlKey("not a url")).toBeNull()
+  })
+
+  it("are read from deeply nested pages in one pass, and at most MAX_PAGE_LINKS of them", () => {
+    // 400 000 nested elements: linkedom's DOM held the event loop for over a minute
+    const deep = "<html><body>" + "<div>".repeat(400_000) + '<a href="/x">x</a>' + "</div>".repeat(400_000) + "</body></html>"
+    expect(extractLinks(deep, "https://a.example/")).toEqual(["https://a.example/x"])
+    const many = "<body>" + Array.from({ length: MAX_PAGE_LINKS + 5 }, (_, i) => `<a href="/p${i}">p</a>`).join("") + "</body>"
+    const links = extractLinks(many, "https://a.example/")
+    expect(links).toHaveLength(MAX_PAGE_LINKS)
+    expect(links.at(-1)).toBe(`https://a.example/p${MAX_PAGE_LINKS - 1}`)
   })
 
   it("match path globs as their regular-expression reading does, on random globs and paths", () => {
