@@ -5,7 +5,8 @@
 import { describe, expect, it } from "vitest"
 import { makeFrontier, pathPattern } from "../../src/crawl/frontier.ts"
 import { CRAWL_PATTERN_CAP } from "../../src/schema/crawl.ts"
-import { robotsFrom, ROBOTS_MAX_CRAWL_DELAY_MS, type Robots } from "../../src/crawl/robots.ts"
+import { RobotsTxtFile } from "@crawlee/utils"
+import { robotsFrom, ROBOTS_MAX_CRAWL_DELAY_MS, ROBOTS_MAX_RULES, ROBOTS_USER_AGENT, type Robots, ruleMatches } from "../../src/crawl/robots.ts"
 
 const allowAll: Robots = { kind: "none", isAllowed: () => true, sitemaps: [] }
 const rules = {
@@ -93,5 +94,51 @@ describe("crawl frontier", () => {
     const star = robotsFrom("http://h.test/robots.txt", { status: 200, body: Buffer.from("User-agent: *\nCrawl-delay: 9999\n") })
     expect(star.crawlDelayMs).toBe(ROBOTS_MAX_CRAWL_DELAY_MS)
     expect(robotsFrom("http://h.test/robots.txt", { status: 200, body: Buffer.from("User-agent: *\nDisallow:\n") }).crawlDelayMs).toBe(0)
+  })
+})
+
+describe("robots.txt rules", () => {
+  const robotsOf = (text: string) => robotsFrom("http://h.test/robots.txt", { status: 200, body: Buffer.from(text) })
+
+  it("decide as robots-parser does: the longest match wins, an allow a tie, `*` and a final `$`, per group", () => {
+    const text = [
+      "User-agent: other", "Disallow: /",
+      "User-agent: TrawlBot", "Disallow: /private", "Allow: /private/open", "Disallow: /*.pdf$", "Allow: /p$", "Disallow: /p", "Disallow: /a*b*c"
+    ].join("\n")
+    const r = robotsOf(text)
+    const file = RobotsTxtFile.from("http://h.test/robots.txt", text)
+    const paths = ["/", "/private", "/private/x", "/private/open/1", "/doc.pdf", "/doc.pdf?x=1", "/p", "/pq", "/axbyc", "/axcyb", "/a%2fb", "/%e2%82%acbc"]
+    for (const path of paths) expect(r.isAllowed(`http://h.test${path}`), path).toBe(file.isAllowed(`http://h.test${path}`, ROBOTS_USER_AGENT) !== false)
+    // another origin's URL is not this file's to refuse
+    expect(r.isAllowed("https://h.test/private")).toBe(true)
+    expect(r.isAllowed("http://h.test:8080/private")).toBe(true)
+  })
+
+  it("agree with robots-parser's matcher on random rules and paths", () => {
+    let seed = 5
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
+    const pick = (alphabet: ReadonlyArray<string>, max: number) => Array.from({ length: 1 + Math.floor(next() * max) }, () => alphabet[Math.floor(next() * alphabet.length)]).join("")
+    for (let i = 0; i < 400; i++) {
+      const rules = Array.from({ length: 1 + Math.floor(next() * 4) }, () => `${next() < 0.5 ? "Allow" : "Disallow"}: /${pick(["a", "b", "*", "/"], 5)}${next() < 0.2 ? "$" : ""}`)
+      const text = `User-agent: *\n${rules.join("\n")}\n`
+      const r = robotsOf(text)
+      const file = RobotsTxtFile.from("http://h.test/robots.txt", text)
+      for (let j = 0; j < 10; j++) {
+        const url = `http://h.test/${pick(["a", "b", "/"], 7)}`
+        expect(r.isAllowed(url), `${text} ${url}`).toBe(file.isAllowed(url, ROBOTS_USER_AGENT) !== false)
+      }
+    }
+  })
+
+  it("judge a hostile file in time linear in the path: 500 rules of 500 stars against a 2000-character path", () => {
+    const rule = "Disallow: /" + "*a".repeat(500) + "b"
+    const r = robotsOf(`User-agent: *\n${Array.from({ length: 500 }, () => rule).join("\n")}\n`)
+    expect(r.isAllowed(`http://h.test/${"a".repeat(2000)}`)).toBe(true)
+    expect(ruleMatches("/*a*b", "/xxaxxb")).toBe(true)
+  })
+
+  it("read at most ROBOTS_MAX_RULES rules of a group", () => {
+    const r = robotsOf(`User-agent: *\n${Array.from({ length: ROBOTS_MAX_RULES }, (_, i) => `Disallow: /r${i}/`).join("\n")}\nDisallow: /late/\n`)
+    expect([r.isAllowed("http://h.test/r0/x"), r.isAllowed("http://h.test/late/x")]).toEqual([false, true])
   })
 })
