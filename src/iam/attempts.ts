@@ -28,7 +28,7 @@ export interface AttemptsShape {
 
 export class Attempts extends Context.Service<Attempts, AttemptsShape>()("trawl/Attempts") {}
 
-const key = (kind: "account" | "address", id: string, part: "n" | "lock") => `auth:${part}:${kind}:${id.toLowerCase()}`
+const key = (kind: "account" | "address", id: string, part: "n" | "lock" | "locks") => `auth:${part}:${kind}:${id.toLowerCase()}`
 
 const tooMany = (waitMs: number) => {
   const retryAfter = Math.max(1, Math.ceil(waitMs / 1000))
@@ -40,14 +40,24 @@ export const AttemptsLive = Layer.effect(
   Effect.gen(function*() {
     const kv = yield* Kv
     const lockedFor = (lockKey: string) => Effect.map(kv.get(lockKey), (until) => Number(until ?? 0) - Date.now())
-    /** Counts one more against the subject; from the `lockAt`-th on, each locks it (longer each time). The lock's length, or 0. */
+    /**
+     * Counts one more against the subject; from the `lockAt`-th on, each locks it. How long it must
+     * wait, or 0. One lock at a time: tries that went past the allowance together (in parallel, on
+     * several nodes) are all refused by the lock the first of them set, which is twice as long as
+     * the one before it only when that one had lapsed (each try setting its own, a burst of twelve
+     * locked an account for 15 minutes at once).
+     */
     const count = (kind: "account" | "address", id: string, lockAt: number) =>
       Effect.gen(function*() {
-        const over = (yield* kv.incr(key(kind, id, "n"), ATTEMPT_WINDOW_MS)) - lockAt + 1
-        if (over <= 0) return 0
-        const lockMs = Math.min(FIRST_LOCK_MS * 2 ** (over - 1), MAX_LOCK_MS)
-        yield* kv.set(key(kind, id, "lock"), String(Date.now() + lockMs), lockMs)
-        return lockMs
+        if ((yield* kv.incr(key(kind, id, "n"), ATTEMPT_WINDOW_MS)) < lockAt) return 0
+        const locks = Number((yield* kv.get(key(kind, id, "locks"))) ?? 0)
+        const lockMs = Math.min(FIRST_LOCK_MS * 2 ** locks, MAX_LOCK_MS)
+        if (yield* kv.setIfAbsent(key(kind, id, "lock"), String(Date.now() + lockMs), lockMs)) {
+          yield* kv.incr(key(kind, id, "locks"), ATTEMPT_WINDOW_MS)
+          return lockMs
+        }
+        // Another try's lock stands (or lapsed this instant: this try is past the allowance all the same).
+        return Math.max(yield* lockedFor(key(kind, id, "lock")), 1000)
       })
     return Attempts.of({
       begin: (account, address) =>
@@ -65,7 +75,7 @@ export const AttemptsLive = Layer.effect(
         }),
       // Counted after the fact: the failure that uses the allowance up locks, so no try past it is read.
       failed: (address) => (address ? Effect.asVoid(count("address", address, ADDRESS_ALLOWANCE)) : Effect.void),
-      succeeded: (account) => kv.del(key("account", account, "n"), key("account", account, "lock"))
+      succeeded: (account) => kv.del(key("account", account, "n"), key("account", account, "lock"), key("account", account, "locks"))
     })
   })
 )
