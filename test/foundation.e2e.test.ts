@@ -496,7 +496,7 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     // A per-tenant quota override applies at once: one active key allowed, the owner's is it.
     const override = await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/iam.api-keys.total`, { key: adminKey, body: { limit: 1 } })
     expect(override.status).toBe(200)
-    expect(override.json.data).toEqual({ tenantId: t.tenantId, quotaKey: "iam.api-keys.total", limit: 1 })
+    expect(override.json.data).toEqual({ tenantId: t.tenantId, quotaKey: "iam.api-keys.total", limit: 1, effectiveLimit: 1 })
     const read = ((await api.get("/v1/iam/roles", t.apiKey)).json.data.items as Array<any>).find((r) => r.name === "read")
     const refused = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "one too many", roleId: read.id }, t.apiKey)
     expect(refused.status).toBe(429)
