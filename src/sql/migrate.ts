@@ -24,8 +24,7 @@ import subscriptions from "./migrations/0023_subscriptions.ts"
 import siteCrawls from "./migrations/0024_site_crawls.ts"
 import subscriptionPeriodPaid from "./migrations/0025_subscription_period_paid.ts"
 import quotaOverrideRaise from "./migrations/0026_quota_override_raise.ts"
-import invitationInviteeId from "./migrations/0027_invitation_invitee_id.ts"
-import delegationDelegateId from "./migrations/0028_delegation_delegate_id.ts"
+import peopleNamedFromTheStart from "./migrations/0027_people_named_from_the_start.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -53,8 +52,7 @@ export const migrations = {
   "0024_site_crawls": siteCrawls,
   "0025_subscription_period_paid": subscriptionPeriodPaid,
   "0026_quota_override_raise": quotaOverrideRaise,
-  "0027_invitation_invitee_id": invitationInviteeId,
-  "0028_delegation_delegate_id": delegationDelegateId
+  "0027_people_named_from_the_start": peopleNamedFromTheStart
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

@@ -6,7 +6,7 @@ import { migrations, runMigrations } from "../../src/sql/migrate.ts"
 import { TenantRepo, TenantRepoLive } from "../../src/sql/tenant-repo.ts"
 import { databaseLayer, testDatabases } from "../support/databases.ts"
 
-/** The migrations before invitations and delegations named their people from the start. */
+/** The migrations before invitations and delegations named their people from the start (0027). */
 const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < "0027"))
 
 describe.each(testDatabases)("invitee and delegate ids SQL ($name)", (db) => {
