@@ -3,6 +3,7 @@
  * kept for a while, parsed with Crawlee's `RobotsTxtFile`, read for Trawl's user agent token.
  */
 import { RobotsTxtFile } from "@crawlee/utils"
+import { wildcardMatches } from "../wildcard.ts"
 
 /** The product token robots.txt groups are matched against (`User-agent: TrawlBot`), else `*`. */
 export const ROBOTS_USER_AGENT = "TrawlBot"
@@ -48,11 +49,14 @@ export const robotsFrom = (robotsUrl: string, fetched: RobotsFetch): Robots => {
   const text = (fetched.body ?? Buffer.alloc(0)).subarray(0, ROBOTS_MAX_BYTES).toString("utf8")
   const file = RobotsTxtFile.from(robotsUrl, text)
   const rules = groupRules(file)
-  const origin = originOf(robotsUrl)
+  const origin = originOf(new URL(robotsUrl))
   return {
     kind: "rules",
     // A URL of another origin is not this file's to refuse.
-    isAllowed: (url) => originOf(url) !== origin || allowedBy(rules, pathOf(url)),
+    isAllowed: (url) => {
+      const target = URL.canParse(url) ? new URL(url) : undefined
+      return target === undefined || originOf(target) !== origin || allowedBy(rules, pathOf(target))
+    },
     sitemaps: file.getSitemaps({ enqueueStrategy: "all" }),
     crawlDelayMs: crawlDelayOf(file)
   }
@@ -78,21 +82,11 @@ const groupRules = (file: RobotsTxtFile): ReadonlyArray<RobotsRule> => {
   return group.slice(0, ROBOTS_MAX_RULES)
 }
 
-/** Scheme, host and port (the default one when none is given), or null for no URL. */
-const originOf = (url: string): string | null => {
-  try {
-    const u = new URL(url)
-    return `${u.protocol}//${u.hostname}:${u.port || (u.protocol === "https:" ? "443" : "80")}`
-  } catch {
-    return null
-  }
-}
+/** Scheme, host and port (the default one when none is given). */
+const originOf = (u: URL): string => `${u.protocol}//${u.hostname}:${u.port || (u.protocol === "https:" ? "443" : "80")}`
 
 /** Path and query as robots rules are compared with, its percent escapes in upper case. */
-const pathOf = (url: string): string => {
-  const u = new URL(url)
-  return (u.pathname + u.search).replace(/%[0-9a-fA-F]{2}/g, (m) => m.toUpperCase())
-}
+const pathOf = (u: URL): string => (u.pathname + u.search).replace(/%[0-9a-fA-F]{2}/g, (m) => m.toUpperCase())
 
 /** RFC 9309: the longest pattern that matches decides, an allow winning a tie; no match allows. */
 const allowedBy = (rules: ReadonlyArray<RobotsRule>, path: string): boolean => {
@@ -104,27 +98,9 @@ const allowedBy = (rules: ReadonlyArray<RobotsRule>, path: string): boolean => {
   return best === undefined || best.allow
 }
 
-/**
- * Whether a rule's pattern matches the start of `path` (all of it with a final `$`): its literal
- * pieces between `*` found left to right, each from where the last one ended. Finding each piece
- * at its leftmost place leaves the most room for the rest, so this is exact, and it never goes
- * back: time in proportion to the path and the pattern.
- */
-export const ruleMatches = (pattern: string, path: string): boolean => {
-  const anchored = pattern.endsWith("$")
-  const pieces = (anchored ? pattern.slice(0, -1) : pattern).split("*")
-  const first = pieces[0]!
-  if (!path.startsWith(first)) return false
-  if (pieces.length === 1) return !anchored || path.length === first.length
-  let at = first.length
-  for (let i = 1; i < pieces.length - 1; i++) {
-    const found = path.indexOf(pieces[i]!, at)
-    if (found < 0) return false
-    at = found + pieces[i]!.length
-  }
-  const last = pieces[pieces.length - 1]!
-  return anchored ? path.length - last.length >= at && path.endsWith(last) : path.indexOf(last, at) >= 0
-}
+/** Whether a rule's pattern matches the start of `path`, all of it with a final `$` (see `wildcardMatches`). */
+export const ruleMatches = (pattern: string, path: string): boolean =>
+  pattern.endsWith("$") ? wildcardMatches(pattern.slice(0, -1), path, true) : wildcardMatches(pattern, path, false)
 
 /**
  * The `Crawl-delay` (seconds) of the group read for Trawl's token, in ms. Crawlee's class does not

@@ -1,27 +1,8 @@
 import type { ConfigRow } from "../sql/extraction-repo.ts"
+import { wildcardMatches } from "../wildcard.ts"
 
-/**
- * `urlPattern` is a glob over the whole URL (case-insensitive): `*` matches any run of characters.
- * Matched greedily from left to right, each literal piece at its first place after the last one:
- * linear in the URL's length, where a regex of `.*` steps could backtrack for hours on a pattern of
- * many stars (a tenant writes the pattern; it is matched on the event loop for every extraction).
- */
-export const globMatches = (pattern: string, url: string): boolean => {
-  const pieces = pattern.toLowerCase().split("*")
-  const text = url.toLowerCase()
-  const first = pieces[0]!
-  const last = pieces[pieces.length - 1]!
-  if (pieces.length === 1) return text === first
-  if (!text.startsWith(first) || !text.endsWith(last) || first.length + last.length > text.length) return false
-  let at = first.length
-  const end = text.length - last.length
-  for (const piece of pieces.slice(1, -1)) {
-    const found = text.indexOf(piece, at)
-    if (found < 0 || found + piece.length > end) return false
-    at = found + piece.length
-  }
-  return true
-}
+/** `urlPattern` is a glob over the whole URL (case-insensitive): `*` matches any run of characters (see `wildcardMatches`). */
+export const globMatches = (pattern: string, url: string): boolean => wildcardMatches(pattern.toLowerCase(), url.toLowerCase(), true)
 
 /**
  * The configs that apply to one extraction, in the order they are applied: an
