@@ -8,7 +8,7 @@ import { Config } from "../config.ts"
 import { matchConfigs } from "../extract/config-match.ts"
 import type { ExtractErrorClass } from "../extract/errors.ts"
 import { EXTRACT_TIMEOUT_MS, extractInWorker } from "../extract/extract-in-worker.ts"
-import { llmErrorClass, refineWithLlm, unchangedReport } from "../extract/llm.ts"
+import { llmErrorClass, refineWithLlm, llmReport } from "../extract/llm.ts"
 import { EventLog } from "../events/event-log.ts"
 import { newId } from "../ids.ts"
 import { ExtractionRepo, type ExtractionRow } from "../sql/extraction-repo.ts"
@@ -138,7 +138,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
           if (!config.llm) {
             llmError = "llm_unavailable"
             // No model to ask: the request could not be made (the spec's statuses; errorClass says why).
-            metadata.llm = unchangedReport(llmOptions?.model ?? "", "failed_request", 0)
+            metadata.llm = llmReport(llmOptions?.model ?? "", "failed_request", 0)
           } else {
             const controller = new AbortController()
             running = controller

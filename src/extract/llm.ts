@@ -55,8 +55,8 @@ export interface LlmReport {
   durationMs: number
 }
 
-/** The report of a refinement that changed nothing: no field refined, corrected or rejected. */
-export const unchangedReport = (model: string, status: LlmStatus, durationMs: number, extra: Partial<LlmReport> = {}): LlmReport => ({
+/** A refinement's report: its field lists empty unless `extra` gives them (a failed one changed nothing). */
+export const llmReport = (model: string, status: LlmStatus, durationMs: number, extra: Partial<LlmReport> = {}): LlmReport => ({
   model,
   status,
   refinedFields: [],
@@ -320,7 +320,7 @@ export async function refineWithLlm(input: RefineInput): Promise<RefineResult> {
   const started = performance.now()
   const model = input.llm?.model ?? ""
   const report = (status: LlmStatus, extra: Partial<LlmReport> = {}): LlmReport =>
-    unchangedReport(model, status, Math.max(0, Math.round(performance.now() - started)), extra)
+    llmReport(model, status, Math.max(0, Math.round(performance.now() - started)), extra)
   const fail = (status: LlmStatus, error: string, extra: Partial<LlmReport> = {}): RefineResult => ({ data: input.data, llm: report(status, extra), error })
 
   const timeoutMs = input.llm?.timeoutMs !== undefined && Number.isFinite(input.llm.timeoutMs) && input.llm.timeoutMs > 0 ? input.llm.timeoutMs : DEFAULT_LLM_TIMEOUT_MS

@@ -520,8 +520,9 @@ const refuseUnreadableBody = (request: HttpServerRequest.HttpServerRequest): Eff
       )
     ),
     Effect.flatMap((bytes) => {
+      let text: string
       try {
-        strictUtf8.decode(bytes)
+        text = strictUtf8.decode(bytes)
       } catch {
         return Effect.fail(new InvalidRequest({
           code: "validation_error",
@@ -537,7 +538,7 @@ const refuseUnreadableBody = (request: HttpServerRequest.HttpServerRequest): Eff
           details: [{ path: "", code: "too_deep", message: `at most ${MAX_JSON_DEPTH} levels of nested arrays and objects` }]
         }))
       }
-      const halves = escapesSurrogate(view) ? loneSurrogatePaths(parsedOrUndefined(bytes)) : []
+      const halves = escapesSurrogate(view) ? loneSurrogatePaths(parsedOrUndefined(text)) : []
       if (halves.length > 0) {
         const badFilter = halves.every(inSearchFilter)
         return Effect.fail(new InvalidRequest({
@@ -551,9 +552,9 @@ const refuseUnreadableBody = (request: HttpServerRequest.HttpServerRequest): Eff
   )
 
 /** The body as JSON, or undefined when it is not JSON (the endpoint's decoder says so then). */
-const parsedOrUndefined = (bytes: ArrayBuffer): unknown => {
+const parsedOrUndefined = (text: string): unknown => {
   try {
-    return JSON.parse(new TextDecoder().decode(bytes))
+    return JSON.parse(text)
   } catch {
     return undefined
   }

@@ -42,7 +42,6 @@ const countRequest = (limiter: RateLimiterShape, principal: Principal) =>
     }
   })
 
-
 /**
  * How a request made on behalf ended, for its audit entry: `done` with the answer's status, `refused`
  * (401 or 403, with the code), `failed` (any other error), or `interrupted`.

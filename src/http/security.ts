@@ -12,14 +12,14 @@ import { type ErrorDetail, errors, Forbidden, InvalidRequest, NotFound, PayloadT
 export const ANY_KEY = "any valid key or session"
 export const Requires = Context.Reference<string | undefined>("trawl/Requires", { defaultValue: () => undefined })
 
+/** The header by which a delegate acts for its delegator (docs/delegations.md). */
+export const ON_BEHALF_HEADER = "x-on-behalf-of"
+
 /**
  * What a delegate may not do on behalf of its delegator (docs/delegations.md): manage the
  * delegator's own account (the `auth` group: password, TOTP, sessions' refresh and logout; its profile and
  * session list), or make credentials that would outlive the delegation (API keys).
  */
-/** The header by which a delegate acts for its delegator (docs/delegations.md). */
-export const ON_BEHALF_HEADER = "x-on-behalf-of"
-
 export const notOnBehalf = (group: string, endpoint: string) =>
   group === "auth" || (group === "users" && (endpoint === "updateMe" || endpoint.toLowerCase().includes("session"))) ||
   (group === "iam" && (endpoint === "createApiKey" || endpoint === "updateApiKey"))

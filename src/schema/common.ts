@@ -54,7 +54,6 @@ export const DateTimeBound = Schema.String.check(
 /** A search's `createdAt` filter: from `gte` (inclusive) to `lt` (exclusive), either optional. */
 export const CreatedRange = Schema.Struct({ gte: Schema.optional(DateTimeBound), lt: Schema.optional(DateTimeBound) })
 
-
 /** An input date-time: must be a real instant (see `parseIsoDateTime`), with a time part. */
 export const DateTimeInput = Schema.String.check(
   Schema.makeFilter((s) => s.includes("T") && parseIsoDateTime(s) !== undefined, {
