@@ -149,6 +149,28 @@ describe("HTML parser and selectors", () => {
     expect(realDoc.searchSteps).toBeLessThan(real.length)
     expect(querySelectorAll(realDoc.root, "td")).toHaveLength(6_000)
   })
+  it("builds the tree browsers build where pages break the rules", () => {
+    // `<button/>` opens a button (the slash means nothing on it); the `</div>` that follows closes it,
+    // so the main content after it is not inside the button
+    const selfClosed = parseHtml(`<body><header><div class="search"><button class="go" /></div></header><main><p>Definition text</p></main></body>`)
+    expect(querySelectorAll(selfClosed.root, "button main")).toHaveLength(0)
+    expect(querySelectorAll(selfClosed.root, "body > main > p")).toHaveLength(1)
+    // buttons do not nest
+    expect(querySelectorAll(parseHtml(`<button>a<button>b</button>`).root, "button button")).toHaveLength(0)
+    // a stray `</li>` is ignored inside a nested list instead of closing the menu item around it
+    const menu = parseHtml(`<body><ul><li>Platform<div><ul><li>Analytics</li></li><li>Engagement</li></ul></div></li><li>Pricing</li></ul><p>After</p>`)
+    expect(querySelectorAll(menu.root, "ul ul > li").map((e) => e.children.join(""))).toEqual(["Analytics", "Engagement"])
+    expect(querySelectorAll(menu.root, "body > ul > li")).toHaveLength(2)
+    // a stray `</p>` inside a button does not close the paragraph around the button
+    expect(querySelectorAll(parseHtml(`<p>Text <button>go</p></button> more</p>`).root, "p")).toHaveLength(1)
+    // content between `</head>` and `<body>` opens the body; the `<body>` tag only adds its attributes
+    const early = parseHtml(`<html><head><title>t</title></head><header><a href="/">Shop</a></header><body class="page"><p>Body</p></body></html>`)
+    expect(early.body.attr("class")).toBe("page")
+    expect(querySelectorAll(early.root, "body > header")).toHaveLength(1)
+    expect(querySelectorAll(early.root, "html > header")).toHaveLength(0)
+    // head elements before the body stay where they are
+    expect(querySelectorAll(parseHtml(`<html><head></head><link rel="x"><body><p>b</p></body></html>`).root, "body link")).toHaveLength(0)
+  })
   it("supports attribute selectors and :not", () => {
     const doc = parseHtml(`<div class="a b" data-x="hello"><span id="s" class="c">1</span><span class="d">2</span></div>`)
     expect(querySelectorAll(doc.root, "div.a.b > span:not(.c)")).toHaveLength(1)

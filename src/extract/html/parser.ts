@@ -36,8 +36,10 @@ const CLOSES_P = new Set([
   "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "main",
   "menu", "nav", "ol", "p", "pre", "section", "summary", "table", "ul", "li", "dd", "dt", "listing", "xmp", "plaintext",
 ])
-/** Elements an end tag search does not cross unless it names them. */
-const SCOPE = new Set(["table", "td", "th", "caption", "html", "template", "object", "marquee", "applet", "svg", "math", "button"])
+/** Elements an end tag search does not cross unless it names them (the HTML standard's default scope). */
+const SCOPE = new Set(["table", "td", "th", "caption", "html", "template", "object", "marquee", "applet", "svg", "math"])
+/** A `p` is closed only when it is open in button scope: a start tag inside a button leaves an outer `p` open. */
+const BUTTON_SCOPE = new Set(["button"])
 /** Inline elements: their end tags do not close block elements opened inside them. */
 const INLINE = new Set([
   "a", "abbr", "b", "bdi", "bdo", "big", "cite", "code", "data", "del", "dfn", "em", "font", "i", "ins", "kbd",
@@ -95,6 +97,7 @@ export function parseHtml(src: string): ParsedDocument {
 
   const appendText = (t: string) => {
     if (t.length === 0) return
+    if ((cur === html || cur === head) && body === null && /\S/.test(t)) openImpliedBody()
     const ch = cur.children
     const last = ch.length - 1
     if (last >= 0 && typeof ch[last] === "string") ch[last] = (ch[last] as string) + t
@@ -251,6 +254,16 @@ export function parseHtml(src: string): ParsedDocument {
     }
   }
 
+  /**
+   * Content outside the head before any `<body>` tag opens the body, as browsers do (a later
+   * `<body>` tag only adds its attributes): pages that put their header between `</head>` and
+   * `<body>` keep it in the body.
+   */
+  function openImpliedBody() {
+    if (cur === head) popTo(stack.length - 1)
+    handleStart("body", null, false)
+  }
+
   function handleStart(tag: string, attrs: Record<string, string> | null, selfClosing: boolean) {
     if (tag === "html" || tag === "body" || tag === "head") {
       const existing = tag === "html" ? html : tag === "body" ? body : head
@@ -259,9 +272,10 @@ export function parseHtml(src: string): ParsedDocument {
         return
       }
     }
+    if ((cur === html || cur === head) && html !== null && body === null && !HEAD_CONTENT.has(tag) && tag !== "body" && tag !== "head") openImpliedBody()
     if (foreign === 0) {
       if (CLOSES_P.has(tag)) {
-        const p = findOpen("p", null)
+        const p = findOpen("p", BUTTON_SCOPE)
         if (p > 0) popTo(p)
         if (HEADINGS.has(tag) && HEADINGS.has(cur.tag)) popTo(stack.length - 1)
         if (tag === "li") {
@@ -287,6 +301,10 @@ export function parseHtml(src: string): ParsedDocument {
         if (cur.tag === "option") popTo(stack.length - 1)
       } else if (tag === "a") {
         const k = findOpen("a", BLOCKISH)
+        if (k > 0) popTo(k)
+      } else if (tag === "button") {
+        // buttons do not nest: a second one closes the first (pages write `<button/>`, which opens one)
+        const k = findOpen("button", null)
         if (k > 0) popTo(k)
       }
     }
@@ -315,11 +333,14 @@ export function parseHtml(src: string): ParsedDocument {
       }
       return
     }
+    // `</li>` is looked for in list item scope and `</p>` in button scope: a stray one is ignored
+    // instead of closing an item or paragraph outside the list or button it stands in
+    const stops = tag === "li" ? LIST_STOPS : tag === "p" ? BUTTON_SCOPE : null
     for (let top = stack.length - 1, k = top; k > 0 && mayLook(k, top); k--) {
       const t = stack[k]!.tag
       if (t === tag) { popTo(k); return }
       if (foreign > 0) continue
-      if (SCOPE.has(t)) return
+      if (SCOPE.has(t) || (stops !== null && stops.has(t))) return
       if (INLINE.has(tag) && BLOCKISH.has(t)) return
     }
   }
@@ -336,3 +357,5 @@ export function parseHtml(src: string): ParsedDocument {
 }
 
 const LIST_STOPS = new Set(["ol", "ul"])
+/** Elements that belong in the head: they do not open the body when they come before it. */
+const HEAD_CONTENT = new Set(["meta", "link", "script", "style", "title", "base", "template", "noscript", "noframes", "basefont", "bgsound"])
