@@ -476,7 +476,7 @@ function noscriptChildren(el: Element, enabled: boolean): Element["children"] | 
 
 /** Cookie and consent banners: text about cookies in consent, privacy or tracking words. */
 const CONSENT_PHRASE = /\bwe use cookies\b|\bcookie (policy|settings|preferences|notice|consent|banner)\b/i
-const CONSENT_WORDS = /\b(consent|privacy|third[- ]part(y|ies)|browser|website|analytics|tracking|advertising)\b/i
+const CONSENT_WORDS = /\b(consent|privacy|third[- ]part(y|ies)|browsers?|websites?|analytics|tracking|advertising)\b/i
 export function isConsentText(text: string): boolean {
   return text.length < 1500 && (CONSENT_PHRASE.test(text) || (/\bcookies\b/i.test(text) && CONSENT_WORDS.test(text)))
 }
