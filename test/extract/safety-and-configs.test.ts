@@ -168,6 +168,10 @@ describe("HTML parser and selectors", () => {
     expect(early.body.attr("class")).toBe("page")
     expect(querySelectorAll(early.root, "body > header")).toHaveLength(1)
     expect(querySelectorAll(early.root, "html > header")).toHaveLength(0)
+    // a declarative shadow root's content is shown as its host's; an ordinary template stays inert
+    const shadow = parseHtml(`<body><product-card><template shadowrootmode="open"><h3>Shadow title</h3></template><p>Light</p></product-card><template><p>Inert</p></template></body>`)
+    expect(querySelectorAll(shadow.root, "product-card > h3").map((e) => e.children.join(""))).toEqual(["Shadow title"])
+    expect(querySelectorAll(shadow.root, "template > p").map((e) => e.children.join(""))).toEqual(["Inert"])
     // head elements before the body stay where they are
     expect(querySelectorAll(parseHtml(`<html><head></head><link rel="x"><body><p>b</p></body></html>`).root, "body link")).toHaveLength(0)
   })

@@ -272,6 +272,9 @@ export function parseHtml(src: string): ParsedDocument {
         return
       }
     }
+    // a declarative shadow root is shown as part of its host: its content becomes the host's (its
+    // `</template>` then finds no open template and is ignored)
+    if (tag === "template" && attrs !== null && (attrs.shadowrootmode !== undefined || attrs.shadowroot !== undefined)) return
     if ((cur === html || cur === head) && html !== null && body === null && !HEAD_CONTENT.has(tag) && tag !== "body" && tag !== "head") openImpliedBody()
     if (foreign === 0) {
       if (CLOSES_P.has(tag)) {
