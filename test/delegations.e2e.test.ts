@@ -393,4 +393,62 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     // An expired delegation does not hold its delegate: a new one can be made.
     expect((await create({ key: t.apiKey }, { delegateId: delegate.id, reason: "again", expiresAt: inDays(1) })).status).toBe(201)
   })
+
+  it("on behalf, a delegate hands out no more than its own role holds: nothing delegated outlasts the delegation", async () => {
+    const t = await api.createTenant()
+    const owner: Caller = { key: t.apiKey }
+    const ownerRole = await systemRole(t, "owner")
+    const manager = (await api.post("/v1/iam/roles", { name: "role manager", permissions: ["iam:roles:*", "iam:invitations:*", "scraper:jobs:read"] }, t.apiKey)).json.data
+    const carol = await member(t, manager.id)
+    const d = (await create(owner, { delegateId: carol.id, reason: "run the account while I am away", expiresAt: inDays(2) })).json.data
+    expect((await move(carol.caller, d.id, "accept")).status).toBe(200)
+    // her session, not her key: a key acts on behalf with no more than its own role
+    const asOwner = (method: string, path: string, body?: unknown) => call(carol.session, method, path, body, { "x-on-behalf-of": t.ownerIdentityId })
+
+    // The owner's power is there for what it does now...
+    expect((await asOwner("GET", "/v1/iam/audit")).status).toBe(200)
+    // ...but not to be handed out: not to the delegate's own role, a new role or an invitee.
+    const widened = await asOwner("PATCH", `/v1/iam/roles/${manager.id}`, { permissions: ["*:*:*"] })
+    expectError(widened, 403, "forbidden")
+    expect(errorPaths(widened)).toEqual(["permissions.0"])
+    expectError(await asOwner("POST", "/v1/iam/roles", { name: "all", permissions: ["*:*:*"] }), 403, "forbidden")
+    expectError(await asOwner("POST", `/v1/iam/organizations/${t.organizationId}/invitations`, { email: unique("second-owner"), roleId: ownerRole.id }), 403, "forbidden")
+    // What the delegate holds itself it may still hand out on behalf.
+    expect((await asOwner("POST", "/v1/iam/roles", { name: "job readers", permissions: ["scraper:jobs:read"] })).status).toBe(201)
+
+    // An operation never made on behalf is refused as such, whoever the header names (the OpenAPI
+    // document lists 403 forbidden for it, not delegation_required).
+    for (const name of [t.ownerIdentityId, "idt_nope"]) {
+      expectError(await call(carol.session, "POST", "/v1/iam/auth/password/change", { currentPassword: PASSWORD, newPassword: "another long passphrase" }, { "x-on-behalf-of": name }), 403, "forbidden")
+    }
+
+    // Once renounced, the delegate holds exactly what it held before.
+    expect((await move(carol.caller, d.id, "renounce")).status).toBe(200)
+    const own = await call(carol.caller, "GET", "/v1/iam/users/me")
+    expect(own.status, own.text).toBe(200)
+    expect(own.json.data.permissions).toEqual(["iam:roles:*", "iam:invitations:*", "scraper:jobs:read"])
+  })
+
+  it("another identity's API keys are made, changed and revoked only with iam:identities:write", async () => {
+    const t = await api.createTenant()
+    const keyManager = (await api.post("/v1/iam/roles", { name: "key manager", permissions: ["iam:api-keys:*", "scraper:jobs:read"] }, t.apiKey)).json.data
+    const kim = await member(t, keyManager.id)
+    const ownerKeys = `/v1/iam/identities/${t.ownerIdentityId}/api-keys`
+    const ownerKeyId = (await api.get(ownerKeys, t.apiKey)).json.data.items[0].id as string
+
+    // Not a key that acts as the owner, nor a change to or the end of the owner's keys.
+    expectError(await call(kim.session, "POST", ownerKeys, { name: "as owner", roleId: keyManager.id }), 403, "forbidden")
+    expectError(await call(kim.session, "PATCH", `${ownerKeys}/${ownerKeyId}`, { rateLimitPerMinute: 1 }), 403, "forbidden")
+    expectError(await call(kim.session, "DELETE", `${ownerKeys}/${ownerKeyId}`), 403, "forbidden")
+    expect((await api.get("/v1/iam/users/me", t.apiKey)).status).toBe(200)
+    expect((await api.get(`${ownerKeys}/${ownerKeyId}`, t.apiKey)).json.data.rateLimitPerMinute).not.toBe(1)
+    // Its own keys it manages; another tenant's identity stays unknown.
+    const own = await call(kim.session, "POST", `/v1/iam/identities/${kim.id}/api-keys`, { name: "mine", roleId: keyManager.id })
+    expect(own.status, own.text).toBe(201)
+    expect((await call(kim.session, "DELETE", `/v1/iam/identities/${kim.id}/api-keys/${own.json.data.id}`)).status).toBe(200)
+    const other = await api.createTenant()
+    expectError(await call(kim.session, "POST", `/v1/iam/identities/${other.ownerIdentityId}/api-keys`, { name: "x", roleId: keyManager.id }), 404, "not_found")
+    // The owner (iam:identities:write) makes keys for the people of its tenant.
+    expect((await api.post(`/v1/iam/identities/${kim.id}/api-keys`, { name: "by the owner", roleId: keyManager.id }, t.apiKey)).status).toBe(201)
+  })
 })

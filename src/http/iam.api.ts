@@ -31,12 +31,12 @@ export class IamGroup extends HttpApiGroup.make("iam")
       params: keyParams,
       payload: UpdateApiKeyBody,
       success: Success(ApiKey),
-      error: errors(InvalidRequest, NotFound)
+      error: errors(InvalidRequest, Forbidden, NotFound)
     }).pipe(requires("iam:api-keys:write")),
     HttpApiEndpoint.delete("revokeApiKey", "/identities/:id/api-keys/:kid", {
       params: keyParams,
       success: Success(RevokedApiKey),
-      error: errors(NotFound)
+      error: errors(Forbidden, NotFound)
     }).pipe(requires("iam:api-keys:write")),
     HttpApiEndpoint.get("myQuotas", "/quotas/me", {
       success: Success(Schema.Struct({ items: Schema.Array(Quota) }))

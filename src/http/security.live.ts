@@ -96,23 +96,31 @@ export const ApiKeyAuthLive = Layer.effect(
         const request = yield* HttpServerRequest.HttpServerRequest
         const client = yield* Effect.provideService(clientContext, Config, config)
         const run = Effect.gen(function*() {
-          if (!grant) {
-            return yield* new Forbidden({
-              code: "delegation_required",
-              message: `${ON_BEHALF_HEADER} names an identity that has no active delegation to the caller`
-            })
-          }
+          // an operation never made on behalf is refused as such, whatever the header names
           if (refusedOnBehalf) {
             return yield* new Forbidden({
               code: "forbidden",
               message: `this operation is not made on behalf of someone: send it without ${ON_BEHALF_HEADER}`
             })
           }
+          if (!grant) {
+            return yield* new Forbidden({
+              code: "delegation_required",
+              message: `${ON_BEHALF_HEADER} names an identity that has no active delegation to the caller`
+            })
+          }
           // An identity of the tenant from here on: the active grant names it as the delegator.
           // A key never does more than its own role, on behalf or not: it acts with what both allow
           // (docs/delegations.md). A session is the person, who holds what was delegated.
           const permissions = principal.kind === "api-key" ? intersectPermissions(grant.permissions, principal.permissions) : grant.permissions
-          const acting: Principal = { ...principal, identityId: delegatorId as IdentityId, roleId: grant.roleId, permissions, actorId: principal.identityId }
+          const acting: Principal = {
+            ...principal,
+            identityId: delegatorId as IdentityId,
+            roleId: grant.roleId,
+            permissions,
+            actorId: principal.identityId,
+            actorPermissions: principal.permissions
+          }
           return yield* Effect.provideService(httpEffect, CurrentPrincipal, acting)
         })
         return yield* Effect.onExit(run, (exit) =>

@@ -11,7 +11,7 @@ import { RoleRepo } from "../sql/role-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { ApiKeyAuthenticator } from "./api-key-auth.ts"
 import { AuthService } from "./auth-service.ts"
-import { isPowerful, notHeld, scopeOf } from "./permissions.ts"
+import { allows, grantablePermissions, isPowerful, notHeld, scopeOf } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import { generateApiKey } from "./secrets.ts"
 import type { ClientContext } from "./session-service.ts"
@@ -54,8 +54,8 @@ export interface ApiKeyServiceShape {
   readonly create: (me: Principal, identityId: IdentityId, input: NewKeyInput, client: ClientContext) => Effect.Effect<ApiKey & { rawKey: string }, Forbidden | InvalidRequest | NotFound | TooManyRequests | Unprocessable>
   readonly list: (me: Principal, identityId: IdentityId, offset: number, limit: number) => Effect.Effect<{ readonly items: ReadonlyArray<ApiKey>; readonly total: number }, NotFound>
   readonly get: (me: Principal, identityId: IdentityId, keyId: ApiKeyId) => Effect.Effect<ApiKey, NotFound>
-  readonly update: (me: Principal, identityId: IdentityId, keyId: ApiKeyId, patch: KeyPatch, client: ClientContext) => Effect.Effect<ApiKey, InvalidRequest | NotFound | TooManyRequests>
-  readonly revoke: (me: Principal, identityId: IdentityId, keyId: ApiKeyId, client: ClientContext) => Effect.Effect<{ revoked: true; revokedAt: string; apiKeyId: string }, NotFound>
+  readonly update: (me: Principal, identityId: IdentityId, keyId: ApiKeyId, patch: KeyPatch, client: ClientContext) => Effect.Effect<ApiKey, Forbidden | InvalidRequest | NotFound | TooManyRequests>
+  readonly revoke: (me: Principal, identityId: IdentityId, keyId: ApiKeyId, client: ClientContext) => Effect.Effect<{ revoked: true; revokedAt: string; apiKeyId: string }, Forbidden | NotFound>
 }
 
 export class ApiKeyService extends Context.Service<ApiKeyService, ApiKeyServiceShape>()("trawl/ApiKeyService") {}
@@ -72,6 +72,15 @@ const futureOrNull = (expiresAt: string | null | undefined) => {
 /** An active key more than the tenant's `iam.api-keys.total` allows (a new one, or an expired one brought back). */
 const keyQuotaExceeded = (limit: number) =>
   fail(429, "quota_exceeded", `the tenant already has ${limit} active API keys (iam.api-keys.total)`)
+
+/**
+ * Another identity's keys are an administrator's to make, change and revoke (docs/identity.md): a
+ * caller that may manage keys but not people would otherwise act as, or lock out, anyone.
+ */
+const mayManageKeysOf = (me: Principal, identityId: string) =>
+  identityId === me.identityId || allows(me.permissions, "iam:identities:write")
+    ? Effect.void
+    : fail(403, "forbidden", "managing another identity's API keys needs iam:identities:write")
 
 const invalidRole = fail(422, "invalid_role", "roleId is not a role of this tenant", {
   details: [{ path: "roleId", code: "not_found", message: "no such role in this tenant" }]
@@ -98,10 +107,11 @@ export const ApiKeyServiceLive = Layer.effect(
       create: (me, identityId, input, client) =>
         Effect.gen(function*() {
           const identity = yield* personOfTenant(me.tenantId, identityId)
+          yield* mayManageKeysOf(me, identity.id)
           const role = yield* roles.find(me.tenantId, input.roleId)
           if (!role) return yield* invalidRole
           // Nobody hands out more than they hold.
-          if (notHeld(me.permissions, role.permissions).length > 0) {
+          if (notHeld(grantablePermissions(me), role.permissions).length > 0) {
             return yield* fail(403, "forbidden", "the role grants permissions this caller does not hold")
           }
           // Handing out an all-powerful key asks the caller to prove they are present (docs/identity.md, "Re-authentication").
@@ -139,6 +149,7 @@ export const ApiKeyServiceLive = Layer.effect(
         Effect.flatMap(keys.find(me.tenantId, identityId, keyId), (row) => (row ? Effect.succeed(toApiKey(row)) : notFound("API key"))),
       update: (me, identityId, keyId, patch, client) =>
         Effect.gen(function*() {
+          yield* mayManageKeysOf(me, identityId)
           const expiresAt = yield* futureOrNull(patch.expiresAt)
           const limit = yield* tenants.quotaLimit(me.tenantId, "iam.api-keys.total")
           const updated = yield* keys.update(me.tenantId, identityId, keyId, {
@@ -154,6 +165,7 @@ export const ApiKeyServiceLive = Layer.effect(
         }),
       revoke: (me, identityId, keyId, client) =>
         Effect.gen(function*() {
+          yield* mayManageKeysOf(me, identityId)
           const revoked = yield* keys.revoke(me.tenantId, identityId, keyId)
           if (!revoked) return yield* notFound("API key")
           yield* authenticator.invalidate(revoked.keyHash)

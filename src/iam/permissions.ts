@@ -1,4 +1,5 @@
 import { resources } from "../schema/permission.ts"
+import type { Principal } from "./principal.ts"
 
 export { isValidPermission, resources, services } from "../schema/permission.ts"
 export type { Action, Permission, Resource } from "../schema/permission.ts"
@@ -110,3 +111,11 @@ const computeScope = (permissions: ReadonlyArray<string>): "admin" | "write" | "
  */
 export const isPowerful = (permissions: ReadonlyArray<string>) =>
   permissions.some((p) => p.startsWith("cross_tenant:")) || holds(permissions, "*:*:*")
+
+/**
+ * The permissions a caller may hand out (in a role, an invitation, a key, a delegation): its own; on
+ * behalf, only what both the delegator's grant and the delegate's own credential allow, so nothing
+ * delegated is passed on to outlast the delegation (docs/delegations.md).
+ */
+export const grantablePermissions = (p: Principal): ReadonlyArray<string> =>
+  p.actorPermissions === undefined ? p.permissions : intersectPermissions(p.permissions, p.actorPermissions)

@@ -20,6 +20,8 @@ export interface Principal {
   readonly expiresAt: number | null
   /** The identity that sent the request: the delegate when it acts on behalf of `identityId`, else `identityId`. */
   readonly actorId: IdentityId
+  /** On behalf only: what the delegate's own credential holds (it bounds what the delegate may hand out). */
+  readonly actorPermissions?: ReadonlyArray<string>
 }
 
 export class CurrentPrincipal extends Context.Service<CurrentPrincipal, Principal>()("trawl/CurrentPrincipal") {}

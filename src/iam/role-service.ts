@@ -5,7 +5,7 @@ import type { Role } from "../schema/iam.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { RoleRepo, type RoleRow } from "../sql/role-repo.ts"
 import { ApiKeyAuthenticator } from "./api-key-auth.ts"
-import { holds } from "./permissions.ts"
+import { grantablePermissions, holds } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import { SessionAuthenticator } from "./session-auth.ts"
 
@@ -59,7 +59,8 @@ const refuseUngranted = (me: Principal, wanted: ReadonlyArray<string>, granted: 
       details: at(reserved, "reserved", "only the internal_admin system role holds it")
     })
   }
-  const ungranted = indexes((p) => !holds(granted, p) && !holds(me.permissions, p))
+  const mine = grantablePermissions(me)
+  const ungranted = indexes((p) => !holds(granted, p) && !holds(mine, p))
   if (ungranted.length > 0) {
     return fail(403, "forbidden", "the role would grant permissions this caller does not hold", {
       details: at(ungranted, "not_held", "this caller does not hold this permission")

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { allows, covers, internalAdminRole, intersectPermissions, isPowerful, isValidPermission, notHeld, resources, scopeOf, services, tenantSystemRoles } from "../../src/iam/permissions.ts"
+import { allows, covers, grantablePermissions, internalAdminRole, intersectPermissions, isPowerful, isValidPermission, notHeld, resources, scopeOf, services, tenantSystemRoles } from "../../src/iam/permissions.ts"
 
 const role = (name: string) => tenantSystemRoles.find((r) => r.name === name)!.permissions
 
@@ -78,5 +78,13 @@ describe("intersectPermissions", () => {
     expect(intersectPermissions(["*:*:*"], ["*:*:read", "scraper:jobs:read"])).toEqual(["*:*:read"])
     expect(intersectPermissions(["cross_tenant:*:*"], ["*:*:*"])).toEqual([])
     expect(intersectPermissions(["cross_tenant:*:*", "*:*:*"], ["cross_tenant:*:read"])).toEqual(["cross_tenant:*:read"])
+  })
+
+  it("lets a caller hand out its own permissions, and on behalf only what both sides hold", () => {
+    const base = { kind: "session", credentialId: "s", tenantId: "ten_a", identityId: "idt_owner", roleId: "r", isInternalTenant: false, rateLimitPerMinute: 600, expiresAt: null } as const
+    const own = { ...base, permissions: ["*:*:*"], actorId: "idt_owner" } as any
+    expect(grantablePermissions(own)).toEqual(["*:*:*"])
+    const delegate = { ...base, permissions: ["*:*:*"], actorId: "idt_carol", actorPermissions: ["iam:roles:*", "scraper:jobs:read"] } as any
+    expect(notHeld(grantablePermissions(delegate), ["*:*:*", "iam:roles:write", "scraper:jobs:read", "scraper:jobs:write"])).toEqual(["*:*:*", "scraper:jobs:write"])
   })
 })
