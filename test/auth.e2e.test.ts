@@ -498,6 +498,9 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     expectError(asEmail, 400, "validation_error")
     expect(asEmail.json.error.details[0]).toMatchObject({ path: "newPassword", code: "weak_password" })
     expect(asEmail.text).not.toContain(owner.email.toUpperCase())
+    const same = await change({ currentPassword: PASSWORD, newPassword: PASSWORD })
+    expectError(same, 400, "validation_error")
+    expect(same.json.error.details[0]).toMatchObject({ path: "newPassword", code: "weak_password" })
     // none of these changed anything
     expect((await bearer(api, "GET", "/v1/iam/auth/me", other.sessionId)).status).toBe(200)
 

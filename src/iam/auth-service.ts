@@ -168,6 +168,12 @@ export const AuthServiceLive = Layer.effect(
         Effect.gen(function*() {
           const identity = yield* identityOf(me)
           yield* checkNewPassword(newPassword, identity.email, "newPassword")
+          // a change that keeps the password would still end the other sessions, and change nothing
+          if (newPassword === currentPassword) {
+            return yield* fail(400, "validation_error", "the new password must differ from the current one", {
+              details: [{ path: "newPassword", code: "weak_password", message: "must differ from the current password" }]
+            })
+          }
           yield* reauthenticate(me, { currentPassword }, client)
           const changedAt = yield* identities.setPassword(identity.id, yield* hashPassword(newPassword))
           const ended = yield* sessions.revokeAll(identity.id, me.kind === "session" ? me.credentialId : null)
