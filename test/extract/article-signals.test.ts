@@ -252,3 +252,26 @@ describe("lines between paragraphs that are the page's furniture", () => {
     expect(body).toContain("Subscriptions to streaming services rose")
   })
 })
+
+describe("the page's shown text, the reading of last resort", () => {
+  // A storefront grid of short linked names and prices: no reading finds a body in it.
+  const grid = Array.from({ length: 20 }, (_, i) => `<div class="tile"><a href="/p/${i}"><span>Roast ${i}</span></a><span>$1${i}.99</span></div>`).join("")
+  const shell = (main: string) => `<html><body><header><nav>${filler(30)}</nav></header>
+    <main>${main}</main>
+    <div class="banner">We use cookies to improve your experience on our website.</div>
+    <footer><p>Copyright Example Roasters. All rights reserved. Terms of service and privacy.</p></footer></body></html>`
+
+  it("reads what <main> shows when every other reading finds next to nothing, without the page's furniture", () => {
+    const content = article(shell(`<h2>51 products</h2><form><select><option>Sort</option></select><button>Filter</button></form>${grid}<div hidden>Hidden promo text</div>`)).data.content
+    expect(content).toContain("51 products")
+    expect(content).toContain("Roast 3")
+    expect(content).toContain("$13.99")
+    for (const furniture of ["Menu 1", "Sort", "Filter", "Copyright", "cookies", "Hidden promo"]) expect(content).not.toContain(furniture)
+  })
+
+  it("is not used when a reading finds a body", () => {
+    const content = article(shell(`<article><h1>Harbour works</h1>${para(4)}</article>${grid}`)).data.content
+    expect(content).toContain("Paragraph 4 about the harbour")
+    expect(content).not.toContain("Roast 3")
+  })
+})

@@ -4,7 +4,7 @@ import { normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
 import { BLOCK_TAGS } from "../html/text.ts"
 import { str, strs, typesOf, type JsonObject } from "../structured.ts"
 import { firstText, nodesOfType, type Page } from "../page.ts"
-import { extractMainContent, type MainContent } from "./main-content.ts"
+import { extractMainContent, shownText, type MainContent } from "./main-content.ts"
 import { readScriptData } from "./script-data.ts"
 import { structuredListing } from "./item-list.ts"
 import { ImageSet } from "../images.ts"
@@ -212,9 +212,14 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
   if (size >= SHORT_BODY) return best
   // script data last: the least direct evidence, it wins only over a page that shows clearly less
   const fromScripts = readScriptData(scripts, title, description)
-  if (fromScripts !== undefined && textSize({ ...fromScripts, root: null }) > 2 * size + 200) best = { paragraphs: fromScripts.paragraphs, root: null }
-  return best
+  if (fromScripts !== undefined && textSize({ ...fromScripts, root: null }) > 2 * size + 200) { best = { paragraphs: fromScripts.paragraphs, root: null }; size = textSize(best) }
+  if (size >= NEXT_TO_NOTHING) return best
+  // every reading found next to nothing: what the page shows, without its furniture
+  const shown = shownText(scope)
+  return textSize(shown) > 2 * size + 100 ? shown : best
 }
+/** A reading shorter than this (characters) is next to nothing: a paragraph or two at most. */
+const NEXT_TO_NOTHING = 500
 const LISTING_GAIN = 2
 /** The listing reading replaces a long or prose reading only when it finds this many times more text. */
 const LONG_LISTING_GAIN = 3

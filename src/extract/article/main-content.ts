@@ -18,6 +18,8 @@
  */
 import { Element, parseHtml } from "../html/parser.ts"
 import { sanitizeTree } from "../sanitize.ts"
+import { shownLines } from "../html/text.ts"
+import { byTag } from "../html/dom.ts"
 import { blockLogit, blockModel, blockObserver, classWords, DENSE_FEATURES, sigmoid, type BlockSample } from "./block-model.ts"
 
 const SKIP = new Set([
@@ -479,6 +481,21 @@ const CONSENT_PHRASE = /\bwe use cookies\b|\bcookie (policy|settings|preferences
 const CONSENT_WORDS = /\b(consent|privacy|third[- ]part(y|ies)|browsers?|websites?|analytics|tracking|advertising)\b/i
 export function isConsentText(text: string): boolean {
   return text.length < 1500 && (CONSENT_PHRASE.test(text) || (/\bcookies\b/i.test(text) && CONSENT_WORDS.test(text)))
+}
+
+/** Elements that are page furniture wherever they stand: left out of the page's shown text. */
+const SHOWN_FURNITURE = new Set(["nav", "header", "footer", "aside", "menu", "form", "dialog", "button", "select"])
+
+/**
+ * The reading of last resort: all the text the page shows in its `<main>` (or `scope`), without its
+ * furniture (navigation, header, footer, forms, dialogs, furniture roles) and cookie notices. For
+ * pages whose content has no shape the other readings recognize (app shells, bare listings); it is
+ * used only when they find next to nothing. See docs/extraction.md.
+ */
+export function shownText(scope: Element): MainContent {
+  const root = byTag(scope, "main")[0] ?? scope
+  const skip = (el: Element) => SHOWN_FURNITURE.has(el.tag) || isHidden(el) || (el.attrs?.role !== undefined && FURNITURE_ROLE.test(el.attrs.role.trim()))
+  return { paragraphs: shownLines(root, skip).filter((line) => !isConsentText(line)), root }
 }
 
 function isTeaser(ck: Chunk): boolean {

@@ -12,6 +12,14 @@ export const NO_TEXT_TAGS: ReadonlySet<string> = new Set(["script", "style", "te
 export function htmlToText(html: string, maxChars = Infinity): string {
   const doc = parseHtml(html)
   sanitizeTree(doc.root)
+  return shownLines(doc.root, () => false, maxChars).join("\n")
+}
+
+/**
+ * The text shown below `root`, one line per block, until about `maxChars`: elements that are never
+ * text, hidden ones and those `skip` names are left out.
+ */
+export function shownLines(root: Element, skip: (el: Element) => boolean, maxChars = Infinity): string[] {
   const lines: string[] = []
   let line = ""
   let size = 0
@@ -20,7 +28,7 @@ export function htmlToText(html: string, maxChars = Infinity): string {
     if (t !== "") { lines.push(t); size += t.length + 1 }
     line = ""
   }
-  const stack: Array<Element | string | null> = [doc.root]
+  const stack: Array<Element | string | null> = [root]
   while (stack.length > 0 && size < maxChars) {
     const n = stack.pop()!
     if (n === null) { flush(); continue }
@@ -28,10 +36,11 @@ export function htmlToText(html: string, maxChars = Infinity): string {
     if (NO_TEXT_TAGS.has(n.tag)) continue
     const a = n.attrs
     if (a !== null && (a.hidden !== undefined || /display\s*:\s*none/i.test(a.style ?? ""))) continue
+    if (skip(n)) continue
     const block = BLOCK_TAGS.has(n.tag)
     if (block) { flush(); stack.push(null) }
     for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i]!)
   }
   flush()
-  return lines.join("\n")
+  return lines
 }
