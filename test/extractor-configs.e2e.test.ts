@@ -374,6 +374,26 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
     expect(third.metadata.configsApplied[0]).toBe(high.json.data.id)
   })
 
+  it("runs a field's post-processing in the order written, as stored and as changed", async () => {
+    const tenant = await api.createTenant()
+    // regexReplace before uppercase: "By Jane Doe" -> "Jane Doe" -> "JANE DOE" (the other way round the
+    // pattern no longer matches); the keys are in an order a sorting store would change
+    const made = await createConfig({ scope: "tenant", type: "article", payload: {
+      selectors: { title: [{ css: "p.by" }] },
+      postProcess: { title: { regexReplace: { pattern: "^By ", replacement: "" }, uppercase: {} } }
+    } }, tenant.apiKey)
+    expect(made.status, made.text).toBe(201)
+    expect(Object.keys(made.json.data.payload.postProcess.title)).toEqual(["regexReplace", "uppercase"])
+    expect(Object.keys((await api.get(`/v1/extractor/configs/${made.json.data.id}`, tenant.apiKey)).json.data.payload.postProcess.title)).toEqual(["regexReplace", "uppercase"])
+    const html = `<html><body><p class="by">By Jane Doe</p>${"<p>Body text of the page that is long enough to read.</p>".repeat(3)}</body></html>`
+    expect((await extract({ type: "article", input: html }, tenant.apiKey)).data.title).toBe("JANE DOE")
+    // truncate, then prefix: "By J" -> "XXBy J"
+    const changed = await patch(made.json.data.id, { payload: { selectors: { title: [{ css: "p.by" }] }, postProcess: { title: { truncate: { length: 4 }, prefix: { value: "XX" } } } } }, tenant.apiKey)
+    expect(changed.status, changed.text).toBe(200)
+    expect(Object.keys(changed.json.data.payload.postProcess.title)).toEqual(["truncate", "prefix"])
+    expect((await extract({ type: "article", input: html }, tenant.apiKey)).data.title).toBe("XXBy J")
+  })
+
   it("does not apply a disabled config, and applies it again once enabled", async () => {
     const tenant = await api.createTenant()
     const cfg = await createConfig({ scope: "tenant", type: "article", enabled: false, payload: { selectors: { title: [{ css: ".cfg-title" }] } } }, tenant.apiKey)

@@ -352,7 +352,7 @@ export const ExtractionRepoLive = Layer.effect(
             const [row] = yield* sql<ConfigRow>`
               INSERT INTO extractor_configs (id, tenant_id, scope, type, domain_id, url_pattern, priority, enabled, payload, notes)
               VALUES (${c.id}, ${c.tenant_id}, ${c.scope}, ${c.type}, ${c.domain_id}, ${c.url_pattern}, ${c.priority}, ${c.enabled},
-                      ${JSON.stringify(c.payload)}::jsonb, ${c.notes})
+                      ${JSON.stringify(c.payload)}::json, ${c.notes})
               RETURNING *`
             return row!
           })).pipe(Effect.orDie),

@@ -25,6 +25,7 @@ import siteCrawls from "./migrations/0024_site_crawls.ts"
 import subscriptionPeriodPaid from "./migrations/0025_subscription_period_paid.ts"
 import quotaOverrideRaise from "./migrations/0026_quota_override_raise.ts"
 import peopleNamedFromTheStart from "./migrations/0027_people_named_from_the_start.ts"
+import configPayloadKeepsOrder from "./migrations/0028_config_payload_keeps_order.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -52,7 +53,8 @@ export const migrations = {
   "0024_site_crawls": siteCrawls,
   "0025_subscription_period_paid": subscriptionPeriodPaid,
   "0026_quota_override_raise": quotaOverrideRaise,
-  "0027_people_named_from_the_start": peopleNamedFromTheStart
+  "0027_people_named_from_the_start": peopleNamedFromTheStart,
+  "0028_config_payload_keeps_order": configPayloadKeepsOrder
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
