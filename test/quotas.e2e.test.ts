@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FixtureSite, loopbackOnlyEnv, startFixtureSite } from "./support/fixture-site.ts"
 import { backends, client, INTERNAL_TOKEN, type RunningServer, startServer } from "./support/server-process.ts"
+import { until } from "./support/until.ts"
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -85,5 +86,31 @@ describe.each(backends())("quotas over HTTP ($name)", (backend) => {
     expect(fourth.status).toBe(429)
     expect(fourth.json.code).toBe("quota_exceeded")
     expect(Number(fourth.headers.get("retry-after"))).toBeGreaterThan(0)
+  })
+
+  it("counts a webhook endpoint once whatever its query or fragment, and calls it without the fragment", async () => {
+    const t = await api.createTenant()
+    const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `root-${Date.now()}@trawl.dev` } })
+    expect((await api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/webhooks.endpoints.total`, { key: admin.json.data.apiKey, body: { limit: 1 } })).status).toBe(200)
+    const create = (webhookUrl: string) => api.call("POST", "/v1/scraper/jobs", { key: t.apiKey, body: { url: site.url("/slow?ms=10"), webhookUrl } })
+    // one endpoint with a correlation id per job: one place
+    for (const query of ["?job=1", "?job=2", "?job=3&x=y", ""]) {
+      const made = await create(site.url(`/hook-c${query}`))
+      expect(made.status, made.text).toBe(201)
+    }
+    const withFragment = await create(site.url("/hook-c?job=4#section"))
+    expect(withFragment.status, withFragment.text).toBe(201)
+    // the delivery goes to the URL without its fragment (a fragment is never sent over HTTP)
+    const delivered = await until("the job's webhook delivery", async () => {
+      const items = (await api.get(`/v1/scraper/jobs/${withFragment.json.data.id}/webhook-deliveries`, t.apiKey)).json.data.items as Array<any>
+      return items[0]
+    })
+    expect(delivered.url).toBe(site.url("/hook-c?job=4"))
+    // another path is another endpoint
+    const other = await create(site.url("/hook-d"))
+    expect(other.status).toBe(429)
+    expect(other.json.error.details).toEqual([expect.objectContaining({ path: "webhookUrl", code: "quota_exceeded" })])
+    const quotas = (await api.get("/v1/iam/quotas/me", t.apiKey)).json.data.items as Array<any>
+    expect(quotas.find((q) => q.key === "webhooks.endpoints.total")).toMatchObject({ used: 1 })
   })
 })

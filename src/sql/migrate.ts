@@ -26,6 +26,7 @@ import subscriptionPeriodPaid from "./migrations/0025_subscription_period_paid.t
 import quotaOverrideRaise from "./migrations/0026_quota_override_raise.ts"
 import peopleNamedFromTheStart from "./migrations/0027_people_named_from_the_start.ts"
 import configPayloadKeepsOrder from "./migrations/0028_config_payload_keeps_order.ts"
+import webhookEndpointsInUse from "./migrations/0029_webhook_endpoints_in_use.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -54,7 +55,8 @@ export const migrations = {
   "0025_subscription_period_paid": subscriptionPeriodPaid,
   "0026_quota_override_raise": quotaOverrideRaise,
   "0027_people_named_from_the_start": peopleNamedFromTheStart,
-  "0028_config_payload_keeps_order": configPayloadKeepsOrder
+  "0028_config_payload_keeps_order": configPayloadKeepsOrder,
+  "0029_webhook_endpoints_in_use": webhookEndpointsInUse
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

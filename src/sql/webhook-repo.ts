@@ -45,6 +45,9 @@ export interface AttemptRecord {
   readonly responseBody: string
 }
 
+/** An endpoint no request has given for this many days no longer counts against `webhooks.endpoints.total`. */
+export const ENDPOINT_IDLE_DAYS = 30
+
 export const WebhookDeliveryView = (d: DeliveryRow, attempts: ReadonlyArray<any>) => ({
   id: d.id,
   status: d.status,
@@ -194,14 +197,25 @@ export const WebhookRepoLive = Layer.effect(
           Effect.map((r) => Number(r[0]!.n))
         ),
       addEndpoint: (tenantId, url, limit) =>
+        // An endpoint in use is marked used at most once a day (not a write per request); one idle
+        // for ENDPOINT_IDLE_DAYS takes a place again when it comes back, like a new one.
         sql<{ ok: boolean }>`
-          WITH known AS (SELECT 1 FROM webhook_endpoints WHERE tenant_id = ${tenantId} AND url = ${url}),
+          WITH known AS (
+            SELECT last_used_at FROM webhook_endpoints
+            WHERE tenant_id = ${tenantId} AND url = ${url} AND last_used_at > now() - ${ENDPOINT_IDLE_DAYS} * interval '1 day'
+          ),
+          touched AS (
+            UPDATE webhook_endpoints SET last_used_at = now()
+            WHERE tenant_id = ${tenantId} AND url = ${url} AND EXISTS (SELECT 1 FROM known) AND last_used_at < now() - interval '1 day'
+            RETURNING 1
+          ),
           added AS (
             INSERT INTO webhook_endpoints (tenant_id, url)
             SELECT ${tenantId}, ${url}
             WHERE NOT EXISTS (SELECT 1 FROM known)
-              AND (SELECT count(*) FROM webhook_endpoints WHERE tenant_id = ${tenantId}) < ${limit}
-            ON CONFLICT DO NOTHING
+              AND (SELECT count(*) FROM webhook_endpoints
+                   WHERE tenant_id = ${tenantId} AND last_used_at > now() - ${ENDPOINT_IDLE_DAYS} * interval '1 day') < ${limit}
+            ON CONFLICT (tenant_id, url) DO UPDATE SET last_used_at = now()
             RETURNING 1
           )
           SELECT EXISTS (SELECT 1 FROM known) OR EXISTS (SELECT 1 FROM added) AS ok`.pipe(

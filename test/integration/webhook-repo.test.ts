@@ -30,4 +30,33 @@ describe.each(testDatabases)("webhook repository ($name)", (db) => {
       expect(rows.map((r) => `${r.event_status}#${r.event_seq}`)).toEqual(["dead#0", "failed#1", "failed#2"])
     }).pipe(Effect.provide(layerFor(await db.config())), Effect.scoped))
   })
+
+  it("counts the endpoints used in the last 30 days: an idle one frees its place and takes one again when it comes back", async () => {
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* runMigrations
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* WebhookRepo
+      const tenant = newId("ten")
+      const [a, b, c] = ["a", "b", "c"].map((n) => `http://127.0.0.1:9/${n}`)
+      const age = (url: string, days: number) =>
+        sql`UPDATE webhook_endpoints SET last_used_at = now() - ${days * 86_400} * interval '1 second' WHERE tenant_id = ${tenant} AND url = ${url}`
+      const usedAt = (url: string) =>
+        sql<{ t: Date }>`SELECT last_used_at AS t FROM webhook_endpoints WHERE tenant_id = ${tenant} AND url = ${url}`.pipe(Effect.map((r) => new Date(r[0]!.t).getTime()))
+      expect([yield* repo.addEndpoint(tenant, a, 2), yield* repo.addEndpoint(tenant, b, 2), yield* repo.addEndpoint(tenant, c, 2)]).toEqual([true, true, false])
+      // b has not been given for 31 days: its place is free for c
+      yield* age(b, 31)
+      expect(yield* repo.addEndpoint(tenant, c, 2)).toBe(true)
+      // back after its idle time, b is a new endpoint again: refused while a and c are in use
+      expect(yield* repo.addEndpoint(tenant, b, 2)).toBe(false)
+      // a used again two days after its last use is marked used now; within a day it is not rewritten
+      yield* age(a, 2)
+      expect(yield* repo.addEndpoint(tenant, a, 2)).toBe(true)
+      const marked = yield* usedAt(a)
+      expect(Date.now() - marked).toBeLessThan(60_000)
+      yield* age(a, 0.5)
+      const halfDay = yield* usedAt(a)
+      expect(yield* repo.addEndpoint(tenant, a, 2)).toBe(true)
+      expect(yield* usedAt(a)).toBe(halfDay)
+    }).pipe(Effect.provide(layerFor(await db.config())), Effect.scoped))
+  })
 })
