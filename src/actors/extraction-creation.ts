@@ -98,7 +98,7 @@ export const ExtractionCreationLive = Layer.effect(
         if (broken) return yield* broken
         if (body.input !== undefined && Buffer.byteLength(body.input, "utf8") > MAX_INPUT_BYTES) {
           return yield* fail(413, "payload_too_large", `input is larger than ${MAX_INPUT_BYTES} bytes`, {
-            details: [{ path: "input", code: "too_large", message: "at most 5 MB" }]
+            details: [{ path: "input", code: "too_large", message: "at most 5 MiB (5242880 bytes of UTF-8)" }]
           })
         }
         if (body.input !== undefined && body.input.includes("\u0000")) {

@@ -66,7 +66,7 @@ export const Success = <S extends Schema.Top>(data: S, status = 200, label = lab
   )
 }
 
-/** Largest accepted request body; extraction input is capped at 5 MB inside it. */
+/** Largest accepted request body; extraction input is capped at 5 MiB inside it. */
 export const MAX_BODY_BYTES = 6 * 1024 * 1024
 
 /**

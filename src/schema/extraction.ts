@@ -16,14 +16,14 @@ export const errorClasses = [
   "invalid_input", "input_stash_lost", "cancelled_by_admin", "unknown"
 ] as const
 
-/** Inline input is capped at 5 MB (bigger → 413). */
+/** Inline input is capped at 5 MiB, 5 242 880 bytes of UTF-8 (the contract's "5 MB"; bigger → 413). */
 export const MAX_INPUT_BYTES = 5 * 1024 * 1024
 
 export const CreateExtractionBody = Schema.Struct({
   type: ExtractionType,
   url: Schema.optional(AbsoluteUrl),
   input: Schema.optional(Schema.String.annotate({
-    description: `The page or text to extract from, at most ${MAX_INPUT_BYTES} bytes of UTF-8 (5 MB); more is 413 payload_too_large with the detail at input.`
+    description: `The page or text to extract from, at most ${MAX_INPUT_BYTES} bytes of UTF-8 (5 MiB); more is 413 payload_too_large with the detail at input.`
   })),
   inputFormat: Schema.optional(InputFormat),
   jobId: Schema.optional(Text(1, 100)),
