@@ -344,7 +344,7 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       expect(e.data.content).toContain("The second paragraph follows here.")
     })
 
-    it("extracts from JSON objects, and an invalid JSON input ends dead with parse_error", async () => {
+    it("extracts from JSON objects, and refuses JSON input it cannot read (400)", async () => {
       const n = nonce()
       const art = await extractDone({
         type: "article",
@@ -367,12 +367,16 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
         input: `{"headline": "odd \\u0000 and \\ud800 ${n}", "articleBody": "The body of an odd JSON article. It is short."}`
       })
       expect(odd.data.title).toBe(`odd \uFFFD and \uFFFD ${n}`)
-      const bad = await create({ type: "article", inputFormat: "json", input: `{"headline": "broken ${n}", oops` })
-      expect(bad.status).toBe(201)
-      const e = await waitFinal(bad.json.data.id)
-      expect(e.status).toBe("dead")
-      expect(e.errorClass).toBe("parse_error")
-      expect(typeof e.errorMessage).toBe("string")
+      // JSON the engine reads leniently (a trailing comma) is accepted; JSON it cannot read, or that
+      // is no object or array, is refused at once instead of ending dead
+      const lenient = await extractDone({ type: "article", inputFormat: "json", input: `{"headline": "lenient ${n}", "articleBody": "A body.",}` })
+      expect(lenient.data.title).toBe(`lenient ${n}`)
+      for (const input of [`{"headline": "broken ${n}", oops`, "42", "\"just a string\""]) {
+        const bad = await create({ type: "article", inputFormat: "json", input })
+        expect(bad.status, bad.text).toBe(400)
+        expect(bad.json.code).toBe("validation_error")
+        expect(bad.json.error.details).toEqual([expect.objectContaining({ path: "input", code: "invalid_json" })])
+      }
     })
 
     it("fetches a url input through a scraper job (loopback fixture page)", async () => {
@@ -422,6 +426,14 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       expect(refused.status).toBe(422)
       expect(refused.json.error.details[0].path).toBe("jobId")
       expect((await create({ type: "article", jobId: "job_doesnotexist" })).status).toBe(422)
+      // a job that ended without a page (nothing listens on the port) has nothing to extract from
+      const closed = await api.post("/v1/scraper/jobs", { url: "http://127.0.0.1:9/nothing", escalation: [{ engine: "http", attempts: 1, timeoutMs: 1000 }] }, t.apiKey)
+      expect(closed.status, closed.text).toBe(201)
+      await until("job failed", async () => ["failed", "dead"].includes((await api.get(`/v1/scraper/jobs/${closed.json.data.id}`, t.apiKey)).json.data.status))
+      const pageless = await create({ type: "article", jobId: closed.json.data.id })
+      expect(pageless.status, pageless.text).toBe(422)
+      expect(pageless.json.code).toBe("invalid_job")
+      expect(pageless.json.error.details).toEqual([expect.objectContaining({ path: "jobId", code: "no_page" })])
     })
 
     it("requires exactly one of url, input and jobId (400)", async () => {

@@ -3,6 +3,7 @@ import { Config } from "../config.ts"
 import { checkUrl } from "../crawl/ssrf.ts"
 import { classifierFor } from "../crawl/ssrf-policy.ts"
 import { EventLog } from "../events/event-log.ts"
+import { parseLenientJson } from "../extract/structured.ts"
 import { idempotencyKeyProblem, type KeyedAttempt } from "../http/idempotency.ts"
 import { itemId } from "../ids.ts"
 import { type Conflict, fail, type InvalidRequest, notFound, type NotFound, type PayloadTooLarge, type PaymentRequired, RequestId, type TooManyRequests, type Unavailable, type Unprocessable } from "../schema/errors.ts"
@@ -109,6 +110,16 @@ export const ExtractionCreationLive = Layer.effect(
         if (body.input !== undefined && body.input.trim() === "") {
           return yield* fail(400, "validation_error", "input is empty", { details: [{ path: "input", code: "invalid_value", message: "must not be empty" }] })
         }
+        // JSON input the engine could not read is refused now, not accepted to end dead (the same
+        // lenient reading as the engine's: comment wrappers, raw control characters, trailing commas)
+        if (body.input !== undefined && body.inputFormat === "json") {
+          const root = parseLenientJson(body.input)
+          if (root === null || typeof root !== "object") {
+            return yield* fail(400, "validation_error", "input is not a JSON object or array", {
+              details: [{ path: "input", code: "invalid_json", message: "must be a JSON object or array" }]
+            })
+          }
+        }
         if (body.configId !== undefined) {
           const requested = yield* repo.configs.find(tenantId, body.configId)
           if (!requested) {
@@ -141,6 +152,12 @@ export const ExtractionCreationLive = Layer.effect(
         if (body.jobId !== undefined && !givenJob) {
           return yield* fail(422, "invalid_job", "jobId is not a job of this tenant", {
             details: [{ path: "jobId", code: "not_found", message: "no such job" }]
+          })
+        }
+        // a job that ended without a page never will have one: nothing to extract from
+        if (givenJob && (givenJob.status === "failed" || givenJob.status === "dead")) {
+          return yield* fail(422, "invalid_job", `the job ended ${givenJob.status} without a page to extract from`, {
+            details: [{ path: "jobId", code: "no_page", message: `the job is ${givenJob.status}` }]
           })
         }
         // Its place in the day's quota and the credit it may cost at least are taken in the tenant's

@@ -269,6 +269,11 @@ describe("the page's shown text, the reading of last resort", () => {
     for (const furniture of ["Menu 1", "Sort", "Filter", "Copyright", "cookies", "Hidden promo"]) expect(content).not.toContain(furniture)
   })
 
+  it("gives a fragment of a few words as its own content rather than nothing", () => {
+    expect(article("<p>Hello world</p>").data.content).toBe("Hello world")
+    expect(article("<div>Short note.</div>").data.content).toBe("Short note.")
+  })
+
   it("is not used when a reading finds a body", () => {
     const content = article(shell(`<article><h1>Harbour works</h1>${para(4)}</article>${grid}`)).data.content
     expect(content).toContain("Paragraph 4 about the harbour")

@@ -216,7 +216,8 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
   if (size >= NEXT_TO_NOTHING) return best
   // every reading found next to nothing: what the page shows, without its furniture
   const shown = shownText(scope)
-  return textSize(shown) > 2 * size + 100 ? shown : best
+  // (an empty reading gives way to any text: a fragment of a few words is its own content)
+  return textSize(shown) > 2 * size + 100 || (size === 0 && textSize(shown) > 0) ? shown : best
 }
 /** A reading shorter than this (characters) is next to nothing: a paragraph or two at most. */
 const NEXT_TO_NOTHING = 500
