@@ -314,7 +314,8 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     for (const [method, path, body] of unsafe) {
       expectError(await withCookie(api, method, path, s.sessionId, undefined, body), 403, "csrf_failed")
       expectError(await withCookie(api, method, path, s.sessionId, "", body), 403, "csrf_failed")
-      expectError(await withCookie(api, method, path, s.sessionId, s.csrfToken.slice(0, -1) + "A", body), 403, "csrf_failed")
+      // one character changed (to another a token can end with: the last one carries 4 bits)
+      expectError(await withCookie(api, method, path, s.sessionId, s.csrfToken.slice(0, -1) + (s.csrfToken.endsWith("A") ? "E" : "A"), body), 403, "csrf_failed")
       // another session's token is no good either
       expectError(await withCookie(api, method, path, s.sessionId, other.csrfToken, body), 403, "csrf_failed")
     }
@@ -788,18 +789,19 @@ describe.each(backends())("guessing from one address ($name)", (backend) => {
         expectError(res, 401, "unauthorized")
         return { ms: performance.now() - started, message: res.json.error.message as string }
       }
+      // interleaved, so that both kinds meet the same load on a shared machine
       const wrong: Array<{ ms: number; message: string }> = []
-      for (const owner of owners.slice(0, 5)) {
-        for (let i = 0; i < 5; i++) wrong.push(await timed({ email: owner.email, password: `wrong ${i}` }))
-      }
       const unknown: Array<{ ms: number; message: string }> = []
-      for (let i = 0; i < 5; i++) unknown.push(await timed({ email: randomEmail("nobody"), password: `wrong ${i}` }))
+      for (let i = 0; i < 5; i++) {
+        for (const owner of owners.slice(0, 5)) wrong.push(await timed({ email: owner.email, password: `wrong ${i}` }))
+        unknown.push(await timed({ email: randomEmail("nobody"), password: `wrong ${i}` }))
+      }
       expect(new Set([...wrong, ...unknown].map((t) => t.message)).size).toBe(1)
       const median = (xs: Array<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
       const [wrongMs, unknownMs] = [median(wrong.map((t) => t.ms)), median(unknown.map((t) => t.ms))]
       console.log(`login failure (median): wrong password ${wrongMs.toFixed(1)} ms, unknown e-mail ${unknownMs.toFixed(1)} ms`)
-      // loose bounds on a shared machine: skipping the hash would make it several times quicker
-      expect(unknownMs).toBeGreaterThan(wrongMs * 0.4)
+      // loose bounds on a shared machine: skipping the hash would make it ten times quicker or more
+      expect(unknownMs).toBeGreaterThan(wrongMs * 0.3)
       expect(unknownMs).toBeLessThan(wrongMs * 2.5)
       const locked = await login(api, { email: owners[5]!.email, password: PASSWORD })
       expectError(locked, 429, "too_many_attempts")
