@@ -625,6 +625,8 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       [{ url, timeoutMs: 300000.5 }, ["timeoutMs"]],
       [{ url, escalation: [{ ...entry, attempts: 5.5 }] }, ["escalation.0.attempts"]],
       [{ url, webhookSecret: "s".repeat(257) }, ["webhookSecret"]],
+      [{ url, webhookUrl: url, webhookSecret: " ".repeat(16) }, ["webhookSecret"]],
+      [{ url, webhookUrl: url, webhookSecret: "\t \n".repeat(8) }, ["webhookSecret"]],
       [{ url: `${url}?q=${"a".repeat(2048)}` }, ["url"]],
       [{ url, webhookUrl: `${url}?q=${"a".repeat(2048)}` }, ["webhookUrl"]],
       // Within 2048 as written, not once percent-encoded (each é is six characters there).

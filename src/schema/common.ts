@@ -119,14 +119,16 @@ export const isStorableText = Schema.makeFilter((s: string) => !s.includes("\u00
   toJsonSchema: () => ({ pattern: "^[^\\u0000]*$" })
 })
 
-/** A webhook's signing secret: 16 to 256 characters, counted as characters (code points), not UTF-16 units. */
+/** A webhook's signing secret: 16 to 256 characters (code points, not UTF-16 units), not only white space. */
 export const WebhookSecret = Schema.String.annotate({ message: "Expected a secret (a string)" }).check(
   // The failure is a message of its own: an `expected` one would be followed by the input, and an
   // error must not send a secret back.
   Schema.makeFilter((s) => {
     const n = [...s].length
-    return (n >= 16 && n <= 256) || "Expected a secret of 16 to 256 characters"
-  }, { toJsonSchema: () => ({ minLength: 16, maxLength: 256 }) })
+    if (n < 16 || n > 256) return "Expected a secret of 16 to 256 characters"
+    // sixteen spaces sign nothing anyone could not guess
+    return /\S/.test(s) || "Expected a secret that is not only white space"
+  }, { toJsonSchema: () => ({ minLength: 16, maxLength: 256, pattern: "\\S" }) })
 )
 
 /**
