@@ -3,7 +3,7 @@ import { Config } from "../config.ts"
 import { checkUrl } from "../crawl/ssrf.ts"
 import { classifierFor } from "../crawl/ssrf-policy.ts"
 import { EventLog } from "../events/event-log.ts"
-import { parseLenientJson } from "../extract/structured.ts"
+import { readJsonInput } from "../extract/structured.ts"
 import { idempotencyKeyProblem, type KeyedAttempt } from "../http/idempotency.ts"
 import { itemId } from "../ids.ts"
 import { type Conflict, fail, type InvalidRequest, notFound, type NotFound, type PayloadTooLarge, type PaymentRequired, RequestId, type TooManyRequests, type Unavailable, type Unprocessable } from "../schema/errors.ts"
@@ -110,15 +110,12 @@ export const ExtractionCreationLive = Layer.effect(
         if (body.input !== undefined && body.input.trim() === "") {
           return yield* fail(400, "validation_error", "input is empty", { details: [{ path: "input", code: "invalid_value", message: "must not be empty" }] })
         }
-        // JSON input the engine could not read is refused now, not accepted to end dead (the same
-        // lenient reading as the engine's: comment wrappers, raw control characters, trailing commas)
-        if (body.input !== undefined && body.inputFormat === "json") {
-          const root = parseLenientJson(body.input)
-          if (root === null || typeof root !== "object") {
-            return yield* fail(400, "validation_error", "input is not a JSON object or array", {
-              details: [{ path: "input", code: "invalid_json", message: "must be a JSON object or array" }]
-            })
-          }
+        // JSON input the engine could not read is refused now, not accepted to end dead
+        const json = body.input !== undefined && body.inputFormat === "json" ? readJsonInput(body.input) : undefined
+        if (json !== undefined && "problem" in json) {
+          return yield* fail(400, "validation_error", "input is not a JSON object or array", {
+            details: [{ path: "input", code: "invalid_json", message: "must be a JSON object or array" }]
+          })
         }
         if (body.configId !== undefined) {
           const requested = yield* repo.configs.find(tenantId, body.configId)

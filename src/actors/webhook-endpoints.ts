@@ -15,13 +15,13 @@ export const canonicalWebhookUrl = (raw: string): string => {
 }
 
 /**
- * The endpoint a webhook URL is counted as: the URL without its query, so a receiver that takes a
- * correlation id in the query (`/hook?job=…`) is one endpoint, not one per request.
+ * The endpoint a webhook URL (`canonicalWebhookUrl`, so without a fragment) is counted as: the URL
+ * without its query, so a receiver that takes a correlation id in the query (`/hook?job=…`) is one
+ * endpoint, not one per request.
  */
 export const webhookEndpointOf = (url: string): string => {
   const endpoint = new URL(url)
   endpoint.search = ""
-  endpoint.hash = ""
   return endpoint.href
 }
 

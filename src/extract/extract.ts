@@ -10,7 +10,7 @@ import { productFromPage, normalizeAvailability } from "./product/product.ts"
 import { parseHtml } from "./html/parser.ts"
 import { querySelector, SelectorError } from "./html/selector.ts"
 import { markdownToText, plainText, type TextDocument } from "./markdown.ts"
-import { flattenJsonLd, parseLenientJson, collectMeta, type JsonObject } from "./structured.ts"
+import { flattenJsonLd, collectMeta, readJsonInput, type JsonObject } from "./structured.ts"
 import { selectHtml, selectJson } from "./selectors.ts"
 import { applyPostProcess, type FieldValue } from "./post-process.ts"
 import { detectLanguage, normalizeLang } from "./language.ts"
@@ -87,14 +87,10 @@ export function extract(input: ExtractInput): ExtractOutput {
     declaredLang = normalizeLang(page.meta.htmlLang) ?? normalizeLang(page.meta.get("content-language"))
     textForLang = type === "article" ? (r.data as Article).content : ((r.data as Product).description ?? "") + " " + (r.data as Product).name
   } else if (inputFormat === "json") {
-    try {
-      jsonRoot = JSON.parse(content)
-    } catch (e) {
-      jsonRoot = parseLenientJson(content)
-      if (jsonRoot === undefined) throw new ExtractError("parse_error", `invalid JSON: ${(e as Error).message}`)
-    }
-    if (jsonRoot === null || typeof jsonRoot !== "object") throw new ExtractError("parse_error", "JSON input must be an object or an array")
-    const r = fromJson(jsonRoot, type, url)
+    const read = readJsonInput(content)
+    if ("problem" in read) throw new ExtractError("parse_error", read.problem)
+    jsonRoot = read.root
+    const r = fromJson(read.root, type, url)
     data = r.data
     Object.assign(sources, r.sources)
     textForLang = String(data.content ?? data.description ?? "")

@@ -14,6 +14,22 @@ export interface StructuredItems {
   rdfa: JsonObject[]
 }
 
+/**
+ * JSON input as the engine reads it: strictly, else leniently (`parseLenientJson`). Its root when
+ * that is an object or an array, else why it cannot be read. Extraction creation asks the same
+ * question before accepting an input, so that what the engine would refuse is refused at once.
+ */
+export function readJsonInput(content: string): { readonly root: object } | { readonly problem: string } {
+  let root: unknown
+  try {
+    root = JSON.parse(content)
+  } catch (e) {
+    root = parseLenientJson(content)
+    if (root === undefined) return { problem: `invalid JSON: ${(e as Error).message}` }
+  }
+  return root !== null && typeof root === "object" ? { root } : { problem: "JSON input must be an object or an array" }
+}
+
 /** Parses JSON leniently (raw control characters in strings, HTML comment or CDATA wrappers, trailing commas). */
 export function parseLenientJson(text: string): unknown {
   let t = text.trim()

@@ -13,7 +13,7 @@ import { orderByTerms, sortLikeSql } from "./order-by.ts"
 import { pageOfRows } from "./memory-search.ts"
 import { pageWithTotal } from "./page-with-total.ts"
 import { OID, pgArray } from "./pg-array.ts"
-import { ENDPOINT_IDLE_DAYS } from "./webhook-repo.ts"
+import { endpointInUse } from "./webhook-repo.ts"
 
 export interface BootstrapInput {
   readonly tenantId: string
@@ -510,8 +510,7 @@ export const TenantRepoLive = Layer.effect(
             (SELECT count(*) FROM identities WHERE tenant_id = ${tenantId} AND type = 'user') AS "iam.identities.total",
             (SELECT count(*) FROM api_keys WHERE tenant_id = ${tenantId} AND revoked_at IS NULL
                                            AND (expires_at IS NULL OR expires_at > now())) AS "iam.api-keys.total",
-            (SELECT count(*) FROM webhook_endpoints WHERE tenant_id = ${tenantId}
-                                                  AND last_used_at > now() - ${ENDPOINT_IDLE_DAYS} * interval '1 day') AS "webhooks.endpoints.total"`.pipe(
+            (SELECT count(*) FROM webhook_endpoints WHERE tenant_id = ${tenantId} AND ${endpointInUse(sql)}) AS "webhooks.endpoints.total"`.pipe(
           Effect.orDie,
           Effect.map(([row]) => Object.fromEntries(quotaKeys.map((k) => [k, Number(row![k])])) as Record<QuotaKey, number>)
         ),

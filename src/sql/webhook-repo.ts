@@ -48,6 +48,10 @@ export interface AttemptRecord {
 /** An endpoint no request has given for this many days no longer counts against `webhooks.endpoints.total`. */
 export const ENDPOINT_IDLE_DAYS = 30
 
+/** The condition on a `webhook_endpoints` row that it is in use, so counts against `webhooks.endpoints.total`. */
+export const endpointInUse = (sql: SqlClient.SqlClient): Statement.Fragment =>
+  sql`last_used_at > now() - ${ENDPOINT_IDLE_DAYS} * interval '1 day'`
+
 export const WebhookDeliveryView = (d: DeliveryRow, attempts: ReadonlyArray<any>) => ({
   id: d.id,
   status: d.status,
@@ -202,7 +206,7 @@ export const WebhookRepoLive = Layer.effect(
         sql<{ ok: boolean }>`
           WITH known AS (
             SELECT last_used_at FROM webhook_endpoints
-            WHERE tenant_id = ${tenantId} AND url = ${url} AND last_used_at > now() - ${ENDPOINT_IDLE_DAYS} * interval '1 day'
+            WHERE tenant_id = ${tenantId} AND url = ${url} AND ${endpointInUse(sql)}
           ),
           touched AS (
             UPDATE webhook_endpoints SET last_used_at = now()
@@ -213,8 +217,7 @@ export const WebhookRepoLive = Layer.effect(
             INSERT INTO webhook_endpoints (tenant_id, url)
             SELECT ${tenantId}, ${url}
             WHERE NOT EXISTS (SELECT 1 FROM known)
-              AND (SELECT count(*) FROM webhook_endpoints
-                   WHERE tenant_id = ${tenantId} AND last_used_at > now() - ${ENDPOINT_IDLE_DAYS} * interval '1 day') < ${limit}
+              AND (SELECT count(*) FROM webhook_endpoints WHERE tenant_id = ${tenantId} AND ${endpointInUse(sql)}) < ${limit}
             ON CONFLICT (tenant_id, url) DO UPDATE SET last_used_at = now()
             RETURNING 1
           )
