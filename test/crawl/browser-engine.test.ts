@@ -195,6 +195,17 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
         Object.defineProperty(Element.prototype, "outerHTML", { get() { throw new Error("no") } })
         XMLSerializer.prototype.serializeToString = () => "x".repeat(50000000)
       </script>`)),
+      // Refreshes itself at once; every reload after the first sends its text only 400 ms after its
+      // head, so a read most likely finds the document half parsed.
+      "/refresh-slow": (req, res) => {
+        const first = !req.url!.includes("again")
+        res.writeHead(200, { "content-type": "text/html; charset=utf-8" })
+        res.write(`<!doctype html><html><head><meta http-equiv="refresh" content="0;url=/refresh-slow?again"></head><body>`)
+        const rest = () => res.end(`<h1>Refreshing slowly</h1><p>${"words ".repeat(30)}</p></body></html>`)
+        if (first) return rest()
+        const t = setTimeout(rest, 400)
+        res.on("close", () => clearTimeout(t))
+      },
       "/with-image": page(200, html(`<h1>A page with a picture</h1><img src="/png" width="10" height="10">`)),
       "/builds-big": page(200, html(`<p id="p"></p><script>document.getElementById("p").textContent = "y".repeat(400 * 1024)</script>`)),
       "/json": (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON_BODY),
@@ -408,6 +419,12 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
     const a = await get("/refresh-loop", { timeoutMs: 10_000 })
     expect(a.classification, a.error).not.toBe("empty")
     if (a.classification === "ok") expect(a.body!.toString()).toContain("Refreshing")
+  })
+
+  it("reads a page that keeps replacing its document once the new document is parsed, not half way", async () => {
+    const a = await get("/refresh-slow", { timeoutMs: 10_000 })
+    expect(a.classification, a.error).toBe("ok")
+    expect(a.body!.toString()).toContain("Refreshing slowly")
   })
 
   it("keeps no screenshot larger than MAX_SCREENSHOT_BYTES, and says why", async () => {

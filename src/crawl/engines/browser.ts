@@ -86,15 +86,23 @@ const sentBody = (response: Response, ms: number): Promise<Buffer | null> =>
 /**
  * Run in the page: its markup (doctype and document element, as `page.content()` gives it), or
  * only its length when that passes `max` characters, so that a page of any size (a script can
- * build one) is never carried into this process whole. Source text rather than a function: the
- * TypeScript loader may add helpers to a function's text that the page does not have. It runs in
- * a world of its own (see `readMarkup`), where the page's scripts cannot change what it calls.
+ * build one) is never carried into this process whole. A document still being parsed (one that
+ * just replaced the last, as a refresh to itself does) is read the moment its parsing ends, or
+ * after `waitMs` as it stands (an answer that never ends): read a moment later it may be gone
+ * again. Source text rather than a function: the TypeScript loader may add helpers to a function's
+ * text that the page does not have. It runs in a world of its own (see `readMarkup`), where the
+ * page's scripts cannot change what it calls.
  */
-const boundedMarkup = (max: number) => `(() => {
-  const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : ""
-  const markup = doctype + (document.documentElement ? document.documentElement.outerHTML : "")
-  return markup.length > ${max} ? { length: markup.length } : { markup }
-})()`
+const boundedMarkup = (max: number, waitMs: number) => `new Promise((resolve) => {
+  const read = () => {
+    const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : ""
+    const markup = doctype + (document.documentElement ? document.documentElement.outerHTML : "")
+    resolve(markup.length > ${max} ? { length: markup.length } : { markup })
+  }
+  if (document.readyState !== "loading") return read()
+  document.addEventListener("DOMContentLoaded", read, { once: true })
+  setTimeout(read, ${waitMs})
+})`
 
 /**
  * The page's markup, bounded by `max` characters. Chromium reads it in an isolated world of the
@@ -102,8 +110,8 @@ const boundedMarkup = (max: number) => `(() => {
  * or `XMLSerializer` changes nothing; Firefox has no such world here and is read by
  * `page.content()` (Playwright's own isolated read), bounded by the transfer cap only.
  */
-const readMarkup = async (page: Page, kind: "chromium" | "firefox", max: number): Promise<{ markup?: string; length?: number }> =>
-  kind === "chromium" ? (await evaluateInOwnWorld(page, boundedMarkup(max))) as { markup?: string; length?: number } : { markup: await page.content() }
+const readMarkup = async (page: Page, kind: "chromium" | "firefox", max: number, waitMs: number): Promise<{ markup?: string; length?: number }> =>
+  kind === "chromium" ? (await evaluateInOwnWorld(page, boundedMarkup(max, waitMs))) as { markup?: string; length?: number } : { markup: await page.content() }
 
 /**
  * Evaluates `expression` in an isolated world of Chromium's main frame (its own JavaScript globals
@@ -582,7 +590,7 @@ export const createBrowserEngine = (opts: BrowserEngineOptions): Engine => {
       const readContent = async (): Promise<string> => {
         for (let tries = 0; ; tries++) {
           try {
-            const read = await readMarkup(page, kind, maxBody)
+            const read = await readMarkup(page, kind, maxBody, Math.max(1, Math.min(remaining() - 250, 2_000)))
             if (read.markup === undefined) throw new MarkupTooLarge(read.length ?? 0)
             return read.markup
           } catch (e) {
