@@ -279,4 +279,27 @@ describe("the page's shown text, the reading of last resort", () => {
     expect(content).toContain("Paragraph 4 about the harbour")
     expect(content).not.toContain("Roast 3")
   })
+  // A product's page: two sentences of description among its offer, options and specifications.
+  const description = `<p>The kettle boils a litre in under four minutes and keeps its handle cool to the touch.</p>
+    <p>Its spout pours without dripping, and the lid opens wide enough to clean the inside by hand.</p>`
+  const specs = Array.from({ length: 40 }, (_, i) => `<tr><th>Part ${i} height</th><td>${i + 10} cm</td></tr>`).join("")
+  const productShell = (head: string) => `<html><head>${head}</head><body><header><nav>${filler(30)}</nav></header>
+    <main><div class="buy"><h1>Steel kettle</h1><div class="price">$49.00</div><div>SKU: KT-100</div></div>
+    <div class="description">${description}</div><div class="specifications"><table>${specs}</table></div></main>
+    <footer><p>Copyright Example Kitchens. All rights reserved.</p></footer></body></html>`
+
+  it("reads what a product's page shows (offer, options, specifications) when that is several times its prose", () => {
+    const asProduct = article(productShell(`<script type="application/ld+json">{"@context":"https://schema.org","@type":"Product","name":"Steel kettle"}</script>`)).data.content
+    expect(asProduct).toContain("boils a litre")
+    expect(asProduct).toContain("$49.00")
+    expect(asProduct).toContain("Part 39 height")
+    expect(asProduct).not.toContain("Copyright")
+    expect(article(productShell(`<meta property="og:type" content="product">`)).data.content).toContain("SKU: KT-100")
+  })
+
+  it("keeps the prose reading of a page that does not say it is about a product", () => {
+    const plain = article(productShell("")).data.content
+    expect(plain).toContain("boils a litre")
+    expect(plain).not.toContain("Part 39 height")
+  })
 })

@@ -94,7 +94,9 @@ export function articleFromPage(page: Page): ArticleResult {
   const whole = page.scope === page.doc.body
   const scripts = whole ? page.scripts ?? [] : []
   const items = whole ? [...page.structured.jsonld, ...page.structured.microdata] : []
-  const main = chooseMainContent(page.scope, data.title, ldBody !== undefined && ldBody.length >= 400, scripts, data.description, items)
+  // a page about a product (its structured data or its OpenGraph type says so)
+  const productPage = nodesOfType(page, PRODUCT_TYPES).length > 0 || /product/i.test(meta.get("og:type") ?? "")
+  const main = chooseMainContent(page.scope, data.title, ldBody !== undefined && ldBody.length >= 400, scripts, data.description, items, productPage)
   let content = main.paragraphs.join("\n\n")
   if (content !== "") sources.content = "main-content"
   if (ldBody !== undefined && ldBody.length > content.length * 2 && (ldBody.length >= 400 || content.length < 50)) {
@@ -187,7 +189,7 @@ const SHORT_BODY = 1500
  * elements (script-rendered pages) and the listing reading (collections, fronts, product grids) are
  * tried, and a reading that finds clearly more text wins. See docs/extraction.md.
  */
-function chooseMainContent(scope: Element, title: string, structuredBody: boolean, scripts: readonly string[], description: string | undefined, items: readonly JsonObject[]): MainContent {
+function chooseMainContent(scope: Element, title: string, structuredBody: boolean, scripts: readonly string[], description: string | undefined, items: readonly JsonObject[], productPage: boolean): MainContent {
   const base = title !== "" ? { title } : {}
   let best = extractMainContent(scope, base)
   let size = textSize(best)
@@ -198,7 +200,14 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
     // a page that reads as prose is still a collection when its listing reading finds several times
     // more text (fronts and category pages whose teasers carry a sentence each)
     const listing = extractMainContent(scope, { ...base, listing: true })
-    return textSize(listing) > LONG_LISTING_GAIN * size + 200 ? listing : best
+    if (textSize(listing) > LONG_LISTING_GAIN * size + 200) return listing
+    // a product's page shows its offer, options and specifications around a short description:
+    // what it shows is its content when that is clearly more than the prose reading
+    if (productPage) {
+      const shown = shownText(scope)
+      if (textSize(shown) > PRODUCT_SHOWN_GAIN * size + 200) return shown
+    }
+    return best
   }
   const withNoscript = extractMainContent(scope, { ...base, noscript: true })
   if (textSize(withNoscript) > 2 * size + 200) { best = withNoscript; size = textSize(withNoscript) }
@@ -213,8 +222,8 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
   // script data last: the least direct evidence, it wins only over a page that shows clearly less
   const fromScripts = readScriptData(scripts, title, description)
   if (fromScripts !== undefined && textSize({ ...fromScripts, root: null }) > 2 * size + 200) { best = { paragraphs: fromScripts.paragraphs, root: null }; size = textSize(best) }
-  if (size >= NEXT_TO_NOTHING) return best
-  // every reading found next to nothing: what the page shows, without its furniture
+  if (size >= (productPage ? SHORT_BODY : NEXT_TO_NOTHING)) return best
+  // every reading found next to nothing (or, on a product's page, little): what the page shows, without its furniture
   const shown = shownText(scope)
   // (an empty reading gives way to any text: a fragment of a few words is its own content)
   return textSize(shown) > 2 * size + 100 || (size === 0 && textSize(shown) > 0) ? shown : best
@@ -222,6 +231,8 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
 /** A reading shorter than this (characters) is next to nothing: a paragraph or two at most. */
 const NEXT_TO_NOTHING = 500
 const LISTING_GAIN = 2
+/** A product page's shown text replaces a prose reading when it is this many times longer. */
+const PRODUCT_SHOWN_GAIN = 3
 /** The listing reading replaces a long or prose reading only when it finds this many times more text. */
 const LONG_LISTING_GAIN = 3
 const textSize = (m: MainContent) => m.paragraphs.reduce((a, p) => a + p.length, 0)
