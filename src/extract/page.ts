@@ -1,5 +1,6 @@
 /** A parsed, sanitized HTML page with what every strategy needs. */
 import { parseHtml, type ParsedDocument } from "./html/parser.ts"
+import { repairMojibake } from "./html/mojibake.ts"
 import { Element, normalizeSpace, rawText, walk } from "./html/dom.ts"
 import { collectMeta, collectStructured, typesOf, type JsonObject, type MetaTags, type StructuredItems } from "./structured.ts"
 import { sanitizeTree } from "./sanitize.ts"
@@ -19,7 +20,7 @@ export interface Page {
 }
 
 export function loadPage(html: string, url: string | null): Page {
-  const doc = parseHtml(html)
+  const doc = parseHtml(repairMojibake(html))
   let base = url
   walk(doc.root, (el) => {
     if (el.tag === "base") {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
-import { article, product } from "./helpers.ts"
+import { article, para, product } from "./helpers.ts"
+import { repairMojibake } from "../../src/extract/html/mojibake.ts"
 import { ExtractError } from "../../src/extract/errors.ts"
 import { extract, MAX_PROCESSED_CHARS } from "../../src/extract/extract.ts"
 
@@ -75,5 +76,23 @@ describe("markdown, text and JSON inputs", () => {
     const out = article(big)
     expect(out.metadata.truncated).toBe(true)
     expect(out.data.content.length).toBeGreaterThan(0)
+  })
+})
+
+describe("text encoded as UTF-8 twice", () => {
+  // what "—" and "é" become when their UTF-8 bytes are read as Latin-1 and encoded again
+  const twice = (s: string) => Buffer.from(s, "utf8").toString("latin1")
+
+  it("is repaired when the document shows such sequences with C1 control characters", () => {
+    expect(repairMojibake(`itertools ${twice("—")} functions, and caf${twice("é")} ${twice("—")} open`)).toBe("itertools — functions, and café — open")
+    const out = article(`<html><head><title>itertools ${twice("—")} loops</title></head><body><article><h1>itertools ${twice("—")} loops</h1>${para(3)}<p>Written by Zoë ${twice("—")} and ${twice("“")}quoted${twice("”")}.</p></article></body></html>`)
+    expect(out.data.title).toBe("itertools — loops")
+    expect(out.data.content).toContain("Written by Zoë — and “quoted”.")
+  })
+
+  it("leaves a document alone without that evidence: one stray sequence, or none with a C1 character", () => {
+    expect(repairMojibake("Ã© is how some write it, and â\u0080 is cut short")).toBe("Ã© is how some write it, and â\u0080 is cut short")
+    expect(repairMojibake(`one ${twice("—")} only`)).toBe(`one ${twice("—")} only`)
+    expect(repairMojibake("Plain text with ümlauts — and dashes")).toBe("Plain text with ümlauts — and dashes")
   })
 })
