@@ -269,11 +269,15 @@ describe.each(backends())("site crawls over HTTP ($name)", (backend) => {
     )
     expect(g.counts.skipped.filtered).toBeGreaterThan(0)
 
-    // ignoreQueryParameters: a URL is its key without the query.
+    // ignoreQueryParameters: a URL's key is without the query, but the URL is fetched as found, query and all.
     const noQuery = await api.post("/v1/scraper/crawls", { url: site.url("/dup?b=2&a=1"), maxDepth: 1, sitemap: "skip", ignoreQueryParameters: true }, key)
     expect(noQuery.json.data.url).toBe(site.url("/dup"))
+    expect(noQuery.json.data).toMatchObject({ ignoreQueryParameters: true, sitemap: "skip", maxDepth: 1, respectRobots: true, includePaths: [], page: {} })
     const nq = await waitEnded(noQuery.json.data.id)
-    expect((await allPages(noQuery.json.data.id)).items.map((p) => p.url).sort()).toEqual([site.url("/"), site.url("/dup")])
+    const nqPages = (await allPages(noQuery.json.data.id)).items
+    expect(nqPages.map((p) => p.url).sort()).toEqual([site.url("/"), site.url("/dup?a=1&b=2")])
+    const seedJob = await api.get(`/v1/scraper/jobs/${nqPages.find((p) => p.depth === 0)!.jobId}`, key)
+    expect(seedJob.json.data.url).toBe(site.url("/dup?a=1&b=2"))
     expect(nq.counts.done).toBe(2)
 
     // Only the sitemaps' pages, links not followed, the seed not fetched.
@@ -372,9 +376,47 @@ describe.each(backends())("site crawls over HTTP ($name)", (backend) => {
       await waitEnded(id, key, 20_000)
       await new Promise((r) => setTimeout(r, 1500))
       expect(asked.slice(atCancel)).toEqual([])
+      // Every page whose job was made ended with one crawl.page event (those the cancel stopped as
+      // cancelled); the pages that waited for their turn have no job, and say so.
+      const pages = (await allPages(id)).items
+      const made = pages.filter((p) => p.jobId !== null)
+      expect(made.length).toBeGreaterThanOrEqual(2)
+      expect(pages.filter((p) => p.jobId === null).length).toBeGreaterThan(0)
+      expect(pages.filter((p) => p.jobId === null).every((p) => p.status === "cancelled")).toBe(true)
+      const ofCrawl = (es: ReadonlyArray<{ event: string; data: any }>) => es.filter((e) => e.event === "crawl.page" && e.data.crawlId === id)
+      const events = ofCrawl(await readEvents(server.baseUrl, key, (es) => ofCrawl(es).length >= made.length))
+      expect(events.map((e) => e.data.jobId).sort()).toEqual(made.map((p) => p.jobId).sort())
+      for (const e of events) expect(e.data).toMatchObject({ id, status: made.find((p) => p.jobId === e.data.jobId)!.status })
+      expect(events.some((e) => e.data.status === "cancelled")).toBe(true)
+      for (const p of made) expect((await api.get(`/v1/scraper/jobs/${p.jobId}`, key)).status).toBe(200)
     } finally {
       slow.closeAllConnections()
       await new Promise((resolve) => slow.close(resolve))
+    }
+  }, 120_000)
+
+  it("reads links of 2xx pages only, and lists pages in the order it accepted them", async () => {
+    const small = createServer((req, res) => {
+      const path = req.url ?? "/"
+      if (path === "/robots.txt") return void res.writeHead(404).end()
+      const links = (...to: Array<string>) => `<html><body>${to.map((t) => `<a href="${t}">${t}</a>`).join(" ")}</body></html>`
+      if (path === "/") return void res.writeHead(200, { "content-type": "text/html" }).end(links("/missing", "/ok"))
+      if (path === "/missing") return void res.writeHead(404, { "content-type": "text/html" }).end(links("/from-missing"))
+      res.writeHead(200, { "content-type": "text/html" }).end(links(path === "/ok" ? "/from-ok" : "/"))
+    })
+    await new Promise<void>((resolve) => small.listen(0, "127.0.0.4", resolve))
+    try {
+      const { port } = small.address() as AddressInfo
+      const created = await api.post("/v1/scraper/crawls", { url: `http://127.0.0.4:${port}/`, sitemap: "skip", maxDepth: 3 }, key)
+      expect(created.status, created.text).toBe(201)
+      const ended = await waitEnded(created.json.data.id, key, 60_000)
+      const pages = (await allPages(created.json.data.id)).items
+      expect(pages.map((p) => new URL(p.url).pathname)).toEqual(["/", "/missing", "/ok", "/from-ok"])
+      // a 404 is an answer: its job is done, its links are not read
+      expect(ended.counts).toMatchObject({ done: 4, failed: 0 })
+    } finally {
+      small.closeAllConnections()
+      await new Promise((resolve) => small.close(resolve))
     }
   }, 120_000)
 
@@ -394,7 +436,7 @@ describe.each(backends())("site crawls over HTTP ($name)", (backend) => {
       return c.statusReason !== null && c.counts.done === 5 ? c : undefined
     }, 60_000)
     expect(paused.status).toBe("running")
-    expect(paused.statusReason).toMatch(/^paused: .*scraper\.jobs\.daily.*resumes/)
+    expect(paused.statusReason).toMatch(/^paused at \d{4}-.*: .*scraper\.jobs\.daily.*resumes/)
     await setDaily(100)
     const c = await waitEnded(id, t.apiKey, 90_000)
     expect(c).toMatchObject({ status: "done", statusReason: null })

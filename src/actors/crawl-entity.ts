@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { ClusterSchema, Entity, Singleton } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type Candidate, CRAWL_MAX_LINKS_PER_PAGE, makeFrontier } from "../crawl/frontier.ts"
-import { extractLinks } from "../crawl/links.ts"
+import { readLinks } from "../crawl/link-reader.ts"
 import type { Robots } from "../crawl/robots.ts"
 import { EventLog } from "../events/event-log.ts"
 import { newId } from "../ids.ts"
@@ -54,6 +54,39 @@ export const crawlDelivery = (crawl: CrawlRow, event: string, eventSeq: number, 
     }
     : undefined
 
+/** Sends a crawl event's delivery (written with the event) for its first attempt now. */
+export const deliverCrawlEvent = (deliveries: Effect.Success<typeof WebhookDeliveryEntity.client>, d: CrawlDelivery | undefined) =>
+  d ? sendOneWay(deliveries(d.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true })) : Effect.void
+
+/** How a page ends with its job: a job a crawl's cancel stopped is `cancelled`; every other failed or dead job is `failed`. */
+const pageEndOf = (page: EndedPage, cancelling: boolean): "done" | "failed" | "cancelled" =>
+  page.job_status === "done" ? "done" : cancelling && page.job_status === "dead" && page.classification === "cancelled" ? "cancelled" : "failed"
+
+/** What ending the pages of a cancelled crawl needs, from the service or the entity that runs it. */
+export interface SettleDeps {
+  readonly repo: typeof CrawlRepo.Service
+  readonly creation: typeof JobCreation.Service
+  readonly events: typeof EventLog.Service
+  readonly deliver: (d: CrawlDelivery | undefined) => Effect.Effect<void>
+}
+
+/**
+ * A cancelled crawl's pages: the jobs still under way are cancelled, and every page whose job ended
+ * takes that end with its `crawl.page` event (and delivery), as a running crawl ends its pages: a
+ * page whose job was done just before the cancel is `done`, and announced, like any other.
+ */
+export const settleCancelledPages = (deps: SettleDeps, crawl: CrawlRow) =>
+  Effect.gen(function*() {
+    for (const page of yield* deps.repo.inFlight(crawl.id)) yield* deps.creation.cancel(crawl.tenant_id, JobId.make(page.job_id))
+    for (const page of yield* deps.repo.endedPages(crawl.id)) {
+      const status = pageEndOf(page, true)
+      const delivery = crawlDelivery(crawl, "page", Number(page.seq), { jobId: page.job_id, url: page.url, depth: page.depth, status })
+      if (yield* deps.repo.recordPage(crawl, { jobId: page.job_id, url: page.url, depth: page.depth, status }, [], 0, delivery)) yield* deps.deliver(delivery)
+    }
+    yield* deps.repo.cancelQueued(crawl.id)
+    yield* deps.events.notify(crawl.tenant_id)
+  })
+
 export const CrawlEntityLive = CrawlEntity.toLayer(
   Effect.gen(function*() {
     const crawlId = (yield* Entity.CurrentAddress).entityId
@@ -67,8 +100,7 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
     const runPromise = Effect.runPromiseWith(services)
     let driving = false
 
-    const deliver = (d: CrawlDelivery | undefined) =>
-      d ? sendOneWay(deliveries(d.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true })) : Effect.void
+    const deliver = (d: CrawlDelivery | undefined) => deliverCrawlEvent(deliveries, d)
 
     const drive = Effect.gen(function*() {
       const first = yield* repo.byId(crawlId)
@@ -119,14 +151,9 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
           wake = () => {}
         })))
 
-      /** Cancelled: the jobs still running are cancelled, and the pages take their jobs' ends. */
-      const settleCancelled = Effect.gen(function*() {
-        for (const page of yield* repo.inFlight(crawlId)) yield* creation.cancel(tenantId, JobId.make(page.job_id))
-        yield* repo.settleCancelled(crawlId)
-        yield* events.notify(tenantId)
-      })
+      const settleCancelled = (crawl: CrawlRow) => settleCancelledPages({ repo, creation, events, deliver }, crawl)
 
-      if (first.status === "cancelled") return yield* settleCancelled
+      if (first.status === "cancelled") return yield* settleCancelled(first)
       if (first.status === "queued") {
         const delivery = crawlDelivery(first, "started", 0, { status: "running", url: first.url })
         if (yield* repo.start(first, delivery)) {
@@ -147,16 +174,19 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
       /** Ends one page whose job ended: its links (if it is HTML and may have any) join the frontier. */
       const endPage = (crawl: CrawlRow, page: EndedPage) =>
         Effect.gen(function*() {
-          const status = page.job_status === "done" ? "done" as const : "failed" as const
+          const status = pageEndOf(page, false)
           let candidates: Array<Candidate> = []
           // A page at maxDepth is not read for links: they could only be deeper than the crawl goes.
-          if (status === "done" && opts.sitemap !== "only" && page.depth < crawl.max_depth) {
+          // Nor is an error page (a 404's "see also"): only a 2xx answer's links are the site's, as for maps.
+          const answered = page.http_status === null || (page.http_status >= 200 && page.http_status < 300)
+          if (status === "done" && answered && opts.sitemap !== "only" && page.depth < crawl.max_depth) {
             const content = yield* jobs.html(tenantId, page.job_id)
             const finalUrl = page.final_url ?? page.url
             const isHtml = content && (content.contentType === null || /html/i.test(content.contentType))
             // A page that redirected off the crawl's site is not read: its links are another site's.
             if (content && isHtml && frontier.inScope(new URL(finalUrl))) {
-              candidates = extractLinks(content.body.toString("utf8"), finalUrl)
+              const links = yield* Effect.promise(() => readLinks(content.body.toString("utf8"), finalUrl, tenantId))
+              candidates = links
                 .slice(0, CRAWL_MAX_LINKS_PER_PAGE)
                 .map((url) => ({ url, depth: page.depth + 1, parentUrl: page.url, parentJobId: page.job_id }))
             }
@@ -177,9 +207,9 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
       /** Pauses the crawl (daily quota, credit) with a reason its clients read, for `CRAWL_PAUSE_RETRY_MS`. */
       const pauseFor = (e: ApiError) =>
         e.code === "quota_exceeded"
-          ? repo.pause(crawlId, `paused: ${e.message}; the crawl resumes on the next UTC day, or as soon as the quota is raised`, new Date(Date.now() + CRAWL_PAUSE_RETRY_MS))
+          ? repo.pause(crawlId, `paused at ${new Date().toISOString()}: ${e.message}; the crawl tries again every ${CRAWL_PAUSE_RETRY_MS / 1000} s and resumes on the next UTC day, or within ${CRAWL_PAUSE_RETRY_MS / 1000} s of the quota being raised`, new Date(Date.now() + CRAWL_PAUSE_RETRY_MS))
           : e.code === "insufficient_credit"
-          ? repo.pause(crawlId, `paused: ${e.message}; the crawl resumes once the balance covers its next page`, new Date(Date.now() + CRAWL_PAUSE_RETRY_MS))
+          ? repo.pause(crawlId, `paused at ${new Date().toISOString()}: ${e.message}; the crawl tries again every ${CRAWL_PAUSE_RETRY_MS / 1000} s and resumes within ${CRAWL_PAUSE_RETRY_MS / 1000} s of the balance covering its next page`, new Date(Date.now() + CRAWL_PAUSE_RETRY_MS))
           : Effect.void // a full concurrency limit or a passing outage: the next round tries again
 
       /** Hands the next queued URLs to jobs, up to the in-flight bound and each origin's `Crawl-delay`. */
@@ -197,11 +227,11 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
           const chosen: Array<(typeof queued)[number]> = []
           for (const row of queued) {
             if (chosen.length >= room) break
-            const url = new URL(row.url)
+            const url = new URL(row.fetch_url)
             if (opts.respectRobots) {
               // Read again at the URL's turn (a seed, or a file that changed since): a refusal skips it.
               const robots = yield* Effect.promise(() => robotsOf(url))
-              if (!robots.isAllowed(row.url)) {
+              if (!robots.isAllowed(row.fetch_url)) {
                 yield* repo.skipQueued(crawlId, row.url, "robots")
                 continue
               }
@@ -218,7 +248,7 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
           if (chosen.length === 0) return
           const prepared = []
           for (const row of chosen) {
-            const body: CreateJobBody = { url: row.url, ...crawl.options.page }
+            const body: CreateJobBody = { url: row.fetch_url, ...crawl.options.page }
             const p = yield* Effect.result(creation.prepare(tenantId, body, { requestId: crawl.request_id }))
             if (p._tag === "Failure") {
               yield* repo.skipQueued(crawlId, row.url, "unsafe")
@@ -242,7 +272,7 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
       while (true) {
         const crawl = yield* repo.byId(crawlId)
         if (!crawl || crawl.status === "done" || crawl.status === "failed") return
-        if (crawl.status === "cancelled") return yield* settleCancelled
+        if (crawl.status === "cancelled") return yield* settleCancelled(crawl)
         for (const page of yield* repo.endedPages(crawlId)) yield* endPage(crawl, page)
         if (!crawl.paused_until || crawl.paused_until.getTime() <= Date.now()) yield* dispatch(crawl)
         const flying = yield* repo.inFlight(crawlId)

@@ -5,19 +5,18 @@ import { crawlKey } from "../crawl/links.ts"
 import { EventLog } from "../events/event-log.ts"
 import type { KeyedAttempt } from "../http/idempotency.ts"
 import { itemId, newId } from "../ids.ts"
-import { type Crawl, type CrawlCounts, type CrawlPage, type CrawlPageStatus, type CreateCrawlBody, crawlOptionsOf } from "../schema/crawl.ts"
+import { CRAWL_PATTERN_CAP, type Crawl, type CrawlCounts, type CrawlPage, type CrawlPageStatus, type CreateCrawlBody, crawlOptionsOf } from "../schema/crawl.ts"
 import { iso } from "../schema/common.ts"
 import { type ErrorDetail, fail, type InvalidRequest, type PaymentRequired, type TooManyRequests, type Unavailable, type Unprocessable } from "../schema/errors.ts"
-import { JobId } from "../schema/ids.ts"
-import { type CrawlListQuery, CrawlRepo, type CrawlRow, pageStatusOf } from "../sql/crawl-repo.ts"
+import { type CrawlDelivery, type CrawlListQuery, CrawlRepo, type CrawlRow, pageStatusOf } from "../sql/crawl-repo.ts"
 import { encryptSecret } from "../webhooks/secret-box.ts"
 import { itemWebhookSecret } from "../webhooks/signing.ts"
-import { CrawlEntity, crawlDelivery } from "./crawl-entity.ts"
+import { CrawlEntity, crawlDelivery, deliverCrawlEvent, settleCancelledPages } from "./crawl-entity.ts"
 import { entityCall, sendOneWay } from "./entity-call.ts"
 import { JobCreation, reservationRefusal } from "./job-creation.ts"
 import { SiteFetcher } from "./site-fetcher.ts"
 import { TenantEntity } from "./tenant-entity.ts"
-import { DueAttempt, WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
+import { WebhookDeliveryEntity } from "./webhook-delivery-entity.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
 import { webhookSecretFaults } from "../schema/webhook.ts"
 
@@ -53,6 +52,17 @@ export const toCrawl = (row: CrawlRow, counts: CrawlCounts): Crawl => ({
   statusReason: row.status_reason,
   limit: row.page_limit,
   maxDepth: row.max_depth,
+  // Crawls stored before an option existed ran with its default.
+  maxPagesPerPattern: row.options.maxPagesPerPattern ?? CRAWL_PATTERN_CAP.default,
+  includePaths: row.options.includePaths,
+  excludePaths: row.options.excludePaths,
+  allowSubdomains: row.options.allowSubdomains,
+  allowExternal: row.options.allowExternal,
+  sitemap: row.options.sitemap,
+  ignoreQueryParameters: row.options.ignoreQueryParameters,
+  respectRobots: row.options.respectRobots,
+  page: row.options.page,
+  webhookUrl: row.webhook_url,
   counts,
   createdAt: iso(row.created_at)!,
   finishedAt: iso(row.finished_at)
@@ -70,6 +80,7 @@ export const SiteCrawlServiceLive = Layer.effect(
     const tenants = yield* TenantEntity.client
     const crawls = yield* CrawlEntity.client
     const deliveries = yield* WebhookDeliveryEntity.client
+    const deliver = (d: CrawlDelivery | undefined) => deliverCrawlEvent(deliveries, d)
 
     const withCounts = (rows: ReadonlyArray<CrawlRow>) =>
       Effect.map(repo.counts(rows), (counts) => rows.map((r) => toCrawl(r, counts.get(r.id)!)))
@@ -105,6 +116,8 @@ export const SiteCrawlServiceLive = Layer.effect(
         }
         const options = crawlOptionsOf(body)
         const seedKey = crawlKey(body.url, { ignoreQueryParameters: options.ignoreQueryParameters })!
+        // fetched as given, query and all, even when its key ignores the query
+        const seedFetchUrl = crawlKey(body.url, { ignoreQueryParameters: false })!
         const keyed = origin.keyed
         const id = itemId("crawl", keyed && { seed: keyed.seed, index: 0 })
         // A retry of a request whose crawl was written answers it as it is now.
@@ -131,6 +144,7 @@ export const SiteCrawlServiceLive = Layer.effect(
           // With `sitemap: "only"` the seed is no page of its own: only what the sitemaps list is crawled.
           options.sitemap === "only" ? undefined : {
             url: seedKey,
+            fetchUrl: seedFetchUrl !== seedKey ? seedFetchUrl : null,
             depth: 0,
             pattern: pathPattern(seedUrl),
             status: "queued",
@@ -158,10 +172,8 @@ export const SiteCrawlServiceLive = Layer.effect(
         if (!result) return undefined
         if (result.changed) {
           // The pages being fetched are cancelled now; the entity does it again for any it hands on meanwhile.
-          for (const page of yield* repo.inFlight(id)) yield* creation.cancel(tenantId, JobId.make(page.job_id))
-          yield* repo.settleCancelled(id)
-          yield* events.notify(tenantId)
-          if (delivery) yield* sendOneWay(deliveries(delivery.id).AttemptNow(new DueAttempt({ attempt: 1, dueAt: Date.now() }), { discard: true }))
+          yield* settleCancelledPages({ repo, creation, events, deliver }, result.row)
+          yield* deliver(delivery)
           yield* sendOneWay(crawls(id).Drive(undefined, { discard: true }))
         }
         const row = (yield* repo.byId(id)) ?? result.row
@@ -188,7 +200,7 @@ export const SiteCrawlServiceLive = Layer.effect(
           return {
             total: page.total,
             items: page.items.map((r) => ({
-              jobId: r.id,
+              jobId: r.job_made ? r.id : null,
               url: r.url,
               status: pageStatusOf(r.status),
               depth: r.depth,

@@ -32,7 +32,10 @@ export interface Candidate {
 }
 
 export interface Judged {
+  /** The URL's key (docs/site-crawls.md, "URL keys and scope"). */
   readonly url: string
+  /** The URL to fetch when it is not the key: as first found, query and all, when the key ignores the query. */
+  readonly fetchUrl: string | null
   readonly depth: number
   readonly pattern: string
   readonly status: "queued" | "skipped" | "over_limit"
@@ -61,6 +64,12 @@ export const makeFrontier = (rules: FrontierRules, deps: FrontierDeps) => {
   const inScope = siteScope(rules.seed, { allowSubdomains: rules.allowSubdomains, allowExternal: rules.allowExternal })
   const passesPaths = pathFilter(rules.includePaths, rules.excludePaths)
   const keyOf = (u: string) => crawlKey(u, { ignoreQueryParameters: rules.ignoreQueryParameters })
+  /** What is fetched for a URL found: its key, or with the query kept when the key drops it. */
+  const fetchUrlOf = (u: string, key: string): string | null => {
+    if (!rules.ignoreQueryParameters) return null
+    const full = crawlKey(u, { ignoreQueryParameters: false })
+    return full === null || full === key ? null : full
+  }
 
   /**
    * Judges candidates: `known` are the keys the crawl has judged already (each is then only a
@@ -89,8 +98,10 @@ export const makeFrontier = (rules: FrontierRules, deps: FrontierDeps) => {
     for (const [key, c] of byKey) {
       const url = new URL(key)
       const pattern = pathPattern(url)
+      const fetchUrl = fetchUrlOf(c.url, key)
       const row = (status: Judged["status"], skipReason: Judged["skipReason"], jobId: string | null = null): Judged => ({
         url: key,
+        fetchUrl,
         depth: c.depth,
         pattern,
         status,
@@ -111,7 +122,7 @@ export const makeFrontier = (rules: FrontierRules, deps: FrontierDeps) => {
       else if (accepted.total >= rules.limit) rows.push(row("over_limit", null))
       // The guard before robots.txt: a private host's robots.txt is not even asked for.
       else if (!(await deps.isSafe(url))) rows.push(row("skipped", "unsafe"))
-      else if (rules.respectRobots && !(await deps.robots(url)).isAllowed(key)) rows.push(row("skipped", "robots"))
+      else if (rules.respectRobots && !(await deps.robots(url)).isAllowed(fetchUrl ?? key)) rows.push(row("skipped", "robots"))
       else {
         accepted.total++
         accepted.byPattern.set(pattern, (accepted.byPattern.get(pattern) ?? 0) + 1)

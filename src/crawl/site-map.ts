@@ -4,7 +4,8 @@
  * guarded fetch; every URL listed has passed scope, path filters, robots.txt and the SSRF guard,
  * and is listed and fetched at most once.
  */
-import { crawlKey, extractLinks, pathFilter, siteScope } from "./links.ts"
+import { readLinks } from "./link-reader.ts"
+import { crawlKey, pathFilter, siteScope } from "./links.ts"
 import type { Robots, RobotsCache } from "./robots.ts"
 import { DEFAULT_SITEMAP_BOUNDS, type SitemapBounds, walkSitemaps } from "./sitemaps.ts"
 
@@ -124,7 +125,7 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
     if (fetched.contentType !== null && !/html/i.test(fetched.contentType)) return
     // A page that redirected off the site is not read: its links are another site's.
     if (!inScope(new URL(fetched.finalUrl))) return
-    for (const link of extractLinks(fetched.body.toString("utf8"), fetched.finalUrl)) {
+    for (const link of await readLinks(fetched.body.toString("utf8"), fetched.finalUrl)) {
       if (!wantMore()) return
       await consider(link, true)
     }

@@ -20,7 +20,7 @@ export const CrawlPagesQuery = {
   ...PageQuery,
   status: Schema.optional(CheckedByHandler({ pattern: commaListPattern(CrawlPageStatus.literals), description: "one page status or a comma-separated list" })),
   depth: Schema.optional(CheckedByHandler({ pattern: "^(0?[0-9]|1[0-9]|20)$", description: "only the pages at this depth (0 to 20)" })),
-  parentJobId: Schema.optional(CheckedByHandler({ maxLength: 64, description: "only the pages first found on the page of this job" }))
+  parentJobId: Schema.optional(CheckedByHandler({ minLength: 1, maxLength: 64, description: "only the pages first found on the page of this job" }))
 }
 
 /**

@@ -93,6 +93,14 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
     replay: ["Replay a crawl job", "Creates a new job with the original's URL and options."],
     cancel: ["Cancel a crawl job", "Cancels a job that has not finished."],
     webhookDeliveries: ["List a job's webhook deliveries", "The webhook delivery attempts of one job, newest first."],
-    events: ["Follow job events", "A server-sent event stream of the tenant's job changes; Last-Event-ID resumes after a given event."]
+    events: [
+      "Follow the tenant's events",
+      "A server-sent event stream (text/event-stream) of the tenant's changes; Last-Event-ID resumes after a given event. " +
+        "Each event has an id (the tenant's gap-free sequence number), an event type and JSON data {id, status, tenantId, at, ...}. " +
+        "Types: job.created, job.claimed, job.done, job.failed, job.dead (data adds url, and classification once ended); " +
+        "extraction.created, extraction.claimed, extraction.done, extraction.failed, extraction.dead, extraction.cancelled (data adds type); " +
+        "crawl.started {id, url, status}, crawl.page {id (the crawl's), crawlId, jobId, url, depth, status (done, failed or cancelled)}, " +
+        "crawl.done and crawl.failed {id, url, status, counts}, crawl.cancelled {id, url, status}. A ': keep-alive' comment comes every 15 s."
+    ]
   })
 {}

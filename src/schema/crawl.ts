@@ -101,6 +101,17 @@ export const Crawl = Schema.Struct({
   statusReason: Schema.NullOr(Schema.String),
   limit: Schema.Int,
   maxDepth: Schema.Int,
+  /** The options it runs with, as given or defaulted (the request's fields of the same names). */
+  maxPagesPerPattern: Schema.Int,
+  includePaths: Schema.Array(Schema.String),
+  excludePaths: Schema.Array(Schema.String),
+  allowSubdomains: Schema.Boolean,
+  allowExternal: Schema.Boolean,
+  sitemap: Schema.Literals(["include", "only", "skip"]),
+  ignoreQueryParameters: Schema.Boolean,
+  respectRobots: Schema.Boolean,
+  page: CrawlPageOptions,
+  webhookUrl: Schema.NullOr(Schema.String),
   counts: CrawlCounts,
   createdAt: DateTime,
   finishedAt: NullableDateTime
@@ -116,7 +127,9 @@ export const CrawlPageStatus = Schema.Literals(["queued", "running", "done", "fa
 export type CrawlPageStatus = typeof CrawlPageStatus.Type
 
 export const CrawlPage = Schema.Struct({
-  jobId: Schema.String,
+  jobId: Schema.NullOr(Schema.String).annotate({
+    description: "The page's job (GET /v1/scraper/jobs/{id}); null until it is made: while the page waits for its turn, or when the crawl ended before it"
+  }),
   url: Schema.String,
   status: CrawlPageStatus,
   /** Shortest link distance from the seed (a sitemap's URL is at depth 1). */

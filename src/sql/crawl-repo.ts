@@ -42,7 +42,10 @@ export type SkipReason = "robots" | "filtered" | "depth" | "pattern" | "offsite"
 
 /** A URL judged by a crawl: accepted (`queued`, with its job's id), over the limit, or skipped for a reason. */
 export interface NewCrawlUrl {
+  /** The URL's key. */
   readonly url: string
+  /** What is fetched, when it is not the key (`ignoreQueryParameters` keeps the query of the URL as found). */
+  readonly fetchUrl: string | null
   readonly depth: number
   readonly pattern: string
   readonly status: "queued" | "skipped" | "over_limit"
@@ -53,7 +56,10 @@ export interface NewCrawlUrl {
 }
 
 export interface FrontierRow {
+  /** The URL's key. */
   readonly url: string
+  /** The URL its job fetches (the key, or the URL as found when the key ignores its query). */
+  readonly fetch_url: string
   readonly seq: string
   readonly depth: number
   readonly pattern: string
@@ -61,16 +67,23 @@ export interface FrontierRow {
 }
 
 export interface EndedPage {
+  /** The URL its job fetched. */
   readonly url: string
   readonly seq: string
   readonly depth: number
   readonly job_id: string
   readonly job_status: "done" | "failed" | "dead"
+  /** The job's classification (`cancelled` for a job a cancel stopped). */
+  readonly classification: string | null
+  readonly http_status: number | null
   readonly final_url: string | null
 }
 
 export interface CrawlPageRow {
+  /** The page's job id, chosen when it was accepted. */
   readonly id: string
+  /** Whether its job has been made (not while it waits for its turn, nor when cancelled before it). */
+  readonly job_made: boolean
   readonly url: string
   readonly status: UrlStatus
   readonly depth: number
@@ -174,8 +187,8 @@ export interface CrawlRepoShape {
     data: (row: CrawlRow) => Record<string, unknown>,
     delivery: (row: CrawlRow) => CrawlDelivery | undefined
   ) => Effect.Effect<{ readonly row: CrawlRow; readonly changed: boolean } | undefined>
-  /** A cancelled crawl's pages that were being fetched take their job's end: done and failed kept, others cancelled. */
-  readonly settleCancelled: (crawlId: string) => Effect.Effect<void>
+  /** A cancelled crawl's pages still waiting for their turn (their job never made): cancelled. */
+  readonly cancelQueued: (crawlId: string) => Effect.Effect<void>
   /** Crawls not ended: what the sweeper hands to their entities again. */
   readonly active: (limit: number) => Effect.Effect<ReadonlyArray<{ readonly id: string }>>
 }
@@ -216,14 +229,14 @@ export const CrawlRepoLive = Layer.effect(
       found.length === 0
         ? Effect.succeed(0)
         : sql<{ inserted: boolean }>`
-          INSERT INTO crawl_urls (crawl_id, url, depth, pattern, status, skip_reason, job_id, parent_url, parent_job_id)
-          SELECT ${crawlId}, u.url, u.depth, u.pattern, u.status, u.skip_reason, u.job_id, u.parent_url, u.parent_job_id
+          INSERT INTO crawl_urls (crawl_id, url, fetch_url, depth, pattern, status, skip_reason, job_id, parent_url, parent_job_id)
+          SELECT ${crawlId}, u.url, u.fetch_url, u.depth, u.pattern, u.status, u.skip_reason, u.job_id, u.parent_url, u.parent_job_id
           FROM unnest(
-            ${pgArray(found.map((f) => f.url), OID.text)}, ${pgArray(found.map((f) => f.depth), OID.int4)},
+            ${pgArray(found.map((f) => f.url), OID.text)}, ${pgArray(found.map((f) => f.fetchUrl), OID.text)}, ${pgArray(found.map((f) => f.depth), OID.int4)},
             ${pgArray(found.map((f) => f.pattern), OID.text)}, ${pgArray(found.map((f) => f.status), OID.text)},
             ${pgArray(found.map((f) => f.skipReason), OID.text)}, ${pgArray(found.map((f) => f.jobId), OID.text)},
             ${pgArray(found.map((f) => f.parentUrl), OID.text)}, ${pgArray(found.map((f) => f.parentJobId), OID.text)}
-          ) AS u(url, depth, pattern, status, skip_reason, job_id, parent_url, parent_job_id)
+          ) AS u(url, fetch_url, depth, pattern, status, skip_reason, job_id, parent_url, parent_job_id)
           -- A URL seen again is kept as it was; a queued one takes the shorter distance (depth is
           -- the shortest link distance seen).
           ON CONFLICT (crawl_id, url) DO UPDATE SET depth = EXCLUDED.depth, parent_url = EXCLUDED.parent_url, parent_job_id = EXCLUDED.parent_job_id
@@ -286,19 +299,22 @@ export const CrawlRepoLive = Layer.effect(
       },
       pages: (q) => {
         const where = sql.and([
-          sql`crawl_id = ${q.crawlId}`,
-          sql`job_id IS NOT NULL`,
-          sql`status <> 'over_limit'`,
-          sql`status <> 'skipped'`,
-          ...(q.statuses ? [sql`status = ANY(${pgArray(q.statuses.flatMap((s) => rowStatusesOf[s]), OID.text)})`] : []),
-          ...(q.depth !== undefined ? [sql`depth = ${q.depth}`] : []),
-          ...(q.parentJobId !== undefined ? [sql`parent_job_id = ${q.parentJobId}`] : [])
+          sql`u.crawl_id = ${q.crawlId}`,
+          sql`u.job_id IS NOT NULL`,
+          sql`u.status <> 'over_limit'`,
+          sql`u.status <> 'skipped'`,
+          ...(q.statuses ? [sql`u.status = ANY(${pgArray(q.statuses.flatMap((s) => rowStatusesOf[s]), OID.text)})`] : []),
+          ...(q.depth !== undefined ? [sql`u.depth = ${q.depth}`] : []),
+          ...(q.parentJobId !== undefined ? [sql`u.parent_job_id = ${q.parentJobId}`] : [])
         ])
+        // In the order the crawl accepted them: a page accepted later comes after every page listed
+        // before, so paging through a running crawl neither repeats nor skips one.
         return pageWithTotal<CrawlPageRow>(
           sql,
-          sql`SELECT job_id AS id, url, status, depth, parent_url, parent_job_id, created_at, finished_at
-              FROM crawl_urls WHERE ${where} ORDER BY depth, seq OFFSET ${q.offset} LIMIT ${q.limit}`,
-          sql`SELECT count(*) FROM crawl_urls WHERE ${where}`
+          sql`SELECT u.job_id AS id, j.id IS NOT NULL AS job_made, coalesce(u.fetch_url, u.url) AS url, u.status, u.depth, u.parent_url, u.parent_job_id, u.created_at, u.finished_at
+              FROM crawl_urls u LEFT JOIN jobs j ON j.id = u.job_id
+              WHERE ${where} ORDER BY u.seq OFFSET ${q.offset} LIMIT ${q.limit}`,
+          sql`SELECT count(*) FROM crawl_urls u WHERE ${where}`
         )
       },
       start: (crawl, delivery) =>
@@ -321,7 +337,8 @@ export const CrawlRepoLive = Layer.effect(
       },
       endedPages: (id) =>
         sql<EndedPage>`
-          SELECT u.url, u.seq, u.depth, u.job_id, j.status AS job_status, j.result->>'finalUrl' AS final_url
+          SELECT coalesce(u.fetch_url, u.url) AS url, u.seq, u.depth, u.job_id, j.status AS job_status,
+                 j.result->>'classification' AS classification, (j.result->>'httpStatus')::int AS http_status, j.result->>'finalUrl' AS final_url
           FROM crawl_urls u JOIN jobs j ON j.id = u.job_id
           WHERE u.crawl_id = ${id} AND u.status = 'fetching' AND j.status IN ('done', 'failed', 'dead')
           ORDER BY u.seq`.pipe(Effect.orDie),
@@ -337,7 +354,7 @@ export const CrawlRepoLive = Layer.effect(
           const [current] = yield* sql<{ status: CrawlStatus }>`SELECT status FROM crawls WHERE id = ${crawl.id} FOR UPDATE`
           const inserted = current?.status === "running" ? yield* insertUrls(crawl.id, found) : found.length
           yield* addDuplicates(crawl.id, found.length - inserted + extraDuplicates)
-          yield* emit(crawl, "crawl.page", { crawlId: crawl.id, jobId: page.jobId, url: page.url, depth: page.depth, status: page.status }, delivery)
+          yield* emit(crawl, "crawl.page", { id: crawl.id, crawlId: crawl.id, jobId: page.jobId, url: page.url, depth: page.depth, status: page.status }, delivery)
           return true
         })).pipe(Effect.orDie),
       addUrls: (crawlId, found) => insertUrls(crawlId, found).pipe(Effect.orDie, Effect.asVoid),
@@ -359,13 +376,13 @@ export const CrawlRepoLive = Layer.effect(
         ),
       nextQueued: (crawlId, n) =>
         sql<FrontierRow>`
-          SELECT url, seq, depth, pattern, job_id FROM crawl_urls
+          SELECT url, coalesce(fetch_url, url) AS fetch_url, seq, depth, pattern, job_id FROM crawl_urls
           WHERE crawl_id = ${crawlId} AND status = 'queued' ORDER BY depth, seq LIMIT ${n}`.pipe(Effect.orDie),
       inFlight: (crawlId) =>
         // Jobs still waiting for their turn first, then those fetching (claimed): cancelled in this
         // order, a fetching job's freed domain slot finds no job of the crawl left to start.
         sql<{ url: string; job_id: string }>`
-          SELECT u.url, u.job_id FROM crawl_urls u LEFT JOIN jobs j ON j.id = u.job_id
+          SELECT coalesce(u.fetch_url, u.url) AS url, u.job_id FROM crawl_urls u LEFT JOIN jobs j ON j.id = u.job_id
           WHERE u.crawl_id = ${crawlId} AND u.status = 'fetching'
           ORDER BY (j.status = 'claimed') NULLS FIRST, u.job_id`.pipe(Effect.orDie),
       markFetching: (crawlId, jobIds) =>
@@ -402,16 +419,8 @@ export const CrawlRepoLive = Layer.effect(
           yield* emit(row, "crawl.cancelled", data(row), delivery(row))
           return { row, changed: true }
         })).pipe(Effect.orDie),
-      settleCancelled: (crawlId) =>
-        Effect.gen(function*() {
-          yield* sql`
-            UPDATE crawl_urls u SET finished_at = now(),
-              status = CASE j.status WHEN 'done' THEN 'done' WHEN 'failed' THEN 'failed' ELSE 'cancelled' END
-            FROM jobs j
-            WHERE u.crawl_id = ${crawlId} AND u.status IN ('fetching', 'queued') AND j.id = u.job_id AND j.status IN ('done', 'failed', 'dead')`
-          // Queued pages whose job was never made.
-          yield* sql`UPDATE crawl_urls SET status = 'cancelled', finished_at = now() WHERE crawl_id = ${crawlId} AND status = 'queued'`
-        }).pipe(Effect.orDie),
+      cancelQueued: (crawlId) =>
+        sql`UPDATE crawl_urls SET status = 'cancelled', finished_at = now() WHERE crawl_id = ${crawlId} AND status = 'queued'`.pipe(Effect.orDie, Effect.asVoid),
       active: (limit) =>
         sql<{ id: string }>`SELECT id FROM crawls WHERE status IN ('queued', 'running') ORDER BY created_at LIMIT ${limit}`.pipe(Effect.orDie)
     })

@@ -27,6 +27,7 @@ import quotaOverrideRaise from "./migrations/0026_quota_override_raise.ts"
 import peopleNamedFromTheStart from "./migrations/0027_people_named_from_the_start.ts"
 import configPayloadKeepsOrder from "./migrations/0028_config_payload_keeps_order.ts"
 import webhookEndpointsInUse from "./migrations/0029_webhook_endpoints_in_use.ts"
+import crawlFetchUrl from "./migrations/0030_crawl_fetch_url.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -56,7 +57,8 @@ export const migrations = {
   "0026_quota_override_raise": quotaOverrideRaise,
   "0027_people_named_from_the_start": peopleNamedFromTheStart,
   "0028_config_payload_keeps_order": configPayloadKeepsOrder,
-  "0029_webhook_endpoints_in_use": webhookEndpointsInUse
+  "0029_webhook_endpoints_in_use": webhookEndpointsInUse,
+  "0030_crawl_fetch_url": crawlFetchUrl
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

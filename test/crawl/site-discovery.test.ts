@@ -4,6 +4,7 @@
 import { gzipSync } from "node:zlib"
 import { describe, expect, it } from "vitest"
 import { crawlKey, extractLinks, MAX_PAGE_LINKS, pathFilter, pathGlobMatcher, siteScope } from "../../src/crawl/links.ts"
+import { INLINE_CHARS, readLinks } from "../../src/crawl/link-reader.ts"
 import { ROBOTS_FAILURE_TTL_MS, ROBOTS_TTL_MS, ROBOTS_USER_AGENT, RobotsCache, robotsFrom } from "../../src/crawl/robots.ts"
 import { type Fetched, mapSite, type MapOptions } from "../../src/crawl/site-map.ts"
 import { parseSitemap, sitemapText, walkSitemaps } from "../../src/crawl/sitemaps.ts"
@@ -136,6 +137,23 @@ describe("sitemaps", () => {
 })
 
 describe("links", () => {
+  it("reads a large page's links off the event loop, with the same answer", async () => {
+    const big = `<html><body>${Array.from({ length: 40_000 }, (_, i) => `<p><a href="/item/${i}">item ${i}</a></p>`).join("")}</body></html>`
+    expect(big.length).toBeGreaterThan(INLINE_CHARS)
+    let ticks = 0
+    const timer = setInterval(() => ticks++, 5)
+    try {
+      const links = await readLinks(big, "https://a.example/")
+      // the timer ran while the links were read: the read did not hold the event loop
+      expect(ticks).toBeGreaterThan(0)
+      expect(links).toEqual(extractLinks(big, "https://a.example/"))
+      expect(links).toHaveLength(MAX_PAGE_LINKS)
+    } finally {
+      clearInterval(timer)
+    }
+    expect(await readLinks(`<a href="/small">small</a>`, "https://a.example/")).toEqual(["https://a.example/small"])
+  })
+
   it("are read with <base href>, without fragments, nofollow, mailto: and other schemes, each once", () => {
     const html = `<html><head><base href="/docs/v2/"></head><body>
       <a href="intro">intro</a><a href="intro#part">again</a><a href="#top">self</a>

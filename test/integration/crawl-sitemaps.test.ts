@@ -64,6 +64,7 @@ describe.each(testDatabases)("crawl sitemap reading ($name)", (db) => {
         { id: newId("crawl"), tenantId, url: seedKey, options, webhookUrl: null, webhookSecretEnc: null, requestId: null },
         sitemap === "only" ? undefined : {
           url: seedKey,
+          fetchUrl: null,
           depth: 0,
           pattern: pathPattern(new URL(seedKey)),
           status: "queued",
