@@ -146,6 +146,25 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     expect(huge.status, huge.text).toBe(409)
   })
 
+  it("answers a retried adjustment with the same Idempotency-Key with the first, and shows it in the tenant's own audit log", async () => {
+    const t = await api.createTenant({ credits: "1.00" })
+    const send = (body: unknown, key: string) => api.call("POST", `/v1/admin/tenants/${t.tenantId}/credits`, { key: adminKey, body, headers: { "idempotency-key": key } })
+    const first = await send({ amount: "2.50", note: "goodwill" }, `topup-${t.tenantId}`)
+    expect(first.status, first.text).toBe(201)
+    const again = await send({ amount: "2.50", note: "goodwill" }, `topup-${t.tenantId}`)
+    expect(again.status, again.text).toBe(201)
+    expect(again.json.data.id).toBe(first.json.data.id)
+    expect(await balance(t.apiKey)).toBe("3.50")
+    const other = await send({ amount: "9.00", note: "goodwill" }, `topup-${t.tenantId}`)
+    expect([other.status, other.json.code]).toEqual([409, "idempotency_mismatch"])
+    expect((await send({ amount: "1.00", note: "x" }, "")).status).toBe(400)
+    // The tenant's owner reads who moved its money.
+    const audit = await api.get("/v1/iam/audit?action=credits.adjust", t.apiKey)
+    expect(audit.status, audit.text).toBe(200)
+    expect(audit.json.data.items).toHaveLength(1)
+    expect(audit.json.data.items[0]).toMatchObject({ action: "credits.adjust", targetId: first.json.data.id, data: { amount: "2.50", type: "topup", note: "goodwill" } })
+  })
+
   it("searches the ledger with combined filters, sort and pagination, the tenant's own entries only", async () => {
     const t = await api.createTenant({ credits: "1.00" })
     for (const [amount, note] of [["2.00", "more"], ["-0.50", "refund"], ["0.25", "gift"]] as const) {

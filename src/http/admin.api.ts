@@ -1,7 +1,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { IdempotencyKeyHeader } from "../schema/common.ts"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
-import { Conflict, errors, InvalidRequest, NotFound, Unavailable } from "../schema/errors.ts"
+import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { CreditAdjustmentBody, Tenant, Transaction } from "../schema/tenant.ts"
 import { quotaKeys } from "../billing/plans.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
@@ -28,9 +29,12 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     }),
     HttpApiEndpoint.post("adjustCredits", "/tenants/:tenantId/credits", {
       params: { tenantId: Schema.String },
+      // A retry with the same key (a timeout, say) answers the first adjustment instead of making a second.
+      headers: { "idempotency-key": Schema.optional(IdempotencyKeyHeader) },
       payload: CreditAdjustmentBody,
       success: Success(Transaction, 201),
-      error: errors(InvalidRequest, NotFound, Conflict, Unavailable)
+      // (the idempotency step's answers are typed as any API error; it gives 400, 409 and 503 here)
+      error: errors(InvalidRequest, NotFound, Conflict, Unavailable, PaymentRequired, Unprocessable)
     })
   )
   .pipe(requires("cross_tenant:*:*"))

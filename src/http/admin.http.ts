@@ -2,14 +2,15 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
-import { CurrentPrincipal } from "../iam/principal.ts"
-import { newId } from "../ids.ts"
+import { CurrentPrincipal, type Principal } from "../iam/principal.ts"
+import { itemId } from "../ids.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { fail, notFound } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { MAX_BALANCE } from "../schema/tenant.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
+import { Idempotency } from "./idempotency.ts"
 import { queryLimit } from "./list-query.ts"
 
 export const AdminHandlers = HttpApiBuilder.group(
@@ -19,6 +20,50 @@ export const AdminHandlers = HttpApiBuilder.group(
     const tenants = yield* TenantRepo
     const tenantClient = yield* TenantEntity.client
     const audit = yield* AuditLog
+    const idempotency = yield* Idempotency
+
+    /**
+     * One credit adjustment, its ledger entry named `entryId` (written once, however often it is
+     * sent). Who moved a tenant's money goes in the admin's audit log and in the tenant's own, where
+     * its owner reads it (as quota decisions do); the tenant reads the note in its ledger.
+     */
+    const adjust = (me: Principal, tenantId: string, type: "topup" | "correction", payload: { readonly amount: string; readonly note: string }, entryId: string) =>
+      entityCall(tenantClient(tenantId).AdjustCredits({
+        entryId,
+        type,
+        amount: payload.amount,
+        note: payload.note,
+        serviceKey: null,
+        resourceId: null,
+        resourceType: null
+      })).pipe(
+        Effect.tap((txn) => {
+          const data = { transactionId: txn.id, type, amount: payload.amount, note: payload.note }
+          return Effect.andThen(
+            audit.record(me, "credits.adjust", tenantId, data),
+            audit.write({
+              tenantId,
+              actorId: me.actorId,
+              onBehalfOf: me.actorId === me.identityId ? null : me.identityId,
+              action: "credits.adjust",
+              targetId: txn.id,
+              data: { ...data, deciderTenantId: me.tenantId }
+            })
+          )
+        }),
+        Effect.catchTags({
+          TenantMissing: () => notFound("tenant"),
+          InsufficientCredit: (e) =>
+            fail(409, "insufficient_balance", `a correction cannot take the balance (${e.balance}) below zero`, {
+              details: [{ path: "amount", code: "invalid_value", message: "would take the balance below zero" }]
+            }),
+          BalanceCeiling: (e) =>
+            fail(409, "balance_ceiling", `a balance holds at most ${MAX_BALANCE} EUR; this one holds ${e.balance}`, {
+              details: [{ path: "amount", code: "invalid_value", message: "would take the balance above its ceiling" }]
+            })
+        })
+      )
+
     return handlers
       .handle("listTenants", ({ query }) =>
         Effect.gen(function*() {
@@ -38,35 +83,16 @@ export const AdminHandlers = HttpApiBuilder.group(
           const effectiveLimit = yield* tenants.quotaLimit(params.tenantId, params.quotaKey)
           return { tenantId: params.tenantId, quotaKey: params.quotaKey, limit: payload.limit, effectiveLimit }
         }))
-      .handle("adjustCredits", ({ params, payload }) =>
+      .handle("adjustCredits", ({ params, payload, headers }) =>
         Effect.gen(function*() {
           const me = yield* CurrentPrincipal
           const positive = Number(payload.amount) > 0
           const type = positive ? "topup" as const : "correction" as const
-          return yield* entityCall(tenantClient(params.tenantId).AdjustCredits({
-            entryId: newId("txn"),
-            type,
-            amount: payload.amount,
-            // The tenant reads the note in its ledger; who wrote it is the audit log's (the platform's people stay unnamed there).
-            note: payload.note,
-            serviceKey: null,
-            resourceId: null,
-            resourceType: null
-          })).pipe(
-            // Who moved a tenant's money, as for its quotas.
-            Effect.tap((txn) => audit.record(me, "credits.adjust", params.tenantId, { transactionId: txn.id, type, amount: payload.amount, note: payload.note })),
-            Effect.catchTags({
-              TenantMissing: () => notFound("tenant"),
-              InsufficientCredit: (e) =>
-                fail(409, "insufficient_balance", `a correction cannot take the balance (${e.balance}) below zero`, {
-                  details: [{ path: "amount", code: "invalid_value", message: "would take the balance below zero" }]
-                }),
-              BalanceCeiling: (e) =>
-                fail(409, "balance_ceiling", `a balance holds at most ${MAX_BALANCE} EUR; this one holds ${e.balance}`, {
-                  details: [{ path: "amount", code: "invalid_value", message: "would take the balance above its ceiling" }]
-                })
-            })
-          )
+          // Keys are the admin's tenant's; the target tenant is part of what the key must match.
+          return yield* idempotency.run(me.tenantId, headers["idempotency-key"], { op: "credits", tenantId: params.tenantId, payload }, (keyed) =>
+            adjust(me, params.tenantId, type, payload, itemId("txn", keyed && { seed: keyed.seed, index: 0 })).pipe(
+              Effect.map((txn) => ({ status: 201, body: { status: "success", code: "201-created", data: txn } }))
+            ))
         }))
   })
 )

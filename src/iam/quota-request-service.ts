@@ -1,11 +1,13 @@
 import { Context, Effect, Layer } from "effect"
-import { type QuotaKey, quotaKeys } from "../billing/plans.ts"
+import { planServices } from "../billing/plan-rules.ts"
+import { planIncludes, type QuotaKey, quotaKeys } from "../billing/plans.ts"
 import { Mailer } from "../mail/mailer.ts"
 import { iso } from "../schema/common.ts"
-import { type Conflict, fail, type InvalidRequest, notFound, type NotFound, type Unprocessable } from "../schema/errors.ts"
+import { type Conflict, fail, type Forbidden, type InvalidRequest, notFound, type NotFound, type Unprocessable } from "../schema/errors.ts"
 import type { QuotaRequest, QuotaRequestStatus } from "../schema/quota-request.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { QuotaRequestRepo, type QuotaRequestRow, type StoredQuotaRequestStatus } from "../sql/quota-request-repo.ts"
+import { SubscriptionRepo } from "../sql/subscription-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import type { Principal } from "./principal.ts"
 
@@ -35,7 +37,7 @@ const notPending = (row: QuotaRequestRow, doing: string) =>
 
 export interface QuotaRequestServiceShape {
   /** A tenant asks for a higher limit on one of its quotas. */
-  readonly create: (me: Principal, body: { quotaKey: string; requestedLimit: string; reason: string }) => Effect.Effect<QuotaRequestRow, Conflict | InvalidRequest | Unprocessable>
+  readonly create: (me: Principal, body: { quotaKey: string; requestedLimit: string; reason: string }) => Effect.Effect<QuotaRequestRow, Conflict | Forbidden | InvalidRequest | Unprocessable>
   /** The tenant takes back a request not decided yet. */
   readonly withdraw: (me: Principal, id: string) => Effect.Effect<QuotaRequestRow, Conflict | NotFound>
   /** A super-admin approves (raising the quota) or rejects a pending request; the requester is mailed. */
@@ -62,6 +64,7 @@ export const QuotaRequestServiceLive = Layer.effect(
   Effect.gen(function*() {
     const requests = yield* QuotaRequestRepo
     const tenants = yield* TenantRepo
+    const subscriptions = yield* SubscriptionRepo
     const audit = yield* AuditLog
     const mailer = yield* Mailer
 
@@ -92,6 +95,15 @@ export const QuotaRequestServiceLive = Layer.effect(
               details: [{ path: "quotaKey", code: "unknown_quota_key", message: `quota keys are ${quotaKeys.join(", ")}` }]
             })
           }
+          // A quota of a service the plan leaves out would raise nothing the tenant can use.
+          const service = body.quotaKey.split(".")[0]!
+          const subscription = (planServices as ReadonlyArray<string>).includes(service) ? yield* subscriptions.find(me.tenantId) : undefined
+          if (subscription !== undefined && !planIncludes(subscription.plan, service)) {
+            return yield* fail(403, "service_disabled_on_plan", `the ${subscription.plan} plan does not include the ${service} service that ${body.quotaKey} limits`, {
+              details: [{ path: "quotaKey", code: "service_disabled_on_plan", message: `the ${subscription.plan} plan does not include ${service}` }],
+              extra: { plan: subscription.plan, service }
+            })
+          }
           const requested = Number(body.requestedLimit)
           const current = yield* tenants.quotaLimit(me.tenantId, body.quotaKey)
           if (requested <= current) {
@@ -107,8 +119,10 @@ export const QuotaRequestServiceLive = Layer.effect(
             requestedLimit: requested,
             reason: body.reason
           })
-          if (row === "pending_exists") {
-            return yield* fail(409, "quota_request_pending", `the tenant already has a pending request on ${body.quotaKey}; withdraw it or wait for its decision`)
+          if ("pending" in row) {
+            return yield* fail(409, "quota_request_pending", `the tenant already has a pending request on ${body.quotaKey} (${row.pending}); withdraw it or wait for its decision`, {
+              extra: { pendingRequestId: row.pending }
+            })
           }
           yield* audit.record(me, "quota_request.create", row.id, { quotaKey: row.quota_key, requestedLimit: String(row.requested_limit), currentLimit: current })
           return row

@@ -31,14 +31,14 @@ export interface QuotaRequestFilter {
 }
 
 export interface QuotaRequestRepoShape {
-  /** A new `pending` request, or `pending_exists` when the tenant has one on this key already. */
+  /** A new `pending` request, or the id of the `pending` one the tenant has on this key already. */
   readonly insert: (request: {
     tenantId: string
     quotaKey: QuotaKey
     requestedBy: string
     requestedLimit: number
     reason: string
-  }) => Effect.Effect<QuotaRequestRow | "pending_exists">
+  }) => Effect.Effect<QuotaRequestRow | { readonly pending: string }>
   /** A page of requests, newest first; `tenantId` unset lists every tenant's (super-admins). */
   readonly list: (filter: QuotaRequestFilter, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<QuotaRequestRow>; total: number }>
   /** Marks a pending request of the tenant withdrawn; else says whether it is absent or not pending. */
@@ -80,9 +80,16 @@ export const QuotaRequestRepoLive = Layer.effect(
           INSERT INTO quota_requests (id, tenant_id, quota_key, requested_by, requested_limit, reason)
           VALUES (${newId("qreq")}, ${r.tenantId}, ${r.quotaKey}, ${r.requestedBy}, ${r.requestedLimit}, ${r.reason})
           RETURNING ${cols}`.pipe(
-          Effect.map(([row]): QuotaRequestRow | "pending_exists" => row!),
+          Effect.map(([row]): QuotaRequestRow | { readonly pending: string } => row!),
           // The partial unique index refuses a second pending request, also when two race.
-          Effect.catch((e) => isUniqueViolation(e) ? Effect.succeed("pending_exists" as const) : Effect.die(e))
+          Effect.catch((e) =>
+            isUniqueViolation(e)
+              ? sql<{ id: string }>`SELECT id FROM quota_requests WHERE tenant_id = ${r.tenantId} AND quota_key = ${r.quotaKey} AND status = 'pending'`.pipe(
+                Effect.map(([p]) => ({ pending: p?.id ?? "" })),
+                Effect.orDie
+              )
+              : Effect.die(e)
+          )
         ),
       list: (filter, offset, limit) => {
         const where = sql.and([
@@ -113,11 +120,12 @@ export const QuotaRequestRepoLive = Layer.effect(
             RETURNING ${cols}`
           if (!row) return yield* notMoved(sql.and([sql`id = ${id}`]))
           if (decision.approve) {
-            // A new override only raises (the plan and its add-ons still win when they give more);
-            // a super-admin's override in force keeps replacing the plan's limit, at the new value.
+            // A new override only raises (the plan and its add-ons still win when they give more); a
+            // super-admin's override in force keeps replacing the plan's limit, at the new value, or
+            // at its own when that is higher already: an increase never lowers a limit.
             yield* sql`
               INSERT INTO quota_overrides (tenant_id, quota_key, quota_limit, raise_only) VALUES (${row.tenant_id}, ${row.quota_key}, ${row.requested_limit}, true)
-              ON CONFLICT (tenant_id, quota_key) DO UPDATE SET quota_limit = EXCLUDED.quota_limit, updated_at = now()`
+              ON CONFLICT (tenant_id, quota_key) DO UPDATE SET quota_limit = GREATEST(quota_overrides.quota_limit, EXCLUDED.quota_limit), updated_at = now()`
           }
           return row
         })).pipe(Effect.orDie),
@@ -157,7 +165,8 @@ export const makeQuotaRequestRepoTest = (seed: {
     return QuotaRequestRepo.of({
       insert: (q) =>
         Effect.map(now, (at) => {
-          if (rows.some((r) => r.tenant_id === q.tenantId && r.quota_key === q.quotaKey && r.status === "pending")) return "pending_exists" as const
+          const pending = rows.find((r) => r.tenant_id === q.tenantId && r.quota_key === q.quotaKey && r.status === "pending")
+          if (pending) return { pending: pending.id }
           const row: Row = {
             id: newId("qreq"),
             tenant_id: q.tenantId,
@@ -196,7 +205,7 @@ export const makeQuotaRequestRepoTest = (seed: {
           if (!r) return "not_found" as const
           if (r.status !== "pending") return { notPending: view(r) }
           Object.assign(r, { status: decision.approve ? "approved" : "rejected", decided_by: decision.decidedBy, decided_at: at, decision_note: decision.note, updated_at: at })
-          if (decision.approve) seed.overrides?.set(`${r.tenant_id} ${r.quota_key}`, r.requested_limit)
+          if (decision.approve) seed.overrides?.set(`${r.tenant_id} ${r.quota_key}`, Math.max(seed.overrides.get(`${r.tenant_id} ${r.quota_key}`) ?? 0, r.requested_limit))
           return view(r)
         }),
       primaryEmail: (identityId) => Effect.sync(() => seed.emails?.[identityId]),

@@ -12,6 +12,7 @@ import { MailerTest, SentMails } from "../../src/mail/mailer.ts"
 import { AuditEntries, AuditLogTest } from "../../src/sql/audit-log.ts"
 import { makeQuotaRequestRepoTest } from "../../src/sql/quota-request-repo.ts"
 import { makeTenantRepoTest, TenantRepo } from "../../src/sql/tenant-repo.ts"
+import { makeSubscriptionRepoTest, SubscriptionRepo } from "../../src/sql/subscription-repo.ts"
 
 const overrides = new Map<string, number>()
 const Requests = QuotaRequestServiceLive.pipe(
@@ -21,7 +22,8 @@ const Requests = QuotaRequestServiceLive.pipe(
       owners: { ten_1: ["owner@example.test", "dev@example.test"] },
       overrides
     }),
-    makeTenantRepoTest({ tenants: [{ id: "ten_1", plan: "starter" }, { id: "ten_2", plan: "starter" }] }),
+    makeTenantRepoTest({ tenants: [{ id: "ten_1", plan: "starter" }, { id: "ten_2", plan: "starter" }, { id: "ten_free", plan: "free" }] }),
+    makeSubscriptionRepoTest(),
     MailerTest,
     AuditLogTest
   ))
@@ -111,5 +113,28 @@ layer(Requests)("QuotaRequestService", (it) => {
       expect(overrides.has("ten_1 iam.api-keys.total")).toBe(false)
       yield* (yield* SentMails).setUnavailable(false)
       expect((yield* failure(service.decide(superAdmin, "qreq_missing", true, null))).status).toBe(404)
+    }))
+
+  it.effect("names the pending request in a 409; an approval never lowers a limit a super-admin raised meanwhile", () =>
+    Effect.gen(function*() {
+      const service = yield* QuotaRequestService
+      const request = yield* service.create(member(), { quotaKey: "webhooks.endpoints.total", requestedLimit: "40", reason: "more receivers" })
+      const again = yield* failure(service.create(member(), { quotaKey: "webhooks.endpoints.total", requestedLimit: "45", reason: "more" }))
+      expect([again.status, again.code, again.e.extra]).toEqual([409, "quota_request_pending", { pendingRequestId: request.id }])
+      // A super-admin sets 50 before the request is decided: approving the request for 40 keeps 50.
+      overrides.set("ten_1 webhooks.endpoints.total", 50)
+      yield* service.decide(superAdmin, request.id, true, "ok")
+      expect(overrides.get("ten_1 webhooks.endpoints.total")).toBe(50)
+    }))
+
+  it.effect("refuses a request on a quota of a service the tenant's plan leaves out (403 service_disabled_on_plan)", () =>
+    Effect.gen(function*() {
+      const service = yield* QuotaRequestService
+      yield* (yield* SubscriptionRepo).open("ten_free", "free", { anchorAt: 0, index: 0, start: 0, end: 1 })
+      const refused = yield* failure(service.create(member({ tenantId: "ten_free" }), { quotaKey: "extractor.extractions.daily", requestedLimit: "100000", reason: "x" }))
+      expect([refused.status, refused.code]).toEqual([403, "service_disabled_on_plan"])
+      // a quota of the plan's own services may still be raised
+      const fine = yield* service.create(member({ tenantId: "ten_free" }), { quotaKey: "scraper.jobs.daily", requestedLimit: "100000", reason: "x" })
+      expect(fine.status).toBe("pending")
     }))
 })
