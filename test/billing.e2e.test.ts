@@ -115,6 +115,8 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
     const replay = await api.post(`/v1/scraper/jobs/${first.json.data.id}/replay`, undefined, t.apiKey)
     expect(replay.status, replay.text).toBe(402)
     expect(replay.json.code).toBe("insufficient_credit")
+    // the figures a client acts on, beside the message
+    expect(replay.json.error).toMatchObject({ balance: expect.stringMatching(/^\d+\.\d+$/), required: expect.stringMatching(/^\d+\.\d+$/) })
 
     // A top-up makes room at once.
     const topup = await api.post(`/v1/admin/tenants/${t.tenantId}/credits`, { amount: "1.00", note: "more" }, adminKey)

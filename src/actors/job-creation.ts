@@ -13,7 +13,7 @@ import { encryptSecret } from "../webhooks/secret-box.ts"
 import { itemWebhookSecret } from "../webhooks/signing.ts"
 import { entityCall, sendOneWay } from "./entity-call.ts"
 import { JobEntity } from "./job-entity.ts"
-import { type ConcurrentLimit, type InsufficientCredit, type QuotaExceeded, TenantEntity } from "./tenant-entity.ts"
+import { type ConcurrentLimit, type InsufficientCredit, type QuotaExceeded, TenantEntity, creditShortfall } from "./tenant-entity.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
 import type { JobId } from "../schema/ids.ts"
 import { webhookSecretFaults } from "../schema/webhook.ts"
@@ -65,7 +65,7 @@ export const reservationRefusal = (e: QuotaExceeded | ConcurrentLimit | Insuffic
   e._tag === "QuotaExceeded"
     ? fail(429, "quota_exceeded", `the daily quota ${e.quotaKey} (${e.limit}) is used up`, { retryAfter: e.retryAfter })
     : e._tag === "InsufficientCredit"
-    ? fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that ${what} and the tenant's uncharged work may cost at least (see GET /v1/billing/pricing)`)
+    ? fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that ${what} and the tenant's uncharged work may cost at least (see GET /v1/billing/pricing)`, { extra: creditShortfall(e) })
     : fail(429, "concurrent_limit_exceeded", `the tenant's ${e.limit} running jobs (${e.quotaKey}) leave no room; retry when one ends`, {
       retryAfter: 1
     })

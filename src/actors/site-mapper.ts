@@ -6,7 +6,7 @@ import { newId } from "../ids.ts"
 import { fail, type PaymentRequired, type Unavailable, type Unprocessable } from "../schema/errors.ts"
 import { MAP_BUDGET_MS, type MapBody, type SiteMap } from "../schema/map.ts"
 import { SiteFetcher } from "./site-fetcher.ts"
-import { CallDebitor } from "./tenant-entity.ts"
+import { CallDebitor, creditShortfall } from "./tenant-entity.ts"
 
 export interface SiteMapperShape {
   /** Maps a site for a tenant: checks the seed, debits the map's price, then fetches within the body's bounds. */
@@ -41,7 +41,7 @@ export const SiteMapperLive = Layer.effect(
             note: null
           }).pipe(
             Effect.catchTag("InsufficientCredit", (e) =>
-              fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that this map and the tenant's uncharged work need (see GET /v1/billing/pricing)`))
+              fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that this map and the tenant's uncharged work need (see GET /v1/billing/pricing)`, { extra: creditShortfall(e) }))
           )
           // The guard's verdict per origin: one name resolution per host and map, not one per URL.
           const isSafe = makeIsSafe()

@@ -64,6 +64,12 @@ export class InsufficientCredit extends Schema.TaggedError<InsufficientCredit>()
   required: Schema.optional(Schema.String)
 }) {}
 
+/** What a `402 insufficient_credit` tells a client besides its message (`error.balance`, `error.required`): the balance then, and the free credit the call needed. */
+export const creditShortfall = (e: InsufficientCredit): { readonly balance: string; readonly required?: string } => ({
+  balance: e.balance,
+  ...(e.required !== undefined ? { required: e.required } : {})
+})
+
 /** A call priced when it is made (an IP lookup), to debit: its ledger entry's id, price in 1/10000 EUR and names. */
 export const CallToDebit = Schema.Struct({
   entryId: Schema.String,

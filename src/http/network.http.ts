@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { CallDebitor } from "../actors/tenant-entity.ts"
+import { CallDebitor, creditShortfall } from "../actors/tenant-entity.ts"
 import { IP_LOOKUP_SERVICE_KEY, ipLookupUnits } from "../billing/pricing.ts"
 import { CurrentPrincipal } from "../iam/principal.ts"
 import { newId } from "../ids.ts"
@@ -36,7 +36,7 @@ export const NetworkHandlers = HttpApiBuilder.group(
           note: null
         }).pipe(
           Effect.catchTag("InsufficientCredit", (e) =>
-            fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that this lookup and the tenant's uncharged work need (see GET /v1/billing/pricing)`))
+            fail(402, "insufficient_credit", `the balance of ${e.balance} EUR does not leave the ${e.required} EUR free that this lookup and the tenant's uncharged work need (see GET /v1/billing/pricing)`, { extra: creditShortfall(e) }))
         )
         return answer
       })

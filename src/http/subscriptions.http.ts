@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
-import { TenantEntity } from "../actors/tenant-entity.ts"
+import { TenantEntity, creditShortfall } from "../actors/tenant-entity.ts"
 import { PlanGate } from "../billing/plan-gate.ts"
 import { monthlyUnits, subscriptionFaults } from "../billing/plans.ts"
 import { fromUnits } from "../billing/pricing.ts"
@@ -90,7 +90,7 @@ export const AdminSubscriptionHandlers = HttpApiBuilder.group(
           Effect.catchTags({
             TenantMissing: () => notFound("tenant"),
             InsufficientCredit: (e) =>
-              fail(402, "insufficient_credit", `the balance of ${e.balance} EUR cannot cover the ${e.required ?? "?"} EUR this change costs now`),
+              fail(402, "insufficient_credit", `the balance of ${e.balance} EUR cannot cover the ${e.required ?? "?"} EUR this change costs now`, { extra: creditShortfall(e) }),
             BalanceCeiling: (e) =>
               fail(409, "balance_ceiling", `the prorated credit would take the balance (${e.balance}) above its ceiling of ${MAX_BALANCE} EUR`, {
                 details: [{ path: "plan", code: "invalid_value", message: "its prorated credit would take the balance above its ceiling" }]
