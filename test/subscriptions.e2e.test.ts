@@ -215,6 +215,7 @@ describe.each(backends())("plans and subscriptions over HTTP ($name)", (backend)
     const internal = await change(internalId, { plan: "pro" })
     expect(internal.status, internal.text).toBe(422)
     expect(internal.json.code).toBe("invalid_subscription")
+    expect(internal.json.error.details).toEqual([expect.objectContaining({ path: "plan", code: "internal_tenant" })])
     // A tenant's own owner key does not reach the super-admin plane.
     const own = await change(t.tenantId, { plan: "free" }, t.apiKey)
     expect(own.status).toBe(403)

@@ -77,7 +77,11 @@ export const AdminSubscriptionHandlers = HttpApiBuilder.group(
         const tenant = yield* tenants.find(params.tenantId)
         if (!tenant) return yield* notFound("tenant")
         // The internal tenant has no subscription to change (it is on no plan that is sold).
-        if (tenant.isInternal) return yield* fail(422, "invalid_subscription", "the internal tenant keeps its internal plan")
+        if (tenant.isInternal) {
+          return yield* fail(422, "invalid_subscription", "the internal tenant keeps its internal plan", {
+            details: [{ path: "plan", code: "internal_tenant", message: "the internal tenant keeps its internal plan; no subscription of it can be changed" }]
+          })
+        }
         const before = yield* subscriptions.find(params.tenantId)
         if (!before) return yield* notFound("tenant")
         const status = payload.status ?? "active"
