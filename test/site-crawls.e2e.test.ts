@@ -420,6 +420,32 @@ describe.each(backends())("site crawls over HTTP ($name)", (backend) => {
     }
   }, 120_000)
 
+  it("reads no links of a page that redirected into what robots.txt disallows", async () => {
+    const asked: Array<string> = []
+    const site5 = createServer((req, res) => {
+      const path = req.url ?? "/"
+      asked.push(path)
+      if (path === "/robots.txt") return void res.writeHead(200, { "content-type": "text/plain" }).end("User-agent: *\nDisallow: /private\n")
+      if (path === "/") return void res.writeHead(200, { "content-type": "text/html" }).end(`<a href="/to-private">in</a>`)
+      if (path === "/to-private") return void res.writeHead(302, { location: "/private/secret" }).end()
+      res.writeHead(200, { "content-type": "text/html" }).end(`<a href="/private/deeper">deeper</a> <a href="/public">public</a>`)
+    })
+    await new Promise<void>((resolve) => site5.listen(0, "127.0.0.5", resolve))
+    try {
+      const { port } = site5.address() as AddressInfo
+      const created = await api.post("/v1/scraper/crawls", { url: `http://127.0.0.5:${port}/`, sitemap: "skip", maxDepth: 3 }, key)
+      expect(created.status, created.text).toBe(201)
+      await waitEnded(created.json.data.id, key, 60_000)
+      const pages = (await allPages(created.json.data.id)).items
+      expect(pages.map((p) => new URL(p.url).pathname)).toEqual(["/", "/to-private"])
+      expect(asked).not.toContain("/private/deeper")
+      expect(asked).not.toContain("/public")
+    } finally {
+      site5.closeAllConnections()
+      await new Promise((resolve) => site5.close(resolve))
+    }
+  }, 120_000)
+
   it("pauses on the daily job quota with a reason, and resumes when the quota is raised", async () => {
     const t = await api.createTenant()
     const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `root-${Date.now()}@trawl.dev` } })

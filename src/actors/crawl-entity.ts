@@ -184,7 +184,13 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
             const finalUrl = page.final_url ?? page.url
             const isHtml = content && (content.contentType === null || /html/i.test(content.contentType))
             // A page that redirected off the crawl's site is not read: its links are another site's.
-            if (content && isHtml && frontier.inScope(new URL(finalUrl))) {
+            // Nor is one that redirected to a URL its robots.txt disallows: the engine followed the
+            // redirect within its fetch (docs/site-crawls.md, "robots.txt and redirects"), but the
+            // crawl goes no further into what the site asked crawlers to leave alone.
+            const redirectedInto = opts.respectRobots && finalUrl !== page.url
+              ? !(yield* Effect.promise(() => robotsOf(new URL(finalUrl)))).isAllowed(finalUrl)
+              : false
+            if (content && isHtml && !redirectedInto && frontier.inScope(new URL(finalUrl))) {
               const links = yield* Effect.promise(() => readLinks(content.body.toString("utf8"), finalUrl, tenantId))
               candidates = links
                 .slice(0, CRAWL_MAX_LINKS_PER_PAGE)
