@@ -259,7 +259,7 @@ const failureResponse = (
         Effect.map((more) => json(400, errorEnvelope("validation_error", "the request body is not valid", requestId, withKeyFault([...details, ...more]))))
       )
     }
-    const where = error.kind === "Payload" ? "body" : error.kind.toLowerCase()
+    const where = error.kind === "Payload" ? "body is" : error.kind === "Params" ? "path parameters are" : error.kind === "Headers" ? "headers are" : `${error.kind.toLowerCase()} is`
     // A search body's bad `where` is a bad filter, as a list's bad query filter is, and its unknown
     // sort fields an invalid sort field; a body with other faults too is a validation error that
     // names them all.
@@ -273,7 +273,7 @@ const failureResponse = (
         isJson ? "the body is not valid JSON"
         : badFilter ? (error.kind === "Query" ? "a filter parameter is not valid" : "the search filter is not valid")
         : badSort ? "a sort field is not one that can be sorted by"
-        : `the request ${where} is not valid`,
+        : `the request ${where} not valid`,
         requestId,
         withKeyFault(isJson ? [{ path: "", code: "invalid_json", message: emptyBody ? "body is empty; it must be valid JSON" : "body must be valid JSON" }] : details)
       )
