@@ -90,6 +90,25 @@ describe("site vocabulary", () => {
     expect(body).toContain("twelve rounds")
     expect(body).not.toContain("Sidebar story")
   })
+
+  // Documentation generators give each section the id of its heading's words.
+  const docSection = (id: string, heading: string, topic: string) =>
+    `<section id="${id}"><h2>${heading}<a class="headerlink" href="#${id}">¶</a></h2>${para(2, topic)}</section>`
+  it("reads an id made of its own heading's words as that heading's anchor, not as layout vocabulary", () => {
+    const html = `<html><body><nav>${filler(10)}</nav><main><h1>Data structures</h1>
+      ${docSection("more-on-lists", "5.1. More on Lists", "list methods")}${["tuples", "sets", "dictionaries", "looping"].map((t, i) => docSection(t, `5.${i + 2}. ${t}`, t)).join("")}</main></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Paragraph 2 about the list methods")
+    expect(body).toContain("Paragraph 2 about the looping")
+  })
+
+  it("keeps reading the same words as furniture where no heading of the element has them", () => {
+    const html = `<html><body><main><h1>Harbour works</h1>${para(4)}
+      <div id="more-stories"><h3>Elsewhere</h3><p>Other stories from the council this week: the library roof, a new bus route, and the market square's lighting plan.</p></div></main></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Paragraph 4 about the harbour")
+    expect(body).not.toContain("Other stories from the council")
+  })
 })
 
 describe("consent-manager dialogs on script-rendered pages", () => {

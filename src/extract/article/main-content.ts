@@ -19,7 +19,7 @@
 import { Element, parseHtml } from "../html/parser.ts"
 import { sanitizeTree } from "../sanitize.ts"
 import { shownLines } from "../html/text.ts"
-import { byTag } from "../html/dom.ts"
+import { byTag, rawText } from "../html/dom.ts"
 import { blockLogit, blockModel, blockObserver, classWords, DENSE_FEATURES, sigmoid, type BlockSample } from "./block-model.ts"
 
 const SKIP = new Set([
@@ -96,7 +96,10 @@ function hintOf(el: Element): Hint {
   const role = a.role
   if (role !== undefined && FURNITURE_ROLE.test(role.trim())) return Hint.Strong
   if (cls === undefined && id === undefined) return Hint.None
-  const words = ((cls ?? "") + " " + (id ?? "")).replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(/[^a-z0-9]+/)
+  // An id made of its own heading's words ("more-on-lists" on the section headed "More on Lists") is
+  // an anchor for that heading, not layout vocabulary.
+  const idWords = id === undefined ? [] : wordsOf(id)
+  const words = wordsOf(cls ?? "").concat(idWords.length > 0 && isHeadingAnchor(el, idWords) ? [] : idWords)
   let pos = false
   let weak = false
   for (const w of words) {
@@ -116,6 +119,31 @@ function hintOf(el: Element): Hint {
     return pos ? Hint.None : Hint.Weak
   }
   return pos ? Hint.Positive : Hint.None
+}
+
+const wordsOf = (s: string): Array<string> => s.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 0)
+
+/** Whether `idWords` are all words of the element's own heading (itself, or the first heading among its first children). */
+function isHeadingAnchor(el: Element, idWords: ReadonlyArray<string>): boolean {
+  const heading = HEADING.has(el.tag) ? el : firstHeading(el, 2)
+  if (heading === undefined) return false
+  const text = new Set(wordsOf(rawText(heading)))
+  return idWords.every((w) => text.has(w))
+}
+
+/** The first heading among the first few element children of `el`, `depth` levels down at most. */
+function firstHeading(el: Element, depth: number): Element | undefined {
+  let seen = 0
+  for (const c of el.children) {
+    if (typeof c === "string") continue
+    if (HEADING.has(c.tag)) return c
+    if (depth > 1) {
+      const h = firstHeading(c, depth - 1)
+      if (h !== undefined) return h
+    }
+    if (++seen >= 3) return undefined
+  }
+  return undefined
 }
 
 function isHidden(el: Element): boolean {
