@@ -308,6 +308,10 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
       expectError(await call(owner, "GET", "/v1/iam/users/me", undefined, { "x-on-behalf-of": name }), 403, "delegation_required")
     }
     expectError(await call({ key: other.apiKey }, "GET", "/v1/iam/users/me", undefined, { "x-on-behalf-of": delegator.id }), 403, "delegation_required")
+    // Longer than any identity id, as the document states: a malformed header.
+    const tooLong = await call(owner, "GET", "/v1/iam/users/me", undefined, { "x-on-behalf-of": "i".repeat(101) })
+    expectError(tooLong, 400, "validation_error")
+    expect(tooLong.json.error.details[0].path).toBe("x-on-behalf-of")
 
     // Each request on behalf is audited, refused ones too, with its outcome: the delegate as actor,
     // the delegator on whose behalf.

@@ -180,7 +180,7 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     expect(many.json.error.details).toHaveLength(100)
     expect(many.json.error.message).toContain("the first 100 of 5000 faults")
     // 415 a body that is not JSON by its content type, whatever it holds; JSON types with parameters are fine
-    for (const type of ["text/plain", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/vnd.api+json"]) {
+    for (const type of ["text/plain", "application/xml", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/vnd.api+json", "application/json; charset=latin1", "application/json;charset=\"utf-16\""]) {
       const res = await api.call("POST", `/v1/iam/identities/${t.ownerIdentityId}/api-keys`, {
         key: t.apiKey, raw: JSON.stringify({ name: "k" }), headers: { "content-type": type }
       })

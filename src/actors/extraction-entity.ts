@@ -111,7 +111,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
           llm: llmWanted ? { mode, ...llmOptions } : null
         })).digest("hex")
         const cached = yield* repo.cacheGet(cacheKey)
-        if (cached) return { data: cached.data, metadata: { ...cached.metadata, ...notApplied, durationMs: Date.now() - started }, cacheHit: true, llmError: null }
+        if (cached) return { data: cached.data, metadata: { ...cached.metadata, ...notApplied, durationMs: Math.max(0, Date.now() - started) }, cacheHit: true, llmError: null }
 
         const out = yield* Effect.tryPromise({
           try: () => extractInWorker({
@@ -165,7 +165,8 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
             if (status !== "ok") llmError = llmErrorClass(status)
           }
         }
-        metadata.durationMs = Date.now() - started
+        // (a clock set back meanwhile gives no negative duration)
+        metadata.durationMs = Math.max(0, Date.now() - started)
         // Text from the page can hold what the database cannot store (a NUL, half a surrogate pair).
         data = storableJson(data) as Record<string, unknown>
         // A failed LLM call is not cached, so a later identical request may still be refined.

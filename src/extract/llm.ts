@@ -63,7 +63,7 @@ export const llmReport = (model: string, status: LlmStatus, durationMs: number, 
   correctedFields: [],
   rejectedRefines: [],
   ...extra,
-  durationMs
+  durationMs: Math.max(0, Math.round(durationMs))
 })
 
 /** The extraction's `errorClass` for a refinement that did not succeed (docs/api.md, "Extractions"). */

@@ -64,7 +64,7 @@ export class CrawlsGroup extends HttpApiGroup.make("crawls")
   .annotate(Operations, {
     create: [
       "Start a site crawl",
-      "Crawls the seed's site: its sitemaps and the links of its pages, breadth first, within `limit` pages and `maxDepth`, honouring robots.txt (and its Crawl-delay), the path globs and the SSRF guard. Each page is an ordinary job, charged as one. An Idempotency-Key makes a retry answer the first response."
+      "Crawls the seed's site: its sitemaps and the links of its pages, breadth first, within `limit` pages and `maxDepth`, honouring robots.txt (and its Crawl-delay), the path globs and the SSRF guard. Each page is an ordinary job, charged as one; webhookSecret goes with webhookUrl (400 otherwise). An Idempotency-Key makes a retry answer the first response."
     ],
     list: ["List site crawls", "The tenant's crawls, newest first by default; filter by status, sort by fields."],
     get: ["Get a site crawl", "One crawl with its counts: URLs discovered, pages queued, done and failed, URLs skipped by reason."],

@@ -474,6 +474,15 @@ const malformedRequest = (request: HttpServerRequest.HttpServerRequest, readsIde
   // A declared length over the cap is refused at once, not after the whole body has been waited for.
   if (Number(request.headers["content-length"]) > MAX_BODY_BYTES) return payloadTooLarge()
   if (isNonJsonBody(request.headers)) return unsupportedMediaType(request.headers)
+  // JSON is read as UTF-8 (RFC 8259 §8.1): a body declared in another charset would be misread.
+  const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(request.headers["content-type"] ?? "")?.[1]?.toLowerCase()
+  if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") {
+    return new UnsupportedMediaType({
+      code: "unsupported_media_type",
+      message: "send the body as application/json in UTF-8",
+      details: [{ path: "content-type", code: "invalid_value", message: `charset ${charset.slice(0, 40)} is not accepted; only utf-8` }]
+    })
+  }
   // A compressed body would be read as text and refused as bad UTF-8: name the coding instead (RFC 9110 §15.5.16).
   const coding = request.headers["content-encoding"]?.trim().toLowerCase()
   if (coding && coding !== "identity") {

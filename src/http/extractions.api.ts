@@ -70,7 +70,7 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
   .prefix("/v1/extractor")
   .annotate(OpenApi.Description, "Structured extraction (articles, products) from a URL or given HTML.")
   .annotate(Operations, {
-    create: ["Create an extraction", "Extracts structured data from a URL or HTML, by type or with a stored config. An Idempotency-Key makes a retry answer the first response."],
+    create: ["Create an extraction", "Extracts structured data from a URL or HTML, by type or with a stored config. Exactly one of url, input and jobId is given (otherwise 400 validation_error, detail code exactly_one_source); webhookSecret and webhookEventTypes go with webhookUrl. An Idempotency-Key makes a retry answer the first response."],
     list: ["List extractions", "The tenant's extractions, newest first; filter by status, type or domain."],
     search: ["Search extractions", "Extractions matching a filter body, sorted and paged."],
     get: ["Get an extraction", "One extraction with its result once it has one."],

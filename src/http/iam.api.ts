@@ -49,7 +49,7 @@ export class IamGroup extends HttpApiGroup.make("iam")
     createApiKey: ["Create an API key", "Creates a key for an identity with a role; the key is shown once. Roles with every permission need re-authentication."],
     listApiKeys: ["List API keys", "An identity's keys, without their secrets."],
     getApiKey: ["Get an API key", "One key of an identity, without its secret."],
-    updateApiKey: ["Update an API key", "Changes a key's name, description, rate limit or expiry."],
+    updateApiKey: ["Update an API key", "Changes a key's description, rate limit or expiry (its name is kept)."],
     revokeApiKey: ["Revoke an API key", "Revokes a key; every node refuses it from the next request."],
     myQuotas: ["My quotas", "The tenant's quotas with their limits and current use."]
   })

@@ -83,7 +83,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
   .prefix("/v1/scraper")
   .annotate(OpenApi.Description, "Crawl jobs: create one or many, follow them, read their results and replay or cancel them.")
   .annotate(Operations, {
-    create: ["Create a crawl job", "Queues one URL to fetch with the chosen engine and options. An Idempotency-Key makes a retry answer the first response."],
+    create: ["Create a crawl job", "Queues one URL to fetch with the chosen engine and options; webhookSecret goes with webhookUrl (400 otherwise). An Idempotency-Key makes a retry answer the first response."],
     list: ["List crawl jobs", "The tenant's jobs, newest first by default; filter by status, sort by fields."],
     bulk: ["Create crawl jobs in bulk", "Queues 1 to 100 jobs in one request: 201 when all are created, 207 when some are refused (each with its error)."],
     search: ["Search crawl jobs", "Jobs matching a filter body (status, URL prefix, creation time), sorted and paged."],

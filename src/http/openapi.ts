@@ -4,7 +4,7 @@ import { auditActions } from "../schema/audit.ts"
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MAX_QUERY_OFFSET, TAKE_DEPRECATION } from "../schema/envelope.ts"
 import { MAX_CONFIG_FIELDS, MAX_FIELD_NAME, MAX_FIELD_OPERATIONS, MAX_PAYLOAD_JSON, RESERVED_NAMES } from "../schema/extraction.ts"
 import { codesOf } from "./error-codes.ts"
-import { ApiKeyAuth, credentialsOf, notOnBehalf, ON_BEHALF_HEADER, Requires, type SecurityScheme, securitySchemes } from "./security.ts"
+import { ApiKeyAuth, credentialsOf, MAX_ON_BEHALF_LENGTH, notOnBehalf, ON_BEHALF_HEADER, Requires, type SecurityScheme, securitySchemes } from "./security.ts"
 
 /**
  * The words of a group's operations in the OpenAPI document: endpoint name → [summary, description].
@@ -227,7 +227,8 @@ const ON_BEHALF_PARAMETER = {
   in: "header",
   required: false,
   description: "Act for the delegator of an active delegation to the caller (docs/delegations.md): the request is made with the delegator's permissions, never more, and audited with both identities.",
-  schema: { type: "string", minLength: 1, maxLength: 100 }
+  // (empty names no delegation: 403 delegation_required, as an unknown identity does)
+  schema: { type: "string", maxLength: MAX_ON_BEHALF_LENGTH }
 }
 
 /**

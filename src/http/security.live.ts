@@ -14,7 +14,7 @@ import { DelegationRepo } from "../sql/delegation-repo.ts"
 import { clientContext } from "./client-context.ts"
 import { KeyMeter, noteEndpointReached, refuseMalformedRequest } from "./envelope-middleware.ts"
 import { RateLimiter, type RateLimiterShape } from "./rate-limit.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, notOnBehalf, ON_BEHALF_HEADER, OwnSession, presentedSession, Requires, SessionOnly } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, MAX_ON_BEHALF_LENGTH, notOnBehalf, ON_BEHALF_HEADER, OwnSession, presentedSession, Requires, SessionOnly } from "./security.ts"
 import type { IdentityId } from "../schema/ids.ts"
 
 const unauthorized = (message: string) => new Unauthenticated({ code: "unauthorized", message })
@@ -171,6 +171,11 @@ export const ApiKeyAuthLive = Layer.effect(
             return yield* fail(400, "session_required", "this operation acts on an identity session; it was called with an API key")
           }
           const onBehalfOf = (yield* HttpServerRequest.HttpServerRequest).headers[ON_BEHALF_HEADER]
+          if (onBehalfOf !== undefined && onBehalfOf.length > MAX_ON_BEHALF_LENGTH) {
+            return yield* fail(400, "validation_error", `${ON_BEHALF_HEADER} is not an identity id`, {
+              details: [{ path: ON_BEHALF_HEADER, code: "invalid_value", message: `an identity id of at most ${MAX_ON_BEHALF_LENGTH} characters` }]
+            })
+          }
           if (onBehalfOf !== undefined) {
             return yield* actOnBehalf(principal, onBehalfOf, notOnBehalf(group.identifier, endpoint.identifier), httpEffect)
           }

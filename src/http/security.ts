@@ -14,6 +14,8 @@ export const Requires = Context.Reference<string | undefined>("trawl/Requires", 
 
 /** The header by which a delegate acts for its delegator (docs/delegations.md). */
 export const ON_BEHALF_HEADER = "x-on-behalf-of"
+/** The longest `x-on-behalf-of` (an identity id) the header takes; the document states it. */
+export const MAX_ON_BEHALF_LENGTH = 100
 
 /**
  * What a delegate may not do on behalf of its delegator (docs/delegations.md): manage the

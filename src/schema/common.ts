@@ -119,6 +119,9 @@ export const isStorableText = Schema.makeFilter((s: string) => !s.includes("\u00
   toJsonSchema: () => ({ pattern: "^[^\\u0000]*$" })
 })
 
+/** A count or a duration: a whole number, zero or more. */
+export const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
 /** A webhook's signing secret: 16 to 256 characters (code points, not UTF-16 units), not only white space. */
 export const WebhookSecret = Schema.String.annotate({ message: "Expected a secret (a string)" }).check(
   // The failure is a message of its own: an `expected` one would be followed by the input, and an

@@ -1,5 +1,6 @@
 import { Schema, SchemaTransformation } from "effect"
 import { HttpApiSchema } from "effect/http-api"
+import { NonNegativeInt } from "./common.ts"
 
 const labels: Record<number, string> = {
   200: "ok",
@@ -8,7 +9,6 @@ const labels: Record<number, string> = {
   207: "partial_success"
 }
 
-const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
  * The optional members of every success envelope (spec "Response envelopes"). Trawl sends

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, CreatedRange, DateTime, isAtMostCharacters, NullableDateTime, NullableWebhookSecret, Text, UrlPrefixFilter } from "./common.ts"
+import { AbsoluteUrl, CheckedByHandler, NonNegativeInt, CreatedRange, DateTime, isAtMostCharacters, isStorableText, NullableDateTime, NullableWebhookSecret, Text, UrlPrefixFilter } from "./common.ts"
 import { Page, SearchPagination, SortTerms } from "./envelope.ts"
 import type { ErrorDetail } from "./errors.ts"
 import { webhookOptionFaults } from "./webhook.ts"
@@ -22,8 +22,12 @@ export const MAX_INPUT_BYTES = 5 * 1024 * 1024
 export const CreateExtractionBody = Schema.Struct({
   type: ExtractionType,
   url: Schema.optional(AbsoluteUrl),
-  input: Schema.optional(Schema.String.annotate({
-    description: `The page or text to extract from, at most ${MAX_INPUT_BYTES} bytes of UTF-8 (5 MiB); more is 413 payload_too_large with the detail at input.`
+  input: Schema.optional(CheckedByHandler({
+    // not empty, not only white space, no NUL (the creation checks these itself, with a detail at input)
+    minLength: 1,
+    pattern: "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
+  }).annotate({
+    description: `The page or text to extract from, at most ${MAX_INPUT_BYTES} bytes of UTF-8 (5 MiB); more is 413 payload_too_large with the detail at input. Not empty nor only white space, no NUL (400 validation_error).`
   })),
   inputFormat: Schema.optional(InputFormat),
   jobId: Schema.optional(Text(1, 100)),
@@ -44,9 +48,9 @@ const LlmMetadata = Schema.Struct({
   refinedFields: Schema.Array(Schema.String),
   correctedFields: Schema.Array(Schema.String),
   rejectedRefines: Schema.Array(Schema.String),
-  promptTokens: Schema.optional(Schema.Int),
-  completionTokens: Schema.optional(Schema.Int),
-  durationMs: Schema.Int
+  promptTokens: Schema.optional(NonNegativeInt),
+  completionTokens: Schema.optional(NonNegativeInt),
+  durationMs: NonNegativeInt
 })
 
 export const ExtractionMetadata = Schema.StructWithRest(
@@ -54,7 +58,7 @@ export const ExtractionMetadata = Schema.StructWithRest(
     inputFormat: InputFormat,
     strategiesUsed: Schema.Array(Schema.String),
     configsApplied: Schema.Array(Schema.String),
-    durationMs: Schema.optional(Schema.Int),
+    durationMs: Schema.optional(NonNegativeInt),
     truncated: Schema.optional(Schema.Boolean),
     detectedLanguage: Schema.optional(Schema.String),
     rootSelector: Schema.optional(Schema.String),
@@ -65,6 +69,61 @@ export const ExtractionMetadata = Schema.StructWithRest(
   [Schema.Record(Schema.String, Schema.Unknown)]
 )
 
+/** JSON Schema of an image the extractors answer. */
+const imageJsonSchema = {
+  type: "object",
+  required: ["url"],
+  properties: { url: { type: "string" }, alt: { type: "string" }, width: { type: "integer", minimum: 0 }, height: { type: "integer", minimum: 0 } }
+}
+const strings = { type: "array", items: { type: "string" } }
+/**
+ * What an extraction's `data` holds, for the document (src/extract/types.ts has the types; the
+ * extractor writes it, so it is described here rather than checked again): an article or a
+ * product, with the fields a config's selectors or LLM refinement added; `{}` until it is done.
+ */
+const ExtractionData = Schema.Record(Schema.String, Schema.Unknown).check(Schema.makeFilter(() => true, {
+  toJsonSchema: () => ({
+    description: "The extracted article (type article) or product (type product); {} while the extraction is not done. Fields added by a config's selectors or LLM refinement come beside these.",
+    anyOf: [
+      {
+        title: "ArticleData",
+        type: "object",
+        required: ["title", "content"],
+        properties: {
+          title: { type: "string", minLength: 1 },
+          content: { type: "string" },
+          description: { type: "string" },
+          summary: { type: "string" },
+          author: { type: "string" },
+          authors: strings,
+          publishedAt: { type: "string", description: "ISO 8601" },
+          modifiedAt: { type: "string", description: "ISO 8601" },
+          lang: { type: "string" },
+          images: { type: "array", items: imageJsonSchema },
+          tags: strings
+        }
+      },
+      {
+        title: "ProductData",
+        type: "object",
+        required: ["name"],
+        properties: {
+          name: { type: "string" },
+          description: { type: "string" },
+          price: { type: "number" },
+          currency: { type: "string", description: "ISO 4217" },
+          availability: { type: "string" },
+          sku: { type: "string" },
+          brand: { type: "string" },
+          images: { type: "array", items: imageJsonSchema },
+          attributes: { type: "object", additionalProperties: { type: ["string", "number", "boolean", "null"] } }
+        }
+      },
+      { title: "NotDone", type: "object", maxProperties: 0 }
+    ]
+  })
+}))
+
 export const Extraction = Schema.Struct({
   id: Schema.String,
   type: ExtractionType,
@@ -73,13 +132,13 @@ export const Extraction = Schema.Struct({
   domainId: Schema.NullOr(Schema.String),
   tenantId: Schema.String,
   inputFormat: InputFormat,
-  data: Schema.Record(Schema.String, Schema.Unknown),
+  data: ExtractionData,
   metadata: ExtractionMetadata,
   errorMessage: Schema.NullOr(Schema.String),
   errorClass: Schema.NullOr(Schema.String),
-  attempts: Schema.Int,
-  cacheHits: Schema.Int,
-  recycleCount: Schema.Int,
+  attempts: NonNegativeInt,
+  cacheHits: NonNegativeInt,
+  recycleCount: NonNegativeInt,
   jobId: Schema.NullOr(Schema.String),
   replayOf: Schema.NullOr(Schema.String),
   createdAt: DateTime,
@@ -159,7 +218,7 @@ export const ConfigPayload = Schema.Struct({
 export type ConfigPayload = typeof ConfigPayload.Type
 
 const Priority = Schema.Int.check(Schema.isBetween({ minimum: -1000, maximum: 1000 }))
-const Notes = Schema.String.check(isAtMostCharacters(1000))
+const Notes = Schema.String.check(isAtMostCharacters(1000), isStorableText)
 
 export const CreateConfigBody = Schema.Struct({
   scope: Schema.Literals(["tenant", "global"]),

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { isValidPermission, permissionCatalogue } from "./permission.ts"
 import { CurrentPassword, TotpCode } from "./auth.ts"
-import { DateTime, DateTimeInput, Name, NullableDateTime, Text } from "./common.ts"
+import { DateTime, DateTimeInput, Name, NullableDateTime, Text, NonNegativeInt } from "./common.ts"
 
 export const ApiKey = Schema.Struct({
   id: Schema.String,
@@ -28,7 +28,7 @@ export const RateLimitPerMinute = Schema.Int.check(Schema.isBetween({ minimum: 1
 export const CreateApiKeyBody = Schema.Struct({
   name: Name(1, 100),
   description: Schema.optional(Schema.NullOr(Text(0, 500))),
-  roleId: Schema.String.check(Schema.isMinLength(1)),
+  roleId: Text(1, 200),
   rateLimitPerMinute: Schema.optional(RateLimitPerMinute),
   expiresAt: Schema.optional(Schema.NullOr(DateTimeInput)),
   // optionalKey: an optional field's null-or-string message would quote a mistyped password
@@ -51,8 +51,8 @@ export const RevokedApiKey = Schema.Struct({
 /** A quota with what the tenant uses of it; `window` and `resetAt` for a quota counted per day. */
 export const Quota = Schema.Struct({
   key: Schema.String,
-  limit: Schema.Int,
-  used: Schema.Int,
+  limit: NonNegativeInt,
+  used: NonNegativeInt,
   window: Schema.optional(Schema.Literal("day")),
   resetAt: Schema.optional(DateTime)
 }).annotate({ identifier: "Quota" })

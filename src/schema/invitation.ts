@@ -24,7 +24,7 @@ export type Invitation = typeof Invitation.Type
 
 export const CreateInvitationBody = Schema.Struct({
   email: Email,
-  roleId: Schema.String.check(Schema.isMinLength(1)),
+  roleId: Text(1, 200),
   firstName: Schema.optional(Text(1, 80)),
   lastName: Schema.optional(Text(1, 80))
 })
