@@ -334,6 +334,16 @@ describe.each(backends())("credits and prices over HTTP ($name)", (backend) => {
       expect((await extract(t.apiKey, { type: "article", input: page("after") })).status).toBe(201)
     })
 
+    it("admits exactly as many concurrent extractions of URLs as the free credit covers, each with its page's job", async () => {
+      const each = Number(extractionPrices.get("minimum")) + Number(prices.get("minimum"))
+      // room for exactly three extractions of a URL and their jobs
+      const t = await api.createTenant({ credits: (3 * each + each / 2).toFixed(4) })
+      const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => extract(t.apiKey, { type: "article", url: site.url(`/page?case=bill-many-${i}`) })))
+      expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 201, 402, 402, 402])
+      expect((await api.get("/v1/extractor/extractions?limit=10", t.apiKey)).json.data.pagination.total).toBe(3)
+      expect((await api.get("/v1/scraper/jobs?limit=10", t.apiKey)).json.data.pagination.total).toBe(3)
+    })
+
     it("charges the LLM tokens a refinement used", async () => {
       const t = await api.createTenant({ credits: "1.00" })
       const res = await extract(t.apiKey, { type: "article", input: page("llm"), llm: { enabled: true } })

@@ -15,7 +15,7 @@ import { itemWebhookSecret } from "../webhooks/signing.ts"
 import { entityCall, sendOneWay } from "./entity-call.ts"
 import { DueRun, ExtractionEntity } from "./extraction-entity.ts"
 import { JobCreation, reservationRefusal } from "./job-creation.ts"
-import { type InsufficientCredit, type QuotaExceeded, TenantEntity } from "./tenant-entity.ts"
+import { type ConcurrentLimit, type InsufficientCredit, type QuotaExceeded, TenantEntity } from "./tenant-entity.ts"
 import { canonicalWebhookUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
 import type { ExtractionId } from "../schema/ids.ts"
 
@@ -159,19 +159,23 @@ export const ExtractionCreationLive = Layer.effect(
         }
         // Its place in the day's quota and the credit it may cost at least are taken in the tenant's
         // entity, before anything is written.
-        const refused = (e: QuotaExceeded | InsufficientCredit) => reservationRefusal(e, "this extraction")
-        yield* entityCall(tenantClient(tenantId).ReserveExtraction({ extractionId: id, withJob: pageJob !== undefined })).pipe(
-          Effect.catchTags({ QuotaExceeded: refused, InsufficientCredit: refused })
+        const refused = (e: QuotaExceeded | ConcurrentLimit | InsufficientCredit) => reservationRefusal(e, "this extraction")
+        // The page's job is reserved with it (both or neither; its own reservation later takes no more room).
+        yield* entityCall(tenantClient(tenantId).ReserveExtraction({ extractionId: id, ...(pageJob ? { jobId: pageJob.job.id } : {}) })).pipe(
+          Effect.catchTags({ QuotaExceeded: refused, ConcurrentLimit: refused, InsufficientCredit: refused })
         )
         // Not interruptible from the first write to the hand-off (as jobs' writeAndRun): a client that
         // hangs up interrupts its request, and a row written but not handed on stayed queued until
         // the sweeper found its lease run out, up to a minute and a sweep later (docs/chaos.md, run E).
+        // from the call on, the job's own creation gives back what it took when it fails
+        let pageJobMade = false
         const row = yield* Effect.uninterruptible(Effect.gen(function*() {
           // What it took in the tenant's entity goes back if the request fails before its row is written.
           const inserted = yield* Effect.gen(function*() {
             const webhookUrl = body.webhookUrl ? canonicalWebhookUrl(body.webhookUrl) : null
             if (webhookUrl) yield* endpoints.register(tenantId, webhookUrl)
             if (pageJob) {
+              pageJobMade = true
               const [job] = yield* jobCreation.create(tenantId, [pageJob])
               url = job!.url
               domainId = job!.domainId
@@ -205,7 +209,13 @@ export const ExtractionCreationLive = Layer.effect(
               requestId,
               madeOwnJob: pageJob !== undefined
             })
-          }).pipe(Effect.onError(() => sendOneWay(tenantClient(tenantId).ReleaseExtraction({ extractionId: id }, { discard: true }))))
+          }).pipe(Effect.onError(() =>
+            Effect.andThen(
+              sendOneWay(tenantClient(tenantId).ReleaseExtraction({ extractionId: id }, { discard: true })),
+              // a page job reserved with the extraction and never made gives its place back too
+              pageJob && !pageJobMade ? sendOneWay(tenantClient(tenantId).ReleaseJobs({ jobIds: [pageJob.job.id], unwritten: true }, { discard: true })) : Effect.void
+            )
+          ))
           const row = inserted ?? (yield* repo.find(tenantId, id))
           if (!row) return yield* Effect.die(new Error(`extraction ${id} was neither written nor found`))
           if (inserted) {

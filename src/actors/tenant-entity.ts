@@ -126,12 +126,14 @@ export const TenantEntity = Entity.make("Tenant", [
   Rpc.make("ReleaseJobs", { payload: Schema.Struct({ jobIds: Schema.Array(Schema.String), unwritten: Schema.optional(Schema.Boolean) }) }),
   /**
    * Takes the credit a new extraction needs free (its minimum price) until it is written and
-   * charged; retried for the same extraction, it takes none again.
+   * charged; retried for the same extraction, it takes none again. With `jobId` (an extraction of a
+   * URL makes its page's job), that job is reserved in the same message, as `ReserveJobs` would (its
+   * quotas and its minimum): both or neither, so concurrent extractions cannot each hold credit for
+   * a job that another then finds no room for. The job's own `ReserveJobs` later takes no more room.
    */
   Rpc.make("ReserveExtraction", {
-    /** `withJob`: the extraction makes a job too, whose minimum must then be free as well (the job reserves its own). */
-    payload: Schema.Struct({ extractionId: Schema.String, withJob: Schema.optional(Schema.Boolean) }),
-    error: Schema.Union([QuotaExceeded, InsufficientCredit])
+    payload: Schema.Struct({ extractionId: Schema.String, jobId: Schema.optional(Schema.String) }),
+    error: Schema.Union([QuotaExceeded, ConcurrentLimit, InsufficientCredit])
   }),
   /** Gives back what a reserved extraction took, when its request failed before it was written. */
   Rpc.make("ReleaseExtraction", { payload: Schema.Struct({ extractionId: Schema.String }) }),
@@ -300,6 +302,46 @@ export const TenantEntityLive = TenantEntity.toLayer(
         Effect.catchCause(Effect.logWarning)
       )
     })
+    /**
+     * Takes the jobs' places in the day's and the running quotas and their minimum credit (one
+     * that holds its place already, by an earlier try, takes no more room); with `partial`, as many
+     * as fit, the quota that left the others out named in `shortBy`.
+     */
+    const reserveJobs = (jobIds: ReadonlyArray<string>, partial: boolean) =>
+      Effect.gen(function*() {
+        if (jobIds.length === 0) return { reserved: [] as ReadonlyArray<string> }
+        const now = Date.now()
+        const day = utcDayStart(now)
+        if (slots.needsReconcile(now, day)) yield* reconcile(now, day)
+        // A job that already holds its slot (reserved twice by two tries of one keyed request) takes no more room.
+        let fresh = slots.newIds(jobIds)
+        // A refusal is checked against fresh counts: a reservation given back without its job, or
+        // a release that crossed a recount, would otherwise refuse for up to RECONCILE_MS. A tenant
+        // at its limit that keeps asking reads them at most every RECHECK_MS. (A recount can change
+        // which of the jobs hold a slot already.)
+        if (slots.today + fresh.length > limits.daily || slots.running + fresh.length > limits.concurrent) {
+          yield* slots.reconciledWithin(now, day, RECHECK_MS) ? readLimits : reconcile(now, day)
+          fresh = slots.newIds(jobIds)
+        }
+        const wanted = fresh.length
+        // Before a refusal for credit, the balance is read again (and work that ended is charged).
+        if (credit.jobRoom() < wanted) yield* settleBeforeRefusal
+        // `need`: the jobs the refusal is about (all of them, or those left out of a partial reservation,
+        // the others being reserved, and so counted in what the credit holds already).
+        const quota = (name: QuotaName, need: number) =>
+          name === "daily"
+            ? new QuotaExceeded({ quotaKey: "scraper.jobs.daily", limit: limits.daily, retryAfter: secondsToNextUtcDay(now) })
+            : name === "credit"
+            ? new InsufficientCredit({ balance: fromUnits(credit.balance), required: fromUnits(credit.needed(Math.max(1, need) * jobMinimumUnits)) })
+            : new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: limits.concurrent })
+        const admission = slots.admit(jobIds, partial, { ...limits, creditRoom: credit.jobRoom() }, now)
+        if ("refused" in admission) return yield* quota(admission.refused, wanted)
+        const reserved = new Set(admission.reserved)
+        const admitted = fresh.filter((id) => reserved.has(id)).length
+        credit.jobsReserved(admitted)
+        return { reserved: admission.reserved, ...(admission.shortBy ? { shortBy: quota(admission.shortBy, wanted - admitted) } : {}) }
+        })
+
     return TenantEntity.of({
       Bootstrap: ({ payload }) =>
         Effect.gen(function*() {
@@ -359,49 +401,19 @@ export const TenantEntityLive = TenantEntity.toLayer(
             }
           }
           // Before a refusal, the balance is read again (and work that ended is charged).
-          if (!credit.extractionFits(payload.extractionId, payload.withJob ?? false)) yield* settleBeforeRefusal
-          if (!credit.extractionFits(payload.extractionId, payload.withJob ?? false)) {
+          const withJob = payload.jobId !== undefined && slots.newIds([payload.jobId]).length > 0
+          if (!credit.extractionFits(payload.extractionId, withJob)) yield* settleBeforeRefusal
+          if (!credit.extractionFits(payload.extractionId, withJob)) {
             return yield* new InsufficientCredit({
               balance: fromUnits(credit.balance),
-              required: fromUnits(credit.needed(extractionMinimumUnits + (payload.withJob ? jobMinimumUnits : 0)))
+              required: fromUnits(credit.needed(extractionMinimumUnits + (withJob ? jobMinimumUnits : 0)))
             })
           }
+          // The page's job first: its quotas may refuse it, and then nothing is taken.
+          if (payload.jobId !== undefined) yield* reserveJobs([payload.jobId], false)
           if (credit.extractionReserved(payload.extractionId, now)) extractionsToday++
         }),
-      ReserveJobs: ({ payload }) =>
-        Effect.gen(function*() {
-          if (payload.jobIds.length === 0) return { reserved: [] }
-          const now = Date.now()
-          const day = utcDayStart(now)
-          if (slots.needsReconcile(now, day)) yield* reconcile(now, day)
-          // A job that already holds its slot (reserved twice by two tries of one keyed request) takes no more room.
-          let fresh = slots.newIds(payload.jobIds)
-          // A refusal is checked against fresh counts: a reservation given back without its job, or
-          // a release that crossed a recount, would otherwise refuse for up to RECONCILE_MS. A tenant
-          // at its limit that keeps asking reads them at most every RECHECK_MS. (A recount can change
-          // which of the jobs hold a slot already.)
-          if (slots.today + fresh.length > limits.daily || slots.running + fresh.length > limits.concurrent) {
-            yield* slots.reconciledWithin(now, day, RECHECK_MS) ? readLimits : reconcile(now, day)
-            fresh = slots.newIds(payload.jobIds)
-          }
-          const wanted = fresh.length
-          // Before a refusal for credit, the balance is read again (and work that ended is charged).
-          if (credit.jobRoom() < wanted) yield* settleBeforeRefusal
-          // `need`: the jobs the refusal is about (all of them, or those left out of a partial reservation,
-          // the others being reserved, and so counted in what the credit holds already).
-          const quota = (name: QuotaName, need: number) =>
-            name === "daily"
-              ? new QuotaExceeded({ quotaKey: "scraper.jobs.daily", limit: limits.daily, retryAfter: secondsToNextUtcDay(now) })
-              : name === "credit"
-              ? new InsufficientCredit({ balance: fromUnits(credit.balance), required: fromUnits(credit.needed(Math.max(1, need) * jobMinimumUnits)) })
-              : new ConcurrentLimit({ quotaKey: "scraper.jobs.concurrent", limit: limits.concurrent })
-          const admission = slots.admit(payload.jobIds, payload.partial ?? false, { ...limits, creditRoom: credit.jobRoom() }, now)
-          if ("refused" in admission) return yield* quota(admission.refused, wanted)
-          const reserved = new Set(admission.reserved)
-          const admitted = fresh.filter((id) => reserved.has(id)).length
-          credit.jobsReserved(admitted)
-          return { reserved: admission.reserved, ...(admission.shortBy ? { shortBy: quota(admission.shortBy, wanted - admitted) } : {}) }
-        }),
+      ReserveJobs: ({ payload }) => reserveJobs(payload.jobIds, payload.partial ?? false),
       RegisterWebhookEndpoint: ({ payload }) =>
         Effect.gen(function*() {
           // Every registration of this tenant passes here one at a time, so the count checked holds.
