@@ -99,7 +99,7 @@ function hintOf(el: Element): Hint {
   // An id made of its own heading's words ("more-on-lists" on the section headed "More on Lists") is
   // an anchor for that heading, not layout vocabulary.
   const idWords = id === undefined ? [] : wordsOf(id)
-  const words = wordsOf(cls ?? "").concat(idWords.length > 0 && isHeadingAnchor(el, idWords) ? [] : idWords)
+  const words = wordsOf(cls ?? "").concat(idWords.some(isHintWord) && isHeadingAnchor(el, idWords) ? [] : idWords)
   let pos = false
   let weak = false
   for (const w of words) {
@@ -120,6 +120,10 @@ function hintOf(el: Element): Hint {
   }
   return pos ? Hint.Positive : Hint.None
 }
+
+/** A class/id word that says something (furniture or content), alone or by its prefix. */
+const isHintWord = (w: string): boolean =>
+  STRONG_WORDS.has(w) || STRONG_PREFIX.test(w) || WEAK_WORDS.has(w) || POSITIVE_WORDS.has(w) || POSITIVE_PREFIX.test(w)
 
 const wordsOf = (s: string): Array<string> => s.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 0)
 
