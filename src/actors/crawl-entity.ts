@@ -211,12 +211,16 @@ export const CrawlEntityLive = CrawlEntity.toLayer(
         })
 
       /** Pauses the crawl (daily quota, credit) with a reason its clients read, for `CRAWL_PAUSE_RETRY_MS`. */
-      const pauseFor = (e: ApiError) =>
-        e.code === "quota_exceeded"
-          ? repo.pause(crawlId, `paused at ${new Date().toISOString()}: ${e.message}; the crawl tries again every ${CRAWL_PAUSE_RETRY_MS / 1000} s and resumes on the next UTC day, or within ${CRAWL_PAUSE_RETRY_MS / 1000} s of the quota being raised`, new Date(Date.now() + CRAWL_PAUSE_RETRY_MS))
-          : e.code === "insufficient_credit"
-          ? repo.pause(crawlId, `paused at ${new Date().toISOString()}: ${e.message}; the crawl tries again every ${CRAWL_PAUSE_RETRY_MS / 1000} s and resumes within ${CRAWL_PAUSE_RETRY_MS / 1000} s of the balance covering its next page`, new Date(Date.now() + CRAWL_PAUSE_RETRY_MS))
-          : Effect.void // a full concurrency limit or a passing outage: the next round tries again
+      const pauseFor = (e: ApiError) => {
+        const retry = `${CRAWL_PAUSE_RETRY_MS / 1000} s`
+        const resumes = e.code === "quota_exceeded" ? `on the next UTC day, or within ${retry} of the quota being raised`
+          : e.code === "insufficient_credit" ? `within ${retry} of the balance covering its next page`
+          : undefined
+        // a full concurrency limit or a passing outage: the next round tries again
+        if (resumes === undefined) return Effect.void
+        const now = Date.now()
+        return repo.pause(crawlId, `paused at ${new Date(now).toISOString()}: ${e.message}; the crawl tries again every ${retry} and resumes ${resumes}`, new Date(now + CRAWL_PAUSE_RETRY_MS))
+      }
 
       /** Hands the next queued URLs to jobs, up to the in-flight bound and each origin's `Crawl-delay`. */
       const dispatch = (crawl: CrawlRow) =>

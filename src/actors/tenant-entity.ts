@@ -340,7 +340,7 @@ export const TenantEntityLive = TenantEntity.toLayer(
         const admitted = fresh.filter((id) => reserved.has(id)).length
         credit.jobsReserved(admitted)
         return { reserved: admission.reserved, ...(admission.shortBy ? { shortBy: quota(admission.shortBy, wanted - admitted) } : {}) }
-        })
+      })
 
     return TenantEntity.of({
       Bootstrap: ({ payload }) =>

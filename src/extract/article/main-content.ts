@@ -103,7 +103,6 @@ function hintOf(el: Element): Hint {
   let pos = false
   let weak = false
   for (const w of words) {
-    if (w.length === 0) continue
     if (STRONG_WORDS.has(w) || STRONG_PREFIX.test(w)) {
       hintWord = w
       return Hint.Strong
