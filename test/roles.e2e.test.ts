@@ -253,6 +253,59 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     expectError(await api.get(`/v1/iam/roles/${jobsOnly.id}`, jobsKey.raw), 403, "forbidden")
   })
 
+  it("lets only a caller holding all of a key's role change it; a longer life for an all-powerful key needs re-authentication", async () => {
+    const t = await api.createTenant()
+    const other = await api.createTenant()
+    const owner = await systemRole(t, "owner")
+    const keyPath = (id: string) => `/v1/iam/identities/${t.ownerIdentityId}/api-keys/${id}`
+    const patchKey = (key: string, id: string, body: Record<string, unknown>) => api.call("PATCH", keyPath(id), { key, body })
+    const strong = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, {
+      name: "short-lived owner", roleId: owner.id, currentPassword: "correct horse battery", expiresAt: new Date(Date.now() + 1500).toISOString()
+    }, t.apiKey)
+    expect(strong.status, strong.text).toBe(201)
+    const strongId = strong.json.data.id as string
+    const keyManager = (await createRole(t.apiKey, { name: "key manager", permissions: ["iam:api-keys:write", "iam:api-keys:read", "scraper:jobs:read"] })).json.data
+    const narrow = await keyWithRole(t, keyManager.id)
+    await new Promise((r) => setTimeout(r, 1700))
+    expectError(await api.get("/v1/iam/roles", strong.json.data.rawKey), 401, "unauthorized")
+
+    // A key manager holding less than the key's role can neither revive it nor retune it.
+    const revive = await patchKey(narrow.raw, strongId, { expiresAt: null })
+    expectError(revive, 403, "forbidden")
+    expect(new Set(errorPaths(revive))).toEqual(new Set(["roleId"]))
+    expect(revive.json.error.details.every((d: any) => d.code === "not_held")).toBe(true)
+    expectError(await patchKey(narrow.raw, strongId, { rateLimitPerMinute: 1 }), 403, "forbidden")
+    expectError(await api.get("/v1/iam/roles", strong.json.data.rawKey), 401, "unauthorized")
+    // The owner may, with the proof creating such a key asks for.
+    expectError(await patchKey(t.apiKey, strongId, { expiresAt: null }), 403, "reauthentication_required")
+    expectError(await patchKey(t.apiKey, strongId, { expiresAt: null, currentPassword: "not the password" }), 403, "reauthentication_failed")
+    const revived = await patchKey(t.apiKey, strongId, { expiresAt: null, currentPassword: "correct horse battery" })
+    expect(revived.status, revived.text).toBe(200)
+    expect(revived.json.data.expiresAt).toBeNull()
+    expect((await api.get("/v1/iam/roles", strong.json.data.rawKey)).status).toBe(200)
+    // A shorter life, or another limit, asks for no proof.
+    expect((await patchKey(t.apiKey, strongId, { expiresAt: new Date(Date.now() + 3_600_000).toISOString(), rateLimitPerMinute: 100 })).status).toBe(200)
+    // A key the manager's role covers is its to change.
+    const jobsReader = (await createRole(t.apiKey, { name: "jobs reader", permissions: ["scraper:jobs:read"] })).json.data
+    const reader = await keyWithRole(t, jobsReader.id)
+    const tuned = await patchKey(narrow.raw, reader.id, { description: "tuned" })
+    expect(tuned.status, tuned.text).toBe(200)
+
+    // A PATCH that changes nothing writes nothing and is not audited; an entry names what changed.
+    const before = (await api.get(keyPath(reader.id), t.apiKey)).json.data
+    const same = await patchKey(t.apiKey, reader.id, { description: "tuned", rateLimitPerMinute: before.rateLimitPerMinute, expiresAt: null })
+    expect(same.status).toBe(200)
+    expect(same.json.data).toEqual(before)
+    const updates = (await api.get("/v1/iam/audit?action=api_key.update&limit=100", t.apiKey)).json.data.items as Array<any>
+    expect(updates.filter((e) => e.targetId === reader.id).map((e) => e.data.changed)).toEqual([["description"]])
+
+    // Another tenant's identity is not found, for a change and a revocation alike.
+    const theirs = `/v1/iam/identities/${other.ownerIdentityId}/api-keys/${reader.id}`
+    expectError(await api.call("PATCH", theirs, { key: narrow.raw, body: { description: "x" } }), 404, "not_found")
+    expectError(await api.call("DELETE", theirs, { key: narrow.raw }), 404, "not_found")
+    expectError(await api.call("DELETE", `/v1/iam/identities/idt_doesnotexist/api-keys/key_x`, { key: t.apiKey }), 404, "not_found")
+  })
+
   it("keeps cross_tenant:*:* to the internal_admin system role (403 for any role anyone makes, even in the internal tenant)", async () => {
     const t = await api.createTenant()
     const refused = await createRole(t.apiKey, { name: "super", permissions: ["scraper:jobs:read", "cross_tenant:*:*"] })

@@ -86,7 +86,7 @@ export const operationCodes: Readonly<Record<string, ReadonlyArray<CodesByStatus
   "delegations.renounce": [{ 409: ["invalid_delegation_state"] }],
   "delegations.revoke": [{ 409: ["invalid_delegation_state"] }],
   "iam.createApiKey": [reauthenticated, { 422: ["invalid_role"], 429: ["quota_exceeded"] }],
-  "iam.updateApiKey": [{ 429: ["quota_exceeded"] }],
+  "iam.updateApiKey": [reauthenticated, { 429: ["quota_exceeded"] }],
   "roles.create": [{ 409: ["role_name_taken"] }],
   "roles.update": [{ 409: ["role_name_taken", "system_role_immutable"] }],
   "roles.remove": [{ 409: ["role_in_use", "system_role_immutable"] }],

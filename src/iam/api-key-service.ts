@@ -11,7 +11,7 @@ import { RoleRepo } from "../sql/role-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { ApiKeyAuthenticator } from "./api-key-auth.ts"
 import { AuthService } from "./auth-service.ts"
-import { allows, grantablePermissions, isPowerful, notHeld, scopeOf } from "./permissions.ts"
+import { allows, grantablePermissions, isPowerful, notHeld, notHeldDetails, scopeOf } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import { generateApiKey } from "./secrets.ts"
 import type { ClientContext } from "./session-service.ts"
@@ -48,6 +48,8 @@ export interface KeyPatch {
   readonly description?: string | null | undefined
   readonly rateLimitPerMinute?: number | undefined
   readonly expiresAt?: string | null | undefined
+  readonly currentPassword?: string | undefined
+  readonly totpCode?: string | undefined
 }
 
 export interface ApiKeyServiceShape {
@@ -82,6 +84,21 @@ const mayManageKeysOf = (me: Principal, identityId: string) =>
     ? Effect.void
     : fail(403, "forbidden", "managing another identity's API keys needs iam:identities:write")
 
+/** The fields a patch really changes (an update that changes nothing is not written nor audited). */
+const keyChanges = (
+  row: ApiKeyRow,
+  patch: { description: string | null | undefined; rateLimitPerMinute: number | undefined; expiresAt: Date | null | undefined }
+): Array<"description" | "rateLimitPerMinute" | "expiresAt"> => {
+  const changed: Array<"description" | "rateLimitPerMinute" | "expiresAt"> = []
+  if (patch.description !== undefined && patch.description !== row.description) changed.push("description")
+  if (patch.rateLimitPerMinute !== undefined && patch.rateLimitPerMinute !== row.rate_limit_per_minute) changed.push("rateLimitPerMinute")
+  if (patch.expiresAt !== undefined && patch.expiresAt?.getTime() !== row.expires_at?.getTime()) changed.push("expiresAt")
+  return changed
+}
+
+/** Whether a new expiry (null: never) lets a key live longer than its current one. */
+const outlives = (next: Date | null, current: Date | null) => current !== null && (next === null || next.getTime() > current.getTime())
+
 const invalidRole = fail(422, "invalid_role", "roleId is not a role of this tenant", {
   details: [{ path: "roleId", code: "not_found", message: "no such role in this tenant" }]
 })
@@ -111,8 +128,9 @@ export const ApiKeyServiceLive = Layer.effect(
           const role = yield* roles.find(me.tenantId, input.roleId)
           if (!role) return yield* invalidRole
           // Nobody hands out more than they hold.
-          if (notHeld(grantablePermissions(me), role.permissions).length > 0) {
-            return yield* fail(403, "forbidden", "the role grants permissions this caller does not hold")
+          const ungranted = notHeld(grantablePermissions(me), role.permissions)
+          if (ungranted.length > 0) {
+            return yield* fail(403, "forbidden", "the role grants permissions this caller does not hold", { details: notHeldDetails("roleId", ungranted) })
           }
           // Handing out an all-powerful key asks the caller to prove they are present (docs/identity.md, "Re-authentication").
           if (isPowerful(role.permissions)) {
@@ -149,22 +167,41 @@ export const ApiKeyServiceLive = Layer.effect(
         Effect.flatMap(keys.find(me.tenantId, identityId, keyId), (row) => (row ? Effect.succeed(toApiKey(row)) : notFound("API key"))),
       update: (me, identityId, keyId, patch, client) =>
         Effect.gen(function*() {
+          yield* personOfTenant(me.tenantId, identityId)
           yield* mayManageKeysOf(me, identityId)
+          const before = yield* keys.find(me.tenantId, identityId, keyId)
+          if (!before) return yield* notFound("API key")
+          // A key stronger than the caller is not the caller's to change: it could revive or
+          // retune a key it could never have made (docs/identity.md, "API keys").
+          const stronger = notHeld(grantablePermissions(me), before.role_permissions)
+          if (stronger.length > 0) {
+            return yield* fail(403, "forbidden", "this key's role grants permissions this caller does not hold", {
+              details: notHeldDetails("roleId", stronger)
+            })
+          }
           const expiresAt = yield* futureOrNull(patch.expiresAt)
+          const newExpiry = expiresAt === undefined ? undefined : expiresAt === null ? null : new Date(parseIsoDateTime(expiresAt)!)
+          const changed = keyChanges(before, { description: patch.description, rateLimitPerMinute: patch.rateLimitPerMinute, expiresAt: newExpiry })
+          if (changed.length === 0) return toApiKey(before)
+          // Giving an all-powerful key a longer life is making it again: the creation's proof is asked.
+          if (changed.includes("expiresAt") && outlives(newExpiry!, before.expires_at) && isPowerful(before.role_permissions)) {
+            yield* auth.reauthenticate(me, { currentPassword: patch.currentPassword, totpCode: patch.totpCode }, client, ["currentPassword", "totpCode"])
+          }
           const limit = yield* tenants.quotaLimit(me.tenantId, "iam.api-keys.total")
           const updated = yield* keys.update(me.tenantId, identityId, keyId, {
-            description: patch.description,
-            rateLimitPerMinute: patch.rateLimitPerMinute,
-            expiresAt: expiresAt === undefined ? undefined : expiresAt === null ? null : new Date(parseIsoDateTime(expiresAt)!)
+            description: changed.includes("description") ? patch.description : undefined,
+            rateLimitPerMinute: changed.includes("rateLimitPerMinute") ? patch.rateLimitPerMinute : undefined,
+            expiresAt: changed.includes("expiresAt") ? newExpiry : undefined
           }, limit)
           if (!updated) return yield* notFound("API key")
           if (updated === "quota_exceeded") return yield* keyQuotaExceeded(limit)
           yield* authenticator.invalidate(updated.keyHash)
-          yield* note(me, client, "api_key.update", keyId, { changed: Object.keys(patch).filter((k) => patch[k as keyof KeyPatch] !== undefined) })
+          yield* note(me, client, "api_key.update", keyId, { changed })
           return toApiKey(updated.row)
         }),
       revoke: (me, identityId, keyId, client) =>
         Effect.gen(function*() {
+          yield* personOfTenant(me.tenantId, identityId)
           yield* mayManageKeysOf(me, identityId)
           const revoked = yield* keys.revoke(me.tenantId, identityId, keyId)
           if (!revoked) return yield* notFound("API key")

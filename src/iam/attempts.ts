@@ -8,7 +8,8 @@ import { fail, type TooManyRequests } from "../schema/errors.ts"
  * guesses count too; a success clears the count. A client address's failures are counted after
  * the fact. Past its allowance in 15 minutes a subject is locked, each time twice as long as the
  * time before (30 s, 1 min, 2 min ... up to 15 min), and a locked subject's tries are refused
- * unread with 429 too_many_attempts and Retry-After.
+ * unread with 429 too_many_attempts and Retry-After. When a lock lapses, one more try is read, so
+ * a client that waits as Retry-After says is heard; its failure locks again, for twice as long.
  */
 export const ATTEMPT_WINDOW_MS = 15 * 60_000
 const FIRST_LOCK_MS = 30_000
@@ -47,13 +48,16 @@ export const AttemptsLive = Layer.effect(
      * the one before it only when that one had lapsed (each try setting its own, a burst of twelve
      * locked an account for 15 minutes at once).
      */
-    const count = (kind: "account" | "address", id: string, lockAt: number) =>
+    const count = (kind: "account" | "address", id: string, lockAt: number, countedBefore: boolean) =>
       Effect.gen(function*() {
         if ((yield* kv.incr(key(kind, id, "n"), ATTEMPT_WINDOW_MS)) < lockAt) return 0
         const locks = Number((yield* kv.get(key(kind, id, "locks"))) ?? 0)
         const lockMs = Math.min(FIRST_LOCK_MS * 2 ** locks, MAX_LOCK_MS)
         if (yield* kv.setIfAbsent(key(kind, id, "lock"), String(Date.now() + lockMs), lockMs)) {
           yield* kv.incr(key(kind, id, "locks"), ATTEMPT_WINDOW_MS)
+          // One try past the lock is read: a count of tries made before reading stops one short of
+          // the lock, a count of failures made after it stops at the failure that locks again.
+          yield* kv.set(key(kind, id, "n"), String(lockAt - (countedBefore ? 2 : 1)), ATTEMPT_WINDOW_MS)
           return lockMs
         }
         // Another try's lock stands (or lapsed this instant: this try is past the allowance all the same).
@@ -70,11 +74,11 @@ export const AttemptsLive = Layer.effect(
           const wait = Math.max(accountWait, addressWait)
           if (wait > 0) return yield* tooMany(wait)
           // Counted before the secret is read: the try past the allowance is itself refused.
-          const lockMs = yield* count("account", account, ACCOUNT_ALLOWANCE + 1)
+          const lockMs = yield* count("account", account, ACCOUNT_ALLOWANCE + 1, true)
           if (lockMs > 0) return yield* tooMany(lockMs)
         }),
       // Counted after the fact: the failure that uses the allowance up locks, so no try past it is read.
-      failed: (address) => (address ? Effect.asVoid(count("address", address, ADDRESS_ALLOWANCE)) : Effect.void),
+      failed: (address) => (address ? Effect.asVoid(count("address", address, ADDRESS_ALLOWANCE, false)) : Effect.void),
       succeeded: (account) => kv.del(key("account", account, "n"), key("account", account, "lock"), key("account", account, "locks"))
     })
   })

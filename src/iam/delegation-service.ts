@@ -8,7 +8,7 @@ import { AuditLog } from "../sql/audit-log.ts"
 import { DelegationRepo, type DelegationRow, type Party } from "../sql/delegation-repo.ts"
 import { refuseOnBehalf, INVITATION_LINK_PATH } from "./invitation-service.ts"
 import { MailedTokens, TOKEN_LIFETIME_MS } from "./mailed-tokens.ts"
-import { grantablePermissions, notHeld } from "./permissions.ts"
+import { grantablePermissions, notHeld, notHeldDetails } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import type { ClientContext } from "./session-service.ts"
 
@@ -83,7 +83,9 @@ export const DelegationServiceLive = Layer.effect(
           const delegated = yield* repo.rolePermissions(me.tenantId, me.identityId)
           const lacking = notHeld(grantablePermissions(me), delegated)
           if (lacking.length > 0) {
-            return yield* fail(403, "forbidden", `a delegation passes on the identity's whole role, and this ${me.kind === "session" ? "session" : "key"} lacks ${lacking.slice(0, 5).join(", ")} of it`)
+            return yield* fail(403, "forbidden", `a delegation passes on the identity's whole role, and this ${me.kind === "session" ? "session" : "key"} lacks ${lacking.slice(0, 5).join(", ")} of it`, {
+              details: notHeldDetails("", lacking)
+            })
           }
           const expiresAt = parseIsoDateTime(input.expiresAt)!
           const now = yield* Clock.currentTimeMillis

@@ -11,7 +11,7 @@ import { InvitationRepo, type InvitationRow, type RegistrationSubject } from "..
 import { RoleRepo } from "../sql/role-repo.ts"
 import { MailedTokens } from "./mailed-tokens.ts"
 import { hashPassword, refuseWeakPassword } from "./passwords.ts"
-import { grantablePermissions, notHeld } from "./permissions.ts"
+import { grantablePermissions, notHeld, notHeldDetails } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import { SessionAuthenticator } from "./session-auth.ts"
 import { type ClientContext, type OpenedSession, SessionService } from "./session-service.ts"
@@ -126,7 +126,7 @@ export const InvitationServiceLive = Layer.effect(
           // Nobody hands out more than they hold.
           const ungranted = notHeld(grantablePermissions(me), role.permissions)
           if (ungranted.length > 0) {
-            return yield* fail(403, "forbidden", "the role grants permissions the caller does not hold", { extra: { notHeld: ungranted } })
+            return yield* fail(403, "forbidden", "the role grants permissions the caller does not hold", { details: notHeldDetails("roleId", ungranted), extra: { notHeld: ungranted } })
           }
           const expiresAt = new Date(Date.now() + INVITATION_LIFETIME_MS)
           const row = yield* repo.insert({

@@ -37,6 +37,10 @@ export const holds = (held: ReadonlyArray<string>, wanted: string): boolean => {
 export const notHeld = (held: ReadonlyArray<string>, wanted: ReadonlyArray<string>): Array<string> =>
   wanted.filter((p) => !holds(held, p))
 
+/** The one shape of "the caller does not hold this" refusals: a detail per permission, at `path` (docs/identity.md). */
+export const notHeldDetails = (path: string, permissions: ReadonlyArray<string>) =>
+  permissions.map((permission) => ({ path, code: "not_held", message: `the caller does not hold ${permission}` }))
+
 /** What one permission and another both allow (`*:*:read` and `scraper:*:*` meet in `scraper:*:read`), or null. */
 const meet = (a: string, b: string): string | null => {
   const x = a.split(":")

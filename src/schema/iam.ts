@@ -39,7 +39,10 @@ export const CreateApiKeyBody = Schema.Struct({
 export const UpdateApiKeyBody = Schema.Struct({
   description: Schema.optional(Schema.NullOr(Text(0, 500))),
   rateLimitPerMinute: Schema.optional(RateLimitPerMinute),
-  expiresAt: Schema.optional(Schema.NullOr(DateTimeInput))
+  expiresAt: Schema.optional(Schema.NullOr(DateTimeInput)),
+  // Asked when a longer life is given to a key whose role carries *:*:* or cross_tenant:*:* (docs/identity.md).
+  currentPassword: Schema.optionalKey(CurrentPassword),
+  totpCode: Schema.optionalKey(TotpCode)
 })
 
 export const RevokedApiKey = Schema.Struct({

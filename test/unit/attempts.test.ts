@@ -1,6 +1,6 @@
 import { Effect, Layer } from "effect"
 import { describe, expect, it } from "vitest"
-import { Attempts, AttemptsLive } from "../../src/iam/attempts.ts"
+import { ACCOUNT_ALLOWANCE, ADDRESS_ALLOWANCE, Attempts, AttemptsLive } from "../../src/iam/attempts.ts"
 import { Kv, makeMemoryKv } from "../../src/kv/kv.ts"
 
 /** The in-process store, each call a turn of the scheduler later, as a round trip to Redis is: tries sent together interleave. */
@@ -16,7 +16,7 @@ const RoundTripKv = Layer.sync(Kv, () => {
   }
 })
 
-const run = <A, E>(effect: Effect.Effect<A, E, Attempts>) => Effect.runPromise(Effect.provide(effect, AttemptsLive.pipe(Layer.provide(RoundTripKv))))
+const run = <A, E>(effect: Effect.Effect<A, E, Attempts | Kv>) => Effect.runPromise(Effect.provide(effect, AttemptsLive.pipe(Layer.provideMerge(RoundTripKv))))
 
 /** The answer to one try: "read" when it may check the secret, else the seconds to wait. */
 const attempt = (account: string, address: string | null) =>
@@ -42,5 +42,54 @@ describe("limits on guessing", () => {
       return yield* attempt("email:b@example.com", "192.0.2.2")
     }))
     expect(answers).toBe(30)
+  })
+
+  // A lock's lapse is simulated by deleting its key, as its expiry would.
+  const lapse = (subject: string) => Effect.gen(function*() { yield* (yield* Kv).del(`auth:lock:${subject}`) })
+
+  it("reads one try of an account once its lock lapses (a client obeying Retry-After is heard); its failure locks twice as long", async () => {
+    const answers = await run(Effect.gen(function*() {
+      const out: Array<"read" | number> = []
+      const tryOnce = () => Effect.map(attempt("id:ann", null), (a) => void out.push(a))
+      for (let i = 0; i < ACCOUNT_ALLOWANCE + 2; i++) yield* tryOnce()
+      yield* lapse("account:id:ann")
+      yield* tryOnce()
+      yield* tryOnce()
+      yield* lapse("account:id:ann")
+      yield* tryOnce()
+      yield* tryOnce()
+      return out
+    }))
+    // 5 read, locked 30 s (a try while locked is refused unread and does not lengthen it), one read
+    // past the lapse, then 60 s, one read, 120 s
+    expect(answers.slice(0, 5)).toEqual(Array(5).fill("read"))
+    expect(answers[5]).toBe(30)
+    expect(answers[6]).toBeLessThanOrEqual(30)
+    expect(answers.slice(7)).toEqual(["read", 60, "read", 120])
+  })
+
+  it("a success clears an account's count and its lock history", async () => {
+    const answers = await run(Effect.gen(function*() {
+      const attempts = yield* Attempts
+      for (let i = 0; i < ACCOUNT_ALLOWANCE + 1; i++) yield* attempt("id:bob", null)
+      yield* lapse("account:id:bob")
+      yield* attempt("id:bob", null)
+      yield* attempts.succeeded("id:bob")
+      return yield* Effect.all(Array.from({ length: ACCOUNT_ALLOWANCE + 1 }, () => attempt("id:bob", null)))
+    }))
+    expect(answers).toEqual([...Array(ACCOUNT_ALLOWANCE).fill("read"), 30])
+  })
+
+  it("reads one failure of an address past its lock's lapse, and that failure locks it again for twice as long", async () => {
+    const answers = await run(Effect.gen(function*() {
+      const attempts = yield* Attempts
+      for (let i = 0; i < ADDRESS_ALLOWANCE; i++) yield* attempts.failed("192.0.2.3")
+      const locked = yield* attempt("email:c@example.com", "192.0.2.3")
+      yield* lapse("address:192.0.2.3")
+      const heard = yield* attempt("email:d@example.com", "192.0.2.3")
+      yield* attempts.failed("192.0.2.3")
+      return [locked, heard, yield* attempt("email:e@example.com", "192.0.2.3")]
+    }))
+    expect(answers).toEqual([30, "read", 60])
   })
 })
