@@ -458,6 +458,10 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
         ["type", "invalid_value"], ["jobId", "exactly_one_source"], ["webhookEventTypes", "invalid_value"]
       ])
       expect((await create({ type: "article", input: "x", inputFormat: "pdf" })).status).toBe(400)
+      // An event type listed twice is a mistake worth telling (uniqueItems in the document).
+      const twice = await create({ type: "article", input: "<p>x</p>", webhookUrl: "http://127.0.0.1:9/hook", webhookEventTypes: ["done", "done"] })
+      expect(twice.status, twice.text).toBe(400)
+      expect(twice.json.error.details.map((d: any) => d.path)).toEqual(["webhookEventTypes"])
       // A scheme other than http(s) is an unsafe URL (docs/crawling.md, "SSRF guard"), as for jobs, also as the webhook.
       for (const body of [{ url: "ftp://127.0.0.1/a" }, { url: "file:///etc/passwd" }, { input: "<p>x</p>", webhookUrl: "ftp://127.0.0.1/hook" }]) {
         const refused = await create({ type: "article", ...body })

@@ -193,7 +193,10 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
       ["51 post-processed fields", { scope: "tenant", payload: { postProcess: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`f${i}`, { trim: {} }])) } }, "payload.postProcess"],
       ["21 operations on one field", { scope: "tenant", payload: { postProcess: { title: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`op${i}`, {}])) } } }, "payload.postProcess.title"],
       ["a payload over 64 KiB", { scope: "tenant", payload: { postProcess: { price: { default: { value: "x".repeat(70_000) } } } } }, "payload"],
-      ["a selector with neither css nor json", { scope: "tenant", payload: { selectors: { title: [{ attr: "content" }] } } }, "payload.selectors.title.0"]
+      ["a selector with neither css nor json", { scope: "tenant", payload: { selectors: { title: [{ attr: "content" }] } } }, "payload.selectors.title.0"],
+      ["an empty name in fields", { scope: "tenant", payload: { fields: ["title", ""] } }, "payload.fields.1"],
+      ["a name of spaces in fields", { scope: "tenant", payload: { fields: ["  "] } }, "payload.fields.0"],
+      ["a fields name of 101 characters", { scope: "tenant", payload: { fields: ["f".repeat(101)] } }, "payload.fields.0"]
     ]
     for (const [what, body, path] of bad) {
       const res = await createConfig(body)
@@ -510,7 +513,18 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
     })
     expect(e.data.name).toBe(`No model ${n}`)
     expect(e.errorClass).toBe("llm_unavailable")
-    expect(e.metadata.llm).toMatchObject({ status: "failed_request", refinedFields: [], correctedFields: [] })
+    expect(e.metadata.llm).toMatchObject({ model: "none", status: "failed_request", refinedFields: [], correctedFields: [] })
+    // A config whose LLM options were the ones asked for is listed as applied, with the model it named.
+    const cfg = await createConfig({ scope: "tenant", type: "product", urlPattern: `*llm-only-${n}*`, payload: { llm: { enabled: true, model: "cfg-model" } } })
+    expect(cfg.status, cfg.text).toBe(201)
+    const viaConfig = await api.post("/v1/extractor/extractions", { type: "product", configId: cfg.json.data.id, input: `<h1>Config model ${n}</h1>` }, t.apiKey)
+    expect(viaConfig.status, viaConfig.text).toBe(201)
+    const c = await until("extraction", async () => {
+      const r = await api.get(`/v1/extractor/extractions/${viaConfig.json.data.id}`, t.apiKey)
+      return r.json.data.status === "done" ? r.json.data : undefined
+    })
+    expect(c.metadata.configsApplied).toEqual([cfg.json.data.id])
+    expect(c.metadata.llm).toMatchObject({ model: "cfg-model", status: "failed_request" })
   })
 
   // Quota `extractor.configs.total`: a super-admin override (`PUT /v1/admin/tenants/{id}/quotas/{key}`,

@@ -45,6 +45,9 @@ export const ExtractionEntity = Entity.make("Extraction", [
   Rpc.make("Abort")
 ])
 
+/** The model named when refinement was asked for but no model is configured (LLM_BASE_URL unset) and no config named one. */
+const NO_MODEL = "none"
+
 class Failure {
   constructor(readonly errorClass: string, readonly message: string, readonly transient: boolean) {}
 }
@@ -97,7 +100,8 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
         // The config the request named was deleted or disabled while the extraction waited: said, not skipped silently.
         const notApplied = row.config_id && !requested ? { configNotApplied: { id: row.config_id, reason: found ? "disabled" : "deleted" } } : {}
         const configs = matchConfigs(yield* repo.configs.candidates(row.tenant_id, row.type), { domainId: row.domain_id, url: row.url }, requested)
-        const llmOptions = configs.find((c) => c.payload.llm)?.payload.llm
+        const llmConfig = configs.find((c) => c.payload.llm)
+        const llmOptions = llmConfig?.payload.llm
         const llmWanted = row.llm?.enabled ?? llmOptions?.enabled ?? false
         const mode = row.llm?.mode ?? llmOptions?.mode ?? "fill-missing"
         // Per tenant: one tenant's results never reveal another's inputs.
@@ -138,7 +142,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
           if (!config.llm) {
             llmError = "llm_unavailable"
             // No model to ask: the request could not be made (the spec's statuses; errorClass says why).
-            metadata.llm = llmReport(llmOptions?.model ?? "", "failed_request", 0)
+            metadata.llm = llmReport(llmOptions?.model ?? NO_MODEL, "failed_request", 0)
           } else {
             const controller = new AbortController()
             running = controller
@@ -164,6 +168,11 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
             const status = refined.llm.status
             if (status !== "ok") llmError = llmErrorClass(status)
           }
+        }
+        // A config whose LLM options the refinement ran with was applied too (in priority order).
+        if (llmWanted && llmConfig) {
+          const applied = new Set([...(out.metadata.configsApplied ?? []), llmConfig.id])
+          metadata.configsApplied = configs.filter((c) => applied.has(c.id)).map((c) => c.id)
         }
         // (a clock set back meanwhile gives no negative duration)
         metadata.durationMs = Math.max(0, Date.now() - started)

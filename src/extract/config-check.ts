@@ -56,6 +56,9 @@ const boundProblems = (payload: ConfigPayload, at: string): Array<ErrorDetail> =
       else if (RESERVED_NAMES.has(name)) problems.push(problem(`${at}.${part}.${name}`, "is not a field name a config may use"))
     }
   }
+  payload.fields?.forEach((name, i) => {
+    if (name.trim().length === 0 || name.length > MAX_FIELD_NAME) problems.push(problem(`${at}.fields.${i}`, `field names are 1 to ${MAX_FIELD_NAME} characters, not only white space`))
+  })
   for (const [field, selectors] of Object.entries(payload.selectors ?? {})) {
     selectors.forEach((s, i) => {
       if (s.css === undefined && s.json === undefined) problems.push(problem(`${at}.selectors.${field}.${i}`, "needs css or json"))

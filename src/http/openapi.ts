@@ -120,6 +120,47 @@ const listErrorCodes = (operation: Record<string, any>, method: string, facts: R
   }
 }
 
+/**
+ * The functional areas of the interface (its tags), in the order the description lists them, each
+ * operation under one: a group goes to its area unless the operation itself is named below.
+ */
+const areas: ReadonlyArray<readonly [tag: string, description: string]> = [
+  ["auth", "Sessions of people: sign-in by password or magic link, CSRF, refresh and logout, password flows, TOTP, e-mail verification, registration by invitation."],
+  ["iam", "Tenant administration: the caller's profile and sessions, API keys, roles, delegations, invitations, the audit log."],
+  ["billing", "Prepaid credit, the ledger, the plan subscription and its debits, the price list."],
+  ["jobs", "Crawl jobs (create one or many, follow, read results, replay, cancel), the event stream, site maps and site crawls."],
+  ["page-history", "Versions of a page over time, as crawls saw them."],
+  ["network", "IP geolocation at country level."],
+  ["webhooks", "The completion notifications of a job or an extraction: their delivery attempts."],
+  ["extractions", "Structured extraction (articles, products) from a URL, inline input or a finished job."],
+  ["extractor-configs", "Stored extraction settings: selectors, LLM refinement, post-processing."],
+  ["quotas", "The tenant's limits and usage, and requests to raise them."],
+  ["system", "Liveness and readiness of this node; no authentication."]
+]
+const areaOfGroup: Readonly<Record<string, string>> = {
+  registration: "auth", users: "iam", delegations: "iam", roles: "iam", invitations: "iam", audit: "iam",
+  quotaRequests: "quotas", subscription: "billing", map: "jobs", crawls: "jobs"
+}
+const areaOfOperation: Readonly<Record<string, string>> = {
+  "iam.myQuotas": "quotas", "jobs.webhookDeliveries": "webhooks", "extractions.webhookDeliveries": "webhooks"
+}
+/** Puts every operation under its functional area, and lists the areas used. */
+const tagByArea = (spec: Spec) => {
+  const used = new Set<string>()
+  for (const pathItem of Object.values(spec.paths)) {
+    for (const operation of Object.values(pathItem as Record<string, any>)) {
+      if (!isRecord(operation) || typeof operation.operationId !== "string") continue
+      const group = operation.operationId.split(".")[0]!
+      const area = areaOfOperation[operation.operationId] ?? areaOfGroup[group] ?? group
+      operation.tags = [area]
+      used.add(area)
+    }
+  }
+  const described = new Map(areas)
+  spec.tags = [...areas.map(([name]) => name).filter((name) => used.has(name)), ...[...used].filter((name) => !described.has(name))]
+    .map((name) => ({ name, ...(described.has(name) ? { description: described.get(name)! } : {}) }))
+}
+
 /** Completes the generated document: operation words, query integers, error codes, one `null` per union. */
 export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spec: Spec): Spec => {
   const words = new Map<string, readonly [string, string]>()
@@ -171,6 +212,7 @@ export const completeDocument = (groups: ReadonlyArray<DocumentedGroup>) => (spe
     bulkBody.properties.jobs.description = "1 to 100 job bodies. Each is checked on its own: one that is not a valid job body does not refuse the request, it is answered in the 207's `failed` list with its index and the reason."
   }
   declareHeaders(spec, facts)
+  tagByArea(spec)
   stateConfigPayloadBounds(spec)
   stateDateBounds(spec)
   dedupeAnyOf(spec)
@@ -190,9 +232,11 @@ const stateConfigPayloadBounds = (spec: Spec) => {
   for (const [path, method] of [["/v1/extractor/configs", "post"], ["/v1/extractor/configs/{id}", "patch"]] as const) {
     const payload = alternativeOf(bodySchema(spec, path, method)?.properties?.payload, "object")
     if (!payload) continue
-    payload.description = `At most ${MAX_PAYLOAD_JSON / 1024} KiB as JSON; selectors and postProcess name at most ${MAX_CONFIG_FIELDS} fields each (names of 1 to ${MAX_FIELD_NAME} characters), at most ${MAX_FIELD_OPERATIONS} operations per field.`
+    payload.description = `At most ${MAX_PAYLOAD_JSON / 1024} KiB as JSON; selectors, postProcess and fields name at most ${MAX_CONFIG_FIELDS} fields each (names of 1 to ${MAX_FIELD_NAME} characters, fields' not only white space), at most ${MAX_FIELD_OPERATIONS} operations per field.`
     const selectors = alternativeOf(payload.properties?.selectors, "object")
     if (selectors) Object.assign(selectors, { maxProperties: MAX_CONFIG_FIELDS, propertyNames: names })
+    const fields = alternativeOf(payload.properties?.fields, "array")
+    if (fields && isRecord(fields.items)) Object.assign(fields.items, { minLength: 1, maxLength: MAX_FIELD_NAME, pattern: "\\S" })
     const postProcess = alternativeOf(payload.properties?.postProcess, "object")
     if (postProcess) {
       Object.assign(postProcess, { maxProperties: MAX_CONFIG_FIELDS, propertyNames: names })

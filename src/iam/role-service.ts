@@ -69,6 +69,9 @@ const refuseUngranted = (me: Principal, wanted: ReadonlyArray<string>, granted: 
   return Effect.void
 }
 
+/** Whether two lists hold the same permissions, in any order. */
+const sameSet = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) => a.length === b.length && a.every((p) => b.includes(p))
+
 /** Each permission once, in the order given. */
 const unique = (permissions: ReadonlyArray<string>) => [...new Set(permissions)]
 
@@ -102,7 +105,13 @@ export const RoleServiceLive = Layer.effect(
             Effect.gen(function*() {
               if (current.is_system) return yield* systemRoleImmutable
               if (patch.permissions) yield* refuseUngranted(me, patch.permissions, current.permissions)
-              return { name: patch.name, description: patch.description, permissions: patch.permissions && unique(patch.permissions) }
+              // Only what differs is written: an update that changes nothing keeps updatedAt and is not audited.
+              const permissions = patch.permissions && unique(patch.permissions)
+              return {
+                name: patch.name !== current.name ? patch.name : undefined,
+                description: patch.description !== undefined && patch.description !== current.description ? patch.description : undefined,
+                permissions: permissions && !sameSet(permissions, current.permissions) ? permissions : undefined
+              }
             }))
           if (result === "not_found") return yield* notFound("role")
           if (result === "name_taken") return yield* nameTaken(patch.name!)
@@ -114,7 +123,8 @@ export const RoleServiceLive = Layer.effect(
             yield* Effect.forEach(yield* roles.sessionHolders(after.id), (identityId) => sessions.invalidate({ identityId }), { discard: true })
           }
           const view = (r: RoleRow) => ({ name: r.name, description: r.description, permissions: r.permissions })
-          yield* audit.record(me, "role.update", after.id, { changed: Object.keys(patch), before: view(before), after: view(after) })
+          const changed = (["name", "description", "permissions"] as const).filter((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]))
+          yield* audit.record(me, "role.update", after.id, { changed, before: view(before), after: view(after) })
           return toRole(after)
         }),
       remove: (me, id) =>

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, DateTime, Email, NullableDateTime, Text } from "./common.ts"
+import { AbsoluteUrl, DateTime, Email, Name, NullableDateTime } from "./common.ts"
 
 /**
  * A secret the client sends (password, code, token): bounded in characters, and its failure is a
@@ -111,8 +111,8 @@ export type Profile = typeof Profile.Type
 const AvatarUrl = AbsoluteUrl.check(Schema.makeFilter((s: string) => /^\s*https?:\/\//i.test(s), { expected: "an http(s) URL" }))
 
 export const UpdateProfileBody = Schema.Struct({
-  firstName: Schema.optional(Schema.NullOr(Text(1, 80))),
-  lastName: Schema.optional(Schema.NullOr(Text(1, 80))),
+  firstName: Schema.optional(Schema.NullOr(Name(1, 80))),
+  lastName: Schema.optional(Schema.NullOr(Name(1, 80))),
   avatarUrl: Schema.optional(Schema.NullOr(AvatarUrl))
 })
 

@@ -149,7 +149,7 @@ export const isAtMostCharacters = (max: number) =>
 /** Free text of `min` to `max` characters (code points) that can be stored. */
 export const Text = (min: number, max: number) =>
   Schema.String.check(
-    Schema.makeFilter((s: string) => [...s].length >= min, { expected: `at least ${min} characters`, toJsonSchema: () => ({ minLength: min }) }),
+    Schema.makeFilter((s: string) => [...s].length >= min, { expected: min === 1 ? "at least 1 character" : `at least ${min} characters`, toJsonSchema: () => ({ minLength: min }) }),
     isAtMostCharacters(max),
     isStorableText
   )
@@ -200,6 +200,14 @@ export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7e]{1,255}$/
  */
 export const CheckedByHandler = (jsonSchema: Record<string, unknown>) =>
   Schema.String.check(Schema.makeFilter(() => true, { toJsonSchema: () => jsonSchema }))
+
+/**
+ * A value the service checked when it was written, answered as stored: the document states its
+ * bounds, and an answer is not checked against them again (a row written under older bounds is
+ * still served).
+ */
+export const WrittenWithin = <S extends Schema.Top>(schema: S, jsonSchema: Record<string, unknown>) =>
+  schema.check(Schema.makeFilter(() => true, { toJsonSchema: () => jsonSchema }))
 
 /** A `Last-Event-ID` the job event stream resumes after: a decimal event id. */
 export const LAST_EVENT_ID_PATTERN = /^[0-9]{1,64}$/

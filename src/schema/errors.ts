@@ -133,7 +133,8 @@ export const ErrorEnvelope = Schema.Struct({
     Schema.Struct({
       message: Schema.String,
       requestId: Schema.String,
-      details: Schema.optional(Schema.Array(ErrorDetail))
+      // optionalKey: absent when there are none, never null (the spec's envelope has an array)
+      details: Schema.optionalKey(Schema.Array(ErrorDetail))
     }),
     [Schema.Record(Schema.String, Schema.Unknown)]
   )

@@ -15,6 +15,10 @@ export const errorClasses = [
   "parse_error", "sanitize_fail", "llm_request", "llm_validation", "llm_timeout", "llm_unavailable",
   "invalid_input", "input_stash_lost", "cancelled_by_admin", "unknown"
 ] as const
+export type ExtractionErrorClass = (typeof errorClasses)[number]
+/** A stored error class as the resource states it (a value outside the spec's list reads `unknown`). */
+export const extractionErrorClass = (stored: string | null): ExtractionErrorClass | null =>
+  stored === null ? null : (errorClasses as ReadonlyArray<string>).includes(stored) ? stored as ExtractionErrorClass : "unknown"
 
 /** Inline input is capped at 5 MiB, 5 242 880 bytes of UTF-8 (the contract's "5 MB"; bigger → 413). */
 export const MAX_INPUT_BYTES = 5 * 1024 * 1024
@@ -37,7 +41,7 @@ export const CreateExtractionBody = Schema.Struct({
   // optionalKey of a union with a message of its own: null counts as absent, and no message quotes the secret.
   webhookSecret: Schema.optionalKey(NullableWebhookSecret),
   webhookEventTypes: Schema.optional(
-    Schema.Array(Schema.Literals(["done", "failed", "dead"])).check(Schema.isBetweenLength(1, 3))
+    Schema.Array(Schema.Literals(["done", "failed", "dead"])).check(Schema.isBetweenLength(1, 3), Schema.isUnique())
   )
 })
 export type CreateExtractionBody = typeof CreateExtractionBody.Type
@@ -73,17 +77,18 @@ export const ExtractionMetadata = Schema.StructWithRest(
 const imageJsonSchema = {
   type: "object",
   required: ["url"],
-  properties: { url: { type: "string" }, alt: { type: "string" }, width: { type: "integer", minimum: 0 }, height: { type: "integer", minimum: 0 } }
+  properties: { url: { type: "string" }, alt: { type: "string" }, width: { type: "integer", minimum: 1 }, height: { type: "integer", minimum: 1 } }
 }
 const strings = { type: "array", items: { type: "string" } }
 /**
  * What an extraction's `data` holds, for the document (src/extract/types.ts has the types; the
  * extractor writes it, so it is described here rather than checked again): an article or a
- * product, with the fields a config's selectors or LLM refinement added; `{}` until it is done.
+ * product, with the fields a config's selectors or LLM refinement added; until it is done, the
+ * type's empty result (docs/api.md, "Extractions").
  */
 const ExtractionData = Schema.Record(Schema.String, Schema.Unknown).check(Schema.makeFilter(() => true, {
   toJsonSchema: () => ({
-    description: "The extracted article (type article) or product (type product); {} while the extraction is not done. Fields added by a config's selectors or LLM refinement come beside these.",
+    description: "The extracted article (type article) or product (type product). Until the extraction is done (and for good when it is cancelled or dead) it is the type's empty result: {title: \"Untitled\", content: \"\"} or {name: \"Untitled product\"}; status tells whether it is a result. Fields added by a config's selectors or LLM refinement come beside these.",
     anyOf: [
       {
         title: "ArticleData",
@@ -96,8 +101,8 @@ const ExtractionData = Schema.Record(Schema.String, Schema.Unknown).check(Schema
           summary: { type: "string" },
           author: { type: "string" },
           authors: strings,
-          publishedAt: { type: "string", description: "ISO 8601" },
-          modifiedAt: { type: "string", description: "ISO 8601" },
+          publishedAt: { type: "string", format: "date-time" },
+          modifiedAt: { type: "string", format: "date-time" },
           lang: { type: "string" },
           images: { type: "array", items: imageJsonSchema },
           tags: strings
@@ -118,8 +123,7 @@ const ExtractionData = Schema.Record(Schema.String, Schema.Unknown).check(Schema
           images: { type: "array", items: imageJsonSchema },
           attributes: { type: "object", additionalProperties: { type: ["string", "number", "boolean", "null"] } }
         }
-      },
-      { title: "NotDone", type: "object", maxProperties: 0 }
+      }
     ]
   })
 }))
@@ -135,7 +139,7 @@ export const Extraction = Schema.Struct({
   data: ExtractionData,
   metadata: ExtractionMetadata,
   errorMessage: Schema.NullOr(Schema.String),
-  errorClass: Schema.NullOr(Schema.String),
+  errorClass: Schema.NullOr(Schema.Literals(errorClasses)),
   attempts: NonNegativeInt,
   cacheHits: NonNegativeInt,
   recycleCount: NonNegativeInt,

@@ -1,7 +1,9 @@
 import { Schema } from "effect"
 import { isValidPermission, permissionCatalogue } from "./permission.ts"
 import { CurrentPassword, TotpCode } from "./auth.ts"
-import { DateTime, DateTimeInput, Name, NullableDateTime, Text, NonNegativeInt } from "./common.ts"
+import { DateTime, DateTimeInput, Name, NullableDateTime, Text, NonNegativeInt, WrittenWithin } from "./common.ts"
+
+export const RateLimitPerMinute = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 5000 }))
 
 export const ApiKey = Schema.Struct({
   id: Schema.String,
@@ -10,7 +12,7 @@ export const ApiKey = Schema.Struct({
   keyPrefix: Schema.String,
   roleId: Schema.String,
   scope: Schema.Literals(["read", "write", "admin"]),
-  rateLimitPerMinute: Schema.Int,
+  rateLimitPerMinute: RateLimitPerMinute,
   lastUsedAt: NullableDateTime,
   expiresAt: NullableDateTime,
   revokedAt: NullableDateTime,
@@ -23,7 +25,6 @@ export const CreatedApiKey = Schema.Struct({
   rawKey: Schema.String.annotate({ description: "The plaintext key; shown once" })
 }).annotate({ identifier: "CreatedApiKey" })
 
-export const RateLimitPerMinute = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 5000 }))
 
 export const CreateApiKeyBody = Schema.Struct({
   name: Name(1, 100),
@@ -63,9 +64,9 @@ export const Quota = Schema.Struct({
 export const Role = Schema.Struct({
   id: Schema.String,
   tenantId: Schema.String,
-  name: Schema.String,
-  description: Schema.NullOr(Schema.String),
-  permissions: Schema.Array(Schema.String),
+  name: WrittenWithin(Schema.String, { minLength: 2, maxLength: 60 }),
+  description: Schema.NullOr(WrittenWithin(Schema.String, { maxLength: 500 })),
+  permissions: WrittenWithin(Schema.Array(Schema.String), { minItems: 1, maxItems: 200 }),
   isSystem: Schema.Boolean,
   createdAt: DateTime,
   updatedAt: DateTime

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { CheckedByHandler, DateTime, Email, NullableDateTime, Text } from "./common.ts"
+import { CheckedByHandler, DateTime, Email, Name, NullableDateTime, Text } from "./common.ts"
 import { PageQuery } from "./envelope.ts"
 import { MailedToken, NewPassword, Secret } from "./auth.ts"
 
@@ -25,8 +25,8 @@ export type Invitation = typeof Invitation.Type
 export const CreateInvitationBody = Schema.Struct({
   email: Email,
   roleId: Text(1, 200),
-  firstName: Schema.optional(Text(1, 80)),
-  lastName: Schema.optional(Text(1, 80))
+  firstName: Schema.optional(Name(1, 80)),
+  lastName: Schema.optional(Name(1, 80))
 })
 
 /** The list's query: a `status` it does not take is a 400 invalid_filter, read by the handler. */
@@ -56,6 +56,6 @@ export const RegisterBody = Schema.Struct({
   email: Email,
   // 12 to 1024 characters here; the other rule of a new password (not the e-mail address) is the service's.
   password: NewPassword,
-  firstName: Schema.optional(Text(1, 80)),
-  lastName: Schema.optional(Text(1, 80))
+  firstName: Schema.optional(Name(1, 80)),
+  lastName: Schema.optional(Name(1, 80))
 })

@@ -6,7 +6,7 @@ import { domainIdFilter } from "../crawl/domain.ts"
 import { createdBetween } from "./created-between.ts"
 import { appendEventCtes, TestEventAppender } from "./event-repo.ts"
 import { iso } from "../schema/common.ts"
-import type { ConfigPayload, configSortFields, Extraction, ExtractionStatus, ExtractorConfig, SearchExtractionsBody } from "../schema/extraction.ts"
+import { type ConfigPayload, type configSortFields, type Extraction, extractionErrorClass, type ExtractionStatus, type ExtractorConfig, type SearchExtractionsBody } from "../schema/extraction.ts"
 import { orderByTerms, type SortTerm, sortLikeSql } from "./order-by.ts"
 import { pageOfRows, renewExpiredLeases, searchCondition } from "./memory-search.ts"
 import { pageWithTotal } from "./page-with-total.ts"
@@ -66,7 +66,7 @@ export const toExtraction = (r: ExtractionRow): Extraction => ({
   data: Object.keys(r.data ?? {}).length > 0 ? r.data : { ...NO_RESULT[r.type] },
   metadata: { strategiesUsed: [], configsApplied: [], ...r.metadata, inputFormat: r.input_format } as Extraction["metadata"],
   errorMessage: r.error_message,
-  errorClass: r.error_class,
+  errorClass: extractionErrorClass(r.error_class),
   attempts: r.attempts,
   cacheHits: r.cache_hits,
   recycleCount: r.recycle_count,

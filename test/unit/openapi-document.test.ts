@@ -393,7 +393,41 @@ describe("the OpenAPI document's bounds checked beyond the schema", () => {
       const postProcess = objectOf(payload.properties.postProcess)
       expect(postProcess).toMatchObject({ maxProperties: 50, additionalProperties: { maxProperties: 20 } })
       expect(postProcess.propertyNames.not.enum).toContain("__proto__")
+      const fields = payload.properties.fields.anyOf ? payload.properties.fields.anyOf.find((x: any) => x.type === "array") : payload.properties.fields
+      expect(fields.items).toMatchObject({ minLength: 1, maxLength: 100 })
     }
+  })
+
+  it("tags every operation with one of the description's functional areas, and describes each", () => {
+    const areas = ["auth", "iam", "billing", "jobs", "page-history", "network", "webhooks", "extractions", "extractor-configs", "quotas", "system"]
+    expect(doc.tags.map((t: any) => t.name)).toEqual(areas)
+    for (const t of doc.tags) expect(t.description, t.name).toBeTruthy()
+    const tagOf = (path: string, method: string) => doc.paths[path][method].tags
+    for (const op of Object.values<any>(doc.paths).flatMap((item) => Object.values<any>(item))) expect(areas).toContain(op.tags[0])
+    expect(tagOf("/v1/iam/auth/register", "post")).toEqual(["auth"])
+    expect(tagOf("/v1/iam/roles", "post")).toEqual(["iam"])
+    expect(tagOf("/v1/iam/quotas/me", "get")).toEqual(["quotas"])
+    expect(tagOf("/v1/iam/quotas/me/requests", "post")).toEqual(["quotas"])
+    expect(tagOf("/v1/billing/me/subscription", "get")).toEqual(["billing"])
+    expect(tagOf("/v1/scraper/jobs/{id}/webhook-deliveries", "get")).toEqual(["webhooks"])
+  })
+
+  it("states the extraction resource as the description does: image sizes, dates, error classes", () => {
+    const extraction = doc.components.schemas.Extraction
+    const data = extraction.properties.data.allOf[0]
+    const [article, product] = data.anyOf
+    for (const image of [article.properties.images.items, product.properties.images.items]) {
+      expect(image.properties.width).toMatchObject({ type: "integer", minimum: 1 })
+      expect(image.properties.height).toMatchObject({ type: "integer", minimum: 1 })
+    }
+    expect(article.properties.publishedAt.format).toBe("date-time")
+    expect(article.properties.modifiedAt.format).toBe("date-time")
+    expect(data.anyOf.map((s: any) => s.title)).toEqual(["ArticleData", "ProductData"])
+    const errorClass = extraction.properties.errorClass.anyOf.find((s: any) => s.type === "string")
+    expect(errorClass.enum).toEqual(expect.arrayContaining(["parse_error", "llm_unavailable", "cancelled_by_admin", "unknown"]))
+    expect(errorClass.enum).toHaveLength(10)
+    expect(doc.components.schemas.ApiKey.properties.rateLimitPerMinute).toMatchObject({ minimum: 1, maximum: 5000 })
+    expect(doc.components.schemas.Role.properties.name).toMatchObject({ minLength: 2, maxLength: 60 })
   })
 
   it("states the bounds of a delegation's and a key's expiry", () => {
