@@ -69,6 +69,13 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     expect(updated.json.data).toMatchObject({ name: "crawl team", description: null, permissions: ["scraper:*:read"] })
     expect(Date.parse(updated.json.data.updatedAt)).toBeGreaterThanOrEqual(Date.parse(role.updatedAt))
     expect((await api.get(`/v1/iam/roles/${role.id}`, t.apiKey)).json.data).toEqual(updated.json.data)
+    // An update that sends only what is stored (permissions in another order too) writes nothing:
+    // updatedAt stays and nothing is audited; the entries there are name only what changed.
+    await new Promise((r) => setTimeout(r, 20))
+    const same = await patchRole(t.apiKey, role.id, { name: "crawl team", description: null, permissions: ["scraper:*:read"] })
+    expect(same.json.data).toEqual(updated.json.data)
+    const audited = (await api.get("/v1/iam/audit?action=role.update&limit=100", t.apiKey)).json.data.items as Array<any>
+    expect(audited.filter((e) => e.targetId === role.id).map((e) => e.data.changed).reverse()).toEqual([["name"], ["description", "permissions"]])
 
     const deleted = await deleteRole(t.apiKey, role.id)
     expect(deleted.status).toBe(200)
