@@ -19,8 +19,9 @@ import { StorageMaintenanceLive } from "./actors/storage-maintenance.ts"
 import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "./actors/webhook-delivery-entity.ts"
 import { WebhookEndpointsLive } from "./actors/webhook-endpoints.ts"
 import { IdentityRegistrationsLive } from "./actors/identity-registrations.ts"
-import { CallDebitorLive, CallDebitsLive, JobSlotReleasesLive, TenantEntityLive } from "./actors/tenant-entity.ts"
+import { CallDebitorLive, CallDebitsLive, JobSlotReleasesLive, TenantEntityLive, TenantLimitsLive } from "./actors/tenant-entity.ts"
 import { SubscriptionRenewalsLive } from "./actors/subscription-renewals.ts"
+import { QuotaOverridesLive } from "./actors/quota-overrides.ts"
 import { PlanGateLive } from "./billing/plan-gate.ts"
 import { type AppConfig, Config, ConfigError, loadConfig } from "./config.ts"
 import { CrawlServiceLive } from "./crawl/crawl-service.ts"
@@ -159,7 +160,6 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     ApiKeyServiceLive,
     IdentityServiceLive,
     RoleServiceLive,
-    QuotaRequestServiceLive,
     DelegationServiceLive
   ).pipe(
     Layer.provideMerge(Layer.mergeAll(AuthServiceLive, MailedTokensLive)),
@@ -171,7 +171,12 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     Layer.provideMerge(Repos)
   )
   // Registrations are counted by the tenant's entity, so the invitation service stands on the cluster.
-  const Domain = Layer.merge(ExtractionCreationLive, InvitationServiceLive.pipe(Layer.provide(IdentityRegistrationsLive))).pipe(Layer.provideMerge(JobCreationLive), Layer.provideMerge(replace.webhookEndpoints ?? WebhookEndpointsLive), Layer.provideMerge(CallDebitorLive))
+  // Quota changes are told to the tenant's entity, so those services stand on the cluster too.
+  const Domain = Layer.mergeAll(
+    ExtractionCreationLive,
+    InvitationServiceLive.pipe(Layer.provide(IdentityRegistrationsLive)),
+    Layer.merge(QuotaRequestServiceLive, QuotaOverridesLive).pipe(Layer.provide(TenantLimitsLive))
+  ).pipe(Layer.provideMerge(JobCreationLive), Layer.provideMerge(replace.webhookEndpoints ?? WebhookEndpointsLive), Layer.provideMerge(CallDebitorLive))
   const Entities = Layer.mergeAll(
     TenantEntityLive.pipe(Layer.provide(CallDebitsLive)),
     ProbeEntityLive,

@@ -66,6 +66,40 @@ describe.each(backends())("quotas over HTTP ($name)", (backend) => {
     expect((await api.get("/v1/iam/quotas/me")).status).toBe(401)
   })
 
+  it("enforces a lowered limit from the very next request, and records the override in the tenant's own audit log", async () => {
+    const t = await api.createTenant()
+    const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `lower-${Date.now()}@trawl.dev` } })
+    const adminKey = admin.json.data.apiKey as string
+    const setLimit = (key: string, limit: number | null) =>
+      api.call("PUT", `/v1/admin/tenants/${t.tenantId}/quotas/${key}`, { key: adminKey, body: { limit } })
+    const extract = () => api.call("POST", "/v1/extractor/extractions", { key: t.apiKey, body: { type: "article", input: `<h1>Lowered ${Math.random()}</h1><p>text</p>` } })
+    expect((await setLimit("extractor.extractions.daily", 10)).status).toBe(200)
+    for (let i = 0; i < 3; i++) expect((await extract()).status).toBe(201)
+    // Lowered to what is used: the next one is refused at once (the tenant's entity had kept 10 for up to 5 s).
+    const lowered = await setLimit("extractor.extractions.daily", 3)
+    expect(lowered.json.data.effectiveLimit).toBe(3)
+    const refused = await extract()
+    expect(refused.status, refused.text).toBe(429)
+    expect(refused.json.code).toBe("quota_exceeded")
+    const jobs = () => api.call("POST", "/v1/scraper/jobs/bulk", { key: t.apiKey, body: { jobs: [1, 2, 3].map((i) => ({ url: site.url(`/lowered-${i}`) })) } })
+    expect((await setLimit("scraper.jobs.daily", 1)).json.data.effectiveLimit).toBe(1)
+    const bulk = await jobs()
+    expect(bulk.status, bulk.text).toBe(207)
+    expect(bulk.json.data.created).toHaveLength(1)
+    const quotas = new Map<string, any>((await api.get("/v1/iam/quotas/me", t.apiKey)).json.data.items.map((q: any) => [q.key, q]))
+    expect(quotas.get("extractor.extractions.daily")).toMatchObject({ limit: 3, used: 3 })
+    expect(quotas.get("scraper.jobs.daily")).toMatchObject({ limit: 1, used: 1 })
+    // The tenant's owner reads who changed its limits; the internal tenant has no quotas to override.
+    const audit = (await api.get("/v1/iam/audit?action=quota.override&limit=100", t.apiKey)).json.data.items as Array<any>
+    expect(audit.map((e) => [e.data.quotaKey, e.data.limit]).reverse()).toEqual([
+      ["extractor.extractions.daily", 10], ["extractor.extractions.daily", 3], ["scraper.jobs.daily", 1]
+    ])
+    const internal = (await api.get("/v1/admin/tenants?limit=200", adminKey)).json.data.items.find((x: any) => x.isInternal)
+    const refusedInternal = await api.call("PUT", `/v1/admin/tenants/${internal.id}/quotas/iam.api-keys.total`, { key: adminKey, body: { limit: 5 } })
+    expect(refusedInternal.status, refusedInternal.text).toBe(422)
+    expect(refusedInternal.json.code).toBe("invalid_quota_override")
+  })
+
   it("does not count a job refused after its reservation (webhook URL quota) against the day", async () => {
     const t = await api.createTenant()
     const admin = await api.call("POST", "/internal/v1/internal-admins", { token: INTERNAL_TOKEN, body: { email: `root-${Date.now()}@trawl.dev` } })

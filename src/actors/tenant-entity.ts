@@ -172,6 +172,8 @@ export const TenantEntity = Entity.make("Tenant", [
   }),
   /** The subscription's period ends: its renewal, a persisted message delivered then (src/actors/tenant-subscription.ts). */
   Rpc.make("RenewSubscription", { payload: DueRenewal }).annotate(ClusterSchema.Persisted, true),
+  /** The tenant's quota limits were changed (a super-admin's override, an approved request): read them again now. */
+  Rpc.make("ReloadLimits"),
   /** A super-admin's change of the subscription, prorated in the ledger. */
   Rpc.make("ChangeSubscription", {
     payload: SubscriptionChange,
@@ -181,6 +183,26 @@ export const TenantEntity = Entity.make("Tenant", [
 ])
 
 const RECONCILE_MS = 5_000
+
+/**
+ * Tells a tenant's entity its quota limits changed, before the change is answered, so that a
+ * lowered limit holds from the next request on (docs/api.md, "Quotas"). Best effort within 2 s: the
+ * entity reads its limits again within RECONCILE_MS in any case.
+ */
+export class TenantLimits extends Context.Service<TenantLimits, {
+  readonly reload: (tenantId: string) => Effect.Effect<void>
+}>()("trawl/TenantLimits") {}
+
+export const TenantLimitsLive = Layer.effect(
+  TenantLimits,
+  Effect.map(TenantEntity.client, (client) =>
+    TenantLimits.of({
+      reload: (tenantId) => client(tenantId).ReloadLimits().pipe(Effect.timeout("2 seconds"), Effect.catchCause(() => Effect.void))
+    }))
+)
+
+/** For unit tests of the services that change limits: the entity is not there to tell. */
+export const TenantLimitsTest = Layer.succeed(TenantLimits, TenantLimits.of({ reload: () => Effect.void }))
 /** The most ended jobs (or extractions) one charging statement takes. */
 const SETTLE_BATCH = 200
 const SETTLE_ROUNDS = 5
@@ -355,11 +377,14 @@ export const TenantEntityLive = TenantEntity.toLayer(
         subscription.renew(payload.periodEnd).pipe(Effect.map((balance) => {
           if (balance !== undefined) credit.balance = toUnits(balance)
         })),
+      ReloadLimits: () => readLimits,
       ChangeSubscription: ({ payload }) =>
         Effect.gen(function*() {
           const outcome = yield* subscription.change(payload)
           if (outcome.ok) {
             if (outcome.entry) credit.balance = toUnits(outcome.entry.balanceAfter)
+            // The plan's quotas apply to the very next request, a lowered one too.
+            yield* readLimits
             return { entry: outcome.entry }
           }
           if (outcome.reason === "missing") return yield* new TenantMissing()

@@ -120,7 +120,7 @@ export const makeTenantSubscription = (tenantId: string, schedule: (periodEnd: n
             })
             if (!paid.ok) {
               if (yield* subscriptions.markPastDue(tenantId, periodEnd)) {
-                gate.invalidate(tenantId)
+                yield* gate.invalidate(tenantId)
                 yield* Effect.forkDetach(mailPastDue(sub, fee, paid.balance))
               }
               return undefined
@@ -128,7 +128,7 @@ export const makeTenantSubscription = (tenantId: string, schedule: (periodEnd: n
             balance = paid.transaction.balanceAfter
           }
           yield* subscriptions.renew(tenantId, periodEnd, next, fee)
-          gate.invalidate(tenantId)
+          yield* gate.invalidate(tenantId)
           const renewed = yield* subscriptions.find(tenantId)
           if (renewed) yield* scheduleRenewal(renewed)
           return balance
@@ -148,7 +148,7 @@ export const makeTenantSubscription = (tenantId: string, schedule: (periodEnd: n
           const target = { plan: payload.plan, addOns: payload.addOns }
           if (payload.status === "cancelled") {
             yield* subscriptions.change(tenantId, { ...target, status: "cancelled", periodPaidUnits: sub.periodPaidUnits })
-            gate.invalidate(tenantId)
+            yield* gate.invalidate(tenantId)
             return outcome({ ok: true, entry: null })
           }
           const newFee = monthlyUnits(payload.plan, payload.addOns)
@@ -179,7 +179,7 @@ export const makeTenantSubscription = (tenantId: string, schedule: (periodEnd: n
             periodPaidUnits: reactivation ? units : sub.periodPaidUnits + units,
             ...(reactivation ? { period: periodFrom(now, 0) } : {})
           })
-          gate.invalidate(tenantId)
+          yield* gate.invalidate(tenantId)
           yield* scheduleRenewal(changed)
           return outcome({ ok: true, entry })
         })

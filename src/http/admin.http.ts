@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { entityCall } from "../actors/entity-call.ts"
+import { QuotaOverrides } from "../actors/quota-overrides.ts"
 import { TenantEntity } from "../actors/tenant-entity.ts"
 import { CurrentPrincipal, type Principal } from "../iam/principal.ts"
 import { itemId } from "../ids.ts"
@@ -21,6 +22,7 @@ export const AdminHandlers = HttpApiBuilder.group(
     const tenantClient = yield* TenantEntity.client
     const audit = yield* AuditLog
     const idempotency = yield* Idempotency
+    const overrides = yield* QuotaOverrides
 
     /**
      * One credit adjustment, its ledger entry named `entryId` (written once, however often it is
@@ -76,11 +78,7 @@ export const AdminHandlers = HttpApiBuilder.group(
         tenants.find(params.tenantId).pipe(Effect.flatMap((t) => t ? Effect.succeed(t) : notFound("tenant"))))
       .handle("setQuota", ({ params, payload }) =>
         Effect.gen(function*() {
-          const me = yield* CurrentPrincipal
-          if (!(yield* tenants.find(params.tenantId))) return yield* notFound("tenant")
-          yield* tenants.setQuota(params.tenantId, params.quotaKey, payload.limit)
-          yield* audit.record(me, "quota.override", params.tenantId, { quotaKey: params.quotaKey, limit: payload.limit })
-          const effectiveLimit = yield* tenants.quotaLimit(params.tenantId, params.quotaKey)
+          const effectiveLimit = yield* overrides.set(yield* CurrentPrincipal, params.tenantId, params.quotaKey, payload.limit)
           return { tenantId: params.tenantId, quotaKey: params.quotaKey, limit: payload.limit, effectiveLimit }
         }))
       .handle("adjustCredits", ({ params, payload, headers }) =>

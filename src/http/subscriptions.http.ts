@@ -101,13 +101,23 @@ export const AdminSubscriptionHandlers = HttpApiBuilder.group(
               })
           })
         )
-        gate.invalidate(params.tenantId)
+        yield* gate.invalidate(params.tenantId)
         const after = (yield* subscriptions.find(params.tenantId))!
-        yield* audit.record(me, "subscription.change", params.tenantId, {
+        const data = {
           from: { plan: before.plan, addOns: before.addOns, status: before.status },
           to: { plan: after.plan, addOns: after.addOns, status: after.status },
           ledgerEntryId: entry?.id ?? null,
           amount: entry?.amount ?? null
+        }
+        // In the admin's log and in the tenant's own, where its owner reads who changed its plan.
+        yield* audit.record(me, "subscription.change", params.tenantId, data)
+        yield* audit.write({
+          tenantId: params.tenantId,
+          actorId: me.actorId,
+          onBehalfOf: me.actorId === me.identityId ? null : me.identityId,
+          action: "subscription.change",
+          targetId: params.tenantId,
+          data: { ...data, deciderTenantId: me.tenantId }
         })
         return { subscription: toView(after), ledgerEntry: entry }
       }))

@@ -1,4 +1,5 @@
 import { Context, Effect, Layer } from "effect"
+import { TenantLimits } from "../actors/tenant-entity.ts"
 import { planServices } from "../billing/plan-rules.ts"
 import { planIncludes, type QuotaKey, quotaKeys } from "../billing/plans.ts"
 import { Mailer } from "../mail/mailer.ts"
@@ -67,6 +68,7 @@ export const QuotaRequestServiceLive = Layer.effect(
     const subscriptions = yield* SubscriptionRepo
     const audit = yield* AuditLog
     const mailer = yield* Mailer
+    const limits = yield* TenantLimits
 
     const isQuotaKey = (key: string): key is QuotaKey => (quotaKeys as ReadonlyArray<string>).includes(key)
 
@@ -149,6 +151,8 @@ export const QuotaRequestServiceLive = Layer.effect(
             targetId: result.id,
             data: { quotaKey: result.quota_key, requestedLimit: String(result.requested_limit), note, deciderTenantId: me.tenantId }
           })
+          // The approval set the override: the tenant's entity enforces it from the next request on.
+          if (approve) yield* limits.reload(result.tenant_id)
           yield* mailRequester(result)
           return result
         })

@@ -4,8 +4,9 @@
  * rules themselves are tested in test/unit/subscriptions.test.ts, over HTTP in subscriptions.e2e.
  */
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { PlanGate, PlanGateLive } from "../../src/billing/plan-gate.ts"
+import { Kv, KvTest } from "../../src/kv/kv.ts"
 import type { Principal } from "../../src/iam/principal.ts"
 import { type PlainPrincipal, testPrincipal } from "../support/principal.ts"
 import { makeSubscriptionRepoTest, SubscriptionRepo } from "../../src/sql/subscription-repo.ts"
@@ -25,7 +26,7 @@ const principal = (tenantId: string, over: Partial<PlainPrincipal> = {}): Princi
 })
 
 const period = { anchorAt: 0, index: 0, start: 0, end: 30 * 86_400_000 }
-const Gate = PlanGateLive.pipe(Layer.provideMerge(makeSubscriptionRepoTest()))
+const Gate = PlanGateLive.pipe(Layer.provideMerge(Layer.mergeAll(makeSubscriptionRepoTest(), KvTest)))
 
 const refusal = (effect: Effect.Effect<void, { readonly code: string }>) =>
   Effect.match(effect, { onSuccess: () => undefined, onFailure: (e) => e.code })
@@ -52,9 +53,23 @@ layer(Gate)("PlanGate", (it) => {
       expect(yield* repo.markPastDue("ten_late", period.end)).toBe(true)
       // Read a moment ago and kept (a node trusts its read for 2 s) until the change is announced.
       expect(yield* refusal(gate.check(principal("ten_late"), "scraper:jobs:write"))).toBeUndefined()
-      gate.invalidate("ten_late")
+      yield* gate.invalidate("ten_late")
       expect(yield* refusal(gate.check(principal("ten_late"), "scraper:jobs:write"))).toBe("no_active_plan")
       expect(yield* refusal(gate.check(principal("ten_late"), "scraper:jobs:read"))).toBeUndefined()
       expect(yield* refusal(gate.check(principal("ten_late", { isInternalTenant: true }), "scraper:jobs:write"))).toBeUndefined()
     }))
+
+  it.effect("a change one node announces is forgotten by every node's gate at once, not after its 2 s", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const gate = yield* PlanGate
+      const repo = yield* SubscriptionRepo
+      // A second node's gate: its own cache, the same database and Kv (Redis's pub/sub in production).
+      const shared = Layer.mergeAll(Layer.succeed(SubscriptionRepo, repo), Layer.succeed(Kv, yield* Kv))
+      const otherNode = Context.get(yield* Layer.build(PlanGateLive.pipe(Layer.provide(shared))), PlanGate)
+      yield* repo.open("ten_moved", "starter", period)
+      expect(yield* refusal(otherNode.check(principal("ten_moved"), "network:ip:read"))).toBeUndefined()
+      yield* repo.change("ten_moved", { plan: "free", addOns: [], status: "active", periodPaidUnits: 0 })
+      yield* gate.invalidate("ten_moved")
+      expect(yield* refusal(otherNode.check(principal("ten_moved"), "network:ip:read"))).toBe("service_disabled_on_plan")
+    })))
 })

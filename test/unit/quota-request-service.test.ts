@@ -4,6 +4,7 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { TenantLimitsTest } from "../../src/actors/tenant-entity.ts"
 import { planQuota } from "../../src/billing/plans.ts"
 import type { Principal } from "../../src/iam/principal.ts"
 import { type PlainPrincipal, testPrincipal } from "../support/principal.ts"
@@ -25,7 +26,8 @@ const Requests = QuotaRequestServiceLive.pipe(
     makeTenantRepoTest({ tenants: [{ id: "ten_1", plan: "starter" }, { id: "ten_2", plan: "starter" }, { id: "ten_free", plan: "free" }] }),
     makeSubscriptionRepoTest(),
     MailerTest,
-    AuditLogTest
+    AuditLogTest,
+    TenantLimitsTest
   ))
 )
 

@@ -7,6 +7,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { PlanGate, PlanGateLive } from "../../src/billing/plan-gate.ts"
+import { KvTest } from "../../src/kv/kv.ts"
 import { monthlyUnits } from "../../src/billing/plans.ts"
 import { fromUnits, toUnits } from "../../src/billing/pricing.ts"
 import { renewalEntryId, SUBSCRIPTION_SERVICE_KEY } from "../../src/billing/subscriptions.ts"
@@ -25,6 +26,7 @@ const Billing = PlanGateLive.pipe(
     // Enough for one renewal and a half; the other tenant has nothing.
     makeTenantRepoTest({ tenants: [{ id: "ten_a", plan: "starter", balance: fromUnits(fee + fee / 2) }, { id: "ten_b", plan: "pro", balance: "0.00" }] }),
     MailerTest,
+    KvTest,
     Layer.succeed(Config, configForTests())
   ))
 )

@@ -20,7 +20,8 @@ import { JobSweeperLive } from "../../src/actors/job-sweeper.ts"
 import { makeSiteFetcherTest } from "../../src/actors/site-fetcher.ts"
 import { SiteMapper, SiteMapperLive } from "../../src/actors/site-mapper.ts"
 import { SubscriptionRenewalsLive } from "../../src/actors/subscription-renewals.ts"
-import { CallDebitor, CallDebitorLive, JobSlotReleases, JobSlotReleasesLive } from "../../src/actors/tenant-entity.ts"
+import { CallDebitor, CallDebitorLive, JobSlotReleases, JobSlotReleasesLive, TenantLimits, TenantLimitsLive } from "../../src/actors/tenant-entity.ts"
+import { QuotaOverrides, QuotaOverridesLive } from "../../src/actors/quota-overrides.ts"
 import { WebhookDeliveryEntityLive, WebhookSweeperLive } from "../../src/actors/webhook-delivery-entity.ts"
 import { WebhookEndpoints } from "../../src/actors/webhook-endpoints.ts"
 import { PlanGate, PlanGateLive } from "../../src/billing/plan-gate.ts"
@@ -92,13 +93,13 @@ const moreTestLayers = Layer.mergeAll(
 const iam = Layer.mergeAll(AccountRecoveryLive, ApiKeyServiceLive, InvitationServiceLive).pipe(
   Layer.provideMerge(Layer.mergeAll(AuthServiceLive, DelegationServiceLive, IdentityServiceLive, QuotaRequestServiceLive, RoleServiceLive)),
   Layer.provideMerge(SessionServiceLive),
-  Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, MailedTokensLive, AttemptsLive, IdentityRegistrationsLive))
+  Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, MailedTokensLive, AttemptsLive, IdentityRegistrationsLive, TenantLimitsLive))
 )
 const actors = Layer.mergeAll(
   JobCreationLive, SiteMapperLive, DomainSlotsLive, JobSlotReleasesLive,
   DomainEntityLive, WebhookDeliveryEntityLive,
-  JobSweeperLive, ExtractionSweeperLive, WebhookSweeperLive, SubscriptionRenewalsLive
-).pipe(Layer.provideMerge(Layer.mergeAll(CallDebitorLive, PlanGateLive)))
+  JobSweeperLive, ExtractionSweeperLive, WebhookSweeperLive, SubscriptionRenewalsLive, QuotaOverridesLive
+).pipe(Layer.provideMerge(Layer.mergeAll(CallDebitorLive, PlanGateLive, TenantLimitsLive)))
 const http = Layer.mergeAll(ApiKeyAuthLive, AuthorizeLive, AnonymousLive, InternalAuthLive, KeyMeterLive).pipe(
   Layer.provideMerge(Layer.mergeAll(RateLimiterLive, IdempotencyLive, DrainingLive))
 )
@@ -114,7 +115,7 @@ layer(everything, { excludeTestServices: true })("live services on test layers",
       const services = [
         AccountRecovery, ApiKeyAuthenticator, ApiKeyService, Attempts, AuthService, CallDebitor, ClusterInfo, DelegationService, DomainSlots,
         Draining, EventLog, ExtractionCreation, Idempotency, IdentityRegistrations, IdentityService, InvitationService, JobCreation,
-        JobSlotReleases, MailedTokens, PlanGate, QuotaRequestService, RateLimiter, RoleService, SessionAuthenticator, SessionService,
+        JobSlotReleases, MailedTokens, PlanGate, QuotaOverrides, QuotaRequestService, RateLimiter, TenantLimits, RoleService, SessionAuthenticator, SessionService,
         SiteMapper, WebhookEndpoints
       ]
       for (const tag of services) expect(yield* Effect.serviceOption(tag as never)).toMatchObject({ _tag: "Some" })

@@ -1,0 +1,55 @@
+/**
+ * A super-admin's override of one of a tenant's quotas (`PUT /v1/admin/tenants/{id}/quotas/{key}`,
+ * docs/api.md "Quotas"): written, audited in the admin's log and the tenant's own, and told to the
+ * tenant's entity before it is answered, so that a lowered limit holds from the next request on.
+ */
+import { Context, Effect, Layer } from "effect"
+import type { QuotaKey } from "../billing/plans.ts"
+import type { Principal } from "../iam/principal.ts"
+import { fail, notFound, type NotFound, type Unprocessable } from "../schema/errors.ts"
+import { AuditLog } from "../sql/audit-log.ts"
+import { TenantRepo } from "../sql/tenant-repo.ts"
+import { TenantLimits } from "./tenant-entity.ts"
+
+export interface QuotaOverridesShape {
+  /** Sets (or with `null` removes) the override; the limit in force after it. */
+  readonly set: (me: Principal, tenantId: string, quotaKey: QuotaKey, limit: number | null) => Effect.Effect<number, NotFound | Unprocessable>
+}
+
+export class QuotaOverrides extends Context.Service<QuotaOverrides, QuotaOverridesShape>()("trawl/QuotaOverrides") {}
+
+export const QuotaOverridesLive = Layer.effect(
+  QuotaOverrides,
+  Effect.gen(function*() {
+    const tenants = yield* TenantRepo
+    const audit = yield* AuditLog
+    const limits = yield* TenantLimits
+    return QuotaOverrides.of({
+      set: (me, tenantId, quotaKey, limit) =>
+        Effect.gen(function*() {
+          const tenant = yield* tenants.find(tenantId)
+          if (!tenant) return yield* notFound("tenant")
+          // The internal tenant's people and keys are made by the control plane, which no quota bounds.
+          if (tenant.isInternal) {
+            return yield* fail(422, "invalid_quota_override", "the internal tenant has no quotas to override", {
+              details: [{ path: "tenantId", code: "internal_tenant", message: "the internal tenant's quotas are not enforced, so none is overridden" }]
+            })
+          }
+          yield* tenants.setQuota(tenantId, quotaKey, limit)
+          yield* limits.reload(tenantId)
+          const data = { quotaKey, limit }
+          // Who changed a tenant's limits is in the admin's log and in the tenant's own, where its owner reads it.
+          yield* audit.record(me, "quota.override", tenantId, data)
+          yield* audit.write({
+            tenantId,
+            actorId: me.actorId,
+            onBehalfOf: me.actorId === me.identityId ? null : me.identityId,
+            action: "quota.override",
+            targetId: tenantId,
+            data: { ...data, deciderTenantId: me.tenantId }
+          })
+          return yield* tenants.quotaLimit(tenantId, quotaKey)
+        })
+    })
+  })
+)
