@@ -443,6 +443,48 @@ const incomingOf = (request: HttpServerRequest.HttpServerRequest): IncomingMessa
   return source instanceof IncomingMessage ? source : undefined
 }
 
+/** The most of an unread body read off the wire before an answer (the largest body taken, and a little). */
+const MAX_DRAIN_BYTES = MAX_BODY_BYTES + 64 * 1024
+/** How long an answer waits for an unread body to arrive. */
+const DRAIN_TIMEOUT_MS = 10_000
+
+/**
+ * Reads and discards what is left of a request's body before its answer goes out: an answer given
+ * before the body was read (a 401, 405, 413 or 415, a route that takes none) would otherwise end
+ * the connection while the client still writes, and clients that write the whole body before
+ * reading (Python's http.client and requests) see a broken pipe instead of the answer. Bounded:
+ * a declared length over the largest body taken is refused at once (413, nothing waited for), and
+ * past MAX_DRAIN_BYTES or DRAIN_TIMEOUT_MS the answer goes and Node closes the connection.
+ */
+const drainUnreadBody = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void> => {
+  const incoming = incomingOf(request)
+  if (!incoming || incoming.complete || incoming.readableEnded || incoming.destroyed) return Effect.void
+  const declared = Number(incoming.headers["content-length"] ?? Number.NaN)
+  if (declared > MAX_BODY_BYTES) return Effect.void
+  return Effect.callback<void>((resume) => {
+    let read = 0
+    const done = () => {
+      clearTimeout(timer)
+      incoming.off("data", onData)
+      incoming.off("end", done)
+      incoming.off("close", done)
+      incoming.off("error", done)
+      resume(Effect.void)
+    }
+    const onData = (chunk: Buffer) => {
+      read += chunk.length
+      if (read > MAX_DRAIN_BYTES) done()
+    }
+    const timer = setTimeout(done, DRAIN_TIMEOUT_MS)
+    incoming.on("data", onData)
+    incoming.once("end", done)
+    incoming.once("close", done)
+    incoming.once("error", done)
+    incoming.resume()
+    return Effect.sync(done)
+  })
+}
+
 /**
  * What is wrong with a request by its line and headers alone: a path or query with a NUL
  * character, a repeated Idempotency-Key, a declared body length over the cap, a body that is not
@@ -685,6 +727,7 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
           }
         }
         if (response.status === 401) bag["www-authenticate"] = AUTHENTICATE_CHALLENGE
+        yield* drainUnreadBody(request)
         return HttpServerResponse.setHeaders(markDeprecatedTake(request, response), { ...bag, "x-request-id": requestId })
       })
     return (httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown>) =>
