@@ -288,6 +288,10 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     expectError(await bearer(api, "GET", "/v1/iam/auth/me", "not-a-token"), 401, "unauthorized")
     expectError(await bearer(api, "GET", "/v1/iam/auth/me", "A".repeat(43)), 401, "unauthorized")
     expectError(await api.get("/v1/iam/auth/me"), 401, "unauthorized")
+    // an API key sent as a bearer token (as many SDKs send tokens) is told where keys go
+    const keyAsBearer = await bearer(api, "GET", "/v1/iam/auth/me", owner.apiKey)
+    expectError(keyAsBearer, 401, "unauthorized")
+    expect(keyAsBearer.json.error.message).toContain("x-api-key")
     // the same routes take an API key, acting as the key's identity
     const byKey = await api.get("/v1/iam/auth/me", owner.apiKey)
     expect(byKey.status).toBe(200)

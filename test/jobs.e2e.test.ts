@@ -541,6 +541,13 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(deep.status, deep.text).toBe(400)
     expect(deep.json.error.details.map((d: { code: string }) => d.code)).toEqual(["too_deep"])
 
+    // ALLOW_PRIVATE_TARGETS (on for this server) lets loopback and private targets through, never
+    // link-local (the cloud metadata address) or multicast; a webhook URL alike. Refused before any connection.
+    for (const url of ["http://169.254.169.254/latest/meta-data/", "http://[fe80::1]/", "http://224.0.0.1/"]) {
+      expectError(await create({ url }, key), 422, "unsafe_url")
+      expectError(await create({ url: site.url("/page?case=meta"), webhookUrl: url }, key), 422, "unsafe_url")
+    }
+
     // a refused request leaves its key free
     const k4 = `idem-free-${Date.now()}`
     const refused = await create({ url: "file:///etc/passwd" }, key, { "idempotency-key": k4 })

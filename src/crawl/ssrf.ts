@@ -10,6 +10,8 @@
  *    (no DNS rebinding between "check" and "connect").
  *
  * `allowPrivate` (ALLOW_PRIVATE_TARGETS) is always passed in; nothing here reads the environment.
+ * It lets loopback and private addresses through (`DEV_TARGET_CLASSES`), never the others: a
+ * development node still refuses link-local (the cloud metadata address), multicast, reserved...
  */
 import dns from "node:dns"
 import { isIP, isIPv4, isIPv6 } from "node:net"
@@ -44,6 +46,13 @@ export type NonPublicReason = Exclude<AddressClass, "public">
 
 /** A classifier; injectable (tests) wherever the guard is used. */
 export type AddressClassifier = (ip: string) => AddressClass
+
+/** What ALLOW_PRIVATE_TARGETS lets a target be besides public: loopback and private networks (contract §1). */
+export const DEV_TARGET_CLASSES: ReadonlySet<AddressClass> = new Set(["loopback", "private", "unique_local", "cgnat"])
+
+/** Whether an address of this class may be a target. */
+export const isPermittedTarget = (c: AddressClass, allowPrivate: boolean): boolean =>
+  c === "public" || (allowPrivate && DEV_TARGET_CLASSES.has(c))
 
 const parseIPv4 = (ip: string): number | null => {
   const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(ip)
@@ -280,7 +289,7 @@ export type LookupFunction = (
 ) => void
 
 export interface GuardOptions {
-  /** ALLOW_PRIVATE_TARGETS: skip address classification (development/tests only). */
+  /** ALLOW_PRIVATE_TARGETS: loopback and private addresses are targets too (development/tests only). */
   allowPrivate: boolean
   /** Resolver to use; default `dns.lookup`. Tests inject a fake one. */
   lookup?: LookupFunction
@@ -345,11 +354,9 @@ export const createSafeLookup = (opts: GuardOptions): LookupFunction => {
       if (list.length === 0) {
         return cb(Object.assign(new Error(`no address for ${hostname}`), { code: "ENOTFOUND", hostname }), wantAll ? [] : "")
       }
-      if (!opts.allowPrivate) {
-        for (const a of list) {
-          const c = classify(a.address)
-          if (c !== "public") return cb(new UnsafeAddressError(hostname, a.address, c), wantAll ? [] : "")
-        }
+      for (const a of list) {
+        const c = classify(a.address)
+        if (!isPermittedTarget(c, opts.allowPrivate)) return cb(new UnsafeAddressError(hostname, a.address, c as NonPublicReason), wantAll ? [] : "")
       }
       if (wantAll) return cb(null, list)
       cb(null, list[0]!.address, list[0]!.family)
@@ -378,8 +385,9 @@ export type CheckResult =
 
 /**
  * Full pre-flight check of a target URL: syntax, then every resolved address classified.
- * With `allowPrivate` only the syntax rules that are not about private targets apply and no DNS
- * query is made.
+ * With `allowPrivate` only the syntax rules that are not about private targets apply, an address
+ * written in the URL is checked against DEV_TARGET_CLASSES, and no DNS query is made (the
+ * connection's lookup classifies what a name resolves to).
  */
 export const checkUrl = async (
   input: string | URL,
@@ -388,16 +396,16 @@ export const checkUrl = async (
   const parsed = parseTargetUrl(typeof input === "string" ? input : input.href, { allowPrivate: opts.allowPrivate })
   if (!parsed.ok) return parsed
   const url = parsed.url
-  if (opts.allowPrivate) return { ok: true, url, addresses: [] }
   const classify = opts.classify ?? classifyAddress
   const host = url.hostname.replace(/^\[|\]$/g, "")
   if (isIP(host)) {
     const c = classify(host)
-    if (c !== "public") {
-      return { ok: false, reason: "non_public_address", detail: `${host} is ${c}`, address: host, addressClass: c }
+    if (!isPermittedTarget(c, opts.allowPrivate)) {
+      return { ok: false, reason: "non_public_address", detail: `${host} is ${c}`, address: host, addressClass: c as NonPublicReason }
     }
     return { ok: true, url, addresses: [host] }
   }
+  if (opts.allowPrivate) return { ok: true, url, addresses: [] }
   let addresses: dns.LookupAddress[]
   try {
     addresses = await resolveAll(host, opts.lookup, opts.timeoutMs)

@@ -290,7 +290,9 @@ const declareHeaders = (spec: Spec, facts: ReturnType<typeof endpointFacts>) => 
       const known = facts.get(operation.operationId)
       const credentialed = (known?.security.length ?? 0) > 0
       const takesTake = (operation.parameters ?? []).some((p: any) => p.in === "query" && p.name === "take")
-      const session = isRecord(operation.responses["200"]) && /OpenedSession/.test(JSON.stringify(operation.responses["200"])) || operation.operationId === "auth.logout"
+      // The answers that open a session (a login's 200, a registration's 201) or end one set the cookie.
+      const opened = (status: string) => isRecord(operation.responses[status]) && /OpenedSession/.test(JSON.stringify(operation.responses[status]))
+      const cookieStatus = opened("200") || operation.operationId === "auth.logout" ? "200" : opened("201") ? "201" : undefined
       for (const [status, response] of Object.entries<any>(operation.responses)) {
         if (!isRecord(response)) continue
         const headers: Record<string, unknown> = { "x-request-id": ref("RequestId") }
@@ -299,7 +301,7 @@ const declareHeaders = (spec: Spec, facts: ReturnType<typeof endpointFacts>) => 
         }
         if (status === "429" || status === "503") headers["Retry-After"] = ref("RetryAfter")
         if (status === "401") headers["WWW-Authenticate"] = ref("WwwAuthenticate")
-        if (session && status === "200") headers["Set-Cookie"] = ref("SetCookie")
+        if (status === cookieStatus) headers["Set-Cookie"] = ref("SetCookie")
         if (takesTake && status === "200") Object.assign(headers, { Deprecation: ref("Deprecation"), Sunset: ref("Sunset") })
         response.headers = { ...response.headers, ...headers }
       }

@@ -5,7 +5,7 @@ import { Config } from "../config.ts"
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
 import { allows, intersectPermissions } from "../iam/permissions.ts"
 import { CurrentPrincipal, isSuperAdmin, type Principal } from "../iam/principal.ts"
-import { constantTimeEqual } from "../iam/secrets.ts"
+import { API_KEY_PREFIX, constantTimeEqual } from "../iam/secrets.ts"
 import { SessionAuthenticator } from "../iam/session-auth.ts"
 import { SessionService } from "../iam/session-service.ts"
 import { fail, Forbidden, isApiError, ResponseHeaders, TooManyRequests, Unauthenticated } from "../schema/errors.ts"
@@ -142,7 +142,12 @@ export const ApiKeyAuthLive = Layer.effect(
         return yield* unauthorized("send an x-api-key header, or a session as Authorization: Bearer <sessionId> or the trawl_session cookie")
       }
       const principal = yield* sessionAuth.authenticate(presented.token)
-      if (!principal) return yield* unauthorized("the session is invalid, revoked or expired")
+      if (!principal) {
+        // An API key sent the way many SDKs send tokens: say where keys go.
+        return yield* unauthorized(presented.via === "bearer" && presented.token.startsWith(`${API_KEY_PREFIX}_`)
+          ? "an API key goes in the x-api-key header; Authorization: Bearer takes a session id"
+          : "the session is invalid, revoked or expired")
+      }
       // A cookie is sent by the browser whoever made the page: a change needs the header only our client can read.
       if (presented.via === "cookie" && !safeMethods.has(request.method)) {
         const given = request.headers["x-csrf-token"] ?? ""

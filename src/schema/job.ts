@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, CreatedRange, DateTime, NullableDateTime, NullableWebhookSecret, Text, UrlPrefixFilter } from "./common.ts"
+import { AbsoluteUrl, CreatedRange, DateTime, NonNegativeInt, NullableDateTime, NullableWebhookSecret, Text, UrlPrefixFilter, WrittenWithin } from "./common.ts"
 import { Page, SearchPagination, SortTerms, WHOLE_BODY_ERROR } from "./envelope.ts"
 
 export const JobStatus = Schema.Literals(["queued", "claimed", "done", "failed", "dead"])
@@ -49,9 +49,18 @@ export const BulkJobsBody = Schema.Struct({
   )
 })
 
+/**
+ * How a fetch ended (docs/crawling.md, "Classification"); `internal_error` for a job a fault of the
+ * service ended. Stated in the document, not checked again on the way out.
+ */
+const Classification = WrittenWithin(Schema.String, {
+  enum: ["ok", "not_found", "blocked", "server_error", "empty", "too_large", "timeout", "dns_error", "tls_error", "connection_error", "unsafe_url", "engine_unavailable", "cancelled", "internal_error"]
+})
+const UsedEngine = WrittenWithin(Schema.String, { enum: ["http", "alternate", "brave", "camoufox"] })
+
 export const Attempt = Schema.Struct({
-  engine: Schema.String,
-  classification: Schema.String,
+  engine: UsedEngine,
+  classification: Classification,
   httpStatus: Schema.NullOr(Schema.Int),
   finalUrl: Schema.NullOr(Schema.String),
   durationMs: Schema.Int,
@@ -61,12 +70,12 @@ export const Attempt = Schema.Struct({
 export const JobResult = Schema.Struct({
   httpStatus: Schema.NullOr(Schema.Int),
   finalUrl: Schema.NullOr(Schema.String),
-  classification: Schema.String,
-  engine: Schema.NullOr(Schema.String),
+  classification: Classification,
+  engine: Schema.NullOr(UsedEngine),
   durationMs: Schema.Int,
   contentType: Schema.NullOr(Schema.String),
   bytes: Schema.Int,
-  startedWith: Schema.Struct({ engine: Schema.String, reason: Schema.String }),
+  startedWith: Schema.Struct({ engine: UsedEngine, reason: Schema.String }),
   screenshot: Schema.Struct({ taken: Schema.Boolean, reason: Schema.NullOr(Schema.String) }),
   attempts: Schema.Array(Attempt)
 }).annotate({ identifier: "JobResult" })
@@ -104,11 +113,11 @@ export const JobWithResult = Schema.Struct({
 
 export const BulkResult = Schema.Struct({
   processed: Schema.Boolean,
-  summary: Schema.Struct({ total: Schema.Int, created: Schema.Int, failed: Schema.Int }),
+  summary: Schema.Struct({ total: NonNegativeInt, created: NonNegativeInt, failed: NonNegativeInt }),
   created: Schema.Array(CreatedJob),
   // `retryAfter`: seconds until the refusal may no longer hold, for an item refused for a quota
   // (what `Retry-After` says for a request refused whole).
-  failed: Schema.Array(Schema.Struct({ index: Schema.Int, url: Schema.NullOr(Schema.String), reason: Schema.String, retryAfter: Schema.optional(Schema.Int) }))
+  failed: Schema.Array(Schema.Struct({ index: NonNegativeInt, url: Schema.NullOr(Schema.String), reason: Schema.String, retryAfter: Schema.optional(NonNegativeInt) }))
 })
 
 export const jobSortFields = ["createdAt", "id", "priority", "attempts", "status"] as const

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { NewPassword } from "./auth.ts"
-import { Amount, CreatedRange, DateTime, Email, NonNegativeAmount, Name, Text } from "./common.ts"
+import { Amount, CreatedRange, DateTime, Email, NonNegativeAmount, Name, Text, WrittenWithin } from "./common.ts"
 import { SearchPagination, SortTerms } from "./envelope.ts"
 import { AddOnOffer, PlanOffer } from "./subscription.ts"
 
@@ -83,7 +83,7 @@ export const CreditAdjustmentBody = Schema.Struct({
 
 export const Transaction = Schema.Struct({
   id: Schema.String,
-  type: Schema.String,
+  type: WrittenWithin(Schema.String, { enum: ["topup", "correction", "debit", "credit"] }),
   amount: Schema.String,
   balanceAfter: Schema.String,
   serviceKey: Schema.NullOr(Schema.String),

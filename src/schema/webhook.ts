@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DateTime, NullableDateTime } from "./common.ts"
+import { DateTime, NullableDateTime, WrittenWithin } from "./common.ts"
 import type { ErrorDetail } from "./errors.ts"
 
 export const WebhookAttempt = Schema.Struct({
@@ -16,7 +16,8 @@ export const WebhookDelivery = Schema.Struct({
   id: Schema.String,
   status: Schema.Literals(["pending", "delivered", "failed"]),
   url: Schema.String,
-  event: Schema.String,
+  // The resource's status the delivery tells of (the body's `status`).
+  event: WrittenWithin(Schema.String, { enum: ["done", "failed", "dead"] }),
   createdAt: DateTime,
   deliveredAt: NullableDateTime,
   nextAttemptAt: NullableDateTime,

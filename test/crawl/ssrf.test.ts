@@ -265,6 +265,20 @@ describe("checkUrl", () => {
     expect(spy.calls).toEqual([])
     expect((await checkUrl("http://0x7f.1/", { allowPrivate: true, lookup: spy })).ok).toBe(false)
   })
+
+  it("with allowPrivate: loopback and private literals pass, link-local (the metadata address), multicast and the rest do not", async () => {
+    const spy = fakeLookup({})
+    for (const url of ["http://127.0.0.1/", "http://10.1.2.3/", "http://192.168.0.7/", "http://[::1]/", "http://[fd00::1]/", "http://100.64.0.1/", "http://8.8.8.8/"]) {
+      expect((await checkUrl(url, { allowPrivate: true, lookup: spy })).ok, url).toBe(true)
+    }
+    for (const [url, c] of [
+      ["http://169.254.169.254/latest/meta-data/", "link_local"], ["http://[fe80::1]/", "link_local"], ["http://224.0.0.1/", "multicast"],
+      ["http://0.0.0.0/", "this_network"], ["http://255.255.255.255/", "broadcast"], ["http://240.0.0.1/", "reserved"]
+    ] as const) {
+      expect(await checkUrl(url, { allowPrivate: true, lookup: spy }), url).toMatchObject({ ok: false, reason: "non_public_address", addressClass: c })
+    }
+    expect(spy.calls).toEqual([])
+  })
 })
 
 describe("safe lookup (connection-level guard)", () => {
@@ -300,6 +314,10 @@ describe("safe lookup (connection-level guard)", () => {
     const lookup = createSafeLookup({ allowPrivate: true, lookup: fakeLookup({ "dev.example": "127.0.0.1" }) })
     expect(await call(lookup, "dev.example", {})).toMatchObject({ err: null, address: "127.0.0.1" })
     expect((await call(lookup, "missing.example", {})).err?.code).toBe("ENOTFOUND")
+    // a development node still refuses a name that resolves to the metadata address
+    const meta = createSafeLookup({ allowPrivate: true, lookup: fakeLookup({ "meta.example": "169.254.169.254", "lan.example": "192.168.1.20" }) })
+    expect((await call(meta, "meta.example", {})).err).toBeInstanceOf(UnsafeAddressError)
+    expect(await call(meta, "lan.example", {})).toMatchObject({ err: null, address: "192.168.1.20" })
   })
 
   it("the exported safeLookup is strict: it refuses a loopback answer (an IP literal, so no query is made)", async () => {

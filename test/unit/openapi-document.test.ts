@@ -451,6 +451,10 @@ describe("the OpenAPI document's bounds checked beyond the schema", () => {
     // a delegate may not change the delegator's profile, nor log in as it
     expect((doc.paths["/v1/iam/users/me"].patch.parameters ?? []).map((p: any) => p.name)).not.toContain("x-on-behalf-of")
     expect(doc.paths["/v1/iam/auth/login"].post.responses["200"].headers["Set-Cookie"]).toBeDefined()
+    // a registration opens a session too (its 201), a logout ends one; a read sets no cookie
+    expect(doc.paths["/v1/iam/auth/register"].post.responses["201"].headers["Set-Cookie"]).toBeDefined()
+    expect(doc.paths["/v1/iam/auth/logout"].post.responses["200"].headers["Set-Cookie"]).toBeDefined()
+    expect(doc.paths["/v1/iam/auth/me"].get.responses["200"].headers["Set-Cookie"]).toBeUndefined()
     expect(doc.components.headers.RetryAfter.schema.type).toBe("integer")
   })
 

@@ -11,7 +11,7 @@
  */
 import http from "node:http"
 import net from "node:net"
-import { type AddressClassifier, classifyAddress, createSafeLookup, type LookupFunction, parseTargetUrl } from "../ssrf.ts"
+import { type AddressClassifier, classifyAddress, createSafeLookup, isPermittedTarget, type LookupFunction, parseTargetUrl } from "../ssrf.ts"
 
 export interface GuardProxyOptions {
   allowPrivate: boolean
@@ -91,11 +91,10 @@ export const startGuardProxy = async (opts: GuardProxyOptions): Promise<GuardPro
   const precheck = (url: URL): string | null => {
     const parsed = parseTargetUrl(url.href, { allowPrivate: opts.allowPrivate })
     if (!parsed.ok) return `${parsed.reason}: ${parsed.detail}`
-    if (opts.allowPrivate) return null
     const host = parsed.url.hostname.replace(/^\[|\]$/g, "")
     if (net.isIP(host)) {
       const c = classify(host)
-      if (c !== "public") return `non_public_address: ${host} is ${c}`
+      if (!isPermittedTarget(c, opts.allowPrivate)) return `non_public_address: ${host} is ${c}`
     }
     return null
   }
