@@ -40,7 +40,8 @@ export const AdminHandlers = HttpApiBuilder.group(
         resourceType: null
       })).pipe(
         Effect.tap((txn) => {
-          const data = { transactionId: txn.id, type, amount: payload.amount, note: payload.note }
+          // The amount as the ledger wrote it ("1" is "1.00").
+          const data = { transactionId: txn.id, type, amount: txn.amount, note: payload.note }
           return Effect.andThen(
             audit.record(me, "credits.adjust", tenantId, data),
             audit.write({

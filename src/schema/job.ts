@@ -75,7 +75,8 @@ export const JobResult = Schema.Struct({
   durationMs: Schema.Int,
   contentType: Schema.NullOr(Schema.String),
   bytes: Schema.Int,
-  startedWith: Schema.Struct({ engine: UsedEngine, reason: Schema.String }),
+  // `none` for a job that ended before any engine started (cancelled first, or given up on).
+  startedWith: Schema.Struct({ engine: WrittenWithin(Schema.String, { enum: ["http", "alternate", "brave", "camoufox", "none"] }), reason: Schema.String }),
   screenshot: Schema.Struct({ taken: Schema.Boolean, reason: Schema.NullOr(Schema.String) }),
   attempts: Schema.Array(Attempt)
 }).annotate({ identifier: "JobResult" })
