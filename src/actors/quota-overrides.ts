@@ -7,7 +7,7 @@ import { Context, Effect, Layer } from "effect"
 import type { QuotaKey } from "../billing/plans.ts"
 import type { Principal } from "../iam/principal.ts"
 import { fail, notFound, type NotFound, type Unprocessable } from "../schema/errors.ts"
-import { AuditLog } from "../sql/audit-log.ts"
+import { AuditLog, entryForTenant } from "../sql/audit-log.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { TenantLimits } from "./tenant-entity.ts"
 
@@ -40,14 +40,7 @@ export const QuotaOverridesLive = Layer.effect(
           const data = { quotaKey, limit }
           // Who changed a tenant's limits is in the admin's log and in the tenant's own, where its owner reads it.
           yield* audit.record(me, "quota.override", tenantId, data)
-          yield* audit.write({
-            tenantId,
-            actorId: me.actorId,
-            onBehalfOf: me.actorId === me.identityId ? null : me.identityId,
-            action: "quota.override",
-            targetId: tenantId,
-            data: { ...data, deciderTenantId: me.tenantId }
-          })
+          yield* audit.write(entryForTenant(me, tenantId, "quota.override", tenantId, data))
           return yield* tenants.quotaLimit(tenantId, quotaKey)
         })
     })

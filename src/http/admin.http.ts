@@ -7,7 +7,7 @@ import { CurrentPrincipal, type Principal } from "../iam/principal.ts"
 import { itemId } from "../ids.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { fail, notFound } from "../schema/errors.ts"
-import { AuditLog } from "../sql/audit-log.ts"
+import { AuditLog, entryForTenant } from "../sql/audit-log.ts"
 import { MAX_BALANCE } from "../schema/tenant.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
@@ -44,14 +44,7 @@ export const AdminHandlers = HttpApiBuilder.group(
           const data = { transactionId: txn.id, type, amount: txn.amount, note: payload.note }
           return Effect.andThen(
             audit.record(me, "credits.adjust", tenantId, data),
-            audit.write({
-              tenantId,
-              actorId: me.actorId,
-              onBehalfOf: me.actorId === me.identityId ? null : me.identityId,
-              action: "credits.adjust",
-              targetId: txn.id,
-              data: { ...data, deciderTenantId: me.tenantId }
-            })
+            audit.write(entryForTenant(me, tenantId, "credits.adjust", txn.id, data))
           )
         }),
         Effect.catchTags({

@@ -13,7 +13,7 @@ import { iso } from "../schema/common.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { fail, notFound } from "../schema/errors.ts"
 import type { Subscription } from "../schema/subscription.ts"
-import { AuditLog } from "../sql/audit-log.ts"
+import { AuditLog, entryForTenant } from "../sql/audit-log.ts"
 import { SubscriptionRepo } from "../sql/subscription-repo.ts"
 import { MAX_BALANCE } from "../schema/tenant.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
@@ -111,14 +111,7 @@ export const AdminSubscriptionHandlers = HttpApiBuilder.group(
         }
         // In the admin's log and in the tenant's own, where its owner reads who changed its plan.
         yield* audit.record(me, "subscription.change", params.tenantId, data)
-        yield* audit.write({
-          tenantId: params.tenantId,
-          actorId: me.actorId,
-          onBehalfOf: me.actorId === me.identityId ? null : me.identityId,
-          action: "subscription.change",
-          targetId: params.tenantId,
-          data: { ...data, deciderTenantId: me.tenantId }
-        })
+        yield* audit.write(entryForTenant(me, params.tenantId, "subscription.change", params.tenantId, data))
         return { subscription: toView(after), ledgerEntry: entry }
       }))
   })

@@ -6,7 +6,7 @@ import { Mailer } from "../mail/mailer.ts"
 import { iso } from "../schema/common.ts"
 import { type Conflict, fail, type Forbidden, type InvalidRequest, notFound, type NotFound, type Unprocessable } from "../schema/errors.ts"
 import type { QuotaRequest, QuotaRequestStatus } from "../schema/quota-request.ts"
-import { AuditLog } from "../sql/audit-log.ts"
+import { AuditLog, entryForTenant } from "../sql/audit-log.ts"
 import { QuotaRequestRepo, type QuotaRequestRow, type StoredQuotaRequestStatus } from "../sql/quota-request-repo.ts"
 import { SubscriptionRepo } from "../sql/subscription-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
@@ -143,14 +143,11 @@ export const QuotaRequestServiceLive = Layer.effect(
           if (result === "not_found") return yield* notFound("quota request")
           if ("notPending" in result) return yield* notPending(result.notPending, approve ? "approved" : "rejected")
           // In the tenant's own log, where its owner reads who decided what.
-          yield* audit.write({
-            tenantId: result.tenant_id,
-            actorId: me.actorId,
-            onBehalfOf: me.actorId === me.identityId ? null : me.identityId,
-            action: approve ? "quota_request.approve" : "quota_request.reject",
-            targetId: result.id,
-            data: { quotaKey: result.quota_key, requestedLimit: String(result.requested_limit), note, deciderTenantId: me.tenantId }
-          })
+          yield* audit.write(entryForTenant(me, result.tenant_id, approve ? "quota_request.approve" : "quota_request.reject", result.id, {
+            quotaKey: result.quota_key,
+            requestedLimit: String(result.requested_limit),
+            note
+          }))
           // The approval set the override: the tenant's entity enforces it from the next request on.
           if (approve) yield* limits.reload(result.tenant_id)
           yield* mailRequester(result)

@@ -19,6 +19,25 @@ export interface AuditEntry {
   readonly data?: Record<string, unknown>
 }
 
+/**
+ * A super-admin's act on another tenant, as that tenant's own log keeps it (where its owner reads
+ * who changed its credit, plan or limits): the admin as actor, the deciding tenant in `data`.
+ */
+export const entryForTenant = (
+  actor: Principal,
+  tenantId: string,
+  action: AuditAction,
+  targetId: string,
+  data: Record<string, unknown>
+): AuditEntry => ({
+  tenantId,
+  actorId: actor.actorId,
+  onBehalfOf: actor.actorId === actor.identityId ? null : actor.identityId,
+  action,
+  targetId,
+  data: { ...data, deciderTenantId: actor.tenantId }
+})
+
 export interface AuditLogShape {
   /** Appends an entry; never fails the caller (a lost entry is logged). */
   readonly write: (entry: AuditEntry) => Effect.Effect<void>
