@@ -323,9 +323,23 @@ describe.each(backends())("site crawls over HTTP ($name)", (backend) => {
   }, 120_000)
 
   it("cancels: discovery stops, queued pages are cancelled, finished ones kept", async () => {
+    // Pages that take a moment each, so that some are still waiting when the cancel comes (on the
+    // fast site a busy-enough run had fetched every page it had found by then).
+    const slowSite = await startCrawlSite({ pageDelayMs: 250 })
+    try {
+      await cancelMidCrawl(slowSite)
+    } finally {
+      await slowSite.close()
+    }
+  }, 120_000)
+
+  const cancelMidCrawl = async (site: CrawlSite) => {
     const created = await api.post("/v1/scraper/crawls", { url: site.url("/"), limit: 10_000, maxDepth: 3 }, key)
     const id = created.json.data.id as string
-    await until("some pages done", async () => ((await api.get(`/v1/scraper/crawls/${id}`, key)).json.data.counts.done >= 3 ? true : undefined), 60_000)
+    await until("some pages done, others waiting", async () => {
+      const counts = (await api.get(`/v1/scraper/crawls/${id}`, key)).json.data.counts
+      return counts.done >= 3 && counts.queued > 0 ? true : undefined
+    }, 60_000)
     const cancelled = await api.post(`/v1/scraper/crawls/${id}/cancel`, {}, key)
     expect(cancelled.status, cancelled.text).toBe(200)
     expect(cancelled.json.data.status).toBe("cancelled")
@@ -348,7 +362,7 @@ describe.each(backends())("site crawls over HTTP ($name)", (backend) => {
     const listed = await api.get("/v1/scraper/crawls?status=cancelled", key)
     expect(listed.json.data.items.map((c: any) => c.id)).toContain(id)
     expect(listed.json.data.items.every((c: any) => c.status === "cancelled")).toBe(true)
-  }, 120_000)
+  }
 
   it("starts no page once cancelled, also while pages wait for a slow site's politeness slot", async () => {
     // A fast seed linking 30 pages that each take 4 s: a few fetching, the rest waiting their turn.
