@@ -459,7 +459,10 @@ const DRAIN_TIMEOUT_MS = 10_000
 const drainUnreadBody = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void> => {
   const incoming = incomingOf(request)
   if (!incoming || incoming.complete || incoming.readableEnded || incoming.destroyed) return Effect.void
+  // A request without a body (most GETs) has nothing to wait for.
   const declared = Number(incoming.headers["content-length"] ?? Number.NaN)
+  const chunked = incoming.headers["transfer-encoding"] !== undefined
+  if (!chunked && !(declared > 0)) return Effect.void
   if (declared > MAX_BODY_BYTES) return Effect.void
   return Effect.callback<void>((resume) => {
     let read = 0
