@@ -382,6 +382,21 @@ describe("http engine and IPv6 literal hosts", () => {
     expect(internal.connections()).toBe(0)
   })
 
+  it.each(["http://169.254.169.254/latest/meta-data/", "http://[fe80::1]/", "http://224.0.0.1/", "http://0.0.0.0/"])(
+    "with allowPrivate, still refuses a redirect to a link-local, multicast or unspecified literal (%s), before connecting",
+    async (target) => {
+      const devSite = await startFixture({ "/away": (_req, res) => res.writeHead(302, { location: target }).end() }, "127.0.0.1")
+      try {
+        const a = await guarded.fetch({ url: devSite.url("/away"), timeoutMs: 5000, allowPrivate: true })
+        // refused by the guard, not by a failed connection (which the test's loopback-only guard would make connection_error)
+        expect(a.classification, a.error ?? "").toBe("unsafe_url")
+        expect(a.error).toMatch(/non_public_address/)
+      } finally {
+        await devSite.close()
+      }
+    }
+  )
+
   it("refuses the IPv6 loopback literal itself under the real classifier", async () => {
     const before = v6Site.connections()
     const a = await engine.fetch({ url: v6Site.url("/ok"), timeoutMs: 3000, allowPrivate: false })

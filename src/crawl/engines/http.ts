@@ -24,6 +24,7 @@ import {
   checkUrl,
   classifyAddress,
   createSafeLookup,
+  isPermittedTarget,
   type LookupFunction,
   parseTargetUrl
 } from "../ssrf.ts"
@@ -376,8 +377,14 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
   ): Promise<{ ok: true; url: URL } | { ok: false; classification: "unsafe_url" | "dns_error" | "cancelled" | "timeout"; error: string }> => {
     const parsed = parseTargetUrl(raw, { allowPrivate })
     if (!parsed.ok) return { ok: false, classification: "unsafe_url", error: `${parsed.reason}: ${parsed.detail}` }
-    if (allowPrivate) return parsed
-    if (proxyUrl) {
+    const host = parsed.url.hostname.replace(/^\[|\]$/g, "")
+    if (isIP(host)) {
+      // literals never reach `lookup`: classify them here (a development node too: it still refuses link-local...)
+      const c = classify(host)
+      if (!isPermittedTarget(c, allowPrivate)) return { ok: false, classification: "unsafe_url", error: `non_public_address: ${host} is ${c}` }
+      return parsed
+    }
+    if (proxyUrl && !allowPrivate) {
       // the proxy resolves the name: resolve and classify every address ourselves first, within
       // the attempt's deadline and its caller's signal (a slow resolver must not outlast them)
       const r = await untilAborted(checkUrl(parsed.url, { allowPrivate, lookup: opts.lookup, classify }), signal)
@@ -386,12 +393,6 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
         return { ok: false, classification: classifyCheckFailure(r), error: `${r.reason}: ${r.detail}` }
       }
       return { ok: true, url: parsed.url }
-    }
-    const host = parsed.url.hostname.replace(/^\[|\]$/g, "")
-    if (isIP(host)) {
-      // literals never reach `lookup`: classify them here
-      const c = classify(host)
-      if (c !== "public") return { ok: false, classification: "unsafe_url", error: `non_public_address: ${host} is ${c}` }
     }
     // names are classified by the safe lookup when the socket is opened, before connecting
     return parsed
