@@ -303,14 +303,34 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     const same = await patchKey(t.apiKey, reader.id, { description: "tuned", rateLimitPerMinute: before.rateLimitPerMinute, expiresAt: null })
     expect(same.status).toBe(200)
     expect(same.json.data).toEqual(before)
+    // A revoked key stays revoked: an expiresAt sent to it is not written, nor audited.
+    expect((await api.call("DELETE", keyPath(reader.id), { key: t.apiKey })).status).toBe(200)
+    expect(before.expiresAt).toBeNull()
+    const onRevoked = await patchKey(t.apiKey, reader.id, { expiresAt: new Date(Date.now() + 3_600_000).toISOString(), description: "after revocation" })
+    expect(onRevoked.status, onRevoked.text).toBe(200)
+    expect(onRevoked.json.data).toMatchObject({ expiresAt: before.expiresAt, description: "after revocation" })
+    expect(onRevoked.json.data.revokedAt).not.toBeNull()
     const updates = (await api.get("/v1/iam/audit?action=api_key.update&limit=100", t.apiKey)).json.data.items as Array<any>
-    expect(updates.filter((e) => e.targetId === reader.id).map((e) => e.data.changed)).toEqual([["description"]])
+    expect(updates.filter((e) => e.targetId === reader.id).map((e) => e.data.changed).reverse()).toEqual([["description"], ["description"]])
 
     // Another tenant's identity is not found, for a change and a revocation alike.
     const theirs = `/v1/iam/identities/${other.ownerIdentityId}/api-keys/${reader.id}`
     expectError(await api.call("PATCH", theirs, { key: narrow.raw, body: { description: "x" } }), 404, "not_found")
     expectError(await api.call("DELETE", theirs, { key: narrow.raw }), 404, "not_found")
     expectError(await api.call("DELETE", `/v1/iam/identities/idt_doesnotexist/api-keys/key_x`, { key: t.apiKey }), 404, "not_found")
+  })
+
+  it("asks for the caller's password before a change makes a role all-powerful, as a key of such a role would", async () => {
+    const t = await api.createTenant()
+    const narrow = (await createRole(t.apiKey, { name: "narrow", permissions: ["network:ip:read"] })).json.data
+    const key = await keyWithRole(t, narrow.id)
+    expectError(await patchRole(t.apiKey, narrow.id, { permissions: ["*:*:*"] }), 403, "reauthentication_required")
+    expectError(await patchRole(t.apiKey, narrow.id, { permissions: ["*:*:*"], currentPassword: "not the password" }), 403, "reauthentication_failed")
+    // the key made of it has not gained anything
+    expectError(await api.get("/v1/iam/roles", key.raw), 403, "forbidden")
+    const raised = await patchRole(t.apiKey, narrow.id, { permissions: ["*:*:*"], currentPassword: "correct horse battery" })
+    expect(raised.status, raised.text).toBe(200)
+    expect((await api.get("/v1/iam/roles", key.raw)).status).toBe(200)
   })
 
   it("keeps cross_tenant:*:* to the internal_admin system role (403 for any role anyone makes, even in the internal tenant)", async () => {

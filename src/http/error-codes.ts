@@ -88,7 +88,7 @@ export const operationCodes: Readonly<Record<string, ReadonlyArray<CodesByStatus
   "iam.createApiKey": [reauthenticated, { 422: ["invalid_role"], 429: ["quota_exceeded"] }],
   "iam.updateApiKey": [reauthenticated, { 429: ["quota_exceeded"] }],
   "roles.create": [{ 409: ["role_name_taken"] }],
-  "roles.update": [{ 409: ["role_name_taken", "system_role_immutable"] }],
+  "roles.update": [reauthenticated, { 409: ["role_name_taken", "system_role_immutable"] }],
   "roles.remove": [{ 409: ["role_in_use", "system_role_immutable"] }],
   "quotaRequests.list": [list],
   "quotaRequests.create": [{ 409: ["quota_request_pending"], 422: ["requested_limit_not_higher"] }],

@@ -4,6 +4,7 @@ import { CurrentPrincipal } from "../iam/principal.ts"
 import { RoleService } from "../iam/role-service.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { Api } from "./api.ts"
+import { clientContext } from "./client-context.ts"
 import { queryLimit } from "./list-query.ts"
 
 export const RolesHandlers = HttpApiBuilder.group(
@@ -21,7 +22,10 @@ export const RolesHandlers = HttpApiBuilder.group(
           return pageOf(page.items, offset, limit, page.total)
         }))
       .handle("get", ({ params }) => Effect.flatMap(CurrentPrincipal, (me) => roles.get(me, params.id)))
-      .handle("update", ({ params, payload }) => Effect.flatMap(CurrentPrincipal, (me) => roles.update(me, params.id, payload)))
+      .handle("update", ({ params, payload }) =>
+        Effect.gen(function*() {
+          return yield* roles.update(yield* CurrentPrincipal, params.id, payload, yield* clientContext)
+        }))
       .handle("remove", ({ params }) => Effect.flatMap(CurrentPrincipal, (me) => roles.remove(me, params.id)))
   })
 )

@@ -92,7 +92,8 @@ const keyChanges = (
   const changed: Array<"description" | "rateLimitPerMinute" | "expiresAt"> = []
   if (patch.description !== undefined && patch.description !== row.description) changed.push("description")
   if (patch.rateLimitPerMinute !== undefined && patch.rateLimitPerMinute !== row.rate_limit_per_minute) changed.push("rateLimitPerMinute")
-  if (patch.expiresAt !== undefined && patch.expiresAt?.getTime() !== row.expires_at?.getTime()) changed.push("expiresAt")
+  // A revoked key stays revoked: its expiry is no longer its to change (docs/api.md, "API keys").
+  if (patch.expiresAt !== undefined && row.revoked_at === null && patch.expiresAt?.getTime() !== row.expires_at?.getTime()) changed.push("expiresAt")
   return changed
 }
 

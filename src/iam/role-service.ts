@@ -1,13 +1,15 @@
 import { Context, Effect, Layer } from "effect"
 import { iso } from "../schema/common.ts"
-import { type Conflict, type ErrorDetail, fail, type Forbidden, notFound, type NotFound } from "../schema/errors.ts"
+import { type Conflict, type ErrorDetail, fail, type Forbidden, notFound, type NotFound, type TooManyRequests } from "../schema/errors.ts"
 import type { Role } from "../schema/iam.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { RoleRepo, type RoleRow } from "../sql/role-repo.ts"
 import { ApiKeyAuthenticator } from "./api-key-auth.ts"
-import { grantablePermissions, holds } from "./permissions.ts"
+import { AuthService } from "./auth-service.ts"
+import { grantablePermissions, holds, isPowerful } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import { SessionAuthenticator } from "./session-auth.ts"
+import type { ClientContext } from "./session-service.ts"
 
 export const toRole = (r: RoleRow): Role => ({
   id: r.id,
@@ -26,11 +28,16 @@ export interface RoleInput {
   readonly permissions: ReadonlyArray<string>
 }
 
+export interface RolePatch extends Partial<RoleInput> {
+  readonly currentPassword?: string | undefined
+  readonly totpCode?: string | undefined
+}
+
 export interface RoleServiceShape {
   readonly create: (me: Principal, input: RoleInput) => Effect.Effect<Role, Conflict | Forbidden>
   readonly list: (me: Principal, offset: number, limit: number) => Effect.Effect<{ items: ReadonlyArray<Role>; total: number }>
   readonly get: (me: Principal, id: string) => Effect.Effect<Role, NotFound>
-  readonly update: (me: Principal, id: string, patch: Partial<RoleInput>) => Effect.Effect<Role, Conflict | Forbidden | NotFound>
+  readonly update: (me: Principal, id: string, patch: RolePatch, client: ClientContext) => Effect.Effect<Role, Conflict | Forbidden | NotFound | TooManyRequests>
   readonly remove: (me: Principal, id: string) => Effect.Effect<{ deleted: true; deletedAt: string; id: string }, Conflict | NotFound>
 }
 
@@ -82,6 +89,7 @@ export const RoleServiceLive = Layer.effect(
     const audit = yield* AuditLog
     const keys = yield* ApiKeyAuthenticator
     const sessions = yield* SessionAuthenticator
+    const auth = yield* AuthService
     return RoleService.of({
       create: (me, input) =>
         Effect.gen(function*() {
@@ -99,8 +107,18 @@ export const RoleServiceLive = Layer.effect(
       list: (me, offset, limit) =>
         roles.list(me.tenantId, offset, limit).pipe(Effect.map((page) => ({ items: page.items.map(toRole), total: page.total }))),
       get: (me, id) => Effect.flatMap(roles.find(me.tenantId, id), (row) => (row ? Effect.succeed(toRole(row)) : notFound("role"))),
-      update: (me, id, patch) =>
+      update: (me, id, patch, client) =>
         Effect.gen(function*() {
+          // Making a role all-powerful hands that power to its keys and people at once: the proof
+          // creating such a key asks is asked here too (before the role's row is locked).
+          if (patch.permissions && isPowerful(patch.permissions)) {
+            const current = yield* roles.find(me.tenantId, id)
+            if (current && !current.is_system && !isPowerful(current.permissions)) {
+              // A caller who may not grant it at all is told that first.
+              yield* refuseUngranted(me, patch.permissions, current.permissions)
+              yield* auth.reauthenticate(me, { currentPassword: patch.currentPassword, totpCode: patch.totpCode }, client, ["currentPassword", "totpCode"])
+            }
+          }
           const result = yield* roles.update(me.tenantId, id, (current) =>
             Effect.gen(function*() {
               if (current.is_system) return yield* systemRoleImmutable

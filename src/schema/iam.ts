@@ -94,7 +94,11 @@ export const CreateRoleBody = Schema.Struct({
 export const UpdateRoleBody = Schema.Struct({
   name: Schema.optional(RoleName),
   description: Schema.optional(RoleDescription),
-  permissions: Schema.optional(RolePermissions)
+  permissions: Schema.optional(RolePermissions),
+  // Asked when the change makes the role hold every permission (*:*:*, or cross_tenant): its keys
+  // and people would gain that power without the proof a new key of it asks (docs/identity.md).
+  currentPassword: Schema.optionalKey(CurrentPassword),
+  totpCode: Schema.optionalKey(TotpCode)
 })
 
 export const DeletedRole = Schema.Struct({

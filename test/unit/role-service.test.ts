@@ -9,6 +9,13 @@ import { ApiKeyAuthenticator, ApiKeyAuthenticatorLive } from "../../src/iam/api-
 import type { Principal } from "../../src/iam/principal.ts"
 import { type PlainPrincipal, testPrincipal } from "../support/principal.ts"
 import { RoleService, RoleServiceLive } from "../../src/iam/role-service.ts"
+import { AttemptsLive } from "../../src/iam/attempts.ts"
+import { AuthServiceLive } from "../../src/iam/auth-service.ts"
+import { hashPassword } from "../../src/iam/passwords.ts"
+import { SessionServiceLive } from "../../src/iam/session-service.ts"
+import { MailerTest } from "../../src/mail/mailer.ts"
+import { AuthTokenRepoTest } from "../../src/sql/auth-token-repo.ts"
+import { makeIdentityRepoTest } from "../../src/sql/identity-repo.ts"
 import { generateApiKey, hashApiKey } from "../../src/iam/secrets.ts"
 import { SESSION_INVALIDATE_CHANNEL, SessionAuthenticatorLive } from "../../src/iam/session-auth.ts"
 import { Kv, KvTest } from "../../src/kv/kv.ts"
@@ -31,10 +38,15 @@ const roles = makeRoleRepoTest({
   liveKeys: (roleId) => keysByRole.get(roleId) ?? []
 })
 
+const PASSWORD = "correct horse battery"
 const Roles = RoleServiceLive.pipe(
-  Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive)),
+  Layer.provideMerge(AuthServiceLive),
+  Layer.provideMerge(SessionServiceLive),
+  Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, AttemptsLive)),
   Layer.provideMerge(makeApiKeyRepoTest({ byRole: keysByRole })),
-  Layer.provideMerge(Layer.mergeAll(roles, makeSessionRepoTest(), AuditLogTest, KvTest, Layer.succeed(Config, config)))
+  Layer.provideMerge(Layer.unwrap(Effect.map(hashPassword(PASSWORD), (hash) =>
+    makeIdentityRepoTest([{ id: "idt_admin", tenantId: "ten_1", email: "admin@example.com", passwordHash: hash }])))),
+  Layer.provideMerge(Layer.mergeAll(roles, makeSessionRepoTest(), AuthTokenRepoTest, MailerTest, AuditLogTest, KvTest, Layer.succeed(Config, config)))
 )
 
 const admin = (over: Partial<PlainPrincipal> = {}): Principal => testPrincipal({
@@ -50,6 +62,8 @@ const admin = (over: Partial<PlainPrincipal> = {}): Principal => testPrincipal({
   expiresAt: null,
   ...over
 })
+
+const client = { ip: "192.0.2.7", userAgent: "unit" }
 
 const failure = <A, E extends { readonly status: number; readonly code: string }>(effect: Effect.Effect<A, E>) =>
   Effect.map(Effect.flip(effect), (e) => ({ status: e.status, code: e.code, e }))
@@ -91,7 +105,7 @@ layer(Roles)("RoleService", (it) => {
       const sessionNotices: Array<string> = []
       yield* (yield* Kv).subscribe(SESSION_INVALIDATE_CHANNEL, (m) => sessionNotices.push(m))
       // The caller does not hold billing:*:read, but removing it is a narrowing.
-      const narrowed = yield* service.update(admin(), "role_ops", { permissions: ["scraper:jobs:read"] })
+      const narrowed = yield* service.update(admin(), "role_ops", { permissions: ["scraper:jobs:read"] }, client)
       expect(narrowed.permissions).toEqual(["scraper:jobs:read"])
       expect((yield* keys.authenticate(raw))?.permissions).toEqual(["scraper:jobs:read"])
       yield* Effect.yieldNow.pipe(Effect.repeat({ times: 10 }))
@@ -99,13 +113,29 @@ layer(Roles)("RoleService", (it) => {
       const update = (yield* (yield* AuditEntries).all).find((e) => e.action === "role.update" && e.targetId === "role_ops")
       expect(update?.data).toMatchObject({ before: { permissions: ["scraper:jobs:read", "scraper:jobs:write", "billing:*:read"] }, after: { permissions: ["scraper:jobs:read"] } })
       // Widening it back is not the caller's to do.
-      expect((yield* failure(service.update(admin(), "role_ops", { permissions: ["billing:*:read"] }))).status).toBe(403)
+      expect((yield* failure(service.update(admin(), "role_ops", { permissions: ["billing:*:read"] }, client))).status).toBe(403)
     }).pipe(Effect.scoped))
+
+  it.effect("asks for the caller's proof before a change makes a role all-powerful (its keys and people would gain it at once)", () =>
+    Effect.gen(function*() {
+      const service = yield* RoleService
+      const owner = admin({ permissions: ["*:*:*"] })
+      const all = { permissions: ["*:*:*"] }
+      expect((yield* failure(service.update(owner, "role_held", all, client))).code).toBe("reauthentication_required")
+      expect((yield* failure(service.update(owner, "role_held", { ...all, currentPassword: "not the password" }, client))).code).toBe("reauthentication_failed")
+      // *:*:read with *:*:write amounts to it
+      expect((yield* failure(service.update(owner, "role_held", { permissions: ["*:*:read", "*:*:write"] }, client))).code).toBe("reauthentication_required")
+      const raised = yield* service.update(owner, "role_held", { ...all, currentPassword: PASSWORD }, client)
+      expect(raised.permissions).toEqual(["*:*:*"])
+      // Already all-powerful, or a narrowing: no proof asked.
+      expect((yield* service.update(owner, "role_held", { name: "held too", permissions: ["*:*:*"] }, client)).name).toBe("held too")
+      expect((yield* service.update(owner, "role_held", { permissions: ["scraper:jobs:read"] }, client)).permissions).toEqual(["scraper:jobs:read"])
+    }))
 
   it.effect("keeps system roles, roles in use and other tenants' roles: 409, 409 with the uses, 404", () =>
     Effect.gen(function*() {
       const service = yield* RoleService
-      expect((yield* failure(service.update(admin(), "role_owner", { name: "boss" }))).code).toBe("system_role_immutable")
+      expect((yield* failure(service.update(admin(), "role_owner", { name: "boss" }, client))).code).toBe("system_role_immutable")
       expect((yield* failure(service.remove(admin(), "role_owner"))).code).toBe("system_role_immutable")
       const held = yield* failure(service.remove(admin(), "role_held"))
       expect([held.status, held.code]).toEqual([409, "role_in_use"])
