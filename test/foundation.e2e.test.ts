@@ -99,6 +99,12 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     envelopeError(none, 401, "unauthorized")
     const wrong = await api.call("GET", "/internal/v1/cluster", { token: INTERNAL_TOKEN + "x" })
     expect(wrong.status).toBe(401)
+    // A path that names no route answers as the routes do without the token: nothing to map.
+    for (const token of [undefined, INTERNAL_TOKEN + "x"]) {
+      const unknown = await api.call("GET", "/internal/v1/nope", token === undefined ? {} : { token })
+      envelopeError(unknown, 401, "unauthorized")
+    }
+    envelopeError(await api.call("GET", "/internal/v1/nope", { token: INTERNAL_TOKEN }), 404, "not_found")
     const cluster = await api.call("GET", "/internal/v1/cluster", { token: INTERNAL_TOKEN })
     expect(cluster.status).toBe(200)
     expect(cluster.json.data.runners.length).toBeGreaterThanOrEqual(1)

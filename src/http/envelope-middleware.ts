@@ -4,7 +4,9 @@ import { ByteSize, Cause, Context, Effect, Option, References, type SchemaAST, S
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH, WHOLE_BODY_ERROR, type WholeBodyError } from "../schema/envelope.ts"
-import { type ApiError, type ErrorDetail, errorEnvelope, InvalidRequest, isApiError, NotFound, PayloadTooLarge, RequestId, ResponseHeaders, TooManyRequests, UnsupportedMediaType } from "../schema/errors.ts"
+import { Config } from "../config.ts"
+import { constantTimeEqual } from "../iam/secrets.ts"
+import { type ApiError, type ErrorDetail, errorEnvelope, InvalidRequest, isApiError, NotFound, PayloadTooLarge, RequestId, ResponseHeaders, TooManyRequests, Unauthenticated, UnsupportedMediaType } from "../schema/errors.ts"
 import { idempotencyKeyProblem } from "./idempotency.ts"
 import { withRequestMetrics } from "./request-metrics.ts"
 import { withServerSpan } from "../observability/server-span.ts"
@@ -443,6 +445,13 @@ const incomingOf = (request: HttpServerRequest.HttpServerRequest): IncomingMessa
   return source instanceof IncomingMessage ? source : undefined
 }
 
+/** Whether `given` is one of the internal tokens (every one compared, so timing tells nothing). */
+const isInternalToken = (given: string | undefined, tokens: ReadonlyArray<string>) => {
+  let ok = false
+  for (const token of tokens) ok = constantTimeEqual(given ?? "", token) || ok
+  return ok && given !== undefined && given !== ""
+}
+
 /** The most of an unread body read off the wire before an answer (the largest body taken, and a little). */
 const MAX_DRAIN_BYTES = MAX_BODY_BYTES + 64 * 1024
 /** How long an answer waits for an unread body to arrive. */
@@ -687,6 +696,7 @@ export class KeyMeter extends Context.Service<KeyMeter, (rawKey: string) => Effe
 export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
   HttpRouter.middleware(Effect.gen(function*() {
     const meter = yield* Effect.serviceOption(KeyMeter)
+    const config = yield* Effect.serviceOption(Config)
     const answer = (httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown>, request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
         const incoming = request.headers["x-request-id"]
@@ -721,6 +731,12 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
               yield* Effect.logWarning("the rate limit could not count an unrouted request", metered.cause).pipe(Effect.annotateLogs({ requestId }))
             }
           }
+        }
+        // The control plane is not mapped by strangers: a path under /internal/ that names no route
+        // is 401 without a valid internal token, as its routes are (a 404 would tell them apart).
+        if (unrouted && response.status === 404 && Option.isSome(config) && request.url.startsWith("/internal/") &&
+          !isInternalToken(request.headers["x-internal-token"], config.value.internalTokens)) {
+          response = errorResponse(new Unauthenticated({ code: "unauthorized", message: "missing or invalid x-internal-token" }), requestId)
         }
         // Built-in plain-text answers (413 from the body reader, 415) get the envelope too.
         if (response.status === 413 || response.status === 415) {
