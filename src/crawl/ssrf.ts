@@ -54,6 +54,18 @@ export const DEV_TARGET_CLASSES: ReadonlySet<AddressClass> = new Set(["loopback"
 export const isPermittedTarget = (c: AddressClass, allowPrivate: boolean): boolean =>
   c === "public" || (allowPrivate && DEV_TARGET_CLASSES.has(c))
 
+/** The class that keeps `address` from being a target, or undefined when it may be one. */
+export const refusedClass = (address: string, allowPrivate: boolean, classify: AddressClassifier): NonPublicReason | undefined => {
+  const c = classify(address)
+  return isPermittedTarget(c, allowPrivate) ? undefined : (c as NonPublicReason)
+}
+
+/** A URL's host when it is an IP literal (without IPv6 brackets), else undefined: a literal never reaches a lookup. */
+export const literalAddressOf = (url: URL): string | undefined => {
+  const host = url.hostname.replace(/^\[|\]$/g, "")
+  return isIP(host) ? host : undefined
+}
+
 const parseIPv4 = (ip: string): number | null => {
   const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(ip)
   if (!m) return null
@@ -355,8 +367,8 @@ export const createSafeLookup = (opts: GuardOptions): LookupFunction => {
         return cb(Object.assign(new Error(`no address for ${hostname}`), { code: "ENOTFOUND", hostname }), wantAll ? [] : "")
       }
       for (const a of list) {
-        const c = classify(a.address)
-        if (!isPermittedTarget(c, opts.allowPrivate)) return cb(new UnsafeAddressError(hostname, a.address, c as NonPublicReason), wantAll ? [] : "")
+        const c = refusedClass(a.address, opts.allowPrivate, classify)
+        if (c) return cb(new UnsafeAddressError(hostname, a.address, c), wantAll ? [] : "")
       }
       if (wantAll) return cb(null, list)
       cb(null, list[0]!.address, list[0]!.family)
@@ -397,15 +409,14 @@ export const checkUrl = async (
   if (!parsed.ok) return parsed
   const url = parsed.url
   const classify = opts.classify ?? classifyAddress
-  const host = url.hostname.replace(/^\[|\]$/g, "")
-  if (isIP(host)) {
-    const c = classify(host)
-    if (!isPermittedTarget(c, opts.allowPrivate)) {
-      return { ok: false, reason: "non_public_address", detail: `${host} is ${c}`, address: host, addressClass: c as NonPublicReason }
-    }
-    return { ok: true, url, addresses: [host] }
+  const literal = literalAddressOf(url)
+  if (literal !== undefined) {
+    const c = refusedClass(literal, opts.allowPrivate, classify)
+    if (c) return { ok: false, reason: "non_public_address", detail: `${literal} is ${c}`, address: literal, addressClass: c }
+    return { ok: true, url, addresses: [literal] }
   }
   if (opts.allowPrivate) return { ok: true, url, addresses: [] }
+  const host = url.hostname
   let addresses: dns.LookupAddress[]
   try {
     addresses = await resolveAll(host, opts.lookup, opts.timeoutMs)
@@ -414,8 +425,8 @@ export const checkUrl = async (
     return { ok: false, reason: "dns_error", detail: `${host}: ${code}`, code }
   }
   for (const a of addresses) {
-    const c = classify(a.address)
-    if (c !== "public") {
+    const c = refusedClass(a.address, false, classify)
+    if (c) {
       return {
         ok: false,
         reason: "non_public_address",

@@ -11,7 +11,7 @@
  */
 import http from "node:http"
 import net from "node:net"
-import { type AddressClassifier, classifyAddress, createSafeLookup, isPermittedTarget, type LookupFunction, parseTargetUrl } from "../ssrf.ts"
+import { type AddressClassifier, classifyAddress, createSafeLookup, literalAddressOf, type LookupFunction, parseTargetUrl, refusedClass } from "../ssrf.ts"
 
 export interface GuardProxyOptions {
   allowPrivate: boolean
@@ -91,12 +91,9 @@ export const startGuardProxy = async (opts: GuardProxyOptions): Promise<GuardPro
   const precheck = (url: URL): string | null => {
     const parsed = parseTargetUrl(url.href, { allowPrivate: opts.allowPrivate })
     if (!parsed.ok) return `${parsed.reason}: ${parsed.detail}`
-    const host = parsed.url.hostname.replace(/^\[|\]$/g, "")
-    if (net.isIP(host)) {
-      const c = classify(host)
-      if (!isPermittedTarget(c, opts.allowPrivate)) return `non_public_address: ${host} is ${c}`
-    }
-    return null
+    const literal = literalAddressOf(parsed.url)
+    const c = literal === undefined ? undefined : refusedClass(literal, opts.allowPrivate, classify)
+    return c ? `non_public_address: ${literal} is ${c}` : null
   }
 
   const refuse = (target: string, authority: string, reason: string) => {

@@ -24,9 +24,10 @@ import {
   checkUrl,
   classifyAddress,
   createSafeLookup,
-  isPermittedTarget,
+  literalAddressOf,
   type LookupFunction,
-  parseTargetUrl
+  parseTargetUrl,
+  refusedClass
 } from "../ssrf.ts"
 import { usableContentType } from "../content-type.ts"
 import { classifyCheckFailure, classifyError, classifyResponse, errorText, SCRIPT_SHELL } from "./classify.ts"
@@ -377,12 +378,11 @@ export const createHttpEngine = (opts: HttpEngineOptions = {}): Engine => {
   ): Promise<{ ok: true; url: URL } | { ok: false; classification: "unsafe_url" | "dns_error" | "cancelled" | "timeout"; error: string }> => {
     const parsed = parseTargetUrl(raw, { allowPrivate })
     if (!parsed.ok) return { ok: false, classification: "unsafe_url", error: `${parsed.reason}: ${parsed.detail}` }
-    const host = parsed.url.hostname.replace(/^\[|\]$/g, "")
-    if (isIP(host)) {
+    const literal = literalAddressOf(parsed.url)
+    if (literal !== undefined) {
       // literals never reach `lookup`: classify them here (a development node too: it still refuses link-local...)
-      const c = classify(host)
-      if (!isPermittedTarget(c, allowPrivate)) return { ok: false, classification: "unsafe_url", error: `non_public_address: ${host} is ${c}` }
-      return parsed
+      const c = refusedClass(literal, allowPrivate, classify)
+      return c ? { ok: false, classification: "unsafe_url", error: `non_public_address: ${literal} is ${c}` } : parsed
     }
     if (proxyUrl && !allowPrivate) {
       // the proxy resolves the name: resolve and classify every address ourselves first, within
