@@ -5,7 +5,7 @@ import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse 
 import { HttpApiError } from "effect/http-api"
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH, WHOLE_BODY_ERROR, type WholeBodyError } from "../schema/envelope.ts"
 import { Config } from "../config.ts"
-import { constantTimeEqual } from "../iam/secrets.ts"
+import { isOneOfTokens } from "../iam/secrets.ts"
 import { type ApiError, type ErrorDetail, errorEnvelope, InvalidRequest, isApiError, NotFound, PayloadTooLarge, RequestId, ResponseHeaders, TooManyRequests, Unauthenticated, UnsupportedMediaType } from "../schema/errors.ts"
 import { idempotencyKeyProblem } from "./idempotency.ts"
 import { withRequestMetrics } from "./request-metrics.ts"
@@ -445,13 +445,6 @@ const incomingOf = (request: HttpServerRequest.HttpServerRequest): IncomingMessa
   return source instanceof IncomingMessage ? source : undefined
 }
 
-/** Whether `given` is one of the internal tokens (every one compared, so timing tells nothing). */
-const isInternalToken = (given: string | undefined, tokens: ReadonlyArray<string>) => {
-  let ok = false
-  for (const token of tokens) ok = constantTimeEqual(given ?? "", token) || ok
-  return ok && given !== undefined && given !== ""
-}
-
 /** The most of an unread body read off the wire before an answer (the largest body taken, and a little). */
 const MAX_DRAIN_BYTES = MAX_BODY_BYTES + 64 * 1024
 /** How long an answer waits for an unread body to arrive. */
@@ -735,7 +728,7 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
         // The control plane is not mapped by strangers: a path under /internal/ that names no route
         // is 401 without a valid internal token, as its routes are (a 404 would tell them apart).
         if (unrouted && response.status === 404 && Option.isSome(config) && request.url.startsWith("/internal/") &&
-          !isInternalToken(request.headers["x-internal-token"], config.value.internalTokens)) {
+          !isOneOfTokens(request.headers["x-internal-token"], config.value.internalTokens)) {
           response = errorResponse(new Unauthenticated({ code: "unauthorized", message: "missing or invalid x-internal-token" }), requestId)
         }
         // Built-in plain-text answers (413 from the body reader, 415) get the envelope too.

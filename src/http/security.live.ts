@@ -5,7 +5,7 @@ import { Config } from "../config.ts"
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
 import { allows, intersectPermissions } from "../iam/permissions.ts"
 import { CurrentPrincipal, isSuperAdmin, type Principal } from "../iam/principal.ts"
-import { API_KEY_PREFIX, constantTimeEqual } from "../iam/secrets.ts"
+import { API_KEY_PREFIX, constantTimeEqual, isOneOfTokens } from "../iam/secrets.ts"
 import { SessionAuthenticator } from "../iam/session-auth.ts"
 import { SessionService } from "../iam/session-service.ts"
 import { fail, Forbidden, isApiError, ResponseHeaders, TooManyRequests, Unauthenticated } from "../schema/errors.ts"
@@ -238,11 +238,7 @@ export const InternalAuthLive = Layer.effect(
     const { internalTokens } = yield* Config
     return InternalAuth.of({
       internalToken: (httpEffect, { credential, endpoint }) => {
-        const given = Redacted.value(credential)
-        // Check every configured token, always, so timing tells nothing about which matched.
-        let ok = false
-        for (const token of internalTokens) ok = constantTimeEqual(given, token) || ok
-        return ok && given !== ""
+        return isOneOfTokens(Redacted.value(credential), internalTokens)
           ? Effect.andThen(noteEndpointReached(endpoint), refuseMalformedRequest(httpEffect))
           : Effect.andThen(noteEndpointReached(endpoint), Effect.fail(unauthorized("missing or invalid x-internal-token")))
       }

@@ -19,6 +19,13 @@ export const hashApiKey = (secretKey: Buffer, raw: string) => {
   return createHmac("sha256", key).update("api-key:").update(raw).digest("base64url")
 }
 
+/** Whether `given` is one of `tokens`, non-empty; every token is compared, so timing tells nothing about which matched. */
+export const isOneOfTokens = (given: string | undefined, tokens: ReadonlyArray<string>): boolean => {
+  let ok = false
+  for (const token of tokens) ok = constantTimeEqual(given ?? "", token) || ok
+  return ok && given !== undefined && given !== ""
+}
+
 export const constantTimeEqual = (a: string, b: string): boolean => {
   const ab = Buffer.from(a)
   const bb = Buffer.from(b)

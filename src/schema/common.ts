@@ -193,21 +193,20 @@ export const money = (v: string | number): string => {
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x20-\x7e]{1,255}$/
 
 /**
+ * States `jsonSchema` in the document without checking it. For a value the service checked when it
+ * was written, answered as stored: an answer is not checked against its bounds again (a row written
+ * under older bounds is still served). CheckedByHandler below is the same for requests.
+ */
+export const WrittenWithin = <S extends Schema.Top>(schema: S, jsonSchema: Record<string, unknown>) =>
+  schema.check(Schema.makeFilter(() => true, { toJsonSchema: () => jsonSchema }))
+
+/**
  * A string a handler checks itself, so that its faults are answered together with the request's
  * others (a list's sort and every other filter in one `invalid_filter`; a bad Idempotency-Key with
  * the body's faults): the schema passes every string on, and says in the document what the
  * handler takes, from the constants the handler checks with.
  */
-export const CheckedByHandler = (jsonSchema: Record<string, unknown>) =>
-  Schema.String.check(Schema.makeFilter(() => true, { toJsonSchema: () => jsonSchema }))
-
-/**
- * A value the service checked when it was written, answered as stored: the document states its
- * bounds, and an answer is not checked against them again (a row written under older bounds is
- * still served).
- */
-export const WrittenWithin = <S extends Schema.Top>(schema: S, jsonSchema: Record<string, unknown>) =>
-  schema.check(Schema.makeFilter(() => true, { toJsonSchema: () => jsonSchema }))
+export const CheckedByHandler = (jsonSchema: Record<string, unknown>) => WrittenWithin(Schema.String, jsonSchema)
 
 /** A `Last-Event-ID` the job event stream resumes after: a decimal event id. */
 export const LAST_EVENT_ID_PATTERN = /^[0-9]{1,64}$/

@@ -1,6 +1,6 @@
 import { Schema, SchemaTransformation } from "effect"
 import { HttpApiSchema } from "effect/http-api"
-import { NonNegativeInt } from "./common.ts"
+import { CheckedByHandler, NonNegativeInt } from "./common.ts"
 
 const labels: Record<number, string> = {
   200: "ok",
@@ -117,9 +117,10 @@ export const sortQueryPattern = (fields: ReadonlyArray<string>) => {
   return `^(${term}(,${term}){0,${MAX_SORT_TERMS - 1}}|\\s*)$`
 }
 export const SortQuery = (fields: ReadonlyArray<string>) =>
-  Schema.optional(Schema.String.check(Schema.makeFilter(() => true, {
-    toJsonSchema: () => ({ pattern: sortQueryPattern(fields), description: "comma-separated field or field:asc|desc terms, each field at most once, e.g. createdAt:desc,id:desc" })
-  })))
+  Schema.optional(CheckedByHandler({
+    pattern: sortQueryPattern(fields),
+    description: "comma-separated field or field:asc|desc terms, each field at most once, e.g. createdAt:desc,id:desc"
+  }))
 
 /** The largest `offset` a query string takes: 15 decimal digits. */
 export const MAX_QUERY_OFFSET = 999_999_999_999_999

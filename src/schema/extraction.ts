@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { AbsoluteUrl, CheckedByHandler, NonNegativeInt, CreatedRange, DateTime, isAtMostCharacters, isStorableText, NullableDateTime, NullableWebhookSecret, Text, UrlPrefixFilter } from "./common.ts"
+import { AbsoluteUrl, CheckedByHandler, NonNegativeInt, CreatedRange, DateTime, isAtMostCharacters, isStorableText, NullableDateTime, NullableWebhookSecret, Text, UrlPrefixFilter, WrittenWithin } from "./common.ts"
 import { Page, SearchPagination, SortTerms } from "./envelope.ts"
 import type { ErrorDetail } from "./errors.ts"
 import { webhookOptionFaults } from "./webhook.ts"
@@ -86,47 +86,45 @@ const strings = { type: "array", items: { type: "string" } }
  * product, with the fields a config's selectors or LLM refinement added; until it is done, the
  * type's empty result (docs/api.md, "Extractions").
  */
-const ExtractionData = Schema.Record(Schema.String, Schema.Unknown).check(Schema.makeFilter(() => true, {
-  toJsonSchema: () => ({
-    description: "The extracted article (type article) or product (type product). Until the extraction is done (and for good when it is cancelled or dead) it is the type's empty result: {title: \"Untitled\", content: \"\"} or {name: \"Untitled product\"}; status tells whether it is a result. Fields added by a config's selectors or LLM refinement come beside these.",
-    anyOf: [
-      {
-        title: "ArticleData",
-        type: "object",
-        required: ["title", "content"],
-        properties: {
-          title: { type: "string", minLength: 1 },
-          content: { type: "string" },
-          description: { type: "string" },
-          summary: { type: "string" },
-          author: { type: "string" },
-          authors: strings,
-          publishedAt: { type: "string", format: "date-time" },
-          modifiedAt: { type: "string", format: "date-time" },
-          lang: { type: "string" },
-          images: { type: "array", items: imageJsonSchema },
-          tags: strings
-        }
-      },
-      {
-        title: "ProductData",
-        type: "object",
-        required: ["name"],
-        properties: {
-          name: { type: "string" },
-          description: { type: "string" },
-          price: { type: "number" },
-          currency: { type: "string", description: "ISO 4217" },
-          availability: { type: "string" },
-          sku: { type: "string" },
-          brand: { type: "string" },
-          images: { type: "array", items: imageJsonSchema },
-          attributes: { type: "object", additionalProperties: { type: ["string", "number", "boolean", "null"] } }
-        }
+const ExtractionData = WrittenWithin(Schema.Record(Schema.String, Schema.Unknown), {
+  description: "The extracted article (type article) or product (type product). Until the extraction is done (and for good when it is cancelled or dead) it is the type's empty result: {title: \"Untitled\", content: \"\"} or {name: \"Untitled product\"}; status tells whether it is a result. Fields added by a config's selectors or LLM refinement come beside these.",
+  anyOf: [
+    {
+      title: "ArticleData",
+      type: "object",
+      required: ["title", "content"],
+      properties: {
+        title: { type: "string", minLength: 1 },
+        content: { type: "string" },
+        description: { type: "string" },
+        summary: { type: "string" },
+        author: { type: "string" },
+        authors: strings,
+        publishedAt: { type: "string", format: "date-time" },
+        modifiedAt: { type: "string", format: "date-time" },
+        lang: { type: "string" },
+        images: { type: "array", items: imageJsonSchema },
+        tags: strings
       }
-    ]
-  })
-}))
+    },
+    {
+      title: "ProductData",
+      type: "object",
+      required: ["name"],
+      properties: {
+        name: { type: "string" },
+        description: { type: "string" },
+        price: { type: "number" },
+        currency: { type: "string", description: "ISO 4217" },
+        availability: { type: "string" },
+        sku: { type: "string" },
+        brand: { type: "string" },
+        images: { type: "array", items: imageJsonSchema },
+        attributes: { type: "object", additionalProperties: { type: ["string", "number", "boolean", "null"] } }
+      }
+    }
+  ]
+})
 
 export const Extraction = Schema.Struct({
   id: Schema.String,

@@ -49,14 +49,17 @@ export const BulkJobsBody = Schema.Struct({
   )
 })
 
+/** How a fetch attempt ends (docs/crawling.md, "Classification"); the engines' `Classification`. */
+export const fetchClassifications = [
+  "ok", "not_found", "blocked", "server_error", "empty", "too_large", "timeout", "dns_error", "tls_error", "connection_error", "unsafe_url",
+  "engine_unavailable", "cancelled"
+] as const
 /**
- * How a fetch ended (docs/crawling.md, "Classification"); `internal_error` for a job a fault of the
- * service ended. Stated in the document, not checked again on the way out.
+ * How a fetch ended, or `internal_error` for a job a fault of the service ended. Stated in the
+ * document, not checked again on the way out (as the engine names below).
  */
-const Classification = WrittenWithin(Schema.String, {
-  enum: ["ok", "not_found", "blocked", "server_error", "empty", "too_large", "timeout", "dns_error", "tls_error", "connection_error", "unsafe_url", "engine_unavailable", "cancelled", "internal_error"]
-})
-const UsedEngine = WrittenWithin(Schema.String, { enum: ["http", "alternate", "brave", "camoufox"] })
+const Classification = WrittenWithin(Schema.String, { enum: [...fetchClassifications, "internal_error"] })
+const UsedEngine = WrittenWithin(Schema.String, { enum: [...EngineName.literals] })
 
 export const Attempt = Schema.Struct({
   engine: UsedEngine,
@@ -76,7 +79,7 @@ export const JobResult = Schema.Struct({
   contentType: Schema.NullOr(Schema.String),
   bytes: Schema.Int,
   // `none` for a job that ended before any engine started (cancelled first, or given up on).
-  startedWith: Schema.Struct({ engine: WrittenWithin(Schema.String, { enum: ["http", "alternate", "brave", "camoufox", "none"] }), reason: Schema.String }),
+  startedWith: Schema.Struct({ engine: WrittenWithin(Schema.String, { enum: [...EngineName.literals, "none"] }), reason: Schema.String }),
   screenshot: Schema.Struct({ taken: Schema.Boolean, reason: Schema.NullOr(Schema.String) }),
   attempts: Schema.Array(Attempt)
 }).annotate({ identifier: "JobResult" })

@@ -2,24 +2,13 @@
  * Engine contract shared by every fetch engine (http, alternate, brave, camoufox).
  */
 
+import type { fetchClassifications } from "../../schema/job.ts"
+
 export type EngineName = "http" | "alternate" | "brave" | "camoufox"
 
 export const ENGINE_NAMES: readonly EngineName[] = ["http", "alternate", "brave", "camoufox"]
 
-export type Classification =
-  | "ok"
-  | "blocked"
-  | "not_found"
-  | "server_error"
-  | "timeout"
-  | "dns_error"
-  | "tls_error"
-  | "connection_error"
-  | "empty"
-  | "too_large"
-  | "unsafe_url"
-  | "engine_unavailable"
-  | "cancelled"
+export type Classification = (typeof fetchClassifications)[number]
 
 export interface ScreenshotOptions {
   format: "png" | "jpeg"
