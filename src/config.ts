@@ -26,6 +26,8 @@ export interface AppConfig {
   /** Sessions end after this long without a request, and this long after login whatever happens (docs/identity.md). */
   readonly sessionIdleSeconds: number
   readonly sessionLifetimeSeconds: number
+  /** REQUEST_TIMEOUT_SECONDS: the longest a client may take to send a request's headers and body (then 408). */
+  readonly requestTimeoutSeconds: number
   /**
    * The LLM endpoint for refinement. `models`: the models configs may name (LLM_MODELS, the default
    * among them); undefined lets a config name any, at the operator's cost.
@@ -223,6 +225,7 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
 
   const sessionIdleSeconds = seconds(env, "SESSION_IDLE_SECONDS", 12 * 3600, 366 * 86400)
   const sessionLifetimeSeconds = seconds(env, "SESSION_LIFETIME_SECONDS", 30 * 86400, 366 * 86400)
+  const requestTimeoutSeconds = seconds(env, "REQUEST_TIMEOUT_SECONDS", 60, 3600)
 
   const runnerPort = port(env, "RUNNER_PORT", databaseUrl ? DEFAULT_RUNNER_PORT : undefined)
   if (databaseUrl === undefined && runnerPort !== undefined) {
@@ -277,6 +280,7 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
     publicBaseUrl,
     sessionIdleSeconds,
     sessionLifetimeSeconds,
+    requestTimeoutSeconds,
     llm: llmBase ? { baseUrl: llmBase.replace(/\/$/, ""), apiKey: env.LLM_API_KEY || undefined, model: llmModel, models: llmModels } : undefined,
     bravePath: env.BRAVE_PATH || "/usr/bin/chromium",
     camoufoxPath: env.CAMOUFOX_PATH || undefined,

@@ -233,7 +233,17 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     envelopeMiddleware(routeTable(apiRoutes))
   ).pipe(Layer.provide(Security), Layer.provide(routeName))
 
-  const http = closingServer(answerParserRefusals(createServer({ keepAliveTimeout: 65_000 })))
+  // A client gets REQUEST_TIMEOUT_SECONDS to send headers and body (then 408 in the envelope), so
+  // a trickled body cannot hold a connection and its buffers for Node's default of 300 s. The check
+  // runs every second, not Node's 30, so the bound is what the setting says. Responses, such as an
+  // event stream, are not bounded by it.
+  const requestTimeoutMs = config.requestTimeoutSeconds * 1000
+  const http = closingServer(answerParserRefusals(createServer({
+    keepAliveTimeout: 65_000,
+    requestTimeout: requestTimeoutMs,
+    headersTimeout: requestTimeoutMs,
+    connectionsCheckingInterval: 1_000
+  })))
   const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
     Layer.provide(NodeHttpServer.layer(() => http.server, { port: config.port, host: config.host })),
     // The envelope middleware makes each request's server span (src/observability/server-span.ts).

@@ -33,12 +33,15 @@ for path, ctype, k in [("/v1/extractor/extractions", "application/json", "trawl_
         print("failed", e)
 `
 
+const REQUEST_TIMEOUT_SECONDS = 4
+
 describe.each(backends())("foundation over HTTP ($name)", (backend) => {
   let server: RunningServer
   let api: ReturnType<typeof client>
 
   beforeAll(async () => {
-    server = await startServer(await backend.env())
+    // A short request timeout, so that its test waits seconds, not a minute.
+    server = await startServer({ ...(await backend.env()), REQUEST_TIMEOUT_SECONDS: String(REQUEST_TIMEOUT_SECONDS) })
     api = client(server.baseUrl)
   })
   afterAll(async () => {
@@ -325,6 +328,40 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     // The node still serves.
     expect((await api.get("/healthz")).status).toBe(200)
   })
+
+  it("gives a client REQUEST_TIMEOUT_SECONDS to send its request (then 408), and does not bound a response by it", async () => {
+    const t = (await api.call("POST", "/internal/v1/tenants", { token: INTERNAL_TOKEN, body: { name: "Slow", ownerEmail: `slow-${Date.now()}@example.com` } })).json.data
+    /** Sends `head`, keeps the connection open, and resolves with everything read until the server closes it. */
+    const trickle = (head: string) =>
+      new Promise<string>((resolvePromise, reject) => {
+        const socket = connect(server.port, "127.0.0.1", () => socket.write(head))
+        let text = ""
+        socket.setEncoding("latin1")
+        socket.on("data", (d: string) => (text += d))
+        socket.on("error", reject)
+        socket.on("close", () => resolvePromise(text))
+      })
+    const answerOf = (text: string) => ({ status: Number(text.split(" ")[1]), json: JSON.parse(text.split("\r\n\r\n")[1]!) })
+    const events = new AbortController()
+    const stream = await fetch(`${server.baseUrl}/v1/scraper/events`, { headers: { "x-api-key": t.apiKey, accept: "text/event-stream" }, signal: events.signal })
+    expect(stream.status).toBe(200)
+    const reader = stream.body!.getReader()
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain(": connected")
+    const [body, headers] = await Promise.all([
+      // a body that stops after its first byte
+      trickle(`POST /v1/extractor/extractions HTTP/1.1\r\nHost: x\r\nx-api-key: ${t.apiKey}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{`),
+      // headers that never end
+      trickle("GET /v1/billing/me/balance HTTP/1.1\r\nHost: x\r\n")
+    ])
+    for (const answer of [answerOf(body), answerOf(headers)]) {
+      expect(answer.status).toBe(408)
+      expect(answer.json).toMatchObject({ status: "error", code: "request_timeout" })
+    }
+    // The event stream opened before both has outlived the timeout: it is still open.
+    const next = await Promise.race([reader.read(), new Promise((r) => setTimeout(() => r("still open"), 500))])
+    expect(next).toBe("still open")
+    events.abort()
+  }, 30_000)
 
   it("honours a valid incoming x-request-id and replaces an invalid one", async () => {
     const mine = await api.call("GET", "/healthz", { headers: { "x-request-id": "client-req-12345" } })

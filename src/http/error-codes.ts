@@ -15,6 +15,7 @@ const everyOperation: CodesByStatus = {
   400: ["validation_error"],
   404: ["not_found"],
   413: ["payload_too_large"],
+  408: ["request_timeout"],
   415: ["unsupported_media_type"],
   431: ["headers_too_large"],
   500: ["internal_error"],

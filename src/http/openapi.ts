@@ -296,7 +296,7 @@ const declareHeaders = (spec: Spec, facts: ReturnType<typeof endpointFacts>) => 
       for (const [status, response] of Object.entries<any>(operation.responses)) {
         if (!isRecord(response)) continue
         const headers: Record<string, unknown> = { "x-request-id": ref("RequestId") }
-        if (credentialed && status !== "401" && status !== "431") {
+        if (credentialed && status !== "401" && status !== "408" && status !== "431") {
           Object.assign(headers, { "RateLimit-Limit": ref("RateLimitLimit"), "RateLimit-Remaining": ref("RateLimitRemaining"), "RateLimit-Reset": ref("RateLimitReset") })
         }
         if (status === "429" || status === "503") headers["Retry-After"] = ref("RetryAfter")
@@ -317,9 +317,11 @@ const bodySchema = (spec: Spec, path: string, method: string): Record<string, an
 
 /**
  * Statuses any operation may answer whatever it declares (docs/api.md "Statuses and codes"):
- * request headers over 16 KiB, an unexpected failure, an unreachable database or Redis.
+ * a request not received within REQUEST_TIMEOUT_SECONDS, request headers over 16 KiB, an
+ * unexpected failure, an unreachable database or Redis.
  */
 const commonErrors: Record<string, string> = {
+  "408": "The request's headers and body were not received within REQUEST_TIMEOUT_SECONDS (request_timeout)",
   "431": "Request line and headers over 16 KiB (headers_too_large)",
   "500": "Unexpected failure, logged with the request id (internal_error)",
   "503": "A critical dependency is unavailable, or the work was interrupted by a cluster change (dependency_unavailable)"

@@ -81,7 +81,9 @@ describe("configuration", () => {
     [{ INTERNAL_TOKEN: "", INTERNAL_TOKEN_SECONDARY: "s".repeat(20) }, "INTERNAL_TOKEN_SECONDARY needs INTERNAL_TOKEN"],
     [{ RUNNER_PORT: "34431" }, "RUNNER_PORT"],
     [{ LOG_LEVEL: "loud" }, "LOG_LEVEL"],
-    [{ MAIL_FROM: "nobody" }, "MAIL_FROM"]
+    [{ MAIL_FROM: "nobody" }, "MAIL_FROM"],
+    [{ REQUEST_TIMEOUT_SECONDS: "0" }, "REQUEST_TIMEOUT_SECONDS"],
+    [{ REQUEST_TIMEOUT_SECONDS: "3601" }, "REQUEST_TIMEOUT_SECONDS"]
   ])("refuses %o", (env, name) => {
     expect(() => loadConfig({ DATA_DIR: dataDir(), ...env })).toThrow(ConfigError)
     expect(() => loadConfig({ DATA_DIR: dataDir(), ...env })).toThrow(name)
