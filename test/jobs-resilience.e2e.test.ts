@@ -202,10 +202,6 @@ describe("a node killed between writing new jobs and answering (embedded backend
     expect(died.signalCode).toBe("SIGKILL")
   }
 
-  /** Ages the tenant's key claims as a minute without their dead node's renewals would. */
-  const abandonClaims = (sql: SqlClient.SqlClient, tenantId: string) =>
-    sql`UPDATE idempotency_keys SET created_at = now() - ${ABANDONED_CLAIM_SECONDS + 1} * interval '1 second' WHERE tenant_id = ${tenantId}`
-
   /** SQL on the embedded database of a stopped server. */
   const onDatabase = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
     Effect.runPromise(Effect.gen(function*() {
@@ -235,12 +231,9 @@ describe("a node killed between writing new jobs and answering (embedded backend
     // The node dies once the rows are written: no answer, no hand-off.
     await crashWith(crashing, () => send(crashing.baseUrl))
 
-    // What it left: three queued jobs and the key's claim, which is abandoned once its age passes.
-    const left = await onDatabase((sql) =>
-      Effect.gen(function*() {
-        yield* abandonClaims(sql, t.tenantId)
-        return yield* sql<{ id: string; status: string }>`SELECT id, status FROM jobs WHERE tenant_id = ${t.tenantId} ORDER BY id`
-      }))
+    // What it left: three queued jobs and the key's claim, which is free at once for the next
+    // process on this embedded database (its node is gone), not after a minute.
+    const left = await onDatabase((sql) => sql<{ id: string; status: string }>`SELECT id, status FROM jobs WHERE tenant_id = ${t.tenantId} ORDER BY id`)
     expect(left.map((j) => j.status)).toEqual(["queued", "queued", "queued"])
 
     const second = await startServer(env, { dataDir })
@@ -285,7 +278,6 @@ describe("a node killed between writing new jobs and answering (embedded backend
     await crashWith(crashing, () => send(crashing.baseUrl))
     const left = await onDatabase((sql) =>
       Effect.gen(function*() {
-        yield* abandonClaims(sql, t.tenantId)
         return {
           jobs: yield* sql<{ id: string }>`SELECT id FROM jobs WHERE tenant_id = ${t.tenantId}`,
           extractions: yield* sql<{ id: string }>`SELECT id FROM extractions WHERE tenant_id = ${t.tenantId}`
@@ -400,6 +392,27 @@ describe.skipIf(!baseDbUrl)("a node killed mid-crawl loses no accepted job (two 
     const mismatch = await client(a.baseUrl).call("POST", "/v1/scraper/jobs", { key: t.apiKey, body: { url }, headers: { "idempotency-key": "running-key" } })
     expect(mismatch.status).toBe(409)
     expect(mismatch.json.code).toBe("idempotency_mismatch")
+  }, 30_000)
+
+  it("frees at once a young claim whose node has no database session left, and keeps a live node's", async () => {
+    const t = await client(a.baseUrl).createTenant()
+    const url = site.url("/page?case=claim-node")
+    const claim = (key: string, node: string) =>
+      pgQuery(dbUrl, `INSERT INTO idempotency_keys (tenant_id, key, request_hash, id_seed, claim_token, claim_node)
+                    VALUES ($1, $2, 'hash-of-another-request', 'seed_01m89hvef2vzpj76dvd3ahs8n4', 'claim-of-another-request', $3)`,
+        [t.tenantId, key, node])
+    const send = (key: string) => client(a.baseUrl).call("POST", "/v1/scraper/jobs", { key: t.apiKey, body: { url }, headers: { "idempotency-key": key } })
+    // Node b's sessions (b is alive): its claim is a request still running there.
+    const sessions = await pgQuery<{ application_name: string }>(dbUrl, `SELECT DISTINCT application_name FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'trawl-%'`)
+    const names = sessions.map((r) => r.application_name)
+    expect(names.length).toBe(2)
+    await claim("live-node-key", names[0]!)
+    await claim("live-node-key-2", names[1]!)
+    for (const key of ["live-node-key", "live-node-key-2"]) expect((await send(key)).json.code).toBe("idempotency_mismatch")
+    // A node that died (its process gone, so are its sessions): the retry runs now, not in a minute.
+    await claim("dead-node-key", "trawl-4242-deadbeef")
+    const retried = await send("dead-node-key")
+    expect(retried.status, retried.text).toBe(201)
   }, 30_000)
 })
 

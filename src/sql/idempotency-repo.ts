@@ -1,13 +1,16 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
+import { Config } from "../config.ts"
 import { newId } from "../ids.ts"
+import { NODE_APPLICATION_NAME } from "./database.ts"
 
 /** How long a key and its stored response are kept. */
 export const IDEMPOTENCY_TTL_HOURS = 24
 /**
  * A claimed key whose request has stored nothing after this long was left by a node that died
  * mid-request; the next request with the key runs. A request that is still working (a bulk
- * request waiting on slow name lookups, say) renews its claim meanwhile (every 15 s).
+ * request waiting on slow name lookups, say) renews its claim meanwhile (every 15 s). A claim
+ * whose node is known to be gone is free before that (see `holderGone`).
  */
 export const ABANDONED_CLAIM_SECONDS = 60
 
@@ -50,13 +53,26 @@ export const IdempotencyRepoLive = Layer.effect(
   IdempotencyRepo,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const { databaseUrl } = yield* Config
 
     /**
-     * A claim nobody holds: its request failed (and freed it, keeping the seed) or has not renewed
-     * it in time (its node died). A claim with neither token nor seed was made before these columns
-     * existed and is still held until it is that old.
+     * The claim's node is gone. On PostgreSQL: it has no database session left, which a node keeps
+     * while it lives (its runner's lock session) and loses the moment its process dies, so a
+     * retry after a crash is not kept waiting a minute. The embedded database serves one process,
+     * so there a claim made by any other process was made by an earlier, ended one. A node wrongly
+     * taken for gone (its sessions cut by a database failover) costs what a slow one does: its
+     * successor resumes from the same seed.
      */
-    const free = sql`((claim_token IS NULL AND id_seed IS NOT NULL) OR created_at < now() - ${ABANDONED_CLAIM_SECONDS} * interval '1 second')`
+    const holderGone = databaseUrl === undefined
+      ? sql`claim_node <> ${NODE_APPLICATION_NAME}`
+      : sql`claim_node <> ${NODE_APPLICATION_NAME} AND NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = claim_node)`
+
+    /**
+     * A claim nobody holds: its request failed (and freed it, keeping the seed), its node is gone,
+     * or it has not been renewed in time (its node died, or stalled). A claim with neither token
+     * nor seed was made before these columns existed and is still held until it is that old.
+     */
+    const free = sql`((claim_token IS NULL AND id_seed IS NOT NULL) OR created_at < now() - ${ABANDONED_CLAIM_SECONDS} * interval '1 second' OR (claim_node IS NOT NULL AND ${holderGone}))`
     const held = (tenantId: string, key: string, token: string) => sql`tenant_id = ${tenantId} AND key = ${key} AND claim_token = ${token}`
 
     return IdempotencyRepo.of({
@@ -67,11 +83,12 @@ export const IdempotencyRepoLive = Layer.effect(
                      AND created_at < now() - ${IDEMPOTENCY_TTL_HOURS} * interval '1 hour'`
           const seed = newId("seed")
           const inserted = yield* sql<{ id_seed: string }>`
-            INSERT INTO idempotency_keys (tenant_id, key, request_hash, id_seed, claim_token) VALUES (${tenantId}, ${key}, ${hash}, ${seed}, ${token})
+            INSERT INTO idempotency_keys (tenant_id, key, request_hash, id_seed, claim_token, claim_node)
+            VALUES (${tenantId}, ${key}, ${hash}, ${seed}, ${token}, ${NODE_APPLICATION_NAME})
             ON CONFLICT (tenant_id, key) DO NOTHING RETURNING id_seed`
           if (inserted.length > 0) return { seed, resumed: false } satisfies Claim
           const [takenOver] = yield* sql<{ id_seed: string; resumed: boolean }>`
-            UPDATE idempotency_keys k SET created_at = now(), claim_token = ${token},
+            UPDATE idempotency_keys k SET created_at = now(), claim_token = ${token}, claim_node = ${NODE_APPLICATION_NAME},
               id_seed = CASE WHEN old.resumed THEN k.id_seed ELSE ${seed} END,
               request_hash = ${hash}
             FROM (SELECT request_hash = ${hash} AND id_seed IS NOT NULL AS resumed FROM idempotency_keys

@@ -28,6 +28,7 @@ import peopleNamedFromTheStart from "./migrations/0027_people_named_from_the_sta
 import configPayloadKeepsOrder from "./migrations/0028_config_payload_keeps_order.ts"
 import webhookEndpointsInUse from "./migrations/0029_webhook_endpoints_in_use.ts"
 import crawlFetchUrl from "./migrations/0030_crawl_fetch_url.ts"
+import idempotencyClaimNode from "./migrations/0031_idempotency_claim_node.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -58,7 +59,8 @@ export const migrations = {
   "0027_people_named_from_the_start": peopleNamedFromTheStart,
   "0028_config_payload_keeps_order": configPayloadKeepsOrder,
   "0029_webhook_endpoints_in_use": webhookEndpointsInUse,
-  "0030_crawl_fetch_url": crawlFetchUrl
+  "0030_crawl_fetch_url": crawlFetchUrl,
+  "0031_idempotency_claim_node": idempotencyClaimNode
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
