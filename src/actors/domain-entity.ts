@@ -1,5 +1,5 @@
 import { Effect, Fiber, Schema } from "effect"
-import { Entity } from "effect/cluster"
+import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { CrawlService } from "../crawl/crawl-service.ts"
 import { DomainRepo } from "../sql/domain-repo.ts"
@@ -24,12 +24,14 @@ export type Outcome = typeof Outcome.Type
 export const DomainEntity = Entity.make("Domain", [
   /**
    * Waits for a fetch slot, higher `priority` first; the slot expires after `ttlMs` in case its
-   * holder dies. Answers with the domain's recent engine history.
+   * holder dies. Answers with the domain's recent engine history. A wait is cut at once when the
+   * entity stops (its node shuts down, its shard moves): it would only hold the shutdown for the
+   * termination grace (5 s) and be cut then; the caller asks the entity's next owner (domain-slots.ts).
    */
   Rpc.make("Acquire", {
     payload: Schema.Struct({ holder: Schema.String, ttlMs: Schema.Int, priority: Schema.Int }),
     success: Schema.Array(HistoryEntry)
-  }),
+  }).annotate(ClusterSchema.InterruptOnTermination, true),
   /** Frees the slot and records which engines worked (`ok`) or were refused on the domain. */
   Rpc.make("Release", { payload: Schema.Struct({ holder: Schema.String, outcomes: Schema.Array(Outcome) }) }),
   /**

@@ -73,10 +73,14 @@ export const drainOnShutdown = (streams: StreamConnections, http: ReturnType<typ
     const draining = yield* Draining
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
+        const began = Date.now()
         const closed = http.close(REQUEST_DRAIN_MS)
+        yield* Effect.logInfo("shutdown: no new connections; answering the requests under way")
         yield* draining.begin
         yield* Effect.promise(() => streams.closeAll(1000))
         yield* Effect.promise(() => closed)
+        // What follows is the cluster's part: entities stop and the shards are handed off.
+        yield* Effect.logInfo(`shutdown: requests answered in ${Date.now() - began} ms; stopping entities and handing off shards`)
       })
     )
   }))
