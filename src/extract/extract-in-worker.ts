@@ -9,8 +9,12 @@ import type { ExtractInput, ExtractOutput } from "./types.ts"
  */
 export const EXTRACT_TIMEOUT_MS = 20_000
 
+/**
+ * A core for the event loop and the rest for extractions, up to 4; but at least 2, so that one
+ * tenant's extraction that runs to its time bound does not hold every other tenant's behind it.
+ */
 const extractWorkers = makeTimedWorkers<ExtractInput, ExtractOutput>(new URL("./extract-worker.ts", import.meta.url), {
-  size: Math.max(1, Math.min(4, availableParallelism() - 1)),
+  size: Math.max(2, Math.min(4, availableParallelism() - 1)),
   timeoutMs: EXTRACT_TIMEOUT_MS,
   what: "extraction"
 })

@@ -6,8 +6,10 @@ import { parentPort, Worker } from "node:worker_threads"
  * included) and fails alone; tasks queued behind it go to a fresh worker. A task's time starts
  * once its worker is up (a fresh one first loads its code). With `queueTimeoutMs`, a task that
  * waits that long for a worker fails too. Waiting tasks are taken by their `owner` in turn (a
- * tenant, say), so one owner's many tasks do not hold every other owner's behind them. Workers
- * start on demand, one task at a time each, and do not keep the process alive.
+ * tenant, say), so one owner's many tasks do not hold every other owner's behind them; an owner
+ * that comes to wait while none of its tasks runs goes ahead of the owners that have one running,
+ * so a tenant whose slow tasks fill the workers is served after the others, not before them.
+ * Workers start on demand, one task at a time each, and do not keep the process alive.
  *
  * A worker entry answers `{ id, input }` messages with `{ id, result }` or `{ id, error, code? }`.
  */
@@ -54,6 +56,16 @@ export const makeTimedWorkers = <I, O>(
   // Waiting tasks by owner, and the owners with waiting tasks in the order they are served.
   const waiting = new Map<string, Array<Task<I, O>>>()
   const turns: Array<string> = []
+  // Tasks running, by owner.
+  const running = new Map<string, number>()
+  const isRunning = (owner: string) => (running.get(owner) ?? 0) > 0
+
+  /** An owner that comes to wait: behind the others, but ahead of those with a task running if it has none. */
+  const joinTurns = (owner: string) => {
+    const at = isRunning(owner) ? -1 : turns.findIndex(isRunning)
+    if (at < 0) turns.push(owner)
+    else turns.splice(at, 0, owner)
+  }
 
   /** The next task: the first of the owner whose turn it is, who then goes to the back of the line. */
   const takeNext = (): Task<I, O> | undefined => {
@@ -84,6 +96,11 @@ export const makeTimedWorkers = <I, O>(
     const task = slot.task
     slot.task = undefined
     slot.timer = undefined
+    if (task) {
+      const left = (running.get(task.owner) ?? 1) - 1
+      if (left > 0) running.set(task.owner, left)
+      else running.delete(task.owner)
+    }
     return task
   }
 
@@ -151,6 +168,7 @@ export const makeTimedWorkers = <I, O>(
       const task = takeNext()!
       clearTimeout(task.queueTimer)
       slot.task = task
+      running.set(task.owner, (running.get(task.owner) ?? 0) + 1)
       if (slot.online) arm(slot)
       slot.worker.postMessage({ id: task.id, input: task.input })
     }
@@ -169,7 +187,7 @@ export const makeTimedWorkers = <I, O>(
         if (tasks) tasks.push(task)
         else {
           waiting.set(owner, [task])
-          turns.push(owner)
+          joinTurns(owner)
         }
         dispatch()
       })

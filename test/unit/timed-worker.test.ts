@@ -30,7 +30,23 @@ describe("timed workers (CPU-bound work off the event loop, each task bounded)",
     const run = (owner: string, i: number) => workers.run({ spinMs: 20 + i }, owner).then(() => void order.push(`${owner}${i}`))
     const all = [run("a", 0), run("a", 1), run("a", 2), run("a", 3), run("b", 0), run("b", 1)]
     await Promise.all(all)
-    expect(order).toEqual(["a0", "a1", "b0", "a2", "b1", "a3"])
+    // b came to wait while a0 ran and none of its own did: it goes first, then the two take turns.
+    expect(order).toEqual(["a0", "b0", "a1", "b1", "a2", "a3"])
+  })
+
+  it("puts an owner that comes to wait with nothing running ahead of one whose task runs to its time bound", async () => {
+    const workers = makeTimedWorkers<{ spinMs: number }, { spun: number }>(entry, { size: 1, timeoutMs: 1000, what: "test" })
+    const order: Array<string> = []
+    const run = (owner: string, i: number, spinMs: number) =>
+      workers.run({ spinMs }, owner).then(() => void order.push(`${owner}${i}`), () => void order.push(`${owner}${i} timed out`))
+    // a's runaway task holds the only worker; a queues another before b arrives.
+    const a0 = run("a", 0, 60_000)
+    const a1 = run("a", 1, 60_000)
+    await new Promise((r) => setTimeout(r, 50))
+    const b0 = run("b", 0, 5)
+    await Promise.all([a0, a1, b0])
+    // b waited for one time bound, not two.
+    expect(order).toEqual(["a0 timed out", "b0", "a1 timed out"])
   })
 
   it("fails a task that waits too long for a worker, without running it", async () => {
