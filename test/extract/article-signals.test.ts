@@ -63,6 +63,25 @@ describe("listing pages", () => {
     expect(body).not.toContain("Another headline")
   })
 
+  it("reads every paragraph of a page of short paragraphs, not only the one long enough to score", () => {
+    for (const wrap of [(x: string) => x, (x: string) => `<html><body><article>${x}</article></body></html>`]) {
+      const html = wrap(`<h1>Short Title</h1><p>First sentence of body here.</p><p>Second sentence here.</p><p>Third one.</p>`)
+      const data = article(html).data
+      expect(data.title).toBe("Short Title")
+      expect(data.content).toBe("First sentence of body here.\n\nSecond sentence here.\n\nThird one.")
+    }
+    // a link list among them is still furniture
+    const nav = `<p><a href="/a">Home</a> <a href="/b">News</a> <a href="/c">Sport</a> <a href="/d">Weather</a></p>`
+    const withNav = article(`<h1>T</h1>${nav}<p>Alpha beta gamma delta epsilon.</p><p>Zeta eta.</p>`).data.content
+    expect(withNav).toBe("Alpha beta gamma delta epsilon.\n\nZeta eta.")
+  })
+
+  it("does not repeat the title as the content of a page that shows little else", () => {
+    expect(article(`<h1>Thing</h1><p>Body text.</p>`).data).toMatchObject({ title: "Thing", content: "Body text." })
+    // a page that shows nothing but its title keeps it as its content
+    expect(article(`<html><head><title>Nope</title></head><body><h1>Nope</h1></body></html>`).data.content).toBe("Nope")
+  })
+
   it("prefers a structured articleBody over a listing reading", () => {
     const text = "The ferry timetable changes on Monday. ".repeat(20)
     const html = `<html><head><script type="application/ld+json">{"@type":"NewsArticle","headline":"Ferry","articleBody":${JSON.stringify(text)}}</script></head>

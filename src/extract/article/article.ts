@@ -224,7 +224,10 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
   if (fromScripts !== undefined && textSize({ ...fromScripts, root: null }) > 2 * size + 200) { best = { paragraphs: fromScripts.paragraphs, root: null }; size = textSize(best) }
   if (size >= (productPage ? SHORT_BODY : NEXT_TO_NOTHING)) return best
   // every reading found next to nothing (or, on a product's page, little): what the page shows, without its furniture
-  const shown = shownText(scope)
+  // and without its title line, which is the title, not content (unless the page shows nothing else)
+  const shownAll = shownText(scope)
+  const untitled = shownAll.paragraphs.filter((line) => titleKey(line) !== titleKey(title))
+  const shown = untitled.length > 0 && title !== "" ? { ...shownAll, paragraphs: untitled } : shownAll
   // (an empty reading gives way to any text: a fragment of a few words is its own content)
   return textSize(shown) > 2 * size + 100 || (size === 0 && textSize(shown) > 0) ? shown : best
 }

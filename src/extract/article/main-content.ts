@@ -428,6 +428,20 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (agg[p]! > 0 && gain > GROW * Math.max(loss, 0) && gain > 0.15 * good[best]!) best = p
     else if (agg[p]! < 0.5 * agg[best]!) break
   }
+  // A paragraph is not a container: when the best is one paragraph among plain paragraph siblings (a
+  // short page whose other paragraphs are too short to score), the body is their parent, as it would
+  // be had they scored; its link lists and furniture are still pruned below.
+  if (els[best]!.tag === "p" && parent[best]! >= 0) {
+    const p = parent[best]!
+    let sibling = false
+    for (let i = p + 1; i < n && !sibling; i++) {
+      if (i === best || parent[i] !== p || els[i]!.tag !== "p" || txt[i]! === 0 || hint[i] !== Hint.None) continue
+      let links = 0
+      for (let c = chunkStart[i]!; c < chunkEnd[i]!; c++) links += chunks[c]!.linkLen
+      sibling = links === 0
+    }
+    if (sibling) best = p
+  }
   if (opts.debug) {
     for (let i = best; i >= 0; i = parent[i]!) {
       opts.debug(`${els[i]!.tag} ${JSON.stringify({ c: els[i]!.attrs?.class, id: els[i]!.attrs?.id })} hint=${hint[i]} agg=${agg[i]!.toFixed(0)} good=${good[i]!.toFixed(0)}`)
