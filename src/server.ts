@@ -244,7 +244,9 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     headersTimeout: requestTimeoutMs,
     connectionsCheckingInterval: 1_000
   })))
-  const Http = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
+  // Paths match as written (RFC 3986: a path is case-sensitive), with one trailing slash tolerated:
+  // `/V1/...` or `/v1//...` is no route (404), as the 405 check reads it (docs/api.md "Paths").
+  const Http = HttpRouter.serve(Routes, { disableLogger: true, routerConfig: { caseSensitive: true, ignoreDuplicateSlashes: false } }).pipe(
     Layer.provide(NodeHttpServer.layer(() => http.server, { port: config.port, host: config.host })),
     // The envelope middleware makes each request's server span (src/observability/server-span.ts).
     Layer.provide(Layer.succeed(libraryServerSpansOff, () => true))

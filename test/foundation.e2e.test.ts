@@ -159,6 +159,12 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     }
     // ...while HEAD of a route that has a GET is that GET
     expect((await api.call("HEAD", "/v1/scraper/jobs", { key: t.apiKey })).status).toBe(200)
+    // paths match as written, one trailing slash tolerated: another spelling is no route, whatever the method
+    expect((await api.get("/v1/scraper/jobs/", t.apiKey)).status).toBe(200)
+    envelopeError(await api.call("PUT", "/v1/scraper/jobs/", { key: t.apiKey }), 405, "method_not_allowed")
+    for (const [m, path] of [["GET", "/V1/scraper/jobs"], ["PUT", "/V1/SCRAPER/JOBS"], ["GET", "/v1//scraper/jobs"], ["GET", "/V1/scraper/jobs/bulk"], ["GET", "/HEALTHZ"]] as const) {
+      envelopeError(await api.call(m, path, { key: t.apiKey }), 404, "not_found")
+    }
     // an id longer than any the router takes names nothing: 404, for every method its route has
     const longId = "j".repeat(101)
     for (const [m, path] of [["GET", `/v1/scraper/jobs/${longId}`], ["POST", `/v1/scraper/jobs/${longId}/cancel`], ["GET", `/v1/page-history/${longId}/diff`]] as const) {
