@@ -77,6 +77,9 @@ interface DomainState {
   /** Jobs waiting for one of those slots, highest priority first; they have not asked the entity.
    *  There are only such jobs while this node holds all of the domain's slots. */
   readonly waiting: Array<Waiter>
+  /** This node's jobs waiting for the entity's answer. While there are any, the next jobs ask the
+   *  entity too, behind them, instead of waiting here for a handover that would overtake them. */
+  asking: number
   /** How to raise the priority of holders that wait for a crawl slot (see `lendPriority`). */
   readonly raisers: Map<string, (priority: number) => void>
   history: ReadonlyArray<HistoryEntry>
@@ -113,11 +116,11 @@ export const makeDomainSlots = (
     )
     const stateOf = (domainId: string) => {
       let d = domains.get(domainId)
-      if (!d) domains.set(domainId, (d = { holding: new Map(), waiting: [], raisers: new Map(), history: [] }))
+      if (!d) domains.set(domainId, (d = { holding: new Map(), waiting: [], raisers: new Map(), history: [], asking: 0 }))
       return d
     }
     const forget = (domainId: string, d: DomainState) => {
-      if (d.holding.size === 0 && d.waiting.length === 0) domains.delete(domainId)
+      if (d.holding.size === 0 && d.waiting.length === 0 && d.asking === 0) domains.delete(domainId)
     }
     /** Forgets the domain if nothing of it is held or waited for here (an ask that got no slot leaves nothing behind). */
     const forgetIfIdle = (domainId: string) => {
@@ -140,6 +143,17 @@ export const makeDomainSlots = (
 
     /** Asks the entity for a slot; the answer is the job's own, or the next handover's if the job left meanwhile. */
     const askEntity = (domainId: string, holder: string, priority: number, ttlMs: number) =>
+      Effect.suspend(() => {
+        const d = stateOf(domainId)
+        d.asking++
+        return askedEntity(domainId, holder, priority, ttlMs).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            d.asking--
+            forget(domainId, d)
+          }))
+        )
+      })
+    const askedEntity = (domainId: string, holder: string, priority: number, ttlMs: number) =>
       backend.acquire(domainId, holder, priority, ttlMs).pipe(
         Effect.map((history) => {
           if (history === undefined) {
@@ -203,7 +217,9 @@ export const makeDomainSlots = (
     const acquire = (domainId: string, holder: string, priority: number, ttlMs: number): Effect.Effect<DomainSlot> =>
       Effect.suspend(() => {
         const d = stateOf(domainId)
-        if (d.holding.size < perDomainLimit || d.holding.has(holder)) return askEntity(domainId, holder, priority, ttlMs)
+        // Jobs of this node already in the entity's queue go first: a job waiting here would be
+        // handed a slot before them (a fail-over left them queued there while the node held nothing).
+        if (d.holding.size < perDomainLimit || d.holding.has(holder) || d.asking > 0) return askEntity(domainId, holder, priority, ttlMs)
         const granted = Deferred.makeUnsafe<ReadonlyArray<HistoryEntry>>()
         let at = d.waiting.length
         while (at > 0 && d.waiting[at - 1]!.priority < priority) at--

@@ -257,6 +257,63 @@ describe("DomainSlots (the node's side of the domain's politeness slots)", () =>
     )
   })
 
+  it("does not hand a slot to a job that came after this node's jobs queued at the entity: it queues there behind them", async () => {
+    await run((slots, entity) =>
+      Effect.gen(function*() {
+        // Another node holds both slots (as after a fail-over: the entity restarted with their holders).
+        entity.holders.add("x1")
+        entity.holders.add("x2")
+        // This node's jobs a and b ask the entity, which queues them.
+        const a = yield* Effect.forkChild(slots.acquire("d", "a", 0, 1000))
+        const b = yield* Effect.forkChild(slots.acquire("d", "b", 0, 1000))
+        yield* settle
+        // One is granted (x1 done): the node holds one slot, b still waits at the entity.
+        yield* entity.backend.release("d", "x1", [])
+        const aSlot = yield* Fiber.join(a)
+        yield* entity.backend.release("d", "x2", [])
+        const bSlot = yield* Fiber.join(b)
+        // Both held here, nobody of this node at the entity: c waits here, as before.
+        const c = yield* Effect.forkChild(slots.acquire("d", "c", 0, 1000))
+        yield* settle
+        expect(entity.log).toEqual(["acquire a", "acquire b", "release x1", "release x2"])
+        yield* aSlot.release([])
+        yield* (yield* Fiber.join(c)).release([])
+        yield* bSlot.release([])
+        expect(entity.holders.size).toBe(0)
+      })
+    )
+    await run((slots, entity) =>
+      Effect.gen(function*() {
+        entity.holders.add("x1")
+        entity.holders.add("x2")
+        // a and b queue at the entity; a is granted, then the other slot is too, to someone of the entity's queue...
+        const a = yield* Effect.forkChild(slots.acquire("d", "a", 0, 1000))
+        const b = yield* Effect.forkChild(slots.acquire("d", "b", 0, 1000))
+        const c = yield* Effect.forkChild(slots.acquire("d", "c", 0, 1000))
+        yield* settle
+        yield* entity.backend.release("d", "x1", [])
+        yield* entity.backend.release("d", "x2", [])
+        const aSlot = yield* Fiber.join(a)
+        const bSlot = yield* Fiber.join(b)
+        // ...c is still queued at the entity, so a job coming now queues there behind it rather than
+        // waiting here for a handover that would pass c by.
+        const late = yield* Effect.forkChild(slots.acquire("d", "late", 0, 1000))
+        yield* settle
+        expect(entity.log.slice(-1)).toEqual(["acquire late"])
+        yield* aSlot.release([])
+        const cSlot = yield* Fiber.join(c)
+        yield* bSlot.release([])
+        const lateSlot = yield* Fiber.join(late)
+        yield* cSlot.release([])
+        yield* lateSlot.release([])
+        expect(entity.log).toEqual(["acquire a", "acquire b", "acquire c", "release x1", "release x2", "acquire late", "release a", "release b", "release c", "release late"])
+        expect(entity.peak()).toBe(2)
+        expect(entity.holders.size).toBe(0)
+        expect(slots.domainsTracked()).toBe(0)
+      })
+    )
+  })
+
   it("finishes a slot's return to the entity, and asks for the jobs waiting here, even if the releasing job is interrupted meanwhile", async () => {
     await run((slots, entity) =>
       Effect.gen(function*() {
