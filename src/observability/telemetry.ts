@@ -23,10 +23,11 @@ export const jsonLogger = Logger.make<unknown, void>((options) => {
   const requestId = options.fiber.getRef(RequestId)
   const span = options.fiber.cache.span
   const traced = span !== undefined && span.traceId !== "noop"
+  const peerLost = isPeerConnectionLost(s.message, s.cause)
   process.stdout.write(JSON.stringify({
     timestamp: s.timestamp,
-    level: s.level,
-    message: s.message,
+    level: peerLost ? "WARN" : s.level,
+    message: peerLost ? "a cluster peer's connection to this runner ended abruptly (its node stopped or the network failed)" : s.message,
     ...(requestId !== "none" ? { requestId } : {}),
     ...(traced ? { traceId: span.traceId, spanId: span.spanId } : {}),
     ...(Object.keys(s.annotations).length > 0 ? { annotations: s.annotations } : {}),
@@ -34,6 +35,14 @@ export const jsonLogger = Logger.make<unknown, void>((options) => {
     fiberId: s.fiberId
   }) + "\n")
 })
+
+/**
+ * The runner's socket server (the library's) logs a peer's connection that breaks off, as when the
+ * peer's node is killed, as an unhandled ERROR with a stack trace. It is a node leaving, which the
+ * cluster handles (its shards move): a warning, said as such.
+ */
+const isPeerConnectionLost = (message: unknown, cause: unknown): boolean =>
+  message === "Unhandled error in SocketServer" && /SocketError|ECONNRESET|EPIPE/.test(String(cause))
 
 /**
  * Only work that comes from outside starts a trace: a span without a parent is sampled when it is
