@@ -214,7 +214,7 @@ export const makeServerLayer = (config: AppConfig, replace: ServerLayerReplaceme
     ExtractionsHandlers,
     ExtractorConfigsHandlers,
     NetworkHandlers,
-    MapHandlers.pipe(Layer.provide(SiteMapperLive)),
+    MapHandlers.pipe(Layer.provide(SiteMapperLive.pipe(Layer.provide(DomainSlotsLive)))),
     CrawlsHandlers.pipe(Layer.provide(SiteCrawlServiceLive)),
     BillingHandlers,
     SubscriptionHandlers,

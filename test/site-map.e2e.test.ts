@@ -119,6 +119,16 @@ describe.each(backends())("site map over HTTP ($name)", (backend) => {
     expect(res.json.data.urls.length).toBeGreaterThan(1)
   })
 
+  it("keeps the domain's politeness across maps: concurrent maps of one site fetch at most its perDomainConcurrency pages at once", async () => {
+    // robots.txt read already (cached), so what the site sees at once are page fetches.
+    expect((await map({ url: site.url("/site/slow-start"), sitemap: "skip", limit: 1 })).status).toBe(200)
+    site.peakInFlight(true)
+    const maps = await Promise.all(Array.from({ length: 4 }, () => map({ url: site.url("/site/slow-start"), sitemap: "skip", budgetMs: 3000 })))
+    for (const res of maps) expect(res.status, res.text).toBe(200)
+    // four maps of four slow pages each, four at a time per map: 16 at once without the domain's slots
+    expect(site.peakInFlight().get("127.0.0.1")).toBeLessThanOrEqual(2)
+  })
+
   it("lists nothing when robots.txt answers 5xx, and everything when it is missing (4xx)", async () => {
     const refused = await served(down, () => map({ url: down.url("/site/") }))
     expect(refused.result.status, refused.result.text).toBe(200)

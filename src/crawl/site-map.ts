@@ -53,6 +53,19 @@ export interface MapResult {
   }
 }
 
+/** Waits `ms`, or less when `signal` aborts (the map is over then). */
+const pause = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve()
+    const timer = setTimeout(done, ms)
+    signal.addEventListener("abort", done, { once: true })
+    function done() {
+      clearTimeout(timer)
+      signal.removeEventListener("abort", done)
+      resolve()
+    }
+  })
+
 /** The longest one fetch may take; the budget's signal stops it sooner (and is then what ended the map). */
 const FETCH_TIMEOUT_MS = 15_000
 
@@ -117,14 +130,38 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
     if (follow) frontier.push(key)
   }
 
+  /**
+   * An origin whose robots.txt asks for a `Crawl-delay` is fetched one page at a time, that long
+   * after the last one ended, as a crawl does (the other origins go on meanwhile).
+   */
+  const turns = new Map<string, Promise<void>>()
+  const politely = async <A>(url: URL, fetchPage: () => Promise<A>): Promise<A> => {
+    const delayMs = (await robotsOf(url)).crawlDelayMs ?? 0
+    if (delayMs <= 0) return fetchPage()
+    const before = turns.get(url.origin) ?? Promise.resolve()
+    let ended!: () => void
+    const mine = new Promise<void>((resolve) => (ended = resolve))
+    turns.set(url.origin, mine.then(() => pause(delayMs, signal)))
+    await before
+    try {
+      return await fetchPage()
+    } finally {
+      ended()
+    }
+  }
+
   /** Fetches one page and considers its links; pages that are not HTML have none. */
   const visit = async (pageUrl: string): Promise<void> => {
-    const fetched = await deps.fetch(pageUrl, FETCH_TIMEOUT_MS, signal)
+    const fetched = await politely(new URL(pageUrl), () => deps.fetch(pageUrl, FETCH_TIMEOUT_MS, signal))
     pagesFetched++
     if (fetched === null || fetched.body === null || fetched.status < 200 || fetched.status >= 300) return
     if (fetched.contentType !== null && !/html/i.test(fetched.contentType)) return
-    // A page that redirected off the site is not read: its links are another site's.
-    if (!inScope(new URL(fetched.finalUrl))) return
+    // A page that redirected off the site is not read: its links are another site's. Nor is one
+    // whose final URL its robots.txt disallows (as in a crawl): the redirect led where Trawl may not read.
+    const final = new URL(fetched.finalUrl)
+    if (!inScope(final)) return
+    const finalKey = keyOf(fetched.finalUrl)
+    if (finalKey !== null && finalKey !== pageUrl && !(await robotsOf(final)).isAllowed(finalKey)) return
     for (const link of await readLinks(fetched.body.toString("utf8"), fetched.finalUrl)) {
       if (!wantMore()) return
       await consider(link, true)

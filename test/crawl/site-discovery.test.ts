@@ -333,6 +333,45 @@ describe("mapSite", () => {
     expect([...r.urls].sort()).toEqual([`${origin}/`, `${origin}/moved`, `${origin}/stay`])
   })
 
+  it("does not read the links of a page whose final URL robots.txt disallows, as a crawl does not", async () => {
+    const fetch = async (url: string): Promise<Fetched> => {
+      const u = new URL(url)
+      if (u.pathname === "/robots.txt") return { status: 200, finalUrl: url, contentType: "text/plain", body: Buffer.from("User-agent: *\nDisallow: /private\n") }
+      if (u.pathname === "/") return { status: 200, finalUrl: url, contentType: "text/html", body: Buffer.from(page("/to-private", "/stay")) }
+      if (u.pathname === "/to-private") return { status: 200, finalUrl: `${origin}/private/x`, contentType: "text/html", body: Buffer.from(page("/leaked")) }
+      return { status: 200, finalUrl: url, contentType: "text/html", body: Buffer.from(page()) }
+    }
+    const r = await mapSite({
+      url: `${origin}/`, limit: 100, includePaths: [], excludePaths: [], allowSubdomains: false, ignoreQueryParameters: false,
+      sitemap: "skip", budgetMs: 5000
+    }, { fetch, robots: new RobotsCache(async (u) => fetch(u)), isSafe: async () => true })
+    expect([...r.urls].sort()).toEqual([`${origin}/`, `${origin}/stay`, `${origin}/to-private`])
+  })
+
+  it("fetches an origin with a Crawl-delay one page at a time, that long apart", async () => {
+    let inFlight = 0
+    let most = 0
+    const starts: Array<number> = []
+    const fetch = async (url: string): Promise<Fetched> => {
+      const u = new URL(url)
+      if (u.pathname === "/robots.txt") return { status: 200, finalUrl: url, contentType: "text/plain", body: Buffer.from("User-agent: *\nCrawl-delay: 0.2\n") }
+      inFlight++
+      most = Math.max(most, inFlight)
+      starts.push(Date.now())
+      await new Promise((r) => setTimeout(r, 20))
+      inFlight--
+      return { status: 200, finalUrl: url, contentType: "text/html", body: Buffer.from(u.pathname === "/" ? page("/1", "/2", "/3") : page()) }
+    }
+    const r = await mapSite({
+      url: `${origin}/`, limit: 100, includePaths: [], excludePaths: [], allowSubdomains: false, ignoreQueryParameters: false,
+      sitemap: "skip", budgetMs: 10_000
+    }, { fetch, robots: new RobotsCache(async (u) => fetch(u)), isSafe: async () => true, concurrency: 4 })
+    expect(r.urls).toHaveLength(4)
+    expect(most).toBe(1)
+    // each page starts at least the delay after the one before it ended (20 ms of fetch + 200 ms)
+    for (let i = 1; i < starts.length; i++) expect(starts[i]! - starts[i - 1]!).toBeGreaterThanOrEqual(215)
+  })
+
   it("stops at its budget", async () => {
     const slowFetch = (url: string, _t: number, signal: AbortSignal): Promise<Fetched> =>
       new URL(url).pathname === "/robots.txt"

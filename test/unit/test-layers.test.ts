@@ -96,7 +96,7 @@ const iam = Layer.mergeAll(AccountRecoveryLive, ApiKeyServiceLive, InvitationSer
   Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, MailedTokensLive, AttemptsLive, IdentityRegistrationsLive, TenantLimitsLive))
 )
 const actors = Layer.mergeAll(
-  JobCreationLive, SiteMapperLive, DomainSlotsLive, JobSlotReleasesLive,
+  JobCreationLive, SiteMapperLive.pipe(Layer.provide(DomainSlotsLive)), DomainSlotsLive, JobSlotReleasesLive,
   DomainEntityLive, WebhookDeliveryEntityLive,
   JobSweeperLive, ExtractionSweeperLive, WebhookSweeperLive, SubscriptionRenewalsLive, QuotaOverridesLive
 ).pipe(Layer.provideMerge(Layer.mergeAll(CallDebitorLive, PlanGateLive, TenantLimitsLive)))
