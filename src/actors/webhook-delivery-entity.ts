@@ -56,7 +56,8 @@ export const makeScheduledAttempt = (deliveryId: string, attempt: number, schedu
     if (!d || d.status !== "pending" || d.attempts >= attempt) return null
     const result = yield* sender.send(d)
     const now = yield* Clock.currentTimeMillis
-    const elapsedMs = d.first_attempt_at ? now - new Date(d.first_attempt_at).getTime() : 0
+    // The window runs from when the first attempt was sent (docs/webhooks.md), not from its answer.
+    const elapsedMs = d.first_attempt_at ? now - new Date(d.first_attempt_at).getTime() : result.durationMs
     // A 2xx whose answer did not complete in time (its body stalled) was no answer: it is retried.
     const answered = result.httpStatus !== null && result.httpStatus >= 200 && result.httpStatus < 300 ? null : result.httpStatus
     const delay = result.ok ? null : schedule.delayAfterResponse(attempt, answered, result.retryAfter, { elapsedMs, nowMs: now })

@@ -167,7 +167,7 @@ export const WebhookRepoLive = Layer.effect(
           attempts = CASE WHEN i.manual THEN d.attempts ELSE GREATEST(d.attempts, i.attempt) END,
           status = CASE WHEN d.status = 'delivered' THEN d.status ELSE i.next_status END,
           next_attempt_at = i.next_at,
-          first_attempt_at = COALESCE(d.first_attempt_at, now()),
+          first_attempt_at = COALESCE(d.first_attempt_at, now() - i.duration_ms * interval '1 millisecond'),
           delivered_at = CASE WHEN i.next_status = 'delivered' THEN COALESCE(d.delivered_at, now()) ELSE d.delivered_at END
         FROM input i JOIN inserted x ON x.delivery_id = i.delivery_id AND x.attempt = i.attempt AND x.manual = i.manual
         WHERE d.id = i.delivery_id`.pipe(Effect.orDie, Effect.as(records.map(() => undefined)))
@@ -278,7 +278,7 @@ export const WebhookRepoTest: Layer.Layer<WebhookRepo> = Layer.sync(WebhookRepo,
         if (!a.manual) d.attempts = Math.max(d.attempts, a.attempt)
         if (d.status !== "delivered") d.status = next.status
         d.next_attempt_at = next.nextAttemptAt
-        d.first_attempt_at ??= at
+        d.first_attempt_at ??= new Date(at.getTime() - a.durationMs)
         if (next.status === "delivered") d.delivered_at ??= at
       }),
     forResource: (tenantId, type, resourceId, page) =>

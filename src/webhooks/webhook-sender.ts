@@ -72,8 +72,8 @@ export const WebhookSenderLive = Layer.effect(
   })
 )
 
-/** What a receiver answers in a test: a status, or no answer at all (a network error). */
-export type TestAnswer = { readonly status: number; readonly retryAfter?: string } | { readonly error: "network_error" | "timeout" }
+/** What a receiver answers in a test: a status, or no answer at all (a network error); `durationMs` is how long the attempt is said to have taken (1). */
+export type TestAnswer = ({ readonly status: number; readonly retryAfter?: string } | { readonly error: "network_error" | "timeout" }) & { readonly durationMs?: number }
 
 export interface SentWebhooksShape {
   /** Every request sent so far, oldest first. */
@@ -96,11 +96,11 @@ export const WebhookSenderTest: Layer.Layer<WebhookSender | SentWebhooks> = Laye
         httpStatus: answer.status,
         error: null,
         errorDetail: null,
-        durationMs: 1,
+        durationMs: answer.durationMs ?? 1,
         responseBody: "",
         retryAfter: answer.retryAfter ?? null
       }
-      : { ok: false, httpStatus: null, error: answer.error, errorDetail: answer.error, durationMs: 1, responseBody: "", retryAfter: null }
+      : { ok: false, httpStatus: null, error: answer.error, errorDetail: answer.error, durationMs: answer.durationMs ?? 1, responseBody: "", retryAfter: null }
   return Layer.mergeAll(
     Layer.succeed(WebhookSender, WebhookSender.of({
       send: (d) =>

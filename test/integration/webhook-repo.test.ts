@@ -31,6 +31,28 @@ describe.each(testDatabases)("webhook repository ($name)", (db) => {
     }).pipe(Effect.provide(layerFor(await db.config())), Effect.scoped))
   })
 
+  it("dates a delivery's first attempt when it was sent, and keeps that date through later attempts", async () => {
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* runMigrations
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* WebhookRepo
+      const tenant = newId("ten")
+      yield* sql`INSERT INTO tenants (id, name, is_internal, plan, balance) VALUES (${tenant}, ${tenant}, false, 'starter', 0)`
+      const id = newId("whd")
+      yield* repo.insert({ id, tenantId: tenant, resourceType: "job", resourceId: newId("job"), eventStatus: "done", url: "http://127.0.0.1:9/hook", secretEnc: "x", body: "{}" })
+      const attempt = (n: number, durationMs: number) =>
+        repo.recordAttempt(id, { attempt: n, manual: false, httpStatus: null, error: "timeout", durationMs, responseBody: "" }, { status: "pending", nextAttemptAt: new Date(Date.now() + 60_000) })
+      // the first attempt ran 10 s into its timeout: the retry window starts when it was sent
+      const before = Date.now()
+      yield* attempt(1, 10_000)
+      const first = (yield* repo.byId(id))!.first_attempt_at!.getTime()
+      expect(first).toBeLessThanOrEqual(Date.now() - 10_000 + 1_000)
+      expect(first).toBeGreaterThanOrEqual(before - 10_000 - 1_000)
+      yield* attempt(2, 5)
+      expect((yield* repo.byId(id))!.first_attempt_at!.getTime()).toBe(first)
+    }).pipe(Effect.provide(layerFor(await db.config())), Effect.scoped))
+  })
+
   it("counts the endpoints used in the last 30 days: an idle one frees its place and takes one again when it comes back", async () => {
     await Effect.runPromise(Effect.gen(function*() {
       yield* runMigrations

@@ -68,4 +68,14 @@ layer(Deliveries)("scheduled webhook attempts", (it) => {
       expect(yield* makeScheduledAttempt("d4", 2, schedule)).toBeNull()
       expect(yield* stored("d4")).toMatchObject({ status: "failed", attempts: 2 })
     }))
+
+  it.effect("the retry window runs from when the first attempt was sent, not from its answer", () =>
+    Effect.gen(function*() {
+      yield* newDelivery("d5")
+      // The first attempt ran into the 10 s timeout.
+      yield* (yield* SentWebhooks).answer({ error: "timeout", durationMs: 10_000 })
+      yield* makeScheduledAttempt("d5", 1, schedule)
+      const answeredAt = yield* Clock.currentTimeMillis
+      expect((yield* stored("d5"))!.first_attempt_at!.getTime()).toBe(answeredAt - 10_000)
+    }))
 })
