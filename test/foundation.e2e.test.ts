@@ -1,7 +1,8 @@
 import { gzipSync } from "node:zlib"
 import { execFile, spawnSync } from "node:child_process"
 import { promisify } from "node:util"
-import { resolve } from "node:path"
+import { existsSync, rmSync } from "node:fs"
+import { join, resolve } from "node:path"
 import { Validator } from "@seriousme/openapi-schema-validator"
 import { request as httpRequest } from "node:http"
 import { connect } from "node:net"
@@ -612,6 +613,39 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     expect(docsPage.status).toBe(200)
     expect(docsPage.headers.get("content-type")).toContain("text/html")
   })
+})
+
+describe("one process per embedded database", () => {
+  it("refuses a second node on a DATA_DIR in use with one line, and takes over a lock its holder left behind", async () => {
+    const first = await startServer({}, { keepDataDir: true })
+    try {
+      const second = spawnSync(nodeBin, ["--import", "tsx", "src/main.ts"], {
+        cwd: resolve(import.meta.dirname, ".."),
+        env: { PATH: process.env.PATH ?? "", DATA_DIR: first.dataDir, PORT: "0", INTERNAL_TOKEN: INTERNAL_TOKEN },
+        encoding: "utf8",
+        timeout: 60_000
+      })
+      expect(second.status).toBe(2)
+      expect(second.stderr.trim().split("\n").filter((l) => l.startsWith("fatal:"))).toEqual([
+        `fatal: DATA_DIR ${first.dataDir} is in use by process ${first.process.pid}: one process per embedded database (several nodes share DATABASE_URL instead)`
+      ])
+      // the node that holds it still serves
+      expect((await client(first.baseUrl).get("/readyz")).status).toBe(200)
+    } finally {
+      await first.stop("SIGKILL")
+    }
+    // killed, it left its lock behind: the next start takes it over
+    const again = await startServer({}, { dataDir: first.dataDir })
+    try {
+      expect((await client(again.baseUrl).get("/readyz")).status).toBe(200)
+      expect(existsSync(join(first.dataDir, "embedded.lock"))).toBe(true)
+    } finally {
+      await again.stop()
+    }
+    // a node that stops gives it back
+    expect(existsSync(join(first.dataDir, "embedded.lock"))).toBe(false)
+    rmSync(first.dataDir, { recursive: true, force: true })
+  }, 120_000)
 })
 
 describe("configuration is validated at start", () => {
