@@ -576,7 +576,7 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       expect(badSort.status).toBe(400)
       expect(badSort.json.code).toBe("invalid_sort_field")
       expect(badSort.json.error.details[0].path).toMatch(/^sort/)
-      for (const qs of ["?status=finished", "?type=video", "?status=done,bogus"]) {
+      for (const qs of ["?status=finished", "?type=video", "?status=done,bogus", "?domainId=", "?domainId=%20%20"]) {
         const res = await list(qs)
         expect(res.status, qs).toBe(400)
         expect(res.json.code, qs).toBe("invalid_filter")

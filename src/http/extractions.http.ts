@@ -68,7 +68,7 @@ export const ExtractionsHandlers = HttpApiBuilder.group(
             Object.assign(where, { type: query.type })
           }
           if (query.domainId !== undefined) {
-            if (query.domainId.length === 0 || query.domainId.length > 253) faults.push(filterFault("domainId", "domainId must be a domain"))
+            if (query.domainId.trim().length === 0 || query.domainId.length > 253) faults.push(filterFault("domainId", "domainId must be a domain"))
             Object.assign(where, { domainId: query.domainId })
           }
           if (faults.length > 0) return yield* failListQuery(faults)
