@@ -2,7 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { MAP_SERVICE_KEY, mapUnits } from "../billing/pricing.ts"
 import { domainIdOf } from "../crawl/domain.ts"
 import { crawlKey } from "../crawl/links.ts"
-import { mapSite } from "../crawl/site-map.ts"
+import { type Fetched, mapSite } from "../crawl/site-map.ts"
 import { newId } from "../ids.ts"
 import { fail, type PaymentRequired, type Unavailable, type Unprocessable } from "../schema/errors.ts"
 import { MAP_BUDGET_MS, type MapBody, type SiteMap } from "../schema/map.ts"
@@ -30,12 +30,14 @@ export const SiteMapperLive = Layer.effect(
      * `perDomainConcurrency` holds across maps, crawls and jobs of every tenant and node (ten maps
      * at once had put 40 fetches on one site).
      */
-    const politeFetch = (url: string, timeoutMs: number, signal: AbortSignal) =>
+    const politeFetch = (url: string, timeoutMs: number, signal: AbortSignal): Promise<Fetched> =>
       Effect.runPromise(
         domainSlots.withSlot(domainIdOf(url) ?? new URL(url).hostname.toLowerCase(), `${newId("map")}#${Date.now()}`, 0, SLOT_LEASE_MS, (_history, release) =>
-          Effect.promise(() => fetch(url, timeoutMs, signal)).pipe(Effect.ensuring(release([])))),
+          // A slot that comes after the map's budget ran out is given back unused.
+          (signal.aborted ? Effect.succeed(null) : Effect.promise(() => fetch(url, timeoutMs, signal))).pipe(Effect.ensuring(release([])))),
         { signal }
-      )
+      // The budget ran out while it waited for the slot: no answer, as a fetch cut by the budget gives.
+      ).catch(() => null)
 
     return SiteMapper.of({
       map: (tenantId, body) =>

@@ -725,9 +725,10 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
             }
           }
         }
-        // The control plane is not mapped by strangers: a path under /internal/ that names no route
-        // is 401 without a valid internal token, as its routes are (a 404 would tell them apart).
-        if (unrouted && response.status === 404 && Option.isSome(config) && request.url.startsWith("/internal/") &&
+        // The control plane is not mapped by strangers: a path under /internal/ that names no route,
+        // or a route with another method, is 401 without a valid internal token, as its routes are
+        // (a 404 or a 405 would tell them apart).
+        if ((response.status === 404 || response.status === 405) && Option.isSome(config) && request.url.startsWith("/internal/") &&
           !isOneOfTokens(request.headers["x-internal-token"], config.value.internalTokens)) {
           response = errorResponse(new Unauthenticated({ code: "unauthorized", message: "missing or invalid x-internal-token" }), requestId)
         }

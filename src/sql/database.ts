@@ -1,6 +1,6 @@
-import { randomBytes } from "node:crypto"
-import { mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
-import { hostname } from "node:os"
+import { createHash, randomBytes } from "node:crypto"
+import { mkdirSync, realpathSync } from "node:fs"
+import { createServer, type Server } from "node:net"
 import { join } from "node:path"
 import { Worker } from "node:worker_threads"
 import { PgClient } from "@effect/sql-pg"
@@ -60,53 +60,26 @@ export const stopEmbeddedWorker = (worker: Worker) =>
 /**
  * One process per embedded database. Two PGlite instances writing one directory corrupt it (a
  * second start on a node's DATA_DIR, which then failed on its taken port, left a database that no
- * longer opened), so a start finds DATA_DIR/embedded.lock naming a live process of this host and
- * stops with one line. A lock left by a process that is gone (killed), by this very process id (a
- * container's restarted pid 1), or by another host (a volume moved with its container) is taken over.
- * Answers the release, which removes the lock if it is still this process's.
+ * longer opened), so a start holds a lock on DATA_DIR and a second one stops with one line. The
+ * lock is a unix socket in Linux's abstract namespace named after the directory: binding it is
+ * atomic, and the kernel frees it when its process ends, however it ends (no stale lock files, no
+ * race between starts that find one). Elsewhere than on Linux there is no such lock.
  */
-export const lockDataDir = (dataDir: string): (() => void) => {
-  const path = join(dataDir, "embedded.lock")
-  const mine = JSON.stringify({ pid: process.pid, host: hostname() })
-  for (let tries = 0; ; tries++) {
-    try {
-      writeFileSync(path, mine, { flag: "wx" })
-      return () => {
-        try {
-          if (readFileSync(path, "utf8") === mine) unlinkSync(path)
-        } catch {
-          // gone already
-        }
-      }
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST" || tries > 0) throw e
-    }
-    const holder = heldBy(path)
-    if (holder !== undefined && holder.host === hostname() && holder.pid !== process.pid && isAlive(holder.pid)) {
-      console.error(`fatal: DATA_DIR ${dataDir} is in use by process ${holder.pid}: one process per embedded database (several nodes share DATABASE_URL instead)`)
+export const lockDataDir = (dataDir: string): Promise<Server | undefined> =>
+  new Promise((resolve, reject) => {
+    if (process.platform !== "linux") return resolve(undefined)
+    const name = createHash("sha256").update(realpathSync(dataDir)).digest("hex").slice(0, 40)
+    const server = createServer()
+    server.once("error", (e: NodeJS.ErrnoException) => {
+      if (e.code !== "EADDRINUSE") return reject(e)
+      console.error(`fatal: DATA_DIR ${dataDir} is in use by another process: one process per embedded database (several nodes share DATABASE_URL instead)`)
       process.exit(2)
-    }
-    rmSync(path, { force: true })
-  }
-}
-
-const heldBy = (path: string): { pid: number; host: string } | undefined => {
-  try {
-    const held = JSON.parse(readFileSync(path, "utf8")) as { pid?: unknown; host?: unknown }
-    return typeof held.pid === "number" && typeof held.host === "string" ? { pid: held.pid, host: held.host } : undefined
-  } catch {
-    return undefined
-  }
-}
-
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
+    })
+    server.listen({ path: `\0trawl-embedded-${name}` }, () => {
+      server.unref()
+      resolve(server)
+    })
+  })
 
 /**
  * The embedded default: PGlite in DATA_DIR behind a wire-protocol front, in a worker
@@ -118,7 +91,7 @@ const embedded = (dataDir: string) =>
     Effect.gen(function*() {
       const dir = join(dataDir, "pg")
       mkdirSync(dir, { recursive: true })
-      yield* Effect.acquireRelease(Effect.sync(() => lockDataDir(dataDir)), (unlock) => Effect.sync(unlock))
+      yield* Effect.acquireRelease(Effect.promise(() => lockDataDir(dataDir)), (lock) => Effect.sync(() => lock?.close()))
       const { port } = yield* Effect.acquireRelease(
         Effect.promise(() => startEmbeddedWorker(dir, exitOnLostDatabase)),
         ({ worker }) => Effect.promise(() => stopEmbeddedWorker(worker))
