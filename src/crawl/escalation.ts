@@ -68,7 +68,8 @@ export interface EscalationOptions {
 
 export type EscalationRequest = Omit<FetchRequest, "timeoutMs" | "signal">
 
-const sleep = (ms: number, signal?: AbortSignal) =>
+/** Waits `ms`, or less when `signal` aborts. */
+export const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     if (ms <= 0 || signal?.aborted) return resolve()
     const t = setTimeout(done, ms)

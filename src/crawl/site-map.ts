@@ -4,6 +4,7 @@
  * guarded fetch; every URL listed has passed scope, path filters, robots.txt and the SSRF guard,
  * and is listed and fetched at most once.
  */
+import { sleep } from "./escalation.ts"
 import { readLinks } from "./link-reader.ts"
 import { crawlKey, pathFilter, siteScope } from "./links.ts"
 import type { Robots, RobotsCache } from "./robots.ts"
@@ -52,19 +53,6 @@ export interface MapResult {
     readonly duplicate: number
   }
 }
-
-/** Waits `ms`, or less when `signal` aborts (the map is over then). */
-const pause = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve()
-    const timer = setTimeout(done, ms)
-    signal.addEventListener("abort", done, { once: true })
-    function done() {
-      clearTimeout(timer)
-      signal.removeEventListener("abort", done)
-      resolve()
-    }
-  })
 
 /** The longest one fetch may take; the budget's signal stops it sooner (and is then what ended the map). */
 const FETCH_TIMEOUT_MS = 15_000
@@ -141,7 +129,8 @@ export const mapSite = async (options: MapOptions, deps: MapDeps, outer?: AbortS
     const before = turns.get(url.origin) ?? Promise.resolve()
     let ended!: () => void
     const mine = new Promise<void>((resolve) => (ended = resolve))
-    turns.set(url.origin, mine.then(() => pause(delayMs, signal)))
+    // (an aborted signal ends the wait: the map is over then)
+    turns.set(url.origin, mine.then(() => sleep(delayMs, signal)))
     await before
     try {
       return await fetchPage()

@@ -9,14 +9,20 @@ import { databaseLayer, testDatabases } from "../support/databases.ts"
 
 const layerFor = (config: ReturnType<typeof loadConfig>) => WebhookRepoLive.pipe(Layer.provideMerge(databaseLayer(config)))
 
+/** The migrated database, its repository, and a tenant row of its own. */
+const withTenant = Effect.gen(function*() {
+  yield* runMigrations
+  const sql = yield* SqlClient.SqlClient
+  const repo = yield* WebhookRepo
+  const tenant = newId("ten")
+  yield* sql`INSERT INTO tenants (id, name, is_internal, plan, balance) VALUES (${tenant}, ${tenant}, false, 'starter', 0)`
+  return { sql, repo, tenant }
+})
+
 describe.each(testDatabases)("webhook repository ($name)", (db) => {
   it("keeps one delivery per resource, status and occurrence, however often it is written", async () => {
     await Effect.runPromise(Effect.gen(function*() {
-      yield* runMigrations
-      const sql = yield* SqlClient.SqlClient
-      const repo = yield* WebhookRepo
-      const tenant = newId("ten")
-      yield* sql`INSERT INTO tenants (id, name, is_internal, plan, balance) VALUES (${tenant}, ${tenant}, false, 'starter', 0)`
+      const { sql, repo, tenant } = yield* withTenant
       const delivery = (resourceId: string, eventStatus: string, eventSeq?: number): NewDelivery => ({
         id: newId("whd"), tenantId: tenant, resourceType: "extraction", resourceId, eventStatus,
         ...(eventSeq === undefined ? {} : { eventSeq }), url: "http://127.0.0.1:9/hook", secretEnc: "x", body: "{}"
@@ -33,11 +39,7 @@ describe.each(testDatabases)("webhook repository ($name)", (db) => {
 
   it("dates a delivery's first attempt when it was sent, and keeps that date through later attempts", async () => {
     await Effect.runPromise(Effect.gen(function*() {
-      yield* runMigrations
-      const sql = yield* SqlClient.SqlClient
-      const repo = yield* WebhookRepo
-      const tenant = newId("ten")
-      yield* sql`INSERT INTO tenants (id, name, is_internal, plan, balance) VALUES (${tenant}, ${tenant}, false, 'starter', 0)`
+      const { repo, tenant } = yield* withTenant
       const id = newId("whd")
       yield* repo.insert({ id, tenantId: tenant, resourceType: "job", resourceId: newId("job"), eventStatus: "done", url: "http://127.0.0.1:9/hook", secretEnc: "x", body: "{}" })
       const attempt = (n: number, durationMs: number) =>

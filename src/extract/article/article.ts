@@ -226,7 +226,8 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
   // every reading found next to nothing (or, on a product's page, little): what the page shows, without its furniture
   // and without its title line, which is the title, not content (unless the page shows nothing else)
   const shownAll = shownText(scope)
-  const untitled = shownAll.paragraphs.filter((line) => titleKey(line) !== titleKey(title))
+  const titled = titleKey(title)
+  const untitled = shownAll.paragraphs.filter((line) => titleKey(line) !== titled)
   const shown = untitled.length > 0 && title !== "" ? { ...shownAll, paragraphs: untitled } : shownAll
   // (an empty reading gives way to any text: a fragment of a few words is its own content)
   return textSize(shown) > 2 * size + 100 || (size === 0 && textSize(shown) > 0) ? shown : best
