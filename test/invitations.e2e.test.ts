@@ -164,6 +164,39 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     expect(await audit(t, "action=invitation.accept")).toEqual([expect.objectContaining({ actorId: me.json.data.identityId, targetId: invitation.id })])
   })
 
+  it("takes an address typed with composed or decomposed accents as one address (kept in NFC)", async () => {
+    const tag = Math.random().toString(36).slice(2, 8)
+    const composed = `j\u00f6rg-${tag}@ex\u00e4mple.com`
+    const decomposed = composed.normalize("NFD")
+    expect(decomposed).not.toBe(composed)
+    const t = await api.createTenant({ ownerEmail: decomposed })
+    const read = await systemRole(t, "read")
+    // stored composed: the member list shows one form, and either form names the owner
+    const me = await api.get("/v1/iam/users/me", t.apiKey)
+    expect(me.json.data.emails.map((e: any) => e.email)).toEqual([composed])
+    expectError(await invite(t, { email: composed, roleId: read.id }), 409, "already_member")
+    expectError(await invite(t, { email: decomposed.toUpperCase(), roleId: read.id }), 409, "already_member")
+    for (const email of [composed, decomposed]) {
+      const login = await api.post("/v1/iam/auth/login", { email, password: "correct horse battery" })
+      expect(login.status, login.text).toBe(200)
+    }
+    const delegated = await api.post("/v1/iam/users/me/delegations", { delegateId: decomposed, reason: "self", expiresAt: new Date(Date.now() + 86_400_000).toISOString() }, t.apiKey)
+    expectError(delegated, 422, "cannot_delegate_to_self")
+    // and no second tenant's owner takes the address in its other form
+    const again = await api.call("POST", "/internal/v1/tenants", { token: INTERNAL_TOKEN, body: { name: "Again", ownerEmail: composed } })
+    expect(again.status, again.text).toBe(409)
+  })
+
+  it("refuses addresses no mail reaches, or that read as another in a list", async () => {
+    const t = await api.createTenant()
+    const read = await systemRole(t, "read")
+    for (const email of ["a@b..co", ".a@b.co", "a..b@b.co", "a@-b.co", "a@b-.co", "a@b.c\u202eoc", "a\u200b@b.co", "root@localhost"]) {
+      const res = await invite(t, { email, roleId: read.id })
+      expectError(res, 400, "validation_error")
+      expect(errorPaths(res), JSON.stringify(email)).toEqual(["email"])
+    }
+  })
+
   it("enforces the bounds of the invitation routes", async () => {
     const t = await api.createTenant()
     const other = await api.createTenant()

@@ -78,7 +78,7 @@ export const operationCodes: Readonly<Record<string, ReadonlyArray<CodesByStatus
   // rate_limited here is also the mails' own limit (3 per address per 15 minutes).
   "auth.sendEmailVerification": [{ 409: ["email_already_verified"] }],
   "auth.verifyMagicLink": [mailedToken, { 401: ["unauthorized", "totp_required"], 429: ["too_many_attempts"] }],
-  "registration.register": [mailedToken, { 403: ["registration_disabled"], 409: ["email_in_use"], 429: ["quota_exceeded"] }],
+  "registration.register": [{ 403: ["registration_disabled"], 409: ["email_in_use"], 429: ["quota_exceeded"] }],
   "delegations.create": [{ 409: ["delegation_exists"], 422: ["cannot_delegate_to_self"] }],
   "delegations.granted": [list],
   "delegations.received": [list],

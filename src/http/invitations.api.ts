@@ -64,6 +64,6 @@ export class RegistrationGroup extends HttpApiGroup.make("registration")
   .prefix("/v1/iam/auth")
   .annotate(OpenApi.Description, "Self-service sign-up.")
   .annotate(Operations, {
-    register: ["Register", "Creates an identity with a password, and its own tenant, when sign-up is open."]
+    register: ["Register", "Creates an identity with a password in the tenant of the pending invitation or delegation whose mailed token it sends, with that invitation's role, and opens a session; without a usable token for this address, 403 registration_disabled."]
   })
 {}

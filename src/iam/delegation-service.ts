@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { newId } from "../ids.ts"
-import { isMailableAddress, Mailer } from "../mail/mailer.ts"
-import { iso, parseIsoDateTime } from "../schema/common.ts"
+import { Mailer } from "../mail/mailer.ts"
+import { isEmailAddress, iso, parseIsoDateTime } from "../schema/common.ts"
 import type { Delegation, DelegationStatus } from "../schema/delegation.ts"
 import { type Conflict, fail, type Forbidden, type InvalidRequest, notFound, type NotFound, type Unavailable, type Unprocessable } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
@@ -95,18 +95,20 @@ export const DelegationServiceLive = Layer.effect(
           let delegateId: string
           let delegateEmail: string | null = null
           if (input.delegateId.includes("@")) {
-            if (!isMailableAddress(input.delegateId) || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(input.delegateId)) {
+            // in NFC, as every address is kept (Email in schema/common.ts)
+            const email = input.delegateId.normalize("NFC")
+            if (!isEmailAddress(email)) {
               return yield* fail(400, "validation_error", "delegateId is neither an identity id nor an e-mail address", {
                 details: [{ path: "delegateId", code: "invalid_value", message: "not an e-mail address" }]
               })
             }
             // Someone of the tenant already registered with that address is named by their identity;
             // someone not yet by the id their registration with the delegation's token will give.
-            const person = yield* repo.personByEmail(me.tenantId, input.delegateId)
+            const person = yield* repo.personByEmail(me.tenantId, email)
             if (person) delegateId = person.id
             else {
               delegateId = newId("idt")
-              delegateEmail = input.delegateId
+              delegateEmail = email
             }
           } else {
             const person = yield* repo.personOfTenant(me.tenantId, input.delegateId)

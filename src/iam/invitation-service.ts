@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { IdentityRegistrations } from "../actors/identity-registrations.ts"
-import { isMailableAddress, Mailer } from "../mail/mailer.ts"
+import { Mailer } from "../mail/mailer.ts"
 import { iso } from "../schema/common.ts"
 import { type Conflict, fail, type Forbidden, type InvalidRequest, notFound, type NotFound, type TooManyRequests, type Unavailable, type Unprocessable } from "../schema/errors.ts"
 import type { Invitation, InvitationStatus } from "../schema/invitation.ts"
@@ -116,11 +116,6 @@ export const InvitationServiceLive = Layer.effect(
       create: (me, orgIdentityId, input, client) =>
         Effect.gen(function*() {
           const org = yield* organizationOf(me, orgIdentityId)
-          if (!isMailableAddress(input.email)) {
-            return yield* fail(400, "validation_error", "email is not one address a mail can be sent to", {
-              details: [{ path: "email", code: "invalid_value", message: "not one plain address of at most 255 characters" }]
-            })
-          }
           const role = yield* roles.find(me.tenantId, input.roleId)
           if (!role) return yield* invalidRole
           // Nobody hands out more than they hold.

@@ -2,6 +2,7 @@ import { Context, Duration, Effect, Layer, Schema } from "effect"
 import nodemailer from "nodemailer"
 import SMTPTransport from "nodemailer/lib/smtp-transport/index.js"
 import { Config } from "../config.ts"
+import { isEmailAddress } from "../schema/common.ts"
 import { MailOutboxRepo } from "../sql/mail-outbox-repo.ts"
 
 /** One mail to one recipient. `text` is always sent; `html`, when given, is its alternative. */
@@ -12,16 +13,11 @@ export interface Mail {
   readonly html?: string
 }
 
-/**
- * One plain address (`local@domain`, no name, no list, no quotes, no line break), at most 255
- * characters (the contract's bound for an invitation's address; RFC 5321 paths hold 254, and an SMTP
- * server that refuses a longer one makes the send fail, which callers answer). nodemailer parses whatever it is given as a recipient, the envelope's too: "a@x.io,
- * b@y.io" would mail two people and "a@x.io\r\nBcc: c@z.io" a third, so nothing else is sent.
- * Callers that take an address from a request can check it with this first and answer a 400.
+/*
+ * nodemailer parses whatever it is given as a recipient, the envelope's too: "a@x.io, b@y.io" would
+ * mail two people and "a@x.io\r\nBcc: c@z.io" a third, so only one plain address (isEmailAddress,
+ * the check requests' addresses pass) is ever sent to.
  */
-export const isMailableAddress = (to: string): boolean =>
-  to.length <= 255 && /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.\u00A0-\uFFFF-]+@[A-Za-z0-9.\u00A0-\uFFFF-]+$/.test(to) &&
-  !/[\u2028\u2029\uFEFF]/.test(to)
 
 /** The mail was neither handed to the SMTP server nor stored in the outbox (or its recipient is not mailable). */
 export class MailUnavailable extends Schema.TaggedError<MailUnavailable>()("MailUnavailable", {
@@ -80,7 +76,7 @@ const unmailable = (to: string) =>
   )
 
 /** `send`, refusing first a recipient that is not one plain address. */
-const guarded = (send: MailerShape["send"]): MailerShape["send"] => (mail) => isMailableAddress(mail.to) ? send(mail) : unmailable(mail.to)
+const guarded = (send: MailerShape["send"]): MailerShape["send"] => (mail) => isEmailAddress(mail.to) ? send(mail) : unmailable(mail.to)
 
 const smtpMailer = (smtpUrl: string, from: string) =>
   Effect.acquireRelease(

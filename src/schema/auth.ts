@@ -108,7 +108,7 @@ export const Profile = Schema.Struct({
 export type Profile = typeof Profile.Type
 
 /** An avatar is an image to show: only an http(s) URL, never `javascript:`, `data:` or another scheme. */
-const AvatarUrl = AbsoluteUrl.check(Schema.makeFilter((s: string) => /^\s*https?:\/\//i.test(s), { expected: "an http(s) URL" }))
+const AvatarUrl = AbsoluteUrl.check(Schema.makeFilter((s: string) => /^\s*https?:\/\//i.test(s), { expected: "an http(s) URL", toJsonSchema: () => ({ pattern: "^\\s*[Hh][Tt][Tt][Pp][Ss]?://" }) }))
 
 export const UpdateProfileBody = Schema.Struct({
   firstName: Schema.optional(Schema.NullOr(Name(1, 80))),

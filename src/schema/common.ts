@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
 
 /** An ISO 8601 date-time on the wire. */
 export const DateTime = Schema.String.annotate({ format: "date-time", description: "ISO 8601 date-time" })
@@ -163,12 +163,37 @@ const NOT_BLANK = /\S/
 export const Name = (min: number, max: number) =>
   Text(min, max).check(Schema.makeFilter((s: string) => NOT_BLANK.test(s), { expected: "a name with visible characters, not only spaces", toJsonSchema: () => ({ pattern: NOT_BLANK.source }) }))
 
-const EMAIL_PATTERN = /^[^\s@\u0000]+@[^\s@\u0000]+\.[^\s@\u0000]+$/
+/**
+ * One plain address a mail can be sent to (docs/identity.md, "E-mail addresses"): a dot-atom local
+ * part (RFC 5322 atext, or any letter beyond ASCII), no leading, trailing or doubled dot; a domain of
+ * two or more labels of letters, digits and inner hyphens. Invisible and control characters (such as
+ * a right-to-left override) are refused: an address is read by people in lists and the audit log.
+ */
+const LOCAL_PART = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~\u00A0-\u{10FFFF}-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~\u00A0-\u{10FFFF}-]+)*$/u
+const DOMAIN_LABEL = /^(?!-)[A-Za-z0-9\u00A0-\u{10FFFF}-]{1,63}(?<!-)$/u
+const INVISIBLE = /[\p{C}\p{Z}]/u
+export const isEmailAddress = (s: string): boolean => {
+  // lengths in characters (code points), as the document's maxLength counts them
+  if ([...s].length > 255 || INVISIBLE.test(s)) return false
+  const at = s.lastIndexOf("@")
+  const local = s.slice(0, at)
+  if (at <= 0 || [...local].length > 64) return false
+  const labels = s.slice(at + 1).split(".")
+  return LOCAL_PART.test(local) && labels.length >= 2 && labels.every((l) => DOMAIN_LABEL.test(l))
+}
+/** What the document states: the same shape, as far as a JSON Schema pattern can say it (lengths and invisible characters aside). */
+const EMAIL_JSON_PATTERN = "^[^\\s@.]+(\\.[^\\s@.]+)*@[^\\s@.-]([^\\s@.]{0,61}[^\\s@.-])?(\\.[^\\s@.-]([^\\s@.]{0,61}[^\\s@.-])?)+$"
+/**
+ * An e-mail address, stored and compared in Unicode NFC: the same address typed with composed or
+ * decomposed accents names one identity (lookups also ignore letter case, docs/identity.md).
+ */
 export const Email = Schema.String.check(
   isAtMostCharacters(255),
-  // A RegExp without the `u` flag is not exported by itself: the check states its pattern, and `email`.
-  Schema.isPattern(EMAIL_PATTERN, { expected: "an e-mail address", toJsonSchema: () => ({ format: "email", pattern: EMAIL_PATTERN.source }) })
-)
+  Schema.makeFilter((s: string) => isEmailAddress(s.normalize("NFC")), {
+    expected: "an e-mail address",
+    toJsonSchema: () => ({ format: "email", pattern: EMAIL_JSON_PATTERN })
+  })
+).pipe(Schema.decodeTo(Schema.String, SchemaTransformation.transform({ decode: (s) => s.normalize("NFC"), encode: (s) => s })))
 
 /** A decimal amount in euros, as a string: up to 4 decimals. */
 export const Amount = Schema.String.check(

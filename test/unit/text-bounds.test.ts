@@ -22,7 +22,11 @@ describe("text bounds", () => {
     expect(ok(UrlPrefixFilter, { prefix: emoji(2048) })).toBe(true)
     expect(ok(PathGlobs, ["/" + emoji(199)])).toBe(true)
     expect(ok(PathGlobs, ["/" + emoji(200)])).toBe(false)
-    expect(ok(Email, `${emoji(240)}@example.org`)).toBe(true)
+    // an address: 64 characters before the @, 255 in all
+    const domain = `${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(58)}.org`
+    expect(ok(Email, `${emoji(64)}@${domain}`)).toBe(true)
+    expect(ok(Email, `${emoji(65)}@example.org`)).toBe(false)
+    expect(ok(Email, `${emoji(64)}@d${domain}`)).toBe(false)
   })
 
   it("refuses the NUL character, which no text column can hold", () => {
