@@ -5,6 +5,7 @@
  * renewal that survives the SIGKILL of the only node, gating by plan and subscription status, and
  * quotas from plan, add-ons and overrides.
  */
+import net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startSmtpServer, type TestSmtpServer } from "./support/smtp.ts"
 import { backends, client, INTERNAL_TOKEN, pgQuery, type RunningServer, startServer } from "./support/server-process.ts"
@@ -268,6 +269,53 @@ describe.each(backends())("plans and subscriptions over HTTP ($name)", (backend)
     expect(sub.status).toBe("active")
     expect(Date.parse(sub.currentPeriodStart)).toBeGreaterThanOrEqual(before - 1000)
     expect((await api.call("POST", "/v1/scraper/jobs", { key: t.apiKey, body: jobBody })).status).toBe(201)
+  })
+
+  it("while the subscription is not active, still lets the tenant stop its work, and answers a retry under its Idempotency-Key with the first answer", async () => {
+    // a target that takes connections and never answers: the work stays under way until stopped
+    const sockets = new Set<net.Socket>()
+    const hanging = net.createServer((socket) => void sockets.add(socket))
+    await new Promise<void>((resolve) => hanging.listen(0, "127.0.0.1", resolve))
+    try {
+      const url = `http://127.0.0.1:${(hanging.address() as net.AddressInfo).port}/never`
+      const t = await api.createTenant({ credits: "20.00" })
+      expect((await change(t.tenantId, { plan: "starter" })).status).toBe(200)
+      const create = (key: string | undefined, body: unknown = { url }) =>
+        api.call("POST", "/v1/scraper/jobs", { key: t.apiKey, body, ...(key !== undefined ? { headers: { "idempotency-key": key } } : {}) })
+      const first = await create("plan-lapse-1")
+      expect(first.status, first.text).toBe(201)
+      const extraction = await api.call("POST", "/v1/extractor/extractions", { key: t.apiKey, body: { type: "article", url }, headers: { "idempotency-key": "plan-lapse-2" } })
+      expect(extraction.status, extraction.text).toBe(201)
+      const jobCount = async () => (await api.get("/v1/scraper/jobs?limit=200", t.apiKey)).json.data.pagination.total
+      // (an extraction of a URL fetches it with a job of its own)
+      const jobsBefore = await jobCount()
+      expect((await change(t.tenantId, { plan: "starter", status: "cancelled" })).status).toBe(200)
+
+      // the same request under its key: the stored first answer, as before the subscription lapsed
+      const again = await create("plan-lapse-1")
+      expect(again.status, again.text).toBe(201)
+      expect(again.json).toEqual(first.json)
+      const extractionAgain = await api.call("POST", "/v1/extractor/extractions", { key: t.apiKey, body: { type: "article", url }, headers: { "idempotency-key": "plan-lapse-2" } })
+      expect(extractionAgain.status, extractionAgain.text).toBe(201)
+      expect(extractionAgain.json.data.id).toBe(extraction.json.data.id)
+      // the key with another request is still a mismatch; new work, keyed or not, is refused
+      expect((await create("plan-lapse-1", { url: `${url}?other` })).json.code).toBe("idempotency_mismatch")
+      for (const key of ["plan-lapse-new", undefined]) {
+        const refused = await create(key)
+        expect(refused.status, refused.text).toBe(403)
+        expect(refused.json.code).toBe("no_active_plan")
+      }
+      expect(await jobCount()).toBe(jobsBefore)
+
+      // stopping what runs is never refused: stopped work is not charged
+      const stopped = await api.call("POST", `/v1/scraper/jobs/${first.json.data.id}/cancel`, { key: t.apiKey })
+      expect(stopped.status, stopped.text).toBe(200)
+      const stoppedExtraction = await api.call("DELETE", `/v1/extractor/extractions/${extraction.json.data.id}`, { key: t.apiKey })
+      expect(stoppedExtraction.status, stoppedExtraction.text).toBe(200)
+    } finally {
+      for (const socket of sockets) socket.destroy()
+      hanging.close()
+    }
   })
 
   it("reports quotas as the plan's values raised by add-ons, replaced by a super-admin's override, raised by an approved request", async () => {

@@ -6,7 +6,7 @@ import { PageQuery, SortQuery, Success } from "../schema/envelope.ts"
 import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { Operations } from "./openapi.ts"
 import { webhookSecretFaults } from "../schema/webhook.ts"
-import { ApiKeyAuth, CrossFieldRules, requires } from "./security.ts"
+import { ApiKeyAuth, CrossFieldRules, requires, requiresToStop } from "./security.ts"
 
 const id = { id: Schema.String }
 
@@ -56,7 +56,7 @@ export class CrawlsGroup extends HttpApiGroup.make("crawls")
       params: id,
       success: Success(Crawl),
       error: errors(NotFound, Conflict)
-    }).pipe(requires("scraper:jobs:write"))
+    }).pipe(requiresToStop("scraper:jobs:write"))
   )
   .middleware(ApiKeyAuth)
   .prefix("/v1/scraper")

@@ -92,7 +92,7 @@ export const operationCodes: Readonly<Record<string, ReadonlyArray<CodesByStatus
   "roles.update": [reauthenticated, { 409: ["role_name_taken", "system_role_immutable"] }],
   "roles.remove": [{ 409: ["role_in_use", "system_role_immutable"] }],
   "quotaRequests.list": [list],
-  "quotaRequests.create": [{ 409: ["quota_request_pending"], 422: ["requested_limit_not_higher"] }],
+  "quotaRequests.create": [{ 403: ["service_disabled_on_plan"], 409: ["quota_request_pending"], 422: ["requested_limit_not_higher"] }],
   "quotaRequests.withdraw": [{ 409: ["quota_request_not_pending"] }],
   "invitations.create": [{ 409: ["invitation_pending", "already_member"], 422: ["invalid_role"] }],
   "invitations.list": [list],
@@ -137,6 +137,8 @@ export interface OperationFacts {
   readonly onBehalf: boolean
   /** The permission its policy requires (`requires(...)`), if any. */
   readonly requires: string | undefined
+  /** The tenant's plan may refuse it (all but stops, `requiresToStop`). */
+  readonly planGated: boolean
   /** Takes an `Idempotency-Key` header. */
   readonly idempotent: boolean
 }
@@ -150,7 +152,7 @@ export const codesOf = (op: OperationFacts): Map<number, ReadonlyArray<string>> 
   if (op.apiKey) parts.push(apiKeyAuth)
   if (op.apiKey && op.onBehalf) parts.push(onBehalf)
   if (op.apiKey && !["GET", "HEAD", "OPTIONS"].includes(op.method.toUpperCase())) parts.push(unsafeMethod)
-  if (op.requires !== undefined) parts.push({ 403: planRefusalCodes(op.requires) })
+  if (op.requires !== undefined && op.planGated) parts.push({ 403: planRefusalCodes(op.requires) })
   if (op.idempotent) parts.push(idempotent)
   parts.push(...(operationCodes[op.operationId] ?? []))
   const out = new Map<number, Array<string>>()

@@ -14,7 +14,7 @@ import {
   SearchExtractionsBody
 } from "../schema/extraction.ts"
 import { WebhookDelivery } from "../schema/webhook.ts"
-import { ApiKeyAuth, CrossFieldRules, requires } from "./security.ts"
+import { ApiKeyAuth, CrossFieldRules, requires, requiresToStop } from "./security.ts"
 import { Operations } from "./openapi.ts"
 import { CheckedByHandler, commaListPattern, IdempotencyKeyHeader } from "../schema/common.ts"
 
@@ -53,7 +53,7 @@ export class ExtractionsGroup extends HttpApiGroup.make("extractions")
       params: id,
       success: Success(CancelledExtraction),
       error: errors(NotFound)
-    }).pipe(requires("extractor:extractions:write")),
+    }).pipe(requiresToStop("extractor:extractions:write")),
     HttpApiEndpoint.post("replay", "/extractions/:id/replay", {
       params: id,
       success: Success(CreatedExtraction, 201),

@@ -50,6 +50,14 @@ export interface IdempotencyShape {
 export class Idempotency extends Context.Service<Idempotency, IdempotencyShape>()("trawl/Idempotency") {}
 
 /**
+ * A refusal (the tenant's plan no longer allows the work) that stands unless the request is the
+ * retry of one already answered under its Idempotency-Key: that gets the stored answer again, as
+ * contract §7 says, since the work was done and paid when it was allowed (docs/api.md, "Gating").
+ * Set by the authorization middleware on routes that take the key; `run` applies it.
+ */
+export const RefusedUnlessReplayed = Context.Reference<ApiError | undefined>("trawl/RefusedUnlessReplayed", { defaultValue: () => undefined })
+
+/**
  * JSON text of a JSON value with every object's keys sorted, so that two bodies that differ only in
  * the order of their keys read the same. Iterative: a client may nest arrays thousands deep, and
  * a recursive writer (JSON.stringify too) would overflow the stack on them.
@@ -114,13 +122,35 @@ export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.
       Effect.forkScoped
     )
 
+    /** The stored first response, again. */
+    const replay = (tenantId: string, key: string, status: number, stored: string) =>
+      Effect.try(() => unseal(tenantId, key, stored)).pipe(
+        // Sealed with another SECRET_KEY (API keys would not pass either, but a 500 is never the answer).
+        Effect.catch((e) =>
+          Effect.logWarning("a stored idempotent response cannot be decrypted", e).pipe(
+            Effect.andThen(fail(409, "idempotency_conflict", "the stored response of this key cannot be read here; send the request with a new key"))
+          )
+        ),
+        Effect.map((body) => respondText(status, body))
+      )
+
     return Idempotency.of({
-      run: (tenantId, key, fingerprint, create) => {
-        if (key === undefined) return Effect.map(create(undefined), respond)
+      run: (tenantId, key, fingerprint, create) => Effect.gen(function*() {
+        const refused = yield* RefusedUnlessReplayed
+        if (key === undefined) {
+          if (refused !== undefined) return yield* Effect.fail(refused)
+          return respond(yield* create(undefined))
+        }
         const problem = idempotencyKeyProblem(key)
-        if (problem) return fail(400, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters", { details: [problem] })
+        if (problem) return yield* fail(400, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters", { details: [problem] })
         const hash = requestHash(fingerprint)
-        return Effect.gen(function*() {
+        if (refused !== undefined) {
+          const row = yield* repo.find(tenantId, key)
+          if (row === undefined || row.status_code === null) return yield* Effect.fail(refused)
+          if (row.request_hash !== hash) return yield* fail(409, "idempotency_mismatch", "this Idempotency-Key was used with a different request")
+          return yield* replay(tenantId, key, row.status_code, row.response!)
+        }
+        return yield* Effect.gen(function*() {
           const deadline = Date.now() + 30_000
           while (Date.now() < deadline) {
             const token = newId("claim")
@@ -153,23 +183,13 @@ export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.
               if (row.request_hash !== hash) {
                 return yield* fail(409, "idempotency_mismatch", "this Idempotency-Key was used with a different request")
               }
-              if (row.status_code !== null) {
-                const body = yield* Effect.try(() => unseal(tenantId, key, row.response!)).pipe(
-                  // Sealed with another SECRET_KEY (API keys would not pass either, but a 500 is never the answer).
-                  Effect.catch((e) =>
-                    Effect.logWarning("a stored idempotent response cannot be decrypted", e).pipe(
-                      Effect.andThen(fail(409, "idempotency_conflict", "the stored response of this key cannot be read here; send the request with a new key"))
-                    )
-                  )
-                )
-                return respondText(row.status_code, body)
-              }
+              if (row.status_code !== null) return yield* replay(tenantId, key, row.status_code, row.response!)
               yield* Effect.sleep("100 millis")
             }
           }
           return yield* fail(409, "idempotency_in_progress", "a request with this key is still being processed", { retryAfter: 1 })
         })
-      }
+      })
     })
   })
 )

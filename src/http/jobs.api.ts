@@ -6,7 +6,7 @@ import { Operations } from "./openapi.ts"
 import { Conflict, errors, InvalidRequest, NotFound, PaymentRequired, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { BulkJobsBody, BulkResult, CancelledJob, CreateJobBody, CreatedJob, JobPage, JobStatus, jobSortFields, JobWithResult, ReplayedJob, SearchJobsBody } from "../schema/job.ts"
 import { WebhookDelivery, webhookSecretFaults } from "../schema/webhook.ts"
-import { ApiKeyAuth, CrossFieldRules, requires } from "./security.ts"
+import { ApiKeyAuth, CrossFieldRules, requires, requiresToStop } from "./security.ts"
 
 const IdempotencyHeader = { "idempotency-key": Schema.optional(IdempotencyKeyHeader) }
 const id = { id: Schema.String }
@@ -65,7 +65,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       params: id,
       success: Success(CancelledJob),
       error: errors(NotFound, Conflict)
-    }).pipe(requires("scraper:jobs:write")),
+    }).pipe(requiresToStop("scraper:jobs:write")),
     HttpApiEndpoint.get("webhookDeliveries", "/jobs/:id/webhook-deliveries", {
       params: id,
       query: PageQuery,

@@ -4,7 +4,7 @@ import { auditActions } from "../schema/audit.ts"
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, MAX_QUERY_OFFSET, TAKE_DEPRECATION } from "../schema/envelope.ts"
 import { MAX_CONFIG_FIELDS, MAX_FIELD_NAME, MAX_FIELD_OPERATIONS, MAX_PAYLOAD_JSON, RESERVED_NAMES } from "../schema/extraction.ts"
 import { codesOf } from "./error-codes.ts"
-import { ApiKeyAuth, credentialsOf, MAX_ON_BEHALF_LENGTH, notOnBehalf, ON_BEHALF_HEADER, Requires, type SecurityScheme, securitySchemes } from "./security.ts"
+import { ApiKeyAuth, credentialsOf, MAX_ON_BEHALF_LENGTH, notOnBehalf, ON_BEHALF_HEADER, Requires, type SecurityScheme, securitySchemes, StopsWork } from "./security.ts"
 
 /**
  * The words of a group's operations in the OpenAPI document: endpoint name → [summary, description].
@@ -79,13 +79,14 @@ export interface DocumentedGroup {
 
 /** What each endpoint runs under, by operation id: its authentication and its permission. */
 const endpointFacts = (groups: ReadonlyArray<DocumentedGroup>) => {
-  const facts = new Map<string, { apiKey: boolean; onBehalf: boolean; requires: string | undefined; security: ReadonlyArray<SecurityScheme> }>()
+  const facts = new Map<string, { apiKey: boolean; onBehalf: boolean; requires: string | undefined; planGated: boolean; security: ReadonlyArray<SecurityScheme> }>()
   for (const group of groups) {
     for (const [name, endpoint] of Object.entries(group.endpoints)) {
       facts.set(`${group.identifier}.${name}`, {
         apiKey: endpoint.middlewares.has(ApiKeyAuth),
         onBehalf: !notOnBehalf(group.identifier, name),
         requires: Context.get(endpoint.annotations, Requires) ?? Context.get(group.annotations, Requires),
+        planGated: !Context.get(endpoint.annotations, StopsWork),
         security: credentialsOf(endpoint)
       })
     }
@@ -106,6 +107,7 @@ const listErrorCodes = (operation: Record<string, any>, method: string, facts: R
     apiKey: known?.apiKey ?? false,
     onBehalf: known?.onBehalf ?? false,
     requires: known?.requires,
+    planGated: known?.planGated ?? true,
     idempotent: (operation.parameters ?? []).some((p: any) => p.in === "header" && p.name === "idempotency-key")
   })
   for (const [status, response] of Object.entries<any>(operation.responses ?? {})) {

@@ -1,4 +1,4 @@
-import { Cause, Context, Effect, Exit, Layer, Redacted } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Redacted, type Schema } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { PlanGate } from "../billing/plan-gate.ts"
 import { Config } from "../config.ts"
@@ -12,9 +12,10 @@ import { fail, Forbidden, isApiError, ResponseHeaders, TooManyRequests, Unauthen
 import { AuditLog } from "../sql/audit-log.ts"
 import { DelegationRepo } from "../sql/delegation-repo.ts"
 import { clientContext } from "./client-context.ts"
+import { RefusedUnlessReplayed } from "./idempotency.ts"
 import { KeyMeter, noteEndpointReached, refuseMalformedRequest } from "./envelope-middleware.ts"
 import { RateLimiter, type RateLimiterShape } from "./rate-limit.ts"
-import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, MAX_ON_BEHALF_LENGTH, notOnBehalf, ON_BEHALF_HEADER, OwnSession, presentedSession, Requires, SessionOnly } from "./security.ts"
+import { Anonymous, ANY_KEY, ApiKeyAuth, Authorize, InternalAuth, MAX_ON_BEHALF_LENGTH, notOnBehalf, ON_BEHALF_HEADER, OwnSession, presentedSession, Requires, SessionOnly, StopsWork } from "./security.ts"
 import type { IdentityId } from "../schema/ids.ts"
 
 const unauthorized = (message: string) => new Unauthenticated({ code: "unauthorized", message })
@@ -218,13 +219,27 @@ export const AuthorizeLive = Layer.effect(
           }
           return yield* new Forbidden({ code: "forbidden", message: `this ${principal.kind === "session" ? "session" : "key"} lacks ${required}` })
         }
-        // The tenant's plan and subscription status may refuse what the permission allows.
-        if (required !== ANY_KEY && !ownSession) yield* planGate.check(principal, required)
+        // The tenant's plan and subscription status may refuse what the permission allows, but
+        // never a stop, and a retry of an answered request gets its stored answer (RefusedUnlessReplayed).
+        if (required !== ANY_KEY && !ownSession && !Context.get(endpoint.annotations, StopsWork)) {
+          const refusal = yield* Effect.flip(planGate.check(principal, required)).pipe(Effect.orElseSucceed(() => undefined))
+          if (refusal !== undefined) {
+            const keyed = takesIdempotencyKey(endpoint) && (yield* HttpServerRequest.HttpServerRequest).headers["idempotency-key"] !== undefined
+            if (!keyed) return yield* refusal
+            return yield* refuseMalformedRequest(httpEffect).pipe(Effect.provideService(RefusedUnlessReplayed, refusal))
+          }
+        }
         return yield* refuseMalformedRequest(httpEffect)
       })
     )
   })
 )
+
+/** Whether a route takes an Idempotency-Key (declares the header). */
+const takesIdempotencyKey = (endpoint: { readonly headers: Schema.Top | undefined }): boolean => {
+  const ast = endpoint.headers?.ast
+  return ast?._tag === "Objects" && ast.propertySignatures.some((p) => p.name === "idempotency-key")
+}
 
 /** Routes open to anyone (logging in, redeeming a mailed token): only the request's own checks. */
 export const AnonymousLive = Layer.succeed(

@@ -34,6 +34,13 @@ export const notOnBehalf = (group: string, endpoint: string) =>
  */
 export const OwnSession = Context.Reference<boolean>("trawl/OwnSession", { defaultValue: () => false })
 
+/**
+ * Marks a route that stops work (cancelling a job, a site crawl, an extraction): the tenant's plan
+ * never refuses it. Stopped work is not charged, so a tenant whose subscription lapsed must still be
+ * able to stop what it would otherwise pay for (docs/api.md, "Gating").
+ */
+export const StopsWork = Context.Reference<boolean>("trawl/StopsWork", { defaultValue: () => false })
+
 /** The cookie that carries an identity session in a browser (docs/identity.md, "Sessions"). */
 export const SESSION_COOKIE = "trawl_session"
 
@@ -137,6 +144,10 @@ export const requires = (permission: string) => <A extends HttpApiEndpoint.Const
  */
 export const requiresUnlessOwnSession = (permission: string) => <A extends HttpApiEndpoint.Constraint>(self: A): WithPolicy<A> =>
   requires(permission)((self as unknown as HttpApiGroup.Top).annotate(OwnSession, true) as unknown as A)
+
+/** The policy of a route that stops work (`StopsWork`): `permission`, and no plan check. */
+export const requiresToStop = (permission: string) => <A extends HttpApiEndpoint.Constraint>(self: A): WithPolicy<A> =>
+  requires(permission)((self as unknown as HttpApiGroup.Top).annotate(StopsWork, true) as unknown as A)
 
 /**
  * The rules across a body's fields that an endpoint's service checks once the schema passed

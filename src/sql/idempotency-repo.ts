@@ -39,6 +39,7 @@ export interface IdempotencyRepoShape {
    * have written; another body gets a new seed. Undefined when someone else holds the key.
    */
   readonly claim: (tenantId: string, key: string, hash: string, token: string) => Effect.Effect<Claim | undefined>
+  /** The key's row, unless it is past its 24 h. */
   readonly find: (tenantId: string, key: string) => Effect.Effect<StoredKey | undefined>
   /** Moves the claim's age back to now, while the holder's request runs. */
   readonly renewClaim: (tenantId: string, key: string, token: string) => Effect.Effect<void, SqlError.SqlError>
@@ -99,7 +100,8 @@ export const IdempotencyRepoLive = Layer.effect(
         }).pipe(Effect.orDie),
       find: (tenantId, key) =>
         sql<StoredKey>`
-          SELECT request_hash, status_code, response, ${free} AS free FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}`.pipe(
+          SELECT request_hash, status_code, response, ${free} AS free FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${key}
+            AND created_at >= now() - ${IDEMPOTENCY_TTL_HOURS} * interval '1 hour'`.pipe(
           Effect.orDie,
           Effect.map((rows) => rows[0])
         ),
@@ -155,7 +157,7 @@ export const IdempotencyRepoTest: Layer.Layer<IdempotencyRepo> = Layer.sync(Idem
     find: (tenantId, key) =>
       Effect.map(now, (at) => {
         const r = rows.get(id(tenantId, key))
-        return r && { request_hash: r.requestHash, status_code: r.statusCode, response: r.response, free: isFree(r, at) }
+        return r && !expired(r, at) ? { request_hash: r.requestHash, status_code: r.statusCode, response: r.response, free: isFree(r, at) } : undefined
       }),
     renewClaim: (tenantId, key, token) =>
       Effect.map(now, (at) => {

@@ -311,6 +311,12 @@ describe("the OpenAPI document", () => {
     expect(codes("jobs.create", 403)).toContain("no_active_plan")
     expect(codes("jobs.get", 403)).not.toContain("service_disabled_on_plan")
     expect(codes("billing.balance", 403)).not.toContain("service_disabled_on_plan")
+    // stopping work is never refused by the plan (requiresToStop)
+    for (const stop of ["jobs.cancel", "extractions.cancel", "crawls.cancel"]) {
+      expect(codes(stop, 403), stop).not.toContain("no_active_plan")
+      expect(codes(stop, 403), stop).not.toContain("service_disabled_on_plan")
+    }
+    expect(codes("quotaRequests.create", 403)).toContain("service_disabled_on_plan")
     // An Idempotency-Key's, and the operation's own.
     expect(codes("jobs.create", 409)).toEqual(["idempotency_mismatch", "idempotency_conflict", "idempotency_in_progress"])
     expect(codes("jobs.create", 402)).toEqual(["insufficient_credit"])
