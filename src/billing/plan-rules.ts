@@ -6,7 +6,8 @@ export type PlanService = (typeof planServices)[number]
 
 /**
  * Whether a permission is for paid work, refused while the subscription is not active: creating
- * jobs and extractions (and changing what they use: configs, cancels, replays) and every IP lookup
+ * jobs and extractions (and changing what they use: configs, replays; a cancel is a stop, which the
+ * gate never refuses: security.ts, StopsWork) and every IP lookup
  * (each one is billed). Reading what the tenant already has stays open, so a tenant behind on its
  * payments can still see and fetch its results.
  */
