@@ -281,6 +281,16 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     const shallow = await api.call("POST", "/v1/scraper/jobs", { key: t.apiKey, raw: `{"url":"not a url ${"[".repeat(100)}","x":${brackets(63)}}` })
     envelopeError(shallow, 400, "validation_error")
     expect(shallow.json.error.details.map((d: any) => d.code)).not.toContain("too_deep")
+    // a member named twice in one object is refused where it is (JSON.parse would keep the last,
+    // a proxy reading the first would judge another request), on routes with or without a key
+    for (const [path, raw, where, key] of [
+      ["/v1/iam/auth/login", `{"email":"nobody@example.com","email":"owner@example.com","password":"correct horse battery"}`, "email", undefined],
+      ["/v1/scraper/jobs/bulk", `{"jobs":[{"url":"http://127.0.0.1/a"},{"url":"http://127.0.0.1/b","\u0075rl":"http://127.0.0.1/c"}]}`, "jobs.1.url", t.apiKey]
+    ] as const) {
+      const res = await api.call("POST", path, { ...(key !== undefined ? { key } : {}), raw })
+      envelopeError(res, 400, "validation_error")
+      expect(res.json.error.details.map((d: any) => [d.path, d.code]), raw).toEqual([[where, "duplicate_key"]])
+    }
     // an empty body where one is needed is not JSON either
     for (const path of ["/v1/scraper/jobs", "/v1/scraper/jobs/bulk", "/v1/scraper/jobs/search"]) {
       const res = await fetch(`${server.baseUrl}${path}`, { method: "POST", headers: { "x-api-key": t.apiKey, "content-type": "application/json" } })

@@ -63,7 +63,7 @@ export const Api = HttpApi.make("trawl")
   .annotateMerge(OpenApi.annotations({
     title: "Trawl",
     version: "1.0.0",
-    description: `Web crawl, extraction and account service. Every response is a JSON envelope. A request body is JSON in UTF-8, at most ${MAX_BODY_BYTES} bytes (413 payload_too_large) and at most ${MAX_JSON_DEPTH} levels of nested arrays and objects (400 validation_error, detail code too_deep). Its strings are well-formed Unicode: half of a surrogate pair (an escape such as \\ud800 alone) is 400 validation_error at its field; text that is stored refuses NUL (U+0000) too. Rules between fields that a schema cannot state are in the operations' descriptions and docs/api.md (for example webhookSecret only with webhookUrl, and exactly one of url, input and jobId for an extraction).`
+    description: `Web crawl, extraction and account service. Every response is a JSON envelope. A request body is JSON in UTF-8, at most ${MAX_BODY_BYTES} bytes (413 payload_too_large) and at most ${MAX_JSON_DEPTH} levels of nested arrays and objects (400 validation_error, detail code too_deep); an object names each member once (400 validation_error, detail code duplicate_key). Its strings are well-formed Unicode: half of a surrogate pair (an escape such as \\ud800 alone) is 400 validation_error at its field; text that is stored refuses NUL (U+0000) too. Rules between fields that a schema cannot state are in the operations' descriptions and docs/api.md (for example webhookSecret only with webhookUrl, and exactly one of url, input and jobId for an extraction).`
   }))
   // The package is private and names no licence (package.json): all rights reserved.
   .annotate(OpenApi.License, { name: "Proprietary", identifier: "LicenseRef-Proprietary" })

@@ -594,6 +594,14 @@ const refuseUnreadableBody = (request: HttpServerRequest.HttpServerRequest): Eff
           details: [{ path: "", code: "too_deep", message: `at most ${MAX_JSON_DEPTH} levels of nested arrays and objects` }]
         }))
       }
+      const repeated = repeatedMemberPath(text)
+      if (repeated !== undefined) {
+        return Effect.fail(new InvalidRequest({
+          code: "validation_error",
+          message: "an object of the body names a member twice",
+          details: [{ path: repeated, code: "duplicate_key", message: "named twice in one object; send each member once" }]
+        }))
+      }
       const halves = escapesSurrogate(view) ? loneSurrogatePaths(parsedOrUndefined(text)) : []
       if (halves.length > 0) {
         const badFilter = halves.every(inSearchFilter)
@@ -661,6 +669,70 @@ export const nestsDeeperThan = (bytes: Uint8Array, max: number): boolean => {
   }
   return false
 }
+
+/**
+ * The path (`a.b`, `jobs.2.url`) of the first member that an object of the JSON text names twice,
+ * or undefined. JSON.parse keeps the last of them, while a proxy or firewall that reads the first
+ * would judge another request than the one served, so such a body is refused (docs/api.md, "Errors").
+ * Names are compared as decoded (`"a"` and `"\u0061"` are one name). Text that is not JSON gives
+ * undefined: its decoder says what is wrong with it.
+ */
+export const repeatedMemberPath = (text: string): string | undefined => {
+  interface Frame {
+    /** The names seen so far in an object; null for an array. */
+    readonly names: Set<string> | null
+    readonly path: string
+    /** The member being read: its name in an object, its index in an array. */
+    at: string | number
+  }
+  const stack: Array<Frame> = []
+  const childPath = (frame: Frame | undefined) => frame === undefined ? "" : frame.path === "" ? String(frame.at) : `${frame.path}.${frame.at}`
+  let expectName = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === QUOTE) {
+      // the closing quote: one not escaped by an odd number of backslashes
+      let end = text.indexOf('"', i + 1)
+      for (;;) {
+        if (end < 0) return undefined
+        let slashes = 0
+        while (text.charCodeAt(end - 1 - slashes) === BACKSLASH) slashes++
+        if (slashes % 2 === 0) break
+        end = text.indexOf('"', end + 1)
+      }
+      if (expectName) {
+        const top = stack[stack.length - 1]!
+        let name = text.slice(i + 1, end)
+        if (name.includes("\\")) {
+          try {
+            name = JSON.parse(text.slice(i, end + 1)) as string
+          } catch {
+            return undefined
+          }
+        }
+        if (top.names!.has(name)) return childPath({ ...top, at: name })
+        top.names!.add(name)
+        top.at = name
+        expectName = false
+      }
+      i = end
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      const path = childPath(stack[stack.length - 1])
+      stack.push(c === OPEN_BRACE ? { names: new Set(), path, at: "" } : { names: null, path, at: 0 })
+      expectName = c === OPEN_BRACE
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      stack.pop()
+      expectName = false
+    } else if (c === COMMA) {
+      const top = stack[stack.length - 1]
+      if (top === undefined) return undefined
+      if (top.names === null) top.at = (top.at as number) + 1
+      expectName = top.names !== null
+    }
+  }
+  return undefined
+}
+const COMMA = 0x2c
 
 /** The names of the query parameters whose name or value holds %00 (each once, in order). */
 const nulQueryParameters = (query: string): Array<string> => {
