@@ -28,16 +28,18 @@ export interface AppConfig {
   readonly sessionLifetimeSeconds: number
   /** REQUEST_TIMEOUT_SECONDS: the longest a client may take to send a request's headers and body (then 408). */
   readonly requestTimeoutSeconds: number
-  /**
-   * The LLM endpoint for refinement. `models`: the models configs may name (LLM_MODELS, the default
-   * among them); undefined lets a config name any, at the operator's cost.
-   */
+  /** The LLM endpoint for refinement (LLM_BASE_URL), and its default model. */
   readonly llm: {
     readonly baseUrl: string
     readonly apiKey: string | undefined
     readonly model: string
-    readonly models: ReadonlyArray<string> | undefined
   } | undefined
+  /**
+   * The models extractor configs may name (LLM_MODELS, with LLM_MODEL among them), whether or not an
+   * endpoint is set now: a config written while none is must not name one the operator will not pay
+   * for later. Undefined lets a config name any, at the operator's cost.
+   */
+  readonly llmModels: ReadonlyArray<string> | undefined
   readonly bravePath: string
   readonly camoufoxPath: string | undefined
   readonly alternateProxyUrl: string | undefined
@@ -281,7 +283,8 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
     sessionIdleSeconds,
     sessionLifetimeSeconds,
     requestTimeoutSeconds,
-    llm: llmBase ? { baseUrl: llmBase.replace(/\/$/, ""), apiKey: env.LLM_API_KEY || undefined, model: llmModel, models: llmModels } : undefined,
+    llm: llmBase ? { baseUrl: llmBase.replace(/\/$/, ""), apiKey: env.LLM_API_KEY || undefined, model: llmModel } : undefined,
+    llmModels,
     bravePath: env.BRAVE_PATH || "/usr/bin/chromium",
     camoufoxPath: env.CAMOUFOX_PATH || undefined,
     alternateProxyUrl: url(env, "ALTERNATE_PROXY_URL", ["http", "https"]),

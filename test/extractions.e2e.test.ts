@@ -396,6 +396,22 @@ describe.each(backends())("extractions over HTTP ($name)", (backend) => {
       expect(job.json.data).toMatchObject({ status: "done", url })
     })
 
+    it("ends an extraction of a page that answered 404 dead with invalid_input, uncharged: the site's error page is not the page", async () => {
+      const n = nonce()
+      const res = await create({ type: "article", url: `${pages.base}/gone-${n}` })
+      expect(res.status, res.text).toBe(201)
+      const e = await waitFinal(res.json.data.id)
+      expect([e.status, e.errorClass]).toEqual(["dead", "invalid_input"])
+      expect(e.errorMessage).toContain("not_found")
+      // the job itself tells the story: done, with the 404 it met
+      const job = (await api.get(`/v1/scraper/jobs/${e.jobId}`, t.apiKey)).json.data
+      expect(job).toMatchObject({ status: "done" })
+      expect(JSON.stringify(job)).toContain("not_found")
+      await sleep(500)
+      const debits = (await api.get("/v1/billing/me/transactions?type=debit&limit=200", t.apiKey)).json.data.items as Array<any>
+      expect(debits.filter((d) => d.resourceId === e.id)).toEqual([])
+    })
+
     it("reads a fetched page in the charset its type or <meta> names, as a browser does", async () => {
       const n = nonce()
       const latin1 = (text: string) => Buffer.from(text, "latin1")

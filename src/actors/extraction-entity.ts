@@ -76,6 +76,11 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
         for (;;) {
           const job = yield* jobs.byId(jobId)
           if (!job) return yield* Effect.fail(new Failure("invalid_input", `job ${jobId} does not exist`, false))
+          // A page that answered 404 or 410 ends its job done (crawling.md), but it is the site's
+          // error page, not the page asked for: nothing to extract (api.md, "Extractions").
+          if (job.status === "done" && job.result?.classification === "not_found") {
+            return yield* Effect.fail(new Failure("invalid_input", "the page could not be fetched (not_found)", false))
+          }
           if (job.status === "done") {
             const html = yield* jobs.html(row.tenant_id, jobId)
             if (!html) return yield* Effect.fail(new Failure("invalid_input", `job ${jobId} kept no content`, false))
@@ -156,7 +161,7 @@ export const ExtractionEntityLive = ExtractionEntity.toLayer(
                   baseUrl: config.llm!.baseUrl,
                   apiKey: config.llm!.apiKey,
                   // A model the operator no longer offers (a config written before LLM_MODELS said so) gives way to the default.
-                  model: llmOptions?.model !== undefined && (config.llm!.models?.includes(llmOptions.model) ?? true) ? llmOptions.model : config.llm!.model,
+                  model: llmOptions?.model !== undefined && (config.llmModels?.includes(llmOptions.model) ?? true) ? llmOptions.model : config.llm!.model,
                   ...(llmOptions?.temperature !== undefined ? { temperature: llmOptions.temperature } : {}),
                   ...(llmOptions?.promptOverride !== undefined ? { promptOverride: llmOptions.promptOverride } : {})
                 },

@@ -34,7 +34,7 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
   Effect.fn(function*(handlers) {
     const repo = yield* ExtractionRepo
     const tenants = yield* TenantRepo
-    const llmModels = (yield* Config).llm?.models
+    const llmModels = (yield* Config).llmModels
 
     /** Global configs are the super-admin's; a tenant may only change its own. */
     const writable = (id: string) =>

@@ -24,9 +24,12 @@ describe("configuration", () => {
 
   it("reads the LLM models configs may name: LLM_MODELS and the default, or any when unset", () => {
     const base = { DATA_DIR: dataDir(), LLM_BASE_URL: "http://127.0.0.1:9/v1", LLM_MODEL: "small" }
-    expect(loadConfig(base).llm).toMatchObject({ model: "small", models: undefined })
-    expect(loadConfig({ ...base, LLM_MODELS: " large, small ,,medium" }).llm?.models).toEqual(["small", "large", "medium"])
-    expect(loadConfig({ ...base, LLM_MODELS: " " }).llm?.models).toBeUndefined()
+    expect(loadConfig(base).llm).toMatchObject({ model: "small" })
+    expect(loadConfig(base).llmModels).toBeUndefined()
+    expect(loadConfig({ ...base, LLM_MODELS: " large, small ,,medium" }).llmModels).toEqual(["small", "large", "medium"])
+    expect(loadConfig({ ...base, LLM_MODELS: " " }).llmModels).toBeUndefined()
+    // without an endpoint too: a config written now must not name a model refused later
+    expect(loadConfig({ DATA_DIR: dataDir(), LLM_MODELS: "large" }).llmModels).toEqual(["gpt-4o-mini", "large"])
   })
 
   it("reads the OpenTelemetry variables and METRICS_PORT (docs/observability.md)", () => {
