@@ -50,7 +50,10 @@ export const AttemptsLive = Layer.effect(
      */
     const count = (kind: "account" | "address", id: string, lockAt: number, countedBefore: boolean) =>
       Effect.gen(function*() {
-        if ((yield* kv.incr(key(kind, id, "n"), ATTEMPT_WINDOW_MS)) < lockAt) return 0
+        // Under the allowance, the lock is read again after counting: a try that passed the lock
+        // check just before a parallel try (on another node) locked may be counted after that try
+        // set the count back (below), so its count alone would let it through; the lock stops it.
+        if ((yield* kv.incr(key(kind, id, "n"), ATTEMPT_WINDOW_MS)) < lockAt) return Math.max(yield* lockedFor(key(kind, id, "lock")), 0)
         const locks = Number((yield* kv.get(key(kind, id, "locks"))) ?? 0)
         const lockMs = Math.min(FIRST_LOCK_MS * 2 ** locks, MAX_LOCK_MS)
         if (yield* kv.setIfAbsent(key(kind, id, "lock"), String(Date.now() + lockMs), lockMs)) {

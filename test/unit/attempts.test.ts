@@ -1,4 +1,4 @@
-import { Effect, Layer } from "effect"
+import { Deferred, Effect, Fiber, Layer } from "effect"
 import { describe, expect, it } from "vitest"
 import { ACCOUNT_ALLOWANCE, ADDRESS_ALLOWANCE, Attempts, AttemptsLive } from "../../src/iam/attempts.ts"
 import { Kv, makeMemoryKv } from "../../src/kv/kv.ts"
@@ -91,5 +91,27 @@ describe("limits on guessing", () => {
       return [locked, heard, yield* attempt("email:e@example.com", "192.0.2.3")]
     }))
     expect(answers).toEqual([30, "read", 60])
+  })
+
+  it("refuses a try that passed the lock check just before a parallel try (on another node) locked", async () => {
+    // The late try's count lands after the locking try set the count back: its count alone is
+    // under the allowance, so only reading the lock again stops the 6th password check.
+    const kv = makeMemoryKv()
+    const answers = await Effect.runPromise(Effect.gen(function*() {
+      const held = yield* Deferred.make<void>()
+      let hold = false
+      const heldKv = Layer.succeed(Kv, { ...kv, incr: (key, ttlMs) => (hold ? (hold = false, Effect.andThen(Deferred.await(held), kv.incr(key, ttlMs))) : kv.incr(key, ttlMs)) })
+      const tryOnce = attempt("email:f@example.com", null).pipe(Effect.provide(AttemptsLive.pipe(Layer.provide(heldKv))))
+      const out: Array<"read" | number> = []
+      for (let i = 0; i < ACCOUNT_ALLOWANCE; i++) out.push(yield* tryOnce)
+      hold = true
+      const late = yield* Effect.forkChild(tryOnce)
+      yield* Effect.yieldNow
+      out.push(yield* tryOnce)
+      yield* Deferred.succeed(held, undefined)
+      out.push(yield* Fiber.join(late))
+      return out
+    }))
+    expect(answers).toEqual(["read", "read", "read", "read", "read", 30, 30])
   })
 })
