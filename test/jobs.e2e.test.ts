@@ -634,6 +634,8 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       [{ url, webhookSecret: "s".repeat(257) }, ["webhookSecret"]],
       [{ url, webhookUrl: url, webhookSecret: " ".repeat(16) }, ["webhookSecret"]],
       [{ url, webhookUrl: url, webhookSecret: "\t \n".repeat(8) }, ["webhookSecret"]],
+      // a NUL cannot be stored, and a trailing one would sign as the secret without it
+      [{ url, webhookUrl: url, webhookSecret: "supersecret-01234567\u0000" }, ["webhookSecret"]],
       [{ url: `${url}?q=${"a".repeat(2048)}` }, ["url"]],
       [{ url, webhookUrl: `${url}?q=${"a".repeat(2048)}` }, ["webhookUrl"]],
       // Within 2048 as written, not once percent-encoded (each é is six characters there).

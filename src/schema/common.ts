@@ -129,9 +129,11 @@ export const WebhookSecret = Schema.String.annotate({ message: "Expected a secre
   Schema.makeFilter((s) => {
     const n = [...s].length
     if (n < 16 || n > 256) return "Expected a secret of 16 to 256 characters"
+    // a NUL cannot be stored, and a trailing one would sign as the secret without it (HMAC pads keys with zeros)
+    if (s.includes("\u0000")) return "Expected a secret without the NUL character (U+0000)"
     // sixteen spaces sign nothing anyone could not guess
     return /\S/.test(s) || "Expected a secret that is not only white space"
-  }, { toJsonSchema: () => ({ minLength: 16, maxLength: 256, pattern: "\\S" }) })
+  }, { toJsonSchema: () => ({ minLength: 16, maxLength: 256, pattern: "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$" }) })
 )
 
 /**

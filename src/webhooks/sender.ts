@@ -29,6 +29,7 @@ export type SendErrorCode =
   | "tls_error"
   | "protocol_error"
   | "timeout"
+  | "response_too_large"
   | "network_error"
 
 export interface SendWebhookOptions {
@@ -147,6 +148,7 @@ const isLookupError = (err: unknown): boolean => {
 }
 
 const classify = (err: unknown): SendErrorCode => {
+  if (err instanceof ResponseTooLarge) return "response_too_large"
   const code = errorCodeOf(err) ?? ""
   if (DNS_CODES.has(code)) return "dns_error"
   if (isLookupError(err)) return "unsafe_url"
@@ -161,22 +163,40 @@ const firstHeader = (value: string | string[] | undefined): string | null =>
   (Array.isArray(value) ? value[0] : value) ?? null
 
 /**
- * Reads at most `maxBytes` of a body, then drops the rest (that connection is not reused).
- * `error` is set when the body failed before its end or the cap (timeout, reset): the receiver
- * never gave a complete answer, so the attempt does not count as delivered whatever its status.
+ * How much of a response body is read to its end: an answer is complete only when its body ends
+ * (docs/webhooks.md, "Verifying"), so the rest past what is kept is read and dropped, up to this;
+ * a longer one is no answer either (retried), and cannot keep a node reading for the whole timeout.
+ */
+export const MAX_DRAINED_RESPONSE_BYTES = 1024 * 1024
+
+/** A 2xx whose body went on past MAX_DRAINED_RESPONSE_BYTES. */
+class ResponseTooLarge extends Error {
+  readonly code = "response_too_large"
+}
+
+/**
+ * Reads a body to its end, keeping at most `maxBytes` of it (as text). `error` is set when the body
+ * failed before its end (timeout, reset) or ran past MAX_DRAINED_RESPONSE_BYTES: the receiver never
+ * gave a complete answer, so the attempt does not count as delivered whatever its status.
  */
 const readCapped = async (body: AsyncIterable<Uint8Array> & { destroy(): void }, maxBytes: number) => {
   const decoder = new StringDecoder("utf8")
   let text = ""
   let kept = 0
+  let read = 0
   let error: unknown
   try {
     for await (const chunk of body) {
+      read += chunk.length
+      if (read > MAX_DRAINED_RESPONSE_BYTES) {
+        error = new ResponseTooLarge(`the response body went on past ${MAX_DRAINED_RESPONSE_BYTES} bytes`)
+        break
+      }
       const take = Math.min(chunk.length, maxBytes - kept)
+      if (take <= 0) continue
       // An incomplete trailing UTF-8 sequence stays in the decoder and is dropped.
       text += decoder.write(Buffer.from(chunk.buffer, chunk.byteOffset, take))
       kept += take
-      if (kept >= maxBytes) break
     }
   } catch (err) {
     error = err ?? new Error("response body failed")

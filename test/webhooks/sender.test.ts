@@ -51,6 +51,21 @@ beforeAll(async () => {
         res.write("partial")
         return void setTimeout(() => res.end(" rest"), 2_000)
       }
+      if (path === "/long-stall") {
+        // more than the kept part, then never an end
+        res.writeHead(200)
+        return void res.write("x".repeat(10_000))
+      }
+      if (path === "/endless") {
+        res.writeHead(200)
+        const chunk = "y".repeat(64 * 1024)
+        const pump = () => {
+          while (!res.destroyed && res.write(chunk));
+          if (!res.destroyed) res.once("drain", pump)
+        }
+        return pump()
+      }
+      if (path === "/large-complete") return res.writeHead(200).end("z".repeat(900_000))
       if (path === "/cut-body") {
         res.writeHead(200, { "content-length": "100" })
         res.write("partial")
@@ -202,6 +217,16 @@ describe("sendWebhook against a loopback receiver", () => {
     const cut = await post("/cut-body")
     expect(cut).toMatchObject({ ok: false, httpStatus: 200, responseBody: "partial" })
     expect(cut.error).not.toBeNull()
+  })
+
+  it("reads a 2xx body past the kept part to its end: one that stalls or never ends is no answer", async () => {
+    const stalled = await post("/long-stall", { timeoutMs: 300 })
+    expect(stalled).toMatchObject({ ok: false, httpStatus: 200, error: "timeout", responseBody: "x".repeat(4096) })
+    const endless = await post("/endless")
+    expect(endless).toMatchObject({ ok: false, httpStatus: 200, error: "response_too_large" })
+    // a long body that ends is an answer; its start is kept
+    const complete = await post("/large-complete")
+    expect(complete).toMatchObject({ ok: true, httpStatus: 200, error: null, responseBody: "z".repeat(4096) })
   })
 
   it("truncates the response body to the cap without splitting a character", async () => {
