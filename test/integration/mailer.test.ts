@@ -31,7 +31,6 @@ const unmailable = [
   "a@b.co.",
   "a@b.c\u202eoc",
   "a\u200b@b.co",
-  `${"a".repeat(65)}@example.com`,
   `a@${"b".repeat(64)}.com`
 ]
 

