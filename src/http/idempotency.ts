@@ -150,45 +150,43 @@ export const makeIdempotencyLayer = (options: { readonly claimRenewal: Duration.
           if (row.request_hash !== hash) return yield* fail(409, "idempotency_mismatch", "this Idempotency-Key was used with a different request")
           return yield* replay(tenantId, key, row.status_code, row.response!)
         }
-        return yield* Effect.gen(function*() {
-          const deadline = Date.now() + 30_000
-          while (Date.now() < deadline) {
-            const token = newId("claim")
-            const attempt: KeyedAttempt | undefined = yield* repo.claim(tenantId, key, hash, token)
-            if (attempt) {
-              const renewClaim = repo.renewClaim(tenantId, key, token).pipe(
-                Effect.ignore,
-                Effect.delay(options.claimRenewal),
-                Effect.forever
+        const deadline = Date.now() + 30_000
+        while (Date.now() < deadline) {
+          const token = newId("claim")
+          const attempt: KeyedAttempt | undefined = yield* repo.claim(tenantId, key, hash, token)
+          if (attempt) {
+            const renewClaim = repo.renewClaim(tenantId, key, token).pipe(
+              Effect.ignore,
+              Effect.delay(options.claimRenewal),
+              Effect.forever
+            )
+            // Not interruptible: a client that hangs up must not leave jobs created under a key
+            // that is then freed (its retry would create them again) or never answered.
+            const body = yield* Effect.uninterruptible(Effect.scoped(Effect.gen(function*() {
+              yield* Effect.forkScoped(Effect.interruptible(renewClaim))
+              const response = yield* create(attempt).pipe(
+                // Freed, not deleted: the seed stays, so a retry still meets whatever this try wrote.
+                Effect.onError(() => repo.freeClaim(tenantId, key, token).pipe(Effect.ignore))
               )
-              // Not interruptible: a client that hangs up must not leave jobs created under a key
-              // that is then freed (its retry would create them again) or never answered.
-              const body = yield* Effect.uninterruptible(Effect.scoped(Effect.gen(function*() {
-                yield* Effect.forkScoped(Effect.interruptible(renewClaim))
-                const response = yield* create(attempt).pipe(
-                  // Freed, not deleted: the seed stays, so a retry still meets whatever this try wrote.
-                  Effect.onError(() => repo.freeClaim(tenantId, key, token).pipe(Effect.ignore))
-                )
-                const body = JSON.stringify(response.body)
-                yield* repo.storeResponse(tenantId, key, token, response.status, seal(tenantId, key, body))
-                return { status: response.status, body }
-              })))
-              return respondText(body.status, body.body)
-            }
-            // Someone holds the key: the same request finishing elsewhere, or a finished one.
-            while (Date.now() < deadline) {
-              const row = yield* repo.find(tenantId, key)
-              // The holder failed and freed the key (or died): this request runs itself (and meets the same error or succeeds).
-              if (!row || (row.status_code === null && row.free)) break
-              if (row.request_hash !== hash) {
-                return yield* fail(409, "idempotency_mismatch", "this Idempotency-Key was used with a different request")
-              }
-              if (row.status_code !== null) return yield* replay(tenantId, key, row.status_code, row.response!)
-              yield* Effect.sleep("100 millis")
-            }
+              const body = JSON.stringify(response.body)
+              yield* repo.storeResponse(tenantId, key, token, response.status, seal(tenantId, key, body))
+              return { status: response.status, body }
+            })))
+            return respondText(body.status, body.body)
           }
-          return yield* fail(409, "idempotency_in_progress", "a request with this key is still being processed", { retryAfter: 1 })
-        })
+          // Someone holds the key: the same request finishing elsewhere, or a finished one.
+          while (Date.now() < deadline) {
+            const row = yield* repo.find(tenantId, key)
+            // The holder failed and freed the key (or died): this request runs itself (and meets the same error or succeeds).
+            if (!row || (row.status_code === null && row.free)) break
+            if (row.request_hash !== hash) {
+              return yield* fail(409, "idempotency_mismatch", "this Idempotency-Key was used with a different request")
+            }
+            if (row.status_code !== null) return yield* replay(tenantId, key, row.status_code, row.response!)
+            yield* Effect.sleep("100 millis")
+          }
+        }
+        return yield* fail(409, "idempotency_in_progress", "a request with this key is still being processed", { retryAfter: 1 })
       })
     })
   })
