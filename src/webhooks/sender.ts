@@ -170,9 +170,7 @@ const firstHeader = (value: string | string[] | undefined): string | null =>
 export const MAX_DRAINED_RESPONSE_BYTES = 1024 * 1024
 
 /** A 2xx whose body went on past MAX_DRAINED_RESPONSE_BYTES. */
-class ResponseTooLarge extends Error {
-  readonly code = "response_too_large"
-}
+class ResponseTooLarge extends Error {}
 
 /**
  * Reads a body to its end, keeping at most `maxBytes` of it (as text). `error` is set when the body
