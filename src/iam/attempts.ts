@@ -50,10 +50,12 @@ export const AttemptsLive = Layer.effect(
      */
     const count = (kind: "account" | "address", id: string, lockAt: number, countedBefore: boolean) =>
       Effect.gen(function*() {
-        // Under the allowance, the lock is read again after counting: a try that passed the lock
-        // check just before a parallel try (on another node) locked may be counted after that try
-        // set the count back (below), so its count alone would let it through; the lock stops it.
-        if ((yield* kv.incr(key(kind, id, "n"), ATTEMPT_WINDOW_MS)) < lockAt) return Math.max(yield* lockedFor(key(kind, id, "lock")), 0)
+        const n = yield* kv.incr(key(kind, id, "n"), ATTEMPT_WINDOW_MS)
+        if (n < lockAt - 1) return 0
+        // One short of the lock, the lock is read again: a try that passed the lock check just
+        // before a parallel try (on another node) locked is counted after that try set the count
+        // back (below), to one short, so its count alone would let it through; the lock stops it.
+        if (n < lockAt) return Math.max(yield* lockedFor(key(kind, id, "lock")), 0)
         const locks = Number((yield* kv.get(key(kind, id, "locks"))) ?? 0)
         const lockMs = Math.min(FIRST_LOCK_MS * 2 ** locks, MAX_LOCK_MS)
         if (yield* kv.setIfAbsent(key(kind, id, "lock"), String(Date.now() + lockMs), lockMs)) {
