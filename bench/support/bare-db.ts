@@ -15,7 +15,7 @@ import { PgClient } from "@effect/sql-pg"
 import { PGlite } from "@electric-sql/pglite"
 import { type Layer, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { EmbeddedPgServer } from "../../src/sql/embedded-pg-server.ts"
+import { EmbeddedPgServer, privateSocketPath } from "../../src/sql/embedded-pg-server.ts"
 import { exitWithParent } from "./processes.ts"
 
 export interface BareDb {
@@ -30,6 +30,7 @@ export const openBareDb = async (): Promise<BareDb> => {
   const databaseUrl = process.env.BARE_DATABASE_URL
   let pglite: PGlite | undefined
   let front: EmbeddedPgServer | undefined
+  let socket: ReturnType<typeof privateSocketPath> | undefined
   let layer: Layer.Layer<SqlClient.SqlClient, unknown>
   if (databaseUrl) {
     // The same client settings as Trawl for DATABASE_URL.
@@ -41,8 +42,9 @@ export const openBareDb = async (): Promise<BareDb> => {
     mkdirSync(join(dataDir, "pg"), { recursive: true })
     pglite = await PGlite.create(join(dataDir, "pg"))
     front = new EmbeddedPgServer(pglite)
-    const pgPort = await front.listen()
-    layer = PgClient.layer({ host: "127.0.0.1", port: pgPort, database: "postgres", username: "postgres", maxConnections: 8, prepare: false })
+    socket = privateSocketPath()
+    await front.listen(socket.path)
+    layer = PgClient.layer({ path: socket.path, database: "postgres", username: "postgres", maxConnections: 8, prepare: false })
   }
   const runtime = ManagedRuntime.make(layer)
   const sql = await runtime.runPromise(SqlClient.SqlClient)
@@ -50,6 +52,7 @@ export const openBareDb = async (): Promise<BareDb> => {
     await runtime.dispose().catch(() => {})
     await front?.close().catch(() => {})
     await pglite?.close().catch(() => {})
+    socket?.remove()
   }
   return { embedded: !databaseUrl, runtime, sql, close }
 }

@@ -6,6 +6,7 @@ import { Worker } from "node:worker_threads"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { Config } from "../config.ts"
+import { privateSocketPath } from "./embedded-pg-server.ts"
 
 /**
  * The name this node's database sessions carry (`application_name`), so that its own can be told
@@ -19,16 +20,25 @@ export const POOL_MAX_CONNECTIONS = { postgres: 20, embedded: 8 } as const
 /** Workers being stopped on purpose: their exit is not a loss. */
 const stopping = new WeakSet<Worker>()
 
+/** The embedded database's worker thread and the unix socket its front listens on. */
+export interface EmbeddedWorker {
+  readonly worker: Worker
+  readonly socketPath: string
+}
+
 /**
- * Starts the embedded database in a worker thread; resolves with the port it listens on. If the
- * worker stops later without being asked to (a crash, an out-of-memory end), `onLost` is called:
- * the node has lost its database and cannot serve any more.
+ * Starts the embedded database in a worker thread; resolves once its front listens on a private
+ * unix socket (privateSocketPath), whose directory is removed when the worker ends, however it
+ * ends. If the worker stops later without being asked to (a crash, an out-of-memory end), `onLost`
+ * is called: the node has lost its database and cannot serve any more.
  */
 export const startEmbeddedWorker = (dir: string, onLost: (reason: string) => void) =>
-  new Promise<{ worker: Worker; port: number }>((resolve, reject) => {
-    const worker = new Worker(new URL("./embedded-pg-worker.ts", import.meta.url), { workerData: { dir } })
+  new Promise<EmbeddedWorker>((resolve, reject) => {
+    const socket = privateSocketPath()
+    const worker = new Worker(new URL("./embedded-pg-worker.ts", import.meta.url), { workerData: { dir, socketPath: socket.path } })
+    worker.once("exit", socket.remove)
     worker.once("error", reject)
-    worker.once("message", (m: { port: number }) => {
+    worker.once("message", () => {
       worker.off("error", reject)
       worker.on("error", (e) => {
         if (!stopping.has(worker)) onLost(`the embedded database failed: ${e instanceof Error ? e.stack ?? e.message : String(e)}`)
@@ -36,7 +46,7 @@ export const startEmbeddedWorker = (dir: string, onLost: (reason: string) => voi
       worker.once("exit", (code) => {
         if (!stopping.has(worker)) onLost(`the embedded database stopped (worker exit code ${code})`)
       })
-      resolve({ worker, port: m.port })
+      resolve({ worker, socketPath: socket.path })
     })
   })
 
@@ -46,13 +56,15 @@ const exitOnLostDatabase = (reason: string) => {
   process.exit(70)
 }
 
-export const stopEmbeddedWorker = (worker: Worker) =>
+/** Asks the worker to close the database, and ends it after at most 5 s; resolves once it has exited. */
+export const stopEmbeddedWorker = ({ worker }: EmbeddedWorker) =>
   new Promise<void>((resolve) => {
     stopping.add(worker)
-    const timer = setTimeout(() => void worker.terminate().then(() => resolve()), 5_000)
+    worker.once("exit", () => resolve())
+    const timer = setTimeout(() => void worker.terminate(), 5_000)
     worker.once("message", () => {
       clearTimeout(timer)
-      void worker.terminate().then(() => resolve())
+      void worker.terminate()
     })
     worker.postMessage("close")
   })
@@ -92,13 +104,12 @@ const embedded = (dataDir: string) =>
       const dir = join(dataDir, "pg")
       mkdirSync(dir, { recursive: true })
       yield* Effect.acquireRelease(Effect.promise(() => lockDataDir(dataDir)), (lock) => Effect.sync(() => lock?.close()))
-      const { port } = yield* Effect.acquireRelease(
+      const { socketPath } = yield* Effect.acquireRelease(
         Effect.promise(() => startEmbeddedWorker(dir, exitOnLostDatabase)),
-        ({ worker }) => Effect.promise(() => stopEmbeddedWorker(worker))
+        (started) => Effect.promise(() => stopEmbeddedWorker(started))
       )
       return PgClient.layer({
-        host: "127.0.0.1",
-        port,
+        path: socketPath,
         database: "postgres",
         username: "postgres",
         maxConnections: POOL_MAX_CONNECTIONS.embedded,

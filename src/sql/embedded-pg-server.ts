@@ -1,5 +1,18 @@
+import { mkdtempSync, rmSync } from "node:fs"
 import { createServer, type Server, type Socket } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import type { PGlite } from "@electric-sql/pglite"
+
+/**
+ * A socket path for the front in a new directory that only this user may enter (mkdtemp makes it
+ * 0700), with `remove` to delete the directory when the front has closed. It lives under the OS's
+ * temporary directory, not DATA_DIR: a unix socket path may not exceed about 100 bytes.
+ */
+export const privateSocketPath = (): { readonly path: string; readonly remove: () => void } => {
+  const dir = mkdtempSync(join(tmpdir(), "trawl-db-"))
+  return { path: join(dir, ".s.PGSQL.5432"), remove: () => rmSync(dir, { recursive: true, force: true }) }
+}
 
 const SSL_REQUEST = 80877103
 const GSSENC_REQUEST = 80877104
@@ -75,7 +88,12 @@ export class EmbeddedPgServer {
     this.idleInTransactionMs = options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS
   }
 
-  async listen(): Promise<number> {
+  /**
+   * Listens on the unix socket `path`, in a directory only this user can enter (privateSocketPath):
+   * PGlite asks no password, so a TCP port would let any local user read and write the database
+   * (docs/scaling.md, "The embedded database").
+   */
+  async listen(path: string): Promise<void> {
     await this.db.waitReady
     const server = createServer((socket) => this.serve(socket))
     this.server = server
@@ -83,9 +101,8 @@ export class EmbeddedPgServer {
     this.idleCheck.unref()
     await new Promise<void>((res, rej) => {
       server.once("error", rej)
-      server.listen(0, "127.0.0.1", () => res())
+      server.listen(path, () => res())
     })
-    return (server.address() as { port: number }).port
   }
 
   async close(): Promise<void> {
@@ -125,7 +142,6 @@ export class EmbeddedPgServer {
   }
 
   private serve(socket: Socket) {
-    socket.setNoDelay(true)
     let buffer = Buffer.alloc(0)
     let startup = true
     // Views of the current batch's messages in the received chunks; copied once, together, when it ends.

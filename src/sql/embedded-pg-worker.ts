@@ -7,9 +7,11 @@ import { PGlite } from "@electric-sql/pglite"
 import { EmbeddedPgServer } from "./embedded-pg-server.ts"
 
 const port = parentPort!
-const db = await PGlite.create((workerData as { dir: string }).dir)
+const { dir, socketPath } = workerData as { dir: string; socketPath: string }
+const db = await PGlite.create(dir)
 const server = new EmbeddedPgServer(db)
-port.postMessage({ port: await server.listen() })
+await server.listen(socketPath)
+port.postMessage({ listening: true })
 port.on("message", async (message: unknown) => {
   if (message !== "close") return
   await server.close().catch(() => {})

@@ -1,31 +1,32 @@
-import { mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { PGlite } from "@electric-sql/pglite"
 import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { EmbeddedPgServer } from "../../src/sql/embedded-pg-server.ts"
+import { EmbeddedPgServer, privateSocketPath } from "../../src/sql/embedded-pg-server.ts"
 import { startEmbeddedWorker, stopEmbeddedWorker } from "../../src/sql/database.ts"
 
 describe("embedded PostgreSQL front", () => {
   let db: PGlite
   let server: EmbeddedPgServer
-  let port: number
+  const socket = privateSocketPath()
   beforeAll(async () => {
     db = await PGlite.create()
     server = new EmbeddedPgServer(db)
-    port = await server.listen()
+    await server.listen(socket.path)
     await db.exec("CREATE TABLE t (id int PRIMARY KEY, v text)")
   })
   afterAll(async () => {
     await server.close()
     await db.close()
+    socket.remove()
   })
 
   const client = (maxConnections: number) =>
-    PgClient.layer({ host: "127.0.0.1", port, database: "postgres", username: "postgres", maxConnections, prepare: true })
+    PgClient.layer({ path: socket.path, database: "postgres", username: "postgres", maxConnections, prepare: true })
   const prepared = async () => (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_prepared_statements")).rows[0]!.n
 
   it("runs prepared statements of several connections side by side, and deallocates them when the connections close", async () => {
@@ -61,10 +62,15 @@ describe("embedded database worker", () => {
       await new Promise((r) => setTimeout(r, 100))
       expect(lost).toHaveLength(1)
       expect(lost[0]).toMatch(/stopped/)
+      expect(existsSync(dirname(crashed.socketPath))).toBe(false)
 
       const calm: Array<string> = []
       const stopped = await startEmbeddedWorker(join(dir, "b"), (reason) => calm.push(reason))
-      await stopEmbeddedWorker(stopped.worker)
+      // PGlite asks no password: its socket's directory is this user's alone, and goes with the stop.
+      expect(statSync(stopped.socketPath).isSocket()).toBe(true)
+      expect(statSync(dirname(stopped.socketPath)).mode & 0o777).toBe(0o700)
+      await stopEmbeddedWorker(stopped)
+      expect(existsSync(dirname(stopped.socketPath))).toBe(false)
       await new Promise((r) => setTimeout(r, 100))
       expect(calm).toEqual([])
     } finally {

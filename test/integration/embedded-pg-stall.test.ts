@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startEmbeddedWorker, stopEmbeddedWorker } from "../../src/sql/database.ts"
-import { EmbeddedPgServer } from "../../src/sql/embedded-pg-server.ts"
+import { EmbeddedPgServer, privateSocketPath } from "../../src/sql/embedded-pg-server.ts"
 
 // The database runs in its worker thread, as in the service: a wedged PGlite spins there, not in the test.
 describe("embedded database after a stall of its clients", () => {
@@ -19,12 +19,12 @@ describe("embedded database after a stall of its clients", () => {
     started = await startEmbeddedWorker(join(dir, "pg"), () => {})
   }, 240_000)
   afterAll(async () => {
-    await stopEmbeddedWorker(started.worker)
+    await stopEmbeddedWorker(started)
     rmSync(dir, { recursive: true, force: true })
   }, 30_000)
 
   const client = () =>
-    PgClient.layer({ host: "127.0.0.1", port: started.port, database: "postgres", username: "postgres", maxConnections: 1, prepare: true })
+    PgClient.layer({ path: started.socketPath, database: "postgres", username: "postgres", maxConnections: 1, prepare: true })
 
   // One connection: the statement that turns the timeout off must leave no answer behind on it either.
   it("keeps answering after no statement ran for longer than a session timeout a client set", async () => {
@@ -45,22 +45,23 @@ describe("embedded database after a stall of its clients", () => {
 describe("embedded database with a connection that went silent in a transaction", () => {
   let db: PGlite
   let server: EmbeddedPgServer
-  let port: number
+  const front = privateSocketPath()
   beforeAll(async () => {
     db = await PGlite.create()
     server = new EmbeddedPgServer(db, { idleInTransactionMs: 500 })
-    port = await server.listen()
+    await server.listen(front.path)
     await db.exec("CREATE TABLE held (id int)")
   }, 120_000)
   afterAll(async () => {
     await server.close()
     await db.close()
+    front.remove()
   })
 
   /** A bare wire-protocol client: logs in, runs `query`, and resolves once the server says it is ready again. */
   const bareClient = (query: string) =>
     new Promise<Socket>((resolve, reject) => {
-      const socket = connect(port, "127.0.0.1")
+      const socket = connect(front.path)
       const text = (s: string) => Buffer.from(`${s}\0`)
       const sized = (head: Buffer, body: Buffer) => {
         const length = Buffer.alloc(4)
@@ -87,7 +88,7 @@ describe("embedded database with a connection that went silent in a transaction"
     // It opens a transaction, writes, and says nothing more, holding the database's one session.
     const silent = await bareClient("BEGIN; INSERT INTO held VALUES (1)")
     const closed = new Promise<void>((resolve) => silent.once("close", () => resolve()))
-    const layer = PgClient.layer({ host: "127.0.0.1", port, database: "postgres", username: "postgres", maxConnections: 1 })
+    const layer = PgClient.layer({ path: front.path, database: "postgres", username: "postgres", maxConnections: 1 })
     const rows = await Effect.runPromise(
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
