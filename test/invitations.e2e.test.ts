@@ -97,6 +97,9 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
 
     // Refused without a token, with a wrong one, for another address; a weak password is a 400 on `password`.
     expectError(await register({ email, password: PASSWORD }), 403, "registration_disabled")
+    // the token is judged before the password's rules: a short password changes nothing without one
+    expectError(await register({ email, password: "short" }), 403, "registration_disabled")
+    expectError(await register({ invitationToken: "x".repeat(43), email, password: "secret" }), 403, "registration_disabled")
     expectError(await register({ invitationToken: "x".repeat(43), email, password: PASSWORD }), 403, "registration_disabled")
     // A token not of the mailed shape is no usable token either: the same 403 (the spec's "otherwise").
     const malformed = await register({ invitationToken: "short", email, password: PASSWORD })
@@ -112,6 +115,8 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     const weak = await register({ invitationToken: token, email, password: "short" })
     expectError(weak, 400, "validation_error")
     expect(errorPaths(weak)).toEqual(["password"])
+    expect(weak.json.error.details[0].code).toBe("weak_password")
+    expect(errorPaths(await register({ invitationToken: token, email, password: "" }))).toEqual(["password"])
     expect(errorPaths(await register({ invitationToken: token, email, password: "x".repeat(1025) }))).toEqual(["password"])
     expect(errorPaths(await register({ invitationToken: token, email, password: email }))).toEqual(["password"])
     // Malformed bodies.
