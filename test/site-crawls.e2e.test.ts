@@ -73,14 +73,12 @@ const expectedCrawl = (origin: string, maxDepth: number): Expected => {
     if (depth >= maxDepth) continue
     const path = new URL(key).pathname
     const base = path === "/about" ? origin + "/base/" : key
-    const seen = new Set<string>()
+    // every sighting is judged: a link the page repeats (fragment or not) is a duplicate
     const batch: Array<string> = []
     for (const link of linksOf(path) ?? []) {
       if (link.nofollow || link.href.startsWith("#") || link.href.startsWith("mailto:")) continue
       const u = new URL(link.href, base)
       u.hash = ""
-      if (seen.has(u.href)) continue
-      seen.add(u.href)
       batch.push(keyOf(u.href, base)!)
     }
     for (const k of batch) consider(k, depth + 1, new URL(key).pathname + new URL(key).search)

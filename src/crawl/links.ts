@@ -10,7 +10,9 @@ import { domainIdOf, normalizeUrl } from "./domain.ts"
 export const MAX_PAGE_LINKS = 10_000
 
 /**
- * The absolute http(s) URLs a page links to, in document order, each once, without fragments.
+ * The absolute http(s) URLs a page links to, in document order, without fragments, every link
+ * as often as the page has it: a crawl judges each sighting, and a repeat (`/x` twice, or `/x`
+ * beside `/x#part`) counts as `skipped.duplicate` as a repeat spelled otherwise does.
  * Links are `<a href>` and `<area href>`, resolved against the first `<base href>` (itself resolved
  * against the page's URL) as a browser does. Not followed: links with `rel=nofollow`, every link of
  * a page whose `<meta name="robots">` says `nofollow` or `none`, and `mailto:`, `javascript:`,
@@ -43,7 +45,6 @@ export const extractLinks = (html: string, pageUrl: string): ReadonlyArray<strin
       // an unusable <base href> is ignored, as browsers do
     }
   }
-  const seen = new Set<string>()
   const out: Array<string> = []
   for (const a of anchors) {
     const rel = (a.attr("rel") ?? "").toLowerCase().split(/\s+/)
@@ -58,8 +59,6 @@ export const extractLinks = (html: string, pageUrl: string): ReadonlyArray<strin
     }
     if (url.protocol !== "http:" && url.protocol !== "https:") continue
     url.hash = ""
-    if (seen.has(url.href)) continue
-    seen.add(url.href)
     out.push(url.href)
   }
   return out

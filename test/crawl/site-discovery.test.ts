@@ -154,7 +154,7 @@ describe("links", () => {
     expect(await readLinks(`<a href="/small">small</a>`, "https://a.example/")).toEqual(["https://a.example/small"])
   })
 
-  it("are read with <base href>, without fragments, nofollow, mailto: and other schemes, each once", () => {
+  it("are read with <base href>, without fragments, nofollow, mailto: and other schemes, every sighting kept", () => {
     const html = `<html><head><base href="/docs/v2/"></head><body>
       <a href="intro">intro</a><a href="intro#part">again</a><a href="#top">self</a>
       <a href="/abs">abs</a><a href="https://other.example/x">other</a><area href="map-area">
@@ -162,6 +162,7 @@ describe("links", () => {
       <a href="ftp://a.example/f">ftp</a><a rel="noopener NoFollow" href="/skipped">n</a><a href="">empty</a><a>none</a>
     </body></html>`
     expect(extractLinks(html, "https://a.example/docs/page")).toEqual([
+      "https://a.example/docs/v2/intro",
       "https://a.example/docs/v2/intro",
       "https://a.example/abs",
       "https://other.example/x",
@@ -331,6 +332,22 @@ describe("mapSite", () => {
       sitemap: "skip", budgetMs: 5000
     }, { fetch, robots: new RobotsCache(async (u) => fetch(u)), isSafe: async () => true })
     expect([...r.urls].sort()).toEqual([`${origin}/`, `${origin}/moved`, `${origin}/stay`])
+  })
+
+  it("counts every repeated sighting of a key as a duplicate, however the page spells it", async () => {
+    const seed = `<a href="/x">1</a><a href="/x#a">2</a><a href="/x">3</a><a href="/y?b=1&a=2">4</a><a href="/y?a=2&b=1">5</a><a href="#top">6</a><a href="/">7</a>`
+    const fetch = async (url: string): Promise<Fetched> => {
+      const u = new URL(url)
+      if (u.pathname === "/robots.txt") return { status: 404, finalUrl: url, contentType: "text/plain", body: Buffer.from("") }
+      return { status: 200, finalUrl: url, contentType: "text/html", body: Buffer.from(u.pathname === "/" ? seed : "leaf") }
+    }
+    const r = await mapSite({
+      url: `${origin}/`, limit: 100, includePaths: [], excludePaths: [], allowSubdomains: false, ignoreQueryParameters: false,
+      sitemap: "skip", budgetMs: 5000
+    }, { fetch, robots: new RobotsCache(async (u) => fetch(u)), isSafe: async () => true })
+    expect([...r.urls].sort()).toEqual([`${origin}/`, `${origin}/x`, `${origin}/y?a=2&b=1`])
+    // /x#a, the second /x, /y in the other order, and the seed again (#top is the page itself: not a link)
+    expect(r.skipped.duplicate).toBe(4)
   })
 
   it("does not read the links of a page whose final URL robots.txt disallows, as a crawl does not", async () => {
