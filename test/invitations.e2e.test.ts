@@ -199,7 +199,11 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
       const res = await invite(t, { email, roleId: read.id })
       expectError(res, 400, "validation_error")
       expect(errorPaths(res), JSON.stringify(email)).toEqual(["email"])
+      // the message may quote the address, but never with its invisible characters at work
+      expect(res.text).not.toMatch(/[\u200b\u202e]/)
     }
+    const quoted = await invite(t, { email: "a@b.c\u202eoc", roleId: read.id })
+    expect(quoted.json.error.details[0].message).toContain("a@b.c\\u{202E}oc")
   })
 
   it("enforces the bounds of the invitation routes", async () => {

@@ -21,8 +21,15 @@ const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 const messageOf = (issue: SchemaIssue.Issue) => {
   const message = withoutRepeats(formatter(issue).issues[0]?.message ?? "is not valid")
   const got = message.indexOf(", got ")
-  return got >= 0 && message.length - got > 70 ? message.slice(0, got) : message
+  return visible(got >= 0 && message.length - got > 70 ? message.slice(0, got) : message)
 }
+
+/**
+ * Invisible characters of a quoted input (controls, a right-to-left override, a zero-width space)
+ * spelled out as `\u{202E}`: a message shown to a person must not reorder or hide its own text.
+ */
+const visible = (message: string) =>
+  message.replace(/[\p{Cc}\p{Cf}\p{Co}\p{Zl}\p{Zp}]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}}`)
 
 /** "Expected string | null | null" (an optional nullable field: JSON has no undefined) → "Expected string | null". */
 const withoutRepeats = (message: string) =>
