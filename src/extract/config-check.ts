@@ -30,16 +30,20 @@ const depthOf = (value: unknown, limit: number): number => {
 const problem = (path: string, message: string): ErrorDetail => ({ path, code: "invalid_value", message })
 
 /**
- * The length of `value` as JSON; 0 for a value nested too deeply to write, which only options can
- * be, and which the depth check below refuses with a clearer message.
+ * The size of `value` as UTF-8 JSON, in bytes (what "64 KiB" means); 0 for a value nested too
+ * deeply to write, which only options can be, and which the depth check below refuses with a
+ * clearer message.
  */
 const jsonLength = (value: unknown): number => {
   try {
-    return JSON.stringify(value).length
+    return Buffer.byteLength(JSON.stringify(value))
   } catch {
     return 0
   }
 }
+
+/** Characters as the OpenAPI document counts them (code points: an emoji is one, not two UTF-16 units). */
+const characters = (s: string) => [...s].length
 
 /**
  * The payload's size and shape beyond what its schema checks (checked when a config is written, so
@@ -52,12 +56,12 @@ const boundProblems = (payload: ConfigPayload, at: string): Array<ErrorDetail> =
     const names = Object.keys(map ?? {})
     if (names.length > MAX_CONFIG_FIELDS) problems.push(problem(`${at}.${part}`, `names ${names.length} fields; at most ${MAX_CONFIG_FIELDS}`))
     for (const name of names) {
-      if (name.length === 0 || name.length > MAX_FIELD_NAME) problems.push(problem(`${at}.${part}`, `field names are 1 to ${MAX_FIELD_NAME} characters`))
+      if (name.length === 0 || characters(name) > MAX_FIELD_NAME) problems.push(problem(`${at}.${part}`, `field names are 1 to ${MAX_FIELD_NAME} characters`))
       else if (RESERVED_NAMES.has(name)) problems.push(problem(`${at}.${part}.${name}`, "is not a field name a config may use"))
     }
   }
   payload.fields?.forEach((name, i) => {
-    if (name.trim().length === 0 || name.length > MAX_FIELD_NAME) problems.push(problem(`${at}.fields.${i}`, `field names are 1 to ${MAX_FIELD_NAME} characters, not only white space`))
+    if (name.trim().length === 0 || characters(name) > MAX_FIELD_NAME) problems.push(problem(`${at}.fields.${i}`, `field names are 1 to ${MAX_FIELD_NAME} characters, not only white space`))
   })
   for (const [field, selectors] of Object.entries(payload.selectors ?? {})) {
     selectors.forEach((s, i) => {

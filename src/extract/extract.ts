@@ -134,8 +134,10 @@ export function extract(input: ExtractInput): ExtractOutput {
     if (ops === null || typeof ops !== "object") throw new ExtractError("invalid_input", `postProcess.${field} must be an object`)
     const before = getField(data, field)
     const after = applyPostProcess(field, before as FieldValue, ops, { url: page?.base ?? url })
-    writeField(data, type, field, after, page?.base ?? url)
-    applied.add(c.id)
+    const wrote = writeField(data, type, field, after, page?.base ?? url)
+    // applied when its steps had a value to work on, or made one (`default`); not for a field
+    // that neither the page nor the steps gave a value, or that the type does not have
+    if (before !== undefined || wrote) applied.add(c.id)
   }
 
   // fields filter
@@ -203,13 +205,8 @@ function setField(data: Data, type: "article" | "product", field: string, values
     if (type === "article") return false
     return writeField(data, type, "attributes." + field, value, base)
   }
-  if (type === "product" && field === "price" && typeof value === "string") {
-    const p = parsePrice(value)
-    if (p === undefined) return false
-    data.price = p.price
-    if (p.currency !== undefined && data.currency === undefined) data.currency = p.currency
-    return true
-  }
+  // a price text no amount can be read from leaves the field as it was
+  if (type === "product" && field === "price" && typeof value === "string" && parsePrice(value) === undefined) return false
   return writeField(data, type, field, value, base)
 }
 
@@ -236,7 +233,10 @@ function writeField(data: Data, type: "article" | "product", field: string, v: F
   let out: unknown
   switch (field) {
     case "price": {
-      out = typeof v === "number" ? v : asText(v) !== undefined ? parsePrice(asText(v)!)?.price : undefined
+      const parsed = typeof v === "number" || asText(v) === undefined ? undefined : parsePrice(asText(v)!)
+      out = typeof v === "number" ? v : parsed?.price
+      // "£19.99" also says the currency, unless the data names one already
+      if (parsed?.currency !== undefined && data.currency === undefined && typeof out === "number") data.currency = parsed.currency
       // A price is a finite amount, never below zero (as the HTML path and the LLM check hold).
       if (typeof out === "number" && !(Number.isFinite(out) && out >= 0)) out = undefined
       break

@@ -24,7 +24,13 @@ describe("markdown, text and JSON inputs", () => {
 
   it("json: keys map to fields", () => {
     const out = product(JSON.stringify({ title: "Blue Vase", price: "1.234,56 €", stock: true, brand: { name: "Potter" }, sku: 991 }), { format: "json" })
-    expect(out.data).toMatchObject({ name: "Blue Vase", price: 1234.56, availability: "InStock", brand: "Potter", sku: "991" })
+    expect(out.data).toMatchObject({ name: "Blue Vase", price: 1234.56, currency: "EUR", availability: "InStock", brand: "Potter", sku: "991" })
+  })
+
+  it("json: a price text gives its currency too, unless the data names one", () => {
+    expect(product(JSON.stringify({ name: "Thing", price: "£19.99" }), { format: "json" }).data).toMatchObject({ price: 19.99, currency: "GBP" })
+    expect(product(JSON.stringify({ name: "Thing", price: "£19.99", currency: "usd" }), { format: "json" }).data).toMatchObject({ price: 19.99, currency: "USD" })
+    expect(product(JSON.stringify({ currency: "CHF", name: "Thing", price: "€5" }), { format: "json" }).data).toMatchObject({ price: 5, currency: "CHF" })
   })
 
   it("json: markup in a value is read as the HTML pipeline reads it, never passed on", () => {

@@ -53,6 +53,16 @@ describe("postProcess", () => {
     expect(out.data.attributes?.color).toBe("wool, red")
     expect(out.metadata.configsApplied).toEqual(["high"])
   })
+  it("lists a config only when its steps had a value to work on, or made one", () => {
+    const html = `<html><head><meta property="og:title" content="Hat"></head><body><p>Wool</p></body></html>`
+    const out = product(html, { configs: [
+      // a selector that matches nothing, a step on a field without a value and on one the type lacks
+      { id: "idle", payload: { selectors: { sku: [{ css: ".missing" }] }, postProcess: { brand: { trim: {} }, nosuchfield: { trim: {} } } } },
+      { id: "default", payload: { postProcess: { description: { default: { value: "none given" } } } } },
+    ] })
+    expect(out.data.description).toBe("none given")
+    expect(out.metadata.configsApplied).toEqual(["default"])
+  })
 })
 
 describe("config precedence", () => {
@@ -203,5 +213,15 @@ describe("config payload check", () => {
     expect(configPayloadProblems({ postProcess: { title: { regexReplace: { pattern: nested } } } })).toEqual([])
     expect(configPayloadProblems({ postProcess: { title: { regexReplace: { pattern: "([" } } } }).map((p) => p.path))
       .toEqual(["payload.postProcess.title.regexReplace"])
+  })
+  it("counts field names in characters, as the document does, and the payload in bytes of JSON", () => {
+    const emoji = "\u{1F600}".repeat(60) // 60 characters, 120 UTF-16 units
+    expect(configPayloadProblems({ selectors: { [emoji]: [{ css: "h1" }] }, fields: [emoji] })).toEqual([])
+    const long = "\u{1F600}".repeat(101)
+    expect(configPayloadProblems({ selectors: { [long]: [{ css: "h1" }] }, fields: [long] }).map((p) => p.path))
+      .toEqual(["payload.selectors", "payload.fields.0"])
+    // 40 000 two-byte characters: 80 000 bytes as UTF-8 JSON, though only 40 000 UTF-16 units
+    const big = { postProcess: { title: { prefix: { value: "é".repeat(20_000) } }, description: { suffix: { value: "é".repeat(20_000) } } } }
+    expect(configPayloadProblems(big).map((p) => p.path)).toContain("payload")
   })
 })
