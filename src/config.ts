@@ -28,6 +28,8 @@ export interface AppConfig {
   readonly sessionLifetimeSeconds: number
   /** REQUEST_TIMEOUT_SECONDS: the longest a client may take to send a request's headers and body (then 408). */
   readonly requestTimeoutSeconds: number
+  /** SHUTDOWN_TIMEOUT_SECONDS: a stop (SIGTERM, SIGINT) that has not ended after this long ends the process (docs/scaling.md). */
+  readonly shutdownTimeoutSeconds: number
   /** The LLM endpoint for refinement (LLM_BASE_URL), and its default model. */
   readonly llm: {
     readonly baseUrl: string
@@ -228,6 +230,7 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
   const sessionIdleSeconds = seconds(env, "SESSION_IDLE_SECONDS", 12 * 3600, 366 * 86400)
   const sessionLifetimeSeconds = seconds(env, "SESSION_LIFETIME_SECONDS", 30 * 86400, 366 * 86400)
   const requestTimeoutSeconds = seconds(env, "REQUEST_TIMEOUT_SECONDS", 60, 3600)
+  const shutdownTimeoutSeconds = seconds(env, "SHUTDOWN_TIMEOUT_SECONDS", 30, 3600)
 
   const runnerPort = port(env, "RUNNER_PORT", databaseUrl ? DEFAULT_RUNNER_PORT : undefined)
   if (databaseUrl === undefined && runnerPort !== undefined) {
@@ -283,6 +286,7 @@ export const loadConfig = (env: Env = process.env): AppConfig => {
     sessionIdleSeconds,
     sessionLifetimeSeconds,
     requestTimeoutSeconds,
+    shutdownTimeoutSeconds,
     llm: llmBase ? { baseUrl: llmBase.replace(/\/$/, ""), apiKey: env.LLM_API_KEY || undefined, model: llmModel } : undefined,
     llmModels,
     bravePath: env.BRAVE_PATH || "/usr/bin/chromium",

@@ -98,3 +98,24 @@ describe.each(backends())("SIGTERM under load ($name)", (backend) => {
     }
   }, 300_000)
 })
+
+describe("a stop that does not end", () => {
+  it("ends the process SHUTDOWN_TIMEOUT_SECONDS after SIGTERM, with status 1 and one line saying why", async () => {
+    // stuck-shutdown: a finalizer waits forever, as the cluster's hand-off was seen to after a freeze
+    const server = await startServer({ SHUTDOWN_TIMEOUT_SECONDS: "3" }, { fault: "stuck-shutdown", timeoutMs: 120_000 })
+    try {
+      const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        server.process.once("exit", (code, signal) => resolve({ code, signal })))
+      const sent = Date.now()
+      server.process.kill("SIGTERM")
+      const ended = await Promise.race([exit, sleep(20_000).then(() => undefined)])
+      expect(ended, server.output()).toEqual({ code: 1, signal: null })
+      const after = Date.now() - sent
+      expect(after).toBeGreaterThanOrEqual(2_900)
+      expect(after).toBeLessThan(15_000)
+      expect(server.output()).toContain("not finished 3 s after SIGTERM")
+    } finally {
+      await server.stop("SIGKILL")
+    }
+  }, 180_000)
+})

@@ -7,16 +7,18 @@
  *   as if the tenant's entity were out of reach; other URLs register as usual.
  * - `database-unready`: the readiness probe's database ping fails (`HealthRepoTest(false)`); the
  *   database itself serves every other request.
+ * - `stuck-shutdown`: a stop never finishes (a finalizer that waits forever, as the cluster's
+ *   shard hand-off was seen to after a freeze), so only SHUTDOWN_TIMEOUT_SECONDS ends the process.
  * Start it with `startServer(env, { fault })` (test/support/server-process.ts).
  */
 import { Effect, Layer } from "effect"
 import { WebhookEndpoints, WebhookEndpointsLive } from "../../src/actors/webhook-endpoints.ts"
 import { fail } from "../../src/schema/errors.ts"
 import { runServer } from "../../src/server.ts"
-import { HealthRepoTest } from "../../src/sql/health-repo.ts"
+import { HealthRepo, HealthRepoLive, HealthRepoTest } from "../../src/sql/health-repo.ts"
 import { JobRepo, JobRepoLive } from "../../src/sql/job-repo.ts"
 
-export const FAULTS = ["crash-after-job-insert", "webhook-endpoint-outage", "database-unready"] as const
+export const FAULTS = ["crash-after-job-insert", "webhook-endpoint-outage", "database-unready", "stuck-shutdown"] as const
 export type Fault = (typeof FAULTS)[number]
 
 const crashAfterJobInsert = Layer.effect(
@@ -39,11 +41,20 @@ const webhookEndpointOutage = Layer.effect(
     }))
 ).pipe(Layer.provide(WebhookEndpointsLive))
 
+const stuckShutdown = Layer.effect(
+  HealthRepo,
+  Effect.gen(function*() {
+    yield* Effect.addFinalizer(() => Effect.never)
+    return yield* Effect.service(HealthRepo)
+  })
+).pipe(Layer.provide(HealthRepoLive))
+
 if (import.meta.main) {
   const fault = process.argv[2]
   if (fault === "crash-after-job-insert") runServer({ jobRepo: crashAfterJobInsert })
   else if (fault === "webhook-endpoint-outage") runServer({ webhookEndpoints: webhookEndpointOutage })
   else if (fault === "database-unready") runServer({ healthRepo: HealthRepoTest(false) })
+  else if (fault === "stuck-shutdown") runServer({ healthRepo: stuckShutdown })
   else {
     console.error(`fault-server: the fault must be one of ${FAULTS.join(", ")}`)
     process.exit(2)

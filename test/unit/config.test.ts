@@ -86,10 +86,18 @@ describe("configuration", () => {
     [{ LOG_LEVEL: "loud" }, "LOG_LEVEL"],
     [{ MAIL_FROM: "nobody" }, "MAIL_FROM"],
     [{ REQUEST_TIMEOUT_SECONDS: "0" }, "REQUEST_TIMEOUT_SECONDS"],
-    [{ REQUEST_TIMEOUT_SECONDS: "3601" }, "REQUEST_TIMEOUT_SECONDS"]
+    [{ REQUEST_TIMEOUT_SECONDS: "3601" }, "REQUEST_TIMEOUT_SECONDS"],
+    [{ SHUTDOWN_TIMEOUT_SECONDS: "0" }, "SHUTDOWN_TIMEOUT_SECONDS"],
+    [{ SHUTDOWN_TIMEOUT_SECONDS: "2.5" }, "SHUTDOWN_TIMEOUT_SECONDS"],
+    [{ SHUTDOWN_TIMEOUT_SECONDS: "3601" }, "SHUTDOWN_TIMEOUT_SECONDS"]
   ])("refuses %o", (env, name) => {
     expect(() => loadConfig({ DATA_DIR: dataDir(), ...env })).toThrow(ConfigError)
     expect(() => loadConfig({ DATA_DIR: dataDir(), ...env })).toThrow(name)
+  })
+
+  it("ends a stuck stop after 30 s unless SHUTDOWN_TIMEOUT_SECONDS says otherwise", () => {
+    expect(loadConfig({ DATA_DIR: dataDir() }).shutdownTimeoutSeconds).toBe(30)
+    expect(loadConfig({ DATA_DIR: dataDir(), SHUTDOWN_TIMEOUT_SECONDS: "120" }).shutdownTimeoutSeconds).toBe(120)
   })
 
   it("accepts SECRET_KEY in hex and base64", () => {
