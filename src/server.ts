@@ -1,6 +1,6 @@
 import { createServer } from "node:http"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer, References } from "effect"
+import { Cause, Effect, Layer, References } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
 import { ClusterLive } from "./actors/cluster.ts"
@@ -285,6 +285,23 @@ export const announce = (config: AppConfig) =>
   })
 
 /**
+ * Why the node could not start or stopped, in one line for an operator's log (README,
+ * "Configuration"): the messages of the error and of its causes, outermost first ("PgConnection:
+ * Failed to connect: connect ECONNREFUSED 127.0.0.1:5433"), without stack frames. No message of
+ * these quotes a password: the database and Redis clients name hosts, ports and databases only.
+ */
+export const oneLine = (cause: Cause.Cause<unknown>): string => {
+  const parts: Array<string> = []
+  let error: unknown = Cause.squash(cause)
+  for (let depth = 0; depth < 6 && error !== undefined && error !== null; depth++) {
+    const text = (error instanceof Error ? error.message || error.name : typeof error === "object" ? "" : String(error)).replace(/\s+/g, " ").trim()
+    if (text !== "" && !parts.some((p) => p.includes(text))) parts.push(text)
+    error = error instanceof Error ? error.cause : (error as { cause?: unknown }).cause
+  }
+  return (parts.join(": ") || "the node failed").slice(0, 1000)
+}
+
+/**
  * A stop that does not end is worse than a crash: a supervisor waits on it, and its shards are held
  * until it is killed. The three-node fault campaign twice saw a node, frozen (SIGSTOP) for about a
  * minute under load, never finish handing its shards off after SIGTERM. So a stop that has not
@@ -322,6 +339,7 @@ export const runServer = (replace: ServerLayerReplacements = {}) => {
   // No traces are exported, so spans (one per SQL statement and entity message) are not built at all.
   Layer.launch(Layer.effectDiscard(announce(config)).pipe(Layer.provide(makeServerLayer(config, replace)))).pipe(
     Effect.withTracerEnabled(false),
-    NodeRuntime.runMain
+    Effect.tapCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.sync(() => console.error(`fatal: ${oneLine(cause)}`))),
+    NodeRuntime.runMain({ disableErrorReporting: true })
   )
 }

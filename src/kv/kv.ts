@@ -215,11 +215,28 @@ export const redisNamespace = (databaseUrl: string | undefined) => {
   return `trawl:${name === "" ? "postgres" : name}`
 }
 
+/** A URL to print: its password (and user) left out. */
+const withoutPassword = (url: string) => {
+  const u = new URL(url)
+  u.username = ""
+  u.password = ""
+  return u.href
+}
+
 export const KvLive = Layer.effect(
   Kv,
   Effect.gen(function*() {
     const config = yield* Config
-    if (config.redisUrl) return yield* makeRedisKv(config.redisUrl, redisNamespace(config.databaseUrl))
+    if (config.redisUrl) {
+      const kv = yield* makeRedisKv(config.redisUrl, redisNamespace(config.databaseUrl))
+      // A node that cannot reach its Redis at start stops with one line that names it (about 15 s
+      // of tries, for a Redis that starts beside the node), instead of failing on a first command.
+      for (let tries = 1; !(yield* kv.ping); tries++) {
+        if (tries === 10) return yield* Effect.die(new Error(`REDIS_URL: no answer from ${withoutPassword(config.redisUrl)}`))
+        yield* Effect.sleep("500 millis")
+      }
+      return kv
+    }
     yield* Effect.logWarning("REDIS_URL is not set: rate limits, locks and event fan-out are in-process (single node only)")
     return makeMemoryKv()
   })
