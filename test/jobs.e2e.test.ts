@@ -42,10 +42,11 @@ interface SseEvent {
 }
 
 /** Reads a server-sent-event stream in the background; `until` waits for a condition on the events seen. */
-const openStream = async (baseUrl: string, key: string, lastEventId?: string, path = "/v1/scraper/events") => {
+/** A stream opened with an API key, or with the headers given (a session as a bearer token or a cookie). */
+const openStream = async (baseUrl: string, key: string | Record<string, string>, lastEventId?: string, path = "/v1/scraper/events") => {
   const controller = new AbortController()
   const res = await fetch(`${baseUrl}${path}`, {
-    headers: { "x-api-key": key, accept: "text/event-stream", ...(lastEventId ? { "last-event-id": lastEventId } : {}) },
+    headers: { ...(typeof key === "string" ? { "x-api-key": key } : key), accept: "text/event-stream", ...(lastEventId ? { "last-event-id": lastEventId } : {}) },
     signal: controller.signal
   })
   const events: Array<SseEvent> = []
@@ -1193,6 +1194,35 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
       expect(ended).toBe("ended")
     } finally {
       await stream.close()
+    }
+  })
+
+  it("keeps a session's stream (bearer or cookie) open while the session holds, and ends it after logout", async () => {
+    const email = `sse-${Date.now()}@example.com`
+    const t = await api.createTenant({ ownerEmail: email, ownerPassword: "correct horse battery" })
+    const login = await api.post("/v1/iam/auth/login", { email, password: "correct horse battery" })
+    expect(login.status, login.text).toBe(200)
+    const token = login.json.data.sessionId as string
+    const bearer = await openStream(server.baseUrl, { authorization: `Bearer ${token}` })
+    const cookie = await openStream(server.baseUrl, { cookie: `trawl_session=${token}` })
+    try {
+      for (const s of [bearer, cookie]) {
+        expect(s.status).toBe(200)
+        await s.until(() => s.connected(), 10_000)
+      }
+      // past two of the stream's 5 s re-checks, both still carry the tenant's events
+      await sleep(11_000)
+      const job = (await create({ url: site.url("/page?case=sse-session") }, t.apiKey)).json.data.id
+      for (const s of [bearer, cookie]) await s.until((es) => es.some((e) => e.event === "job.done" && e.data.id === job))
+      const out = await api.call("POST", "/v1/iam/auth/logout", { headers: { authorization: `Bearer ${token}` } })
+      expect(out.status, out.text).toBe(200)
+      for (const s of [bearer, cookie]) {
+        const ended = await Promise.race([s.ended.then(() => "ended"), sleep(15_000).then(() => "still open")])
+        expect(ended).toBe("ended")
+      }
+    } finally {
+      await bearer.close()
+      await cookie.close()
     }
   })
 

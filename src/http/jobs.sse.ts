@@ -4,11 +4,13 @@ import { Cause, Effect, Latch, Queue, Stream } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { EVENT_RETENTION_HOURS, EventLog, type StoredEvent } from "../events/event-log.ts"
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
+import { SessionAuthenticator } from "../iam/session-auth.ts"
 import { allows } from "../iam/permissions.ts"
 import { LAST_EVENT_ID_PATTERN } from "../schema/common.ts"
 import type { Principal } from "../iam/principal.ts"
 import { fail } from "../schema/errors.ts"
 import { Draining } from "./draining.ts"
+import { presentedSession } from "./security.ts"
 import { OpenStreams } from "./stream-connections.ts"
 
 const SSE_BUFFER = 1000
@@ -27,11 +29,16 @@ export const makeEventStreams = Effect.gen(function*() {
   const events = yield* EventLog
   const draining = yield* Draining
   const authenticator = yield* ApiKeyAuthenticator
+  const sessions = yield* SessionAuthenticator
   const openStreams = yield* OpenStreams
 
   const open = (me: Principal, request: HttpServerRequest.HttpServerRequest, resumeFrom: string | undefined) =>
     Effect.gen(function*() {
+      // The credential the stream was opened with, asked again every REAUTHENTICATE: the key, or
+      // the session (bearer or cookie) of a person's stream (the middleware took a key first).
       const rawKey = request.headers["x-api-key"] ?? ""
+      const session = presentedSession(request.headers, request.cookies)
+      const currentPrincipal = me.kind === "session" && session !== undefined ? sessions.authenticate(session.token) : authenticator.authenticate(rawKey)
       if (resumeFrom !== undefined && !LAST_EVENT_ID_PATTERN.test(resumeFrom)) {
         return yield* fail(400, "validation_error", "Last-Event-ID must be an event id", {
           details: [{ path: "Last-Event-ID", code: "invalid_value", message: "a decimal event id" }]
@@ -70,12 +77,12 @@ export const makeEventStreams = Effect.gen(function*() {
               due.openUnsafe()
             }))
           )))
-          // A stream outlives the request that opened it: once its key is revoked or expires, or no
-          // longer grants the events (or the key's tenant), it ends, as the key's next request would fail.
+          // A stream outlives the request that opened it: once its key or session is revoked or
+          // expires, or no longer grants the events (or the tenant), it ends, as its next request would fail.
           // A check that cannot be made (the database away) ends the stream too: it fails closed,
           // and the client reconnects, authenticated anew.
           yield* Effect.forkScoped(Effect.forever(Effect.sleep(REAUTHENTICATE).pipe(
-            Effect.andThen(authenticator.authenticate(rawKey)),
+            Effect.andThen(currentPrincipal),
             Effect.flatMap((p) =>
               p && p.tenantId === me.tenantId && allows(p.permissions, "scraper:events:read") ? Effect.void : Effect.fail("key no longer valid" as const)
             )
