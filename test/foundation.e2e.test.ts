@@ -216,6 +216,31 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     // (Not spawnSync: the server's log pipe into this process must keep flowing meanwhile.)
     const python = await promisify(execFile)("python3", ["-c", PYTHON_WRITE_THEN_READ, server.baseUrl, t.apiKey], { encoding: "utf8", timeout: 60_000 })
     expect(python.stdout.trim().split("\n"), python.stderr).toEqual(["401 unauthorized", "405 method_not_allowed", "415 unsupported_media_type"])
+    // A client that waits for 100 Continue (curl, for bodies over 1 MB) gets a final answer decided by
+    // the headers at once, without the body (RFC 9110 §10.1.1), and the connection ends; it waited
+    // for a body that was never coming until the drain's 10 s bound.
+    for (const [method, path, key, type, status] of [
+      ["POST", "/v1/iam/roles", "trawl_nope", "application/json", 401],
+      ["PUT", "/v1/iam/roles", t.apiKey, "application/json", 405],
+      ["POST", "/v1/iam/roles", t.apiKey, "text/plain", 415]
+    ] as const) {
+      const started = Date.now()
+      const early = await new Promise<{ status: number; code: string; connection: string | undefined }>((resolve, reject) => {
+        const req = httpRequest(`${server.baseUrl}${path}`, {
+          method, headers: { "x-api-key": key, "content-type": type, "content-length": "2000000", expect: "100-continue" }
+        }, (res) => {
+          let body = ""
+          res.on("data", (d) => (body += d))
+          res.on("end", () => resolve({ status: res.statusCode!, code: JSON.parse(body).code, connection: res.headers.connection }))
+        })
+        req.on("continue", () => reject(new Error("sent 100 Continue for a request it refuses")))
+        req.on("error", reject)
+        req.setTimeout(8_000, () => req.destroy(new Error("no answer in 8 s")))
+        req.flushHeaders()
+      })
+      expect([early.status, early.connection]).toEqual([status, "close"])
+      expect(Date.now() - started).toBeLessThan(5_000)
+    }
     // an error lists at most 100 details, and says how many there were
     const manyFields = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`f${i}`, i]))
     const many = await api.call("POST", "/v1/scraper/jobs", { key: t.apiKey, body: { url: "http://127.0.0.1/", ...manyFields } })

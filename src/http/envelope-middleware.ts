@@ -458,6 +458,16 @@ const MAX_DRAIN_BYTES = MAX_BODY_BYTES + 64 * 1024
 const DRAIN_TIMEOUT_MS = 10_000
 
 /**
+ * Whether the client sent `Expect: 100-continue` and still waits for it: nothing has read the body,
+ * so no 100 went out (the body reader sends it), and the answer is final without the body (RFC 9110
+ * §10.1.1). Waiting for the body there held an early 401, 405 or 415 until the drain's timeout.
+ */
+const awaitsContinue = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const incoming = incomingOf(request)
+  return incoming !== undefined && incoming.readableFlowing === null && !incoming.complete && /^\s*100-continue\s*$/i.test(incoming.headers.expect ?? "")
+}
+
+/**
  * Reads and discards what is left of a request's body before its answer goes out: an answer given
  * before the body was read (a 401, 405, 413 or 415, a route that takes none) would otherwise end
  * the connection while the client still writes, and clients that write the whole body before
@@ -819,7 +829,10 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
           }
         }
         if (response.status === 401) bag["www-authenticate"] = AUTHENTICATE_CHALLENGE
-        yield* drainUnreadBody(request)
+        // A client waiting for 100 Continue sends no body: answer at once, and end the connection,
+        // since the body it may send anyway after its own wait would be read as the next request.
+        if (awaitsContinue(request)) bag["connection"] = "close"
+        else yield* drainUnreadBody(request)
         return HttpServerResponse.setHeaders(markDeprecatedTake(request, response), { ...bag, "x-request-id": requestId })
       })
     return (httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown>) =>
