@@ -117,6 +117,17 @@ describe.each(backends())("foundation over HTTP ($name)", (backend) => {
     const cluster = await api.call("GET", "/internal/v1/cluster", { token: INTERNAL_TOKEN })
     expect(cluster.status).toBe(200)
     expect(cluster.json.data.runners.length).toBeGreaterThanOrEqual(1)
+    // the node's one runner holds the 16 shards, and reads healthy between its heartbeats (the
+    // embedded runner's come every 10 s: it read unhealthy 4 s in 10, and its shards unheld)
+    const view = async () => (await api.call("GET", "/internal/v1/cluster", { token: INTERNAL_TOKEN })).json.data
+    const address = cluster.json.data.runners[0].address
+    await expect.poll(async () => (await view()).shards, { timeout: 30_000, interval: 500 }).toEqual([{ group: "default", runner: address, count: 16 }])
+    for (let i = 0; i < 5; i++) {
+      const v = await view()
+      expect(v.runners).toEqual([expect.objectContaining({ address, healthy: true })])
+      expect(v.shards).toEqual([{ group: "default", runner: address, count: 16 }])
+      await new Promise((r) => setTimeout(r, 2_500))
+    }
     const outbox = await api.call("GET", "/internal/v1/outbox?to=nobody@example.com", { token: INTERNAL_TOKEN })
     expect(outbox.json.data.items).toEqual([])
   })

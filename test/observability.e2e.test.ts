@@ -246,10 +246,20 @@ describe("GET /metrics", () => {
     const bearer = await fetch(`${server.baseUrl}/metrics`, { headers: { authorization: `Bearer ${INTERNAL_TOKEN}` } })
     expect(bearer.status).toBe(200)
     expect(server.output()).toContain(`metrics listening on http://127.0.0.1:${metricsPort}/metrics`)
-    const own = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+    const own = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { headers: { "x-request-id": "scrape-0001" } })
     expect(own.status).toBe(200)
-    expect(await own.text()).toContain("# TYPE trawl_http_requests_total counter")
-    expect((await fetch(`http://127.0.0.1:${metricsPort}/v1/openapi.json`)).status).toBe(404)
+    expect(own.headers.get("x-request-id")).toBe("scrape-0001")
+    const text = await own.text()
+    expect(text).toContain("# TYPE trawl_http_requests_total counter")
+    // every family says what it counts, the cluster library's too
+    const typed = [...text.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1])
+    const helped = new Set([...text.matchAll(/^# HELP (\S+) \S/gm)].map((m) => m[1]))
+    expect(typed.length).toBeGreaterThan(10)
+    expect(typed.filter((name) => !helped.has(name))).toEqual([])
+    expect(text).toMatch(/^# HELP effect_cluster_shards Shards this node's runner holds$/m)
+    const other = await fetch(`http://127.0.0.1:${metricsPort}/v1/openapi.json`)
+    expect(other.status).toBe(404)
+    expect(other.headers.get("x-request-id")).toMatch(/^req_/)
   })
 
   it("reports the event loop's delay since the previous scrape, by quantile", async () => {

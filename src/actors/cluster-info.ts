@@ -41,8 +41,10 @@ export const ClusterInfoLive = Layer.effect(
     const single = config.databaseUrl === undefined
 
     // A runner is healthy while its heartbeat is younger than a shard lock's life: a killed runner's
-    // row keeps its last `healthy` flag until someone removes it.
-    const heartbeatSeconds = Duration.toMillis(Duration.fromInputUnsafe(shardingTuning.shardLockExpiration)) / 1000
+    // row keeps its last `healthy` flag until someone removes it. The embedded runner keeps the
+    // library's defaults (a heartbeat every 10 s, locks of 35 s): 6 s read it as unhealthy 4 s in 10.
+    const lockLife = single ? ShardingConfig.defaults.shardLockExpiration : Duration.fromInputUnsafe(shardingTuning.shardLockExpiration)
+    const heartbeatSeconds = Duration.toMillis(lockLife) / 1000
     const runners = tables.runners(heartbeatSeconds).pipe(
       Effect.catch(() => Effect.succeed([]))
     )
@@ -53,15 +55,13 @@ export const ClusterInfoLive = Layer.effect(
     const me = `${config.runnerHost}:${config.runnerPort}`
 
     /**
-     * Shards by holder. The embedded runner records its leases in `cluster_locks`; on PostgreSQL
+     * Shards by holder. The embedded runner is the only one, and this node knows its own shards; on PostgreSQL
      * the library holds advisory locks instead, one database session per runner, and this node
      * knows which shards are its own: so its session is named by its address, and each other
      * runner by its session.
      */
     const shardHolders = single
-      ? tables.lockedShards.pipe(
-          Effect.map((rows) => rows.map((r) => ({ group: r.shard_group, runner: r.address as string | null, count: Number(r.n) })))
-        )
+      ? runners.pipe(Effect.map((rows) => ownShards(rows.length === 1 ? rows[0]!.address : "embedded")))
       : tables.shardAdvisoryLocks(shardLockNamespace).pipe(
           Effect.map((rows) => {
             const myPid = rows.find((r) => {
@@ -81,6 +81,13 @@ export const ClusterInfoLive = Layer.effect(
             return [...counts.values()].sort((a, b) => a.group.localeCompare(b.group) || String(a.runner).localeCompare(String(b.runner)))
           })
         )
+
+    /** The shards this node's runner holds, by group, under `address`. */
+    const ownShards = (address: string) =>
+      [...ShardingConfig.defaults.availableShardGroups].sort().flatMap((group) => {
+        const count = [...shardByLock.values()].filter((shard) => shard.group === group && sharding.hasShardId(shard)).length
+        return count > 0 ? [{ group, runner: address as string | null, count }] : []
+      })
 
     /** The shards no runner holds now (their runner died, or they are moving): `runner: null`. */
     const withUnheld = (held: ReadonlyArray<{ group: string; runner: string | null; count: number }>) => [

@@ -15,6 +15,9 @@ import { markDeprecatedTake } from "./deprecation.ts"
 
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{8,128}$/
+/** A request's id: the client's own `x-request-id` when it is 8 to 128 plain characters, else a new one. */
+export const requestIdOf = (header: string | undefined): string =>
+  header !== undefined && requestIdPattern.test(header) ? header : `req_${randomUUID()}`
 
 const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
 /** The formatter's message; the input it quotes ("got ...", decoding reports it) only when short. */
@@ -781,8 +784,7 @@ export const envelopeMiddleware = (routes: ReadonlyArray<Route>) =>
     const config = yield* Effect.serviceOption(Config)
     const answer = (httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, unknown>, request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
-        const incoming = request.headers["x-request-id"]
-        const requestId = incoming && requestIdPattern.test(incoming) ? incoming : `req_${randomUUID()}`
+        const requestId = requestIdOf(request.headers["x-request-id"])
         const bag: Record<string, string> = {}
         const facts: RequestFacts = { endpointReached: false, readsIdempotencyKey: false }
         const beforeRouting = refusalBeforeRouting(request, routes, requestId)

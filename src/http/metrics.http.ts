@@ -2,6 +2,7 @@ import { createServer } from "node:http"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { Config } from "../config.ts"
+import { requestIdOf } from "./envelope-middleware.ts"
 import { constantTimeEqual } from "../iam/secrets.ts"
 import { Scrape } from "../observability/scrape.ts"
 import { apiError } from "../schema/errors.ts"
@@ -38,6 +39,9 @@ export const MetricsPortLive = Layer.effectDiscard(
     const scrape = yield* Scrape
     const run = Effect.runPromiseWith(yield* Effect.context<never>())
     const server = createServer((req, res) => {
+      // every response carries its request id, as on the public port (contract §4)
+      const header = req.headers["x-request-id"]
+      res.setHeader("x-request-id", requestIdOf(Array.isArray(header) ? undefined : header))
       if ((req.method !== "GET" && req.method !== "HEAD") || req.url?.split("?")[0] !== "/metrics") {
         res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("only GET /metrics is served here\n")
         return

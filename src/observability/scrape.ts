@@ -17,6 +17,34 @@ export class Scrape extends Context.Service<Scrape, { readonly prometheusText: E
 
 const WITHIN = "2 seconds"
 
+/** What the cluster library's gauges count: it defines them without a description. */
+const LIBRARY_HELP: Record<string, string> = {
+  effect_cluster_entities: "Entities running on this node's runner, by type",
+  effect_cluster_entity_mailbox_size_max: "The fullest entity mailbox on this node's runner",
+  effect_cluster_runners: "Runners registered in the cluster, as this node sees them",
+  effect_cluster_runners_healthy: "Registered runners that answer their health checks, as this node sees them",
+  effect_cluster_shards: "Shards this node's runner holds",
+  effect_cluster_shards_releasing: "Shards this node's runner is handing off",
+  effect_cluster_singletons: "Cluster singletons running on this node"
+}
+
+/** Every family with a `# HELP` line (scrapers and linters expect one): the library's from LIBRARY_HELP. */
+export const withHelp = (text: string): string => {
+  const helped = new Set<string>()
+  const out: Array<string> = []
+  for (const line of text.split("\n")) {
+    const help = /^# HELP (\S+)/.exec(line)
+    if (help) helped.add(help[1]!)
+    const type = /^# TYPE (\S+)/.exec(line)
+    if (type && !helped.has(type[1]!)) {
+      out.push(`# HELP ${type[1]} ${LIBRARY_HELP[type[1]!] ?? "A metric of the Effect runtime"}`)
+      helped.add(type[1]!)
+    }
+    out.push(line)
+  }
+  return out.join("\n")
+}
+
 export const ScrapeLive = Layer.effect(
   Scrape,
   Effect.gen(function*() {
@@ -51,6 +79,6 @@ export const ScrapeLive = Layer.effect(
       bounded("browser processes", Effect.promise(() => browserUsage()), (u) => setBrowsers(u.processes, u.rssBytes))
     ], { concurrency: "unbounded", discard: true }).pipe(Effect.withTracerEnabled(false))
     if (config.otel) yield* refresh.pipe(Effect.repeat(Schedule.spaced(config.otel.metricExportMs)), Effect.forkScoped)
-    return { prometheusText: refresh.pipe(Effect.andThen(PrometheusMetrics.format())) }
+    return { prometheusText: refresh.pipe(Effect.andThen(PrometheusMetrics.format()), Effect.map(withHelp)) }
   })
 )
