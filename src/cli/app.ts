@@ -16,6 +16,16 @@ const settings = () => ({
   internalToken: process.env.TRAWL_INTERNAL_TOKEN ?? process.env.INTERNAL_TOKEN
 })
 
+/** Whether TRAWL_URL can be sent to at all (a malformed one is bad configuration, not an unreachable node). */
+const isHttpUrl = (value: string) => {
+  try {
+    const url = new URL(value)
+    return url.protocol === "http:" || url.protocol === "https:"
+  } catch {
+    return false
+  }
+}
+
 const missing = (variable: string, why: string) =>
   new CliFailure({ exitCode: ExitCode.usage, code: "missing_config", message: `${variable} is not set: ${why}` })
 
@@ -29,6 +39,9 @@ const withClient = <A, E>(
 ): Effect.Effect<A, CliFailure> =>
   Effect.gen(function*() {
     const s = settings()
+    if (!isHttpUrl(s.baseUrl)) {
+      return yield* new CliFailure({ exitCode: ExitCode.usage, code: "invalid_config", message: `TRAWL_URL is not an http(s) URL: ${JSON.stringify(s.baseUrl.slice(0, 200))}` })
+    }
     if (need === "apiKey" && !s.apiKey) return yield* missing("TRAWL_API_KEY", "the API key to act with (trawl tenant create prints one)")
     if (need === "internalToken" && !s.internalToken) {
       return yield* missing("TRAWL_INTERNAL_TOKEN", "the node's internal token (the INTERNAL_TOKEN it runs with) is needed for the control plane")

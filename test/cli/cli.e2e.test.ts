@@ -35,6 +35,13 @@ describe("trawl CLI", () => {
       "error missing_config: TRAWL_INTERNAL_TOKEN is not set: the node's internal token (the INTERNAL_TOKEN it runs with) is needed for the control plane"
     )
 
+    // a TRAWL_URL that is no http(s) URL is configuration, not an unreachable node: nothing is sent
+    for (const url of ["not-a-url", "ftp://127.0.0.1:1/"]) {
+      const badUrl = await runCli(["tenant", "create", "--name", "Acme", "--owner-email", "x@example.com"], { ...env, TRAWL_URL: url, TRAWL_INTERNAL_TOKEN: INTERNAL_TOKEN })
+      expect(badUrl.code).toBe(2)
+      expect(badUrl.stderr.trim()).toBe(`error invalid_config: TRAWL_URL is not an http(s) URL: ${JSON.stringify(url)}`)
+    }
+
     const wrong = await runCli(["tenant", "create", "--name", "Acme", "--owner-email", "x@example.com"], { ...env, TRAWL_INTERNAL_TOKEN: "not-the-token" })
     expect(wrong.code).toBe(1)
     expect(wrong.stderr.trim().split("\n")).toHaveLength(1)
