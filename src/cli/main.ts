@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Cause, Effect, Exit } from "effect"
-import { CliError, Command } from "effect/cli"
+import { Cause, Console, Effect, Exit } from "effect"
+import { CliError, CliOutput, Command } from "effect/cli"
 import { packageRoot, trawl } from "./app.ts"
 import { CliFailure, ExitCode, failureLine } from "./output.ts"
 
@@ -12,8 +12,25 @@ import { CliFailure, ExitCode, failureLine } from "./output.ts"
  */
 const { version } = JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string }
 
+/**
+ * A usage error's help and errors go to stderr, as every error does (docs/cli.md, "Output"), so
+ * that `--json` output piped on stdout never gets a help page; `--help` and `--version`, asked
+ * for, stay on stdout.
+ */
+const UsageOnStderr = CliOutput.layerPresenter({
+  present: (event) =>
+    event._tag === "InvalidInvocation" || (event._tag === "Help" && event.reason === "Implicit")
+      ? Effect.gen(function*() {
+        const formatter = yield* CliOutput.Formatter
+        yield* Console.error(formatter.formatHelpDoc(event.helpDoc))
+        if (event._tag === "InvalidInvocation") yield* Console.error(formatter.formatErrors(event.errors))
+      })
+      : CliOutput.defaultPresenter.present(event)
+})
+
 const program = Command.run(trawl, { version }).pipe(
   Effect.tapError((e) => (e instanceof CliFailure && e.code !== "" ? Effect.sync(() => process.stderr.write(`${failureLine(e)}\n`)) : Effect.void)),
+  Effect.provide(UsageOnStderr),
   Effect.provide(NodeServices.layer)
 )
 

@@ -212,6 +212,17 @@ describe("trawl CLI", () => {
 
     const usage = await runCli(["extract", site.url("/page"), "--type", "recipe"], env)
     expect(usage.code).toBe(2)
+    // a usage error's help goes to stderr with the error: stdout, which --json output is piped
+    // from, stays empty; asked for, help and the version are the result, on stdout
+    for (const args of [["jobs", "create", "--json"], ["jobs", "create", "--bogus-flag"], ["history"]]) {
+      const wrong = await runCli(args, env)
+      expect(wrong.code, args.join(" ")).toBe(2)
+      expect(wrong.stdout, args.join(" ")).toBe("")
+      expect(wrong.stderr).toContain("USAGE")
+    }
+    const help = await runCli(["jobs", "create", "--help"], env)
+    expect([help.code, help.stderr]).toEqual([0, ""])
+    expect(help.stdout).toContain("USAGE")
   }, 120_000)
 
   it("serve runs a node, as npm start does, and stops it on SIGTERM (exit 130, as for a signal)", async () => {
