@@ -126,20 +126,60 @@ export const ResponseHeaders = Context.Reference<Record<string, string> | undefi
   defaultValue: () => undefined
 })
 
-export const ErrorEnvelope = Schema.Struct({
-  status: Schema.Literal("error"),
-  code: Schema.String,
-  error: Schema.StructWithRest(
-    Schema.Struct({
-      message: Schema.String,
-      requestId: Schema.String,
-      // optionalKey: absent when there are none, never null (the spec's envelope has an array)
-      details: Schema.optionalKey(Schema.Array(ErrorDetail))
-    }),
-    [Schema.Record(Schema.String, Schema.Unknown)]
-  )
-})
+const errorBase = {
+  message: Schema.String,
+  requestId: Schema.String,
+  // optionalKey: absent when there are none, never null (the spec's envelope has an array)
+  details: Schema.optionalKey(Schema.Array(ErrorDetail))
+}
+
+/** An envelope whose `error` has `more` fields besides the base ones, and any others. */
+const envelopeWith = (more: Schema.Struct.Fields) =>
+  Schema.Struct({
+    status: Schema.Literal("error"),
+    code: Schema.String,
+    error: Schema.StructWithRest(Schema.Struct({ ...errorBase, ...more }), [Schema.Record(Schema.String, Schema.Unknown)])
+  })
+
+export const ErrorEnvelope = envelopeWith({})
 export type ErrorEnvelope = typeof ErrorEnvelope.Type
+
+const said = (description: string) => Schema.optionalKey(Schema.String.annotate({ description }))
+const counted = (description: string) => Schema.optionalKey(Schema.Int.annotate({ description }))
+
+/**
+ * The fields some codes add to `error` (docs/api.md, "Errors"), stated in the document so that
+ * generated clients type them; each is present only with the codes its description names.
+ */
+const extraFields: Partial<Record<ErrorStatus, Schema.Struct.Fields>> = {
+  402: {
+    balance: said("insufficient_credit: the tenant's balance then, in EUR"),
+    required: said("insufficient_credit: the free credit the call needed, in EUR")
+  },
+  403: {
+    plan: said("service_disabled_on_plan, no_active_plan: the tenant's plan"),
+    service: said("service_disabled_on_plan: the service the plan does not include"),
+    subscriptionStatus: said("no_active_plan: the subscription's status"),
+    notHeld: Schema.optionalKey(Schema.Array(Schema.String).annotate({ description: "forbidden: the permissions the caller would hand out without holding them" }))
+  },
+  409: {
+    uses: Schema.optionalKey(Schema.Struct({
+      identityAccesses: Schema.Int,
+      apiKeys: Schema.Int,
+      defaultRoles: Schema.Int,
+      invitations: Schema.Int
+    }).annotate({ description: "role_in_use: what still gives the role" })),
+    currentStatus: said("quota_request_not_pending: the request's status"),
+    delegationStatus: said("invalid_delegation_state: the delegation's status"),
+    pendingRequestId: said("quota_request_pending: the pending request of that quota key")
+  },
+  422: {
+    currentLimit: counted("requested_limit_not_higher: the quota's limit now")
+  },
+  503: {
+    checks: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown).annotate({ description: "readiness: each dependency's state" }))
+  }
+}
 
 /** Most details an error lists: a body with 50 000 unknown fields is told about the first ones, not answered with megabytes. */
 export const MAX_ERROR_DETAILS = 100
@@ -180,7 +220,7 @@ const descriptions: Record<ErrorStatus, string> = {
  */
 const makeWire = <E extends ApiError>(errorClass: new(fields: { readonly code: string; readonly message: string } & More) => E) => {
   const status = new errorClass({ code: "", message: "" }).status
-  return ErrorEnvelope.annotate({ identifier: `Error${status}`, description: descriptions[status] }).pipe(
+  return envelopeWith(extraFields[status] ?? {}).annotate({ identifier: `Error${status}`, description: descriptions[status] }).pipe(
     Schema.decodeTo(
       Schema.declare((u): u is E => u instanceof errorClass),
       SchemaTransformation.transformEffect({

@@ -438,6 +438,17 @@ describe("the OpenAPI document's bounds checked beyond the schema", () => {
     expect(doc.components.schemas.Role.properties.name).toMatchObject({ minLength: 2, maxLength: 60 })
   })
 
+  it("states the fields some error codes add to `error`, so that generated clients type them", () => {
+    const deref = (schema: any): any => schema?.$ref ? deref(doc.components.schemas[schema.$ref.split("/").pop()]) : schema
+    const errorOf = (status: number) => deref(doc.components.schemas[`Error${status}`].properties.error)
+    expect(Object.keys(errorOf(402).properties)).toEqual(expect.arrayContaining(["balance", "required"]))
+    expect(Object.keys(errorOf(409).properties)).toEqual(expect.arrayContaining(["uses", "currentStatus", "delegationStatus", "pendingRequestId"]))
+    expect(deref(errorOf(409).properties.uses).required).toEqual(["identityAccesses", "apiKeys", "defaultRoles", "invitations"])
+    expect(errorOf(422).properties.currentLimit).toMatchObject({ type: "integer", description: expect.stringContaining("requested_limit_not_higher") })
+    // present only with their codes: never required
+    for (const status of [402, 403, 409, 422, 503]) expect(errorOf(status).required).toEqual(["message", "requestId"])
+  })
+
   it("states the bounds of a delegation's and a key's expiry", () => {
     expect(body("/v1/iam/users/me/delegations", "post").properties.expiresAt.description).toMatch(/one year/)
     expect(JSON.stringify(body("/v1/iam/identities/{id}/api-keys", "post").properties.expiresAt)).toMatch(/in the future/)
