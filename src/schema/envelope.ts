@@ -1,4 +1,4 @@
-import { Schema, SchemaTransformation } from "effect"
+import { Schema, SchemaAST, SchemaTransformation } from "effect"
 import { HttpApiSchema } from "effect/http-api"
 import { CheckedByHandler, NonNegativeInt } from "./common.ts"
 
@@ -46,14 +46,31 @@ export const TAKE_DEPRECATION = {
  */
 export const Success = <S extends Schema.Top>(data: S, status = 200, label = labels[status] ?? "ok") => {
   const code = `${status}-${label}`
-  return Schema.Struct({
+  // One schema per data and code: routes that answer the same envelope share one named component
+  // (two equal schemas of one name are told apart by the generator as `RoleEnvelope_1`).
+  const made = envelopes.get(data)?.get(code)
+  if (made !== undefined) return made as ReturnType<typeof makeSuccess<S>>
+  const envelope = makeSuccess(data, status, code)
+  envelopes.set(data, (envelopes.get(data) ?? new Map()).set(code, envelope))
+  return envelope
+}
+
+const envelopes = new WeakMap<Schema.Top, Map<string, unknown>>()
+
+const makeSuccess = <S extends Schema.Top>(data: S, status: number, code: string) => {
+  // Named after its data and code (`RoleEnvelope`, `RoleEnvelope201Created`), so that clients generated
+  // from the document get stable type names rather than the generator's `RoleEncoded_2`.
+  const named = SchemaAST.resolveIdentifier(data.ast)
+  const envelope = Schema.Struct({
     status: Schema.Literal("success"),
     code: Schema.Literal(code),
     data,
     cache: Schema.optionalKey(EnvelopeCache),
     timing: Schema.optionalKey(EnvelopeTiming),
     deprecation: Schema.optionalKey(EnvelopeDeprecation)
-  }).pipe(
+  })
+  const suffix = code === "200-ok" ? "" : code.replace(/(^|-)([a-z0-9])/g, (_, __, c: string) => c.toUpperCase())
+  return (named === undefined ? envelope : envelope.annotate({ identifier: `${named}Envelope${suffix}` })).pipe(
     Schema.decodeTo(
       Schema.toType(data),
       SchemaTransformation.transform({

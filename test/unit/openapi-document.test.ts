@@ -438,6 +438,14 @@ describe("the OpenAPI document's bounds checked beyond the schema", () => {
     expect(doc.components.schemas.Role.properties.name).toMatchObject({ minLength: 2, maxLength: 60 })
   })
 
+  it("names its components stably: an envelope after its data and code, never a generator's counter", () => {
+    const names = Object.keys(doc.components.schemas)
+    expect(names.filter((n) => /_\d+$|Encoded/.test(n))).toEqual([])
+    expect(names).toEqual(expect.arrayContaining(["RoleEnvelope", "RoleEnvelope201Created", "Error409"]))
+    const roleGet = doc.paths["/v1/iam/roles/{id}"].get.responses["200"].content["application/json"].schema.$ref
+    expect(doc.paths["/v1/iam/roles/{id}"].patch.responses["200"].content["application/json"].schema.$ref).toBe(roleGet)
+  })
+
   it("states the fields some error codes add to `error`, so that generated clients type them", () => {
     const deref = (schema: any): any => schema?.$ref ? deref(doc.components.schemas[schema.$ref.split("/").pop()]) : schema
     const errorOf = (status: number) => deref(doc.components.schemas[`Error${status}`].properties.error)
