@@ -55,13 +55,13 @@ export const ClusterInfoLive = Layer.effect(
     const me = `${config.runnerHost}:${config.runnerPort}`
 
     /**
-     * Shards by holder. The embedded runner is the only one, and this node knows its own shards; on PostgreSQL
-     * the library holds advisory locks instead, one database session per runner, and this node
-     * knows which shards are its own: so its session is named by its address, and each other
-     * runner by its session.
+     * Shards by holder. The embedded runner is the only one (named as `runnerRows` name it), and
+     * this node knows its own shards; on PostgreSQL the library holds advisory locks instead, one
+     * database session per runner, and this node knows which shards are its own: so its session is
+     * named by its address, and each other runner by its session.
      */
-    const shardHolders = single
-      ? runners.pipe(Effect.map((rows) => ownShards(rows.length === 1 ? rows[0]!.address : "embedded")))
+    const shardHolders = (runnerRows: ReadonlyArray<{ readonly address: string }>) => single
+      ? Effect.succeed(ownShards(runnerRows.length === 1 ? runnerRows[0]!.address : "embedded"))
       : tables.shardAdvisoryLocks(shardLockNamespace).pipe(
           Effect.map((rows) => {
             const myPid = rows.find((r) => {
@@ -101,7 +101,7 @@ export const ClusterInfoLive = Layer.effect(
     const snapshot = Effect.gen(function*() {
       const runnerRows = yield* runners
       // A read that failed shows no shards, rather than every shard as held by no runner.
-      const shards = yield* shardHolders.pipe(Effect.map(withUnheld), Effect.catch(() => Effect.succeed([])))
+      const shards = yield* shardHolders(runnerRows).pipe(Effect.map(withUnheld), Effect.catch(() => Effect.succeed([])))
       const entityRows = yield* tables.entityCounts.pipe(
         Effect.catch(() => Effect.succeed([]))
       )

@@ -36,9 +36,10 @@ export const makeEventStreams = Effect.gen(function*() {
     Effect.gen(function*() {
       // The credential the stream was opened with, asked again every REAUTHENTICATE: the key, or
       // the session (bearer or cookie) of a person's stream (the middleware took a key first).
-      const rawKey = request.headers["x-api-key"] ?? ""
       const session = presentedSession(request.headers, request.cookies)
-      const currentPrincipal = me.kind === "session" && session !== undefined ? sessions.authenticate(session.token) : authenticator.authenticate(rawKey)
+      const currentPrincipal = me.kind === "session" && session !== undefined
+        ? sessions.authenticate(session.token)
+        : authenticator.authenticate(request.headers["x-api-key"] ?? "")
       if (resumeFrom !== undefined && !LAST_EVENT_ID_PATTERN.test(resumeFrom)) {
         return yield* fail(400, "validation_error", "Last-Event-ID must be an event id", {
           details: [{ path: "Last-Event-ID", code: "invalid_value", message: "a decimal event id" }]

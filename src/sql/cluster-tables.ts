@@ -32,11 +32,6 @@ export const makeClusterTables = Effect.gen(function*() {
         SELECT address, healthy AND last_heartbeat > now() - ${heartbeatSeconds} * interval '1 second' AS healthy, last_heartbeat
         FROM cluster_runners ORDER BY address`,
 
-    /** Shards per group and holder, from the leases the embedded runner records in `cluster_locks`. */
-    lockedShards: sql<{ shard_group: string; address: string; n: string }>`
-      SELECT split_part(shard_id, ':', 1) AS shard_group, address, count(*) AS n
-      FROM cluster_locks GROUP BY 1, 2 ORDER BY 1, 2`,
-
     /** The granted shard advisory locks (namespace `namespace`) of this database, with the session holding each. */
     shardAdvisoryLocks: (namespace: number) =>
       sql<{ pid: number; objid: number }>`
