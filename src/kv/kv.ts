@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { Context, Effect, Layer, type Scope } from "effect"
-import { Redis } from "ioredis"
+import { Redis, type RedisOptions } from "ioredis"
 import { Config } from "../config.ts"
 
 /**
@@ -143,11 +143,20 @@ const unavailableOrSelf = (e: unknown): unknown => {
 export const makeRedisKv = (url: string, namespace = "") =>
   Effect.gen(function*() {
     const k = (key: string) => (namespace === "" ? key : `${namespace}:${key}`)
-    const open = (autoPipelining = false) =>
-      new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, enableAutoPipelining: autoPipelining })
+    const open = (options: RedisOptions) =>
+      new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, ...options })
     // Commands issued in the same tick (rate-limit counters, event wake-ups) share one write.
-    const client = yield* Effect.acquireRelease(Effect.sync(() => open(true)), (c) => Effect.promise(() => c.quit()).pipe(Effect.ignore))
-    const subscriber = yield* Effect.acquireRelease(Effect.sync(() => open()), (c) => Effect.promise(() => c.quit()).pipe(Effect.ignore))
+    const client = yield* Effect.acquireRelease(
+      Effect.sync(() => open({ enableAutoPipelining: true })),
+      (c) => Effect.promise(() => c.quit()).pipe(Effect.ignore)
+    )
+    // ioredis writes a SUBSCRIBE made while it connects at once, ahead of its own INFO ready check
+    // and CLIENT SETINFO; once subscribed, those are refused and the refused ready check failed the
+    // SUBSCRIBE. The subscriber connection sends neither (only SELECT, before anything else).
+    const subscriber = yield* Effect.acquireRelease(
+      Effect.sync(() => open({ enableReadyCheck: false, disableClientInfo: true })),
+      (c) => Effect.promise(() => c.quit()).pipe(Effect.ignore)
+    )
     client.on("error", () => {})
     subscriber.on("error", () => {})
     // A channel's listeners and its SUBSCRIBE, stored before that round trip: a second subscriber

@@ -75,3 +75,22 @@ describe.skipIf(!redisUrl)("Redis namespaces of deployments sharing one server (
     })))
   }, 20_000)
 })
+
+describe.skipIf(!redisUrl)("Redis subscriptions made while the connection starts (skipped without REDIS_URL)", () => {
+  it("subscribes at any moment of the connection's handshake", async () => {
+    // A node subscribes a few milliseconds after opening its connections; ioredis wrote such a
+    // SUBSCRIBE before its own ready check, which subscriber mode then refused (about 1 in 7).
+    const outcomes: Array<string> = []
+    for (let i = 0; i < 100; i++) {
+      outcomes.push(
+        await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+          const kv = yield* makeRedisKv(redisUrl!, `test-handshake:${Date.now()}`)
+          yield* Effect.sleep(`${(i % 20) * 0.25} millis`)
+          yield* kv.subscribe("events", () => {})
+          return "subscribed"
+        }))).catch((e: unknown) => String(e))
+      )
+    }
+    expect(outcomes.filter((o) => o !== "subscribed")).toEqual([])
+  }, 30_000)
+})
