@@ -338,6 +338,31 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     expectError(await asDelegator(owner, "GET", "/v1/scraper/jobs"), 403, "delegation_required")
   })
 
+  it("an event stream read on behalf ends when the delegation is revoked", async () => {
+    const t = await api.createTenant()
+    const role = await api.post("/v1/iam/roles", { name: "reader-delegator", permissions: ["*:*:read", "iam:delegations:write"] }, t.apiKey)
+    const delegator = await member(t, role.json.data.id)
+    const d = (await create(delegator.caller, { delegateId: t.ownerIdentityId, reason: "watch my jobs", expiresAt: inDays(2) })).json.data
+    expect((await move({ key: t.apiKey }, d.id, "accept")).status).toBe(200)
+    const res = await fetch(`${server.baseUrl}/v1/scraper/events`, {
+      headers: { "x-api-key": t.apiKey, "x-on-behalf-of": delegator.id, accept: "text/event-stream" }
+    })
+    expect(res.status).toBe(200)
+    const reader = res.body!.getReader()
+    let ended = false
+    const drained = (async () => {
+      while (!(await reader.read()).done);
+      ended = true
+    })()
+    // Past one of the stream's 5 s re-checks it is still open: the delegation holds.
+    await new Promise((r) => setTimeout(r, 6_000))
+    expect(ended).toBe(false)
+    expect((await revoke(delegator.caller, d.id)).status).toBe(200)
+    const endedAt = await Promise.race([drained.then(() => "ended"), new Promise((r) => setTimeout(() => r("still open"), 12_000))])
+    if (endedAt !== "ended") await reader.cancel()
+    expect(endedAt).toBe("ended")
+  }, 30_000)
+
   it("a delegate's API key acts on behalf with no more than its own role; the delegate's session with the delegator's", async () => {
     const t = await api.createTenant()
     const reader = await member(t, (await systemRole(t, "read")).id)

@@ -5,10 +5,11 @@ import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { EVENT_RETENTION_HOURS, EventLog, type StoredEvent } from "../events/event-log.ts"
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
 import { SessionAuthenticator } from "../iam/session-auth.ts"
-import { allows } from "../iam/permissions.ts"
+import { allows, permissionsOnBehalf } from "../iam/permissions.ts"
 import { LAST_EVENT_ID_PATTERN } from "../schema/common.ts"
 import type { Principal } from "../iam/principal.ts"
 import { fail } from "../schema/errors.ts"
+import { DelegationRepo } from "../sql/delegation-repo.ts"
 import { Draining } from "./draining.ts"
 import { presentedSession } from "./security.ts"
 import { OpenStreams } from "./stream-connections.ts"
@@ -31,6 +32,7 @@ export const makeEventStreams = Effect.gen(function*() {
   const authenticator = yield* ApiKeyAuthenticator
   const sessions = yield* SessionAuthenticator
   const openStreams = yield* OpenStreams
+  const delegations = yield* DelegationRepo
 
   const open = (me: Principal, request: HttpServerRequest.HttpServerRequest, resumeFrom: string | undefined) =>
     Effect.gen(function*() {
@@ -40,6 +42,14 @@ export const makeEventStreams = Effect.gen(function*() {
       const currentPrincipal = me.kind === "session" && session !== undefined
         ? sessions.authenticate(session.token)
         : authenticator.authenticate(request.headers["x-api-key"] ?? "")
+      // A stream read on behalf of someone (me.actorId the delegate) ends with the delegation too.
+      const stillAllowed = Effect.gen(function*() {
+        const p = yield* currentPrincipal
+        if (!p || p.tenantId !== me.tenantId) return false
+        if (me.actorId === me.identityId) return allows(p.permissions, "scraper:events:read")
+        const grant = yield* delegations.activeGrant(me.tenantId, me.identityId, p.identityId)
+        return grant !== undefined && allows(permissionsOnBehalf(p, grant.permissions), "scraper:events:read")
+      })
       if (resumeFrom !== undefined && !LAST_EVENT_ID_PATTERN.test(resumeFrom)) {
         return yield* fail(400, "validation_error", "Last-Event-ID must be an event id", {
           details: [{ path: "Last-Event-ID", code: "invalid_value", message: "a decimal event id" }]
@@ -78,15 +88,14 @@ export const makeEventStreams = Effect.gen(function*() {
               due.openUnsafe()
             }))
           )))
-          // A stream outlives the request that opened it: once its key or session is revoked or
-          // expires, or no longer grants the events (or the tenant), it ends, as its next request would fail.
+          // A stream outlives the request that opened it: once its key or session (or the delegation
+          // it reads on behalf of) is revoked or expires, or no longer grants the events (or the
+          // tenant), it ends, as its next request would fail.
           // A check that cannot be made (the database away) ends the stream too: it fails closed,
           // and the client reconnects, authenticated anew.
           yield* Effect.forkScoped(Effect.forever(Effect.sleep(REAUTHENTICATE).pipe(
-            Effect.andThen(currentPrincipal),
-            Effect.flatMap((p) =>
-              p && p.tenantId === me.tenantId && allows(p.permissions, "scraper:events:read") ? Effect.void : Effect.fail("key no longer valid" as const)
-            )
+            Effect.andThen(stillAllowed),
+            Effect.flatMap((allowed) => (allowed ? Effect.void : Effect.fail("no longer allowed" as const)))
           )).pipe(Effect.catchCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Queue.end(queue)))))
           const read = Effect.gen(function*() {
             yield* due.await

@@ -3,7 +3,7 @@ import { HttpServerRequest } from "effect/http"
 import { PlanGate } from "../billing/plan-gate.ts"
 import { Config } from "../config.ts"
 import { ApiKeyAuthenticator } from "../iam/api-key-auth.ts"
-import { allows, intersectPermissions } from "../iam/permissions.ts"
+import { allows, permissionsOnBehalf } from "../iam/permissions.ts"
 import { CurrentPrincipal, isSuperAdmin, type Principal } from "../iam/principal.ts"
 import { API_KEY_PREFIX, constantTimeEqual, isOneOfTokens } from "../iam/secrets.ts"
 import { SessionAuthenticator } from "../iam/session-auth.ts"
@@ -111,9 +111,7 @@ export const ApiKeyAuthLive = Layer.effect(
             })
           }
           // An identity of the tenant from here on: the active grant names it as the delegator.
-          // A key never does more than its own role, on behalf or not: it acts with what both allow
-          // (docs/delegations.md). A session is the person, who holds what was delegated.
-          const permissions = principal.kind === "api-key" ? intersectPermissions(grant.permissions, principal.permissions) : grant.permissions
+          const permissions = permissionsOnBehalf(principal, grant.permissions)
           const acting: Principal = {
             ...principal,
             identityId: delegatorId as IdentityId,

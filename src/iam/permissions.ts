@@ -63,6 +63,16 @@ export const intersectPermissions = (a: ReadonlyArray<string>, b: ReadonlyArray<
   return [...out].filter((p) => ![...out].some((q) => q !== p && covers(q, p)))
 }
 
+/**
+ * What a delegate acts with on behalf of a delegator whose delegation grants `granted`: a session is
+ * the person, who holds what was delegated; a key never does more than its own role, so it acts with
+ * what both allow (docs/delegations.md).
+ */
+export const permissionsOnBehalf = (
+  credential: { readonly kind: "api-key" | "session"; readonly permissions: ReadonlyArray<string> },
+  granted: ReadonlyArray<string>
+): ReadonlyArray<string> => (credential.kind === "api-key" ? intersectPermissions(granted, credential.permissions) : granted)
+
 const writeServices = ["scraper", "page-history", "extractor", "network"] as const
 
 export interface SystemRole {
