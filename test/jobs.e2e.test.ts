@@ -299,6 +299,10 @@ describe.each(backends())("scraper jobs over HTTP ($name)", (backend) => {
     expect(sNew.size).toBe(Buffer.byteLength(ARTICLE_HTML))
     expect(sNew).toMatchObject({ url: stable, httpStatus: 200 })
     expect(Date.parse(sNew.fetchedAt)).toBeGreaterThanOrEqual(Date.parse(sOld.fetchedAt))
+    // A fragment is never sent: the same page's timeline, and the version's url has none.
+    const s3 = await createAndWait({ url: `${stable}#part` })
+    const fragmentVersion = (await api.get(`/v1/page-history?url=${encodeURIComponent(`${stable}#part`)}&limit=1`, key)).json.data.items[0]
+    expect(fragmentVersion).toMatchObject({ jobId: s3.id, url: stable, normalizedUrl: sNew.normalizedUrl, changed: false })
 
     // A page that changes on every fetch.
     const changing = site.url("/changing")

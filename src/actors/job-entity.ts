@@ -4,6 +4,7 @@ import { Rpc } from "effect/rpc"
 import { RESOURCE_ENTITY_IDLE } from "./cluster.ts"
 import { sendOneWay } from "./entity-call.ts"
 import { CrawlService } from "../crawl/crawl-service.ts"
+import { withoutFragment } from "../crawl/domain.ts"
 import type { EngineName, ScreenshotOptions } from "../crawl/engines/types.ts"
 import { type PlanEntry, planForScreenshot, planFromHistory } from "../crawl/escalation.ts"
 import { EventLog } from "../events/event-log.ts"
@@ -326,7 +327,7 @@ export const JobEntityLive = JobEntity.toLayer(
         // An answer whose bytes the engine could not have (a browser shows nothing for an empty
         // 404) ends the job done all the same, with no content and so no page version.
         yield* end(job, "done", result, attempts, writeDone, {
-          ...(winner.body ? { content: { body: winner.body, contentType: winner.contentType, httpStatus: winner.httpStatus, finalUrl: winner.finalUrl } } : {}),
+          ...(winner.body ? { content: { body: winner.body, contentType: winner.contentType, httpStatus: winner.httpStatus, finalUrl: withoutFragment(winner.finalUrl ?? job.url) } } : {}),
           ...(winner.screenshot ? { screenshot: { bytes: winner.screenshot, type: screenshot && screenshot.format === "jpeg" ? "image/jpeg" : "image/png" } } : {})
         })
       } else if (outcome.outcome === "cancelled" && controller.signal.aborted) {

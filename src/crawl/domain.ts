@@ -60,6 +60,15 @@ const canonicalEscapes = (text: string): string =>
     return /[A-Za-z0-9\-._~]/.test(char) ? char : `%${hex.toUpperCase()}`
   })
 
+/** Where content came from, as a page version states it: the URL without a fragment (never sent over HTTP). */
+export const withoutFragment = (href: string): string => {
+  const url = toUrl(href)
+  if (!url) return href
+  const copy = new URL(url.href)
+  copy.hash = ""
+  return copy.href
+}
+
 /**
  * Canonical form of a URL for page history: lower-case scheme and host (WHATWG), default port
  * dropped, fragment dropped, query parameters sorted by name (stable for equal names, so
