@@ -498,7 +498,7 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     expectError(await change({ currentPassword: "not the password", newPassword: next }), 403, "reauthentication_failed")
     const short = await change({ currentPassword: PASSWORD, newPassword: "elevenchars" })
     expectError(short, 400, "validation_error")
-    expect(short.json.error.details[0].path).toBe("newPassword")
+    expect(short.json.error.details[0]).toMatchObject({ path: "newPassword", code: "weak_password" })
     const asEmail = await change({ currentPassword: PASSWORD, newPassword: owner.email.toUpperCase() })
     expectError(asEmail, 400, "validation_error")
     expect(asEmail.json.error.details[0]).toMatchObject({ path: "newPassword", code: "weak_password" })

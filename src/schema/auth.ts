@@ -17,8 +17,18 @@ export const Secret = (min: number, max: number, what: string) =>
 
 /** The current password, as the description bounds it: 1 to 1024 characters. */
 export const CurrentPassword = Secret(1, 1024, "a password")
-/** A new password: 12 to 1024 characters, not the e-mail address (docs/identity.md, "Passwords"). */
-export const NewPassword = Secret(12, 1024, "a password")
+/**
+ * A new password: 12 to 1024 characters, not the e-mail address (docs/identity.md, "Passwords").
+ * Any of 1 to 1024 decodes; the rules are the service's, after any token of the request is found
+ * usable, so that a short one is `400 weak_password` like the e-mail address (and a reset with a
+ * dead token is `invalid_token` whatever its password). The document states the rule's bounds.
+ */
+export const NewPassword = SecretString("a password").check(Schema.makeFilter((s: string) => {
+  const n = [...s].length
+  return (n >= 1 && n <= 1024) || "Expected a password of 1 to 1024 characters"
+}, { toJsonSchema: () => ({ minLength: 12, maxLength: 1024, format: "password" }) })).annotate({
+  description: "12 to 1024 characters, not the e-mail address: else 400 weak_password at this field"
+})
 /** A TOTP code: six ASCII digits (not any Unicode digit). */
 export const TOTP_CODE_PATTERN = "^[0-9]{6}$"
 export const TotpCode = Schema.String.annotate({ message: "Expected a code of six digits (a string)" }).check(

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { CheckedByHandler, DateTime, Email, Name, NullableDateTime, Text } from "./common.ts"
 import { PageQuery } from "./envelope.ts"
-import { MailedToken, Secret } from "./auth.ts"
+import { MailedToken, NewPassword, Secret } from "./auth.ts"
 
 export const invitationStatuses = ["pending", "active", "declined", "revoked", "renounced"] as const
 export type InvitationStatus = (typeof invitationStatuses)[number]
@@ -54,12 +54,9 @@ export const RegisterBody = Schema.Struct({
   // 403 registration_disabled (docs/invitations.md); bounded, and never quoted back.
   invitationToken: Schema.optionalKey(Secret(0, 1024, "a token")),
   email: Email,
-  // Any password of 1 to 1024 characters decodes: the rules of a new password (12 characters and
-  // more, not the e-mail address) are checked after the token, so that a registration without a
-  // usable token is 403 registration_disabled whatever its password (docs/invitations.md).
-  password: Secret(1, 1024, "a password").annotate({
-    description: "12 to 1024 characters, not the e-mail address; checked once the token is found usable (400 weak_password at `password`)"
-  }),
+  // A usable token is checked before the password's rules (NewPassword): without one the answer is
+  // 403 registration_disabled whatever the password (docs/invitations.md).
+  password: NewPassword,
   firstName: Schema.optional(Name(1, 80)),
   lastName: Schema.optional(Name(1, 80))
 })
