@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs"
+import { lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { createServer, type Server, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -7,11 +7,47 @@ import type { PGlite } from "@electric-sql/pglite"
 /**
  * A socket path for the front in a new directory that only this user may enter (mkdtemp makes it
  * 0700), with `remove` to delete the directory when the front has closed. It lives under the OS's
- * temporary directory, not DATA_DIR: a unix socket path may not exceed about 100 bytes.
+ * temporary directory, not DATA_DIR: a unix socket path may not exceed about 100 bytes. Its name
+ * carries the pid, so that a later start removes the directories of processes killed outright.
  */
 export const privateSocketPath = (): { readonly path: string; readonly remove: () => void } => {
-  const dir = mkdtempSync(join(tmpdir(), "trawl-db-"))
+  removeDeadOnes()
+  const dir = mkdtempSync(join(tmpdir(), `trawl-db-${process.pid}-`))
   return { path: join(dir, ".s.PGSQL.5432"), remove: () => rmSync(dir, { recursive: true, force: true }) }
+}
+
+/** Directories left by processes that were killed (SIGKILL removes nothing): named by their pid. */
+const removeDeadOnes = () => {
+  for (const name of safeList(tmpdir())) {
+    const pid = Number(/^trawl-db-(\d+)-/.exec(name)?.[1])
+    if (!Number.isSafeInteger(pid) || pid === process.pid || isAlive(pid)) continue
+    const dir = join(tmpdir(), name)
+    // only this user's: another user's directory is not ours to judge
+    if (safeOwner(dir) === process.getuid?.()) rmSync(dir, { recursive: true, force: true })
+  }
+}
+const safeList = (dir: string) => {
+  try {
+    return readdirSync(dir)
+  } catch {
+    return []
+  }
+}
+const safeOwner = (path: string) => {
+  try {
+    return lstatSync(path).uid
+  } catch {
+    return undefined
+  }
+}
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    // EPERM: it lives, as another user's process
+    return (e as NodeJS.ErrnoException).code === "EPERM"
+  }
 }
 
 const SSL_REQUEST = 80877103

@@ -78,3 +78,23 @@ describe("embedded database worker", () => {
     }
   }, 60_000)
 })
+
+describe("embedded database socket directories", () => {
+  it("a new one removes those of processes that are gone (killed outright) and keeps the living ones'", async () => {
+    const { spawnSync } = await import("node:child_process")
+    // A pid that existed and is gone: a child that has exited.
+    const gone = spawnSync(process.execPath, ["-e", "0"]).pid!
+    const dead = mkdtempSync(join(tmpdir(), `trawl-db-${gone}-`))
+    const living = mkdtempSync(join(tmpdir(), `trawl-db-${process.ppid}-`))
+    const fresh = privateSocketPath()
+    try {
+      expect(existsSync(dead)).toBe(false)
+      expect(existsSync(living)).toBe(true)
+      expect(dirname(fresh.path)).toMatch(new RegExp(`trawl-db-${process.pid}-`))
+    } finally {
+      fresh.remove()
+      rmSync(living, { recursive: true, force: true })
+      rmSync(dead, { recursive: true, force: true })
+    }
+  })
+})
