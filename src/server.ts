@@ -1,6 +1,6 @@
 import { createServer } from "node:http"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Layer, References } from "effect"
+import { Cause, Effect, Exit, Layer, References, Runtime } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
 import { ClusterLive } from "./actors/cluster.ts"
@@ -340,6 +340,14 @@ export const runServer = (replace: ServerLayerReplacements = {}) => {
   Layer.launch(Layer.effectDiscard(announce(config)).pipe(Layer.provide(makeServerLayer(config, replace)))).pipe(
     Effect.withTracerEnabled(false),
     Effect.tapCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.sync(() => console.error(`fatal: ${oneLine(cause)}`))),
-    NodeRuntime.runMain({ disableErrorReporting: true })
+    NodeRuntime.runMain({ disableErrorReporting: true, teardown: stoppedAsAsked })
   )
 }
+
+/**
+ * Exit codes: the server only ends interrupted, by SIGTERM or SIGINT, and a stop that finished is
+ * a success (0), as supervisors such as systemd expect; Effect's default says 130. A failure keeps
+ * the default's code (1).
+ */
+const stoppedAsAsked: Runtime.Teardown = (exit, onExit) =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
