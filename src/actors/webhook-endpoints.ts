@@ -1,4 +1,5 @@
 import { Context, Effect, Layer } from "effect"
+import { withoutFragment } from "../crawl/domain.ts"
 import { entityCall } from "./entity-call.ts"
 import { TenantEntity } from "./tenant-entity.ts"
 import { fail, type TooManyRequests, type Unavailable } from "../schema/errors.ts"
@@ -8,11 +9,7 @@ import { fail, type TooManyRequests, type Unavailable } from "../schema/errors.t
  * of one URL (`HTTP://Host:80/`, surrounding spaces) are one, without a fragment (never sent over
  * HTTP). The body schema has already checked that it parses.
  */
-export const canonicalWebhookUrl = (raw: string): string => {
-  const url = new URL(raw.trim())
-  url.hash = ""
-  return url.href
-}
+export const canonicalWebhookUrl = (raw: string): string => withoutFragment(raw)
 
 /**
  * The endpoint a webhook URL (`canonicalWebhookUrl`, so without a fragment) is counted as: the URL

@@ -60,13 +60,12 @@ const canonicalEscapes = (text: string): string =>
     return /[A-Za-z0-9\-._~]/.test(char) ? char : `%${hex.toUpperCase()}`
   })
 
-/** Where content came from, as a page version states it: the URL without a fragment (never sent over HTTP). */
+/** The WHATWG form of a URL without its fragment (never sent over HTTP); the input as it is when it is not a URL. */
 export const withoutFragment = (href: string): string => {
-  const url = toUrl(href)
+  const url = toUrl(href) // a new URL of its own, for a string
   if (!url) return href
-  const copy = new URL(url.href)
-  copy.hash = ""
-  return copy.href
+  url.hash = ""
+  return url.href
 }
 
 /**

@@ -8,12 +8,13 @@ import { AbsoluteUrl, DateTime, Email, Name, NullableDateTime } from "./common.t
 /** A string whose type failure says only what was expected: the default message quotes the input (a password sent as a number). */
 export const SecretString = (what: string) => Schema.String.annotate({ message: `Expected ${what} (a string)` })
 
-export const Secret = (min: number, max: number, what: string) =>
-  // The bound is stated by the check itself, so the document says what is enforced.
+export const Secret = (min: number, max: number, what: string, statedMin = min) =>
+  // The bound is stated by the check itself, so the document says what is enforced (a larger
+  // `statedMin` where the service refuses the shorter ones after decoding).
   SecretString(what).check(Schema.makeFilter((s: string) => {
     const n = [...s].length
     return (n >= min && n <= max) || `Expected ${what} of ${min} to ${max} characters`
-  }, { toJsonSchema: () => ({ minLength: min, maxLength: max, format: "password" }) }))
+  }, { toJsonSchema: () => ({ minLength: statedMin, maxLength: max, format: "password" }) }))
 
 /** The current password, as the description bounds it: 1 to 1024 characters. */
 export const CurrentPassword = Secret(1, 1024, "a password")
@@ -23,10 +24,7 @@ export const CurrentPassword = Secret(1, 1024, "a password")
  * usable, so that a short one is `400 weak_password` like the e-mail address (and a reset with a
  * dead token is `invalid_token` whatever its password). The document states the rule's bounds.
  */
-export const NewPassword = SecretString("a password").check(Schema.makeFilter((s: string) => {
-  const n = [...s].length
-  return (n >= 1 && n <= 1024) || "Expected a password of 1 to 1024 characters"
-}, { toJsonSchema: () => ({ minLength: 12, maxLength: 1024, format: "password" }) })).annotate({
+export const NewPassword = Secret(1, 1024, "a password", 12).annotate({
   description: "12 to 1024 characters, not the e-mail address: else 400 weak_password at this field"
 })
 /** A TOTP code: six ASCII digits (not any Unicode digit). */

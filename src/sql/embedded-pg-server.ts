@@ -18,26 +18,22 @@ export const privateSocketPath = (): { readonly path: string; readonly remove: (
 
 /** Directories left by processes that were killed (SIGKILL removes nothing): named by their pid. */
 const removeDeadOnes = () => {
-  for (const name of safeList(tmpdir())) {
+  let names: Array<string>
+  try {
+    names = readdirSync(tmpdir())
+  } catch {
+    return
+  }
+  for (const name of names) {
     const pid = Number(/^trawl-db-(\d+)-/.exec(name)?.[1])
     if (!Number.isSafeInteger(pid) || pid === process.pid || isAlive(pid)) continue
     const dir = join(tmpdir(), name)
-    // only this user's: another user's directory is not ours to judge
-    if (safeOwner(dir) === process.getuid?.()) rmSync(dir, { recursive: true, force: true })
-  }
-}
-const safeList = (dir: string) => {
-  try {
-    return readdirSync(dir)
-  } catch {
-    return []
-  }
-}
-const safeOwner = (path: string) => {
-  try {
-    return lstatSync(path).uid
-  } catch {
-    return undefined
+    try {
+      // only this user's: another user's directory is not ours to judge
+      if (lstatSync(dir).uid === process.getuid?.()) rmSync(dir, { recursive: true, force: true })
+    } catch {
+      // removed meanwhile by another starting node
+    }
   }
 }
 const isAlive = (pid: number) => {
