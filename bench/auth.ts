@@ -3,7 +3,7 @@
  * read against an API key.
  *
  *   npm run bench:auth
- *   npm run bench:auth -- --accounts 16 --concurrency 8 --logins 200 --connections 32 --duration 10 --rounds 2 --keys 12
+ *   npm run bench:auth -- --accounts 16 --concurrency 8 --logins 300 --connections 32 --duration 10 --rounds 4 --keys 12
  *   npm run bench:auth -- --profile /tmp/auth     # CPU profiles of the server's first login and session-read rounds
  *
  * Logins: `POST /v1/iam/auth/login` through the real server (Argon2id verify, the guessing limits,
@@ -16,10 +16,11 @@
  * steadier than a rate, so the CPU per login of the server (its main thread and its pool threads)
  * and per bare verification (this process's pool threads) is printed too.
  *
- * The logins are sent with a `node:http` keep-alive agent (one socket per lane), not `fetch`: the
- * client runs on the same cores as the server, and the bare loop has no client at all, so the
- * client's own cost (undici's fetch took 1.6 ms of CPU per login, a tenth of a hash) is kept as
- * small as a client can make it. The CPU per login of this process's main thread is printed.
+ * The logins are sent over raw keep-alive sockets (one per lane), each request prepared as bytes
+ * once per account (bench/support/raw-http.ts): the client runs on the same cores as the server, and
+ * the bare loop has no client at all, so the client's own cost is kept as small as a client can make
+ * it (undici's fetch took 1.6 ms of CPU per login, a `node:http` agent 0.7 to 0.9 ms, against a
+ * 16 to 20 ms hash). The CPU per login of this process's main thread is printed.
  *
  * Reads: `GET /v1/iam/auth/me` (authentication, rate limit, one profile read) with
  * `Authorization: Bearer <session>` against the same route with `x-api-key` (keys with the owner's
@@ -30,7 +31,6 @@
  * Last line: `auth login_ratio=<server logins/s / bare verifies/s> session_read_ratio=<session rps / key rps>`.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
-import { Agent, request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { hash, verify } from "@node-rs/argon2"
@@ -39,14 +39,15 @@ import { createTestDatabase, INTERNAL_TOKEN, startServer } from "../test/support
 import { type LoadResult, mergeResults, runLoad, type Target } from "./support/load.ts"
 import { summarizeProfile } from "./crawl-support/profile.ts"
 import { numberOption as opt, optionalString } from "./support/options.ts"
+import { rawConnection, rawRequest } from "./support/raw-http.ts"
 import { checkInterrupted, cleanupAll, dropDatabase, installExitHandlers, onCleanup, root, runMain, threadCpuMs, toggleProfiler } from "./support/processes.ts"
 
 const accounts = Math.round(opt("accounts", 16))
 const concurrency = Math.round(opt("concurrency", 8))
-const loginsPerRound = Math.round(opt("logins", 200))
+const loginsPerRound = Math.round(opt("logins", 300))
 const connections = Math.round(opt("connections", 32))
 const duration = opt("duration", 10)
-const rounds = Math.round(opt("rounds", 2))
+const rounds = Math.round(opt("rounds", 4))
 const keysPerAccount = Math.round(opt("keys", 12))
 const profileFile = optionalString("profile")
 const PASSWORD = "correct horse battery staple"
@@ -54,14 +55,14 @@ const PASSWORD = "correct horse battery staple"
 const log = (line: string) => console.log(line)
 const f = (x: number, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : String(x))
 
-/** Runs `total` tasks, `width` at a time; tasks per second. */
-const paced = async (total: number, width: number, task: (i: number) => Promise<void>) => {
+/** Runs `total` tasks, `width` at a time (each lane one after another); tasks per second. */
+const paced = async (total: number, width: number, task: (i: number, lane: number) => Promise<void>) => {
   let next = 0
   const started = performance.now()
   await Promise.all(Array.from({ length: width }, async (_, lane) => {
     for (let i = next++; i < total; i = next++) {
       checkInterrupted()
-      await task(i * width + lane)
+      await task(i * width + lane, lane)
     }
   }))
   return total / ((performance.now() - started) / 1000)
@@ -122,33 +123,19 @@ const main = async () => {
   // 1. Logins against bare Argon2id verifications, alternating rounds.
   const stored = await hash(PASSWORD, ARGON2)
   const sessions: Array<string> = []
-  const agent = new Agent({ keepAlive: true, maxSockets: concurrency })
-  const target = new URL(base)
-  /** One login over the keep-alive agent: the session id of a 200, else an error. */
-  const loginOnce = (email: string) =>
-    new Promise<string>((resolve, reject) => {
-      const body = JSON.stringify({ email, password: PASSWORD })
-      const req = httpRequest({
-        agent,
-        host: target.hostname,
-        port: target.port,
-        method: "POST",
-        path: "/v1/iam/auth/login",
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) }
-      }, (res) => {
-        const chunks: Array<Buffer> = []
-        res.on("data", (c: Buffer) => chunks.push(c))
-        res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8")
-          if (res.statusCode !== 200) return reject(new Error(`login: ${res.statusCode} ${text}`))
-          resolve((JSON.parse(text) as { data: { sessionId: string } }).data.sessionId)
-        })
-        res.on("error", reject)
-      })
-      req.on("error", reject)
-      req.end(body)
-    })
-  const login = (i: number) => loginOnce(owners[i % accounts]!.email).then((id) => void sessions.push(id))
+  const target = new URL("/v1/iam/auth/login", base)
+  // Each lane has its own connection; lane l logs in accounts l, l + width, ...: one login in flight per account.
+  const lanes = Array.from({ length: concurrency }, () => rawConnection(target))
+  const loginRequests = owners.map((o) =>
+    rawRequest("POST", target, { "content-type": "application/json" }, JSON.stringify({ email: o.email, password: PASSWORD }))
+  )
+  /** One login: its session id kept for the reads. */
+  const login = async (i: number, lane: number) => {
+    const answer = await lanes[lane]!.send(loginRequests[i % accounts]!)
+    const text = answer.body.toString("utf8")
+    if (answer.status !== 200) throw new Error(`login: ${answer.status} ${text}`)
+    sessions.push((JSON.parse(text) as { data: { sessionId: string } }).data.sessionId)
+  }
   const bareVerify = async () => {
     if (!(await verify(stored, PASSWORD))) throw new Error("verify failed")
   }
@@ -212,6 +199,10 @@ const main = async () => {
     ` net of it per login: main thread ${f(cpu.main - idlePerLogin.main)} ms, other threads ${f(cpu.other - idlePerLogin.other)} ms`)
   // The client's requests share the machine's cores with the server's hashes; the bare loop has no client.
   log(`  this process's main thread (the HTTP client) per login: ${f(cpu.client)} ms`)
+  // Both sides are bound by the same two cores, so the ratio of their CPU per operation predicts the
+  // ratio of their rates without the rounds' noise (a neighbour's load moves a rate, not a CPU time).
+  const cpuRatio = cpu.bare / (cpu.main + cpu.pool + cpu.other + cpu.client)
+  log(`  by CPU: a bare verification's ${f(cpu.bare)} ms against a login's ${f(cpu.main + cpu.pool + cpu.other + cpu.client)} ms (server and client): ratio ${f(cpuRatio, 3)}`)
   log(`  other threads of the server per login: ${[...otherThreads].filter(([, ms]) => ms > 0).map(([name, ms]) => `${name} ${f(ms / (loginsPerRound * rounds))} ms`).join(", ")}`)
   const hm = (xs: Array<number>) => xs.length / xs.reduce((s, x) => s + 1 / x, 0)
   const loginRate = hm(rates.server)
@@ -266,7 +257,7 @@ const main = async () => {
         `  server CPU ${f((1000 * (used.main + used.pool + used.other)) / res.requests, 0)} µs/req`)
     }
   }
-  agent.destroy()
+  for (const lane of lanes) lane.close()
   await stopTrawl()
   for (const p of profiles) printProfile(p.file, p.span)
   const session = mergeResults(parts.session)
