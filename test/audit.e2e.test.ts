@@ -87,7 +87,6 @@ describe.each(backends())("audit log over HTTP ($name)", (backend) => {
     expect(actions(await audit(t.apiKey, "?action=role.create"))).toEqual(["role.create"])
     expect(actions(await audit(t.apiKey, "?action=role.*"))).toEqual(["role.delete", "role.update", "role.create"])
     expect(actions(await audit(t.apiKey, "?action=rol.*"))).toEqual([])
-    expect(actions(await audit(t.apiKey, "?action=role"))).toEqual([])
     expect(actions(await audit(t.apiKey, "?action=session.*"))).toEqual([])
     expect(actions(await audit(t.apiKey, `?identityId=${t.ownerIdentityId}`))).toHaveLength(3)
     expect(actions(await audit(t.apiKey, "?identityId=idt_somebody_else"))).toEqual([])
@@ -110,7 +109,8 @@ describe.each(backends())("audit log over HTTP ($name)", (backend) => {
     const badAction = await audit(t.apiKey, "?action=Role%20Create")
     expectError(badAction, 400, "invalid_filter")
     expect(paths(badAction)).toEqual(["action"])
-    for (const action of ["*", "role.*.x", "role*", ".role", "a".repeat(201)]) {
+    // Not an action the log records (a typo would otherwise match nothing, silently).
+    for (const action of ["role", "role.created", "session", "foo.bar", "*", "role.*.x", "role*", ".role", "a".repeat(201)]) {
       expect(paths(await audit(t.apiKey, `?action=${encodeURIComponent(action)}`)), action).toEqual(["action"])
     }
     const badTimes = await audit(t.apiKey, "?from=yesterday&to=2026-02-30T00:00:00Z")

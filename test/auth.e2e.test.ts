@@ -323,6 +323,15 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
       // another session's token is no good either
       expectError(await withCookie(api, method, path, s.sessionId, other.csrfToken, body), 403, "csrf_failed")
     }
+    // a refused request of a live session counts against its rate limit and carries its headers
+    // (the remaining count falls by one, unless the minute's window turned)
+    const counted = await withCookie(api, "GET", "/v1/iam/users/me", s.sessionId)
+    const refused = await withCookie(api, "PATCH", "/v1/iam/users/me", s.sessionId, undefined, { firstName: "Grace" })
+    expectError(refused, 403, "csrf_failed")
+    expect(refused.headers.get("ratelimit-limit")).toBe("600")
+    if (Number(refused.headers.get("ratelimit-reset")) <= Number(counted.headers.get("ratelimit-reset"))) {
+      expect(Number(refused.headers.get("ratelimit-remaining"))).toBe(Number(counted.headers.get("ratelimit-remaining")) - 1)
+    }
     // nothing was changed by the refused requests
     expect((await bearer(api, "GET", "/v1/iam/auth/me", other.sessionId)).status).toBe(200)
     expect((await bearer(api, "GET", "/v1/iam/auth/me", s.sessionId)).json.data.firstName).toBeNull()

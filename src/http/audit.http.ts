@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { CurrentPrincipal } from "../iam/principal.ts"
-import { type AuditFilter, MAX_AUDIT_FILTER_LENGTH } from "../schema/audit.ts"
+import { auditActions, type AuditFilter, MAX_AUDIT_FILTER_LENGTH } from "../schema/audit.ts"
 import { parseIsoDateTime } from "../schema/common.ts"
 import { pageOf } from "../schema/envelope.ts"
 import { notFound } from "../schema/errors.ts"
@@ -10,8 +10,14 @@ import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 import { failListQuery, filterFault, type ListFault, queryLimit } from "./list-query.ts"
 
-/** Actions are dotted lower-case words (`role.create`, `session.revoke`); `session.*` is every `session.` one. */
-const actionPattern = /^[a-z0-9_-]+(\.[a-z0-9_-]+)*(\.\*)?$/
+/**
+ * An action filter is one of the actions the log records (`role.create`), or a prefix of dotted
+ * lower-case words ending in `.*` (`session.*`), as the OpenAPI document states: a mistyped action
+ * is refused rather than matching nothing.
+ */
+const knownActions: ReadonlySet<string> = new Set(auditActions)
+const actionPrefixPattern = /^[a-z0-9_-]+(\.[a-z0-9_-]+)*\.\*$/
+const isActionFilter = (action: string) => knownActions.has(action) || (action.length <= MAX_AUDIT_FILTER_LENGTH && actionPrefixPattern.test(action))
 const MAX_FILTER_LENGTH = MAX_AUDIT_FILTER_LENGTH
 
 interface AuditQuery {
@@ -34,8 +40,8 @@ const readFilter = (query: AuditQuery) => {
     } else filter.identityId = query.identityId
   }
   if (query.action !== undefined) {
-    if (query.action.length > MAX_FILTER_LENGTH || !actionPattern.test(query.action)) {
-      faults.push(filterFault("action", "must be an action such as role.create, or a prefix ending in .* such as session.*"))
+    if (!isActionFilter(query.action)) {
+      faults.push(filterFault("action", "must be an action the audit log records, such as role.create, or a prefix ending in .* such as session.*"))
     } else {
       const prefix = query.action.endsWith(".*")
       filter.action = { value: prefix ? query.action.slice(0, -1) : query.action, prefix }

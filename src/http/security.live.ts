@@ -147,6 +147,8 @@ export const ApiKeyAuthLive = Layer.effect(
           ? "an API key goes in the x-api-key header; Authorization: Bearer takes a session id"
           : "the session is invalid, revoked or expired")
       }
+      // Counted before its CSRF check: a refused request of a live session is still one of its requests.
+      yield* countRequest(limiter, principal)
       // A cookie is sent by the browser whoever made the page: a change needs the header only our client can read.
       if (presented.via === "cookie" && !safeMethods.has(request.method)) {
         const given = request.headers["x-csrf-token"] ?? ""
@@ -168,8 +170,8 @@ export const ApiKeyAuthLive = Layer.effect(
             const found = yield* authenticator.authenticate(raw)
             if (!found) return yield* unauthorized("the API key is invalid, revoked or expired")
             principal = found
+            yield* countRequest(limiter, principal)
           }
-          yield* countRequest(limiter, principal)
           // What the document states as this endpoint's security (security.ts, credentialsOf).
           if (principal.kind !== "session" && Context.get(endpoint.annotations, SessionOnly)) {
             return yield* fail(400, "session_required", "this operation acts on an identity session; it was called with an API key")
