@@ -400,6 +400,29 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     expect((await create({ key: t.apiKey }, { delegateId: ned.id, reason: "holiday", expiresAt: inDays(1) })).status).toBe(201)
   })
 
+  it("only a credential holding the registrant's read role may delegate to an address not yet registered", async () => {
+    const t = await api.createTenant()
+    const narrow = await api.post("/v1/iam/roles", { name: "delegates-jobs", permissions: ["iam:delegations:*", "scraper:jobs:read"] }, t.apiKey)
+    expect(narrow.status, narrow.text).toBe(201)
+    const mia = await member(t, narrow.json.data.id)
+    // Mia holds her whole role, so she may delegate it to someone of the tenant...
+    const colleague = await member(t, (await systemRole(t, "read")).id)
+    expect((await create(mia.session, { delegateId: colleague.id, reason: "holiday", expiresAt: inDays(1) })).status).toBe(201)
+    // ...but not bring a newcomer in with the read role (*:*:read), which she lacks.
+    const outsider = unique("outsider")
+    const refused = await create(mia.session, { delegateId: outsider, reason: "a second mailbox", expiresAt: inDays(1) })
+    expectError(refused, 403, "forbidden")
+    expect(refused.json.error.message).toContain("*:*:read")
+    expect(refused.json.error.details).toEqual([{ path: "delegateId", code: "not_held", message: "the caller does not hold *:*:read" }])
+    expect((await call(mia.session, "GET", "/v1/iam/users/me/delegations/granted")).json.data.items).toHaveLength(1)
+    // Someone who reads everything may.
+    const reader = await api.post("/v1/iam/roles", { name: "reads-and-delegates", permissions: ["*:*:read", "iam:delegations:*"] }, t.apiKey)
+    expect(reader.status, reader.text).toBe(201)
+    const rex = await member(t, reader.json.data.id)
+    const sent = await create(rex.session, { delegateId: outsider, reason: "holiday", expiresAt: inDays(1) })
+    expect(sent.status, sent.text).toBe(201)
+  })
+
   it("a delegation past its expiry reads as expired and allows nothing; its registration token ends with it", async () => {
     const t = await api.createTenant()
     const delegate = await member(t, (await systemRole(t, "read")).id)

@@ -8,7 +8,7 @@ import { AuditLog } from "../sql/audit-log.ts"
 import { DelegationRepo, type DelegationRow, type Party } from "../sql/delegation-repo.ts"
 import { refuseOnBehalf, INVITATION_LINK_PATH } from "./invitation-service.ts"
 import { MailedTokens, TOKEN_LIFETIME_MS } from "./mailed-tokens.ts"
-import { grantablePermissions, notHeld, notHeldDetails } from "./permissions.ts"
+import { delegateRegistrantRole, grantablePermissions, notHeld, notHeldDetails } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import type { ClientContext } from "./session-service.ts"
 
@@ -107,6 +107,13 @@ export const DelegationServiceLive = Layer.effect(
             const person = yield* repo.personByEmail(me.tenantId, email)
             if (person) delegateId = person.id
             else {
+              // A newcomer joins the tenant with the registrant role: nobody hands out more than they hold.
+              const lackingToAdmit = notHeld(grantablePermissions(me), delegateRegistrantRole.permissions)
+              if (lackingToAdmit.length > 0) {
+                return yield* fail(403, "forbidden", `a delegation to an address not yet registered brings a new person in with the ${delegateRegistrantRole.name} role, and this ${me.kind === "session" ? "session" : "key"} lacks ${lackingToAdmit.join(", ")}`, {
+                  details: notHeldDetails("delegateId", lackingToAdmit)
+                })
+              }
               delegateId = newId("idt")
               delegateEmail = email
             }

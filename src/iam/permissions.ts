@@ -93,6 +93,13 @@ export const tenantSystemRoles: ReadonlyArray<SystemRole> = [
   { name: "read", description: "Read everything", permissions: ["*:*:read"] }
 ]
 
+/**
+ * The role of a person who registers with a delegation's token (sql/invitation-repo.ts): a delegation
+ * to an address not yet registered brings them into the tenant with it, so only a credential holding
+ * all of it may send one (docs/delegations.md).
+ */
+export const delegateRegistrantRole: SystemRole = tenantSystemRoles.find((r) => r.name === "read")!
+
 /** The extra role of the `internal` tenant. */
 export const internalAdminRole: SystemRole = {
   name: "internal_admin",
