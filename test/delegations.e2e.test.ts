@@ -55,7 +55,8 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
    */
   const member = async (t: Tenant, roleId: string, names: { firstName?: string; lastName?: string } = {}) => {
     const email = unique("member")
-    const invited = await api.post(`/v1/iam/organizations/${t.organizationId}/invitations`, { email, roleId }, t.apiKey)
+    // The owner's password: inviting someone with an all-powerful role (admin) asks for it.
+    const invited = await api.post(`/v1/iam/organizations/${t.organizationId}/invitations`, { email, roleId, currentPassword: "correct horse battery" }, t.apiKey)
     expect(invited.status, invited.text).toBe(201)
     const { token } = await mailedToken(email, "invited")
     const registered = await api.post("/v1/iam/auth/register", { invitationToken: token, email, password: PASSWORD, ...names })

@@ -169,6 +169,24 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     expect(await audit(t, "action=invitation.accept")).toEqual([expect.objectContaining({ actorId: me.json.data.identityId, targetId: invitation.id })])
   })
 
+  it("asks for the inviter's password (or TOTP code) before inviting someone with an all-powerful role", async () => {
+    const t = await api.createTenant()
+    const admin = await systemRole(t, "admin")
+    const email = `${Math.random().toString(36).slice(2)}@invitee.example`
+    const bare = await invite(t, { email, roleId: admin.id })
+    expectError(bare, 403, "reauthentication_required")
+    expect(bare.json.error.message).toMatch(/currentPassword or totpCode/)
+    expectError(await invite(t, { email, roleId: admin.id, currentPassword: "not the password at all" }), 403, "reauthentication_failed")
+    // Nothing was made by the refusals: the address has no pending invitation.
+    expect((await api.get(`${orgPath(t)}?status=pending`, t.apiKey)).json.data.items).toEqual([])
+    const { invitation, token } = await invited(t, email, admin.id, { currentPassword: "correct horse battery" })
+    expect(invitation.roleId).toBe(admin.id)
+    expect((await register({ invitationToken: token, email, password: "a passphrase long enough" })).status).toBe(201)
+    // A role that is not all-powerful needs no proof.
+    const write = await systemRole(t, "write")
+    await invited(t, `${Math.random().toString(36).slice(2)}@invitee.example`, write.id)
+  })
+
   it("takes an address typed with composed or decomposed accents as one address (kept in NFC)", async () => {
     const tag = Math.random().toString(36).slice(2, 8)
     const composed = `j\u00f6rg-${tag}@ex\u00e4mple.com`

@@ -94,7 +94,7 @@ export const operationCodes: Readonly<Record<string, ReadonlyArray<CodesByStatus
   "quotaRequests.list": [list],
   "quotaRequests.create": [{ 403: ["service_disabled_on_plan"], 409: ["quota_request_pending"], 422: ["requested_limit_not_higher"] }],
   "quotaRequests.withdraw": [{ 409: ["quota_request_not_pending"] }],
-  "invitations.create": [{ 409: ["invitation_pending", "already_member"], 422: ["invalid_role"] }],
+  "invitations.create": [reauthenticated, { 409: ["invitation_pending", "already_member"], 422: ["invalid_role"] }],
   "invitations.list": [list],
   "invitations.revoke": [{ 409: ["invalid_invitation_state"] }],
   "invitations.accept": [mailedToken, { 409: ["invalid_invitation_state", "invitation_other_tenant"] }],

@@ -16,7 +16,7 @@ export class InvitationsGroup extends HttpApiGroup.make("invitations")
       params: org,
       payload: CreateInvitationBody,
       success: Success(Invitation, 201),
-      error: errors(InvalidRequest, Forbidden, NotFound, Conflict, Unprocessable, Unavailable)
+      error: errors(InvalidRequest, Forbidden, NotFound, Conflict, Unprocessable, Unavailable, TooManyRequests)
     }).pipe(requires("iam:invitations:write")),
     HttpApiEndpoint.get("list", "/organizations/:orgIdentityId/invitations", {
       params: org,

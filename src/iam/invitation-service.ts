@@ -9,9 +9,10 @@ import type { AuthTokenRow } from "../sql/auth-token-repo.ts"
 import { IdentityRepo } from "../sql/identity-repo.ts"
 import { InvitationRepo, type InvitationRow, type RegistrationSubject } from "../sql/invitation-repo.ts"
 import { RoleRepo } from "../sql/role-repo.ts"
+import { AuthService } from "./auth-service.ts"
 import { MailedTokens } from "./mailed-tokens.ts"
 import { hashPassword, refuseWeakPassword } from "./passwords.ts"
-import { grantablePermissions, notHeld, notHeldDetails } from "./permissions.ts"
+import { grantablePermissions, isPowerful, notHeld, notHeldDetails } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import { SessionAuthenticator } from "./session-auth.ts"
 import { type ClientContext, type OpenedSession, SessionService } from "./session-service.ts"
@@ -27,6 +28,8 @@ export interface NewInvitationInput {
   readonly roleId: string
   readonly firstName?: string | undefined
   readonly lastName?: string | undefined
+  readonly currentPassword?: string | undefined
+  readonly totpCode?: string | undefined
 }
 
 export interface RegisterInput {
@@ -38,7 +41,7 @@ export interface RegisterInput {
 }
 
 export interface InvitationServiceShape {
-  readonly create: (me: Principal, orgIdentityId: string, input: NewInvitationInput, client: ClientContext) => Effect.Effect<Invitation, Conflict | Forbidden | InvalidRequest | NotFound | Unavailable | Unprocessable>
+  readonly create: (me: Principal, orgIdentityId: string, input: NewInvitationInput, client: ClientContext) => Effect.Effect<Invitation, Conflict | Forbidden | InvalidRequest | NotFound | TooManyRequests | Unavailable | Unprocessable>
   readonly list: (
     me: Principal,
     orgIdentityId: string,
@@ -99,6 +102,7 @@ export const InvitationServiceLive = Layer.effect(
     const audit = yield* AuditLog
     const sessions = yield* SessionService
     const sessionAuth = yield* SessionAuthenticator
+    const auth = yield* AuthService
 
     const organizationOf = (me: Principal, orgIdentityId: string) =>
       Effect.flatMap(repo.organizationByIdentity(me.tenantId, orgIdentityId), (org) => (org ? Effect.succeed(org) : notFound("organization")))
@@ -122,6 +126,10 @@ export const InvitationServiceLive = Layer.effect(
           const ungranted = notHeld(grantablePermissions(me), role.permissions)
           if (ungranted.length > 0) {
             return yield* fail(403, "forbidden", "the role grants permissions the caller does not hold", { details: notHeldDetails("roleId", ungranted), extra: { notHeld: ungranted } })
+          }
+          // An invitee with an all-powerful role gains what an all-powerful key would: the same proof of presence.
+          if (isPowerful(role.permissions)) {
+            yield* auth.reauthenticate(me, { currentPassword: input.currentPassword, totpCode: input.totpCode }, client, ["currentPassword", "totpCode"])
           }
           const expiresAt = new Date(Date.now() + INVITATION_LIFETIME_MS)
           const row = yield* repo.insert({

@@ -51,6 +51,8 @@ const as = (identityId: string, over: Partial<PlainPrincipal> = {}): Principal =
   expiresAt: null,
   ...over
 })
+/** A credential that also reads everything: the role a delegate registering by mail gets (*:*:read). */
+const reading = (identityId: string) => as(identityId, { permissions: [...as(identityId).permissions, "*:*:read"] })
 const client = { ip: "192.0.2.9", userAgent: "unit" }
 const DAY = 86_400_000
 // The TestClock starts at the epoch; the service reads its time there too.
@@ -90,7 +92,11 @@ layer(Delegations)("DelegationService", (it) => {
   it.effect("an address of nobody in the tenant gets a registration mail; the delegation's end stops it and every move", () =>
     Effect.gen(function*() {
       const service = yield* DelegationService
-      const byMail = yield* service.create(as("idt_cid"), { delegateId: "New.Person@Example.com", reason: "audit", expiresAt: yield* inDays(2) }, client)
+      // Bringing a newcomer in with the read role needs a credential that holds it.
+      const notReading = yield* Effect.flip(service.create(as("idt_cid"), { delegateId: "New.Person@Example.com", reason: "audit", expiresAt: yield* inDays(2) }, client))
+      expect([notReading.code, notReading.details]).toEqual(["forbidden", [{ path: "delegateId", code: "not_held", message: "the caller does not hold *:*:read" }]])
+      expect(yield* (yield* SentMails).to("new.person@example.com")).toHaveLength(0)
+      const byMail = yield* service.create(reading("idt_cid"), { delegateId: "New.Person@Example.com", reason: "audit", expiresAt: yield* inDays(2) }, client)
       expect(byMail).toMatchObject({ delegateId: expect.stringMatching(/^idt_/), delegateEmail: "New.Person@Example.com", status: "pending" })
       const mails = yield* (yield* SentMails).to("new.person@example.com")
       expect(mails).toHaveLength(1)
@@ -110,9 +116,9 @@ layer(Delegations)("DelegationService", (it) => {
       const mails = yield* SentMails
       const input = { delegateId: "later@example.com", reason: "r", expiresAt: yield* inDays(2) }
       yield* mails.setUnavailable(true)
-      expect(yield* code(service.create(as("idt_bob"), input, client))).toBe("dependency_unavailable")
+      expect(yield* code(service.create(reading("idt_bob"), input, client))).toBe("dependency_unavailable")
       yield* mails.setUnavailable(false)
       expect((yield* service.list(as("idt_bob"), "delegator", undefined, 0, 10)).total).toBe(0)
-      expect((yield* service.create(as("idt_bob"), input, client)).status).toBe("pending")
+      expect((yield* service.create(reading("idt_bob"), input, client)).status).toBe("pending")
     }))
 })

@@ -8,6 +8,8 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { IdentityRegistrationsInProcess } from "../../src/actors/identity-registrations.ts"
 import { Config, configForTests } from "../../src/config.ts"
+import { AttemptsLive } from "../../src/iam/attempts.ts"
+import { AuthServiceLive } from "../../src/iam/auth-service.ts"
 import { InvitationService, InvitationServiceLive } from "../../src/iam/invitation-service.ts"
 import { MailedTokensLive } from "../../src/iam/mailed-tokens.ts"
 import type { Principal } from "../../src/iam/principal.ts"
@@ -33,8 +35,9 @@ const people: Array<TestPerson> = [
 ]
 
 const Invitations = InvitationServiceLive.pipe(
-  Layer.provideMerge(Layer.mergeAll(MailedTokensLive, SessionServiceLive, IdentityRegistrationsInProcess)),
-  Layer.provideMerge(SessionAuthenticatorLive),
+  Layer.provideMerge(Layer.mergeAll(AuthServiceLive, MailedTokensLive, IdentityRegistrationsInProcess)),
+  Layer.provideMerge(SessionServiceLive),
+  Layer.provideMerge(Layer.mergeAll(SessionAuthenticatorLive, AttemptsLive)),
   Layer.provideMerge(Layer.mergeAll(
     makeInvitationRepoTest({
       organizations: [{ id: "org_1", tenant_id: "ten_1", identity_id: "idt_org1", name: "One Ltd" }],
