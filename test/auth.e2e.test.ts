@@ -565,6 +565,31 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     expect(changed.status, changed.text).toBe(200)
   })
 
+  it("a person whose role reads no sessions still sees and ends its own; a key of that role may not", async () => {
+    const owner = await newOwner(api)
+    const narrow = await api.post("/v1/iam/roles", { name: "jobs-reader", permissions: ["scraper:jobs:read"] }, owner.apiKey)
+    expect(narrow.status, narrow.text).toBe(201)
+    const email = randomEmail("narrow")
+    const invited = await api.post(`/v1/iam/organizations/${owner.organizationId}/invitations`, { email, roleId: narrow.json.data.id }, owner.apiKey)
+    expect(invited.status, invited.text).toBe(201)
+    const outbox = await api.call("GET", `/internal/v1/outbox?to=${encodeURIComponent(email)}`, { token: INTERNAL_TOKEN })
+    const token = /token=([A-Za-z0-9_-]{43})/.exec(outbox.text)![1]
+    const registered = await api.post("/v1/iam/auth/register", { invitationToken: token, email, password: PASSWORD })
+    expect(registered.status, registered.text).toBe(201)
+    const first = registered.json.data.sessionId as string
+    const second = await session(api, email, PASSWORD)
+    const listed = await bearer(api, "GET", "/v1/iam/users/me/sessions", first)
+    expect(listed.status, listed.text).toBe(200)
+    const other = (listed.json.data.items as Array<{ id: string; current: boolean }>).find((x) => !x.current)!
+    expect(other).toBeDefined()
+    expect((await bearer(api, "DELETE", `/v1/iam/users/me/sessions/${other.id}`, first)).status).toBe(200)
+    expectError(await bearer(api, "GET", "/v1/iam/auth/me", second.sessionId), 401, "unauthorized")
+    const me = (await bearer(api, "GET", "/v1/iam/users/me", first)).json.data
+    const key = await api.post(`/v1/iam/identities/${me.identityId}/api-keys`, { name: "narrow", roleId: narrow.json.data.id }, owner.apiKey)
+    expect(key.status, key.text).toBe(201)
+    expectError(await api.call("GET", "/v1/iam/users/me/sessions", { headers: { "x-api-key": key.json.data.rawKey } }), 403, "forbidden")
+  })
+
   it("turns TOTP on only after a verified code; then logins need a fresh code or a recovery code", { timeout: 120_000 }, async () => {
     const owner = await newOwner(api)
     const second = await newOwner(api)

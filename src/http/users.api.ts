@@ -22,7 +22,7 @@ export class UsersGroup extends HttpApiGroup.make("users")
       query: PageQuery,
       success: Success(Page(SessionItem)),
       error: errors(InvalidRequest)
-    }).pipe(requires("iam:sessions:read")),
+    }).pipe(requiresUnlessOwnSession("iam:sessions:read")),
     HttpApiEndpoint.delete("revokeOtherSessions", "/me/sessions", {
       success: Success(RevokedSessions)
     }).pipe(requiresUnlessOwnSession("iam:sessions:write")),
