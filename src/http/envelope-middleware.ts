@@ -135,12 +135,18 @@ export const routeTable = (routes: ReadonlyArray<{ method: string; path: string 
 export interface RequestFacts {
   endpointReached: boolean
   readsIdempotencyKey: boolean
+  /** The endpoint declares no body: one sent anyway is checked as JSON here, as no decoder will read it. */
+  takesNoBody?: boolean | undefined
   /** The endpoint's rules across its body's fields (`CrossFieldRules`), when it has some. */
   crossFieldRules?: CrossFieldRules | undefined
 }
 export const RequestFacts = Context.Reference<RequestFacts | undefined>("trawl/RequestFacts", { defaultValue: () => undefined })
 
-type DeclaresHeaders = { readonly headers: { readonly ast: SchemaAST.AST } | undefined; readonly annotations: Context.Context<never> }
+type DeclaresHeaders = {
+  readonly headers: { readonly ast: SchemaAST.AST } | undefined
+  readonly payload: ReadonlyMap<string, unknown>
+  readonly annotations: Context.Context<never>
+}
 
 /** Whether an endpoint declares the Idempotency-Key header. */
 const readsIdempotencyKey = (endpoint: DeclaresHeaders): boolean =>
@@ -153,6 +159,7 @@ export const noteEndpointReached = (endpoint: DeclaresHeaders): Effect.Effect<vo
     if (!facts) return
     facts.endpointReached = true
     facts.readsIdempotencyKey = readsIdempotencyKey(endpoint)
+    facts.takesNoBody = endpoint.payload.size === 0
     facts.crossFieldRules = Context.get(endpoint.annotations, CrossFieldRules)
   })
 
@@ -574,7 +581,7 @@ export const refuseMalformedRequest = <A, E, R>(effect: Effect.Effect<A, E, R>):
     const facts = yield* RequestFacts
     const refusal = malformedRequest(request, facts?.readsIdempotencyKey ?? false)
     if (refusal) return yield* Effect.fail(refusal)
-    if (hasBody(request.headers)) yield* refuseUnreadableBody(request)
+    if (hasBody(request.headers)) yield* refuseUnreadableBody(request, facts?.takesNoBody ?? false)
     return yield* effect
   })
 
@@ -584,9 +591,10 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
  * A JSON body is UTF-8: one with byte sequences that are not is refused, instead of decoded with
  * U+FFFD in their place (a webhook secret quietly changed that way would never verify). One that
  * nests deeper than MAX_JSON_DEPTH is refused before it is parsed. The body is read once; the
- * endpoint's decoder reads the same bytes again from the request's cache.
+ * endpoint's decoder reads the same bytes again from the request's cache. An endpoint that takes no
+ * body has no decoder: with `mustParse`, a body that is not JSON is refused here (docs/api.md).
  */
-const refuseUnreadableBody = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void, InvalidRequest | PayloadTooLarge> =>
+const refuseUnreadableBody = (request: HttpServerRequest.HttpServerRequest, mustParse: boolean): Effect.Effect<void, InvalidRequest | PayloadTooLarge> =>
   request.arrayBuffer.pipe(
     Effect.catch((e) =>
       Effect.fail(
@@ -629,6 +637,13 @@ const refuseUnreadableBody = (request: HttpServerRequest.HttpServerRequest): Eff
           code: badFilter ? "invalid_filter" : "validation_error",
           message: "text cannot contain half of a surrogate pair (a \\u escape from D800 to DFFF without its other half): it is not a character",
           details: halves.map((path) => ({ path, code: "invalid_value", message: "contains half of a surrogate pair" }))
+        }))
+      }
+      if (mustParse && text.trim() !== "" && parsedOrUndefined(text) === undefined) {
+        return Effect.fail(new InvalidRequest({
+          code: "validation_error",
+          message: "the body is not valid JSON",
+          details: [{ path: "", code: "invalid_json", message: "body must be valid JSON" }]
         }))
       }
       return Effect.void
