@@ -104,6 +104,22 @@ describe.each(backends())("audit log over HTTP ($name)", (backend) => {
     expect((await audit(t.apiKey, "?limit=200")).status).toBe(200)
   })
 
+  it("names the API key in every entry of an act made with one, account and delegation events too", async () => {
+    const t = await api.createTenant()
+    const enabled = await api.post("/v1/iam/auth/totp/enable", {}, t.apiKey)
+    expect(enabled.status, enabled.text).toBe(200)
+    const verification = await api.post("/v1/iam/auth/email/verify/send", {}, t.apiKey)
+    expect(verification.status, verification.text).toBeLessThan(300)
+    const refused = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "k", roleId: (await api.get("/v1/iam/auth/me", t.apiKey)).json.data.defaultRoleId, currentPassword: "not the password at all" }, t.apiKey)
+    expect(refused.status, refused.text).toBe(403)
+    const entries = (await audit(t.apiKey, "?limit=200")).json.data.items as Array<any>
+    for (const action of ["totp.enable_started", "email.verification_requested", "reauthentication.failure"]) {
+      const entry = entries.find((e) => e.action === action)
+      expect(entry, action).toBeDefined()
+      expect([action, entry.actorId, entry.data.apiKeyId]).toEqual([action, t.ownerIdentityId, t.apiKeyId])
+    }
+  })
+
   it("answers a bad filter with 400 naming each offending parameter", async () => {
     const t = await api.createTenant()
     const badAction = await audit(t.apiKey, "?action=Role%20Create")

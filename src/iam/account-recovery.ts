@@ -276,7 +276,7 @@ export const AccountRecoveryLive = Layer.effect(
             outro: "If you do not have a Trawl account, ignore this mail."
           })
           if (!sent) return yield* fail(503, "dependency_unavailable", "the verification mail could not be sent; try again later", { retryAfter: 30 })
-          yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "email.verification_requested", targetId: identity.id, data: {} })
+          yield* audit.record(me, "email.verification_requested", identity.id, {}, client)
           return { email: primary.email, expiresAt: expiresAt.toISOString() }
         })
     })

@@ -119,7 +119,7 @@ export const AuthServiceLive = Layer.effect(
         }
         if (!ok) {
           yield* attempts.failed(client.ip)
-          yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "reauthentication.failure", targetId: identity.id })
+          yield* audit.record(me, "reauthentication.failure", identity.id, {}, client)
           return yield* fail(403, "reauthentication_failed", "re-authentication failed")
         }
         yield* attempts.succeeded(account)
@@ -177,7 +177,7 @@ export const AuthServiceLive = Layer.effect(
           yield* reauthenticate(me, { currentPassword }, client)
           const changedAt = yield* identities.setPassword(identity.id, yield* hashPassword(newPassword))
           const ended = yield* sessions.revokeAll(identity.id, me.kind === "session" ? me.credentialId : null)
-          yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "password.change", targetId: identity.id, data: { sessionsRevoked: ended } })
+          yield* audit.record(me, "password.change", identity.id, { sessionsRevoked: ended }, client)
           return changedAt
         }),
       setupPassword: (me, password, client) =>
@@ -188,7 +188,7 @@ export const AuthServiceLive = Layer.effect(
           }
           yield* checkNewPassword(password, identity.email, "password")
           const changedAt = yield* identities.setPassword(identity.id, yield* hashPassword(password))
-          yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "password.setup", targetId: identity.id })
+          yield* audit.record(me, "password.setup", identity.id, {}, client)
           return changedAt
         }),
       resetPassword: (identityId, password, client) =>
@@ -212,7 +212,7 @@ export const AuthServiceLive = Layer.effect(
           }
           const recoveryCodes = newRecoveryCodes()
           yield* identities.replaceRecoveryCodes(identity.id, recoveryCodes.map((code) => ({ id: newId("rcv"), hash: recoveryHash(identity.id, code) })))
-          yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "totp.enable_started", targetId: identity.id })
+          yield* audit.record(me, "totp.enable_started", identity.id, {}, client)
           return { otpauthUrl: otpauthUrl(secret, identity.email), secret, recoveryCodes }
         }),
       verifyTotp: (me, code, client) =>
@@ -232,7 +232,7 @@ export const AuthServiceLive = Layer.effect(
           const enabledAt = yield* identities.activateTotp(identity.id, step)
           if (enabledAt === undefined) return yield* fail(409, "totp_already_enabled", "TOTP is already on")
           yield* attempts.succeeded(account)
-          yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "totp.enable", targetId: identity.id })
+          yield* audit.record(me, "totp.enable", identity.id, {}, client)
           return { totpEnabledAt: enabledAt.toISOString() }
         }),
       disableTotp: (me, proof, client) =>
@@ -241,7 +241,7 @@ export const AuthServiceLive = Layer.effect(
           if (identity.totp_enabled_at === null) return yield* fail(409, "totp_not_enabled", "TOTP is not on")
           yield* reauthenticate(me, proof, client)
           yield* identities.disableTotp(identity.id)
-          yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "totp.disable", targetId: identity.id })
+          yield* audit.record(me, "totp.disable", identity.id, {}, client)
         }),
       regenerateRecoveryCodes: (me, proof, client) =>
         Effect.gen(function*() {
@@ -250,7 +250,7 @@ export const AuthServiceLive = Layer.effect(
           yield* reauthenticate(me, proof, client)
           const codes = newRecoveryCodes()
           yield* identities.replaceRecoveryCodes(identity.id, codes.map((code) => ({ id: newId("rcv"), hash: recoveryHash(identity.id, code) })))
-          yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "totp.recovery_codes_regenerated", targetId: identity.id })
+          yield* audit.record(me, "totp.recovery_codes_regenerated", identity.id, {}, client)
           return codes
         })
     })

@@ -149,14 +149,7 @@ export const DelegationServiceLive = Layer.effect(
               return yield* fail(503, "dependency_unavailable", "the delegation mail could not be sent; nothing was created, try again", { retryAfter: 5 })
             }
           }
-          yield* audit.write({
-            tenantId: me.tenantId,
-            actorId: me.identityId,
-            ip: client.ip,
-            action: "delegation.create",
-            targetId: row.id,
-            data: { delegateId, ...(delegateEmail !== null ? { delegateEmail } : {}), expiresAt: iso(row.expires_at) }
-          })
+          yield* audit.record(me, "delegation.create", row.id, { delegateId, ...(delegateEmail !== null ? { delegateEmail } : {}), expiresAt: iso(row.expires_at) }, client)
           return toDelegation(row)
         }),
       list: (me, party, status, offset, limit) =>
@@ -176,14 +169,7 @@ export const DelegationServiceLive = Layer.effect(
           }
           // An ended delegation's registration link stops working too.
           if (rule.to !== "active") yield* tokens.retireForSubject(result.id)
-          yield* audit.write({
-            tenantId: me.tenantId,
-            actorId: me.identityId,
-            ip: client.ip,
-            action: `delegation.${move}`,
-            targetId: result.id,
-            data: { delegatorId: result.delegator_id, delegateId: result.delegate_id, status: result.status }
-          })
+          yield* audit.record(me, `delegation.${move}`, result.id, { delegatorId: result.delegator_id, delegateId: result.delegate_id, status: result.status }, client)
           return toDelegation(result)
         })
     })
