@@ -151,13 +151,13 @@ const QueryInt = Schema.String.check(Schema.isPattern(/^\d{1,15}$/, { expected: 
 )
 
 /** `offset` and `limit` in a search body. */
-export const SearchPagination = Schema.Struct({
-  offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
-  limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_PAGE_LIMIT })))
-})
-
 /** The page size of a list or search that names none. */
 export const DEFAULT_PAGE_LIMIT = 50
+
+export const SearchPagination = Schema.Struct({
+  offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)).annotate({ default: 0 })),
+  limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_PAGE_LIMIT })).annotate({ default: DEFAULT_PAGE_LIMIT }))
+})
 
 const QueryLimit = Schema.optional(QueryInt.check(Schema.isBetween({ minimum: 1, maximum: MAX_PAGE_LIMIT })))
 
