@@ -240,6 +240,8 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     expect(errorPaths(await invite(t, { ...ok, email: "no-at-sign" }))).toEqual(["email"])
     expect(errorPaths(await invite(t, { ...ok, roleId: "" }))).toEqual(["roleId"])
     expect(errorPaths(await invite(t, { ...ok, firstName: "x".repeat(81), lastName: "y".repeat(81) }))).toEqual(["firstName", "lastName"])
+    // a name that would read as another (its letters shown backwards) or with a space at an end
+    expect(errorPaths(await invite(t, { ...ok, firstName: "\u202Eadmin", lastName: "Lovelace " }))).toEqual(["firstName", "lastName"])
     expect(errorPaths(await invite(t, { nope: true }))).toEqual(["email", "nope", "roleId"])
     expect((await invite(t, { ...ok, email: longEmail, firstName: "x".repeat(80), lastName: "é".repeat(80) })).status).toBe(201)
     await smtp.waitForMail(longEmail)

@@ -96,8 +96,11 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     // name: 2 to 60 characters
     expect(errorPaths(await createRole(t.apiKey, { name: "a", permissions: ok }))).toEqual(["name"])
     expect(errorPaths(await createRole(t.apiKey, { name: "a".repeat(61), permissions: ok }))).toEqual(["name"])
-    // not only spaces
-    expect(errorPaths(await createRole(t.apiKey, { name: "   ", permissions: ok }))).toEqual(["name"])
+    // not only spaces, none at either end, no control or bidirectional-control character
+    for (const name of ["   ", " ops", "ops ", "op\ns", "op\u202Es", "op\u2066s", "\u00A0ops"]) {
+      expect(errorPaths(await createRole(t.apiKey, { name, permissions: ok })), JSON.stringify(name)).toEqual(["name"])
+    }
+    expect((await createRole(t.apiKey, { name: "ops – the on-call 👩‍💻", permissions: ok })).status).toBe(201)
     expect((await createRole(t.apiKey, { name: "ab", permissions: ok })).status).toBe(201)
     expect((await createRole(t.apiKey, { name: "é".repeat(60), permissions: ok })).status).toBe(201)
     // description: string or null, at most 500
@@ -160,11 +163,17 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     const first = (await createRole(t.apiKey, { name: "ops", permissions: ["scraper:jobs:read"] })).json.data
     expectError(await createRole(t.apiKey, { name: "ops", permissions: ["scraper:jobs:write"] }), 409, "role_name_taken")
     expectError(await createRole(t.apiKey, { name: "owner", permissions: ["scraper:jobs:read"] }), 409, "role_name_taken")
+    // in any letter case: a role named OWNER would read as the system one
+    expectError(await createRole(t.apiKey, { name: "OWNER", permissions: ["scraper:jobs:read"] }), 409, "role_name_taken")
+    expectError(await createRole(t.apiKey, { name: "Ops", permissions: ["scraper:jobs:read"] }), 409, "role_name_taken")
     const second = (await createRole(t.apiKey, { name: "ops2", permissions: ["scraper:jobs:read"] })).json.data
     expectError(await patchRole(t.apiKey, second.id, { name: "ops" }), 409, "role_name_taken")
+    expectError(await patchRole(t.apiKey, second.id, { name: "Admin" }), 409, "role_name_taken")
     expect((await api.get(`/v1/iam/roles/${second.id}`, t.apiKey)).json.data.name).toBe("ops2")
     // Renaming a role to its own name is no conflict.
     expect((await patchRole(t.apiKey, first.id, { name: "ops" })).status).toBe(200)
+    // nor to its own name in another case
+    expect((await patchRole(t.apiKey, first.id, { name: "OPS" })).json.data.name).toBe("OPS")
     const other = await api.createTenant()
     expect((await createRole(other.apiKey, { name: "ops", permissions: ["scraper:jobs:read"] })).status).toBe(201)
   })

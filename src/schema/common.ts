@@ -159,11 +159,24 @@ export const Text = (min: number, max: number) =>
 /** A search's `url.prefix`: what the resource's URL, as answered, starts with (taken literally). */
 export const UrlPrefixFilter = Schema.Struct({ prefix: Text(1, 2048) })
 
-/** Something with visible characters: not only spaces. */
-const NOT_BLANK = /\S/
-/** A name people read in lists (a role, a key, a tenant): `min` to `max` characters, not only spaces. */
+/**
+ * What a name may not hold: C0 and C1 controls (a line break in a member list), and the
+ * bidirectional controls, which make a name read as another (U+202E shows "abc" as "cba").
+ */
+const NAME_FORBIDDEN = "\\u0000-\\u001F\\u007F-\\u009F\\u061C\\u200E\\u200F\\u202A-\\u202E\\u2066-\\u2069"
+/** No space at either end, none of NAME_FORBIDDEN; the document states this very pattern (no lookahead). */
+const NAME_PATTERN = `^[^\\s${NAME_FORBIDDEN}]([^${NAME_FORBIDDEN}]*[^\\s${NAME_FORBIDDEN}])?$`
+const NAME_REGEXP = new RegExp(NAME_PATTERN)
+/**
+ * A name people read in lists and mails (a role, a key, a tenant, a person's first or last name):
+ * `min` to `max` characters, no space at either end (refused, not trimmed: the name kept is the
+ * name sent), and nothing that makes it read as another (docs/api.md, "Envelopes").
+ */
 export const Name = (min: number, max: number) =>
-  Text(min, max).check(Schema.makeFilter((s: string) => NOT_BLANK.test(s), { expected: "a name with visible characters, not only spaces", toJsonSchema: () => ({ pattern: NOT_BLANK.source }) }))
+  Text(min, max).check(Schema.makeFilter((s: string) => NAME_REGEXP.test(s), {
+    expected: "a name with no space at either end and no control or bidirectional-control characters",
+    toJsonSchema: () => ({ pattern: NAME_PATTERN })
+  }))
 
 /**
  * Letters beyond ASCII an address may hold: the Basic Multilingual Plane without its control,

@@ -29,6 +29,7 @@ import configPayloadKeepsOrder from "./migrations/0028_config_payload_keeps_orde
 import webhookEndpointsInUse from "./migrations/0029_webhook_endpoints_in_use.ts"
 import crawlFetchUrl from "./migrations/0030_crawl_fetch_url.ts"
 import idempotencyClaimNode from "./migrations/0031_idempotency_claim_node.ts"
+import roleNamesAnyCase from "./migrations/0032_role_names_any_case.ts"
 
 /** Versioned migrations, applied at start. */
 export const migrations = {
@@ -60,7 +61,8 @@ export const migrations = {
   "0028_config_payload_keeps_order": configPayloadKeepsOrder,
   "0029_webhook_endpoints_in_use": webhookEndpointsInUse,
   "0030_crawl_fetch_url": crawlFetchUrl,
-  "0031_idempotency_claim_node": idempotencyClaimNode
+  "0031_idempotency_claim_node": idempotencyClaimNode,
+  "0032_role_names_any_case": roleNamesAnyCase
 }
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })

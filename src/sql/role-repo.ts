@@ -199,7 +199,7 @@ export const makeRoleRepoTest = (seed: RoleRepoSeed = {}): Layer.Layer<RoleRepo>
     const live = (tenantId: string, id: string) => rows.find((r) => r.id === id && r.tenant_id === tenantId && r.deleted_at === null)
     const view = ({ deleted_at: _d, ...r }: Row): RoleRow => ({ ...r })
     const nameTaken = (tenantId: string, name: string, except?: string) =>
-      rows.some((r) => r.tenant_id === tenantId && r.deleted_at === null && r.name === name && r.id !== except)
+      rows.some((r) => r.tenant_id === tenantId && r.deleted_at === null && r.name.toLowerCase() === name.toLowerCase() && r.id !== except)
     const liveKeys = seed.liveKeys ?? (() => [])
     return RoleRepo.of({
       list: (tenantId, offset, limit) =>
