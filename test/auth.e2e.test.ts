@@ -534,17 +534,22 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     await session(api, owner.email, next)
   })
 
-  it("a person of the read role manages its own account with its session; its read key may not", async () => {
-    const owner = await newOwner(api)
-    const readRole = ((await api.get("/v1/iam/roles?limit=200", owner.apiKey)).json.data.items as Array<any>).find((r) => r.name === "read" && r.isSystem)
-    const email = randomEmail("reader")
-    const invited = await api.post(`/v1/iam/organizations/${owner.organizationId}/invitations`, { email, roleId: readRole.id }, owner.apiKey)
+  /** A person invited into the owner's tenant with the role, registered: its address and first session. */
+  const invitedMember = async (owner: Awaited<ReturnType<typeof newOwner>>, roleId: string, name: string) => {
+    const email = randomEmail(name)
+    const invited = await api.post(`/v1/iam/organizations/${owner.organizationId}/invitations`, { email, roleId }, owner.apiKey)
     expect(invited.status, invited.text).toBe(201)
     const outbox = await api.call("GET", `/internal/v1/outbox?to=${encodeURIComponent(email)}`, { token: INTERNAL_TOKEN })
     const token = /token=([A-Za-z0-9_-]{43})/.exec(outbox.text)![1]
     const registered = await api.post("/v1/iam/auth/register", { invitationToken: token, email, password: PASSWORD })
     expect(registered.status, registered.text).toBe(201)
-    const sessionId = registered.json.data.sessionId as string
+    return { email, sessionId: registered.json.data.sessionId as string }
+  }
+
+  it("a person of the read role manages its own account with its session; its read key may not", async () => {
+    const owner = await newOwner(api)
+    const readRole = ((await api.get("/v1/iam/roles?limit=200", owner.apiKey)).json.data.items as Array<any>).find((r) => r.name === "read" && r.isSystem)
+    const { sessionId } = await invitedMember(owner, readRole.id, "reader")
     const me = (await bearer(api, "GET", "/v1/iam/users/me", sessionId)).json.data
     expect(me.permissions).toEqual(["*:*:read"])
     const key = await api.post(`/v1/iam/identities/${me.identityId}/api-keys`, { name: "reader", roleId: readRole.id }, owner.apiKey)
@@ -569,14 +574,7 @@ describe.each(backends())("identity sessions over HTTP ($name)", (backend) => {
     const owner = await newOwner(api)
     const narrow = await api.post("/v1/iam/roles", { name: "jobs-reader", permissions: ["scraper:jobs:read"] }, owner.apiKey)
     expect(narrow.status, narrow.text).toBe(201)
-    const email = randomEmail("narrow")
-    const invited = await api.post(`/v1/iam/organizations/${owner.organizationId}/invitations`, { email, roleId: narrow.json.data.id }, owner.apiKey)
-    expect(invited.status, invited.text).toBe(201)
-    const outbox = await api.call("GET", `/internal/v1/outbox?to=${encodeURIComponent(email)}`, { token: INTERNAL_TOKEN })
-    const token = /token=([A-Za-z0-9_-]{43})/.exec(outbox.text)![1]
-    const registered = await api.post("/v1/iam/auth/register", { invitationToken: token, email, password: PASSWORD })
-    expect(registered.status, registered.text).toBe(201)
-    const first = registered.json.data.sessionId as string
+    const { email, sessionId: first } = await invitedMember(owner, narrow.json.data.id, "narrow")
     const second = await session(api, email, PASSWORD)
     const listed = await bearer(api, "GET", "/v1/iam/users/me/sessions", first)
     expect(listed.status, listed.text).toBe(200)
