@@ -112,8 +112,9 @@ describe.each(backends())("audit log over HTTP ($name)", (backend) => {
     expect(verification.status, verification.text).toBeLessThan(300)
     const refused = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "k", roleId: (await api.get("/v1/iam/auth/me", t.apiKey)).json.data.defaultRoleId, currentPassword: "not the password at all" }, t.apiKey)
     expect(refused.status, refused.text).toBe(403)
+    expect((await api.call("DELETE", "/v1/iam/users/me/sessions", { key: t.apiKey })).status).toBe(200)
     const entries = (await audit(t.apiKey, "?limit=200")).json.data.items as Array<any>
-    for (const action of ["totp.enable_started", "email.verification_requested", "reauthentication.failure"]) {
+    for (const action of ["totp.enable_started", "email.verification_requested", "reauthentication.failure", "session.revoke_others"]) {
       const entry = entries.find((e) => e.action === action)
       expect(entry, action).toBeDefined()
       expect([action, entry.actorId, entry.data.apiKeyId]).toEqual([action, t.ownerIdentityId, t.apiKeyId])

@@ -130,7 +130,13 @@ export const ApiKeyAuthLive = Layer.effect(
             ip: client.ip,
             action: "delegation.act",
             targetId: grant?.delegationId ?? null,
-            data: { method: request.method, path: request.url.split("?")[0]!.slice(0, 2048), ...outcomeOf(exit) }
+            data: {
+              method: request.method,
+              path: request.url.split("?")[0]!.slice(0, 2048),
+              ...outcomeOf(exit),
+              // The delegate's own credential, when it is a key (docs/identity.md, "Audit").
+              ...(principal.kind === "api-key" ? { apiKeyId: principal.credentialId } : {})
+            }
           }))
       })
 

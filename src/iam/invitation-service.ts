@@ -204,6 +204,7 @@ export const InvitationServiceLive = Layer.effect(
           if (accept) yield* sessionAuth.invalidate({ identityId: me.identityId })
           const action = accept ? "invitation.accept" : "invitation.decline"
           const sameTenant = invitation.tenant_id === me.tenantId
+          const byKey = me.kind === "api-key" ? { apiKeyId: me.credentialId } : {}
           // The inviting tenant's log names the invitee only when it is one of its own: another tenant's
           // identity, its tenant and address stay unknown to it (a decline is all it learns). The
           // invitee's own tenant records the decline in its log.
@@ -213,10 +214,10 @@ export const InvitationServiceLive = Layer.effect(
             ip: sameTenant ? client.ip : null,
             action,
             targetId: invitation.id,
-            data: { email: invitation.email, ...(accept ? { roleId: invitation.role_id } : {}) }
+            data: { email: invitation.email, ...(accept ? { roleId: invitation.role_id } : {}), ...(sameTenant ? byKey : {}) }
           })
           if (!sameTenant) {
-            yield* audit.write({ tenantId: me.tenantId, actorId: me.identityId, ip: client.ip, action, targetId: invitation.id, data: { email: invitation.email } })
+            yield* audit.write({ tenantId: me.tenantId, actorId: me.identityId, ip: client.ip, action, targetId: invitation.id, data: { email: invitation.email, ...byKey } })
           }
           return toInvitation(result)
         }),

@@ -138,7 +138,7 @@ export const SessionServiceLive = Layer.effect(
           if (!found) return yield* notFound("session")
           if (tokenHash) {
             yield* auth.invalidate({ tokenHashes: [tokenHash] })
-            yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "session.revoke", targetId: sessionId })
+            yield* audit.record(me, "session.revoke", sessionId, {}, client)
           }
           // Revoking again changes nothing: the answer keeps the first revocation's time.
           return { revoked: true as const, revokedAt: (revokedAt ?? new Date()).toISOString(), id: sessionId }
@@ -146,7 +146,7 @@ export const SessionServiceLive = Layer.effect(
       revokeOthers: (me, client) =>
         Effect.gen(function*() {
           const revoked = yield* revokeAll(me.identityId, me.kind === "session" ? me.credentialId : null)
-          yield* audit.write({ tenantId: me.tenantId, actorId: me.actorId, ip: client.ip, action: "session.revoke_others", targetId: me.identityId, data: { revoked } })
+          yield* audit.record(me, "session.revoke_others", me.identityId, { revoked }, client)
           return revoked
         }),
       revokeAll
