@@ -89,7 +89,8 @@ describe.each(backends())("authorization of every route ($name)", (backend) => {
     const delegation = await created("/v1/iam/users/me/delegations", {
       delegateId: `delegate-${Date.now()}@example.com`,
       reason: "walk",
-      expiresAt: new Date(Date.now() + 86_400_000).toISOString()
+      expiresAt: new Date(Date.now() + 86_400_000).toISOString(),
+      currentPassword: "correct horse battery"
     })
     const invitation = await created(`/v1/iam/organizations/${a.organizationId}/invitations`, {
       email: `invitee-${Date.now()}@example.com`,

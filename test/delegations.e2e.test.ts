@@ -67,7 +67,8 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     expect(key.status, key.text).toBe(201)
     return { id, email, session, caller: { key: key.json.data.rawKey as string } as Caller }
   }
-  const create = (c: Caller, body: Record<string, unknown>) => call(c, "POST", "/v1/iam/users/me/delegations", body)
+  // The owner's password goes along: the owner's role is all-powerful, and passing it on asks for it (other callers ignore it).
+  const create = (c: Caller, body: Record<string, unknown>) => call(c, "POST", "/v1/iam/users/me/delegations", { currentPassword: "correct horse battery", ...body })
   const move = (c: Caller, id: string, what: "accept" | "decline" | "renounce") => call(c, "POST", `/v1/iam/users/me/delegations/${id}/${what}`)
   const revoke = (c: Caller, id: string) => call(c, "DELETE", `/v1/iam/users/me/delegations/${id}`)
   const audit = async (t: Tenant, query: string) => (await api.get(`/v1/iam/audit?${query}`, t.apiKey)).json.data.items as Array<any>
@@ -403,6 +404,24 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     expectError(await create(narrowKey, { delegateId: ned.id, reason: "escalate", expiresAt: inDays(1) }), 403, "forbidden")
     // The owner's full credential may delegate its role.
     expect((await create({ key: t.apiKey }, { delegateId: ned.id, reason: "holiday", expiresAt: inDays(1) })).status).toBe(201)
+  })
+
+  it("asks for the delegator's password (or TOTP code) before an all-powerful role is passed on", async () => {
+    const t = await api.createTenant()
+    const owner: Caller = { key: t.apiKey }
+    const body = { delegateId: unique("stand-in"), reason: "holiday", expiresAt: inDays(1) }
+    const post = (extra: Record<string, unknown>) => call(owner, "POST", "/v1/iam/users/me/delegations", { ...body, ...extra })
+    expectError(await post({}), 403, "reauthentication_required")
+    expectError(await post({ currentPassword: "not the password at all" }), 403, "reauthentication_failed")
+    expect((await call(owner, "GET", "/v1/iam/users/me/delegations/granted")).json.data.items).toEqual([])
+    const sent = await post({ currentPassword: "correct horse battery" })
+    expect(sent.status, sent.text).toBe(201)
+    // A role that is not all-powerful is passed on with no proof.
+    const role = await api.post("/v1/iam/roles", { name: "reads-and-delegates", permissions: ["*:*:read", "iam:delegations:*"] }, t.apiKey)
+    expect(role.status, role.text).toBe(201)
+    const reader = await member(t, role.json.data.id)
+    const plain = await call(reader.session, "POST", "/v1/iam/users/me/delegations", { delegateId: t.ownerIdentityId, reason: "r", expiresAt: inDays(1) })
+    expect(plain.status, plain.text).toBe(201)
   })
 
   it("only a credential holding the registrant's read role may delegate to an address not yet registered", async () => {

@@ -203,7 +203,7 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
       const login = await api.post("/v1/iam/auth/login", { email, password: "correct horse battery" })
       expect(login.status, login.text).toBe(200)
     }
-    const delegated = await api.post("/v1/iam/users/me/delegations", { delegateId: decomposed, reason: "self", expiresAt: new Date(Date.now() + 86_400_000).toISOString() }, t.apiKey)
+    const delegated = await api.post("/v1/iam/users/me/delegations", { delegateId: decomposed, reason: "self", expiresAt: new Date(Date.now() + 86_400_000).toISOString(), currentPassword: "correct horse battery" }, t.apiKey)
     expectError(delegated, 422, "cannot_delegate_to_self")
     // and no second tenant's owner takes the address in its other form
     const again = await api.call("POST", "/internal/v1/tenants", { token: INTERNAL_TOKEN, body: { name: "Again", ownerEmail: composed } })
@@ -352,7 +352,7 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     // Someone of A who joined by a delegation (role `read`) accepts a pending invitation with the `write` role.
     const email = unique("joiner")
     const pending = await invited(a, email, writeA.id)
-    const delegation = await api.post("/v1/iam/users/me/delegations", { delegateId: email, reason: "cover my crawls", expiresAt: new Date(Date.now() + 86_400_000).toISOString() }, a.apiKey)
+    const delegation = await api.post("/v1/iam/users/me/delegations", { delegateId: email, reason: "cover my crawls", expiresAt: new Date(Date.now() + 86_400_000).toISOString(), currentPassword: "correct horse battery" }, a.apiKey)
     expect(delegation.status, delegation.text).toBe(201)
     const delegationMail = await smtp.waitForMail(email, (m) => (m.text ?? "").includes("on their behalf") && isNew(m.text))
     const joined = await register({ invitationToken: freshToken(delegationMail.text), email, password: PASSWORD })
@@ -449,7 +449,7 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
       expectError(refused, 503, "dependency_unavailable")
       expect(refused.headers.get("retry-after")).toBe("5")
       expect((await local.get(`/v1/iam/organizations/${t.organizationId}/invitations`, t.apiKey)).json.data.pagination.total).toBe(0)
-      const delegation = await local.post("/v1/iam/users/me/delegations", { delegateId: email, reason: "r", expiresAt: new Date(Date.now() + 86_400_000).toISOString() }, t.apiKey)
+      const delegation = await local.post("/v1/iam/users/me/delegations", { delegateId: email, reason: "r", expiresAt: new Date(Date.now() + 86_400_000).toISOString(), currentPassword: "correct horse battery" }, t.apiKey)
       expectError(delegation, 503, "dependency_unavailable")
       expect((await local.get("/v1/iam/users/me/delegations/granted", t.apiKey)).json.data.pagination.total).toBe(0)
       // Nothing was audited either.

@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { CreateDelegationBody, Delegation, DelegationListQuery } from "../schema/delegation.ts"
 import { Page, Success } from "../schema/envelope.ts"
-import { Conflict, errors, Forbidden, InvalidRequest, NotFound, Unavailable, Unprocessable } from "../schema/errors.ts"
+import { Conflict, errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unavailable, Unprocessable } from "../schema/errors.ts"
 import { ANY_KEY, ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
@@ -18,7 +18,7 @@ export class DelegationsGroup extends HttpApiGroup.make("delegations")
     HttpApiEndpoint.post("create", "/delegations", {
       payload: CreateDelegationBody,
       success: Success(Delegation, 201),
-      error: errors(InvalidRequest, Forbidden, NotFound, Conflict, Unprocessable, Unavailable)
+      error: errors(InvalidRequest, Forbidden, NotFound, Conflict, Unprocessable, Unavailable, TooManyRequests)
     }).pipe(requires("iam:delegations:write")),
     HttpApiEndpoint.get("granted", "/delegations/granted", {
       query: DelegationListQuery,

@@ -79,7 +79,7 @@ export const operationCodes: Readonly<Record<string, ReadonlyArray<CodesByStatus
   "auth.sendEmailVerification": [{ 409: ["email_already_verified"] }],
   "auth.verifyMagicLink": [mailedToken, { 401: ["unauthorized", "totp_required"], 429: ["too_many_attempts"] }],
   "registration.register": [{ 403: ["registration_disabled"], 409: ["email_in_use"], 429: ["quota_exceeded"] }],
-  "delegations.create": [{ 409: ["delegation_exists"], 422: ["cannot_delegate_to_self"] }],
+  "delegations.create": [reauthenticated, { 409: ["delegation_exists"], 422: ["cannot_delegate_to_self"] }],
   "delegations.granted": [list],
   "delegations.received": [list],
   "delegations.accept": [{ 409: ["invalid_delegation_state"] }],

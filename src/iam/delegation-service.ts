@@ -3,12 +3,13 @@ import { newId } from "../ids.ts"
 import { Mailer } from "../mail/mailer.ts"
 import { isEmailAddress, iso, parseIsoDateTime } from "../schema/common.ts"
 import type { Delegation, DelegationStatus } from "../schema/delegation.ts"
-import { type Conflict, fail, type Forbidden, type InvalidRequest, notFound, type NotFound, type Unavailable, type Unprocessable } from "../schema/errors.ts"
+import { type Conflict, fail, type Forbidden, type InvalidRequest, notFound, type NotFound, type TooManyRequests, type Unavailable, type Unprocessable } from "../schema/errors.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { DelegationRepo, type DelegationRow, type Party } from "../sql/delegation-repo.ts"
 import { refuseOnBehalf, INVITATION_LINK_PATH } from "./invitation-service.ts"
 import { MailedTokens, TOKEN_LIFETIME_MS } from "./mailed-tokens.ts"
-import { delegateRegistrantRole, grantablePermissions, notHeld, notHeldDetails } from "./permissions.ts"
+import { AuthService } from "./auth-service.ts"
+import { delegateRegistrantRole, grantablePermissions, isPowerful, notHeld, notHeldDetails } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import type { ClientContext } from "./session-service.ts"
 
@@ -19,13 +20,15 @@ export interface NewDelegationInput {
   readonly delegateId: string
   readonly reason: string
   readonly expiresAt: string
+  readonly currentPassword?: string | undefined
+  readonly totpCode?: string | undefined
 }
 
 /** What the delegate may do to a delegation, and the delegator. */
 export type DelegationMove = "accept" | "decline" | "renounce" | "revoke"
 
 export interface DelegationServiceShape {
-  readonly create: (me: Principal, input: NewDelegationInput, client: ClientContext) => Effect.Effect<Delegation, Conflict | Forbidden | InvalidRequest | NotFound | Unavailable | Unprocessable>
+  readonly create: (me: Principal, input: NewDelegationInput, client: ClientContext) => Effect.Effect<Delegation, Conflict | Forbidden | InvalidRequest | NotFound | TooManyRequests | Unavailable | Unprocessable>
   readonly list: (
     me: Principal,
     party: Party,
@@ -73,6 +76,7 @@ export const DelegationServiceLive = Layer.effect(
     const tokens = yield* MailedTokens
     const mailer = yield* Mailer
     const audit = yield* AuditLog
+    const auth = yield* AuthService
 
     return DelegationService.of({
       create: (me, input, client) =>
@@ -86,6 +90,10 @@ export const DelegationServiceLive = Layer.effect(
             return yield* fail(403, "forbidden", `a delegation passes on the identity's whole role, and this ${me.kind === "session" ? "session" : "key"} lacks ${lacking.slice(0, 5).join(", ")} of it`, {
               details: notHeldDetails("", lacking)
             })
+          }
+          // A delegate of an all-powerful role gains what such a key would: the same proof of presence (docs/identity.md).
+          if (isPowerful(delegated)) {
+            yield* auth.reauthenticate(me, { currentPassword: input.currentPassword, totpCode: input.totpCode }, client, ["currentPassword", "totpCode"])
           }
           const expiresAt = parseIsoDateTime(input.expiresAt)!
           const now = yield* Clock.currentTimeMillis

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { CheckedByHandler, DateTime, DateTimeInput, NullableDateTime, Text } from "./common.ts"
+import { CurrentPassword, TotpCode } from "./auth.ts"
 import { PageQuery } from "./envelope.ts"
 
 /** `expired` is never stored: a pending or active delegation past `expiresAt` reads so. */
@@ -32,7 +33,10 @@ export const CreateDelegationBody = Schema.Struct({
     description: "an identity id of the caller's tenant, or the e-mail address of someone not yet registered"
   }),
   reason: Text(1, 500),
-  expiresAt: DateTimeInput
+  expiresAt: DateTimeInput,
+  // Asked when the delegator's role carries *:*:* or cross_tenant:*:* (docs/delegations.md).
+  currentPassword: Schema.optionalKey(CurrentPassword),
+  totpCode: Schema.optionalKey(TotpCode)
 })
 
 /** The lists' query: a `status` they do not take is a 400 invalid_filter, read by the handler. */

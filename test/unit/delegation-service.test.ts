@@ -15,6 +15,7 @@ import { MailerTest, SentMails } from "../../src/mail/mailer.ts"
 import { AuditEntries, AuditLogTest } from "../../src/sql/audit-log.ts"
 import { AuthTokenRepoTest } from "../../src/sql/auth-token-repo.ts"
 import { DelegationRepo, makeDelegationRepoTest } from "../../src/sql/delegation-repo.ts"
+import { AuthService } from "../../src/iam/auth-service.ts"
 
 const people = ["ann", "bob", "cid", "dee"].map((name) => ({
   id: `idt_${name}`,
@@ -26,8 +27,11 @@ const people = ["ann", "bob", "cid", "dee"].map((name) => ({
 }))
 const outsider = { id: "idt_out", tenantId: "ten_2", email: "out@example.com", roleId: "role_out", permissions: [] }
 
+/** Re-authentication is asked only of a delegator with an all-powerful role, which nobody here has. */
+const NoReauthentication = Layer.succeed(AuthService, new Proxy({}, { get: (_, k) => () => Effect.die(`unexpected AuthService.${String(k)}`) }) as AuthService["Service"])
+
 const Delegations = DelegationServiceLive.pipe(
-  Layer.provideMerge(MailedTokensLive),
+  Layer.provideMerge(Layer.merge(MailedTokensLive, NoReauthentication)),
   Layer.provideMerge(Layer.mergeAll(
     makeDelegationRepoTest([...people, outsider]),
     AuthTokenRepoTest,

@@ -90,8 +90,8 @@ const moreTestLayers = Layer.mergeAll(
 // embedded database and PostgreSQL. ClusterInfoLive and ProbeEntityLive read and write the
 // cluster's own tables: makeClusterInfoTest stands in for the first, and the probe (an operator's
 // check of routing and fail-over) is exercised on two nodes in test/cluster-failover.e2e.test.ts.
-const iam = Layer.mergeAll(AccountRecoveryLive, ApiKeyServiceLive, InvitationServiceLive, RoleServiceLive).pipe(
-  Layer.provideMerge(Layer.mergeAll(AuthServiceLive, DelegationServiceLive, IdentityServiceLive, QuotaRequestServiceLive)),
+const iam = Layer.mergeAll(AccountRecoveryLive, ApiKeyServiceLive, DelegationServiceLive, InvitationServiceLive, RoleServiceLive).pipe(
+  Layer.provideMerge(Layer.mergeAll(AuthServiceLive, IdentityServiceLive, QuotaRequestServiceLive)),
   Layer.provideMerge(SessionServiceLive),
   Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, MailedTokensLive, AttemptsLive, IdentityRegistrationsLive, TenantLimitsLive))
 )
