@@ -55,7 +55,7 @@ export class DelegationsGroup extends HttpApiGroup.make("delegations")
   .prefix("/v1/iam/users/me")
   .annotate(OpenApi.Description, "Acting on behalf of another identity: grants, acceptance and revocation.")
   .annotate(Operations, {
-    create: ["Grant a delegation", "Offers another identity of the tenant to act on the caller's behalf with a role, until it expires."],
+    create: ["Grant a delegation", "Offers another identity of the tenant to act on the caller's behalf with its role, until it expires. Passing on a role with every permission needs re-authentication."],
     granted: ["List delegations I granted", "Delegations the caller offered, newest first; filter by status."],
     received: ["List delegations I received", "Delegations offered to the caller, newest first; filter by status."],
     accept: ["Accept a delegation", "Accepts a pending delegation offered to the caller."],

@@ -44,7 +44,7 @@ export class InvitationsGroup extends HttpApiGroup.make("invitations")
   .prefix("/v1/iam")
   .annotate(OpenApi.Description, "Invitations of people into an organization.")
   .annotate(Operations, {
-    create: ["Invite someone", "Mails an invitation to join the organization with a role."],
+    create: ["Invite someone", "Mails an invitation to join the organization with a role. Roles with every permission need re-authentication."],
     list: ["List invitations", "The organization's invitations, newest first; filter by status."],
     revoke: ["Revoke an invitation", "Withdraws a pending invitation."],
     accept: ["Accept an invitation", "Accepts an invitation with its token, as the invited person."],
