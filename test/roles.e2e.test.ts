@@ -97,7 +97,7 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     expect(errorPaths(await createRole(t.apiKey, { name: "a", permissions: ok }))).toEqual(["name"])
     expect(errorPaths(await createRole(t.apiKey, { name: "a".repeat(61), permissions: ok }))).toEqual(["name"])
     // not only spaces, none at either end, no control or bidirectional-control character
-    for (const name of ["   ", " ops", "ops ", "op\ns", "op\u202Es", "op\u2066s", "\u00A0ops"]) {
+    for (const name of ["   ", " ops", "ops ", "op\ns", "op\u202Es", "op\u2066s", "\u00A0ops", "owner\u200B", "\uFEFFowner", "op\u2028s"]) {
       expect(errorPaths(await createRole(t.apiKey, { name, permissions: ok })), JSON.stringify(name)).toEqual(["name"])
     }
     expect((await createRole(t.apiKey, { name: "ops – the on-call 👩‍💻", permissions: ok })).status).toBe(201)

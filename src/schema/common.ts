@@ -160,10 +160,13 @@ export const Text = (min: number, max: number) =>
 export const UrlPrefixFilter = Schema.Struct({ prefix: Text(1, 2048) })
 
 /**
- * What a name may not hold: C0 and C1 controls (a line break in a member list), and the
- * bidirectional controls, which make a name read as another (U+202E shows "abc" as "cba").
+ * What a name may not hold: C0 and C1 controls and the line and paragraph separators (a line break
+ * in a member list), the bidirectional controls, which make a name read as another (U+202E shows
+ * "abc" as "cba"), and the invisible zero-width space, word joiner and byte-order mark ("owner" and
+ * "owner" with one of them after it look the same). The zero-width (non-)joiners stay: emoji and
+ * several scripts need them.
  */
-const NAME_FORBIDDEN = "\\u0000-\\u001F\\u007F-\\u009F\\u061C\\u200E\\u200F\\u202A-\\u202E\\u2066-\\u2069"
+const NAME_FORBIDDEN = "\\u0000-\\u001F\\u007F-\\u009F\\u061C\\u200B\\u200E\\u200F\\u2028\\u2029\\u202A-\\u202E\\u2060\\u2066-\\u2069\\uFEFF"
 /** No space at either end, none of NAME_FORBIDDEN; the document states this very pattern (no lookahead). */
 const NAME_PATTERN = `^[^\\s${NAME_FORBIDDEN}]([^${NAME_FORBIDDEN}]*[^\\s${NAME_FORBIDDEN}])?$`
 const NAME_REGEXP = new RegExp(NAME_PATTERN)
