@@ -10,7 +10,7 @@ import { IdentityRepo } from "../sql/identity-repo.ts"
 import { RoleRepo } from "../sql/role-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { ApiKeyAuthenticator } from "./api-key-auth.ts"
-import { AuthService } from "./auth-service.ts"
+import { AuthService, GRANT_PROOFS } from "./auth-service.ts"
 import { allows, grantablePermissions, isPowerful, notHeld, notHeldDetails, scopeOf } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import { generateApiKey } from "./secrets.ts"
@@ -135,7 +135,7 @@ export const ApiKeyServiceLive = Layer.effect(
           }
           // Handing out an all-powerful key asks the caller to prove they are present (docs/identity.md, "Re-authentication").
           if (isPowerful(role.permissions)) {
-            yield* auth.reauthenticate(me, { currentPassword: input.currentPassword, totpCode: input.totpCode }, client, ["currentPassword", "totpCode"])
+            yield* auth.reauthenticate(me, { currentPassword: input.currentPassword, totpCode: input.totpCode }, client, GRANT_PROOFS)
           }
           const expiresAt = yield* futureOrNull(input.expiresAt)
           const limit = yield* tenants.quotaLimit(me.tenantId, "iam.api-keys.total")
@@ -186,7 +186,7 @@ export const ApiKeyServiceLive = Layer.effect(
           if (changed.length === 0) return toApiKey(before)
           // Giving an all-powerful key a longer life is making it again: the creation's proof is asked.
           if (changed.includes("expiresAt") && outlives(newExpiry!, before.expires_at) && isPowerful(before.role_permissions)) {
-            yield* auth.reauthenticate(me, { currentPassword: patch.currentPassword, totpCode: patch.totpCode }, client, ["currentPassword", "totpCode"])
+            yield* auth.reauthenticate(me, { currentPassword: patch.currentPassword, totpCode: patch.totpCode }, client, GRANT_PROOFS)
           }
           const limit = yield* tenants.quotaLimit(me.tenantId, "iam.api-keys.total")
           const updated = yield* keys.update(me.tenantId, identityId, keyId, {

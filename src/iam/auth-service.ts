@@ -19,6 +19,12 @@ export interface LoginInput {
   readonly recoveryCode?: string | undefined
 }
 
+/**
+ * The proofs a route that hands out all-powerful access takes (an API key, a role, an invitation, a
+ * delegation): the password or a TOTP code, not a recovery code.
+ */
+export const GRANT_PROOFS: ReadonlyArray<keyof Proof> = ["currentPassword", "totpCode"]
+
 /** Proof of presence asked before a sensitive change (docs/identity.md, "Re-authentication"). */
 export interface Proof {
   readonly currentPassword?: string | undefined

@@ -5,7 +5,7 @@ import type { Role } from "../schema/iam.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { RoleRepo, type RoleRow } from "../sql/role-repo.ts"
 import { ApiKeyAuthenticator } from "./api-key-auth.ts"
-import { AuthService } from "./auth-service.ts"
+import { AuthService, GRANT_PROOFS } from "./auth-service.ts"
 import { grantablePermissions, holds, isPowerful } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import { SessionAuthenticator } from "./session-auth.ts"
@@ -116,7 +116,7 @@ export const RoleServiceLive = Layer.effect(
             if (current && !current.is_system && !isPowerful(current.permissions)) {
               // A caller who may not grant it at all is told that first.
               yield* refuseUngranted(me, patch.permissions, current.permissions)
-              yield* auth.reauthenticate(me, { currentPassword: patch.currentPassword, totpCode: patch.totpCode }, client, ["currentPassword", "totpCode"])
+              yield* auth.reauthenticate(me, { currentPassword: patch.currentPassword, totpCode: patch.totpCode }, client, GRANT_PROOFS)
             }
           }
           const result = yield* roles.update(me.tenantId, id, (current) =>
