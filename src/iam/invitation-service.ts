@@ -203,21 +203,15 @@ export const InvitationServiceLive = Layer.effect(
           // The identity's sessions act with its new role at once, on every node.
           if (accept) yield* sessionAuth.invalidate({ identityId: me.identityId })
           const action = accept ? "invitation.accept" : "invitation.decline"
-          const sameTenant = invitation.tenant_id === me.tenantId
-          const byKey = me.kind === "api-key" ? { apiKeyId: me.credentialId } : {}
-          // The inviting tenant's log names the invitee only when it is one of its own: another tenant's
-          // identity, its tenant and address stay unknown to it (a decline is all it learns). The
-          // invitee's own tenant records the decline in its log.
-          yield* audit.write({
-            tenantId: invitation.tenant_id,
-            actorId: sameTenant ? me.identityId : null,
-            ip: sameTenant ? client.ip : null,
-            action,
-            targetId: invitation.id,
-            data: { email: invitation.email, ...(accept ? { roleId: invitation.role_id } : {}), ...(sameTenant ? byKey : {}) }
-          })
-          if (!sameTenant) {
-            yield* audit.write({ tenantId: me.tenantId, actorId: me.identityId, ip: client.ip, action, targetId: invitation.id, data: { email: invitation.email, ...byKey } })
+          const data = { email: invitation.email, ...(accept ? { roleId: invitation.role_id } : {}) }
+          // (Never on behalf: the invitee answers for itself, so `me` is its own identity.)
+          if (invitation.tenant_id === me.tenantId) yield* audit.record(me, action, invitation.id, data, client)
+          else {
+            // The inviting tenant's log names the invitee only when it is one of its own: another tenant's
+            // identity, its tenant and address stay unknown to it (a decline is all it learns). The
+            // invitee's own tenant records the decline in its log.
+            yield* audit.write({ tenantId: invitation.tenant_id, actorId: null, ip: null, action, targetId: invitation.id, data })
+            yield* audit.record(me, action, invitation.id, { email: invitation.email }, client)
           }
           return toInvitation(result)
         }),
