@@ -10,6 +10,8 @@ import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 import { failListQuery, filterFault, type ListFault, queryLimit } from "./list-query.ts"
 
+const MAX_FILTER_LENGTH = MAX_AUDIT_FILTER_LENGTH
+
 /**
  * An action filter is one of the actions the log records (`role.create`), or a prefix of dotted
  * lower-case words ending in `.*` (`session.*`), as the OpenAPI document states: a mistyped action
@@ -17,8 +19,7 @@ import { failListQuery, filterFault, type ListFault, queryLimit } from "./list-q
  */
 const knownActions: ReadonlySet<string> = new Set(auditActions)
 const actionPrefixPattern = /^[a-z0-9_-]+(\.[a-z0-9_-]+)*\.\*$/
-const isActionFilter = (action: string) => knownActions.has(action) || (action.length <= MAX_AUDIT_FILTER_LENGTH && actionPrefixPattern.test(action))
-const MAX_FILTER_LENGTH = MAX_AUDIT_FILTER_LENGTH
+const isActionFilter = (action: string) => knownActions.has(action) || (action.length <= MAX_FILTER_LENGTH && actionPrefixPattern.test(action))
 
 interface AuditQuery {
   readonly offset?: number | undefined

@@ -150,10 +150,10 @@ const QueryInt = Schema.String.check(Schema.isPattern(/^\d{1,15}$/, { expected: 
   Schema.decodeTo(Schema.Number, SchemaTransformation.numberFromString)
 )
 
-/** `offset` and `limit` in a search body. */
 /** The page size of a list or search that names none. */
 export const DEFAULT_PAGE_LIMIT = 50
 
+/** `offset` and `limit` in a search body. */
 export const SearchPagination = Schema.Struct({
   offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)).annotate({ default: 0 })),
   limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_PAGE_LIMIT })).annotate({ default: DEFAULT_PAGE_LIMIT }))
