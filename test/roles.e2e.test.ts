@@ -340,6 +340,9 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     const raised = await patchRole(t.apiKey, narrow.id, { permissions: ["*:*:*"], currentPassword: "correct horse battery" })
     expect(raised.status, raised.text).toBe(200)
     expect((await api.get("/v1/iam/roles", key.raw)).status).toBe(200)
+    // Already all-powerful: no proof is asked, but one that is offered is checked.
+    expect((await patchRole(t.apiKey, narrow.id, { name: "wide", permissions: ["*:*:*"] })).status).toBe(200)
+    expectError(await patchRole(t.apiKey, narrow.id, { permissions: ["*:*:*"], currentPassword: "not the password" }), 403, "reauthentication_failed")
   })
 
   it("keeps cross_tenant:*:* to the internal_admin system role (403 for any role anyone makes, even in the internal tenant)", async () => {

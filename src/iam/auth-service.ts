@@ -25,6 +25,12 @@ export interface LoginInput {
  */
 export const GRANT_PROOFS: ReadonlyArray<keyof Proof> = ["currentPassword", "totpCode"]
 
+/** 403 reauthentication_required, naming the proofs the operation takes. */
+export const proofRequired = (accepted: ReadonlyArray<keyof Proof>) => {
+  const names = accepted.length > 1 ? `${accepted.slice(0, -1).join(", ")} or ${accepted.at(-1)}` : accepted.join("")
+  return fail(403, "reauthentication_required", `this operation needs ${names}`)
+}
+
 /** Proof of presence asked before a sensitive change (docs/identity.md, "Re-authentication"). */
 export interface Proof {
   readonly currentPassword?: string | undefined
@@ -112,8 +118,7 @@ export const AuthServiceLive = Layer.effect(
     const reauthenticate: AuthServiceShape["reauthenticate"] = (me, proof, client, accepted = ["currentPassword", "totpCode", "recoveryCode"]) =>
       Effect.gen(function*() {
         if (proof.currentPassword === undefined && proof.totpCode === undefined && proof.recoveryCode === undefined) {
-          const names = accepted.length > 1 ? `${accepted.slice(0, -1).join(", ")} or ${accepted.at(-1)}` : accepted.join("")
-          return yield* fail(403, "reauthentication_required", `this operation needs ${names}`)
+          return yield* proofRequired(accepted)
         }
         const identity = yield* identityOf(me)
         const account = `id:${identity.id}`

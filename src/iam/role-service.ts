@@ -5,7 +5,7 @@ import type { Role } from "../schema/iam.ts"
 import { AuditLog } from "../sql/audit-log.ts"
 import { RoleRepo, type RoleRow } from "../sql/role-repo.ts"
 import { ApiKeyAuthenticator } from "./api-key-auth.ts"
-import { AuthService, GRANT_PROOFS } from "./auth-service.ts"
+import { AuthService, GRANT_PROOFS, proofRequired } from "./auth-service.ts"
 import { grantablePermissions, holds, isPowerful } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import { SessionAuthenticator } from "./session-auth.ts"
@@ -110,19 +110,27 @@ export const RoleServiceLive = Layer.effect(
       update: (me, id, patch, client) =>
         Effect.gen(function*() {
           // Making a role all-powerful hands that power to its keys and people at once: the proof
-          // creating such a key asks is asked here too (before the role's row is locked).
-          if (patch.permissions && isPowerful(patch.permissions)) {
+          // creating such a key asks is asked here too. It is checked before the role's row is
+          // locked (a wrong one is counted and audited, which a rolled-back transaction would undo),
+          // and whether it was needed is decided again under the lock: a role narrowed meanwhile by
+          // someone else is not raised again without it.
+          const raising = patch.permissions !== undefined && isPowerful(patch.permissions)
+          let proven = false
+          if (raising) {
             const current = yield* roles.find(me.tenantId, id)
-            if (current && !current.is_system && !isPowerful(current.permissions)) {
+            const offered = patch.currentPassword !== undefined || patch.totpCode !== undefined
+            if (current && !current.is_system && (offered || !isPowerful(current.permissions))) {
               // A caller who may not grant it at all is told that first.
-              yield* refuseUngranted(me, patch.permissions, current.permissions)
+              yield* refuseUngranted(me, patch.permissions!, current.permissions)
               yield* auth.reauthenticate(me, { currentPassword: patch.currentPassword, totpCode: patch.totpCode }, client, GRANT_PROOFS)
+              proven = true
             }
           }
           const result = yield* roles.update(me.tenantId, id, (current) =>
             Effect.gen(function*() {
               if (current.is_system) return yield* systemRoleImmutable
               if (patch.permissions) yield* refuseUngranted(me, patch.permissions, current.permissions)
+              if (raising && !proven && !isPowerful(current.permissions)) return yield* proofRequired(GRANT_PROOFS)
               // Only what differs is written: an update that changes nothing keeps updatedAt and is not audited.
               const permissions = patch.permissions && unique(patch.permissions)
               return {

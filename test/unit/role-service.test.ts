@@ -21,7 +21,7 @@ import { SESSION_INVALIDATE_CHANNEL, SessionAuthenticatorLive } from "../../src/
 import { Kv, KvTest } from "../../src/kv/kv.ts"
 import { ApiKeyRepo, makeApiKeyRepoTest } from "../../src/sql/api-key-repo.ts"
 import { AuditEntries, AuditLogTest } from "../../src/sql/audit-log.ts"
-import { makeRoleRepoTest } from "../../src/sql/role-repo.ts"
+import { makeRoleRepoTest, RoleRepo } from "../../src/sql/role-repo.ts"
 import { makeSessionRepoTest } from "../../src/sql/session-repo.ts"
 
 const config = configForTests()
@@ -39,7 +39,7 @@ const roles = makeRoleRepoTest({
 })
 
 const PASSWORD = "correct horse battery"
-const Roles = RoleServiceLive.pipe(
+const servicesOver = (roles: Layer.Layer<RoleRepo>) => RoleServiceLive.pipe(
   Layer.provideMerge(AuthServiceLive),
   Layer.provideMerge(SessionServiceLive),
   Layer.provideMerge(Layer.mergeAll(ApiKeyAuthenticatorLive, SessionAuthenticatorLive, AttemptsLive)),
@@ -48,6 +48,17 @@ const Roles = RoleServiceLive.pipe(
     makeIdentityRepoTest([{ id: "idt_admin", tenantId: "ten_1", email: "admin@example.com", passwordHash: hash }])))),
   Layer.provideMerge(Layer.mergeAll(roles, makeSessionRepoTest(), AuthTokenRepoTest, MailerTest, AuditLogTest, KvTest, Layer.succeed(Config, config)))
 )
+const Roles = servicesOver(roles)
+
+/**
+ * Roles whose unlocked reads (`find`) still see `role_raced` all-powerful, as a read taken just
+ * before another request narrowed it does; the locked update sees it as it is.
+ */
+const narrowedMeanwhile = Layer.effect(RoleRepo, Effect.map(RoleRepo, (repo) =>
+  RoleRepo.of({
+    ...repo,
+    find: (tenantId, id) => Effect.map(repo.find(tenantId, id), (row) => (row && id === "role_raced" ? { ...row, permissions: ["*:*:*"] } : row))
+  }))).pipe(Layer.provide(makeRoleRepoTest({ roles: [{ id: "role_raced", tenant_id: "ten_1", name: "raced", permissions: ["scraper:jobs:read"] }] })))
 
 const admin = (over: Partial<PlainPrincipal> = {}): Principal => testPrincipal({
   kind: "session",
@@ -146,5 +157,19 @@ layer(Roles)("RoleService", (it) => {
       const removed = yield* service.remove(admin(), spare.id)
       expect(removed).toMatchObject({ deleted: true, id: spare.id })
       expect((yield* failure(service.get(admin(), spare.id))).status).toBe(404)
+    }))
+})
+
+layer(servicesOver(narrowedMeanwhile))("RoleService, with a role narrowed between its read and its lock", (it) => {
+  it.effect("asks for the proof the role's locked state needs, not the one its earlier read suggested", () =>
+    Effect.gen(function*() {
+      const service = yield* RoleService
+      const owner = admin({ permissions: ["*:*:*"] })
+      const all = { permissions: ["*:*:*"] }
+      // The unlocked read sees it all-powerful already; under the lock it is narrow, so raising it needs the proof.
+      expect((yield* failure(service.update(owner, "role_raced", all, client))).code).toBe("reauthentication_required")
+      expect((yield* service.get(owner, "role_raced")).permissions).toEqual(["*:*:*"])
+      expect((yield* failure(service.update(owner, "role_raced", { ...all, currentPassword: "not the password" }, client))).code).toBe("reauthentication_failed")
+      expect((yield* service.update(owner, "role_raced", { ...all, currentPassword: PASSWORD }, client)).permissions).toEqual(["*:*:*"])
     }))
 })
