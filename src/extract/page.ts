@@ -39,8 +39,44 @@ export function loadPage(html: string, url: string | null): Page {
     return false
   })
   sanitizeTree(doc.root)
+  dropPermalinkAnchors(doc.body)
   const meta = collectMeta(doc.root, doc.html)
   return { doc, base, url, structured, meta, scope: doc.body, scripts }
+}
+
+/** What a permalink anchor shows: a pilcrow, a section sign, a hash, a link or anchor emoji, or nothing (an icon). */
+const PERMALINK_TEXT = /^(?:[¶§⁋#]|\u{1F517}|\u2693\uFE0F?|)$/u
+
+/**
+ * Removes the anchors documentation generators put in headings and definitions so that a reader
+ * can link to them (`<a class="headerlink" href="#lists">¶</a>`): links to a place on the page
+ * that show only a link glyph. Their glyph is not part of the heading ("5. Data Structures¶");
+ * a link with words or numbers (a footnote, a table of contents) is kept.
+ */
+export function dropPermalinkAnchors(root: Element): void {
+  walk(root, (el) => {
+    const ch = el.children
+    let w = 0
+    for (const c of ch) {
+      if (typeof c !== "string" && c.tag === "a" && c.attr("href")?.startsWith("#") && PERMALINK_TEXT.test(normalizeSpace(rawText(c))) && !showsMedia(c)) {
+        c.parent = null
+        continue
+      }
+      ch[w++] = c
+    }
+    ch.length = w
+  })
+}
+
+const MEDIA = new Set(["img", "picture", "video", "audio", "iframe", "object", "embed"])
+/** Whether an element holds an image or other media (a gallery's `<a href="#"><img></a>` is content). */
+const showsMedia = (el: Element): boolean => {
+  let found = false
+  walk(el, (d) => {
+    if (MEDIA.has(d.tag)) found = true
+    return !found
+  })
+  return found
 }
 
 /** Structured nodes whose type is one of `types`, JSON-LD first, then microdata, then RDFa. */

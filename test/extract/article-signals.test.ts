@@ -341,3 +341,25 @@ describe("the page's shown text, the reading of last resort", () => {
     expect(plain).not.toContain("Part 39 height")
   })
 })
+
+describe("permalink anchors", () => {
+  it("drops the link glyphs documentation generators put in headings, and keeps links with words, numbers or images", () => {
+    const html = `<html><head><title>5. Data Structures — Python 3 documentation</title></head><body><div class="body">
+      <h1>5. Data Structures<a class="headerlink" href="#data-structures" title="Link to this heading">¶</a></h1>
+      <p>This chapter describes some things you have learned about already in more detail, and adds some new things as well.<a href="#fn1">1</a></p>
+      <h2>5.1. More on Lists<a class="headerlink" href="#more-on-lists">¶</a></h2>
+      ${para(4, "lists")}
+      <h2 id="c-sharp">Calling C#<a href="#c-sharp" class="anchor"><svg viewBox="0 0 16 16"><path d="M0 0"/></svg></a></h2>
+      ${para(3, "interop")}
+      <p><a href="#gallery"><img src="https://docs.example.com/figure.png" alt="A figure of a list"></a></p>
+    </div></body></html>`
+    const out = article(html, { url: "https://docs.example.com/tutorial/datastructures.html" })
+    expect(out.data.title).toBe("5. Data Structures")
+    expect(out.data.content).not.toContain("¶")
+    expect(out.data.content).toContain("5.1. More on Lists")
+    expect(out.data.content).toContain("Calling C#")
+    // a footnote's number is a link with a number: kept
+    expect(out.data.content).toMatch(/as well\.1/)
+    expect(out.data.images?.map((i) => i.url) ?? []).toContain("https://docs.example.com/figure.png")
+  })
+})
