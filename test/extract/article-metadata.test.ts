@@ -115,3 +115,29 @@ describe("publication date", () => {
     expect(article(html).data.publishedAt).toBeUndefined()
   })
 })
+
+describe("the site's banner h1", () => {
+  const page = (head: string, h1s: string) => `<html><head>${head}</head><body><header>${h1s.split("\n")[0]}</header><main>${h1s.split("\n").slice(1).join("")}${para(4)}</main></body></html>`
+
+  it("skips an h1 that only names the site (og:site_name) for the next one", () => {
+    const html = page(`<title>Get Free Tax Help | United Helpers</title><meta property="og:site_name" content="United Helpers">`, `<h1>United Helpers</h1>\n<h1>Get Free Tax Help</h1>`)
+    expect(article(html, { url: "https://www.helpers.example.org/need-help/tax-help/" }).data.title).toBe("Get Free Tax Help")
+  })
+
+  it("takes an h1 that repeats the title's trailing part for the site's name, and drops that part from the title", () => {
+    const html = page(`<title>Defining Shared Behavior with Traits - The Example Book</title>`, `<h1>The Example Book</h1>\n<h2>Defining Shared Behavior with Traits</h2>`)
+    expect(article(html, { url: "https://doc.example.org/book/ch10-02-traits.html" }).data.title).toBe("Defining Shared Behavior with Traits")
+  })
+
+  it("skips an h1 that is the host's name", () => {
+    const html = page(`<title>Vibe Coding</title>`, `<h1>davidexample.com</h1>\n<h2>December 16, 2025</h2>`)
+    expect(article(html, { url: "https://davidexample.com/archives/2025/12/16/vibe_coding.html" }).data.title).toBe("Vibe Coding")
+  })
+
+  it("keeps the site's name as the headline on its home page, and where the title is that name alone", () => {
+    const home = page(`<title>Example Labs – Tools for makers</title><meta property="og:site_name" content="Example Labs">`, `<h1>Example Labs</h1>`)
+    expect(article(home, { url: "https://examplelabs.example/" }).data.title).toBe("Example Labs")
+    const named = page(`<title>Example Labs</title>`, `<h1>Example Labs</h1>`)
+    expect(article(named, { url: "https://examplelabs.example/about/team" }).data.title).toBe("Example Labs")
+  })
+})

@@ -3,7 +3,7 @@ import type { Article } from "../types.ts"
 import { normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
 import { BLOCK_TAGS } from "../html/text.ts"
 import { str, strs, typesOf, type JsonObject } from "../structured.ts"
-import { firstText, nodesOfType, type Page } from "../page.ts"
+import { nodesOfType, type Page } from "../page.ts"
 import { extractMainContent, shownText, type MainContent } from "./main-content.ts"
 import { readScriptData } from "./script-data.ts"
 import { structuredListing } from "./item-list.ts"
@@ -79,12 +79,12 @@ export function articleFromPage(page: Page): ArticleResult {
     return undefined
   }
 
-  const h1 = firstText(page.scope, "h1")
+  const { headline: h1, banner } = headlineH1(page.scope, meta.title, meta.get("og:site_name"), page.url)
   let title = first("title", (n) => str(n.headline) ?? (rank(n) < 2 ? str(n.name) : undefined))
     ?? fromMeta("title", ["og:title", "twitter:title", "dc.title", "title"])
   if (title === undefined && h1 !== undefined) { title = h1; sources.title = "main-content" }
   if (title === undefined && meta.title !== undefined && meta.title !== "") { title = meta.title; sources.title = "meta" }
-  if (title !== undefined) data.title = headlineOf(normalizeSpace(decodeEntities(title)), h1, meta.get("og:site_name"), page.url)
+  if (title !== undefined) data.title = headlineOf(normalizeSpace(decodeEntities(title)), h1, meta.get("og:site_name") ?? banner, page.url)
 
   const description = first("description", (n) => str(n.description))
     ?? fromMeta("description", ["og:description", "description", "twitter:description", "dc.description"])
@@ -244,6 +244,58 @@ const textSize = (m: MainContent) => m.paragraphs.reduce((a, p) => a + p.length,
 export const sentenceParagraphs = (m: MainContent) => m.paragraphs.filter((p) => p.length >= 80 && /[.!?…]["'”’)]?$/.test(p)).length
 
 const titleKey = (s: string) => s.normalize("NFKC").toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "")
+
+/** Title separators: `Headline | Site`, `Headline - Site`, `Headline / Forum / Site`… */
+const TITLE_SEPARATOR = /\s+[|\-–—:·»«•/]\s+/
+
+const isHomePage = (url: string | null) => {
+  try {
+    return url !== null && /^\/?(?:index\.\w+)?$/.test(new URL(url).pathname)
+  } catch {
+    return false
+  }
+}
+
+/** Keys of the names a page's site goes by: og:site_name, the last part of its `<title>`, its host. */
+function siteNameKeys(title: string | undefined, siteName: string | undefined, url: string | null): Set<string> {
+  const keys = new Set<string>()
+  if (siteName !== undefined) keys.add(titleKey(siteName))
+  const parts = title?.split(TITLE_SEPARATOR) ?? []
+  if (parts.length >= 2) keys.add(titleKey(parts[parts.length - 1]!))
+  try {
+    // "davidbau.com", "blog.example.org": the host with and without its top-level domain
+    if (url !== null) {
+      const host = new URL(url).hostname.replace(/^www\d?\./, "")
+      keys.add(titleKey(host))
+      keys.add(titleKey(host.split(".").slice(0, -1).join(".")))
+    }
+  } catch { /* no host */ }
+  keys.delete("")
+  return keys
+}
+
+/**
+ * The page's headline h1: the first h1 that is not the site's banner (which is returned too, as a
+ * name of the site). Many sites put their own
+ * name in an h1 above every page (a logo's text, a book's or a forum's name); an h1 that only
+ * repeats a name the site goes by (og:site_name, the trailing part of `<title>`, the host) names
+ * the site, not the page; except on the site's home page, or where `<title>` is that name alone.
+ */
+export function headlineH1(scope: Element, title: string | undefined, siteName: string | undefined, url: string | null): { headline?: string; banner?: string } {
+  const site = isHomePage(url) ? new Set<string>() : siteNameKeys(title, siteName, url)
+  if (title !== undefined) site.delete(titleKey(title))
+  const out: { headline?: string; banner?: string } = {}
+  walk(scope, (el) => {
+    if (out.headline !== undefined) return false
+    if (el.tag !== "h1") return
+    const text = normalizeSpace(rawText(el))
+    if (text === "") return false
+    if (!site.has(titleKey(text))) out.headline = text
+    else out.banner ??= text
+    return false
+  })
+  return out
+}
 
 /**
  * The headline itself, without the site name that titles carry: the page's h1 when the title contains
