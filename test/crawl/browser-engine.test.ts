@@ -225,6 +225,13 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
         popupPings.push(Date.now())
         res.writeHead(204).end()
       },
+      // The pop-ups of /popups, on a page that loads for three seconds after opening them.
+      "/popups-held": page(200, html(`<h1>Opens pop-ups</h1><script>for (let i = 0; i < 5; i++) window.open("/popup-target?i=" + i, "_blank", "noopener")</script>
+        <img src="/held-img" width="10" height="10">`)),
+      "/held-img": (_req, res) => {
+        const t = setTimeout(() => res.writeHead(200, { "content-type": "image/png" }).end(PNG_BYTES), 3_000)
+        res.on("close", () => clearTimeout(t))
+      },
       // A busy canvas as tall as three screens: its full-page PNG is about 14 MB.
       "/noise": page(200, html(`<canvas id="c" width="1366" height="2600"></canvas><script>
         const c = document.getElementById("c").getContext("2d"), img = c.createImageData(1366, 2600)
@@ -404,14 +411,19 @@ describe.skipIf(!hasChromium)("brave engine (system Chromium)", () => {
 
   it("closes the pop-ups a page opens, so they cannot hold pages past the node's cap", async () => {
     const since = Date.now()
-    const a = await get("/popups")
+    const a = await get("/popups-held")
+    const until = Date.now()
     expect(a.classification).toBe("ok")
-    expect(a.durationMs).toBeGreaterThan(1_000)
-    // Closing is asynchronous, so a pop-up may ask once or twice before it goes (more on a loaded
-    // machine). Kept open, five pop-ups would ask about fifty times in the second half of the page's
-    // second; closed, none of them is left to ask by then.
+    expect(a.durationMs).toBeGreaterThan(3_000)
+    // Kept open, five pop-ups ask every 50 ms (throttled to a few times a second in the background)
+    // from their first moment until the attempt ends and its context is closed, three seconds and
+    // more: about twenty asks in the last fifth of that time, and as many with the machine's two
+    // cores under four busy loops. Closed as they appear, they stop before; closing is asynchronous
+    // and slow on a loaded machine (a CI run saw pop-ups ask for over 500 ms; under four busy loops
+    // one asked past 70 % of the time), hence a window that grows with the attempt.
     const pings = popupPings.filter((t) => t >= since)
-    const late = pings.filter((t) => t > (pings[0] ?? Infinity) + 500)
+    const first = pings[0] ?? until
+    const late = pings.filter((t) => t > first + (until - first) * 0.8)
     expect(late.length).toBeLessThan(5)
   })
 
