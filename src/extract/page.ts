@@ -1,7 +1,7 @@
 /** A parsed, sanitized HTML page with what every strategy needs. */
 import { parseHtml, type ParsedDocument } from "./html/parser.ts"
 import { repairMojibake } from "./html/mojibake.ts"
-import { Element, normalizeSpace, rawText, walk } from "./html/dom.ts"
+import { byTags, Element, normalizeSpace, rawText, walk } from "./html/dom.ts"
 import { collectMeta, collectStructured, typesOf, type JsonObject, type MetaTags, type StructuredItems } from "./structured.ts"
 import { sanitizeTree } from "./sanitize.ts"
 import { absoluteUrl } from "./url.ts"
@@ -58,7 +58,7 @@ export function dropPermalinkAnchors(root: Element): void {
     const ch = el.children
     let w = 0
     for (const c of ch) {
-      if (typeof c !== "string" && c.tag === "a" && c.attr("href")?.startsWith("#") && PERMALINK_TEXT.test(normalizeSpace(rawText(c))) && !showsMedia(c)) {
+      if (typeof c !== "string" && c.tag === "a" && c.attr("href")?.startsWith("#") && PERMALINK_TEXT.test(normalizeSpace(rawText(c))) && byTags(c, MEDIA).length === 0) {
         c.parent = null
         continue
       }
@@ -68,16 +68,8 @@ export function dropPermalinkAnchors(root: Element): void {
   })
 }
 
+/** Media an anchor may hold: a gallery's `<a href="#"><img></a>` is content, not a permalink. */
 const MEDIA = new Set(["img", "picture", "video", "audio", "iframe", "object", "embed"])
-/** Whether an element holds an image or other media (a gallery's `<a href="#"><img></a>` is content). */
-const showsMedia = (el: Element): boolean => {
-  let found = false
-  walk(el, (d) => {
-    if (MEDIA.has(d.tag)) found = true
-    return !found
-  })
-  return found
-}
 
 /** Structured nodes whose type is one of `types`, JSON-LD first, then microdata, then RDFa. */
 export function nodesOfType(page: Page, types: ReadonlySet<string>): Array<{ node: JsonObject; source: "json-ld" | "microdata" | "rdfa" }> {

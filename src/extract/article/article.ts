@@ -306,7 +306,7 @@ export function headlineOf(title: string, h1: string | undefined, siteName: stri
     const hk = titleKey(h1)
     if (hk.length >= 3 && titleKey(title).includes(hk)) return normalizeSpace(h1)
   }
-  const parts = title.split(/\s+[|\-–—:·»«•/]\s+/)
+  const parts = title.split(TITLE_SEPARATOR)
   if (parts.length < 2) return title
   const last = titleKey(parts[parts.length - 1]!)
   let labels: string[] = []
