@@ -9,7 +9,7 @@ import { API_KEY_PREFIX, constantTimeEqual, isOneOfTokens } from "../iam/secrets
 import { SessionAuthenticator } from "../iam/session-auth.ts"
 import { SessionService } from "../iam/session-service.ts"
 import { fail, Forbidden, isApiError, ResponseHeaders, TooManyRequests, Unauthenticated } from "../schema/errors.ts"
-import { AuditLog } from "../sql/audit-log.ts"
+import { AuditLog, credentialData } from "../sql/audit-log.ts"
 import { DelegationRepo } from "../sql/delegation-repo.ts"
 import { clientContext } from "./client-context.ts"
 import { RefusedUnlessReplayed } from "./idempotency.ts"
@@ -134,8 +134,8 @@ export const ApiKeyAuthLive = Layer.effect(
               method: request.method,
               path: request.url.split("?")[0]!.slice(0, 2048),
               ...outcomeOf(exit),
-              // The delegate's own credential, when it is a key (docs/identity.md, "Audit").
-              ...(principal.kind === "api-key" ? { apiKeyId: principal.credentialId } : {})
+              // The delegate's own credential, when it is a key.
+              ...credentialData(principal)
             }
           }))
       })

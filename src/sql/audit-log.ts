@@ -83,10 +83,13 @@ const toView = (r: AuditRow): AuditEntryView => ({
 })
 
 /**
- * What `actor` did: an entry in the actor's tenant, on behalf of its delegator when it acts for one.
- * An act through an API key names the key (`data.apiKeyId`): a key acts as its identity, and the log
- * must tell the identity's own doing from a key's (docs/identity.md, "Audit").
+ * The key an act went through (`data.apiKeyId`), when it went through one: a key acts as its
+ * identity, and the log must tell the identity's own doing from a key's (docs/identity.md, "Audit").
  */
+export const credentialData = (actor: Principal): { apiKeyId?: string } =>
+  actor.kind === "api-key" ? { apiKeyId: actor.credentialId } : {}
+
+/** What `actor` did: an entry in the actor's tenant, on behalf of its delegator when it acts for one. */
 const actorEntry = (
   actor: Principal,
   action: AuditAction,
@@ -100,7 +103,7 @@ const actorEntry = (
   ...(client ? { ip: client.ip } : {}),
   action,
   targetId,
-  data: actor.kind === "api-key" ? { ...data, apiKeyId: actor.credentialId } : data
+  data: { ...data, ...credentialData(actor) }
 })
 
 export class AuditLog extends Context.Service<AuditLog, AuditLogShape>()("trawl/AuditLog") {}
