@@ -10,8 +10,6 @@ import { TenantRepo } from "../sql/tenant-repo.ts"
 import { Api } from "./api.ts"
 import { failListQuery, filterFault, type ListFault, queryLimit } from "./list-query.ts"
 
-const MAX_FILTER_LENGTH = MAX_AUDIT_FILTER_LENGTH
-
 /**
  * An action filter is one of the actions the log records (`role.create`), or a prefix of dotted
  * lower-case words ending in `.*` (`session.*`), as the OpenAPI document states: a mistyped action
@@ -19,7 +17,7 @@ const MAX_FILTER_LENGTH = MAX_AUDIT_FILTER_LENGTH
  */
 const knownActions: ReadonlySet<string> = new Set(auditActions)
 const actionPrefixPattern = /^[a-z0-9_-]+(\.[a-z0-9_-]+)*\.\*$/
-const isActionFilter = (action: string) => knownActions.has(action) || (action.length <= MAX_FILTER_LENGTH && actionPrefixPattern.test(action))
+const isActionFilter = (action: string) => knownActions.has(action) || (action.length <= MAX_AUDIT_FILTER_LENGTH && actionPrefixPattern.test(action))
 
 interface AuditQuery {
   readonly offset?: number | undefined
@@ -36,8 +34,8 @@ const readFilter = (query: AuditQuery) => {
   const faults: Array<ListFault> = []
   const filter: { -readonly [K in keyof AuditFilter]: AuditFilter[K] } = {}
   if (query.identityId !== undefined) {
-    if (query.identityId.length < 1 || query.identityId.length > MAX_FILTER_LENGTH) {
-      faults.push(filterFault("identityId", `must be 1 to ${MAX_FILTER_LENGTH} characters`))
+    if (query.identityId.length < 1 || query.identityId.length > MAX_AUDIT_FILTER_LENGTH) {
+      faults.push(filterFault("identityId", `must be 1 to ${MAX_AUDIT_FILTER_LENGTH} characters`))
     } else filter.identityId = query.identityId
   }
   if (query.action !== undefined) {
