@@ -65,10 +65,14 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     const id = (await call(session, "GET", "/v1/iam/users/me")).json.data.identityId as string
     const key = await api.post(`/v1/iam/identities/${id}/api-keys`, { name: "fast", roleId, rateLimitPerMinute: 5000, currentPassword: "correct horse battery" }, t.apiKey)
     expect(key.status, key.text).toBe(201)
+    passwordOf.set(registered.json.data.sessionId, PASSWORD).set(key.json.data.rawKey, PASSWORD)
     return { id, email, session, caller: { key: key.json.data.rawKey as string } as Caller }
   }
-  // The owner's password goes along: the owner's role is all-powerful, and passing it on asks for it (other callers ignore it).
-  const create = (c: Caller, body: Record<string, unknown>) => call(c, "POST", "/v1/iam/users/me/delegations", { currentPassword: "correct horse battery", ...body })
+  /** The password of each member's credentials; the others are the owner's. */
+  const passwordOf = new Map<string, string>()
+  // The caller's password goes along: passing on the owner's all-powerful role asks for it, and a proof that is sent is always checked.
+  const create = (c: Caller, body: Record<string, unknown>) =>
+    call(c, "POST", "/v1/iam/users/me/delegations", { currentPassword: passwordOf.get("key" in c ? c.key : c.session) ?? "correct horse battery", ...body })
   const move = (c: Caller, id: string, what: "accept" | "decline" | "renounce") => call(c, "POST", `/v1/iam/users/me/delegations/${id}/${what}`)
   const revoke = (c: Caller, id: string) => call(c, "DELETE", `/v1/iam/users/me/delegations/${id}`)
   const audit = async (t: Tenant, query: string) => (await api.get(`/v1/iam/audit?${query}`, t.apiKey)).json.data.items as Array<any>
@@ -416,10 +420,12 @@ describe.each(backends())("delegations over HTTP ($name)", (backend) => {
     expect((await call(owner, "GET", "/v1/iam/users/me/delegations/granted")).json.data.items).toEqual([])
     const sent = await post({ currentPassword: "correct horse battery" })
     expect(sent.status, sent.text).toBe(201)
-    // A role that is not all-powerful is passed on with no proof.
+    // A role that is not all-powerful is passed on with no proof, but one that is sent is checked.
     const role = await api.post("/v1/iam/roles", { name: "reads-and-delegates", permissions: ["*:*:read", "iam:delegations:*"] }, t.apiKey)
     expect(role.status, role.text).toBe(201)
     const reader = await member(t, role.json.data.id)
+    const wrong = await call(reader.session, "POST", "/v1/iam/users/me/delegations", { delegateId: t.ownerIdentityId, reason: "r", expiresAt: inDays(1), currentPassword: "not the password at all" })
+    expectError(wrong, 403, "reauthentication_failed")
     const plain = await call(reader.session, "POST", "/v1/iam/users/me/delegations", { delegateId: t.ownerIdentityId, reason: "r", expiresAt: inDays(1) })
     expect(plain.status, plain.text).toBe(201)
   })

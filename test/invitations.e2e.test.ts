@@ -182,9 +182,11 @@ describe.each(backends())("invitations and registration over HTTP ($name)", (bac
     const { invitation, token } = await invited(t, email, admin.id, { currentPassword: "correct horse battery" })
     expect(invitation.roleId).toBe(admin.id)
     expect((await register({ invitationToken: token, email, password: "a passphrase long enough" })).status).toBe(201)
-    // A role that is not all-powerful needs no proof.
+    // A role that is not all-powerful needs no proof, but one that is sent is checked.
     const write = await systemRole(t, "write")
-    await invited(t, `${Math.random().toString(36).slice(2)}@invitee.example`, write.id)
+    const other = `${Math.random().toString(36).slice(2)}@invitee.example`
+    expectError(await invite(t, { email: other, roleId: write.id, currentPassword: "not the password at all" }), 403, "reauthentication_failed")
+    await invited(t, other, write.id)
   })
 
   it("takes an address typed with composed or decomposed accents as one address (kept in NFC)", async () => {

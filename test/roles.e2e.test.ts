@@ -306,6 +306,11 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     const reader = await keyWithRole(t, jobsReader.id)
     const tuned = await patchKey(narrow.raw, reader.id, { description: "tuned" })
     expect(tuned.status, tuned.text).toBe(200)
+    // A proof sent where none is asked is still checked: a wrong password is never taken in silence.
+    expectError(await patchKey(narrow.raw, reader.id, { description: "untuned", currentPassword: "not the password" }), 403, "reauthentication_failed")
+    expect((await api.get(keyPath(reader.id), t.apiKey)).json.data.description).toBe("tuned")
+    const unproven = await api.post(`/v1/iam/identities/${t.ownerIdentityId}/api-keys`, { name: "reader", roleId: jobsReader.id, currentPassword: "not the password" }, t.apiKey)
+    expectError(unproven, 403, "reauthentication_failed")
 
     // A PATCH that changes nothing writes nothing and is not audited; an entry names what changed.
     const before = (await api.get(keyPath(reader.id), t.apiKey)).json.data
@@ -343,6 +348,9 @@ describe.each(backends())("roles over HTTP ($name)", (backend) => {
     // Already all-powerful: no proof is asked, but one that is offered is checked.
     expect((await patchRole(t.apiKey, narrow.id, { name: "wide", permissions: ["*:*:*"] })).status).toBe(200)
     expectError(await patchRole(t.apiKey, narrow.id, { permissions: ["*:*:*"], currentPassword: "not the password" }), 403, "reauthentication_failed")
+    // So is one sent with a change that needs none, and the change is not made.
+    expectError(await patchRole(t.apiKey, narrow.id, { description: "changed", currentPassword: "not the password" }), 403, "reauthentication_failed")
+    expect((await api.get(`/v1/iam/roles/${narrow.id}`, t.apiKey)).json.data.description).not.toBe("changed")
   })
 
   it("keeps cross_tenant:*:* to the internal_admin system role (403 for any role anyone makes, even in the internal tenant)", async () => {

@@ -10,7 +10,7 @@ import { IdentityRepo } from "../sql/identity-repo.ts"
 import { RoleRepo } from "../sql/role-repo.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { ApiKeyAuthenticator } from "./api-key-auth.ts"
-import { AuthService, GRANT_PROOFS } from "./auth-service.ts"
+import { AuthService } from "./auth-service.ts"
 import { allows, grantablePermissions, isPowerful, notHeld, notHeldDetails, scopeOf } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import { generateApiKey } from "./secrets.ts"
@@ -134,9 +134,7 @@ export const ApiKeyServiceLive = Layer.effect(
             return yield* fail(403, "forbidden", "the role grants permissions this caller does not hold", { details: notHeldDetails("roleId", ungranted) })
           }
           // Handing out an all-powerful key asks the caller to prove they are present (docs/identity.md, "Re-authentication").
-          if (isPowerful(role.permissions)) {
-            yield* auth.reauthenticate(me, { currentPassword: input.currentPassword, totpCode: input.totpCode }, client, GRANT_PROOFS)
-          }
+          yield* auth.proveGrant(me, input, isPowerful(role.permissions), client)
           const expiresAt = yield* futureOrNull(input.expiresAt)
           const limit = yield* tenants.quotaLimit(me.tenantId, "iam.api-keys.total")
           const key = generateApiKey()
@@ -183,11 +181,9 @@ export const ApiKeyServiceLive = Layer.effect(
           const expiresAt = yield* futureOrNull(patch.expiresAt)
           const newExpiry = expiresAt === undefined ? undefined : expiresAt === null ? null : new Date(parseIsoDateTime(expiresAt)!)
           const changed = keyChanges(before, { description: patch.description, rateLimitPerMinute: patch.rateLimitPerMinute, expiresAt: newExpiry })
-          if (changed.length === 0) return toApiKey(before)
           // Giving an all-powerful key a longer life is making it again: the creation's proof is asked.
-          if (changed.includes("expiresAt") && outlives(newExpiry!, before.expires_at) && isPowerful(before.role_permissions)) {
-            yield* auth.reauthenticate(me, { currentPassword: patch.currentPassword, totpCode: patch.totpCode }, client, GRANT_PROOFS)
-          }
+          yield* auth.proveGrant(me, patch, changed.includes("expiresAt") && outlives(newExpiry!, before.expires_at) && isPowerful(before.role_permissions), client)
+          if (changed.length === 0) return toApiKey(before)
           const limit = yield* tenants.quotaLimit(me.tenantId, "iam.api-keys.total")
           const updated = yield* keys.update(me.tenantId, identityId, keyId, {
             description: changed.includes("description") ? patch.description : undefined,

@@ -52,6 +52,12 @@ export interface AuthServiceShape {
     /** The proof fields the caller's route takes, which the refusal names. */
     accepted?: ReadonlyArray<keyof Proof>
   ) => Effect.Effect<void, Forbidden | TooManyRequests>
+  /**
+   * The proof of presence of a route that hands out all-powerful access (GRANT_PROOFS): asked when
+   * `needed`, and checked whenever one is sent, needed or not, so that a wrong password is never
+   * taken in silence (docs/identity.md, "Re-authentication"). Resolves with whether one was checked.
+   */
+  readonly proveGrant: (me: Principal, proof: Proof, needed: boolean, client: ClientContext) => Effect.Effect<boolean, Forbidden | TooManyRequests>
   /** The password changes below resolve with when it was set, as stored. */
   readonly changePassword: (me: Principal, currentPassword: string, newPassword: string, client: ClientContext) => Effect.Effect<Date, Forbidden | InvalidRequest | TooManyRequests>
   readonly setupPassword: (me: Principal, password: string, client: ClientContext) => Effect.Effect<Date, Conflict | Forbidden | InvalidRequest>
@@ -140,6 +146,10 @@ export const AuthServiceLive = Layer.effect(
 
     return AuthService.of({
       reauthenticate,
+      proveGrant: (me, proof, needed, client) =>
+        needed || proof.currentPassword !== undefined || proof.totpCode !== undefined
+          ? Effect.as(reauthenticate(me, { currentPassword: proof.currentPassword, totpCode: proof.totpCode }, client, GRANT_PROOFS), true)
+          : Effect.succeed(false),
       secondFactor,
       requiresPasswordSetup: (identityId) =>
         identities.byId(identityId).pipe(Effect.map((row) => row !== undefined && (row.requires_password_setup || row.password_hash === null))),

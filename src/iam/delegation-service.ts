@@ -8,7 +8,7 @@ import { AuditLog } from "../sql/audit-log.ts"
 import { DelegationRepo, type DelegationRow, type Party } from "../sql/delegation-repo.ts"
 import { refuseOnBehalf, INVITATION_LINK_PATH } from "./invitation-service.ts"
 import { MailedTokens, TOKEN_LIFETIME_MS } from "./mailed-tokens.ts"
-import { AuthService, GRANT_PROOFS } from "./auth-service.ts"
+import { AuthService } from "./auth-service.ts"
 import { delegateRegistrantRole, grantablePermissions, isPowerful, notHeld, notHeldDetails } from "./permissions.ts"
 import type { Principal } from "./principal.ts"
 import type { ClientContext } from "./session-service.ts"
@@ -92,9 +92,7 @@ export const DelegationServiceLive = Layer.effect(
             })
           }
           // A delegate of an all-powerful role gains what such a key would: the same proof of presence (docs/identity.md).
-          if (isPowerful(delegated)) {
-            yield* auth.reauthenticate(me, { currentPassword: input.currentPassword, totpCode: input.totpCode }, client, GRANT_PROOFS)
-          }
+          yield* auth.proveGrant(me, input, isPowerful(delegated), client)
           const expiresAt = parseIsoDateTime(input.expiresAt)!
           const now = yield* Clock.currentTimeMillis
           if (expiresAt <= now) return yield* badExpiry("must be in the future")

@@ -9,7 +9,7 @@ import type { AuthTokenRow } from "../sql/auth-token-repo.ts"
 import { IdentityRepo } from "../sql/identity-repo.ts"
 import { InvitationRepo, type InvitationRow, type RegistrationSubject } from "../sql/invitation-repo.ts"
 import { RoleRepo } from "../sql/role-repo.ts"
-import { AuthService, GRANT_PROOFS } from "./auth-service.ts"
+import { AuthService } from "./auth-service.ts"
 import { MailedTokens } from "./mailed-tokens.ts"
 import { hashPassword, refuseWeakPassword } from "./passwords.ts"
 import { grantablePermissions, isPowerful, notHeld, notHeldDetails } from "./permissions.ts"
@@ -128,9 +128,7 @@ export const InvitationServiceLive = Layer.effect(
             return yield* fail(403, "forbidden", "the role grants permissions the caller does not hold", { details: notHeldDetails("roleId", ungranted), extra: { notHeld: ungranted } })
           }
           // An invitee with an all-powerful role gains what an all-powerful key would: the same proof of presence.
-          if (isPowerful(role.permissions)) {
-            yield* auth.reauthenticate(me, { currentPassword: input.currentPassword, totpCode: input.totpCode }, client, GRANT_PROOFS)
-          }
+          yield* auth.proveGrant(me, input, isPowerful(role.permissions), client)
           const expiresAt = new Date(Date.now() + INVITATION_LIFETIME_MS)
           const row = yield* repo.insert({
             tenantId: me.tenantId,

@@ -116,14 +116,12 @@ export const RoleServiceLive = Layer.effect(
           // someone else is not raised again without it.
           const raising = patch.permissions !== undefined && isPowerful(patch.permissions)
           let proven = false
-          if (raising) {
+          if (raising || patch.currentPassword !== undefined || patch.totpCode !== undefined) {
             const current = yield* roles.find(me.tenantId, id)
-            const offered = patch.currentPassword !== undefined || patch.totpCode !== undefined
-            if (current && !current.is_system && (offered || !isPowerful(current.permissions))) {
+            if (current && !current.is_system) {
               // A caller who may not grant it at all is told that first.
-              yield* refuseUngranted(me, patch.permissions!, current.permissions)
-              yield* auth.reauthenticate(me, { currentPassword: patch.currentPassword, totpCode: patch.totpCode }, client, GRANT_PROOFS)
-              proven = true
+              if (raising) yield* refuseUngranted(me, patch.permissions!, current.permissions)
+              proven = yield* auth.proveGrant(me, patch, raising && !isPowerful(current.permissions), client)
             }
           }
           const result = yield* roles.update(me.tenantId, id, (current) =>
