@@ -100,7 +100,7 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
     const body = {
       scope: "tenant",
       type: "product",
-      domainId: "Shop.Example.COM",
+      domainId: "Example.COM.",
       urlPattern: "https://shop.example.com/p/*",
       priority: 42,
       enabled: true,
@@ -120,7 +120,7 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
       tenantId: t.tenantId,
       scope: "tenant",
       type: "product",
-      domainId: "shop.example.com",
+      domainId: "example.com",
       urlPattern: body.urlPattern,
       priority: 42,
       enabled: true,
@@ -196,7 +196,13 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
       ["a selector with neither css nor json", { scope: "tenant", payload: { selectors: { title: [{ attr: "content" }] } } }, "payload.selectors.title.0"],
       ["an empty name in fields", { scope: "tenant", payload: { fields: ["title", ""] } }, "payload.fields.1"],
       ["a name of spaces in fields", { scope: "tenant", payload: { fields: ["  "] } }, "payload.fields.0"],
-      ["a fields name of 101 characters", { scope: "tenant", payload: { fields: ["f".repeat(101)] } }, "payload.fields.0"]
+      ["a fields name of 101 characters", { scope: "tenant", payload: { fields: ["f".repeat(101)] } }, "payload.fields.0"],
+      // A domainId no extraction's can equal would make a config that never applies.
+      ["a domainId with a path", { scope: "tenant", domainId: "example.com/shop" }, "domainId"],
+      ["a domainId with a port", { scope: "tenant", domainId: "example.com:8080" }, "domainId"],
+      ["a domainId of words", { scope: "tenant", domainId: "not a domain!!" }, "domainId"],
+      ["a domainId of escapes", { scope: "tenant", domainId: "%%%" }, "domainId"],
+      ["a domainId below its registrable domain", { scope: "tenant", domainId: "shop.example.co.uk" }, "domainId"]
     ]
     for (const [what, body, path] of bad) {
       const res = await createConfig(body)
@@ -220,7 +226,8 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
       ["promptOverride 8001", { payload: { llm: { promptOverride: "p".repeat(8001) } } }, "payload.llm.promptOverride"],
       ["scope", { scope: "global" }, "scope"],
       ["tenantId", { tenantId: null }, "tenantId"],
-      ["root selector that does not parse", { payload: { rootSelector: "div[[[" } }, "payload.rootSelector"]
+      ["root selector that does not parse", { payload: { rootSelector: "div[[[" } }, "payload.rootSelector"],
+      ["a domainId below its registrable domain", { domainId: "www.example.com" }, "domainId"]
     ]
     for (const [what, body, path] of badPatches) {
       const res = await patch(id, body)
@@ -230,6 +237,16 @@ describe.each(backends())("extractor configs over HTTP ($name)", (backend) => {
       expect(detail, what).toBeDefined()
       if (what === "scope" || what === "tenantId") expect(detail.code).toBe("unknown_field")
     }
+    // The refusal names the domain to use.
+    const sub = await createConfig({ scope: "tenant", domainId: "Shop.Example.co.UK" })
+    expect(sub.json.error.details[0].message).toContain("example.co.uk")
+    // What no extraction's domainId can differ by is kept in the extraction's form.
+    for (const [given, kept] of [["BÜCHER.de.", "xn--bcher-kva.de"], ["[0:0:0:0:0:0:0:1]", "::1"], ["127.0.0.2", "127.0.0.2"], ["localhost", "localhost"]]) {
+      const res = await patch(id, { domainId: given })
+      expect(res.status, res.text).toBe(200)
+      expect(res.json.data.domainId, given).toBe(kept)
+    }
+    expect((await patch(id, { domainId: null })).json.data.domainId).toBeNull()
     // Nothing of the refused patches stuck.
     expect((await api.get(`/v1/extractor/configs/${id}`, t.apiKey)).json.data).toMatchObject({ scope: "tenant", priority: 1000, notes: "n".repeat(1000) })
     // A tenant config cannot name another tenant.

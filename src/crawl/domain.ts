@@ -46,6 +46,26 @@ export const domainIdFilter = (given: string): string => {
   return domainToASCII(lower) || lower
 }
 
+/** A host name as a client types it: dot-separated labels of letters (any script), digits, `-` and `_`. */
+const UNICODE_LABELS = /^[\p{L}\p{N}\p{M}_-]+(?:\.[\p{L}\p{N}\p{M}_-]+)*$/u
+/** A host name in ASCII: dot-separated labels of letters, digits, `-` and `_` (as some hosts have), 253 characters at most. */
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/
+
+/**
+ * The `domainId` an extractor config is kept under, from the name a client gives, in the form
+ * extractions have theirs (`Example.COM.` is `example.com`), or why it can be none: a config matches
+ * an extraction's domainId exactly, so a name that is no host (`example.com/path`, `host:8080`) or a
+ * host below its registrable domain (`shop.example.com`) would make a config that never applies.
+ */
+export const configDomainId = (given: string): { domainId: string } | { problem: string } => {
+  const name = domainIdFilter(given)
+  if (isIP(name)) return { domainId: name }
+  // checked as given too: the ASCII conversion reads `example.com/shop` as a URL and keeps its host
+  if (!UNICODE_LABELS.test(given.trim().replace(/\.$/, "")) || !HOST_NAME.test(name)) return { problem: "must be a host name such as example.com, or an IP address" }
+  const site = domainIdOf(`http://${name}/`)
+  return site === name ? { domainId: name } : { problem: `must be a registrable domain, as an extraction's domainId is: ${site} (match one host with urlPattern)` }
+}
+
 /**
  * Percent-escapes spelled one way (RFC 3986 §6.2.2): an escape of an unreserved character is that
  * character (`%7E` is `~`), and the others have upper-case hex (`%3a` is `%3A`). What each byte is

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Config } from "../config.ts"
+import { configDomainId } from "../crawl/domain.ts"
 import { configPayloadProblems } from "../extract/config-check.ts"
 import { CurrentPrincipal, isSuperAdmin } from "../iam/principal.ts"
 import { newId } from "../ids.ts"
@@ -46,6 +47,15 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
         return row
       })
 
+    /** A config's domainId in the form extractions have theirs (docs/api.md, "Extractor configs"); 400 for a name that is no host. */
+    const storedDomainId = (given: string | null | undefined) => {
+      if (given === undefined || given === null) return Effect.succeed(given)
+      const kept = configDomainId(given)
+      return "domainId" in kept ? Effect.succeed(kept.domainId) : fail(400, "validation_error", `domainId ${kept.problem}`, {
+        details: [{ path: "domainId", code: "invalid_value", message: kept.problem }]
+      })
+    }
+
     return handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function*() {
@@ -64,13 +74,14 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
             })
           }
           if (payload.payload) yield* checkConfigPayload(payload.payload, llmModels)
+          const domainId = yield* storedDomainId(payload.domainId)
           const limit = yield* tenants.quotaLimit(me.tenantId, "extractor.configs.total")
           const row = yield* repo.configs.insert({
             id: newId("cfg"),
             tenant_id: payload.scope === "global" ? null : me.tenantId,
             scope: payload.scope,
             type: payload.type ?? null,
-            domain_id: payload.domainId?.toLowerCase() ?? null,
+            domain_id: domainId ?? null,
             url_pattern: payload.urlPattern ?? null,
             priority: payload.priority ?? 0,
             enabled: payload.enabled ?? true,
@@ -102,7 +113,7 @@ export const ExtractorConfigsHandlers = HttpApiBuilder.group(
           if (payload.payload) yield* checkConfigPayload(payload.payload, llmModels)
           const patch: Record<string, unknown> = {}
           if (payload.type !== undefined) patch.type = payload.type
-          if (payload.domainId !== undefined) patch.domain_id = payload.domainId?.toLowerCase() ?? null
+          if (payload.domainId !== undefined) patch.domain_id = yield* storedDomainId(payload.domainId)
           if (payload.urlPattern !== undefined) patch.url_pattern = payload.urlPattern
           if (payload.priority !== undefined) patch.priority = payload.priority
           if (payload.enabled !== undefined) patch.enabled = payload.enabled

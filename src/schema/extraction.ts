@@ -219,13 +219,17 @@ export const ConfigPayload = Schema.Struct({
 })
 export type ConfigPayload = typeof ConfigPayload.Type
 
+/** A config's domainId: matched exactly against an extraction's, so it must be a form one can have (docs/api.md, "Extractor configs"). */
+const ConfigDomainId = Text(1, 253).annotate({
+  description: "The registrable domain of the extractions the config applies to (example.com, example.co.uk, an IP address), kept lower case with an internationalized name in ASCII. A value no extraction's domainId can equal is 400 validation_error: a name that is no host (a path, a port) or a host below its registrable domain (shop.example.com; use urlPattern for one host)."
+})
 const Priority = Schema.Int.check(Schema.isBetween({ minimum: -1000, maximum: 1000 }))
 const Notes = Schema.String.check(isAtMostCharacters(1000), isStorableText)
 
 export const CreateConfigBody = Schema.Struct({
   scope: Schema.Literals(["tenant", "global"]),
   type: Schema.optional(Schema.NullOr(ExtractionType)),
-  domainId: Schema.optional(Schema.NullOr(Text(1, 253))),
+  domainId: Schema.optional(Schema.NullOr(ConfigDomainId)),
   urlPattern: Schema.optional(Schema.NullOr(Text(1, 500))),
   tenantId: Schema.optional(Schema.NullOr(Schema.String)),
   priority: Schema.optional(Priority),
@@ -237,7 +241,7 @@ export type CreateConfigBody = typeof CreateConfigBody.Type
 
 export const UpdateConfigBody = Schema.Struct({
   type: Schema.optional(Schema.NullOr(ExtractionType)),
-  domainId: Schema.optional(Schema.NullOr(Text(1, 253))),
+  domainId: Schema.optional(Schema.NullOr(ConfigDomainId)),
   urlPattern: Schema.optional(Schema.NullOr(Text(1, 500))),
   priority: Schema.optional(Priority),
   enabled: Schema.optional(Schema.Boolean),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { domainIdFilter, domainIdOf, normalizeUrl } from "../../src/crawl/domain.ts"
+import { configDomainId, domainIdFilter, domainIdOf, normalizeUrl } from "../../src/crawl/domain.ts"
 
 describe("domainIdOf", () => {
   it.each([
@@ -88,5 +88,30 @@ describe("domainIdFilter", () => {
     // A zone id is no URL host's: kept as given (it matches nothing), never an error.
     expect(domainIdFilter("fe80::1%eth0")).toBe("fe80::1%eth0")
     expect(domainIdFilter("[::1%1]")).toBe("::1%1")
+  })
+})
+
+describe("configDomainId", () => {
+  it.each([
+    ["Example.COM.", "example.com"],
+    ["  example.co.uk ", "example.co.uk"],
+    ["BÜCHER.de", "xn--bcher-kva.de"],
+    ["alice.github.io", "alice.github.io"],
+    ["localhost", "localhost"],
+    ["127.0.0.2", "127.0.0.2"],
+    ["[0:0:0:0:0:0:0:1]", "::1"]
+  ])("keeps %s as an extraction's domainId would be: %s", (given, kept) => {
+    expect(configDomainId(given)).toEqual({ domainId: kept })
+    expect(domainIdOf(`http://${given.trim()}/`)).toBe(kept)
+  })
+
+  it.each(["example.com/shop", "example.com:8080", "user@example.com", "not a domain!!", "%%%", "a..b", "-bad-.com", ""])(
+    "refuses %j, which is no host name", (given) => {
+      expect(configDomainId(given)).toEqual({ problem: expect.stringContaining("host name") })
+    })
+
+  it("refuses a host below its registrable domain, naming that domain", () => {
+    expect(configDomainId("shop.Example.co.uk")).toEqual({ problem: expect.stringContaining("example.co.uk") })
+    expect(configDomainId("www.example.com")).toEqual({ problem: expect.stringContaining(": example.com") })
   })
 })
