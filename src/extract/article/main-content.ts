@@ -207,8 +207,11 @@ const CAPTION_CREDIT = /\((image|photo|photograph|picture|pic|credit|foto|bild)s
 
 /** How a publication line starts ("Updated ...", "Published ..."). */
 const PUBLICATION_LINE = /^(updated|published|posted|originally published|last updated|original)\b/i
-/** A line that carries a date or time (publication lines, datelines of teasers). */
-const DATE_LINE = /\b(19|20)\d\d\b|\b\d{1,2}:\d\d\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}\b|\b\d{1,2}\.? (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)/i
+/**
+ * A line that carries a date or time (publication lines, datelines of teasers), or an age ("3 hours
+ * ago", "6 years, 9 months ago": the time stamps of posts, answers and comments).
+ */
+const DATE_LINE = /\b(19|20)\d\d\b|\b\d{1,2}:\d\d\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}\b|\b\d{1,2}\.? (jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|\b\d+\s?(s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?|mo|mos|months?|y|yrs?|years?)\b[,\s\d\p{L}]{0,24}\bago\b/iu
 
 export interface MainContent {
   /** Paragraphs of the article body. */
