@@ -89,15 +89,27 @@ describe.each(backends())("quotas over HTTP ($name)", (backend) => {
     const quotas = new Map<string, any>((await api.get("/v1/iam/quotas/me", t.apiKey)).json.data.items.map((q: any) => [q.key, q]))
     expect(quotas.get("extractor.extractions.daily")).toMatchObject({ limit: 3, used: 3 })
     expect(quotas.get("scraper.jobs.daily")).toMatchObject({ limit: 1, used: 1 })
-    // The tenant's owner reads who changed its limits; the internal tenant has no quotas to override.
+    // The tenant's owner reads who changed its limits.
     const audit = (await api.get("/v1/iam/audit?action=quota.override&limit=100", t.apiKey)).json.data.items as Array<any>
     expect(audit.map((e) => [e.data.quotaKey, e.data.limit]).reverse()).toEqual([
       ["extractor.extractions.daily", 10], ["extractor.extractions.daily", 3], ["scraper.jobs.daily", 1]
     ])
+    // The internal tenant's quotas (its internal plan's) bound what super-admins do through the API,
+    // and are overridden like any tenant's: one API key more than it holds, then the limit is reached.
     const internal = (await api.get("/v1/admin/tenants?limit=200", adminKey)).json.data.items.find((x: any) => x.isInternal)
-    const refusedInternal = await api.call("PUT", `/v1/admin/tenants/${internal.id}/quotas/iam.api-keys.total`, { key: adminKey, body: { limit: 5 } })
-    expect(refusedInternal.status, refusedInternal.text).toBe(422)
-    expect(refusedInternal.json.code).toBe("invalid_quota_override")
+    const held = (await api.get("/v1/iam/quotas/me", adminKey)).json.data.items.find((q: any) => q.key === "iam.api-keys.total").used as number
+    const raised = await api.call("PUT", `/v1/admin/tenants/${internal.id}/quotas/iam.api-keys.total`, { key: adminKey, body: { limit: held + 1 } })
+    expect(raised.status, raised.text).toBe(200)
+    expect(raised.json.data.effectiveLimit).toBe(held + 1)
+    const me = (await api.get("/v1/iam/users/me", adminKey)).json.data
+    const read = ((await api.get("/v1/iam/roles?limit=200", adminKey)).json.data.items as Array<any>).find((r) => r.name === "read" && r.isSystem)
+    const newKey = () => api.post(`/v1/iam/identities/${me.identityId}/api-keys`, { name: "one more", roleId: read.id }, adminKey)
+    const made = await newKey()
+    expect(made.status, made.text).toBe(201)
+    const over = await newKey()
+    expect(over.status, over.text).toBe(429)
+    expect(over.json.code).toBe("quota_exceeded")
+    expect((await api.call("PUT", `/v1/admin/tenants/${internal.id}/quotas/iam.api-keys.total`, { key: adminKey, body: { limit: null } })).status).toBe(200)
   })
 
   it("does not count a job refused after its reservation (webhook URL quota) against the day", async () => {

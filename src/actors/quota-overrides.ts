@@ -6,14 +6,14 @@
 import { Context, Effect, Layer } from "effect"
 import type { QuotaKey } from "../billing/plans.ts"
 import type { Principal } from "../iam/principal.ts"
-import { fail, notFound, type NotFound, type Unprocessable } from "../schema/errors.ts"
+import { notFound, type NotFound } from "../schema/errors.ts"
 import { AuditLog, entryForTenant } from "../sql/audit-log.ts"
 import { TenantRepo } from "../sql/tenant-repo.ts"
 import { TenantLimits } from "./tenant-entity.ts"
 
 export interface QuotaOverridesShape {
   /** Sets (or with `null` removes) the override; the limit in force after it. */
-  readonly set: (me: Principal, tenantId: string, quotaKey: QuotaKey, limit: number | null) => Effect.Effect<number, NotFound | Unprocessable>
+  readonly set: (me: Principal, tenantId: string, quotaKey: QuotaKey, limit: number | null) => Effect.Effect<number, NotFound>
 }
 
 export class QuotaOverrides extends Context.Service<QuotaOverrides, QuotaOverridesShape>()("trawl/QuotaOverrides") {}
@@ -29,12 +29,6 @@ export const QuotaOverridesLive = Layer.effect(
         Effect.gen(function*() {
           const tenant = yield* tenants.find(tenantId)
           if (!tenant) return yield* notFound("tenant")
-          // The internal tenant's people and keys are made by the control plane, which no quota bounds.
-          if (tenant.isInternal) {
-            return yield* fail(422, "invalid_quota_override", "the internal tenant has no quotas to override", {
-              details: [{ path: "tenantId", code: "internal_tenant", message: "the internal tenant's quotas are not enforced, so none is overridden" }]
-            })
-          }
           yield* tenants.setQuota(tenantId, quotaKey, limit)
           yield* limits.reload(tenantId)
           const data = { quotaKey, limit }

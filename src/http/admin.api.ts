@@ -25,7 +25,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       // null removes the override: the plan's limit with its add-ons applies again.
       payload: Schema.Struct({ limit: Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 100_000_000 }))) }),
       success: Success(Schema.Struct({ tenantId: Schema.String, quotaKey: Schema.String, limit: Schema.NullOr(Schema.Int), effectiveLimit: Schema.Int })),
-      error: errors(InvalidRequest, NotFound, Unprocessable)
+      error: errors(InvalidRequest, NotFound)
     }),
     HttpApiEndpoint.post("adjustCredits", "/tenants/:tenantId/credits", {
       params: { tenantId: Schema.String },
