@@ -23,11 +23,16 @@ import { UsersGroup } from "./users.api.ts"
 import { WebhooksAdminGroup } from "./webhooks-admin.api.ts"
 import { completeDocument, type DocumentedGroup } from "./openapi.ts"
 import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from "../schema/envelope.ts"
+import { defaultRetrySchedule } from "../webhooks/schedule.ts"
+import { DEFAULT_TOLERANCE_SECONDS } from "../webhooks/signing.ts"
 
 /**
  * The one definition of Trawl's HTTP interface: routing, validation, the
  * OpenAPI document and the permission table all come from it.
  */
+/** Hours, to one decimal, for the document's prose. */
+const hours = (ms: number) => Math.round(ms / 360_000) / 10
+
 export const Api = HttpApi.make("trawl")
   .add(SystemGroup)
   .add(AuthGroup)
@@ -63,7 +68,7 @@ export const Api = HttpApi.make("trawl")
   .annotateMerge(OpenApi.annotations({
     title: "Trawl",
     version: "1.0.0",
-    description: `Web crawl, extraction and account service. Every response is a JSON envelope. A request body is JSON in UTF-8, at most ${MAX_BODY_BYTES} bytes (413 payload_too_large) and at most ${MAX_JSON_DEPTH} levels of nested arrays and objects (400 validation_error, detail code too_deep); an object names each member once (400 validation_error, detail code duplicate_key). Its strings are well-formed Unicode: half of a surrogate pair (an escape such as \\ud800 alone) is 400 validation_error at its field; text that is stored refuses NUL (U+0000) too. Rules between fields that a schema cannot state are in the operations' descriptions and docs/api.md (for example webhookSecret only with webhookUrl, and exactly one of url, input and jobId for an extraction).`
+    description: `Web crawl, extraction and account service. Every response is a JSON envelope. A request body is JSON in UTF-8, at most ${MAX_BODY_BYTES} bytes (413 payload_too_large) and at most ${MAX_JSON_DEPTH} levels of nested arrays and objects (400 validation_error, detail code too_deep); an object names each member once (400 validation_error, detail code duplicate_key). Its strings are well-formed Unicode: half of a surrogate pair (an escape such as \\ud800 alone) is 400 validation_error at its field; text that is stored refuses NUL (U+0000) too. Rules between fields that a schema cannot state are in the operations' descriptions and docs/api.md (for example webhookSecret only with webhookUrl, and exactly one of url, input and jobId for an extraction). Webhook deliveries (a job's or an extraction's webhookUrl) are POSTs signed with X-Service-Signature: sha256=<hex HMAC-SHA256 of "<X-Service-Timestamp>.<raw body>" keyed by the webhook secret>; a receiver refuses a timestamp more than ${DEFAULT_TOLERANCE_SECONDS} seconds from its clock and compares in constant time. A delivery answered with anything but 2xx is retried with exponential backoff ${defaultRetrySchedule.maxAttempts - 1} times, the last about ${hours(defaultRetrySchedule.table.at(-1)!.atMs)} hours after the first try and none later than ${hours(defaultRetrySchedule.windowMs)} hours, then marked failed; one may arrive more than once (deduplicate on the id and status).`
   }))
   // The package is private and names no licence (package.json): all rights reserved.
   .annotate(OpenApi.License, { name: "Proprietary", identifier: "LicenseRef-Proprietary" })

@@ -2,7 +2,8 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Page, PageQuery, Success } from "../schema/envelope.ts"
 import { errors, Forbidden, InvalidRequest, NotFound, TooManyRequests, Unprocessable } from "../schema/errors.ts"
-import { CreateApiKeyBody, CreatedApiKey, ApiKey, Quota, RevokedApiKey, UpdateApiKeyBody } from "../schema/iam.ts"
+import { defaultPlan, planQuota, quotaKeys } from "../billing/plans.ts"
+import { CreateApiKeyBody, CreatedApiKey, ApiKey, createQuota, RevokedApiKey, UpdateApiKeyBody } from "../schema/iam.ts"
 import { ApiKeyAuth, requires } from "./security.ts"
 import { Operations } from "./openapi.ts"
 
@@ -39,7 +40,7 @@ export class IamGroup extends HttpApiGroup.make("iam")
       error: errors(Forbidden, NotFound)
     }).pipe(requires("iam:api-keys:write")),
     HttpApiEndpoint.get("myQuotas", "/quotas/me", {
-      success: Success(Schema.Struct({ items: Schema.Array(Quota) }))
+      success: Success(Schema.Struct({ items: Schema.Array(createQuota(quotaKeys.map((key) => [key, planQuota(defaultPlan, key)] as const), defaultPlan)) }))
     }).pipe(requires("quotas:quotas:read"))
   )
   .middleware(ApiKeyAuth)

@@ -262,5 +262,10 @@ export const commaListPattern = (values: ReadonlyArray<string>) => {
   return `^${one}(,${one})*$`
 }
 
+/** How long an Idempotency-Key and the response stored under it are kept (the spec's "Idempotency key validity"). */
+export const IDEMPOTENCY_TTL_HOURS = 24
+
 /** The Idempotency-Key header, checked by the idempotency step (`http/idempotency.ts`, `400 invalid_idempotency_key`). */
-export const IdempotencyKeyHeader = CheckedByHandler({ minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY_PATTERN.source })
+export const IdempotencyKeyHeader = CheckedByHandler({ minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY_PATTERN.source }).annotate({
+  description: `Makes a retry safe for ${IDEMPOTENCY_TTL_HOURS} hours: the same key with the same body answers the first response again (same status and body), with another body 409 idempotency_mismatch. Keys are per tenant.`
+})

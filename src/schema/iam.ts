@@ -52,14 +52,21 @@ export const RevokedApiKey = Schema.Struct({
   apiKeyId: Schema.String
 })
 
-/** A quota with what the tenant uses of it; `window` and `resetAt` for a quota counted per day. */
-export const Quota = Schema.Struct({
-  key: Schema.String,
+/**
+ * A quota with what the tenant uses of it (`window` and `resetAt` for a quota counted per day), for the catalogue of config/plans.json (given by the API definition): the
+ * document lists its keys with the default plan's limits (an answer is not checked against them).
+ */
+export const createQuota = (defaults: ReadonlyArray<readonly [key: string, limit: number]>, defaultPlan: string) => Schema.Struct({
+  key: WrittenWithin(Schema.String, {
+    enum: defaults.map(([key]) => key),
+    description: `The quota catalogue, with the limits of the default plan (${defaultPlan}): ${defaults.map(([key, limit]) => `${key} ${limit}`).join(", ")}. A tenant's limits are its plan's, raised by add-ons and approved increase requests, or set by a super-admin's override. A daily quota over its limit is 429 quota_exceeded with Retry-After to the next UTC day; a concurrent one 429 concurrent_limit_exceeded.`
+  }),
   limit: NonNegativeInt,
   used: NonNegativeInt,
   window: Schema.optional(Schema.Literal("day")),
   resetAt: Schema.optional(DateTime)
 }).annotate({ identifier: "Quota" })
+export type Quota = ReturnType<typeof createQuota>["Type"]
 
 export const Role = Schema.Struct({
   id: Schema.String,

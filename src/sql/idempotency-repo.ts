@@ -1,11 +1,11 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { Config } from "../config.ts"
+import { IDEMPOTENCY_TTL_HOURS } from "../schema/common.ts"
 import { newId } from "../ids.ts"
 import { NODE_APPLICATION_NAME } from "./database.ts"
 
-/** How long a key and its stored response are kept. */
-export const IDEMPOTENCY_TTL_HOURS = 24
+export { IDEMPOTENCY_TTL_HOURS }
 /**
  * A claimed key whose request has stored nothing after this long was left by a node that died
  * mid-request; the next request with the key runs. A request that is still working (a bulk

@@ -17,6 +17,9 @@ import { MAX_REQUESTED_LIMIT } from "../../src/schema/quota-request.ts"
 import { generateToken } from "../../src/iam/secrets.ts"
 import { newRecoveryCodes } from "../../src/iam/totp.ts"
 import { makeConformance, openApiDocument } from "../support/openapi-conformance.ts"
+import { defaultPlan, planQuota, quotaKeys } from "../../src/billing/plans.ts"
+import { IDEMPOTENCY_TTL_HOURS } from "../../src/schema/common.ts"
+import { DEFAULT_TOLERANCE_SECONDS } from "../../src/webhooks/signing.ts"
 
 const root = resolve(import.meta.dirname, "../..")
 
@@ -82,6 +85,16 @@ describe("the OpenAPI document", () => {
     const apiKey = doc.paths["/v1/iam/identities/{id}/api-keys"].post.requestBody.content["application/json"].schema
     expect(apiKey.properties.name).toMatchObject({ minLength: 1, maxLength: 100 })
     expect(JSON.stringify(apiKey.properties.expiresAt)).toContain("\"format\":\"date-time\"")
+  })
+
+  it("states the spec's limits that are no field's bound: idempotency validity, the quota catalogue, webhook tolerance and retries", () => {
+    const key = doc.paths["/v1/scraper/jobs"].post.parameters.find((p: any) => p.name === "idempotency-key").schema
+    expect(JSON.stringify(key)).toContain(`for ${IDEMPOTENCY_TTL_HOURS} hours`)
+    const quotaKey = JSON.stringify(doc.components.schemas.Quota.properties.key)
+    for (const k of quotaKeys) expect(quotaKey).toContain(`${k} ${planQuota(defaultPlan, k)}`)
+    expect(quotaKey).toContain(`"enum":${JSON.stringify(quotaKeys)}`)
+    expect(doc.info.description).toContain(`more than ${DEFAULT_TOLERANCE_SECONDS} seconds from its clock`)
+    expect(doc.info.description).toMatch(/retried with exponential backoff \d+ times, the last about 7 hours after the first try/)
   })
 
   describe("states the bounds of credentials, codes, tokens and addresses", () => {
