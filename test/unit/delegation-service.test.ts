@@ -28,7 +28,13 @@ const people = ["ann", "bob", "cid", "dee"].map((name) => ({
 const outsider = { id: "idt_out", tenantId: "ten_2", email: "out@example.com", roleId: "role_out", permissions: [] }
 
 /** Re-authentication is asked only of a delegator with an all-powerful role, which nobody here has. */
-const NoReauthentication = Layer.succeed(AuthService, new Proxy({}, { get: (_, k) => () => Effect.die(`unexpected AuthService.${String(k)}`) }) as AuthService["Service"])
+/** No proof is asked or sent in these tests: a proof check is a failure of the test. */
+const NoReauthentication = Layer.succeed(AuthService, new Proxy({}, {
+  get: (_, k) => k === "proveGrant"
+    ? (_me: unknown, proof: { currentPassword?: string; totpCode?: string }, needed: boolean) =>
+      needed || proof.currentPassword !== undefined || proof.totpCode !== undefined ? Effect.die("unexpected proof check") : Effect.succeed(false)
+    : () => Effect.die(`unexpected AuthService.${String(k)}`)
+}) as AuthService["Service"])
 
 const Delegations = DelegationServiceLive.pipe(
   Layer.provideMerge(Layer.merge(MailedTokensLive, NoReauthentication)),
