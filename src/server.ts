@@ -310,6 +310,7 @@ export const oneLine = (cause: Cause.Cause<unknown>): string => {
  */
 const endStuckShutdowns = (timeoutSeconds: number) => {
   const arm = (signal: NodeJS.Signals) => () => {
+    stopAsked = { signal, at: Date.now() }
     setTimeout(() => {
       console.error(`shutdown: not finished ${timeoutSeconds} s after ${signal} (SHUTDOWN_TIMEOUT_SECONDS); the process ends now`)
       process.exit(1)
@@ -340,7 +341,7 @@ export const runServer = (replace: ServerLayerReplacements = {}) => {
   Layer.launch(Layer.effectDiscard(announce(config)).pipe(Layer.provide(makeServerLayer(config, replace)))).pipe(
     Effect.withTracerEnabled(false),
     Effect.tapCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.sync(() => console.error(`fatal: ${oneLine(cause)}`))),
-    NodeRuntime.runMain({ disableErrorReporting: true, teardown: stoppedAsAsked })
+    NodeRuntime.runMain({ disableErrorReporting: true, teardown: stoppedAsAsked(config.logLevel === "debug" || config.logLevel === "info") })
   )
 }
 
@@ -349,5 +350,15 @@ export const runServer = (replace: ServerLayerReplacements = {}) => {
  * a success (0), as supervisors such as systemd expect; Effect's default says 130. A failure keeps
  * the default's code (1).
  */
-const stoppedAsAsked: Runtime.Teardown = (exit, onExit) =>
-  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
+const stoppedAsAsked = (logInfo: boolean): Runtime.Teardown => (exit, onExit) => {
+  if (!(Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause))) return Runtime.defaultTeardown(exit, onExit)
+  // The last of the `shutdown:` lines (src/http/draining.ts has the first two): when the cluster's
+  // part ended. The logger is gone with the layers, so the line is written as it would have written it.
+  if (logInfo && stopAsked !== undefined) {
+    const message = `shutdown: entities stopped and shards handed off; stopped ${Date.now() - stopAsked.at} ms after ${stopAsked.signal}`
+    console.log(JSON.stringify({ timestamp: new Date().toISOString(), level: "INFO", message }))
+  }
+  onExit(0)
+}
+/** The signal that asked the node to stop, and when. */
+let stopAsked: { readonly signal: NodeJS.Signals; readonly at: number } | undefined

@@ -10,6 +10,7 @@ import { Agent, request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FixtureSite, loopbackOnlyEnv, startFixtureSite } from "./support/fixture-site.ts"
 import { backends, client, startServer } from "./support/server-process.ts"
+import { until } from "./support/until.ts"
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -47,7 +48,8 @@ describe.each(backends())("SIGTERM under load ($name)", (backend) => {
   })
 
   it("answers every request it began, creates no job it did not announce, and exits in time", async () => {
-    const env = { ...(await backend.env()), ALLOW_PRIVATE_TARGETS: "true", ...loopbackOnlyEnv() }
+    // LOG_LEVEL info: the shutdown's own lines are checked
+    const env = { ...(await backend.env()), ALLOW_PRIVATE_TARGETS: "true", LOG_LEVEL: "info", ...loopbackOnlyEnv() }
     const server = await startServer(env, { keepDataDir: true, timeoutMs: 120_000 })
     const tenant = await client(server.baseUrl).createTenant()
     const agent = new Agent({ keepAlive: true, maxSockets: 6 })
@@ -77,6 +79,13 @@ describe.each(backends())("SIGTERM under load ($name)", (backend) => {
       expect(exitedIn, server.output()).toBeLessThan(15_000)
       // A stop that finished is a success for a supervisor (systemd counts 130 as a failure).
       expect(exitCode, server.output()).toBe(0)
+      // Its log says when each part of the stop ended: the requests', then the cluster's.
+      const parts = await until("the last shutdown line", () => {
+        const lines = server.output().split("\n").flatMap((l) => /"message":"(shutdown: [^"]*)"/.exec(l)?.[1] ?? [])
+        return lines.length === 3 && lines
+      }, 5000)
+      expect(parts[1]).toMatch(/^shutdown: requests answered in \d+ ms/)
+      expect(parts[2]).toMatch(/^shutdown: entities stopped and shards handed off; stopped \d+ ms after SIGTERM$/)
       const announced = new Set(outcomes.flatMap((o) => (o.kind === "answered" && o.status < 300 && o.jobId ? [o.jobId] : [])))
       expect(announced.size).toBeGreaterThan(3)
       // Every job row the node made was announced with a 2xx (read back from a restarted node).
