@@ -301,6 +301,9 @@ export const oneLine = (cause: Cause.Cause<unknown>): string => {
   return (parts.join(": ") || "the node failed").slice(0, 1000)
 }
 
+/** The signal that asked the node to stop, and when (for the last `shutdown:` line). */
+let stopAsked: { readonly signal: NodeJS.Signals; readonly at: number } | undefined
+
 /**
  * A stop that does not end is worse than a crash: a supervisor waits on it, and its shards are held
  * until it is killed. The three-node fault campaign twice saw a node, frozen (SIGSTOP) for about a
@@ -360,5 +363,3 @@ const stoppedAsAsked = (logInfo: boolean): Runtime.Teardown => (exit, onExit) =>
   }
   onExit(0)
 }
-/** The signal that asked the node to stop, and when. */
-let stopAsked: { readonly signal: NodeJS.Signals; readonly at: number } | undefined

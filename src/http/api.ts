@@ -26,13 +26,13 @@ import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from "../schema/envelope.ts"
 import { defaultRetrySchedule } from "../webhooks/schedule.ts"
 import { DEFAULT_TOLERANCE_SECONDS } from "../webhooks/signing.ts"
 
+/** Hours, to one decimal, for the document's prose. */
+const hours = (ms: number) => Math.round(ms / 360_000) / 10
+
 /**
  * The one definition of Trawl's HTTP interface: routing, validation, the
  * OpenAPI document and the permission table all come from it.
  */
-/** Hours, to one decimal, for the document's prose. */
-const hours = (ms: number) => Math.round(ms / 360_000) / 10
-
 export const Api = HttpApi.make("trawl")
   .add(SystemGroup)
   .add(AuthGroup)

@@ -8,7 +8,8 @@ import { ApiError, type ErrorDetail, fail } from "../schema/errors.ts"
 import { IdempotencyRepo } from "../sql/idempotency-repo.ts"
 import { decryptSecret, encryptSecret, isSecretBox } from "../webhooks/secret-box.ts"
 
-export { ABANDONED_CLAIM_SECONDS, IDEMPOTENCY_TTL_HOURS } from "../sql/idempotency-repo.ts"
+export { ABANDONED_CLAIM_SECONDS } from "../sql/idempotency-repo.ts"
+export { IDEMPOTENCY_TTL_HOURS } from "../schema/common.ts"
 
 /** What is wrong with an Idempotency-Key header, if it was given and is not 1 to 255 printable ASCII characters. */
 export const idempotencyKeyProblem = (key: string | undefined): ErrorDetail | undefined =>

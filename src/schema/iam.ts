@@ -53,8 +53,9 @@ export const RevokedApiKey = Schema.Struct({
 })
 
 /**
- * A quota with what the tenant uses of it (`window` and `resetAt` for a quota counted per day), for the catalogue of config/plans.json (given by the API definition): the
- * document lists its keys with the default plan's limits (an answer is not checked against them).
+ * A quota with what the tenant uses of it (`window` and `resetAt` for a quota counted per day),
+ * for the catalogue of config/plans.json (given by the API definition): the document lists its keys
+ * with the default plan's limits (an answer is not checked against them).
  */
 export const createQuota = (defaults: ReadonlyArray<readonly [key: string, limit: number]>, defaultPlan: string) => Schema.Struct({
   key: WrittenWithin(Schema.String, {
@@ -66,7 +67,6 @@ export const createQuota = (defaults: ReadonlyArray<readonly [key: string, limit
   window: Schema.optional(Schema.Literal("day")),
   resetAt: Schema.optional(DateTime)
 }).annotate({ identifier: "Quota" })
-export type Quota = ReturnType<typeof createQuota>["Type"]
 
 export const Role = Schema.Struct({
   id: Schema.String,

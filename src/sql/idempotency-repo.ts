@@ -5,7 +5,6 @@ import { IDEMPOTENCY_TTL_HOURS } from "../schema/common.ts"
 import { newId } from "../ids.ts"
 import { NODE_APPLICATION_NAME } from "./database.ts"
 
-export { IDEMPOTENCY_TTL_HOURS }
 /**
  * A claimed key whose request has stored nothing after this long was left by a node that died
  * mid-request; the next request with the key runs. A request that is still working (a bulk
