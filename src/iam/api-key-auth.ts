@@ -2,12 +2,11 @@ import { Context, Effect, Layer, Schedule } from "effect"
 import { Config } from "../config.ts"
 import { Kv } from "../kv/kv.ts"
 import { ApiKeyRepo } from "../sql/api-key-repo.ts"
+import { makeCredentialCache } from "./credential-cache.ts"
 import type { Principal } from "./principal.ts"
 import { apiKeyPattern, hashApiKey } from "./secrets.ts"
 
-const CACHE_TTL_MS = 30_000
 const NEGATIVE_TTL_MS = 5_000
-const MAX_ENTRIES = 50_000
 /** Unknown keys remembered at most, apart from the known ones: a flood of made-up keys cannot push real keys out. */
 const MAX_UNKNOWN = 10_000
 const TOUCH_EVERY = "15 seconds"
@@ -26,7 +25,7 @@ export class ApiKeyAuthenticator extends Context.Service<ApiKeyAuthenticator, Ap
 ) {}
 
 /**
- * Key lookups are cached for 30 s per node, so a request costs no database round
+ * Key lookups are cached per node (credential-cache.ts), so a request costs no database round
  * trip; revocation publishes the key's hash and every node drops it at once.
  * `lastUsedAt` is collected in memory and written in one batch every 15 s.
  */
@@ -36,15 +35,15 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
     const { secretKey } = yield* Config
     const repo = yield* ApiKeyRepo
     const kv = yield* Kv
-    const cache = new Map<string, { principal: Principal; until: number }>()
+    const cache = yield* makeCredentialCache({ read: repo.principalsByHash, build: (principal: Principal) => principal })
     // Hashes of keys that are not (or no longer) valid, and until when that is believed.
     const unknown = new Map<string, number>()
     // Counts the keys dropped: a lookup that was under way meanwhile may have read the row from
-    // before the change, so what it found is used once but not cached.
+    // before the change (a tenant reactivated), so its "unknown" is not remembered.
     let forgets = 0
     const forget = (keyHash: string) => {
       forgets++
-      cache.delete(keyHash)
+      cache.forget(keyHash)
       unknown.delete(keyHash)
     }
     const lastUsed = new Map<string, number>()
@@ -67,23 +66,16 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
       if (!apiKeyPattern.test(raw)) return Effect.succeed(undefined)
       const keyHash = hash(raw)
       const now = Date.now()
-      const cached = cache.get(keyHash)
       const forgetsBefore = forgets
-      const lookup = cached && cached.until > now
-        ? Effect.succeed(cached.principal)
-        : (unknown.get(keyHash) ?? 0) > now
+      const lookup = (unknown.get(keyHash) ?? 0) > now
         ? Effect.succeed(undefined)
-        : repo.principalByHash(keyHash).pipe(
-          Effect.tap((principal) =>
-            Effect.sync(() => {
-              if (forgets !== forgetsBefore) return
-              const [entries, limit] = principal ? [cache, MAX_ENTRIES] : [unknown, MAX_UNKNOWN]
-              if (entries.size >= limit) entries.delete(entries.keys().next().value!)
-              if (principal) cache.set(keyHash, { principal, until: Date.now() + CACHE_TTL_MS })
-              else unknown.set(keyHash, Date.now() + NEGATIVE_TTL_MS)
-            })
-          )
-        )
+        : Effect.map(cache.get(keyHash), (principal) => {
+          if (!principal && forgets === forgetsBefore) {
+            if (unknown.size >= MAX_UNKNOWN) unknown.delete(unknown.keys().next().value!)
+            unknown.set(keyHash, Date.now() + NEGATIVE_TTL_MS)
+          }
+          return principal
+        })
       return Effect.map(lookup, (principal) => {
         if (!principal) return undefined
         if (principal.expiresAt !== null && principal.expiresAt <= Date.now()) return undefined
@@ -97,7 +89,7 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
       hash,
       invalidate: (keyHash) =>
         Effect.sync(() => forget(keyHash)).pipe(
-          // The change is written already: a lost notice leaves other nodes' caches at most their 30 s behind.
+          // The change is written already: a lost notice leaves other nodes' caches at most 30 s behind (credential-cache.ts).
           Effect.andThen(kv.publish(INVALIDATE_CHANNEL, keyHash).pipe(Effect.ignoreCause({ log: "Warn", message: "key invalidation not published" })))
         )
     })

@@ -1,21 +1,14 @@
 import { Context, Effect, Layer, Schedule } from "effect"
 import { Config } from "../config.ts"
 import { Kv } from "../kv/kv.ts"
-import { SessionRepo } from "../sql/session-repo.ts"
+import { SessionRepo, type SessionAuthRow } from "../sql/session-repo.ts"
+import { makeCredentialCache } from "./credential-cache.ts"
 import type { Principal } from "./principal.ts"
 import { hashToken } from "./secrets.ts"
 
 /** Requests a session may make per minute: sessions are for people at a screen, not for bulk work. */
 export const SESSION_RATE_LIMIT_PER_MINUTE = 600
 
-/**
- * How long a node believes a session lookup. Revocation and role changes are broadcast, so the
- * cache matters only when a notice is lost (Redis down): then a node is at most this much behind.
- * The same 30 s as an API key's (docs/identity.md, "Revocation across nodes"): a session read is a
- * cache hit like a key read, not a database read every few seconds per session.
- */
-const CACHE_TTL_MS = 30_000
-const MAX_ENTRIES = 50_000
 /** How often a node writes the last-seen times of the sessions it served. */
 export const TOUCH_EVERY_SECONDS = 15
 const TOUCH_EVERY = `${TOUCH_EVERY_SECONDS} seconds` as const
@@ -51,14 +44,13 @@ interface Cached {
   lastSeen: number
   /** The last-seen time stored (or queued to be), which is moved on by steps. */
   stored: number
-  readonly until: number
 }
 
 /**
- * Session lookups are cached per node for a few seconds; revocation publishes the token hash (or
- * the identity) and every node drops it at once, so a revoked session stops working everywhere
- * within the time of a Redis publish. Idle time is measured from the last request any node saw
- * (written in batches every 15 s).
+ * Session lookups are cached per node as API keys are (credential-cache.ts); revocation publishes
+ * the token hash (or the identity) and every node drops it at once, so a revoked session stops
+ * working everywhere within the time of a Redis publish. Idle time is measured from the last
+ * request any node saw (written in batches every 15 s).
  */
 export const SessionAuthenticatorLive = Layer.effect(
   SessionAuthenticator,
@@ -68,18 +60,6 @@ export const SessionAuthenticatorLive = Layer.effect(
     const kv = yield* Kv
     const idleMs = sessionIdleSeconds * 1000
     const writeStep = writeStepMs(sessionIdleSeconds)
-    const cache = new Map<string, Cached>()
-    let forgets = 0
-    const forget = (message: string) => {
-      forgets++
-      if (message.startsWith("t:")) cache.delete(message.slice(2))
-      else if (message.startsWith("i:")) {
-        const identityId = message.slice(2)
-        for (const [hash, entry] of cache) if (entry.principal.identityId === identityId) cache.delete(hash)
-      }
-    }
-    yield* kv.subscribe(SESSION_INVALIDATE_CHANNEL, forget)
-
     const lastSeen = new Map<string, Date>()
     // Written in statements of TOUCH_CHUNK sessions, one after the other: the embedded database is
     // a single session, and one statement of thousands of rows would hold every request up meanwhile.
@@ -95,51 +75,49 @@ export const SessionAuthenticatorLive = Layer.effect(
 
     const hash = (token: string) => hashToken(secretKey, "session", token)
 
-    const lookup = (tokenHash: string) =>
-      Effect.suspend(() => {
-        const cached = cache.get(tokenHash)
-        if (cached && cached.until > Date.now()) return Effect.succeed(cached)
-        const forgetsBefore = forgets
-        return repo.authByHash(tokenHash).pipe(Effect.map((row) => {
-          if (!row) return undefined
-          // The stored time lags up to TOUCH_EVERY behind this node's own: a session in use here must not look idle.
-          const seenHere = Math.max(cached?.lastSeen ?? 0, lastSeen.get(row.id)?.getTime() ?? 0)
-          const entry: Cached = {
-            principal: {
-              kind: "session",
-              credentialId: row.id,
-              tenantId: row.tenant_id,
-              identityId: row.identity_id,
-              actorId: row.identity_id,
-              roleId: row.role_id,
-              permissions: row.permissions,
-              isInternalTenant: row.is_internal,
-              rateLimitPerMinute: SESSION_RATE_LIMIT_PER_MINUTE,
-              expiresAt: new Date(row.expires_at).getTime()
-            },
-            lastSeen: Math.max(new Date(row.last_seen_at).getTime(), seenHere),
-            stored: Math.max(new Date(row.last_seen_at).getTime(), lastSeen.get(row.id)?.getTime() ?? 0),
-            until: Date.now() + CACHE_TTL_MS
-          }
-          // A lookup that raced an invalidation may have read the row from before it: use it once, keep nothing.
-          if (forgets === forgetsBefore) {
-            if (cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value!)
-            cache.set(tokenHash, entry)
-          }
-          return entry
-        }))
-      })
+    const cache = yield* makeCredentialCache({
+      read: repo.authByHashes,
+      build: (row: SessionAuthRow, previous: Cached | undefined): Cached => {
+        // The stored time lags up to TOUCH_EVERY behind this node's own: a session in use here must not look idle.
+        const queued = lastSeen.get(row.id)?.getTime() ?? 0
+        const stored = Math.max(new Date(row.last_seen_at).getTime(), queued, previous?.stored ?? 0)
+        return {
+          principal: {
+            kind: "session",
+            credentialId: row.id,
+            tenantId: row.tenant_id,
+            identityId: row.identity_id,
+            actorId: row.identity_id,
+            roleId: row.role_id,
+            permissions: row.permissions,
+            isInternalTenant: row.is_internal,
+            rateLimitPerMinute: SESSION_RATE_LIMIT_PER_MINUTE,
+            expiresAt: new Date(row.expires_at).getTime()
+          },
+          lastSeen: Math.max(stored, previous?.lastSeen ?? 0),
+          stored
+        }
+      }
+    })
+    const forget = (message: string) => {
+      if (message.startsWith("t:")) cache.forget(message.slice(2))
+      else if (message.startsWith("i:")) {
+        const identityId = message.slice(2)
+        cache.forgetWhere((entry) => entry.principal.identityId === identityId)
+      }
+    }
+    yield* kv.subscribe(SESSION_INVALIDATE_CHANNEL, forget)
 
     return SessionAuthenticator.of({
       hash,
       authenticate: (token) => {
         if (!tokenPattern.test(token)) return Effect.succeed(undefined)
         const tokenHash = hash(token)
-        return Effect.map(lookup(tokenHash), (entry) => {
+        return Effect.map(cache.get(tokenHash), (entry) => {
           if (!entry) return undefined
           const now = Date.now()
           if (entry.principal.expiresAt! <= now || entry.lastSeen + idleMs <= now) {
-            cache.delete(tokenHash)
+            cache.forget(tokenHash)
             return undefined
           }
           entry.lastSeen = now

@@ -2,6 +2,7 @@ import { pageWithTotal } from "./page-with-total.ts"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Principal } from "../iam/principal.ts"
+import { OID, pgArray } from "./pg-array.ts"
 import { lockLiveRole, RoleRepo } from "./role-repo.ts"
 import { lockTenantRow } from "./tenant-lock.ts"
 import type { IdentityId, TenantId } from "../schema/ids.ts"
@@ -40,8 +41,11 @@ const columns = `id, tenant_id, identity_id, role_id, name, description, key_pre
   (SELECT r.permissions FROM roles r WHERE r.id = api_keys.role_id) AS role_permissions`
 
 export interface ApiKeyRepoShape {
-  /** The principal of a live (not revoked) key by its hash; expiry is checked by the caller. */
-  readonly principalByHash: (keyHash: string) => Effect.Effect<Principal | undefined>
+  /**
+   * The principals of the live (not revoked) keys among these hashes, by hash (one statement: the
+   * authenticator's cache reads them in bulk); expiry is checked by the caller.
+   */
+  readonly principalsByHash: (keyHashes: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, Principal>>
   /**
    * Inserts the key if its tenant has fewer than `activeLimit` active keys, counted under a lock of
    * the tenant's row, so that concurrent creations cannot go past the limit, and if its role is
@@ -82,9 +86,10 @@ export const ApiKeyRepoLive = Layer.effect(
       })
 
     return ApiKeyRepo.of({
-      principalByHash: (keyHash) =>
+      principalsByHash: (keyHashes) =>
         sql<{
           id: string
+          key_hash: string
           // Branded here: the key's row is where a principal's ids enter.
           tenant_id: TenantId
           identity_id: IdentityId
@@ -94,25 +99,23 @@ export const ApiKeyRepoLive = Layer.effect(
           rate_limit_per_minute: number
           expires_at: Date | null
         }>`
-          SELECT k.id, k.tenant_id, k.identity_id, k.role_id, r.permissions, t.is_internal,
+          SELECT k.id, k.key_hash, k.tenant_id, k.identity_id, k.role_id, r.permissions, t.is_internal,
                  k.rate_limit_per_minute, k.expires_at
           FROM api_keys k JOIN roles r ON r.id = k.role_id JOIN tenants t ON t.id = k.tenant_id
-          WHERE k.key_hash = ${keyHash} AND k.revoked_at IS NULL AND t.status = 'active'`.pipe(
+          WHERE k.key_hash = ANY(${pgArray(keyHashes, OID.text)}) AND k.revoked_at IS NULL AND t.status = 'active'`.pipe(
           Effect.orDie,
-          Effect.map(([row]) =>
-            row && {
-              kind: "api-key" as const,
-              credentialId: row.id,
-              actorId: row.identity_id,
-              tenantId: row.tenant_id,
-              identityId: row.identity_id,
-              roleId: row.role_id,
-              permissions: row.permissions,
-              isInternalTenant: row.is_internal,
-              rateLimitPerMinute: row.rate_limit_per_minute,
-              expiresAt: row.expires_at ? new Date(row.expires_at).getTime() : null
-            }
-          )
+          Effect.map((rows) => new Map(rows.map((row): [string, Principal] => [row.key_hash, {
+            kind: "api-key" as const,
+            credentialId: row.id,
+            actorId: row.identity_id,
+            tenantId: row.tenant_id,
+            identityId: row.identity_id,
+            roleId: row.role_id,
+            permissions: row.permissions,
+            isInternalTenant: row.is_internal,
+            rateLimitPerMinute: row.rate_limit_per_minute,
+            expiresAt: row.expires_at ? new Date(row.expires_at).getTime() : null
+          }])))
         ),
       insert: (k, activeLimit) =>
         sql.withTransaction(Effect.gen(function*() {
@@ -209,23 +212,25 @@ export const makeApiKeyRepoTest = (
         for (const k of rows) if (k.revoked_at === null) options.byRole.set(k.role_id, [...(options.byRole.get(k.role_id) ?? []), k.key_hash])
       }
       return ApiKeyRepo.of({
-        principalByHash: (keyHash) =>
+        principalsByHash: (keyHashes) =>
           Effect.gen(function*() {
-            const k = rows.find((x) => x.key_hash === keyHash && x.revoked_at === null)
-            if (!k) return undefined
-            const row = yield* withPermissions(k)
-            return {
-              kind: "api-key" as const,
-              credentialId: k.id,
-              actorId: k.identity_id as IdentityId,
-              tenantId: k.tenant_id as TenantId,
-              identityId: k.identity_id as IdentityId,
-              roleId: k.role_id,
-              permissions: row.role_permissions,
-              isInternalTenant: options.internalTenants?.includes(k.tenant_id) ?? false,
-              rateLimitPerMinute: k.rate_limit_per_minute,
-              expiresAt: k.expires_at ? k.expires_at.getTime() : null
+            const found = new Map<string, Principal>()
+            for (const k of rows.filter((x) => keyHashes.includes(x.key_hash) && x.revoked_at === null)) {
+              const row = yield* withPermissions(k)
+              found.set(k.key_hash, {
+                kind: "api-key" as const,
+                credentialId: k.id,
+                actorId: k.identity_id as IdentityId,
+                tenantId: k.tenant_id as TenantId,
+                identityId: k.identity_id as IdentityId,
+                roleId: k.role_id,
+                permissions: row.role_permissions,
+                isInternalTenant: options.internalTenants?.includes(k.tenant_id) ?? false,
+                rateLimitPerMinute: k.rate_limit_per_minute,
+                expiresAt: k.expires_at ? k.expires_at.getTime() : null
+              })
             }
+            return found
           }),
         insert: (k, activeLimit) =>
           Effect.gen(function*() {

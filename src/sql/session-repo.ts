@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { newId } from "../ids.ts"
+import { OID, pgArray } from "./pg-array.ts"
 import { pageOfRows } from "./memory-search.ts"
 import type { IdentityId, TenantId } from "../schema/ids.ts"
 
@@ -18,6 +19,7 @@ export interface SessionRow {
 /** What authenticating a session needs: the session, its identity's role and tenant. */
 export interface SessionAuthRow {
   readonly id: string
+  readonly token_hash: string
   /** Branded here: the session's row is where a principal's ids enter. */
   readonly tenant_id: TenantId
   readonly identity_id: IdentityId
@@ -51,8 +53,11 @@ export interface SessionRepoShape {
    * Nothing is read back: the caller made every value the answer needs.
    */
   readonly insert: (session: NewSession, audit?: SessionAudit) => Effect.Effect<void>
-  /** A live (not revoked) session of an active identity and tenant, by its token's hash; times are checked by the caller. */
-  readonly authByHash: (tokenHash: string) => Effect.Effect<SessionAuthRow | undefined>
+  /**
+   * The live (not revoked) sessions of active identities and tenants among these token hashes, by
+   * hash (one statement: the authenticator's cache reads them in bulk); times are checked by the caller.
+   */
+  readonly authByHashes: (tokenHashes: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, SessionAuthRow>>
   /**
    * The identity's sessions that are neither revoked nor past their absolute lifetime nor unseen
    * since `seenSince` (idle; `currentId` is listed whatever its stored time), newest first.
@@ -101,17 +106,18 @@ export const SessionRepoLive = Layer.effect(
             INSERT INTO audit_log (id, tenant_id, actor_id, ip, action, target_id, data)
             VALUES (${newId("aud")}, ${s.tenantId}, ${s.identityId}, ${s.ip}, ${audit.action}, ${s.id}, ${JSON.stringify(audit.data ?? {})}::jsonb)`
         ).pipe(Effect.asVoid, Effect.orDie),
-      authByHash: (tokenHash) =>
+      authByHashes: (tokenHashes) =>
         sql<SessionAuthRow>`
-          SELECT s.id, s.tenant_id, s.identity_id, i.default_role_id AS role_id, r.permissions, t.is_internal,
+          SELECT s.id, s.token_hash, s.tenant_id, s.identity_id, i.default_role_id AS role_id, r.permissions, t.is_internal,
                  s.last_seen_at, s.expires_at
           FROM sessions s
           JOIN identities i ON i.id = s.identity_id
           JOIN roles r ON r.id = i.default_role_id
           JOIN tenants t ON t.id = s.tenant_id
-          WHERE s.token_hash = ${tokenHash} AND s.revoked_at IS NULL AND i.status = 'active' AND t.status = 'active'`.pipe(
+          WHERE s.token_hash = ANY(${pgArray(tokenHashes, OID.text)}) AND s.revoked_at IS NULL
+            AND i.status = 'active' AND t.status = 'active'`.pipe(
           Effect.orDie,
-          Effect.map((rows) => rows[0])
+          Effect.map((rows) => new Map(rows.map((row) => [row.token_hash, row])))
         ),
       listLive: (identityId, seenSince, currentId, offset, limit) => {
         const live = sql`identity_id = ${identityId} AND revoked_at IS NULL AND expires_at > now()
@@ -202,20 +208,25 @@ export const makeSessionRepoTest = (roles: { roleId: string; permissions: Readon
     return SessionRepo.of({
       // The audit entry written with a session is a join of the live tables, tested against the databases.
       insert: (s) => Effect.sync(() => void insert(s)),
-      authByHash: (hash) =>
+      authByHashes: (hashes) =>
         Effect.sync(() => {
-          const r = byHash(hash)
-          if (!r || r.revoked_at !== null) return undefined
-          return {
-            id: r.id,
-            tenant_id: r.tenant_id as TenantId,
-            identity_id: r.identity_id as IdentityId,
-            role_id: roles.roleId,
-            permissions: roles.permissions,
-            is_internal: false,
-            last_seen_at: r.last_seen_at,
-            expires_at: r.expires_at
+          const found = new Map<string, SessionAuthRow>()
+          for (const hash of hashes) {
+            const r = byHash(hash)
+            if (!r || r.revoked_at !== null) continue
+            found.set(hash, {
+              id: r.id,
+              token_hash: hash,
+              tenant_id: r.tenant_id as TenantId,
+              identity_id: r.identity_id as IdentityId,
+              role_id: roles.roleId,
+              permissions: roles.permissions,
+              is_internal: false,
+              last_seen_at: r.last_seen_at,
+              expires_at: r.expires_at
+            })
           }
+          return found
         }),
       listLive: (identityId, seenSince, currentId, offset, limit) =>
         Effect.sync(() => {

@@ -29,7 +29,7 @@ describe.each(testDatabases)("session SQL ($name)", (db) => {
       const expiresAt = new Date(Date.now() + 3_600_000)
       const session = { id: newId("ses"), tokenHash: `hash-${tenantId}`, tenantId, identityId, ip: "192.0.2.7", userAgent: "ua", expiresAt }
       yield* repo.insert(session, { action: "login.success", data: { method: "password" } })
-      const found = yield* repo.authByHash(session.tokenHash)
+      const found = (yield* repo.authByHashes([session.tokenHash])).get(session.tokenHash)
       expect(found).toMatchObject({ id: session.id, tenant_id: tenantId, identity_id: identityId })
       // The answer to the client is made from `expiresAt`: the stored time is the same instant.
       expect(new Date(found!.expires_at).getTime()).toBe(expiresAt.getTime())
@@ -39,7 +39,10 @@ describe.each(testDatabases)("session SQL ($name)", (db) => {
       // Without an audit entry (an invitation's first session): only the session.
       const plain = { ...session, id: newId("ses"), tokenHash: `hash2-${tenantId}` }
       yield* repo.insert(plain)
-      expect(yield* repo.authByHash(plain.tokenHash)).toMatchObject({ id: plain.id })
+      // Several hashes in one read: each live one by its hash, an unknown one left out.
+      const both = yield* repo.authByHashes([session.tokenHash, plain.tokenHash, "no-such-hash"])
+      expect([...both.keys()].sort()).toEqual([session.tokenHash, plain.tokenHash].sort())
+      expect(both.get(plain.tokenHash)).toMatchObject({ id: plain.id, token_hash: plain.tokenHash })
       expect(yield* sql`SELECT 1 FROM audit_log WHERE target_id = ${plain.id}`).toEqual([])
     }).pipe(Effect.provide(layer), Effect.scoped))
   }, 120_000)

@@ -16,9 +16,9 @@ const keyHash = hashApiKey(secretKey, raw)
 const makeRepo = (principal: Principal | undefined) => {
   const calls = { lookups: 0, touched: [] as Array<string> }
   const layer = Layer.succeed(ApiKeyRepo, ApiKeyRepo.of({
-    principalByHash: (hash) => Effect.sync(() => {
+    principalsByHash: (hashes) => Effect.sync(() => {
       calls.lookups++
-      return hash === keyHash ? principal : undefined
+      return new Map(principal && hashes.includes(keyHash) ? [[keyHash, principal]] : [])
     }),
     touch: (m) => Effect.sync(() => void calls.touched.push(...m.keys())),
     insert: () => Effect.die("unused"),
@@ -79,9 +79,9 @@ describe("ApiKeyAuthenticator (mocked repository)", () => {
     const gate = Effect.runSync(Deferred.make<void>())
     const repo = Layer.succeed(ApiKeyRepo, ApiKeyRepo.of({
       // The first lookup reads the row from before the revocation, then is held until after it.
-      principalByHash: () => {
+      principalsByHash: () => {
         lookups++
-        const found = revoked ? undefined : principal()
+        const found = new Map(revoked ? [] : [[keyHash, principal()]])
         return lookups === 1 ? Deferred.await(gate).pipe(Effect.as(found)) : Effect.succeed(found)
       },
       touch: () => Effect.void,

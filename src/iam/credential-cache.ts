@@ -1,0 +1,116 @@
+import { Clock, Effect, Schedule, type Scope } from "effect"
+
+/** How long a node believes a credential lookup (docs/identity.md, "Revocation across nodes"). */
+export const CREDENTIAL_CACHE_TTL_MS = 30_000
+/** How often the credentials in use are read again, in bulk. */
+export const REVALIDATE_EVERY_SECONDS = 10
+const MAX_ENTRIES = 50_000
+/** Hashes per statement of a revalidation round. */
+const REVALIDATE_CHUNK = 500
+
+export interface CredentialCache<V> {
+  /** The cached value of a credential's hash, or one read now (and kept when found); undefined when unknown. */
+  readonly get: (hash: string) => Effect.Effect<V | undefined>
+  /** Drops one credential (revoked, changed, ended). */
+  readonly forget: (hash: string) => void
+  /** Drops every credential whose value matches (all sessions of one identity). */
+  readonly forgetWhere: (matches: (value: V) => boolean) => void
+}
+
+interface Entry<V> {
+  value: V
+  until: number
+  /** Used since the last revalidation round. */
+  used: boolean
+}
+
+/**
+ * A node's cache of credential lookups (API keys, sessions) by the credential's hash. Changes are
+ * broadcast and drop entries at once (`forget`); the cache is the safety net for a notice that was
+ * lost (Redis down). Every 10 s the credentials used since the last round are read again in bulk
+ * (one statement per 500), so a credential in steady use is never read on a request's path (with
+ * one read per request whenever its entry expired, 1,500 sessions cost 1,500 statements every
+ * 30 s) and a lost notice is healed within 10 s for it; an unused entry expires after 30 s.
+ * A read that raced a drop is used once and not kept: it may have read the row from before the change.
+ */
+export const makeCredentialCache = <Row, V>(options: {
+  /** The live rows of these hashes, by hash; a hash without a row is unknown, revoked or ended. */
+  readonly read: (hashes: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, Row>>
+  /** The cached value of a row; `previous` is the value it replaces on revalidation. */
+  readonly build: (row: Row, previous: V | undefined) => V
+}): Effect.Effect<CredentialCache<V>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const entries = new Map<string, Entry<V>>()
+    let forgets = 0
+
+    const keep = (hash: string, value: V, now: number) => {
+      if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!)
+      entries.set(hash, { value, until: now + CREDENTIAL_CACHE_TTL_MS, used: false })
+    }
+
+    // The times are the Effect clock's, so that tests can move it.
+    const get = (hash: string): Effect.Effect<V | undefined> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const entry = entries.get(hash)
+        if (entry && entry.until > now) {
+          entry.used = true
+          return Effect.succeed(entry.value)
+        }
+        const forgetsBefore = forgets
+        return Effect.map(options.read([hash]), (rows) => {
+          const row = rows.get(hash)
+          if (row === undefined) {
+            entries.delete(hash)
+            return undefined
+          }
+          const value = options.build(row, entry?.value)
+          if (forgets === forgetsBefore) keep(hash, value, now)
+          return value
+        })
+      })
+
+    const revalidateChunk = (hashes: ReadonlyArray<string>) =>
+      Effect.suspend(() => {
+        const forgetsBefore = forgets
+        return Effect.map(Effect.zip(options.read(hashes), Clock.currentTimeMillis), ([rows, now]) => {
+          // A drop came while this ran: what was read may predate it, so these entries wait for the next round.
+          if (forgets !== forgetsBefore) return
+          const until = now + CREDENTIAL_CACHE_TTL_MS
+          for (const hash of hashes) {
+            const entry = entries.get(hash)
+            if (!entry) continue
+            const row = rows.get(hash)
+            if (row === undefined) entries.delete(hash)
+            else {
+              entry.value = options.build(row, entry.value)
+              entry.until = until
+              entry.used = false
+            }
+          }
+        })
+      })
+
+    const revalidate = Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const inUse: Array<string> = []
+      for (const [hash, entry] of entries) {
+        if (entry.used) inUse.push(hash)
+        else if (entry.until <= now) entries.delete(hash)
+      }
+      const chunks = Array.from({ length: Math.ceil(inUse.length / REVALIDATE_CHUNK) }, (_, i) => inUse.slice(i * REVALIDATE_CHUNK, (i + 1) * REVALIDATE_CHUNK))
+      // One statement after the other: the embedded database is a single session.
+      return Effect.forEach(chunks, revalidateChunk, { discard: true })
+    }).pipe(Effect.ignoreCause({ log: "Warn", message: "credential cache not revalidated" }))
+    yield* revalidate.pipe(Effect.repeat(Schedule.spaced(`${REVALIDATE_EVERY_SECONDS} seconds`)), Effect.forkScoped)
+
+    return {
+      get,
+      forget: (hash) => {
+        forgets++
+        entries.delete(hash)
+      },
+      forgetWhere: (matches) => {
+        forgets++
+        for (const [hash, entry] of entries) if (matches(entry.value)) entries.delete(hash)
+      }
+    }
+  })
