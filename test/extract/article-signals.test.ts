@@ -110,6 +110,25 @@ describe("site vocabulary", () => {
     expect(body).not.toContain("Sidebar story")
   })
 
+  it("reads a page whose builder prefixes every component, nested or not, with the same word", () => {
+    // Adobe's page builder marks every container cmp-container, one inside the other, and its sections too.
+    const part = (i: number, topic: string) => `<section class="cmp-container page-section"><div class="cmp-text"><h2>${topic}</h2>${para(2, topic)}</div></section>`
+    const html = `<html><body><nav>${filler(10)}</nav><div class="cmp-container"><div class="cmp-container">
+      ${part(1, "overview")}${part(2, "capabilities")}<div class="cmp-container">${part(3, "deals")}${part(4, "operations")}</div>
+      </div></div><footer>${filler(6)}</footer></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Paragraph 1 about the overview")
+    expect(body).toContain("Paragraph 2 about the operations")
+  })
+
+  it("keeps a consent manager's cmp dialog out of the body", () => {
+    const html = `<html><body><main><h1>Harbour works</h1>${para(4)}</main>
+      <div class="cmp-banner"><p>We and our partners store and access information on your device, such as unique identifiers, to measure audiences and improve our services.</p></div></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Paragraph 4 about the harbour")
+    expect(body).not.toContain("our partners store")
+  })
+
   // Documentation generators give each section the id of its heading's words.
   const docSection = (id: string, heading: string, topic: string) =>
     `<section id="${id}"><h2>${heading}<a class="headerlink" href="#${id}">¶</a></h2>${para(2, topic)}</section>`
@@ -127,6 +146,21 @@ describe("site vocabulary", () => {
     const body = article(html).data.content
     expect(body).toContain("Paragraph 4 about the harbour")
     expect(body).not.toContain("Other stories from the council")
+  })
+})
+
+describe("figures", () => {
+  it("reads a table or a code listing wrapped in a figure as content, and a picture's caption as furniture", () => {
+    const html = `<html><body><article><h1>Supplement survey</h1>${para(3, "survey")}
+      <figure class="wp-block-table"><table><tr><th>Motivation</th><th>Share of respondents</th></tr><tr><td>Energy and focus</td><td>61.6%</td></tr><tr><td>Gut health</td><td>45.6%</td></tr></table></figure>
+      <figure class="listing"><div class="file">Filename: src/lib.rs</div><pre>pub trait Summary {\n    fn summarize(&amp;self) -&gt; String;\n}</pre></figure>
+      <figure><img src="/harbour.jpg" alt=""><div class="note">The harbour at dawn, seen from the northern breakwater before the works began.</div></figure>
+      ${para(2, "results")}</article></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Energy and focus 61.6%")
+    expect(body).toContain("pub trait Summary")
+    expect(body).not.toContain("The harbour at dawn")
+    expect(body).toContain("Paragraph 2 about the results")
   })
 })
 

@@ -19,7 +19,7 @@
 import { Element, parseHtml } from "../html/parser.ts"
 import { sanitizeTree } from "../sanitize.ts"
 import { shownLines } from "../html/text.ts"
-import { byTag, rawText } from "../html/dom.ts"
+import { byTag, rawText, walk } from "../html/dom.ts"
 import { blockLogit, blockModel, blockObserver, classWords, DENSE_FEATURES, sigmoid, type BlockSample } from "./block-model.ts"
 
 const SKIP = new Set([
@@ -40,9 +40,10 @@ const FRAMEWORK_SHARE = 0.5
 const FRAMEWORK_BLOCKS = 3
 /**
  * Furniture words that sites also use for every block of a page (page builders' "widget", "hidden"
- * toggles); words with one meaning (sidebar, related, comment, footer...) never qualify.
+ * toggles, Adobe Experience Manager's "cmp-" components); words with one meaning (sidebar, related,
+ * comment, footer...) never qualify.
  */
-const STRUCTURAL_WORDS = new Set("widget widgets hidden info extra more label links actions utility tools".split(" "))
+const STRUCTURAL_WORDS = new Set("widget widgets hidden info extra more label links actions utility tools cmp".split(" "))
 const GROW = 1.5
 /** Elements that may hold the body besides block elements. */
 const CELL = new Set(["td", "th"])
@@ -264,7 +265,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     const i = els.length
     els.push(el)
     parent.push(p)
-    if (FURNITURE_TAG.has(el.tag)) {
+    if (FURNITURE_TAG.has(el.tag) && !(el.tag === "figure" && presentsData(el))) {
       hint.push(Hint.Strong)
       hintBy.push("")
     } else {
@@ -362,7 +363,8 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   }
   const total = pos[0]!
   // Framework vocabulary: a furniture word whose (outermost) elements hold a large share of the page's
-  // text, spread over several blocks, is how this site names all its blocks, not furniture.
+  // text, on several elements with text (nested ones count: builders nest their containers), is how
+  // this site names all its blocks, not furniture.
   const wordShare = new Map<string, number>()
   const wordBlocks = new Map<string, number>()
   for (let i = 0; i < n; i++) {
@@ -370,10 +372,8 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (!STRUCTURAL_WORDS.has(w)) continue
     let outer = true
     for (let p = parent[i]!; p >= 0; p = parent[p]!) if (hintBy[p] === w) { outer = false; break }
-    if (outer && pos[i]! > 0) {
-      wordShare.set(w, (wordShare.get(w) ?? 0) + pos[i]!)
-      wordBlocks.set(w, (wordBlocks.get(w) ?? 0) + 1)
-    }
+    if (pos[i]! > 0) wordBlocks.set(w, (wordBlocks.get(w) ?? 0) + 1)
+    if (outer && pos[i]! > 0) wordShare.set(w, (wordShare.get(w) ?? 0) + pos[i]!)
   }
   for (let i = 0; i < n; i++) {
     const w = hintBy[i]!
@@ -502,6 +502,21 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     paragraphs.push(text)
   }
   return { paragraphs, root: els[best]! }
+}
+
+/**
+ * A figure that holds a table or a code listing presents data or code, which is content (sites wrap
+ * tables in `<figure class="wp-block-table">`, books their listings in a figure); a figure of a
+ * picture is furniture. Its figcaption stays furniture either way.
+ */
+function presentsData(figure: Element): boolean {
+  let found = false
+  walk(figure, (el) => {
+    if (found) return false
+    if (el.tag === "table" || el.tag === "pre") found = true
+    return !found
+  })
+  return found
 }
 
 function key(s: string): string {
