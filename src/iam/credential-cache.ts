@@ -15,6 +15,8 @@ export interface CredentialCache<V> {
   readonly forget: (hash: string) => void
   /** Drops every credential whose value matches (all sessions of one identity). */
   readonly forgetWhere: (matches: (value: V) => boolean) => void
+  /** Drops one entry that ran out for its own reasons (an idle or expired session): nothing changed in the store. */
+  readonly evict: (hash: string) => void
 }
 
 interface Entry<V> {
@@ -31,7 +33,9 @@ interface Entry<V> {
  * (one statement per 500), so a credential in steady use is never read on a request's path (with
  * one read per request whenever its entry expired, 1,500 sessions cost 1,500 statements every
  * 30 s) and a lost notice is healed within 10 s for it; an unused entry expires after 30 s.
- * A read that raced a drop is used once and not kept: it may have read the row from before the change.
+ * A read that raced a drop of its credential is used once and not kept: it may have read the row
+ * from before the change. Only that credential's reads are passed over (a round's other entries
+ * are renewed), so drops elsewhere cannot hold the rounds up.
  */
 export const makeCredentialCache = <Row, V>(options: {
   /** The live rows of these hashes, by hash; a hash without a row is unknown, revoked or ended. */
@@ -41,7 +45,10 @@ export const makeCredentialCache = <Row, V>(options: {
 }): Effect.Effect<CredentialCache<V>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const entries = new Map<string, Entry<V>>()
-    let forgets = 0
+    /** The read in flight for a hash that was not cached; a drop of the hash takes it away. */
+    const missReads = new Map<string, object>()
+    /** Drops by value (forgetWhere) cannot name their hashes: any of them passes over every read in flight. */
+    let dropsByValue = 0
 
     const keep = (hash: string, value: V, now: number) => {
       if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!)
@@ -56,29 +63,35 @@ export const makeCredentialCache = <Row, V>(options: {
           entry.used = true
           return Effect.succeed(entry.value)
         }
-        const forgetsBefore = forgets
+        const marker = {}
+        missReads.set(hash, marker)
+        const dropsBefore = dropsByValue
         return Effect.map(options.read([hash]), (rows) => {
+          const undropped = missReads.get(hash) === marker && dropsByValue === dropsBefore
           const row = rows.get(hash)
           if (row === undefined) {
             entries.delete(hash)
             return undefined
           }
           const value = options.build(row, entry?.value)
-          if (forgets === forgetsBefore) keep(hash, value, now)
+          if (undropped) keep(hash, value, now)
           return value
-        })
+        }).pipe(Effect.ensuring(Effect.sync(() => {
+          if (missReads.get(hash) === marker) missReads.delete(hash)
+        })))
       })
 
     const revalidateChunk = (hashes: ReadonlyArray<string>) =>
       Effect.suspend(() => {
-        const forgetsBefore = forgets
-        return Effect.map(Effect.zip(options.read(hashes), Clock.currentTimeMillis), ([rows, now]) => {
-          // A drop came while this ran: what was read may predate it, so these entries wait for the next round.
-          if (forgets !== forgetsBefore) return
+        const read = hashes.flatMap((hash) => {
+          const entry = entries.get(hash)
+          return entry ? [[hash, entry] as const] : []
+        })
+        return Effect.map(Effect.zip(options.read(read.map(([hash]) => hash)), Clock.currentTimeMillis), ([rows, now]) => {
           const until = now + CREDENTIAL_CACHE_TTL_MS
-          for (const hash of hashes) {
-            const entry = entries.get(hash)
-            if (!entry) continue
+          for (const [hash, entry] of read) {
+            // Dropped (or read again by a request) while this ran: what was read may predate the change.
+            if (entries.get(hash) !== entry) continue
             const row = rows.get(hash)
             if (row === undefined) entries.delete(hash)
             else {
@@ -105,12 +118,15 @@ export const makeCredentialCache = <Row, V>(options: {
     return {
       get,
       forget: (hash) => {
-        forgets++
+        missReads.delete(hash)
         entries.delete(hash)
       },
       forgetWhere: (matches) => {
-        forgets++
+        dropsByValue++
         for (const [hash, entry] of entries) if (matches(entry.value)) entries.delete(hash)
+      },
+      evict: (hash) => {
+        entries.delete(hash)
       }
     }
   })

@@ -117,7 +117,7 @@ export const SessionAuthenticatorLive = Layer.effect(
           if (!entry) return undefined
           const now = Date.now()
           if (entry.principal.expiresAt! <= now || entry.lastSeen + idleMs <= now) {
-            cache.forget(tokenHash)
+            cache.evict(tokenHash)
             return undefined
           }
           entry.lastSeen = now

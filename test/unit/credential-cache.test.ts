@@ -4,7 +4,7 @@
  * change whose notice was lost is seen within a round; an unused entry expires after 30 s.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { makeCredentialCache } from "../../src/iam/credential-cache.ts"
 
@@ -12,12 +12,15 @@ import { makeCredentialCache } from "../../src/iam/credential-cache.ts"
 const makeStore = (initial: Record<string, string>) => {
   const rows = new Map(Object.entries(initial))
   const reads: Array<ReadonlyArray<string>> = []
+  /** When set, a read takes this long (on the test clock) after taking its snapshot of the rows. */
+  const slow = { by: 0 }
   const read = (hashes: ReadonlyArray<string>) =>
-    Effect.sync(() => {
+    Effect.suspend(() => {
       reads.push([...hashes])
-      return new Map(hashes.flatMap((h) => (rows.has(h) ? [[h, rows.get(h)!] as const] : [])))
+      const found = new Map(hashes.flatMap((h) => (rows.has(h) ? [[h, rows.get(h)!] as const] : [])))
+      return slow.by > 0 ? Effect.as(Effect.sleep(slow.by), found) : Effect.succeed(found)
     })
-  return { rows, reads, read }
+  return { rows, reads, read, slow }
 }
 
 /** A cache whose values remember how many times they were built over a previous one. */
@@ -90,6 +93,53 @@ describe("credential cache", () => {
       cache.forgetWhere((v) => v.row === "role-2")
       for (const h of ["a", "b", "c"]) yield* cache.get(h)
       expect(store.reads).toEqual([["a"], ["b"], ["c"], ["a"], ["b"], ["c"]])
+    }))
+
+  it.effect("renews a round's entries though another credential is dropped while it reads, and passes over the dropped one", () =>
+    Effect.gen(function*() {
+      const store = makeStore({ a: "role-1", b: "role-1", other: "role-1" })
+      const cache = yield* makeCache(store)
+      for (const h of ["a", "b", "other"]) yield* cache.get(h)
+      // past the first round (at start), then in use again
+      yield* TestClock.adjust("5 seconds")
+      for (const h of ["a", "b"]) yield* cache.get(h)
+      // a is revoked and its notice lost; the round's read takes a second, during which b and another
+      // credential are dropped (their notices arrive): b's row as read may predate its change
+      store.rows.delete("a")
+      store.slow.by = 1000
+      yield* TestClock.adjust("5 seconds")
+      cache.forget("other")
+      cache.forget("b")
+      yield* TestClock.adjust("1 second")
+      store.slow.by = 0
+      const reads = store.reads.length
+      // the round dropped a (no row) without waiting for its 30 s to run out
+      expect(yield* cache.get("a")).toBeUndefined()
+      expect(store.reads.slice(reads)).toEqual([["a"]])
+      // b was not put back by the round's read: the request reads it again
+      expect(yield* cache.get("b")).toBeDefined()
+      expect(store.reads.slice(reads)).toEqual([["a"], ["b"]])
+    }))
+
+  it.effect("does not keep a request's read that a drop of the same credential overtook, but keeps others'", () =>
+    Effect.gen(function*() {
+      const store = makeStore({ a: "role-1", b: "role-1" })
+      const cache = yield* makeCache(store)
+      store.slow.by = 1000
+      const readA = yield* Effect.forkChild(cache.get("a"))
+      const readB = yield* Effect.forkChild(cache.get("b"))
+      yield* TestClock.adjust("10 millis")
+      cache.forget("a")
+      cache.evict("b")
+      yield* TestClock.adjust("1 second")
+      expect(yield* Fiber.join(readA)).toBeDefined()
+      expect(yield* Fiber.join(readB)).toBeDefined()
+      store.slow.by = 0
+      const reads = store.reads.length
+      yield* cache.get("a")
+      yield* cache.get("b")
+      // a is read again (its read may predate the drop); b's read was kept (an eviction changes nothing in the store)
+      expect(store.reads.slice(reads)).toEqual([["a"]])
     }))
 
   it.effect("reads a large cache again in statements of at most 500 credentials", () =>
