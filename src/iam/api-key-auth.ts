@@ -56,7 +56,12 @@ export const ApiKeyAuthenticatorLive = Layer.effect(
       lastUsed.clear()
       return repo.touch(batch)
     })
-    yield* flush.pipe(Effect.repeat(Schedule.spaced(TOUCH_EVERY)), Effect.forkScoped)
+    // A failed write (database down) loses that batch, not the loop: later batches are written.
+    yield* flush.pipe(
+      Effect.ignoreCause({ log: "Warn", message: "API keys' last use not written" }),
+      Effect.repeat(Schedule.spaced(TOUCH_EVERY)),
+      Effect.forkScoped
+    )
     yield* Effect.addFinalizer(() => flush)
 
     const hash = (raw: string) => hashApiKey(secretKey, raw)

@@ -70,7 +70,12 @@ export const SessionAuthenticatorLive = Layer.effect(
       const chunks = Array.from({ length: Math.ceil(entries.length / TOUCH_CHUNK) }, (_, i) => new Map(entries.slice(i * TOUCH_CHUNK, (i + 1) * TOUCH_CHUNK)))
       return Effect.forEach(chunks, repo.touch, { discard: true })
     })
-    yield* flush.pipe(Effect.repeat(Schedule.spaced(TOUCH_EVERY)), Effect.forkScoped)
+    // A failed write (database down) loses that batch, not the loop: later batches are written.
+    yield* flush.pipe(
+      Effect.ignoreCause({ log: "Warn", message: "sessions' last-seen times not written" }),
+      Effect.repeat(Schedule.spaced(TOUCH_EVERY)),
+      Effect.forkScoped
+    )
     yield* Effect.addFinalizer(() => flush)
 
     const hash = (token: string) => hashToken(secretKey, "session", token)

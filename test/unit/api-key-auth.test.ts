@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { type AppConfig, Config } from "../../src/config.ts"
 import { ApiKeyAuthenticator, ApiKeyAuthenticatorLive } from "../../src/iam/api-key-auth.ts"
 import type { Principal } from "../../src/iam/principal.ts"
@@ -148,6 +149,28 @@ describe("ApiKeyAuthenticator (mocked repository)", () => {
       expect(yield* auth.authenticate(raw)).toBeUndefined()
       expect(repo.calls.lookups).toBe(1)
     }).pipe(Effect.provide(authLayer(repo.layer)))
+  })
+
+  it.effect("goes on writing lastUsedAt after a write failed (the database was down for a round)", () => {
+    const repo = makeRepo(principal())
+    let failures = 1
+    const failingOnce = Layer.succeed(ApiKeyRepo, ApiKeyRepo.of({
+      principalsByHash: (hashes) => Effect.succeed(new Map(hashes.includes(keyHash) ? [[keyHash, principal()]] : [])),
+      touch: (m) => failures-- > 0 ? Effect.die("database down") : Effect.sync(() => void repo.calls.touched.push(...m.keys())),
+      insert: () => Effect.die("unused"),
+      listByIdentity: () => Effect.die("unused"),
+      find: () => Effect.die("unused"),
+      update: () => Effect.die("unused"),
+      revoke: () => Effect.die("unused")
+    }))
+    return Effect.gen(function*() {
+      const auth = yield* ApiKeyAuthenticator
+      yield* auth.authenticate(raw)
+      yield* TestClock.adjust("15 seconds")
+      yield* auth.authenticate(raw)
+      yield* TestClock.adjust("15 seconds")
+      expect(repo.calls.touched).toEqual(["key_1"])
+    }).pipe(Effect.provide(authLayer(failingOnce)))
   })
 
   it.effect("writes lastUsedAt in one batch when the service stops, not per request", () => {
