@@ -14,14 +14,15 @@ const { raw } = generateApiKey()
 const keyHash = hashApiKey(secretKey, raw)
 
 /** An in-memory repository layer that counts lookups and records touches. */
-const makeRepo = (principal: Principal | undefined) => {
+const makeRepo = (principal: Principal | undefined, options: { failTouches?: number } = {}) => {
   const calls = { lookups: 0, touched: [] as Array<string> }
+  let failTouches = options.failTouches ?? 0
   const layer = Layer.succeed(ApiKeyRepo, ApiKeyRepo.of({
     principalsByHash: (hashes) => Effect.sync(() => {
       calls.lookups++
       return new Map(principal && hashes.includes(keyHash) ? [[keyHash, principal]] : [])
     }),
-    touch: (m) => Effect.sync(() => void calls.touched.push(...m.keys())),
+    touch: (m) => failTouches-- > 0 ? Effect.die("database down") : Effect.sync(() => void calls.touched.push(...m.keys())),
     insert: () => Effect.die("unused"),
     listByIdentity: () => Effect.die("unused"),
     find: () => Effect.die("unused"),
@@ -152,17 +153,7 @@ describe("ApiKeyAuthenticator (mocked repository)", () => {
   })
 
   it.effect("goes on writing lastUsedAt after a write failed (the database was down for a round)", () => {
-    const repo = makeRepo(principal())
-    let failures = 1
-    const failingOnce = Layer.succeed(ApiKeyRepo, ApiKeyRepo.of({
-      principalsByHash: (hashes) => Effect.succeed(new Map(hashes.includes(keyHash) ? [[keyHash, principal()]] : [])),
-      touch: (m) => failures-- > 0 ? Effect.die("database down") : Effect.sync(() => void repo.calls.touched.push(...m.keys())),
-      insert: () => Effect.die("unused"),
-      listByIdentity: () => Effect.die("unused"),
-      find: () => Effect.die("unused"),
-      update: () => Effect.die("unused"),
-      revoke: () => Effect.die("unused")
-    }))
+    const repo = makeRepo(principal(), { failTouches: 1 })
     return Effect.gen(function*() {
       const auth = yield* ApiKeyAuthenticator
       yield* auth.authenticate(raw)
@@ -170,7 +161,7 @@ describe("ApiKeyAuthenticator (mocked repository)", () => {
       yield* auth.authenticate(raw)
       yield* TestClock.adjust("15 seconds")
       expect(repo.calls.touched).toEqual(["key_1"])
-    }).pipe(Effect.provide(authLayer(failingOnce)))
+    }).pipe(Effect.provide(authLayer(repo.layer)))
   })
 
   it.effect("writes lastUsedAt in one batch when the service stops, not per request", () => {
