@@ -81,32 +81,26 @@ export const makeCredentialCache = <Row, V>(options: {
         })))
       })
 
-    const revalidateChunk = (hashes: ReadonlyArray<string>) =>
-      Effect.suspend(() => {
-        const read = hashes.flatMap((hash) => {
-          const entry = entries.get(hash)
-          return entry ? [[hash, entry] as const] : []
-        })
-        return Effect.map(Effect.zip(options.read(read.map(([hash]) => hash)), Clock.currentTimeMillis), ([rows, now]) => {
-          const until = now + CREDENTIAL_CACHE_TTL_MS
-          for (const [hash, entry] of read) {
-            // Dropped (or read again by a request) while this ran: what was read may predate the change.
-            if (entries.get(hash) !== entry) continue
-            const row = rows.get(hash)
-            if (row === undefined) entries.delete(hash)
-            else {
-              entry.value = options.build(row, entry.value)
-              entry.until = until
-              entry.used = false
-            }
+    const revalidateChunk = (chunk: ReadonlyArray<readonly [string, Entry<V>]>) =>
+      Effect.map(Effect.zip(options.read(chunk.map(([hash]) => hash)), Clock.currentTimeMillis), ([rows, now]) => {
+        const until = now + CREDENTIAL_CACHE_TTL_MS
+        for (const [hash, entry] of chunk) {
+          // Dropped (or read again by a request) since the round began: what was read may predate the change.
+          if (entries.get(hash) !== entry) continue
+          const row = rows.get(hash)
+          if (row === undefined) entries.delete(hash)
+          else {
+            entry.value = options.build(row, entry.value)
+            entry.until = until
+            entry.used = false
           }
-        })
+        }
       })
 
     const revalidate = Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const inUse: Array<string> = []
+      const inUse: Array<readonly [string, Entry<V>]> = []
       for (const [hash, entry] of entries) {
-        if (entry.used) inUse.push(hash)
+        if (entry.used) inUse.push([hash, entry])
         else if (entry.until <= now) entries.delete(hash)
       }
       const chunks = Array.from({ length: Math.ceil(inUse.length / REVALIDATE_CHUNK) }, (_, i) => inUse.slice(i * REVALIDATE_CHUNK, (i + 1) * REVALIDATE_CHUNK))

@@ -369,11 +369,11 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   const wordBlocks = new Map<string, number>()
   for (let i = 0; i < n; i++) {
     const w = hintBy[i]!
-    if (!STRUCTURAL_WORDS.has(w)) continue
+    if (!STRUCTURAL_WORDS.has(w) || pos[i]! <= 0) continue
+    wordBlocks.set(w, (wordBlocks.get(w) ?? 0) + 1)
     let outer = true
     for (let p = parent[i]!; p >= 0; p = parent[p]!) if (hintBy[p] === w) { outer = false; break }
-    if (pos[i]! > 0) wordBlocks.set(w, (wordBlocks.get(w) ?? 0) + 1)
-    if (outer && pos[i]! > 0) wordShare.set(w, (wordShare.get(w) ?? 0) + pos[i]!)
+    if (outer) wordShare.set(w, (wordShare.get(w) ?? 0) + pos[i]!)
   }
   for (let i = 0; i < n; i++) {
     const w = hintBy[i]!
