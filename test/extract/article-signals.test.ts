@@ -53,6 +53,18 @@ describe("listing pages", () => {
     expect(body).not.toContain("Menu 3")
   })
 
+  it("reads a grid whose cards are a short name link and a price, beside a promotion that reads as prose", () => {
+    const card = (i: number) => `<div class="cell"><a href="/p/${i}"><img src="/i/${i}.jpg" alt=""></a><a href="/p/${i}">Desk lamp ${i}</a><p>$ ${40 + i} +</p></div>`
+    const html = `<html><body><nav>${filler(12)}</nav><main><h1>Accessories</h1>
+      <div class="promo"><h2>Spring sale</h2><p>Buy more, save more when you outfit your full office this spring with our chairs and desks.</p>
+      <p>Sale ends on Friday. While supplies last. One coupon per purchase, calculated on the subtotal before tax.</p></div>
+      <div class="grid">${Array.from({ length: 60 }, (_, i) => card(i)).join("")}</div></main><footer>${filler(8)}</footer></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Desk lamp 0")
+    expect(body).toContain("Desk lamp 59")
+    expect(body).toContain("$ 79 +")
+  })
+
   it("keeps a short article without its related-links list", () => {
     const related = Array.from({ length: 8 }, (_, i) => `<li><a href="/n/${i}">Another headline about the regional elections number ${i}</a></li>`).join("")
     const html = `<html><body><article><p>The son of a former president was stabbed during a lecture at a Berlin clinic on Tuesday evening, police said.</p>

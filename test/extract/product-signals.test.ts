@@ -119,6 +119,15 @@ describe("product price: structured sale prices and labelled text prices", () =>
     const listOnly = page("", `<h1>Trail Runner 5</h1><p>List price: $34.99</p><p>Shipping: $4.99</p>`)
     expect(product(listOnly).data.price).toBeUndefined()
   })
+
+  it("reads the selling amount of a price element that also shows another price's", () => {
+    const shown = (price: string) => product(page("", `<h1>Trail Runner 5</h1><div class="price">${price}</div><button>Add to cart</button>`)).data.price
+    expect(shown("<span>Was $149.99</span> <span>Now $99.99</span>")).toBe(99.99)
+    expect(shown("UVP 29,90 € 19,90 €")).toBe(19.9)
+    expect(shown("$99.99 <small>Shipping: $5.00</small>")).toBe(99.99)
+    // an element that shows only a labelled amount is still read (its label may be the selling one)
+    expect(shown("Special $79.00")).toBe(79)
+  })
 })
 
 describe("product availability: page signals vs structured data", () => {
@@ -153,6 +162,17 @@ describe("product availability: page signals vs structured data", () => {
     const v = (sku: string, av: string) => ({ "@type": "Product", name: "Boots", sku, offers: { "@type": "Offer", price: "69.95", availability: av } })
     const html = page(ld([v("B-35", "OutOfStock"), v("B-36", "InStock"), v("B-37", "OutOfStock")]), `<h1>Boots</h1>`)
     expect(product(html).data.availability).toBe("InStock")
+  })
+
+  it("reads a sold-out notice standing alone under the title when nothing else speaks", () => {
+    const av = (body: string) => product(page("", `<h1>Shirt</h1><p class="p-1">$20</p>${body}`)).data.availability
+    expect(av("<p>Sold out</p>")).toBe("OutOfStock")
+    expect(av("<div>Esgotado</div>")).toBe("OutOfStock")
+    expect(av("<span>在庫切れ</span>")).toBe("OutOfStock")
+    // a size's label, a sentence and a working buy button are other things
+    expect(av("<ul><li>S – sold out</li><li>M</li></ul>")).toBeUndefined()
+    expect(av("<p>This colour sold out last week.</p>")).toBeUndefined()
+    expect(av("<p>Sold out</p><button>Add to cart</button>")).toBe("InStock")
   })
 
   it("reads the earliest wording of a text", () => {

@@ -481,7 +481,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     const ck = chunks[c]!
     const inBody = c >= chunkStart[best]! && c < chunkEnd[best]! && !pruned[ck.owner]
     if (!inBody && sampleOf === null) continue
-    if (ck.linkLen / ck.len > 0.6 && !ck.quoted && !(listing && ck.len >= LISTING_LINK_MIN)) continue
+    if (ck.linkLen / ck.len > 0.6 && !ck.quoted && !(listing && (ck.len >= LISTING_LINK_MIN || isCardName(chunks, c)))) continue
     const text = cleanChunk(ck.text)
     if (text.length === 0) continue
     if (isConsentText(text)) continue
@@ -525,6 +525,16 @@ function key(s: string): string {
 
 /** In listing mode, a link chunk at least this long is a headline or product name, shorter ones are labels. */
 const LISTING_LINK_MIN = 20
+const isPriceLabel = (ck: Chunk) => ck.len <= 30 && PRICE_LABEL.test(ck.text)
+/** In listing mode, a short link beside a price is a card's product name, not a label. */
+const isCardName = (chunks: readonly Chunk[], c: number) => {
+  const prev = chunks[c - 1], next = chunks[c + 1]
+  return (prev !== undefined && isPriceLabel(prev)) || (next !== undefined && isPriceLabel(next))
+}
+/** What a price on a card is worth in listing mode: about what a short name link costs. */
+const PRICE_WORTH = 10
+/** A price as cards show it: "$ 99 +", "From £12.50", "1.299,00 €", "USD 40" (a sign or a code beside the number). */
+const PRICE_LABEL = /^\s*([Ff]rom\s+)?([$€£¥₹₩]|[A-Z]{3}\s)\s?\d[\d.,\s]*\+?\s*$|^\s*([Ff]rom\s+)?\d[\d.,\s]*\s?([$€£¥₹₩]|[A-Z]{3}|kr|zł)\s*$/
 /** Only noscript elements with this much markup are parsed (tracking pixels and "enable JavaScript" notes are smaller). */
 const NOSCRIPT_MIN = 500
 
@@ -570,6 +580,9 @@ function chunkValue(ck: Chunk, tag: string, titleKey: string, listing: boolean):
   if (isConsentText(ck.text)) return -(8 + 0.5 * len)
   if (listing) {
     // collections: headline links and short product cards are the content; tiny labels are not
+    // a card's price is part of the card, however short, and vouches for the card's name beside it
+    // (names are short links, worth little on their own)
+    if (isPriceLabel(ck)) return PRICE_WORTH
     if (ck.linkLen / len > 0.5) return len >= LISTING_LINK_MIN ? len * 0.5 - 5 : -(4 + 0.2 * len)
     return (punct === 0 && len < 40 ? 0.5 : 1) * len - 8
   }

@@ -254,7 +254,7 @@ export function readSignals(root: Element): Signals {
     if ((fl & F_OLD) === 0 && (hasPrice || words.includes("bid"))) {
       const bid = BID_CLASS.test(words)
       if (bid || (hasPrice && !NEG_PRICE.test(words.replace(/price/g, " ")))) {
-        const t = content ?? blockText(el, 60, false, true)
+        const t = content ?? sellingPart(blockText(el, 60, false, true))
         if (t.length > 0 && t.length < 40 && /\d/.test(t)) {
           const p = parsePrice(t)
           if (p !== undefined && p.price > 0) {
@@ -365,6 +365,19 @@ const AMOUNT_LINE = /^\d[\d.,'’\s]*$/
 const NOT_A_PRICE = /%|\b(off|save|was|from|shipping|delivery|per|x)\b|uvp|statt|ab\b/i
 /** Labels of prices that are not the selling price: list/suggested prices, shipping, instalments. */
 const OTHER_PRICE_LABEL = /suggested|rrp|msrp|list price|regular|compare|uvp|statt|vorher|versand|liefer|prix conseillé|avant|livraison|precio (anterior|de lista)|envío|prezzo (consigliato|di listino)|spedizione|frete|verzend|dostawa|доставка|建議售價|建议售价|原價|原价|定價|定价|市價|市价|運費|运费|参考価格|希望小売価格|送料|정가|정상가|배송비|משלוח|每期|installment|monthly|\/\s*mo/i
+
+/** An amount after a label of another price: "Was $149.99", "UVP 29,90 €", "Shipping: $5". */
+const OTHER_LABELLED_AMOUNT = new RegExp(`(?:${OTHER_PRICE_LABEL.source}|\\b(?:was|before|originally|antes|prima)\\b)[^\\d\\n]{0,12}\\d[\\d.,'’]*(?:\\s?[^\\d\\s]{1,4})?`, "gi")
+
+/**
+ * The part of a price element's text that sells: an element holding "Was $149.99 Now $99.99" shows two
+ * amounts, and the one after another price's label is not the selling price. An element that shows only
+ * such an amount is left as it is (its label may name the selling price in words we do not know).
+ */
+function sellingPart(t: string): string {
+  const rest = t.replace(OTHER_LABELLED_AMOUNT, " ").trim()
+  return rest !== t && /\d/.test(rest) ? rest : t
+}
 
 /** A label naming the selling price at the start of a line (not "list price", "was", "shipping": those are other prices). */
 const SELLING_LABEL = /^\s*(?:(?:our|your|sale|special|offer|current|now)\s+price|price|now|only|preis|unser preis|prix|precio|prezzo|preço|prijs|cena|цена|ціна)\s*:?\s*/i
