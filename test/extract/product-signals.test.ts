@@ -22,6 +22,14 @@ describe("product SKU: what the page shows", () => {
     expect(product(page("", `<h1>Leče</h1><ul><li><strong>Šifra:</strong> 0638</li></ul>`)).data.sku).toBe("0638")
     expect(product(page("", `<h1>Regal</h1><h4>Bestellnummer:</h4><div>79961</div>`)).data.sku).toBe("79961")
     expect(product(page("", `<h1>Холодильник</h1><span>Код: 73556</span>`)).data.sku).toBe("73556")
+    expect(product(page("", `<h1>Bot</h1><p>N° d'article : 123456</p>`)).data.sku).toBe("123456")
+    expect(product(page("", `<h1>Ayakkabı</h1><p>Ürün Kodu: TR12345</p>`)).data.sku).toBe("TR12345")
+    expect(product(page("", `<h1>Giày</h1><p>Mã sản phẩm: SP001234</p>`)).data.sku).toBe("SP001234")
+    expect(product(page("", `<h1>נעל</h1><p>מק"ט: 778812</p>`)).data.sku).toBe("778812")
+    // generic labels need punctuation: "Style: …" is a label, "Style 2 of 5" is not
+    expect(product(page("", `<h1>Shoe</h1><p>Style: DM1234-100</p>`), { url: null }).data.sku).toBe("DM1234-100")
+    expect(product(page("", `<h1>Shoe</h1><p>Stylish and warm. Style 2 of 5</p>`), { url: null }).data.sku).toBeUndefined()
+    expect(product(page("", `<h1>Zapato</h1><p>Código de referencia: AB1234</p>`), { url: null }).data.sku).toBe("AB1234")
   })
 
   it("takes generic code labels only with punctuation, and not from running text", () => {
@@ -125,6 +133,8 @@ describe("product price: structured sale prices and labelled text prices", () =>
     expect(shown("<span>Was $149.99</span> <span>Now $99.99</span>")).toBe(99.99)
     expect(shown("UVP 29,90 € 19,90 €")).toBe(19.9)
     expect(shown("$99.99 <small>Shipping: $5.00</small>")).toBe(99.99)
+    // superscript cents belong to their amount
+    expect(shown("$19<sup>99</sup>")).toBe(19.99)
     // an element that shows only a labelled amount is still read (its label may be the selling one)
     expect(shown("Special $79.00")).toBe(79)
   })

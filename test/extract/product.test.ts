@@ -76,6 +76,10 @@ describe("price parsing", () => {
     ["1,299円", 1299, "JPY"],
     ["€ 12.990", 12990, "EUR"],
     ["19.99", 19.99, undefined],
+    ["₦ 12,000", 12000, "NGN"],
+    ["৳ 1,250", 1250, "BDT"],
+    ["Rp 1.250.000", 1250000, "IDR"],
+    ["S/ 49.90", 49.9, "PEN"],
   ])("%s", (text, price, currency) => {
     const p = parsePrice(text)
     expect(p?.price).toBe(price)

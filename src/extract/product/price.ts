@@ -11,12 +11,14 @@ const SYMBOLS: ReadonlyArray<[string, string]> = [
   ["₩", "KRW"], ["원", "KRW"], ["₺", "TRY"], ["₴", "UAH"], ["₪", "ILS"], ["฿", "THB"], ["₫", "VND"], ["₱", "PHP"],
   ["₸", "KZT"], ["zł", "PLN"], ["Kč", "CZK"], ["Ft", "HUF"], ["lei", "RON"], ["kn", "HRK"], ["Rs.", "INR"], ["Rs", "INR"],
   ["RM", "MYR"], ["Fr.", "CHF"], ["kr.", "DKK"], ["kr", "SEK"], ["$", "USD"], ["ر.س", "SAR"], ["د.إ", "AED"],
+  ["₦", "NGN"], ["৳", "BDT"], ["Rp", "IDR"], ["₲", "PYG"], ["₡", "CRC"], ["₾", "GEL"], ["₼", "AZN"], ["лв", "BGN"], ["S/", "PEN"],
 ]
 
 /** ISO 4217 codes recognized in text. */
 const ISO = new Set((
   "EUR USD GBP JPY CNY CHF CAD AUD NZD SEK NOK DKK PLN CZK HUF RON BGN HRK RUB UAH TRY INR BRL MXN ARS CLP COP PEN " +
-  "ZAR KRW TWD HKD SGD MYR THB IDR PHP VND ILS AED SAR QAR KWD EGP NGN KES MAD ISK RSD KZT BYN GEL UYU PKR LKR BDT"
+  "ZAR KRW TWD HKD SGD MYR THB IDR PHP VND ILS AED SAR QAR KWD EGP NGN KES MAD ISK RSD KZT BYN GEL UYU PKR LKR BDT " +
+  "PYG CRC AZN BOB DOP GTQ"
 ).split(" "))
 
 /** Currencies whose shops mostly write `1.234,56`. */

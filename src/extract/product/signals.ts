@@ -50,11 +50,13 @@ const SKU_LABELS = [
   "nr\\.?\\s*katalogowy", "numer\\s*katalogowy", "katalógové\\s*číslo", "katalogové\\s*číslo", "код\\s*(?:товара|продукта)", "артикул", "арт\\.",
   "varenummer", "varenr\\.?", "varunummer", "artikelnr\\.?", "tuotenumero", "tuotekoodi", "cikkszám", "termékkód", "stock\\s*code",
   "style\\s*(?:no\\.?|number|#|code)", "web\\s*id", "catalog(?:ue)?\\s*(?:no\\.?|number|#)", "商品番号", "品番", "货号", "貨號", "商品編號", "商品编号", "商品コード", "商品代码", "asin",
+  "n[°º]\\s*d['’]article", "numéro\\s*d['’]article", "artikelcode", "ürün\\s*kodu", "stok\\s*kodu", "mã\\s*(?:sản\\s*phẩm|hàng|sp)",
+  "kode\\s*(?:produk|barang)", "상품\\s*번호", "품번", "รหัสสินค้า", "מק[\"״]ט",
 ]
 /** Generic code/reference labels: only when punctuation or a line break follows ("Ref. 12", "Код: 12", "Référence⏎12"). */
 const CODE_LABELS = [
   "ref(?:erence)?(?:\\s*(?:no|number|code))?", "réf(?:érence)?", "référence", "prod(?:uct)?\\.?\\s*ref(?:erence)?", "code", "código", "cód", "codice", "cod",
-  "kód", "kod", "код", "šifra", "sifra", "шифр", "item",
+  "kód", "kod", "код", "šifra", "sifra", "шифр", "item", "style", "c[óo]digo\\s*de\\s*referencia", "referencia", "riferimento", "κωδικός",
 ]
 /** Manufacturer identifiers: used only when nothing better is shown. */
 const WEAK_LABELS = [
@@ -419,16 +421,21 @@ function isOldPrice(el: Element): boolean {
 /**
  * Visible text of an element on one line, with a space where block elements meet (`$200` +
  * `<div>2 bids</div>` → `$200 2 bids`). Reading stops a little after `max` characters (callers
- * reject longer texts), so large containers cost little.
+ * reject longer texts), so large containers cost little. Read as a price (`asPrice`), old prices are
+ * left out and superscript cents join their amount (`$19<sup>99</sup>` → `$19.99`).
  */
-function blockText(el: Element, max: number, inButton = false, skipOldPrices = false): string {
+function blockText(el: Element, max: number, inButton = false, asPrice = false): string {
   let out = ""
   const limit = max * 2 + 50
   const rec = (e: Element) => {
     for (const c of e.children) {
       if (out.length > limit) return
       if (typeof c === "string") out += c
-      else if (!NO_TEXT_TAGS.has(c.tag) && !(c.tag === "button" && !inButton) && !isHidden(c) && !(skipOldPrices && isOldPrice(c))) {
+      else if (!NO_TEXT_TAGS.has(c.tag) && !(c.tag === "button" && !inButton) && !isHidden(c) && !(asPrice && isOldPrice(c))) {
+        if (asPrice && c.tag === "sup" && /\d$/.test(out)) {
+          const cents = blockText(c, 10)
+          if (/^\d{2}$/.test(cents)) { out += "." + cents; continue }
+        }
         if (SPACED(c.tag)) { out += " "; rec(c); out += " " }
         else rec(c)
       }
