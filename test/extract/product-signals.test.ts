@@ -174,6 +174,12 @@ describe("product availability: page signals vs structured data", () => {
     expect(product(html).data.availability).toBe("InStock")
   })
 
+  it("a product group titled like the page is the product, in stock when one of its variants is", () => {
+    const variant = (size: string, av: string) => ({ "@type": "Product", name: `Trail Runner 2 - ${size}`, sku: `TR2-${size}`, offers: { "@type": "Offer", price: "89.00", priceCurrency: "USD", availability: `https://schema.org/${av}` } })
+    const html = page(ld({ "@type": "ProductGroup", name: "Trail Runner 2", productGroupID: "TR2", hasVariant: [variant("42", "OutOfStock"), variant("43", "InStock")] }), `<h1>Trail Runner 2</h1>`)
+    expect(product(html).data).toMatchObject({ name: "Trail Runner 2", price: 89, currency: "USD", availability: "InStock" })
+  })
+
   it("reads a sold-out notice standing alone under the title when nothing else speaks", () => {
     const av = (body: string) => product(page("", `<h1>Shirt</h1><p class="p-1">$20</p>${body}`)).data.availability
     expect(av("<p>Sold out</p>")).toBe("OutOfStock")

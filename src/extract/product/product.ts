@@ -109,7 +109,10 @@ export function productFromPage(page: Page): ProductResult {
   // (shops also describe related and bundled products in structured data)
   const headline = nameKey(firstText(page.scope, "h1") ?? meta.get("og:title") ?? "")
   const isMain = (n: JsonObject) => sameName(nameKey(textValue(str(n.name)) ?? ""), headline)
-  products.sort((a, b) => score(b.node) + (isMain(b.node) ? 4 : 0) - score(a.node) - (isMain(a.node) ? 4 : 0))
+  // a product group the page is titled by is the product; its variants (named "… - 42") come after it
+  // and lend it the offer it lacks
+  const rankOf = (n: JsonObject) => score(n) + (isMain(n) ? (isGroup(n) ? 8 : 4) : 0)
+  products.sort((a, b) => rankOf(b.node) - rankOf(a.node))
   const skuCandidates: Array<{ value: string; source: string }> = []
   const addSku = (v: string | undefined, source: string) => { if (v !== undefined && v.trim() !== "") skuCandidates.push({ value: v.trim(), source }) }
   const set = <K extends keyof Product>(k: K, v: Product[K] | undefined, source: string) => {
@@ -255,9 +258,11 @@ const IN_STOCKISH = new Set(["InStock", "LimitedAvailability", "OnlineOnly", "In
 function decideAvailability(data: Product, sources: Record<string, string>, sig: Signals, products: Array<{ node: JsonObject; source: string }>, set: Setter): void {
   if (data.availability === "OutOfStock" && products.length > 1 && data.name !== "") {
     const name = data.name.toLowerCase()
+    const main = products[0]!.node
+    const variants = new Set(isGroup(main) ? asList(main.hasVariant) : [])
     for (const { node } of products) {
       const n = str(node.name)
-      if (n === undefined || normalizeSpace(n).toLowerCase() !== name) continue
+      if (!variants.has(node) && (n === undefined || normalizeSpace(n).toLowerCase() !== name)) continue
       const av = readOffer(node.offers)?.availability
       if (av !== undefined && IN_STOCKISH.has(av)) { data.availability = av; break }
     }
@@ -354,6 +359,10 @@ function cleanSku(v: string | undefined): string | undefined {
 const nameKey = (s: string) => s.normalize("NFKC").toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "")
 /** Names of one product: equal, or one contains the other (titles add the brand or the colour). */
 const sameName = (a: string, b: string) => a.length >= 6 && b.length >= 6 && (a === b || a.includes(b) || b.includes(a))
+
+/** A product with variants: a schema.org ProductGroup, or any product listing `hasVariant`. */
+const isGroup = (n: JsonObject) => n.hasVariant !== undefined || typesOf(n).some((t) => /^ProductGroup$/i.test(t))
+const asList = (v: JsonValue | undefined): JsonValue[] => (Array.isArray(v) ? v : v === undefined ? [] : [v])
 
 function score(n: JsonObject): number {
   let s = 0
