@@ -161,6 +161,22 @@ describe("site vocabulary", () => {
   })
 })
 
+describe("standfirsts", () => {
+  const dek = "Ferries will run every twenty minutes from Monday, the harbour authority said, ending a year of delays."
+  const page = (lead: string) => `<html><head><meta name="description" content="${dek}"></head><body><article><h1>Ferries return</h1>
+    ${lead}${para(4)}</article></body></html>`
+  it("leaves out a standfirst that repeats the page's description: it is the description, not the body", () => {
+    const out = article(page(`<p class="article-dek">${dek}</p>`)).data
+    expect(out.description).toBe(dek)
+    expect(out.content).not.toContain("every twenty minutes")
+    expect(out.content).toContain("Paragraph 1 about the harbour")
+  })
+  it("keeps a first paragraph that repeats the description when nothing marks it as a standfirst", () => {
+    const out = article(page(`<p>${dek}</p>`)).data
+    expect(out.content.startsWith(dek)).toBe(true)
+  })
+})
+
 describe("figures", () => {
   it("reads a table or a code listing wrapped in a figure as content, and a picture's caption as furniture", () => {
     const html = `<html><body><article><h1>Supplement survey</h1>${para(3, "survey")}

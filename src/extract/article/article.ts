@@ -190,7 +190,7 @@ const SHORT_BODY = 1500
  * tried, and a reading that finds clearly more text wins. See docs/extraction.md.
  */
 function chooseMainContent(scope: Element, title: string, structuredBody: boolean, scripts: readonly string[], description: string | undefined, items: readonly JsonObject[], productPage: boolean): MainContent {
-  const base = title !== "" ? { title } : {}
+  const base = { ...(title !== "" ? { title } : {}), ...(description !== undefined ? { description } : {}) }
   let best = extractMainContent(scope, base)
   let size = textSize(best)
   // a structured articleBody says the page is an article (it is used as the body when the reading is short)

@@ -231,6 +231,11 @@ export interface MainContentOptions {
   listing?: boolean
   /** Parse the markup inside large `<noscript>` elements as content (pages that render their body by script). */
   noscript?: boolean
+  /**
+   * The page's description (meta or structured): a standfirst that repeats it, marked as one, is the
+   * description shown above the body, not the body's first paragraph.
+   */
+  description?: string
   /** Receives a description of the chosen container and its ancestors (for tuning). */
   debug?: (line: string) => void
 }
@@ -327,6 +332,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   const ownPos = new Float64Array(n)
   const allPos = new Float64Array(n)
   const titleKey = opts.title ? key(opts.title) : ""
+  const descriptionKey = opts.description ? key(opts.description) : ""
   for (let c = 0; c < chunks.length; c++) {
     const ck = chunks[c]!
     const v = chunkValue(ck, els[ck.owner]!.tag, titleKey, listing)
@@ -492,6 +498,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (!ck.quoted && text.length < 100 && DATE_LINE.test(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14) || PUBLICATION_LINE.test(text))) continue
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text) === titleKey) continue
     if (els[ck.owner]!.tag === "h1") continue
+    if (paragraphs.length === 0 && descriptionKey !== "" && key(text) === descriptionKey && isStandfirst(els, parent, ck.owner)) continue
     if (sampleOf !== null) {
       const sample = sampleOf(c, text, inBody)
       observer?.(text, sample)
@@ -502,6 +509,18 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     paragraphs.push(text)
   }
   return { paragraphs, root: els[best]! }
+}
+
+/** class/id words of a standfirst (the summary under a headline): "dek", "standfirst", "excerpt", "chapo"… */
+const STANDFIRST_WORDS = new Set("dek deck standfirst subhead subheading strapline excerpt abstract teaser summary description desc chapo chapeau sapo".split(" "))
+
+/** Whether the element holding a chunk, or one of its three nearest ancestors, is marked as a standfirst. */
+function isStandfirst(els: readonly Element[], parent: readonly number[], i: number): boolean {
+  for (let k = 0; k < 4 && i >= 0; k++, i = parent[i]!) {
+    const a = els[i]!.attrs
+    if (a !== null && wordsOf(`${a.class ?? ""} ${a.id ?? ""}`).some((w) => STANDFIRST_WORDS.has(w))) return true
+  }
+  return false
 }
 
 /**
