@@ -65,6 +65,17 @@ describe("listing pages", () => {
     expect(body).toContain("$ 79 +")
   })
 
+  it("treats cards that open with a date or a label before their linked headline as teasers", () => {
+    const card = (i: number) => `<div class="item"><div class="tagline"><span>Dec ${i + 1}, 2025</span></div>
+      <h3><a href="/story-${i}">Another long headline about travel number ${i}</a></h3>
+      <p>An excerpt of the other story, long enough to read as prose: the airline said on Monday that its new cabins would fly from spring, with more seats and a quieter ride for everyone aboard. Its chief executive added that fares would not rise this year, and that the route to the coast would open again in April after a winter of repairs to the runway and the terminal.</p></div>`
+    const html = `<html><body><div class="wrap"><h1>Rental cars</h1>${para(10)}</div>
+      <div class="list">${Array.from({ length: 3 }, (_, i) => card(i)).join("")}</div></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Paragraph 3 about the harbour")
+    expect(body).not.toContain("An excerpt of the other story")
+  })
+
   it("keeps a short article without its related-links list", () => {
     const related = Array.from({ length: 8 }, (_, i) => `<li><a href="/n/${i}">Another headline about the regional elections number ${i}</a></li>`).join("")
     const html = `<html><body><article><p>The son of a former president was stabbed during a lecture at a Berlin clinic on Tuesday evening, police said.</p>

@@ -346,6 +346,14 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   const txt = new Float64Array(n)
   for (let c = 0; c < chunks.length; c++) txt[chunks[c]!.owner]! += chunks[c]!.len
   for (let i = n - 1; i > 0; i--) txt[parent[i]!]! += txt[i]!
+  /** A teaser card may open with a label or a date before its headline: a linked heading among its first chunks. */
+  const linkedHeadline = (i: number) => {
+    for (let c = chunkStart[i]!; c < Math.min(chunkEnd[i]!, chunkStart[i]! + 3); c++) {
+      const ck = chunks[c]!
+      if (HEADING.has(els[ck.owner]!.tag) && ck.linkLen >= 15 && ck.linkLen >= 0.6 * ck.len) return true
+    }
+    return false
+  }
   const headed = new Uint16Array(n)
   const withText = new Uint16Array(n)
   for (let i = 1; i < n; i++) {
@@ -354,7 +362,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     withText[p]!++
     const first = chunks[chunkStart[i]!]
     if (first !== undefined && chunkStart[i]! < chunkEnd[i]! && txt[i]! <= 600 &&
-        ((first.leadLink >= 15 && first.leadLink >= 0.2 * first.len) || first.linkLen >= 0.6 * first.len)) headed[p]!++
+        ((first.leadLink >= 15 && first.leadLink >= 0.2 * first.len) || first.linkLen >= 0.6 * first.len || linkedHeadline(i))) headed[p]!++
   }
   for (let i = 0; i < n; i++) {
     if (!listing && headed[i]! >= 3 && headed[i]! >= 0.5 * withText[i]!) hint[i] = Hint.Strong
