@@ -42,6 +42,21 @@ describe("author", () => {
     expect(cleanAuthor("undefined")).toBeUndefined()
   })
 
+  it("reads the name inside an author box, and class names written in camelCase or with underscores", () => {
+    const box = `<html><body><article><h1>Cheap fixes</h1>${para(3)}<div class="row author-description"><img src="/a.png">
+      <div class="description"><h6><a href="/author/albert/" rel="author">Albert Swann</a></h6><p>Albert has written about cars, engines and the people who race them for twenty years.</p></div></div></article></body></html>`
+    expect(article(box).data.author).toBe("Albert Swann")
+    const camel = `<html><body><article><h1>Online classes</h1><div class="authorDateBlock_authorDateBlock__5gmRt"><div><b>By <span class="authorDateBlock_authorName__N6j3Y">Reyan Perumal</span></b></div><div>Published on July 18, 2025</div></div>${para(3)}</article></body></html>`
+    expect(article(camel).data.author).toBe("Reyan Perumal")
+  })
+
+  it("stays linear on nested author marks around a huge text", () => {
+    const html = `<html><body><h1>T</h1>${'<div class="author">'.repeat(500)}${"word ".repeat(400_000)}${"</div>".repeat(500)}</body></html>`
+    const t0 = performance.now()
+    expect(article(html).data.author).toBeUndefined()
+    expect(performance.now() - t0).toBeLessThan(5000)
+  })
+
   it("strips byline decoration and refuses dates", () => {
     expect(cleanAuthor("by Geri Mileva")).toBe("Geri Mileva")
     expect(cleanAuthor("Author Isaiah Shelton")).toBe("Isaiah Shelton")

@@ -434,15 +434,29 @@ function findByline(root: Element): string | undefined {
   let out: string | undefined
   walk(root, (el) => {
     if (out !== undefined) return false
-    const rel = el.attr("rel")
-    const cls = (el.attr("class") ?? "") + " " + (el.attr("itemprop") ?? "")
-    if ((rel !== undefined && /\bauthor\b/i.test(rel)) || /\b(byline|author-name|author|username|user-name)\b/i.test(cls)) {
-      const t = normalizeSpace(rawText(el)).replace(/^(by|von|par|por|di|door)\s+/i, "")
-      // a marked line that holds no name (a forum post's date under class "author") does not end the search
-      if (t.length > 1 && t.length < 80 && cleanAuthor(t) !== undefined) out = t
-      return false
-    }
-    return
+    if (el === root || !isBylineMarked(el)) return
+    // the most specific mark first: an author box holds the name's own element (`rel="author"`, `author-name`)
+    out = findByline(el)
+    if (out !== undefined) return false
+    // (read up to a bound: marked elements nest, and a marked box holding a whole page holds no byline)
+    const raw = rawText(el, BYLINE_RAW_MAX)
+    const t = normalizeSpace(raw).replace(/^(by|von|par|por|di|door)\s+/i, "")
+    // a marked line that holds no name (a forum post's date under class "author") does not end the search
+    if (raw.length <= BYLINE_RAW_MAX && t.length > 1 && t.length < 80 && cleanAuthor(t) !== undefined) out = t
+    return false
   })
   return out
+}
+
+/** Raw text (markup white space included) longer than this is no byline. */
+const BYLINE_RAW_MAX = 2000
+
+/** `rel="author"`, or a class/itemprop word byline, author or username (`post-author`, `authorName`, `author_name`). */
+function isBylineMarked(el: Element): boolean {
+  const rel = el.attr("rel")
+  if (rel !== undefined && /\bauthor\b/i.test(rel)) return true
+  const marks = `${el.attr("class") ?? ""} ${el.attr("itemprop") ?? ""}`
+  if (marks.length < 4) return false
+  const words = marks.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(/[^a-z0-9]+/)
+  return words.includes("author") || words.includes("byline") || words.includes("username") || words.join(" ").includes("user name")
 }

@@ -39,12 +39,13 @@ export function byTags(root: Element, tags: ReadonlySet<string>): Element[] {
 
 const SKIP_TEXT = new Set(["script", "style", "template", "noscript", "iframe", "svg", "math", "head", "select", "option", "textarea", "button"])
 
-/** Concatenated raw text of an element (scripts, styles and the like excluded). */
-export function rawText(el: Element): string {
+/** Concatenated raw text of an element (scripts, styles and the like excluded); reading stops once it is longer than `max`. */
+export function rawText(el: Element, max = Infinity): string {
   let out = ""
   const rec = (e: Element) => {
     for (const c of e.children) {
-      if (typeof c === "string") out += c
+      if (out.length > max) return
+      if (typeof c === "string") out += c.length > max ? c.slice(0, max + 1) : c
       else if (!SKIP_TEXT.has(c.tag)) {
         if (c.tag === "br") out += "\n"
         else rec(c)
