@@ -50,6 +50,17 @@ describe("author", () => {
     expect(article(camel).data.author).toBe("Reyan Perumal")
   })
 
+  it("reads an unmarked byline on a line around the headline", () => {
+    const page = (lines: string) => `<html><body><article>${lines}${para(3)}</article></body></html>`
+    expect(article(page(`<div><span>Published August 7, 2023</span> <span>by Nicole Burke</span></div><h1>Garden beds</h1>`)).data.author).toBe("Nicole Burke")
+    expect(article(page(`<h1>DC motors</h1><p>By <a href="/contributor/aj">A. J. Neal</a>&nbsp;&nbsp;<a href="/digital">View In Digital Edition</a></p>`)).data.author).toBe("A. J. Neal")
+    // picture and site credits, a lone word, a line far from the headline are no byline
+    expect(article(page(`<h1>Garden beds</h1><p>Photo by John Smith</p><p>Powered by Word Press</p><p>By Reuters</p>`)).data.author).toBeUndefined()
+    expect(article(`<html><body><h1>Garden beds</h1>${para(8)}<p>By Nicole Burke</p></body></html>`).data.author).toBeUndefined()
+    // a label in an author box is no name
+    expect(cleanAuthor("The Author")).toBeUndefined()
+  })
+
   it("stays linear on nested author marks around a huge text", () => {
     const html = `<html><body><h1>T</h1>${'<div class="author">'.repeat(500)}${"word ".repeat(400_000)}${"</div>".repeat(500)}</body></html>`
     const t0 = performance.now()

@@ -121,7 +121,7 @@ export function articleFromPage(page: Page): ArticleResult {
     if (m.length > 0) { authors = m; sources.authors = "meta" }
   }
   if (authors === undefined || authors.length === 0) {
-    const byline = findByline(page.scope)
+    const byline = bylineNearHeadline(page.scope) ?? findByline(page.scope)
     if (byline !== undefined) { authors = [byline]; sources.authors = "main-content" }
   }
   if (authors !== undefined) authors = authors.map(cleanAuthor).filter((x): x is string => x !== undefined)
@@ -359,7 +359,7 @@ export function cleanAuthor(raw: string): string | undefined {
   t = t.replace(/\s*[-–—|·•,]\s*(\p{L}{3,9}\.? \d{1,2},? \d{4}|\d{1,2}[./ ]\p{L}*[./ ]?\d{2,4}|\d{4}-\d\d-\d\d|\d+ min(ute)?s? read).*$/u, "")
   t = t.replace(/(?<=\p{Ll})[-–—](?=\p{Lu}\p{Ll}+ \d)/u, " ").replace(/\s+(\p{Lu}\p{Ll}+ \d{1,2},? \d{4}).*$/u, "")
   t = t.trim()
-  if (t.length < 2 || t.length > 100 || /^(undefined|null|none|n\/a|unknown|admin)$/i.test(t)) return undefined
+  if (t.length < 2 || t.length > 100 || /^(undefined|null|none|n\/a|unknown|admin|(about )?(the )?authors?|written by|posted by)$/i.test(t)) return undefined
   if (toIsoDateTime(t) !== undefined && /\d/.test(t)) return undefined
   if (/\d{1,2}:\d\d/.test(t)) return undefined
   return t
@@ -428,6 +428,65 @@ function urlDate(url: string | null, sources: FieldSources): string | undefined 
 function visibleDate(t: string): string | undefined {
   const m = /\b(\d{4}-\d\d-\d\d)\b|\b([A-Za-z]{3,9}\.? \d{1,2},? \d{4})\b|\b(\d{1,2}\.? [A-Za-z]{3,9}\.? \d{4})\b|\b(\d{1,2}[./]\d{1,2}[./]\d{4})\b/.exec(t)
   return m !== null ? toIsoDateTime(m[0]) : undefined
+}
+
+/** How many lines before and after the h1 may hold an unmarked byline. */
+const HEADLINE_BYLINE_LINES = 6
+/**
+ * "By Ann Writer", "Published August 7, 2023 by Ann Writer | News": "by" (and its equivalents) followed by
+ * a name of capitalized words, at the start of a short line or after a date or separator. Credits of
+ * pictures ("Photo by …") and of the site ("Powered by …") are other things.
+ */
+const BY_WORD = "(?:[Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Dd]oor|[Pp]rzez|[Aa]v|[Aa]f)"
+const NOT_A_BYLINE = "(?<!(?:[Pp]hotos?|[Ii]mages?|[Ii]llustration|[Vv]ideo|[Gg]raphics?|[Cc]redit|[Pp]owered|[Dd]esigned|[Dd]eveloped|[Ss]ponsored|[Hh]osted|[Pp]resented|[Ss]upported|[Mm]ade|[Bb]uilt)\\s)"
+const BY_NAME = new RegExp(`(?:^|[\\s|·•,–—-])${NOT_A_BYLINE}${BY_WORD}\\s+((?:(?:\\p{Lu}[\\p{L}'’-]*\\.?|de|da|del|della|der|den|van|von|la|le|bin|ibn|and|&)\\s*){1,6})(?=$|[\\s|·•,–—(-])`, "u")
+/** "By" ending a text, the name in the element after it: `By <a href="/author/ann">Ann Writer</a>`. */
+const BY_BEFORE_ELEMENT = new RegExp(`(?:^|[\\s|·•,–—-])${NOT_A_BYLINE}${BY_WORD}:?\\s*$`, "u")
+/** A name as bylines write it: two to six words, the first capitalized. */
+const isNameShape = (name: string) => {
+  const words = name.split(/\s+/)
+  return words.length >= 2 && words.length <= 6 && /^\p{Lu}/u.test(name) && !/\d/.test(name)
+}
+
+/** An unmarked byline on one of the lines around the page's first h1. */
+function bylineNearHeadline(root: Element): string | undefined {
+  const before: Array<[Element, string]> = []
+  let seenH1 = false, after = 0, out: string | undefined
+  // (a lone capitalized word after "by" is often a company or a tag: names have two words or more)
+  const read = (el: Element, t: string) => {
+    if (t.length > 100) return undefined
+    const ch = el.children
+    for (let k = 0; k + 1 < ch.length; k++) {
+      const c = ch[k]!, next = ch[k + 1]!
+      if (typeof c !== "string" || typeof next === "string" || !BY_BEFORE_ELEMENT.test(c)) continue
+      const name = normalizeSpace(rawText(next, 200))
+      if (isNameShape(name)) return name
+    }
+    const m = BY_NAME.exec(t)
+    if (m === null) return undefined
+    const name = m[1]!.trim().replace(/\s+(and|&)$/, "")
+    return isNameShape(name) ? name : undefined
+  }
+  walk(root, (el) => {
+    if (out !== undefined || after > HEADLINE_BYLINE_LINES) return false
+    if (el.tag === "h1" && !seenH1) {
+      seenH1 = true
+      for (let i = before.length - 1; i >= 0 && out === undefined; i--) out = read(...before[i]!)
+      return false
+    }
+    if (el.children.some((c) => typeof c !== "string" && BLOCK_TAGS.has(c.tag))) return
+    const t = normalizeSpace(rawText(el, BYLINE_RAW_MAX))
+    if (t === "") return false
+    if (!seenH1) {
+      before.push([el, t])
+      if (before.length > HEADLINE_BYLINE_LINES) before.shift()
+    } else {
+      after++
+      out = read(el, t)
+    }
+    return false
+  })
+  return out
 }
 
 function findByline(root: Element): string | undefined {
