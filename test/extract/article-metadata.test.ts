@@ -136,6 +136,14 @@ describe("publication date", () => {
     expect(article(stated, { url: "https://news.example.com/2025/12/15/rust" }).data.publishedAt).toBe("2025-12-14T08:00:00.000Z")
   })
 
+  it("reads the date of a byline line around the headline, also in old table and center layouts", () => {
+    const old = `<html><body><table><tr><td><img src="/l.gif"></td><td><center><h1><center>SysV init</center></h1>
+      <p>by Jon Foster - 2025-09-13<br> Updated: 2025-10-01<br>&nbsp;</p></center>${para(3)}</td></tr></table></body></html>`
+    expect(article(old, { url: "https://example.org/guides/sysv" }).data).toMatchObject({ publishedAt: "2025-09-13T00:00:00.000Z", author: "Jon Foster" })
+    const above = `<html><body><article><div class="meta"><span>Published August 7, 2023</span> <span>by Nicole Burke</span></div><h1>Garden beds</h1>${para(3)}</article></body></html>`
+    expect(article(above, { url: "https://example.org/garden" }).data.publishedAt).toBe("2023-08-07T00:00:00.000Z")
+  })
+
   it("does not take an update date for the publication", () => {
     const html = `<html><body><article><h1>Garden notes</h1><span class="date">Updated March 3, 2025</span>${para(3)}</article></body></html>`
     expect(article(html).data.publishedAt).toBeUndefined()

@@ -392,17 +392,29 @@ function dateLabel(root: Element, sources: FieldSources): string | undefined {
  */
 function dateUnderHeadline(root: Element, sources: FieldSources): string | undefined {
   let seenH1 = false, lines = 0, out: string | undefined
+  /** The lines just before the h1, nearest last: a byline with its date often stands above the headline. */
+  const before: string[] = []
+  const read = (t: string) => {
+    const v = (t.length <= 40 && ONLY_DATE.test(t)) || (t.length <= 100 && BYLINE_DATE.test(t)) ? visibleDate(t) : undefined
+    if (v !== undefined) { out = v; sources.publishedAt = "main-content" }
+  }
   walk(root, (el) => {
     if (out !== undefined || lines > HEADLINE_DATE_LINES) return false
-    if (el.tag === "h1") { seenH1 = true; return false }
-    if (!seenH1 || el.children.some((c) => typeof c !== "string" && BLOCK_TAGS.has(c.tag))) return
-    const t = normalizeSpace(rawText(el))
-    if (t === "") return false
-    lines++
-    if (t.length <= 40 && ONLY_DATE.test(t)) {
-      const v = visibleDate(t)
-      if (v !== undefined) { out = v; sources.publishedAt = "main-content" }
+    if (el.tag === "h1" && !seenH1) {
+      seenH1 = true
+      for (let i = before.length - 1; i >= 0 && out === undefined; i--) if (BYLINE_DATE.test(before[i]!)) read(before[i]!)
+      return false
     }
+    if (holdsBlocks(el)) return
+    const t = normalizeSpace(rawText(el, BYLINE_RAW_MAX))
+    if (t === "") return false
+    if (!seenH1) {
+      before.push(t)
+      if (before.length > HEADLINE_DATE_LINES) before.shift()
+      return false
+    }
+    lines++
+    read(t)
     return false
   })
   return out
@@ -430,6 +442,11 @@ function visibleDate(t: string): string | undefined {
   return m !== null ? toIsoDateTime(m[0]) : undefined
 }
 
+/** Whether an element holds blocks (then its lines are its children's); a `<br>` only breaks its line. */
+const holdsBlocks = (el: Element) => el.children.some((c) => typeof c !== "string" && c.tag !== "br" && (BLOCK_TAGS.has(c.tag) || OTHER_BLOCKS.has(c.tag)))
+/** Blocks that plain-text rendering does not need to know (old layouts center and tabulate their headlines). */
+const OTHER_BLOCKS = new Set(["center", "td", "th", "tbody", "thead", "address", "details", "summary", "hgroup", "fieldset"])
+
 /** How many lines before and after the h1 may hold an unmarked byline. */
 const HEADLINE_BYLINE_LINES = 6
 /**
@@ -442,6 +459,11 @@ const NOT_A_BYLINE = "(?<!(?:[Pp]hotos?|[Ii]mages?|[Ii]llustration|[Vv]ideo|[Gg]
 const BY_NAME = new RegExp(`(?:^|[\\s|·•,–—-])${NOT_A_BYLINE}${BY_WORD}\\s+((?:(?:\\p{Lu}[\\p{L}'’-]*\\.?|de|da|del|della|der|den|van|von|la|le|bin|ibn|and|&)\\s*){1,6})(?=$|[\\s|·•,–—(-])`, "u")
 /** "By" ending a text, the name in the element after it: `By <a href="/author/ann">Ann Writer</a>`. */
 const BY_BEFORE_ELEMENT = new RegExp(`(?:^|[\\s|·•,–—-])${NOT_A_BYLINE}${BY_WORD}:?\\s*$`, "u")
+/**
+ * A byline or publication line that carries the date: "by Jon Foster - 2025-09-13", "Published August 7,
+ * 2023 by Ann Writer" (its first date is read: an "Updated" date comes after the publication's).
+ */
+const BYLINE_DATE = new RegExp(`^(?:[Pp]ublished|[Pp]osted|[Ww]ritten|PUBLISHED|POSTED)\\b|${BY_NAME.source}`, "u")
 /** A name as bylines write it: two to six words, the first capitalized. */
 const isNameShape = (name: string) => {
   const words = name.split(/\s+/)
@@ -474,7 +496,7 @@ function bylineNearHeadline(root: Element): string | undefined {
       for (let i = before.length - 1; i >= 0 && out === undefined; i--) out = read(...before[i]!)
       return false
     }
-    if (el.children.some((c) => typeof c !== "string" && BLOCK_TAGS.has(c.tag))) return
+    if (holdsBlocks(el)) return
     const t = normalizeSpace(rawText(el, BYLINE_RAW_MAX))
     if (t === "") return false
     if (!seenH1) {
