@@ -79,6 +79,8 @@ export function articleFromPage(page: Page): ArticleResult {
     return undefined
   }
 
+  let lines: HeadlineLines | undefined
+  const nearHeadline = () => (lines ??= headlineLines(page.scope))
   const { headline: h1, banner } = headlineH1(page.scope, meta.title, meta.get("og:site_name"), page.url)
   let title = first("title", (n) => str(n.headline) ?? (rank(n) < 2 ? str(n.name) : undefined))
     ?? fromMeta("title", ["og:title", "twitter:title", "dc.title", "title"])
@@ -121,7 +123,7 @@ export function articleFromPage(page: Page): ArticleResult {
     if (m.length > 0) { authors = m; sources.authors = "meta" }
   }
   if (authors === undefined || authors.length === 0) {
-    const byline = bylineNearHeadline(page.scope) ?? findByline(page.scope)
+    const byline = bylineNearHeadline(nearHeadline()) ?? findByline(page.scope)
     if (byline !== undefined) { authors = [byline]; sources.authors = "main-content" }
   }
   if (authors !== undefined) authors = authors.map(cleanAuthor).filter((x): x is string => x !== undefined)
@@ -135,7 +137,7 @@ export function articleFromPage(page: Page): ArticleResult {
     ?? toIsoDateTime(fromMeta("publishedAt", ["article:published_time", "og:published_time", "published_time", "date", "pubdate", "publishdate", "publish-date", "dc.date", "dc.date.issued", "sailthru.date", "parsely-pub-date", "datepublished"]))
     ?? timeElement(page.scope, sources)
     ?? dateLabel(page.scope, sources)
-    ?? dateUnderHeadline(page.scope, sources)
+    ?? dateUnderHeadline(nearHeadline(), sources)
     ?? urlDate(page.url, sources)
   if (published !== undefined) data.publishedAt = published
   else delete sources.publishedAt
@@ -390,37 +392,15 @@ function dateLabel(root: Element, sources: FieldSources): string | undefined {
  * A line that is only a date ("December 15, 2025", "Posted on 3 March 2025") among the first lines
  * after the page's h1: where a post without date markup shows when it was written.
  */
-function dateUnderHeadline(root: Element, sources: FieldSources): string | undefined {
-  let seenH1 = false, lines = 0, out: string | undefined
-  /** The lines just before the h1, nearest last: a byline with its date often stands above the headline. */
-  const before: string[] = []
-  const read = (t: string) => {
-    const v = (t.length <= 40 && ONLY_DATE.test(t)) || (t.length <= 100 && BYLINE_DATE.test(t)) ? visibleDate(t) : undefined
-    if (v !== undefined) { out = v; sources.publishedAt = "main-content" }
-  }
-  walk(root, (el) => {
-    if (out !== undefined || lines > HEADLINE_DATE_LINES) return false
-    if (el.tag === "h1" && !seenH1) {
-      seenH1 = true
-      for (let i = before.length - 1; i >= 0 && out === undefined; i--) if (BYLINE_DATE.test(before[i]!)) read(before[i]!)
-      return false
-    }
-    if (holdsBlocks(el)) return
-    const t = normalizeSpace(rawText(el, BYLINE_RAW_MAX))
-    if (t === "") return false
-    if (!seenH1) {
-      before.push(t)
-      if (before.length > HEADLINE_DATE_LINES) before.shift()
-      return false
-    }
-    lines++
-    read(t)
-    return false
-  })
+function dateUnderHeadline(lines: HeadlineLines, sources: FieldSources): string | undefined {
+  const dateOf = (t: string) => (t.length <= 40 && ONLY_DATE.test(t)) || (t.length <= 100 && BYLINE_DATE.test(t)) ? visibleDate(t) : undefined
+  // under the h1 a line that is only a date counts; above it only a byline or publication line
+  let out: string | undefined
+  for (const [, t] of lines.after) if ((out = dateOf(t)) !== undefined) break
+  if (out === undefined) for (const [, t] of lines.before) if (BYLINE_DATE.test(t) && (out = dateOf(t)) !== undefined) break
+  if (out !== undefined) sources.publishedAt = "main-content"
   return out
 }
-/** How many lines after the h1 may hold its date. */
-const HEADLINE_DATE_LINES = 6
 /** A short text that is a date and nothing else (an optional "Posted on" before it). */
 const ONLY_DATE = /^(?:(?:posted|published|written)\s+(?:on\s+)?)?(?:\d{4}-\d\d-\d\d|[A-Za-z]{3,9}\.? \d{1,2},? \d{4}|\d{1,2}\.? [A-Za-z]{3,9}\.? \d{4}|\d{1,2}[./]\d{1,2}[./]\d{4})$/i
 
@@ -447,8 +427,33 @@ const holdsBlocks = (el: Element) => el.children.some((c) => typeof c !== "strin
 /** Blocks that plain-text rendering does not need to know (old layouts center and tabulate their headlines). */
 const OTHER_BLOCKS = new Set(["center", "td", "th", "tbody", "thead", "address", "details", "summary", "hgroup", "fieldset"])
 
-/** How many lines before and after the h1 may hold an unmarked byline. */
-const HEADLINE_BYLINE_LINES = 6
+/** How many lines before and after the h1 may hold its byline and date. */
+const HEADLINE_LINES = 6
+
+/** The lines next to the page's first h1 (elements holding no blocks, with their text), nearest first. */
+interface HeadlineLines {
+  before: Array<[Element, string]>
+  after: Array<[Element, string]>
+}
+function headlineLines(root: Element): HeadlineLines {
+  const before: Array<[Element, string]> = [], after: Array<[Element, string]> = []
+  let seenH1 = false
+  walk(root, (el) => {
+    if (after.length >= HEADLINE_LINES) return false
+    if (el.tag === "h1" && !seenH1) { seenH1 = true; return false }
+    if (holdsBlocks(el)) return
+    // (read up to a bound: a page without an h1 has only "before" lines, and they may be long)
+    const t = normalizeSpace(rawText(el, BYLINE_RAW_MAX))
+    if (t === "") return false
+    if (seenH1) after.push([el, t])
+    else {
+      before.unshift([el, t])
+      if (before.length > HEADLINE_LINES) before.pop()
+    }
+    return false
+  })
+  return seenH1 ? { before, after } : { before: [], after: [] }
+}
 /**
  * "By Ann Writer", "Published August 7, 2023 by Ann Writer | News": "by" (and its equivalents) followed by
  * a name of capitalized words, at the start of a short line or after a date or separator. Credits of
@@ -470,10 +475,8 @@ const isNameShape = (name: string) => {
   return words.length >= 2 && words.length <= 6 && /^\p{Lu}/u.test(name) && !/\d/.test(name)
 }
 
-/** An unmarked byline on one of the lines around the page's first h1. */
-function bylineNearHeadline(root: Element): string | undefined {
-  const before: Array<[Element, string]> = []
-  let seenH1 = false, after = 0, out: string | undefined
+/** An unmarked byline on one of the lines around the page's first h1, under it first. */
+function bylineNearHeadline(lines: HeadlineLines): string | undefined {
   // (a lone capitalized word after "by" is often a company or a tag: names have two words or more)
   const read = (el: Element, t: string) => {
     if (t.length > 100) return undefined
@@ -489,26 +492,11 @@ function bylineNearHeadline(root: Element): string | undefined {
     const name = m[1]!.trim().replace(/\s+(and|&)$/, "")
     return isNameShape(name) ? name : undefined
   }
-  walk(root, (el) => {
-    if (out !== undefined || after > HEADLINE_BYLINE_LINES) return false
-    if (el.tag === "h1" && !seenH1) {
-      seenH1 = true
-      for (let i = before.length - 1; i >= 0 && out === undefined; i--) out = read(...before[i]!)
-      return false
-    }
-    if (holdsBlocks(el)) return
-    const t = normalizeSpace(rawText(el, BYLINE_RAW_MAX))
-    if (t === "") return false
-    if (!seenH1) {
-      before.push([el, t])
-      if (before.length > HEADLINE_BYLINE_LINES) before.shift()
-    } else {
-      after++
-      out = read(el, t)
-    }
-    return false
-  })
-  return out
+  for (const [el, t] of [...lines.after, ...lines.before]) {
+    const name = read(el, t)
+    if (name !== undefined) return name
+  }
+  return undefined
 }
 
 function findByline(root: Element): string | undefined {

@@ -301,10 +301,10 @@ function decideAvailability(data: Product, sources: Record<string, string>, sig:
 const STOCK_LINE_MAX = 40
 
 /**
- * Whether the product's title is followed, before any other evidence, by a line that is a sold-out
- * notice alone. Only asked when nothing else spoke (no structured data, no availability element, no
- * buy button): shops mark the notice with classes of their own words, or none. Lines with more text
- * ("S – sold out", a related item's "Sold out: Red scarf") are other things.
+ * Whether a line within 2,000 characters under the product's title is a sold-out notice alone. Only
+ * asked when nothing else spoke (no structured data, no availability element, no buy button): shops
+ * mark the notice with classes of their own words, or none. Lines with more text ("S – sold out", a
+ * related item's "Sold out: Red scarf") are other things.
  */
 function soldOutLineNearTitle(sig: Signals): boolean {
   if (sig.h1At === undefined) return false
