@@ -59,6 +59,18 @@ describe("author", () => {
     expect(article(`<html><body><h1>Garden beds</h1>${para(8)}<p>By Nicole Burke</p></body></html>`).data.author).toBeUndefined()
     // a label in an author box is no name
     expect(cleanAuthor("The Author")).toBeUndefined()
+    expect(cleanAuthor("Author:")).toBeUndefined()
+  })
+
+  it("takes no byline from mid-sentence 'by', captions, labels or long capital runs", () => {
+    const page = (lines: string) => `<html><body><article><h1>Rockets</h1>${lines}${para(3)}</article></body></html>`
+    expect(article(page(`<p class="dek">How a startup founded by Elon Musk changed launches</p><div class="byline">By Jane Doe</div>`)).data.author).toBe("Jane Doe")
+    expect(article(page(`<figure><img src="/a.jpg"><figcaption>Photograph by John Smith</figcaption></figure>`)).data.author).toBeUndefined()
+    expect(article(page(`<p>Illustrations by Kate Green</p><p>© 2024 by Acme Corp</p>`)).data.author).toBeUndefined()
+    expect(article(page(`<div class="author"><span class="author-label">Author:</span> <a href="/j">Jane Doe</a></div>`)).data.author).toBe("Jane Doe")
+    const t0 = performance.now()
+    expect(article(page(`<p>by ${"A".repeat(2000)}1</p>`)).data.author).toBeUndefined()
+    expect(performance.now() - t0).toBeLessThan(2000)
   })
 
   it("stays linear on nested author marks around a huge text", () => {
@@ -142,6 +154,11 @@ describe("publication date", () => {
     expect(article(old, { url: "https://example.org/guides/sysv" }).data).toMatchObject({ publishedAt: "2025-09-13T00:00:00.000Z", author: "Jon Foster" })
     const above = `<html><body><article><div class="meta"><span>Published August 7, 2023</span> <span>by Nicole Burke</span></div><h1>Garden beds</h1>${para(3)}</article></body></html>`
     expect(article(above, { url: "https://example.org/garden" }).data.publishedAt).toBe("2023-08-07T00:00:00.000Z")
+  })
+
+  it("does not take a byline line's update date for the publication", () => {
+    const html = `<html><body><article><h1>Rockets</h1><p>By Jane Doe · Updated March 3, 2025</p>${para(3)}</article></body></html>`
+    expect(article(html, { url: "https://example.org/rockets" }).data.publishedAt).toBeUndefined()
   })
 
   it("does not take an update date for the publication", () => {

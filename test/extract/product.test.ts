@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { product } from "./helpers.ts"
-import { parsePrice, parseNumber } from "../../src/extract/product/price.ts"
+import { detectCurrency, parsePrice, parseNumber } from "../../src/extract/product/price.ts"
 
 describe("product extraction", () => {
   it("reads JSON-LD Product with an Offer", () => {
@@ -84,6 +84,11 @@ describe("price parsing", () => {
     const p = parsePrice(text)
     expect(p?.price).toBe(price)
     expect(p?.currency).toBe(currency)
+  })
+  it("reads a currency written in letters only where it stands alone", () => {
+    expect(detectCurrency("29,90 лв.")).toBe("BGN")
+    expect(detectCurrency("1000 руб.")).toBe("RUB")
+    for (const word of ["молва", "рубашка", "Size S/M"]) expect(detectCurrency(word)).toBeUndefined()
   })
   it("honours an explicit locale for ambiguous groups", () => {
     expect(parseNumber("1.234", "de")).toBe(1234)

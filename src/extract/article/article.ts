@@ -123,7 +123,7 @@ export function articleFromPage(page: Page): ArticleResult {
     if (m.length > 0) { authors = m; sources.authors = "meta" }
   }
   if (authors === undefined || authors.length === 0) {
-    const byline = bylineNearHeadline(nearHeadline()) ?? findByline(page.scope)
+    const byline = findByline(page.scope) ?? bylineNearHeadline(nearHeadline())
     if (byline !== undefined) { authors = [byline]; sources.authors = "main-content" }
   }
   if (authors !== undefined) authors = authors.map(cleanAuthor).filter((x): x is string => x !== undefined)
@@ -361,7 +361,7 @@ export function cleanAuthor(raw: string): string | undefined {
   t = t.replace(/\s*[-–—|·•,]\s*(\p{L}{3,9}\.? \d{1,2},? \d{4}|\d{1,2}[./ ]\p{L}*[./ ]?\d{2,4}|\d{4}-\d\d-\d\d|\d+ min(ute)?s? read).*$/u, "")
   t = t.replace(/(?<=\p{Ll})[-–—](?=\p{Lu}\p{Ll}+ \d)/u, " ").replace(/\s+(\p{Lu}\p{Ll}+ \d{1,2},? \d{4}).*$/u, "")
   t = t.trim()
-  if (t.length < 2 || t.length > 100 || /^(undefined|null|none|n\/a|unknown|admin|(about )?(the )?authors?|written by|posted by)$/i.test(t)) return undefined
+  if (t.length < 2 || t.length > 100 || /^(undefined|null|none|n\/a|unknown|admin|(about )?(the )?authors?|written by|posted by):?$/i.test(t)) return undefined
   if (toIsoDateTime(t) !== undefined && /\d/.test(t)) return undefined
   if (/\d{1,2}:\d\d/.test(t)) return undefined
   return t
@@ -393,11 +393,13 @@ function dateLabel(root: Element, sources: FieldSources): string | undefined {
  * after the page's h1: where a post without date markup shows when it was written.
  */
 function dateUnderHeadline(lines: HeadlineLines, sources: FieldSources): string | undefined {
-  const dateOf = (t: string) => (t.length <= 40 && ONLY_DATE.test(t)) || (t.length <= 100 && BYLINE_DATE.test(t)) ? visibleDate(t) : undefined
+  // (a byline line's date is read before any "Updated" or "Modified": that one is no publication date)
+  const dateOf = (t: string) => (t.length <= 40 && ONLY_DATE.test(t)) ? visibleDate(t)
+    : t.length <= 100 && BYLINE_DATE.test(t) ? visibleDate(t.split(NOT_PUBLISHED)[0]!) : undefined
   // under the h1 a line that is only a date counts; above it only a byline or publication line
   let out: string | undefined
   for (const [, t] of lines.after) if ((out = dateOf(t)) !== undefined) break
-  if (out === undefined) for (const [, t] of lines.before) if (BYLINE_DATE.test(t) && (out = dateOf(t)) !== undefined) break
+  if (out === undefined) for (const [, t] of lines.before) if (t.length <= 100 && BYLINE_DATE.test(t) && (out = dateOf(t)) !== undefined) break
   if (out !== undefined) sources.publishedAt = "main-content"
   return out
 }
@@ -441,6 +443,8 @@ function headlineLines(root: Element): HeadlineLines {
   walk(root, (el) => {
     if (after.length >= HEADLINE_LINES) return false
     if (el.tag === "h1" && !seenH1) { seenH1 = true; return false }
+    // a picture's caption and credit are neither byline nor date
+    if (el.tag === "figure" || el.tag === "figcaption") return false
     if (holdsBlocks(el)) return
     // (read up to a bound: a page without an h1 has only "before" lines, and they may be long)
     const t = normalizeSpace(rawText(el, BYLINE_RAW_MAX))
@@ -456,14 +460,17 @@ function headlineLines(root: Element): HeadlineLines {
 }
 /**
  * "By Ann Writer", "Published August 7, 2023 by Ann Writer | News": "by" (and its equivalents) followed by
- * a name of capitalized words, at the start of a short line or after a date or separator. Credits of
- * pictures ("Photo by …") and of the site ("Powered by …") are other things.
+ * a name of capitalized words, at the start of a line or after a separator or a date's digits; "by" in
+ * the middle of a sentence ("a startup founded by …", "Photo by …") is no byline. Each name word takes
+ * its whole run of letters, so a line splits into words one way only (no backtracking on long runs).
  */
-const BY_WORD = "(?:[Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Dd]oor|[Pp]rzez|[Aa]v|[Aa]f)"
-const NOT_A_BYLINE = "(?<!(?:[Pp]hotos?|[Ii]mages?|[Ii]llustration|[Vv]ideo|[Gg]raphics?|[Cc]redit|[Pp]owered|[Dd]esigned|[Dd]eveloped|[Ss]ponsored|[Hh]osted|[Pp]resented|[Ss]upported|[Mm]ade|[Bb]uilt)\\s)"
-const BY_NAME = new RegExp(`(?:^|[\\s|·•,–—-])${NOT_A_BYLINE}${BY_WORD}\\s+((?:(?:\\p{Lu}[\\p{L}'’-]*\\.?|de|da|del|della|der|den|van|von|la|le|bin|ibn|and|&)\\s*){1,6})(?=$|[\\s|·•,–—(-])`, "u")
+const BY_WORD = "(?:[Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Pp]rzez|[Aa]v|[Aa]f)"
+const BY_AT = "(?:^|[|·•,–—-]\\s*|\\d\\s+)"
+const BY_NAME = new RegExp(`${BY_AT}${BY_WORD}\\s+((?:(?:\\p{Lu}[\\p{L}'’-]*\\.?|de|da|del|della|der|den|van|von|la|le|bin|ibn|and|&)(?![\\p{L}'’-])\\s*){1,6})(?=$|[\\s|·•,–—(-])`, "u")
 /** "By" ending a text, the name in the element after it: `By <a href="/author/ann">Ann Writer</a>`. */
-const BY_BEFORE_ELEMENT = new RegExp(`(?:^|[\\s|·•,–—-])${NOT_A_BYLINE}${BY_WORD}:?\\s*$`, "u")
+const BY_BEFORE_ELEMENT = new RegExp(`${BY_AT}${BY_WORD}:?\\s*$`, "u")
+/** Copyright lines ("© 2024 by Acme Corp") name an owner, not an author. */
+const COPYRIGHT = /©|\bcopyright\b/i
 /**
  * A byline or publication line that carries the date: "by Jon Foster - 2025-09-13", "Published August 7,
  * 2023 by Ann Writer" (its first date is read: an "Updated" date comes after the publication's).
@@ -479,7 +486,7 @@ const isNameShape = (name: string) => {
 function bylineNearHeadline(lines: HeadlineLines): string | undefined {
   // (a lone capitalized word after "by" is often a company or a tag: names have two words or more)
   const read = (el: Element, t: string) => {
-    if (t.length > 100) return undefined
+    if (t.length > 100 || COPYRIGHT.test(t)) return undefined
     const ch = el.children
     for (let k = 0; k + 1 < ch.length; k++) {
       const c = ch[k]!, next = ch[k + 1]!
@@ -503,29 +510,53 @@ function findByline(root: Element): string | undefined {
   let out: string | undefined
   walk(root, (el) => {
     if (out !== undefined) return false
-    if (el === root || !isBylineMarked(el)) return
-    // the most specific mark first: an author box holds the name's own element (`rel="author"`, `author-name`)
-    out = findByline(el)
-    if (out !== undefined) return false
-    // (read up to a bound: marked elements nest, and a marked box holding a whole page holds no byline)
-    const raw = rawText(el, BYLINE_RAW_MAX)
-    const t = normalizeSpace(raw).replace(/^(by|von|par|por|di|door)\s+/i, "")
-    // a marked line that holds no name (a forum post's date under class "author") does not end the search
-    if (raw.length <= BYLINE_RAW_MAX && t.length > 1 && t.length < 80 && cleanAuthor(t) !== undefined) out = t
+    if (bylineMark(el) === BylineMark.None) return
+    // an author box holds the name's own element (`rel="author"`, `author-name`): that one, not the
+    // box's labels ("Author:", "Senior Editor"); a marked line that holds no name (a forum post's date
+    // under class "author") does not end the search
+    out = nameMarkedIn(el) ?? bylineText(el)
     return false
   })
   return out
 }
 
+/** The first element below `box` marked as a name whose text is one. */
+function nameMarkedIn(box: Element): string | undefined {
+  let out: string | undefined
+  walk(box, (el) => {
+    if (out !== undefined) return false
+    if (bylineMark(el) === BylineMark.Name) out = bylineText(el)
+    return out === undefined
+  })
+  return out
+}
+
+/** A marked element's text when it reads as a name (read up to a bound: marks nest, and a box holding a page holds no byline). */
+function bylineText(el: Element): string | undefined {
+  const raw = rawText(el, BYLINE_RAW_MAX)
+  const t = normalizeSpace(raw).replace(/^(by|von|par|por|di|door)\s+/i, "")
+  return raw.length <= BYLINE_RAW_MAX && t.length > 1 && t.length < 80 && cleanAuthor(t) !== undefined ? t : undefined
+}
+
 /** Raw text (markup white space included) longer than this is no byline. */
 const BYLINE_RAW_MAX = 2000
 
-/** `rel="author"`, or a class/itemprop word byline, author or username (`post-author`, `authorName`, `author_name`). */
-function isBylineMarked(el: Element): boolean {
+const enum BylineMark { None, Byline, Name }
+
+/**
+ * How an element is marked: as a name (`rel="author"`, `itemprop="author"`, class words author and
+ * name together, username) or as a byline (class words author or byline: a box that may hold labels).
+ * Class names are split at hyphens, underscores and camelCase (`authorDateBlock_authorName__N6j3Y`).
+ */
+function bylineMark(el: Element): BylineMark {
   const rel = el.attr("rel")
-  if (rel !== undefined && /\bauthor\b/i.test(rel)) return true
-  const marks = `${el.attr("class") ?? ""} ${el.attr("itemprop") ?? ""}`
-  if (marks.length < 4) return false
-  const words = marks.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(/[^a-z0-9]+/)
-  return words.includes("author") || words.includes("byline") || words.includes("username") || words.join(" ").includes("user name")
+  if (rel !== undefined && /\bauthor\b/i.test(rel)) return BylineMark.Name
+  const itemprop = el.attr("itemprop")
+  if (itemprop !== undefined && /^author$/i.test(itemprop.trim())) return BylineMark.Name
+  const cls = el.attr("class")
+  if (cls === undefined || cls.length < 4) return BylineMark.None
+  const words = cls.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(/[^a-z0-9]+/)
+  const author = words.includes("author")
+  if (words.includes("username") || (words.includes("name") && (author || words.includes("user")))) return BylineMark.Name
+  return author || words.includes("byline") ? BylineMark.Byline : BylineMark.None
 }

@@ -16,6 +16,7 @@
  *     the remaining chunks are the paragraphs.
  * Linear in the size of the tree.
  */
+import { detectCurrency } from "../product/price.ts"
 import { Element, parseHtml } from "../html/parser.ts"
 import { sanitizeTree } from "../sanitize.ts"
 import { shownLines } from "../html/text.ts"
@@ -552,7 +553,7 @@ function key(s: string): string {
 
 /** In listing mode, a link chunk at least this long is a headline or product name, shorter ones are labels. */
 const LISTING_LINK_MIN = 20
-const isPriceLabel = (ck: Chunk) => ck.len <= 30 && PRICE_LABEL.test(ck.text)
+const isPriceLabel = (ck: Chunk) => ck.len <= 30 && PRICE_LABEL.test(ck.text) && detectCurrency(ck.text) !== undefined
 /** In listing mode, a short link beside a price is a card's product name, not a label. */
 const isCardName = (chunks: readonly Chunk[], c: number) => {
   const prev = chunks[c - 1], next = chunks[c + 1]
@@ -560,7 +561,7 @@ const isCardName = (chunks: readonly Chunk[], c: number) => {
 }
 /** What a price on a card is worth in listing mode: about what a short name link costs. */
 const PRICE_WORTH = 10
-/** A price as cards show it: "$ 99 +", "From £12.50", "1.299,00 €", "USD 40" (a sign or a code beside the number). */
+/** A price as cards show it: "$ 99 +", "From £12.50", "1.299,00 €", "USD 40" (a sign or a code beside the number; the code must be a currency's, not "5 MIN"). */
 const PRICE_LABEL = /^\s*([Ff]rom\s+)?([$€£¥₹₩]|[A-Z]{3}\s)\s?\d[\d.,\s]*\+?\s*$|^\s*([Ff]rom\s+)?\d[\d.,\s]*\s?([$€£¥₹₩]|[A-Z]{3}|kr|zł)\s*$/
 /** Only noscript elements with this much markup are parsed (tracking pixels and "enable JavaScript" notes are smaller). */
 const NOSCRIPT_MIN = 500

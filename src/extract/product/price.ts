@@ -26,6 +26,9 @@ const COMMA_DECIMAL = new Set(["EUR", "BRL", "PLN", "CZK", "HUF", "RON", "SEK", 
 
 export type NumberLocale = "auto" | "de" | "en"
 
+/** A Latin or Cyrillic letter (symbols written in them are words inside other words too). */
+const ALPHABETIC = /^[A-Za-z\u00c0-\u024f\u0400-\u04ff]/
+
 /** Finds a currency (ISO code) in a text, or undefined. */
 export function detectCurrency(text: string): string | undefined {
   const codes = text.match(/\b[A-Z]{3}\b/g)
@@ -33,11 +36,11 @@ export function detectCurrency(text: string): string | undefined {
   for (const [sym, code] of SYMBOLS) {
     const i = text.indexOf(sym)
     if (i < 0) continue
-    // letter symbols must stand alone ("kr", "Ft", "lei", "RM", "Rs")
-    if (/^[A-Za-z]/.test(sym)) {
+    // symbols of Latin or Cyrillic letters must stand alone ("kr", "Ft", "lei", "RM", "Rs", "лв", not "рубашка")
+    if (ALPHABETIC.test(sym)) {
       const before = text[i - 1] ?? " "
       const after = text[i + sym.length] ?? " "
-      if (/[A-Za-z]/.test(before) || /[A-Za-z]/.test(after)) continue
+      if (ALPHABETIC.test(before) || ALPHABETIC.test(after)) continue
     }
     return code
   }

@@ -11,7 +11,7 @@ import { nodesOfType, firstText, type Page } from "../page.ts"
 import { ImageSet } from "../images.ts"
 import { detectCurrency, normalizeCurrency, parseNumber } from "./price.ts"
 import { cleanTitle } from "../article/article.ts"
-import { availabilityFromText, OUT_TEXT, readSignals, type Signals } from "./signals.ts"
+import { availabilityFromText, readSignals, type Signals } from "./signals.ts"
 import { getDomain } from "tldts"
 
 const PRODUCT_TYPES = new Set(["Product", "ProductGroup", "IndividualProduct", "ProductModel", "SomeProducts", "Book", "Vehicle", "Car", "Offer", "AggregateOffer", "MenuItem", "Event"])
@@ -294,29 +294,6 @@ function decideAvailability(data: Product, sources: Record<string, string>, sig:
   else if (sig.buyButton === "oos") set("availability", "OutOfStock", "product-heuristics")
   set("availability", sig.availabilityText, "product-heuristics")
   if (sig.anyEnabledBuy) set("availability", "InStock", "product-heuristics")
-  if (data.availability === undefined && soldOutLineNearTitle(sig)) set("availability", "OutOfStock", "product-heuristics")
-}
-
-/** Longest line read as a stock notice on its own ("Sold out", "Agotado", "在庫切れ"). */
-const STOCK_LINE_MAX = 40
-
-/**
- * Whether a line within 2,000 characters under the product's title is a sold-out notice alone. Only
- * asked when nothing else spoke (no structured data, no availability element, no buy button): shops
- * mark the notice with classes of their own words, or none. Lines with more text ("S – sold out", a
- * related item's "Sold out: Red scarf") are other things.
- */
-function soldOutLineNearTitle(sig: Signals): boolean {
-  if (sig.h1At === undefined) return false
-  let at = 0
-  for (const line of sig.text.split("\n")) {
-    const start = at
-    at += line.length + 1
-    if (start < sig.h1At) continue
-    if (start > sig.h1At + 2000) return false
-    if (line.length <= STOCK_LINE_MAX && OUT_TEXT.test(line) && line.replace(OUT_TEXT, "").replace(/[\s!.:·–—-]+/g, "") === "") return true
-  }
-  return false
 }
 
 /**

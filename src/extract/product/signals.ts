@@ -56,7 +56,7 @@ const SKU_LABELS = [
 /** Generic code/reference labels: only when punctuation or a line break follows ("Ref. 12", "Код: 12", "Référence⏎12"). */
 const CODE_LABELS = [
   "ref(?:erence)?(?:\\s*(?:no|number|code))?", "réf(?:érence)?", "référence", "prod(?:uct)?\\.?\\s*ref(?:erence)?", "code", "código", "cód", "codice", "cod",
-  "kód", "kod", "код", "šifra", "sifra", "шифр", "item", "style", "c[óo]digo\\s*de\\s*referencia", "referencia", "riferimento", "κωδικός",
+  "kód", "kod", "код", "šifra", "sifra", "шифр", "item", "c[óo]digo\\s*de\\s*referencia", "referencia", "riferimento", "κωδικός",
 ]
 /** Manufacturer identifiers: used only when nothing better is shown. */
 const WEAK_LABELS = [
@@ -369,7 +369,7 @@ const NOT_A_PRICE = /%|\b(off|save|was|from|shipping|delivery|per|x)\b|uvp|statt
 const OTHER_PRICE_LABEL = /suggested|rrp|msrp|list price|regular|compare|uvp|statt|vorher|versand|liefer|prix conseillé|avant|livraison|precio (anterior|de lista)|envío|prezzo (consigliato|di listino)|spedizione|frete|verzend|dostawa|доставка|建議售價|建议售价|原價|原价|定價|定价|市價|市价|運費|运费|参考価格|希望小売価格|送料|정가|정상가|배송비|משלוח|每期|installment|monthly|\/\s*mo/i
 
 /** An amount after a label of another price: "Was $149.99", "UVP 29,90 €", "Shipping: $5". */
-const OTHER_LABELLED_AMOUNT = new RegExp(`(?:${OTHER_PRICE_LABEL.source}|\\b(?:was|before|originally|antes|prima)\\b)[^\\d\\n]{0,12}\\d[\\d.,'’]*(?:\\s?[^\\d\\s]{1,4})?`, "gi")
+const OTHER_LABELLED_AMOUNT = new RegExp(`(?:${OTHER_PRICE_LABEL.source}|\\b(?:was|before|originally|antes|prima|shipping|delivery|postage)\\b)[^\\d\\n]{0,12}\\d[\\d.,'’]*(?:\\s?[^\\d\\s]{1,4}(?!\\s?\\d))?`, "gi")
 
 /**
  * The part of a price element's text that sells: an element holding "Was $149.99 Now $99.99" shows two
@@ -432,7 +432,8 @@ function blockText(el: Element, max: number, inButton = false, asPrice = false):
       if (out.length > limit) return
       if (typeof c === "string") out += c
       else if (!NO_TEXT_TAGS.has(c.tag) && !(c.tag === "button" && !inButton) && !isHidden(c) && !(asPrice && isOldPrice(c))) {
-        if (asPrice && c.tag === "sup" && /\d$/.test(out)) {
+        // (only after a bare integer: "1.299<sup>00</sup>" and a footnote after "$24.99" are other things)
+        if (asPrice && c.tag === "sup" && /(?:^|[^\d.,'’])\d+$/.test(out)) {
           const cents = blockText(c, 10)
           if (/^\d{2}$/.test(cents)) { out += "." + cents; continue }
         }
