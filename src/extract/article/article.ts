@@ -1,10 +1,9 @@
 /** Article fields from an HTML page: structured data, meta tags and the main-content extractor. */
 import type { Article } from "../types.ts"
 import { normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
-import { BLOCK_TAGS } from "../html/text.ts"
 import { str, strs, typesOf, type JsonObject } from "../structured.ts"
 import { nodesOfType, type Page } from "../page.ts"
-import { extractMainContent, shownText, type MainContent } from "./main-content.ts"
+import { extractMainContent, shownText, startsLine, wordsOf, type MainContent } from "./main-content.ts"
 import { readScriptData } from "./script-data.ts"
 import { structuredListing } from "./item-list.ts"
 import { ImageSet } from "../images.ts"
@@ -389,17 +388,17 @@ function dateLabel(root: Element, sources: FieldSources): string | undefined {
 }
 
 /**
- * A line that is only a date ("December 15, 2025", "Posted on 3 March 2025") among the first lines
- * after the page's h1: where a post without date markup shows when it was written.
+ * The date of a line near the page's h1, where a post without date markup shows when it was written:
+ * under the h1 a line that is only a date ("December 15, 2025", "Posted on 3 March 2025") or a byline
+ * line with its date; above it only a byline or publication line.
  */
 function dateUnderHeadline(lines: HeadlineLines, sources: FieldSources): string | undefined {
   // (a byline line's date is read before any "Updated" or "Modified": that one is no publication date)
-  const dateOf = (t: string) => (t.length <= 40 && ONLY_DATE.test(t)) ? visibleDate(t)
-    : t.length <= 100 && BYLINE_DATE.test(t) ? visibleDate(t.split(NOT_PUBLISHED)[0]!) : undefined
-  // under the h1 a line that is only a date counts; above it only a byline or publication line
+  const bylineDate = (t: string) => t.length <= 100 && BYLINE_DATE.test(t) ? visibleDate(t.split(NOT_PUBLISHED)[0]!) : undefined
+  const dateOf = (t: string) => (t.length <= 40 && ONLY_DATE.test(t)) ? visibleDate(t) : bylineDate(t)
   let out: string | undefined
   for (const [, t] of lines.after) if ((out = dateOf(t)) !== undefined) break
-  if (out === undefined) for (const [, t] of lines.before) if (t.length <= 100 && BYLINE_DATE.test(t) && (out = dateOf(t)) !== undefined) break
+  if (out === undefined) for (const [, t] of lines.before) if ((out = bylineDate(t)) !== undefined) break
   if (out !== undefined) sources.publishedAt = "main-content"
   return out
 }
@@ -425,9 +424,8 @@ function visibleDate(t: string): string | undefined {
 }
 
 /** Whether an element holds blocks (then its lines are its children's); a `<br>` only breaks its line. */
-const holdsBlocks = (el: Element) => el.children.some((c) => typeof c !== "string" && c.tag !== "br" && (BLOCK_TAGS.has(c.tag) || OTHER_BLOCKS.has(c.tag)))
-/** Blocks that plain-text rendering does not need to know (old layouts center and tabulate their headlines). */
-const OTHER_BLOCKS = new Set(["center", "td", "th", "tbody", "thead", "address", "details", "summary", "hgroup", "fieldset"])
+/** (Old layouts center and tabulate their headlines: `center` and table cells count as the main-content reading counts them.) */
+const holdsBlocks = (el: Element) => el.children.some((c) => typeof c !== "string" && c.tag !== "br" && startsLine(c.tag))
 
 /** How many lines before and after the h1 may hold its byline and date. */
 const HEADLINE_LINES = 6
@@ -555,7 +553,7 @@ function bylineMark(el: Element): BylineMark {
   if (itemprop !== undefined && /^author$/i.test(itemprop.trim())) return BylineMark.Name
   const cls = el.attr("class")
   if (cls === undefined || cls.length < 4) return BylineMark.None
-  const words = cls.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(/[^a-z0-9]+/)
+  const words = wordsOf(cls)
   const author = words.includes("author")
   if (words.includes("username") || (words.includes("name") && (author || words.includes("user")))) return BylineMark.Name
   return author || words.includes("byline") ? BylineMark.Byline : BylineMark.None

@@ -48,6 +48,8 @@ const STRUCTURAL_WORDS = new Set("widget widgets hidden info extra more label li
 const GROW = 1.5
 /** Elements that may hold the body besides block elements. */
 const CELL = new Set(["td", "th"])
+/** Whether the element starts a line of its own: a block, or a table cell. */
+export const startsLine = (tag: string) => BLOCK.has(tag) || CELL.has(tag)
 const HEADING = new Set(["h1", "h2", "h3", "h4", "h5", "h6"])
 /** Tags that are page furniture wherever they are. */
 const FURNITURE_TAG = new Set(["nav", "aside", "footer", "menu", "form", "figure", "figcaption"])
@@ -126,7 +128,7 @@ function hintOf(el: Element): Hint {
 const isHintWord = (w: string): boolean =>
   STRONG_WORDS.has(w) || STRONG_PREFIX.test(w) || WEAK_WORDS.has(w) || POSITIVE_WORDS.has(w) || POSITIVE_PREFIX.test(w)
 
-const wordsOf = (s: string): Array<string> => s.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 0)
+export const wordsOf = (s: string): Array<string> => s.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 0)
 
 /** Whether `idWords` are all words of the element's own heading (itself, or the first heading among its first children). */
 function isHeadingAnchor(el: Element, idWords: ReadonlyArray<string>): boolean {

@@ -199,7 +199,7 @@ export function productFromPage(page: Page): ProductResult {
       if (v !== undefined) attrs[k] = k === "itemCondition" ? v.replace(/^https?:\/\/schema\.org\//i, "") : v
     }
     const props = node.additionalProperty
-    for (const p of Array.isArray(props) ? props : props !== undefined ? [props] : []) {
+    for (const p of asList(props)) {
       if (p !== null && typeof p === "object" && !Array.isArray(p)) {
         const name = str(p.name), value = str(p.value)
         if (name !== undefined) attrs[name] = value ?? null
