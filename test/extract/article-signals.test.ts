@@ -447,3 +447,26 @@ describe("permalink anchors", () => {
     expect(out.data.images?.map((i) => i.url) ?? []).toContain("https://docs.example.com/figure.png")
   })
 })
+
+describe("repeated copies of the body", () => {
+  const body = `<h2>Planning the work</h2><p>A kitchen remodel starts with a budget, a floor plan and the permits your city asks for. Get three quotes, and ask each contractor for references from jobs of the same size.</p>
+    <p>Order cabinets early: their lead time decides when the rest of the crew can start. Counters are measured only once the cabinets are in, so leave two weeks between the two.</p>`
+  it("keeps one copy of an article a responsive builder ships once per breakpoint", () => {
+    const html = `<html><body><main><div class="variant hidden-phone hidden-tablet">${body}</div>
+      <div class="variant hidden-desktop hidden-phone">${body}</div><div class="variant hidden-desktop hidden-tablet">${body}</div></main></body></html>`
+    const text = article(html).data.content
+    expect(text.split("A kitchen remodel starts").length - 1).toBe(1)
+    expect(text.split("Order cabinets early").length - 1).toBe(1)
+    expect(text.split("Planning the work").length - 1).toBe(1)
+  })
+
+  it("keeps text that only nested wrappers hold twice, and a short line said twice", () => {
+    const html = `<html><body><main><div class="outer"><div class="inner"><section>${body}</section></div></div>
+      <p>Call us today.</p><p>${"Second section with its own words about tiles, grout and the order of the work. ".repeat(3)}</p><p>Call us today.</p></main></body></html>`
+    const text = article(html).data.content
+    expect(text).toContain("A kitchen remodel starts")
+    expect(text).toContain("Order cabinets early")
+    expect(text).toContain("Second section with its own words")
+    expect(text.split("Call us today.").length - 1).toBe(2)
+  })
+})

@@ -470,6 +470,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
 
   // output: chunks inside best that are not in pruned subtrees
   const pruned = new Uint8Array(n)
+  const repeats = repeatFinder(chunks, chunkStart[best]!, chunkEnd[best]!)
   for (let i = best + 1; i < n; i++) {
     const p = parent[i]!
     if (pruned[p]) {
@@ -478,6 +479,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     }
     const h = hint[i]!
     if (h === Hint.Strong) pruned[i] = 1
+    else if (txt[i]! >= REPEAT_MIN && repeats(chunkStart[i]!, chunkEnd[i]!)) pruned[i] = 1
     else if (agg[i]! < 0 && BLOCK.has(els[i]!.tag)) {
       // a block worth less than nothing: link lists, labels, share bars
       const s = chunkStart[i]!, e = chunkEnd[i]!
@@ -520,6 +522,49 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     paragraphs.push(text)
   }
   return { paragraphs, root: els[best]! }
+}
+
+/** Text (weighted characters) a subtree needs before it counts as a repeat of an earlier one. */
+const REPEAT_MIN = 200
+
+/**
+ * Whether the chunks `from`..`to` repeat, word for word, a run of chunks seen before and not
+ * containing them. Builders of responsive pages ship the same article once per breakpoint and hide
+ * all but one with media queries, which are not evaluated here; the first copy is kept. Runs are
+ * compared by a polynomial hash of their chunks' texts (two moduli under 2^26, so every product
+ * stays exact in a double), computed once for the body: each query is constant time.
+ */
+function repeatFinder(chunks: readonly Chunk[], start: number, end: number): (from: number, to: number) => boolean {
+  const M1 = 67108859, M2 = 67108837, B = 1000003
+  const n = end - start
+  const h1 = new Float64Array(n + 1), h2 = new Float64Array(n + 1)
+  const p1 = new Float64Array(n + 1), p2 = new Float64Array(n + 1)
+  p1[0] = 1
+  p2[0] = 1
+  const ids = new Map<string, number>()
+  for (let c = 0; c < n; c++) {
+    const t = chunks[start + c]!.text.replace(/\s+/g, " ").trim()
+    let id = ids.get(t)
+    if (id === undefined) ids.set(t, (id = ids.size + 1))
+    h1[c + 1] = (h1[c]! * B + id) % M1
+    h2[c + 1] = (h2[c]! * B + id) % M2
+    p1[c + 1] = (p1[c]! * B) % M1
+    p2[c + 1] = (p2[c]! * B) % M2
+  }
+  const range = (h: Float64Array, p: Float64Array, m: number, s: number, e: number) => (((h[e]! - ((h[s]! * p[e - s]!) % m)) % m) + m) % m
+  /** The end of the first run seen with each hash. */
+  const seen = new Map<string, number>()
+  return (from, to) => {
+    if (to <= from || from < start || to > end) return false
+    const s = from - start, e = to - start
+    const k = `${range(h1, p1, M1, s, e)},${range(h2, p2, M2, s, e)},${e - s}`
+    const before = seen.get(k)
+    if (before === undefined) {
+      seen.set(k, to)
+      return false
+    }
+    return before <= from
+  }
 }
 
 /** class/id words of a standfirst (the summary under a headline): "dek", "standfirst", "excerpt", "chapo"… */
