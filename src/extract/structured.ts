@@ -105,7 +105,50 @@ export function collectJsonLd(root: Element): JsonObject[] {
     if (parsed !== undefined) out.push(...flattenJsonLd(parsed))
     return false
   })
+  resolveReferences(out)
   return out
+}
+
+/**
+ * Replaces references (`{"@id": "…#brand"}`, alone) in the nodes' properties by a copy of the node
+ * the page defines with that `@id` elsewhere, in any of its JSON-LD scripts: graph generators name
+ * an article's author or a product's brand and offers once and point at them. The copy keeps the
+ * referenced node's plain values (and those of its nested objects, one level down), not its own
+ * references, so the result has no cycles and stays small.
+ */
+function resolveReferences(nodes: JsonObject[]): void {
+  const byId = new Map<string, JsonObject>()
+  for (const n of nodes) {
+    const id = n["@id"]
+    if (typeof id === "string" && !byId.has(id) && Object.keys(n).length > 2) byId.set(id, n)
+  }
+  if (byId.size === 0) return
+  const plain = (o: JsonObject, depth: number): JsonObject => {
+    const c: JsonObject = {}
+    for (const [k, v] of Object.entries(o)) {
+      if (v === null || typeof v !== "object") c[k] = v
+      else if (Array.isArray(v)) c[k] = v.filter((x) => x === null || typeof x !== "object")
+      else if (depth > 0) c[k] = plain(v, depth - 1)
+    }
+    return c
+  }
+  const copies = new Map<string, JsonObject>()
+  const target = (v: JsonValue): JsonValue => {
+    if (v === null || typeof v !== "object" || Array.isArray(v)) return v
+    const id = v["@id"]
+    if (typeof id !== "string" || Object.keys(v).length !== 1) return v
+    const n = byId.get(id)
+    if (n === undefined) return v
+    let c = copies.get(id)
+    if (c === undefined) copies.set(id, (c = plain(n, 1)))
+    return c
+  }
+  for (const n of nodes) {
+    for (const [k, v] of Object.entries(n)) {
+      if (k === "@graph" || v === null || typeof v !== "object") continue
+      n[k] = Array.isArray(v) ? v.map(target) : target(v)
+    }
+  }
 }
 
 interface ScopeSyntax {
@@ -245,7 +288,8 @@ export function str(v: JsonValue | undefined, field: "name" | "url" = "name"): s
   }
   if (typeof v === "object") {
     const o = v as JsonObject
-    return str(o[field] ?? o["@value"] ?? o["@id"] ?? (field === "url" ? o["contentUrl"] : o["text"]), field)
+    // an \`@id\` is an address, never a name (an unresolved \`{"@id": "…#brand"}\` names no brand)
+    return str(o[field] ?? o["@value"] ?? (field === "url" ? o["@id"] ?? o["contentUrl"] : o["text"]), field)
   }
   return undefined
 }

@@ -26,6 +26,12 @@ describe("headline", () => {
 })
 
 describe("author", () => {
+  it("follows the author's @id to the person the page's graph names", () => {
+    const ld = `<script type="application/ld+json">{"@context":"https://schema.org","@graph":[{"@type":"Article","headline":"Harbour works","author":{"@id":"https://news.example.com/#/person/7"}},
+      {"@type":"Person","@id":"https://news.example.com/#/person/7","name":"Ann Writer","url":"https://news.example.com/author/ann"}]}</script>`
+    expect(article(`<html><head>${ld}</head><body>${para(3)}</body></html>`).data.authors).toEqual(["Ann Writer"])
+  })
+
   it("reads a forum post's user name as the author when nothing else names one", () => {
     const html = `<html><body><div class="post"><h1>Turning off the LEDs</h1><p class="author">Sun Dec 17, 2023</p><dl class="postprofile"><dt><a class="username" href="/u/1">b.scherer</a></dt></dl>${para(3)}</div></body></html>`
     expect(article(html).data.author).toBe("b.scherer")

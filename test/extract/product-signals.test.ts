@@ -38,6 +38,13 @@ describe("product SKU: what the page shows", () => {
     expect(product(page("", `<h1>Dress</h1><p>Ref. 3697/272</p>`), { url: null }).data.sku).toBe("3697/272")
   })
 
+  it("takes a manufacturer label that opens its line or follows a separator, not one inside a sentence", () => {
+    const spec = `<h1>Space Game</h1><ul><li><strong>Graphics:</strong> DirectX 11 card with support for Shader Model 5.0</li></ul>`
+    expect(product(page("", spec), { url: null }).data.sku).toBeUndefined()
+    expect(product(page("", `<h1>Lamp</h1><p>Colour: black | Model LX-200</p>`), { url: null }).data.sku).toBe("LX-200")
+    expect(product(page("", `<h1>Lamp</h1><table><tr><th>Model</th><td>LX-200</td></tr></table>`), { url: null }).data.sku).toBe("LX-200")
+  })
+
   it("reads an identifier from an element marked as one", () => {
     const html = page(ld({ "@type": "Product", name: "Dress", sku: "83341420-808-1", offers: { "@type": "Offer", price: "99" } }),
       `<h1>Dress</h1><p><span>Silver</span> - <span data-qa-qualifier="product-reference">3697/272</span></p>`)

@@ -21,6 +21,18 @@ describe("product extraction", () => {
     expect(d).toMatchObject({ name: "Lamp", price: 19.5, currency: "GBP", availability: "OutOfStock" })
   })
 
+  it("follows @id references to the brand and offers a graph defines once, in another script too", () => {
+    const html = `<script type="application/ld+json">{"@graph":[{"@type":"Product","@id":"#p","name":"Lamp","brand":{"@id":"#brand"},"offers":[{"@id":"#offer"}]},
+      {"@type":"Offer","@id":"#offer","price":"19.50","priceCurrency":"GBP","availability":"https://schema.org/OutOfStock"}]}</script>
+      <script type="application/ld+json">{"@type":"Brand","@id":"#brand","name":"Glow Works","logo":{"@type":"ImageObject","url":"/l.png"}}</script>`
+    expect(product(html, { url: null }).data).toMatchObject({ name: "Lamp", brand: "Glow Works", price: 19.5, currency: "GBP", availability: "OutOfStock" })
+  })
+
+  it("gives no brand for a reference the page never resolves (an @id is an address, not a name)", () => {
+    const html = `<script type="application/ld+json">{"@type":"Product","name":"Tablet","brand":{"@id":"https://shop.example.com/#brand"},"offers":{"@type":"Offer","price":"999","priceCurrency":"USD"}}</script>`
+    expect(product(html, { url: null }).data.brand).toBeUndefined()
+  })
+
   it("reads microdata only", () => {
     const html = `<html><body><div itemscope itemtype="https://schema.org/Product">
       <h1 itemprop="name">Desk Chair</h1><span itemprop="brand" itemscope itemtype="https://schema.org/Brand"><span itemprop="name">SitWell</span></span>
