@@ -238,6 +238,8 @@ export function collectStructured(root: Element): StructuredItems {
 export interface MetaTags {
   get(key: string): string | undefined
   all(key: string): string[]
+  /** The first value, in document order, whose key passes \`test\`. */
+  find(test: (key: string) => boolean): string | undefined
   title: string | undefined
   htmlLang: string | undefined
   canonical: string | undefined
@@ -268,6 +270,10 @@ export function collectMeta(root: Element, html: Element): MetaTags {
   return {
     get: (k) => map.get(k)?.[0],
     all: (k) => map.get(k) ?? [],
+    find: (test) => {
+      for (const [k, v] of map) if (test(k)) return v[0]
+      return undefined
+    },
     title,
     htmlLang: html.attr("lang") ?? html.attr("xml:lang"),
     canonical,

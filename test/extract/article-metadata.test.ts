@@ -131,6 +131,15 @@ describe("dates with a timezone offset", () => {
 })
 
 describe("publication date", () => {
+  it("reads a meta tag the site named for the publication date in its own words, not the publisher's", () => {
+    const page = (metas: string) => `<html><head>${metas}</head><body><article><h1>Cost and benefit</h1>${para(3)}</article></body></html>`
+    expect(article(page(`<meta name="w-published-date" content="2025-05-27T06:03:43.274Z">`)).data.publishedAt?.slice(0, 10)).toBe("2025-05-27")
+    expect(article(page(`<meta property="og:publish_date" content="2024-02-03">`)).data.publishedAt?.slice(0, 10)).toBe("2024-02-03")
+    expect(article(page(`<meta name="article.published" content="2023-11-30T08:00:00Z">`)).data.publishedAt?.slice(0, 10)).toBe("2023-11-30")
+    expect(article(page(`<meta name="publisher" content="2019 Media">`), { url: null }).data.publishedAt).toBeUndefined()
+    expect(article(page(`<meta name="auto-publish" content="2020-01-01">`), { url: null }).data.publishedAt).toBeUndefined()
+  })
+
   it("reads a visible date in an element marked as a date", () => {
     const html = `<html><body><article><h1>Garden notes</h1><div class="entry-meta"><span class="post-date">Posted on March 3, 2025</span></div>${para(3)}</article></body></html>`
     expect(article(html).data.publishedAt).toBe("2025-03-03T00:00:00.000Z")

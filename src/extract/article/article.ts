@@ -1,7 +1,7 @@
 /** Article fields from an HTML page: structured data, meta tags and the main-content extractor. */
 import type { Article } from "../types.ts"
 import { normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
-import { str, strs, typesOf, type JsonObject } from "../structured.ts"
+import { str, strs, typesOf, type JsonObject, type MetaTags } from "../structured.ts"
 import { nodesOfType, type Page } from "../page.ts"
 import { extractMainContent, shownText, startsLine, wordsOf, type MainContent } from "./main-content.ts"
 import { readScriptData } from "./script-data.ts"
@@ -134,6 +134,7 @@ export function articleFromPage(page: Page): ArticleResult {
 
   const published = first("publishedAt", (n) => toIsoDateTime(str(n.datePublished) ?? str(n.dateCreated)))
     ?? toIsoDateTime(fromMeta("publishedAt", ["article:published_time", "og:published_time", "published_time", "date", "pubdate", "publishdate", "publish-date", "dc.date", "dc.date.issued", "sailthru.date", "parsely-pub-date", "datepublished"]))
+    ?? metaPublished(meta, sources)
     ?? timeElement(page.scope, sources)
     ?? dateLabel(page.scope, sources)
     ?? dateUnderHeadline(nearHeadline(), sources)
@@ -320,6 +321,24 @@ export function headlineOf(title: string, h1: string | undefined, siteName: stri
   if (!namesSite) return title
   const sep = /\s+[|\-–—:·»«•/]\s+(?!.*\s+[|\-–—:·»«•/]\s+)/.exec(title)
   return sep !== null ? title.slice(0, sep.index).trim() : title
+}
+
+/**
+ * A meta tag the site named for the publication date in its own words: \`og:publish_date\`,
+ * \`article.published\`, \`w-published-date\`, \`pub_date\`, \`published_at\` (not \`publisher\`, not
+ * \`auto-publish\`). Its value must read as a date.
+ */
+function metaPublished(meta: MetaTags, sources: FieldSources): string | undefined {
+  let out: string | undefined
+  meta.find((key) => {
+    const words = key.split(/[^a-z]+/)
+    const named = words.includes("published") || words.includes("pubdate") || words.includes("publisheddate") || words.includes("datepublished") ||
+      ((words.includes("publish") || words.includes("pub")) && (words.includes("date") || words.includes("time")))
+    if (named) out = toIsoDateTime(meta.get(key))
+    return out !== undefined
+  })
+  if (out !== undefined) sources.publishedAt = "meta"
+  return out
 }
 
 function rank(n: JsonObject): number {
