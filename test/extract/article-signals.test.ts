@@ -470,3 +470,16 @@ describe("repeated copies of the body", () => {
     expect(text.split("Call us today.").length - 1).toBe(2)
   })
 })
+
+describe("a forum's site notices", () => {
+  it("leaves the board's notices (scam warnings, meetups) out of a thread", () => {
+    const notice = (i: number) => `<li class="notice js-notice notice--primary"><div class="notice-content">Notice ${i}: members are reminded not to send money to strangers. Meet in person, pay in person, and report anything suspicious to the admins of the board.</div></li>`
+    const post = (i: number) => `<article class="message"><div class="message-userContent"><div class="bbWrapper">Reply ${i}: I run Debian with VirtualBox for an old Windows install, and apart from USB pass-through it has worked for years without trouble.</div></div></article>`
+    const html = `<html><body><div class="p-body"><ul class="notices notices--block">${notice(1)}</ul>
+      <div class="block-body">${post(1)}${post(2)}${post(3)}${post(4)}${post(5)}</div></div></body></html>`
+    const text = article(html).data.content
+    expect(text).toContain("Reply 1: I run Debian")
+    expect(text).toContain("Reply 5:")
+    expect(text).not.toContain("members are reminded")
+  })
+})

@@ -63,7 +63,7 @@ const STRONG_WORDS = new Set((
   "adunit dfp paywall popup modal breadcrumb breadcrumbs pagination pager trending popular sidebar footer masthead nav navbar " +
   "navigation menu byline bio tags keywords print toolbar rating ratings survey skip sr visually offscreen caption captions " +
   "credit credits copyright gallery slideshow carousel lightbox signup login newsletters sitemap disclaimer feedback " +
-  "widget widgets more readmore jump toc onetrust cmp didomi usercentrics cookiebot truste qc optanon"
+  "notices widget widgets more readmore jump toc onetrust cmp didomi usercentrics cookiebot truste qc optanon"
 ).split(" "))
 /**
  * Furniture words of consent managers and cookie banners: they keep their mark even on a dominant
