@@ -120,14 +120,15 @@ function resolveReferences(nodes: JsonObject[]): void {
   const byId = new Map<string, JsonObject>()
   for (const n of nodes) {
     const id = n["@id"]
-    if (typeof id === "string" && !byId.has(id) && Object.keys(n).length > 2) byId.set(id, n)
+    // the fullest definition wins (a stub with only a url may come first)
+    if (typeof id === "string" && Object.keys(n).length > 2 && Object.keys(n).length > Object.keys(byId.get(id) ?? {}).length) byId.set(id, n)
   }
   if (byId.size === 0) return
   const plain = (o: JsonObject, depth: number): JsonObject => {
     const c: JsonObject = {}
     for (const [k, v] of Object.entries(o)) {
       if (v === null || typeof v !== "object") c[k] = v
-      else if (Array.isArray(v)) c[k] = v.filter((x) => x === null || typeof x !== "object")
+      else if (Array.isArray(v)) c[k] = v.flatMap((x): JsonValue[] => x === null || typeof x !== "object" ? [x] : depth > 0 && !Array.isArray(x) ? [plain(x, depth - 1)] : [])
       else if (depth > 0) c[k] = plain(v, depth - 1)
     }
     return c
@@ -294,8 +295,7 @@ export function str(v: JsonValue | undefined, field: "name" | "url" = "name"): s
   }
   if (typeof v === "object") {
     const o = v as JsonObject
-    // an \`@id\` is an address, never a name (an unresolved \`{"@id": "…#brand"}\` names no brand)
-    return str(o[field] ?? o["@value"] ?? (field === "url" ? o["@id"] ?? o["contentUrl"] : o["text"]), field)
+    return str(o[field] ?? o["@value"] ?? o["@id"] ?? (field === "url" ? o["contentUrl"] : o["text"]), field)
   }
   return undefined
 }

@@ -138,6 +138,13 @@ describe("publication date", () => {
     expect(article(page(`<meta name="article.published" content="2023-11-30T08:00:00Z">`)).data.publishedAt?.slice(0, 10)).toBe("2023-11-30")
     expect(article(page(`<meta name="publisher" content="2019 Media">`), { url: null }).data.publishedAt).toBeUndefined()
     expect(article(page(`<meta name="auto-publish" content="2020-01-01">`), { url: null }).data.publishedAt).toBeUndefined()
+    expect(article(page(`<meta name="publishedAt" content="2022-06-07T10:00:00Z">`)).data.publishedAt?.slice(0, 10)).toBe("2022-06-07")
+    // values that are not dates, and keys that name who, where or another edition, give way to the page's <time>
+    const timed = (metas: string) => `<html><head>${metas}</head><body><article><h1>Cost and benefit</h1><time datetime="2024-05-01T09:00:00Z">May 1</time>${para(3)}</article></body></html>`
+    for (const m of [`<meta name="published" content="1">`, `<meta name="published_by" content="Channel 4">`, `<meta name="published-in" content="Section 3">`,
+      `<meta name="last-published-date" content="2025-01-09">`, `<meta name="next-publish-date" content="2026-01-09">`]) {
+      expect(article(timed(m), { url: null }).data.publishedAt?.slice(0, 10)).toBe("2024-05-01")
+    }
   })
 
   it("reads a visible date in an element marked as a date", () => {

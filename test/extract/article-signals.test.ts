@@ -469,17 +469,15 @@ describe("repeated copies of the body", () => {
     expect(text).toContain("Second section with its own words")
     expect(text.split("Call us today.").length - 1).toBe(2)
   })
-})
 
-describe("a forum's site notices", () => {
-  it("leaves the board's notices (scam warnings, meetups) out of a thread", () => {
-    const notice = (i: number) => `<li class="notice js-notice notice--primary"><div class="notice-content">Notice ${i}: members are reminded not to send money to strangers. Meet in person, pay in person, and report anything suspicious to the admins of the board.</div></li>`
-    const post = (i: number) => `<article class="message"><div class="message-userContent"><div class="bbWrapper">Reply ${i}: I run Debian with VirtualBox for an old Windows install, and apart from USB pass-through it has worked for years without trouble.</div></div></article>`
-    const html = `<html><body><div class="p-body"><ul class="notices notices--block">${notice(1)}</ul>
-      <div class="block-body">${post(1)}${post(2)}${post(3)}${post(4)}${post(5)}</div></div></body></html>`
-    const text = article(html).data.content
-    expect(text).toContain("Reply 1: I run Debian")
-    expect(text).toContain("Reply 5:")
-    expect(text).not.toContain("members are reminded")
+  it("keeps one paragraph the page says twice: a song's chorus, a lead that a standfirst repeats", () => {
+    const chorus = "Row, row, row your boat, gently down the stream, merrily, merrily, merrily, merrily,<br>life is but a dream, and the river keeps on running all the way down to the open sea,<br>row, row, row your boat, and sing along with me tonight until the morning light comes up again"
+    const verse = (i: number) => `<p>Verse ${i}: we left the harbour early, with the mist still on the water and the gulls behind the pier, and nobody said a word.</p>`
+    const song = article(`<html><body><main><h1>River song</h1><div class="lyrics">${verse(1)}<p>${chorus}</p>${verse(2)}<p>${chorus}</p>${verse(3)}<p>${chorus}</p></div></main></body></html>`).data.content
+    expect(song.split("life is but a dream").length - 1).toBe(3)
+    const lead = "The city will rebuild the old harbour wall over the next two years, closing the promenade in stages, the council said on Tuesday after a vote that ended months of debate about the cost, the design and the height of the new wall, which engineers say must stand for a century."
+    const html = `<html><head><meta name="description" content="${lead}"></head><body><article><h1>Harbour wall</h1><p class="standfirst">${lead}</p>
+      <div class="body"><p>${lead}</p>${para(3)}</div></article></body></html>`
+    expect(article(html).data.content).toContain("The city will rebuild the old harbour wall")
   })
 })

@@ -43,6 +43,11 @@ describe("product SKU: what the page shows", () => {
     expect(product(page("", spec), { url: null }).data.sku).toBeUndefined()
     expect(product(page("", `<h1>Lamp</h1><p>Colour: black | Model LX-200</p>`), { url: null }).data.sku).toBe("LX-200")
     expect(product(page("", `<h1>Lamp</h1><table><tr><th>Model</th><td>LX-200</td></tr></table>`), { url: null }).data.sku).toBe("LX-200")
+    // punctuation after the label is enough wherever it stands
+    for (const body of ["<td>Brand: Acme Model: WX-2000</td>", "<p>- Model: WX-2000</p>", "<p>Compact and light. Model: WX-2000</p>", "<p>Size M / Model WX-2000</p>"]) {
+      expect(product(page("", `<h1>Lamp</h1><table><tr>${body.startsWith("<td>") ? body : `<td>${body}</td>`}</tr></table>`), { url: null }).data.sku).toBe("WX-2000")
+    }
+    expect(product(page("", `<h1>Lamp</h1><p>Weight 2 kg EAN: 4006381333931</p>`), { url: null }).data.sku).toBe("4006381333931")
   })
 
   it("reads an identifier from an element marked as one", () => {

@@ -28,6 +28,11 @@ describe("product extraction", () => {
     expect(product(html, { url: null }).data).toMatchObject({ name: "Lamp", brand: "Glow Works", price: 19.5, currency: "GBP", availability: "OutOfStock" })
   })
 
+  it("reads an availability or a condition written as a schema.org reference", () => {
+    const html = `<script type="application/ld+json">{"@type":"Product","name":"Kettle","offers":{"@type":"Offer","price":"9.99","priceCurrency":"USD","availability":{"@id":"http://schema.org/OutOfStock"},"itemCondition":{"@id":"https://schema.org/UsedCondition"}}}</script>`
+    expect(product(html, { url: null }).data.availability).toBe("OutOfStock")
+  })
+
   it("gives no brand for a reference the page never resolves (an @id is an address, not a name)", () => {
     const html = `<script type="application/ld+json">{"@type":"Product","name":"Tablet","brand":{"@id":"https://shop.example.com/#brand"},"offers":{"@type":"Offer","price":"999","priceCurrency":"USD"}}</script>`
     expect(product(html, { url: null }).data.brand).toBeUndefined()

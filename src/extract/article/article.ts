@@ -324,22 +324,29 @@ export function headlineOf(title: string, h1: string | undefined, siteName: stri
 }
 
 /**
- * A meta tag the site named for the publication date in its own words: \`og:publish_date\`,
- * \`article.published\`, \`w-published-date\`, \`pub_date\`, \`published_at\` (not \`publisher\`, not
- * \`auto-publish\`). Its value must read as a date.
+ * A meta tag the site named for the publication date in its own words: `og:publish_date`,
+ * `article.published`, `w-published-date`, `pub_date`, `publishedAt` (not `publisher`, `published_by`,
+ * `last-published-date`, `auto-publish`). Its value must hold a year or be an epoch: loose date
+ * parsing reads "1" or "Section 3" as days of 2001.
  */
 function metaPublished(meta: MetaTags, sources: FieldSources): string | undefined {
   let out: string | undefined
   meta.find((key) => {
     const words = key.split(/[^a-z]+/)
-    const named = words.includes("published") || words.includes("pubdate") || words.includes("publisheddate") || words.includes("datepublished") ||
+    if (words.some((w) => PUBLISHED_NOT.has(w))) return false
+    const named = words.some((w) => PUBLISHED_KEY.has(w)) ||
       ((words.includes("publish") || words.includes("pub")) && (words.includes("date") || words.includes("time")))
-    if (named) out = toIsoDateTime(meta.get(key))
+    const v = meta.get(key)
+    if (named && v !== undefined && /(^|\D)(19|20)\d\d(\D|$)|^\d{10}(\d{3})?$/.test(v)) out = toIsoDateTime(v)
     return out !== undefined
   })
   if (out !== undefined) sources.publishedAt = "meta"
   return out
 }
+/** Meta key words that name the publication date (keys are lower-cased: `publishedAt` is `publishedat`). */
+const PUBLISHED_KEY = new Set("published pubdate publishdate publisheddate datepublished publishedat publishtime publishedtime publishedon".split(" "))
+/** Words of keys that name something else: who or where it was published, another edition's date. */
+const PUBLISHED_NOT = new Set("by in last next modified updated update version format status unpublish".split(" "))
 
 function rank(n: JsonObject): number {
   const t = (n["@type"] ?? "").toString()

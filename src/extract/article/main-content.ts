@@ -63,7 +63,7 @@ const STRONG_WORDS = new Set((
   "adunit dfp paywall popup modal breadcrumb breadcrumbs pagination pager trending popular sidebar footer masthead nav navbar " +
   "navigation menu byline bio tags keywords print toolbar rating ratings survey skip sr visually offscreen caption captions " +
   "credit credits copyright gallery slideshow carousel lightbox signup login newsletters sitemap disclaimer feedback " +
-  "notices widget widgets more readmore jump toc onetrust cmp didomi usercentrics cookiebot truste qc optanon"
+  "widget widgets more readmore jump toc onetrust cmp didomi usercentrics cookiebot truste qc optanon"
 ).split(" "))
 /**
  * Furniture words of consent managers and cookie banners: they keep their mark even on a dominant
@@ -479,7 +479,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     }
     const h = hint[i]!
     if (h === Hint.Strong) pruned[i] = 1
-    else if (txt[i]! >= REPEAT_MIN && repeats(chunkStart[i]!, chunkEnd[i]!)) pruned[i] = 1
+    else if (txt[i]! >= REPEAT_MIN && chunkEnd[i]! - chunkStart[i]! >= REPEAT_CHUNKS && repeats(chunkStart[i]!, chunkEnd[i]!)) pruned[i] = 1
     else if (agg[i]! < 0 && BLOCK.has(els[i]!.tag)) {
       // a block worth less than nothing: link lists, labels, share bars
       const s = chunkStart[i]!, e = chunkEnd[i]!
@@ -524,8 +524,13 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   return { paragraphs, root: els[best]! }
 }
 
-/** Text (weighted characters) a subtree needs before it counts as a repeat of an earlier one. */
+/**
+ * What a subtree needs before it counts as a repeat of an earlier one: this much text (weighted
+ * characters) in at least this many chunks. One paragraph said twice (a song's chorus, a lead that a
+ * standfirst repeats, a table row) is the page's own text, not a second copy of the page.
+ */
 const REPEAT_MIN = 200
+const REPEAT_CHUNKS = 2
 
 /**
  * Whether the chunks `from`..`to` repeat, word for word, a run of chunks seen before and not

@@ -132,7 +132,9 @@ export function productFromPage(page: Page): ProductResult {
     set("availability", offer.availability, source)
     const sku = str(node.sku) ?? offer.sku ?? str(node.productID) ?? str(node.mpn)
     set("sku", cleanSku(sku), source)
-    const brand = str(node.brand) ?? str(node.manufacturer)
+    // an address is no brand (an unresolved \`{"@id": "…#brand"}\`)
+    const named = (v: string | undefined) => (v !== undefined && /^(https?:\/\/|#)/i.test(v) ? undefined : v)
+    const brand = named(str(node.brand)) ?? named(str(node.manufacturer))
     set("brand", textValue(brand), source)
     if (data.name !== "" && data.price !== undefined) break
   }

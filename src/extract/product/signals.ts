@@ -66,13 +66,17 @@ const WEAK_LABELS = [
 const VALUE = "([A-Za-z0-9][A-Za-z0-9._/\\-]{0,38}[A-Za-z0-9])"
 const labelRegex = (labels: string[], sep: string, lead = "(?<![\\p{L}\\p{N}])") =>
   new RegExp(`${lead}(?:${labels.join("|")})(?![\\p{L}])${sep}${VALUE}(?![A-Za-z0-9])`, "giu")
-/** A manufacturer label opens its line or follows a separator: "Shader Model 5.0" in a sentence names no product. */
-const LINE_LEAD = "(?<=(?:^|[\\n|•·,;:(\\[])\\s*)"
+/**
+ * A manufacturer label names the product's number when punctuation follows it ("Model: WX-2000",
+ * "MPN # 12") or when it opens its line or follows a separator ("| Model WX-2000", "(EAN 400…"):
+ * "support for Shader Model 5.0" in a sentence names none.
+ */
+const WEAK_LEAD = "(?:(?<=(?:^|[\\n|•·,;:(\\[\\-–—*/►✓\"'.])\\s*)|(?<![\\p{L}\\p{N}])(?=(?:" + WEAK_LABELS.join("|") + ")(?![\\p{L}])\\s*[:：#№]))"
 const ANY_SEP = "\\s*[:：#№.\\-–—]*\\s*"
 const STRICT_SEP = "\\s*(?:[.:：#№]|\\n)[\\s.:：#№]*"
 const SKU_RE = labelRegex(SKU_LABELS, ANY_SEP)
 const CODE_RE = labelRegex(CODE_LABELS, STRICT_SEP)
-const WEAK_RE = labelRegex(WEAK_LABELS, ANY_SEP, LINE_LEAD)
+const WEAK_RE = labelRegex(WEAK_LABELS, ANY_SEP, WEAK_LEAD)
 /** Class/id/data attribute words of an element that holds the product's identifier. */
 const ID_ATTR = /(^|[^a-z])(sku|product-?ref(erence)?|product-?code|product-?number|product-?no|article-?(number|no|nr|code)|item-?(number|no|code)|art-?nr|artnr|style-?(number|code)|model-?(number|no)|reference|ref-?code)([^a-z]|$)/
 const BRAND_RE = /(?:^|\n)(?:brand|marke|marque|marca|merk|marka|značka|márka|бренд|производитель|manufacturer|hersteller|fabricant|fabricante|produttore|proizvajalec|výrobce|výrobca|producent|valmistaja|tillverkare|ブランド|品牌|브랜드)(?![\p{L}])\s*(?:[:：\-–]\s*\n?|\n)\s*[:：]?\s*([^\n]{1,48})(?:\n|$)/iu
