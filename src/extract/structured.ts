@@ -239,8 +239,8 @@ export function collectStructured(root: Element): StructuredItems {
 export interface MetaTags {
   get(key: string): string | undefined
   all(key: string): string[]
-  /** The first value, in document order, whose key passes \`test\`. */
-  find(test: (key: string) => boolean): string | undefined
+  /** The first value, in document order, that passes \`test\` with its key. */
+  find(test: (key: string, value: string) => boolean): string | undefined
   title: string | undefined
   htmlLang: string | undefined
   canonical: string | undefined
@@ -272,7 +272,7 @@ export function collectMeta(root: Element, html: Element): MetaTags {
     get: (k) => map.get(k)?.[0],
     all: (k) => map.get(k) ?? [],
     find: (test) => {
-      for (const [k, v] of map) if (test(k)) return v[0]
+      for (const [k, v] of map) if (test(k, v[0]!)) return v[0]
       return undefined
     },
     title,

@@ -330,18 +330,15 @@ export function headlineOf(title: string, h1: string | undefined, siteName: stri
  * parsing reads "1" or "Section 3" as days of 2001.
  */
 function metaPublished(meta: MetaTags, sources: FieldSources): string | undefined {
-  let out: string | undefined
-  meta.find((key) => {
-    const words = key.split(/[^a-z]+/)
-    if (words.some((w) => PUBLISHED_NOT.has(w))) return false
-    const named = words.some((w) => PUBLISHED_KEY.has(w)) ||
-      ((words.includes("publish") || words.includes("pub")) && (words.includes("date") || words.includes("time")))
-    const v = meta.get(key)
-    if (named && v !== undefined && /(^|\D)(19|20)\d\d(\D|$)|^\d{10}(\d{3})?$/.test(v)) out = toIsoDateTime(v)
-    return out !== undefined
-  })
-  if (out !== undefined) sources.publishedAt = "meta"
-  return out
+  const v = meta.find((key, value) => isPublishedKey(key) && /(^|\D)(19|20)\d\d(\D|$)|^\d{10}(\d{3})?$/.test(value) && toIsoDateTime(value) !== undefined)
+  if (v === undefined) return undefined
+  sources.publishedAt = "meta"
+  return toIsoDateTime(v)
+}
+const isPublishedKey = (key: string) => {
+  const words = key.split(/[^a-z]+/)
+  return !words.some((w) => PUBLISHED_NOT.has(w)) && (words.some((w) => PUBLISHED_KEY.has(w)) ||
+    ((words.includes("publish") || words.includes("pub")) && (words.includes("date") || words.includes("time"))))
 }
 /** Meta key words that name the publication date (keys are lower-cased: `publishedAt` is `publishedat`). */
 const PUBLISHED_KEY = new Set("published pubdate publishdate publisheddate datepublished publishedat publishtime publishedtime publishedon".split(" "))
