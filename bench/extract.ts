@@ -5,6 +5,8 @@
  *   npm run bench:extract -- --set article-modern  # one set only (article | article-modern | product)
  *   options: --quick (Trawl only, no timing), --reps N (timing repetitions, best kept; default 3), --per-doc N (worst TUNING pages of each
  *            article set), --errors (product field errors on TUNING pages), --json DIR (Trawl predictions)
+ * Products are also scored with their structured data removed (JSON-LD; then microdata, RDFa and product
+ * meta tags too): what the visible-evidence rules find alone, for shops that publish little.
  *
  * Data and scorers: ../shared/extraction-bench (relative to the repository; TRAWL_BENCH_DIR overrides).
  * Split: bench/splits/extract.json (by site; fold 0 is the untouched fifth, never used for tuning;
@@ -66,6 +68,9 @@ function loadSet(name: string): DevSet {
     mb: pages.reduce((a, p) => a + p.length, 0) / 1e6,
   }
 }
+const withoutJsonLd = (html: string) => html.replace(/<script[^>]*application\/ld\+json[^>]*>[\s\S]*?<\/script>/gi, "")
+const withoutMarkupData = (html: string) =>
+  html.replace(/\s(?:itemprop|itemscope|itemtype|property|typeof|vocab|content)(?:=(?:"[^"]*"|'[^']*'|[^\s>]*))?/gi, " ").replace(/<meta[^>]*(?:og:|product:)[^>]*>/gi, "")
 const subset = <T>(rec: Record<string, T>, keep: (id: string) => boolean): Record<string, T> =>
   Object.fromEntries(Object.entries(rec).filter(([id]) => keep(id)))
 const f3 = (x: number) => x.toFixed(3)
@@ -206,22 +211,35 @@ if (articleSets.length > 0) {
 
 if (only === undefined || only === "product") {
   const s = loadSet("product")
-  const preds: Record<string, Record<string, unknown>> = {}
-  for (let i = 0; i < s.ids.length; i++) {
-    const id = s.ids[i]!
-    const p = extract({ type: "product", content: s.pages[i]!, inputFormat: "html", url: s.truth[id]?.url ?? null, configs: [] }).data as Product
-    preds[id] = { price: p.price, currency: p.currency, sku: p.sku, availability: p.availability, brand: p.brand, name: p.name }
+  const predict = (transform: (html: string) => string) => {
+    const preds: Record<string, Record<string, unknown>> = {}
+    for (let i = 0; i < s.ids.length; i++) {
+      const id = s.ids[i]!
+      const p = extract({ type: "product", content: transform(s.pages[i]!), inputFormat: "html", url: s.truth[id]?.url ?? null, configs: [] }).data as Product
+      preds[id] = { price: p.price, currency: p.currency, sku: p.sku, availability: p.availability, brand: p.brand, name: p.name }
+    }
+    return preds
   }
+  const preds = predict((html) => html)
   console.log(`== product: ${s.ids.length} pages (${s.untouched.size} untouched), ${s.mb.toFixed(1)} MB HTML`)
   console.log(`   split        mean   price  sku    avail  pages`)
   const isT = (id: string) => !s.untouched.has(id)
-  for (const [label, keep] of [["full", () => true], ["tuning", isT], ["untouched", (id: string) => s.untouched.has(id)]] as const) {
-    const truth = subset(s.truth, keep)
-    const m = scoreProducts(truth, subset(preds, keep), { bootstrap: 0 })
-    const fields = m.fields as Record<string, { f1: number }>
-    console.log(`   ${label.padEnd(12)} ${f3(m.meanF1)}  ${f3(fields.price!.f1)}  ${f3(fields.sku!.f1)}  ${f3(fields.availability!.f1)}  ${Object.keys(truth).length}`)
-    if (label === "untouched") lastLine.product = f4(m.meanF1)
+  const rows = (prefix: string, p: Record<string, Record<string, unknown>>, last: boolean) => {
+    for (const [label, keep] of [["full", () => true], ["tuning", isT], ["untouched", (id: string) => s.untouched.has(id)]] as const) {
+      const truth = subset(s.truth, keep)
+      const m = scoreProducts(truth, subset(p, keep), { bootstrap: 0 })
+      const fields = m.fields as Record<string, { f1: number }>
+      console.log(`   ${(prefix + label).padEnd(12)} ${f3(m.meanF1)}  ${f3(fields.price!.f1)}  ${f3(fields.sku!.f1)}  ${f3(fields.availability!.f1)}  ${Object.keys(truth).length}`)
+      if (last && label === "untouched") lastLine.product = f4(m.meanF1)
+    }
   }
+  rows("", preds, true)
+  // What the page shows, without the structured data it would otherwise read: how the visible-evidence
+  // rules fare on shops that publish little (robustness; not part of the benchmark's figures).
+  console.log(`   without JSON-LD:`)
+  rows("  ", predict(withoutJsonLd), false)
+  console.log(`   without any structured data (JSON-LD, microdata, RDFa, OpenGraph/product meta):`)
+  rows("  ", predict((html) => withoutMarkupData(withoutJsonLd(html))), false)
   if (args.includes("--errors")) {
     const m = scoreProducts(subset(s.truth, isT), subset(preds, isT), { bootstrap: 0 })
     console.log(formatProductMetrics(m))

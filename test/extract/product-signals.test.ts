@@ -248,3 +248,50 @@ describe("structured candidates: the main product and agreeing sources", () => {
     expect(product(html).data.sku).toBe("KT-88")
   })
 })
+
+describe("prices and identifiers pages show without structured data", () => {
+  it("leaves a discount badge out of a price element's amount", () => {
+    // "₹2,433" + "2%" had read as 2.4332
+    const html = page("", `<h1>Ceiling Fan</h1><div id="product-price"><span class="price">₹2,433</span><span class="price-drop"><span>2%</span></span></div>`)
+    expect(product(html).data.price).toBe(2433)
+    expect(product(page("", `<h1>Lamp</h1><div class="price"><span>€ 49,90</span><span class="badge">Save 20%</span></div>`)).data.price).toBe(49.9)
+    // an amount and a percentage in one piece of text stay one text: the amount still reads
+    expect(product(page("", `<h1>Lamp</h1><div class="price"><span>$16.00 -20%</span></div>`)).data.price).toBe(16)
+  })
+
+  it("skips a struck-through old price in the page's text", () => {
+    const html = page("", `<h1>Blue Kettle</h1><table><tr><td>Price:</td><td><strike>64.27 €</strike> <span class="red">43.97 €</span> <span>(- 32%)</span></td></tr></table>`)
+    expect(product(html).data.price).toBe(43.97)
+    expect(product(page("", `<h1>Mug</h1><p><del>$12.00</del></p><p>$9.00</p>`)).data.price).toBe(9)
+  })
+
+  it("skips a price before tax", () => {
+    const html = page("", `<h1>Reading lenses</h1><ul><li>Excl. VAT:</li><li>36.53€</li><li>Total:</li><li>40.00€</li></ul>`)
+    expect(product(html).data.price).toBe(40)
+    expect(product(page("", `<h1>Bohrer</h1><p>Netto</p><p>84,03 €</p><p>Brutto</p><p>100,00 €</p>`)).data.price).toBe(100)
+  })
+
+  it("reads the price a Twitter card states, in the site's language", () => {
+    const card = (label: string, data: string) => `<meta name="twitter:data1" content="${data}"><meta name="twitter:label1" content="${label}"><meta name="twitter:data2" content="black"><meta name="twitter:label2" content="Colour">`
+    const en = product(page(card("Price", "€70.50"), `<h1>Ankle boots</h1>`)).data
+    expect([en.price, en.currency]).toEqual([70.5, "EUR"])
+    expect(product(page(card("Hinta", "38,15 €"), `<h1>Vyö</h1>`)).data.price).toBe(38.15)
+    // other labels are not prices
+    expect(product(page(card("Colour", "12"), `<h1>Vyö</h1>`)).data.price).toBeUndefined()
+    // structured offers come first
+    const withLd = page(ld({ "@type": "Product", name: "Boot", offers: { "@type": "Offer", price: "59.00", priceCurrency: "EUR" } }) + card("Price", "€70.50"), `<h1>Boot</h1>`)
+    expect(product(withLd).data.price).toBe(59)
+  })
+
+  it("separates an identifier from its label in an element of its own", () => {
+    const html = page("", `<h1>Felt pen</h1><div data-testid="sku"><span><span>Art.</span><span>1049084</span></span></div>`)
+    expect(product(html).data.sku).toBe("1049084")
+    // one piece that is the identifier stays whole
+    expect(product(page("", `<h1>Watch</h1><span class="sku">CA-304103</span>`)).data.sku).toBe("CA-304103")
+  })
+
+  it("takes no date for an identifier", () => {
+    const html = page("", `<h1>Laureates</h1><p>Text of the page.<span class="reference-accessdate">. Retrieved <span>2008-11-27</span></span></p>`)
+    expect(product(html).data.sku).toBeUndefined()
+  })
+})

@@ -9,9 +9,9 @@ import { decodeEntities } from "../html/entities.ts"
 import { str, strs, typesOf, type JsonObject, type JsonValue } from "../structured.ts"
 import { nodesOfType, firstText, type Page } from "../page.ts"
 import { ImageSet } from "../images.ts"
-import { detectCurrency, normalizeCurrency, parseNumber } from "./price.ts"
+import { detectCurrency, normalizeCurrency, parseNumber, parsePrice } from "./price.ts"
 import { cleanTitle } from "../article/article.ts"
-import { availabilityFromText, readSignals, type Signals } from "./signals.ts"
+import { availabilityFromText, NEAR_AFTER, NEAR_BEFORE, readSignals, type Signals } from "./signals.ts"
 import { getDomain } from "tldts"
 
 const PRODUCT_TYPES = new Set(["Product", "ProductGroup", "IndividualProduct", "ProductModel", "SomeProducts", "Book", "Vehicle", "Car", "Offer", "AggregateOffer", "MenuItem", "Event"])
@@ -158,6 +158,11 @@ export function productFromPage(page: Page): ProductResult {
   const metaPrice = m("product:price:amount") ?? m("og:price:amount") ?? m("product:sale_price:amount") ?? m("price")
   if (metaPrice !== undefined) set("price", numberOf(metaPrice, metaCurrency), "opengraph")
   set("currency", metaCurrency, "opengraph")
+  const card = twitterCardPrice(m)
+  if (card !== undefined) {
+    set("price", card.price, "opengraph")
+    set("currency", card.currency, "opengraph")
+  }
   set("availability", normalizeAvailability(m("product:availability") ?? m("og:availability")), "opengraph")
   set("brand", m("product:brand") ?? m("og:brand"), "opengraph")
   set("sku", m("product:retailer_item_id") ?? m("product:sku"), "opengraph")
@@ -218,6 +223,18 @@ export function productFromPage(page: Page): ProductResult {
   return { data, sources, extra }
 }
 
+/** The price a Twitter card states as one of its label/data pairs (`twitter:label1` "Price", `twitter:data1` "€70.50"). */
+const PRICE_LABEL = /^\s*(?:price|preis|prix|precio|prezzo|preço|prijs|pris|hinta|hind|kaina|cijena|cena|preț|fiyat|ár|τιμή|цена|ціна|価格|价格|價格|가격)\s*:?\s*$/i
+function twitterCardPrice(m: (k: string) => string | undefined): { price: number; currency?: string } | undefined {
+  for (let i = 1; i <= 4; i++) {
+    const label = m(`twitter:label${i}`), value = m(`twitter:data${i}`)
+    if (label === undefined || value === undefined || !PRICE_LABEL.test(label)) continue
+    const p = parsePrice(value)
+    return p !== undefined && p.price > 0 ? p : undefined
+  }
+  return undefined
+}
+
 /** A structured text value: HTML entities some shops leave in JSON-LD (`Black &amp; Silver`) decoded, spaces collapsed. */
 function textValue(v: string | undefined): string | undefined {
   if (v === undefined) return undefined
@@ -270,7 +287,7 @@ function decideAvailability(data: Product, sources: Record<string, string>, sig:
     }
   }
   // signals near the product title (the first h1) belong to the main product
-  const near = (at: number | undefined) => at !== undefined && (sig.h1At === undefined ? at < 3000 : at >= sig.h1At - 1500 && at <= sig.h1At + 2000)
+  const near = (at: number | undefined) => at !== undefined && (sig.h1At === undefined ? at < 3000 : at >= sig.h1At - NEAR_BEFORE && at <= sig.h1At + NEAR_AFTER)
   const text = near(sig.availabilityAt) ? sig.availabilityText : undefined
   const button = near(sig.buyButtonAt) ? sig.buyButton : undefined
   if (data.availability !== undefined) {

@@ -154,14 +154,40 @@ export function availabilityFromText(t: string): string | undefined {
 const DATA_SKU = /^data-(product-|item-|variant-)?sku$/
 const ID_TOKEN = /^[A-Za-z0-9][A-Za-z0-9._/-]{1,38}[A-Za-z0-9]$/
 
+/** An identifier-shaped token: letters, digits and separators with a digit; not an amount ("12.50") nor a date ("2008-11-27"). */
 function idValue(v: string): string | undefined {
-  return ID_TOKEN.test(v) && /\d/.test(v) && !/^\d{1,6}[.,]\d{1,2}$/.test(v) ? v : undefined
+  return ID_TOKEN.test(v) && /\d/.test(v) && !/^\d{1,6}[.,]\d{1,2}$/.test(v) && !DATE_TOKEN.test(v) ? v : undefined
+}
+const DATE_TOKEN = /^(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4})$/
+
+/**
+ * The identifier an element marked as one shows (`class="sku"`, `data-testid="sku"`). Its label may
+ * stand in an element of its own, glued to the value in the markup (`<span>Art.</span><span>1049084</span>`
+ * reads "Art.1049084"): of two pieces of text, a short one without digits and a value, the value is the identifier.
+ */
+function markedId(el: Element): string | undefined {
+  const whole = blockText(el, 60)
+  if (whole.length > 60) return undefined
+  const pieces: string[] = []
+  const rec = (e: Element) => {
+    for (const c of e.children) {
+      if (typeof c === "string") { const t = c.trim(); if (t !== "") pieces.push(t) }
+      else if (!NO_TEXT_TAGS.has(c.tag) && !isHidden(c)) rec(c)
+    }
+  }
+  rec(el)
+  if (pieces.length === 2 && pieces[0]!.length <= 20 && !/\d/.test(pieces[0]!)) return idValue(pieces[1]!)
+  return idValue(whole)
 }
 
 const RELATED_TAGS = new Set(["div", "section", "ul", "ol", "aside", "article", "li", "table", "tbody", "dl"])
 /** Quick filter: attribute words that any of the checks below could match. */
 const INTERESTING = /avail|stock|invent|lager|dispon|verf|deliver|status|sku|ref|code|numb|no|nr|model|style/
-const F_RELATED = 1, F_CHROME = 2, F_OLD = 4
+/** F_OLD: inside an old price, by tag or class; F_STRUCK: inside a struck-through element (a class may lie: `price-old-live` on the only price). */
+const F_RELATED = 1, F_CHROME = 2, F_OLD = 4, F_STRUCK = 8
+/** "Near the title": characters of main text before and after the first `h1`. */
+export const NEAR_BEFORE = 1500, NEAR_AFTER = 2000
+
 const NEEDS_NORMALIZING = /\s\s|[\n\t\r\f\u00a0\u200b\u200c\u200d\ufeff]/
 
 /** One pass over `root`. */
@@ -181,10 +207,12 @@ export function readSignals(root: Element): Signals {
     labelSku: lazy("sku", () => firstId(SKU_RE, labels()) ?? firstId(CODE_RE, labels())),
     weakLabelSku: lazy("weak", () => firstId(WEAK_RE, labels())),
     brand: lazy("brand", () => BRAND_RE.exec(out.text)?.[1]!.trim()),
-    textPrice: () => (h1Line === undefined ? undefined : priceAfter(main, h1Line)),
+    textPrice: () => (h1Line === undefined ? undefined : priceAfter(main, h1Line, oldLines)),
   }
   let h1Line: number | undefined
   const main: string[] = []
+  /** Lines of `main` struck through (`<del>`, `<s>`, `<strike>`): an old price, not the one the page sells at. */
+  const oldLines = new Set<number>()
   const all: string[] = []
   // short lines only, for the label scan (labels and values are short; a long line is a break "¶")
   const short: string[] = []
@@ -238,7 +266,8 @@ export function readSignals(root: Element): Signals {
     if (tag === "nav" || tag === "footer") fl |= F_CHROME
     if ((fl & F_RELATED) === 0 && words !== "" && RELATED_TAGS.has(tag) && !titlePath.has(el) && RELATED.test(words)) fl |= F_RELATED
     const hasPrice = words.includes("price")
-    if (tag === "del" || tag === "s" || tag === "strike" || (hasPrice && words.split(" ").some(isOldPriceWord))) fl |= F_OLD
+    if (tag === "del" || tag === "s" || tag === "strike") fl |= F_OLD | F_STRUCK
+    else if (hasPrice && words.split(" ").some(isOldPriceWord)) fl |= F_OLD
 
     if (itemprop !== undefined) {
       if (out.itempropSku === undefined && /^(sku|productid|mpn)$/i.test(itemprop)) {
@@ -302,7 +331,7 @@ export function readSignals(root: Element): Signals {
       }
     }
     // identifiers in marked elements
-    if (out.attrSku === undefined && !hasPrice && ID_ATTR.test(words)) out.attrSku = idValue(blockText(el, 60)) ?? (dataSku !== undefined ? idValue(dataSku) : undefined)
+    if (out.attrSku === undefined && !hasPrice && ID_ATTR.test(words)) out.attrSku = markedId(el) ?? (dataSku !== undefined ? idValue(dataSku) : undefined)
     return fl
   }
 
@@ -330,6 +359,7 @@ export function readSignals(root: Element): Signals {
       }
       all.push(t)
       if ((fl & (F_RELATED | F_CHROME)) === 0) {
+        if ((fl & F_STRUCK) !== 0) oldLines.add(main.length)
         main.push(t)
         mainChars += t.length + 1
         short.push(t.length <= 150 ? t : "¶")
@@ -371,8 +401,8 @@ function firstH1(root: Element): Element | null {
 const PRICE_LINE = /^[^\d\n]{0,4}\d[\d.,'’\s]*(?:[.,][-–])?[^\d\n]{0,4}$/
 const AMOUNT_LINE = /^\d[\d.,'’\s]*$/
 const NOT_A_PRICE = /%|\b(off|save|was|from|shipping|delivery|per|x)\b|uvp|statt|ab\b/i
-/** Labels of prices that are not the selling price: list/suggested prices, shipping, instalments. */
-const OTHER_PRICE_LABEL = /suggested|rrp|msrp|list price|regular|compare|uvp|statt|vorher|versand|liefer|prix conseillé|avant|livraison|precio (anterior|de lista)|envío|prezzo (consigliato|di listino)|spedizione|frete|verzend|dostawa|доставка|建議售價|建议售价|原價|原价|定價|定价|市價|市价|運費|运费|参考価格|希望小売価格|送料|정가|정상가|배송비|משלוח|每期|installment|monthly|\/\s*mo/i
+/** Labels of prices that are not the selling price: list/suggested prices, shipping, instalments, prices before tax. */
+const OTHER_PRICE_LABEL = /suggested|rrp|msrp|list price|regular|compare|uvp|statt|vorher|versand|liefer|prix conseillé|avant|livraison|precio (anterior|de lista)|envío|prezzo (consigliato|di listino)|spedizione|frete|verzend|dostawa|доставка|建議售價|建议售价|原價|原价|定價|定价|市價|市价|運費|运费|参考価格|希望小売価格|送料|정가|정상가|배송비|משלוח|每期|installment|monthly|\/\s*mo|excl\.?\s*(?:vat|tax|gst|mwst|btw|moms)|exkl\.?\s*(?:mwst|moms)|excluding (?:vat|tax)|ex\.? (?:vat|gst)|without (?:vat|tax)|before tax|zzgl|ohne mwst|netto|hors tax|sin iva|senza iva|iva esclusa|bez dph|brez ddv|bez vat|без ндс|税抜|税別/i
 
 /** An amount after a label of another price: "Was $149.99", "UVP 29,90 €", "Shipping: $5". */
 const OTHER_LABELLED_AMOUNT = new RegExp(`(?:${OTHER_PRICE_LABEL.source}|\\b(?:was|before|originally|antes|prima|shipping|delivery|postage)\\b)[^\\d\\n]{0,12}\\d[\\d.,'’]*(?:\\s?[^\\d\\s]{1,4}(?!\\s?\\d))?`, "gi")
@@ -390,10 +420,11 @@ function sellingPart(t: string): string {
 /** A label naming the selling price at the start of a line (not "list price", "was", "shipping": those are other prices). */
 const SELLING_LABEL = /^\s*(?:(?:our|your|sale|special|offer|current|now)\s+price|price|now|only|preis|unser preis|prix|precio|prezzo|preço|prijs|cena|цена|ціна)\s*:?\s*/i
 
-/** The first amount with a currency within 60 lines after the title line. */
-function priceAfter(lines: string[], from: number): PriceCandidate | undefined {
+/** The first amount with a currency within 60 lines after the title line, struck-through (old) prices left out. */
+function priceAfter(lines: string[], from: number, oldLines: ReadonlySet<number>): PriceCandidate | undefined {
   const end = Math.min(lines.length, from + 60)
   for (let i = from; i < end; i++) {
+    if (oldLines.has(i)) continue
     // a selling-price label on the line ("Price: $24.99", "Now $19", "Preis: 12,90 €") says which amount sells
     const labelled = SELLING_LABEL.exec(lines[i]!)
     const t = labelled !== null ? lines[i]!.slice(labelled[0].length) : lines[i]!
@@ -425,6 +456,15 @@ function isOldPrice(el: Element): boolean {
 }
 
 /**
+ * A discount badge inside a price element ("-32%", "Save 20%", "(2%)"): a percentage and no other
+ * number. Its digits would run into the amount ("₹2,433" + "2%" reads as 2.4332).
+ */
+function isPercentBadge(el: Element): boolean {
+  const t = blockText(el, 30)
+  return t.includes("%") && !/\d/.test(t.replace(/\d+(?:[.,]\d+)?\s*%/g, ""))
+}
+
+/**
  * Visible text of an element on one line, with a space where block elements meet (`$200` +
  * `<div>2 bids</div>` → `$200 2 bids`). Reading stops a little after `max` characters (callers
  * reject longer texts), so large containers cost little. Read as a price (`asPrice`), old prices are
@@ -437,7 +477,7 @@ function blockText(el: Element, max: number, inButton = false, asPrice = false):
     for (const c of e.children) {
       if (out.length > limit) return
       if (typeof c === "string") out += c
-      else if (!NO_TEXT_TAGS.has(c.tag) && !(c.tag === "button" && !inButton) && !isHidden(c) && !(asPrice && isOldPrice(c))) {
+      else if (!NO_TEXT_TAGS.has(c.tag) && !(c.tag === "button" && !inButton) && !isHidden(c) && !(asPrice && (isOldPrice(c) || isPercentBadge(c)))) {
         // (only after a bare integer: "1.299<sup>00</sup>" and a footnote after "$24.99" are other things)
         if (asPrice && c.tag === "sup" && /(?:^|[^\d.,'’])\d+$/.test(out)) {
           const cents = blockText(c, 10)
