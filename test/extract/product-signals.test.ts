@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { product } from "./helpers.ts"
 import { availabilityFromText } from "../../src/extract/product/signals.ts"
+import { parsePrice } from "../../src/extract/product/price.ts"
 
 const ld = (o: unknown) => `<script type="application/ld+json">${JSON.stringify(o)}</script>`
 const page = (head: string, body: string) => `<html><head>${head}</head><body>${body}</body></html>`
@@ -293,5 +294,109 @@ describe("prices and identifiers pages show without structured data", () => {
   it("takes no date for an identifier", () => {
     const html = page("", `<h1>Laureates</h1><p>Text of the page.<span class="reference-accessdate">. Retrieved <span>2008-11-27</span></span></p>`)
     expect(product(html).data.sku).toBeUndefined()
+  })
+})
+
+describe("shop templates' conventions", () => {
+  const shop = (url: string, body: string, head = "") => product(page(head, body), { url })
+
+  it("reads a sign several currencies share as the shop's country's currency", () => {
+    expect(shop("https://shop.example.ca/p/1", `<h1>Mug</h1><span class="price">$34.99</span>`).data.currency).toBe("CAD")
+    expect(shop("https://butikk.example.no/p/1", `<h1>Krus</h1><span class="price">1 299 kr</span>`).data.currency).toBe("NOK")
+    expect(shop("https://tienda.example.com.mx/p/1", `<h1>Taza</h1><span class="price">$1,299.00</span>`).data.currency).toBe("MXN")
+    expect(shop("https://shop.example.cn/p/1", `<h1>杯子</h1><span class="price">¥1299.00</span>`).data.currency).toBe("CNY")
+    // a code is not a sign; a sign the country does not write stays; a bare .co is any company's
+    expect(shop("https://shop.example.ca/p/1", `<h1>Mug</h1><span class="price">USD 34.99</span>`).data.currency).toBe("USD")
+    expect(shop("https://shop.example.ca/p/1", `<h1>Mug</h1><span class="price">€34.99</span>`).data.currency).toBe("EUR")
+    expect(shop("https://events.example.co/p/1", `<h1>Seminar</h1><span class="price">$340</span>`).data.currency).toBe("USD")
+    expect(shop("https://shop.example.com/p/1", `<h1>Mug</h1><span class="price">$34.99</span>`).data.currency).toBe("USD")
+  })
+
+  it("reads more currency signs", () => {
+    expect(parsePrice("1.299,90 TL")).toMatchObject({ price: 1299.9, currency: "TRY" })
+    expect(parsePrice("1 299 грн")).toMatchObject({ price: 1299, currency: "UAH" })
+    expect(parsePrice("￥3,300")).toMatchObject({ price: 3300, currency: "JPY" })
+  })
+
+  it("reads the euro sign standing for the decimal comma, and never a percentage as the amount", () => {
+    expect(parsePrice("24€99")).toMatchObject({ price: 24.99, currency: "EUR" })
+    expect(parsePrice("1 299€00")).toMatchObject({ price: 1299 })
+    expect(shop("https://boutique.example.fr/p/1", `<h1>Câble</h1><span class="price">24€<sup>99</sup></span>`).data.price).toBe(24.99)
+    // two amounts stay two amounts
+    expect(parsePrice("29€ 99€")?.price).toBe(29)
+    expect(parsePrice("inkl. 19% MwSt. 49,90 €")?.price).toBe(49.9)
+    expect(shop("https://shop.example.de/p/1", `<h1>Tasse</h1><div class="price">inkl. 19% MwSt. 49,90 €</div>`).data.price).toBe(49.9)
+  })
+
+  it("reads a label and value that direction marks separate", () => {
+    const html = `<h1>Cable</h1><ul><li><span>ASIN \u200f : \u200e</span><span>B0ABCD1234</span></li></ul>`
+    expect(shop("https://www.example.com/gp/product", html).data.sku).toBe("B0ABCD1234")
+  })
+
+  it("reads backorder, pre-order and stock-count wordings", () => {
+    expect(availabilityFromText("Available on backorder")).toBe("BackOrder")
+    expect(availabilityFromText("Available for pre-order")).toBe("PreOrder")
+    expect(availabilityFromText("Bientôt disponible")).toBe("PreOrder")
+    expect(availabilityFromText("Mehr als 10 verfügbar")).toBe("InStock")
+    expect(availabilityFromText("Only 2 left!")).toBe("InStock")
+    expect(availabilityFromText("Low stock: 3 left")).toBe("InStock")
+    // the label's word is not the wording; out of stock still wins over a qualifier
+    expect(availabilityFromText("Verfügbarkeit: nicht auf Lager")).toBe("OutOfStock")
+    expect(availabilityFromText("Sold out. Pre-order the next batch")).toBe("OutOfStock")
+  })
+
+  it("reads an availability a line states under its label", () => {
+    const html = `<h1>HP LP3065</h1><ul><li>Product Code: LP3065</li><li>Availability: Out Of Stock</li></ul><h2>$98.00</h2><button>Add to Cart</button>`
+    expect(shop("https://shop.example.com/p/1", html).data.availability).toBe("OutOfStock")
+    expect(shop("https://shop.example.com/p/1", `<h1>Lampe</h1><dl><dt>Verfügbarkeit:</dt><dd>Auf Lager</dd></dl>`).data.availability).toBe("InStock")
+  })
+
+  it("names the product by its headline when the title adds the shop's name", () => {
+    const head = (t: string) => `<meta property="og:title" content="${t}">`
+    expect(shop("https://shop.example.com/p/1", `<h1>Canvas Tote Bag</h1>`, head("Canvas Tote Bag - Example Shop")).data.name).toBe("Canvas Tote Bag")
+    expect(shop("https://www.ebay.com/itm/1", `<h1>Seiko 5 SNK809</h1>`, head("Seiko 5 SNK809 | eBay")).data.name).toBe("Seiko 5 SNK809")
+    expect(shop("https://acme.example/p/1", `<h1>Hoodie</h1>`, head("Hoodie - Acme Store") + `<meta property="og:site_name" content="Acme Store">`).data.name).toBe("Hoodie")
+    // a dash of the product's own stays
+    expect(shop("https://shop.example.com/p/1", `<h1>Sony WH-1000XM4</h1>`, head("Sony WH-1000XM4 - Black")).data.name).toBe("Sony WH-1000XM4 - Black")
+  })
+
+  it("sells the variant the page's address selects", () => {
+    const offers = [
+      { "@type": "Offer", price: "29.00", priceCurrency: "USD", sku: "P-S", url: "https://s.example.com/products/print?variant=1" },
+      { "@type": "Offer", price: "59.00", priceCurrency: "USD", sku: "P-L", url: "/products/print?variant=2" },
+    ]
+    const html = page(ld({ "@type": "Product", name: "Canvas Print", offers }), `<h1>Canvas Print</h1>`)
+    const selected = product(html, { url: "https://s.example.com/products/print?variant=2" }).data
+    expect([selected.price, selected.sku]).toEqual([59, "P-L"])
+    // without a selecting query, and with only a tracking one, the first offer sells
+    expect(product(html, { url: "https://s.example.com/products/print" }).data.price).toBe(29)
+    expect(product(html, { url: "https://s.example.com/products/print?utm_source=x" }).data.price).toBe(29)
+  })
+
+  it("a plain-text price is not vetoed by an ordinary line before it, nor by a discount badge", () => {
+    expect(shop("https://shop.example.com/p/1", `<h1>Tote bag</h1><p>Made from recycled cotton.</p><div><span>$24.00</span><button>Add to cart</button></div>`).data.price).toBe(24)
+    expect(shop("https://shop.example.com/p/1", `<h1>Bag</h1><div><span>16% off</span></div><div><span>€41.30</span></div><div><span>€49.10</span></div>`).data.price).toBe(41.3)
+    // a label of another price right before still is one
+    expect(shop("https://shop.example.com/p/1", `<h1>Bag</h1><div><span>Shipping</span></div><div><span>€4.90</span></div><div><span>Price</span></div><div><span>€49.10</span></div>`).data.price).toBe(49.1)
+  })
+
+  it("an amount struck through by its style is an old price", () => {
+    const html = `<h1>HP LP3065</h1><ul><li><span style="text-decoration: line-through;">$122.00</span></li><li><h2>$98.00</h2></li></ul>`
+    expect(shop("https://shop.example.com/p/1", html).data.price).toBe(98)
+    expect(shop("https://shop.example.com/p/1", `<h1>Mug</h1><div class="price"><span style="text-decoration:line-through">$20</span> $15</div>`).data.price).toBe(15)
+  })
+
+  it("what follows a 'Related products' heading is other items", () => {
+    const html = `<h1>Arc Lamp</h1><div><strong>$245.00</strong><button>Add to cart</button></div>
+      <div><h3>Customers also bought</h3></div><div class="row"><div><h4>Bulb</h4><p class="price">$12.00</p><button>Add to cart</button></div></div>`
+    expect(shop("https://shop.example.com/p/1", html).data.price).toBe(245)
+    const oos = page(ld({ "@type": "Product", name: "Vase", offers: { "@type": "Offer", price: "80", availability: "https://schema.org/OutOfStock" } }),
+      `<h1>Vase</h1><p>This item is currently out of stock.</p><h2>You may also like</h2><div class="grid"><div><a>Bowl</a><button>Add to cart</button></div></div>`)
+    expect(product(oos).data.availability).toBe("OutOfStock")
+  })
+
+  it("a product hidden from screen readers is still on the page", () => {
+    const html = `<div aria-hidden="true"><div><h1>Seiko 5</h1><div>Price:</div><div>GBP 11.19</div></div></div>`
+    expect(shop("https://shop.example.com/p/1", html).data.price).toBe(11.19)
   })
 })

@@ -56,9 +56,9 @@ export function rawText(el: Element, max = Infinity): string {
   return out
 }
 
-/** Collapses runs of white space (incl. NBSP and zero-width spaces) into one space and trims. */
+/** Collapses runs of white space (incl. NBSP, zero-width spaces and direction marks) into one space and trims. */
 export function normalizeSpace(s: string): string {
-  return s.replace(/[\s\u00a0\u200b\u200c\u200d\ufeff]+/g, " ").trim()
+  return s.replace(/[\s\u00a0\u200b\u200c\u200d\u200e\u200f\ufeff]+/g, " ").trim()
 }
 
 /** Visible text of an element on one line. */

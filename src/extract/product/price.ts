@@ -12,7 +12,20 @@ const SYMBOLS: ReadonlyArray<[string, string]> = [
   ["₸", "KZT"], ["zł", "PLN"], ["Kč", "CZK"], ["Ft", "HUF"], ["lei", "RON"], ["kn", "HRK"], ["Rs.", "INR"], ["Rs", "INR"],
   ["RM", "MYR"], ["Fr.", "CHF"], ["kr.", "DKK"], ["kr", "SEK"], ["$", "USD"], ["ر.س", "SAR"], ["د.إ", "AED"],
   ["₦", "NGN"], ["৳", "BDT"], ["Rp", "IDR"], ["₲", "PYG"], ["₡", "CRC"], ["₾", "GEL"], ["₼", "AZN"], ["лв", "BGN"], ["S/", "PEN"],
+  ["￥", "JPY"], ["TL", "TRY"], ["грн", "UAH"],
 ]
+
+/**
+ * Signs several currencies write alike, read as the first: `$` is USD, `kr` SEK, `kr.` DKK, `¥` JPY.
+ * A shop's country settles them (see `sharesSign`).
+ */
+const SHARED_SIGNS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ["$", new Set(["USD", "CAD", "AUD", "NZD", "MXN", "ARS", "CLP", "COP", "SGD", "HKD", "TWD", "UYU"])],
+  ["kr", new Set(["SEK", "NOK", "DKK", "ISK"])],
+  ["kr.", new Set(["DKK", "ISK", "NOK", "SEK"])],
+  ["¥", new Set(["JPY", "CNY"])],
+  ["￥", new Set(["JPY", "CNY"])],
+])
 
 /** ISO 4217 codes recognized in text. */
 const ISO = new Set((
@@ -31,8 +44,13 @@ const ALPHABETIC = /^[A-Za-z\u00c0-\u024f\u0400-\u04ff]/
 
 /** Finds a currency (ISO code) in a text, or undefined. */
 export function detectCurrency(text: string): string | undefined {
+  return findCurrency(text)?.code
+}
+
+/** The currency of a text and the sign it was read from (none for an ISO code). */
+function findCurrency(text: string): { code: string; sign?: string } | undefined {
   const codes = text.match(/\b[A-Z]{3}\b/g)
-  if (codes !== null) for (const c of codes) if (ISO.has(c)) return c
+  if (codes !== null) for (const c of codes) if (ISO.has(c)) return { code: c }
   for (const [sym, code] of SYMBOLS) {
     const i = text.indexOf(sym)
     if (i < 0) continue
@@ -42,9 +60,14 @@ export function detectCurrency(text: string): string | undefined {
       const after = text[i + sym.length] ?? " "
       if (ALPHABETIC.test(before) || ALPHABETIC.test(after)) continue
     }
-    return code
+    return { code, sign: sym }
   }
   return undefined
+}
+
+/** Whether a price read from a shared sign (`$`, `kr`, `¥`) may be in `local`, the currency of the shop's country. */
+export function sharesSign(price: ParsedPrice, local: string): boolean {
+  return price.sign !== undefined && (SHARED_SIGNS.get(price.sign)?.has(local) ?? false)
 }
 
 /** Normalizes a currency given as code or symbol to ISO 4217. */
@@ -103,14 +126,24 @@ export function parseNumber(text: string, locale: NumberLocale = "auto", currenc
 export interface ParsedPrice {
   price: number
   currency?: string
+  /** The sign the currency was read from, when it was not an ISO code. */
+  sign?: string
 }
 
-/** Parses a price text into amount and currency (if shown). */
+/**
+ * Parses a price text into amount and currency (if shown). A percentage is never the amount ("inkl.
+ * 19% MwSt. 49,90 €" is 49.90), and the euro sign may stand for the decimal comma ("24€99", French
+ * shops' way).
+ */
 export function parsePrice(text: string, locale: NumberLocale = "auto"): ParsedPrice | undefined {
-  const t = text.replace(/\s+/g, " ").trim()
+  let t = text.replace(/\s+/g, " ").trim()
   if (t === "" || !/\d/.test(t)) return undefined
-  const currency = detectCurrency(t)
-  const price = parseNumber(t, locale, currency)
+  const found = findCurrency(t)
+  const withoutPercent = t.replace(/[-−]?\d+(?:[.,]\d+)?\s?%/g, " ")
+  if (/\d/.test(withoutPercent)) t = withoutPercent
+  t = t.replace(/(\d[\d .]*)€(\d{2})(?![\d.,])/, (_, whole: string, cents: string) => `${whole.replace(/[ .]/g, "")}.${cents} €`)
+  const price = parseNumber(t, locale, found?.code)
   if (price === undefined) return undefined
-  return currency === undefined ? { price } : { price, currency }
+  if (found === undefined) return { price }
+  return found.sign === undefined ? { price, currency: found.code } : { price, currency: found.code, sign: found.sign }
 }

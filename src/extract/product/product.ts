@@ -9,10 +9,10 @@ import { decodeEntities } from "../html/entities.ts"
 import { str, strs, typesOf, type JsonObject, type JsonValue } from "../structured.ts"
 import { nodesOfType, firstText, type Page } from "../page.ts"
 import { ImageSet } from "../images.ts"
-import { detectCurrency, normalizeCurrency, parseNumber, parsePrice } from "./price.ts"
+import { detectCurrency, normalizeCurrency, parseNumber, parsePrice, sharesSign, type ParsedPrice } from "./price.ts"
 import { cleanTitle } from "../article/article.ts"
 import { availabilityFromText, NEAR_AFTER, NEAR_BEFORE, readSignals, type Signals } from "./signals.ts"
-import { getDomain } from "tldts"
+import { getDomain, getDomainWithoutSuffix, getPublicSuffix } from "tldts"
 
 const PRODUCT_TYPES = new Set(["Product", "ProductGroup", "IndividualProduct", "ProductModel", "SomeProducts", "Book", "Vehicle", "Car", "Offer", "AggregateOffer", "MenuItem", "Event"])
 
@@ -41,6 +41,23 @@ interface Offerish {
   currency?: string
   availability?: string
   sku?: string
+  url?: string
+}
+
+/**
+ * Whether an offer's address is the page's own, query included: a shop page reached through one
+ * variant's link (`/products/print?variant=2`) sells that variant, whatever offer comes first.
+ */
+function isSelectedOffer(offerUrl: string | undefined, pageUrl: string | null): boolean {
+  if (offerUrl === undefined || pageUrl === null) return false
+  try {
+    const page = new URL(pageUrl), offer = new URL(offerUrl, page)
+    if (page.search === "" || offer.pathname !== page.pathname) return false
+    const wanted = [...page.searchParams].filter(([k]) => !/^utm_|^(gclid|fbclid|ref)$/i.test(k))
+    return wanted.length > 0 && wanted.every(([k, v]) => offer.searchParams.get(k) === v)
+  } catch {
+    return false
+  }
 }
 
 function numberOf(v: JsonValue | undefined, currency?: string): number | undefined {
@@ -65,10 +82,12 @@ function sellingSpec(v: JsonValue | undefined): JsonObject | undefined {
   return list.find((x) => !other(x) && x.price !== undefined) ?? list[0]
 }
 
-function readOffer(o: JsonValue | undefined, depth = 0): Offerish | undefined {
+function readOffer(o: JsonValue | undefined, pageUrl: string | null = null, depth = 0): Offerish | undefined {
   if (o === undefined || o === null || depth > 4) return undefined
   if (Array.isArray(o)) {
-    const list = o.map((x) => readOffer(x, depth + 1)).filter((x): x is Offerish => x !== undefined)
+    const list = o.map((x) => readOffer(x, pageUrl, depth + 1)).filter((x): x is Offerish => x !== undefined)
+    const selected = list.filter((x) => x.price !== undefined && isSelectedOffer(x.url, pageUrl))
+    if (selected.length === 1) return selected[0]
     const pick = list.find((x) => x.price !== undefined && x.availability !== "OutOfStock") ?? list.find((x) => x.price !== undefined) ?? list[0]
     if (pick !== undefined && pick.availability === "OutOfStock" && list.some((x) => x.availability !== undefined && x.availability !== "OutOfStock")) {
       return { ...pick, availability: list.find((x) => x.availability !== undefined && x.availability !== "OutOfStock")!.availability! }
@@ -83,7 +102,7 @@ function readOffer(o: JsonValue | undefined, depth = 0): Offerish | undefined {
   const currency = normalizeCurrency(str(n.priceCurrency) ?? (spec && typeof spec === "object" ? str(spec.priceCurrency) : undefined))
     ?? (priceText !== undefined && /\D/.test(priceText.replace(/[\s.,]/g, "")) ? detectCurrency(priceText) : undefined)
   let price = numberOf(n.price, currency) ?? numberOf(n.lowPrice, currency) ?? (spec && typeof spec === "object" ? numberOf(spec.price, currency) : undefined)
-  const nested = n.offers !== undefined ? readOffer(n.offers, depth + 1) : undefined
+  const nested = n.offers !== undefined ? readOffer(n.offers, pageUrl, depth + 1) : undefined
   if (price === undefined && nested !== undefined) price = nested.price
   const out: Offerish = {}
   if (price !== undefined && price > 0) out.price = price
@@ -93,6 +112,8 @@ function readOffer(o: JsonValue | undefined, depth = 0): Offerish | undefined {
   if (av !== undefined) out.availability = av
   const sku = str(n.sku) ?? nested?.sku
   if (sku !== undefined) out.sku = sku
+  const url = str(n.url)
+  if (url !== undefined) out.url = url
   return out
 }
 
@@ -126,7 +147,7 @@ export function productFromPage(page: Page): ProductResult {
     set("name", textValue(str(node.name)), source)
     const d = str(node.description)
     set("description", d !== undefined ? normalizeSpace(d) : undefined, source)
-    const offer = readOffer(node.offers) ?? {}
+    const offer = readOffer(node.offers, page.url) ?? {}
     set("price", offer.price, source)
     set("currency", offer.currency, source)
     set("availability", offer.availability, source)
@@ -141,10 +162,10 @@ export function productFromPage(page: Page): ProductResult {
   // every identifier of the main product (also as another source describes it) is a SKU candidate
   for (const { node, source } of products) {
     if (node !== products[0]!.node && nameKey(textValue(str(node.name)) ?? "") !== nameKey(data.name)) continue
-    for (const v of [str(node.sku), readOffer(node.offers)?.sku, str(node.productID), str(node.mpn)]) addSku(cleanSku(v), source)
+    for (const v of [str(node.sku), readOffer(node.offers, page.url)?.sku, str(node.productID), str(node.mpn)]) addSku(cleanSku(v), source)
   }
   for (const { node, source } of offersOnly) {
-    const offer = readOffer(node) ?? {}
+    const offer = readOffer(node, page.url) ?? {}
     set("price", offer.price, source)
     set("currency", offer.currency, source)
     set("availability", offer.availability, source)
@@ -161,19 +182,19 @@ export function productFromPage(page: Page): ProductResult {
   const card = twitterCardPrice(m)
   if (card !== undefined) {
     set("price", card.price, "opengraph")
-    set("currency", card.currency, "opengraph")
+    set("currency", currencyOf(card, page.url), "opengraph")
   }
   set("availability", normalizeAvailability(m("product:availability") ?? m("og:availability")), "opengraph")
   set("brand", m("product:brand") ?? m("og:brand"), "opengraph")
   set("sku", m("product:retailer_item_id") ?? m("product:sku"), "opengraph")
   addSku(m("product:retailer_item_id"), "opengraph")
   addSku(m("product:sku"), "opengraph")
-  set("name", m("og:title") !== undefined ? normalizeSpace(m("og:title")!) : undefined, "opengraph")
+  set("name", m("og:title") !== undefined ? withoutSiteName(normalizeSpace(m("og:title")!), firstText(page.scope, "h1"), m("og:site_name"), page.url) : undefined, "opengraph")
   set("description", m("og:description") ?? m("description"), m("og:description") !== undefined ? "opengraph" : "meta")
 
   // what the page shows
   const sig = readSignals(page.scope)
-  decidePrice(data, sources, sig, set, products.some(({ node }) => node.offers !== undefined) || offersOnly.length > 0)
+  decidePrice(data, sources, sig, set, products.some(({ node }) => node.offers !== undefined) || offersOnly.length > 0, page.url)
   decideAvailability(data, sources, sig, products, set)
   decideSku(data, sources, sig, page, skuCandidates)
   set("brand", sig.itempropBrand, "product-heuristics")
@@ -223,6 +244,24 @@ export function productFromPage(page: Page): ProductResult {
   return { data, sources, extra }
 }
 
+/**
+ * A title that is the page's headline plus the shop's name ("Canvas Tote Bag - Example Shop", "… | eBay")
+ * names the product by the headline. The other parts must name the site (its og:site_name, or words
+ * holding its domain's name): other dashes may be the product's own ("Sony WH-1000XM4 - Black").
+ */
+function withoutSiteName(title: string, h1: string | undefined, siteName: string | undefined, url: string | null): string {
+  if (h1 === undefined) return title
+  const head = normalizeSpace(h1)
+  const parts = title.split(/\s+[|\-–—:·»/]\s+/)
+  const i = parts.findIndex((p) => p.toLowerCase() === head.toLowerCase())
+  if (parts.length < 2 || i < 0) return title
+  const letters = (t: string) => t.toLowerCase().replace(/[^\p{L}\p{N}]/gu, "")
+  const label = url !== null ? letters(getDomainWithoutSuffix(url) ?? "") : ""
+  const site = siteName !== undefined ? letters(siteName) : ""
+  const names = (p: string) => { const l = letters(p); return l !== "" && (l === site || (label.length >= 3 && l.includes(label))) }
+  return parts.every((p, j) => j === i || names(p)) ? head : title
+}
+
 /** The price a Twitter card states as one of its label/data pairs (`twitter:label1` "Price", `twitter:data1` "€70.50"). */
 const PRICE_LABEL = /^\s*(?:price|preis|prix|precio|prezzo|preço|prijs|pris|hinta|hind|kaina|cijena|cena|preț|fiyat|ár|τιμή|цена|ціна|価格|价格|價格|가격)\s*:?\s*$/i
 function twitterCardPrice(m: (k: string) => string | undefined): { price: number; currency?: string } | undefined {
@@ -249,11 +288,11 @@ type Setter = <K extends keyof Product>(k: K, v: Product[K] | undefined, source:
  * An auction's current bid (a "current bid" element or label) replaces a structured price, which on
  * auction pages is the starting price.
  */
-function decidePrice(data: Product, sources: Record<string, string>, sig: Signals, set: Setter, hasOffer: boolean): void {
+function decidePrice(data: Product, sources: Record<string, string>, sig: Signals, set: Setter, hasOffer: boolean, url: string | null): void {
   if (sig.bid !== undefined && (data.price === undefined || data.price !== sig.bid.price)) {
     data.price = sig.bid.price
     sources.price = "product-heuristics"
-    if (sig.bid.currency !== undefined && data.currency === undefined) set("currency", sig.bid.currency, "product-heuristics")
+    if (data.currency === undefined) set("currency", currencyOf(sig.bid, url), "product-heuristics")
     return
   }
   // a plain-text price only on pages without structured offers (an offer without a usable price,
@@ -261,7 +300,7 @@ function decidePrice(data: Product, sources: Record<string, string>, sig: Signal
   const p = data.price === undefined ? (sig.price ?? (hasOffer ? undefined : sig.textPrice())) : undefined
   if (p !== undefined) {
     set("price", p.price, "product-heuristics")
-    if (data.currency === undefined) set("currency", p.currency, "product-heuristics")
+    if (data.currency === undefined) set("currency", currencyOf(p, url), "product-heuristics")
   }
 }
 
@@ -415,6 +454,16 @@ const CCTLD_CURRENCY: Record<string, string> = {
   pl: "PLN", cz: "CZK", hu: "HUF", ro: "RON", se: "SEK", dk: "DKK", no: "NOK", ru: "RUB", ua: "UAH", tr: "TRY", in: "INR",
   jp: "JPY", cn: "CNY", kr: "KRW", tw: "TWD", hk: "HKD", sg: "SGD", br: "BRL", mx: "MXN", ar: "ARS", cl: "CLP", co: "COP",
   za: "ZAR", kz: "KZT", by: "BYN", pk: "PKR", il: "ILS", th: "THB", my: "MYR", ph: "PHP", vn: "VND", id: "IDR", sa: "SAR", ae: "AED",
+}
+
+/**
+ * The currency of a price the page shows: a sign several currencies share (`$`, `kr`, `¥`) is the
+ * shop's country's when that country writes it too (`$` on a .ca shop is CAD). A bare `.co` is taken
+ * by companies everywhere (Colombia's shops are `.com.co`).
+ */
+function currencyOf(p: ParsedPrice, url: string | null): string | undefined {
+  const local = url !== null && getPublicSuffix(url) !== "co" ? currencyFromDomain(url) : undefined
+  return local !== undefined && sharesSign(p, local) ? local : p.currency
 }
 
 function currencyFromDomain(url: string | null): string | undefined {

@@ -8,7 +8,7 @@
  * main product's count.
  */
 import { Element, normalizeSpace } from "../html/dom.ts"
-import { detectCurrency, parsePrice } from "./price.ts"
+import { detectCurrency, parsePrice, type ParsedPrice } from "./price.ts"
 import { BLOCK_TAGS, NO_TEXT_TAGS } from "../html/text.ts"
 
 // ---------- vocabularies ----------
@@ -31,9 +31,9 @@ const AVAIL_ATTR = /avail|stock|inventory|lager|dispon|verfug|verfüg|deliverabi
 
 /** Explicitly out-of-stock wording (many languages). */
 export const OUT_TEXT = /\b(out of stock|sold out|currently unavailable|temporarily unavailable|unavailable|not available|no longer available|discontinued|not in stock)\b|nicht (mehr )?(verfügbar|lieferbar|auf lager|vorrätig)|ausverkauft|vergriffen|derzeit nicht|épuisé|rupture de stock|indisponible|plus disponible|agotado|sin stock|no disponible|sin existencias|esaurit[oa]|non disponibile|non più disponibile|esgotado|indisponível|sem estoque|uitverkocht|niet (op voorraad|leverbaar|beschikbaar)|nie ma w magazynie|niedostępny|brak w magazynie|brak towaru|нет в наличии|немає в наявності|нет на складе|распродано|slutsåld|slut i lager|udsolgt|ikke på lager|utsolgt|loppuunmyyty|ei varastossa|vypredané|vyprodáno|není skladem|nie je skladom|nedostupn|nie je možné (produkt )?kúpiť|není možné koupit|nincs készleten|elfogyott|stokta yok|tükendi|在庫切れ|在庫なし|売り切れ|품절|일시품절|缺货|缺貨|售完|已售完|無庫存|ไม่มีสินค้า|אזל מהמלאי|לא במלאי|אינו במלאי|غير متوفر|نفدت الكمية|hết hàng/i
-export const PRE_TEXT = /\b(pre-?order|coming soon)\b|vorbestell|précommande|preventa|pre-?venda|prenota|предзаказ|予約/i
+export const PRE_TEXT = /\b(pre-?order|coming soon)\b|vorbestell|demnächst verfügbar|précommande|bientôt disponible|preventa|próximamente|pre-?venda|em breve|prenota|prossimamente|предзаказ|予約/i
 /** In-stock wording (texts of availability elements). */
-export const IN_TEXT = /\b(in stock|available|ships (today|in|within)|ready to ship)\b|auf lager|lieferbar|sofort verfügbar|vorrätig|en stock|disponible|en existencia|disponibile|em estoque|disponível|op voorraad|w magazynie|dostępny|в наличии|є в наявності|i lager|på lager|varastossa|skladem|na sklade|skladom|készleten|stokta|在庫あり|有货|有貨|現貨|במלאי|còn hàng/i
+export const IN_TEXT = /\b(in stock|available|ships (today|in|within)|ready to ship|only \d+ left|\d+ left( in stock)?|low stock|few left)\b|auf lager|lieferbar|verfügbar(?!keit)|vorrätig|en stock|disponible|en existencia|disponibile|em estoque|disponível|op voorraad|w magazynie|dostępny|в наличии|є в наявності|i lager|på lager|varastossa|skladem|na sklade|skladom|készleten|stokta|在庫あり|有货|有貨|現貨|במלאי|còn hàng/i
 /** Buy-button wording. */
 export const CART_TEXT = /\b(add to (your )?(cart|basket|bag|trolley)|add to shopping (cart|bag)|buy (it )?now|order now|place bid|bid now|add$)\b|in den (warenkorb|einkaufswagen)|jetzt kaufen|ajouter au panier|añadir a la (cesta|bolsa)|añadir al carrito|agregar al carrito|aggiungi al carrello|adicionar ao carrinho|comprar|in winkel(mand|wagen)|toevoegen aan|dodaj do koszyka|do koszyka|do košíka|do košíku|vložit do košíku|kosárba|sepete ekle|lägg i (varukorg|kundvagn)|læg i kurv|legg i (handlekurv|handlevogn)|lisää ostoskoriin|adaugă în coș|dodaj u košaricu|в корзину|купить|додати в кошик|カートに入れる|カートへ|장바구니|바로구매|加入购物车|加入購物車|立即购买|立即購買|הוסף לסל|أضف إلى السلة|thêm vào giỏ/i
 /** Buttons shown instead of a buy button when the item cannot be bought. */
@@ -81,13 +81,12 @@ const WEAK_RE = labelRegex(WEAK_LABELS, ANY_SEP, WEAK_LEAD)
 const ID_ATTR = /(^|[^a-z])(sku|product-?ref(erence)?|product-?code|product-?number|product-?no|article-?(number|no|nr|code)|item-?(number|no|code)|art-?nr|artnr|style-?(number|code)|model-?(number|no)|reference|ref-?code)([^a-z]|$)/
 const BRAND_RE = /(?:^|\n)(?:brand|marke|marque|marca|merk|marka|značka|márka|бренд|производитель|manufacturer|hersteller|fabricant|fabricante|produttore|proizvajalec|výrobce|výrobca|producent|valmistaja|tillverkare|ブランド|品牌|브랜드)(?![\p{L}])\s*(?:[:：\-–]\s*\n?|\n)\s*[:：]?\s*([^\n]{1,48})(?:\n|$)/iu
 
-export interface PriceCandidate {
-  price: number
-  currency?: string
+export interface PriceCandidate extends ParsedPrice {
   score: number
   /** A current bid of an auction. */
   bid: boolean
 }
+const candidate = (p: ParsedPrice, score: number, bid: boolean): PriceCandidate => ({ ...p, score, bid })
 
 export interface Signals {
   /** Visible text segments of the page (main area; chrome and related areas excluded), joined by `\n`. */
@@ -136,7 +135,11 @@ function isHidden(el: Element): boolean {
   return c !== undefined && (c.includes("hid") || c.includes("none") || c.includes("only") || c.includes("invisible") || c.includes("screen-reader")) && HIDDEN_CLASS.test(c)
 }
 
-/** Reading of an availability text: the earliest of out-of-stock, pre-order and in-stock wordings. */
+/**
+ * Reading of an availability text: the earlier of out-of-stock and in-stock wordings ("In stock. Not
+ * available for pick-up" is InStock), except that a pre-order or backorder wording qualifies an in-stock
+ * one ("Available on backorder", "Available for pre-order").
+ */
 export function availabilityFromText(t: string): string | undefined {
   let best: string | undefined
   let at = Infinity
@@ -145,9 +148,10 @@ export function availabilityFromText(t: string): string | undefined {
     if (m !== null && m.index < at) { at = m.index; best = v }
   }
   test(OUT_TEXT, "OutOfStock")
-  test(PRE_TEXT, "PreOrder")
-  test(/backorder/i, "BackOrder")
   test(IN_TEXT, "InStock")
+  if (best === "OutOfStock") return best
+  if (PRE_TEXT.test(t)) return "PreOrder"
+  if (/back-?order/i.test(t)) return "BackOrder"
   return best
 }
 
@@ -188,7 +192,7 @@ const F_RELATED = 1, F_CHROME = 2, F_OLD = 4, F_STRUCK = 8
 /** "Near the title": characters of main text before and after the first `h1`. */
 export const NEAR_BEFORE = 1500, NEAR_AFTER = 2000
 
-const NEEDS_NORMALIZING = /\s\s|[\n\t\r\f\u00a0\u200b\u200c\u200d\ufeff]/
+const NEEDS_NORMALIZING = /\s\s|[\n\t\r\f\u00a0\u200b\u200c\u200d\u200e\u200f\ufeff]/
 
 /** One pass over `root`. */
 export function readSignals(root: Element): Signals {
@@ -232,6 +236,8 @@ export function readSignals(root: Element): Signals {
     let itemprop: string | undefined, role: string | undefined, type: string | undefined, content: string | undefined
     let value: string | undefined, ariaLabel: string | undefined, href: string | undefined
     let disabled = false
+    /** Struck through by its inline style (`text-decoration: line-through`): an old price, as `<del>` is. */
+    let struck = false
     /** The value of a `data-sku` / `data-product-sku` attribute: the identifier itself, whatever the element shows. */
     let dataSku: string | undefined
     if (a !== null) {
@@ -240,8 +246,12 @@ export function readSignals(root: Element): Signals {
         switch (k) {
           case "class": case "id": words += " " + v; break
           case "hidden": return -1
-          case "style": if ((v.includes("none") || v.includes("hidden")) && /display\s*:\s*none|visibility\s*:\s*hidden/i.test(v)) return -1; break
-          case "aria-hidden": if (v === "true" && tag !== "span" && tag !== "i") return -1; break
+          case "style":
+            if ((v.includes("none") || v.includes("hidden")) && /display\s*:\s*none|visibility\s*:\s*hidden/i.test(v)) return -1
+            if (v.includes("line-through")) struck = true
+            break
+          // (a page may hide its whole product from screen readers while a dialog is open: not from the eye)
+          case "aria-hidden": if (v === "true" && tag !== "span" && tag !== "i" && !titlePath.has(el)) return -1; break
           case "itemprop": itemprop = v; words += " " + v; break
           case "role": role = v; break
           case "type": type = v; break
@@ -265,8 +275,13 @@ export function readSignals(root: Element): Signals {
     }
     if (tag === "nav" || tag === "footer") fl |= F_CHROME
     if ((fl & F_RELATED) === 0 && words !== "" && RELATED_TAGS.has(tag) && !titlePath.has(el) && RELATED.test(words)) fl |= F_RELATED
+    if ((fl & F_RELATED) === 0 && afterRelatedHeading.has(el) && !titlePath.has(el)) fl |= F_RELATED
+    if ((fl & F_RELATED) === 0 && HEADINGS.has(tag)) {
+      const t = blockText(el, 60)
+      if (t.length <= 60 && RELATED_HEADING.test(t)) markAfter(el)
+    }
     const hasPrice = words.includes("price")
-    if (tag === "del" || tag === "s" || tag === "strike") fl |= F_OLD | F_STRUCK
+    if (tag === "del" || tag === "s" || tag === "strike" || struck) fl |= F_OLD | F_STRUCK
     else if (hasPrice && words.split(" ").some(isOldPriceWord)) fl |= F_OLD
 
     if (itemprop !== undefined) {
@@ -299,7 +314,7 @@ export function readSignals(root: Element): Signals {
             if (p.currency !== undefined || detectCurrency(t) !== undefined) sc += 3
             if (CUR_PRICE.test(words)) sc += 1
             if (itemprop === "price") sc += 4
-            const cand: PriceCandidate = { score: sc, price: p.price, bid, ...(p.currency !== undefined ? { currency: p.currency } : {}) }
+            const cand = candidate(p, sc, bid)
             if (bid) bestBid ??= cand
             else if (best === undefined || sc > best.score) best = cand
           }
@@ -333,6 +348,15 @@ export function readSignals(root: Element): Signals {
     // identifiers in marked elements
     if (out.attrSku === undefined && !hasPrice && ID_ATTR.test(words)) out.attrSku = markedId(el) ?? (dataSku !== undefined ? idValue(dataSku) : undefined)
     return fl
+  }
+
+  /** What follows a heading such as "Related products" or "Customers also bought": other items, however unmarked. */
+  const afterRelatedHeading = new Set<Element>()
+  const markAfter = (heading: Element) => {
+    // the heading may stand alone in a wrapper: its siblings are the wrapper's
+    let e = heading
+    for (let up = 0; up < 3 && e.parent !== null && e.parent !== root && nextElements(e).length === 0; up++) e = e.parent
+    for (const s of nextElements(e)) afterRelatedHeading.add(s)
   }
 
   // the title's ancestors are never "related items" (a page wrapper may be called `has-recommendations`)
@@ -370,18 +394,57 @@ export function readSignals(root: Element): Signals {
     if (f >= 0) pushChildren(n, f)
   }
   out.text = main.join("\n")
+  if (out.availabilityText === undefined) labelledAvailability(main, out)
   if (best !== undefined) out.price = best
   // "Current bid: $200"
   if (bestBid === undefined) {
     const m = BID_TEXT.exec(out.text)
     if (m !== null) {
       const p = parsePrice(m[1]!)
-      if (p !== undefined && p.price > 0) bestBid = { score: 0, price: p.price, bid: true, ...(p.currency !== undefined ? { currency: p.currency } : {}) }
+      if (p !== undefined && p.price > 0) bestBid = candidate(p, 0, true)
     }
   }
   if (bestBid !== undefined) out.bid = bestBid
   return out
 }
+
+/** A sentence ("Made from recycled cotton."), not a label: three words or more and a full stop. */
+const isSentence = (t: string) => /[.!]$/.test(t.trim()) && t.trim().split(/\s+/).length >= 3
+
+/** A percentage, on a shop's page a discount: "-16%", "16% off", "15% alennusta", "Save 16%". */
+const DISCOUNT_BADGE = /\d\s?%/
+
+/** A line that labels the product's availability ("Availability: Out Of Stock", "Verfügbarkeit:⏎Auf Lager"). */
+const AVAIL_LABEL = /^(?:availability|stock status|stock|verfügbarkeit|lieferstatus|lagerstatus|disponibilité|disponibilidad|disponibilità|disponibilidade|beschikbaarheid|voorraad|dostępność|dostupnost|dostupnosť|наличие|在庫状況|在庫|库存|庫存|재고)\s*[:：]\s*(.{0,80})$/i
+
+/** An availability a line states under its label, for pages that mark no element as one. */
+function labelledAvailability(lines: string[], out: Signals): void {
+  let at = 0
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!
+    const m = line.length <= 100 ? AVAIL_LABEL.exec(line) : null
+    if (m !== null) {
+      const v = availabilityFromText(m[1] !== "" ? m[1]! : (lines[i + 1] ?? "").slice(0, 80))
+      if (v !== undefined) { out.availabilityText = v; out.availabilityAt = at; return }
+    }
+    at += line.length + 1
+  }
+}
+
+/** The element siblings after `el`. */
+function nextElements(el: Element): Element[] {
+  const sib = el.parent?.children ?? []
+  const out: Element[] = []
+  for (let i = sib.indexOf(el) + 1; i < sib.length; i++) {
+    const c = sib[i]!
+    if (typeof c !== "string") out.push(c)
+  }
+  return out
+}
+
+const HEADINGS = new Set(["h2", "h3", "h4", "h5", "h6"])
+/** Headings over other items than the page's product. */
+const RELATED_HEADING = /^\s*(?:related (?:products?|items)|you (?:may|might) also (?:like|love)|(?:customers|people|others) (?:who (?:bought|viewed) this (?:item|product) )?also (?:bought|viewed|liked)|similar (?:products|items)|recommended(?: for you| products)?|recently viewed|more from (?:this|the) (?:seller|shop|store|brand|collection)|frequently bought together|complete the look|kunden kauften auch|ähnliche (?:produkte|artikel)|das könnte (?:dir|ihnen) auch gefallen|produits (?:similaires|associés)|vous aimerez aussi|productos (?:relacionados|similares)|también te puede gustar|prodotti (?:correlati|simili)|potrebbe interessarti|produtos relacionados|gerelateerde producten|podobne produkty|похожие товары|с этим товаром покупают|関連商品|おすすめ商品|相关商品|猜你喜欢|相關商品|관련 상품)\b/i
 
 /** The first `h1` below `root` (tags only, no text read). */
 function firstH1(root: Element): Element | null {
@@ -437,10 +500,13 @@ function priceAfter(lines: string[], from: number, oldLines: ReadonlySet<number>
       else if (prev.length <= 4 && detectCurrency(prev) !== undefined) text = prev + " " + t
     }
     if (text === undefined) continue
-    const before = (lines[i - 2] ?? "") + " " + (lines[i - 1] ?? "")
-    if (labelled === null && before.length < 60 && (NOT_A_PRICE.test(before) || OTHER_PRICE_LABEL.test(before))) continue
+    // the label of another price stands on the line before (a short one), or before a currency sign's
+    // line; a discount badge ("16% off") there is no label: the selling price follows it
+    const prev = lines[i - 1] ?? ""
+    const before = prev.length <= 4 ? (lines[i - 2] ?? "") + " " + prev : prev
+    if (labelled === null && before.length <= 40 && !DISCOUNT_BADGE.test(before) && !isSentence(before) && (NOT_A_PRICE.test(before) || OTHER_PRICE_LABEL.test(before))) continue
     const p = parsePrice(text)
-    if (p !== undefined && p.price > 0) return { score: 0, price: p.price, bid: false, ...(p.currency !== undefined ? { currency: p.currency } : {}) }
+    if (p !== undefined && p.price > 0) return candidate(p, 0, false)
   }
   return undefined
 }
@@ -448,9 +514,10 @@ function priceAfter(lines: string[], from: number, oldLines: ReadonlySet<number>
 /** Where words meet without white space in the markup but apart on the page: blocks, table cells, buttons. */
 const SPACED = (tag: string) => BLOCK_TAGS.has(tag) || tag === "td" || tag === "th" || tag === "button"
 
-/** A `del`/`s`/`strike` element or one whose class names an old price (`price-old`, `was-price` …). */
+/** A `del`/`s`/`strike` element, one struck through by its style, or one whose class names an old price (`price-old`, `was-price` …). */
 function isOldPrice(el: Element): boolean {
   if (el.tag === "del" || el.tag === "s" || el.tag === "strike") return true
+  if (el.attrs?.style?.includes("line-through")) return true
   const c = el.attrs?.class
   return c !== undefined && c.includes("rice") && c.toLowerCase().split(/\s+/).some(isOldPriceWord)
 }
@@ -479,9 +546,10 @@ function blockText(el: Element, max: number, inButton = false, asPrice = false):
       if (typeof c === "string") out += c
       else if (!NO_TEXT_TAGS.has(c.tag) && !(c.tag === "button" && !inButton) && !isHidden(c) && !(asPrice && (isOldPrice(c) || isPercentBadge(c)))) {
         // (only after a bare integer: "1.299<sup>00</sup>" and a footnote after "$24.99" are other things)
-        if (asPrice && c.tag === "sup" && /(?:^|[^\d.,'’])\d+$/.test(out)) {
+        if (asPrice && c.tag === "sup" && /(?:^|[^\d.,'’])\d+ ?€?$/.test(out)) {
           const cents = blockText(c, 10)
-          if (/^\d{2}$/.test(cents)) { out += "." + cents; continue }
+          // "24€<sup>99</sup>" is 24€99, which reads as 24.99
+          if (/^\d{2}$/.test(cents)) { out += (out.endsWith("€") ? "" : ".") + cents; continue }
         }
         if (SPACED(c.tag)) { out += " "; rec(c); out += " " }
         else rec(c)
