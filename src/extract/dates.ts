@@ -9,6 +9,11 @@ const MONTHS: Record<string, number> = {
   januar: 1, februar: 2, märz: 3, maerz: 3, mai: 5, juni: 6, juli: 7, oktober: 10, dezember: 12,
   janvier: 1, février: 2, fevrier: 2, mars: 3, avril: 4, juin: 6, juillet: 7, août: 8, aout: 8, septembre: 9, octobre: 10, novembre: 11, décembre: 12, decembre: 12,
   enero: 1, febrero: 2, marzo: 3, abril: 4, mayo: 5, junio: 6, julio: 7, agosto: 8, septiembre: 9, octubre: 10, noviembre: 11, diciembre: 12,
+  gennaio: 1, febbraio: 2, aprile: 4, maggio: 5, giugno: 6, luglio: 7, settembre: 9, ottobre: 10, dicembre: 12,
+  janeiro: 1, fevereiro: 2, março: 3, marco: 3, maio: 5, junho: 6, julho: 7, setembro: 9, outubro: 10, dezembro: 12,
+  januari: 1, februari: 2, maart: 3, mei: 5, augustus: 8,
+  stycznia: 1, lutego: 2, marca: 3, kwietnia: 4, maja: 5, czerwca: 6, lipca: 7, sierpnia: 8, września: 9, października: 10, listopada: 11, grudnia: 12,
+  января: 1, февраля: 2, марта: 3, апреля: 4, мая: 5, июня: 6, июля: 7, августа: 8, сентября: 9, октября: 10, ноября: 11, декабря: 12,
 }
 
 /** Parses common date notations; undefined when nothing plausible is found. */
@@ -39,9 +44,13 @@ export function toIsoDateTime(v: unknown): string | undefined {
   }
   const dmy = /^(\d{1,2})[./](\d{1,2})[./](\d{4})/.exec(s)
   if (dmy !== null) return valid(new Date(Date.UTC(+dmy[3]!, +dmy[2]! - 1, +dmy[1]!)))
-  const words = s.toLowerCase().replace(/,/g, " ")
-  const m1 = /(\d{1,2})\.?\s+([a-zéèûä]+)\.?\s+(\d{4})/.exec(words)
-  const m2 = /([a-zéèûä]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?\s+(\d{4})/.exec(words)
+  // 2025年3月3日, 2025년 3월 3일
+  const cjk = /(\d{4})\s*[年년]\s*(\d{1,2})\s*[月월]\s*(\d{1,2})\s*[日일]/.exec(s)
+  if (cjk !== null) return valid(new Date(Date.UTC(+cjk[1]!, +cjk[2]! - 1, +cjk[3]!)))
+  // "3 de marzo de 2025", "3 de março de 2025": the particles go
+  const words = s.toLowerCase().replace(/,/g, " ").replace(/\s(?:de|del)\s/g, " ")
+  const m1 = /(\d{1,2})\.?\s+(\p{L}+)\.?\s+(\d{4})/u.exec(words)
+  const m2 = /(\p{L}+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?\s+(\d{4})/u.exec(words)
   const cands: Array<[string | undefined, string | undefined, string | undefined]> = []
   if (m1) cands.push([m1[1], m1[2], m1[3]])
   if (m2) cands.push([m2[2], m2[1], m2[3]])

@@ -214,3 +214,45 @@ describe("the site's banner h1", () => {
     expect(article(named, { url: "https://examplelabs.example/about/team" }).data.title).toBe("Example Labs")
   })
 })
+
+describe("dates and authors as platforms write them", () => {
+  const page = (head: string, body: string) => `<html><head><title>Story</title>${head}</head><body>${body}</body></html>`
+
+  it("takes the publication's <time>, not an update's, a masthead's or a comment's", () => {
+    const gp = page("", `<article><h1>Story</h1><time class="updated" datetime="2025-02-11T10:00:00Z">Feb 11</time><time class="entry-date published" datetime="2024-06-03T09:00:00Z">June 3</time>${para(3)}</article>`)
+    expect(article(gp).data.publishedAt?.slice(0, 10)).toBe("2024-06-03")
+    const masthead = page("", `<div class="topbar"><time datetime="2025-03-12">Wednesday</time></div><article><h1>Story</h1><p><time datetime="2025-03-07">March 7, 2025</time></p>${para(3)}</article>`)
+    expect(article(masthead).data.publishedAt?.slice(0, 10)).toBe("2025-03-07")
+    const reply = page("", `<article><h1>Story</h1>${para(3)}</article><div class="comments"><time datetime="2025-05-01">May 1</time></div>`)
+    expect(article(reply).data.publishedAt?.slice(0, 10)).not.toBe("2025-05-01")
+  })
+
+  it("reads dates written in Spanish, Russian, Japanese and Korean", () => {
+    expect(toIsoDateTime("3 de marzo de 2025")?.slice(0, 10)).toBe("2025-03-03")
+    expect(toIsoDateTime("12 марта 2025")?.slice(0, 10)).toBe("2025-03-12")
+    expect(toIsoDateTime("2025年3月3日 21:04")?.slice(0, 10)).toBe("2025-03-03")
+    expect(toIsoDateTime("2025년 3월 3일")?.slice(0, 10)).toBe("2025-03-03")
+    expect(toIsoDateTime("5 maggio 2024")?.slice(0, 10)).toBe("2024-05-05")
+    const ja = page("", `<article><h1>Story</h1><div class="note-date">2025年3月3日 21:04</div>${para(3)}</article>`)
+    expect(article(ja).data.publishedAt?.slice(0, 10)).toBe("2025-03-03")
+  })
+
+  it("lists every author of a byline", () => {
+    const links = page("", `<article><h1>Story</h1><p class="byline">By <a rel="author" href="/a/jane">Jane Doe</a> and <a rel="author" href="/a/john">John Roe</a></p>${para(3)}</article>`)
+    expect(article(links).data.authors).toEqual(["Jane Doe", "John Roe"])
+    const german = page("", `<article><h1>Story</h1><p class="byline">Von Anna Schmidt und Jonas Weber</p>${para(3)}</article>`)
+    expect(article(german).data.authors).toEqual(["Anna Schmidt", "Jonas Weber"])
+    const meta = page(`<meta name="author" content="Jane Doe, John Roe">`, `<article><h1>Story</h1>${para(3)}</article>`)
+    expect(article(meta).data.authors).toEqual(["Jane Doe", "John Roe"])
+    // one-word names and "last, first" stay whole
+    const duo = page(`<meta name="author" content="Tom and Jerry">`, `<article><h1>Story</h1>${para(3)}</article>`)
+    expect(article(duo).data.authors).toEqual(["Tom and Jerry"])
+    const inverted = page(`<meta name="author" content="Doe, Jane">`, `<article><h1>Story</h1>${para(3)}</article>`)
+    expect(article(inverted).data.authors).toEqual(["Doe, Jane"])
+  })
+
+  it("reads a microdata author's own name, not its badges", () => {
+    const html = page("", `<article><h1>Story</h1>${para(3)}<div class="user-details" itemprop="author" itemscope itemtype="https://schema.org/Person"><a href="/u/1">Hamza Yerlikaya</a><span class="d-none" itemprop="name">Hamza Yerlikaya</span><div class="-flair"><span class="reputation-score">33.5k</span></div></div></article>`)
+    expect(article(html).data.author).toBe("Hamza Yerlikaya")
+  })
+})

@@ -481,3 +481,51 @@ describe("repeated copies of the body", () => {
     expect(article(html).data.content).toContain("The city will rebuild the old harbour wall")
   })
 })
+
+describe("publishing platforms' conventions", () => {
+  const wrap = (body: string) => `<html><head><title>Page</title></head><body><header><nav>${filler(8)}</nav></header>${body}<footer>${filler(6)}</footer></body></html>`
+
+  it("keeps a table's rows that hold dates", () => {
+    const html = wrap(`<main><article><h1>Release history</h1><div class="entry-content">${para(2)}
+      <table><tr><th>Version</th><th>Released</th><th>Support ends</th></tr><tr><td>3.0</td><td>March 17, 2025</td><td>March 2027</td></tr><tr><td>2.4</td><td>June 2, 2024</td><td>June 2026</td></tr></table></div></article></main>`)
+    const body = article(html).data.content
+    expect(body).toContain("March 17, 2025")
+    expect(body).toContain("June 2, 2024")
+  })
+
+  it("reads an intro paragraph and its list as the body", () => {
+    const html = wrap(`<main><article><h1>Packing list</h1><div class="entry-content">
+      <p>Here is the list I use before every weekend hike in the mountains, refined over many years.</p>
+      <ul><li>Rain jacket and warm layer</li><li>Two litres of water per person</li><li>Map, compass and a charged phone</li><li>First aid kit with blister plasters</li></ul>
+      </div></article></main>`)
+    const body = article(html).data.content
+    expect(body).toContain("refined over many years")
+    expect(body).toContain("Two litres of water per person")
+    expect(body).toContain("First aid kit with blister plasters")
+  })
+
+  const comment = (who: string) => `<li class="comment"><article class="comment-body"><footer class="comment-meta"><b class="fn">${who}</b> says:</footer>
+    <div class="comment-content"><p>I did exactly this last year with an old machine of mine. A new battery, fresh thermal paste and an SSD turned it into a perfectly usable computer for writing and browsing, and it has been running every day since without a single problem worth mentioning here.</p></div></article></li>`
+
+  it("leaves readers' comments out of a short post, however much longer they are", () => {
+    const html = wrap(`<main><article class="post"><h1>Is it worth repairing an old laptop?</h1><div class="entry-content">
+      <p>My old laptop has started to struggle: the battery lasts forty minutes and the fan sounds like a small aircraft. Is a new battery money well spent?</p>
+      <p>For context, I mostly use it for writing, email and the occasional video call.</p></div></article>
+      <div id="comments" class="comments-area"><h2>3 Comments</h2><ol class="comment-list">${comment("Martin")}${comment("Ana")}${comment("Lee")}</ol></div></main>`)
+    const body = article(html).data.content
+    expect(body).toContain("the fan sounds like a small aircraft")
+    expect(body).not.toContain("thermal paste")
+    expect(body).not.toContain("3 Comments")
+  })
+
+  it("keeps a discussion whose posts are all comments", () => {
+    const html = wrap(`<main><h1>Repairing old laptops</h1><ol class="comment-list">${comment("Martin")}${comment("Ana")}</ol></main>`)
+    expect(article(html).data.content).toContain("thermal paste")
+  })
+
+  it("keeps Docusaurus headings, whose class names a sticky navbar", () => {
+    const html = wrap(`<main><article><div class="theme-doc-markdown markdown"><h1>Installation</h1>${para(2, "setup")}
+      <h2 class="anchor anchorWithStickyNavbar_LWe7" id="requirements">Requirements<a class="hash-link" href="#requirements">​</a></h2>${para(2, "node")}</div></article></main>`)
+    expect(article(html).data.content).toContain("Requirements")
+  })
+})

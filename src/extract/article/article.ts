@@ -122,10 +122,14 @@ export function articleFromPage(page: Page): ArticleResult {
     if (m.length > 0) { authors = m; sources.authors = "meta" }
   }
   if (authors === undefined || authors.length === 0) {
-    const byline = findByline(page.scope) ?? bylineNearHeadline(nearHeadline())
-    if (byline !== undefined) { authors = [byline]; sources.authors = "main-content" }
+    let byline = findByline(page.scope)
+    if (byline === undefined) {
+      const near = bylineNearHeadline(nearHeadline())
+      if (near !== undefined) byline = [near]
+    }
+    if (byline !== undefined) { authors = byline; sources.authors = "main-content" }
   }
-  if (authors !== undefined) authors = authors.map(cleanAuthor).filter((x): x is string => x !== undefined)
+  if (authors !== undefined) authors = authors.map(cleanAuthor).filter((x): x is string => x !== undefined).flatMap(splitAuthors)
   if (authors !== undefined && authors.length > 0) {
     data.authors = [...new Set(authors)]
     data.author = data.authors.join(", ")
@@ -195,6 +199,7 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
   const base = { ...(title !== "" ? { title } : {}), ...(description !== undefined ? { description } : {}) }
   let best = extractMainContent(scope, base)
   let size = textSize(best)
+  const withoutComments = best.commentsAside === true
   // a structured articleBody says the page is an article (it is used as the body when the reading is short)
   // a reading made of real sentences is a (short) article, not a collection or an empty shell
   if (structuredBody) return best
@@ -206,7 +211,7 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
     // a product's page shows its offer, options and specifications around a short description:
     // what it shows is its content when that is clearly more than the prose reading
     if (productPage) {
-      const shown = shownText(scope)
+      const shown = shownText(scope, withoutComments)
       if (textSize(shown) > PRODUCT_SHOWN_GAIN * size + 200) return shown
     }
     return best
@@ -227,7 +232,7 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
   if (size >= (productPage ? SHORT_BODY : NEXT_TO_NOTHING)) return best
   // every reading found next to nothing (or, on a product's page, little): what the page shows, without its furniture
   // and without its title line, which is the title, not content (unless the page shows nothing else)
-  const shownAll = shownText(scope)
+  const shownAll = shownText(scope, withoutComments)
   const titled = titleKey(title)
   const untitled = shownAll.paragraphs.filter((line) => titleKey(line) !== titled)
   const shown = untitled.length > 0 && title !== "" ? { ...shownAll, paragraphs: untitled } : shownAll
@@ -353,16 +358,35 @@ function rank(n: JsonObject): number {
 }
 
 function timeElement(root: Element, sources: FieldSources): string | undefined {
-  let out: string | undefined
+  // the first <time> marked as the publication's wins; else the first that is not marked as an update
+  // and does not stand in the page's chrome or its comments (a masthead's "today", a reader's reply)
+  let marked: string | undefined, plain: string | undefined
+  let seen = 0
   walk(root, (el) => {
-    if (out !== undefined) return false
-    if (el.tag === "time") {
-      const v = toIsoDateTime(el.attr("datetime") ?? normalizeSpace(rawText(el)))
-      if (v !== undefined) { out = v; sources.publishedAt = "main-content" }
-    }
+    if (marked !== undefined || seen >= 100) return false
+    if (el.tag !== "time") return
+    seen++
+    const v = toIsoDateTime(el.attr("datetime") ?? normalizeSpace(rawText(el)))
+    if (v === undefined) return
+    const words = `${el.attr("class") ?? ""} ${el.attr("itemprop") ?? ""} ${el.attr("id") ?? ""}`.toLowerCase()
+    if (/publish|pubdate|date-?created/.test(words) || el.attr("pubdate") !== undefined) { if (!inChromeOrComments(el)) marked = v; return }
+    if (plain === undefined && !/updat|modif/.test(words) && !inChromeOrComments(el)) plain = v
     return
   })
+  const out = marked ?? plain
+  if (out !== undefined) sources.publishedAt = "main-content"
   return out
+}
+
+/** Page chrome and readers' comments: navigation, sidebars, footers, a masthead, comment threads. */
+const CHROME_OR_COMMENTS = /(?:^|[^a-z])(?:comments?|comment-?list|replies|reply|responses|disqus|sidebar|widget|related|topbar|top-bar|masthead|site-?header|site-?footer|footer|navbar|nav)(?:[^a-z]|$)/
+function inChromeOrComments(el: Element): boolean {
+  for (let e = el.parent; e !== null; e = e.parent) {
+    if (e.tag === "nav" || e.tag === "aside" || e.tag === "footer") return true
+    const words = `${e.attr("class") ?? ""} ${e.attr("id") ?? ""}`.toLowerCase()
+    if (words.length > 1 && CHROME_OR_COMMENTS.test(words)) return true
+  }
+  return false
 }
 
 /** Types whose presence makes Review items the product's user reviews. */
@@ -426,7 +450,7 @@ function dateUnderHeadline(lines: HeadlineLines, sources: FieldSources): string 
   return out
 }
 /** A short text that is a date and nothing else (an optional "Posted on" before it). */
-const ONLY_DATE = /^(?:(?:posted|published|written)\s+(?:on\s+)?)?(?:\d{4}-\d\d-\d\d|[A-Za-z]{3,9}\.? \d{1,2},? \d{4}|\d{1,2}\.? [A-Za-z]{3,9}\.? \d{4}|\d{1,2}[./]\d{1,2}[./]\d{4})$/i
+const ONLY_DATE = /^(?:(?:posted|published|written)\s+(?:on\s+)?)?(?:\d{4}-\d\d-\d\d|\p{L}{3,10}\.? \d{1,2},? \d{4}|\d{1,2}\.? (?:de )?\p{L}{3,10}\.? (?:de )?\d{4}|\d{1,2}[./]\d{1,2}[./]\d{4}|\d{4}\s*[年년]\s*\d{1,2}\s*[月월]\s*\d{1,2}\s*[日일])$/iu
 
 /** A date in the page's address (`/2025/12/15/slug`, `/2025-12-15-slug`): the last evidence there is. */
 function urlDate(url: string | null, sources: FieldSources): string | undefined {
@@ -442,7 +466,7 @@ function urlDate(url: string | null, sources: FieldSources): string | undefined 
 
 /** A date written out somewhere in a short text ("By Ann · March 3, 2025 · 5 min read"). */
 function visibleDate(t: string): string | undefined {
-  const m = /\b(\d{4}-\d\d-\d\d)\b|\b([A-Za-z]{3,9}\.? \d{1,2},? \d{4})\b|\b(\d{1,2}\.? [A-Za-z]{3,9}\.? \d{4})\b|\b(\d{1,2}[./]\d{1,2}[./]\d{4})\b/.exec(t)
+  const m = /\b(\d{4}-\d\d-\d\d)\b|(?<!\p{L})(\p{L}{3,10}\.? \d{1,2},? \d{4})\b|\b(\d{1,2}\.? (?:de )?\p{L}{3,10}\.? (?:de )?\d{4})\b|\b(\d{1,2}[./]\d{1,2}[./]\d{4})\b|(\d{4}\s*[年년]\s*\d{1,2}\s*[月월]\s*\d{1,2}\s*[日일])/u.exec(t)
   return m !== null ? toIsoDateTime(m[0]) : undefined
 }
 
@@ -487,7 +511,7 @@ function headlineLines(root: Element): HeadlineLines {
  */
 const BY_WORD = "(?:[Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Pp]rzez|[Aa]v|[Aa]f)"
 const BY_AT = "(?:^|[|·•,–—-]\\s*|\\d\\s+)"
-const BY_NAME = new RegExp(`${BY_AT}${BY_WORD}\\s+((?:(?:\\p{Lu}[\\p{L}'’-]*\\.?|de|da|del|della|der|den|van|von|la|le|bin|ibn|and|&)(?![\\p{L}'’-])\\s*){1,6})(?=$|[\\s|·•,–—(-])`, "u")
+const BY_NAME = new RegExp(`${BY_AT}${BY_WORD}\\s+((?:(?:\\p{Lu}[\\p{L}'’-]*\\.?|de|da|del|della|der|den|van|von|la|le|bin|ibn|and|und|et|&)(?![\\p{L}'’-])\\s*){1,6})(?=$|[\\s|·•,–—(-])`, "u")
 /** "By" ending a text, the name in the element after it: `By <a href="/author/ann">Ann Writer</a>`. */
 const BY_BEFORE_ELEMENT = new RegExp(`${BY_AT}${BY_WORD}:?\\s*$`, "u")
 /** Copyright lines ("© 2024 by Acme Corp") name an owner, not an author. */
@@ -527,29 +551,63 @@ function bylineNearHeadline(lines: HeadlineLines): string | undefined {
   return undefined
 }
 
-function findByline(root: Element): string | undefined {
-  let out: string | undefined
+function findByline(root: Element): string[] | undefined {
+  let out: string[] | undefined
   walk(root, (el) => {
     if (out !== undefined) return false
-    if (bylineMark(el) === BylineMark.None) return
-    // an author box holds the name's own element (`rel="author"`, `author-name`): that one, not the
+    const mark = bylineMark(el)
+    if (mark === BylineMark.None) return
+    // an author box holds the names' own elements (`rel="author"`, `author-name`): those, not the
     // box's labels ("Author:", "Senior Editor"); a marked line that holds no name (a forum post's date
-    // under class "author") does not end the search
-    out = nameMarkedIn(el) ?? bylineText(el)
+    // under class "author") does not end the search. A name's marked siblings are co-authors
+    // ("By <a rel=author>Jane Doe</a> and <a rel=author>John Roe</a>").
+    // a microdata author item names its person in its own `itemprop="name"` (beside a reputation, a badge)
+    const own = el.attr("itemprop")?.trim().toLowerCase() === "author" ? itempropName(el) : undefined
+    if (own !== undefined) { out = [own]; return false }
+    const line = el.parent !== null && rawText(el.parent, BYLINE_LINE_MAX).length < BYLINE_LINE_MAX ? el.parent : null
+    const names = namesMarkedIn(mark === BylineMark.Name && line !== null ? line : el)
+    if (names.length > 0) out = names
+    else {
+      const t = bylineText(el)
+      if (t !== undefined) out = [t]
+    }
     return false
   })
   return out
 }
 
-/** The first element below `box` marked as a name whose text is one. */
-function nameMarkedIn(box: Element): string | undefined {
+/** The text of the first `itemprop="name"` below an item, when it reads as a name. */
+function itempropName(item: Element): string | undefined {
   let out: string | undefined
-  walk(box, (el) => {
+  walk(item, (e) => {
     if (out !== undefined) return false
-    if (bylineMark(el) === BylineMark.Name) out = bylineText(el)
-    return out === undefined
+    if (e !== item && e.attr("itemprop")?.trim().toLowerCase() === "name") { out = e.attr("content") ?? bylineText(e); return false }
+    return
   })
   return out
+}
+
+/** The elements below `box` marked as names whose texts are ones (a few at most; marks inside a name's element are that name's). */
+function namesMarkedIn(box: Element): string[] {
+  const out: string[] = []
+  walk(box, (el) => {
+    if (out.length >= 6) return false
+    if (el === box || bylineMark(el) !== BylineMark.Name) return
+    const t = bylineText(el)
+    if (t !== undefined && !out.includes(t)) out.push(t)
+    return false
+  })
+  return out
+}
+
+/**
+ * Names a byline joins ("Jane Doe and John Roe", "Anna Schmidt und Jonas Weber", "Jane Doe, John Roe"),
+ * split when each part is a name of two words or more ("Tom and Jerry", "Doe, Jane" stay whole).
+ */
+function splitAuthors(name: string): string[] {
+  const parts = name.split(/\s+(?:and|und|et|y|e|&)\s+|\s*,\s*(?:and\s+)?/u).map((p) => p.trim())
+  const isName = (p: string) => /^\p{Lu}/u.test(p) && p.split(/\s+/).length >= 2 && p.split(/\s+/).length <= 5
+  return parts.length > 1 && parts.every(isName) ? parts : [name]
 }
 
 /** A marked element's text when it reads as a name (read up to a bound: marks nest, and a box holding a page holds no byline). */
@@ -559,6 +617,8 @@ function bylineText(el: Element): string | undefined {
   return raw.length <= BYLINE_RAW_MAX && t.length > 1 && t.length < 80 && cleanAuthor(t) !== undefined ? t : undefined
 }
 
+/** A name's parent holding less raw text than this is its byline line, where co-authors stand. */
+const BYLINE_LINE_MAX = 400
 /** Raw text (markup white space included) longer than this is no byline. */
 const BYLINE_RAW_MAX = 2000
 

@@ -51,6 +51,8 @@ const CELL = new Set(["td", "th"])
 /** Whether the element starts a line of its own: a block, or a table cell. */
 export const startsLine = (tag: string) => BLOCK.has(tag) || CELL.has(tag)
 const HEADING = new Set(["h1", "h2", "h3", "h4", "h5", "h6"])
+/** Blocks beside a paragraph that make their parent the body: an intro and its list, table, subheading or code. */
+const BODY_SIBLING = new Set(["p", "ul", "ol", "dl", "table", "pre", "blockquote", "h2", "h3", "h4", "h5", "h6"])
 /** Tags that are page furniture wherever they are. */
 const FURNITURE_TAG = new Set(["nav", "aside", "footer", "menu", "form", "figure", "figcaption"])
 const FURNITURE_ROLE = /^(navigation|banner|contentinfo|complementary|search|menu|menubar|dialog|alertdialog|tablist|toolbar|tooltip|status)$/i
@@ -70,6 +72,10 @@ const STRONG_WORDS = new Set((
  * element ("cmp" is not one of them: some page builders prefix every component with it).
  */
 const CONSENT_MARKS = new Set("cookie cookies consent gdpr onetrust didomi usercentrics cookiebot truste optanon".split(" "))
+/** Furniture words of readers' comments: a short post under a long discussion is still the page's text, its comments are not. */
+const READERS_MARKS = new Set("comment comments commentlist disqus".split(" "))
+/** Text (in chunk-value units) of a content-marked post for its comments to be aside. */
+const POST_MIN = 150
 /** Page-state classes on these (`<body class="cookies-not-set">`) say nothing about their content. */
 const PAGE_TAGS = new Set(["html", "body", "#document"])
 const STRONG_PREFIX = /^(comment|share|social|related|recommend|subscri|newsletter|sponsor|promo|advert|sidebar|footer|breadcrumb|trending|navbar|navigation|widget|caption|gallery|slideshow|carousel)/
@@ -128,7 +134,23 @@ function hintOf(el: Element): Hint {
 const isHintWord = (w: string): boolean =>
   STRONG_WORDS.has(w) || STRONG_PREFIX.test(w) || WEAK_WORDS.has(w) || POSITIVE_WORDS.has(w) || POSITIVE_PREFIX.test(w)
 
-export const wordsOf = (s: string): Array<string> => s.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 0)
+/**
+ * The words of a class or id: split at non-alphanumerics and camelCase humps. In a camelCase name, what
+ * follows a preposition qualifies it: Docusaurus's heading anchor `anchorWithStickyNavbar_LWe7` is an
+ * anchor, not a navbar.
+ */
+export const wordsOf = (s: string): Array<string> => {
+  const out: string[] = []
+  for (const token of s.split(/[^A-Za-z0-9]+/)) {
+    for (const w of token.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(" ")) {
+      if (w === "") continue
+      if (QUALIFIER.has(w) && w !== token.toLowerCase()) break
+      out.push(w)
+    }
+  }
+  return out
+}
+const QUALIFIER = new Set(["with", "without", "for", "when", "on", "in"])
 
 /** Whether `idWords` are all words of the element's own heading (itself, or the first heading among its first children). */
 function isHeadingAnchor(el: Element, idWords: ReadonlyArray<string>): boolean {
@@ -222,6 +244,8 @@ export interface MainContent {
   paragraphs: string[]
   /** The chosen container. */
   root: Element | null
+  /** The page is a post with readers' comments aside (see `READERS_MARKS`): other readings leave them out too. */
+  commentsAside?: boolean
 }
 
 export interface MainContentOptions {
@@ -396,11 +420,22 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     const w = hintBy[i]!
     if (w !== "" && (wordShare.get(w) ?? 0) >= FRAMEWORK_SHARE * total && (wordBlocks.get(w) ?? 0) >= FRAMEWORK_BLOCKS) hint[i] = Hint.None
   }
+  // Readers' comments under a post that the page marks as its content (`entry-content`, `post-body`)
+  // are never the body, however much more they say than a short post; on a page that is a discussion
+  // (no such content, a thread of "comment" elements) they are.
+  const inReaders = new Uint8Array(n)
+  let postText = 0
+  for (let i = 0; i < n; i++) {
+    const p = parent[i]!
+    inReaders[i] = (p >= 0 && inReaders[p]) || (hint[i] === Hint.Strong && READERS_MARKS.has(hintBy[i]!)) ? 1 : 0
+    if (hint[i] === Hint.Positive && !inReaders[i] && !PAGE_TAGS.has(els[i]!.tag)) postText = Math.max(postText, pos[i]!)
+  }
+  const commentsAside = postText >= POST_MIN
   for (let i = 0; i < n; i++) {
     const h = hint[i]!
     // a consent manager's dialog is never the page, however much of its text it holds (script-rendered
     // pages ship little else)
-    if ((h === Hint.Strong || h === Hint.Weak) && pos[i]! >= DOMINANT * total && (!CONSENT_MARKS.has(hintBy[i]!) || PAGE_TAGS.has(els[i]!.tag))) hint[i] = Hint.None
+    if ((h === Hint.Strong || h === Hint.Weak) && pos[i]! >= DOMINANT * total && ((!CONSENT_MARKS.has(hintBy[i]!) && !(commentsAside && READERS_MARKS.has(hintBy[i]!))) || PAGE_TAGS.has(els[i]!.tag))) hint[i] = Hint.None
   }
 
   // bottom-up sums; furniture turns its positive text into a cost
@@ -434,7 +469,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   let bestV = 0
   for (let i = 0; i < n; i++) {
     const t = els[i]!.tag
-    if (!(BLOCK.has(t) || CELL.has(t) || t.indexOf("-") > 0) || inConsent[i]) continue
+    if (!(BLOCK.has(t) || CELL.has(t) || t.indexOf("-") > 0) || inConsent[i] || (commentsAside && inReaders[i])) continue
     if (agg[i]! > bestV) {
       bestV = agg[i]!
       best = i
@@ -448,14 +483,15 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (agg[p]! > 0 && gain > GROW * Math.max(loss, 0) && gain > 0.15 * good[best]!) best = p
     else if (agg[p]! < 0.5 * agg[best]!) break
   }
-  // A paragraph is not a container: when the best is one paragraph among plain paragraph siblings (a
-  // short page whose other paragraphs are too short to score), the body is their parent, as it would
-  // be had they scored; its link lists and furniture are still pruned below.
+  // A paragraph is not a container: when the best is one paragraph among plain (link-free) siblings of
+  // the body's kinds, paragraphs, lists, tables, subheadings, code (a short page whose other blocks are
+  // too short to score), the body is their parent, as it would be had they scored; its link lists and
+  // furniture are still pruned below.
   if (els[best]!.tag === "p" && parent[best]! >= 0) {
     const p = parent[best]!
     let sibling = false
     for (let i = p + 1; i < n && !sibling; i++) {
-      if (i === best || parent[i] !== p || els[i]!.tag !== "p" || txt[i]! === 0 || hint[i] !== Hint.None) continue
+      if (i === best || parent[i] !== p || !BODY_SIBLING.has(els[i]!.tag) || txt[i]! === 0 || hint[i] !== Hint.None) continue
       let links = 0
       for (let c = chunkStart[i]!; c < chunkEnd[i]!; c++) links += chunks[c]!.linkLen
       sibling = links === 0
@@ -507,8 +543,9 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (text.length < 60 && BOILER_TEXT.test(text)) continue
     if (text.length < 300 && (CAPTION_CREDIT.test(text) || UI_NOTICE.test(text))) continue
     if (text.length < 500 && PROMO.test(text)) continue
-    // A date line; one that says it is the publication's ("Updated Nov. 19, 2019 8:21 am ET / Original ...") however many words
-    if (!ck.quoted && text.length < 100 && DATE_LINE.test(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14) || PUBLICATION_LINE.test(text))) continue
+    // A date line; one that says it is the publication's ("Updated Nov. 19, 2019 8:21 am ET / Original ...") however many words;
+    // not a table row (release histories, schedules and fixtures date their rows)
+    if (!ck.quoted && text.length < 100 && els[ck.owner]!.tag !== "tr" && DATE_LINE.test(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14) || PUBLICATION_LINE.test(text))) continue
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text) === titleKey) continue
     if (els[ck.owner]!.tag === "h1") continue
     if (paragraphs.length === 0 && descriptionKey !== "" && key(text) === descriptionKey && isStandfirst(els, parent, ck.owner)) continue
@@ -521,7 +558,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     }
     paragraphs.push(text)
   }
-  return { paragraphs, root: els[best]! }
+  return commentsAside ? { paragraphs, root: els[best]!, commentsAside } : { paragraphs, root: els[best]! }
 }
 
 /**
@@ -645,10 +682,18 @@ const SHOWN_FURNITURE = new Set(["nav", "header", "footer", "aside", "menu", "fo
  * pages whose content has no shape the other readings recognize (app shells, bare listings); it is
  * used only when they find next to nothing. See docs/extraction.md.
  */
-export function shownText(scope: Element): MainContent {
+export function shownText(scope: Element, withoutComments = false): MainContent {
   const root = byTag(scope, "main")[0] ?? scope
-  const skip = (el: Element) => SHOWN_FURNITURE.has(el.tag) || isHidden(el) || (el.attrs?.role !== undefined && FURNITURE_ROLE.test(el.attrs.role.trim()))
+  const skip = (el: Element) => SHOWN_FURNITURE.has(el.tag) || isHidden(el) || (el.attrs?.role !== undefined && FURNITURE_ROLE.test(el.attrs.role.trim())) ||
+    (withoutComments && isReadersComments(el))
   return { paragraphs: shownLines(root, skip).filter((line) => !isConsentText(line)), root }
+}
+
+/** An element whose class or id names readers' comments (`comments-area`, `comment-list`, `disqus_thread`). */
+function isReadersComments(el: Element): boolean {
+  const a = el.attrs
+  if (a === null || (a.class === undefined && a.id === undefined)) return false
+  return wordsOf(`${a.class ?? ""} ${a.id ?? ""}`).some((w) => READERS_MARKS.has(w))
 }
 
 function isTeaser(ck: Chunk): boolean {
