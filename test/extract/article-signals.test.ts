@@ -518,6 +518,15 @@ describe("publishing platforms' conventions", () => {
     expect(body).not.toContain("3 Comments")
   })
 
+  it("keeps a forum thread's replies, marked as comments beside a first post marked as content", () => {
+    const thread = wrap(`<main><h1>Is it worth repairing an old laptop?</h1><div class="post-content"><p>My old laptop has started to struggle: the battery lasts forty minutes and the fan sounds like a small aircraft. Is a new battery money well spent?</p><p>For context, I mostly use it for writing, email and the occasional video call.</p></div>
+      <ol class="comment-list">${comment("Martin")}${comment("Ana")}</ol></main>`)
+    expect(article(thread, { url: "https://forum.example.com/t/old-laptop/123" }).data.content).toContain("thermal paste")
+    expect(article(thread, { url: "https://example.com/threads/old-laptop.123/" }).data.content).toContain("thermal paste")
+    // the same markup on a blog: the comments are aside
+    expect(article(thread, { url: "https://blog.example.com/2025/03/old-laptop" }).data.content).not.toContain("thermal paste")
+  })
+
   it("keeps a discussion whose posts are all comments", () => {
     const html = wrap(`<main><h1>Repairing old laptops</h1><ol class="comment-list">${comment("Martin")}${comment("Ana")}</ol></main>`)
     expect(article(html).data.content).toContain("thermal paste")

@@ -97,7 +97,8 @@ export function articleFromPage(page: Page): ArticleResult {
   const items = whole ? [...page.structured.jsonld, ...page.structured.microdata] : []
   // a page about a product (its structured data or its OpenGraph type says so)
   const productPage = nodesOfType(page, PRODUCT_TYPES).length > 0 || /product/i.test(meta.get("og:type") ?? "")
-  const main = chooseMainContent(page.scope, data.title, ldBody !== undefined && ldBody.length >= 400, scripts, data.description, items, productPage)
+  const discussion = nodesOfType(page, DISCUSSION_TYPES).length > 0 || (page.url !== null && FORUM_URL.test(page.url))
+  const main = chooseMainContent(page.scope, data.title, ldBody !== undefined && ldBody.length >= 400, scripts, data.description, items, productPage, discussion)
   let content = main.paragraphs.join("\n\n")
   if (content !== "") sources.content = "main-content"
   if (ldBody !== undefined && ldBody.length > content.length * 2 && (ldBody.length >= 400 || content.length < 50)) {
@@ -195,8 +196,8 @@ const SHORT_BODY = 1500
  * elements (script-rendered pages) and the listing reading (collections, fronts, product grids) are
  * tried, and a reading that finds clearly more text wins. See docs/extraction.md.
  */
-function chooseMainContent(scope: Element, title: string, structuredBody: boolean, scripts: readonly string[], description: string | undefined, items: readonly JsonObject[], productPage: boolean): MainContent {
-  const base = { ...(title !== "" ? { title } : {}), ...(description !== undefined ? { description } : {}) }
+function chooseMainContent(scope: Element, title: string, structuredBody: boolean, scripts: readonly string[], description: string | undefined, items: readonly JsonObject[], productPage: boolean, discussion: boolean): MainContent {
+  const base = { ...(title !== "" ? { title } : {}), ...(description !== undefined ? { description } : {}), discussion }
   let best = extractMainContent(scope, base)
   let size = textSize(best)
   const withoutComments = best.commentsAside === true
@@ -388,6 +389,14 @@ function inChromeOrComments(el: Element): boolean {
   }
   return false
 }
+
+/**
+ * A discussion (a forum thread, a Q&A page) is its posts, whatever they are called: its replies are
+ * often marked "comment" (Invision's `ipsComment`), and they are the content. Known by its structured
+ * type or by the addresses forum software gives threads.
+ */
+const DISCUSSION_TYPES = new Set(["DiscussionForumPosting", "QAPage", "Question"])
+const FORUM_URL = /^https?:\/\/(?:forums?|community|boards|discuss|discourse)\.|\/(?:forums?|threads?|topics?|t|showthread(?:\.php)?|viewtopic(?:\.php)?|discussions?|questions)\//i
 
 /** Types whose presence makes Review items the product's user reviews. */
 const PRODUCT_TYPES = new Set(["Product", "ProductGroup", "Offer", "AggregateOffer"])

@@ -263,6 +263,8 @@ export interface MainContentOptions {
    * description shown above the body, not the body's first paragraph.
    */
   description?: string
+  /** The page is a discussion (a forum thread, a Q&A): comments are its posts, not aside. */
+  discussion?: boolean
   /** Receives a description of the chosen container and its ancestors (for tuning). */
   debug?: (line: string) => void
 }
@@ -422,7 +424,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   }
   // Readers' comments under a post that the page marks as its content (`entry-content`, `post-body`)
   // are never the body, however much more they say than a short post; on a page that is a discussion
-  // (no such content, a thread of "comment" elements) they are.
+  // (a forum thread, a Q&A; or no such content, a thread of "comment" elements) they are.
   const inReaders = new Uint8Array(n)
   let postText = 0
   for (let i = 0; i < n; i++) {
@@ -430,7 +432,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     inReaders[i] = (p >= 0 && inReaders[p]) || (hint[i] === Hint.Strong && READERS_MARKS.has(hintBy[i]!)) ? 1 : 0
     if (hint[i] === Hint.Positive && !inReaders[i] && !PAGE_TAGS.has(els[i]!.tag)) postText = Math.max(postText, pos[i]!)
   }
-  const commentsAside = postText >= POST_MIN
+  const commentsAside = opts.discussion !== true && postText >= POST_MIN
   for (let i = 0; i < n; i++) {
     const h = hint[i]!
     // a consent manager's dialog is never the page, however much of its text it holds (script-rendered
