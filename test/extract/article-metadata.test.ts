@@ -256,3 +256,14 @@ describe("dates and authors as platforms write them", () => {
     expect(article(html).data.author).toBe("Hamza Yerlikaya")
   })
 })
+
+describe("titles that put the site's name first", () => {
+  it("reads the headline after a leading site name", () => {
+    const town = `<html><head><title>Town of Example | Bulky waste collection dates</title></head><body><h1>Bulky waste collection dates</h1>${para(3)}</body></html>`
+    expect(article(town, { url: "https://www.townofexample.gov/news/bulky-waste" }).data.title).toBe("Bulky waste collection dates")
+    const shop = `<html><head><title>Corner Books | Our new opening hours</title><meta property="og:site_name" content="Corner Books"></head><body>${para(3)}</body></html>`
+    expect(article(shop, { url: "https://cornerbooks.example/news/hours" }).data.title).toBe("Our new opening hours")
+    // a leading part that is not the site's name stays
+    expect(headlineOf("Review | The new phone is fast", undefined, undefined, "https://news.example.com/x")).toBe("Review | The new phone is fast")
+  })
+})

@@ -264,12 +264,17 @@ const isHomePage = (url: string | null) => {
   }
 }
 
-/** Keys of the names a page's site goes by: og:site_name, the last part of its `<title>`, its host. */
+/** Keys of the names a page's site goes by: og:site_name, the part of its `<title>` that names it (the last, or a first that names the site), its host. */
 function siteNameKeys(title: string | undefined, siteName: string | undefined, url: string | null): Set<string> {
   const keys = new Set<string>()
   if (siteName !== undefined) keys.add(titleKey(siteName))
   const parts = title?.split(TITLE_SEPARATOR) ?? []
-  if (parts.length >= 2) keys.add(titleKey(parts[parts.length - 1]!))
+  // the part that names the site: the last ("Headline | Site"), or the first when it is the one that
+  // names it ("Town of Example | Bulky waste collection dates")
+  if (parts.length >= 2) {
+    const first = parts[0]!, last = parts[parts.length - 1]!
+    keys.add(titleKey(namesSite(first, siteName, url) && !namesSite(last, siteName, url) ? first : last))
+  }
   try {
     // "davidbau.com", "blog.example.org": the host with and without its top-level domain
     if (url !== null) {
@@ -316,17 +321,27 @@ export function headlineOf(title: string, h1: string | undefined, siteName: stri
   }
   const parts = title.split(TITLE_SEPARATOR)
   if (parts.length < 2) return title
-  const last = titleKey(parts[parts.length - 1]!)
+  if (namesSite(parts[parts.length - 1]!, siteName, url)) {
+    const sep = /\s+[|\-–—:·»«•/]\s+(?!.*\s+[|\-–—:·»«•/]\s+)/.exec(title)
+    return sep !== null ? title.slice(0, sep.index).trim() : title
+  }
+  // "Town of Example | Bulky waste collection dates": the site's name may come first
+  if (namesSite(parts[0]!, siteName, url)) {
+    const sep = TITLE_SEPARATOR.exec(title)
+    return sep !== null ? title.slice(sep.index + sep[0].length).trim() : title
+  }
+  return title
+}
+
+/** Whether a part of a title names the site: its og:site_name, or words holding a label of its host ("blog.tarkett.com" → blog, tarkett). */
+function namesSite(part: string, siteName: string | undefined, url: string | null): boolean {
+  const k = titleKey(part)
+  if (siteName !== undefined && k === titleKey(siteName)) return true
   let labels: string[] = []
   try {
-    // host labels without the top-level domain ("blog.tarkett.com" → blog, tarkett)
     if (url !== null) labels = new URL(url).hostname.split(".").slice(0, -1).filter((l) => l.length >= 3 && !/^www\d?$/.test(l))
   } catch { /* no host */ }
-  const namesSite = (siteName !== undefined && last === titleKey(siteName)) ||
-    (last.length >= 3 && labels.some((l) => last.includes(l) || l.includes(last)))
-  if (!namesSite) return title
-  const sep = /\s+[|\-–—:·»«•/]\s+(?!.*\s+[|\-–—:·»«•/]\s+)/.exec(title)
-  return sep !== null ? title.slice(0, sep.index).trim() : title
+  return k.length >= 3 && labels.some((l) => k.includes(l) || l.includes(k))
 }
 
 /**
