@@ -400,3 +400,13 @@ describe("shop templates' conventions", () => {
     expect(shop("https://shop.example.com/p/1", html).data.price).toBe(11.19)
   })
 })
+
+describe("lettered identifiers", () => {
+  it("takes a hyphenated identifier of letters after a shop-number label, and no plain word", () => {
+    expect(product(page("", `<h1>Hoodie</h1><div class="product_meta"><span class="sku_wrapper">SKU: <span class="sku">woo-hoodie</span></span></div>`)).data.sku).toBe("woo-hoodie")
+    expect(product(page("", `<h1>Merino Crew</h1><p>SKU: MCS-M-NVY</p>`)).data.sku).toBe("MCS-M-NVY")
+    expect(product(page("", `<h1>Merino Crew</h1><p>SKU: none</p>`)).data.sku).toBeUndefined()
+    // generic code labels still want a digit
+    expect(product(page("", `<h1>Merino Crew</h1><p>Code: SUMMER-SALE</p>`)).data.sku).toBeUndefined()
+  })
+})

@@ -208,7 +208,7 @@ export function readSignals(root: Element): Signals {
     text: "",
     anyEnabledBuy: false,
     shows: (v) => shows((allText ??= all.join("\n")), v),
-    labelSku: lazy("sku", () => firstId(SKU_RE, labels()) ?? firstId(CODE_RE, labels())),
+    labelSku: lazy("sku", () => firstId(SKU_RE, labels(), true) ?? firstId(CODE_RE, labels())),
     weakLabelSku: lazy("weak", () => firstId(WEAK_RE, labels())),
     brand: lazy("brand", () => BRAND_RE.exec(out.text)?.[1]!.trim()),
     textPrice: () => (h1Line === undefined ? undefined : priceAfter(main, h1Line, oldLines)),
@@ -560,12 +560,16 @@ function blockText(el: Element, max: number, inButton = false, asPrice = false):
   return normalizeSpace(out)
 }
 
-function firstId(re: RegExp, text: string): string | undefined {
+/**
+ * The first value after a label that reads as an identifier: one with a digit; after a shop-number
+ * label (`lettered`) also a hyphenated one of letters (WooCommerce's "SKU: woo-hoodie", "MCS-M-NVY").
+ */
+function firstId(re: RegExp, text: string, lettered = false): string | undefined {
   re.lastIndex = 0
   let m: RegExpExecArray | null
   while ((m = re.exec(text)) !== null) {
     const v = m[1]!
-    if (/\d/.test(v) && v.length >= 3) return v
+    if ((/\d/.test(v) || (lettered && /^[A-Za-z]+(?:[-_][A-Za-z]+)+$/.test(v) && v.length >= 5)) && v.length >= 3) return v
     re.lastIndex = m.index + 1
   }
   return undefined
