@@ -242,13 +242,30 @@ describe("dates and authors as platforms write them", () => {
     expect(article(links).data.authors).toEqual(["Jane Doe", "John Roe"])
     const german = page("", `<article><h1>Story</h1><p class="byline">Von Anna Schmidt und Jonas Weber</p>${para(3)}</article>`)
     expect(article(german).data.authors).toEqual(["Anna Schmidt", "Jonas Weber"])
-    const meta = page(`<meta name="author" content="Jane Doe, John Roe">`, `<article><h1>Story</h1>${para(3)}</article>`)
-    expect(article(meta).data.authors).toEqual(["Jane Doe", "John Roe"])
+    const meta = page(`<meta name="author" content="Jane Doe, John Roe and Ann Lee">`, `<article><h1>Story</h1>${para(3)}</article>`)
+    expect(article(meta).data.authors).toEqual(["Jane Doe", "John Roe", "Ann Lee"])
+    // one comma is a name and its title or outlet; "y"/"e" join Spanish and Portuguese surnames
+    const titled = page("", `<article><h1>Story</h1><div class="byline">By Jane Doe, Senior Editor</div>${para(3)}</article>`)
+    expect(article(titled).data.authors).toEqual(["Jane Doe, Senior Editor"])
+    const spanish = page(`<meta name="author" content="Ana María García y Pérez Gómez">`, `<article><h1>Story</h1>${para(3)}</article>`)
+    expect(article(spanish).data.authors).toEqual(["Ana María García y Pérez Gómez"])
     // one-word names and "last, first" stay whole
     const duo = page(`<meta name="author" content="Tom and Jerry">`, `<article><h1>Story</h1>${para(3)}</article>`)
     expect(article(duo).data.authors).toEqual(["Tom and Jerry"])
     const inverted = page(`<meta name="author" content="Doe, Jane">`, `<article><h1>Story</h1>${para(3)}</article>`)
     expect(article(inverted).data.authors).toEqual(["Doe, Jane"])
+  })
+
+  it("reads a microdata author's own name, not a nested item's", () => {
+    const html = page("", `<article><h1>Story</h1>${para(3)}<span itemprop="author" itemscope itemtype="https://schema.org/Person"><span itemprop="image" itemscope itemtype="https://schema.org/ImageObject"><meta itemprop="name" content="avatar.png"></span><span itemprop="name">Jane Doe</span></span></article>`)
+    expect(article(html).data.author).toBe("Jane Doe")
+  })
+
+  it("reads a <time> inside the article whatever the page's own classes say", () => {
+    const astra = `<html><head><title>Story</title></head><body class="single ast-right-sidebar showing-comments"><article><h1>Story</h1><time class="entry-date published" datetime="2024-03-05T10:00:00+00:00">2 days ago</time>${para(3)}<footer class="entry-footer"><time datetime="2024-03-06T08:00:00+00:00">March 6</time></footer></article></body></html>`
+    expect(article(astra).data.publishedAt).toBe("2024-03-05T10:00:00.000Z")
+    const footer = `<html><head><title>Story</title></head><body><article><h1>Story</h1>${para(3)}<footer class="entry-footer">Posted <time datetime="2024-03-05T10:00:00+00:00">March 5</time></footer></article></body></html>`
+    expect(article(footer).data.publishedAt).toBe("2024-03-05T10:00:00.000Z")
   })
 
   it("reads a microdata author's own name, not its badges", () => {

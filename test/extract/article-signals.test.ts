@@ -493,6 +493,16 @@ describe("publishing platforms' conventions", () => {
     expect(body).toContain("June 2, 2024")
   })
 
+  it("drops a one-cell date row of a layout table", () => {
+    const html = wrap(`<main><article><h1>Release history</h1><div class="entry-content">${para(2)}<table><tr><td>Updated March 3, 2024</td></tr></table></div></article></main>`)
+    expect(article(html).data.content).not.toContain("Updated March 3, 2024")
+  })
+
+  it("keeps an ad marker whose class opens with a preposition", () => {
+    const html = wrap(`<main><article><h1>Mattresses</h1><div class="entry-content">${para(3)}<div class="inArticleAd"><p>Sponsored: buy the best mattress of the year today at a special price for readers.</p></div>${para(2, "sleep")}</div></article></main>`)
+    expect(article(html).data.content).not.toContain("buy the best mattress")
+  })
+
   it("reads an intro paragraph and its list as the body", () => {
     const html = wrap(`<main><article><h1>Packing list</h1><div class="entry-content">
       <p>Here is the list I use before every weekend hike in the mountains, refined over many years.</p>

@@ -269,7 +269,9 @@ describe("prices and identifiers pages show without structured data", () => {
   it("skips a price before tax", () => {
     const html = page("", `<h1>Reading lenses</h1><ul><li>Excl. VAT:</li><li>36.53€</li><li>Total:</li><li>40.00€</li></ul>`)
     expect(product(html).data.price).toBe(40)
-    expect(product(page("", `<h1>Bohrer</h1><p>Netto</p><p>84,03 €</p><p>Brutto</p><p>100,00 €</p>`)).data.price).toBe(100)
+    expect(product(page("", `<h1>Bohrer</h1><p>zzgl. MwSt.</p><p>84,03 €</p><p>inkl. MwSt.</p><p>100,00 €</p>`)).data.price).toBe(100)
+    // words holding a label's letters are no label ("Cornetto"), nor is a net weight
+    expect(product(page("", `<h1>Cornetto Classico</h1><p>2,50 €</p>`)).data.price).toBe(2.5)
   })
 
   it("reads the price a Twitter card states, in the site's language", () => {

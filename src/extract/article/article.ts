@@ -395,15 +395,20 @@ function timeElement(root: Element, sources: FieldSources): string | undefined {
 }
 
 /** Page chrome and readers' comments: navigation, sidebars, footers, a masthead, comment threads. */
-const CHROME_OR_COMMENTS = /(?:^|[^a-z])(?:comments?|comment-?list|replies|reply|responses|disqus|sidebar|widget|related|topbar|top-bar|masthead|site-?header|site-?footer|footer|navbar|nav)(?:[^a-z]|$)/
+const CHROME_OR_COMMENTS = /(?:^|[^a-z])(?:comments?|comment-?list|replies|reply|responses|disqus|sidebar|related|topbar|top-bar|masthead|site-?header|site-?footer|footer|navbar|nav)(?:[^a-z]|$)/
 function inChromeOrComments(el: Element): boolean {
-  for (let e = el.parent; e !== null; e = e.parent) {
-    if (e.tag === "nav" || e.tag === "aside" || e.tag === "footer") return true
+  let chrome = false
+  for (let e = el.parent; e !== null && e.tag !== "body" && e.tag !== "html"; e = e.parent) {
     const words = `${e.attr("class") ?? ""} ${e.attr("id") ?? ""}`.toLowerCase()
-    if (words.length > 1 && CHROME_OR_COMMENTS.test(words)) return true
+    const marked = words.length > 1 && CHROME_OR_COMMENTS.test(words)
+    if (marked && COMMENTS.test(words)) return true
+    // inside the article its footer and meta lines are the article's (`<footer class="entry-footer">`)
+    if (e.tag === "article" || e.tag === "main") return false
+    if (e.tag === "nav" || e.tag === "aside" || e.tag === "footer" || marked) chrome = true
   }
-  return false
+  return chrome
 }
+const COMMENTS = /(?:^|[^a-z])(?:comments?|comment-?list|replies|reply|responses|disqus)(?:[^a-z]|$)/
 
 /**
  * A discussion (a forum thread, a Q&A page) is its posts, whatever they are called: its replies are
@@ -605,8 +610,10 @@ function itempropName(item: Element): string | undefined {
   let out: string | undefined
   walk(item, (e) => {
     if (out !== undefined) return false
-    if (e !== item && e.attr("itemprop")?.trim().toLowerCase() === "name") { out = e.attr("content") ?? bylineText(e); return false }
-    return
+    if (e === item) return
+    if (e.attr("itemprop")?.trim().toLowerCase() === "name") { out = e.attr("content") ?? bylineText(e); return false }
+    // a nested item (the author's image, employer) names itself, not the author
+    return e.attr("itemscope") === undefined
   })
   return out
 }
@@ -629,8 +636,13 @@ function namesMarkedIn(box: Element): string[] {
  * split when each part is a name of two words or more ("Tom and Jerry", "Doe, Jane" stay whole).
  */
 function splitAuthors(name: string): string[] {
-  const parts = name.split(/\s+(?:and|und|et|y|e|&)\s+|\s*,\s*(?:and\s+)?/u).map((p) => p.trim())
   const isName = (p: string) => /^\p{Lu}/u.test(p) && p.split(/\s+/).length >= 2 && p.split(/\s+/).length <= 5
+  // "A and B", "A, B and C", "A, B, C"; a single comma is a name and its title or outlet ("Jane Doe,
+  // Senior Editor"), and Spanish and Portuguese double surnames join with "y"/"e"
+  const joined = /\s+(?:and|und|et|&)\s+/u.test(name)
+  const commas = (name.match(/,/g) ?? []).length
+  if (!joined && commas < 2) return [name]
+  const parts = name.split(/\s+(?:and|und|et|&)\s+|\s*,\s*(?:(?:and|und|et|&)\s+)?/u).map((p) => p.trim()).filter((p) => p !== "")
   return parts.length > 1 && parts.every(isName) ? parts : [name]
 }
 

@@ -142,9 +142,12 @@ const isHintWord = (w: string): boolean =>
 export const wordsOf = (s: string): Array<string> => {
   const out: string[] = []
   for (const token of s.split(/[^A-Za-z0-9]+/)) {
-    for (const w of token.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(" ")) {
+    const words = token.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(" ")
+    for (let i = 0; i < words.length; i++) {
+      const w = words[i]!
       if (w === "") continue
-      if (QUALIFIER.has(w) && w !== token.toLowerCase()) break
+      // ("inArticleAd" opens with its preposition: all its words count)
+      if (i > 0 && QUALIFIER.has(w)) break
       out.push(w)
     }
   }
@@ -547,7 +550,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (text.length < 500 && PROMO.test(text)) continue
     // A date line; one that says it is the publication's ("Updated Nov. 19, 2019 8:21 am ET / Original ...") however many words;
     // not a table row (release histories, schedules and fixtures date their rows)
-    if (!ck.quoted && text.length < 100 && els[ck.owner]!.tag !== "tr" && DATE_LINE.test(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14) || PUBLICATION_LINE.test(text))) continue
+    if (!ck.quoted && text.length < 100 && !isDataRow(els[ck.owner]!) && DATE_LINE.test(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14) || PUBLICATION_LINE.test(text))) continue
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text) === titleKey) continue
     if (els[ck.owner]!.tag === "h1") continue
     if (paragraphs.length === 0 && descriptionKey !== "" && key(text) === descriptionKey && isStandfirst(els, parent, ck.owner)) continue
@@ -689,6 +692,14 @@ export function shownText(scope: Element, withoutComments = false): MainContent 
   const skip = (el: Element) => SHOWN_FURNITURE.has(el.tag) || isHidden(el) || (el.attrs?.role !== undefined && FURNITURE_ROLE.test(el.attrs.role.trim())) ||
     (withoutComments && isReadersComments(el))
   return { paragraphs: shownLines(root, skip).filter((line) => !isConsentText(line)), root }
+}
+
+/** A table row of two cells or more (a release, a fixture, a schedule), not a one-cell line that is a layout table's. */
+function isDataRow(el: Element): boolean {
+  if (el.tag !== "tr") return false
+  let cells = 0
+  for (const c of el.children) if (typeof c !== "string" && (c.tag === "td" || c.tag === "th") && ++cells >= 2) return true
+  return false
 }
 
 /** An element whose class or id names readers' comments (`comments-area`, `comment-list`, `disqus_thread`). */

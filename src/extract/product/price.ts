@@ -5,7 +5,7 @@
 
 /** Currency symbols and words → ISO 4217 (longest first when scanning). */
 const SYMBOLS: ReadonlyArray<[string, string]> = [
-  ["US$", "USD"], ["USD$", "USD"], ["CA$", "CAD"], ["C$", "CAD"], ["AU$", "AUD"], ["A$", "AUD"], ["NZ$", "NZD"],
+  ["US$", "USD"], ["USD$", "USD"], ["US $", "USD"], ["C $", "CAD"], ["AU $", "AUD"], ["CA$", "CAD"], ["C$", "CAD"], ["AU$", "AUD"], ["A$", "AUD"], ["NZ$", "NZD"],
   ["HK$", "HKD"], ["S$", "SGD"], ["R$", "BRL"], ["MX$", "MXN"], ["NT$", "TWD"], ["CN¥", "CNY"], ["JP¥", "JPY"],
   ["€", "EUR"], ["£", "GBP"], ["¥", "JPY"], ["円", "JPY"], ["元", "CNY"], ["₹", "INR"], ["₽", "RUB"], ["руб", "RUB"],
   ["₩", "KRW"], ["원", "KRW"], ["₺", "TRY"], ["₴", "UAH"], ["₪", "ILS"], ["฿", "THB"], ["₫", "VND"], ["₱", "PHP"],
@@ -58,7 +58,7 @@ function findCurrency(text: string): { code: string; sign?: string } | undefined
     if (ALPHABETIC.test(sym)) {
       const before = text[i - 1] ?? " "
       const after = text[i + sym.length] ?? " "
-      if (ALPHABETIC.test(before) || ALPHABETIC.test(after)) continue
+      if (ALPHABETIC.test(before) || ALPHABETIC.test(after) || after === "-") continue
     }
     return { code, sign: sym }
   }
@@ -141,7 +141,7 @@ export function parsePrice(text: string, locale: NumberLocale = "auto"): ParsedP
   const found = findCurrency(t)
   const withoutPercent = t.replace(/[-−]?\d+(?:[.,]\d+)?\s?%/g, " ")
   if (/\d/.test(withoutPercent)) t = withoutPercent
-  t = t.replace(/(\d[\d .]*)€(\d{2})(?![\d.,])/, (_, whole: string, cents: string) => `${whole.replace(/[ .]/g, "")}.${cents} €`)
+  t = t.replace(/(?<![\d.,])(\d{1,6})€(\d{2})(?![\d.,%])/, "$1.$2 €")
   const price = parseNumber(t, locale, found?.code)
   if (price === undefined) return undefined
   if (found === undefined) return { price }

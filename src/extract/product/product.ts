@@ -52,7 +52,7 @@ function isSelectedOffer(offerUrl: string | undefined, pageUrl: string | null): 
   if (offerUrl === undefined || pageUrl === null) return false
   try {
     const page = new URL(pageUrl), offer = new URL(offerUrl, page)
-    if (page.search === "" || offer.pathname !== page.pathname) return false
+    if (page.search === "" || offer.hostname !== page.hostname || offer.pathname !== page.pathname) return false
     const wanted = [...page.searchParams].filter(([k]) => !/^utm_|^(gclid|fbclid|ref)$/i.test(k))
     return wanted.length > 0 && wanted.every(([k, v]) => offer.searchParams.get(k) === v)
   } catch {
@@ -258,8 +258,9 @@ function withoutSiteName(title: string, h1: string | undefined, siteName: string
   const letters = (t: string) => t.toLowerCase().replace(/[^\p{L}\p{N}]/gu, "")
   const label = url !== null ? letters(getDomainWithoutSuffix(url) ?? "") : ""
   const site = siteName !== undefined ? letters(siteName) : ""
-  const names = (p: string) => { const l = letters(p); return l !== "" && (l === site || (label.length >= 3 && l.includes(label))) }
-  return parts.every((p, j) => j === i || names(p)) ? head : title
+  // the site's name, not a name holding it ("Sony WH-1000XM4 Headphones" on sony.com names a product)
+  const names = (p: string) => { const l = letters(p); return l !== "" && (l === site || (label.length >= 3 && l.includes(label) && l.length <= label.length + 8)) }
+  return !names(head) && parts.every((p, j) => j === i || names(p)) ? head : title
 }
 
 /** The price a Twitter card states as one of its label/data pairs (`twitter:label1` "Price", `twitter:data1` "€70.50"). */
@@ -450,7 +451,7 @@ function idFromUrl(page: Page): string | undefined {
 
 const CCTLD_CURRENCY: Record<string, string> = {
   de: "EUR", fr: "EUR", it: "EUR", es: "EUR", ie: "EUR", at: "EUR", nl: "EUR", be: "EUR", fi: "EUR", sk: "EUR", si: "EUR",
-  ee: "EUR", lv: "EUR", lt: "EUR", pt: "EUR", gr: "EUR", lu: "EUR", uk: "GBP", ca: "CAD", au: "AUD", nz: "NZD", ch: "CHF",
+  ee: "EUR", lv: "EUR", lt: "EUR", pt: "EUR", gr: "EUR", lu: "EUR", uk: "GBP", ca: "CAD", au: "AUD", nz: "NZD", ch: "CHF", is: "ISK",
   pl: "PLN", cz: "CZK", hu: "HUF", ro: "RON", se: "SEK", dk: "DKK", no: "NOK", ru: "RUB", ua: "UAH", tr: "TRY", in: "INR",
   jp: "JPY", cn: "CNY", kr: "KRW", tw: "TWD", hk: "HKD", sg: "SGD", br: "BRL", mx: "MXN", ar: "ARS", cl: "CLP", co: "COP",
   za: "ZAR", kz: "KZT", by: "BYN", pk: "PKR", il: "ILS", th: "THB", my: "MYR", ph: "PHP", vn: "VND", id: "IDR", sa: "SAR", ae: "AED",

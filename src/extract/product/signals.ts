@@ -33,7 +33,7 @@ const AVAIL_ATTR = /avail|stock|inventory|lager|dispon|verfug|verfüg|deliverabi
 export const OUT_TEXT = /\b(out of stock|sold out|currently unavailable|temporarily unavailable|unavailable|not available|no longer available|discontinued|not in stock)\b|nicht (mehr )?(verfügbar|lieferbar|auf lager|vorrätig)|ausverkauft|vergriffen|derzeit nicht|épuisé|rupture de stock|indisponible|plus disponible|agotado|sin stock|no disponible|sin existencias|esaurit[oa]|non disponibile|non più disponibile|esgotado|indisponível|sem estoque|uitverkocht|niet (op voorraad|leverbaar|beschikbaar)|nie ma w magazynie|niedostępny|brak w magazynie|brak towaru|нет в наличии|немає в наявності|нет на складе|распродано|slutsåld|slut i lager|udsolgt|ikke på lager|utsolgt|loppuunmyyty|ei varastossa|vypredané|vyprodáno|není skladem|nie je skladom|nedostupn|nie je možné (produkt )?kúpiť|není možné koupit|nincs készleten|elfogyott|stokta yok|tükendi|在庫切れ|在庫なし|売り切れ|품절|일시품절|缺货|缺貨|售完|已售完|無庫存|ไม่มีสินค้า|אזל מהמלאי|לא במלאי|אינו במלאי|غير متوفر|نفدت الكمية|hết hàng/i
 export const PRE_TEXT = /\b(pre-?order|coming soon)\b|vorbestell|demnächst verfügbar|précommande|bientôt disponible|preventa|próximamente|pre-?venda|em breve|prenota|prossimamente|предзаказ|予約/i
 /** In-stock wording (texts of availability elements). */
-export const IN_TEXT = /\b(in stock|available|ships (today|in|within)|ready to ship|only \d+ left|\d+ left( in stock)?|low stock|few left)\b|auf lager|lieferbar|verfügbar(?!keit)|vorrätig|en stock|disponible|en existencia|disponibile|em estoque|disponível|op voorraad|w magazynie|dostępny|в наличии|є в наявності|i lager|på lager|varastossa|skladem|na sklade|skladom|készleten|stokta|在庫あり|有货|有貨|現貨|במלאי|còn hàng/i
+export const IN_TEXT = /\b(in stock|available|ships (today|in|within)|ready to ship|only \d+ left|\d+ left( in stock)?|low stock|few left)\b|auf lager|lieferbar|\d+ verfügbar|vorrätig|en stock|disponible|en existencia|disponibile|em estoque|disponível|op voorraad|w magazynie|dostępny|в наличии|є в наявності|i lager|på lager|varastossa|skladem|na sklade|skladom|készleten|stokta|在庫あり|有货|有貨|現貨|במלאי|còn hàng/i
 /** Buy-button wording. */
 export const CART_TEXT = /\b(add to (your )?(cart|basket|bag|trolley)|add to shopping (cart|bag)|buy (it )?now|order now|place bid|bid now|add$)\b|in den (warenkorb|einkaufswagen)|jetzt kaufen|ajouter au panier|añadir a la (cesta|bolsa)|añadir al carrito|agregar al carrito|aggiungi al carrello|adicionar ao carrinho|comprar|in winkel(mand|wagen)|toevoegen aan|dodaj do koszyka|do koszyka|do košíka|do košíku|vložit do košíku|kosárba|sepete ekle|lägg i (varukorg|kundvagn)|læg i kurv|legg i (handlekurv|handlevogn)|lisää ostoskoriin|adaugă în coș|dodaj u košaricu|в корзину|купить|додати в кошик|カートに入れる|カートへ|장바구니|바로구매|加入购物车|加入購物車|立即购买|立即購買|הוסף לסל|أضف إلى السلة|thêm vào giỏ/i
 /** Buttons shown instead of a buy button when the item cannot be bought. */
@@ -128,7 +128,7 @@ function isHidden(el: Element): boolean {
   const a = el.attrs
   if (a === null) return false
   if (a.hidden !== undefined) return true
-  if (a["aria-hidden"] === "true" && el.tag !== "span" && el.tag !== "i") return true
+  if (a["aria-hidden"] === "true" && el.tag !== "span" && el.tag !== "i" && el.tag !== "ins" && el.tag !== "del") return true
   const st = a.style
   if (st !== undefined && /display\s*:\s*none|visibility\s*:\s*hidden/i.test(st)) return true
   const c = a.class
@@ -149,11 +149,23 @@ export function availabilityFromText(t: string): string | undefined {
   }
   test(OUT_TEXT, "OutOfStock")
   test(IN_TEXT, "InStock")
-  if (best === "OutOfStock") return best
-  if (PRE_TEXT.test(t)) return "PreOrder"
-  if (/back-?order/i.test(t)) return "BackOrder"
+  if (best !== "InStock") return best ?? (PRE_TEXT.test(t) ? "PreOrder" : /back-?order/i.test(t) ? "BackOrder" : undefined)
+  // a generic "available" qualified right beside it: "Available for pre-order", "Available on
+  // backorder", "Bientôt disponible" (not "5 in stock (can be backordered)", nor "Disponibile - Prenota e ritira")
+  const m = IN_TEXT.exec(t)!
+  if (!GENERIC_IN.test(m[0])) return best
+  const near = (re: RegExp) => {
+    const q = re.exec(t)
+    if (q === null) return false
+    const gap = q.index >= m.index ? t.slice(m.index + m[0].length, q.index) : t.slice(q.index + q[0].length, m.index)
+    return gap.length <= 12 && !/[^\p{L}\s]/u.test(gap)
+  }
+  if (near(PRE_TEXT)) return "PreOrder"
+  if (near(/back-?order/i)) return "BackOrder"
   return best
 }
+/** In-stock wordings that say only "available", which a pre-order or backorder wording beside them qualifies. */
+const GENERIC_IN = /^(?:available|disponible|disponibile|disponível|dostępny)$/i
 
 const DATA_SKU = /^data-(product-|item-|variant-)?sku$/
 const ID_TOKEN = /^[A-Za-z0-9][A-Za-z0-9._/-]{1,38}[A-Za-z0-9]$/
@@ -251,7 +263,7 @@ export function readSignals(root: Element): Signals {
             if (v.includes("line-through")) struck = true
             break
           // (a page may hide its whole product from screen readers while a dialog is open: not from the eye)
-          case "aria-hidden": if (v === "true" && tag !== "span" && tag !== "i" && !titlePath.has(el)) return -1; break
+          case "aria-hidden": if (v === "true" && tag !== "span" && tag !== "i" && tag !== "ins" && tag !== "del" && !titlePath.has(el)) return -1; break
           case "itemprop": itemprop = v; words += " " + v; break
           case "role": role = v; break
           case "type": type = v; break
@@ -276,7 +288,8 @@ export function readSignals(root: Element): Signals {
     if (tag === "nav" || tag === "footer") fl |= F_CHROME
     if ((fl & F_RELATED) === 0 && words !== "" && RELATED_TAGS.has(tag) && !titlePath.has(el) && RELATED.test(words)) fl |= F_RELATED
     if ((fl & F_RELATED) === 0 && afterRelatedHeading.has(el) && !titlePath.has(el)) fl |= F_RELATED
-    if ((fl & F_RELATED) === 0 && HEADINGS.has(tag)) {
+    // (after the title: a "Recently viewed" strip above it lists other items, the product follows)
+    if ((fl & F_RELATED) === 0 && HEADINGS.has(tag) && out.h1At !== undefined) {
       const t = blockText(el, 60)
       if (t.length <= 60 && RELATED_HEADING.test(t)) markAfter(el)
     }
@@ -444,7 +457,7 @@ function nextElements(el: Element): Element[] {
 
 const HEADINGS = new Set(["h2", "h3", "h4", "h5", "h6"])
 /** Headings over other items than the page's product. */
-const RELATED_HEADING = /^\s*(?:related (?:products?|items)|you (?:may|might) also (?:like|love)|(?:customers|people|others) (?:who (?:bought|viewed) this (?:item|product) )?also (?:bought|viewed|liked)|similar (?:products|items)|recommended(?: for you| products)?|recently viewed|more from (?:this|the) (?:seller|shop|store|brand|collection)|frequently bought together|complete the look|kunden kauften auch|ähnliche (?:produkte|artikel)|das könnte (?:dir|ihnen) auch gefallen|produits (?:similaires|associés)|vous aimerez aussi|productos (?:relacionados|similares)|también te puede gustar|prodotti (?:correlati|simili)|potrebbe interessarti|produtos relacionados|gerelateerde producten|podobne produkty|похожие товары|с этим товаром покупают|関連商品|おすすめ商品|相关商品|猜你喜欢|相關商品|관련 상품)\b/i
+const RELATED_HEADING = /^\s*(?:related (?:products?|items)|you (?:may|might) also (?:like|love)|(?:customers|people|others) (?:who (?:bought|viewed) this (?:item|product) )?also (?:bought|viewed|liked)|similar (?:products|items)|recommended (?:for you|products|items)|recently viewed|more from (?:this|the) (?:seller|shop|store|brand|collection)|frequently bought together|complete the look|kunden kauften auch|ähnliche (?:produkte|artikel)|das könnte (?:dir|ihnen) auch gefallen|produits (?:similaires|associés)|vous aimerez aussi|productos (?:relacionados|similares)|también te puede gustar|prodotti (?:correlati|simili)|potrebbe interessarti|produtos relacionados|gerelateerde producten|podobne produkty|похожие товары|с этим товаром покупают|関連商品|おすすめ商品|相关商品|猜你喜欢|相關商品|관련 상품)\b/i
 
 /** The first `h1` below `root` (tags only, no text read). */
 function firstH1(root: Element): Element | null {
@@ -465,7 +478,7 @@ const PRICE_LINE = /^[^\d\n]{0,4}\d[\d.,'’\s]*(?:[.,][-–])?[^\d\n]{0,4}$/
 const AMOUNT_LINE = /^\d[\d.,'’\s]*$/
 const NOT_A_PRICE = /%|\b(off|save|was|from|shipping|delivery|per|x)\b|uvp|statt|ab\b/i
 /** Labels of prices that are not the selling price: list/suggested prices, shipping, instalments, prices before tax. */
-const OTHER_PRICE_LABEL = /suggested|rrp|msrp|list price|regular|compare|uvp|statt|vorher|versand|liefer|prix conseillé|avant|livraison|precio (anterior|de lista)|envío|prezzo (consigliato|di listino)|spedizione|frete|verzend|dostawa|доставка|建議售價|建议售价|原價|原价|定價|定价|市價|市价|運費|运费|参考価格|希望小売価格|送料|정가|정상가|배송비|משלוח|每期|installment|monthly|\/\s*mo|excl\.?\s*(?:vat|tax|gst|mwst|btw|moms)|exkl\.?\s*(?:mwst|moms)|excluding (?:vat|tax)|ex\.? (?:vat|gst)|without (?:vat|tax)|before tax|zzgl|ohne mwst|netto|hors tax|sin iva|senza iva|iva esclusa|bez dph|brez ddv|bez vat|без ндс|税抜|税別/i
+const OTHER_PRICE_LABEL = /suggested|rrp|msrp|list price|regular|compare|uvp|statt|vorher|versand|liefer|prix conseillé|avant|livraison|precio (anterior|de lista)|envío|prezzo (consigliato|di listino)|spedizione|frete|verzend|dostawa|доставка|建議售價|建议售价|原價|原价|定價|定价|市價|市价|運費|运费|参考価格|希望小売価格|送料|정가|정상가|배송비|משלוח|每期|installment|monthly|\/\s*mo|\b(?:excl\.?\s*(?:vat|tax|gst|mwst|btw|moms)|exkl\.?\s*(?:mwst|moms)|excluding (?:vat|tax)|ex\.? (?:vat|gst)|without (?:vat|tax)|before tax|zzgl\.?|ohne mwst|hors tax\w*|sin iva|senza iva|iva esclusa|bez dph|brez ddv|bez vat)\b|без ндс|税抜|税別/i
 
 /** An amount after a label of another price: "Was $149.99", "UVP 29,90 €", "Shipping: $5". */
 const OTHER_LABELLED_AMOUNT = new RegExp(`(?:${OTHER_PRICE_LABEL.source}|\\b(?:was|before|originally|antes|prima|shipping|delivery|postage)\\b)[^\\d\\n]{0,12}\\d[\\d.,'’]*(?:\\s?[^\\d\\s]{1,4}(?!\\s?\\d))?`, "gi")
@@ -504,7 +517,7 @@ function priceAfter(lines: string[], from: number, oldLines: ReadonlySet<number>
     // line; a discount badge ("16% off") there is no label: the selling price follows it
     const prev = lines[i - 1] ?? ""
     const before = prev.length <= 4 ? (lines[i - 2] ?? "") + " " + prev : prev
-    if (labelled === null && before.length <= 40 && !DISCOUNT_BADGE.test(before) && !isSentence(before) && (NOT_A_PRICE.test(before) || OTHER_PRICE_LABEL.test(before))) continue
+    if (labelled === null && before.length <= 40 && (OTHER_PRICE_LABEL.test(before) || /\bwas\b/i.test(before) || (NOT_A_PRICE.test(before) && !DISCOUNT_BADGE.test(before) && !isSentence(before)))) continue
     const p = parsePrice(text)
     if (p !== undefined && p.price > 0) return candidate(p, 0, false)
   }
@@ -546,7 +559,7 @@ function blockText(el: Element, max: number, inButton = false, asPrice = false):
       if (typeof c === "string") out += c
       else if (!NO_TEXT_TAGS.has(c.tag) && !(c.tag === "button" && !inButton) && !isHidden(c) && !(asPrice && (isOldPrice(c) || isPercentBadge(c)))) {
         // (only after a bare integer: "1.299<sup>00</sup>" and a footnote after "$24.99" are other things)
-        if (asPrice && c.tag === "sup" && /(?:^|[^\d.,'’])\d+ ?€?$/.test(out)) {
+        if (asPrice && c.tag === "sup" && /(?:^|[^\d.,'’])\d+$|(?:^|[^\d.,'’\s])\d+€$/.test(out)) {
           const cents = blockText(c, 10)
           // "24€<sup>99</sup>" is 24€99, which reads as 24.99
           if (/^\d{2}$/.test(cents)) { out += (out.endsWith("€") ? "" : ".") + cents; continue }
