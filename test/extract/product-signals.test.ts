@@ -412,3 +412,52 @@ describe("lettered identifiers", () => {
     expect(product(page("", `<h1>Merino Crew</h1><p>Code: SUMMER-SALE</p>`)).data.sku).toBeUndefined()
   })
 })
+
+describe("what the shop-template rules leave alone (a review's cases)", () => {
+  const shop = (url: string, body: string, head = "") => product(page(head, body), { url })
+
+  it("keeps a qualified dollar sign's currency, and reads ISK on .is", () => {
+    expect(shop("https://www.ebay.ca/itm/1234", `<h1>Watch</h1><div class="x-price-primary"><span>US $20.00</span></div>`).data.currency).toBe("USD")
+    expect(shop("https://verslun.example.is/p/1", `<h1>Bolli</h1><span class="price">1.299 kr</span>`).data.currency).toBe("ISK")
+  })
+
+  it("reads in-stock wordings that mention a backorder or a reservation as in stock, and 'back soon' as nothing in stock", () => {
+    expect(availabilityFromText("5 in stock (can be backordered)")).toBe("InStock")
+    expect(availabilityFromText("Disponibile - Prenota e ritira in negozio")).toBe("InStock")
+    expect(availabilityFromText("In stock. More colours coming soon")).toBe("InStock")
+    expect(availabilityFromText("Bald wieder verfügbar")).not.toBe("InStock")
+    expect(availabilityFromText("Verfügbar ab 15. März")).not.toBe("InStock")
+  })
+
+  it("reads amounts next to other numbers as before", () => {
+    expect(parsePrice("5,99 € 12 x 1,5 L")?.price).toBe(5.99)
+    expect(shop("https://shop.example.de/p/1", `<h1>Wasser</h1><div class="price">29,90 €<sup>12</sup></div>`).data.price).toBe(29.9)
+    expect(parsePrice("Model TL-WR841N: 24.99")?.currency).toBeUndefined()
+  })
+
+  it("keeps vetoing another price's label however the line reads", () => {
+    expect(shop("https://shop.example.co.uk/p/1", `<h1>Drill</h1><div>Was – now 20% off</div><div>£100.00</div><div>Now</div><div>£80.00</div>`).data.price).toBe(80)
+    expect(shop("https://shop.example.com/p/1", `<h1>Drill</h1><div>Regular price (Save 20%)</div><div>$100.00</div><div>$80.00</div>`).data.price).toBe(80)
+    expect(shop("https://shop.example.de/p/1", `<h1>Bohrer</h1><div>UVP inkl. MwSt.</div><div>99,99 €</div><div>79,99 €</div>`).data.price).toBe(79.99)
+  })
+
+  it("reads a spec heading beside the title as the product's, and what a heading above the title introduces as other items only after it", () => {
+    expect(shop("https://shop.example.de/p/1", `<div class="col"><h1>Baby Seat</h1><p>Safe and light.</p><h3>Recommended age</h3><p>9-36 months</p><p>€89,00</p></div>`).data.price).toBe(89)
+  })
+
+  it("keeps a title whose h1 is the site's logo, and ignores a variant offer on another host", () => {
+    const sony = shop("https://electronics.sony.com/p/1", `<header><h1 class="logo"><a href="/">Sony</a></h1></header><main><p>Noise cancelling.</p></main>`, `<meta property="og:title" content="Sony WH-1000XM4 Headphones | Sony">`)
+    expect(sony.data.name).toBe("Sony WH-1000XM4 Headphones | Sony")
+    const offers = [
+      { "@type": "Offer", price: "29.00", priceCurrency: "USD", url: "https://s.example.com/products/print?variant=1" },
+      { "@type": "Offer", price: "59.00", priceCurrency: "USD", url: "https://other.example.net/products/print?variant=2" },
+    ]
+    const html = page(ld({ "@type": "Product", name: "Canvas Print", offers }), `<h1>Canvas Print</h1>`)
+    expect(product(html, { url: "https://s.example.com/products/print?variant=2" }).data.price).toBe(29)
+  })
+
+  it("reads WooCommerce's sale price, which it hides from screen readers", () => {
+    const html = `<h1>Hoodie with Logo</h1><p class="price"><del aria-hidden="true"><span class="woocommerce-Price-amount amount"><bdi><span class="woocommerce-Price-currencySymbol">&pound;</span>45.00</bdi></span></del> <span class="screen-reader-text">Original price was: &pound;45.00.</span><ins aria-hidden="true"><span class="woocommerce-Price-amount amount"><bdi><span class="woocommerce-Price-currencySymbol">&pound;</span>35.00</bdi></span></ins><span class="screen-reader-text">Current price is: &pound;35.00.</span></p>`
+    expect(shop("https://shop.example.co.uk/product/hoodie/", html).data.price).toBe(35)
+  })
+})
