@@ -247,6 +247,10 @@ describe("dates and authors as platforms write them", () => {
     // one comma is a name and its title or outlet; "y"/"e" join Spanish and Portuguese surnames
     const titled = page("", `<article><h1>Story</h1><div class="byline">By Jane Doe, Senior Editor</div>${para(3)}</article>`)
     expect(article(titled).data.authors).toEqual(["Jane Doe, Senior Editor"])
+    const outlet = page(`<meta name="author" content="Jane Doe, Associated Press">`, `<article><h1>Story</h1>${para(3)}</article>`)
+    expect(article(outlet).data.authors).toEqual(["Jane Doe, Associated Press"])
+    const two = page(`<meta name="author" content="Priya Raman, Jonas Eklund">`, `<article><h1>Story</h1>${para(3)}</article>`)
+    expect(article(two).data.authors).toEqual(["Priya Raman", "Jonas Eklund"])
     const spanish = page(`<meta name="author" content="Ana María García y Pérez Gómez">`, `<article><h1>Story</h1>${para(3)}</article>`)
     expect(article(spanish).data.authors).toEqual(["Ana María García y Pérez Gómez"])
     // one-word names and "last, first" stay whole
