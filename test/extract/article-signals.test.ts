@@ -493,6 +493,15 @@ describe("publishing platforms' conventions", () => {
     expect(body).toContain("June 2, 2024")
   })
 
+  it("leaves the writer's profile box out of the body, and a list's author names in", () => {
+    const html = wrap(`<main><article><h1>Yoga retreats</h1><div class="entry-content">${para(4, "retreat")}
+      <div class="author-box"><h4>About Johanna Wetzel</h4><p>Johanna is a yoga teacher and travel writer who has led retreats in Portugal and Bali for ten years, and writes about insurance for travellers.</p></div></div></article></main>`)
+    const body = article(html).data.content
+    expect(body).toContain("Paragraph 4 about the retreat")
+    expect(body).not.toContain("Johanna is a yoga teacher")
+    expect(body).not.toContain("About Johanna Wetzel")
+  })
+
   it("drops a one-cell date row of a layout table", () => {
     const html = wrap(`<main><article><h1>Release history</h1><div class="entry-content">${para(2)}<table><tr><td>Updated March 3, 2024</td></tr></table></div></article></main>`)
     expect(article(html).data.content).not.toContain("Updated March 3, 2024")

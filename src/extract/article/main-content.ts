@@ -79,6 +79,8 @@ const POST_MIN = 150
 /** Page-state classes on these (`<body class="cookies-not-set">`) say nothing about their content. */
 const PAGE_TAGS = new Set(["html", "body", "#document"])
 const STRONG_PREFIX = /^(comment|share|social|related|recommend|subscri|newsletter|sponsor|promo|advert|sidebar|footer|breadcrumb|trending|navbar|navigation|widget|caption|gallery|slideshow|carousel)/
+/** Words that make an "author" element the writer's profile box. */
+const AUTHOR_BOX = new Set("box about card details profile description desc wrap wrapper section container panel".split(" "))
 /** class/id words of furniture that a positive word can outweigh. */
 const WEAK_WORDS = new Set((
   "header meta date time dateline info tools actions utility teaser label badge kicker headline title author authors profile " +
@@ -110,6 +112,12 @@ function hintOf(el: Element): Hint {
   // an anchor for that heading, not layout vocabulary.
   const idWords = id === undefined ? [] : wordsOf(id)
   const words = wordsOf(cls ?? "").concat(idWords.some(isHintWord) && isHeadingAnchor(el, idWords) ? [] : idWords)
+  // an author box ("author-box", "about-author", "author-bio"): the writer's profile, not the article
+  // (a list's "authorName__container" holds a name, not a profile)
+  if (words.includes("author") && !words.includes("name") && words.some((w) => AUTHOR_BOX.has(w))) {
+    hintWord = "author"
+    return Hint.Strong
+  }
   let pos = false
   let weak = false
   for (const w of words) {
