@@ -493,7 +493,7 @@ describe("publishing platforms' conventions", () => {
     expect(body).toContain("June 2, 2024")
   })
 
-  it("leaves the writer's profile box out of the body, and a list's author names in", () => {
+  it("leaves the writer's profile box out of the body", () => {
     const html = wrap(`<main><article><h1>Yoga retreats</h1><div class="entry-content">${para(4, "retreat")}
       <div class="author-box"><h4>About Johanna Wetzel</h4><p>Johanna is a yoga teacher and travel writer who has led retreats in Portugal and Bali for ten years, and writes about insurance for travellers.</p></div></div></article></main>`)
     const body = article(html).data.content
