@@ -502,6 +502,16 @@ describe("publishing platforms' conventions", () => {
     expect(body).not.toContain("About Johanna Wetzel")
   })
 
+  it("keeps list items that name a year, and drops lines that are their date", () => {
+    const html = wrap(`<main><article><h1>Harbour works</h1><div class="entry-content">${para(2)}
+      <ul><li>Phase 1 (2026): Canal Park to 14th Avenue East</li><li>Phase 2 (2027): 14th Avenue to Lakeside Drive</li></ul>
+      <p>WASHINGTON, March 3, 2025 (Reuters)</p><p>Updated 3 hours ago</p>${para(2, "lake")}</div></article></main>`)
+    const body = article(html).data.content
+    expect(body).toContain("Phase 1 (2026): Canal Park to 14th Avenue East")
+    expect(body).not.toContain("Updated 3 hours ago")
+    expect(body).not.toContain("WASHINGTON, March 3, 2025")
+  })
+
   it("drops a one-cell date row of a layout table", () => {
     const html = wrap(`<main><article><h1>Release history</h1><div class="entry-content">${para(2)}<table><tr><td>Updated March 3, 2024</td></tr></table></div></article></main>`)
     expect(article(html).data.content).not.toContain("Updated March 3, 2024")

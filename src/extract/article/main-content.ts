@@ -244,6 +244,17 @@ const CAPTION_CREDIT = /\((image|photo|photograph|picture|pic|credit|foto|bild)s
 
 /** How a publication line starts ("Updated ...", "Published ..."). */
 const PUBLICATION_LINE = /^(updated|published|posted|originally published|last updated|original)\b/i
+/** Words of a date line besides the date: its labels, a place, an agency, a name ("WASHINGTON, March 3, 2025 (Reuters)", "Published March 3 by Jane Doe"). */
+const DATE_WORDS = /^(?:\d.*|jan\w*|feb\w*|mar\w*|apr\w*|may|jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*|mon\w*|tue\w*|wed\w*|thu\w*|fri\w*|sat\w*|sun\w*|am|pm|[ap]\.m\.|et|est|edt|pt|pst|pdt|gmt|utc|cet|cest|bst|updated|published|posted|originally|last|original|on|at|by|and|ago|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?|mo|mos|months?|y|yrs?|years?|read|min|today|yesterday)$/i
+/**
+ * Whether a line is mostly its date: at most four other words ("Phase 1 (2026): Canal Park to 14th
+ * Avenue East" is a list item that names a year, not a date line).
+ */
+function mostlyDate(text: string): boolean {
+  let other = 0
+  for (const w of text.split(/[^\p{L}\p{N}.:]+/u)) if (w !== "" && !DATE_WORDS.test(w.replace(/[.:]+$/, "")) && ++other > 4) return false
+  return true
+}
 /**
  * A line that carries a date or time (publication lines, datelines of teasers), or an age ("3 hours
  * ago", "6 years, 9 months ago": the time stamps of posts, answers and comments).
@@ -558,7 +569,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (text.length < 500 && PROMO.test(text)) continue
     // A date line; one that says it is the publication's ("Updated Nov. 19, 2019 8:21 am ET / Original ...") however many words;
     // not a table row (release histories, schedules and fixtures date their rows)
-    if (!ck.quoted && text.length < 100 && !isDataRow(els[ck.owner]!) && DATE_LINE.test(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14) || PUBLICATION_LINE.test(text))) continue
+    if (!ck.quoted && text.length < 100 && !isDataRow(els[ck.owner]!) && DATE_LINE.test(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14 && mostlyDate(text)) || PUBLICATION_LINE.test(text))) continue
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text) === titleKey) continue
     if (els[ck.owner]!.tag === "h1") continue
     if (paragraphs.length === 0 && descriptionKey !== "" && key(text) === descriptionKey && isStandfirst(els, parent, ck.owner)) continue
