@@ -502,6 +502,13 @@ describe("publishing platforms' conventions", () => {
     expect(body).not.toContain("About Johanna Wetzel")
   })
 
+  it("keeps headings whose text is a link to their own anchor", () => {
+    const html = wrap(`<main><article><h1>Array.prototype.map()</h1>${para(2, "map")}<h2 id="syntax"><a href="#syntax">Syntax</a></h2>${para(2, "syntax")}<h2 id="parameters"><a href="#parameters">Parameters</a></h2>${para(2, "callback")}</article></main>`)
+    const body = article(html).data.content
+    expect(body).toContain("Syntax")
+    expect(body).toContain("Parameters")
+  })
+
   it("keeps list items that name a year, and drops lines that are their date", () => {
     const html = wrap(`<main><article><h1>Harbour works</h1><div class="entry-content">${para(2)}
       <ul><li>Phase 1 (2026): Canal Park to 14th Avenue East</li><li>Phase 2 (2027): 14th Avenue to Lakeside Drive</li></ul>

@@ -366,7 +366,8 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
         if (tag === "blockquote") quoteDepth--
       } else {
         if (tag === "td" || tag === "th") buf += " "
-        visit(c, ci, blockIdx, inLink || tag === "a")
+        // a heading's link to its own anchor (`<h2 id="syntax"><a href="#syntax">Syntax</a></h2>`, MDN) is its text, not a link away
+        visit(c, ci, blockIdx, inLink || (tag === "a" && !(HEADING.has(els[blockIdx]!.tag) && c.attrs?.href?.startsWith("#") === true)))
         buf += tag === "td" || tag === "th" ? " " : ""
       }
       chunkEnd[ci] = chunks.length
