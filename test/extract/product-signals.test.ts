@@ -314,6 +314,15 @@ describe("shop templates' conventions", () => {
     expect(shop("https://shop.example.com/p/1", `<h1>Mug</h1><span class="price">$34.99</span>`).data.currency).toBe("USD")
   })
 
+  it("reads a shared sign by the page's language when the address says nothing", () => {
+    const zh = `<html lang="zh-CN"><body><h1>电饭煲</h1><span class="price">¥2499.00</span></body></html>`
+    expect(product(zh, { url: "https://detail.shop.example.com/item/1" }).data.currency).toBe("CNY")
+    const mx = `<html lang="es-MX"><body><h1>Taza</h1><span class="price">$1,299.00</span></body></html>`
+    expect(product(mx, { url: "https://www.tienda.example.com/p/1" }).data.currency).toBe("MXN")
+    const us = `<html lang="en-US"><body><h1>Mug</h1><span class="price">$12.00</span></body></html>`
+    expect(product(us, { url: "https://www.shop.example.com/p/1" }).data.currency).toBe("USD")
+  })
+
   it("reads more currency signs", () => {
     expect(parsePrice("1.299,90 TL")).toMatchObject({ price: 1299.9, currency: "TRY" })
     expect(parsePrice("1 299 грн")).toMatchObject({ price: 1299, currency: "UAH" })

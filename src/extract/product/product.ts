@@ -182,7 +182,7 @@ export function productFromPage(page: Page): ProductResult {
   const card = twitterCardPrice(m)
   if (card !== undefined) {
     set("price", card.price, "opengraph")
-    set("currency", currencyOf(card, page.url), "opengraph")
+    set("currency", currencyOf(card, { url: page.url, lang: meta.htmlLang }), "opengraph")
   }
   set("availability", normalizeAvailability(m("product:availability") ?? m("og:availability")), "opengraph")
   set("brand", m("product:brand") ?? m("og:brand"), "opengraph")
@@ -194,7 +194,7 @@ export function productFromPage(page: Page): ProductResult {
 
   // what the page shows
   const sig = readSignals(page.scope)
-  decidePrice(data, sources, sig, set, products.some(({ node }) => node.offers !== undefined) || offersOnly.length > 0, page.url)
+  decidePrice(data, sources, sig, set, products.some(({ node }) => node.offers !== undefined) || offersOnly.length > 0, { url: page.url, lang: meta.htmlLang })
   decideAvailability(data, sources, sig, products, set)
   decideSku(data, sources, sig, page, skuCandidates)
   set("brand", sig.itempropBrand, "product-heuristics")
@@ -289,11 +289,11 @@ type Setter = <K extends keyof Product>(k: K, v: Product[K] | undefined, source:
  * An auction's current bid (a "current bid" element or label) replaces a structured price, which on
  * auction pages is the starting price.
  */
-function decidePrice(data: Product, sources: Record<string, string>, sig: Signals, set: Setter, hasOffer: boolean, url: string | null): void {
+function decidePrice(data: Product, sources: Record<string, string>, sig: Signals, set: Setter, hasOffer: boolean, place: ShopPlace): void {
   if (sig.bid !== undefined && (data.price === undefined || data.price !== sig.bid.price)) {
     data.price = sig.bid.price
     sources.price = "product-heuristics"
-    if (data.currency === undefined) set("currency", currencyOf(sig.bid, url), "product-heuristics")
+    if (data.currency === undefined) set("currency", currencyOf(sig.bid, place), "product-heuristics")
     return
   }
   // a plain-text price only on pages without structured offers (an offer without a usable price,
@@ -301,7 +301,7 @@ function decidePrice(data: Product, sources: Record<string, string>, sig: Signal
   const p = data.price === undefined ? (sig.price ?? (hasOffer ? undefined : sig.textPrice())) : undefined
   if (p !== undefined) {
     set("price", p.price, "product-heuristics")
-    if (data.currency === undefined) set("currency", currencyOf(p, url), "product-heuristics")
+    if (data.currency === undefined) set("currency", currencyOf(p, place), "product-heuristics")
   }
 }
 
@@ -462,9 +462,21 @@ const CCTLD_CURRENCY: Record<string, string> = {
  * shop's country's when that country writes it too (`$` on a .ca shop is CAD). A bare `.co` is taken
  * by companies everywhere (Colombia's shops are `.com.co`).
  */
-function currencyOf(p: ParsedPrice, url: string | null): string | undefined {
-  const local = url !== null && getPublicSuffix(url) !== "co" ? currencyFromDomain(url) : undefined
+function currencyOf(p: ParsedPrice, place: ShopPlace): string | undefined {
+  const local = (place.url !== null && getPublicSuffix(place.url) !== "co" ? currencyFromDomain(place.url) : undefined) ?? currencyFromLang(place.lang)
   return local !== undefined && sharesSign(p, local) ? local : p.currency
+}
+
+/** Where a shop sells: its address and the language its page declares (`<html lang="zh-CN">`). */
+interface ShopPlace { url: string | null; lang: string | undefined }
+
+/** The currency of the region a page's language names (`zh-CN`, `es-MX`, `en-CA`), or of a language spoken in one country (`zh`, `ja`). */
+function currencyFromLang(lang: string | undefined): string | undefined {
+  if (lang === undefined) return undefined
+  const m = /^([a-z]{2,3})(?:[-_](?:[a-z]{4}[-_])?([a-z]{2}))?\b/i.exec(lang.trim())
+  if (m === null) return undefined
+  if (m[2] !== undefined) return CCTLD_CURRENCY[m[2].toLowerCase() === "gb" ? "uk" : m[2].toLowerCase()]
+  return m[1]!.toLowerCase() === "zh" ? "CNY" : m[1]!.toLowerCase() === "ja" ? "JPY" : undefined
 }
 
 function currencyFromDomain(url: string | null): string | undefined {
