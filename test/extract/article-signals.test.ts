@@ -502,6 +502,20 @@ describe("publishing platforms' conventions", () => {
     expect(body).not.toContain("About Johanna Wetzel")
   })
 
+  it("reads other in-page links in headings as links", () => {
+    const toc = wrap(`<main><article><h1>The plan</h1><div><h4><a href="#background">Background of the plan</a></h4><h4><a href="#costs">What the plan costs</a></h4></div>
+      <h2 id="background">Background of the plan</h2>${para(2, "plan")}<h2 id="costs">What the plan costs</h2>${para(2, "costs")}</article></main>`)
+    const body = article(toc).data.content
+    expect(body.split("Background of the plan").length - 1).toBe(1)
+  })
+
+  it("drops date lines written in Spanish, Portuguese and French", () => {
+    for (const line of ["Publicado el 3 de marzo de 2025 a las 10:00", "Atualizado em 3 de março de 2025 às 10h00", "Mis à jour le 4 mars 2025 à 08h12", "Springfield, March 3, 2025, 10:00 a.m. CT"]) {
+      const html = wrap(`<main><article><h1>Story</h1><div class="entry-content">${para(2)}<p>${line}</p>${para(2, "lake")}</div></article></main>`)
+      expect(article(html).data.content).not.toContain(line)
+    }
+  })
+
   it("keeps headings whose text is a link to their own anchor", () => {
     const html = wrap(`<main><article><h1>Array.prototype.map()</h1>${para(2, "map")}<h2 id="syntax"><a href="#syntax">Syntax</a></h2>${para(2, "syntax")}<h2 id="parameters"><a href="#parameters">Parameters</a></h2>${para(2, "callback")}</article></main>`)
     const body = article(html).data.content

@@ -319,6 +319,8 @@ describe("shop templates' conventions", () => {
     expect(product(zh, { url: "https://detail.shop.example.com/item/1" }).data.currency).toBe("CNY")
     const mx = `<html lang="es-MX"><body><h1>Taza</h1><span class="price">$1,299.00</span></body></html>`
     expect(product(mx, { url: "https://www.tienda.example.com/p/1" }).data.currency).toBe("MXN")
+    const hant = `<html lang="zh-Hant"><body><h1>電子鍋</h1><span class="price">¥2,480</span></body></html>`
+    expect(product(hant, { url: "https://www.shop.example.com/p/1" }).data.currency).toBe("JPY")
     const us = `<html lang="en-US"><body><h1>Mug</h1><span class="price">$12.00</span></body></html>`
     expect(product(us, { url: "https://www.shop.example.com/p/1" }).data.currency).toBe("USD")
   })

@@ -631,21 +631,18 @@ function namesMarkedIn(box: Element): string[] {
   return out
 }
 
-/** Words of a title, a role or an outlet after a byline's comma ("Jane Doe, Senior Editor", "…, Associated Press"). */
-const ROLE_WORDS = /\b(?:editor|reporter|correspondent|writer|columnist|staff|contributor|contributing|senior|chief|associate|assistant|deputy|managing|executive|director|manager|officer|president|founder|ceo|cto|head|lead|professor|prof|dr|phd|md|intern|fellow|analyst|producer|photographer|press|news|post|times|journal|tribune|herald|gazette|agency|wire|reuters|bloomberg|media|magazine|daily|weekly|team|desk|bureau|university|institute|inc|llc|ltd|gmbh)\b/i
-
 /**
  * Names a byline joins ("Jane Doe and John Roe", "Anna Schmidt und Jonas Weber", "Jane Doe, John Roe"),
  * split when each part is a name of two words or more ("Tom and Jerry", "Doe, Jane" stay whole).
  */
 function splitAuthors(name: string): string[] {
   const isName = (p: string) => /^\p{Lu}/u.test(p) && p.split(/\s+/).length >= 2 && p.split(/\s+/).length <= 5
-  // "A and B", "A, B and C", "A, B, C", "A, B"; a single comma before a title, a role or an outlet is one
-  // name ("Jane Doe, Senior Editor"), and Spanish and Portuguese double surnames join with "y"/"e"
+  // "A and B", "A, B and C", "A, B, C"; a single comma is one name with its title, outlet or place
+  // ("Jane Doe, Senior Editor", "Jane Doe, The Arizona Republic", "García López, María José": words
+  // cannot tell those from two names), and Spanish and Portuguese double surnames join with "y"/"e"
   const joined = /\s+(?:and|und|et|&)\s+/u.test(name)
   const commas = (name.match(/,/g) ?? []).length
-  if (!joined && commas === 1 && ROLE_WORDS.test(name.slice(name.indexOf(",") + 1))) return [name]
-  if (!joined && commas === 0) return [name]
+  if (!joined && commas < 2) return [name]
   const parts = name.split(/\s+(?:and|und|et|&)\s+|\s*,\s*(?:(?:and|und|et|&)\s+)?/u).map((p) => p.trim()).filter((p) => p !== "")
   return parts.length > 1 && parts.every(isName) ? parts : [name]
 }

@@ -245,7 +245,7 @@ const CAPTION_CREDIT = /\((image|photo|photograph|picture|pic|credit|foto|bild)s
 /** How a publication line starts ("Updated ...", "Published ..."). */
 const PUBLICATION_LINE = /^(updated|published|posted|originally published|last updated|original)\b/i
 /** Words of a date line besides the date: its labels, a place, an agency, a name ("WASHINGTON, March 3, 2025 (Reuters)", "Published March 3 by Jane Doe"). */
-const DATE_WORDS = /^(?:\d.*|jan\w*|feb\w*|mar\w*|apr\w*|may|jun\w*|jul\w*|aug\w*|sep\w*|oct\w*|nov\w*|dec\w*|mon\w*|tue\w*|wed\w*|thu\w*|fri\w*|sat\w*|sun\w*|am|pm|[ap]\.m\.|et|est|edt|pt|pst|pdt|gmt|utc|cet|cest|bst|updated|published|posted|originally|last|original|on|at|by|and|ago|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?|mo|mos|months?|y|yrs?|years?|read|min|today|yesterday)$/i
+const DATE_WORDS = /^(?:\d.*|jan\p{L}*|feb\p{L}*|mar\p{L}*|apr\p{L}*|may|jun\p{L}*|jul\p{L}*|aug\p{L}*|sep\p{L}*|oct\p{L}*|nov\p{L}*|dec\p{L}*|mon\p{L}*|tue\p{L}*|wed\p{L}*|thu\p{L}*|fri\p{L}*|sat\p{L}*|sun\p{L}*|am|pm|[ap]\.m|et|est|edt|ct|cst|cdt|mt|mst|mdt|pt|pst|pdt|cet|gmt|utc|cest|bst|ist|jst|kst|aest|aedt|updated|published|posted|originally|last|original|on|at|by|and|ago|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?|mo|mos|months?|y|yrs?|years?|read|min|today|yesterday|el|de|del|a|las|la|le|les|à|às|em|um|am|op|il|lo|alle|ore|uhr|publicado|actualizado|atualizado|publié|mis|jour|modifié|aktualisiert|veröffentlicht|pubblicato|aggiornato|gepubliceerd|bijgewerkt)$/iu
 /**
  * Whether a line is mostly its date: at most four other words ("Phase 1 (2026): Canal Park to 14th
  * Avenue East" is a list item that names a year, not a date line).
@@ -367,7 +367,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
       } else {
         if (tag === "td" || tag === "th") buf += " "
         // a heading's link to its own anchor (`<h2 id="syntax"><a href="#syntax">Syntax</a></h2>`, MDN) is its text, not a link away
-        visit(c, ci, blockIdx, inLink || (tag === "a" && !(HEADING.has(els[blockIdx]!.tag) && c.attrs?.href?.startsWith("#") === true)))
+        visit(c, ci, blockIdx, inLink || (tag === "a" && !isOwnAnchor(c, els[blockIdx]!)))
         buf += tag === "td" || tag === "th" ? " " : ""
       }
       chunkEnd[ci] = chunks.length
@@ -712,6 +712,15 @@ export function shownText(scope: Element, withoutComments = false): MainContent 
   const skip = (el: Element) => SHOWN_FURNITURE.has(el.tag) || isHidden(el) || (el.attrs?.role !== undefined && FURNITURE_ROLE.test(el.attrs.role.trim())) ||
     (withoutComments && isReadersComments(el))
   return { paragraphs: shownLines(root, skip).filter((line) => !isConsentText(line)), root }
+}
+
+/** Whether `link` inside `heading` points at the heading itself (its id, the link's own id or name). */
+function isOwnAnchor(link: Element, heading: Element): boolean {
+  if (!HEADING.has(heading.tag)) return false
+  const href = link.attrs?.href
+  if (href === undefined || !href.startsWith("#") || href.length < 2) return false
+  const target = href.slice(1)
+  return target === heading.attrs?.id || target === link.attrs?.id || target === link.attrs?.name
 }
 
 /** A table row of two cells or more (a release, a fixture, a schedule), not a one-cell line that is a layout table's. */

@@ -473,9 +473,11 @@ interface ShopPlace { url: string | null; lang: string | undefined }
 /** The currency of the region a page's language names (`zh-CN`, `es-MX`, `en-CA`), or of a language spoken in one country (`zh`, `ja`). */
 function currencyFromLang(lang: string | undefined): string | undefined {
   if (lang === undefined) return undefined
-  const m = /^([a-z]{2,3})(?:[-_](?:[a-z]{4}[-_])?([a-z]{2}))?\b/i.exec(lang.trim())
+  const m = /^([a-z]{2,3})(?:[-_]([a-z]{4}))?(?:[-_]([a-z]{2}))?$/i.exec(lang.trim())
   if (m === null) return undefined
-  if (m[2] !== undefined) return CCTLD_CURRENCY[m[2].toLowerCase() === "gb" ? "uk" : m[2].toLowerCase()]
+  if (m[3] !== undefined) return CCTLD_CURRENCY[m[3].toLowerCase() === "gb" ? "uk" : m[3].toLowerCase()]
+  // a language alone names a country only when it is that country's (Traditional Chinese, `zh-Hant`, is not China's)
+  if (m[2] !== undefined) return undefined
   return m[1]!.toLowerCase() === "zh" ? "CNY" : m[1]!.toLowerCase() === "ja" ? "JPY" : undefined
 }
 
