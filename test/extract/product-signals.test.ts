@@ -347,15 +347,13 @@ describe("shop templates' conventions", () => {
   })
 
   it("reads backorder, pre-order and stock-count wordings", () => {
-    expect(availabilityFromText("Available on backorder")).toBe("BackOrder")
-    expect(availabilityFromText("Available for pre-order")).toBe("PreOrder")
-    expect(availabilityFromText("Bientôt disponible")).toBe("PreOrder")
-    expect(availabilityFromText("Mehr als 10 verfügbar")).toBe("InStock")
-    expect(availabilityFromText("Only 2 left!")).toBe("InStock")
-    expect(availabilityFromText("Low stock: 3 left")).toBe("InStock")
-    // the label's word is not the wording; out of stock still wins over a qualifier
-    expect(availabilityFromText("Verfügbarkeit: nicht auf Lager")).toBe("OutOfStock")
-    expect(availabilityFromText("Sold out. Pre-order the next batch")).toBe("OutOfStock")
+    const readings: Array<[string, string]> = [
+      ["Available on backorder", "BackOrder"], ["Available for pre-order", "PreOrder"], ["Bientôt disponible", "PreOrder"],
+      ["Mehr als 10 verfügbar", "InStock"], ["Only 2 left!", "InStock"], ["Low stock: 3 left", "InStock"],
+      // the label's word is not the wording; out of stock still wins over a qualifier
+      ["Verfügbarkeit: nicht auf Lager", "OutOfStock"], ["Sold out. Pre-order the next batch", "OutOfStock"],
+    ]
+    for (const [text, reading] of readings) expect(availabilityFromText(text), text).toBe(reading)
   })
 
   it("reads an availability a line states under its label", () => {
