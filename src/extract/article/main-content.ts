@@ -148,6 +148,8 @@ const isHintWord = (w: string): boolean =>
  * anchor, not a navbar.
  */
 export const wordsOf = (s: string): Array<string> => {
+  // (most class names have no camelCase: one split)
+  if (!/[a-z][A-Z]/.test(s)) return s.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 0)
   const out: string[] = []
   for (const token of s.split(/[^A-Za-z0-9]+/)) {
     const words = token.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase().split(" ")
