@@ -394,21 +394,20 @@ function timeElement(root: Element, sources: FieldSources): string | undefined {
   return out
 }
 
-/** Page chrome and readers' comments: navigation, sidebars, footers, a masthead, comment threads. */
-const CHROME_OR_COMMENTS = /(?:^|[^a-z])(?:comments?|comment-?list|replies|reply|responses|disqus|sidebar|related|topbar|top-bar|masthead|site-?header|site-?footer|footer|navbar|nav)(?:[^a-z]|$)/
+/** Readers' comments anywhere, and page chrome outside the article: navigation, sidebars, footers, a masthead. */
 function inChromeOrComments(el: Element): boolean {
   let chrome = false
   for (let e = el.parent; e !== null && e.tag !== "body" && e.tag !== "html"; e = e.parent) {
     const words = `${e.attr("class") ?? ""} ${e.attr("id") ?? ""}`.toLowerCase()
-    const marked = words.length > 1 && CHROME_OR_COMMENTS.test(words)
-    if (marked && COMMENTS.test(words)) return true
+    if (COMMENTS.test(words)) return true
     // inside the article its footer and meta lines are the article's (`<footer class="entry-footer">`)
     if (e.tag === "article" || e.tag === "main") return false
-    if (e.tag === "nav" || e.tag === "aside" || e.tag === "footer" || marked) chrome = true
+    if (e.tag === "nav" || e.tag === "aside" || e.tag === "footer" || CHROME.test(words)) chrome = true
   }
   return chrome
 }
 const COMMENTS = /(?:^|[^a-z])(?:comments?|comment-?list|replies|reply|responses|disqus)(?:[^a-z]|$)/
+const CHROME = /(?:^|[^a-z])(?:sidebar|related|topbar|top-bar|masthead|site-?header|site-?footer|footer|navbar|nav)(?:[^a-z]|$)/
 
 /**
  * A discussion (a forum thread, a Q&A page) is its posts, whatever they are called: its replies are
@@ -632,7 +631,7 @@ function namesMarkedIn(box: Element): string[] {
 }
 
 /**
- * Names a byline joins ("Jane Doe and John Roe", "Anna Schmidt und Jonas Weber", "Jane Doe, John Roe"),
+ * Names a byline joins ("Jane Doe and John Roe", "Anna Schmidt und Jonas Weber", "A, B and C", "A, B, C"),
  * split when each part is a name of two words or more ("Tom and Jerry", "Doe, Jane" stay whole).
  */
 function splitAuthors(name: string): string[] {

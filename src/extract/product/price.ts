@@ -130,6 +130,12 @@ export interface ParsedPrice {
   sign?: string
 }
 
+/** A percentage ("19%", "-20 %", "1,5%"): a rate or a discount, never an amount. */
+export const PERCENT = /[-−]?\d+(?:[.,]\d+)?\s?%/
+const PERCENTS = new RegExp(PERCENT.source, "g")
+/** A text with its percentages blanked out. */
+export const withoutPercentages = (t: string) => t.replace(PERCENTS, " ")
+
 /**
  * Parses a price text into amount and currency (if shown). A percentage is never the amount ("inkl.
  * 19% MwSt. 49,90 €" is 49.90), and the euro sign may stand for the decimal comma ("24€99", French
@@ -139,7 +145,7 @@ export function parsePrice(text: string, locale: NumberLocale = "auto"): ParsedP
   let t = text.replace(/\s+/g, " ").trim()
   if (t === "" || !/\d/.test(t)) return undefined
   const found = findCurrency(t)
-  const withoutPercent = t.replace(/[-−]?\d+(?:[.,]\d+)?\s?%/g, " ")
+  const withoutPercent = withoutPercentages(t)
   if (/\d/.test(withoutPercent)) t = withoutPercent
   t = t.replace(/(?<![\d.,])(\d{1,6})€(\d{2})(?![\d.,%])/, "$1.$2 €")
   const price = parseNumber(t, locale, found?.code)

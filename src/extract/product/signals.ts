@@ -8,7 +8,7 @@
  * main product's count.
  */
 import { Element, normalizeSpace } from "../html/dom.ts"
-import { detectCurrency, parsePrice, type ParsedPrice } from "./price.ts"
+import { detectCurrency, parsePrice, PERCENT, withoutPercentages, type ParsedPrice } from "./price.ts"
 import { BLOCK_TAGS, NO_TEXT_TAGS } from "../html/text.ts"
 
 // ---------- vocabularies ----------
@@ -124,11 +124,17 @@ export interface Signals {
   brand(): string | undefined
 }
 
+/**
+ * Tags whose `aria-hidden` hides nothing from the eye: icons and inline duplicates of text said again for
+ * screen readers (WooCommerce's `ins`/`del` sale and old prices).
+ */
+const ARIA_HIDDEN_SHOWN = new Set(["span", "i", "ins", "del"])
+
 function isHidden(el: Element): boolean {
   const a = el.attrs
   if (a === null) return false
   if (a.hidden !== undefined) return true
-  if (a["aria-hidden"] === "true" && el.tag !== "span" && el.tag !== "i" && el.tag !== "ins" && el.tag !== "del") return true
+  if (a["aria-hidden"] === "true" && !ARIA_HIDDEN_SHOWN.has(el.tag)) return true
   const st = a.style
   if (st !== undefined && /display\s*:\s*none|visibility\s*:\s*hidden/i.test(st)) return true
   const c = a.class
@@ -141,29 +147,23 @@ function isHidden(el: Element): boolean {
  * one ("Available on backorder", "Available for pre-order").
  */
 export function availabilityFromText(t: string): string | undefined {
-  let best: string | undefined
-  let at = Infinity
-  const test = (re: RegExp, v: string) => {
-    const m = re.exec(t)
-    if (m !== null && m.index < at) { at = m.index; best = v }
-  }
-  test(OUT_TEXT, "OutOfStock")
-  test(IN_TEXT, "InStock")
-  if (best !== "InStock") return best ?? (PRE_TEXT.test(t) ? "PreOrder" : /back-?order/i.test(t) ? "BackOrder" : undefined)
+  const out = OUT_TEXT.exec(t), inStock = IN_TEXT.exec(t)
+  if (out !== null && (inStock === null || out.index <= inStock.index)) return "OutOfStock"
+  if (inStock === null) return PRE_TEXT.test(t) ? "PreOrder" : BACKORDER.test(t) ? "BackOrder" : undefined
   // a generic "available" qualified right beside it: "Available for pre-order", "Available on
   // backorder", "Bientôt disponible" (not "5 in stock (can be backordered)", nor "Disponibile - Prenota e ritira")
-  const m = IN_TEXT.exec(t)!
-  if (!GENERIC_IN.test(m[0])) return best
+  if (!GENERIC_IN.test(inStock[0])) return "InStock"
   const near = (re: RegExp) => {
     const q = re.exec(t)
     if (q === null) return false
-    const gap = q.index >= m.index ? t.slice(m.index + m[0].length, q.index) : t.slice(q.index + q[0].length, m.index)
+    const gap = q.index >= inStock.index ? t.slice(inStock.index + inStock[0].length, q.index) : t.slice(q.index + q[0].length, inStock.index)
     return gap.length <= 12 && !/[^\p{L}\s]/u.test(gap)
   }
   if (near(PRE_TEXT)) return "PreOrder"
-  if (near(/back-?order/i)) return "BackOrder"
-  return best
+  if (near(BACKORDER)) return "BackOrder"
+  return "InStock"
 }
+const BACKORDER = /back-?order/i
 /** In-stock wordings that say only "available", which a pre-order or backorder wording beside them qualifies. */
 const GENERIC_IN = /^(?:available|disponible|disponibile|disponível|dostępny)$/i
 
@@ -263,7 +263,7 @@ export function readSignals(root: Element): Signals {
             if (v.includes("line-through")) struck = true
             break
           // (a page may hide its whole product from screen readers while a dialog is open: not from the eye)
-          case "aria-hidden": if (v === "true" && tag !== "span" && tag !== "i" && tag !== "ins" && tag !== "del" && !titlePath.has(el)) return -1; break
+          case "aria-hidden": if (v === "true" && !ARIA_HIDDEN_SHOWN.has(tag) && !titlePath.has(el)) return -1; break
           case "itemprop": itemprop = v; words += " " + v; break
           case "role": role = v; break
           case "type": type = v; break
@@ -424,8 +424,6 @@ export function readSignals(root: Element): Signals {
 /** A sentence ("Made from recycled cotton."), not a label: three words or more and a full stop. */
 const isSentence = (t: string) => /[.!]$/.test(t.trim()) && t.trim().split(/\s+/).length >= 3
 
-/** A percentage, on a shop's page a discount: "-16%", "16% off", "15% alennusta", "Save 16%". */
-const DISCOUNT_BADGE = /\d\s?%/
 
 /** A line that labels the product's availability ("Availability: Out Of Stock", "Verfügbarkeit:⏎Auf Lager"). */
 const AVAIL_LABEL = /^(?:availability|stock status|stock|verfügbarkeit|lieferstatus|lagerstatus|disponibilité|disponibilidad|disponibilità|disponibilidade|beschikbaarheid|voorraad|dostępność|dostupnost|dostupnosť|наличие|在庫状況|在庫|库存|庫存|재고)\s*[:：]\s*(.{0,80})$/i
@@ -514,10 +512,10 @@ function priceAfter(lines: string[], from: number, oldLines: ReadonlySet<number>
     }
     if (text === undefined) continue
     // the label of another price stands on the line before (a short one), or before a currency sign's
-    // line; a discount badge ("16% off") there is no label: the selling price follows it
+    // line; a percentage there is a discount badge ("16% off", "15% alennusta"), no label: the selling price follows it
     const prev = lines[i - 1] ?? ""
     const before = prev.length <= 4 ? (lines[i - 2] ?? "") + " " + prev : prev
-    if (labelled === null && before.length <= 40 && (OTHER_PRICE_LABEL.test(before) || /\bwas\b/i.test(before) || (NOT_A_PRICE.test(before) && !DISCOUNT_BADGE.test(before) && !isSentence(before)))) continue
+    if (labelled === null && before.length <= 40 && (OTHER_PRICE_LABEL.test(before) || /\bwas\b/i.test(before) || (NOT_A_PRICE.test(before) && !PERCENT.test(before) && !isSentence(before)))) continue
     const p = parsePrice(text)
     if (p !== undefined && p.price > 0) return candidate(p, 0, false)
   }
@@ -541,7 +539,7 @@ function isOldPrice(el: Element): boolean {
  */
 function isPercentBadge(el: Element): boolean {
   const t = blockText(el, 30)
-  return t.includes("%") && !/\d/.test(t.replace(/\d+(?:[.,]\d+)?\s*%/g, ""))
+  return t.includes("%") && !/\d/.test(withoutPercentages(t))
 }
 
 /**
