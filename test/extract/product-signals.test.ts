@@ -152,7 +152,14 @@ describe("product price: structured sale prices and labelled text prices", () =>
     expect(both).toMatchObject({ price: 39.9, currency: "EUR" })
     // superscript cents belong to their amount
     expect(shown("$19<sup>99</sup>")).toBe(19.99)
-    expect(shown("1.299<sup>00</sup> €")).toBe(1.299)
+    // after grouped thousands, the cents take the other separator
+    expect(shown("1.299<sup>00</sup> €")).toBe(1299)
+    expect(shown("9.499<sup>99</sup> Lei")).toBe(9499.99)
+    expect(shown("$1,299<sup>95</sup>")).toBe(1299.95)
+    // a footnote after an amount with its decimals is no cents
+    expect(shown("$24.99<sup>12</sup>")).toBe(24.99)
+    // cents marked by class (Mercado Livre)
+    expect(shown(`<span class="andes-money-amount__currency-symbol">R$</span><span class="andes-money-amount__fraction">1.299</span><span class="andes-money-amount__cents">90</span>`)).toBe(1299.9)
     // an element that shows only a labelled amount is still read (its label may be the selling one)
     expect(shown("Special $79.00")).toBe(79)
   })

@@ -542,11 +542,28 @@ function isPercentBadge(el: Element): boolean {
   return t.includes("%") && !/\d/.test(withoutPercentages(t))
 }
 
+/** Cents shown apart from their amount: superscript (`$19<sup>99</sup>`) or marked (Mercado Livre's `andes-money-amount__cents`). */
+const isCentsPart = (el: Element) => el.tag === "sup" || /(?:^|[\s_-])(?:cents?|decimals)(?:$|\s)/i.test(el.attrs?.class ?? "")
+
+/**
+ * What joins two digits of cents to the amount text before them, or undefined when they are no cents:
+ * "." after a bare integer ("19" → "19.99"), nothing after "24€" (24€99 reads as 24.99), and after
+ * grouped thousands the other separator ("9.499" → "9.499,99", "1,299" → "1,299.99"). After an amount
+ * that has its decimals ("$24.99") two more digits are a footnote.
+ */
+function joinCents(before: string, cents: string): string | undefined {
+  if (!/^\d{2}$/.test(cents)) return undefined
+  if (/(?:^|[^\d.,'’\s])\d+€$/.test(before)) return cents
+  const grouped = /(?:^|[^\d.,'’])\d{1,3}(?:([.,'’\u00a0\u202f ])\d{3})+$/.exec(before)
+  if (grouped !== null) return (grouped[1] === "." ? "," : ".") + cents
+  return /(?:^|[^\d.,'’])\d+$/.test(before) ? "." + cents : undefined
+}
+
 /**
  * Visible text of an element on one line, with a space where block elements meet (`$200` +
  * `<div>2 bids</div>` → `$200 2 bids`). Reading stops a little after `max` characters (callers
  * reject longer texts), so large containers cost little. Read as a price (`asPrice`), old prices are
- * left out and superscript cents join their amount (`$19<sup>99</sup>` → `$19.99`).
+ * left out and cents shown apart join their amount (`$19<sup>99</sup>` → `$19.99`, `9.499<sup>99</sup>` → 9499.99).
  */
 function blockText(el: Element, max: number, inButton = false, asPrice = false): string {
   let out = ""
@@ -556,11 +573,11 @@ function blockText(el: Element, max: number, inButton = false, asPrice = false):
       if (out.length > limit) return
       if (typeof c === "string") out += c
       else if (!NO_TEXT_TAGS.has(c.tag) && !(c.tag === "button" && !inButton) && !isHidden(c) && !(asPrice && (isOldPrice(c) || isPercentBadge(c)))) {
-        // (only after a bare integer: "1.299<sup>00</sup>" and a footnote after "$24.99" are other things)
-        if (asPrice && c.tag === "sup" && /(?:^|[^\d.,'’])\d+$|(?:^|[^\d.,'’\s])\d+€$/.test(out)) {
-          const cents = blockText(c, 10)
-          // "24€<sup>99</sup>" is 24€99, which reads as 24.99
-          if (/^\d{2}$/.test(cents)) { out += (out.endsWith("€") ? "" : ".") + cents; continue }
+        if (asPrice && isCentsPart(c)) {
+          const cents = joinCents(out, blockText(c, 10))
+          if (cents !== undefined) { out += cents; continue }
+          // anything else there (a footnote mark) is its own number
+          out += " "; rec(c); out += " "; continue
         }
         if (SPACED(c.tag)) { out += " "; rec(c); out += " " }
         else rec(c)
