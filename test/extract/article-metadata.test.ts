@@ -183,6 +183,19 @@ describe("publication date", () => {
     expect(article(html, { url: "https://example.org/rockets" }).data.publishedAt).toBeUndefined()
   })
 
+  it("does not take an event's own page's dates for its publication, but reads a post about an event", () => {
+    const event = `{"@context":"https://schema.org","@type":"MusicEvent","name":"Harbour Jazz Night","startDate":"2026-06-12T19:00"}`
+    const shown = `<main><h1>Harbour Jazz Night</h1><p><time datetime="2026-06-12T19:00">June 12, 2026</time></p>${para(3)}</main>`
+    const page = (ld: string) => `<html><head><script type="application/ld+json">${ld}</script></head><body>${shown}</body></html>`
+    expect(article(page(event), { url: "https://venue.example.org/events/2026/06/12/jazz" }).data.publishedAt).toBeUndefined()
+    // a post that also describes its event is dated by what it shows
+    const post = `[{"@context":"https://schema.org","@type":"BlogPosting","headline":"Harbour Jazz Night"},${event}]`
+    expect(article(page(post), { url: "https://venue.example.org/blog/jazz" }).data.publishedAt?.slice(0, 10)).toBe("2026-06-12")
+    // an event named on the page that is not the page's own (a sidebar's) changes nothing
+    const other = `{"@context":"https://schema.org","@type":"Event","name":"Open day"}`
+    expect(article(page(other), { url: "https://venue.example.org/news/jazz" }).data.publishedAt?.slice(0, 10)).toBe("2026-06-12")
+  })
+
   it("does not take an update date for the publication", () => {
     const html = `<html><body><article><h1>Garden notes</h1><span class="date">Updated March 3, 2025</span>${para(3)}</article></body></html>`
     expect(article(html).data.publishedAt).toBeUndefined()

@@ -140,10 +140,13 @@ export function articleFromPage(page: Page): ArticleResult {
   const published = first("publishedAt", (n) => toIsoDateTime(str(n.datePublished) ?? str(n.dateCreated)))
     ?? toIsoDateTime(fromMeta("publishedAt", ["article:published_time", "og:published_time", "published_time", "date", "pubdate", "publishdate", "publish-date", "dc.date", "dc.date.issued", "sailthru.date", "parsely-pub-date", "datepublished"]))
     ?? metaPublished(meta, sources)
-    ?? timeElement(page.scope, sources)
-    ?? dateLabel(page.scope, sources)
-    ?? dateUnderHeadline(nearHeadline(), sources)
-    ?? urlDate(page.url, sources)
+    ?? (aboutAnEvent(page, nodes, data.title) ? undefined : shownDate())
+  function shownDate(): string | undefined {
+    return timeElement(page.scope, sources)
+      ?? dateLabel(page.scope, sources)
+      ?? dateUnderHeadline(nearHeadline(), sources)
+      ?? urlDate(page.url, sources)
+  }
   if (published !== undefined) data.publishedAt = published
   else delete sources.publishedAt
   const modified = first("modifiedAt", (n) => toIsoDateTime(str(n.dateModified)))
@@ -416,6 +419,20 @@ const CHROME = /(?:^|[^a-z])(?:sidebar|related|topbar|top-bar|masthead|site-?hea
  */
 const DISCUSSION_TYPES = new Set(["DiscussionForumPosting", "QAPage", "Question"])
 const FORUM_URL = /^https?:\/\/(?:forums?|community|boards|discuss|discourse)\.|\/(?:forums?|threads?|topics?|t|showthread(?:\.php)?|viewtopic(?:\.php)?|discussions?|questions)\//i
+
+/**
+ * Whether the page is an event's own page: structured data describes an event by the page's title, and
+ * no article. The dates it shows (under its h1, in `<time>`, in its address) are then when the event
+ * takes place, not when the page was published.
+ */
+function aboutAnEvent(page: Page, articles: ReadonlyArray<{ node: JsonObject }>, title: string): boolean {
+  if (title === "" || articles.some(({ node }) => rank(node) < 2)) return false
+  const key = titleKey(title)
+  return [...page.structured.jsonld, ...page.structured.microdata, ...page.structured.rdfa].some((n) =>
+    typesOf(n).some((t) => EVENT_TYPE.test(t)) && titleKey(str(n.name) ?? "") === key)
+}
+/** schema.org's Event and its subtypes (MusicEvent, SportsEvent, Festival…), not the publication kinds (BroadcastEvent). */
+const EVENT_TYPE = /^(?!Publication|Broadcast|OnDemand)\w*Event$|^Festival$/
 
 /** Types whose presence makes Review items the product's user reviews. */
 const PRODUCT_TYPES = new Set(["Product", "ProductGroup", "Offer", "AggregateOffer"])
