@@ -49,7 +49,14 @@ export const ExtractionEntity = Entity.make("Extraction", [
 const NO_MODEL = "none"
 
 class Failure {
-  constructor(readonly errorClass: string, readonly message: string, readonly transient: boolean) {}
+  readonly errorClass: string
+  readonly message: string
+  readonly transient: boolean
+  constructor(errorClass: string, message: string, transient: boolean) {
+    this.errorClass = errorClass
+    this.message = message
+    this.transient = transient
+  }
 }
 
 export const ExtractionEntityLive = ExtractionEntity.toLayer(

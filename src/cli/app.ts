@@ -66,7 +66,7 @@ const serve = Command.make("serve", {
 }, ({ port }) =>
   // The node runs as its own process, exactly as `npm start` runs it; signals are passed on.
   Effect.callback<void, CliFailure>((resume) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    const child = spawn(process.execPath, ["src/main.ts"], {
       cwd: packageRoot(),
       stdio: "inherit",
       env: Option.isSome(port) ? { ...process.env, PORT: String(port.value) } : process.env

@@ -16,7 +16,10 @@ export interface FinishedJob {
 export class WatchState {
   readonly finished = new Map<string, FinishedJob>()
   readonly seen = new Set<string>()
-  constructor(readonly expected: number | undefined) {}
+  readonly expected: number | undefined
+  constructor(expected: number | undefined) {
+    this.expected = expected
+  }
   get byStatus() {
     return count([...this.finished.values()].map((j) => j.status))
   }

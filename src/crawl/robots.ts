@@ -119,11 +119,14 @@ const crawlDelayOf = (file: RobotsTxtFile): number => {
  */
 export class RobotsCache {
   private readonly entries = new Map<string, { readonly at: number; readonly robots: Promise<Robots> }>()
-  constructor(
-    private readonly fetchRobots: (robotsUrl: string) => Promise<RobotsFetch>,
-    private readonly maxEntries = 10_000,
-    private readonly now: () => number = Date.now
-  ) {}
+  private readonly fetchRobots: (robotsUrl: string) => Promise<RobotsFetch>
+  private readonly maxEntries: number
+  private readonly now: () => number
+  constructor(fetchRobots: (robotsUrl: string) => Promise<RobotsFetch>, maxEntries = 10_000, now: () => number = Date.now) {
+    this.fetchRobots = fetchRobots
+    this.maxEntries = maxEntries
+    this.now = now
+  }
 
   get(page: URL): Promise<Robots> {
     const url = robotsUrlOf(page)

@@ -37,8 +37,10 @@ export class Semaphore {
   /** Waiters by priority; `levels` lists the priorities that have any, highest first. */
   private readonly byPriority = new Map<number, Fifo<Waiter>>()
   private readonly levels: Array<number> = []
-  constructor(readonly limit: number) {
+  readonly limit: number
+  constructor(limit: number) {
     if (!(limit >= 1)) throw new Error("semaphore limit must be >= 1")
+    this.limit = limit
   }
   get inUse(): number {
     return this.active
@@ -132,7 +134,10 @@ export class Semaphore {
 /** Per-key concurrency cap (e.g. 2 concurrent fetches per domainId). Idle keys are dropped. */
 export class KeyedLimiter {
   private readonly byKey = new Map<string, Semaphore>()
-  constructor(readonly limitPerKey: number) {}
+  readonly limitPerKey: number
+  constructor(limitPerKey: number) {
+    this.limitPerKey = limitPerKey
+  }
   async acquire(key: string, signal?: AbortSignal): Promise<() => void> {
     let sem = this.byKey.get(key)
     if (!sem) this.byKey.set(key, (sem = new Semaphore(this.limitPerKey)))

@@ -313,13 +313,15 @@ export const UNSAFE_ADDRESS_CODE = "ERR_UNSAFE_ADDRESS"
 
 export class UnsafeAddressError extends Error {
   readonly code = UNSAFE_ADDRESS_CODE
-  constructor(
-    readonly hostname: string,
-    readonly address: string,
-    readonly addressClass: NonPublicReason
-  ) {
+  readonly hostname: string
+  readonly address: string
+  readonly addressClass: NonPublicReason
+  constructor(hostname: string, address: string, addressClass: NonPublicReason) {
     super(`refused ${hostname}: ${address} is ${addressClass}`)
     this.name = "UnsafeAddressError"
+    this.hostname = hostname
+    this.address = address
+    this.addressClass = addressClass
   }
 }
 

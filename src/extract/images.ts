@@ -13,7 +13,10 @@ function dim(v: unknown): number | undefined {
 export class ImageSet {
   private readonly list: Image[] = []
   private readonly index = new Map<string, Image>()
-  constructor(private readonly base: string | null) {}
+  private readonly base: string | null
+  constructor(base: string | null) {
+    this.base = base
+  }
 
   add(src: string | undefined, alt?: string, width?: unknown, height?: unknown): boolean {
     const url = absoluteUrl(src, this.base)

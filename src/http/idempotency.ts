@@ -4,7 +4,7 @@ import { HttpServerResponse } from "effect/http"
 import { Config } from "../config.ts"
 import { newId } from "../ids.ts"
 import { IDEMPOTENCY_KEY_PATTERN } from "../schema/common.ts"
-import { ApiError, type ErrorDetail, fail } from "../schema/errors.ts"
+import { type ApiError, type ErrorDetail, fail } from "../schema/errors.ts"
 import { IdempotencyRepo } from "../sql/idempotency-repo.ts"
 import { decryptSecret, encryptSecret, isSecretBox } from "../webhooks/secret-box.ts"
 

@@ -1,6 +1,6 @@
 import { scrypt, timingSafeEqual } from "node:crypto"
 import { promisify } from "node:util"
-import { Algorithm, hash, verify } from "@node-rs/argon2"
+import { type Algorithm, hash, verify } from "@node-rs/argon2"
 import { Effect } from "effect"
 import { fail, type InvalidRequest } from "../schema/errors.ts"
 
@@ -8,7 +8,8 @@ import { fail, type InvalidRequest } from "../schema/errors.ts"
  * Password hashing: Argon2id with OWASP's parameters (19 MiB, 2 passes, 1 lane), computed on the
  * libuv thread pool so the event loop keeps serving (docs/identity.md, "Passwords").
  */
-export const ARGON2 = { algorithm: Algorithm.Argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const
+// Algorithm is a declared const enum, which type stripping cannot inline: its Argon2id value is 2
+export const ARGON2 = { algorithm: 2 satisfies Algorithm.Argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const
 
 /** Bounds of a new password, in characters (a long passphrase of emoji counts its emoji). */
 export const PASSWORD_MIN = 12

@@ -16,8 +16,10 @@ const INT64 = 2 ** 63
 
 /** A span that, once ended and sampled, joins the batch unconverted. */
 class ExportedSpan extends Tracer.NativeSpan {
-  constructor(options: ConstructorParameters<typeof Tracer.NativeSpan>[0], private readonly batch: (span: ExportedSpan) => void) {
+  private readonly batch: (span: ExportedSpan) => void
+  constructor(options: ConstructorParameters<typeof Tracer.NativeSpan>[0], batch: (span: ExportedSpan) => void) {
     super(options)
+    this.batch = batch
   }
   override end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
     if (this.status._tag === "Ended") return

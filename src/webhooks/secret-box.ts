@@ -18,11 +18,10 @@ export type SecretBoxErrorCode = "invalid_key" | "malformed" | "unsupported_vers
 
 export class SecretBoxError extends Error {
   override readonly name = "SecretBoxError"
-  constructor(
-    readonly code: SecretBoxErrorCode,
-    message: string
-  ) {
+  readonly code: SecretBoxErrorCode
+  constructor(code: SecretBoxErrorCode, message: string) {
     super(message)
+    this.code = code
   }
 }
 

@@ -110,11 +110,8 @@ export const makeTimedWorkers = <I, O>(
   }
 
   const start = (): Slot<I, O> => {
-    // The worker loads TypeScript sources the way the process does (tsx), also where the process
-    // itself was started otherwise (a test runner).
-    const worker = new Worker(entry, {
-      execArgv: process.execArgv.some((a) => a.includes("tsx")) ? process.execArgv : [...process.execArgv, "--import", "tsx"]
-    })
+    // Node strips the worker's TypeScript itself, as it does the process's (docs/performance.md "Running TypeScript").
+    const worker = new Worker(entry)
     worker.unref()
     const slot: Slot<I, O> = { worker, online: false, task: undefined, timer: undefined }
     worker.once("online", () => {

@@ -117,7 +117,7 @@ export const startServer = async (
   const runnerPort = env.DATABASE_URL && !env.RUNNER_PORT ? { RUNNER_PORT: String(await freePort()) } : {}
   if (!env.DATABASE_URL && !existsSync(join(dataDir, "pg"))) cpSync(await blankDatabaseTemplate(), join(dataDir, "pg"), { recursive: true })
   const entry = options.fault ? ["test/support/fault-server.ts", options.fault] : ["src/main.ts"]
-  const child = spawn(nodeBin, ["--import", "tsx", ...entry], {
+  const child = spawn(nodeBin, entry, {
     cwd: root,
     env: {
       PATH: process.env.PATH ?? "",

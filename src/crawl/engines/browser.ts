@@ -136,8 +136,10 @@ const evaluateInOwnWorld = async (page: Page, expression: string): Promise<unkno
 }
 
 class MarkupTooLarge extends Error {
-  constructor(readonly chars: number) {
+  readonly chars: number
+  constructor(chars: number) {
     super(`rendered HTML of ${chars} characters`)
+    this.chars = chars
   }
 }
 

@@ -675,7 +675,8 @@ const BYLINE_LINE_MAX = 400
 /** Raw text (markup white space included) longer than this is no byline. */
 const BYLINE_RAW_MAX = 2000
 
-const enum BylineMark { None, Byline, Name }
+const BylineMark = { None: 0, Byline: 1, Name: 2 } as const
+type BylineMark = (typeof BylineMark)[keyof typeof BylineMark]
 
 /**
  * How an element is marked: as a name (`rel="author"`, `itemprop="author"`, class words author and

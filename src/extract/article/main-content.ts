@@ -89,12 +89,8 @@ const WEAK_WORDS = new Set((
 const POSITIVE_WORDS = new Set("article content entry post body story text main blog prose richtext paragraph single copy articlebody storybody".split(" "))
 const POSITIVE_PREFIX = /^(article|content|story|entry)/
 
-const enum Hint {
-  None = 0,
-  Positive = 1,
-  Weak = 2,
-  Strong = 3,
-}
+const Hint = { None: 0, Positive: 1, Weak: 2, Strong: 3 } as const
+type Hint = (typeof Hint)[keyof typeof Hint]
 
 /** The class/id word that decided the last `hintOf` result ("" for roles, tags and positive words). */
 let hintWord = ""

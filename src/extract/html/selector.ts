@@ -33,7 +33,10 @@ export function parseSelector(src: string): Selector[] {
 
 class SelectorParser {
   i = 0
-  constructor(readonly s: string) {}
+  readonly s: string
+  constructor(s: string) {
+    this.s = s
+  }
   done() { return this.i >= this.s.length }
   peek() { return this.s[this.i] ?? "" }
   ws() { while (/\s/.test(this.peek()) && !this.done()) this.i++ }
