@@ -12,6 +12,9 @@ describe("consent banners", () => {
     expect(isConsentText("We use cookies to give you the best online experience.")).toBe(true)
     expect(isConsentText("These cookies help us understand how visitors use our website and support analytics.")).toBe(true)
     expect(isConsentText("Bake the cookies for twelve minutes, until the edges turn golden.")).toBe(false)
+    // an article's sentences about cookies address no visitor
+    expect(isConsentText("Plausible's script is under 1 KB and sets no cookies, so there is no consent banner to add.")).toBe(false)
+    expect(isConsentText("PECR applies in the UK to apps that use cookies or send marketing for advertising.")).toBe(false)
     // plural forms count: a banner that speaks of "websites" and "browsers"
     expect(isConsentText("These technologies are strictly necessary to provide services through our websites. To disable all cookies please use your browsers settings.")).toBe(true)
   })

@@ -689,11 +689,16 @@ function noscriptChildren(el: Element, enabled: boolean): Element["children"] | 
   return body.children
 }
 
-/** Cookie and consent banners: text about cookies in consent, privacy or tracking words. */
+/**
+ * Cookie and consent banners: text about cookies in consent, privacy or tracking words that asks the
+ * visitor for something ("By continuing you agree to our use of cookies"). An article's sentence about
+ * cookies ("the script sets no cookies, so there is no consent banner to add") asks nothing.
+ */
 const CONSENT_PHRASE = /\bwe use cookies\b|\bcookie (policy|settings|preferences|notice|consent|banner)\b/i
 const CONSENT_WORDS = /\b(consent|privacy|third[- ]part(y|ies)|browsers?|websites?|analytics|tracking|advertising)\b/i
+const ASKS_VISITOR = /\b(we|us|our|you|your)\b/i
 export function isConsentText(text: string): boolean {
-  return text.length < 1500 && (CONSENT_PHRASE.test(text) || (/\bcookies\b/i.test(text) && CONSENT_WORDS.test(text)))
+  return text.length < 1500 && (CONSENT_PHRASE.test(text) || (/\bcookies\b/i.test(text) && CONSENT_WORDS.test(text) && ASKS_VISITOR.test(text)))
 }
 
 /** Elements that are page furniture wherever they stand: left out of the page's shown text. */
