@@ -92,6 +92,11 @@ describe("author", () => {
     expect(cleanAuthor("BySummer Swann-June 12, 2025")).toBe("Summer Swann")
     expect(cleanAuthor("\"David Kim\"")).toBe("David Kim")
     expect(cleanAuthor("Ann Writer · 5 min read")).toBe("Ann Writer")
+    // a credit's label, a role after a bar, a place or role in parentheses
+    expect(cleanAuthor("Story by Emma Lowry")).toBe("Emma Lowry")
+    expect(cleanAuthor("Interview by Oliver Grant")).toBe("Oliver Grant")
+    expect(cleanAuthor("Tom Reed | Staff Writers")).toBe("Tom Reed")
+    expect(cleanAuthor("Claire Dumas (Marseille, correspondante)")).toBe("Claire Dumas")
     expect(cleanAuthor("Sat, 20 Dec, 2025 - 06:36")).toBeUndefined()
     expect(cleanAuthor("Sun Dec 17, 2023 11:23 am")).toBeUndefined()
   })
@@ -230,6 +235,21 @@ describe("the site's banner h1", () => {
 
 describe("dates and authors as platforms write them", () => {
   const page = (head: string, body: string) => `<html><head><title>Story</title>${head}</head><body>${body}</body></html>`
+
+  it("reads the byline under a headline set in an h2 when the page has no h1", () => {
+    const h2 = page("", `<main><article><h2><span>Fernverkehr</span> <span>Neue Sprinter zwischen Berlin und München</span></h2>
+      <div><span>Von </span><a href="/autor/kb">Katrin Böhme</a></div>${para(3)}</article></main>`).replace("<title>Story</title>", "<title>Neue Sprinter zwischen Berlin und München</title>")
+    expect(article(h2, { url: "https://news.example.de/wirtschaft/sprinter" }).data.author).toBe("Katrin Böhme")
+  })
+
+  it("prefers the person a byline names to an organisation given as the structured author", () => {
+    const ld = (author: string) => `<script type="application/ld+json">{"@context":"https://schema.org","@type":"BlogPosting","headline":"Story","author":${author}}</script>`
+    const body = `<article><h1>Story</h1><p class="byline">By <a href="/team/maya">Maya Chen</a></p>${para(3)}</article>`
+    expect(article(page(ld(`{"@type":"Organization","name":"Fieldnote"}`), body)).data.author).toBe("Maya Chen")
+    // a person given as the structured author stays, and an organisation stays when the page names nobody else
+    expect(article(page(ld(`{"@type":"Person","name":"Maya C."}`), body)).data.author).toBe("Maya C.")
+    expect(article(page(ld(`{"@type":"Organization","name":"Fieldnote"}`), `<article><h1>Story</h1>${para(3)}</article>`)).data.author).toBe("Fieldnote")
+  })
 
   it("takes the publication's <time>, not an update's, a masthead's or a comment's", () => {
     const gp = page("", `<article><h1>Story</h1><time class="updated" datetime="2025-02-11T10:00:00Z">Feb 11</time><time class="entry-date published" datetime="2024-06-03T09:00:00Z">June 3</time>${para(3)}</article>`)

@@ -30,6 +30,12 @@ export interface ArticleResult {
   extra: string[]
 }
 
+/** Whether a structured author value is one or more Organization nodes and nothing else. */
+function onlyOrganisations(author: unknown): boolean {
+  const list = Array.isArray(author) ? author : [author]
+  return list.length > 0 && list.every((a) => a !== null && typeof a === "object" && typesOf(a as JsonObject).some((t) => /^(Organization|Corporation|NewsMediaOrganization)$/i.test(t)))
+}
+
 function notUrl(s: string | undefined): string | undefined {
   if (s === undefined) return undefined
   const t = normalizeSpace(s)
@@ -79,7 +85,7 @@ export function articleFromPage(page: Page): ArticleResult {
   }
 
   let lines: HeadlineLines | undefined
-  const nearHeadline = () => (lines ??= headlineLines(page.scope))
+  const nearHeadline = () => (lines ??= headlineLines(page.scope, data.title))
   const { headline: h1, banner } = headlineH1(page.scope, meta.title, meta.get("og:site_name"), page.url)
   let title = first("title", (n) => str(n.headline) ?? (rank(n) < 2 ? str(n.name) : undefined))
     ?? fromMeta("title", ["og:title", "twitter:title", "dc.title", "title"])
@@ -117,6 +123,12 @@ export function articleFromPage(page: Page): ArticleResult {
   // user reviews (several Review items, or reviews of a product) are not the page's author
   const reviewsOfPage = nodes.filter(({ node }) => typesOf(node).includes("Review")).length > 1 || nodesOfType(page, PRODUCT_TYPES).length > 0
   let authors = first("authors", (n) => reviewsOfPage && typesOf(n).includes("Review") ? undefined : strs(n.author).map(notUrl).filter((x): x is string => x !== undefined))
+  // an organisation as the structured author (a company blog's plugin default) gives way to a person the page's byline names
+  const organisations = authors !== undefined && authors.length > 0 && nodes.some(({ node }) => onlyOrganisations(node.author)) ? authors : undefined
+  if (organisations !== undefined) {
+    const shown = findByline(page.scope) ?? (() => { const near = bylineNearHeadline(nearHeadline()); return near !== undefined ? [near] : undefined })()
+    if (shown !== undefined && shown.some((name) => !organisations.includes(name))) { authors = shown; sources.authors = "main-content" }
+  }
   if (authors === undefined || authors.length === 0) {
     const m = [...meta.all("author"), ...meta.all("article:author"), ...meta.all("dc.creator"), ...meta.all("byl")]
       .map((x) => notUrl(x.replace(/^by\s+/i, ""))).filter((x): x is string => x !== undefined)
@@ -448,6 +460,9 @@ export function cleanAuthor(raw: string): string | undefined {
   if (/^(mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+(\d|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d)/i.test(t)) return undefined
   t = t.replace(/^(written by|posted by|reviewed by|authored by|author:?|by:?|von|par|por|door)\s+/i, "")
   t = t.replace(/^By(?=\p{Lu})/u, "")
+  // a credit's label ("Story by", "Interview by", "Reporting by"), a role after a bar ("| Staff Writers"),
+  // a place or role in parentheses ("Claire Dumas (Marseille, correspondante)")
+  t = t.replace(/^\p{L}+(?: \p{L}+)? by\s+(?=\p{Lu})/u, "").replace(/\s+\|\s.*$/u, "").replace(/\s*\([^()]*\)$/u, "")
   // cut at a separator followed by a date or reading time
   t = t.replace(/\s*[-–—|·•,]\s*(\p{L}{3,9}\.? \d{1,2},? \d{4}|\d{1,2}[./ ]\p{L}*[./ ]?\d{2,4}|\d{4}-\d\d-\d\d|\d+ min(ute)?s? read).*$/u, "")
   t = t.replace(/(?<=\p{Ll})[-–—](?=\p{Lu}\p{Ll}+ \d)/u, " ").replace(/\s+(\p{Lu}\p{Ll}+ \d{1,2},? \d{4}).*$/u, "")
@@ -527,12 +542,13 @@ interface HeadlineLines {
   before: Array<[Element, string]>
   after: Array<[Element, string]>
 }
-function headlineLines(root: Element): HeadlineLines {
+function headlineLines(root: Element, title: string): HeadlineLines {
   const before: Array<[Element, string]> = [], after: Array<[Element, string]> = []
+  const headline = headlineElement(root, title)
   let seenH1 = false
   walk(root, (el) => {
     if (after.length >= HEADLINE_LINES) return false
-    if (el.tag === "h1" && !seenH1) { seenH1 = true; return false }
+    if (el === headline && !seenH1) { seenH1 = true; return false }
     // a picture's caption and credit are neither byline nor date
     if (el.tag === "figure" || el.tag === "figcaption") return false
     if (holdsBlocks(el)) return
@@ -548,6 +564,19 @@ function headlineLines(root: Element): HeadlineLines {
   })
   return seenH1 ? { before, after } : { before: [], after: [] }
 }
+/** The page's first h1; on a page without one, the first h2 or h3 that is the title (news sites that set their headline in an h2). */
+function headlineElement(root: Element, title: string): Element | undefined {
+  const key = titleKey(title)
+  let h1: Element | undefined, titled: Element | undefined
+  walk(root, (el) => {
+    if (h1 !== undefined) return false
+    if (el.tag === "h1") { h1 = el; return false }
+    if (titled === undefined && key.length >= 8 && (el.tag === "h2" || el.tag === "h3") && titleKey(rawText(el, 400)).includes(key)) titled = el
+    return
+  })
+  return h1 ?? titled
+}
+
 /**
  * "By Ann Writer", "Published August 7, 2023 by Ann Writer | News": "by" (and its equivalents) followed by
  * a name of capitalized words, at the start of a line or after a separator or a date's digits; "by" in
