@@ -236,6 +236,12 @@ describe("the site's banner h1", () => {
 describe("dates and authors as platforms write them", () => {
   const page = (head: string, body: string) => `<html><head><title>Story</title>${head}</head><body>${body}</body></html>`
 
+  it("does not date the page by a related story's card, itself an article", () => {
+    const html = page("", `<main><article><h1>Story</h1><div class="post-meta"><span class="post-date">27 February 2024</span></div>${para(3)}</article>
+      <section class="related-stories"><h2>Related stories</h2><article class="card"><a href="/a"><h3>Bleaching</h3></a><time>12 February 2024</time></article></section></main>`)
+    expect(article(html, { url: null }).data.publishedAt?.slice(0, 10)).toBe("2024-02-27")
+  })
+
   it("reads the byline under a headline set in an h2 when the page has no h1", () => {
     const h2 = page("", `<main><article><h2><span>Fernverkehr</span> <span>Neue Sprinter zwischen Berlin und München</span></h2>
       <div><span>Von </span><a href="/autor/kb">Katrin Böhme</a></div>${para(3)}</article></main>`).replace("<title>Story</title>", "<title>Neue Sprinter zwischen Berlin und München</title>")

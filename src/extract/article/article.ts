@@ -409,18 +409,31 @@ function timeElement(root: Element, sources: FieldSources): string | undefined {
   return out
 }
 
-/** Readers' comments anywhere, and page chrome outside the article: navigation, sidebars, footers, a masthead. */
+/**
+ * Readers' comments anywhere, and page chrome outside the article: navigation, sidebars, footers, a
+ * masthead; and an article that is a card among related stories (`<section class="related-stories">
+ * <article class="card">`).
+ */
 function inChromeOrComments(el: Element): boolean {
-  let chrome = false
+  let chrome = false, inArticle = false
   for (let e = el.parent; e !== null && e.tag !== "body" && e.tag !== "html"; e = e.parent) {
     const words = `${e.attr("class") ?? ""} ${e.attr("id") ?? ""}`.toLowerCase()
     if (COMMENTS.test(words)) return true
+    if (inArticle) {
+      if (e.tag === "aside" || e.tag === "nav" || RELATED.test(words)) return true
+      continue
+    }
     // inside the article its footer and meta lines are the article's (`<footer class="entry-footer">`)
-    if (e.tag === "article" || e.tag === "main") return false
+    if (e.tag === "article" || e.tag === "main") {
+      if (chrome) return false
+      inArticle = true
+      continue
+    }
     if (e.tag === "nav" || e.tag === "aside" || e.tag === "footer" || CHROME.test(words)) chrome = true
   }
   return chrome
 }
+const RELATED = /(?:^|[^a-z])(?:related|recommended|more-stories|read-more|also-read)(?:[^a-z]|$)/
 const COMMENTS = /(?:^|[^a-z])(?:comments?|comment-?list|replies|reply|responses|disqus)(?:[^a-z]|$)/
 const CHROME = /(?:^|[^a-z])(?:sidebar|related|topbar|top-bar|masthead|site-?header|site-?footer|footer|navbar|nav)(?:[^a-z]|$)/
 
