@@ -267,6 +267,19 @@ describe("prices and identifiers pages show without structured data", () => {
     expect(product(page("", `<h1>Lamp</h1><div class="price"><span>$16.00 -20%</span></div>`)).data.price).toBe(16)
   })
 
+  it("reads an unmarked old price shown first as old when the discount badge beside the two says so", () => {
+    // classes that say nothing (a style sheet strikes the first amount through)
+    const shown = (amounts: string) => product(page("", `<h1>Power Bank</h1><div class="q1"><div class="a7">${amounts}</div></div><p>Charges two phones at once.</p>`)).data.price
+    expect(shown(`<div>$49.90</div><div>$35.90</div><div>28% off</div>`)).toBe(35.9)
+    // a badge that does not fit the two amounts leaves the first one (a second amount is another price)
+    expect(shown(`<div>$49.90</div><div>$35.90</div><div>10% off</div>`)).toBe(49.9)
+    expect(shown(`<div>$49.90</div><div>$5.99</div>`)).toBe(49.9)
+    // a badge that names its discount by an amount labels no price: the amount after it sells
+    expect(shown(`<div>Extra ₹1000 off</div><div>₹17,999</div><div>₹20,999</div><div>14% off</div>`)).toBe(17999)
+    // an "origin" price class is an old price (Coupang's origin-price)
+    expect(product(page("", `<h1>Ramen</h1><div class="prod-price"><span class="origin-price">39,900원</span> <span class="total-price">29,900원</span></div>`)).data.price).toBe(29900)
+  })
+
   it("skips a struck-through old price in the page's text", () => {
     const html = page("", `<h1>Blue Kettle</h1><table><tr><td>Price:</td><td><strike>64.27 €</strike> <span class="red">43.97 €</span> <span>(- 32%)</span></td></tr></table>`)
     expect(product(html).data.price).toBe(43.97)

@@ -25,7 +25,7 @@ const CUR_PRICE = /(^|[\s_-])(price|current|sale|final|actual|now|selling|our|sp
 const BID_CLASS = /current-?bid|currentbid|high-?bid|highest-?bid|winning-?bid|leading-?bid/
 const BID_TEXT = /(?:(?:current|highest|winning|leading)\s+bid|aktuelles gebot|höchstgebot|enchère actuelle|offerta attuale|puja actual|oferta actual|huidig bod|aktualna oferta|текущая ставка)\s*[:：]?\s*\n?\s*([^\n]{1,30}\d[^\n]{0,10})/i
 /** A class token of an old price: `price-old`, `was-price`, `regular-price`, `listPrice`, `price--strike` … */
-const OLD_WORDS = /old|was|strike|regular|compare|before|original|rrp|uvp|crossed|msrp|instead|prev|list[-_]?price/
+const OLD_WORDS = /old|was|strike|regular|compare|before|origin|rrp|uvp|crossed|msrp|instead|prev|list[-_]?price/
 const isOldPriceWord = (w: string) => w.length < 80 && w.includes("price") && OLD_WORDS.test(w)
 const AVAIL_ATTR = /avail|stock|inventory|lager|dispon|verfug|verfüg|deliverability|delivery-?status|product-?status/
 
@@ -499,25 +499,52 @@ function priceAfter(lines: string[], from: number, oldLines: ReadonlySet<number>
   const end = Math.min(lines.length, from + 60)
   for (let i = from; i < end; i++) {
     if (oldLines.has(i)) continue
-    // a selling-price label on the line ("Price: $24.99", "Now $19", "Preis: 12,90 €") says which amount sells
-    const labelled = SELLING_LABEL.exec(lines[i]!)
-    const t = labelled !== null ? lines[i]!.slice(labelled[0].length) : lines[i]!
-    if (t.length > 24 || !/\d/.test(t) || NOT_A_PRICE.test(t)) continue
-    let text: string | undefined
-    if (PRICE_LINE.test(t) && detectCurrency(t) !== undefined) text = t
-    else if (AMOUNT_LINE.test(t)) {
-      const next = lines[i + 1] ?? "", prev = lines[i - 1] ?? ""
-      if (next.length <= 4 && detectCurrency(next) !== undefined) text = t + " " + next
-      else if (prev.length <= 4 && detectCurrency(prev) !== undefined) text = prev + " " + t
-    }
-    if (text === undefined) continue
+    const at = amountAt(lines, i)
+    if (at === undefined) continue
     // the label of another price stands on the line before (a short one), or before a currency sign's
-    // line; a percentage there is a discount badge ("16% off", "15% alennusta"), no label: the selling price follows it
+    // line; a discount badge there is no label ("16% off", "15% alennusta", "Extra ₹1000 off"): the selling price follows it
     const prev = lines[i - 1] ?? ""
     const before = prev.length <= 4 ? (lines[i - 2] ?? "") + " " + prev : prev
-    if (labelled === null && before.length <= 40 && (OTHER_PRICE_LABEL.test(before) || /\bwas\b/i.test(before) || (NOT_A_PRICE.test(before) && !PERCENT.test(before) && !isSentence(before)))) continue
-    const p = parsePrice(text)
-    if (p !== undefined && p.price > 0) return candidate(p, 0, false)
+    if (!at.labelled && before.length <= 40 && (OTHER_PRICE_LABEL.test(before) || /\bwas\b/i.test(before) || (NOT_A_PRICE.test(before) && !PERCENT.test(before) && !DISCOUNT_BADGE.test(before) && !isSentence(before)))) continue
+    const p = parsePrice(at.text)
+    if (p !== undefined && p.price > 0) return candidate(discountedAfter(lines, i, p) ?? p, 0, false)
+  }
+  return undefined
+}
+/** A badge that names a discount by its amount: "Extra ₹1000 off", "Save $20". */
+const DISCOUNT_BADGE = /\d.*\b(?:off|save)\b|\b(?:off|save)\b.*\d/i
+
+/** The amount line `i` shows ("$24.99", "Price: 12,90 €", or the amount and its currency on adjacent lines). */
+function amountAt(lines: string[], i: number): { text: string; labelled: boolean } | undefined {
+  // a selling-price label on the line ("Price: $24.99", "Now $19", "Preis: 12,90 €") says which amount sells
+  const labelled = SELLING_LABEL.exec(lines[i]!)
+  const t = labelled !== null ? lines[i]!.slice(labelled[0].length) : lines[i]!
+  if (t.length > 24 || !/\d/.test(t) || NOT_A_PRICE.test(t)) return undefined
+  if (PRICE_LINE.test(t) && detectCurrency(t) !== undefined) return { text: t, labelled: labelled !== null }
+  if (!AMOUNT_LINE.test(t)) return undefined
+  const next = lines[i + 1] ?? "", prev = lines[i - 1] ?? ""
+  if (next.length <= 4 && detectCurrency(next) !== undefined) return { text: t + " " + next, labelled: labelled !== null }
+  if (prev.length <= 4 && detectCurrency(prev) !== undefined) return { text: prev + " " + t, labelled: labelled !== null }
+  return undefined
+}
+
+/**
+ * "$49.90 ⏎ $35.90 ⏎ 28% off": an old price shown first and marked only by a style sheet. The next amount
+ * sells when it is lower and the discount badge beside the two says so (49.90 less 28 % is 35.93).
+ */
+function discountedAfter(lines: string[], i: number, p: ParsedPrice): ParsedPrice | undefined {
+  for (let j = i + 1; j <= i + 3 && j < lines.length; j++) {
+    const at = amountAt(lines, j)
+    if (at === undefined) continue
+    const q = parsePrice(at.text)
+    if (q === undefined || !(q.price < p.price)) return undefined
+    for (let k = Math.max(0, i - 2); k <= j + 2 && k < lines.length; k++) {
+      const m = lines[k]!.length <= 24 ? PERCENT.exec(lines[k]!) : null
+      if (m === null) continue
+      const rate = Math.abs(Number.parseFloat(m[0].replace(",", ".").replace(/[^\d.]/g, "")))
+      if (rate > 0 && rate < 100 && Math.abs(q.price - p.price * (1 - rate / 100)) <= 0.02 * p.price) return q
+    }
+    return undefined
   }
   return undefined
 }
