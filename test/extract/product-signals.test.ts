@@ -432,6 +432,23 @@ describe("shop templates' conventions", () => {
   })
 })
 
+describe("names and pre-orders as site builders show them", () => {
+  const shop = (url: string, body: string, head = "") => product(page(head, body), { url })
+  it("names the product by its h1 when og:title is the h1 and the site's name, the h1 holding a dash itself", () => {
+    const head = `<meta property="og:title" content="Moonphase Lamp – Hand-Glazed Stoneware | Northlight Ceramics"><meta property="og:site_name" content="Northlight Ceramics">`
+    expect(shop("https://www.northlight.example/p/lamp", `<h1>Moonphase Lamp – Hand-Glazed Stoneware</h1><span class="price">$185.00</span>`, head).data.name).toBe("Moonphase Lamp – Hand-Glazed Stoneware")
+    // a part that does not name the site stays
+    const other = `<meta property="og:title" content="Moonphase Lamp – Hand-Glazed Stoneware | Blue"><meta property="og:site_name" content="Northlight Ceramics">`
+    expect(shop("https://www.northlight.example/p/lamp", `<h1>Moonphase Lamp – Hand-Glazed Stoneware</h1><span class="price">$185.00</span>`, other).data.name).toBe("Moonphase Lamp – Hand-Glazed Stoneware | Blue")
+  })
+
+  it("reads a buy button that pre-orders as a pre-order", () => {
+    const body = (button: string) => `<h1>Moonphase Lamp</h1><span class="price">$185.00</span><button class="add-to-cart">${button}</button>`
+    expect(shop("https://www.northlight.example/p/lamp", body("Pre-Order")).data.availability).toBe("PreOrder")
+    expect(shop("https://www.northlight.example/p/lamp", body("Add to Cart")).data.availability).toBe("InStock")
+  })
+})
+
 describe("lettered identifiers", () => {
   it("takes a hyphenated identifier of letters after a shop-number label, and no plain word", () => {
     expect(product(page("", `<h1>Hoodie</h1><div class="product_meta"><span class="sku_wrapper">SKU: <span class="sku">woo-hoodie</span></span></div>`)).data.sku).toBe("woo-hoodie")

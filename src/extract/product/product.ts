@@ -252,15 +252,19 @@ export function productFromPage(page: Page): ProductResult {
 function withoutSiteName(title: string, h1: string | undefined, siteName: string | undefined, url: string | null): string {
   if (h1 === undefined) return title
   const head = normalizeSpace(h1)
-  const parts = title.split(/\s+[|\-–—:·»/]\s+/)
-  const i = parts.findIndex((p) => p.toLowerCase() === head.toLowerCase())
-  if (parts.length < 2 || i < 0) return title
+  // the h1 as a whole run of the title's parts (it may hold a separator itself: "Lamp – Hand-Glazed Stoneware")
+  const at = title.toLowerCase().indexOf(head.toLowerCase())
+  if (head === "" || at < 0 || head.length === title.length) return title
+  const SEP = /\s+[|\-–—:·»/]\s+/
+  const before = title.slice(0, at), after = title.slice(at + head.length)
+  if ((before !== "" && !/\s+[|\-–—:·»/]\s+$/.test(before)) || (after !== "" && !/^\s+[|\-–—:·»/]\s+/.test(after))) return title
+  const others = [...before.split(SEP), ...after.split(SEP)].filter((p) => p.trim() !== "")
   const letters = (t: string) => t.toLowerCase().replace(/[^\p{L}\p{N}]/gu, "")
   const label = url !== null ? letters(getDomainWithoutSuffix(url) ?? "") : ""
   const site = siteName !== undefined ? letters(siteName) : ""
   // the site's name, not a name holding it ("Sony WH-1000XM4 Headphones" on sony.com names a product)
   const names = (p: string) => { const l = letters(p); return l !== "" && (l === site || (label.length >= 3 && l.includes(label) && l.length <= label.length + 8)) }
-  return !names(head) && parts.every((p, j) => j === i || names(p)) ? head : title
+  return others.length > 0 && !names(head) && others.every(names) ? head : title
 }
 
 /** The price a Twitter card states as one of its label/data pairs (`twitter:label1` "Price", `twitter:data1` "€70.50"). */
@@ -351,6 +355,8 @@ function decideAvailability(data: Product, sources: Record<string, string>, sig:
   if (textFirst) set("availability", sig.availabilityText, "product-heuristics")
   else if (sig.buyButton === "enabled") set("availability", "InStock", "product-heuristics")
   else if (sig.buyButton === "oos") set("availability", "OutOfStock", "product-heuristics")
+  // a buy button that pre-orders ("Pre-Order", "Vorbestellen")
+  else if (sig.buyButton === "preorder") set("availability", "PreOrder", "product-heuristics")
   set("availability", sig.availabilityText, "product-heuristics")
   if (sig.anyEnabledBuy) set("availability", "InStock", "product-heuristics")
 }

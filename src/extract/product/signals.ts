@@ -98,7 +98,7 @@ export interface Signals {
   /** First availability element's reading. */
   availabilityText?: string
   /** The first buy button of the main area: `enabled`, `disabled`, or `oos` (a "sold out"/"notify me" button). */
-  buyButton?: "enabled" | "disabled" | "oos"
+  buyButton?: "enabled" | "disabled" | "oos" | "preorder"
   /** Whether an enabled buy button exists anywhere in the main area. */
   anyEnabledBuy: boolean
   /** Offsets in `text` of the first h1, the availability text and the first buy button (for nearness to the title). */
@@ -342,10 +342,11 @@ export function readSignals(root: Element): Signals {
         if (/(^|[\s_-])(disabled|is-disabled|inactive)([\s_-]|$)/.test(words)) disabled = true
         let state: Signals["buyButton"]
         if (OOS_BUTTON.test(t)) state = "oos"
-        else if (CART_TEXT.test(t) || /add-?to-?(cart|basket|bag)|addtocart|addtobasket|buy-?now/.test(words)) state = disabled ? "disabled" : "enabled"
+        else if (CART_TEXT.test(t) || /add-?to-?(cart|basket|bag)|addtocart|addtobasket|buy-?now/.test(words)) state = disabled ? "disabled" : PRE_TEXT.test(t) ? "preorder" : "enabled"
+        else if (PRE_TEXT.test(t) && !disabled) state = "preorder"
         if (state !== undefined) {
           if (out.buyButton === undefined) { out.buyButton = state; out.buyButtonAt = mainChars }
-          if (state === "enabled") out.anyEnabledBuy = true
+          if (state === "enabled" || state === "preorder") out.anyEnabledBuy = true
         }
       }
     }
