@@ -442,6 +442,12 @@ describe("names and pre-orders as site builders show them", () => {
     expect(shop("https://www.northlight.example/p/lamp", `<h1>Moonphase Lamp – Hand-Glazed Stoneware</h1><span class="price">$185.00</span>`, other).data.name).toBe("Moonphase Lamp – Hand-Glazed Stoneware | Blue")
   })
 
+  it("does not name the product after a logo h1: the h2 that starts the page's title names it", () => {
+    const head = `<title>Shin Ramyun 120g, 40 packs - Ramen | Coupang</title>`
+    const body = `<header><h1 class="logo"><a href="/">Coupang</a></h1></header><div class="prod-buy"><h2 class="prod-buy-header__title">Shin Ramyun 120g, 40 packs</h2><span class="price">29,900원</span></div>`
+    expect(shop("https://www.coupang.example/vp/products/7512", body, head).data.name).toBe("Shin Ramyun 120g, 40 packs")
+  })
+
   it("reads a buy button that pre-orders as a pre-order", () => {
     const body = (button: string) => `<h1>Moonphase Lamp</h1><span class="price">$185.00</span><button class="add-to-cart">${button}</button>`
     expect(shop("https://www.northlight.example/p/lamp", body("Pre-Order")).data.availability).toBe("PreOrder")

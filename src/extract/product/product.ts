@@ -4,13 +4,13 @@
  * identifier labels).
  */
 import type { Product } from "../types.ts"
-import { normalizeSpace, walk } from "../html/dom.ts"
+import { normalizeSpace, rawText, walk } from "../html/dom.ts"
 import { decodeEntities } from "../html/entities.ts"
 import { str, strs, typesOf, type JsonObject, type JsonValue } from "../structured.ts"
-import { nodesOfType, firstText, type Page } from "../page.ts"
+import { nodesOfType, type Page } from "../page.ts"
 import { ImageSet } from "../images.ts"
 import { detectCurrency, normalizeCurrency, parseNumber, parsePrice, sharesSign, type ParsedPrice } from "./price.ts"
-import { cleanTitle } from "../article/article.ts"
+import { cleanTitle, headlineH1 } from "../article/article.ts"
 import { availabilityFromText, NEAR_AFTER, NEAR_BEFORE, readSignals, type Signals } from "./signals.ts"
 import { getDomain, getDomainWithoutSuffix, getPublicSuffix } from "tldts"
 
@@ -128,7 +128,8 @@ export function productFromPage(page: Page): ProductResult {
   const offersOnly = all.filter(({ node }) => typesOf(node).some(isOffer))
   // the main product: the one the page is titled by, then the first one with an offer, else the first
   // (shops also describe related and bundled products in structured data)
-  const headline = nameKey(firstText(page.scope, "h1") ?? meta.get("og:title") ?? "")
+  const h1 = productHeading(page)
+  const headline = nameKey(h1 ?? meta.get("og:title") ?? "")
   const isMain = (n: JsonObject) => sameName(nameKey(textValue(str(n.name)) ?? ""), headline)
   // a product group the page is titled by is the product; its variants (named "… - 42") come after it
   // and lend it the offer it lacks
@@ -189,7 +190,7 @@ export function productFromPage(page: Page): ProductResult {
   set("sku", m("product:retailer_item_id") ?? m("product:sku"), "opengraph")
   addSku(m("product:retailer_item_id"), "opengraph")
   addSku(m("product:sku"), "opengraph")
-  set("name", m("og:title") !== undefined ? withoutSiteName(normalizeSpace(m("og:title")!), firstText(page.scope, "h1"), m("og:site_name"), page.url) : undefined, "opengraph")
+  set("name", m("og:title") !== undefined ? withoutSiteName(normalizeSpace(m("og:title")!), h1, m("og:site_name"), page.url) : undefined, "opengraph")
   set("description", m("og:description") ?? m("description"), m("og:description") !== undefined ? "opengraph" : "meta")
 
   // what the page shows
@@ -204,7 +205,6 @@ export function productFromPage(page: Page): ProductResult {
     if (c !== undefined) set("currency", c, "product-heuristics")
   }
 
-  const h1 = firstText(page.scope, "h1")
   if (data.name === "") {
     if (h1 !== undefined) set("name", h1, "product-heuristics")
     else if (meta.title) set("name", cleanTitle(meta.title, undefined), "meta")
@@ -259,13 +259,32 @@ function withoutSiteName(title: string, h1: string | undefined, siteName: string
   const before = title.slice(0, at), after = title.slice(at + head.length)
   if ((before !== "" && !/\s+[|\-–—:·»/]\s+$/.test(before)) || (after !== "" && !/^\s+[|\-–—:·»/]\s+/.test(after))) return title
   const others = [...before.split(SEP), ...after.split(SEP)].filter((p) => p.trim() !== "")
-  const letters = (t: string) => t.toLowerCase().replace(/[^\p{L}\p{N}]/gu, "")
   const label = url !== null ? letters(getDomainWithoutSuffix(url) ?? "") : ""
   const site = siteName !== undefined ? letters(siteName) : ""
   // the site's name, not a name holding it ("Sony WH-1000XM4 Headphones" on sony.com names a product)
   const names = (p: string) => { const l = letters(p); return l !== "" && (l === site || (label.length >= 3 && l.includes(label) && l.length <= label.length + 8)) }
   return others.length > 0 && !names(head) && others.every(names) ? head : title
 }
+
+/**
+ * The heading that names the product: the first h1, unless it is the site's logo ("<h1 class="logo">
+ * Coupang</h1>", the name `<title>` ends with); then the first h2 or h3 that starts the page's title.
+ */
+function productHeading(page: Page): string | undefined {
+  const { headline, banner } = headlineH1(page.scope, page.meta.title, page.meta.get("og:site_name"), page.url)
+  if (banner === undefined || headline !== undefined) return headline
+  const title = letters(page.meta.title ?? "")
+  let found: string | undefined
+  walk(page.scope, (el) => {
+    if (found !== undefined) return false
+    if (el.tag !== "h2" && el.tag !== "h3") return
+    const t = normalizeSpace(rawText(el, 300))
+    if (letters(t).length >= 4 && title.startsWith(letters(t))) found = t
+    return false
+  })
+  return found ?? banner
+}
+const letters = (t: string) => t.toLowerCase().replace(/[^\p{L}\p{N}]/gu, "")
 
 /** The price a Twitter card states as one of its label/data pairs (`twitter:label1` "Price", `twitter:data1` "€70.50"). */
 const PRICE_LABEL = /^\s*(?:price|preis|prix|precio|prezzo|preço|prijs|pris|hinta|hind|kaina|cijena|cena|preț|fiyat|ár|τιμή|цена|ціна|価格|价格|價格|가격)\s*:?\s*$/i
