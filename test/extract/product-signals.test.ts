@@ -448,6 +448,13 @@ describe("names and pre-orders as site builders show them", () => {
     expect(shop("https://www.coupang.example/vp/products/7512", body, head).data.name).toBe("Shin Ramyun 120g, 40 packs")
   })
 
+  it("reads a price named for screen readers on an element whose classes say nothing", () => {
+    const body = (label: string) => `<h1>Espresso machine</h1><div class="mp0t_0a" aria-label="${label}"><span class="mli8">1&nbsp;299,<span>00</span>&nbsp;<span>zł</span></span></div><button>dodaj do koszyka</button>`
+    expect(shop("https://allegro.example.pl/oferta/1", body("cena 1 299,00 zł")).data).toMatchObject({ price: 1299, currency: "PLN" })
+    // a label that names no price is no price
+    expect(shop("https://allegro.example.pl/oferta/1", body("ocena 4,87 na 5")).data.price).toBeUndefined()
+  })
+
   it("reads a buy button that pre-orders as a pre-order", () => {
     const body = (button: string) => `<h1>Moonphase Lamp</h1><span class="price">$185.00</span><button class="add-to-cart">${button}</button>`
     expect(shop("https://www.northlight.example/p/lamp", body("Pre-Order")).data.availability).toBe("PreOrder")

@@ -313,6 +313,15 @@ export function readSignals(root: Element): Signals {
     }
     if ((fl & (F_RELATED | F_CHROME)) !== 0) return fl
     if (tag === "h1" && out.h1At === undefined) { out.h1At = mainChars; h1Line = main.length }
+    // a price named for screen readers ("cena 1 299,00 zł" on an element whose classes say nothing)
+    if ((fl & F_OLD) === 0 && !hasPrice && ariaLabel !== undefined && ariaLabel.length < 60 && tag !== "button" && tag !== "a") {
+      const labelled = SELLING_LABEL.exec(ariaLabel)
+      const p = labelled !== null && labelled[0].trim() !== "" ? parsePrice(ariaLabel.slice(labelled[0].length)) : undefined
+      if (p !== undefined && p.price > 0 && p.currency !== undefined) {
+        const sc = 10 - Math.min(order / 400, 6) + 3
+        if (best === undefined || sc > best.score) best = candidate(p, sc, false)
+      }
+    }
     if (words === "" && tag !== "button" && tag !== "input" && role === undefined) return fl
 
     // price elements
