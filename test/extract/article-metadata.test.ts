@@ -19,6 +19,16 @@ describe("headline", () => {
     expect(article(unnamed, { url: "https://www.example.gov/wiring" }).data.title).toBe("Wiring - Overview | Office of Safety")
   })
 
+  it("prefers the page's h1 to a structured headline that neither the h1 nor the meta title shows", () => {
+    const html = (headline: string) => `<html><head><title>Styrian pumpkin seed oil - Wikipedia</title><meta property="og:title" content="Styrian pumpkin seed oil - Wikipedia">
+      <script type="application/ld+json">{"@context":"https://schema.org","@type":"Article","name":"Styrian pumpkin seed oil","headline":"${headline}"}</script></head>
+      <body><h1>Styrian pumpkin seed oil</h1>${para(3)}</body></html>`
+    expect(article(html("culinary oil from Styria, Austria"), { url: "https://en.wikipedia.org/wiki/Styrian_pumpkin_seed_oil" }).data.title).toBe("Styrian pumpkin seed oil")
+    // one the meta title shows stays
+    const shown = html("Pumpkin seed oil, explained").replaceAll("Styrian pumpkin seed oil - Wikipedia", "Pumpkin seed oil, explained - Wikipedia")
+    expect(article(shown, { url: "https://en.wikipedia.org/wiki/Styrian_pumpkin_seed_oil" }).data.title).toBe("Pumpkin seed oil, explained")
+  })
+
   it("decodes entities left in structured titles", () => {
     const html = `<html><head><meta property="og:title" content="Hire SF&amp;#x27;s best movers"></head><body>${para(3)}</body></html>`
     expect(article(html).data.title).toBe("Hire SF's best movers")

@@ -89,6 +89,16 @@ export function articleFromPage(page: Page): ArticleResult {
   const { headline: h1, banner } = headlineH1(page.scope, meta.title, meta.get("og:site_name"), page.url)
   let title = first("title", (n) => str(n.headline) ?? (rank(n) < 2 ? str(n.name) : undefined))
     ?? fromMeta("title", ["og:title", "twitter:title", "dc.title", "title"])
+  // a structured headline that neither the h1 nor the meta title shows, where those two agree, is
+  // another text (Wikipedia's short description; an SEO headline): the page's own headline wins
+  const shownTitle = meta.get("og:title") ?? meta.title
+  if (title !== undefined && h1 !== undefined && shownTitle !== undefined && sources.title !== "opengraph" && sources.title !== "meta") {
+    const k = titleKey(title), shown = titleKey(shownTitle), head = titleKey(h1)
+    if (head.length >= 3 && shown.includes(head) && !shown.includes(k) && !head.includes(k) && !k.includes(head)) {
+      title = shownTitle
+      sources.title = meta.get("og:title") !== undefined ? "opengraph" : "meta"
+    }
+  }
   if (title === undefined && h1 !== undefined) { title = h1; sources.title = "main-content" }
   if (title === undefined && meta.title !== undefined && meta.title !== "") { title = meta.title; sources.title = "meta" }
   if (title !== undefined) data.title = headlineOf(normalizeSpace(decodeEntities(title)), h1, meta.get("og:site_name") ?? banner, page.url)
