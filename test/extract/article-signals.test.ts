@@ -496,6 +496,15 @@ describe("publishing platforms' conventions", () => {
     expect(body).toContain("June 2, 2024")
   })
 
+  it("keeps the headings of a live blog's updates, set in each update's header", () => {
+    const update = (n: number, heading: string) => `<article class="block"><header class="block-header"><p class="block-time"><time>23:${50 - n}</time></p><h3 class="block-title">${heading}</h3></header>
+      <div class="block-elements">${para(2, `update${n}`)}</div></article>`
+    const html = wrap(`<main><h1>Northern lights live</h1><div class="liveblog-body">${update(1, "Aurora seen as far south as Cornwall")}${update(2, "Why is the aurora pink tonight?")}${update(3, "Phone cameras pick up more than eyes")}</div></main>`)
+    const body = article(html).data.content
+    expect(body).toContain("Aurora seen as far south as Cornwall")
+    expect(body).toContain("Phone cameras pick up more than eyes")
+  })
+
   it("leaves the writer's profile box out of the body", () => {
     const html = wrap(`<main><article><h1>Yoga retreats</h1><div class="entry-content">${para(4, "retreat")}
       <div class="author-box"><h4>About Johanna Wetzel</h4><p>Johanna is a yoga teacher and travel writer who has led retreats in Portugal and Bali for ten years, and writes about insurance for travellers.</p></div></div></article></main>`)

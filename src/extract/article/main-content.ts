@@ -134,6 +134,20 @@ function hintOf(el: Element): Hint {
   return pos ? Hint.Positive : Hint.None
 }
 
+/**
+ * Whether a `<header>` holds a subheading of the text (h2 to h6 among its children, not the page's title)
+ * and no links: the header of one post among several (a live blog's update), not an entry's kicker and date.
+ */
+function headsText(el: Element, linkLen: number, titleKey: string): boolean {
+  if (el.tag !== "header" || linkLen > 0) return false
+  for (const c of el.children) {
+    if (typeof c === "string" || !/^h[2-6]$/.test(c.tag)) continue
+    const k = rawText(c, 300).normalize("NFKC").toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "")
+    if (k.length >= 12 && k !== titleKey) return true
+  }
+  return false
+}
+
 /** A class/id word that says something (furniture or content), alone or by its prefix. */
 const isHintWord = (w: string): boolean =>
   STRONG_WORDS.has(w) || STRONG_PREFIX.test(w) || WEAK_WORDS.has(w) || POSITIVE_WORDS.has(w) || POSITIVE_PREFIX.test(w)
@@ -544,7 +558,9 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
       const s = chunkStart[i]!, e = chunkEnd[i]!
       let len = 0, link = 0
       for (let c = s; c < e; c++) { len += chunks[c]!.len; link += chunks[c]!.linkLen }
-      if (len === 0 || (!listing && link / len > 0.3) || h === Hint.Weak) pruned[i] = 1
+      // (a weak block that heads a part of the text, a live blog's `<header class="block-header">` with the
+      // update's h3, keeps its heading)
+      if (len === 0 || (!listing && link / len > 0.3) || (h === Hint.Weak && !headsText(els[i]!, link, titleKey))) pruned[i] = 1
     }
   }
   const paragraphs: string[] = []
