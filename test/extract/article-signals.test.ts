@@ -1,7 +1,9 @@
 /** Block signals of the main-content reader, each on a small synthetic page. */
 import { describe, expect, it } from "vitest"
 import { article, para } from "./helpers.ts"
-import { isConsentText } from "../../src/extract/article/main-content.ts"
+import { Hint, hintOf, isConsentText } from "../../src/extract/article/main-content.ts"
+import { sentenceParagraphs } from "../../src/extract/article/article.ts"
+import { parseHtml, type Element } from "../../src/extract/html/parser.ts"
 import { aboutThePage, looksLikeBody } from "../../src/extract/article/script-data.ts"
 import { structuredListing } from "../../src/extract/article/item-list.ts"
 
@@ -125,6 +127,19 @@ describe("site vocabulary", () => {
     const body = article(html).data.content
     expect(body).toContain("Section 1 of the guide")
     expect(body).toContain("Section 6 of the guide")
+  })
+
+  it("reads the rest of an article that its site calls 'more' (NHK's content--detail-more) as content, more stories as furniture", () => {
+    const hint = (cls: string) => hintOf(parseHtml(`<div class="${cls}"><p>Text</p></div>`).body.children.find((c) => typeof c !== "string") as Element)
+    expect(hint("content--detail-more")).not.toBe(Hint.Strong)
+    expect(hint("article-more")).not.toBe(Hint.Strong)
+    expect(hint("more-stories")).toBe(Hint.Strong)
+    expect(hint("more")).toBe(Hint.Strong)
+  })
+
+  it("reads a Japanese article whose paragraphs end in a full stop as sentences, not as a short page", () => {
+    const p = "東京都は来年度から都内の公立小中学校の給食費を実質的に無償化する方針を固めました。"
+    expect(sentenceParagraphs({ paragraphs: [p, p], root: null })).toBe(2)
   })
 
   it("still drops sidebar modules even when they hold more text than the article", () => {

@@ -272,9 +272,18 @@ const LISTING_GAIN = 2
 const PRODUCT_SHOWN_GAIN = 3
 /** The listing reading replaces a long or prose reading only when it finds this many times more text. */
 const LONG_LISTING_GAIN = 3
-const textSize = (m: MainContent) => m.paragraphs.reduce((a, p) => a + p.length, 0)
+const textSize = (m: MainContent) => m.paragraphs.reduce((a, p) => a + sizeOf(p), 0)
+/** Characters, CJK ideographs and kana counted twice: a character of Japanese or Chinese carries about what two of English do. */
+function sizeOf(p: string): number {
+  let n = p.length
+  for (let i = 0; i < p.length; i++) {
+    const c = p.charCodeAt(i)
+    if (c >= 0x2e80 && c <= 0x9fff) n++
+  }
+  return n
+}
 /** Paragraphs shaped like prose: long enough and ending a sentence. */
-export const sentenceParagraphs = (m: MainContent) => m.paragraphs.filter((p) => p.length >= 80 && /[.!?…]["'”’)]?$/.test(p)).length
+export const sentenceParagraphs = (m: MainContent) => m.paragraphs.filter((p) => sizeOf(p) >= 80 && /[.!?…。！？]["'”’)」』]?$/.test(p)).length
 
 const titleKey = (s: string) => s.normalize("NFKC").toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "")
 

@@ -89,13 +89,13 @@ const WEAK_WORDS = new Set((
 const POSITIVE_WORDS = new Set("article content entry post body story text main blog prose richtext paragraph single copy articlebody storybody".split(" "))
 const POSITIVE_PREFIX = /^(article|content|story|entry)/
 
-const Hint = { None: 0, Positive: 1, Weak: 2, Strong: 3 } as const
-type Hint = (typeof Hint)[keyof typeof Hint]
+export const Hint = { None: 0, Positive: 1, Weak: 2, Strong: 3 } as const
+export type Hint = (typeof Hint)[keyof typeof Hint]
 
 /** The class/id word that decided the last `hintOf` result ("" for roles, tags and positive words). */
 let hintWord = ""
 
-function hintOf(el: Element): Hint {
+export function hintOf(el: Element): Hint {
   hintWord = ""
   const a = el.attrs
   if (a === null) return Hint.None
@@ -117,6 +117,8 @@ function hintOf(el: Element): Hint {
   let pos = false
   let weak = false
   for (const w of words) {
+    // "more" that continues the article ("content--detail-more", "article-more"), not more stories
+    if (w === "more" && CONTINUED.test(cls ?? "")) continue
     if (STRONG_WORDS.has(w) || STRONG_PREFIX.test(w)) {
       hintWord = w
       return Hint.Strong
@@ -147,6 +149,9 @@ function headsText(el: Element, linkLen: number, titleKey: string): boolean {
   }
   return false
 }
+
+/** A class name that ends the article's own name with "more": the rest of its text (NHK's `content--detail-more`). */
+const CONTINUED = /(?:^|\s)(?:article|content|story|entry|post|body|text)(?:[-_]+[a-z]+)?[-_]+more(?:\s|$)/i
 
 /** A class/id word that says something (furniture or content), alone or by its prefix. */
 const isHintWord = (w: string): boolean =>
