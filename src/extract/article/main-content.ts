@@ -59,7 +59,7 @@ const FURNITURE_ROLE = /^(navigation|banner|contentinfo|complementary|search|men
 
 /** class/id words that mark furniture strongly enough to win over positive words. */
 const STRONG_WORDS = new Set((
-  "comment comments commentlist disqus related recommended recommendation recommendations recirc recirculation newsletter " +
+  "comment comments commentlist comentarios comentários commentaires kommentare commenti reacties komentarze reactions disqus related recommended recommendation recommendations recirc recirculation newsletter " +
   "subscribe subscription subscriptions cookie cookies consent gdpr social share shares sharing sharebar sharethis addthis " +
   "outbrain taboola sponsor sponsored promo promotion promotions advert adverts advertisement advertising ad ads adv adslot " +
   "adunit dfp paywall popup modal breadcrumb breadcrumbs pagination pager trending popular sidebar footer masthead nav navbar " +
