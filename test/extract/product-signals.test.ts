@@ -455,6 +455,16 @@ describe("names and pre-orders as site builders show them", () => {
     expect(shop("https://allegro.example.pl/oferta/1", body("ocena 4,87 na 5")).data.price).toBeUndefined()
   })
 
+  it("gives the price with its tax when the structured offer says its price is before tax", () => {
+    const ld = (vat: string) => `<script type="application/ld+json">{"@context":"https://schema.org","@type":"Product","name":"Combi Drill","offers":{"@type":"Offer","price":"74.99","priceCurrency":"GBP",
+      "priceSpecification":{"@type":"PriceSpecification","price":"74.99","priceCurrency":"GBP","valueAddedTaxIncluded":${vat}}}}</script>`
+    const body = `<h1>Combi Drill</h1><div class="pdp-price"><div class="price-inc"><span class="price-value">£89.99</span> <span>Inc. VAT</span></div><div class="price-ex"><span class="price-value">£74.99</span> <span>Ex. VAT</span></div></div>`
+    expect(shop("https://trade.example.co.uk/p/4298", body, ld("false")).data.price).toBe(89.99)
+    // a structured price with its tax, or one the shown price does not add a VAT rate to, stays
+    expect(shop("https://trade.example.co.uk/p/4298", body, ld("true")).data.price).toBe(74.99)
+    expect(shop("https://trade.example.co.uk/p/4298", body.replace("£89.99", "£149.99"), ld("false")).data.price).toBe(74.99)
+  })
+
   it("reads a buy button that pre-orders as a pre-order", () => {
     const body = (button: string) => `<h1>Moonphase Lamp</h1><span class="price">$185.00</span><button class="add-to-cart">${button}</button>`
     expect(shop("https://www.northlight.example/p/lamp", body("Pre-Order")).data.availability).toBe("PreOrder")

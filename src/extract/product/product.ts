@@ -42,6 +42,8 @@ interface Offerish {
   availability?: string
   sku?: string
   url?: string
+  /** The offer says its price is before tax (`valueAddedTaxIncluded: false`). */
+  beforeTax?: boolean
 }
 
 /**
@@ -114,6 +116,8 @@ function readOffer(o: JsonValue | undefined, pageUrl: string | null = null, dept
   if (sku !== undefined) out.sku = sku
   const url = str(n.url)
   if (url !== undefined) out.url = url
+  const vat = n.valueAddedTaxIncluded ?? (spec && typeof spec === "object" ? spec.valueAddedTaxIncluded : undefined)
+  if ((vat === false || vat === "false" || nested?.beforeTax === true) && out.price !== undefined) out.beforeTax = true
   return out
 }
 
@@ -144,11 +148,13 @@ export function productFromPage(page: Page): ProductResult {
     sources[k] = source
   }
 
+  let priceBeforeTax = false
   for (const { node, source } of products) {
     set("name", textValue(str(node.name)), source)
     const d = str(node.description)
     set("description", d !== undefined ? normalizeSpace(d) : undefined, source)
     const offer = readOffer(node.offers, page.url) ?? {}
+    if (data.price === undefined && offer.beforeTax === true) priceBeforeTax = true
     set("price", offer.price, source)
     set("currency", offer.currency, source)
     set("availability", offer.availability, source)
@@ -195,7 +201,7 @@ export function productFromPage(page: Page): ProductResult {
 
   // what the page shows
   const sig = readSignals(page.scope)
-  decidePrice(data, sources, sig, set, products.some(({ node }) => node.offers !== undefined) || offersOnly.length > 0, { url: page.url, lang: meta.htmlLang })
+  decidePrice(data, sources, sig, set, products.some(({ node }) => node.offers !== undefined) || offersOnly.length > 0, { url: page.url, lang: meta.htmlLang }, priceBeforeTax)
   decideAvailability(data, sources, sig, products, set)
   decideSku(data, sources, sig, page, skuCandidates)
   set("brand", sig.itempropBrand, "product-heuristics")
@@ -312,12 +318,19 @@ type Setter = <K extends keyof Product>(k: K, v: Product[K] | undefined, source:
  * An auction's current bid (a "current bid" element or label) replaces a structured price, which on
  * auction pages is the starting price.
  */
-function decidePrice(data: Product, sources: Record<string, string>, sig: Signals, set: Setter, hasOffer: boolean, place: ShopPlace): void {
+function decidePrice(data: Product, sources: Record<string, string>, sig: Signals, set: Setter, hasOffer: boolean, place: ShopPlace, priceBeforeTax: boolean): void {
   if (sig.bid !== undefined && (data.price === undefined || data.price !== sig.bid.price)) {
     data.price = sig.bid.price
     sources.price = "product-heuristics"
     if (data.currency === undefined) set("currency", currencyOf(sig.bid, place), "product-heuristics")
     return
+  }
+  // a structured price before tax gives way to the page's price with the tax, which buyers pay (a
+  // trade shop's `valueAddedTaxIncluded: false` offer at £74.99 beside its shown £89.99 inc. VAT):
+  // the shown price is the structured one plus a VAT rate of 5 to 27 %
+  if (priceBeforeTax && data.price !== undefined && sig.price !== undefined && (sig.price.currency === undefined || sig.price.currency === data.currency)) {
+    const ratio = sig.price.price / data.price
+    if (ratio >= 1.05 && ratio <= 1.28) { data.price = sig.price.price; sources.price = "product-heuristics"; return }
   }
   // a plain-text price only on pages without structured offers (an offer without a usable price,
   // e.g. `"price": "0"`, says the shop shows none)
