@@ -465,6 +465,13 @@ describe("names and pre-orders as site builders show them", () => {
     expect(shop("https://trade.example.co.uk/p/4298", body.replace("£89.99", "£149.99"), ld("false")).data.price).toBe(74.99)
   })
 
+  it("reads the brand from a specification row labelled 'Brand' or 'Brand Name'", () => {
+    const spec = (label: string) => `<h1>65W GaN Charger</h1><span class="price">US $12.84</span><ul class="specification--list"><li><div><span>${label}</span></div><div><span>UGREEN</span></div></li><li><div><span>Origin</span></div><div><span>CN</span></div></li></ul>`
+    expect(shop("https://www.shop.example/item/1", spec("Brand Name")).data.brand).toBe("UGREEN")
+    expect(shop("https://www.shop.example/item/1", spec("Brand")).data.brand).toBe("UGREEN")
+    expect(shop("https://www.shop.example/item/1", spec("Brand Story")).data.brand).toBeUndefined()
+  })
+
   it("reads a buy button that pre-orders as a pre-order", () => {
     const body = (button: string) => `<h1>Moonphase Lamp</h1><span class="price">$185.00</span><button class="add-to-cart">${button}</button>`
     expect(shop("https://www.northlight.example/p/lamp", body("Pre-Order")).data.availability).toBe("PreOrder")

@@ -79,7 +79,7 @@ const CODE_RE = labelRegex(CODE_LABELS, STRICT_SEP)
 const WEAK_RE = labelRegex(WEAK_LABELS, ANY_SEP, WEAK_LEAD)
 /** Class/id/data attribute words of an element that holds the product's identifier. */
 const ID_ATTR = /(^|[^a-z])(sku|product-?ref(erence)?|product-?code|product-?number|product-?no|article-?(number|no|nr|code)|item-?(number|no|code)|art-?nr|artnr|style-?(number|code)|model-?(number|no)|reference|ref-?code)([^a-z]|$)/
-const BRAND_RE = /(?:^|\n)(?:brand|marke|marque|marca|merk|marka|značka|márka|бренд|производитель|manufacturer|hersteller|fabricant|fabricante|produttore|proizvajalec|výrobce|výrobca|producent|valmistaja|tillverkare|ブランド|品牌|브랜드)(?![\p{L}])\s*(?:[:：\-–]\s*\n?|\n)\s*[:：]?\s*([^\n]{1,48})(?:\n|$)/iu
+const BRAND_RE = /(?:^|\n)(?:brand(?: name)?|marke|marque|marca|merk|marka|značka|márka|бренд|производитель|manufacturer|hersteller|fabricant|fabricante|produttore|proizvajalec|výrobce|výrobca|producent|valmistaja|tillverkare|ブランド|品牌|브랜드)(?![\p{L}])\s*(?:[:：\-–]\s*\n?|\n)\s*[:：]?\s*([^\n]{1,48})(?:\n|$)/iu
 
 export interface PriceCandidate extends ParsedPrice {
   score: number
