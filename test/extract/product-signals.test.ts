@@ -472,6 +472,13 @@ describe("names and pre-orders as site builders show them", () => {
     expect(shop("https://www.shop.example/item/1", spec("Brand Story")).data.brand).toBeUndefined()
   })
 
+  it("takes an identifier from the address the page repeats, but not a measure or a word of the product's name", () => {
+    const body = `<h1>Anker Nano Power Bank 10000mAh 22.5W</h1><span class="price">$35.90</span><div>Item 23519847362 · Capacity 10000mAh</div>`
+    expect(shop("https://shop.example.sg/Anker-Nano-Power-Bank-10000mAh-22.5W-i.392102587.23519847362", body).data.sku).toBe("23519847362")
+    expect(shop("https://shop.example.sg/Anker-Nano-Power-Bank-10000mAh-22.5W", body).data.sku).toBeUndefined()
+    expect(shop("https://shop.example.sg/p/X200A7/power-bank", body.replace("Capacity", "Model X200A7 ·")).data.sku).toBe("X200A7")
+  })
+
   it("reads a buy button that pre-orders as a pre-order", () => {
     const body = (button: string) => `<h1>Moonphase Lamp</h1><span class="price">$185.00</span><button class="add-to-cart">${button}</button>`
     expect(shop("https://www.northlight.example/p/lamp", body("Pre-Order")).data.availability).toBe("PreOrder")

@@ -418,7 +418,7 @@ function decideSku(data: Product, sources: Record<string, string>, sig: Signals,
   if (pick(sig.attrSku, "product-heuristics")) return
   if (structured !== undefined) { pick(structured, structuredSource ?? "json-ld"); return }
   if (pick(cleanSku(sig.itempropSku), "product-heuristics")) return
-  if (pick(idFromUrl(page), "product-heuristics")) return
+  if (pick(idFromUrl(page, data.name), "product-heuristics")) return
   pick(sig.weakLabelSku(), "product-heuristics")
 }
 
@@ -446,19 +446,24 @@ function score(n: JsonObject): number {
   return s
 }
 
+/** A quantity with its unit (`10000mAh`, `128GB`, `500ml`, `65W`): a product's size, not its id. */
+const MEASURE = /^\d+(?:mah|wh|kwh|mm|cm|m|km|in|ft|gb|tb|mb|kg|g|mg|lb|lbs|oz|ml|l|cl|w|kw|v|hz|mhz|ghz|pcs|pack|pk|ct)$/i
+
 /**
  * A product identifier taken from the URL: a path or query token with digits (`/itm/123808916008`,
  * `/dp/B01GOH7PKA`, `?pid=260591`) that the page itself repeats. The token the page repeats most wins.
  */
-function idFromUrl(page: Page): string | undefined {
+function idFromUrl(page: Page, name: string): string | undefined {
   if (page.url === null) return undefined
   let u: URL
   try { u = new URL(page.url) } catch { return undefined }
   const tokens = new Set<string>()
+  const nameWords = new Set(name.toLowerCase().split(/[^\p{L}\p{N}]+/u))
   /** Digit runs of letter-prefixed tokens (`p400105394` → `400105394`): counted only as whole tokens. */
   const inner = new Set<string>()
   for (const part of (u.pathname + "/" + [...u.searchParams.values()].join("/")).split(/[/_.=&?,;+-]+/)) {
-    if (/^[A-Za-z0-9]{5,24}$/.test(part) && /\d/.test(part) && !/^(19|20)\d\d$/.test(part) && !/^\d{1,4}$/.test(part)) {
+    // (a measure, or a word of the product's name, is the slug's text: "Power-Bank-10000mAh-22.5W")
+    if (/^[A-Za-z0-9]{5,24}$/.test(part) && /\d/.test(part) && !/^(19|20)\d\d$/.test(part) && !/^\d{1,4}$/.test(part) && !MEASURE.test(part) && !nameWords.has(part.toLowerCase())) {
       tokens.add(part)
       if (/[A-Za-z]/.test(part)) for (const m of part.matchAll(/\d{5,}/g)) if (m[0] !== part) inner.add(m[0])
     }
