@@ -142,6 +142,11 @@ describe("site vocabulary", () => {
     for (const cls of ["a_com comentarios", "article__reactions", "kommentare", "commentaires-list", "commenti"]) expect(hint(cls)).toBe(Hint.Strong)
   })
 
+  it("knows a paywall's barrier and a disclosure statement as furniture", () => {
+    const hint = (cls: string) => hintOf(parseHtml(`<div class="${cls}"><p>Text</p></div>`).body.children.find((c) => typeof c !== "string") as Element)
+    for (const cls of ["barrier", "barrier__offers", "disclosure"]) expect(hint(cls)).toBe(Hint.Strong)
+  })
+
   it("reads a Japanese article whose paragraphs end in a full stop as sentences, not as a short page", () => {
     const p = "東京都は来年度から都内の公立小中学校の給食費を実質的に無償化する方針を固めました。"
     expect(sentenceParagraphs({ paragraphs: [p, p], root: null })).toBe(2)
