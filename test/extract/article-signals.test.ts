@@ -142,9 +142,9 @@ describe("site vocabulary", () => {
     for (const cls of ["a_com comentarios", "article__reactions", "kommentare", "commentaires-list", "commenti"]) expect(hint(cls)).toBe(Hint.Strong)
   })
 
-  it("knows a paywall's barrier, a disclosure statement and a newspaper's cutline (caption) as furniture", () => {
+  it("knows a paywall's barrier, a disclosure statement, a newspaper's cutline (caption) and a wiki's reference list and navigation box as furniture", () => {
     const hint = (cls: string) => hintOf(parseHtml(`<div class="${cls}"><p>Text</p></div>`).body.children.find((c) => typeof c !== "string") as Element)
-    for (const cls of ["barrier", "barrier__offers", "disclosure", "cutline"]) expect(hint(cls)).toBe(Hint.Strong)
+    for (const cls of ["barrier", "barrier__offers", "disclosure", "cutline", "reflist", "navbox"]) expect(hint(cls)).toBe(Hint.Strong)
   })
 
   it("reads a Japanese article whose paragraphs end in a full stop as sentences, not as a short page", () => {

@@ -64,7 +64,7 @@ const STRONG_WORDS = new Set((
   "outbrain taboola sponsor sponsored promo promotion promotions advert adverts advertisement advertising ad ads adv adslot " +
   "adunit dfp paywall popup modal breadcrumb breadcrumbs pagination pager trending popular sidebar footer masthead nav navbar " +
   "navigation menu byline bio tags keywords print toolbar rating ratings survey skip sr visually offscreen caption captions cutline " +
-  "credit credits copyright gallery slideshow carousel lightbox signup login newsletters sitemap disclaimer disclosure barrier feedback " +
+  "credit credits copyright gallery slideshow carousel lightbox signup login newsletters sitemap disclaimer disclosure barrier feedback navbox reflist " +
   "widget widgets more readmore jump toc onetrust cmp didomi usercentrics cookiebot truste qc optanon"
 ).split(" "))
 /**
