@@ -70,6 +70,44 @@ describe("listing pages", () => {
     expect(body).toContain("$ 79 +")
   })
 
+  it("reads a page whose main content a script reveals (hidden by its inline style), not a drawer hidden beside it", () => {
+    const html = `<html><body><nav>${filler(12)}</nav><main><div class="lockdown-content" style="display:none;"><h1>Harbour works</h1>${para(6)}</div>
+      <div class="drawer" style="display:none"><p>Sign up for our newsletter and get ten percent off your first order of maps.</p></div></main><footer>${filler(8)}</footer></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Paragraph 1 about the harbour")
+    expect(body).toContain("Paragraph 6 about the harbour")
+    expect(body).not.toContain("newsletter")
+    // deeper in the page, a hidden block stays hidden
+    const deep = `<html><body><main><article>${para(4)}<div style="display:none"><p>A hidden paragraph that a tab would show, about the ferry timetable and its winter changes.</p></div></article></main></body></html>`
+    expect(article(deep).data.content).not.toContain("ferry timetable")
+  })
+
+  it("does not read a class that states a property (subscription-eligible, has-sidebar) as furniture", () => {
+    const hint = (cls: string) => hintOf(parseHtml(`<div class="${cls}"><p>Text</p></div>`).body.children.find((c) => typeof c !== "string") as Element)
+    for (const cls of ["card-wrapper subscription-eligible", "layout has-sidebar", "post no-comments", "page with-newsletter", "hasSidebar"]) expect(hint(cls)).not.toBe(Hint.Strong)
+    for (const cls of ["subscription", "sidebar", "comments"]) expect(hint(cls)).toBe(Hint.Strong)
+  })
+
+  it("leaves out text kept for screen readers only", () => {
+    const html = `<html><body><article>${para(4)}<p><span class="visually-hidden">Opens in a new window: the full council report</span>Residents can read the full report at the library on weekdays from nine to five.</p></article></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Residents can read the full report")
+    expect(body).not.toContain("Opens in a new window")
+  })
+
+  it("reads a card once that shows its name on its picture's link and in its heading", () => {
+    const card = (i: number) => `<li class="grid__item"><div class="card-wrapper product-card-wrapper subscription-eligible"><a href="/p/${i}" class="media_link">Roast blend ${i}</a>
+      <h3 class="card__heading"><a href="/p/${i}">Roast blend ${i}</a></h3><div class="price"><div class="price__regular"><span class="visually-hidden">Regular price</span><span>$${10 + i}.99</span></div>
+      <div class="price__sale"><span class="visually-hidden">Sale price</span><span>$${10 + i}.99</span></div></div></div></li>`
+    const html = `<html><body><nav>${filler(12)}</nav><main><h1>Coffee</h1><ul class="product-grid">${Array.from({ length: 40 }, (_, i) => card(i)).join("")}</ul></main><footer>${filler(8)}</footer></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Roast blend 0")
+    expect(body).toContain("Roast blend 19")
+    expect(body.split("Roast blend 7\n").length - 1).toBe(1)
+    expect(body.split("$17.99").length - 1).toBe(1)
+    expect(body).not.toContain("Regular price")
+  })
+
   it("treats cards that open with a date or a label before their linked headline as teasers", () => {
     const card = (i: number) => `<div class="item"><div class="tagline"><span>Dec ${i + 1}, 2025</span></div>
       <h3><a href="/story-${i}">Another long headline about travel number ${i}</a></h3>

@@ -107,7 +107,7 @@ export function hintOf(el: Element): Hint {
   // An id made of its own heading's words ("more-on-lists" on the section headed "More on Lists") is
   // an anchor for that heading, not layout vocabulary.
   const idWords = id === undefined ? [] : wordsOf(id)
-  const words = wordsOf(cls ?? "").concat(idWords.some(isHintWord) && isHeadingAnchor(el, idWords) ? [] : idWords)
+  const words = wordsOf(roleClasses(cls)).concat(idWords.some(isHintWord) && isHeadingAnchor(el, idWords) ? [] : idWords)
   // an author box ("author-box", "about-author", "author-bio"): the writer's profile, not the article
   // (a list's "authorName__container" holds a name, not a profile)
   if (words.includes("author") && !words.includes("name") && words.some((w) => AUTHOR_BOX.has(w))) {
@@ -152,6 +152,15 @@ function headsText(el: Element, linkLen: number, titleKey: string): boolean {
 
 /** A class name that ends the article's own name with "more": the rest of its text (NHK's `content--detail-more`). */
 const CONTINUED = /(?:^|\s)(?:article|content|story|entry|post|body|text)(?:[-_]+[a-z]+)?[-_]+more(?:\s|$)/i
+
+/**
+ * A class that states what an element has or allows, not what it is: `has-sidebar`, `no-comments`,
+ * `with-newsletter`, `subscription-eligible` (a shop's card for a product sold by subscription).
+ */
+const STATE_CLASS = /^(?:has|no|with|without)[-_]|^(?:has|no|with|without)(?=[A-Z])|[-_](?:eligible|enabled|disabled|allowed|available)$/
+/** The classes of `cls` that name a role, without those that state a property. */
+const roleClasses = (cls: string | undefined): string =>
+  cls === undefined ? "" : cls.split(/\s+/).filter((c) => !STATE_CLASS.test(c)).join(" ")
 
 /** A class/id word that says something (furniture or content), alone or by its prefix. */
 const isHintWord = (w: string): boolean =>
@@ -209,9 +218,24 @@ function isHidden(el: Element): boolean {
   if (a.hidden !== undefined) return true
   if (a["aria-hidden"] === "true") return true
   const st = a.style
-  if (st !== undefined && /display\s*:\s*none|visibility\s*:\s*hidden/i.test(st)) return true
+  if (st !== undefined && /display\s*:\s*none|visibility\s*:\s*hidden/i.test(st)) return !revealedByScript(el)
   if (a.type === "hidden") return true
-  return false
+  return a.class !== undefined && SCREEN_READER_ONLY.test(a.class)
+}
+/** Text kept for screen readers only (`visually-hidden`, `sr-only`, `screen-reader-text`): a visitor does not see it. */
+const SCREEN_READER_ONLY = /(?:^|\s)(?:[a-z]+-)?(?:visually-?hidden|sr-only|screen-?reader-?(?:text|only)|offscreen)(?:\s|$)/i
+
+/**
+ * A `<main>`, or the child holding most of its text, hidden by its inline style is shown by a script
+ * once the page runs (a storefront's access app, an anti-flicker wrapper): a visitor reads it. A drawer
+ * or a modal deeper in the page, or beside the main text, stays hidden. See docs/extraction.md.
+ */
+function revealedByScript(el: Element): boolean {
+  if (el.tag === "main") return true
+  const p = el.parent
+  if (p === null || p.tag !== "main") return false
+  const own = weight(rawText(el))
+  return own >= 200 && own >= 0.5 * weight(rawText(p))
 }
 
 /** Weighted count of non-space characters (CJK ideographs count double: they carry more per character). */
@@ -593,6 +617,8 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text) === titleKey) continue
     if (els[ck.owner]!.tag === "h1") continue
     if (paragraphs.length === 0 && descriptionKey !== "" && key(text) === descriptionKey && isStandfirst(els, parent, ck.owner)) continue
+    // the same short line twice in a row: a card's name on its picture's link and again in its heading
+    if (text.length < 200 && paragraphs.at(-1) === text) continue
     if (sampleOf !== null) {
       const sample = sampleOf(c, text, inBody)
       observer?.(text, sample)
