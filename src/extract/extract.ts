@@ -4,6 +4,7 @@
  */
 import type { AppliedConfig, Article, ExtractInput, ExtractOutput, Image, InputFormat, Product } from "./types.ts"
 import { ExtractError } from "./errors.ts"
+import { fitToLimit } from "./html/slim.ts"
 import { loadPage, type Page } from "./page.ts"
 import { articleFromPage } from "./article/article.ts"
 import { productFromPage, normalizeAvailability } from "./product/product.ts"
@@ -47,7 +48,8 @@ export function extract(input: ExtractInput): ExtractOutput {
   let content = input.content
   let truncated = false
   if (content.length > MAX_PROCESSED_CHARS && inputFormat !== "json") {
-    content = content.slice(0, MAX_PROCESSED_CHARS)
+    // (a page sheds its scripts, style sheets and drawings before its text is cut)
+    content = inputFormat === "html" ? fitToLimit(content, MAX_PROCESSED_CHARS) : content.slice(0, MAX_PROCESSED_CHARS)
     truncated = true
   }
 

@@ -82,6 +82,15 @@ describe("listing pages", () => {
     expect(article(deep).data.content).not.toContain("ferry timetable")
   })
 
+  it("leaves out a modal dialog (aria-modal) however much text it holds, like a <dialog>", () => {
+    const policy = Array.from({ length: 40 }, (_, i) => `<p>Clause ${i + 1}: we keep the personal information you give us only as long as the law requires, and we never sell it to third parties.</p>`).join("")
+    const html = `<html><body><nav>${filler(12)}</nav><main><section class="faq"><h2>What is an everyday shoe?</h2>${para(3, "shoe")}</section></main>
+      <footer><a href="#policy">Privacy policy</a><div id="modal-policy" role="dialog" aria-modal="true"><h2>Privacy policy</h2>${policy}</div></footer></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Paragraph 3 about the shoe")
+    expect(body).not.toContain("Clause 1")
+  })
+
   it("does not read a class that states a property (subscription-eligible, has-sidebar) as furniture", () => {
     const hint = (cls: string) => hintOf(parseHtml(`<div class="${cls}"><p>Text</p></div>`).body.children.find((c) => typeof c !== "string") as Element)
     for (const cls of ["card-wrapper subscription-eligible", "layout has-sidebar", "post no-comments", "page with-newsletter", "hasSidebar"]) expect(hint(cls)).not.toBe(Hint.Strong)

@@ -83,6 +83,18 @@ describe("markdown, text and JSON inputs", () => {
     expect(out.metadata.truncated).toBe(true)
     expect(out.data.content.length).toBeGreaterThan(0)
   })
+  it("sheds an oversized page's style sheets, drawings and largest scripts before cutting its text", () => {
+    const bulk = Math.ceil(MAX_PROCESSED_CHARS / 3)
+    const html = `<html><head><style>${"a{color:red}".repeat(bulk / 12)}</style><script type="application/ld+json">{"@type":"NewsArticle","headline":"Harbour works","author":{"@type":"Person","name":"Ann Lee"}}</script>
+      <script>window.__STATE__=${JSON.stringify("x".repeat(bulk))}</script><script>var small = "<svg><!--";</script></head>
+      <body><svg viewBox="0 0 1 1">${"<path d='M0 0'/>".repeat(bulk / 16)}</svg><article><h1>Harbour works</h1>${para(4)}</article></body></html>`
+    expect(html.length).toBeGreaterThan(MAX_PROCESSED_CHARS)
+    const out = article(html)
+    expect(out.metadata.truncated).toBe(true)
+    expect(out.data.content).toContain("Paragraph 4 about the harbour")
+    // JSON-LD stays: the byline comes from it
+    expect(out.data.author).toBe("Ann Lee")
+  })
 })
 
 describe("text encoded as UTF-8 twice", () => {

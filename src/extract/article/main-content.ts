@@ -217,6 +217,8 @@ function isHidden(el: Element): boolean {
   if (a === null) return false
   if (a.hidden !== undefined) return true
   if (a["aria-hidden"] === "true") return true
+  // a modal (a policy, a quick view, a consent prompt) opens over the page on demand, like a `<dialog>`
+  if (a["aria-modal"] === "true") return true
   const st = a.style
   if (st !== undefined && /display\s*:\s*none|visibility\s*:\s*hidden/i.test(st)) return !revealedByScript(el)
   if (a.type === "hidden") return true
