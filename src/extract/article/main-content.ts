@@ -160,7 +160,9 @@ const CONTINUED = /(?:^|\s)(?:article|content|story|entry|post|body|text)(?:[-_]
 const STATE_CLASS = /^(?:has|no|with|without)[-_]|^(?:has|no|with|without)(?=[A-Z])|[-_](?:eligible|enabled|disabled|allowed|available)$/
 /** The classes of `cls` that name a role, without those that state a property. */
 const roleClasses = (cls: string | undefined): string =>
-  cls === undefined ? "" : cls.split(/\s+/).filter((c) => !STATE_CLASS.test(c)).join(" ")
+  cls === undefined ? "" : !MAYBE_STATE.test(cls) ? cls : cls.split(/\s+/).filter((c) => !STATE_CLASS.test(c)).join(" ")
+/** A cheap first look for `STATE_CLASS` (most class lists have none). */
+const MAYBE_STATE = /has|no|with|eligible|enabled|disabled|allowed|available/i
 
 /** A class/id word that says something (furniture or content), alone or by its prefix. */
 const isHintWord = (w: string): boolean =>
@@ -222,7 +224,8 @@ function isHidden(el: Element): boolean {
   const st = a.style
   if (st !== undefined && /display\s*:\s*none|visibility\s*:\s*hidden/i.test(st)) return !revealedByScript(el)
   if (a.type === "hidden") return true
-  return a.class !== undefined && SCREEN_READER_ONLY.test(a.class)
+  const c = a.class
+  return c !== undefined && (c.includes("hidden") || c.includes("Hidden") || c.includes("sr-only") || c.includes("screen") || c.includes("offscreen")) && SCREEN_READER_ONLY.test(c)
 }
 /** Text kept for screen readers only (`visually-hidden`, `sr-only`, `screen-reader-text`): a visitor does not see it. */
 const SCREEN_READER_ONLY = /(?:^|\s)(?:[a-z]+-)?(?:visually-?hidden|sr-only|screen-?reader-?(?:text|only)|offscreen)(?:\s|$)/i
@@ -237,8 +240,13 @@ function revealedByScript(el: Element): boolean {
   const p = el.parent
   if (p === null || p.tag !== "main") return false
   const own = weight(rawText(el))
-  return own >= 200 && own >= 0.5 * weight(rawText(p))
+  if (own < 200) return false
+  let all = mainWeight.get(p)
+  if (all === undefined) mainWeight.set(p, all = weight(rawText(p)))
+  return own >= 0.5 * all
 }
+/** The text weight of each `<main>` asked about (a page may hide many of its children). */
+const mainWeight = new WeakMap<Element, number>()
 
 /** Weighted count of non-space characters (CJK ideographs count double: they carry more per character). */
 function weight(s: string): number {
