@@ -661,6 +661,17 @@ describe("publishing platforms' conventions", () => {
     expect(article(thread, { url: "https://blog.example.com/2025/03/old-laptop" }).data.content).not.toContain("thermal paste")
   })
 
+  it("keeps the replies of a thread whose page names itself one (ThreadViewPage, section-viewtopic), at any address", () => {
+    const body = (main: string, bodyAttrs = "") => `<html><body${bodyAttrs}><nav>${Array.from({ length: 8 }, (_, i) => `<a href="/n${i}">Menu ${i}</a>`).join(" ")}</nav>${main}</body></html>`
+    const posts = `<h1>Is it worth repairing an old laptop?</h1><div class="post-content"><p>My old laptop has started to struggle: the battery lasts forty minutes and the fan sounds like a small aircraft. Is a new battery money well spent?</p><p>For context, I mostly use it for writing, email and the occasional video call.</p></div>
+      <ol class="comment-list">${comment("Martin")}${comment("Ana")}</ol>`
+    const url = { url: "https://www.example.com/beginners-area/1488296-old-laptop.html" }
+    expect(article(body(`<main class="MainContent ThreadViewPage">${posts}</main>`), url).data.content).toContain("thermal paste")
+    expect(article(body(`<main>${posts}</main>`, ` class="section-viewtopic"`), url).data.content).toContain("thermal paste")
+    // a blog whose comments are a "comment-thread": aside
+    expect(article(body(`<main class="single-post">${posts.replace("comment-list", "comment-list comment-thread")}</main>`), url).data.content).not.toContain("thermal paste")
+  })
+
   it("keeps a discussion whose posts are all comments", () => {
     const html = wrap(`<main><h1>Repairing old laptops</h1><ol class="comment-list">${comment("Martin")}${comment("Ana")}</ol></main>`)
     expect(article(html).data.content).toContain("thermal paste")

@@ -1,6 +1,6 @@
 /** Article fields from an HTML page: structured data, meta tags and the main-content extractor. */
 import type { Article } from "../types.ts"
-import { normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
+import { byTag, normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
 import { str, strs, typesOf, type JsonObject, type MetaTags } from "../structured.ts"
 import { nodesOfType, type Page } from "../page.ts"
 import { extractMainContent, shownText, startsLine, wordsOf, type MainContent } from "./main-content.ts"
@@ -113,7 +113,7 @@ export function articleFromPage(page: Page): ArticleResult {
   const items = whole ? [...page.structured.jsonld, ...page.structured.microdata] : []
   // a page about a product (its structured data or its OpenGraph type says so)
   const productPage = nodesOfType(page, PRODUCT_TYPES).length > 0 || /product/i.test(meta.get("og:type") ?? "")
-  const discussion = nodesOfType(page, DISCUSSION_TYPES).length > 0 || (page.url !== null && FORUM_URL.test(page.url))
+  const discussion = nodesOfType(page, DISCUSSION_TYPES).length > 0 || (page.url !== null && FORUM_URL.test(page.url)) || pageNamesThread(page.scope)
   const main = chooseMainContent(page.scope, data.title, ldBody !== undefined && ldBody.length >= 400, scripts, data.description, items, productPage, discussion)
   let content = main.paragraphs.join("\n\n")
   if (content !== "") sources.content = "main-content"
@@ -462,6 +462,16 @@ const CHROME = /(?:^|[^a-z])(?:sidebar|related|topbar|top-bar|masthead|site-?hea
  * type or by the addresses forum software gives threads.
  */
 const DISCUSSION_TYPES = new Set(["DiscussionForumPosting", "QAPage", "Question"])
+/**
+ * Forum software names the page itself a thread: `<main class="ThreadViewPage">`, `<body
+ * class="section-viewtopic">`, `<body id="forum">`. (Blogs use "thread" inside their comments section,
+ * never on the page's own `<body>` or `<main>`.)
+ */
+function pageNamesThread(scope: Element): boolean {
+  const pages = scope.tag === "body" ? [scope, ...byTag(scope, "main").slice(0, 2)] : byTag(scope, "main").slice(0, 2)
+  return pages.some((el) => wordsOf(`${el.attrs?.class ?? ""} ${el.attrs?.id ?? ""}`).some((w) => THREAD_WORDS.has(w)))
+}
+const THREAD_WORDS = new Set(["thread", "threads", "threadview", "viewtopic", "showthread", "topic", "forum", "forums", "discussion"])
 const FORUM_URL = /^https?:\/\/(?:forums?|community|boards|discuss|discourse)\.|\/(?:forums?|threads?|topics?|t|showthread(?:\.php)?|viewtopic(?:\.php)?|discussions?|questions)\//i
 
 /**
