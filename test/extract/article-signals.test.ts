@@ -82,6 +82,16 @@ describe("listing pages", () => {
     expect(article(deep).data.content).not.toContain("ferry timetable")
   })
 
+  it("keeps a list item that is a sentence with links in it, and still drops a list of links", () => {
+    const html = `<html><body><nav>${filler(12)}</nav><main><article><h1>How to use beard oil</h1>${para(3, "oil")}
+      <ol><li>Dispense the oil into your hand and then warm it between your palms.</li>
+      <li>Use a <a href="/brush">boar's hair beard brush</a> or <a href="/comb">beard comb</a> to spread the oil evenly and shape your beard.</li></ol>
+      <ul class="more"><li><a href="/a">Beard balm for dry winter days</a> and <a href="/b">beard wash</a></li></ul></article></main></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Use a boar's hair beard brush or beard comb to spread the oil")
+    expect(body).not.toContain("Beard balm for dry winter days")
+  })
+
   it("leaves out a modal dialog (aria-modal) however much text it holds, like a <dialog>", () => {
     const policy = Array.from({ length: 40 }, (_, i) => `<p>Clause ${i + 1}: we keep the personal information you give us only as long as the law requires, and we never sell it to third parties.</p>`).join("")
     const html = `<html><body><nav>${filler(12)}</nav><main><section class="faq"><h2>What is an everyday shoe?</h2>${para(3, "shoe")}</section></main>

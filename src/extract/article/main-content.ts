@@ -599,7 +599,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
       for (let c = s; c < e; c++) { len += chunks[c]!.len; link += chunks[c]!.linkLen }
       // (a weak block that heads a part of the text, a live blog's `<header class="block-header">` with the
       // update's h3, keeps its heading)
-      if (len === 0 || (!listing && link / len > 0.3) || (h === Hint.Weak && !headsText(els[i]!, link, titleKey))) pruned[i] = 1
+      if (len === 0 || (!listing && link / len > 0.3 && !(h === Hint.None && linkedSentence(chunks, s, e, link, len))) || (h === Hint.Weak && !headsText(els[i]!, link, titleKey))) pruned[i] = 1
     }
   }
   const paragraphs: string[] = []
@@ -781,6 +781,16 @@ function isOwnAnchor(link: Element, heading: Element): boolean {
   if (href === undefined || !href.startsWith("#") || href.length < 2) return false
   const target = href.slice(1)
   return target === heading.attrs?.id || target === link.attrs?.id || target === link.attrs?.name
+}
+
+/**
+ * A block that is one sentence with links in it ("Use a boar's hair brush or a comb to shape your
+ * beard."), not a list of links: at least eight words, ending a sentence, mostly plain text.
+ */
+function linkedSentence(chunks: readonly Chunk[], from: number, to: number, link: number, len: number): boolean {
+  if (to - from !== 1 || link > 0.5 * len) return false
+  const text = chunks[from]!.text.trim()
+  return /[.!?…。！？]["'”’)]?$/.test(text) && text.split(/\s+/).length >= 8
 }
 
 /** A table row of two cells or more (a release, a fixture, a schedule), not a one-cell line that is a layout table's. */
