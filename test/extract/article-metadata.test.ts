@@ -330,3 +330,19 @@ describe("titles that put the site's name first", () => {
     expect(headlineOf("Review | The new phone is fast", undefined, undefined, "https://news.example.com/x")).toBe("Review | The new phone is fast")
   })
 })
+
+describe("pages as forums and regional newspapers write them", () => {
+  it("drops a forum's \"Thread:\" label from the headline", () => {
+    expect(headlineOf("Thread: 70-200 f/2.8 vs f/4 for hiking", "Thread: 70-200 f/2.8 vs f/4 for hiking", undefined, null)).toBe("70-200 f/2.8 vs f/4 for hiking")
+    expect(headlineOf("Topic: Varroa im August", undefined, undefined, null)).toBe("Varroa im August")
+  })
+
+  it("does not date an article by the top bar's date of today, and reads the published date before a French \"mis à jour\"", () => {
+    const html = `<html><body><div class="topbar"><span class="topbar-date">Mardi 3 février 2026</span></div><main><article><h1>Les transports gratuits</h1>
+      <div class="infos-article"><span class="auteur">Par <strong>Julien Marchetti</strong></span> — <span class="date">Publié le 2 février 2026 à 18h12</span>, <span class="maj">mis à jour le 3 février 2026 à 08h30</span></div>
+      ${para(4)}</article></main></body></html>`
+    const out = article(html, { url: "https://www.example.fr/lyon/transports" })
+    expect(out.data.publishedAt?.slice(0, 10)).toBe("2026-02-02")
+    expect(out.data.content).not.toContain("Julien Marchetti")
+  })
+})

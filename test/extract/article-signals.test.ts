@@ -10,6 +10,12 @@ import { structuredListing } from "../../src/extract/article/item-list.ts"
 const filler = (n: number) => Array.from({ length: n }, (_, i) => `<a href="/x${i}">Menu ${i}</a>`).join(" ")
 
 describe("consent banners", () => {
+  it("recognises a consent request in other languages", () => {
+    expect(isConsentText("Wir und unsere Partner verwenden Cookies und ähnliche Technologien. Mit Klick auf „Alle akzeptieren“ stimmen Sie der Verarbeitung zu.")).toBe(true)
+    expect(isConsentText("Nous utilisons des cookies pour mesurer l'audience. En poursuivant, vous acceptez leur utilisation et donnez votre consentement.")).toBe(true)
+    expect(isConsentText("Die Bäckerei verkauft Cookies und Kuchen, jeden Samstag auf dem Markt am Rathaus.")).toBe(false)
+  })
+
   it("recognises cookie-consent text and leaves baking cookies alone", () => {
     expect(isConsentText("We use cookies to give you the best online experience.")).toBe(true)
     expect(isConsentText("These cookies help us understand how visitors use our website and support analytics.")).toBe(true)
@@ -90,6 +96,23 @@ describe("listing pages", () => {
     const body = article(html).data.content
     expect(body).toContain("Use a boar's hair beard brush or beard comb to spread the oil")
     expect(body).not.toContain("Beard balm for dry winter days")
+  })
+
+  it("leaves out a forum post's signature, its author's panel, its reply heading and a byline with its date", () => {
+    const post = (who: string, n: number, heading: string) => `<div class="post"><dl class="postprofile"><dt><a class="username">${who}</a></dt><dd>Beiträge: ${40 + n}</dd><dd>Wohnort: Niedersachsen</dd></dl>
+      <div class="postbody"><h3>${heading}</h3><div class="content">Post ${n}: Ich würde nicht warten, sondern sofort behandeln, solange die Temperaturen noch passen und die Winterbienen gesund aufgezogen werden.</div>
+      <div class="signature">Imkern seit 201${n} – Carnica, Zander-Beuten</div></div></div>`
+    const html = `<html><body><main class="section-viewtopic"><h1>Varroa-Behandlung im August</h1>${post("Bienenfreund", 1, "Varroa-Behandlung im August")}${post("Imker_Hans", 2, "Re: Varroa-Behandlung im August")}${post("Waldhonig", 3, "AW: Varroa-Behandlung im August")}</main></body></html>`
+    const body = article(html, { url: "https://forum.example.de/viewtopic.php?t=1" }).data.content
+    expect(body).toContain("Post 3: Ich würde nicht warten")
+    expect(body).not.toContain("Imkern seit")
+    expect(body).not.toContain("Wohnort")
+    expect(body).not.toContain("Varroa-Behandlung im August")
+    const news = `<html><body><main><article><h1>Leipzig baut Radwege</h1><div class="article__meta"><span>Von <a href="/autoren/kw">Katrin Wolff</a></span> <time datetime="2025-10-22T19:45:00+02:00">22.10.2025, 19:45 Uhr</time></div>${para(4)}</article></main></body></html>`
+    expect(article(news).data.content).not.toContain("Katrin Wolff")
+    // outside a discussion a "signature" is not a post's signature line
+    const menu = `<html><body><main><article><h1>Our kitchen</h1>${para(3, "kitchen")}<section class="signature-dishes"><h2>Signature dishes</h2><p>Slow-roasted lamb shoulder with rosemary, garlic and a glaze of local honey, served with crushed new potatoes.</p></section></article></main></body></html>`
+    expect(article(menu, { url: "https://restaurant.example.com/kitchen" }).data.content).toContain("Slow-roasted lamb shoulder")
   })
 
   it("leaves out a modal dialog (aria-modal) however much text it holds, like a <dialog>", () => {

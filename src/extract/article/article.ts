@@ -115,7 +115,9 @@ export function articleFromPage(page: Page): ArticleResult {
   const productPage = nodesOfType(page, PRODUCT_TYPES).length > 0 || /product/i.test(meta.get("og:type") ?? "")
   const discussion = nodesOfType(page, DISCUSSION_TYPES).length > 0 || (page.url !== null && FORUM_URL.test(page.url)) || pageNamesThread(page.scope)
   const main = chooseMainContent(page.scope, data.title, ldBody !== undefined && ldBody.length >= 400, scripts, data.description, items, productPage, discussion)
-  let content = main.paragraphs.join("\n\n")
+  // the same short line twice in a row is shown once: a card's name on its picture's link and again in
+  // its heading, a price as the regular and the sale price where a style sheet hides one
+  let content = main.paragraphs.filter((p, i, all) => i === 0 || p.length >= 200 || p !== all[i - 1]).join("\n\n")
   if (content !== "") sources.content = "main-content"
   if (ldBody !== undefined && ldBody.length > content.length * 2 && (ldBody.length >= 400 || content.length < 50)) {
     content = ldBody.replace(/\r\n?/g, "\n").split(/\n\s*\n|\n/).map((p) => normalizeSpace(p)).filter((p) => p !== "").join("\n\n")
@@ -349,6 +351,9 @@ export function headlineH1(scope: Element, title: string | undefined, siteName: 
  * it, else the title without a trailing part that names the site (og:site_name or the host).
  */
 export function headlineOf(title: string, h1: string | undefined, siteName: string | undefined, url: string | null): string {
+  // forum software heads a thread "Thread: …" (vBulletin) or "Topic: …"
+  if (h1 !== undefined) h1 = h1.replace(THREAD_LABEL, "")
+  title = title.replace(THREAD_LABEL, "")
   if (h1 !== undefined) {
     const hk = titleKey(h1)
     if (hk.length >= 3 && titleKey(title).includes(hk)) return normalizeSpace(h1)
@@ -366,6 +371,8 @@ export function headlineOf(title: string, h1: string | undefined, siteName: stri
   }
   return title
 }
+
+const THREAD_LABEL = /^(thread|topic|thema|sujet|tema|discussion)\s*:\s+/i
 
 /** Whether a part of a title names the site: its og:site_name, or words holding a label of its host ("blog.tarkett.com" → blog, tarkett). */
 function namesSite(part: string, siteName: string | undefined, url: string | null): boolean {
@@ -427,6 +434,16 @@ function timeElement(root: Element, sources: FieldSources): string | undefined {
   if (out !== undefined) sources.publishedAt = "main-content"
   return out
 }
+
+/** Inside the site's header, top bar, navigation or footer, outside any article or `<main>` (a sidebar may hold the post's own meta). */
+function inSiteBar(el: Element): boolean {
+  for (let e: Element | null = el; e !== null && e.tag !== "body"; e = e.parent) {
+    if (e.tag === "article" || e.tag === "main") return false
+    if (e.tag === "header" || e.tag === "nav" || e.tag === "footer" || SITE_BAR.test(`${e.attr("class") ?? ""} ${e.attr("id") ?? ""}`.toLowerCase())) return true
+  }
+  return false
+}
+const SITE_BAR = /(?:^|[^a-z])(?:topbar|top-bar|masthead|site-?header|site-?footer|navbar)(?:[^a-z]|$)/
 
 /**
  * Readers' comments anywhere, and page chrome outside the article: navigation, sidebars, footers, a
@@ -518,7 +535,7 @@ export function cleanAuthor(raw: string): string | undefined {
 /** Words of class/id/itemprop values that mark a publication date line. */
 const DATE_CLASS = /(^|[^a-z])(date|published|publish|pubdate|posted|post-date|entry-date|timestamp|dateline)([^a-z]|$)/i
 /** Labels that make a visible date a modification or event date, not the publication. */
-const NOT_PUBLISHED = /\b(updated|modified|last edited|revised|event|expires|ends?)\b/i
+const NOT_PUBLISHED = /\b(updated|modified|last edited|revised|event|expires|ends?)\b|\b(mis|mise)e?s? à jour|\b(aktualisiert|geändert|actualizad[oa]|actualización|aggiornat[oa]|bijgewerkt|atualizad[oa]|zaktualizowano)\b/i
 
 /** A short visible text in an element marked as a date ("Posted on March 3, 2025"), the first one. */
 function dateLabel(root: Element, sources: FieldSources): string | undefined {
@@ -527,6 +544,8 @@ function dateLabel(root: Element, sources: FieldSources): string | undefined {
     if (out !== undefined) return false
     const mark = (el.attr("class") ?? "") + " " + (el.attr("id") ?? "") + " " + (el.attr("itemprop") ?? "")
     if (!DATE_CLASS.test(mark.replace(/([a-z])([A-Z])/g, "$1-$2"))) return
+    // (a top bar's "Tuesday 3 February 2026" is today's date, not the article's)
+    if (inSiteBar(el)) return false
     const t = normalizeSpace(rawText(el))
     if (t.length < 6 || t.length > 80 || NOT_PUBLISHED.test(t) || !/\d/.test(t)) return
     const v = toIsoDateTime(t.replace(/^(posted|published|on|am|le|el|il)\b[:\s]*/gi, "").replace(/^(on)\s+/i, "")) ?? visibleDate(t)

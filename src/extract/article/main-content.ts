@@ -65,7 +65,9 @@ const STRONG_WORDS = new Set((
   "adunit dfp paywall popup modal breadcrumb breadcrumbs pagination pager trending popular sidebar footer masthead nav navbar " +
   "navigation menu byline bio tags keywords print toolbar rating ratings survey skip sr visually offscreen caption captions cutline " +
   "credit credits copyright gallery slideshow carousel lightbox signup login newsletters sitemap disclaimer disclosure barrier feedback navbox reflist " +
-  "widget widgets more readmore jump toc onetrust cmp didomi usercentrics cookiebot truste qc optanon"
+  "widget widgets more readmore jump toc onetrust cmp didomi usercentrics cookiebot truste qc optanon " +
+  // a forum post's signature and its author's panel (phpBB, vBulletin)
+  "signaturecontainer postprofile userinfo usertitle"
 ).split(" "))
 /**
  * Furniture words of consent managers and cookie banners: they keep their mark even on a dominant
@@ -78,13 +80,13 @@ const READERS_MARKS = new Set("comment comments commentlist disqus".split(" "))
 const POST_MIN = 150
 /** Page-state classes on these (`<body class="cookies-not-set">`) say nothing about their content. */
 const PAGE_TAGS = new Set(["html", "body", "#document"])
-const STRONG_PREFIX = /^(comment|share|social|related|recommend|subscri|newsletter|sponsor|promo|advert|sidebar|footer|breadcrumb|trending|navbar|navigation|widget|caption|gallery|slideshow|carousel)/
+const STRONG_PREFIX = /^(comment|share|social|related|recommend|subscri|newsletter|sponsor|promo|advert|sidebar|footer|breadcrumb|trending|navbar|navigation|widget|caption|gallery|slideshow|carousel|popup)/
 /** Words that make an "author" element the writer's profile box. */
 const AUTHOR_BOX = new Set("box about card details profile description desc wrap wrapper section container panel".split(" "))
 /** class/id words of furniture that a positive word can outweigh. */
 const WEAK_WORDS = new Set((
   "header meta date time dateline info tools actions utility teaser label badge kicker headline title author authors profile " +
-  "avatar follow cta button btn icon logo search form rail secondary extra links hidden aside banner topbar"
+  "avatar follow cta button btn icon logo search form rail secondary extra extras links hidden aside banner topbar"
 ).split(" "))
 const POSITIVE_WORDS = new Set("article content entry post body story text main blog prose richtext paragraph single copy articlebody storybody".split(" "))
 const POSITIVE_PREFIX = /^(article|content|story|entry)/
@@ -293,6 +295,12 @@ const PROMO = /\buse (the )?(promo |discount )?code\b|\bsubscribe (now|today)\b|
  */
 const CAPTION_CREDIT = /\((image|photo|photograph|picture|pic|credit|foto|bild)s?( credit)?\s*:[^()]{1,80}\)$/i
 
+/** A forum post's signature (phpBB `signature`, XenForo `message-signature`, vBulletin `signature restore`). */
+const SIGNATURE = /(?:^|[\s_-])signature(?:$|[\s_-])/i
+/** A reply's subject prefix: "Re: ", "AW: ", "Sv: ". */
+const REPLY_PREFIX = /^\s*(re|aw|sv|vs|odp)\s*:\s*/i
+/** A line that opens with a byline: "By", "Von", "Par", "Por", "Di", "Door", "Av" and a capitalised name. */
+const BYLINE_LINE = /^([Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Dd]i|[Dd]oor|[Aa]v|[Aa]f)\s+\p{Lu}[\p{L}'’.-]+(\s+\p{Lu}[\p{L}'’.-]+){0,3}(\s*[—–|,·•-]\s*|\s+\d)/u
 /** How a publication line starts ("Updated ...", "Published ..."). */
 const PUBLICATION_LINE = /^(updated|published|posted|originally published|last updated|original)\b/i
 /** Words of a date line besides the date: its labels, a place, an agency, a name ("WASHINGTON, March 3, 2025 (Reuters)", "Published March 3 by Jane Doe"). */
@@ -344,6 +352,7 @@ export interface MainContentOptions {
 
 /** Extracts the main content below `scope` (usually the body). */
 export function extractMainContent(scope: Element, opts: MainContentOptions = {}): MainContent {
+  const discussion = opts.discussion === true
   const els: Element[] = []
   const parent: number[] = []
   const hint: Hint[] = []
@@ -376,8 +385,15 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
       hint.push(Hint.Strong)
       hintBy.push("")
     } else {
-      hint.push(hintOf(el))
-      hintBy.push(hintWord)
+      const h = hintOf(el)
+      // on a discussion a "signature" is a post's signature line (elsewhere: a restaurant's signature dishes)
+      if (discussion && h !== Hint.Strong && el.attrs?.class !== undefined && SIGNATURE.test(el.attrs.class)) {
+        hint.push(Hint.Strong)
+        hintBy.push("signature")
+      } else {
+        hint.push(h)
+        hintBy.push(hintWord)
+      }
     }
     chunkStart.push(chunks.length)
     chunkEnd.push(chunks.length)
@@ -624,11 +640,13 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     // A date line; one that says it is the publication's ("Updated Nov. 19, 2019 8:21 am ET / Original ...") however many words;
     // not a table row (release histories, schedules and fixtures date their rows)
     if (!ck.quoted && text.length < 100 && !isDataRow(els[ck.owner]!) && DATE_LINE.test(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14 && mostlyDate(text)) || PUBLICATION_LINE.test(text))) continue
-    if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text) === titleKey) continue
+    // (a forum reply's heading is the title after "Re:")
+    if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text.replace(REPLY_PREFIX, "")) === titleKey) continue
+    // a byline with its date ("Par Julien Marchetti — Publié le 2 février 2026", "Von Katrin Wolff 22.10.2025, 19:45 Uhr")
+    // (a teaser's byline in a listing is part of its card)
+    if (!listing && !ck.quoted && text.length < 160 && BYLINE_LINE.test(text) && DATE_LINE.test(text)) continue
     if (els[ck.owner]!.tag === "h1") continue
     if (paragraphs.length === 0 && descriptionKey !== "" && key(text) === descriptionKey && isStandfirst(els, parent, ck.owner)) continue
-    // the same short line twice in a row: a card's name on its picture's link and again in its heading
-    if (text.length < 200 && paragraphs.at(-1) === text) continue
     if (sampleOf !== null) {
       const sample = sampleOf(c, text, inBody)
       observer?.(text, sample)
@@ -755,8 +773,10 @@ const CONSENT_PHRASE = /\bwe use cookies\b|\bcookie (policy|settings|preferences
 const CONSENT_WORDS = /\b(consent|privacy|third[- ]part(y|ies)|browsers?|websites?|analytics|tracking|advertising)\b/i
 const ASKS_VISITOR = /\b(we|us|our|you|your)\b/i
 export function isConsentText(text: string): boolean {
-  return text.length < 1500 && (CONSENT_PHRASE.test(text) || (/\bcookies\b/i.test(text) && CONSENT_WORDS.test(text) && ASKS_VISITOR.test(text)))
+  return text.length < 1500 && (CONSENT_PHRASE.test(text) || (/\bcookies\b/i.test(text) && ((CONSENT_WORDS.test(text) && ASKS_VISITOR.test(text)) || CONSENT_ASKED.test(text))))
 }
+/** Consent asked for in other languages (German, French, Spanish, Italian, Dutch, Portuguese, Polish), beside "cookies". */
+const CONSENT_ASKED = /\b(zustimmung|einwilligung|zustimmen|akzeptieren|consentement|accepter|acceptez|consentimiento|aceptar|acepta|consenso|accetta|accettare|toestemming|accepteren|consentimento|aceitar|zgod[aęy]|akceptuj)/i
 
 /** Elements that are page furniture wherever they stand: left out of the page's shown text. */
 const SHOWN_FURNITURE = new Set(["nav", "header", "footer", "aside", "menu", "form", "dialog", "button", "select"])
