@@ -485,8 +485,8 @@ const DISCUSSION_TYPES = new Set(["DiscussionForumPosting", "QAPage", "Question"
  * never on the page's own `<body>` or `<main>`.)
  */
 function pageNamesThread(scope: Element): boolean {
-  const pages = scope.tag === "body" ? [scope, ...byTag(scope, "main").slice(0, 2)] : byTag(scope, "main").slice(0, 2)
-  return pages.some((el) => wordsOf(`${el.attrs?.class ?? ""} ${el.attrs?.id ?? ""}`).some((w) => THREAD_WORDS.has(w)))
+  const mains = byTag(scope, "main").slice(0, 2)
+  return (scope.tag === "body" ? [scope, ...mains] : mains).some((el) => wordsOf(`${el.attrs?.class ?? ""} ${el.attrs?.id ?? ""}`).some((w) => THREAD_WORDS.has(w)))
 }
 const THREAD_WORDS = new Set(["thread", "threads", "threadview", "viewtopic", "showthread", "topic", "forum", "forums", "discussion"])
 const FORUM_URL = /^https?:\/\/(?:forums?|community|boards|discuss|discourse)\.|\/(?:forums?|threads?|topics?|t|showthread(?:\.php)?|viewtopic(?:\.php)?|discussions?|questions)\//i
