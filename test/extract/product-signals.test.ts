@@ -160,8 +160,23 @@ describe("product price: structured sale prices and labelled text prices", () =>
     expect(shown("$24.99<sup>12</sup>")).toBe(24.99)
     // cents marked by class (Mercado Livre)
     expect(shown(`<span class="andes-money-amount__currency-symbol">R$</span><span class="andes-money-amount__fraction">1.299</span><span class="andes-money-amount__cents">90</span>`)).toBe(1299.9)
+    // two digits in an element of their own right after the amount are cents, whatever the class says
+    expect(shown(`$229<span class="rightEnd">99</span>`)).toBe(229.99)
+    expect(shown(`$1,299<span>95</span>`)).toBe(1299.95)
     // an element that shows only a labelled amount is still read (its label may be the selling one)
     expect(shown("Special $79.00")).toBe(79)
+  })
+})
+
+describe("product price drawn for the eye only", () => {
+  it("reads a price box hidden from screen readers beside its screen-reader copy, not a warranty's price", () => {
+    const html = page("", `<h1>Video Doorbell</h1><div class="pricing"><span class="screenReaderOnly">$229.99</span>
+      <div class="salePrice" aria-hidden="true">$229<span class="rightEnd">99</span></div></div>
+      <button>Add to cart</button><div class="warranty"><p>2 Years</p><p class="price">59.99</p></div>`)
+    expect(product(html).data.price).toBe(229.99)
+    // a block hidden from screen readers that is no price box is still left out
+    const decoy = page("", `<h1>Video Doorbell</h1><div class="slide" aria-hidden="true"><span class="price">$9.99</span></div><p class="price">$229.99</p>`)
+    expect(product(decoy).data.price).toBe(229.99)
   })
 })
 

@@ -248,6 +248,7 @@ export function readSignals(root: Element): Signals {
     let itemprop: string | undefined, role: string | undefined, type: string | undefined, content: string | undefined
     let value: string | undefined, ariaLabel: string | undefined, href: string | undefined
     let disabled = false
+    let ariaHidden = false
     /** Struck through by its inline style (`text-decoration: line-through`): an old price, as `<del>` is. */
     let struck = false
     /** The value of a `data-sku` / `data-product-sku` attribute: the identifier itself, whatever the element shows. */
@@ -263,7 +264,7 @@ export function readSignals(root: Element): Signals {
             if (v.includes("line-through")) struck = true
             break
           // (a page may hide its whole product from screen readers while a dialog is open: not from the eye)
-          case "aria-hidden": if (v === "true" && !ARIA_HIDDEN_SHOWN.has(tag) && !titlePath.has(el)) return -1; break
+          case "aria-hidden": if (v === "true" && !ARIA_HIDDEN_SHOWN.has(tag) && !titlePath.has(el)) ariaHidden = true; break
           case "itemprop": itemprop = v; words += " " + v; break
           case "role": role = v; break
           case "type": type = v; break
@@ -280,8 +281,12 @@ export function readSignals(root: Element): Signals {
             }
         }
       }
+      if (words !== "") words = words.toLowerCase()
+      // Hidden from screen readers only, except a price box: shops draw the price for the eye
+      // (`<div class="salePrice" aria-hidden="true">$229<span>99</span></div>`) beside a copy for
+      // screen readers, which is hidden from the eye and left out.
+      if (ariaHidden && !words.includes("price")) return -1
       if (words !== "") {
-        words = words.toLowerCase()
         if ((words.includes("hid") || words.includes("none") || words.includes("only") || words.includes("invisible") || words.includes("screen-reader")) && HIDDEN_CLASS.test(a.class ?? "")) return -1
       }
     }
@@ -579,7 +584,12 @@ function isPercentBadge(el: Element): boolean {
   return t.includes("%") && !/\d/.test(withoutPercentages(t))
 }
 
-/** Cents shown apart from their amount: superscript (`$19<sup>99</sup>`) or marked (Mercado Livre's `andes-money-amount__cents`). */
+/**
+ * Cents shown apart from their amount: superscript (`$19<sup>99</sup>`) or marked (Mercado Livre's
+ * `andes-money-amount__cents`). An element of exactly two digits right after the amount's digits is
+ * cents too, whatever it is called (`$229<span class="rightEndPrice">99</span>`): run together they
+ * would read as 22999.
+ */
 const isCentsPart = (el: Element) => el.tag === "sup" || /(?:^|[\s_-])(?:cents?|decimals)(?:$|\s)/i.test(el.attrs?.class ?? "")
 
 /**
@@ -610,7 +620,7 @@ function blockText(el: Element, max: number, inButton = false, asPrice = false):
       if (out.length > limit) return
       if (typeof c === "string") out += c
       else if (!NO_TEXT_TAGS.has(c.tag) && !(c.tag === "button" && !inButton) && !isHidden(c) && !(asPrice && (isOldPrice(c) || isPercentBadge(c)))) {
-        if (asPrice && isCentsPart(c)) {
+        if (asPrice && (isCentsPart(c) || (/\d$/.test(out) && /^\d{2}$/.test(blockText(c, 10))))) {
           const cents = joinCents(out, blockText(c, 10))
           if (cents !== undefined) { out += cents; continue }
           // anything else there (a footnote mark) is its own number
