@@ -320,6 +320,23 @@ describe("dates and authors as platforms write them", () => {
   })
 })
 
+describe("scholarly and job pages", () => {
+  it("reads a paper's authors and date from its citation tags, names given first", () => {
+    const html = `<html><head><title>Tree canopy and night heat</title><meta name="citation_author" content="Mendes, Laura"><meta name="citation_author" content="Piotr Zieliński">
+      <meta name="citation_publication_date" content="2025/05/01"><meta name="citation_online_date" content="2025/03/18"></head><body><h1>Tree canopy and night heat</h1>${para(3)}</body></html>`
+    const d = article(html).data
+    expect(d.authors).toEqual(["Laura Mendes", "Piotr Zieliński"])
+    expect(d.publishedAt).toBe("2025-05-01T00:00:00.000Z")
+    const online = html.replace(/<meta name="citation_publication_date"[^>]*>/, "")
+    expect(article(online).data.publishedAt).toBe("2025-03-18T00:00:00.000Z")
+  })
+
+  it("dates a job posting by its structured datePosted", () => {
+    const html = `<html><head><title>Field ecologist</title><script type="application/ld+json">{"@context":"https://schema.org","@type":"JobPosting","title":"Field ecologist","datePosted":"2025-10-06","validThrough":"2025-11-30"}</script></head><body><h1>Field ecologist</h1>${para(3)}</body></html>`
+    expect(article(html).data.publishedAt).toBe("2025-10-06T00:00:00.000Z")
+  })
+})
+
 describe("titles that put the site's name first", () => {
   it("reads the headline after a leading site name", () => {
     const town = `<html><head><title>Town of Example | Bulky waste collection dates</title></head><body><h1>Bulky waste collection dates</h1>${para(3)}</body></html>`

@@ -15,7 +15,7 @@ const ARTICLE_TYPES = new Set([
   "Article", "NewsArticle", "BlogPosting", "ReportageNewsArticle", "AnalysisNewsArticle", "OpinionNewsArticle",
   "ReviewNewsArticle", "BackgroundNewsArticle", "TechArticle", "ScholarlyArticle", "SocialMediaPosting", "LiveBlogPosting",
   "Report", "AdvertiserContentArticle", "SatiricalArticle", "MedicalScholarlyArticle", "DiscussionForumPosting", "Blog",
-  "WebPage", "Recipe", "HowTo", "Review",
+  "WebPage", "Recipe", "HowTo", "Review", "JobPosting",
 ])
 
 export interface FieldSources {
@@ -40,6 +40,12 @@ function notUrl(s: string | undefined): string | undefined {
   if (s === undefined) return undefined
   const t = normalizeSpace(s)
   return t === "" || /^https?:\/\//i.test(t) ? undefined : t
+}
+
+/** A scholarly tag's "Family, Given" name as it is written on the page: "Roy, Aniruddha" → "Aniruddha Roy". */
+function givenNameFirst(name: string): string {
+  const m = /^([^,]+),\s*([^,]+)$/.exec(name.trim())
+  return m === null ? name : `${m[2]!.trim()} ${m[1]!.trim()}`
 }
 
 /** `Headline | Site` → `Headline` (keeps the part that matches the h1, else the longest part). */
@@ -142,7 +148,7 @@ export function articleFromPage(page: Page): ArticleResult {
     if (shown !== undefined && shown.some((name) => !organisations.includes(name))) { authors = shown; sources.authors = "main-content" }
   }
   if (authors === undefined || authors.length === 0) {
-    const m = [...meta.all("author"), ...meta.all("article:author"), ...meta.all("dc.creator"), ...meta.all("byl")]
+    const m = [...meta.all("author"), ...meta.all("article:author"), ...meta.all("dc.creator"), ...meta.all("byl"), ...meta.all("citation_author").map(givenNameFirst)]
       .map((x) => notUrl(x.replace(/^by\s+/i, ""))).filter((x): x is string => x !== undefined)
     if (m.length > 0) { authors = m; sources.authors = "meta" }
   }
@@ -161,8 +167,11 @@ export function articleFromPage(page: Page): ArticleResult {
     sources.author = sources.authors!
   }
 
-  const published = first("publishedAt", (n) => toIsoDateTime(str(n.datePublished) ?? str(n.dateCreated)))
-    ?? toIsoDateTime(fromMeta("publishedAt", ["article:published_time", "og:published_time", "published_time", "date", "pubdate", "publishdate", "publish-date", "dc.date", "dc.date.issued", "sailthru.date", "parsely-pub-date", "datepublished"]))
+  // (`datePosted`: a JobPosting's)
+  const published = first("publishedAt", (n) => toIsoDateTime(str(n.datePublished) ?? str(n.dateCreated) ?? str(n.datePosted)))
+    ?? toIsoDateTime(fromMeta("publishedAt", ["article:published_time", "og:published_time", "published_time", "date", "pubdate", "publishdate", "publish-date", "dc.date", "dc.date.issued", "sailthru.date", "parsely-pub-date", "datepublished",
+      // scholarly pages (Highwire Press tags, read by Google Scholar; PRISM)
+      "citation_publication_date", "citation_online_date", "citation_date", "prism.publicationdate"]))
     ?? metaPublished(meta, sources)
     ?? (aboutAnEvent(page, nodes, data.title) ? undefined : shownDate())
   function shownDate(): string | undefined {
