@@ -690,8 +690,12 @@ describe("publishing platforms' conventions", () => {
       <ol class="comment-list">${comment("Martin")}${comment("Ana")}</ol></main>`)
     expect(article(thread, { url: "https://forum.example.com/t/old-laptop/123" }).data.content).toContain("thermal paste")
     expect(article(thread, { url: "https://example.com/threads/old-laptop.123/" }).data.content).toContain("thermal paste")
-    // the same markup on a blog: the comments are aside
+    // an issue tracker's issue or pull request is a discussion too
+    expect(article(thread, { url: "https://git.example.com/acme/laptop/issues/123" }).data.content).toContain("thermal paste")
+    expect(article(thread, { url: "https://git.example.com/acme/laptop/pull/45?tab=comments" }).data.content).toContain("thermal paste")
+    // the same markup on a blog, or a magazine's issue: the comments are aside
     expect(article(thread, { url: "https://blog.example.com/2025/03/old-laptop" }).data.content).not.toContain("thermal paste")
+    expect(article(thread, { url: "https://magazine.example.com/issues/42/old-laptop" }).data.content).not.toContain("thermal paste")
   })
 
   it("keeps the replies of a thread whose page names itself one (ThreadViewPage, section-viewtopic), at any address", () => {
@@ -703,6 +707,20 @@ describe("publishing platforms' conventions", () => {
     expect(article(body(`<main>${posts}</main>`, ` class="section-viewtopic"`), url).data.content).toContain("thermal paste")
     // a blog whose comments are a "comment-thread": aside
     expect(article(body(`<main class="single-post">${posts.replace("comment-list", "comment-list comment-thread")}</main>`), url).data.content).not.toContain("thermal paste")
+  })
+
+  it("keeps every reply of an issue tracker's timeline, each its own \"comment\"", () => {
+    const item = (who: string, text: string) => `<div class="TimelineItem js-comment-container"><div class="timeline-comment comment"><h3><strong>${who}</strong> commented</h3>
+      <div class="edit-comment-hide"><table><tbody><tr><td class="d-block comment-body markdown-body js-comment-body">${text}</td></tr></tbody></table></div></div></div>`
+    const html = wrap(`<main><div class="repository-content"><h1>Memory grows when streaming large responses</h1><div class="js-discussion">
+      ${item("reporter", `<h3>Describe the bug</h3><p>When downloading large files through the stream API with a keep-alive agent, the process memory keeps growing until the container is killed. Without the agent, memory stays flat.</p>${para(4, "heap")}`)}
+      ${item("maintainer", "<p>Thanks for the detailed report. I can reproduce this with a two gigabyte file: the backpressure path never drains its pending chunks when the socket returns to the pool early.</p>")}
+      ${item("user", "<p>We see this on the previous release as well. Setting a smaller high water mark on the stream options keeps memory bounded for us, though throughput drops by about fifteen percent.</p>")}</div></div></main>`)
+    const content = article(html, { url: "https://git.example.com/acme/flume/issues/2184" }).data.content
+    expect(content).toContain("backpressure path")
+    expect(content).toContain("high water mark")
+    // the same timeline in a forum thread
+    expect(article(html, { url: "https://forum.example.com/t/streaming/2184" }).data.content).toContain("high water mark")
   })
 
   it("keeps a discussion whose posts are all comments", () => {

@@ -523,6 +523,8 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (hint[i] === Hint.Positive && !inReaders[i] && !PAGE_TAGS.has(els[i]!.tag)) postText = Math.max(postText, pos[i]!)
   }
   const commentsAside = opts.discussion !== true && postText >= POST_MIN
+  // on a discussion each reply may be its own "comment" (an issue tracker's timeline): all are posts
+  if (opts.discussion === true) for (let i = 0; i < n; i++) if (hint[i] === Hint.Strong && READERS_MARKS.has(hintBy[i]!) && !PAGE_TAGS.has(els[i]!.tag)) hint[i] = Hint.None
   for (let i = 0; i < n; i++) {
     const h = hint[i]!
     // a consent manager's dialog is never the page, however much of its text it holds (script-rendered
