@@ -422,6 +422,18 @@ describe("collections that read as prose", () => {
     expect(body).toContain("Candidate 12 promised")
   })
 
+  it("keeps each result's linked headline over its own sentence, not a heading that only links", () => {
+    const result = (i: number) => `<li><article class="Card_card"><div class="Card_body"><span class="Card_kicker">Money</span>
+      <h2 class="Card_headline"><a href="/money/result-${i}">Result ${i}: heat pump grants after the April changes</a></h2>
+      <p class="Card_standfirst">The boiler upgrade grant now covers more homes, but installers warn that waiting lists in region ${i} have grown to four months.</p></div></article></li>`
+    const html = `<html><body><main><h1>Search results for "heat pump"</h1><ol class="results">${[1, 2, 3, 4, 5, 6].map(result).join("")}</ol>
+      <h3 class="section-title"><a href="/topics/energy">More on energy</a></h3><h3 class="section-title"><a href="/topics/homes">More on homes</a></h3></main></body></html>`
+    const body = article(html).data.content
+    expect(body).toContain("Result 3: heat pump grants after the April changes")
+    expect(body).toContain("waiting lists in region 3")
+    expect(body).not.toContain("More on energy")
+  })
+
   it("keeps an article's related teasers out when the article holds most of the text", () => {
     const html = `<html><body><main><article>${para(6)}</article><section class="stories">${Array.from({ length: 4 }, (_, i) => teaser(i + 1)).join("")}</section></main></body></html>`
     const body = article(html).data.content

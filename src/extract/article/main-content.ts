@@ -610,7 +610,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     const h = hint[i]!
     if (h === Hint.Strong) pruned[i] = 1
     else if (txt[i]! >= REPEAT_MIN && chunkEnd[i]! - chunkStart[i]! >= REPEAT_CHUNKS && repeats(chunkStart[i]!, chunkEnd[i]!)) pruned[i] = 1
-    else if (agg[i]! < 0 && BLOCK.has(els[i]!.tag)) {
+    else if (agg[i]! < 0 && BLOCK.has(els[i]!.tag) && !(chunkEnd[i]! > 0 && chunks[chunkEnd[i]! - 1]!.owner === i && teaserHeadline(chunks, chunkEnd[i]! - 1, els))) {
       // a block worth less than nothing: link lists, labels, share bars
       const s = chunkStart[i]!, e = chunkEnd[i]!
       let len = 0, link = 0
@@ -632,7 +632,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     const ck = chunks[c]!
     const inBody = c >= chunkStart[best]! && c < chunkEnd[best]! && !pruned[ck.owner]
     if (!inBody && sampleOf === null) continue
-    if (ck.linkLen / ck.len > 0.6 && !ck.quoted && !(listing && (ck.len >= LISTING_LINK_MIN || isCardName(chunks, c)))) continue
+    if (ck.linkLen / ck.len > 0.6 && !ck.quoted && !(listing && (ck.len >= LISTING_LINK_MIN || isCardName(chunks, c))) && !teaserHeadline(chunks, c, els)) continue
     const text = cleanChunk(ck.text)
     if (text.length === 0) continue
     if (isConsentText(text)) continue
@@ -744,6 +744,17 @@ function key(s: string): string {
 const LISTING_LINK_MIN = 20
 const isPriceLabel = (ck: Chunk) => ck.len <= 30 && PRICE_LABEL.test(ck.text) && detectCurrency(ck.text) !== undefined
 /** In listing mode, a short link beside a price is a card's product name, not a label. */
+/**
+ * A linked heading over a sentence of its own (a result's or a teaser's headline above its
+ * standfirst): the item's name, kept with its text in any reading.
+ */
+function teaserHeadline(chunks: readonly Chunk[], c: number, els: readonly Element[]): boolean {
+  const tag = els[chunks[c]!.owner]!.tag
+  if (tag !== "h2" && tag !== "h3" && tag !== "h4") return false
+  const next = chunks[c + 1]
+  return next !== undefined && next.len >= 80 && next.linkLen < 0.2 * next.len && next.punct > 0 && !HEADING_TAGS.has(els[next.owner]!.tag)
+}
+const HEADING_TAGS = new Set(["h1", "h2", "h3", "h4", "h5", "h6"])
 const isCardName = (chunks: readonly Chunk[], c: number) => {
   const prev = chunks[c - 1], next = chunks[c + 1]
   return (prev !== undefined && isPriceLabel(prev)) || (next !== undefined && isPriceLabel(next))
