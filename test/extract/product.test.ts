@@ -21,6 +21,19 @@ describe("product extraction", () => {
     expect(d).toMatchObject({ name: "Lamp", price: 19.5, currency: "GBP", availability: "OutOfStock" })
   })
 
+  it("prices a product by its new offer, not an open-box or refurbished one that is cheaper", () => {
+    const offer = (price: string, condition: string) => `{"@type":"Offer","price":"${price}","priceCurrency":"USD","itemCondition":"https://schema.org/${condition}","availability":"https://schema.org/InStock"}`
+    const aggregate = `<script type="application/ld+json">{"@type":"Product","name":"Headphones","offers":{"@type":"AggregateOffer","lowPrice":"239.99","highPrice":"299.99","priceCurrency":"USD",
+      "offers":[${offer("254.99", "UsedCondition")},${offer("299.99", "NewCondition")},${offer("239.99", "RefurbishedCondition")}]}}</script>`
+    expect(product(aggregate).data.price).toBe(299.99)
+    const list = `<script type="application/ld+json">{"@type":"Product","name":"Headphones","offers":[${offer("239.99", "RefurbishedCondition")},${offer("299.99", "NewCondition")}]}</script>`
+    expect(product(list).data.price).toBe(299.99)
+    // an aggregate of new offers keeps its lowest price
+    const sellers = `<script type="application/ld+json">{"@type":"Product","name":"Headphones","offers":{"@type":"AggregateOffer","lowPrice":"239.99","highPrice":"299.99","priceCurrency":"USD",
+      "offers":[${offer("299.99", "NewCondition")},${offer("239.99", "NewCondition")}]}}</script>`
+    expect(product(sellers).data.price).toBe(239.99)
+  })
+
   it("follows @id references to the brand and offers a graph defines once, in another script too", () => {
     const html = `<script type="application/ld+json">{"@graph":[{"@type":"Product","@id":"#p","name":"Lamp","brand":{"@id":"#brand"},"offers":[{"@id":"#offer"}]},
       {"@type":"Offer","@id":"#offer","price":"19.50","priceCurrency":"GBP","availability":"https://schema.org/OutOfStock"}]}</script>

@@ -44,6 +44,8 @@ interface Offerish {
   url?: string
   /** The offer says its price is before tax (`valueAddedTaxIncluded: false`). */
   beforeTax?: boolean
+  /** A used, refurbished or damaged item's offer (`itemCondition`): not the product's own price beside a new one. */
+  secondHand?: boolean
 }
 
 /**
@@ -84,13 +86,17 @@ function sellingSpec(v: JsonValue | undefined): JsonObject | undefined {
   return list.find((x) => !other(x) && x.price !== undefined) ?? list[0]
 }
 
+/** `itemCondition` values of second-hand goods (schema.org UsedCondition, RefurbishedCondition, DamagedCondition). */
+const SECOND_HAND = /used|refurbished|damaged/i
+
 function readOffer(o: JsonValue | undefined, pageUrl: string | null = null, depth = 0): Offerish | undefined {
   if (o === undefined || o === null || depth > 4) return undefined
   if (Array.isArray(o)) {
     const list = o.map((x) => readOffer(x, pageUrl, depth + 1)).filter((x): x is Offerish => x !== undefined)
     const selected = list.filter((x) => x.price !== undefined && isSelectedOffer(x.url, pageUrl))
     if (selected.length === 1) return selected[0]
-    const pick = list.find((x) => x.price !== undefined && x.availability !== "OutOfStock") ?? list.find((x) => x.price !== undefined) ?? list[0]
+    const pick = list.find((x) => x.price !== undefined && x.availability !== "OutOfStock" && x.secondHand !== true) ?? list.find((x) => x.price !== undefined && x.secondHand !== true)
+      ?? list.find((x) => x.price !== undefined && x.availability !== "OutOfStock") ?? list.find((x) => x.price !== undefined) ?? list[0]
     if (pick !== undefined && pick.availability === "OutOfStock" && list.some((x) => x.availability !== undefined && x.availability !== "OutOfStock")) {
       return { ...pick, availability: list.find((x) => x.availability !== undefined && x.availability !== "OutOfStock")!.availability! }
     }
@@ -103,8 +109,11 @@ function readOffer(o: JsonValue | undefined, pageUrl: string | null = null, dept
   // a price written with its currency (`"price": "$19.99"`) names the currency when priceCurrency is missing
   const currency = normalizeCurrency(str(n.priceCurrency) ?? (spec && typeof spec === "object" ? str(spec.priceCurrency) : undefined))
     ?? (priceText !== undefined && /\D/.test(priceText.replace(/[\s.,]/g, "")) ? detectCurrency(priceText) : undefined)
-  let price = numberOf(n.price, currency) ?? numberOf(n.lowPrice, currency) ?? (spec && typeof spec === "object" ? numberOf(spec.price, currency) : undefined)
   const nested = n.offers !== undefined ? readOffer(n.offers, pageUrl, depth + 1) : undefined
+  // an aggregate's lowest price may be a second-hand one (an open-box return): then its new offer's is the price
+  const secondHandListed = Array.isArray(n.offers) && n.offers.some((x) => x !== null && typeof x === "object" && !Array.isArray(x) && SECOND_HAND.test(str(x.itemCondition) ?? ""))
+  const newPrice = secondHandListed && nested !== undefined && nested.secondHand !== true ? nested.price : undefined
+  let price = numberOf(n.price, currency) ?? newPrice ?? numberOf(n.lowPrice, currency) ?? (spec && typeof spec === "object" ? numberOf(spec.price, currency) : undefined)
   if (price === undefined && nested !== undefined) price = nested.price
   const out: Offerish = {}
   if (price !== undefined && price > 0) out.price = price
@@ -116,6 +125,7 @@ function readOffer(o: JsonValue | undefined, pageUrl: string | null = null, dept
   if (sku !== undefined) out.sku = sku
   const url = str(n.url)
   if (url !== undefined) out.url = url
+  if (SECOND_HAND.test(str(n.itemCondition) ?? "")) out.secondHand = true
   const vat = n.valueAddedTaxIncluded ?? (spec && typeof spec === "object" ? spec.valueAddedTaxIncluded : undefined)
   if ((vat === false || vat === "false" || nested?.beforeTax === true) && out.price !== undefined) out.beforeTax = true
   return out
