@@ -419,6 +419,23 @@ describe("shop templates' conventions", () => {
     expect(product(html, { url: "https://s.example.com/products/print?utm_source=x" }).data.price).toBe(29)
   })
 
+  it("sells the variant the page's buy form holds when the address selects none", () => {
+    const form = (id: string) => `<form action="/cart/add" method="post"><input type="hidden" name="id" value="${id}"><button type="submit">Add to cart</button></form>`
+    const offers = [
+      { "@type": "Offer", price: "38.00", priceCurrency: "USD", sku: "MCS3-S", availability: "https://schema.org/OutOfStock", url: "https://s.example.com/products/socks?variant=11" },
+      { "@type": "Offer", price: "42.00", priceCurrency: "USD", sku: "MCS3-M", availability: "https://schema.org/InStock", url: "https://s.example.com/products/socks?variant=22" },
+    ]
+    const url = { url: "https://s.example.com/products/socks" }
+    const list = product(page(ld({ "@type": "Product", name: "Merino Socks", offers }), `<h1>Merino Socks</h1>${form("22")}`), url).data
+    expect([list.price, list.sku]).toEqual([42, "MCS3-M"])
+    // variants as products of a product group: the group names the product, the selected variant sells
+    const group = { "@type": "ProductGroup", name: "Merino Socks", brand: "Fellside", hasVariant: offers.map((o, i) => ({ "@type": "Product", name: `Merino Socks - ${["S", "M"][i]}`, sku: o.sku, offers: o })) }
+    const grouped = product(page(ld(group), `<h1>Merino Socks</h1>${form("11")}`), url).data
+    expect([grouped.name, grouped.price, grouped.sku]).toEqual(["Merino Socks", 38, "MCS3-S"])
+    const other = product(page(ld(group), `<h1>Merino Socks</h1>${form("22")}`), url).data
+    expect([other.price, other.sku]).toEqual([42, "MCS3-M"])
+  })
+
   it("a plain-text price is not vetoed by an ordinary line before it, nor by a discount badge", () => {
     expect(shop("https://shop.example.com/p/1", `<h1>Tote bag</h1><p>Made from recycled cotton.</p><div><span>$24.00</span><button>Add to cart</button></div>`).data.price).toBe(24)
     expect(shop("https://shop.example.com/p/1", `<h1>Bag</h1><div><span>16% off</span></div><div><span>€41.30</span></div><div><span>€49.10</span></div>`).data.price).toBe(41.3)

@@ -64,6 +64,34 @@ function isSelectedOffer(offerUrl: string | undefined, pageUrl: string | null): 
   }
 }
 
+/**
+ * The page's address as the variant its buy form holds would have it: a Shopify product form
+ * (`action` ending in `/cart/add`) names the selected variant in its field `id`, so
+ * `/products/socks` with `<input name="id" value="42">` reads as `/products/socks?variant=42`.
+ * An address that already has a query keeps it.
+ */
+function selectedVariantUrl(page: Page): string | null {
+  if (page.url === null) return null
+  let id: string | undefined
+  walk(page.scope, (el) => {
+    if (id !== undefined) return false
+    if (el.tag !== "form" || !/\/cart\/add(?:\.js)?\/?$/.test(el.attrs?.action ?? "")) return
+    walk(el, (f) => {
+      if (id !== undefined) return false
+      if (f.tag === "input" && f.attrs?.name === "id" && /^\d+$/.test(f.attrs.value ?? "")) id = f.attrs.value
+    })
+    return false
+  })
+  try {
+    const u = new URL(page.url)
+    if (id === undefined || u.search !== "") return page.url
+    u.searchParams.set("variant", id)
+    return u.href
+  } catch {
+    return page.url
+  }
+}
+
 function numberOf(v: JsonValue | undefined, currency?: string): number | undefined {
   if (v === undefined || v === null) return undefined
   if (typeof v === "number") return Number.isFinite(v) ? v : undefined
@@ -148,7 +176,10 @@ export function productFromPage(page: Page): ProductResult {
   // a product group the page is titled by is the product; its variants (named "… - 42") come after it
   // and lend it the offer it lacks
   const rankOf = (n: JsonObject) => score(n) + (isMain(n) ? (isGroup(n) ? 8 : 4) : 0)
-  products.sort((a, b) => rankOf(b.node) - rankOf(a.node))
+  // of equal ones, the variant the page's buy form has selected comes first
+  const selection = selectedVariantUrl(page)
+  const selected = (n: JsonObject) => selection !== page.url && n.offers !== null && typeof n.offers === "object" && !Array.isArray(n.offers) && isSelectedOffer(str(n.offers.url), selection) ? 1 : 0
+  products.sort((a, b) => rankOf(b.node) - rankOf(a.node) || selected(b.node) - selected(a.node))
   const skuCandidates: Array<{ value: string; source: string }> = []
   const addSku = (v: string | undefined, source: string) => { if (v !== undefined && v.trim() !== "") skuCandidates.push({ value: v.trim(), source }) }
   const set = <K extends keyof Product>(k: K, v: Product[K] | undefined, source: string) => {
@@ -163,7 +194,7 @@ export function productFromPage(page: Page): ProductResult {
     set("name", textValue(str(node.name)), source)
     const d = str(node.description)
     set("description", d !== undefined ? normalizeSpace(d) : undefined, source)
-    const offer = readOffer(node.offers, page.url) ?? {}
+    const offer = readOffer(node.offers, selection) ?? {}
     if (data.price === undefined && offer.beforeTax === true) priceBeforeTax = true
     set("price", offer.price, source)
     set("currency", offer.currency, source)
@@ -179,10 +210,10 @@ export function productFromPage(page: Page): ProductResult {
   // every identifier of the main product (also as another source describes it) is a SKU candidate
   for (const { node, source } of products) {
     if (node !== products[0]!.node && nameKey(textValue(str(node.name)) ?? "") !== nameKey(data.name)) continue
-    for (const v of [str(node.sku), readOffer(node.offers, page.url)?.sku, str(node.productID), str(node.mpn)]) addSku(cleanSku(v), source)
+    for (const v of [str(node.sku), readOffer(node.offers, selection)?.sku, str(node.productID), str(node.mpn)]) addSku(cleanSku(v), source)
   }
   for (const { node, source } of offersOnly) {
-    const offer = readOffer(node, page.url) ?? {}
+    const offer = readOffer(node, selection) ?? {}
     set("price", offer.price, source)
     set("currency", offer.currency, source)
     set("availability", offer.availability, source)
