@@ -708,6 +708,7 @@ describe("publishing platforms' conventions", () => {
     // the same markup on a blog, or a magazine's issue: the comments are aside
     expect(article(thread, { url: "https://blog.example.com/2025/03/old-laptop" }).data.content).not.toContain("thermal paste")
     expect(article(thread, { url: "https://magazine.example.com/issues/42/old-laptop" }).data.content).not.toContain("thermal paste")
+    expect(article(thread, { url: "https://weekly.example.com/issues/512" }).data.content).not.toContain("thermal paste")
   })
 
   it("keeps the replies of a thread whose page names itself one (ThreadViewPage, section-viewtopic), at any address", () => {
@@ -733,6 +734,16 @@ describe("publishing platforms' conventions", () => {
     expect(content).toContain("high water mark")
     // the same timeline in a forum thread
     expect(article(html, { url: "https://forum.example.com/t/streaming/2184" }).data.content).toContain("high water mark")
+  })
+
+  it("leaves a blog post's comments section and reply form out even at an address that reads as a discussion", () => {
+    const html = wrap(`<main><article class="post"><h1>Street lights go LED</h1><div class="entry-content">${para(4, "lights")}</div></article>
+      <div id="comments" class="comments-area"><h2 class="comments-title">2 thoughts on "Street lights go LED"</h2><ol class="comment-list">${comment("Martin")}${comment("Ana")}</ol>
+      <div id="respond" class="comment-respond"><h3 class="comment-reply-title">Leave a Reply</h3><form class="comment-form"><p class="comment-notes">Your email address will not be published. Required fields are marked.</p></form></div></div></main>`)
+    const body = article(html, { url: "https://news.example.com/topics/energy/street-lights" }).data.content
+    expect(body).toContain("Paragraph 4 about the lights")
+    expect(body).not.toContain("Leave a Reply")
+    expect(body).not.toContain("email address will not be published")
   })
 
   it("keeps a discussion whose posts are all comments", () => {

@@ -498,7 +498,7 @@ function pageNamesThread(scope: Element): boolean {
   return (scope.tag === "body" ? [scope, ...mains] : mains).some((el) => wordsOf(`${el.attrs?.class ?? ""} ${el.attrs?.id ?? ""}`).some((w) => THREAD_WORDS.has(w)))
 }
 const THREAD_WORDS = new Set(["thread", "threads", "threadview", "viewtopic", "showthread", "topic", "forum", "forums", "discussion"])
-const FORUM_URL = /^https?:\/\/(?:forums?|community|boards|discuss|discourse)\.|\/(?:forums?|threads?|topics?|t|showthread(?:\.php)?|viewtopic(?:\.php)?|discussions?|questions)\/|\/(?:issues|pull|merge_requests)\/\d+\/?(?:[?#]|$)/i
+const FORUM_URL = /^https?:\/\/(?:forums?|community|boards|discuss|discourse)\.|\/(?:forums?|threads?|topics?|t|showthread(?:\.php)?|viewtopic(?:\.php)?|discussions?|questions)\/|^https?:\/\/[^/]+\/[^/?#]+\/[^/?#]+\/(?:-\/)?(?:issues|pulls?|merge_requests)\/\d+\/?(?:[?#]|$)/i
 
 /**
  * Whether the page is an event's own page: structured data describes an event by the page's title, and

@@ -523,8 +523,16 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (hint[i] === Hint.Positive && !inReaders[i] && !PAGE_TAGS.has(els[i]!.tag)) postText = Math.max(postText, pos[i]!)
   }
   const commentsAside = opts.discussion !== true && postText >= POST_MIN
-  // on a discussion each reply may be its own "comment" (an issue tracker's timeline): all are posts
-  if (opts.discussion === true) for (let i = 0; i < n; i++) if (hint[i] === Hint.Strong && READERS_MARKS.has(hintBy[i]!) && !PAGE_TAGS.has(els[i]!.tag)) hint[i] = Hint.None
+  // on a discussion each reply may be its own "comment" (an issue tracker's timeline): each is a post;
+  // not inside a comments section (`comments-area` with its reply form), which stays furniture unless it dominates
+  if (opts.discussion === true) {
+    const inSection = new Uint8Array(n)
+    for (let i = 0; i < n; i++) {
+      const p = parent[i]!
+      inSection[i] = (p >= 0 && inSection[p]) || (hint[i] === Hint.Strong && READERS_MARKS.has(hintBy[i]!) && hintBy[i] !== "comment") ? 1 : 0
+      if (!inSection[i] && hint[i] === Hint.Strong && hintBy[i] === "comment" && !PAGE_TAGS.has(els[i]!.tag) && els[i]!.tag !== "form") hint[i] = Hint.None
+    }
+  }
   for (let i = 0; i < n; i++) {
     const h = hint[i]!
     // a consent manager's dialog is never the page, however much of its text it holds (script-rendered
@@ -610,7 +618,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     const h = hint[i]!
     if (h === Hint.Strong) pruned[i] = 1
     else if (txt[i]! >= REPEAT_MIN && chunkEnd[i]! - chunkStart[i]! >= REPEAT_CHUNKS && repeats(chunkStart[i]!, chunkEnd[i]!)) pruned[i] = 1
-    else if (agg[i]! < 0 && BLOCK.has(els[i]!.tag) && !(chunkEnd[i]! > 0 && chunks[chunkEnd[i]! - 1]!.owner === i && teaserHeadline(chunks, chunkEnd[i]! - 1, els))) {
+    else if (agg[i]! < 0 && BLOCK.has(els[i]!.tag) && !(chunkEnd[i]! > 0 && chunks[chunkEnd[i]! - 1]!.owner === i && teaserHeadline(chunks, chunkEnd[i]! - 1, chunkEnd[best]!, els))) {
       // a block worth less than nothing: link lists, labels, share bars
       const s = chunkStart[i]!, e = chunkEnd[i]!
       let len = 0, link = 0
@@ -632,7 +640,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     const ck = chunks[c]!
     const inBody = c >= chunkStart[best]! && c < chunkEnd[best]! && !pruned[ck.owner]
     if (!inBody && sampleOf === null) continue
-    if (ck.linkLen / ck.len > 0.6 && !ck.quoted && !(listing && (ck.len >= LISTING_LINK_MIN || isCardName(chunks, c))) && !teaserHeadline(chunks, c, els)) continue
+    if (ck.linkLen / ck.len > 0.6 && !ck.quoted && !(listing && (ck.len >= LISTING_LINK_MIN || isCardName(chunks, c))) && !teaserHeadline(chunks, c, chunkEnd[best]!, els)) continue
     const text = cleanChunk(ck.text)
     if (text.length === 0) continue
     if (isConsentText(text)) continue
@@ -743,18 +751,19 @@ function key(s: string): string {
 /** In listing mode, a link chunk at least this long is a headline or product name, shorter ones are labels. */
 const LISTING_LINK_MIN = 20
 const isPriceLabel = (ck: Chunk) => ck.len <= 30 && PRICE_LABEL.test(ck.text) && detectCurrency(ck.text) !== undefined
-/** In listing mode, a short link beside a price is a card's product name, not a label. */
 /**
- * A linked heading over a sentence of its own (a result's or a teaser's headline above its
- * standfirst): the item's name, kept with its text in any reading.
+ * A linked heading over a sentence of its own in the body (a result's or a teaser's headline above
+ * its standfirst): the item's name, kept with its text in any reading.
  */
-function teaserHeadline(chunks: readonly Chunk[], c: number, els: readonly Element[]): boolean {
-  const tag = els[chunks[c]!.owner]!.tag
-  if (tag !== "h2" && tag !== "h3" && tag !== "h4") return false
-  const next = chunks[c + 1]
-  return next !== undefined && next.len >= 80 && next.linkLen < 0.2 * next.len && next.punct > 0 && !HEADING_TAGS.has(els[next.owner]!.tag)
+function teaserHeadline(chunks: readonly Chunk[], c: number, end: number, els: readonly Element[]): boolean {
+  const ck = chunks[c]!
+  const tag = els[ck.owner]!.tag
+  if ((tag !== "h2" && tag !== "h3" && tag !== "h4") || ck.linkLen <= 0.6 * ck.len || c + 1 >= end) return false
+  const next = chunks[c + 1]!
+  return next.len >= 80 && next.linkLen < 0.2 * next.len && next.punct > 0 && !HEADING_TAGS.has(els[next.owner]!.tag)
 }
 const HEADING_TAGS = new Set(["h1", "h2", "h3", "h4", "h5", "h6"])
+/** In listing mode, a short link beside a price is a card's product name, not a label. */
 const isCardName = (chunks: readonly Chunk[], c: number) => {
   const prev = chunks[c - 1], next = chunks[c + 1]
   return (prev !== undefined && isPriceLabel(prev)) || (next !== undefined && isPriceLabel(next))

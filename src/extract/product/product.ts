@@ -78,7 +78,8 @@ function selectedVariantUrl(page: Page): string | null {
     if (el.tag !== "form" || !/\/cart\/add(?:\.js)?\/?$/.test(el.attrs?.action ?? "")) return
     walk(el, (f) => {
       if (id !== undefined) return false
-      if (f.tag === "input" && f.attrs?.name === "id" && /^\d+$/.test(f.attrs.value ?? "")) id = f.attrs.value
+      // (a radio button counts only when checked)
+      if (f.tag === "input" && f.attrs?.name === "id" && /^\d+$/.test(f.attrs.value ?? "") && (f.attrs.type !== "radio" || f.attrs.checked !== undefined)) id = f.attrs.value
     })
     return false
   })
@@ -125,8 +126,10 @@ function readOffer(o: JsonValue | undefined, pageUrl: string | null = null, dept
     if (selected.length === 1) return selected[0]
     const pick = list.find((x) => x.price !== undefined && x.availability !== "OutOfStock" && x.secondHand !== true) ?? list.find((x) => x.price !== undefined && x.secondHand !== true)
       ?? list.find((x) => x.price !== undefined && x.availability !== "OutOfStock") ?? list.find((x) => x.price !== undefined) ?? list[0]
-    if (pick !== undefined && pick.availability === "OutOfStock" && list.some((x) => x.availability !== undefined && x.availability !== "OutOfStock")) {
-      return { ...pick, availability: list.find((x) => x.availability !== undefined && x.availability !== "OutOfStock")!.availability! }
+    // (a second-hand offer in stock lends a new one nothing)
+    const lends = (x: Offerish) => x.availability !== undefined && x.availability !== "OutOfStock" && (x.secondHand !== true || pick?.secondHand === true)
+    if (pick !== undefined && pick.availability === "OutOfStock" && list.some(lends)) {
+      return { ...pick, availability: list.find(lends)!.availability! }
     }
     return pick
   }

@@ -584,12 +584,7 @@ function isPercentBadge(el: Element): boolean {
   return t.includes("%") && !/\d/.test(withoutPercentages(t))
 }
 
-/**
- * Cents shown apart from their amount: superscript (`$19<sup>99</sup>`) or marked (Mercado Livre's
- * `andes-money-amount__cents`). An element of exactly two digits right after the amount's digits is
- * cents too, whatever it is called (`$229<span class="rightEndPrice">99</span>`): run together they
- * would read as 22999.
- */
+/** Cents shown apart from their amount: superscript (`$19<sup>99</sup>`) or marked (Mercado Livre's `andes-money-amount__cents`). */
 const isCentsPart = (el: Element) => el.tag === "sup" || /(?:^|[\s_-])(?:cents?|decimals)(?:$|\s)/i.test(el.attrs?.class ?? "")
 
 /**
@@ -620,6 +615,8 @@ function blockText(el: Element, max: number, inButton = false, asPrice = false):
       if (out.length > limit) return
       if (typeof c === "string") out += c
       else if (!NO_TEXT_TAGS.has(c.tag) && !(c.tag === "button" && !inButton) && !isHidden(c) && !(asPrice && (isOldPrice(c) || isPercentBadge(c)))) {
+        // (an element of exactly two digits right after the amount's digits is cents too, whatever it is
+        // called: `$229<span class="rightEndPrice">99</span>` run together would read as 22999)
         if (asPrice && (isCentsPart(c) || (/\d$/.test(out) && /^\d{2}$/.test(blockText(c, 10))))) {
           const cents = joinCents(out, blockText(c, 10))
           if (cents !== undefined) { out += cents; continue }
