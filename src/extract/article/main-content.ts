@@ -760,9 +760,8 @@ function teaserHeadline(chunks: readonly Chunk[], c: number, end: number, els: r
   const tag = els[ck.owner]!.tag
   if ((tag !== "h2" && tag !== "h3" && tag !== "h4") || ck.linkLen <= 0.6 * ck.len || c + 1 >= end) return false
   const next = chunks[c + 1]!
-  return next.len >= 80 && next.linkLen < 0.2 * next.len && next.punct > 0 && !HEADING_TAGS.has(els[next.owner]!.tag)
+  return next.len >= 80 && next.linkLen < 0.2 * next.len && next.punct > 0 && !HEADING.has(els[next.owner]!.tag)
 }
-const HEADING_TAGS = new Set(["h1", "h2", "h3", "h4", "h5", "h6"])
 /** In listing mode, a short link beside a price is a card's product name, not a label. */
 const isCardName = (chunks: readonly Chunk[], c: number) => {
   const prev = chunks[c - 1], next = chunks[c + 1]

@@ -71,7 +71,13 @@ function isSelectedOffer(offerUrl: string | undefined, pageUrl: string | null): 
  * An address that already has a query keeps it.
  */
 function selectedVariantUrl(page: Page): string | null {
-  if (page.url === null) return null
+  let address: URL
+  try {
+    address = new URL(page.url ?? "")
+  } catch {
+    return page.url
+  }
+  if (address.search !== "") return page.url
   let id: string | undefined
   walk(page.scope, (el) => {
     if (id !== undefined) return false
@@ -83,14 +89,9 @@ function selectedVariantUrl(page: Page): string | null {
     })
     return false
   })
-  try {
-    const u = new URL(page.url)
-    if (id === undefined || u.search !== "") return page.url
-    u.searchParams.set("variant", id)
-    return u.href
-  } catch {
-    return page.url
-  }
+  if (id === undefined) return page.url
+  address.searchParams.set("variant", id)
+  return address.href
 }
 
 function numberOf(v: JsonValue | undefined, currency?: string): number | undefined {

@@ -617,8 +617,10 @@ function blockText(el: Element, max: number, inButton = false, asPrice = false):
       else if (!NO_TEXT_TAGS.has(c.tag) && !(c.tag === "button" && !inButton) && !isHidden(c) && !(asPrice && (isOldPrice(c) || isPercentBadge(c)))) {
         // (an element of exactly two digits right after the amount's digits is cents too, whatever it is
         // called: `$229<span class="rightEndPrice">99</span>` run together would read as 22999)
-        if (asPrice && (isCentsPart(c) || (/\d$/.test(out) && /^\d{2}$/.test(blockText(c, 10))))) {
-          const cents = joinCents(out, blockText(c, 10))
+        const marked = asPrice && isCentsPart(c)
+        const part = marked || (asPrice && /\d$/.test(out)) ? blockText(c, 10) : undefined
+        if (part !== undefined && (marked || /^\d{2}$/.test(part))) {
+          const cents = joinCents(out, part)
           if (cents !== undefined) { out += cents; continue }
           // anything else there (a footnote mark) is its own number
           out += " "; rec(c); out += " "; continue
