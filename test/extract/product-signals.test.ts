@@ -177,6 +177,9 @@ describe("product price drawn for the eye only", () => {
     // a block hidden from screen readers that is no price box is still left out
     const decoy = page("", `<h1>Video Doorbell</h1><div class="slide" aria-hidden="true"><span class="price">$9.99</span></div><p class="price">$229.99</p>`)
     expect(product(decoy).data.price).toBe(229.99)
+    // only the box's own class or id names it a price box, not a data attribute of a carousel slide
+    const slide = page("", `<h1>Video Doorbell</h1><div class="slide" data-price-list="sale" aria-hidden="true"><span class="price">$9.99</span></div><p class="price">$229.99</p>`)
+    expect(product(slide).data.price).toBe(229.99)
   })
 })
 
@@ -434,6 +437,15 @@ describe("shop templates' conventions", () => {
     expect([grouped.name, grouped.price, grouped.sku]).toEqual(["Merino Socks", 38, "MCS3-S"])
     const other = product(page(ld(group), `<h1>Merino Socks</h1>${form("22")}`), url).data
     expect([other.price, other.sku]).toEqual([42, "MCS3-M"])
+    // a variant picker sends its selected option, else its first
+    const picker = (options: string) => `<form action="/cart/add" method="post"><select name="id">${options}</select><button type="submit">Add to cart</button></form>`
+    const chosen = product(page(ld({ "@type": "Product", name: "Merino Socks", offers: [...offers].reverse() }), `<h1>Merino Socks</h1>${picker(`<option value="22">M</option><option value="11" selected>S</option>`)}`), url).data
+    expect([chosen.price, chosen.sku]).toEqual([38, "MCS3-S"])
+    const first = product(page(ld({ "@type": "Product", name: "Merino Socks", offers: [...offers].reverse() }), `<h1>Merino Socks</h1>${picker(`<option value="11">S</option><option value="22">M</option>`)}`), url).data
+    expect([first.price, first.sku]).toEqual([38, "MCS3-S"])
+    // a group's variant the address selects comes first among equals too
+    const byAddress = product(page(ld(group), `<h1>Merino Socks</h1>`), { url: "https://s.example.com/products/socks?variant=22" }).data
+    expect([byAddress.price, byAddress.sku]).toEqual([42, "MCS3-M"])
   })
 
   it("a plain-text price is not vetoed by an ordinary line before it, nor by a discount badge", () => {

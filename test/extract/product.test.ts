@@ -32,6 +32,10 @@ describe("product extraction", () => {
     const sellers = `<script type="application/ld+json">{"@type":"Product","name":"Headphones","offers":{"@type":"AggregateOffer","lowPrice":"239.99","highPrice":"299.99","priceCurrency":"USD",
       "offers":[${offer("299.99", "NewCondition")},${offer("239.99", "NewCondition")}]}}</script>`
     expect(product(sellers).data.price).toBe(239.99)
+    // beside a second-hand offer, the lowest new offer in stock sells, wherever it is listed
+    const several = `<script type="application/ld+json">{"@type":"Product","name":"Headphones","offers":{"@type":"AggregateOffer","lowPrice":"219.99","highPrice":"299.99","priceCurrency":"USD",
+      "offers":[${offer("219.99", "UsedCondition")},${offer("299.99", "NewCondition")},${offer("279.99", "NewCondition")}]}}</script>`
+    expect(product(several).data.price).toBe(279.99)
   })
 
   it("follows @id references to the brand and offers a graph defines once, in another script too", () => {

@@ -515,24 +515,21 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   // Readers' comments under a post that the page marks as its content (`entry-content`, `post-body`)
   // are never the body, however much more they say than a short post; on a page that is a discussion
   // (a forum thread, a Q&A; or no such content, a thread of "comment" elements) they are.
+  // On a discussion each reply may be its own "comment" (an issue tracker's timeline): each is a post;
+  // not inside a comments section (`comments-area` with its reply form), which stays furniture unless it dominates.
   const inReaders = new Uint8Array(n)
+  const inSection = new Uint8Array(n)
   let postText = 0
   for (let i = 0; i < n; i++) {
     const p = parent[i]!
-    inReaders[i] = (p >= 0 && inReaders[p]) || (hint[i] === Hint.Strong && READERS_MARKS.has(hintBy[i]!)) ? 1 : 0
+    const strongReaders = hint[i] === Hint.Strong && READERS_MARKS.has(hintBy[i]!)
+    inReaders[i] = (p >= 0 && inReaders[p]) || strongReaders ? 1 : 0
     if (hint[i] === Hint.Positive && !inReaders[i] && !PAGE_TAGS.has(els[i]!.tag)) postText = Math.max(postText, pos[i]!)
+    if (opts.discussion !== true) continue
+    inSection[i] = (p >= 0 && inSection[p]) || (strongReaders && hintBy[i] !== "comment") ? 1 : 0
+    if (!inSection[i] && strongReaders && hintBy[i] === "comment" && !PAGE_TAGS.has(els[i]!.tag) && els[i]!.tag !== "form") hint[i] = Hint.None
   }
   const commentsAside = opts.discussion !== true && postText >= POST_MIN
-  // on a discussion each reply may be its own "comment" (an issue tracker's timeline): each is a post;
-  // not inside a comments section (`comments-area` with its reply form), which stays furniture unless it dominates
-  if (opts.discussion === true) {
-    const inSection = new Uint8Array(n)
-    for (let i = 0; i < n; i++) {
-      const p = parent[i]!
-      inSection[i] = (p >= 0 && inSection[p]) || (hint[i] === Hint.Strong && READERS_MARKS.has(hintBy[i]!) && hintBy[i] !== "comment") ? 1 : 0
-      if (!inSection[i] && hint[i] === Hint.Strong && hintBy[i] === "comment" && !PAGE_TAGS.has(els[i]!.tag) && els[i]!.tag !== "form") hint[i] = Hint.None
-    }
-  }
   for (let i = 0; i < n; i++) {
     const h = hint[i]!
     // a consent manager's dialog is never the page, however much of its text it holds (script-rendered

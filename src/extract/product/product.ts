@@ -4,7 +4,7 @@
  * identifier labels).
  */
 import type { Product } from "../types.ts"
-import { normalizeSpace, rawText, walk } from "../html/dom.ts"
+import { normalizeSpace, rawText, walk, type Element } from "../html/dom.ts"
 import { decodeEntities } from "../html/entities.ts"
 import { str, strs, typesOf, type JsonObject, type JsonValue } from "../structured.ts"
 import { nodesOfType, type Page } from "../page.ts"
@@ -86,6 +86,14 @@ function selectedVariantUrl(page: Page): string | null {
       if (id !== undefined) return false
       // (a radio button counts only when checked)
       if (f.tag === "input" && f.attrs?.name === "id" && /^\d+$/.test(f.attrs.value ?? "") && (f.attrs.type !== "radio" || f.attrs.checked !== undefined)) id = f.attrs.value
+      // a variant picker: its selected option, else its first one, as the browser would send
+      if (f.tag === "select" && f.attrs?.name === "id") {
+        const options: Element[] = []
+        walk(f, (o) => { if (o.tag === "option") options.push(o) })
+        const value = (options.find((o) => o.attrs?.selected !== undefined) ?? options[0])?.attrs?.value ?? ""
+        if (/^\d+$/.test(value)) id = value
+        return false
+      }
     })
     return false
   })
@@ -142,9 +150,14 @@ function readOffer(o: JsonValue | undefined, pageUrl: string | null = null, dept
   const currency = normalizeCurrency(str(n.priceCurrency) ?? (spec && typeof spec === "object" ? str(spec.priceCurrency) : undefined))
     ?? (priceText !== undefined && /\D/.test(priceText.replace(/[\s.,]/g, "")) ? detectCurrency(priceText) : undefined)
   const nested = n.offers !== undefined ? readOffer(n.offers, pageUrl, depth + 1) : undefined
-  // an aggregate's lowest price may be a second-hand one (an open-box return): then its new offer's is the price
-  const secondHandListed = Array.isArray(n.offers) && n.offers.some((x) => x !== null && typeof x === "object" && !Array.isArray(x) && SECOND_HAND.test(str(x.itemCondition) ?? ""))
-  const newPrice = secondHandListed && nested !== undefined && nested.secondHand !== true ? nested.price : undefined
+  // an aggregate's lowest price may be a second-hand one (an open-box return): then the lowest of its
+  // new offers (in stock when one is) is the price
+  const listed = Array.isArray(n.offers) ? n.offers.map((x) => readOffer(x, pageUrl, depth + 1)) : []
+  const newOffers = listed.filter((x): x is Offerish & { price: number } => x !== undefined && x.price !== undefined && x.secondHand !== true)
+  const inStock = newOffers.filter((x) => x.availability !== "OutOfStock")
+  const newPrice = listed.some((x) => x?.secondHand === true) && newOffers.length > 0
+    ? Math.min(...(inStock.length > 0 ? inStock : newOffers).map((x) => x.price))
+    : undefined
   let price = numberOf(n.price, currency) ?? newPrice ?? numberOf(n.lowPrice, currency) ?? (spec && typeof spec === "object" ? numberOf(spec.price, currency) : undefined)
   if (price === undefined && nested !== undefined) price = nested.price
   const out: Offerish = {}
@@ -182,7 +195,7 @@ export function productFromPage(page: Page): ProductResult {
   const rankOf = (n: JsonObject) => score(n) + (isMain(n) ? (isGroup(n) ? 8 : 4) : 0)
   // of equal ones, the variant the page's buy form has selected comes first
   const selection = selectedVariantUrl(page)
-  const selected = (n: JsonObject) => selection !== page.url && n.offers !== null && typeof n.offers === "object" && !Array.isArray(n.offers) && isSelectedOffer(str(n.offers.url), selection) ? 1 : 0
+  const selected = (n: JsonObject) => n.offers !== null && typeof n.offers === "object" && !Array.isArray(n.offers) && isSelectedOffer(str(n.offers.url), selection) ? 1 : 0
   products.sort((a, b) => rankOf(b.node) - rankOf(a.node) || selected(b.node) - selected(a.node))
   const skuCandidates: Array<{ value: string; source: string }> = []
   const addSku = (v: string | undefined, source: string) => { if (v !== undefined && v.trim() !== "") skuCandidates.push({ value: v.trim(), source }) }

@@ -285,7 +285,7 @@ export function readSignals(root: Element): Signals {
       // Hidden from screen readers only, except a price box: shops draw the price for the eye
       // (`<div class="salePrice" aria-hidden="true">$229<span>99</span></div>`) beside a copy for
       // screen readers, which is hidden from the eye and left out.
-      if (ariaHidden && !words.includes("price")) return -1
+      if (ariaHidden && !`${a.class ?? ""} ${a.id ?? ""}`.toLowerCase().includes("price")) return -1
       if (words !== "") {
         if ((words.includes("hid") || words.includes("none") || words.includes("only") || words.includes("invisible") || words.includes("screen-reader")) && HIDDEN_CLASS.test(a.class ?? "")) return -1
       }
