@@ -662,6 +662,16 @@ describe("publishing platforms' conventions", () => {
     expect(body).not.toContain("WASHINGTON, March 3, 2025")
   })
 
+  it("keeps lines labelled by a time alone (an episode's chapters, an agenda), and drops times of day", () => {
+    const lines = ["(00:00) Intro", "(02:15) Why the moon matters", "[31:05] Listener questions", "09:30 – Registration"]
+    const html = wrap(`<main><article><h1>Episode 12: Tides</h1><div class="entry-content">${para(2)}<h2>Chapters</h2>
+      ${lines.map((l) => `<p>${l}</p>`).join("")}<p>10:42 am ET</p><p>19:45 Uhr</p>${para(2, "lake")}</div></article></main>`)
+    const body = article(html).data.content
+    for (const l of lines) expect(body).toContain(l)
+    expect(body).not.toContain("10:42 am ET")
+    expect(body).not.toContain("19:45 Uhr")
+  })
+
   it("drops a one-cell date row of a layout table", () => {
     const html = wrap(`<main><article><h1>Release history</h1><div class="entry-content">${para(2)}<table><tr><td>Updated March 3, 2024</td></tr></table></div></article></main>`)
     expect(article(html).data.content).not.toContain("Updated March 3, 2024")

@@ -67,7 +67,7 @@ const STRONG_WORDS = new Set((
   "credit credits copyright gallery slideshow carousel lightbox signup login newsletters sitemap disclaimer disclosure barrier feedback navbox reflist " +
   "widget widgets more readmore jump toc onetrust cmp didomi usercentrics cookiebot truste qc optanon " +
   // a forum post's signature and its author's panel (phpBB, vBulletin)
-  "signaturecontainer postprofile userinfo usertitle"
+  "signaturecontainer postprofile userinfo usertitle notices"
 ).split(" "))
 /**
  * Furniture words of consent managers and cookie banners: they keep their mark even on a dominant
@@ -313,6 +313,20 @@ function mostlyDate(text: string): boolean {
   let other = 0
   for (const w of text.split(/[^\p{L}\p{N}.:]+/u)) if (w !== "" && !DATE_WORDS.test(w.replace(/[.:]+$/, "")) && ++other > 4) return false
   return true
+}
+/** A time that starts a line, bracketed or followed by a separator: `(00:00)`, `[1:02:15]`, `14:40 –`. */
+const LEADING_TIME = /^[([]?\d{1,2}:\d\d(?::\d\d)?[)\]]?\s*[-–—:|]?\s*/
+/**
+ * A line labelled by a time and nothing else of a date: a chapter of an episode ("(00:00) Intro"),
+ * an agenda's slot ("09:30 Registration"). Its first word after the time is no date word (not "10:42
+ * am ET", "19:45 Uhr").
+ */
+function isTimestampLabel(text: string): boolean {
+  const time = LEADING_TIME.exec(text)
+  if (time === null) return false
+  const rest = text.slice(time[0].length)
+  const first = /^\p{L}[\p{L}'’-]*/u.exec(rest)?.[0]
+  return first !== undefined && !DATE_WORDS.test(first) && !DATE_LINE.test(rest)
 }
 /**
  * A line that carries a date or time (publication lines, datelines of teasers), or an age ("3 hours
@@ -646,7 +660,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (text.length < 500 && PROMO.test(text)) continue
     // A date line; one that says it is the publication's ("Updated Nov. 19, 2019 8:21 am ET / Original ...") however many words;
     // not a table row (release histories, schedules and fixtures date their rows)
-    if (!ck.quoted && text.length < 100 && !isDataRow(els[ck.owner]!) && DATE_LINE.test(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14 && mostlyDate(text)) || PUBLICATION_LINE.test(text))) continue
+    if (!ck.quoted && text.length < 100 && !isDataRow(els[ck.owner]!) && DATE_LINE.test(text) && !isTimestampLabel(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14 && mostlyDate(text)) || PUBLICATION_LINE.test(text))) continue
     // (a forum reply's heading is the title after "Re:")
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text.replace(REPLY_PREFIX, "")) === titleKey) continue
     // a byline with its date ("Par Julien Marchetti — Publié le 2 février 2026", "Von Katrin Wolff 22.10.2025, 19:45 Uhr")
