@@ -42,6 +42,30 @@ describe("author", () => {
     expect(article(`<html><head>${ld}</head><body>${para(3)}</body></html>`).data.authors).toEqual(["Ann Writer"])
   })
 
+  it("takes no author or date of a collection from its items' cards", () => {
+    const card = (i: number) => `<article class="teaser"><a href="/news/${i}"><h3>Ferry timetable ${i} changes for the winter season</h3></a>
+      <p class="author">By Jane Roe</p><time datetime="2026-03-${String(i + 1).padStart(2, "0")}">March ${i + 1}, 2026</time></article>`
+    const html = `<html><head><title>Latest news | Harbour Post</title></head><body><nav>${Array.from({ length: 8 }, (_, i) => `<a href="/s/${i}">Section ${i}</a>`).join(" ")}</nav>
+      <main><h1>Latest news</h1><div class="river">${Array.from({ length: 12 }, (_, i) => card(i)).join("")}</div></main></body></html>`
+    const d = article(html, { url: "https://harbourpost.example.com/news" }).data
+    expect(d.content).toContain("Ferry timetable 11 changes")
+    expect(d.publishedAt).toBeUndefined()
+    expect(d.author).toBeUndefined()
+    // a post with the same markup for its own byline and date keeps them
+    const post = `<html><body><main><article><h1>Ferry timetable changes</h1><p class="author">By Jane Roe</p><time datetime="2026-03-02">March 2, 2026</time>${para(4)}</article></main></body></html>`
+    const p = article(post, { url: "https://harbourpost.example.com/news/ferry" }).data
+    expect([p.author, p.publishedAt?.slice(0, 10)]).toEqual(["Jane Roe", "2026-03-02"])
+  })
+
+  it("does not take a customer review's or a testimonial's writer for the page's author", () => {
+    const review = `<div class="featured-review"><div class="featured-review_rating">★★★★★</div><cite class="featured-review_rating-author">Ash C.</cite><p>Tastes great and works fast.</p></div>`
+    expect(article(`<html><body><main><h1>Relax gummies</h1>${para(3)}${review}</main></body></html>`).data.author).toBeUndefined()
+    const testimonial = `<section class="testimonials"><blockquote>They moved us in a day.</blockquote><span class="author">Lance S.</span></section>`
+    expect(article(`<html><body><main><h1>Moving services</h1>${para(3)}${testimonial}</main></body></html>`).data.author).toBeUndefined()
+    // the page's own byline above them is still read
+    expect(article(`<html><body><main><h1>Moving guide</h1><p class="byline">By <span class="author-name">Dana Miles</span></p>${para(3)}${testimonial}</main></body></html>`).data.author).toBe("Dana Miles")
+  })
+
   it("reads a forum post's user name as the author when nothing else names one", () => {
     const html = `<html><body><div class="post"><h1>Turning off the LEDs</h1><p class="author">Sun Dec 17, 2023</p><dl class="postprofile"><dt><a class="username" href="/u/1">b.scherer</a></dt></dl>${para(3)}</div></body></html>`
     expect(article(html).data.author).toBe("b.scherer")

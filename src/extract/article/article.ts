@@ -152,7 +152,8 @@ export function articleFromPage(page: Page): ArticleResult {
       .map((x) => notUrl(x.replace(/^by\s+/i, ""))).filter((x): x is string => x !== undefined)
     if (m.length > 0) { authors = m; sources.authors = "meta" }
   }
-  if (authors === undefined || authors.length === 0) {
+  // (a collection's bylines are its items')
+  if ((authors === undefined || authors.length === 0) && main.listing !== true) {
     let byline = findByline(page.scope)
     if (byline === undefined) {
       const near = bylineNearHeadline(nearHeadline())
@@ -173,7 +174,8 @@ export function articleFromPage(page: Page): ArticleResult {
       // scholarly pages (Highwire Press tags, read by Google Scholar; PRISM)
       "citation_publication_date", "citation_online_date", "citation_date", "prism.publicationdate"]))
     ?? metaPublished(meta, sources)
-    ?? (aboutAnEvent(page, nodes, data.title) ? undefined : shownDate())
+    // (a collection's shown dates are its items')
+    ?? (aboutAnEvent(page, nodes, data.title) || main.listing === true ? undefined : shownDate())
   function shownDate(): string | undefined {
     return timeElement(page.scope, sources)
       ?? dateLabel(page.scope, sources)
@@ -244,7 +246,7 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
     // a page that reads as prose is still a collection when its listing reading finds several times
     // more text (fronts and category pages whose teasers carry a sentence each)
     const listing = extractMainContent(scope, { ...base, listing: true })
-    if (textSize(listing) > LONG_LISTING_GAIN * size + 200) return listing
+    if (textSize(listing) > LONG_LISTING_GAIN * size + 200) return { ...listing, listing: true }
     // a product's page shows its offer, options and specifications around a short description:
     // what it shows is its content when that is clearly more than the prose reading
     if (productPage) {
@@ -257,11 +259,11 @@ function chooseMainContent(scope: Element, title: string, structuredBody: boolea
   if (textSize(withNoscript) > 2 * size + 200) { best = withNoscript; size = textSize(withNoscript) }
   if (size >= SHORT_BODY) return best
   const listing = extractMainContent(scope, { ...base, noscript: true, listing: true })
-  if (textSize(listing) > LISTING_GAIN * size + 200) { best = listing; size = textSize(listing) }
+  if (textSize(listing) > LISTING_GAIN * size + 200) { best = { ...listing, listing: true }; size = textSize(listing) }
   if (size >= SHORT_BODY) return best
   // the items a collection lists in its structured data, when the markup shows clearly less
   const cards = structuredListing(items)
-  if (textSize({ paragraphs: cards, root: null }) > 2 * size + 200) { best = { paragraphs: cards, root: null }; size = textSize(best) }
+  if (textSize({ paragraphs: cards, root: null }) > 2 * size + 200) { best = { paragraphs: cards, root: null, listing: true }; size = textSize(best) }
   if (size >= SHORT_BODY) return best
   // script data last: the least direct evidence, it wins only over a page that shows clearly less
   const fromScripts = readScriptData(scripts, title, description)
@@ -699,6 +701,8 @@ function findByline(root: Element): string[] | undefined {
   let out: string[] | undefined
   walk(root, (el) => {
     if (out !== undefined) return false
+    // customers' reviews and testimonials name their writers, not the page's
+    if (isReviewOrTestimonial(el)) return false
     const mark = bylineMark(el)
     if (mark === BylineMark.None) return
     // an author box holds the names' own elements (`rel="author"`, `author-name`): those, not the
@@ -719,6 +723,13 @@ function findByline(root: Element): string[] | undefined {
   })
   return out
 }
+
+/** An element whose class or id names a customer's review or a testimonial (`review-card`, `featured-review_rating-author`, `testimonials`). */
+function isReviewOrTestimonial(el: Element): boolean {
+  const marks = `${el.attr("class") ?? ""} ${el.attr("id") ?? ""}`
+  return marks.length > 5 && /review|testimonial/i.test(marks) && wordsOf(marks).some((w) => REVIEW_WORDS.has(w))
+}
+const REVIEW_WORDS = new Set("review reviews testimonial testimonials".split(" "))
 
 /** The text of the first `itemprop="name"` below an item, when it reads as a name. */
 function itempropName(item: Element): string | undefined {

@@ -341,6 +341,8 @@ export interface MainContent {
   root: Element | null
   /** The page is a post with readers' comments aside (see `READERS_MARKS`): other readings leave them out too. */
   commentsAside?: boolean
+  /** The reading is of a collection (listing mode, or the items of structured data): its dates and bylines are its items'. */
+  listing?: boolean
 }
 
 export interface MainContentOptions {
