@@ -761,6 +761,16 @@ describe("publishing platforms' conventions", () => {
     expect(article(html).data.content).toContain("thermal paste")
   })
 
+  it("reads no words in utility classes with a variant or an arbitrary value (Tailwind's print:…, md:…, [&>*]:…)", () => {
+    const p = (i: number) => `<p class="mx-auto max-w-3xl page-api-block:ml-0 print:break-inside-avoid md:text-lg w-full">Paragraph ${i} about the webhooks: the service sends a signed POST request to your endpoint whenever an event you subscribed to occurs.</p>`
+    const code = `<pre><code>curl https://api.example.com/v2/webhook_endpoints -u key: -d url="https://shop.example.com/hooks" -d "events[]=shipment.delivered" -d "events[]=shipment.exception"</code></pre>`
+    const rows = Array.from({ length: 8 }, (_, i) => `<tr><td>shipment.state_${i}</td><td>The carrier reported state number ${i} for the parcel, with its time and place.</td></tr>`).join("")
+    const html = `<html><body><nav>${filler(12)}</nav><main><h1>Webhooks</h1><div class="[&>*+*]:mt-5 grid">${p(1)}<h2>Registering an endpoint</h2>${code}${p(2)}
+      <h2>Event types</h2><table>${rows}</table><h2>Verifying signatures</h2>${code.replace(/curl/, "openssl")}${p(3)}</div></main></body></html>`
+    const body = article(html).data.content
+    for (const i of [1, 2, 3]) expect(body).toContain(`Paragraph ${i} about the webhooks`)
+  })
+
   it("keeps Docusaurus headings, whose class names a sticky navbar", () => {
     const html = wrap(`<main><article><div class="theme-doc-markdown markdown"><h1>Installation</h1>${para(2, "setup")}
       <h2 class="anchor anchorWithStickyNavbar_LWe7" id="requirements">Requirements<a class="hash-link" href="#requirements">​</a></h2>${para(2, "node")}</div></article></main>`)

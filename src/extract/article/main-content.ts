@@ -162,7 +162,13 @@ const CONTINUED = /(?:^|\s)(?:article|content|story|entry|post|body|text)(?:[-_]
 const STATE_CLASS = /^(?:has|no|with|without)[-_]|^(?:has|no|with|without)(?=[A-Z])|[-_](?:eligible|enabled|disabled|allowed|available)$/
 /** The classes of `cls` that name a role, without those that state a property. */
 const roleClasses = (cls: string | undefined): string =>
-  cls === undefined ? "" : !MAYBE_STATE.test(cls) ? cls : cls.split(/\s+/).filter((c) => !STATE_CLASS.test(c)).join(" ")
+  cls === undefined ? "" : !MAYBE_STATE.test(cls) && !MAYBE_UTILITY.test(cls) ? cls : cls.split(/\s+/).filter((c) => !STATE_CLASS.test(c) && !MAYBE_UTILITY.test(c)).join(" ")
+/**
+ * A utility class with a variant or an arbitrary value (Tailwind's `print:break-inside-avoid`,
+ * `page-api-block:ml-0`, `[&>*+*]:mt-5`): styling for a medium or a state, no word about the content
+ * (GitBook sets `print:…` on every paragraph).
+ */
+const MAYBE_UTILITY = /[:[]/
 /** A cheap first look for `STATE_CLASS` (most class lists have none). */
 const MAYBE_STATE = /has|no|with|eligible|enabled|disabled|allowed|available/i
 
