@@ -217,6 +217,17 @@ describe("publication date", () => {
     expect(article(above, { url: "https://example.org/garden" }).data.publishedAt).toBe("2023-08-07T00:00:00.000Z")
   })
 
+  it("does not date a page by its revision: a labelled update <time>, a revision-date or footer date element", () => {
+    const page = (extra: string) => `<html><body><main><h1>Webhooks</h1>${para(7)}${extra}</main></body></html>`
+    const url = { url: "https://docs.example.com/webhooks" }
+    expect(article(page(`<p>Last updated <time datetime="2025-12-09T14:22:03.000Z">3 months ago</time></p>`), url).data.publishedAt).toBeUndefined()
+    expect(article(page(`<aside><span title="Last update"></span><span class="git-revision-date-localized-plugin-date">February 24, 2026</span></aside>`), url).data.publishedAt).toBeUndefined()
+    expect(article(page(`<table class="foot"><tr><td class="foot-date">April 2025</td><td>GNU coreutils 9.7</td></tr></table>`), url).data.publishedAt).toBeUndefined()
+    // a publication <time> beside an update label after it keeps its date
+    const both = page(`<div><time datetime="2025-12-19T21:06:04Z">Dec 19, 2025</time><span>|</span><span>Last updated on Dec 19, 2025</span></div>`)
+    expect(article(both, url).data.publishedAt?.slice(0, 10)).toBe("2025-12-19")
+  })
+
   it("does not take a byline line's update date for the publication", () => {
     const html = `<html><body><article><h1>Rockets</h1><p>By Jane Doe · Updated March 3, 2025</p>${para(3)}</article></body></html>`
     expect(article(html, { url: "https://example.org/rockets" }).data.publishedAt).toBeUndefined()

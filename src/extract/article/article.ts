@@ -438,7 +438,7 @@ function timeElement(root: Element, sources: FieldSources): string | undefined {
     if (v === undefined) return
     const words = `${el.attr("class") ?? ""} ${el.attr("itemprop") ?? ""} ${el.attr("id") ?? ""}`.toLowerCase()
     if (/publish|pubdate|date-?created/.test(words) || el.attr("pubdate") !== undefined) { if (!inChromeOrComments(el)) marked = v; return }
-    if (plain === undefined && !/updat|modif/.test(words) && !inChromeOrComments(el)) plain = v
+    if (plain === undefined && !/updat|modif/.test(words) && !saysUpdated(el) && !inChromeOrComments(el)) plain = v
     return
   })
   const out = marked ?? plain
@@ -543,8 +543,22 @@ export function cleanAuthor(raw: string): string | undefined {
   return t
 }
 
+/** A `<time>` that a label just before it calls an update ("Last updated <time>3 months ago</time>"). */
+function saysUpdated(time: Element): boolean {
+  const line = time.parent
+  if (line === null) return false
+  let before = ""
+  for (const c of line.children) {
+    if (c === time) break
+    before += typeof c === "string" ? c : rawText(c, 80)
+  }
+  return NOT_PUBLISHED.test(before.slice(-60))
+}
+
 /** Words of class/id/itemprop values that mark a publication date line. */
 const DATE_CLASS = /(^|[^a-z])(date|published|publish|pubdate|posted|post-date|entry-date|timestamp|dateline)([^a-z]|$)/i
+/** class/id words of a date element that is no publication date: a revision's, an update's, a footer's. */
+const NOT_PUBLICATION_MARK = /updat|modif|revision|edited|(?:^|[^a-z])foot(?:er)?(?:[^a-z]|$)/i
 /** Labels that make a visible date a modification or event date, not the publication. */
 const NOT_PUBLISHED = /\b(updated|modified|last edited|revised|event|expires|ends?)\b|\b(mis|mise)e?s? à jour|\b(aktualisiert|geändert|actualizad[oa]|actualización|aggiornat[oa]|bijgewerkt|atualizad[oa]|zaktualizowano)\b/i
 
@@ -555,6 +569,8 @@ function dateLabel(root: Element, sources: FieldSources): string | undefined {
     if (out !== undefined) return false
     const mark = (el.attr("class") ?? "") + " " + (el.attr("id") ?? "") + " " + (el.attr("itemprop") ?? "")
     if (!DATE_CLASS.test(mark.replace(/([a-z])([A-Z])/g, "$1-$2"))) return
+    // a revision's date (MkDocs' `git-revision-date`) or a footer's ("foot-date": a manual page's release)
+    if (NOT_PUBLICATION_MARK.test(mark)) return false
     // (a top bar's "Tuesday 3 February 2026" is today's date, not the article's)
     if (inSiteBar(el)) return false
     const t = normalizeSpace(rawText(el))
