@@ -69,6 +69,10 @@ describe("author", () => {
   it("reads a forum post's user name as the author when nothing else names one", () => {
     const html = `<html><body><div class="post"><h1>Turning off the LEDs</h1><p class="author">Sun Dec 17, 2023</p><dl class="postprofile"><dt><a class="username" href="/u/1">b.scherer</a></dt></dl>${para(3)}</div></body></html>`
     expect(article(html).data.author).toBe("b.scherer")
+    // a name's container that also holds the member menu (vBulletin): the name inside it
+    const menu = `<html><body><div class="postdetails"><div class="userinfo"><div class="username_container"><div class="popupmenu memberaction"><a class="username offline popupctrl" href="/member.php?u=1"><strong>tubesandtransistors</strong></a>
+      <ul class="popupbody"><li><a href="/member.php?u=1">View Profile</a></li><li><a href="/search.php?u=1">View Forum Posts</a></li></ul></div></div></div></div><h1>Tube amp hum</h1>${para(3)}</body></html>`
+    expect(article(menu).data.author).toBe("tubesandtransistors")
   })
 
   it("does not take a user review's author for the page's, nor a placeholder", () => {

@@ -766,11 +766,23 @@ function namesMarkedIn(box: Element): string[] {
   walk(box, (el) => {
     if (out.length >= 6) return false
     if (el === box || bylineMark(el) !== BylineMark.Name) return
+    // (a name's container, `username_container`, may hold its menu too: the name inside it is the name)
+    if (holdsMarkedName(el)) return
     const t = bylineText(el)
     if (t !== undefined && !out.includes(t)) out.push(t)
     return false
   })
   return out
+}
+
+/** Whether an element holds another element marked as a name. */
+function holdsMarkedName(el: Element): boolean {
+  let found = false
+  walk(el, (e) => {
+    if (found) return false
+    if (e !== el && bylineMark(e) === BylineMark.Name) found = true
+  })
+  return found
 }
 
 /**
