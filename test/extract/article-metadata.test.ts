@@ -57,6 +57,20 @@ describe("author", () => {
     expect([p.author, p.publishedAt?.slice(0, 10)]).toEqual(["Jane Roe", "2026-03-02"])
   })
 
+  it("takes no author or date from cards alike, even where their summaries read as prose, nor from a list's structured items", () => {
+    const card = (i: number, kind: string) => `<article class="story-card story-card--${kind}"><div class="story-card__body"><h2 class="story-card__headline"><a href="/c/${i}">Story ${i} about the coast</a></h2>
+      <p class="story-card__dek">Sea surface temperatures are up to three degrees above normal, raising concerns about toxic algae and the crab season, officials said.</p>
+      <div class="story-card__meta"><span class="story-card__byline">By Lena Park</span> <time class="story-card__time" datetime="2026-03-0${i}">March ${i}, 2026</time></div></div></article>`
+    const front = `<html><body><main><header><h1>Climate</h1><p>Coverage of climate change, energy and the environment.</p></header>
+      ${card(1, "lead")}${[2, 3, 4, 5, 6].map((i) => card(i, "medium")).join("")}</main></body></html>`
+    const d = article(front, { url: "https://ledger.example.com/climate/" }).data
+    expect(d.content).toContain("Sea surface temperatures")
+    expect([d.author, d.publishedAt]).toEqual([undefined, undefined])
+    const jobs = `<html><head><script type="application/ld+json">{"@type":"ItemList","itemListElement":[${[1, 2, 3].map((i) => `{"@type":"ListItem","position":${i},"item":{"@type":"JobPosting","title":"Engineer ${i}","datePosted":"2026-03-0${i}"}}`).join(",")}]}</script></head>
+      <body><main><h1>Remote Rust jobs</h1>${para(3)}</main></body></html>`
+    expect(article(jobs, { url: "https://jobs.example.com/" }).data.publishedAt).toBeUndefined()
+  })
+
   it("does not take a customer review's or a testimonial's writer for the page's author", () => {
     const review = `<div class="featured-review"><div class="featured-review_rating">★★★★★</div><cite class="featured-review_rating-author">Ash C.</cite><p>Tastes great and works fast.</p></div>`
     expect(article(`<html><body><main><h1>Relax gummies</h1>${para(3)}${review}</main></body></html>`).data.author).toBeUndefined()
@@ -98,6 +112,8 @@ describe("author", () => {
     const page = (lines: string) => `<html><body><article>${lines}${para(3)}</article></body></html>`
     expect(article(page(`<div><span>Published August 7, 2023</span> <span>by Nicole Burke</span></div><h1>Garden beds</h1>`)).data.author).toBe("Nicole Burke")
     expect(article(page(`<h1>DC motors</h1><p>By <a href="/contributor/aj">A. J. Neal</a>&nbsp;&nbsp;<a href="/digital">View In Digital Edition</a></p>`)).data.author).toBe("A. J. Neal")
+    // a date right after the name is not part of it
+    expect(article(page(`<h1>Heat wave</h1><p>By Lena Park March 1, 2026</p>`)).data.author).toBe("Lena Park")
     // picture and site credits, a lone word, a line far from the headline are no byline
     expect(article(page(`<h1>Garden beds</h1><p>Photo by John Smith</p><p>Powered by Word Press</p><p>By Reuters</p>`)).data.author).toBeUndefined()
     expect(article(`<html><body><h1>Garden beds</h1>${para(8)}<p>By Nicole Burke</p></body></html>`).data.author).toBeUndefined()

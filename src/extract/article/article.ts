@@ -66,7 +66,9 @@ export function articleFromPage(page: Page): ArticleResult {
   const extra: string[] = []
   const data: Article = { title: "", content: "" }
   const meta = page.meta
-  const nodes = nodesOfType(page, ARTICLE_TYPES)
+  // (a list's items, a job board's postings, are not the page)
+  const listed = listedItems(page)
+  const nodes = nodesOfType(page, ARTICLE_TYPES).filter(({ node }) => !listed.has(node))
   // prefer real article types over WebPage
   nodes.sort((a, b) => rank(a.node) - rank(b.node))
   const first = <T>(field: string, pick: (n: JsonObject) => T | undefined): T | undefined => {
@@ -91,7 +93,8 @@ export function articleFromPage(page: Page): ArticleResult {
   }
 
   let lines: HeadlineLines | undefined
-  const nearHeadline = () => (lines ??= headlineLines(page.scope, data.title))
+  // (on a front, the lines under its h1 are its first card's: not the page's byline or date)
+  const nearHeadline = () => (lines ??= withoutItems(headlineLines(page.scope, data.title), !discussion))
   const { headline: h1, banner } = headlineH1(page.scope, meta.title, meta.get("og:site_name"), page.url)
   let title = first("title", (n) => str(n.headline) ?? (rank(n) < 2 ? str(n.name) : undefined))
     ?? fromMeta("title", ["og:title", "twitter:title", "dc.title", "title"])
@@ -144,7 +147,7 @@ export function articleFromPage(page: Page): ArticleResult {
   // an organisation as the structured author (a company blog's plugin default) gives way to a person the page's byline names
   const organisations = authors !== undefined && authors.length > 0 && nodes.some(({ node }) => onlyOrganisations(node.author)) ? authors : undefined
   if (organisations !== undefined) {
-    const shown = findByline(page.scope) ?? (() => { const near = bylineNearHeadline(nearHeadline()); return near !== undefined ? [near] : undefined })()
+    const shown = findByline(page.scope, !discussion) ?? (() => { const near = bylineNearHeadline(nearHeadline()); return near !== undefined ? [near] : undefined })()
     if (shown !== undefined && shown.some((name) => !organisations.includes(name))) { authors = shown; sources.authors = "main-content" }
   }
   if (authors === undefined || authors.length === 0) {
@@ -154,7 +157,7 @@ export function articleFromPage(page: Page): ArticleResult {
   }
   // (a collection's bylines are its items')
   if ((authors === undefined || authors.length === 0) && main.listing !== true) {
-    let byline = findByline(page.scope)
+    let byline = findByline(page.scope, !discussion)
     if (byline === undefined) {
       const near = bylineNearHeadline(nearHeadline())
       if (near !== undefined) byline = [near]
@@ -177,8 +180,8 @@ export function articleFromPage(page: Page): ArticleResult {
     // (a collection's shown dates are its items')
     ?? (aboutAnEvent(page, nodes, data.title) || main.listing === true ? undefined : shownDate())
   function shownDate(): string | undefined {
-    return timeElement(page.scope, sources)
-      ?? dateLabel(page.scope, sources)
+    return timeElement(page.scope, sources, !discussion)
+      ?? dateLabel(page.scope, sources, !discussion)
       ?? dateUnderHeadline(nearHeadline(), sources)
       ?? urlDate(page.url, sources)
   }
@@ -425,7 +428,7 @@ function rank(n: JsonObject): number {
   return 2
 }
 
-function timeElement(root: Element, sources: FieldSources): string | undefined {
+function timeElement(root: Element, sources: FieldSources, skipItems: boolean): string | undefined {
   // the first <time> marked as the publication's wins; else the first that is not marked as an update
   // and does not stand in the page's chrome or its comments (a masthead's "today", a reader's reply)
   let marked: string | undefined, plain: string | undefined
@@ -435,7 +438,7 @@ function timeElement(root: Element, sources: FieldSources): string | undefined {
     if (el.tag !== "time") return
     seen++
     const v = toIsoDateTime(el.attr("datetime") ?? normalizeSpace(rawText(el)))
-    if (v === undefined) return
+    if (v === undefined || (skipItems && inRepeatedItem(el))) return
     const words = `${el.attr("class") ?? ""} ${el.attr("itemprop") ?? ""} ${el.attr("id") ?? ""}`.toLowerCase()
     if (/publish|pubdate|date-?created/.test(words) || el.attr("pubdate") !== undefined) { if (!inChromeOrComments(el)) marked = v; return }
     if (plain === undefined && !/updat|modif/.test(words) && !saysUpdated(el) && !inChromeOrComments(el)) plain = v
@@ -543,6 +546,60 @@ export function cleanAuthor(raw: string): string | undefined {
   return t
 }
 
+/**
+ * Whether an element is one item's among several alike: an ancestor (up to six levels above its parent) has at
+ * least two siblings of its own tag and classes that hold an element of the element's own tag and classes
+ * (modifier classes, `card--lead`, aside)
+ * (a front's or a list's cards, each with its byline and its date). Such dates and bylines are the
+ * items', not the page's. See docs/extraction.md ("Collections").
+ */
+function inRepeatedItem(el: Element): boolean {
+  // (an element's kind is its tag and its classes but modifiers: a front's lead card is `story-card story-card--lead`)
+  const kind = (e: Element) => {
+    const cls = e.attr("class")
+    return cls === undefined ? e.tag : `${e.tag} ${cls.includes("--") ? cls.split(/\s+/).filter((c) => !c.includes("--")).join(" ") : cls.trim()}`
+  }
+  const own = kind(el)
+  // (from the element's parent up: co-authors' names side by side in one byline are not items)
+  let e = el.parent
+  for (let level = 0; level < 6 && e !== null; level++) {
+    const p = e.parent
+    if (p === null || p.tag === "body" || p.tag === "html") return false
+    const item = kind(e)
+    let alike = 0, looked = 0
+    for (const s of p.children) {
+      if (typeof s === "string" || s === e || kind(s) !== item) continue
+      if (++looked > 12) break
+      let holds = false
+      walk(s, (d) => { if (holds) return false; if (kind(d) === own) holds = true })
+      if (holds && ++alike >= 2) return true
+    }
+    e = p
+  }
+  return false
+}
+
+/** The structured items of the page's lists (`ItemList` elements, a `ListItem`'s `item`), breadcrumbs aside. */
+function listedItems(page: Page): Set<JsonObject> {
+  const out = new Set<JsonObject>()
+  const obj = (v: unknown): JsonObject | undefined => v !== null && typeof v === "object" && !Array.isArray(v) ? v as JsonObject : undefined
+  for (const list of [page.structured.jsonld, page.structured.microdata]) {
+    for (const n of list) {
+      const types = typesOf(n)
+      if (!types.includes("ItemList") || types.includes("BreadcrumbList")) continue
+      const els = n.itemListElement
+      for (const e of Array.isArray(els) ? els : [els]) {
+        const li = obj(e)
+        if (li === undefined) continue
+        out.add(li)
+        const item = obj(li.item)
+        if (item !== undefined) out.add(item)
+      }
+    }
+  }
+  return out
+}
+
 /** A `<time>` that a label just before it calls an update ("Last updated <time>3 months ago</time>"). */
 function saysUpdated(time: Element): boolean {
   const line = time.parent
@@ -563,14 +620,14 @@ const NOT_PUBLICATION_MARK = /updat|modif|revision|edited|(?:^|[^a-z])foot(?:er)
 const NOT_PUBLISHED = /\b(updated|modified|last edited|revised|event|expires|ends?)\b|\b(mis|mise)e?s? à jour|\b(aktualisiert|geändert|actualizad[oa]|actualización|aggiornat[oa]|bijgewerkt|atualizad[oa]|zaktualizowano)\b/i
 
 /** A short visible text in an element marked as a date ("Posted on March 3, 2025"), the first one. */
-function dateLabel(root: Element, sources: FieldSources): string | undefined {
+function dateLabel(root: Element, sources: FieldSources, skipItems: boolean): string | undefined {
   let out: string | undefined
   walk(root, (el) => {
     if (out !== undefined) return false
     const mark = (el.attr("class") ?? "") + " " + (el.attr("id") ?? "") + " " + (el.attr("itemprop") ?? "")
     if (!DATE_CLASS.test(mark.replace(/([a-z])([A-Z])/g, "$1-$2"))) return
     // a revision's date (MkDocs' `git-revision-date`) or a footer's ("foot-date": a manual page's release)
-    if (NOT_PUBLICATION_MARK.test(mark)) return false
+    if (NOT_PUBLICATION_MARK.test(mark) || (skipItems && inRepeatedItem(el))) return false
     // (a top bar's "Tuesday 3 February 2026" is today's date, not the article's)
     if (inSiteBar(el)) return false
     const t = normalizeSpace(rawText(el))
@@ -630,6 +687,11 @@ interface HeadlineLines {
   before: Array<[Element, string]>
   after: Array<[Element, string]>
 }
+function withoutItems(lines: HeadlineLines, skipItems: boolean): HeadlineLines {
+  if (!skipItems) return lines
+  const keep = ([el]: [Element, string]) => !inRepeatedItem(el)
+  return { before: lines.before.filter(keep), after: lines.after.filter(keep) }
+}
 function headlineLines(root: Element, title: string): HeadlineLines {
   const before: Array<[Element, string]> = [], after: Array<[Element, string]> = []
   const headline = headlineElement(root, title)
@@ -674,6 +736,7 @@ function headlineElement(root: Element, title: string): Element | undefined {
 const BY_WORD = "(?:[Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Pp]rzez|[Aa]v|[Aa]f)"
 const BY_AT = "(?:^|[|·•,–—-]\\s*|\\d\\s+)"
 const BY_NAME = new RegExp(`${BY_AT}${BY_WORD}\\s+((?:(?:\\p{Lu}[\\p{L}'’-]*\\.?|de|da|del|della|der|den|van|von|la|le|bin|ibn|and|und|et|&)(?![\\p{L}'’-])\\s*){1,6})(?=$|[\\s|·•,–—(-])`, "u")
+const TRAILING_MONTH = /\s+(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?$/
 /** "By" ending a text, the name in the element after it: `By <a href="/author/ann">Ann Writer</a>`. */
 const BY_BEFORE_ELEMENT = new RegExp(`${BY_AT}${BY_WORD}:?\\s*$`, "u")
 /** Copyright lines ("© 2024 by Acme Corp") name an owner, not an author. */
@@ -703,7 +766,8 @@ function bylineNearHeadline(lines: HeadlineLines): string | undefined {
     }
     const m = BY_NAME.exec(t)
     if (m === null) return undefined
-    const name = m[1]!.trim().replace(/\s+(and|&)$/, "")
+    // (a date may follow the name: "By Lena Park March 1, 2026")
+    const name = m[1]!.trim().replace(/\s+(and|&)$/, "").replace(TRAILING_MONTH, "")
     return isNameShape(name) ? name : undefined
   }
   for (const [el, t] of [...lines.after, ...lines.before]) {
@@ -713,7 +777,7 @@ function bylineNearHeadline(lines: HeadlineLines): string | undefined {
   return undefined
 }
 
-function findByline(root: Element): string[] | undefined {
+function findByline(root: Element, skipItems: boolean): string[] | undefined {
   let out: string[] | undefined
   walk(root, (el) => {
     if (out !== undefined) return false
@@ -721,6 +785,7 @@ function findByline(root: Element): string[] | undefined {
     if (isReviewOrTestimonial(el)) return false
     const mark = bylineMark(el)
     if (mark === BylineMark.None) return
+    if (skipItems && inRepeatedItem(el)) return false
     // an author box holds the names' own elements (`rel="author"`, `author-name`): those, not the
     // box's labels ("Author:", "Senior Editor"); a marked line that holds no name (a forum post's date
     // under class "author") does not end the search. A name's marked siblings are co-authors
