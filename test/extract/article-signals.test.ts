@@ -771,6 +771,22 @@ describe("publishing platforms' conventions", () => {
     for (const i of [1, 2, 3]) expect(body).toContain(`Paragraph ${i} about the webhooks`)
   })
 
+  it("keeps a manual page's sections set in h1s and its options that link to themselves", () => {
+    const sec = (name: string, body: string) => `<section class="Sh"><h1 class="Sh" id="${name}"><a class="permalink" href="#${name}">${name}</a></h1>${body}</section>`
+    const opt = (id: string, flag: string, text: string) => `<dt id="${id}"><a class="permalink" href="#${id}"><b>${flag}</b></a></dt><dd>${text}</dd>`
+    const html = `<html><head><title>timeout(1) — coreutils — Debian Manpages</title></head><body><div class="mandoc">
+      ${sec("NAME", "<p>timeout - run a command with a time limit</p>")}${sec("SYNOPSIS", "<p><b>timeout</b> [OPTION] DURATION COMMAND [ARG]...</p>")}
+      ${sec("DESCRIPTION", `<p>Start COMMAND, and kill it if still running after DURATION.</p><dl>${opt("k", "-k, --kill-after=DURATION", "also send a KILL signal if COMMAND is still running this long after the initial signal was sent")}${opt("v", "-v, --verbose", "diagnose to stderr any signal sent upon timeout")}</dl>`)}
+      ${sec("BUGS", "<p>Some platforms don't currently support timeouts beyond the year 2038.</p>")}</div></body></html>`
+    const d = article(html, { url: "https://manpages.example.org/timeout.1.html" }).data
+    for (const line of ["SYNOPSIS", "DESCRIPTION", "BUGS", "-k, --kill-after=DURATION", "-v, --verbose", "diagnose to stderr"]) expect(d.content).toContain(line)
+    // the first section's heading is no headline: the page's <title> is
+    expect(d.title).toBe("timeout(1) — coreutils")
+    // an article's own h1 is still its headline, shown as the title only
+    const plain = article(`<html><body><main><h1>Harbour works</h1>${para(3)}</main></body></html>`).data
+    expect([plain.title, plain.content.includes("Harbour works\n")]).toEqual(["Harbour works", false])
+  })
+
   it("keeps Docusaurus headings, whose class names a sticky navbar", () => {
     const html = wrap(`<main><article><div class="theme-doc-markdown markdown"><h1>Installation</h1>${para(2, "setup")}
       <h2 class="anchor anchorWithStickyNavbar_LWe7" id="requirements">Requirements<a class="hash-link" href="#requirements">​</a></h2>${para(2, "node")}</div></article></main>`)

@@ -357,6 +357,9 @@ export function headlineH1(scope: Element, title: string | undefined, siteName: 
     else out.banner ??= text
     return false
   })
+  // a page that sets its sections in h1s (a manual page's NAME, SYNOPSIS…) is headed by its <title>,
+  // unless that holds the first of them
+  if (out.headline !== undefined && byTag(scope, "h1").length >= 3 && (title === undefined || !titleKey(title).includes(titleKey(out.headline)))) delete out.headline
   return out
 }
 

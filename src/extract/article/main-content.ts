@@ -76,6 +76,8 @@ const STRONG_WORDS = new Set((
 const CONSENT_MARKS = new Set("cookie cookies consent gdpr onetrust didomi usercentrics cookiebot truste optanon".split(" "))
 /** Furniture words of readers' comments: a short post under a long discussion is still the page's text, its comments are not. */
 const READERS_MARKS = new Set("comment comments commentlist disqus".split(" "))
+/** This many h1s in the body are its section headings, not a headline. */
+const SECTION_H1S = 3
 /** Text (in chunk-value units) of a content-marked post for its comments to be aside. */
 const POST_MIN = 150
 /** Page-state classes on these (`<body class="cookies-not-set">`) say nothing about their content. */
@@ -655,6 +657,10 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   // one outside the body when the model is confident (see docs/extraction.md, "Block model")
   const from = sampleOf !== null ? 0 : chunkStart[best]!
   const to = sampleOf !== null ? chunks.length : chunkEnd[best]!
+  // an h1 is the headline, shown as the title; a body that sets its sections in h1s (a manual page's
+  // NAME, SYNOPSIS, DESCRIPTION) keeps them (the one that repeats the title still goes)
+  let h1s = 0
+  for (let c = chunkStart[best]!; c < chunkEnd[best]! && h1s < SECTION_H1S; c++) if (els[chunks[c]!.owner]!.tag === "h1") h1s++
   for (let c = from; c < to; c++) {
     const ck = chunks[c]!
     const inBody = c >= chunkStart[best]! && c < chunkEnd[best]! && !pruned[ck.owner]
@@ -674,7 +680,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     // a byline with its date ("Par Julien Marchetti — Publié le 2 février 2026", "Von Katrin Wolff 22.10.2025, 19:45 Uhr")
     // (a teaser's byline in a listing is part of its card)
     if (!listing && !ck.quoted && text.length < 160 && BYLINE_LINE.test(text) && DATE_LINE.test(text)) continue
-    if (els[ck.owner]!.tag === "h1") continue
+    if (els[ck.owner]!.tag === "h1" && h1s < SECTION_H1S) continue
     if (paragraphs.length === 0 && descriptionKey !== "" && key(text) === descriptionKey && isStandfirst(els, parent, ck.owner)) continue
     if (sampleOf !== null) {
       const sample = sampleOf(c, text, inBody)
@@ -836,7 +842,8 @@ export function shownText(scope: Element, withoutComments = false): MainContent 
 
 /** Whether `link` inside `heading` points at the heading itself (its id, the link's own id or name). */
 function isOwnAnchor(link: Element, heading: Element): boolean {
-  if (!HEADING.has(heading.tag)) return false
+  // (a definition term too: a manual's option `<dt id="k"><a href="#k">-k</a></dt>`)
+  if (!HEADING.has(heading.tag) && heading.tag !== "dt") return false
   const href = link.attrs?.href
   if (href === undefined || !href.startsWith("#") || href.length < 2) return false
   const target = href.slice(1)
