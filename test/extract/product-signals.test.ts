@@ -19,6 +19,16 @@ describe("product SKU: what the page shows", () => {
     expect(product(html).data.sku).toBe("GB-42")
   })
 
+  it("prefers the shop's labelled item number to a manufacturer's part number the page shows among its specifics", () => {
+    const mpnOnly = ld({ "@type": "Product", name: "Wireless Headset", mpn: "866724-0100", offers: { "@type": "Offer", price: "189.99", priceCurrency: "USD" } })
+    const html = page(mpnOnly, `<h1>Wireless Headset</h1><span class="price">US $189.99</span><div>eBay item number: 325987654321</div>
+      <table><tr><td>Brand</td><td>Jabra</td></tr><tr><td>MPN</td><td>866724-0100</td></tr></table>`)
+    expect(product(html, { url: "https://www.ebay.com/itm/325987654321" }).data.sku).toBe("325987654321")
+    // where the shop names none of its own, the part number stands in
+    const alone = page(mpnOnly, `<h1>Wireless Headset</h1><span class="price">US $189.99</span><table><tr><td>MPN</td><td>866724-0100</td></tr></table>`)
+    expect(product(alone).data.sku).toBe("866724-0100")
+  })
+
   it("reads label and value across elements and languages", () => {
     expect(product(page("", `<h1>Leče</h1><ul><li><strong>Šifra:</strong> 0638</li></ul>`)).data.sku).toBe("0638")
     expect(product(page("", `<h1>Regal</h1><h4>Bestellnummer:</h4><div>79961</div>`)).data.sku).toBe("79961")

@@ -197,8 +197,10 @@ export function productFromPage(page: Page): ProductResult {
   const selection = selectedVariantUrl(page)
   const selected = (n: JsonObject) => n.offers !== null && typeof n.offers === "object" && !Array.isArray(n.offers) && isSelectedOffer(str(n.offers.url), selection) ? 1 : 0
   products.sort((a, b) => rankOf(b.node) - rankOf(a.node) || selected(b.node) - selected(a.node))
-  const skuCandidates: Array<{ value: string; source: string }> = []
-  const addSku = (v: string | undefined, source: string) => { if (v !== undefined && v.trim() !== "") skuCandidates.push({ value: v.trim(), source }) }
+  const skuCandidates: SkuCandidate[] = []
+  const addSku = (v: string | undefined, source: string, mpn = false) => { if (v !== undefined && v.trim() !== "") skuCandidates.push({ value: v.trim(), source, ...(mpn ? { mpn } : {}) }) }
+  /** The structured sku so far is a manufacturer's part number (the node names no sku or product id). */
+  let skuIsMpn = false
   const set = <K extends keyof Product>(k: K, v: Product[K] | undefined, source: string) => {
     if (v === undefined || (typeof v === "string" && v.trim() === "") || data[k] !== undefined && k !== "name") return
     if (k === "name" && data.name !== "") return
@@ -216,8 +218,9 @@ export function productFromPage(page: Page): ProductResult {
     set("price", offer.price, source)
     set("currency", offer.currency, source)
     set("availability", offer.availability, source)
-    const sku = str(node.sku) ?? offer.sku ?? str(node.productID) ?? str(node.mpn)
-    set("sku", cleanSku(sku), source)
+    const id = str(node.sku) ?? offer.sku ?? str(node.productID)
+    if (data.sku === undefined && id === undefined && cleanSku(str(node.mpn)) !== undefined) skuIsMpn = true
+    set("sku", cleanSku(id ?? str(node.mpn)), source)
     // an address is no brand (an unresolved \`{"@id": "…#brand"}\`)
     const named = (v: string | undefined) => (v !== undefined && /^(https?:\/\/|#)/i.test(v) ? undefined : v)
     const brand = named(str(node.brand)) ?? named(str(node.manufacturer))
@@ -227,7 +230,8 @@ export function productFromPage(page: Page): ProductResult {
   // every identifier of the main product (also as another source describes it) is a SKU candidate
   for (const { node, source } of products) {
     if (node !== products[0]!.node && nameKey(textValue(str(node.name)) ?? "") !== nameKey(data.name)) continue
-    for (const v of [str(node.sku), readOffer(node.offers, selection)?.sku, str(node.productID), str(node.mpn)]) addSku(cleanSku(v), source)
+    for (const v of [str(node.sku), readOffer(node.offers, selection)?.sku, str(node.productID)]) addSku(cleanSku(v), source)
+    addSku(cleanSku(str(node.mpn)), source, true)
   }
   for (const { node, source } of offersOnly) {
     const offer = readOffer(node, selection) ?? {}
@@ -261,7 +265,7 @@ export function productFromPage(page: Page): ProductResult {
   const sig = readSignals(page.scope)
   decidePrice(data, sources, sig, set, products.some(({ node }) => node.offers !== undefined) || offersOnly.length > 0, { url: page.url, lang: meta.htmlLang }, priceBeforeTax)
   decideAvailability(data, sources, sig, products, set)
-  decideSku(data, sources, sig, page, skuCandidates)
+  decideSku(data, sources, sig, page, skuCandidates, skuIsMpn)
   set("brand", sig.itempropBrand, "product-heuristics")
   if (data.brand === undefined) set("brand", sig.brand(), "product-heuristics")
   if (data.price !== undefined && data.currency === undefined) {
@@ -457,13 +461,21 @@ function decideAvailability(data: Product, sources: Record<string, string>, sig:
  * shows > a labelled identifier > an identifier in an element marked as one > a structured sku the
  * page does not show > an identifier of the URL that the page repeats > a model/MPN/EAN label.
  */
-function decideSku(data: Product, sources: Record<string, string>, sig: Signals, page: Page, candidates: ReadonlyArray<{ value: string; source: string }>): void {
+interface SkuCandidate {
+  value: string
+  source: string
+  /** A manufacturer's part number: the maker's, not the shop's identifier. */
+  mpn?: boolean
+}
+
+function decideSku(data: Product, sources: Record<string, string>, sig: Signals, page: Page, candidates: ReadonlyArray<SkuCandidate>, skuIsMpn: boolean): void {
   // of the structured identifiers, the first the page shows, else one two sources agree on, else the first
   // (a short number shown somewhere proves little unless it is the main product's own sku)
-  const shown = candidates.find((c, i) => (i === 0 || c.value.length >= 4) && sig.shows(c.value))
-  const agreed = candidates.find((c, i) => candidates.some((o, j) => j !== i && o.source !== c.source && o.value === c.value))
+  const ids = candidates.filter((c) => c.mpn !== true)
+  const shown = ids.find((c, i) => (i === 0 || c.value.length >= 4) && sig.shows(c.value))
+  const agreed = ids.find((c, i) => ids.some((o, j) => j !== i && o.source !== c.source && o.value === c.value))
   const chosen = shown ?? agreed
-  const structured = chosen?.value ?? data.sku
+  const structured = chosen?.value ?? (skuIsMpn ? undefined : data.sku)
   const structuredSource = chosen?.source ?? sources.sku
   const pick = (v: string | undefined, source: string): boolean => {
     if (v === undefined || v.trim() === "") return false
@@ -475,6 +487,9 @@ function decideSku(data: Product, sources: Record<string, string>, sig: Signals,
   if (pick(sig.labelSku(), "product-heuristics")) return
   if (pick(sig.attrSku, "product-heuristics")) return
   if (structured !== undefined) { pick(structured, structuredSource ?? "json-ld"); return }
+  // a manufacturer's part number stands in only where the shop names no identifier of its own
+  // (a marketplace's item number is its SKU: eBay shows the maker's MPN among the item's specifics)
+  if (skuIsMpn) return
   if (pick(cleanSku(sig.itempropSku), "product-heuristics")) return
   if (pick(idFromUrl(page, data.name), "product-heuristics")) return
   pick(sig.weakLabelSku(), "product-heuristics")
