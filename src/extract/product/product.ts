@@ -473,6 +473,7 @@ function decideSku(data: Product, sources: Record<string, string>, sig: Signals,
   // (a short number shown somewhere proves little unless it is the main product's own sku)
   const ids = candidates.filter((c) => c.mpn !== true)
   const shown = ids.find((c, i) => (i === 0 || c.value.length >= 4) && sig.shows(c.value))
+  const shownMpn = candidates.find((c) => c.mpn === true && c.value.length >= 4 && sig.shows(c.value))
   const agreed = ids.find((c, i) => ids.some((o, j) => j !== i && o.source !== c.source && o.value === c.value))
   const chosen = shown ?? agreed
   const structured = chosen?.value ?? (skuIsMpn ? undefined : data.sku)
@@ -486,9 +487,11 @@ function decideSku(data: Product, sources: Record<string, string>, sig: Signals,
   if (shown !== undefined) { pick(shown.value, shown.source); return }
   if (pick(sig.labelSku(), "product-heuristics")) return
   if (pick(sig.attrSku, "product-heuristics")) return
+  // a manufacturer's part number comes after the shop's own labelled identifier (a marketplace's item
+  // number is its SKU: eBay shows the maker's MPN among the item's specifics); one the page shows
+  // still beats a structured id it never shows
+  if (shownMpn !== undefined) { pick(shownMpn.value, shownMpn.source); return }
   if (structured !== undefined) { pick(structured, structuredSource ?? "json-ld"); return }
-  // a manufacturer's part number stands in only where the shop names no identifier of its own
-  // (a marketplace's item number is its SKU: eBay shows the maker's MPN among the item's specifics)
   if (skuIsMpn) return
   if (pick(cleanSku(sig.itempropSku), "product-heuristics")) return
   if (pick(idFromUrl(page, data.name), "product-heuristics")) return
