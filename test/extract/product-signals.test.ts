@@ -471,6 +471,12 @@ describe("shop templates' conventions", () => {
     expect(shop("https://shop.example.com/p/1", `<h1>Mug</h1><div class="price"><span style="text-decoration:line-through">$20</span> $15</div>`).data.price).toBe(15)
   })
 
+  it("reads 'related products' headings in more languages, also in scripts without word boundaries", () => {
+    const html = (heading: string) => page("", `<h1>Makita DHP482RTJ</h1><ul><li><h2>1 299,00 zł</h2></li></ul>
+      <h3>${heading}</h3><div class="row"><div class="caption"><h4><a href="/p/2">Makita DHP482Z</a></h4><p class="price">389,00 zł</p></div></div>`)
+    for (const heading of ["Produkty powiązane", "Relaterade produkter", "関連商品"]) expect(product(html(heading), { url: "https://shop.example.pl/p/1" }).data.price).toBe(1299)
+  })
+
   it("what follows a 'Related products' heading is other items", () => {
     const html = `<h1>Arc Lamp</h1><div><strong>$245.00</strong><button>Add to cart</button></div>
       <div><h3>Customers also bought</h3></div><div class="row"><div><h4>Bulb</h4><p class="price">$12.00</p><button>Add to cart</button></div></div>`
