@@ -458,8 +458,9 @@ function decideAvailability(data: Product, sources: Record<string, string>, sig:
 /**
  * SKU. Shops show their article number next to a label ("SKU:", "Art.-Nr.", "Product code", "Код")
  * while structured data often carries an internal or variant id. Order: a structured sku the page
- * shows > a labelled identifier > an identifier in an element marked as one > a structured sku the
- * page does not show > an identifier of the URL that the page repeats > a model/MPN/EAN label.
+ * shows > a labelled identifier > an identifier in an element marked as one > a structured MPN the page
+ * shows > a structured sku the page does not show > a structured MPN > an identifier of the URL that
+ * the page repeats > a model/MPN/EAN label.
  */
 interface SkuCandidate {
   value: string
