@@ -465,6 +465,18 @@ describe("shop templates' conventions", () => {
     expect(shop("https://shop.example.com/p/1", `<h1>Bag</h1><div><span>Shipping</span></div><div><span>€4.90</span></div><div><span>Price</span></div><div><span>€49.10</span></div>`).data.price).toBe(49.1)
   })
 
+  it("a structured price the page shows only struck through, beside a lower sale price, is stale", () => {
+    const head = ld({ "@type": "Product", name: "Men's Ride 17", sku: "S20924", offers: { "@type": "Offer", price: "140.00", priceCurrency: "USD" } })
+    const sale = page(head, `<h1>Men's Ride 17</h1><div class="price"><del><span class="value" content="140.00">$140.00</span></del> <span class="sales"><span class="value" content="99.95">$99.95</span></span></div>`)
+    expect(product(sale).data.price).toBe(99.95)
+    // the structured price shown as the selling price stays, whatever list price is struck beside it
+    const kept = page(head, `<h1>Men's Ride 17</h1><div class="price"><del>$160.00</del> <span class="sales">$140.00</span></div><p>Pay with Pix: <span class="price">$133.00</span></p>`)
+    expect(product(kept).data.price).toBe(140)
+    // a class that only says a list price exists strikes nothing
+    const vtex = page(head.replace("140.00", "129.90"), `<h1>Men's Ride 17</h1><div class="listPrice"><del>$159.00</del></div><div class="sellingPrice sellingPrice--hasListPrice">$129.90</div><div class="spotPrice"><strong class="price">$123.40</strong> with Pix</div>`)
+    expect(product(vtex).data.price).toBe(129.9)
+  })
+
   it("an amount struck through by its style is an old price", () => {
     const html = `<h1>HP LP3065</h1><ul><li><span style="text-decoration: line-through;">$122.00</span></li><li><h2>$98.00</h2></li></ul>`
     expect(shop("https://shop.example.com/p/1", html).data.price).toBe(98)

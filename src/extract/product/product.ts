@@ -387,6 +387,14 @@ function decidePrice(data: Product, sources: Record<string, string>, sig: Signal
     if (data.currency === undefined) set("currency", currencyOf(sig.bid, place), "product-heuristics")
     return
   }
+  // a structured price the page shows only struck through, as the old price beside a lower one in its
+  // price box, is stale: the sale the page shows is the price (structured data written before a markdown)
+  if (data.price !== undefined && sig.price !== undefined && sig.price.price < data.price && (sig.price.currency === undefined || sig.price.currency === data.currency)
+    && sig.oldPrices.some((p) => Math.abs(p - data.price!) < 0.005)) {
+    data.price = sig.price.price
+    sources.price = "product-heuristics"
+    return
+  }
   // a structured price before tax gives way to the page's price with the tax, which buyers pay (a
   // trade shop's `valueAddedTaxIncluded: false` offer at £74.99 beside its shown £89.99 inc. VAT):
   // the shown price is the structured one plus a VAT rate of 5 to 27 %

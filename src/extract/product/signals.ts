@@ -94,6 +94,8 @@ export interface Signals {
   /** Whether the page shows `value` as a whole token anywhere in its visible text (chrome and related areas included). */
   shows(value: string): boolean
   price?: PriceCandidate
+  /** Amounts the main area shows struck through (`<del>`, `<s>`, a line-through style): old prices. */
+  oldPrices: number[]
   bid?: PriceCandidate
   /** First availability element's reading. */
   availabilityText?: string
@@ -219,6 +221,7 @@ export function readSignals(root: Element): Signals {
   const out: Signals = {
     text: "",
     anyEnabledBuy: false,
+    oldPrices: [],
     shows: (v) => shows((allText ??= all.join("\n")), v),
     labelSku: lazy("sku", () => firstId(SKU_RE, labels(), true) ?? firstId(CODE_RE, labels())),
     weakLabelSku: lazy("weak", () => firstId(WEAK_RE, labels())),
@@ -299,8 +302,16 @@ export function readSignals(root: Element): Signals {
       if (t.length <= 60 && RELATED_HEADING.test(t)) markAfter(el)
     }
     const hasPrice = words.includes("price")
+    const wasStruck = (fl & F_STRUCK) !== 0
     if (tag === "del" || tag === "s" || tag === "strike" || struck) fl |= F_OLD | F_STRUCK
     else if (hasPrice && words.split(" ").some(isOldPriceWord)) fl |= F_OLD
+    // (the amount of a struck-through price, read where the striking starts, outside related items and
+    // chrome; class words may lie: VTEX marks its selling price `sellingPrice--hasListPrice`)
+    if (!wasStruck && (fl & F_STRUCK) !== 0 && (fl & (F_RELATED | F_CHROME)) === 0 && out.oldPrices.length < 20) {
+      const t = content ?? blockText(el, 60, false, true)
+      const p = t.length < 60 && /\d/.test(t) ? parsePrice(t) : undefined
+      if (p !== undefined && p.price > 0) out.oldPrices.push(p.price)
+    }
 
     if (itemprop !== undefined) {
       if (out.itempropSku === undefined && /^(sku|productid|mpn)$/i.test(itemprop)) {
