@@ -550,11 +550,11 @@ export function cleanAuthor(raw: string): string | undefined {
 }
 
 /**
- * Whether an element is one item's among several alike: an ancestor (up to six levels above its parent) has at
- * least two siblings of its own tag and classes that hold an element of the element's own tag and classes
- * (modifier classes, `card--lead`, aside)
- * (a front's or a list's cards, each with its byline and its date). Such dates and bylines are the
- * items', not the page's. See docs/extraction.md ("Collections").
+ * Whether an element is one item's among several alike (a front's or a list's cards, each with its
+ * byline and its date): an ancestor, up to six levels above its parent, has at least two siblings of
+ * its own kind that hold an element of the element's own kind. A kind is a tag and its classes, modifier
+ * classes (`card--lead`) aside. Such dates and bylines are the items', not the page's. See
+ * docs/extraction.md ("Cards alike").
  */
 function inRepeatedItem(el: Element): boolean {
   // (an element's kind is its tag and its classes but modifiers: a front's lead card is `story-card story-card--lead`)
@@ -690,6 +690,7 @@ interface HeadlineLines {
   before: Array<[Element, string]>
   after: Array<[Element, string]>
 }
+/** The lines without those inside cards alike (see `inRepeatedItem`). */
 function withoutItems(lines: HeadlineLines, skipItems: boolean): HeadlineLines {
   if (!skipItems) return lines
   const keep = ([el]: [Element, string]) => !inRepeatedItem(el)
