@@ -66,9 +66,30 @@ describe("author", () => {
     const d = article(front, { url: "https://ledger.example.com/climate/" }).data
     expect(d.content).toContain("Sea surface temperatures")
     expect([d.author, d.publishedAt]).toEqual([undefined, undefined])
+    // date-marked elements of cards, not <time>s, are the cards' too
+    const dated = front.replace(/<time class="story-card__time" datetime="[^"]*">([^<]*)<\/time>/g, `<span class="story-card__date">$1</span>`)
+    expect(article(dated, { url: "https://ledger.example.com/climate/" }).data.publishedAt).toBeUndefined()
     const jobs = `<html><head><script type="application/ld+json">{"@type":"ItemList","itemListElement":[${[1, 2, 3].map((i) => `{"@type":"ListItem","position":${i},"item":{"@type":"JobPosting","title":"Engineer ${i}","datePosted":"2026-03-0${i}"}}`).join(",")}]}</script></head>
       <body><main><h1>Remote Rust jobs</h1>${para(3)}</main></body></html>`
     expect(article(jobs, { url: "https://jobs.example.com/" }).data.publishedAt).toBeUndefined()
+  })
+
+  it("keeps a page's own byline and date beside cards: its section, its co-author cards, a rail of teasers, an ItemList naming the page", () => {
+    // the page's section is one of several sections alike: the one holding the headline is the page
+    const sec = `<html><body><section class="section"><h1>Harbour works</h1><time datetime="2026-02-03">Feb 3, 2026</time>${para(3)}</section>
+      ${[1, 2].map((i) => `<section class="section"><h2><a href="/t/${i}">Teaser headline about the ferry ${i}</a></h2><time datetime="2026-01-0${i}">Jan ${i}, 2026</time></section>`).join("")}</body></html>`
+    expect(article(sec).data.publishedAt?.slice(0, 10)).toBe("2026-02-03")
+    // co-authors' cards are no teasers (no headline in them)
+    const co = `<html><body><article><h1>Study</h1><div class="contributors">${["Ann One", "Bob Two", "Cy Three"].map((n) => `<div class="contributor"><img src="/a.jpg"><a class="author-name" href="/a">${n}</a></div>`).join("")}</div>${para(3)}</article></body></html>`
+    expect(article(co).data.author).toBe("Ann One")
+    // a short story read as a listing beside its rail of teasers keeps the byline and date under its headline
+    const story = `<html><body><div class="story"><h1>Ferry cancelled</h1><p class="byline">By Jane Writer</p><p>February 3, 2026</p><p>The morning ferry to the island was cancelled because of high winds, the operator said.</p></div>
+      <ul class="rail">${Array.from({ length: 8 }, (_, i) => `<li><a href="/n/${i}">Teaser headline number ${i} about the harbour works</a></li>`).join("")}</ul></body></html>`
+    const d = article(story).data
+    expect([d.author, d.publishedAt?.slice(0, 10)]).toEqual(["Jane Writer", "2026-02-03"])
+    // an ItemList item that is the page itself (by its address) is still the page's article
+    const self = `<html><head><script type="application/ld+json">{"@type":"ItemList","itemListElement":[{"@type":"ListItem","position":1,"item":{"@type":"NewsArticle","url":"https://news.example.com/2024/05/story.html","headline":"Story","author":{"@type":"Person","name":"Jane Writer"},"datePublished":"2026-02-03"}}]}</script></head><body><h1>Story</h1>${para(3)}</body></html>`
+    expect(article(self).data.author).toBe("Jane Writer")
   })
 
   it("does not take a customer review's or a testimonial's writer for the page's author", () => {
@@ -78,6 +99,8 @@ describe("author", () => {
     expect(article(`<html><body><main><h1>Moving services</h1>${para(3)}${testimonial}</main></body></html>`).data.author).toBeUndefined()
     // the page's own byline above them is still read
     expect(article(`<html><body><main><h1>Moving guide</h1><p class="byline">By <span class="author-name">Dana Miles</span></p>${para(3)}${testimonial}</main></body></html>`).data.author).toBe("Dana Miles")
+    // an editorial review is the page: its writer is the author
+    expect(article(`<html><body><article class="review"><h1>Sony WH-1000XM6 review</h1><span class="author-name">Jane Writer</span>${para(3)}</article></body></html>`).data.author).toBe("Jane Writer")
   })
 
   it("reads a forum post's user name as the author when nothing else names one", () => {
@@ -112,8 +135,9 @@ describe("author", () => {
     const page = (lines: string) => `<html><body><article>${lines}${para(3)}</article></body></html>`
     expect(article(page(`<div><span>Published August 7, 2023</span> <span>by Nicole Burke</span></div><h1>Garden beds</h1>`)).data.author).toBe("Nicole Burke")
     expect(article(page(`<h1>DC motors</h1><p>By <a href="/contributor/aj">A. J. Neal</a>&nbsp;&nbsp;<a href="/digital">View In Digital Edition</a></p>`)).data.author).toBe("A. J. Neal")
-    // a date right after the name is not part of it
+    // a date right after the name is not part of it; a surname that is a month's name is
     expect(article(page(`<h1>Heat wave</h1><p>By Lena Park March 1, 2026</p>`)).data.author).toBe("Lena Park")
+    expect(article(page(`<h1>Politics</h1><p>By Theresa May</p>`)).data.author).toBe("Theresa May")
     // picture and site credits, a lone word, a line far from the headline are no byline
     expect(article(page(`<h1>Garden beds</h1><p>Photo by John Smith</p><p>Powered by Word Press</p><p>By Reuters</p>`)).data.author).toBeUndefined()
     expect(article(`<html><body><h1>Garden beds</h1>${para(8)}<p>By Nicole Burke</p></body></html>`).data.author).toBeUndefined()
@@ -243,6 +267,8 @@ describe("publication date", () => {
     expect(article(page(`<p>Last updated <time datetime="2025-12-09T14:22:03.000Z">3 months ago</time></p>`), url).data.publishedAt).toBeUndefined()
     expect(article(page(`<aside><span title="Last update"></span><span class="git-revision-date-localized-plugin-date">February 24, 2026</span></aside>`), url).data.publishedAt).toBeUndefined()
     expect(article(page(`<table class="foot"><tr><td class="foot-date">April 2025</td><td>GNU coreutils 9.7</td></tr></table>`), url).data.publishedAt).toBeUndefined()
+    expect(article(page(`<p><time class="git-revision-date" datetime="2026-02-24">Feb 24, 2026</time></p>`), url).data.publishedAt).toBeUndefined()
+    expect(article(page(`<p>Updated: <b><time datetime="2026-02-24">Feb 24, 2026</time></b></p>`), url).data.publishedAt).toBeUndefined()
     // a publication <time> beside an update label after it keeps its date
     const both = page(`<div><time datetime="2025-12-19T21:06:04Z">Dec 19, 2025</time><span>|</span><span>Last updated on Dec 19, 2025</span></div>`)
     expect(article(both, url).data.publishedAt?.slice(0, 10)).toBe("2025-12-19")

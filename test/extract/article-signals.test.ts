@@ -662,6 +662,16 @@ describe("publishing platforms' conventions", () => {
     expect(body).not.toContain("WASHINGTON, March 3, 2025")
   })
 
+  it("leaves a forum's block of site notices out of the thread", () => {
+    const notice = "Scam Alert. Members are reminded to NOT send money to buy anything. Scammers have burned people on this forum, so meet in person."
+    const post = (i: number) => `<article class="message"><div class="message-content"><p>Post ${i}: I run Debian with VirtualBox for Windows 7, and it has worked well for years without any trouble at all.</p></div></article>`
+    const html = `<html><body><div class="p-body"><ul class="notices notices--block"><li class="notice"><div class="notice-content">${notice}</div></li></ul>
+      <h1>Proxmox or Debian?</h1><div class="block-body">${[1, 2, 3, 4].map(post).join("")}</div></div></body></html>`
+    const body = article(html, { url: "https://forum.example.com/threads/proxmox.18571" }).data.content
+    expect(body).toContain("Post 4: I run Debian")
+    expect(body).not.toContain("Scam Alert")
+  })
+
   it("keeps lines labelled by a time alone (an episode's chapters, an agenda), and drops times of day", () => {
     const lines = ["(00:00) Intro", "(02:15) Why the moon matters", "[31:05] Listener questions", "09:30 – Registration"]
     const html = wrap(`<main><article><h1>Episode 12: Tides</h1><div class="entry-content">${para(2)}<h2>Chapters</h2>
@@ -670,6 +680,8 @@ describe("publishing platforms' conventions", () => {
     for (const l of lines) expect(body).toContain(l)
     expect(body).not.toContain("10:42 am ET")
     expect(body).not.toContain("19:45 Uhr")
+    // a time and an agency is a dateline
+    expect(article(wrap(`<main><article><h1>Story</h1><div class="entry-content">${para(2)}<p>14:40 | Reuters</p>${para(2, "lake")}</div></article></main>`)).data.content).not.toContain("Reuters")
   })
 
   it("drops a one-cell date row of a layout table", () => {
@@ -782,6 +794,9 @@ describe("publishing platforms' conventions", () => {
     for (const line of ["SYNOPSIS", "DESCRIPTION", "BUGS", "-k, --kill-after=DURATION", "-v, --verbose", "diagnose to stderr"]) expect(d.content).toContain(line)
     // the first section's heading is no headline: the page's <title> is
     expect(d.title).toBe("timeout(1) — coreutils")
+    // a logo's, a headline's and a footer's h1 do not make sections: the h1 heads the page
+    const three = `<html><head><title>Best drills 2026: our picks | ToolShop</title></head><body><div><h1>ToolShop</h1></div><main><h1>The best cordless drills</h1>${para(3)}</main><div><h1>Newsletter</h1></div></body></html>`
+    expect(article(three).data.title).toBe("The best cordless drills")
     // an article's own h1 is still its headline, shown as the title only
     const plain = article(`<html><body><main><h1>Harbour works</h1>${para(3)}</main></body></html>`).data
     expect([plain.title, plain.content.includes("Harbour works\n")]).toEqual(["Harbour works", false])

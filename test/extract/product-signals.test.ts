@@ -24,6 +24,9 @@ describe("product SKU: what the page shows", () => {
     const html = page(mpnOnly, `<h1>Wireless Headset</h1><span class="price">US $189.99</span><div>eBay item number: 325987654321</div>
       <table><tr><td>Brand</td><td>Jabra</td></tr><tr><td>MPN</td><td>866724-0100</td></tr></table>`)
     expect(product(html, { url: "https://www.ebay.com/itm/325987654321" }).data.sku).toBe("325987654321")
+    // another source's sku the page does not show still comes before the part number
+    const og = page(`<meta property="product:retailer_item_id" content="SHOP-77812">${mpnOnly}`, `<h1>Wireless Headset</h1><span class="price">US $189.99</span>`)
+    expect(product(og).data.sku).toBe("SHOP-77812")
     // where the shop names none of its own, the part number stands in
     const alone = page(mpnOnly, `<h1>Wireless Headset</h1><span class="price">US $189.99</span><table><tr><td>MPN</td><td>866724-0100</td></tr></table>`)
     expect(product(alone).data.sku).toBe("866724-0100")
@@ -453,6 +456,8 @@ describe("shop templates' conventions", () => {
     expect([chosen.price, chosen.sku]).toEqual([38, "MCS3-S"])
     const first = product(page(ld({ "@type": "Product", name: "Merino Socks", offers: [...offers].reverse() }), `<h1>Merino Socks</h1>${picker(`<option value="11">S</option><option value="22">M</option>`)}`), url).data
     expect([first.price, first.sku]).toEqual([38, "MCS3-S"])
+    const enabled = product(page(ld({ "@type": "Product", name: "Merino Socks", offers }), `<h1>Merino Socks</h1>${picker(`<option value="11" disabled>S - sold out</option><option value="22">M</option>`)}`), url).data
+    expect([enabled.price, enabled.sku]).toEqual([42, "MCS3-M"])
     // a group's variant the address selects comes first among equals too
     const byAddress = product(page(ld(group), `<h1>Merino Socks</h1>`), { url: "https://s.example.com/products/socks?variant=22" }).data
     expect([byAddress.price, byAddress.sku]).toEqual([42, "MCS3-M"])
@@ -475,6 +480,9 @@ describe("shop templates' conventions", () => {
     // a class that only says a list price exists strikes nothing
     const vtex = page(head.replace("140.00", "129.90"), `<h1>Men's Ride 17</h1><div class="listPrice"><del>$159.00</del></div><div class="sellingPrice sellingPrice--hasListPrice">$129.90</div><div class="spotPrice"><strong class="price">$123.40</strong> with Pix</div>`)
     expect(product(vtex).data.price).toBe(129.9)
+    // struck in a club offer but shown as the price in the price box: the structured price stands
+    const club = page(head, `<h1>Men's Ride 17</h1><div class="member-offer">Club price <del>$140.00</del> <span class="price">$119.00</span></div><div class="product-price"><span class="price">$140.00</span></div>`)
+    expect(product(club).data.price).toBe(140)
   })
 
   it("an amount struck through by its style is an old price", () => {

@@ -36,6 +36,11 @@ describe("product extraction", () => {
     const several = `<script type="application/ld+json">{"@type":"Product","name":"Headphones","offers":{"@type":"AggregateOffer","lowPrice":"219.99","highPrice":"299.99","priceCurrency":"USD",
       "offers":[${offer("219.99", "UsedCondition")},${offer("299.99", "NewCondition")},${offer("279.99", "NewCondition")}]}}</script>`
     expect(product(several).data.price).toBe(279.99)
+    // a cheaper new offer that is out of stock does not sell
+    const soldOut = (price: string) => offer(price, "NewCondition").replace("InStock", "OutOfStock")
+    const inStock = `<script type="application/ld+json">{"@type":"Product","name":"Headphones","offers":{"@type":"AggregateOffer","lowPrice":"219.99","highPrice":"299.99","priceCurrency":"USD",
+      "offers":[${offer("219.99", "UsedCondition")},${soldOut("259.99")},${offer("279.99", "NewCondition")}]}}</script>`
+    expect(product(inStock).data.price).toBe(279.99)
   })
 
   it("follows @id references to the brand and offers a graph defines once, in another script too", () => {

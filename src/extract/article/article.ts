@@ -94,8 +94,8 @@ export function articleFromPage(page: Page): ArticleResult {
 
   let lines: HeadlineLines | undefined
   // (on a front, the lines under its h1 are its first card's: not the page's byline or date)
-  const nearHeadline = () => (lines ??= withoutItems(headlineLines(page.scope, data.title), !discussion))
-  const { headline: h1, banner } = headlineH1(page.scope, meta.title, meta.get("og:site_name"), page.url)
+  const nearHeadline = () => (lines ??= withoutItems(headlineLines(page.scope, data.title), inCard))
+  const { headline: h1, banner } = headlineH1(page.scope, meta.title, meta.get("og:site_name"), page.url, true)
   let title = first("title", (n) => str(n.headline) ?? (rank(n) < 2 ? str(n.name) : undefined))
     ?? fromMeta("title", ["og:title", "twitter:title", "dc.title", "title"])
   // a structured headline that neither the h1 nor the meta title shows, where those two agree, is
@@ -123,6 +123,7 @@ export function articleFromPage(page: Page): ArticleResult {
   // a page about a product (its structured data or its OpenGraph type says so)
   const productPage = nodesOfType(page, PRODUCT_TYPES).length > 0 || /product/i.test(meta.get("og:type") ?? "")
   const discussion = nodesOfType(page, DISCUSSION_TYPES).length > 0 || (page.url !== null && FORUM_URL.test(page.url)) || pageNamesThread(page.scope)
+  const inCard = cardsAlike(page.scope, discussion)
   const main = chooseMainContent(page.scope, data.title, ldBody !== undefined && ldBody.length >= 400, scripts, data.description, items, productPage, discussion)
   // the same short line twice in a row is shown once: a card's name on its picture's link and again in
   // its heading, a price as the regular and the sale price where a style sheet hides one
@@ -147,7 +148,7 @@ export function articleFromPage(page: Page): ArticleResult {
   // an organisation as the structured author (a company blog's plugin default) gives way to a person the page's byline names
   const organisations = authors !== undefined && authors.length > 0 && nodes.some(({ node }) => onlyOrganisations(node.author)) ? authors : undefined
   if (organisations !== undefined) {
-    const shown = findByline(page.scope, !discussion) ?? (() => { const near = bylineNearHeadline(nearHeadline()); return near !== undefined ? [near] : undefined })()
+    const shown = findByline(page.scope, inCard) ?? (() => { const near = bylineNearHeadline(nearHeadline()); return near !== undefined ? [near] : undefined })()
     if (shown !== undefined && shown.some((name) => !organisations.includes(name))) { authors = shown; sources.authors = "main-content" }
   }
   if (authors === undefined || authors.length === 0) {
@@ -155,9 +156,9 @@ export function articleFromPage(page: Page): ArticleResult {
       .map((x) => notUrl(x.replace(/^by\s+/i, ""))).filter((x): x is string => x !== undefined)
     if (m.length > 0) { authors = m; sources.authors = "meta" }
   }
-  // (a collection's bylines are its items')
-  if ((authors === undefined || authors.length === 0) && main.listing !== true) {
-    let byline = findByline(page.scope, !discussion)
+  // (a collection's bylines are its items': only a byline line under its headline names its author)
+  if (authors === undefined || authors.length === 0) {
+    let byline = main.listing === true ? undefined : findByline(page.scope, inCard)
     if (byline === undefined) {
       const near = bylineNearHeadline(nearHeadline())
       if (near !== undefined) byline = [near]
@@ -177,11 +178,12 @@ export function articleFromPage(page: Page): ArticleResult {
       // scholarly pages (Highwire Press tags, read by Google Scholar; PRISM)
       "citation_publication_date", "citation_online_date", "citation_date", "prism.publicationdate"]))
     ?? metaPublished(meta, sources)
-    // (a collection's shown dates are its items')
-    ?? (aboutAnEvent(page, nodes, data.title) || main.listing === true ? undefined : shownDate())
+    ?? (aboutAnEvent(page, nodes, data.title) ? undefined : shownDate())
   function shownDate(): string | undefined {
-    return timeElement(page.scope, sources, !discussion)
-      ?? dateLabel(page.scope, sources, !discussion)
+    // (a collection's dates are its items': only a date line under its headline dates it)
+    const pageWide = main.listing !== true
+    return (pageWide ? timeElement(page.scope, sources, inCard) : undefined)
+      ?? (pageWide ? dateLabel(page.scope, sources, inCard) : undefined)
       ?? dateUnderHeadline(nearHeadline(), sources)
       ?? urlDate(page.url, sources)
   }
@@ -344,7 +346,7 @@ function siteNameKeys(title: string | undefined, siteName: string | undefined, u
  * repeats a name the site goes by (og:site_name, the trailing part of `<title>`, the host) names
  * the site, not the page; except on the site's home page, or where `<title>` is that name alone.
  */
-export function headlineH1(scope: Element, title: string | undefined, siteName: string | undefined, url: string | null): { headline?: string; banner?: string } {
+export function headlineH1(scope: Element, title: string | undefined, siteName: string | undefined, url: string | null, sectionH1s = false): { headline?: string; banner?: string } {
   const site = isHomePage(url) ? new Set<string>() : siteNameKeys(title, siteName, url)
   if (title !== undefined) site.delete(titleKey(title))
   const out: { headline?: string; banner?: string } = {}
@@ -357,10 +359,35 @@ export function headlineH1(scope: Element, title: string | undefined, siteName: 
     else out.banner ??= text
     return false
   })
-  // a page that sets its sections in h1s (a manual page's NAME, SYNOPSIS…) is headed by its <title>,
-  // unless that holds the first of them
-  if (out.headline !== undefined && byTag(scope, "h1").length >= 3 && (title === undefined || !titleKey(title).includes(titleKey(out.headline)))) delete out.headline
+  // an article page that sets its sections in h1s (a manual page's NAME, SYNOPSIS…) is headed by its
+  // <title>, unless that holds the first of them
+  if (sectionH1s && out.headline !== undefined && title !== undefined && title.trim() !== "" && !titleKey(title).includes(titleKey(out.headline)) && setsSectionsInH1s(scope)) delete out.headline
   return out
+}
+
+/**
+ * Whether the page sets its sections in h1s: three or more h1s with text, outside its chrome (header,
+ * navigation, footer, aside), under parents of one kind (one parent, or sibling sections alike: a
+ * manual page's `section.Sh`), not a logo's, a headline's and a footer's h1 in three places.
+ */
+function setsSectionsInH1s(scope: Element): boolean {
+  const parents = new Map<string, number>()
+  let found = false, seen = 0
+  walk(scope, (el) => {
+    if (found || seen >= 50) return false
+    if (el.tag === "header" || el.tag === "nav" || el.tag === "footer" || el.tag === "aside") return false
+    if (el.tag !== "h1") return
+    seen++
+    const p = el.parent
+    if (p !== null && normalizeSpace(rawText(el, 200)) !== "") {
+      const k = `${p.tag} ${p.attr("class") ?? ""}`
+      const n = (parents.get(k) ?? 0) + 1
+      parents.set(k, n)
+      if (n >= 3) found = true
+    }
+    return false
+  })
+  return found
 }
 
 /**
@@ -431,7 +458,7 @@ function rank(n: JsonObject): number {
   return 2
 }
 
-function timeElement(root: Element, sources: FieldSources, skipItems: boolean): string | undefined {
+function timeElement(root: Element, sources: FieldSources, inCard: InCard): string | undefined {
   // the first <time> marked as the publication's wins; else the first that is not marked as an update
   // and does not stand in the page's chrome or its comments (a masthead's "today", a reader's reply)
   let marked: string | undefined, plain: string | undefined
@@ -441,10 +468,10 @@ function timeElement(root: Element, sources: FieldSources, skipItems: boolean): 
     if (el.tag !== "time") return
     seen++
     const v = toIsoDateTime(el.attr("datetime") ?? normalizeSpace(rawText(el)))
-    if (v === undefined || (skipItems && inRepeatedItem(el))) return
+    if (v === undefined || inCard(el)) return
     const words = `${el.attr("class") ?? ""} ${el.attr("itemprop") ?? ""} ${el.attr("id") ?? ""}`.toLowerCase()
     if (/publish|pubdate|date-?created/.test(words) || el.attr("pubdate") !== undefined) { if (!inChromeOrComments(el)) marked = v; return }
-    if (plain === undefined && !/updat|modif/.test(words) && !saysUpdated(el) && !inChromeOrComments(el)) plain = v
+    if (plain === undefined && !NOT_PUBLICATION_MARK.test(words) && !saysUpdated(el) && !inChromeOrComments(el)) plain = v
     return
   })
   const out = marked ?? plain
@@ -549,42 +576,76 @@ export function cleanAuthor(raw: string): string | undefined {
   return t
 }
 
+/** Whether an element stands inside one of several cards alike (see `cardsAlike`). */
+type InCard = (el: Element) => boolean
+
 /**
- * Whether an element is one item's among several alike (a front's or a list's cards, each with its
- * byline and its date): an ancestor, up to six levels above its parent, has at least two siblings of
- * its own kind that hold an element of the element's own kind. A kind is a tag and its classes, modifier
- * classes (`card--lead`) aside. Such dates and bylines are the items', not the page's. See
- * docs/extraction.md ("Cards alike").
+ * Cards alike: an element is one item's among several (a front's or a list's cards, each with its
+ * byline and its date) when an ancestor, from its parent up to five levels higher, has at least two
+ * siblings of its own kind that hold an element of the element's own kind and a headline (an h2–h6, or
+ * a link of three words or more). A kind is a tag and its classes, modifier classes (`card--lead`)
+ * aside. The ancestor that holds the page's headline (its first h1) is the page, no card. Such dates
+ * and bylines are the items', not the page's; on a discussion each post is the thread's, and nothing
+ * is a card. See docs/extraction.md ("Cards alike").
  */
-function inRepeatedItem(el: Element): boolean {
-  // (an element's kind is its tag and its classes but modifiers: a front's lead card is `story-card story-card--lead`)
+function cardsAlike(scope: Element, discussion: boolean): InCard {
+  if (discussion) return () => false
+  let headline: Element | null | undefined
+  const headlinePath = () => {
+    if (headline === undefined) {
+      headline = null
+      walk(scope, (el) => { if (headline !== null) return false; if (el.tag === "h1") { headline = el; return false } })
+    }
+    const path = new Set<Element>()
+    for (let e: Element | null = headline; e !== null; e = e.parent) path.add(e)
+    return path
+  }
+  let onPath: Set<Element> | undefined
+  let asked = 0
   const kind = (e: Element) => {
     const cls = e.attr("class")
     return cls === undefined ? e.tag : `${e.tag} ${cls.includes("--") ? cls.split(/\s+/).filter((c) => !c.includes("--")).join(" ") : cls.trim()}`
   }
-  const own = kind(el)
-  // (from the element's parent up: co-authors' names side by side in one byline are not items)
-  let e = el.parent
-  for (let level = 0; level < 6 && e !== null; level++) {
-    const p = e.parent
-    if (p === null || p.tag === "body" || p.tag === "html") return false
-    const item = kind(e)
-    let alike = 0, looked = 0
-    for (const s of p.children) {
-      if (typeof s === "string" || s === e || kind(s) !== item) continue
-      if (++looked > 12) break
-      let holds = false
-      walk(s, (d) => { if (holds) return false; if (kind(d) === own) holds = true })
-      if (holds && ++alike >= 2) return true
-    }
-    e = p
+  const headed = (card: Element) => {
+    let found = false
+    walk(card, (d) => {
+      if (found) return false
+      if (/^h[2-6]$/.test(d.tag) || (d.tag === "a" && normalizeSpace(rawText(d, 120)).split(" ").length >= 3)) { found = true; return false }
+    })
+    return found
   }
-  return false
+  return (el) => {
+    // (bounded: a page of thousands of marked names asks about the first ones only)
+    if (++asked > MAX_CARD_QUESTIONS) return false
+    onPath ??= headlinePath()
+    const own = kind(el)
+    let e = el.parent
+    for (let level = 0; level < 6 && e !== null; level++) {
+      const p = e.parent
+      if (p === null || p.tag === "body" || p.tag === "html" || onPath.has(e)) return false
+      const item = kind(e)
+      let alike = 0, looked = 0
+      for (const s of p.children) {
+        if (typeof s === "string" || s === e) continue
+        if (++looked > 30) break
+        if (kind(s) !== item) continue
+        let holds = false
+        walk(s, (d) => { if (holds) return false; if (kind(d) === own) holds = true })
+        if (holds && headed(s) && ++alike >= 2) return true
+      }
+      e = p
+    }
+    return false
+  }
 }
+/** At most this many elements are asked about per page. */
+const MAX_CARD_QUESTIONS = 200
 
 /** The structured items of the page's lists (`ItemList` elements, a `ListItem`'s `item`), breadcrumbs aside. */
 function listedItems(page: Page): Set<JsonObject> {
   const out = new Set<JsonObject>()
+  // (an item that is the page itself, by its address, stays the page's)
+  const own = (n: JsonObject) => page.url !== null && [str(n.url), str(n["@id"])].some((u) => u !== undefined && sameAddress(u, page.url!))
   const obj = (v: unknown): JsonObject | undefined => v !== null && typeof v === "object" && !Array.isArray(v) ? v as JsonObject : undefined
   for (const list of [page.structured.jsonld, page.structured.microdata]) {
     for (const n of list) {
@@ -594,8 +655,9 @@ function listedItems(page: Page): Set<JsonObject> {
       for (const e of Array.isArray(els) ? els : [els]) {
         const li = obj(e)
         if (li === undefined) continue
-        out.add(li)
         const item = obj(li.item)
+        if (own(li) || (item !== undefined && own(item))) continue
+        out.add(li)
         if (item !== undefined) out.add(item)
       }
     }
@@ -603,17 +665,37 @@ function listedItems(page: Page): Set<JsonObject> {
   return out
 }
 
-/** A `<time>` that a label just before it calls an update ("Last updated <time>3 months ago</time>"). */
-function saysUpdated(time: Element): boolean {
-  const line = time.parent
-  if (line === null) return false
-  let before = ""
-  for (const c of line.children) {
-    if (c === time) break
-    before += typeof c === "string" ? c : rawText(c, 80)
+/** Whether two addresses name one page (scheme, `www.`, a trailing slash, the query and the fragment aside). */
+function sameAddress(a: string, b: string): boolean {
+  try {
+    const key = (u: string) => { const x = new URL(u, b); return `${x.hostname.replace(/^www\./, "")}${x.pathname.replace(/\/+$/, "")}` }
+    return key(a) === key(b)
+  } catch {
+    return false
   }
-  return NOT_PUBLISHED.test(before.slice(-60))
 }
+
+/**
+ * A `<time>` that a label just before it calls an update ("Last updated <time>3 months ago</time>",
+ * "Updated: <b><time>…</time></b>"; read in its parent, and in its grandparent when the parent is inline).
+ */
+function saysUpdated(time: Element): boolean {
+  let child = time
+  for (let up = 0; up < 2; up++) {
+    const line = child.parent
+    if (line === null) return false
+    let before = ""
+    for (const c of line.children) {
+      if (c === child) break
+      before += typeof c === "string" ? c : rawText(c, 80)
+    }
+    if (NOT_PUBLISHED.test(before.slice(-60))) return true
+    if (!INLINE.has(line.tag)) return false
+    child = line
+  }
+  return false
+}
+const INLINE = new Set(["b", "strong", "em", "i", "span", "small", "a", "font"])
 
 /** Words of class/id/itemprop values that mark a publication date line. */
 const DATE_CLASS = /(^|[^a-z])(date|published|publish|pubdate|posted|post-date|entry-date|timestamp|dateline)([^a-z]|$)/i
@@ -623,14 +705,14 @@ const NOT_PUBLICATION_MARK = /updat|modif|revision|edited|(?:^|[^a-z])foot(?:er)
 const NOT_PUBLISHED = /\b(updated|modified|last edited|revised|event|expires|ends?)\b|\b(mis|mise)e?s? à jour|\b(aktualisiert|geändert|actualizad[oa]|actualización|aggiornat[oa]|bijgewerkt|atualizad[oa]|zaktualizowano)\b/i
 
 /** A short visible text in an element marked as a date ("Posted on March 3, 2025"), the first one. */
-function dateLabel(root: Element, sources: FieldSources, skipItems: boolean): string | undefined {
+function dateLabel(root: Element, sources: FieldSources, inCard: InCard): string | undefined {
   let out: string | undefined
   walk(root, (el) => {
     if (out !== undefined) return false
     const mark = (el.attr("class") ?? "") + " " + (el.attr("id") ?? "") + " " + (el.attr("itemprop") ?? "")
     if (!DATE_CLASS.test(mark.replace(/([a-z])([A-Z])/g, "$1-$2"))) return
     // a revision's date (MkDocs' `git-revision-date`) or a footer's ("foot-date": a manual page's release)
-    if (NOT_PUBLICATION_MARK.test(mark) || (skipItems && inRepeatedItem(el))) return false
+    if (NOT_PUBLICATION_MARK.test(mark) || inCard(el)) return false
     // (a top bar's "Tuesday 3 February 2026" is today's date, not the article's)
     if (inSiteBar(el)) return false
     const t = normalizeSpace(rawText(el))
@@ -690,10 +772,9 @@ interface HeadlineLines {
   before: Array<[Element, string]>
   after: Array<[Element, string]>
 }
-/** The lines without those inside cards alike (see `inRepeatedItem`). */
-function withoutItems(lines: HeadlineLines, skipItems: boolean): HeadlineLines {
-  if (!skipItems) return lines
-  const keep = ([el]: [Element, string]) => !inRepeatedItem(el)
+/** The lines without those inside cards alike (see `cardsAlike`). */
+function withoutItems(lines: HeadlineLines, inCard: InCard): HeadlineLines {
+  const keep = ([el]: [Element, string]) => !inCard(el)
   return { before: lines.before.filter(keep), after: lines.after.filter(keep) }
 }
 function headlineLines(root: Element, title: string): HeadlineLines {
@@ -770,8 +851,9 @@ function bylineNearHeadline(lines: HeadlineLines): string | undefined {
     }
     const m = BY_NAME.exec(t)
     if (m === null) return undefined
-    // (a date may follow the name: "By Lena Park March 1, 2026")
-    const name = m[1]!.trim().replace(/\s+(and|&)$/, "").replace(TRAILING_MONTH, "")
+    // (a date may follow the name: "By Lena Park March 1, 2026"; "By Theresa May" is a name)
+    let name = m[1]!.trim().replace(/\s+(and|&)$/, "")
+    if (/^\s*\d/.test(t.slice(m.index + m[0].length))) name = name.replace(TRAILING_MONTH, "")
     return isNameShape(name) ? name : undefined
   }
   for (const [el, t] of [...lines.after, ...lines.before]) {
@@ -781,7 +863,7 @@ function bylineNearHeadline(lines: HeadlineLines): string | undefined {
   return undefined
 }
 
-function findByline(root: Element, skipItems: boolean): string[] | undefined {
+function findByline(root: Element, inCard: InCard): string[] | undefined {
   let out: string[] | undefined
   walk(root, (el) => {
     if (out !== undefined) return false
@@ -789,7 +871,7 @@ function findByline(root: Element, skipItems: boolean): string[] | undefined {
     if (isReviewOrTestimonial(el)) return false
     const mark = bylineMark(el)
     if (mark === BylineMark.None) return
-    if (skipItems && inRepeatedItem(el)) return false
+    if (inCard(el)) return false
     // an author box holds the names' own elements (`rel="author"`, `author-name`): those, not the
     // box's labels ("Author:", "Senior Editor"); a marked line that holds no name (a forum post's date
     // under class "author") does not end the search. A name's marked siblings are co-authors
@@ -809,12 +891,19 @@ function findByline(root: Element, skipItems: boolean): string[] | undefined {
   return out
 }
 
-/** An element whose class or id names a customer's review or a testimonial (`review-card`, `featured-review_rating-author`, `testimonials`). */
+/**
+ * An element whose class or id names a customer's review or a testimonial: `testimonials`,
+ * `customer-reviews`, `review-card`, `featured-review_rating-author` ("review" with a word of a review
+ * widget: an editorial review's `<article class="review">` is the page).
+ */
 function isReviewOrTestimonial(el: Element): boolean {
   const marks = `${el.attr("class") ?? ""} ${el.attr("id") ?? ""}`
-  return marks.length > 5 && /review|testimonial/i.test(marks) && wordsOf(marks).some((w) => REVIEW_WORDS.has(w))
+  if (marks.length <= 5 || !/review|testimonial/i.test(marks)) return false
+  const words = wordsOf(marks)
+  return words.some((w) => w === "testimonial" || w === "testimonials") || (words.some((w) => w === "review" || w === "reviews") && words.some((w) => REVIEW_WIDGET.has(w)))
 }
-const REVIEW_WORDS = new Set("review reviews testimonial testimonials".split(" "))
+/** Words that make a "review" element a customer's review (a widget's card, list, rating, stars). */
+const REVIEW_WIDGET = new Set("card cards item items list author rating ratings stars customer customers user users featured widget slider carousel".split(" "))
 
 /** The text of the first `itemprop="name"` below an item, when it reads as a name. */
 function itempropName(item: Element): string | undefined {

@@ -322,8 +322,8 @@ function mostlyDate(text: string): boolean {
   for (const w of text.split(/[^\p{L}\p{N}.:]+/u)) if (w !== "" && !DATE_WORDS.test(w.replace(/[.:]+$/, "")) && ++other > 4) return false
   return true
 }
-/** A time that starts a line, bracketed or followed by a separator: `(00:00)`, `[1:02:15]`, `14:40 –`. */
-const LEADING_TIME = /^[([]?\d{1,2}:\d\d(?::\d\d)?[)\]]?\s*[-–—:|]?\s*/
+/** A time that starts a line, bracketed or followed by a separator: `(00:00)`, `[1:02:15]`, `14:40 –` (not a bar: "14:40 | Reuters" is a dateline). */
+const LEADING_TIME = /^[([]?\d{1,2}:\d\d(?::\d\d)?[)\]]?\s*[-–—:]?\s*/
 /**
  * A line labelled by a time and nothing else of a date: a chapter of an episode ("(00:00) Intro"),
  * an agenda's slot ("09:30 Registration"). Its first word after the time is no date word (not "10:42

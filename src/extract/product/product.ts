@@ -86,11 +86,12 @@ function selectedVariantUrl(page: Page): string | null {
       if (id !== undefined) return false
       // (a radio button counts only when checked)
       if (f.tag === "input" && f.attrs?.name === "id" && /^\d+$/.test(f.attrs.value ?? "") && (f.attrs.type !== "radio" || f.attrs.checked !== undefined)) id = f.attrs.value
-      // a variant picker: its selected option, else its first one, as the browser would send
+      // a variant picker: its selected option, else its first enabled one, as the browser would send
       if (f.tag === "select" && f.attrs?.name === "id") {
         const options: Element[] = []
         walk(f, (o) => { if (o.tag === "option") options.push(o) })
-        const value = (options.find((o) => o.attrs?.selected !== undefined) ?? options[0])?.attrs?.value ?? ""
+        const enabled = options.filter((o) => o.attrs?.disabled === undefined)
+        const value = (options.find((o) => o.attrs?.selected !== undefined) ?? enabled[0])?.attrs?.value ?? ""
         if (/^\d+$/.test(value)) id = value
         return false
       }
@@ -389,8 +390,9 @@ function decidePrice(data: Product, sources: Record<string, string>, sig: Signal
   }
   // a structured price the page shows only struck through, as the old price beside a lower one in its
   // price box, is stale: the sale the page shows is the price (structured data written before a markdown)
+  const same = (a: number, b: number) => Math.abs(a - b) < 0.005
   if (data.price !== undefined && sig.price !== undefined && sig.price.price < data.price && (sig.price.currency === undefined || sig.price.currency === data.currency)
-    && sig.oldPrices.some((p) => Math.abs(p - data.price!) < 0.005)) {
+    && sig.oldPrices.some((p) => same(p, data.price!)) && !sig.shownPrices.some((p) => same(p, data.price!))) {
     data.price = sig.price.price
     sources.price = "product-heuristics"
     return
@@ -485,8 +487,9 @@ function decideSku(data: Product, sources: Record<string, string>, sig: Signals,
   const shownMpn = candidates.find((c) => c.mpn === true && c.value.length >= 4 && sig.shows(c.value))
   const agreed = ids.find((c, i) => ids.some((o, j) => j !== i && o.source !== c.source && o.value === c.value))
   const chosen = shown ?? agreed
-  const structured = chosen?.value ?? (skuIsMpn ? undefined : data.sku)
-  const structuredSource = chosen?.source ?? sources.sku
+  // (where the main product's structured sku is only its mpn, another source's sku comes first)
+  const structured = chosen?.value ?? (skuIsMpn ? ids[0]?.value : data.sku)
+  const structuredSource = chosen?.source ?? (skuIsMpn ? ids[0]?.source : sources.sku)
   const pick = (v: string | undefined, source: string): boolean => {
     if (v === undefined || v.trim() === "") return false
     data.sku = v

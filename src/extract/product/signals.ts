@@ -96,6 +96,8 @@ export interface Signals {
   price?: PriceCandidate
   /** Amounts the main area shows struck through (`<del>`, `<s>`, a line-through style): old prices. */
   oldPrices: number[]
+  /** Amounts of the main area's price elements that are not old prices (the first 50). */
+  shownPrices: number[]
   bid?: PriceCandidate
   /** First availability element's reading. */
   availabilityText?: string
@@ -222,6 +224,7 @@ export function readSignals(root: Element): Signals {
     text: "",
     anyEnabledBuy: false,
     oldPrices: [],
+    shownPrices: [],
     shows: (v) => shows((allText ??= all.join("\n")), v),
     labelSku: lazy("sku", () => firstId(SKU_RE, labels(), true) ?? firstId(CODE_RE, labels())),
     weakLabelSku: lazy("weak", () => firstId(WEAK_RE, labels())),
@@ -352,6 +355,7 @@ export function readSignals(root: Element): Signals {
             if (p.currency !== undefined || detectCurrency(t) !== undefined) sc += 3
             if (CUR_PRICE.test(words)) sc += 1
             if (itemprop === "price") sc += 4
+            if (out.shownPrices.length < 50) out.shownPrices.push(p.price)
             const cand = candidate(p, sc, bid)
             if (bid) bestBid ??= cand
             else if (best === undefined || sc > best.score) best = cand
