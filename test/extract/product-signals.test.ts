@@ -494,7 +494,7 @@ describe("shop templates' conventions", () => {
   it("reads 'related products' headings in more languages, also in scripts without word boundaries", () => {
     const html = (heading: string) => page("", `<h1>Makita DHP482RTJ</h1><ul><li><h2>1 299,00 zł</h2></li></ul>
       <h3>${heading}</h3><div class="row"><div class="caption"><h4><a href="/p/2">Makita DHP482Z</a></h4><p class="price">389,00 zł</p></div></div>`)
-    for (const heading of ["Produkty powiązane", "Relaterade produkter", "関連商品"]) expect(product(html(heading), { url: "https://shop.example.pl/p/1" }).data.price).toBe(1299)
+    for (const heading of ["Produkty powiązane", "Relaterade produkter", "関連商品", "Similar item to consider"]) expect(product(html(heading), { url: "https://shop.example.pl/p/1" }).data.price).toBe(1299)
   })
 
   it("what follows a 'Related products' heading is other items", () => {
