@@ -497,6 +497,15 @@ describe("shop templates' conventions", () => {
     for (const heading of ["Produkty powiązane", "Relaterade produkter", "関連商品", "Similar item to consider"]) expect(product(html(heading), { url: "https://shop.example.pl/p/1" }).data.price).toBe(1299)
   })
 
+  it("a list of other products, each item with a link and a price, is other items wherever it stands", () => {
+    const ranking = `<div class="side"><p>Best sellers</p><ol>${[["drip-50", "2,180"], ["drip-100", "3,980"], ["beans-1kg", "4,480"]].map(([slug, price]) => `<li><a href="/shop/${slug}/">${slug}</a><br><span class="price">${price}円</span></li>`).join("")}</ol></div>`
+    const html = page("", `${ranking}<h1>ドリップバッグ コーヒー 100袋</h1><table><tr><td>価格</td><td><span class="price2">3,980円</span></td></tr></table>`)
+    expect(product(html, { url: "https://item.example.jp/shop/drip-100/" }).data.price).toBe(3980)
+    // a tier price list (no links) is the product's own
+    const tiers = page("", `<h1>Kabel 5 m</h1><ul class="tiers"><li><span class="price">9,99 €</span> ab 1 Stück</li><li><span class="price">8,99 €</span> ab 10 Stück</li><li><span class="price">7,99 €</span> ab 50 Stück</li></ul>`)
+    expect(product(tiers, { url: "https://shop.example.de/kabel" }).data.price).toBe(9.99)
+  })
+
   it("what follows a 'Related products' heading is other items", () => {
     const html = `<h1>Arc Lamp</h1><div><strong>$245.00</strong><button>Add to cart</button></div>
       <div><h3>Customers also bought</h3></div><div class="row"><div><h4>Bulb</h4><p class="price">$12.00</p><button>Add to cart</button></div></div>`

@@ -7,7 +7,7 @@
  * page chrome (`nav`, `footer`) is kept apart: a shop page shows many prices and buttons, only the
  * main product's count.
  */
-import { Element, normalizeSpace } from "../html/dom.ts"
+import { Element, normalizeSpace, walk } from "../html/dom.ts"
 import { detectCurrency, parsePrice, PERCENT, withoutPercentages, type ParsedPrice } from "./price.ts"
 import { BLOCK_TAGS, NO_TEXT_TAGS } from "../html/text.ts"
 
@@ -299,6 +299,7 @@ export function readSignals(root: Element): Signals {
     if (tag === "nav" || tag === "footer") fl |= F_CHROME
     if ((fl & F_RELATED) === 0 && words !== "" && RELATED_TAGS.has(tag) && !titlePath.has(el) && RELATED.test(words)) fl |= F_RELATED
     if ((fl & F_RELATED) === 0 && afterRelatedHeading.has(el) && !titlePath.has(el)) fl |= F_RELATED
+    if ((fl & F_RELATED) === 0 && (tag === "ul" || tag === "ol") && !titlePath.has(el) && isProductList(el)) fl |= F_RELATED
     // (after the title: a "Recently viewed" strip above it lists other items, the product follows)
     if ((fl & F_RELATED) === 0 && HEADINGS.has(tag) && out.h1At !== undefined) {
       const t = blockText(el, 60)
@@ -486,6 +487,28 @@ function nextElements(el: Element): Element[] {
 const HEADINGS = new Set(["h2", "h3", "h4", "h5", "h6"])
 /** Headings over other items than the page's product. */
 const RELATED_HEADING = /^\s*(?:related (?:products?|items)|you (?:may|might) also (?:like|love)|(?:customers|people|others) (?:who (?:bought|viewed) this (?:item|product) )?also (?:bought|viewed|liked)|similar (?:products?|items?)|recommended (?:for you|products|items)|recently viewed|more from (?:this|the) (?:seller|shop|store|brand|collection)|frequently bought together|complete the look|kunden kauften auch|ähnliche (?:produkte|artikel)|das könnte (?:dir|ihnen) auch gefallen|produits (?:similaires|associés)|vous aimerez aussi|productos (?:relacionados|similares)|también te puede gustar|prodotti (?:correlati|simili)|potrebbe interessarti|produtos relacionados|gerelateerde producten|podobne produkty|produkty powiązane|polecane produkty|klienci kupili również|související produkty|podobné produkty|relaterade produkter|liknande produkter|relaterte produkter|relaterede produkter|lignende produkter|vergelijkbare producten|anderen bekeken ook|passende produkte|andere kunden kauften auch|prodotti consigliati|productos recomendados|você também pode gostar|produtos similares|vous pourriez aussi aimer|benzer ürünler|похожие товары|с этим товаром покупают|関連商品|おすすめ商品|相关商品|猜你喜欢|相關商品|관련 상품)(?![\p{L}\p{N}])/iu
+
+/**
+ * A list of other products: three or more items, each with a link and its own price element (a
+ * sidebar's best sellers, a "recently viewed" strip). A product's variants are links without prices,
+ * or a list that holds the title.
+ */
+function isProductList(list: Element): boolean {
+  let priced = 0, items = 0
+  for (const li of list.children) {
+    if (typeof li === "string" || li.tag !== "li") continue
+    if (++items > 20) break
+    let link = false, price = false
+    walk(li, (d) => {
+      if (d.tag === "a") link = true
+      const cls = d.attrs?.class
+      if (cls !== undefined && cls.toLowerCase().includes("price")) price = true
+      return !(link && price)
+    })
+    if (link && price && ++priced >= 3) return true
+  }
+  return false
+}
 
 /** The first `h1` below `root` (tags only, no text read). */
 function firstH1(root: Element): Element | null {
