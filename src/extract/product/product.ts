@@ -130,19 +130,7 @@ const SECOND_HAND = /used|refurbished|damaged/i
 
 function readOffer(o: JsonValue | undefined, pageUrl: string | null = null, depth = 0): Offerish | undefined {
   if (o === undefined || o === null || depth > 4) return undefined
-  if (Array.isArray(o)) {
-    const list = o.map((x) => readOffer(x, pageUrl, depth + 1)).filter((x): x is Offerish => x !== undefined)
-    const selected = list.filter((x) => x.price !== undefined && isSelectedOffer(x.url, pageUrl))
-    if (selected.length === 1) return selected[0]
-    const pick = list.find((x) => x.price !== undefined && x.availability !== "OutOfStock" && x.secondHand !== true) ?? list.find((x) => x.price !== undefined && x.secondHand !== true)
-      ?? list.find((x) => x.price !== undefined && x.availability !== "OutOfStock") ?? list.find((x) => x.price !== undefined) ?? list[0]
-    // (a second-hand offer in stock lends a new one nothing)
-    const lends = (x: Offerish) => x.availability !== undefined && x.availability !== "OutOfStock" && (x.secondHand !== true || pick?.secondHand === true)
-    if (pick !== undefined && pick.availability === "OutOfStock" && list.some(lends)) {
-      return { ...pick, availability: list.find(lends)!.availability! }
-    }
-    return pick
-  }
+  if (Array.isArray(o)) return pickOffer(readOffers(o, pageUrl, depth), pageUrl)
   if (typeof o !== "object") return undefined
   const n = o as JsonObject
   const spec = sellingSpec(n.priceSpecification)
@@ -150,13 +138,14 @@ function readOffer(o: JsonValue | undefined, pageUrl: string | null = null, dept
   // a price written with its currency (`"price": "$19.99"`) names the currency when priceCurrency is missing
   const currency = normalizeCurrency(str(n.priceCurrency) ?? (spec && typeof spec === "object" ? str(spec.priceCurrency) : undefined))
     ?? (priceText !== undefined && /\D/.test(priceText.replace(/[\s.,]/g, "")) ? detectCurrency(priceText) : undefined)
-  const nested = n.offers !== undefined ? readOffer(n.offers, pageUrl, depth + 1) : undefined
+  // (an array of offers is read once: its pick is the nested offer, its members price an aggregate)
+  const listed = Array.isArray(n.offers) ? readOffers(n.offers, pageUrl, depth + 1) : []
+  const nested = Array.isArray(n.offers) ? pickOffer(listed, pageUrl) : n.offers !== undefined ? readOffer(n.offers, pageUrl, depth + 1) : undefined
   // an aggregate's lowest price may be a second-hand one (an open-box return): then the lowest of its
   // new offers (in stock when one is) is the price
-  const listed = Array.isArray(n.offers) ? n.offers.map((x) => readOffer(x, pageUrl, depth + 1)) : []
-  const newOffers = listed.filter((x): x is Offerish & { price: number } => x !== undefined && x.price !== undefined && x.secondHand !== true)
+  const newOffers = listed.filter((x): x is Offerish & { price: number } => x.price !== undefined && x.secondHand !== true)
   const inStock = newOffers.filter((x) => x.availability !== "OutOfStock")
-  const newPrice = listed.some((x) => x?.secondHand === true) && newOffers.length > 0
+  const newPrice = listed.some((x) => x.secondHand === true) && newOffers.length > 0
     ? Math.min(...(inStock.length > 0 ? inStock : newOffers).map((x) => x.price))
     : undefined
   let price = numberOf(n.price, currency) ?? newPrice ?? numberOf(n.lowPrice, currency) ?? (spec && typeof spec === "object" ? numberOf(spec.price, currency) : undefined)
@@ -175,6 +164,25 @@ function readOffer(o: JsonValue | undefined, pageUrl: string | null = null, dept
   const vat = n.valueAddedTaxIncluded ?? (spec && typeof spec === "object" ? spec.valueAddedTaxIncluded : undefined)
   if ((vat === false || vat === "false" || nested?.beforeTax === true) && out.price !== undefined) out.beforeTax = true
   return out
+}
+
+/** The offers of an array, each read (those that are no offer left out). */
+function readOffers(list: readonly JsonValue[], pageUrl: string | null, depth: number): Offerish[] {
+  return list.map((x) => readOffer(x, pageUrl, depth + 1)).filter((x): x is Offerish => x !== undefined)
+}
+
+/** The offer that sells among several: the one the page's address selects, else the first new one in stock. */
+function pickOffer(list: readonly Offerish[], pageUrl: string | null): Offerish | undefined {
+  const selected = list.filter((x) => x.price !== undefined && isSelectedOffer(x.url, pageUrl))
+  if (selected.length === 1) return selected[0]
+  const pick = list.find((x) => x.price !== undefined && x.availability !== "OutOfStock" && x.secondHand !== true) ?? list.find((x) => x.price !== undefined && x.secondHand !== true)
+    ?? list.find((x) => x.price !== undefined && x.availability !== "OutOfStock") ?? list.find((x) => x.price !== undefined) ?? list[0]
+  // (a second-hand offer in stock lends a new one nothing)
+  const lends = (x: Offerish) => x.availability !== undefined && x.availability !== "OutOfStock" && (x.secondHand !== true || pick?.secondHand === true)
+  if (pick !== undefined && pick.availability === "OutOfStock" && list.some(lends)) {
+    return { ...pick, availability: list.find(lends)!.availability! }
+  }
+  return pick
 }
 
 export function productFromPage(page: Page): ProductResult {
