@@ -281,6 +281,10 @@ export function collectMeta(root: Element, html: Element): MetaTags {
   }
 }
 
+/** A JSON value as an object (not an array), else undefined. */
+export const objectOf = (v: JsonValue | undefined): JsonObject | undefined =>
+  v !== null && v !== undefined && typeof v === "object" && !Array.isArray(v) ? v : undefined
+
 /** First string of a JSON-LD value (strings, arrays, `{name}` / `{@value}` / `{url}` objects). */
 export function str(v: JsonValue | undefined, field: "name" | "url" = "name"): string | undefined {
   if (v === undefined || v === null) return undefined

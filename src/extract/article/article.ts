@@ -1,7 +1,7 @@
 /** Article fields from an HTML page: structured data, meta tags and the main-content extractor. */
 import type { Article } from "../types.ts"
 import { byTag, normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
-import { str, strs, typesOf, type JsonObject, type MetaTags } from "../structured.ts"
+import { objectOf, str, strs, typesOf, type JsonObject, type MetaTags } from "../structured.ts"
 import { nodesOfType, type Page } from "../page.ts"
 import { extractMainContent, shownText, startsLine, wordsOf, type MainContent } from "./main-content.ts"
 import { readScriptData } from "./script-data.ts"
@@ -646,16 +646,15 @@ function listedItems(page: Page): Set<JsonObject> {
   const out = new Set<JsonObject>()
   // (an item that is the page itself, by its address, stays the page's)
   const own = (n: JsonObject) => page.url !== null && [str(n.url), str(n["@id"])].some((u) => u !== undefined && sameAddress(u, page.url!))
-  const obj = (v: unknown): JsonObject | undefined => v !== null && typeof v === "object" && !Array.isArray(v) ? v as JsonObject : undefined
   for (const list of [page.structured.jsonld, page.structured.microdata]) {
     for (const n of list) {
       const types = typesOf(n)
       if (!types.includes("ItemList") || types.includes("BreadcrumbList")) continue
       const els = n.itemListElement
       for (const e of Array.isArray(els) ? els : [els]) {
-        const li = obj(e)
+        const li = objectOf(e)
         if (li === undefined) continue
-        const item = obj(li.item)
+        const item = objectOf(li.item)
         if (own(li) || (item !== undefined && own(item))) continue
         out.add(li)
         if (item !== undefined) out.add(item)

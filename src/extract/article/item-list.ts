@@ -6,7 +6,7 @@
  */
 import { normalizeSpace } from "../html/dom.ts"
 import { decodeEntities } from "../html/entities.ts"
-import { str, typesOf, type JsonObject, type JsonValue } from "../structured.ts"
+import { objectOf, str, typesOf, type JsonObject } from "../structured.ts"
 
 /** Fewer items than this are a page's own product or a breadcrumb, not a listing. */
 const MIN_ITEMS = 4
@@ -15,9 +15,6 @@ const MAX_ITEMS = 500
 const NOT_CONTENT = /^(BreadcrumbList|SiteNavigationElement|WPHeader|WPFooter|WPSideBar)$/i
 /** Item types a collection page lists. */
 const CARD_TYPES = /^(Product|ProductGroup|IndividualProduct|Book|Movie|TVSeries|Event|Recipe|Course|Article|NewsArticle|BlogPosting|Place|LocalBusiness|Hotel|Restaurant|SoftwareApplication|VideoGame|CreativeWork|MusicAlbum|JobPosting|Vehicle|Car)$/i
-
-const obj = (v: JsonValue | undefined): JsonObject | undefined =>
-  v !== null && v !== undefined && typeof v === "object" && !Array.isArray(v) ? v : undefined
 
 /** Paragraphs of the items the page lists in structured data, or [] when it lists none. */
 export function structuredListing(nodes: readonly JsonObject[]): string[] {
@@ -30,9 +27,9 @@ export function structuredListing(nodes: readonly JsonObject[]): string[] {
     const list = Array.isArray(els) ? els : els !== undefined ? [els] : []
     const cards: string[] = []
     for (const e of list.slice(0, MAX_ITEMS)) {
-      const li = obj(e)
+      const li = objectOf(e)
       if (li === undefined) continue
-      const item = obj(li.item) ?? li
+      const item = objectOf(li.item) ?? li
       const c = card(item)
       if (c !== undefined) cards.push(c)
     }
@@ -62,7 +59,7 @@ function card(item: JsonObject): string | undefined {
   const parts = [name]
   const brand = clean(str(item.brand))
   if (brand !== undefined && !name.toLowerCase().includes(brand.toLowerCase())) parts.unshift(brand)
-  const offer = obj(Array.isArray(item.offers) ? item.offers[0] : item.offers)
+  const offer = objectOf(Array.isArray(item.offers) ? item.offers[0] : item.offers)
   const price = offer !== undefined ? str(offer.price) ?? str(offer.lowPrice) : undefined
   if (price !== undefined && /\d/.test(price)) parts.push(`${currencySign(str(offer!.priceCurrency))}${price}`)
   return parts.join(" ")

@@ -6,7 +6,7 @@
 import type { Product } from "../types.ts"
 import { normalizeSpace, rawText, walk, type Element } from "../html/dom.ts"
 import { decodeEntities } from "../html/entities.ts"
-import { str, strs, typesOf, type JsonObject, type JsonValue } from "../structured.ts"
+import { objectOf, str, strs, typesOf, type JsonObject, type JsonValue } from "../structured.ts"
 import { nodesOfType, type Page } from "../page.ts"
 import { ImageSet } from "../images.ts"
 import { detectCurrency, normalizeCurrency, parseNumber, parsePrice, sharesSign, type ParsedPrice } from "./price.ts"
@@ -204,7 +204,7 @@ export function productFromPage(page: Page): ProductResult {
   const rankOf = (n: JsonObject) => score(n) + (isMain(n) ? (isGroup(n) ? 8 : 4) : 0)
   // of equal ones, the variant the page's buy form has selected comes first
   const selection = selectedVariantUrl(page)
-  const selected = (n: JsonObject) => n.offers !== null && typeof n.offers === "object" && !Array.isArray(n.offers) && isSelectedOffer(str(n.offers.url), selection) ? 1 : 0
+  const selected = (n: JsonObject) => isSelectedOffer(str(objectOf(n.offers)?.url), selection) ? 1 : 0
   products.sort((a, b) => rankOf(b.node) - rankOf(a.node) || selected(b.node) - selected(a.node))
   const skuCandidates: SkuCandidate[] = []
   const addSku = (v: string | undefined, source: string, mpn = false) => { if (v !== undefined && v.trim() !== "") skuCandidates.push({ value: v.trim(), source, ...(mpn ? { mpn } : {}) }) }
