@@ -590,12 +590,10 @@ type InCard = (el: Element) => boolean
  */
 function cardsAlike(scope: Element, discussion: boolean): InCard {
   if (discussion) return () => false
-  let headline: Element | null | undefined
+  /** The page's first h1 and its ancestors, found on the first question. */
   const headlinePath = () => {
-    if (headline === undefined) {
-      headline = null
-      walk(scope, (el) => { if (headline !== null) return false; if (el.tag === "h1") { headline = el; return false } })
-    }
+    let headline = null as Element | null
+    walk(scope, (el) => { if (headline !== null) return false; if (el.tag === "h1") { headline = el; return false } })
     const path = new Set<Element>()
     for (let e: Element | null = headline; e !== null; e = e.parent) path.add(e)
     return path
