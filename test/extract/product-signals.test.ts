@@ -317,6 +317,26 @@ describe("prices and identifiers pages show without structured data", () => {
     expect(product(page("", `<h1>Mug</h1><p><del>$12.00</del></p><p>$9.00</p>`)).data.price).toBe(9)
   })
 
+  it("reads the amount a price label names far below the title, struck old prices left out", () => {
+    const menu = Array.from({ length: 80 }, (_, i) => `<li><a href="/c/${i}">Category ${i}</a></li>`).join("")
+    const html = page("", `<h1>Sale</h1><ul>${menu}</ul><table><tr><td>Item No:</td><td>amx1</td></tr>
+      <tr><td>Price:</td><td><strike>64.27 €</strike> <span class="red">43.97 €</span> <span>(- 32%)</span></td></tr></table>`)
+    expect(product(html).data.price).toBe(43.97)
+    expect(product(page("", `<h1>Sale</h1><ul>${menu}</ul><p>Preis: 19,90 €</p>`)).data.price).toBe(19.9)
+    // a label that names another price, or none, is no price
+    expect(product(page("", `<h1>Sale</h1><ul>${menu}</ul><p>Price match guarantee</p><p>List price:</p><p>$30.00</p>`)).data.price).toBeUndefined()
+  })
+
+  it("a price box marked regular holds the price when the page marks no other", () => {
+    // Magento's whole price box inside a `price-regular` wrapper: its special price sells
+    const box = `<div class="price-regular"><div class="price-box"><span class="special-price"><span class="price">10,75 €</span></span>
+      <span class="old-price"><span class="price">11,95 €</span></span></div></div>`
+    expect(product(page("", `<div class="title">The One Device</div>${box}<button>Add to cart</button>`)).data.price).toBe(10.75)
+    expect(product(page("", `<div class="title">Tee</div><span class="price-regular">£109.00</span><button>Add to cart</button>`)).data.price).toBe(109)
+    // beside a sale price, the regular price is the old one
+    expect(product(page("", `<div class="title">Tee</div><span class="price-regular">$20.00</span><span class="price-sale">$15.00</span>`)).data.price).toBe(15)
+  })
+
   it("skips a price before tax", () => {
     const html = page("", `<h1>Reading lenses</h1><ul><li>Excl. VAT:</li><li>36.53€</li><li>Total:</li><li>40.00€</li></ul>`)
     expect(product(html).data.price).toBe(40)

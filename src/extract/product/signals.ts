@@ -203,8 +203,12 @@ function markedId(el: Element): string | undefined {
 const RELATED_TAGS = new Set(["div", "section", "ul", "ol", "aside", "article", "li", "table", "tbody", "dl"])
 /** Quick filter: attribute words that any of the checks below could match. */
 const INTERESTING = /avail|stock|invent|lager|dispon|verf|deliver|status|sku|ref|code|numb|no|nr|model|style/
-/** F_OLD: inside an old price, by tag or class; F_STRUCK: inside a struck-through element (a class may lie: `price-old-live` on the only price). */
-const F_RELATED = 1, F_CHROME = 2, F_OLD = 4, F_STRUCK = 8
+/**
+ * F_OLD: inside an old price, by tag or class; F_STRUCK: inside a struck-through element (a class may lie:
+ * `price-old-live` on the only price); F_REGULAR: inside a price marked "regular" only, which is the old
+ * price beside a sale and the price itself when there is none (`price-regular` holding a shop's whole price box).
+ */
+const F_RELATED = 1, F_CHROME = 2, F_OLD = 4, F_STRUCK = 8, F_REGULAR = 16
 /** "Near the title": characters of main text before and after the first `h1`. */
 export const NEAR_BEFORE = 1500, NEAR_AFTER = 2000
 
@@ -229,7 +233,7 @@ export function readSignals(root: Element): Signals {
     labelSku: lazy("sku", () => firstId(SKU_RE, labels(), true) ?? firstId(CODE_RE, labels())),
     weakLabelSku: lazy("weak", () => firstId(WEAK_RE, labels())),
     brand: lazy("brand", () => BRAND_RE.exec(out.text)?.[1]!.trim()),
-    textPrice: () => (h1Line === undefined ? undefined : priceAfter(main, h1Line, oldLines)),
+    textPrice: () => (h1Line === undefined ? undefined : priceAfter(main, h1Line, oldLines)) ?? labelledPrice(main, oldLines),
   }
   let h1Line: number | undefined
   const main: string[] = []
@@ -239,6 +243,8 @@ export function readSignals(root: Element): Signals {
   // short lines only, for the label scan (labels and values are short; a long line is a break "¶")
   const short: string[] = []
   let best: PriceCandidate | undefined
+  /** The best price inside a "regular" price: the price when the page marks no other. */
+  let bestRegular: PriceCandidate | undefined
   let bestBid: PriceCandidate | undefined
   let order = 0
   let mainChars = 0
@@ -308,7 +314,10 @@ export function readSignals(root: Element): Signals {
     const hasPrice = words.includes("price")
     const wasStruck = (fl & F_STRUCK) !== 0
     if (tag === "del" || tag === "s" || tag === "strike" || struck) fl |= F_OLD | F_STRUCK
-    else if (hasPrice && words.split(" ").some(isOldPriceWord)) fl |= F_OLD
+    else if (hasPrice && (fl & F_OLD) === 0) {
+      const old = words.split(" ").filter(isOldPriceWord)
+      if (old.length > 0) fl |= old.some((w) => OLD_WORDS.test(w.replaceAll("regular", ""))) ? F_OLD : F_REGULAR
+    }
     // (the amount of a struck-through price, read where the striking starts, outside related items and
     // chrome; class words may lie: VTEX marks its selling price `sellingPrice--hasListPrice`)
     if (!wasStruck && (fl & F_STRUCK) !== 0 && (fl & (F_RELATED | F_CHROME)) === 0 && out.oldPrices.length < 20) {
@@ -334,7 +343,7 @@ export function readSignals(root: Element): Signals {
     if ((fl & (F_RELATED | F_CHROME)) !== 0) return fl
     if (tag === "h1" && out.h1At === undefined) { out.h1At = mainChars; h1Line = main.length }
     // a price named for screen readers ("cena 1 299,00 zł" on an element whose classes say nothing)
-    if ((fl & F_OLD) === 0 && !hasPrice && ariaLabel !== undefined && ariaLabel.length < 60 && tag !== "button" && tag !== "a") {
+    if ((fl & (F_OLD | F_REGULAR)) === 0 && !hasPrice && ariaLabel !== undefined && ariaLabel.length < 60 && tag !== "button" && tag !== "a") {
       const labelled = SELLING_LABEL.exec(ariaLabel)
       const p = labelled !== null && labelled[0].trim() !== "" ? parsePrice(ariaLabel.slice(labelled[0].length)) : undefined
       if (p !== undefined && p.price > 0 && p.currency !== undefined) {
@@ -347,7 +356,9 @@ export function readSignals(root: Element): Signals {
     // price elements
     if ((fl & F_OLD) === 0 && (hasPrice || words.includes("bid"))) {
       const bid = BID_CLASS.test(words)
-      if (bid || (hasPrice && !NEG_PRICE.test(words.replace(/price/g, " ")))) {
+      const others = words.replace(/price/g, " ")
+      // (inside a "regular" price the word itself does not make the element another price)
+      if (bid || (hasPrice && !NEG_PRICE.test((fl & F_REGULAR) !== 0 ? others.replaceAll("regular", " ") : others))) {
         const t = content ?? sellingPart(blockText(el, 60, false, true))
         if (t.length > 0 && t.length < 40 && /\d/.test(t)) {
           const p = parsePrice(t)
@@ -356,10 +367,14 @@ export function readSignals(root: Element): Signals {
             if (p.currency !== undefined || detectCurrency(t) !== undefined) sc += 3
             if (CUR_PRICE.test(words)) sc += 1
             if (itemprop === "price") sc += 4
-            if (out.shownPrices.length < 50) out.shownPrices.push(p.price)
             const cand = candidate(p, sc, bid)
-            if (bid) bestBid ??= cand
-            else if (best === undefined || sc > best.score) best = cand
+            if ((fl & F_REGULAR) !== 0) {
+              if (!bid && (bestRegular === undefined || sc > bestRegular.score)) bestRegular = cand
+            } else {
+              if (out.shownPrices.length < 50) out.shownPrices.push(p.price)
+              if (bid) bestBid ??= cand
+              else if (best === undefined || sc > best.score) best = cand
+            }
           }
         }
       }
@@ -439,7 +454,7 @@ export function readSignals(root: Element): Signals {
   }
   out.text = main.join("\n")
   if (out.availabilityText === undefined) labelledAvailability(main, out)
-  if (best !== undefined) out.price = best
+  if ((best ?? bestRegular) !== undefined) out.price = best ?? bestRegular
   // "Current bid: $200"
   if (bestBid === undefined) {
     const m = BID_TEXT.exec(out.text)
@@ -561,6 +576,25 @@ function priceAfter(lines: string[], from: number, oldLines: ReadonlySet<number>
     if (!at.labelled && before.length <= 40 && (OTHER_PRICE_LABEL.test(before) || /\bwas\b/i.test(before) || (NOT_A_PRICE.test(before) && !PERCENT.test(before) && !DISCOUNT_BADGE.test(before) && !isSentence(before)))) continue
     const p = parsePrice(at.text)
     if (p !== undefined && p.price > 0) return candidate(discountedAfter(lines, i, p) ?? p, 0, false)
+  }
+  return undefined
+}
+/**
+ * The first amount a selling-price label names anywhere in the main area: "Price: 43.97 €" on one line,
+ * or "Price:" alone with the amount on one of the next three lines (a shop's details table, where a
+ * banner's h1 stands far above), struck-through old prices left out.
+ */
+function labelledPrice(lines: string[], oldLines: ReadonlySet<number>): PriceCandidate | undefined {
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!
+    if (line.length > 40) continue
+    const label = SELLING_LABEL.exec(line)
+    if (label === null || label[0].trim() === "") continue
+    let at: ReturnType<typeof amountAt>
+    if (label[0].length < line.length) at = amountAt(lines, i)
+    else for (let j = i + 1; j <= i + 3 && j < lines.length && at === undefined; j++) if (!oldLines.has(j)) at = amountAt(lines, j)
+    const p = at !== undefined ? parsePrice(at.text) : undefined
+    if (p !== undefined && p.price > 0) return candidate(p, 0, false)
   }
   return undefined
 }
