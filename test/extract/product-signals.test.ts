@@ -327,6 +327,18 @@ describe("prices and identifiers pages show without structured data", () => {
     expect(product(page("", `<h1>Sale</h1><ul>${menu}</ul><p>Price match guarantee</p><p>List price:</p><p>$30.00</p>`)).data.price).toBeUndefined()
   })
 
+  it("an amount a period follows is an instalment, and a converted amount is not the shop's price", () => {
+    const html = page("", `<h1>Stage piano</h1><div><s>€ 1.899,00</s></div><div><span class="prodPrice">€ 1.599,00</span></div>
+      <div class="upper"><span>20 rate da soli</span> <span><b><span class="zero-price">€ 79,95</span> /mese</b></span></div>`)
+    expect(product(html).data.price).toBe(1599)
+    expect(product(page("", `<h1>Desk</h1><span class="monthlyish-box"><span class="price-now">$41.58</span>/mo.</span><span class="price-full">$499.00</span>`)).data.price).toBe(499)
+    // a period that is no instalment's: "€ 12,00" followed by a size stays the price
+    expect(product(page("", `<h1>Soap</h1><span class="price">€ 12,00</span> 200 ml`)).data.price).toBe(12)
+    const converted = page("", `<h1>Thigh pads</h1><div>Price: <span class="notranslate" id="prcIsum">GBP 11.19</span>
+      <div class="convPrice">Approximately <span id="convbidPrice">C $19.38<span>(including shipping)</span></span></div></div>`)
+    expect(product(converted).data.price).toBe(11.19)
+  })
+
   it("a price box marked regular holds the price when the page marks no other", () => {
     // Magento's whole price box inside a `price-regular` wrapper: its special price sells
     const box = `<div class="price-regular"><div class="price-box"><span class="special-price"><span class="price">10,75 €</span></span>

@@ -7,7 +7,7 @@
  * page chrome (`nav`, `footer`) is kept apart: a shop page shows many prices and buttons, only the
  * main product's count.
  */
-import { Element, normalizeSpace, walk } from "../html/dom.ts"
+import { Element, normalizeSpace, rawText, walk } from "../html/dom.ts"
 import { detectCurrency, parsePrice, PERCENT, withoutPercentages, type ParsedPrice } from "./price.ts"
 import { BLOCK_TAGS, NO_TEXT_TAGS } from "../html/text.ts"
 
@@ -20,7 +20,7 @@ const SKIP_TAGS = new Set(["script", "style", "noscript", "template", "svg", "ma
 const HIDDEN_CLASS = /(^|\s)(hidden|d-none|hide|is-hidden|u-hidden|visually-hidden|sr-only|screen-reader-text|invisible)(\s|$)/
 
 /** Words around a price element that make it not the current price of the item. */
-export const NEG_PRICE = /old|was|strike|regular|list|compare|save|saving|discount|before|original|rrp|uvp|crossed|msrp|instead|prev|reference|unit|per|shipping|delivery|installment|monthly|credit|tax|vat|min|max|range|filter|slider|starting|start-?bid|opening|bid-?increment|estimate/
+export const NEG_PRICE = /old|was|strike|regular|list|compare|save|saving|discount|before|original|rrp|uvp|crossed|msrp|instead|prev|reference|unit|per|shipping|delivery|installment|monthly|credit|conv|approx|tax|vat|min|max|range|filter|slider|starting|start-?bid|opening|bid-?increment|estimate/
 const CUR_PRICE = /(^|[\s_-])(price|current|sale|final|actual|now|selling|our|special|offer)/
 const BID_CLASS = /current-?bid|currentbid|high-?bid|highest-?bid|winning-?bid|leading-?bid/
 const BID_TEXT = /(?:(?:current|highest|winning|leading)\s+bid|aktuelles gebot|höchstgebot|enchère actuelle|offerta attuale|puja actual|oferta actual|huidig bod|aktualna oferta|текущая ставка)\s*[:：]?\s*\n?\s*([^\n]{1,30}\d[^\n]{0,10})/i
@@ -360,7 +360,7 @@ export function readSignals(root: Element): Signals {
       // (inside a "regular" price the word itself does not make the element another price)
       if (bid || (hasPrice && !NEG_PRICE.test((fl & F_REGULAR) !== 0 ? others.replaceAll("regular", " ") : others))) {
         const t = content ?? sellingPart(blockText(el, 60, false, true))
-        if (t.length > 0 && t.length < 40 && /\d/.test(t)) {
+        if (t.length > 0 && t.length < 40 && /\d/.test(t) && !perPeriodAfter(el)) {
           const p = parsePrice(t)
           if (p !== undefined && p.price > 0) {
             let sc = 10 - Math.min(order / 400, 6)
@@ -598,6 +598,28 @@ function labelledPrice(lines: string[], oldLines: ReadonlySet<number>): PriceCan
   }
   return undefined
 }
+/** A period after an amount: "/mese", "/mo", "per month", "par mois", "al mes", "/Monat", "月". */
+const PER_PERIOD = /^\s*(?:\/|per\s|a\s|al\s|au\s|par\s|pro\s|im\s)?\s*(?:mo\b|month|mese|mes\b|mês|monat|mois|maand|miesi|månad|måned|kk\b|měs|ay\b|mtl|月)/i
+
+/**
+ * Whether the text right after a price element gives a period: "€ 79,95 /mese", "$41.58/mo." is an
+ * instalment, not the price. The next text is looked for after the element, and after its parent
+ * when it is the last thing there (two levels at most).
+ */
+function perPeriodAfter(el: Element): boolean {
+  let e: Element | null = el
+  for (let up = 0; up < 3 && e !== null && e.parent !== null; up++, e = e.parent) {
+    const sib = e.parent.children
+    for (let k = sib.indexOf(e) + 1; k < sib.length; k++) {
+      const c = sib[k]!
+      const t = typeof c === "string" ? c : c.tag === "br" ? "" : rawText(c, 30)
+      if (t.trim() === "") continue
+      return PER_PERIOD.test(t)
+    }
+  }
+  return false
+}
+
 /** A badge that names a discount by its amount: "Extra ₹1000 off", "Save $20". */
 const DISCOUNT_BADGE = /\d.*\b(?:off|save)\b|\b(?:off|save)\b.*\d/i
 
