@@ -517,6 +517,38 @@ describe("shop templates' conventions", () => {
     expect(product(club).data.price).toBe(140)
   })
 
+  it("a structured price the page marks as the regular price beside a lower current price is stale", () => {
+    const stale = ld({ "@type": "Product", name: "Brunello 2019", offers: { "@type": "Offer", price: "39.90", priceCurrency: "EUR" } })
+    const box = (regular: string, current: string) => `<h1>Brunello 2019</h1><div class="product-prices"><div class="product-discount">
+      <span class="regular-price">${regular}</span></div><div><span class="current-price"><span class="product-price">${current}</span></span>
+      <span class="discount-percentage">-13,5%</span></div></div>`
+    expect(product(page(stale, box("39,90 €", "34,50 €"))).data.price).toBe(34.5)
+    // the structured price the page sells at stays, whatever regular price it shows beside it
+    expect(product(page(stale, box("45,00 €", "39,90 €"))).data.price).toBe(39.9)
+    // a selling price marked with list words (VTEX's sellingPrice--hasListPrice) is no old price
+    const vtex = `<h1>Brunello 2019</h1><span class="sellingPrice--hasListPrice">39,90 €</span><span class="installments-price">34,50 €</span>`
+    expect(product(page(stale, vtex)).data.price).toBe(39.9)
+  })
+
+  it("a WooCommerce variation chosen by the address or the picker is what the page sells", () => {
+    const variations = [
+      { attributes: { attribute_pa_weight: "50g" }, display_price: 9.5, sku: "TEA-50", is_in_stock: true },
+      { attributes: { attribute_pa_weight: "100g" }, display_price: 17, sku: "TEA-100", is_in_stock: true },
+      { attributes: { attribute_pa_weight: "250g" }, display_price: 38, sku: "TEA-250", is_in_stock: false },
+    ]
+    const parent = ld({ "@type": "Product", name: "Darjeeling", sku: "TEA", offers: [{ "@type": "AggregateOffer", lowPrice: "9.50", highPrice: "38.00", priceCurrency: "GBP" }] })
+    const form = (selected: string) => `<h1>Darjeeling</h1><span class="sku">TEA</span><form class="variations_form cart" data-product_variations="${JSON.stringify(variations).replace(/"/g, "&quot;")}">
+      <select name="attribute_pa_weight"><option value="">Choose an option</option>${["50g", "100g", "250g"].map((w) => `<option value="${w}"${w === selected ? " selected" : ""}>${w}</option>`).join("")}</select>
+      <button type="submit" class="single_add_to_cart_button">Add to basket</button></form>`
+    const byAddress = product(page(parent, form("")), { url: "https://tea.example/product/darjeeling/?attribute_pa_weight=100g" }).data
+    expect([byAddress.price, byAddress.sku, byAddress.availability]).toEqual([17, "TEA-100", "InStock"])
+    const byPicker = product(page(parent, form("250g")), { url: "https://tea.example/product/darjeeling/" }).data
+    expect([byPicker.price, byPicker.sku, byPicker.availability]).toEqual([38, "TEA-250", "OutOfStock"])
+    // nothing chosen: the parent's structured offer stands
+    const none = product(page(parent, form("")), { url: "https://tea.example/product/darjeeling/" }).data
+    expect([none.price, none.sku]).toEqual([9.5, "TEA"])
+  })
+
   it("an amount struck through by its style is an old price", () => {
     const html = `<h1>HP LP3065</h1><ul><li><span style="text-decoration: line-through;">$122.00</span></li><li><h2>$98.00</h2></li></ul>`
     expect(shop("https://shop.example.com/p/1", html).data.price).toBe(98)

@@ -11,6 +11,7 @@ import { nodesOfType, type Page } from "../page.ts"
 import { ImageSet } from "../images.ts"
 import { detectCurrency, normalizeCurrency, parseNumber, parsePrice, sharesSign, type ParsedPrice } from "./price.ts"
 import { cleanTitle, headlineH1 } from "../article/article.ts"
+import { selectedVariation } from "./variation.ts"
 import { availabilityFromText, NEAR_AFTER, NEAR_BEFORE, readSignals, type Signals } from "./signals.ts"
 import { getDomain, getDomainWithoutSuffix, getPublicSuffix } from "tldts"
 
@@ -275,6 +276,12 @@ export function productFromPage(page: Page): ProductResult {
   decidePrice(data, sources, sig, set, products.some(({ node }) => node.offers !== undefined) || offersOnly.length > 0, { url: page.url, lang: meta.htmlLang }, priceBeforeTax)
   decideAvailability(data, sources, sig, products, set)
   decideSku(data, sources, sig, page, skuCandidates, skuIsMpn)
+  // the variation a WooCommerce buy form has chosen is what the page sells: its structured data
+  // describes the parent (a price range, the parent's SKU)
+  const variation = selectedVariation(page.scope, page.url)
+  if (variation?.price !== undefined) { data.price = variation.price; sources.price = "product-heuristics" }
+  if (variation?.sku !== undefined) { data.sku = variation.sku; sources.sku = "product-heuristics" }
+  if (variation?.inStock !== undefined) { data.availability = variation.inStock ? "InStock" : "OutOfStock"; sources.availability = "product-heuristics" }
   set("brand", sig.itempropBrand, "product-heuristics")
   if (data.brand === undefined) set("brand", sig.brand(), "product-heuristics")
   if (data.price !== undefined && data.currency === undefined) {
@@ -396,11 +403,11 @@ function decidePrice(data: Product, sources: Record<string, string>, sig: Signal
     if (data.currency === undefined) set("currency", currencyOf(sig.bid, place), "product-heuristics")
     return
   }
-  // a structured price the page shows only struck through, as the old price beside a lower one in its
-  // price box, is stale: the sale the page shows is the price (structured data written before a markdown)
+  // a structured price the page shows only struck through or marked old (`regular-price` beside a
+  // `current-price`), as the old price beside a lower one in its price box, is stale: the sale the page shows is the price (structured data written before a markdown)
   const same = (a: number, b: number) => Math.abs(a - b) < 0.005
   if (data.price !== undefined && sig.price !== undefined && sig.price.price < data.price && (sig.price.currency === undefined || sig.price.currency === data.currency)
-    && sig.oldPrices.some((p) => same(p, data.price!)) && !sig.shownPrices.some((p) => same(p, data.price!))) {
+    && (sig.oldPrices.some((p) => same(p, data.price!)) || sig.markedOldPrices.some((p) => same(p, data.price!))) && !sig.shownPrices.some((p) => same(p, data.price!))) {
     data.price = sig.price.price
     sources.price = "product-heuristics"
     return

@@ -96,6 +96,11 @@ export interface Signals {
   price?: PriceCandidate
   /** Amounts the main area shows struck through (`<del>`, `<s>`, a line-through style): old prices. */
   oldPrices: number[]
+  /**
+   * Amounts the main area's price elements mark as old or regular by their class words ("list" words
+   * left out: VTEX marks its selling price `sellingPrice--hasListPrice`), struck or not.
+   */
+  markedOldPrices: number[]
   /** Amounts of the main area's price elements that are not old prices (the first 50). */
   shownPrices: number[]
   bid?: PriceCandidate
@@ -228,6 +233,7 @@ export function readSignals(root: Element): Signals {
     text: "",
     anyEnabledBuy: false,
     oldPrices: [],
+    markedOldPrices: [],
     shownPrices: [],
     shows: (v) => shows((allText ??= all.join("\n")), v),
     labelSku: lazy("sku", () => firstId(SKU_RE, labels(), true) ?? firstId(CODE_RE, labels())),
@@ -313,6 +319,7 @@ export function readSignals(root: Element): Signals {
     }
     const hasPrice = words.includes("price")
     const wasStruck = (fl & F_STRUCK) !== 0
+    const wasOld = (fl & (F_OLD | F_REGULAR)) !== 0
     if (tag === "del" || tag === "s" || tag === "strike" || struck) fl |= F_OLD | F_STRUCK
     else if (hasPrice && (fl & F_OLD) === 0) {
       const old = words.split(" ").filter(isOldPriceWord)
@@ -324,6 +331,11 @@ export function readSignals(root: Element): Signals {
       const t = content ?? blockText(el, 60, false, true)
       const p = t.length < 60 && /\d/.test(t) ? parsePrice(t) : undefined
       if (p !== undefined && p.price > 0) out.oldPrices.push(p.price)
+    }
+    if (!wasOld && hasPrice && (fl & (F_OLD | F_REGULAR)) !== 0 && (fl & (F_RELATED | F_CHROME)) === 0 && !words.includes("list") && out.markedOldPrices.length < 20) {
+      const t = content ?? blockText(el, 60, false, true)
+      const p = t.length < 60 && /\d/.test(t) ? parsePrice(t) : undefined
+      if (p !== undefined && p.price > 0) out.markedOldPrices.push(p.price)
     }
 
     if (itemprop !== undefined) {

@@ -1,0 +1,63 @@
+/**
+ * The variation a WooCommerce product page sells: a variable product's buy form
+ * (`form.variations_form`) carries every variation in its `data-product_variations` JSON, and the
+ * page's address (`?attribute_pa_weight=100g`, how shops link one variation) or the picker's selected
+ * options choose one. Its price, SKU and stock are the product's; the structured data of such a page
+ * describes the parent (an `AggregateOffer` range, the parent's SKU). See docs/extraction.md.
+ */
+import { walk, type Element } from "../html/dom.ts"
+
+export interface SelectedVariation {
+  price?: number
+  sku?: string
+  inStock?: boolean
+}
+
+/** At most this many characters of variation JSON are parsed (a product may have hundreds). */
+const MAX_JSON = 500_000
+
+export function selectedVariation(scope: Element, pageUrl: string | null): SelectedVariation | undefined {
+  let form: Element | undefined
+  walk(scope, (el) => {
+    if (form !== undefined) return false
+    if (el.tag === "form" && el.attrs?.["data-product_variations"] !== undefined) { form = el; return false }
+  })
+  const json = form?.attrs?.["data-product_variations"]
+  if (form === undefined || json === undefined || json.length > MAX_JSON) return undefined
+  // the choice: the address's attribute_* parameters, else the picker's selected options
+  const chosen = new Map<string, string>()
+  try {
+    for (const [k, v] of new URL(pageUrl ?? "").searchParams) if (k.startsWith("attribute_") && v !== "") chosen.set(k, v)
+  } catch { /* no address: the picker decides */ }
+  const pickers: Element[] = []
+  walk(form, (el) => { if (el.tag === "select" && el.attrs?.name?.startsWith("attribute_") === true) pickers.push(el) })
+  if (chosen.size === 0) {
+    for (const sel of pickers) {
+      let value: string | undefined
+      walk(sel, (o) => { if (value === undefined && o.tag === "option" && o.attrs?.selected !== undefined) value = o.attrs.value })
+      if (value !== undefined && value !== "") chosen.set(sel.attrs!.name!, value)
+    }
+  }
+  // every picker has to be set, or no single variation is chosen (the page shows the range)
+  if (chosen.size === 0 || pickers.some((p) => !chosen.has(p.attrs!.name!))) return undefined
+  let list: unknown
+  try { list = JSON.parse(json) } catch { return undefined }
+  if (!Array.isArray(list)) return undefined
+  for (const v of list) {
+    if (v === null || typeof v !== "object") continue
+    const attrs = (v as Record<string, unknown>).attributes
+    if (attrs === null || typeof attrs !== "object") continue
+    // (an attribute the variation leaves empty matches any choice)
+    const fits = [...chosen].every(([k, want]) => {
+      const have = (attrs as Record<string, unknown>)[k]
+      return have === "" || (typeof have === "string" && have.toLowerCase() === want.toLowerCase())
+    })
+    if (!fits) continue
+    const o = v as Record<string, unknown>
+    const price = typeof o.display_price === "number" && o.display_price > 0 ? o.display_price : undefined
+    const sku = typeof o.sku === "string" && o.sku.trim() !== "" ? o.sku.trim() : undefined
+    const inStock = typeof o.is_in_stock === "boolean" ? o.is_in_stock : undefined
+    return { ...(price !== undefined ? { price } : {}), ...(sku !== undefined ? { sku } : {}), ...(inStock !== undefined ? { inStock } : {}) }
+  }
+  return undefined
+}
