@@ -348,6 +348,16 @@ describe("dates and authors as platforms write them", () => {
     expect(article(page(ld(`{"@type":"Organization","name":"Fieldnote"}`), `<article><h1>Story</h1>${para(3)}</article>`)).data.author).toBe("Fieldnote")
   })
 
+  it("prefers the person a byline names to a structured author that is the publisher's or the site's name", () => {
+    const ld = `<script type="application/ld+json">{"@context":"https://schema.org","@type":"BlogPosting","headline":"Story","author":"Saltmarsh Pottery","publisher":{"@type":"Organization","name":"Saltmarsh Pottery"}}</script>`
+    const body = `<article><h1>Story</h1><p class="blog-author">By <a href="/journal?author=5f1">Jules Carrow</a></p>${para(3)}</article>`
+    expect(article(page(ld, body)).data.author).toBe("Jules Carrow")
+    // named by og:site_name too; with no byline on the page the structured name stays
+    const og = ld.replace(',"publisher":{"@type":"Organization","name":"Saltmarsh Pottery"}', "") + `<meta property="og:site_name" content="Saltmarsh Pottery">`
+    expect(article(page(og, body)).data.author).toBe("Jules Carrow")
+    expect(article(page(ld, `<article><h1>Story</h1>${para(3)}</article>`)).data.author).toBe("Saltmarsh Pottery")
+  })
+
   it("takes the publication's <time>, not an update's, a masthead's or a comment's", () => {
     const gp = page("", `<article><h1>Story</h1><time class="updated" datetime="2025-02-11T10:00:00Z">Feb 11</time><time class="entry-date published" datetime="2024-06-03T09:00:00Z">June 3</time>${para(3)}</article>`)
     expect(article(gp).data.publishedAt?.slice(0, 10)).toBe("2024-06-03")

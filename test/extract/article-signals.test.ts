@@ -458,6 +458,37 @@ describe("lines between paragraphs that are the page's furniture", () => {
     expect(body).toContain("Paragraph 3 about the bridge")
   })
 
+  it("drops a caption beside its picture that ends with an unbracketed credit, and keeps a line that is only a credit", () => {
+    const figure = (caption: string) => `<div class="main-image"><img src="/t.jpg" alt=""><div class="main-image__author">${caption}</div></div>`
+    const html = `<html><body><article>${para(2)}${figure("Amur tiger Taifun in its enclosure — Foto: Divulgação/Governo de SP")}${para(2, "zoo")}
+      <div class="photo"><img src="/u.jpg"><span class="photo__caption">Зоопарк зимой <span>Фото: пресс-служба зоопарка</span></span></div>
+      <div class="mainPhoto"><img src="/v.jpg"><div>Zmiany w przepisach od 1 stycznia. <span>Fot. Jakub Kamiński / Agencja Wyborcza</span></div></div>
+      <div class="imgBox"><img src="/w.jpg"><p class="imgDesc">拱墅区一处正在施工的加装电梯项目。 记者 王晓峰 图</p></div>
+      ${figure("Main image credit: Getty")}<p>The agency said the photo: a tiger, taken in 1998, had never been published before today.</p>${para(2, "bridge")}</article></body></html>`
+    const body = article(html).data.content
+    for (const gone of ["Amur tiger", "Зоопарк зимой", "Zmiany w przepisach", "加装电梯项目"]) expect(body).not.toContain(gone)
+    expect(body).toContain("Main image credit: Getty")
+    expect(body).toContain("never been published before today")
+    // beside no picture, a line ending with a credit is the text's own
+    expect(article(page(["Our reporter asked for the original picture — Foto: Archiv"])).data.content).toContain("Our reporter asked")
+  })
+
+  it("drops ages, reading times and notices that the article goes on, in several languages", () => {
+    const body = article(page([
+      "Publié il y a 2 heures, modifié il y a 38 minutes",
+      "vor 3 Stunden",
+      "2 часа назад",
+      "Temps de lecture 5 min.",
+      "Lesezeit: 4 Min.",
+      "6 min read",
+      "Dalsza część artykułu pod materiałem wideo",
+      "Story continues below advertisement",
+      "Il y a 20 ans, la ville comptait deux fois moins d'habitants qu'aujourd'hui, selon l'Insee.",
+    ])).data.content
+    for (const gone of ["Publié", "vor 3 Stunden", "назад", "Temps de lecture", "Lesezeit", "min read", "Dalsza", "continues below"]) expect(body).not.toContain(gone)
+    expect(body).toContain("Il y a 20 ans, la ville comptait")
+  })
+
   it("drops the site's notices (an unsupported browser, a failed widget) and short interface labels", () => {
     const body = article(page([
       "We've detected you are on Internet Explorer. For the best experience, please update to a modern browser.",

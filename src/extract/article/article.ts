@@ -36,6 +36,8 @@ function onlyOrganisations(author: unknown): boolean {
   return list.length > 0 && list.every((a) => a !== null && typeof a === "object" && typesOf(a as JsonObject).some((t) => /^(Organization|Corporation|NewsMediaOrganization)$/i.test(t)))
 }
 
+const nameKey = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "")
+
 function notUrl(s: string | undefined): string | undefined {
   if (s === undefined) return undefined
   const t = normalizeSpace(s)
@@ -146,7 +148,10 @@ export function articleFromPage(page: Page): ArticleResult {
   const reviewsOfPage = nodes.filter(({ node }) => typesOf(node).includes("Review")).length > 1 || nodesOfType(page, PRODUCT_TYPES).length > 0
   let authors = first("authors", (n) => reviewsOfPage && typesOf(n).includes("Review") ? undefined : strs(n.author).map(notUrl).filter((x): x is string => x !== undefined))
   // an organisation as the structured author (a company blog's plugin default) gives way to a person the page's byline names
-  const organisations = authors !== undefined && authors.length > 0 && nodes.some(({ node }) => onlyOrganisations(node.author)) ? authors : undefined
+  // (so is an author string that is the publisher's or the site's name: Squarespace's blog default)
+  const siteNames = [str(nodes[0]?.node.publisher), meta.get("og:site_name")].filter((x): x is string => x !== undefined).map(nameKey)
+  const isSiteName = (a: string) => siteNames.includes(nameKey(a))
+  const organisations = authors !== undefined && authors.length > 0 && (nodes.some(({ node }) => onlyOrganisations(node.author)) || authors.every(isSiteName)) ? authors : undefined
   if (organisations !== undefined) {
     const shown = findByline(page.scope, inCard) ?? (() => { const near = bylineNearHeadline(nearHeadline()); return near !== undefined ? [near] : undefined })()
     if (shown !== undefined && shown.some((name) => !organisations.includes(name))) { authors = shown; sources.authors = "main-content" }

@@ -302,6 +302,14 @@ const PROMO = /\buse (the )?(promo |discount )?code\b|\bsubscribe (now|today)\b|
  * "(Photo: Jane Doe/Reuters)", "(Picture credit: ...)".
  */
 const CAPTION_CREDIT = /\((image|photo|photograph|picture|pic|credit|foto|bild)s?( credit)?\s*:[^()]{1,80}\)$/i
+/**
+ * A credit that ends a line without brackets: "— Foto: Divulgação/Governo de SP", "Фото: пресс-служба",
+ * "Fot. Jakub Kamiński / Agencja Wyborcza", "潮声新闻记者 王晓峰 图". Only a caption beside its picture
+ * is dropped for it (`besideImage`, or a block holding the picture and its caption): a body sentence
+ * may name a photo too, and a line that is only a credit ("Main image credit: Getty") stays: annotators
+ * keep it as the article's own line.
+ */
+const TRAILING_CREDIT = /(?:^|[\s—–|(-])(?:(?:foto|fotos|фото|photo|photos|photograph|bild|image|imagen|immagine|kuva|credit|crédit|crédito|credito|zdjęcie)\s*[:：]|fot\.)\s*[^.!?:]{1,80}\)?$|\s(?:图|圖|摄|攝|写真)$/iu
 
 /** A forum post's signature (phpBB `signature`, XenForo `message-signature`, vBulletin `signature restore`). */
 const SIGNATURE = /(?:^|[\s_-])signature(?:$|[\s_-])/i
@@ -310,7 +318,17 @@ const REPLY_PREFIX = /^\s*(re|aw|sv|vs|odp)\s*:\s*/i
 /** A line that opens with a byline: "By", "Von", "Par", "Por", "Di", "Door", "Av" and a capitalised name. */
 const BYLINE_LINE = /^([Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Dd]i|[Dd]oor|[Aa]v|[Aa]f)\s+\p{Lu}[\p{L}'’.-]+(\s+\p{Lu}[\p{L}'’.-]+){0,3}(\s*[—–|,·•-]\s*|\s+\d)/u
 /** How a publication line starts ("Updated ...", "Published ..."). */
-const PUBLICATION_LINE = /^(updated|published|posted|originally published|last updated|original)\b/i
+const PUBLICATION_LINE = /^(?:updated|published|posted|originally published|last updated|original|publié|publiée|mis à jour|modifié|veröffentlicht|aktualisiert|publicado|actualizado|atualizado|pubblicato|aggiornato|opublikowano|aktualizacja|zaktualizowano|gepubliceerd|bijgewerkt|geplaatst|опубликовано|обновлено|yayınlanma|güncelleme|güncellendi)(?![\p{L}])/iu
+/**
+ * An age in other languages than English ("il y a 2 heures", "vor 3 Stunden", "hace 5 minutos", "2 ore
+ * fa", "3 godziny temu", "2 часа назад", "5 uur geleden", "3 saat önce"): with `DATE_LINE` (whose
+ * English ages the block model reads as a feature, so it stays as it was trained) it makes a date line.
+ */
+const AGE_LINE = /\bil y a \d+\s?(?:s|sec\w*|min\w*|h|heures?|jours?|semaines?|mois|ans?)\b|\bvor \d+\s?(?:sek\w*|min\w*|std\.?|stunden?|tag(?:en)?|wochen?|monat(?:en)?|jahr(?:en)?)(?![\p{L}])|\b(?:hace|há) \d+\s?(?:seg\w*|min\w*|h|horas?|días?|dias?|semanas?|mes(?:es)?|años?|anos?)(?![\p{L}])|\b\d+\s?(?:minut[oi]|ore|ora|giorn[oi]|settiman[ae]|mes[ei]|ann[oi]) fa\b|\b\d+\s?(?:minut[ay]?|godzin[ay]?|godz\.|dni|dzień|tygodni[e]?|miesięcy|lat) temu\b|\b\d+\s?(?:минут[уы]?|час(?:а|ов)?|дн(?:я|ей)|день|недел[юиь]|месяц(?:а|ев)?|год(?:а)?|лет) назад|\b\d+\s?(?:minuten|minuut|uur|dagen|dag|weken|week|maanden|maand|jaar) geleden\b|\b\d+\s?(?:saniye|dakika|saat|gün|hafta|ay|yıl) önce(?![\p{L}])/iu
+/** A reading time alone on its line ("5 min read", "Temps de lecture 5 min.", "Lesezeit: 4 Min."). */
+const READING_TIME = /^(?:(?:reading time|read time|lesezeit|lesedauer|temps de lecture|tiempo de lectura|tempo de leitura|tempo di lettura|czas czytania|leestijd|время чтения|okuma süresi)\s*:?\s*(?:ca\.\s*|~\s*)?\d+\s?(?:min\w*|минут\w*|мин\.?|dakika|dk)\.?|\d+\s?(?:min|mins|minutes?|minuten|minutos|minuti|minut|минут\w*|мин\.?|dakika|dk)\.?\s+(?:read|reading|lesezeit|lesedauer|de lectura|de leitura|di lettura|de lecture|leestijd|czytania|чтения|okuma(?: süresi)?))$/iu
+/** A notice that the article goes on past an advertisement or a video, in several languages. */
+const CONTINUES = /^(?:(?:the )?(?:article|story|text|content) continues (?:below|after)|continue reading (?:below|after)|weiter nach (?:der|dem) (?:anzeige|werbung|video)|(?:der )?artikel (?:wird )?(?:unter|nach) .{0,30}fortgesetzt|(?:lire )?la suite (?:après|ci-dessous|sous)|l['’]article continue|(?:el )?artículo continúa|continúa (?:después|tras|debajo)|(?:o )?texto continua|continua (?:após|depois|dopo|sotto)|l['’]articolo continua|dalsza część (?:artykułu|tekstu)|czytaj dalej pod|продолжение (?:ниже|после)|статья продолжается|haberin devamı|het artikel gaat verder|lees verder (?:onder|na))/i
 /** Words of a date line besides the date: its labels, a place, an agency, a name ("WASHINGTON, March 3, 2025 (Reuters)", "Published March 3 by Jane Doe"). */
 const DATE_WORDS = /^(?:\d.*|jan\p{L}*|feb\p{L}*|mar\p{L}*|apr\p{L}*|may|jun\p{L}*|jul\p{L}*|aug\p{L}*|sep\p{L}*|oct\p{L}*|nov\p{L}*|dec\p{L}*|mon\p{L}*|tue\p{L}*|wed\p{L}*|thu\p{L}*|fri\p{L}*|sat\p{L}*|sun\p{L}*|am|pm|[ap]\.m|et|est|edt|ct|cst|cdt|mt|mst|mdt|pt|pst|pdt|cet|gmt|utc|cest|bst|ist|jst|kst|aest|aedt|updated|published|posted|originally|last|original|on|at|by|and|ago|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?|mo|mos|months?|y|yrs?|years?|read|min|today|yesterday|el|de|del|a|las|la|le|les|à|às|em|um|am|op|il|lo|alle|ore|uhr|publicado|actualizado|atualizado|publié|mis|jour|modifié|aktualisiert|veröffentlicht|pubblicato|aggiornato|gepubliceerd|bijgewerkt)$/iu
 /**
@@ -671,10 +689,12 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (isConsentText(text)) continue
     if (text.length < 60 && BOILER_TEXT.test(text)) continue
     if (text.length < 300 && (CAPTION_CREDIT.test(text) || UI_NOTICE.test(text))) continue
+    if (text.length < 250 && captionWithCredit(text) && (besideImage(els[ck.owner]!) || holdsImage(els[ck.owner]!, 2))) continue
     if (text.length < 500 && PROMO.test(text)) continue
     // A date line; one that says it is the publication's ("Updated Nov. 19, 2019 8:21 am ET / Original ...") however many words;
     // not a table row (release histories, schedules and fixtures date their rows)
-    if (!ck.quoted && text.length < 100 && !isDataRow(els[ck.owner]!) && DATE_LINE.test(text) && !isTimestampLabel(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14 && mostlyDate(text)) || PUBLICATION_LINE.test(text))) continue
+    if (text.length < 90 && !listing && (READING_TIME.test(text) || CONTINUES.test(text))) continue
+    if (!ck.quoted && text.length < 100 && !isDataRow(els[ck.owner]!) && (DATE_LINE.test(text) || AGE_LINE.test(text)) && !isTimestampLabel(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14 && mostlyDate(text)) || PUBLICATION_LINE.test(text))) continue
     // (a forum reply's heading is the title after "Re:")
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text.replace(REPLY_PREFIX, "")) === titleKey) continue
     // a byline with its date ("Par Julien Marchetti — Publié le 2 février 2026", "Von Katrin Wolff 22.10.2025, 19:45 Uhr")
@@ -861,6 +881,36 @@ function linkedSentence(chunks: readonly Chunk[], from: number, to: number, link
 }
 
 /** A table row of two cells or more (a release, a fixture, a schedule), not a one-cell line that is a layout table's. */
+/** A caption that ends with its picture's credit: some words of caption, then the credit. */
+function captionWithCredit(text: string): boolean {
+  const m = TRAILING_CREDIT.exec(text)
+  return m !== null && m.index >= 12
+}
+
+/**
+ * Whether an element sits beside a picture: it, its parent or grandparent follows an element that is
+ * or holds an `<img>`/`<picture>` (a caption under its image, in one wrapper).
+ */
+function besideImage(el: Element): boolean {
+  let e: Element | null = el
+  for (let up = 0; up < 3 && e !== null && e.parent !== null; up++, e = e.parent) {
+    const sib = e.parent.children
+    for (let k = sib.indexOf(e) - 1; k >= 0; k--) {
+      const c = sib[k]!
+      if (typeof c === "string") { if (c.trim() === "") continue; break }
+      if (holdsImage(c, 3)) return true
+      break
+    }
+  }
+  return false
+}
+function holdsImage(el: Element, depth: number): boolean {
+  if (el.tag === "img" || el.tag === "picture") return true
+  if (depth === 0) return false
+  for (const c of el.children) if (typeof c !== "string" && holdsImage(c, depth - 1)) return true
+  return false
+}
+
 function isDataRow(el: Element): boolean {
   if (el.tag !== "tr") return false
   let cells = 0
