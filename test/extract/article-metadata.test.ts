@@ -244,6 +244,15 @@ describe("publication date", () => {
     expect(article(sentence, { url: "https://blog.example.org/post/proofs" }).data.publishedAt).toBeUndefined()
   })
 
+  it("reads a date line with its time of day under the h1", () => {
+    const line = (t: string) => `<html><body><main><h1>Proofs as types</h1><div><span>${t}</span></div>${para(3)}</main></body></html>`
+    for (const t of ["2026-11-29 09:15", "29.11.2026, 14:20 Uhr", "November 29, 2026 at 9:15 am EST"]) {
+      expect(article(line(t), { url: "https://blog.example.org/post/proofs" }).data.publishedAt?.slice(0, 10)).toBe("2026-11-29")
+    }
+    // a time followed by other words is no date line
+    expect(article(line("2026-11-29 09:15 in Hangzhou, by our reporter"), { url: "https://blog.example.org/post/proofs" }).data.publishedAt).toBeUndefined()
+  })
+
   it("reads a date in the page's address when the page states none", () => {
     const html = `<html><body><article><h1>Rust backend</h1>${para(3)}</article></body></html>`
     expect(article(html, { url: "https://blog.example.org/articles/2025-12-15+Rust+backend" }).data.publishedAt).toBe("2025-12-15T00:00:00.000Z")

@@ -741,8 +741,8 @@ function dateUnderHeadline(lines: HeadlineLines, sources: FieldSources): string 
   if (out !== undefined) sources.publishedAt = "main-content"
   return out
 }
-/** A short text that is a date and nothing else (an optional "Posted on" before it). */
-const ONLY_DATE = /^(?:(?:posted|published|written)\s+(?:on\s+)?)?(?:\d{4}-\d\d-\d\d|\p{L}{3,10}\.? \d{1,2},? \d{4}|\d{1,2}\.? (?:de )?\p{L}{3,10}\.? (?:de )?\d{4}|\d{1,2}[./]\d{1,2}[./]\d{4}|\d{4}\s*[年년]\s*\d{1,2}\s*[月월]\s*\d{1,2}\s*[日일])$/iu
+/** A short text that is a date and nothing else (an optional "Posted on" before it, a time of day after it: "2026-11-29 09:15", "29.11.2026, 14:20 Uhr"). */
+const ONLY_DATE = /^(?:(?:posted|published|written)\s+(?:on\s+)?)?(?:\d{4}-\d\d-\d\d|\p{L}{3,10}\.? \d{1,2},? \d{4}|\d{1,2}\.? (?:de )?\p{L}{3,10}\.? (?:de )?\d{4}|\d{1,2}[./]\d{1,2}[./]\d{4}|\d{4}\s*[年년]\s*\d{1,2}\s*[月월]\s*\d{1,2}\s*[日일])(?:,?\s*(?:at\s+|um\s+|à\s+|alle\s+|a las\s+|-\s+|\|\s+)?\d{1,2}[:h.]\d\d(?::\d\d)?\s*(?:[ap]\.?m\.?|uhr|h)?(?:\s+[A-Z]{2,4})?)?$/iu
 
 /** A date in the page's address (`/2025/12/15/slug`, `/2025-12-15-slug`): the last evidence there is. */
 function urlDate(url: string | null, sources: FieldSources): string | undefined {
