@@ -29,6 +29,14 @@ describe("headline", () => {
     expect(article(shown, { url: "https://en.wikipedia.org/wiki/Styrian_pumpkin_seed_oil" }).data.title).toBe("Pumpkin seed oil, explained")
   })
 
+  it("does not take a consent dialog's h1 for the page's headline", () => {
+    const html = `<html><head><title>Gel tardif : une assurance devenue hors de prix</title><meta property="og:title" content="Gel tardif : une assurance devenue hors de prix">
+      <script type="application/ld+json">{"@context":"https://schema.org","@type":"NewsArticle","headline":"Gel tardif : une assurance hors de prix"}</script></head>
+      <body><div id="didomi-host"><div class="didomi-popup-notice"><h1 class="didomi-popup-notice-title">Votre vie privée nous importe</h1><p>Nous et nos partenaires stockons des cookies.</p></div></div>
+      <main><h1 class="article__title">Gel tardif : une assurance devenue hors de prix</h1>${para(3)}</main></body></html>`
+    expect(article(html, { url: "https://www.example.fr/economie/gel" }).data.title).toBe("Gel tardif : une assurance devenue hors de prix")
+  })
+
   it("decodes entities left in structured titles", () => {
     const html = `<html><head><meta property="og:title" content="Hire SF&amp;#x27;s best movers"></head><body>${para(3)}</body></html>`
     expect(article(html).data.title).toBe("Hire SF's best movers")

@@ -3,7 +3,7 @@ import type { Article } from "../types.ts"
 import { byTag, normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
 import { objectOf, str, strs, typesOf, type JsonObject, type MetaTags } from "../structured.ts"
 import { nodesOfType, type Page } from "../page.ts"
-import { extractMainContent, shownText, startsLine, wordsOf, type MainContent } from "./main-content.ts"
+import { extractMainContent, isConsentBox, shownText, startsLine, wordsOf, type MainContent } from "./main-content.ts"
 import { readScriptData } from "./script-data.ts"
 import { structuredListing } from "./item-list.ts"
 import { ImageSet } from "../images.ts"
@@ -357,6 +357,8 @@ export function headlineH1(scope: Element, title: string | undefined, siteName: 
   const out: { headline?: string; banner?: string } = {}
   walk(scope, (el) => {
     if (out.headline !== undefined) return false
+    // (a consent dialog's h1, "Votre vie privée nous importe", heads no page)
+    if (isConsentBox(el)) return false
     if (el.tag !== "h1") return
     const text = normalizeSpace(rawText(el))
     if (text === "") return false

@@ -74,6 +74,11 @@ const STRONG_WORDS = new Set((
  * element ("cmp" is not one of them: some page builders prefix every component with it).
  */
 const CONSENT_MARKS = new Set("cookie cookies consent gdpr onetrust didomi usercentrics cookiebot truste optanon".split(" "))
+/** Whether an element is a consent manager's box by its class or id words (`didomi-popup`, `onetrust-banner-sdk`). */
+export function isConsentBox(el: Element): boolean {
+  const marks = `${el.attrs?.class ?? ""} ${el.attrs?.id ?? ""}`
+  return marks.length > 4 && wordsOf(marks).some((w) => CONSENT_MARKS.has(w))
+}
 /** Furniture words of readers' comments: a short post under a long discussion is still the page's text, its comments are not. */
 const READERS_MARKS = new Set("comment comments commentlist disqus".split(" "))
 /** This many h1s in the body are its section headings, not a headline. */
