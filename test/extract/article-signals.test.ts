@@ -473,6 +473,14 @@ describe("lines between paragraphs that are the page's furniture", () => {
     expect(article(page(["Our reporter asked for the original picture — Foto: Archiv"])).data.content).toContain("Our reporter asked")
   })
 
+  it("drops an embedded video player's title", () => {
+    const html = `<html><body><article>${para(3)}<div class="video-player" data-video-id="12"><div class="video-player__poster"><img src="/p.jpg" alt=""></div>
+      <span class="video-player__title">Experts on the minimum wage rise: employers are divided</span></div>${para(3, "bridge")}</article></body></html>`
+    const body = article(html).data.content
+    expect(body).not.toContain("Experts on the minimum wage")
+    expect(body).toContain("Paragraph 3 about the bridge")
+  })
+
   it("drops ages, reading times and notices that the article goes on, in several languages", () => {
     const body = article(page([
       "Publié il y a 2 heures, modifié il y a 38 minutes",

@@ -67,7 +67,7 @@ const STRONG_WORDS = new Set((
   "credit credits copyright gallery slideshow carousel lightbox signup login newsletters sitemap disclaimer disclosure barrier feedback navbox reflist " +
   "widget widgets more readmore jump toc onetrust cmp didomi usercentrics cookiebot truste qc optanon " +
   // a forum post's signature and its author's panel (phpBB, vBulletin)
-  "signaturecontainer postprofile userinfo usertitle notices"
+  "signaturecontainer postprofile userinfo usertitle notices player"
 ).split(" "))
 /**
  * Furniture words of consent managers and cookie banners: they keep their mark even on a dominant
