@@ -473,6 +473,18 @@ describe("lines between paragraphs that are the page's furniture", () => {
     expect(article(page(["Our reporter asked for the original picture — Foto: Archiv"])).data.content).toContain("Our reporter asked")
   })
 
+  it("drops short lines above the headline when the body holds it (a top bar's rates, a kicker)", () => {
+    const html = `<html><body><div class="topline"><span>USD 92,41</span><span>EUR 100,17</span><span>Brent 71,38</span></div>
+      <div class="page"><p>Energy transition</p><h1>Tigers arrive at the city zoo</h1><p>The zoo received a pair of young Amur tigers from Khabarovsk this week, keepers said.</p>${para(3)}</div></body></html>`
+    const body = article(html).data.content
+    expect(body).not.toContain("USD 92,41")
+    expect(body).not.toContain("Energy transition")
+    expect(body).toContain("received a pair of young Amur tigers")
+    // a paragraph above the headline stays
+    const long = `<html><body><div class="page"><p>This story was first published in our weekend edition, and has been updated with the council's vote on Tuesday evening.</p><h1>Tigers arrive</h1>${para(3)}</div></body></html>`
+    expect(article(long).data.content).toContain("first published in our weekend edition")
+  })
+
   it("drops an embedded video player's title", () => {
     const html = `<html><body><article>${para(3)}<div class="video-player" data-video-id="12"><div class="video-player__poster"><img src="/p.jpg" alt=""></div>
       <span class="video-player__title">Experts on the minimum wage rise: employers are divided</span></div>${para(3, "bridge")}</article></body></html>`

@@ -683,7 +683,8 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   // an h1 is the headline, shown as the title; a body that sets its sections in h1s (a manual page's
   // NAME, SYNOPSIS, DESCRIPTION) keeps them (the one that repeats the title still goes)
   let h1s = 0
-  for (let c = chunkStart[best]!; c < chunkEnd[best]! && h1s < SECTION_H1S; c++) if (els[chunks[c]!.owner]!.tag === "h1") h1s++
+  let firstH1 = -1
+  for (let c = chunkStart[best]!; c < chunkEnd[best]! && h1s < SECTION_H1S; c++) if (els[chunks[c]!.owner]!.tag === "h1") { if (h1s++ === 0) firstH1 = c }
   for (let c = from; c < to; c++) {
     const ck = chunks[c]!
     const inBody = c >= chunkStart[best]! && c < chunkEnd[best]! && !pruned[ck.owner]
@@ -691,6 +692,8 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (ck.linkLen / ck.len > 0.6 && !ck.quoted && !(listing && (ck.len >= LISTING_LINK_MIN || isCardName(chunks, c))) && !teaserHeadline(chunks, c, chunkEnd[best]!, els)) continue
     const text = cleanChunk(ck.text)
     if (text.length === 0) continue
+    // above the headline: a top bar's short lines (rates, dates, a kicker), not the body
+    if (!listing && h1s === 1 && c < firstH1 && text.length < 100) continue
     if (isConsentText(text)) continue
     if (text.length < 60 && BOILER_TEXT.test(text)) continue
     if (text.length < 300 && (CAPTION_CREDIT.test(text) || UI_NOTICE.test(text))) continue
