@@ -544,6 +544,17 @@ describe("lines between paragraphs that are the page's furniture", () => {
     expect(body).not.toContain("SAVE50")
     expect(body).toContain("Subscriptions to streaming services rose")
   })
+
+  it("drops appeals to support the site's journalism, and keeps prose about funding news", () => {
+    const body = article(page([
+      "Will you support Civic Grid’s explanatory journalism?",
+      "Most news outlets make their money through advertising or subscriptions. We rely on readers like you to keep our work free for everyone.",
+      "Make a one-time contribution today.",
+      "The foundation's grant will fund two reporters covering the statehouse for three years, the editor said.",
+    ])).data.content
+    for (const gone of ["Will you support", "readers like you", "one-time contribution"]) expect(body).not.toContain(gone)
+    expect(body).toContain("grant will fund two reporters")
+  })
 })
 
 describe("the page's shown text, the reading of last resort", () => {

@@ -300,8 +300,8 @@ interface Chunk {
 const BOILER_TEXT = /^(advert|advertisement|advertising|anzeige|publicité|publicidad|pubblicità|sponsored|read more|read more (posts|articles|blogs|stories)|read next|read also|more:?|see also|related:?|related (articles|posts|stories|reading):?|share( this)?( article| story| post| page| report)?|share this on:?|tweet|email|print|text size|font size|don.?t miss|tell us what you think.*|comments?|\d+ comments?|click here.*|sign up.*|subscribe.*|follow us.*|image:?|photo:?|video:?|getty images|loading\.*|skip to .*|関連記事|関連リンク)$/i
 /** The site's own notices: an unsupported browser, a failed widget, a sharing form's confirmation. */
 const UI_NOTICE = /detected you are (on|using)|(does not|doesn't|no longer) support internet explorer|(outdated|unsupported|old|older) (web )?browser|(update|upgrade) (to )?(a modern|a newer|your) browser|(an error (has )?occurred|something went wrong)[^.!]{0,40}[.!]?\s*(please )?try again|^this article has been sent to/i
-/** Calls to subscribe or buy put between paragraphs: a code to use, a trial to start, a newsletter to sign up for. */
-const PROMO = /\buse (the )?(promo |discount )?code\b|\bsubscribe (now|today)\b|\b(get|start) your free trial\b|\bdelivered (through|to) your (letterbox|door|inbox)\b|\bsign up (now|today|for (our|the) (free )?(daily |weekly )?newsletter)\b/i
+/** Calls to subscribe, buy or give put between paragraphs: a code to use, a trial to start, a newsletter to sign up for, journalism to support. */
+const PROMO = /\buse (the )?(promo |discount )?code\b|\bsubscribe (now|today)\b|\b(get|start) your free trial\b|\bdelivered (through|to) your (letterbox|door|inbox)\b|\bsign up (now|today|for (our|the) (free )?(daily |weekly )?newsletter)\b|\bsupport (?:[\w’']+ ){0,3}journalism\b|\b(?:readers|people) like you\b|\bmake a (?:one-time |monthly |recurring )?(?:contribution|donation|gift)\b/i
 /**
  * A picture's caption as text: a short line that ends with the picture's credit, "(Image: GETTY)",
  * "(Photo: Jane Doe/Reuters)", "(Picture credit: ...)".
