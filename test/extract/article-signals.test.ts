@@ -545,6 +545,25 @@ describe("lines between paragraphs that are the page's furniture", () => {
     expect(body).toContain("Subscriptions to streaming services rose")
   })
 
+  it("drops a forum's counters, its who-is-online block, a Q&A site's closing notice and a quote's attribution", () => {
+    const body = article(page([
+      "3 Likes",
+      "Viewed 1k times",
+      "Wer ist online?",
+      "Mitglieder in diesem Forum: Werkstatt_Uwe und 14 Gäste",
+      "Not the answer you're looking for? Browse other questions tagged find gnu or ask your own question.",
+      "Three people liked the proposal at the meeting, and the council adopted it the following week.",
+    ])).data.content
+    for (const gone of ["3 Likes", "Viewed", "Wer ist online", "Mitglieder in diesem Forum", "Not the answer"]) expect(body).not.toContain(gone)
+    expect(body).toContain("Three people liked the proposal")
+    const quoted = `<html><body><article>${para(3)}<blockquote><div><cite><a href="/u/5512">Bernd_K</a> hat geschrieben: <a href="#p1">↑</a><span>Mo 30. Nov 2026, 19:42</span></cite>Kann es sein, dass die neue Kette auf den alten Ritzeln nicht mehr greift?</div></blockquote>
+      <blockquote><p>Cities are the great laboratories of democracy, and always have been.</p><cite>Jane Jacobs</cite></blockquote></article></body></html>`
+    const q = article(quoted).data.content
+    expect(q).toContain("Kann es sein, dass die neue Kette")
+    expect(q).not.toContain("hat geschrieben")
+    expect(q).toContain("Jane Jacobs")
+  })
+
   it("drops appeals to support the site's journalism, and keeps prose about funding news", () => {
     const body = article(page([
       "Will you support Civic Grid’s explanatory journalism?",

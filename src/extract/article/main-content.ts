@@ -297,9 +297,12 @@ interface Chunk {
 }
 
 /** Short texts that are page furniture when they make up a whole chunk. */
-const BOILER_TEXT = /^(advert|advertisement|advertising|anzeige|publicité|publicidad|pubblicità|sponsored|read more|read more (posts|articles|blogs|stories)|read next|read also|more:?|see also|related:?|related (articles|posts|stories|reading):?|share( this)?( article| story| post| page| report)?|share this on:?|tweet|email|print|text size|font size|don.?t miss|tell us what you think.*|comments?|\d+ comments?|click here.*|sign up.*|subscribe.*|follow us.*|image:?|photo:?|video:?|getty images|loading\.*|skip to .*|関連記事|関連リンク)$/i
-/** The site's own notices: an unsupported browser, a failed widget, a sharing form's confirmation. */
-const UI_NOTICE = /detected you are (on|using)|(does not|doesn't|no longer) support internet explorer|(outdated|unsupported|old|older) (web )?browser|(update|upgrade) (to )?(a modern|a newer|your) browser|(an error (has )?occurred|something went wrong)[^.!]{0,40}[.!]?\s*(please )?try again|^this article has been sent to/i
+const BOILER_TEXT = /^(advert|advertisement|advertising|anzeige|publicité|publicidad|pubblicità|sponsored|read more|read more (posts|articles|blogs|stories)|read next|read also|more:?|see also|related:?|related (articles|posts|stories|reading):?|share( this)?( article| story| post| page| report)?|share this on:?|tweet|email|print|text size|font size|don.?t miss|tell us what you think.*|comments?|\d+ comments?|\d+ (?:likes?|reactions?|upvotes?|votes?|points?|views?|replies|reply)|viewed ?[\d.,]+k? times|who is online\??|wer ist online\??|qui est en ligne ?\??|click here.*|sign up.*|subscribe.*|follow us.*|image:?|photo:?|video:?|getty images|loading\.*|skip to .*|関連記事|関連リンク)$/i
+/**
+ * The site's own notices: an unsupported browser, a failed widget, a sharing form's confirmation, a Q&A
+ * site's "Not the answer you're looking for?", a forum's list of who browses it.
+ */
+const UI_NOTICE = /detected you are (on|using)|(does not|doesn't|no longer) support internet explorer|(outdated|unsupported|old|older) (web )?browser|(update|upgrade) (to )?(a modern|a newer|your) browser|(an error (has )?occurred|something went wrong)[^.!]{0,40}[.!]?\s*(please )?try again|^this article has been sent to|^not the answer you'?re looking for\?|^(?:users browsing this forum|mitglieder in diesem forum|utilisateurs parcourant ce forum|utenti che stanno guardando questo forum|usuarios navegando por este foro)\s*:/i
 /** Calls to subscribe, buy or give put between paragraphs: a code to use, a trial to start, a newsletter to sign up for, journalism to support. */
 const PROMO = /\buse (the )?(promo |discount )?code\b|\bsubscribe (now|today)\b|\b(get|start) your free trial\b|\bdelivered (through|to) your (letterbox|door|inbox)\b|\bsign up (now|today|for (our|the) (free )?(daily |weekly )?newsletter)\b|\bsupport (?:[\w’']+ ){0,3}journalism\b|\b(?:readers|people) like you\b|\bmake a (?:one-time |monthly |recurring )?(?:contribution|donation|gift)\b/i
 /**
@@ -318,6 +321,8 @@ const TRAILING_CREDIT = /(?:^|[\s—–|(-])(?:(?:foto|fotos|фото|photo|phot
 
 /** A forum post's signature (phpBB `signature`, XenForo `message-signature`, vBulletin `signature restore`). */
 const SIGNATURE = /(?:^|[\s_-])signature(?:$|[\s_-])/i
+/** A forum quote's attribution: "X wrote:", "X hat geschrieben:", "X a écrit :". */
+const QUOTE_HEADER = /(?:wrote|said|writes|schrieb|hat geschrieben|a écrit|ha scritto|escribió|escreveu|napisał|написал|schreef|skrev)\s*:/i
 /** A reply's subject prefix: "Re: ", "AW: ", "Sv: ". */
 const REPLY_PREFIX = /^\s*(re|aw|sv|vs|odp)\s*:\s*/i
 /** A line that opens with a byline: "By", "Von", "Par", "Por", "Di", "Door", "Av" and a capitalised name. */
@@ -463,6 +468,8 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
       }
       const tag = c.tag
       if ((SKIP.has(tag) && !(tag === "noscript" && opts.noscript === true)) || isHidden(c)) continue
+      // a quoted post's attribution ("Bernd_K hat geschrieben: ↑ Mo 30. Nov 2026"): not the quoted words
+      if (tag === "cite" && quoteDepth > 0 && QUOTE_HEADER.test(rawText(c, 200))) continue
       if (tag === "br") {
         buf += "\n"
         continue
