@@ -32,9 +32,12 @@ describe("headline", () => {
   it("does not take a consent dialog's h1 for the page's headline", () => {
     const html = `<html><head><title>Gel tardif : une assurance devenue hors de prix</title><meta property="og:title" content="Gel tardif : une assurance devenue hors de prix">
       <script type="application/ld+json">{"@context":"https://schema.org","@type":"NewsArticle","headline":"Gel tardif : une assurance hors de prix"}</script></head>
-      <body><div id="didomi-host"><div class="didomi-popup-notice"><h1 class="didomi-popup-notice-title">Votre vie privée nous importe</h1><p>Nous et nos partenaires stockons des cookies.</p></div></div>
+      <body><div id="didomi-host"><div class="didomi-popup-notice"><h1 class="didomi-popup-notice-title">Votre vie privée nous importe</h1><p>Le Courrier et ses 214 partenaires stockent et accèdent à des informations sur votre appareil, comme des cookies, pour personnaliser les annonces. Vous pouvez accepter ou refuser à tout moment.</p></div></div>
       <main><h1 class="article__title">Gel tardif : une assurance devenue hors de prix</h1>${para(3)}</main></body></html>`
     expect(article(html, { url: "https://www.example.fr/economie/gel" }).data.title).toBe("Gel tardif : une assurance devenue hors de prix")
+    // a wrapper whose class says consent was given holds the page, headline included
+    const wrapped = `<html><head><title>Zoo News</title></head><body><div class="site cookie-consent-given"><h1>Tigers arrive at the city zoo</h1>${para(3)}</div></body></html>`
+    expect(article(wrapped, { url: "https://news.example.com/zoo/tigers" }).data.title).toBe("Tigers arrive at the city zoo")
   })
 
   it("decodes entities left in structured titles", () => {

@@ -325,6 +325,8 @@ describe("prices and identifiers pages show without structured data", () => {
     expect(product(page("", `<h1>Sale</h1><ul>${menu}</ul><p>Preis: 19,90 €</p>`)).data.price).toBe(19.9)
     // a label that names another price, or none, is no price
     expect(product(page("", `<h1>Sale</h1><ul>${menu}</ul><p>Price match guarantee</p><p>List price:</p><p>$30.00</p>`)).data.price).toBeUndefined()
+    expect(product(page("", `<h1>Sale</h1><ul>${menu}</ul><table><tr><th>Method</th><th>Price</th></tr><tr><td>Standard</td><td>£4.95</td></tr></table>`)).data.price).toBeUndefined()
+    expect(product(page("", `<h1>Sale</h1><ul>${menu}</ul><dl><dt>Price:</dt><dd>Choose an amount</dd><dt>Minimum</dt><dd>£10.00</dd></dl>`)).data.price).toBeUndefined()
   })
 
   it("an amount a period follows is an instalment, and a converted amount is not the shop's price", () => {
@@ -333,7 +335,10 @@ describe("prices and identifiers pages show without structured data", () => {
     expect(product(html).data.price).toBe(1599)
     expect(product(page("", `<h1>Desk</h1><span class="monthlyish-box"><span class="price-now">$41.58</span>/mo.</span><span class="price-full">$499.00</span>`)).data.price).toBe(499)
     // a period that is no instalment's: "€ 12,00" followed by a size stays the price
-    expect(product(page("", `<h1>Soap</h1><span class="price">€ 12,00</span> 200 ml`)).data.price).toBe(12)
+    expect(product(page("", `<div class="title">Soap</div><span class="price">€ 12,00</span> 200 ml`)).data.price).toBe(12)
+    // a period word with no "/" or preposition before it is another line
+    expect(product(page("", `<div class="title">Road bike</div><span class="price">$499.00</span><p>Monthly payments available with Klarna.</p>`)).data.price).toBe(499)
+    expect(product(page("", `<div class="title">Tee</div><span class="price convertible">£49.00</span>`)).data.price).toBe(49)
     const converted = page("", `<h1>Thigh pads</h1><div>Price: <span class="notranslate" id="prcIsum">GBP 11.19</span>
       <div class="convPrice">Approximately <span id="convbidPrice">C $19.38<span>(including shipping)</span></span></div></div>`)
     expect(product(converted).data.price).toBe(11.19)
@@ -528,6 +533,9 @@ describe("shop templates' conventions", () => {
     // a selling price marked with list words (VTEX's sellingPrice--hasListPrice) is no old price
     const vtex = `<h1>Brunello 2019</h1><span class="sellingPrice--hasListPrice">39,90 €</span><span class="installments-price">34,50 €</span>`
     expect(product(page(stale, vtex)).data.price).toBe(39.9)
+    // without a discount that fits the two, a lower price beside the regular one is another offer's (a subscription's, a member's)
+    const subscription = `<h1>Brunello 2019</h1><span class="regular-price">39,90 €</span><span class="subscription-price">34,50 €</span>`
+    expect(product(page(stale, subscription)).data.price).toBe(39.9)
   })
 
   it("a WooCommerce variation chosen by the address or the picker is what the page sells", () => {
@@ -547,6 +555,15 @@ describe("shop templates' conventions", () => {
     // nothing chosen: the parent's structured offer stands
     const none = product(page(parent, form("")), { url: "https://tea.example/product/darjeeling/" }).data
     expect([none.price, none.sku]).toEqual([9.5, "TEA"])
+    // a related product's variation form is not the page's
+    const related = `<section class="related products"><form class="variations_form" data-product_variations="${JSON.stringify([{ attributes: { attribute_pa_weight: "100g" }, display_price: 99, sku: "OTHER-100", is_in_stock: false }]).replace(/"/g, "&quot;")}">
+      <select name="attribute_pa_weight"><option value="100g" selected>100g</option></select></form></section>`
+    const withRelated = product(page(parent, related + form("")), { url: "https://tea.example/product/darjeeling/" }).data
+    expect([withRelated.price, withRelated.sku]).toEqual([9.5, "TEA"])
+    // a variation the shop switched off is not sold
+    const off = variations.map((v) => (v.sku === "TEA-100" ? { ...v, variation_is_active: false } : v))
+    const offForm = form("").replace(JSON.stringify(variations).replace(/"/g, "&quot;"), JSON.stringify(off).replace(/"/g, "&quot;"))
+    expect(product(page(parent, offForm), { url: "https://tea.example/product/darjeeling/?attribute_pa_weight=100g" }).data.price).toBe(9.5)
   })
 
   it("an amount struck through by its style is an old price", () => {

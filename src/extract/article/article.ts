@@ -3,7 +3,7 @@ import type { Article } from "../types.ts"
 import { byTag, normalizeSpace, rawText, walk, Element } from "../html/dom.ts"
 import { objectOf, str, strs, typesOf, type JsonObject, type MetaTags } from "../structured.ts"
 import { nodesOfType, type Page } from "../page.ts"
-import { extractMainContent, isConsentBox, shownText, startsLine, wordsOf, type MainContent } from "./main-content.ts"
+import { extractMainContent, isConsentBox, isConsentText, shownText, startsLine, wordsOf, type MainContent } from "./main-content.ts"
 import { readScriptData } from "./script-data.ts"
 import { structuredListing } from "./item-list.ts"
 import { ImageSet } from "../images.ts"
@@ -351,14 +351,21 @@ function siteNameKeys(title: string | undefined, siteName: string | undefined, u
  * repeats a name the site goes by (og:site_name, the trailing part of `<title>`, the host) names
  * the site, not the page; except on the site's home page, or where `<title>` is that name alone.
  */
+/** A consent dialog holds less text than this (markup white space included), in words that ask for consent; an element holding more, or other words, is the page. */
+const CONSENT_BOX_MAX = 5000
+
 export function headlineH1(scope: Element, title: string | undefined, siteName: string | undefined, url: string | null, sectionH1s = false): { headline?: string; banner?: string } {
   const site = isHomePage(url) ? new Set<string>() : siteNameKeys(title, siteName, url)
   if (title !== undefined) site.delete(titleKey(title))
   const out: { headline?: string; banner?: string } = {}
   walk(scope, (el) => {
     if (out.headline !== undefined) return false
-    // (a consent dialog's h1, "Votre vie privée nous importe", heads no page)
-    if (isConsentBox(el)) return false
+    // (a consent dialog's h1, "Votre vie privée nous importe", heads no page; a wrapper of the whole
+    // page whose class says consent was given, `cookie-consent-given`, is no dialog)
+    if (isConsentBox(el)) {
+      const text = rawText(el, CONSENT_BOX_MAX)
+      if (text.length < CONSENT_BOX_MAX && isConsentText(normalizeSpace(text))) return false
+    }
     if (el.tag !== "h1") return
     const text = normalizeSpace(rawText(el))
     if (text === "") return false

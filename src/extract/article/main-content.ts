@@ -67,7 +67,7 @@ const STRONG_WORDS = new Set((
   "credit credits copyright gallery slideshow carousel lightbox signup login newsletters sitemap disclaimer disclosure barrier feedback navbox reflist " +
   "widget widgets more readmore jump toc onetrust cmp didomi usercentrics cookiebot truste qc optanon " +
   // a forum post's signature and its author's panel (phpBB, vBulletin)
-  "signaturecontainer postprofile userinfo usertitle notices player"
+  "signaturecontainer postprofile userinfo usertitle notices"
 ).split(" "))
 /**
  * Furniture words of consent managers and cookie banners: they keep their mark even on a dominant
@@ -79,6 +79,8 @@ export function isConsentBox(el: Element): boolean {
   const marks = `${el.attrs?.class ?? ""} ${el.attrs?.id ?? ""}`
   return marks.length > 4 && wordsOf(marks).some((w) => CONSENT_MARKS.has(w))
 }
+/** Words that make a "player" element an embedded media player. */
+const MEDIA_PLAYER = new Set("video videos jw jwplayer vjs brightcove youtube vimeo embed".split(" "))
 /** Furniture words of readers' comments: a short post under a long discussion is still the page's text, its comments are not. */
 const READERS_MARKS = new Set("comment comments commentlist disqus".split(" "))
 /** This many h1s in the body are its section headings, not a headline. */
@@ -121,6 +123,12 @@ export function hintOf(el: Element): Hint {
   // (a list's "authorName__container" holds a name, not a profile)
   if (words.includes("author") && !words.includes("name") && words.some((w) => AUTHOR_BOX.has(w))) {
     hintWord = "author"
+    return Hint.Strong
+  }
+  // an embedded media player ("video-player", "jw-player"), its title and controls: not a podcast
+  // page's transcript under "podcast-player", nor a sports page's "player-stats"
+  if (words.includes("player") && words.some((w) => MEDIA_PLAYER.has(w))) {
+    hintWord = "player"
     return Hint.Strong
   }
   let pos = false
@@ -304,7 +312,7 @@ const BOILER_TEXT = /^(advert|advertisement|advertising|anzeige|publicité|publi
  */
 const UI_NOTICE = /detected you are (on|using)|(does not|doesn't|no longer) support internet explorer|(outdated|unsupported|old|older) (web )?browser|(update|upgrade) (to )?(a modern|a newer|your) browser|(an error (has )?occurred|something went wrong)[^.!]{0,40}[.!]?\s*(please )?try again|^this article has been sent to|^not the answer you'?re looking for\?|^(?:users browsing this forum|mitglieder in diesem forum|utilisateurs parcourant ce forum|utenti che stanno guardando questo forum|usuarios navegando por este foro)\s*:/i
 /** Calls to subscribe, buy or give put between paragraphs: a code to use, a trial to start, a newsletter to sign up for, journalism to support. */
-const PROMO = /\buse (the )?(promo |discount )?code\b|\bsubscribe (now|today)\b|\b(get|start) your free trial\b|\bdelivered (through|to) your (letterbox|door|inbox)\b|\bsign up (now|today|for (our|the) (free )?(daily |weekly )?newsletter)\b|\bsupport (?:[\w’']+ ){0,3}journalism\b|\b(?:readers|people) like you\b|\bmake a (?:one-time |monthly |recurring )?(?:contribution|donation|gift)\b/i
+const PROMO = /\buse (the )?(promo |discount )?code\b|\bsubscribe (now|today)\b|\b(get|start) your free trial\b|\bdelivered (through|to) your (letterbox|door|inbox)\b|\bsign up (now|today|for (our|the) (free )?(daily |weekly )?newsletter)\b|^(?:will you |would you |can you |please |help us )?support (?:[\w’']+ ){0,3}journalism\b|\b(?:rely|relies|depend|depends|count|counts) on (?:readers|people|supporters|members) like you\b|^(?:please )?make a (?:one-time |monthly |recurring )?(?:contribution|donation|gift)\b/i
 /**
  * A picture's caption as text: a short line that ends with the picture's credit, "(Image: GETTY)",
  * "(Photo: Jane Doe/Reuters)", "(Picture credit: ...)".
@@ -328,17 +336,24 @@ const REPLY_PREFIX = /^\s*(re|aw|sv|vs|odp)\s*:\s*/i
 /** A line that opens with a byline: "By", "Von", "Par", "Por", "Di", "Door", "Av" and a capitalised name. */
 const BYLINE_LINE = /^([Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Dd]i|[Dd]oor|[Aa]v|[Aa]f)\s+\p{Lu}[\p{L}'’.-]+(\s+\p{Lu}[\p{L}'’.-]+){0,3}(\s*[—–|,·•-]\s*|\s+\d)/u
 /** How a publication line starts ("Updated ...", "Published ..."). */
-const PUBLICATION_LINE = /^(?:updated|published|posted|originally published|last updated|original|publié|publiée|mis à jour|modifié|veröffentlicht|aktualisiert|publicado|actualizado|atualizado|pubblicato|aggiornato|opublikowano|aktualizacja|zaktualizowano|gepubliceerd|bijgewerkt|geplaatst|опубликовано|обновлено|yayınlanma|güncelleme|güncellendi)(?![\p{L}])/iu
+const PUBLICATION_LINE = /^(updated|published|posted|originally published|last updated|original)\b/i
 /**
- * An age in other languages than English ("il y a 2 heures", "vor 3 Stunden", "hace 5 minutos", "2 ore
- * fa", "3 godziny temu", "2 часа назад", "5 uur geleden", "3 saat önce"): with `DATE_LINE` (whose
- * English ages the block model reads as a feature, so it stays as it was trained) it makes a date line.
+ * The same in other languages, its date or age right after the word ("Publié il y a 2 heures",
+ * "Veröffentlicht am 3. Dezember", "Aktualisiert: 03.12.2026", "Pubblicato il 3 dicembre"): a sentence
+ * ("Veröffentlicht wurde die Studie 2021 im Fachjournal Nature.", "Publié en 2019, le rapport …") is text.
  */
-const AGE_LINE = /\bil y a \d+\s?(?:s|sec\w*|min\w*|h|heures?|jours?|semaines?|mois|ans?)\b|\bvor \d+\s?(?:sek\w*|min\w*|std\.?|stunden?|tag(?:en)?|wochen?|monat(?:en)?|jahr(?:en)?)(?![\p{L}])|\b(?:hace|há) \d+\s?(?:seg\w*|min\w*|h|horas?|días?|dias?|semanas?|mes(?:es)?|años?|anos?)(?![\p{L}])|\b\d+\s?(?:minut[oi]|ore|ora|giorn[oi]|settiman[ae]|mes[ei]|ann[oi]) fa\b|\b\d+\s?(?:minut[ay]?|godzin[ay]?|godz\.|dni|dzień|tygodni[e]?|miesięcy|lat) temu\b|\b\d+\s?(?:минут[уы]?|час(?:а|ов)?|дн(?:я|ей)|день|недел[юиь]|месяц(?:а|ев)?|год(?:а)?|лет) назад|\b\d+\s?(?:minuten|minuut|uur|dagen|dag|weken|week|maanden|maand|jaar) geleden\b|\b\d+\s?(?:saniye|dakika|saat|gün|hafta|ay|yıl) önce(?![\p{L}])/iu
+const PUBLICATION_LINE_INTL = /^(?:publié|publiée|mis à jour|modifié|veröffentlicht|aktualisiert|publicado|actualizado|atualizado|pubblicato|aggiornato|opublikowano|aktualizacja|zaktualizowano|gepubliceerd|bijgewerkt|geplaatst|опубликовано|обновлено|yayınlanma(?: tarihi)?|güncelleme|güncellendi)\s*:?\s*(?:(?:le|am|el|em|il|op|dnia|on|the)\s+)?(?:\d|il y a |vor |hace |há )/iu
+/**
+ * A post's age in other languages than English ("il y a 2 heures", "vor 3 Stunden", "hace 5 minutos",
+ * "2 ore fa", "3 godziny temu", "2 часа назад", "5 uur geleden", "3 saat önce"), seconds to weeks: "Il y
+ * a 20 ans, la chute du mur" is a heading. With `DATE_LINE` (whose English ages the block model reads
+ * as a feature, so it stays as it was trained) it makes a date line.
+ */
+const AGE_LINE = /\bil y a \d+\s?(?:s|sec\w*|min\w*|h|heures?|jours?|semaines?)\b|\bvor \d+\s?(?:sek\w*|min\w*|std\.?|stunden?|tag(?:en)?|wochen?)(?![\p{L}])|\b(?:hace|há) \d+\s?(?:seg\w*|min\w*|h|horas?|días?|dias?|semanas?)(?![\p{L}])|\b\d+\s?(?:minut[oi]|ore|ora|giorn[oi]|settiman[ae]) fa\b|\b\d+\s?(?:minut[ay]?|godzin[ay]?|godz\.|dni|dzień|tygodni[e]?) temu\b|\b\d+\s?(?:минут[уы]?|час(?:а|ов)?|дн(?:я|ей)|день|недел[юиь]) назад|\b\d+\s?(?:minuten|minuut|uur|dagen|dag|weken|week) geleden\b|\b\d+\s?(?:saniye|dakika|saat|gün|hafta) önce(?![\p{L}])/iu
 /** A reading time alone on its line ("5 min read", "Temps de lecture 5 min.", "Lesezeit: 4 Min."). */
 const READING_TIME = /^(?:(?:reading time|read time|lesezeit|lesedauer|temps de lecture|tiempo de lectura|tempo de leitura|tempo di lettura|czas czytania|leestijd|время чтения|okuma süresi)\s*:?\s*(?:ca\.\s*|~\s*)?\d+\s?(?:min\w*|минут\w*|мин\.?|dakika|dk)\.?|\d+\s?(?:min|mins|minutes?|minuten|minutos|minuti|minut|минут\w*|мин\.?|dakika|dk)\.?\s+(?:read|reading|lesezeit|lesedauer|de lectura|de leitura|di lettura|de lecture|leestijd|czytania|чтения|okuma(?: süresi)?))$/iu
-/** A notice that the article goes on past an advertisement or a video, in several languages. */
-const CONTINUES = /^(?:(?:the )?(?:article|story|text|content) continues (?:below|after)|continue reading (?:below|after)|weiter nach (?:der|dem) (?:anzeige|werbung|video)|(?:der )?artikel (?:wird )?(?:unter|nach) .{0,30}fortgesetzt|(?:lire )?la suite (?:après|ci-dessous|sous)|l['’]article continue|(?:el )?artículo continúa|continúa (?:después|tras|debajo)|(?:o )?texto continua|continua (?:após|depois|dopo|sotto)|l['’]articolo continua|dalsza część (?:artykułu|tekstu)|czytaj dalej pod|продолжение (?:ниже|после)|статья продолжается|haberin devamı|het artikel gaat verder|lees verder (?:onder|na))/i
+/** A notice that the article goes on past an advertisement or a video, in several languages: the whole line ("Continúa tras la reunión el debate …" is a sentence). */
+const CONTINUES = /^(?:(?:the )?(?:article|story|text|content) continues (?:below|after)|continue reading (?:below|after)|weiter nach (?:der|dem) (?:anzeige|werbung|video)|(?:der )?artikel (?:wird )?(?:unter|nach) .{0,30}fortgesetzt|(?:lire )?la suite (?:après|ci-dessous|sous)|l['’]article continue|(?:el )?artículo continúa|continúa (?:después|tras|debajo)|(?:o )?texto continua|continua (?:após|depois|dopo|sotto)|l['’]articolo continua|dalsza część (?:artykułu|tekstu)|czytaj dalej pod|продолжение (?:ниже|после)|статья продолжается|haberin devamı|het artikel gaat verder|lees verder (?:onder|na))(?:\s+[^\s.]+){0,4}\s*[.:…]?$/i
 /** Words of a date line besides the date: its labels, a place, an agency, a name ("WASHINGTON, March 3, 2025 (Reuters)", "Published March 3 by Jane Doe"). */
 const DATE_WORDS = /^(?:\d.*|jan\p{L}*|feb\p{L}*|mar\p{L}*|apr\p{L}*|may|jun\p{L}*|jul\p{L}*|aug\p{L}*|sep\p{L}*|oct\p{L}*|nov\p{L}*|dec\p{L}*|mon\p{L}*|tue\p{L}*|wed\p{L}*|thu\p{L}*|fri\p{L}*|sat\p{L}*|sun\p{L}*|am|pm|[ap]\.m|et|est|edt|ct|cst|cdt|mt|mst|mdt|pt|pst|pdt|cet|gmt|utc|cest|bst|ist|jst|kst|aest|aedt|updated|published|posted|originally|last|original|on|at|by|and|ago|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?|mo|mos|months?|y|yrs?|years?|read|min|today|yesterday|el|de|del|a|las|la|le|les|à|às|em|um|am|op|il|lo|alle|ore|uhr|publicado|actualizado|atualizado|publié|mis|jour|modifié|aktualisiert|veröffentlicht|pubblicato|aggiornato|gepubliceerd|bijgewerkt)$/iu
 /**
@@ -692,6 +707,9 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   let h1s = 0
   let firstH1 = -1
   for (let c = chunkStart[best]!; c < chunkEnd[best]! && h1s < SECTION_H1S; c++) if (els[chunks[c]!.owner]!.tag === "h1") { if (h1s++ === 0) firstH1 = c }
+  // (a paragraph before the h1 makes it a heading inside the text, not the page's headline)
+  let topBar = h1s === 1 && !listing
+  for (let c = chunkStart[best]!; topBar && c < firstH1; c++) if (chunks[c]!.len >= 100 && /[.!?…。]["'”’)]?\s*$/.test(chunks[c]!.text)) topBar = false
   for (let c = from; c < to; c++) {
     const ck = chunks[c]!
     const inBody = c >= chunkStart[best]! && c < chunkEnd[best]! && !pruned[ck.owner]
@@ -700,7 +718,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     const text = cleanChunk(ck.text)
     if (text.length === 0) continue
     // above the headline: a top bar's short lines (rates, dates, a kicker), not the body
-    if (!listing && h1s === 1 && c < firstH1 && text.length < 100) continue
+    if (topBar && c >= chunkStart[best]! && c < firstH1 && text.length < 100) continue
     if (isConsentText(text)) continue
     if (text.length < 60 && BOILER_TEXT.test(text)) continue
     if (text.length < 300 && (CAPTION_CREDIT.test(text) || UI_NOTICE.test(text))) continue
@@ -709,7 +727,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     // A date line; one that says it is the publication's ("Updated Nov. 19, 2019 8:21 am ET / Original ...") however many words;
     // not a table row (release histories, schedules and fixtures date their rows)
     if (text.length < 90 && !listing && (READING_TIME.test(text) || CONTINUES.test(text))) continue
-    if (!ck.quoted && text.length < 100 && !isDataRow(els[ck.owner]!) && (DATE_LINE.test(text) || AGE_LINE.test(text)) && !isTimestampLabel(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14 && mostlyDate(text)) || PUBLICATION_LINE.test(text))) continue
+    if (!ck.quoted && text.length < 100 && !isDataRow(els[ck.owner]!) && (DATE_LINE.test(text) || AGE_LINE.test(text)) && !isTimestampLabel(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14 && mostlyDate(text)) || PUBLICATION_LINE.test(text) || PUBLICATION_LINE_INTL.test(text))) continue
     // (a forum reply's heading is the title after "Re:")
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text.replace(REPLY_PREFIX, "")) === titleKey) continue
     // a byline with its date ("Par Julien Marchetti — Publié le 2 février 2026", "Von Katrin Wolff 22.10.2025, 19:45 Uhr")
@@ -895,7 +913,6 @@ function linkedSentence(chunks: readonly Chunk[], from: number, to: number, link
   return /[.!?…。！？]["'”’)]?$/.test(text) && text.split(/\s+/).length >= 8
 }
 
-/** A table row of two cells or more (a release, a fixture, a schedule), not a one-cell line that is a layout table's. */
 /** A caption that ends with its picture's credit: some words of caption, then the credit. */
 function captionWithCredit(text: string): boolean {
   const m = TRAILING_CREDIT.exec(text)
@@ -910,6 +927,8 @@ function besideImage(el: Element): boolean {
   let e: Element | null = el
   for (let up = 0; up < 3 && e !== null && e.parent !== null; up++, e = e.parent) {
     const sib = e.parent.children
+    // (a parent of many children is a body, not a figure: finding the place would cost a pass each)
+    if (sib.length > 64) continue
     for (let k = sib.indexOf(e) - 1; k >= 0; k--) {
       const c = sib[k]!
       if (typeof c === "string") { if (c.trim() === "") continue; break }
@@ -926,6 +945,7 @@ function holdsImage(el: Element, depth: number): boolean {
   return false
 }
 
+/** A table row of two cells or more (a release, a fixture, a schedule), not a one-cell line that is a layout table's. */
 function isDataRow(el: Element): boolean {
   if (el.tag !== "tr") return false
   let cells = 0

@@ -14,13 +14,13 @@ import { BLOCK_TAGS, NO_TEXT_TAGS } from "../html/text.ts"
 // ---------- vocabularies ----------
 
 /** Class/id words of areas that hold other products than the page's own. */
-const RELATED = /(^|[^a-z])(related|recommend\w*|similar|upsells?|up-sell|cross-?sells?|also-?(bought|viewed|like)|recently|recent-?view\w*|carousel|swiper|slick|owl\d*|glide|splide|suggest\w*|bundles?|complete-?the-?look|shop-?the-?look|you-?may|others|more-?from|reco|recs|teaser|minicart|mini-?cart|cart-?drawer|cart-?preview)([^a-z]|$)/
+export const RELATED = /(^|[^a-z])(related|recommend\w*|similar|upsells?|up-sell|cross-?sells?|also-?(bought|viewed|like)|recently|recent-?view\w*|carousel|swiper|slick|owl\d*|glide|splide|suggest\w*|bundles?|complete-?the-?look|shop-?the-?look|you-?may|others|more-?from|reco|recs|teaser|minicart|mini-?cart|cart-?drawer|cart-?preview)([^a-z]|$)/
 /** Tags whose subtree is site chrome. */
 const SKIP_TAGS = new Set(["script", "style", "noscript", "template", "svg", "math", "select", "option", "textarea", "head", "title", "iframe", "object"])
 const HIDDEN_CLASS = /(^|\s)(hidden|d-none|hide|is-hidden|u-hidden|visually-hidden|sr-only|screen-reader-text|invisible)(\s|$)/
 
 /** Words around a price element that make it not the current price of the item. */
-export const NEG_PRICE = /old|was|strike|regular|list|compare|save|saving|discount|before|original|rrp|uvp|crossed|msrp|instead|prev|reference|unit|per|shipping|delivery|installment|monthly|credit|conv|approx|tax|vat|min|max|range|filter|slider|starting|start-?bid|opening|bid-?increment|estimate/
+export const NEG_PRICE = /old|was|strike|regular|list|compare|save|saving|discount|before|original|rrp|uvp|crossed|msrp|instead|prev|reference|unit|per|shipping|delivery|installment|monthly|credit|(?:^|[\s_-])conv(?!ertible|enien)|approx|tax|vat|min|max|range|filter|slider|starting|start-?bid|opening|bid-?increment|estimate/
 const CUR_PRICE = /(^|[\s_-])(price|current|sale|final|actual|now|selling|our|special|offer)/
 const BID_CLASS = /current-?bid|currentbid|high-?bid|highest-?bid|winning-?bid|leading-?bid/
 const BID_TEXT = /(?:(?:current|highest|winning|leading)\s+bid|aktuelles gebot|höchstgebot|enchère actuelle|offerta attuale|puja actual|oferta actual|huidig bod|aktualna oferta|текущая ставка)\s*[:：]?\s*\n?\s*([^\n]{1,30}\d[^\n]{0,10})/i
@@ -101,6 +101,8 @@ export interface Signals {
    * left out: VTEX marks its selling price `sellingPrice--hasListPrice`), struck or not.
    */
   markedOldPrices: number[]
+  /** Discount rates the main area shows on short lines ("-13,5%", "Save 20%"), the first ten, as positive percentages. */
+  discounts: number[]
   /** Amounts of the main area's price elements that are not old prices (the first 50). */
   shownPrices: number[]
   bid?: PriceCandidate
@@ -234,6 +236,7 @@ export function readSignals(root: Element): Signals {
     anyEnabledBuy: false,
     oldPrices: [],
     markedOldPrices: [],
+    discounts: [],
     shownPrices: [],
     shows: (v) => shows((allText ??= all.join("\n")), v),
     labelSku: lazy("sku", () => firstId(SKU_RE, labels(), true) ?? firstId(CODE_RE, labels())),
@@ -465,6 +468,12 @@ export function readSignals(root: Element): Signals {
     if (f >= 0) pushChildren(n, f)
   }
   out.text = main.join("\n")
+  for (const line of main) {
+    if (out.discounts.length >= 10) break
+    const m = line.length <= 24 ? PERCENT.exec(line) : null
+    const rate = m !== null ? Math.abs(Number.parseFloat(m[0].replace(",", ".").replace(/[^\d.]/g, ""))) : NaN
+    if (rate > 0 && rate < 100) out.discounts.push(rate)
+  }
   if (out.availabilityText === undefined) labelledAvailability(main, out)
   if ((best ?? bestRegular) !== undefined) out.price = best ?? bestRegular
   // "Current bid: $200"
@@ -593,8 +602,9 @@ function priceAfter(lines: string[], from: number, oldLines: ReadonlySet<number>
 }
 /**
  * The first amount a selling-price label names anywhere in the main area: "Price: 43.97 €" on one line,
- * or "Price:" alone with the amount on one of the next three lines (a shop's details table, where a
- * banner's h1 stands far above), struck-through old prices left out.
+ * or "Price:" alone with the amount on the next line (a shop's details table, where a banner's h1
+ * stands far above), struck-through old prices between them skipped; a label followed by other words
+ * ("Price" heading a delivery table's column) names no amount.
  */
 function labelledPrice(lines: string[], oldLines: ReadonlySet<number>): PriceCandidate | undefined {
   for (let i = 0; i < lines.length; i++) {
@@ -604,14 +614,22 @@ function labelledPrice(lines: string[], oldLines: ReadonlySet<number>): PriceCan
     if (label === null || label[0].trim() === "") continue
     let at: ReturnType<typeof amountAt>
     if (label[0].length < line.length) at = amountAt(lines, i)
-    else for (let j = i + 1; j <= i + 3 && j < lines.length && at === undefined; j++) if (!oldLines.has(j)) at = amountAt(lines, j)
+    else {
+      // the next line that is not a struck old price holds the amount, or the label names none
+      let j = i + 1
+      while (j < lines.length && j <= i + 3 && oldLines.has(j)) j++
+      if (j < lines.length && !oldLines.has(j)) at = amountAt(lines, j)
+    }
     const p = at !== undefined ? parsePrice(at.text) : undefined
     if (p !== undefined && p.price > 0) return candidate(p, 0, false)
   }
   return undefined
 }
-/** A period after an amount: "/mese", "/mo", "per month", "par mois", "al mes", "/Monat", "月". */
-const PER_PERIOD = /^\s*(?:\/|per\s|a\s|al\s|au\s|par\s|pro\s|im\s)?\s*(?:mo\b|month|mese|mes\b|mês|monat|mois|maand|miesi|månad|måned|kk\b|měs|ay\b|mtl|月)/i
+/** A period after an amount, led by "/" or a preposition: "/mese", "/mo", "per month", "par mois", "al mes", "/Monat", "/月" ("Monthly payments available" after a price is another line). */
+const PER_PERIOD = /^\s*(?:\/\s*|per\s+|a\s+|al\s+|au\s+|par\s+|pro\s+|im\s+)(?:mo\b|month|mese|mes\b|mês|monat|mois|maand|miesi|månad|måned|kk\b|měs|ay\b|月)/i
+
+/** A price box holds fewer children than this; beyond it no period is looked for (see `perPeriodAfter`). */
+const PERIOD_SIBLINGS = 64
 
 /**
  * Whether the text right after a price element gives a period: "€ 79,95 /mese", "$41.58/mo." is an
@@ -622,7 +640,9 @@ function perPeriodAfter(el: Element): boolean {
   let e: Element | null = el
   for (let up = 0; up < 3 && e !== null && e.parent !== null; up++, e = e.parent) {
     const sib = e.parent.children
-    for (let k = sib.indexOf(e) + 1; k < sib.length; k++) {
+    // (a parent of thousands of price elements is a list, not a price box: finding the place would cost a pass each)
+    if (sib.length > PERIOD_SIBLINGS) return false
+    for (let k = sib.indexOf(e) + 1, seen = 0; k < sib.length && seen < 6; k++, seen++) {
       const c = sib[k]!
       const t = typeof c === "string" ? c : c.tag === "br" ? "" : rawText(c, 30)
       if (t.trim() === "") continue

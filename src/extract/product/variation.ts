@@ -6,6 +6,7 @@
  * describes the parent (an `AggregateOffer` range, the parent's SKU). See docs/extraction.md.
  */
 import { walk, type Element } from "../html/dom.ts"
+import { RELATED } from "./signals.ts"
 
 export interface SelectedVariation {
   price?: number
@@ -16,10 +17,18 @@ export interface SelectedVariation {
 /** At most this many characters of variation JSON are parsed (a product may have hundreds). */
 const MAX_JSON = 500_000
 
+/** A variation's attribute value as the address has it decoded (WooCommerce stores non-Latin slugs percent-encoded). */
+function decoded(v: string): string {
+  try { return decodeURIComponent(v) } catch { return v }
+}
+
 export function selectedVariation(scope: Element, pageUrl: string | null): SelectedVariation | undefined {
+  // the main product's form: not one inside a related, upsell or cross-sell list
   let form: Element | undefined
   walk(scope, (el) => {
     if (form !== undefined) return false
+    const words = `${el.attrs?.class ?? ""} ${el.attrs?.id ?? ""}`.toLowerCase()
+    if (words.length > 1 && RELATED.test(words)) return false
     if (el.tag === "form" && el.attrs?.["data-product_variations"] !== undefined) { form = el; return false }
   })
   const json = form?.attrs?.["data-product_variations"]
@@ -47,10 +56,12 @@ export function selectedVariation(scope: Element, pageUrl: string | null): Selec
     if (v === null || typeof v !== "object") continue
     const attrs = (v as Record<string, unknown>).attributes
     if (attrs === null || typeof attrs !== "object") continue
+    // (a variation the shop switched off is not sold)
+    if ((v as Record<string, unknown>).variation_is_active === false || (v as Record<string, unknown>).variation_is_visible === false) continue
     // (an attribute the variation leaves empty matches any choice)
     const fits = [...chosen].every(([k, want]) => {
       const have = (attrs as Record<string, unknown>)[k]
-      return have === "" || (typeof have === "string" && have.toLowerCase() === want.toLowerCase())
+      return have === "" || (typeof have === "string" && decoded(have).toLowerCase() === want.toLowerCase())
     })
     if (!fits) continue
     const o = v as Record<string, unknown>
