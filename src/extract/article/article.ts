@@ -36,8 +36,6 @@ function onlyOrganisations(author: unknown): boolean {
   return list.length > 0 && list.every((a) => a !== null && typeof a === "object" && typesOf(a as JsonObject).some((t) => /^(Organization|Corporation|NewsMediaOrganization)$/i.test(t)))
 }
 
-const nameKey = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "")
-
 function notUrl(s: string | undefined): string | undefined {
   if (s === undefined) return undefined
   const t = normalizeSpace(s)
@@ -149,8 +147,8 @@ export function articleFromPage(page: Page): ArticleResult {
   let authors = first("authors", (n) => reviewsOfPage && typesOf(n).includes("Review") ? undefined : strs(n.author).map(notUrl).filter((x): x is string => x !== undefined))
   // an organisation as the structured author (a company blog's plugin default) gives way to a person the page's byline names
   // (so is an author string that is the publisher's or the site's name: Squarespace's blog default)
-  const siteNames = [str(nodes[0]?.node.publisher), meta.get("og:site_name")].filter((x): x is string => x !== undefined).map(nameKey)
-  const isSiteName = (a: string) => siteNames.includes(nameKey(a))
+  const siteNames = [str(nodes[0]?.node.publisher), meta.get("og:site_name")].filter((x): x is string => x !== undefined).map(titleKey)
+  const isSiteName = (a: string) => siteNames.includes(titleKey(a))
   const organisations = authors !== undefined && authors.length > 0 && (nodes.some(({ node }) => onlyOrganisations(node.author)) || authors.every(isSiteName)) ? authors : undefined
   if (organisations !== undefined) {
     const shown = findByline(page.scope, inCard) ?? (() => { const near = bylineNearHeadline(nearHeadline()); return near !== undefined ? [near] : undefined })()
@@ -344,6 +342,9 @@ function siteNameKeys(title: string | undefined, siteName: string | undefined, u
   return keys
 }
 
+/** A consent dialog holds less text than this (markup white space included), in words that ask for consent; an element holding more, or other words, is the page. */
+const CONSENT_BOX_MAX = 5000
+
 /**
  * The page's headline h1: the first h1 that is not the site's banner (which is returned too, as a
  * name of the site). Many sites put their own
@@ -351,9 +352,6 @@ function siteNameKeys(title: string | undefined, siteName: string | undefined, u
  * repeats a name the site goes by (og:site_name, the trailing part of `<title>`, the host) names
  * the site, not the page; except on the site's home page, or where `<title>` is that name alone.
  */
-/** A consent dialog holds less text than this (markup white space included), in words that ask for consent; an element holding more, or other words, is the page. */
-const CONSENT_BOX_MAX = 5000
-
 export function headlineH1(scope: Element, title: string | undefined, siteName: string | undefined, url: string | null, sectionH1s = false): { headline?: string; banner?: string } {
   const site = isHomePage(url) ? new Set<string>() : siteNameKeys(title, siteName, url)
   if (title !== undefined) site.delete(titleKey(title))

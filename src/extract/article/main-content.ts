@@ -709,7 +709,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
   for (let c = chunkStart[best]!; c < chunkEnd[best]! && h1s < SECTION_H1S; c++) if (els[chunks[c]!.owner]!.tag === "h1") { if (h1s++ === 0) firstH1 = c }
   // (a paragraph before the h1 makes it a heading inside the text, not the page's headline)
   let topBar = h1s === 1 && !listing
-  for (let c = chunkStart[best]!; topBar && c < firstH1; c++) if (chunks[c]!.len >= 100 && /[.!?…。]["'”’)]?\s*$/.test(chunks[c]!.text)) topBar = false
+  for (let c = chunkStart[best]!; topBar && c < firstH1; c++) if (chunks[c]!.len >= 100 && endsSentence(chunks[c]!.text)) topBar = false
   for (let c = from; c < to; c++) {
     const ck = chunks[c]!
     const inBody = c >= chunkStart[best]! && c < chunkEnd[best]! && !pruned[ck.owner]
@@ -910,8 +910,10 @@ function isOwnAnchor(link: Element, heading: Element): boolean {
 function linkedSentence(chunks: readonly Chunk[], from: number, to: number, link: number, len: number): boolean {
   if (to - from !== 1 || link > 0.5 * len) return false
   const text = chunks[from]!.text.trim()
-  return /[.!?…。！？]["'”’)]?$/.test(text) && text.split(/\s+/).length >= 8
+  return endsSentence(text) && text.split(/\s+/).length >= 8
 }
+/** Whether a text ends a sentence (a full stop, question or exclamation mark, an ellipsis; a closing quote or bracket after it). */
+const endsSentence = (text: string) => /[.!?…。！？]["'”’)]?$/.test(text.trimEnd())
 
 /** A caption that ends with its picture's credit: some words of caption, then the credit. */
 function captionWithCredit(text: string): boolean {

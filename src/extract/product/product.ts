@@ -404,8 +404,9 @@ function decidePrice(data: Product, sources: Record<string, string>, sig: Signal
     return
   }
   // a structured price the page shows only struck through, as the old price beside a lower one in its
-  // price box, is stale; so is one it marks old by class (`regular-price` beside a `current-price`)
-  // when a discount badge beside them fits the two (a subscription's or a member's price is no markdown): the sale the page shows is the price (structured data written before a markdown)
+  // price box, is stale: the sale the page shows is the price (structured data written before a
+  // markdown); so is one it marks old by class (`regular-price` beside a `current-price`) when a
+  // discount badge fits the two (a subscription's or a member's lower price is no markdown)
   const same = (a: number, b: number) => Math.abs(a - b) < 0.005
   if (data.price !== undefined && sig.price !== undefined && sig.price.price < data.price && (sig.price.currency === undefined || sig.price.currency === data.currency)
     && (sig.oldPrices.some((p) => same(p, data.price!)) || (sig.markedOldPrices.some((p) => same(p, data.price!)) && sig.discounts.some((r) => Math.abs(sig.price!.price - data.price! * (1 - r / 100)) <= 0.02 * data.price!)))

@@ -330,15 +330,19 @@ export function readSignals(root: Element): Signals {
     }
     // (the amount of a struck-through price, read where the striking starts, outside related items and
     // chrome; class words may lie: VTEX marks its selling price `sellingPrice--hasListPrice`)
-    if (!wasStruck && (fl & F_STRUCK) !== 0 && (fl & (F_RELATED | F_CHROME)) === 0 && out.oldPrices.length < 20) {
+    /** The element's amount, when it shows a short one. */
+    const shortAmount = (): number | undefined => {
       const t = content ?? blockText(el, 60, false, true)
       const p = t.length < 60 && /\d/.test(t) ? parsePrice(t) : undefined
-      if (p !== undefined && p.price > 0) out.oldPrices.push(p.price)
+      return p !== undefined && p.price > 0 ? p.price : undefined
+    }
+    if (!wasStruck && (fl & F_STRUCK) !== 0 && (fl & (F_RELATED | F_CHROME)) === 0 && out.oldPrices.length < 20) {
+      const p = shortAmount()
+      if (p !== undefined) out.oldPrices.push(p)
     }
     if (!wasOld && hasPrice && (fl & (F_OLD | F_REGULAR)) !== 0 && (fl & (F_RELATED | F_CHROME)) === 0 && !words.includes("list") && out.markedOldPrices.length < 20) {
-      const t = content ?? blockText(el, 60, false, true)
-      const p = t.length < 60 && /\d/.test(t) ? parsePrice(t) : undefined
-      if (p !== undefined && p.price > 0) out.markedOldPrices.push(p.price)
+      const p = shortAmount()
+      if (p !== undefined) out.markedOldPrices.push(p)
     }
 
     if (itemprop !== undefined) {
@@ -470,9 +474,8 @@ export function readSignals(root: Element): Signals {
   out.text = main.join("\n")
   for (const line of main) {
     if (out.discounts.length >= 10) break
-    const m = line.length <= 24 ? PERCENT.exec(line) : null
-    const rate = m !== null ? Math.abs(Number.parseFloat(m[0].replace(",", ".").replace(/[^\d.]/g, ""))) : NaN
-    if (rate > 0 && rate < 100) out.discounts.push(rate)
+    const rate = discountRate(line)
+    if (rate !== undefined) out.discounts.push(rate)
   }
   if (out.availabilityText === undefined) labelledAvailability(main, out)
   if ((best ?? bestRegular) !== undefined) out.price = best ?? bestRegular
@@ -652,6 +655,13 @@ function perPeriodAfter(el: Element): boolean {
   return false
 }
 
+/** The discount a short line (a badge: "-13,5%", "Save 20%") shows, as a positive percentage below 100. */
+function discountRate(line: string): number | undefined {
+  const m = line.length <= 24 ? PERCENT.exec(line) : null
+  const rate = m !== null ? Math.abs(Number.parseFloat(m[0].replace(",", ".").replace(/[^\d.]/g, ""))) : NaN
+  return rate > 0 && rate < 100 ? rate : undefined
+}
+
 /** A badge that names a discount by its amount: "Extra ₹1000 off", "Save $20". */
 const DISCOUNT_BADGE = /\d.*\b(?:off|save)\b|\b(?:off|save)\b.*\d/i
 
@@ -680,10 +690,8 @@ function discountedAfter(lines: string[], i: number, p: ParsedPrice): ParsedPric
     const q = parsePrice(at.text)
     if (q === undefined || !(q.price < p.price)) return undefined
     for (let k = Math.max(0, i - 2); k <= j + 2 && k < lines.length; k++) {
-      const m = lines[k]!.length <= 24 ? PERCENT.exec(lines[k]!) : null
-      if (m === null) continue
-      const rate = Math.abs(Number.parseFloat(m[0].replace(",", ".").replace(/[^\d.]/g, "")))
-      if (rate > 0 && rate < 100 && Math.abs(q.price - p.price * (1 - rate / 100)) <= 0.02 * p.price) return q
+      const rate = discountRate(lines[k]!)
+      if (rate !== undefined && Math.abs(q.price - p.price * (1 - rate / 100)) <= 0.02 * p.price) return q
     }
     return undefined
   }

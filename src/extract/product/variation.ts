@@ -6,6 +6,7 @@
  * describes the parent (an `AggregateOffer` range, the parent's SKU). See docs/extraction.md.
  */
 import { walk, type Element } from "../html/dom.ts"
+import { objectOf, type JsonValue } from "../structured.ts"
 import { RELATED } from "./signals.ts"
 
 export interface SelectedVariation {
@@ -49,22 +50,21 @@ export function selectedVariation(scope: Element, pageUrl: string | null): Selec
   }
   // every picker has to be set, or no single variation is chosen (the page shows the range)
   if (chosen.size === 0 || pickers.some((p) => !chosen.has(p.attrs!.name!))) return undefined
-  let list: unknown
-  try { list = JSON.parse(json) } catch { return undefined }
+  let list: JsonValue
+  try { list = JSON.parse(json) as JsonValue } catch { return undefined }
   if (!Array.isArray(list)) return undefined
   for (const v of list) {
-    if (v === null || typeof v !== "object") continue
-    const attrs = (v as Record<string, unknown>).attributes
-    if (attrs === null || typeof attrs !== "object") continue
+    const o = objectOf(v)
+    const attrs = objectOf(o?.attributes)
+    if (o === undefined || attrs === undefined) continue
     // (a variation the shop switched off is not sold)
-    if ((v as Record<string, unknown>).variation_is_active === false || (v as Record<string, unknown>).variation_is_visible === false) continue
+    if (o.variation_is_active === false || o.variation_is_visible === false) continue
     // (an attribute the variation leaves empty matches any choice)
     const fits = [...chosen].every(([k, want]) => {
-      const have = (attrs as Record<string, unknown>)[k]
+      const have = attrs[k]
       return have === "" || (typeof have === "string" && decoded(have).toLowerCase() === want.toLowerCase())
     })
     if (!fits) continue
-    const o = v as Record<string, unknown>
     const price = typeof o.display_price === "number" && o.display_price > 0 ? o.display_price : undefined
     const sku = typeof o.sku === "string" && o.sku.trim() !== "" ? o.sku.trim() : undefined
     const inStock = typeof o.is_in_stock === "boolean" ? o.is_in_stock : undefined
