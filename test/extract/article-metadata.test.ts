@@ -157,6 +157,19 @@ describe("author", () => {
     expect(cleanAuthor("Author:")).toBeUndefined()
   })
 
+  it("takes a byline's name without its label or role in other languages", () => {
+    expect(cleanAuthor("Автор: Анна Сорокина")).toBe("Анна Сорокина")
+    expect(cleanAuthor("Yazar: Ali Demir")).toBe("Ali Demir")
+    expect(cleanAuthor("Autorin: Lena Brandt")).toBe("Lena Brandt")
+    expect(cleanAuthor("记者 陈嘉宁")).toBe("陈嘉宁")
+    expect(cleanAuthor("作者：王晓峰")).toBe("王晓峰")
+    expect(cleanAuthor("김서연 기자")).toBe("김서연")
+    expect(cleanAuthor("【佐野遥】")).toBe("佐野遥")
+    // a name that only starts like a label keeps its letters
+    expect(cleanAuthor("Autori Kallio")).toBe("Autori Kallio")
+    expect(cleanAuthor("文化部")).toBe("文化部")
+  })
+
   it("takes no byline from mid-sentence 'by', captions, labels or long capital runs", () => {
     const page = (lines: string) => `<html><body><article><h1>Rockets</h1>${lines}${para(3)}</article></body></html>`
     expect(article(page(`<p class="dek">How a startup founded by Elon Musk changed launches</p><div class="byline">By Jane Doe</div>`)).data.author).toBe("Jane Doe")

@@ -895,6 +895,80 @@ describe("publishing platforms' conventions", () => {
     expect([plain.title, plain.content.includes("Harbour works\n")]).toEqual(["Harbour works", false])
   })
 
+  it("reads what component names say (data-testid, data-component, data-area), not their weak words", () => {
+    const html = wrap(`<main><article data-area="article"><h1>Rail closure</h1>${para(3, "rail line")}
+      <div data-area="author_bio"><a href="/autor/kb">Katharina Brenner</a><p>Editor in the business desk, writing about transport and energy.</p></div>
+      <section data-testid="related-stories"><h2>More on rail</h2><p>Night trains are back on three routes across the Alps this winter, with sleeper cars and a dining car.</p></section>
+      <div data-testid="section-title"><h2>What happens next</h2></div>${para(2, "bus service")}</article></main>`)
+    const body = article(html).data.content
+    expect(body).not.toContain("Editor in the business desk")
+    expect(body).not.toContain("Night trains")
+    // (a "title" component is a heading: the weak word does not count)
+    expect(body).toContain("What happens next")
+    expect(body).toContain("Paragraph 2 about the bus service")
+  })
+
+  it("leaves out a standfirst set in the headline's header, and keeps a lede that repeats the description", () => {
+    const desc = "From February no train runs between the two cities for five months, and replacement buses take over."
+    const page = (header: string, body: string) => `<html><head><title>Rail closure</title><meta name="description" content="${desc}"></head><body><nav>${filler(8)}</nav>
+      <main><article>${header}<div class="body">${body}${para(3, "rail line")}</div></article></main></body></html>`
+    // an El País-style h2 under the h1, a Spiegel-style bold lead, in the article's <header>
+    for (const header of [`<header><h1>Rail closure</h1><h2>${desc}</h2></header>`, `<header><h2>Rail closure</h2><div><strong>${desc}</strong></div></header>`]) {
+      expect(article(page(header, "")).data.content).not.toContain("replacement buses take over")
+    }
+    // the body's first paragraph, which the description copies, is the lede
+    expect(article(page("<h1>Rail closure</h1>", `<p>${desc}</p>`)).data.content).toContain("replacement buses take over")
+  })
+
+  it("drops a byline run into its publication line, and keeps a sentence that starts like one", () => {
+    const meta = `<div><span>Par Claire Vasseur</span><span>Publié le 12 novembre 2025 à 06h00, modifié à 09h41</span><span>Temps de lecture 7 min.</span></div>`
+    const body = article(wrap(`<main><article><h1>Déserts médicaux</h1>${para(1, "clinic")}${meta}${para(3, "clinic")}</article></main>`)).data.content
+    expect(body).not.toContain("Claire Vasseur")
+    const sentence = `<p>Par Marseille passent chaque année des milliers de conteneurs, publiés dans le rapport de 2024.</p>`
+    expect(article(wrap(`<main><article><h1>Port</h1>${sentence}${para(3, "port")}</article></main>`)).data.content).toContain("Par Marseille passent")
+  })
+
+  it("keeps sentences in Chinese and Japanese that open with a year, and drops their date lines", () => {
+    const items = `<ul><li>2025年産の収穫量増加により、年末にかけて在庫が積み上がる可能性がある</li><li>2024年我国低空经济规模已超过5000亿元，预计到2030年将达到2万亿元</li></ul>`
+    const body = article(wrap(`<main><article><h1>コメ平均価格</h1><p>2025年11月20日 08:12</p>${para(3, "rice")}${items}</article></main>`)).data.content
+    expect(body).toContain("在庫が積み上がる可能性がある")
+    expect(body).toContain("预计到2030年将达到2万亿元")
+    expect(body).not.toContain("2025年11月20日")
+  })
+
+  it("drops a date line under a name in Dutch or German (\"do 16 okt 2025, 20:45\")", () => {
+    const body = article(wrap(`<main><article><h1>Dijkversterking</h1><div>Sanne de Graaf do 16 okt 2025, 20:45 Aangepast: do 16 okt 2025, 22:10</div>${para(3, "dike")}</article></main>`)).data.content
+    expect(body).not.toContain("Sanne de Graaf")
+  })
+
+  it("drops a picture's credit alone on its line beside the picture, and a caption's bracketed Chinese credit", () => {
+    const credit = `<p><img src="/a.jpg" alt="Квитанция"><br><i>Фото: Волжская правда / Игорь Ланцов</i></p>`
+    const zh = `<div class="img_wrapper"><img src="/b.jpg"><span>11月18日，一架物流无人机在深圳市南山区一处起降点准备起飞。（图片来源：视觉中国）</span></div>`
+    const body = article(wrap(`<main><article><h1>Тарифы</h1>${para(2, "tariff")}${credit}${zh}${para(2, "drone")}</article></main>`)).data.content
+    expect(body).not.toContain("Волжская правда")
+    expect(body).not.toContain("视觉中国")
+    // a credit line with no picture beside it is the article's own line
+    expect(article(wrap(`<main><article><h1>Тарифы</h1>${para(2, "tariff")}<p>Фото: Игорь Ланцов</p>${para(2, "drone")}</article></main>`)).data.content).toContain("Игорь Ланцов")
+  })
+
+  it("leaves out a comments section that its heading counts, whatever its classes", () => {
+    const post = (who: string, text: string) => `<div class="reviews-post"><div class="reviews-post-author"><b>${who}</b> <span>22.12.2025 12:41</span></div><div class="reviews-text">${text}</div></div>`
+    const comments = `<div class="reviews-block"><div class="reviews-title">Комментарии (3)</div>${post("Сергей В.", "Каждый год небольшое повышение, а в сумме за пять лет платежи выросли почти в полтора раза.")}${post("Марина", "Спасибо за таблицу, наконец-то понятно написано, проверила свою квитанцию.")}</div>`
+    const body = article(wrap(`<main><article><h1>Тарифы ЖКХ</h1>${para(4, "tariff")}${comments}</article></main>`)).data.content
+    expect(body).not.toContain("полтора раза")
+    // a manual's section on code comments has no count
+    const manual = `<section><h2>Comments</h2><p>A comment starts with two slashes and runs to the end of the line; block comments nest.</p></section>`
+    expect(article(wrap(`<main><article><h1>Lexical grammar</h1>${para(3, "parser")}${manual}</article></main>`)).data.content).toContain("block comments nest")
+  })
+
+  it("drops a breadcrumb trail set as a line of links", () => {
+    const crumbs = `<div><a href="/">News</a> <span>›</span> <a href="/city">City News</a> <span>›</span> <span>Yellow Line to get 12 more trains</span></div>`
+    const body = article(wrap(`<main><article><h1>Yellow Line to get 12 more trains</h1>${crumbs}${para(3, "metro")}</article></main>`)).data.content
+    expect(body).not.toContain("City News")
+    // an arrow between words in a sentence is text
+    expect(article(wrap(`<main><article><h1>Menus</h1><p>Open <a href="/s">Settings</a> › Privacy › Cookies and clear the data there.</p>${para(3, "menu")}</article></main>`)).data.content).toContain("Privacy")
+  })
+
   it("keeps Docusaurus headings, whose class names a sticky navbar", () => {
     const html = wrap(`<main><article><div class="theme-doc-markdown markdown"><h1>Installation</h1>${para(2, "setup")}
       <h2 class="anchor anchorWithStickyNavbar_LWe7" id="requirements">Requirements<a class="hash-link" href="#requirements">​</a></h2>${para(2, "node")}</div></article></main>`)

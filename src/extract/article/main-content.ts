@@ -114,11 +114,11 @@ export function hintOf(el: Element): Hint {
   const id = a.id
   const role = a.role
   if (role !== undefined && FURNITURE_ROLE.test(role.trim())) return Hint.Strong
-  if (cls === undefined && id === undefined) return Hint.None
+  if (cls === undefined && id === undefined && !COMPONENT_ATTRS.some((k) => a[k] !== undefined)) return Hint.None
   // An id made of its own heading's words ("more-on-lists" on the section headed "More on Lists") is
   // an anchor for that heading, not layout vocabulary.
   const idWords = id === undefined ? [] : wordsOf(id)
-  const words = wordsOf(roleClasses(cls)).concat(idWords.some(isHintWord) && isHeadingAnchor(el, idWords) ? [] : idWords)
+  const words = wordsOf(roleClasses(cls)).concat(idWords.some(isHintWord) && isHeadingAnchor(el, idWords) ? [] : idWords, componentWords(a))
   // an author box ("author-box", "about-author", "author-bio"): the writer's profile, not the article
   // (a list's "authorName__container" holds a name, not a profile)
   if (words.includes("author") && !words.includes("name") && words.some((w) => AUTHOR_BOX.has(w))) {
@@ -213,6 +213,21 @@ export const wordsOf = (s: string): Array<string> => {
   return out
 }
 const QUALIFIER = new Set(["with", "without", "for", "when", "on", "in"])
+
+/**
+ * Attributes in which component frameworks name what an element is (`data-testid="related-stories"`,
+ * `data-area="author_bio"`). Their strong and positive words count; their weak ones do not: such names
+ * call every teaser's heading a "title" (`data-testid="illinois-title"`).
+ */
+const COMPONENT_ATTRS = ["data-testid", "data-component", "data-area", "data-module", "data-qa"] as const
+function componentWords(a: Readonly<Record<string, string>>): Array<string> {
+  let out: Array<string> | undefined
+  for (const k of COMPONENT_ATTRS) {
+    const v = a[k]
+    if (v !== undefined && v.length > 0 && v.length <= 60) for (const w of wordsOf(v)) if (!WEAK_WORDS.has(w)) (out ??= []).push(w)
+  }
+  return out ?? []
+}
 
 /** Whether `idWords` are all words of the element's own heading (itself, or the first heading among its first children). */
 function isHeadingAnchor(el: Element, idWords: ReadonlyArray<string>): boolean {
@@ -311,6 +326,8 @@ const BOILER_TEXT = /^(advert|advertisement|advertising|anzeige|publicité|publi
  * site's "Not the answer you're looking for?", a forum's list of who browses it.
  */
 const UI_NOTICE = /detected you are (on|using)|(does not|doesn't|no longer) support internet explorer|(outdated|unsupported|old|older) (web )?browser|(update|upgrade) (to )?(a modern|a newer|your) browser|(an error (has )?occurred|something went wrong)[^.!]{0,40}[.!]?\s*(please )?try again|^this article has been sent to|^not the answer you'?re looking for\?|^(?:users browsing this forum|mitglieder in diesem forum|utilisateurs parcourant ce forum|utenti che stanno guardando questo forum|usuarios navegando por este foro)\s*:/i
+/** A breadcrumb trail set as text, its links between "›" or "»" ("News › City News › Bengaluru News › …"). */
+const BREADCRUMB_LINE = /^[^›»\n]{1,60}(?:\s[›»]\s[^›»\n]{1,160}){2,}$/
 /** Calls to subscribe, buy or give put between paragraphs: a code to use, a trial to start, a newsletter to sign up for, journalism to support. */
 const PROMO = /\buse (the )?(promo |discount )?code\b|\bsubscribe (now|today)\b|\b(get|start) your free trial\b|\bdelivered (through|to) your (letterbox|door|inbox)\b|\bsign up (now|today|for (our|the) (free )?(daily |weekly )?newsletter)\b|^(?:will you |would you |can you |please |help us )?support (?:[\w’']+ ){0,3}journalism\b|\b(?:rely|relies|depend|depends|count|counts) on (?:readers|people|supporters|members) like you\b|^(?:please )?make a (?:one-time |monthly |recurring )?(?:contribution|donation|gift)\b/i
 /**
@@ -325,7 +342,7 @@ const CAPTION_CREDIT = /\((image|photo|photograph|picture|pic|credit|foto|bild)s
  * may name a photo too, and a line that is only a credit ("Main image credit: Getty") stays: annotators
  * keep it as the article's own line.
  */
-const TRAILING_CREDIT = /(?:^|[\s—–|(-])(?:(?:foto|fotos|фото|photo|photos|photograph|bild|image|imagen|immagine|kuva|credit|crédit|crédito|credito|zdjęcie)\s*[:：]|fot\.)\s*[^.!?:]{1,80}\)?$|\s(?:图|圖|摄|攝|写真)$/iu
+const TRAILING_CREDIT = /(?:^|[\s—–|(（-])(?:(?:foto|fotos|фото|photo|photos|photograph|bild|image|imagen|immagine|kuva|credit|crédit|crédito|credito|zdjęcie|图片来源|圖片來源|图源|圖源)\s*[:：]|fot\.)\s*[^.!?:]{1,80}[)）]?$|\s(?:图|圖|摄|攝|写真)$/iu
 
 /** A forum post's signature (phpBB `signature`, XenForo `message-signature`, vBulletin `signature restore`). */
 const SIGNATURE = /(?:^|[\s_-])signature(?:$|[\s_-])/i
@@ -335,6 +352,13 @@ const QUOTE_HEADER = /(?:wrote|said|writes|schrieb|hat geschrieben|a écrit|ha s
 const REPLY_PREFIX = /^\s*(re|aw|sv|vs|odp)\s*:\s*/i
 /** A line that opens with a byline: "By", "Von", "Par", "Por", "Di", "Door", "Av" and a capitalised name. */
 const BYLINE_LINE = /^([Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Dd]i|[Dd]oor|[Aa]v|[Aa]f)\s+\p{Lu}[\p{L}'’.-]+(\s+\p{Lu}[\p{L}'’.-]+){0,3}(\s*[—–|,·•-]\s*|\s+\d)/u
+/**
+ * A byline run into its publication line, its spans set side by side with no space between ("Par
+ * Claire VasseurPublié le 12 novembre 2025 à 06h00"): the byline's word, a capitalised name, and a
+ * publication word with its date further on.
+ */
+const BYLINE_START = /^(?:[Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Dd]i|[Dd]oor|[Aa]v|[Aa]f)\s+\p{Lu}\p{Ll}/u
+const PUBLISHED_WITH_DATE = /(?:publié|publiée|mis à jour|modifié|veröffentlicht|aktualisiert|publicado|actualizado|atualizado|pubblicato|aggiornato|gepubliceerd|bijgewerkt|published|updated|posted)\s*:?\s*(?:(?:le|am|el|em|il|op|on)\s+)?\d/iu
 /** How a publication line starts ("Updated ...", "Published ..."). */
 const PUBLICATION_LINE = /^(updated|published|posted|originally published|last updated|original)\b/i
 /**
@@ -355,16 +379,30 @@ const READING_TIME = /^(?:(?:reading time|read time|lesezeit|lesedauer|temps de 
 /** A notice that the article goes on past an advertisement or a video, in several languages: the whole line ("Continúa tras la reunión el debate …" is a sentence). */
 const CONTINUES = /^(?:(?:the )?(?:article|story|text|content) continues (?:below|after)|continue reading (?:below|after)|weiter nach (?:der|dem) (?:anzeige|werbung|video)|(?:der )?artikel (?:wird )?(?:unter|nach) .{0,30}fortgesetzt|(?:lire )?la suite (?:après|ci-dessous|sous)|l['’]article continue|(?:el )?artículo continúa|continúa (?:después|tras|debajo)|(?:o )?texto continua|continua (?:após|depois|dopo|sotto)|l['’]articolo continua|dalsza część (?:artykułu|tekstu)|czytaj dalej pod|продолжение (?:ниже|после)|статья продолжается|haberin devamı|het artikel gaat verder|lees verder (?:onder|na))(?:\s+[^\s.]+){0,4}\s*[.:…]?$/i
 /** Words of a date line besides the date: its labels, a place, an agency, a name ("WASHINGTON, March 3, 2025 (Reuters)", "Published March 3 by Jane Doe"). */
-const DATE_WORDS = /^(?:\d.*|jan\p{L}*|feb\p{L}*|mar\p{L}*|apr\p{L}*|may|jun\p{L}*|jul\p{L}*|aug\p{L}*|sep\p{L}*|oct\p{L}*|nov\p{L}*|dec\p{L}*|mon\p{L}*|tue\p{L}*|wed\p{L}*|thu\p{L}*|fri\p{L}*|sat\p{L}*|sun\p{L}*|am|pm|[ap]\.m|et|est|edt|ct|cst|cdt|mt|mst|mdt|pt|pst|pdt|cet|gmt|utc|cest|bst|ist|jst|kst|aest|aedt|updated|published|posted|originally|last|original|on|at|by|and|ago|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?|mo|mos|months?|y|yrs?|years?|read|min|today|yesterday|el|de|del|a|las|la|le|les|à|às|em|um|am|op|il|lo|alle|ore|uhr|publicado|actualizado|atualizado|publié|mis|jour|modifié|aktualisiert|veröffentlicht|pubblicato|aggiornato|gepubliceerd|bijgewerkt)$/iu
+const DATE_WORDS = new RegExp(String.raw`^(?:\d.*|jan\p{L}*|feb\p{L}*|mar\p{L}*|apr\p{L}*|may|jun\p{L}*|jul\p{L}*|aug\p{L}*|sep\p{L}*|oct\p{L}*|nov\p{L}*|dec\p{L}*|mon\p{L}*|tue\p{L}*|wed\p{L}*|thu\p{L}*|fri\p{L}*|sat\p{L}*|sun\p{L}*|am|pm|[ap]\.m|et|est|edt|ct|cst|cdt|mt|mst|mdt|pt|pst|pdt|cet|gmt|utc|cest|bst|ist|jst|kst|aest|aedt|updated|published|posted|originally|last|original|on|at|by|and|ago|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?|mo|mos|months?|y|yrs?|years?|read|min|today|yesterday|el|de|del|a|las|la|le|les|à|às|em|um|am|op|il|lo|alle|ore|uhr|publicado|actualizado|atualizado|publié|mis|jour|modifié|aktualisiert|veröffentlicht|pubblicato|aggiornato|gepubliceerd|bijgewerkt|aangepast|` +
+  // month and weekday names of other languages that the English ones above do not start
+  String.raw`okt\p{L}*|mrt|maart|mei|mai|märz|mär|dez\p{L}*|ene\p{L}*|abr\p{L}*|dic\p{L}*|giu\p{L}*|lug\p{L}*|gen\p{L}*|fev\p{L}*|févr\p{L}*|avr\p{L}*|juil\p{L}*|août|déc\p{L}*|ma|di|wo|do|vr|za|zo|mi|fr|sa|so|lun|mer|jeu|ven|sam|dim)$`, "iu")
 /**
  * Whether a line is mostly its date: at most four other words ("Phase 1 (2026): Canal Park to 14th
  * Avenue East" is a list item that names a year, not a date line).
  */
 function mostlyDate(text: string): boolean {
   let other = 0
-  for (const w of text.split(/[^\p{L}\p{N}.:]+/u)) if (w !== "" && !DATE_WORDS.test(w.replace(/[.:]+$/, "")) && ++other > 4) return false
+  for (const w of text.split(/[^\p{L}\p{N}.:]+/u)) {
+    if (w === "") continue
+    // Chinese and Japanese set no spaces between words: every four of their letters that are no date's
+    // count as a word ("2025年産の収穫量増加により、…" is a sentence; "2025年11月20日" a date; a byline's
+    // long firm name, "ライトハウス国際特許事務所", a few words)
+    const cjk = w.replace(CJK_DATE_CHARS, "").match(CJK_LETTER)?.length ?? 0
+    if (cjk > 0) other += Math.ceil(cjk / 4)
+    else if (!DATE_WORDS.test(w.replace(/[.:]+$/, ""))) other++
+    if (other > 4) return false
+  }
   return true
 }
+const CJK_LETTER = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/gu
+/** The characters of a date or time in Chinese, Japanese and Korean (年 月 日, 時 分, 午前, 星期, 曜日, 년 월 일…). */
+const CJK_DATE_CHARS = /[年月日时時分秒号號午前后後周週星期曜火水木金土년월일시분초오전후요]/gu
 /** A time that starts a line, bracketed or followed by a separator: `(00:00)`, `[1:02:15]`, `14:40 –` (not a bar: "14:40 | Reuters" is a dateline). */
 const LEADING_TIME = /^[([]?\d{1,2}:\d\d(?::\d\d)?[)\]]?\s*[-–—:]?\s*/
 /**
@@ -683,6 +721,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     }
     const h = hint[i]!
     if (h === Hint.Strong) pruned[i] = 1
+    else if (!discussion && headedByCommentCount(chunks, chunkStart, chunkEnd, parent, i)) pruned[i] = 1
     else if (txt[i]! >= REPEAT_MIN && chunkEnd[i]! - chunkStart[i]! >= REPEAT_CHUNKS && repeats(chunkStart[i]!, chunkEnd[i]!)) pruned[i] = 1
     else if (agg[i]! < 0 && BLOCK.has(els[i]!.tag) && !(chunkEnd[i]! > 0 && chunks[chunkEnd[i]! - 1]!.owner === i && teaserHeadline(chunks, chunkEnd[i]! - 1, chunkEnd[best]!, els))) {
       // a block worth less than nothing: link lists, labels, share bars
@@ -723,16 +762,19 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (text.length < 60 && BOILER_TEXT.test(text)) continue
     if (text.length < 300 && (CAPTION_CREDIT.test(text) || UI_NOTICE.test(text))) continue
     if (text.length < 250 && captionWithCredit(text) && (besideImage(els[ck.owner]!) || holdsImage(els[ck.owner]!, 2))) continue
+    // (a credit alone on its line, in the block that holds its picture: "<p><img><br><i>Фото: …</i></p>")
+    if (text.length < 120 && TRAILING_CREDIT.exec(text)?.index === 0 && holdsImage(els[ck.owner]!, 2)) continue
     if (text.length < 500 && PROMO.test(text)) continue
+    if (text.length < 250 && ck.linkLen > 0 && BREADCRUMB_LINE.test(text) && !endsSentence(text)) continue
     // A date line; one that says it is the publication's ("Updated Nov. 19, 2019 8:21 am ET / Original ...") however many words;
     // not a table row (release histories, schedules and fixtures date their rows)
     if (text.length < 90 && !listing && (READING_TIME.test(text) || CONTINUES.test(text))) continue
-    if (!ck.quoted && text.length < 100 && !isDataRow(els[ck.owner]!) && (DATE_LINE.test(text) || AGE_LINE.test(text)) && !isTimestampLabel(text) && ((!/[.!?]$/.test(text) && text.split(" ").length <= 14 && mostlyDate(text)) || PUBLICATION_LINE.test(text) || PUBLICATION_LINE_INTL.test(text))) continue
+    if (!ck.quoted && text.length < 100 && !isDataRow(els[ck.owner]!) && (DATE_LINE.test(text) || AGE_LINE.test(text)) && !isTimestampLabel(text) && ((!endsSentence(text) && text.split(" ").length <= 14 && mostlyDate(text)) || PUBLICATION_LINE.test(text) || PUBLICATION_LINE_INTL.test(text))) continue
     // (a forum reply's heading is the title after "Re:")
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text.replace(REPLY_PREFIX, "")) === titleKey) continue
     // a byline with its date ("Par Julien Marchetti — Publié le 2 février 2026", "Von Katrin Wolff 22.10.2025, 19:45 Uhr")
     // (a teaser's byline in a listing is part of its card)
-    if (!listing && !ck.quoted && text.length < 160 && BYLINE_LINE.test(text) && DATE_LINE.test(text)) continue
+    if (!listing && !ck.quoted && text.length < 160 && ((BYLINE_LINE.test(text) && DATE_LINE.test(text)) || (BYLINE_START.test(text) && PUBLISHED_WITH_DATE.test(text)))) continue
     if (els[ck.owner]!.tag === "h1" && h1s < SECTION_H1S) continue
     if (paragraphs.length === 0 && descriptionKey !== "" && key(text) === descriptionKey && isStandfirst(els, parent, ck.owner)) continue
     if (sampleOf !== null) {
@@ -795,12 +837,33 @@ function repeatFinder(chunks: readonly Chunk[], start: number, end: number): (fr
   }
 }
 
+/**
+ * A heading that counts readers' comments ("Comments (3)", "Комментарии (3)", "12 Kommentare"): the
+ * block it opens is the comments section, whatever its classes say (`reviews-block`, `a_cmt`). A count
+ * is required: a manual's section on code comments is headed "Comments" alone.
+ */
+const COMMENTS_WORD = "(?:comments?|kommentare?|commentaires?|commenti|comentarios|comentários|reacties|komentarz[ey]?|комментари[ийя]|коментар[іів]{1,2}|yorumlar?|kommentarer|kommentit|hozzászólások?|σχόλια|評論|评论|コメント|댓글)"
+const COMMENT_COUNT = new RegExp(`^(?:${COMMENTS_WORD}\\s*(?:\\(\\d+\\)|:?\\s*\\d+)|\\d+\\s*${COMMENTS_WORD})$`, "iu")
+
+/** Whether element `i` is the outermost element whose first chunk is a comment count and that holds more than it. */
+function headedByCommentCount(chunks: ReadonlyArray<Chunk>, chunkStart: ArrayLike<number>, chunkEnd: ArrayLike<number>, parent: ArrayLike<number>, i: number): boolean {
+  const first = chunkStart[i]!
+  if (first >= chunkEnd[i]! - 1 || chunks[first]!.len > 40) return false
+  const p = parent[i]!
+  if (p >= 0 && chunkStart[p] === first) return false
+  return COMMENT_COUNT.test(chunks[first]!.text.trim())
+}
+
 /** class/id words of a standfirst (the summary under a headline): "dek", "standfirst", "excerpt", "chapo"… */
 const STANDFIRST_WORDS = new Set("dek deck standfirst subhead subheading strapline excerpt abstract teaser summary description desc chapo chapeau sapo".split(" "))
 
-/** Whether the element holding a chunk, or one of its three nearest ancestors, is marked as a standfirst. */
+/**
+ * Whether the element holding a chunk, or one of its three nearest ancestors, is marked as a standfirst:
+ * by its class/id words, or by standing in a `<header>` (the headline's, where a lede does not go).
+ */
 function isStandfirst(els: readonly Element[], parent: readonly number[], i: number): boolean {
   for (let k = 0; k < 4 && i >= 0; k++, i = parent[i]!) {
+    if (els[i]!.tag === "header") return true
     const a = els[i]!.attrs
     if (a !== null && wordsOf(`${a.class ?? ""} ${a.id ?? ""}`).some((w) => STANDFIRST_WORDS.has(w))) return true
   }
