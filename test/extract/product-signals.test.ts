@@ -566,6 +566,63 @@ describe("shop templates' conventions", () => {
     expect(product(page(parent, offForm), { url: "https://tea.example/product/darjeeling/?attribute_pa_weight=100g" }).data.price).toBe(9.5)
   })
 
+  it("a WooCommerce variation is chosen when the address sets every attribute the variations differ by, not an option beside them", () => {
+    const variations = [
+      { attributes: { attribute_pa_size: "250-g" }, display_price: 9.9, sku: "ESP-250", is_in_stock: true },
+      { attributes: { attribute_pa_size: "1-kg" }, display_price: 29.9, sku: "ESP-1000", is_in_stock: true },
+    ]
+    const parent = ld({ "@type": "Product", name: "Espresso", sku: "ESP", offers: { "@type": "AggregateOffer", lowPrice: "9.90", highPrice: "29.90", priceCurrency: "EUR" } })
+    // the grind changes no variation's price: it is an option of each
+    const form = `<h1>Espresso</h1><form class="variations_form cart" data-product_variations="${JSON.stringify(variations).replace(/"/g, "&quot;")}">
+      <select name="attribute_pa_size"><option value="">Choose</option><option value="250-g">250 g</option><option value="1-kg">1 kg</option></select>
+      <select name="attribute_grind"><option value="">Choose</option><option value="beans">Beans</option><option value="fine">Fine</option></select></form>`
+    const d = product(page(parent, form), { url: "https://roastery.example/product/espresso/?attribute_pa_size=1-kg" }).data
+    expect([d.price, d.sku]).toEqual([29.9, "ESP-1000"])
+  })
+
+  it("reads BigCommerce's price box: the price marked with its tax display, not the non-sale or MSRP one", () => {
+    const html = `<div class="productView-product"><h1 class="productView-title">Adjustable Kettlebell</h1>
+            <div class="productView-price">
+        <div class="price-section price-section--withoutTax rrp-price--withoutTax" >
+            <span>MSRP:</span>
+            <span data-product-rrp-price-without-tax class="price price--rrp">
+                $199.99
+            </span>
+        </div>
+        <div class="price-section price-section--withoutTax non-sale-price--withoutTax" >
+            <span>Was:</span>
+            <span data-product-non-sale-price-without-tax class="price price--non-sale">
+                $179.99
+            </span>
+        </div>
+        <div class="price-section price-section--withoutTax">
+            <span class="price-label" >
+                
+            </span>
+            <span class="price-now-label" >
+                Now:
+            </span>
+            <span data-product-price-without-tax class="price price--withoutTax">$149.99</span>
+        </div>
+         <div class="price-section price-section--saving price" >
+                <span class="price">(You save</span>
+                <span data-product-price-saved class="price price--saving">
+                    $30.00
+                </span>
+                <span class="price">)</span>
+         </div></div>`
+    // its structured offer says the price is before tax, so the shown price decides
+    const offer = ld({ "@type": "Product", name: "Adjustable Kettlebell", offers: [{ "@type": "Offer", priceSpecification: { "@type": "UnitPriceSpecification", price: 149.99, priceCurrency: "USD", valueAddedTaxIncluded: "false" } }] })
+    expect(product(page(offer, html)).data.price).toBe(149.99)
+    expect(product(page("", html)).data.price).toBe(149.99)
+  })
+
+  it("leaves a sidebar's bestsellers out of the price", () => {
+    const side = `<aside id="column-left"><h3>Bestsellers</h3><div class="product-thumb"><a href="/p/lamp">Head lamp 400 lm</a><p class="price">649 Kč</p></div></aside>`
+    const html = `${side}<div id="content"><h1>Trekking pack 45 l</h1><ul><li><span style="text-decoration: line-through;">3 190,00 Kč</span></li><li><h2>2 490,00 Kč</h2></li></ul></div>`
+    expect(product(page("", html), { url: "https://shop.example.cz/batoh" }).data.price).toBe(2490)
+  })
+
   it("an amount struck through by its style is an old price", () => {
     const html = `<h1>HP LP3065</h1><ul><li><span style="text-decoration: line-through;">$122.00</span></li><li><h2>$98.00</h2></li></ul>`
     expect(shop("https://shop.example.com/p/1", html).data.price).toBe(98)

@@ -20,12 +20,12 @@ const SKIP_TAGS = new Set(["script", "style", "noscript", "template", "svg", "ma
 const HIDDEN_CLASS = /(^|\s)(hidden|d-none|hide|is-hidden|u-hidden|visually-hidden|sr-only|screen-reader-text|invisible)(\s|$)/
 
 /** Words around a price element that make it not the current price of the item. */
-export const NEG_PRICE = /old|was|strike|regular|list|compare|save|saving|discount|before|original|rrp|uvp|crossed|msrp|instead|prev|reference|unit|per|shipping|delivery|installment|monthly|credit|(?:^|[\s_-])conv(?!ertible|enien)|approx|tax|vat|min|max|range|filter|slider|starting|start-?bid|opening|bid-?increment|estimate/
+export const NEG_PRICE = /old|non-?sale|was|strike|regular|list|compare|save|saving|discount|before|original|rrp|uvp|crossed|msrp|instead|prev|reference|unit|per|shipping|delivery|installment|monthly|credit|(?:^|[\s_-])conv(?!ertible|enien)|approx|tax|vat|min|max|range|filter|slider|starting|start-?bid|opening|bid-?increment|estimate/
 const CUR_PRICE = /(^|[\s_-])(price|current|sale|final|actual|now|selling|our|special|offer)/
 const BID_CLASS = /current-?bid|currentbid|high-?bid|highest-?bid|winning-?bid|leading-?bid/
 const BID_TEXT = /(?:(?:current|highest|winning|leading)\s+bid|aktuelles gebot|höchstgebot|enchère actuelle|offerta attuale|puja actual|oferta actual|huidig bod|aktualna oferta|текущая ставка)\s*[:：]?\s*\n?\s*([^\n]{1,30}\d[^\n]{0,10})/i
 /** A class token of an old price: `price-old`, `was-price`, `regular-price`, `listPrice`, `price--strike` … */
-const OLD_WORDS = /old|was|strike|regular|compare|before|origin|rrp|uvp|crossed|msrp|instead|prev|list[-_]?price/
+const OLD_WORDS = /old|was|strike|regular|compare|before|origin|rrp|uvp|crossed|msrp|instead|prev|list[-_]?price|non-?sale/
 const isOldPriceWord = (w: string) => w.length < 80 && w.includes("price") && OLD_WORDS.test(w)
 const AVAIL_ATTR = /avail|stock|inventory|lager|dispon|verfug|verfüg|deliverability|delivery-?status|product-?status/
 
@@ -312,6 +312,8 @@ export function readSignals(root: Element): Signals {
       }
     }
     if (tag === "nav" || tag === "footer") fl |= F_CHROME
+    // a sidebar beside the product (bestsellers, a category tree) that does not hold its title
+    if (tag === "aside" && (fl & F_RELATED) === 0 && !titlePath.has(el)) fl |= F_RELATED
     if ((fl & F_RELATED) === 0 && words !== "" && RELATED_TAGS.has(tag) && !titlePath.has(el) && RELATED.test(words)) fl |= F_RELATED
     if ((fl & F_RELATED) === 0 && afterRelatedHeading.has(el) && !titlePath.has(el)) fl |= F_RELATED
     if ((fl & F_RELATED) === 0 && (tag === "ul" || tag === "ol") && !titlePath.has(el) && isProductList(el)) fl |= F_RELATED
@@ -375,7 +377,8 @@ export function readSignals(root: Element): Signals {
     // price elements
     if ((fl & F_OLD) === 0 && (hasPrice || words.includes("bid"))) {
       const bid = BID_CLASS.test(words)
-      const others = words.replace(/price/g, " ")
+      // (BigCommerce marks every shown price by its tax display, `price--withoutTax`: not another price)
+      const others = words.replace(/price|with(?:out)?[-_]?tax/g, " ")
       // (inside a "regular" price the word itself does not make the element another price)
       if (bid || (hasPrice && !NEG_PRICE.test((fl & F_REGULAR) !== 0 ? others.replaceAll("regular", " ") : others))) {
         const t = content ?? sellingPart(blockText(el, 60, false, true))

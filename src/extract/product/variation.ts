@@ -48,11 +48,15 @@ export function selectedVariation(scope: Element, pageUrl: string | null): Selec
       if (value !== undefined && value !== "") chosen.set(sel.attrs!.name!, value)
     }
   }
-  // every picker has to be set, or no single variation is chosen (the page shows the range)
-  if (chosen.size === 0 || pickers.some((p) => !chosen.has(p.attrs!.name!))) return undefined
+  if (chosen.size === 0) return undefined
   let list: JsonValue
   try { list = JSON.parse(json) as JsonValue } catch { return undefined }
   if (!Array.isArray(list)) return undefined
+  // every picker the variations differ by has to be set, or no single variation is chosen (the page
+  // shows the range); a picker of an option that changes no variation (a grind, an engraving) does not count
+  const varying = new Set<string>()
+  for (const v of list) for (const k of Object.keys(objectOf(objectOf(v)?.attributes) ?? {})) varying.add(k)
+  if (pickers.some((p) => varying.has(p.attrs!.name!) && !chosen.has(p.attrs!.name!))) return undefined
   for (const v of list) {
     const o = objectOf(v)
     const attrs = objectOf(o?.attributes)
