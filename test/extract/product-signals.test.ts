@@ -580,6 +580,23 @@ describe("shop templates' conventions", () => {
     expect([d.price, d.sku]).toEqual([29.9, "ESP-1000"])
   })
 
+  it("an aggregate offer's lowest price gives way to the amount the price box shows within its range", () => {
+    const agg = ld({ "@type": "Product", name: "Barista Pro 1450", offers: { "@type": "AggregateOffer", lowPrice: "1249", highPrice: "1349", priceCurrency: "PLN", offerCount: 3 } })
+    const box = `<h1>Barista Pro 1450</h1><div class="price-box"><span class="price">1 299,<span>00</span> zł</span></div><section><h2>Other offers</h2><p>from 1 249,00 zł</p></section>`
+    expect(product(page(agg, box), { url: "https://market.example.pl/offer/barista-pro-14872563091" }).data.price).toBe(1299)
+    // an amount outside the range is some other price; without a price box the lowest price stands
+    expect(product(page(agg, box.replace("1 299,<span>00</span>", "1 499,<span>00</span>")), { url: "https://market.example.pl/offer/barista-pro-14872563091" }).data.price).toBe(1249)
+    expect(product(page(agg, "<h1>Barista Pro 1450</h1>"), { url: "https://market.example.pl/offer/barista-pro-14872563091" }).data.price).toBe(1249)
+  })
+
+  it("a product group whose variant the address does not choose has the group's id as SKU", () => {
+    const variant = (sku: string, size: string) => ({ "@type": "Product", sku, size, name: "Alta Parka", offers: { "@type": "Offer", price: "449.95", priceCurrency: "PLN", url: `https://shop.example.pl/alta-parka.html?size=${size}` } })
+    const group = ld({ "@type": "ProductGroup", productGroupID: "NV122U0AB-N11", name: "Alta Parka", hasVariant: [variant("NV122U0AB-N1100001000", "XS"), variant("NV122U0AB-N1100002000", "S")] })
+    expect(product(page(group, "<h1>Alta Parka</h1>"), { url: "https://shop.example.pl/alta-parka.html" }).data.sku).toBe("NV122U0AB-N11")
+    // the address that chooses a size sells that variant
+    expect(product(page(group, "<h1>Alta Parka</h1>"), { url: "https://shop.example.pl/alta-parka.html?size=S" }).data.sku).toBe("NV122U0AB-N1100002000")
+  })
+
   it("reads BigCommerce's price box: the price marked with its tax display, not the non-sale or MSRP one", () => {
     const html = `<div class="productView-product"><h1 class="productView-title">Adjustable Kettlebell</h1>
             <div class="productView-price">

@@ -45,6 +45,8 @@ interface Offerish {
   url?: string
   /** The offer says its price is before tax (`valueAddedTaxIncluded: false`). */
   beforeTax?: boolean
+  /** The price is an aggregate's `lowPrice`; its `highPrice` ends the range. */
+  upTo?: number
   /** A used, refurbished or damaged item's offer (`itemCondition`): not the product's own price beside a new one. */
   secondHand?: boolean
 }
@@ -150,9 +152,12 @@ function readOffer(o: JsonValue | undefined, pageUrl: string | null = null, dept
     ? Math.min(...(inStock.length > 0 ? inStock : newOffers).map((x) => x.price))
     : undefined
   let price = numberOf(n.price, currency) ?? newPrice ?? numberOf(n.lowPrice, currency) ?? (spec && typeof spec === "object" ? numberOf(spec.price, currency) : undefined)
+  const fromLow = numberOf(n.price, currency) === undefined && newPrice === undefined && price !== undefined && price === numberOf(n.lowPrice, currency)
   if (price === undefined && nested !== undefined) price = nested.price
   const out: Offerish = {}
   if (price !== undefined && price > 0) out.price = price
+  const high = fromLow ? numberOf(n.highPrice, currency) : undefined
+  if (high !== undefined && out.price !== undefined && high > out.price) out.upTo = high
   const cur = currency ?? nested?.currency
   if (cur !== undefined) out.currency = cur
   const av = normalizeAvailability(str(n.availability)) ?? nested?.availability
@@ -219,16 +224,21 @@ export function productFromPage(page: Page): ProductResult {
   }
 
   let priceBeforeTax = false
+  let priceUpTo: number | undefined
   for (const { node, source } of products) {
     set("name", textValue(str(node.name)), source)
     const d = str(node.description)
     set("description", d !== undefined ? normalizeSpace(d) : undefined, source)
     const offer = readOffer(node.offers, selection) ?? {}
     if (data.price === undefined && offer.beforeTax === true) priceBeforeTax = true
+    if (data.price === undefined && offer.upTo !== undefined) priceUpTo = offer.upTo
     set("price", offer.price, source)
     set("currency", offer.currency, source)
     set("availability", offer.availability, source)
-    const id = str(node.sku) ?? offer.sku ?? str(node.productID)
+    // a product group whose variant the address does not choose is sold as the group: its id is the
+    // product's ("Article number NV122U0AB-N11"), not the first size's
+    const groupId = isGroup(node) && !asList(node.hasVariant).some((v) => isSelectedOffer(str(objectOf(objectOf(v)?.offers)?.url), selection)) ? str(node.productGroupID) : undefined
+    const id = str(node.sku) ?? offer.sku ?? str(node.productID) ?? groupId
     if (data.sku === undefined && id === undefined && cleanSku(str(node.mpn)) !== undefined) skuIsMpn = true
     set("sku", cleanSku(id ?? str(node.mpn)), source)
     // an address is no brand (an unresolved \`{"@id": "…#brand"}\`)
@@ -273,7 +283,7 @@ export function productFromPage(page: Page): ProductResult {
 
   // what the page shows
   const sig = readSignals(page.scope)
-  decidePrice(data, sources, sig, set, products.some(({ node }) => node.offers !== undefined) || offersOnly.length > 0, { url: page.url, lang: meta.htmlLang }, priceBeforeTax)
+  decidePrice(data, sources, sig, set, products.some(({ node }) => node.offers !== undefined) || offersOnly.length > 0, { url: page.url, lang: meta.htmlLang }, priceBeforeTax, priceUpTo)
   decideAvailability(data, sources, sig, products, set)
   decideSku(data, sources, sig, page, skuCandidates, skuIsMpn)
   // the variation a WooCommerce buy form has chosen is what the page sells: its structured data
@@ -396,7 +406,7 @@ type Setter = <K extends keyof Product>(k: K, v: Product[K] | undefined, source:
  * An auction's current bid (a "current bid" element or label) replaces a structured price, which on
  * auction pages is the starting price.
  */
-function decidePrice(data: Product, sources: Record<string, string>, sig: Signals, set: Setter, hasOffer: boolean, place: ShopPlace, priceBeforeTax: boolean): void {
+function decidePrice(data: Product, sources: Record<string, string>, sig: Signals, set: Setter, hasOffer: boolean, place: ShopPlace, priceBeforeTax: boolean, priceUpTo: number | undefined): void {
   if (sig.bid !== undefined && (data.price === undefined || data.price !== sig.bid.price)) {
     data.price = sig.bid.price
     sources.price = "product-heuristics"
@@ -421,6 +431,15 @@ function decidePrice(data: Product, sources: Record<string, string>, sig: Signal
   if (priceBeforeTax && data.price !== undefined && sig.price !== undefined && (sig.price.currency === undefined || sig.price.currency === data.currency)) {
     const ratio = sig.price.price / data.price
     if (ratio >= 1.05 && ratio <= 1.28) { data.price = sig.price.price; sources.price = "product-heuristics"; return }
+  }
+  // an aggregate's lowest price (another seller's, a quantity tier's) gives way to the amount the
+  // page's price box shows within the aggregate's range: the offer the page sells (Allegro's main
+  // offer beside "other offers from 1 249 zł", Shopware's one-unit tier above "from 2")
+  if (priceUpTo !== undefined && data.price !== undefined && sig.price !== undefined && (sig.price.currency === undefined || sig.price.currency === data.currency)
+    && sig.price.price > data.price && sig.price.price <= priceUpTo) {
+    data.price = sig.price.price
+    sources.price = "product-heuristics"
+    return
   }
   // a plain-text price only on pages without structured offers (an offer without a usable price,
   // e.g. `"price": "0"`, says the shop shows none)
