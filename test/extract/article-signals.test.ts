@@ -920,6 +920,24 @@ describe("publishing platforms' conventions", () => {
     expect(article(page("<h1>Rail closure</h1>", `<p>${desc}</p>`)).data.content).toContain("replacement buses take over")
   })
 
+  it("leaves out a marked standfirst that opens with its dateline's place", () => {
+    const desc = "From July 2026 petrol motorbikes may not enter the first ring road, and owners get up to five million dong to switch."
+    const html = `<html><head><title>Ring road</title><meta name="description" content="${desc}"></head><body><nav>${filler(8)}</nav><main><article><h1>Ring road</h1>
+      <p class="description"><span class="location-stamp">Hà Nội</span>${desc}</p>${para(3, "ring road")}</article></main></body></html>`
+    const body = article(html).data.content
+    expect(body).not.toContain("five million dong")
+    expect(body).toContain("Paragraph 1 about the ring road")
+  })
+
+  it("drops the writer's name alone on the body's last line, and keeps a credit line", () => {
+    const page = (last: string) => `<html><head><title>Ring road</title><script type="application/ld+json">{"@type":"NewsArticle","headline":"Ring road","author":{"@type":"Person","name":"Võ Hải"}}</script></head>
+      <body><main><article><h1>Ring road</h1>${para(3, "ring road")}<p style="text-align:right;"><strong>${last}</strong></p></article></main></body></html>`
+    expect(article(page("Võ Hải")).data.content).not.toContain("Võ Hải")
+    expect(article(page("（Võ Hải）")).data.content).not.toContain("Võ Hải")
+    expect(article(page("© Võ Hải")).data.content).toContain("© Võ Hải")
+    expect(article(page("Võ Hải reported from Hanoi.")).data.content).toContain("Võ Hải reported")
+  })
+
   it("drops a byline run into its publication line, and keeps a sentence that starts like one", () => {
     const meta = `<div><span>Par Claire Vasseur</span><span>Publié le 12 novembre 2025 à 06h00, modifié à 09h41</span><span>Temps de lecture 7 min.</span></div>`
     const body = article(wrap(`<main><article><h1>Déserts médicaux</h1>${para(1, "clinic")}${meta}${para(3, "clinic")}</article></main>`)).data.content

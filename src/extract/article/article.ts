@@ -174,6 +174,15 @@ export function articleFromPage(page: Page): ArticleResult {
     data.author = data.authors.join(", ")
     sources.author = sources.authors!
   }
+  // the writer's name alone on the body's last line (VnExpress's right-aligned "Võ Hải", "（佐野遥）"):
+  // the byline set at the end, not text
+  if (data.authors !== undefined && sources.content === "main-content") {
+    const cut = data.content.lastIndexOf("\n\n")
+    const tail = data.content.slice(cut + 2)
+    // ("© Reuters" is a credit the text keeps)
+    const last = /©|copyright/i.test(tail) ? undefined : cleanAuthor(tail.replace(/^[(（【\[—–-]\s*|\s*[)）】\]]$/gu, ""))
+    if (cut > 0 && last !== undefined && data.authors.some((a) => titleKey(a) === titleKey(last))) data.content = data.content.slice(0, cut)
+  }
 
   // (`datePosted`: a JobPosting's)
   const published = first("publishedAt", (n) => toIsoDateTime(str(n.datePublished) ?? str(n.dateCreated) ?? str(n.datePosted)))

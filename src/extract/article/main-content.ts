@@ -776,7 +776,8 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     // (a teaser's byline in a listing is part of its card)
     if (!listing && !ck.quoted && text.length < 160 && ((BYLINE_LINE.test(text) && DATE_LINE.test(text)) || (BYLINE_START.test(text) && PUBLISHED_WITH_DATE.test(text)))) continue
     if (els[ck.owner]!.tag === "h1" && h1s < SECTION_H1S) continue
-    if (paragraphs.length === 0 && descriptionKey !== "" && key(text) === descriptionKey && isStandfirst(els, parent, ck.owner)) continue
+    // (a standfirst may open with its dateline's place: VnExpress's "Hà Nội" before the description)
+    if (paragraphs.length === 0 && descriptionKey !== "" && repeatsDescription(key(text), descriptionKey) && isStandfirst(els, parent, ck.owner)) continue
     if (sampleOf !== null) {
       const sample = sampleOf(c, text, inBody)
       observer?.(text, sample)
@@ -853,6 +854,9 @@ function headedByCommentCount(chunks: ReadonlyArray<Chunk>, chunkStart: ArrayLik
   if (p >= 0 && chunkStart[p] === first) return false
   return COMMENT_COUNT.test(chunks[first]!.text.trim())
 }
+
+/** Whether a line's key is the description's, or the description's after a short prefix (a place). */
+const repeatsDescription = (k: string, description: string) => k === description || (k.length - description.length <= 40 && k.endsWith(description))
 
 /** class/id words of a standfirst (the summary under a headline): "dek", "standfirst", "excerpt", "chapo"… */
 const STANDFIRST_WORDS = new Set("dek deck standfirst subhead subheading strapline excerpt abstract teaser summary description desc chapo chapeau sapo".split(" "))
