@@ -168,6 +168,7 @@ describe("author", () => {
     // a name that only starts like a label keeps its letters
     expect(cleanAuthor("Autori Kallio")).toBe("Autori Kallio")
     expect(cleanAuthor("文化部")).toBe("文化部")
+    expect(cleanAuthor("記者会見")).toBe("記者会見")
   })
 
   it("takes no byline from mid-sentence 'by', captions, labels or long capital runs", () => {

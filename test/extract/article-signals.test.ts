@@ -906,6 +906,21 @@ describe("publishing platforms' conventions", () => {
     // (a "title" component is a heading: the weak word does not count)
     expect(body).toContain("What happens next")
     expect(body).toContain("Paragraph 2 about the bus service")
+    // a Q&A site names each answer a "comment" component: its answers are the page
+    const qa = `<html><head><title>How do I stop my sourdough from spreading? - Bakers Answers</title></head>
+<body><div id="root"><div class="css-1x2y3z">
+<div class="css-8k2j1a" data-testid="question">
+<h1 class="css-1q2w3e">How do I stop my sourdough from spreading?</h1>
+<div class="css-4r5t6y">asked by <a href="/u/loafy">loafy</a></div>
+<div class="css-7u8i9o"><p>Every loaf I bake spreads out flat in the oven. I use 75% hydration, a 12 hour cold retard and bake in a Dutch oven at 250°C. What am I doing wrong?</p></div>
+</div>
+<div class="css-0p9o8i"><h2 class="css-2k3l4m">3 answers</h2>
+<div class="css-5n6b7v" data-testid="comment"><div class="css-a1"><a href="/u/crumbshot">crumbshot</a> answered</div><div class="css-b2"><p>At 75% hydration most flours need stronger shaping. Do a pre-shape, rest the dough 20 minutes, then shape again with more surface tension; the skin should look taut and smooth.</p><p>Also check your bulk fermentation: over-proofed dough loses its structure and spreads no matter how well you shape it. Aim for a 50 to 75% rise, not a doubling.</p></div></div>
+<div class="css-5n6b7v" data-testid="comment"><div class="css-a1"><a href="/u/ryeguy">ryeguy</a> answered</div><div class="css-b2"><p>Try dropping the hydration to 68% for a few bakes until your shaping improves. A banneton that supports the loaf overnight also helps a lot, and score deeply right before it goes into the oven.</p></div></div>
+<div class="css-5n6b7v" data-testid="comment"><div class="css-a1"><a href="/u/loafy">loafy</a> answered</div><div class="css-b2"><p>Thanks both. It was over-proofing: a shorter bulk fixed it.</p></div></div>
+</div></div></div></body></html>`
+    const answers = article(qa, { url: "https://answers.example.com/q/48213/sourdough" }).data.content
+    for (const line of ["stronger shaping", "dropping the hydration", "It was over-proofing"]) expect(answers).toContain(line)
   })
 
   it("leaves out a standfirst set in the headline's header, and keeps a lede that repeats the description", () => {
@@ -916,8 +931,11 @@ describe("publishing platforms' conventions", () => {
     for (const header of [`<header><h1>Rail closure</h1><h2>${desc}</h2></header>`, `<header><h2>Rail closure</h2><div><strong>${desc}</strong></div></header>`]) {
       expect(article(page(header, "")).data.content).not.toContain("replacement buses take over")
     }
-    // the body's first paragraph, which the description copies, is the lede
+    // the body's first paragraph, which the description copies, is the lede; so is a press release's
+    // first paragraph in the header, which opens with its dateline
     expect(article(page("<h1>Rail closure</h1>", `<p>${desc}</p>`)).data.content).toContain("replacement buses take over")
+    const lede = `DRESDEN, 3 March 2025 – ${desc}`
+    expect(article(page(`<header><h1>Rail closure</h1><p>${lede}</p></header>`, "").replace(`content="${desc}"`, `content="${lede}"`)).data.content).toContain("DRESDEN, 3 March 2025")
   })
 
   it("leaves out a marked standfirst that opens with its dateline's place", () => {
@@ -942,8 +960,11 @@ describe("publishing platforms' conventions", () => {
     const meta = `<div><span>Par Claire Vasseur</span><span>Publié le 12 novembre 2025 à 06h00, modifié à 09h41</span><span>Temps de lecture 7 min.</span></div>`
     const body = article(wrap(`<main><article><h1>Déserts médicaux</h1>${para(1, "clinic")}${meta}${para(3, "clinic")}</article></main>`)).data.content
     expect(body).not.toContain("Claire Vasseur")
-    const sentence = `<p>Par Marseille passent chaque année des milliers de conteneurs, publiés dans le rapport de 2024.</p>`
-    expect(article(wrap(`<main><article><h1>Port</h1>${sentence}${para(3, "port")}</article></main>`)).data.content).toContain("Par Marseille passent")
+    for (const sentence of ["Par Marseille passent chaque année des milliers de conteneurs, publiés dans le rapport de 2024.",
+      "By Friday, the agency had updated 14 of its 22 regional forecast pages.", "Di Maio ha pubblicato il 3 marzo un lungo post su Facebook dedicato alla mostra.",
+      "Por Navidad, el Ayuntamiento ha publicado el 20 de diciembre el calendario completo de actos."]) {
+      expect(article(wrap(`<main><article><h1>Port</h1>${para(1, "port")}<p>${sentence}</p>${para(3, "port")}</article></main>`)).data.content).toContain(sentence)
+    }
   })
 
   it("keeps sentences in Chinese and Japanese that open with a year, and drops their date lines", () => {
@@ -952,11 +973,19 @@ describe("publishing platforms' conventions", () => {
     expect(body).toContain("在庫が積み上がる可能性がある")
     expect(body).toContain("预计到2030年将达到2万亿元")
     expect(body).not.toContain("2025年11月20日")
+    // a date line with its time in date characters and the paper's long name
+    const line = "2025年11月20日 午前10時30分 読売新聞オンライン 経済部"
+    expect(article(wrap(`<main><article><h1>コメ平均価格</h1><p>${line}</p>${para(3, "rice")}</article></main>`)).data.content).not.toContain("経済部")
   })
 
   it("drops a date line under a name in Dutch or German (\"do 16 okt 2025, 20:45\")", () => {
     const body = article(wrap(`<main><article><h1>Dijkversterking</h1><div>Sanne de Graaf do 16 okt 2025, 20:45 Aangepast: do 16 okt 2025, 22:10</div>${para(3, "dike")}</article></main>`)).data.content
     expect(body).not.toContain("Sanne de Graaf")
+    // headings and lines that only look like dates stay: a weekday's abbreviation counts only before a day
+    const lines = ["Things to do in Lisbon 2025", "So viel kostet Energie im Jahr 2025", "Zo kies je de beste energieleverancier in 2025", "Copa do Mundo de 2014 no Brasil",
+      "Energy prices across Europe in 2025", "Arrigo Boito (Padova, 24 febbraio 1842 – Milano, 10 giugno 1918)"]
+    const kept = article(wrap(`<main><article><h1>Lines</h1>${para(2, "energy")}${lines.map((l) => `<h2>${l}</h2>${para(1, "energy")}`).join("")}</article></main>`)).data.content
+    for (const l of lines) expect(kept).toContain(l)
   })
 
   it("drops a picture's credit alone on its line beside the picture, and a caption's bracketed Chinese credit", () => {
@@ -977,6 +1006,13 @@ describe("publishing platforms' conventions", () => {
     // a manual's section on code comments has no count
     const manual = `<section><h2>Comments</h2><p>A comment starts with two slashes and runs to the end of the line; block comments nest.</p></section>`
     expect(article(wrap(`<main><article><h1>Lexical grammar</h1>${para(3, "parser")}${manual}</article></main>`)).data.content).toContain("block comments nest")
+    // "Comment 1" numbers one comment of a rulemaking's answers: its section is the text
+    const answered = (i: number) => `<section><h3>Comment ${i}</h3><p>Several utilities asked the agency to phase the monitoring rule in over ${i + 2} years, citing the cost of new meters.</p><h4>Response</h4><p>The agency agrees in part and extends the deadline for small systems by ${i} years.</p></section>`
+    const rule = article(wrap(`<main><article><h1>Final rule: water reuse</h1>${para(2, "rule")}${answered(1)}${answered(2)}${answered(3)}</article></main>`)).data.content
+    for (const i of [1, 2, 3]) expect(rule).toContain(`Comment ${i}`)
+    // a plural with a bare number counts them ("Comments 42")
+    const counted = `<section><div>Comments 42</div><div><b>mkw</b><p>No Android apps is a feature, not a bug, as far as I am concerned with this tablet.</p></div></section>`
+    expect(article(wrap(`<main><article><h1>Tablet</h1>${para(4, "tablet")}${counted}</article></main>`)).data.content).not.toContain("No Android apps")
   })
 
   it("drops a breadcrumb trail set as a line of links", () => {
@@ -985,6 +1021,11 @@ describe("publishing platforms' conventions", () => {
     expect(body).not.toContain("City News")
     // an arrow between words in a sentence is text
     expect(article(wrap(`<main><article><h1>Menus</h1><p>Open <a href="/s">Settings</a> › Privacy › Cookies and clear the data there.</p>${para(3, "menu")}</article></main>`)).data.content).toContain("Privacy")
+    // a menu path in an instruction has one link; French quotes are no separators
+    for (const line of [`Go to <a href="/admin">Admin</a> › Settings › Integrations`, `<a href="/e">Entretien</a> : les mots « crise » et « réforme » dominent le débat`]) {
+      const text = line.replace(/<[^>]+>/g, "")
+      expect(article(wrap(`<main><article><h1>Menus</h1>${para(2, "menu")}<ul><li>${line}</li><li>${line.replace("Settings", "Profile")}</li></ul>${para(2, "menu")}</article></main>`)).data.content).toContain(text)
+    }
   })
 
   it("keeps Docusaurus headings, whose class names a sticky navbar", () => {

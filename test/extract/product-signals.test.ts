@@ -578,6 +578,10 @@ describe("shop templates' conventions", () => {
       <select name="attribute_grind"><option value="">Choose</option><option value="beans">Beans</option><option value="fine">Fine</option></select></form>`
     const d = product(page(parent, form), { url: "https://roastery.example/product/espresso/?attribute_pa_size=1-kg" }).data
     expect([d.price, d.sku]).toEqual([29.9, "ESP-1000"])
+    // the grind is an attribute every variation leaves empty ("any grind"): it varies nothing either
+    const anyGrind = variations.map((v) => ({ ...v, attributes: { ...v.attributes, attribute_grind: "" } }))
+    const withAny = form.replace(JSON.stringify(variations).replace(/"/g, "&quot;"), JSON.stringify(anyGrind).replace(/"/g, "&quot;"))
+    expect(product(page(parent, withAny), { url: "https://roastery.example/product/espresso/?attribute_pa_size=1-kg" }).data.price).toBe(29.9)
   })
 
   it("an aggregate offer's lowest price gives way to the amount the price box shows within its range", () => {
@@ -589,12 +593,39 @@ describe("shop templates' conventions", () => {
     expect(product(page(agg, "<h1>Barista Pro 1450</h1>"), { url: "https://market.example.pl/offer/barista-pro-14872563091" }).data.price).toBe(1249)
   })
 
+  it("a price comparison's aggregate keeps its lowest price: the page lists many offers in its range", () => {
+    const html = `<html lang="de"><head><title>Sony WH-1000XM5 ab 279,00 € | Preisvergleich</title>
+<script type="application/ld+json">{"@context":"https://schema.org","@type":"Product","name":"Sony WH-1000XM5","gtin13":"4548736132450","offers":{"@type":"AggregateOffer","lowPrice":"279.00","highPrice":"399.00","offerCount":"38","priceCurrency":"EUR"}}</script></head>
+<body><main>
+<h1>Sony WH-1000XM5</h1>
+<div class="summary"><span class="summary__from">ab</span> <span class="summary__range">279,00 € – 399,00 €</span> <span>38 Angebote</span></div>
+<div class="offerlist">
+<div class="offer"><div class="offer__shop"><a href="/go/1">Händler A</a></div><div class="offer__price"><span class="gh_price">€ 289,90</span></div><div class="offer__shipping">inkl. Versand 294,89 €</div></div>
+<div class="offer"><div class="offer__shop"><a href="/go/2">Händler B</a></div><div class="offer__price"><span class="gh_price">€ 279,00</span></div><div class="offer__shipping">inkl. Versand 284,99 €</div></div>
+<div class="offer"><div class="offer__shop"><a href="/go/3">Händler C</a></div><div class="offer__price"><span class="gh_price">€ 299,00</span></div></div>
+</div></main></body></html>`
+    expect(product(html, { url: "https://www.preisvergleich.example.de/produkt/sony-wh-1000xm5-a2791234.html" }).data.price).toBe(279)
+  })
+
   it("a product group whose variant the address does not choose has the group's id as SKU", () => {
     const variant = (sku: string, size: string) => ({ "@type": "Product", sku, size, name: "Alta Parka", offers: { "@type": "Offer", price: "449.95", priceCurrency: "PLN", url: `https://shop.example.pl/alta-parka.html?size=${size}` } })
     const group = ld({ "@type": "ProductGroup", productGroupID: "NV122U0AB-N11", name: "Alta Parka", hasVariant: [variant("NV122U0AB-N1100001000", "XS"), variant("NV122U0AB-N1100002000", "S")] })
-    expect(product(page(group, "<h1>Alta Parka</h1>"), { url: "https://shop.example.pl/alta-parka.html" }).data.sku).toBe("NV122U0AB-N11")
+    expect(product(page(group, "<h1>Alta Parka</h1><dl><dt>Article number</dt><dd>NV122U0AB-N11</dd></dl>"), { url: "https://shop.example.pl/alta-parka.html" }).data.sku).toBe("NV122U0AB-N11")
     // the address that chooses a size sells that variant
     expect(product(page(group, "<h1>Alta Parka</h1>"), { url: "https://shop.example.pl/alta-parka.html?size=S" }).data.sku).toBe("NV122U0AB-N1100002000")
+    // only when the page shows it: Shopify's group id is its internal product number, and a tracking
+    // parameter in the address chooses nothing
+    const shopify = `<html><head><title>Merino Crew – Example</title>
+<script type="application/ld+json">{"@context":"http://schema.org/","@type":"ProductGroup","@id":"https://shop.example.com/products/merino-crew#product","name":"Merino Crew","url":"https://shop.example.com/products/merino-crew","productGroupID":"8012345678901","brand":{"@type":"Brand","name":"Example"},"hasVariant":[
+{"@type":"Product","@id":"https://shop.example.com/products/merino-crew?variant=44000000000001#variant","name":"Merino Crew - Navy / S","sku":"MC-NAV-S","offers":{"@type":"Offer","price":"89.00","priceCurrency":"USD","availability":"http://schema.org/InStock","url":"https://shop.example.com/products/merino-crew?variant=44000000000001"}},
+{"@type":"Product","@id":"https://shop.example.com/products/merino-crew?variant=44000000000002#variant","name":"Merino Crew - Navy / M","sku":"MC-NAV-M","offers":{"@type":"Offer","price":"89.00","priceCurrency":"USD","availability":"http://schema.org/InStock","url":"https://shop.example.com/products/merino-crew?variant=44000000000002"}}]}</script></head>
+<body><main><div class="product">
+<h1 class="product__title">Merino Crew</h1>
+<div class="price"><span class="price-item price-item--regular">$89.00 USD</span></div>
+<form method="post" action="/cart/add" id="product-form" class="form" enctype="multipart/form-data"><input type="hidden" name="id" value="44000000000001" class="product-variant-id"><button type="submit" name="add" class="product-form__submit">Add to cart</button></form>
+</div></main></body></html>`
+    expect(product(shopify, { url: "https://shop.example.com/products/merino-crew?srsltid=AfmBOor1Xyz" }).data.sku).toBe("MC-NAV-S")
+    expect(product(page(group, "<h1>Alta Parka</h1><p>Numer artykułu: NV122U0AB-N11</p>"), { url: "https://shop.example.pl/alta-parka.html" }).data.sku).toBe("NV122U0AB-N11")
   })
 
   it("reads BigCommerce's price box: the price marked with its tax display, not the non-sale or MSRP one", () => {
@@ -632,6 +663,26 @@ describe("shop templates' conventions", () => {
     const offer = ld({ "@type": "Product", name: "Adjustable Kettlebell", offers: [{ "@type": "Offer", priceSpecification: { "@type": "UnitPriceSpecification", price: 149.99, priceCurrency: "USD", valueAddedTaxIncluded: "false" } }] })
     expect(product(page(offer, html)).data.price).toBe(149.99)
     expect(product(page("", html)).data.price).toBe(149.99)
+  })
+
+  it("reads a buy box set in an <aside> after the title", () => {
+    const html = `<html><head><title>Trail Runner 2 – Example Outdoor</title></head>
+<body><header><nav><a href="/">Home</a><a href="/shoes">Shoes</a></nav></header>
+<main class="product-page">
+<h1 class="product-title">Trail Runner 2</h1>
+<div class="product-layout">
+<section class="product-gallery"><img src="/img/tr2-1.jpg" alt="Trail Runner 2 side"><img src="/img/tr2-2.jpg" alt="Trail Runner 2 sole"></section>
+<aside class="product-buybox">
+<div class="product-price"><span class="price">$129.00</span></div>
+<p class="stock-status">Sold out</p>
+<button class="btn add-to-cart" disabled>Sold out</button>
+<p class="sku">SKU: TR2-BLK</p>
+</aside>
+</div>
+<section class="product-description"><h2>Description</h2><p>A light trail shoe with a rock plate and a 6 mm drop, built for long days on mixed terrain.</p></section>
+</main></body></html>`
+    const d = product(html, { url: "https://shop.example.com/products/trail-runner-2" }).data
+    expect([d.price, d.sku, d.availability]).toEqual([129, "TR2-BLK", "OutOfStock"])
   })
 
   it("leaves a sidebar's bestsellers out of the price", () => {

@@ -585,7 +585,7 @@ export function cleanAuthor(raw: string): string | undefined {
   t = t.replace(/^(written by|posted by|reviewed by|authored by|author:?|by:?|von|par|por|door)\s+/i, "")
   // the label in other languages ("Автор: Анна Сорокина", "Yazar: Ali Demir", "记者 陈嘉宁"), a Korean
   // role after the name ("김서연 기자"), a Japanese name in lenticular brackets ("【佐野遥】")
-  t = t.replace(/^(?:autor|autorin|auteur|autore|autora|автор|авторы|yazar|författare|forfattar|forfatter|penulis|tác giả)\s*:\s*|^(?:作者|文|撰文|编辑|編輯)\s*[:：]\s*|^(?:本报|本報)?(?:记者|記者)\s*[:：]?\s*(?=\p{Script=Han})/iu, "")
+  t = t.replace(/^(?:autor|autorin|auteur|autore|autora|автор|авторы|yazar|författare|forfattar|forfatter|penulis|tác giả)\s*:\s*|^(?:作者|文|撰文|编辑|編輯)\s*[:：]\s*|^(?:本报|本報)?(?:记者|記者)(?:\s+|\s*[:：]\s*)(?=\p{Script=Han})/iu, "")
   t = t.replace(/(?<=\p{Script=Hangul})\s*(?:선임기자|객원기자|수습기자|기자|특파원)$/u, "").replace(/^【([^【】]{1,30})】$/u, "$1")
   t = t.replace(/^By(?=\p{Lu})/u, "")
   // a credit's label ("Story by", "Interview by", "Reporting by"), a role after a bar ("| Staff Writers"),

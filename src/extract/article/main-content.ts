@@ -217,14 +217,15 @@ const QUALIFIER = new Set(["with", "without", "for", "when", "on", "in"])
 /**
  * Attributes in which component frameworks name what an element is (`data-testid="related-stories"`,
  * `data-area="author_bio"`). Their strong and positive words count; their weak ones do not: such names
- * call every teaser's heading a "title" (`data-testid="illinois-title"`).
+ * call every teaser's heading a "title" (`data-testid="illinois-title"`); nor do comment words: a Q&A
+ * or an issue tracker names each answer a "comment" component, and its posts are the page.
  */
 const COMPONENT_ATTRS = ["data-testid", "data-component", "data-area", "data-module", "data-qa"] as const
 function componentWords(a: Readonly<Record<string, string>>): Array<string> {
   let out: Array<string> | undefined
   for (const k of COMPONENT_ATTRS) {
     const v = a[k]
-    if (v !== undefined && v.length > 0 && v.length <= 60) for (const w of wordsOf(v)) if (!WEAK_WORDS.has(w)) (out ??= []).push(w)
+    if (v !== undefined && v.length > 0 && v.length <= 60) for (const w of wordsOf(v)) if (!WEAK_WORDS.has(w) && !READERS_MARKS.has(w)) (out ??= []).push(w)
   }
   return out ?? []
 }
@@ -326,7 +327,10 @@ const BOILER_TEXT = /^(advert|advertisement|advertising|anzeige|publicité|publi
  * site's "Not the answer you're looking for?", a forum's list of who browses it.
  */
 const UI_NOTICE = /detected you are (on|using)|(does not|doesn't|no longer) support internet explorer|(outdated|unsupported|old|older) (web )?browser|(update|upgrade) (to )?(a modern|a newer|your) browser|(an error (has )?occurred|something went wrong)[^.!]{0,40}[.!]?\s*(please )?try again|^this article has been sent to|^not the answer you'?re looking for\?|^(?:users browsing this forum|mitglieder in diesem forum|utilisateurs parcourant ce forum|utenti che stanno guardando questo forum|usuarios navegando por este foro)\s*:/i
-/** A breadcrumb trail set as text, its links between "›" or "»" ("News › City News › Bengaluru News › …"). */
+/**
+ * A breadcrumb trail set as text, its links between "›" or "»" ("News › City News › Bengaluru News › …"):
+ * every part before the last is a link ("Go to <a>Admin</a> › Settings › Integrations" is an instruction).
+ */
 const BREADCRUMB_LINE = /^[^›»\n]{1,60}(?:\s[›»]\s[^›»\n]{1,160}){2,}$/
 /** Calls to subscribe, buy or give put between paragraphs: a code to use, a trial to start, a newsletter to sign up for, journalism to support. */
 const PROMO = /\buse (the )?(promo |discount )?code\b|\bsubscribe (now|today)\b|\b(get|start) your free trial\b|\bdelivered (through|to) your (letterbox|door|inbox)\b|\bsign up (now|today|for (our|the) (free )?(daily |weekly )?newsletter)\b|^(?:will you |would you |can you |please |help us )?support (?:[\w’']+ ){0,3}journalism\b|\b(?:rely|relies|depend|depends|count|counts) on (?:readers|people|supporters|members) like you\b|^(?:please )?make a (?:one-time |monthly |recurring )?(?:contribution|donation|gift)\b/i
@@ -354,11 +358,10 @@ const REPLY_PREFIX = /^\s*(re|aw|sv|vs|odp)\s*:\s*/i
 const BYLINE_LINE = /^([Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Dd]i|[Dd]oor|[Aa]v|[Aa]f)\s+\p{Lu}[\p{L}'’.-]+(\s+\p{Lu}[\p{L}'’.-]+){0,3}(\s*[—–|,·•-]\s*|\s+\d)/u
 /**
  * A byline run into its publication line, its spans set side by side with no space between ("Par
- * Claire VasseurPublié le 12 novembre 2025 à 06h00"): the byline's word, a capitalised name, and a
- * publication word with its date further on.
+ * Claire VasseurPublié le 12 novembre 2025 à 06h00"): the byline's word, a capitalised name, then at
+ * once a publication word with its date ("By Friday, the agency had updated 14 …" is a sentence).
  */
-const BYLINE_START = /^(?:[Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Dd]i|[Dd]oor|[Aa]v|[Aa]f)\s+\p{Lu}\p{Ll}/u
-const PUBLISHED_WITH_DATE = /(?:publié|publiée|mis à jour|modifié|veröffentlicht|aktualisiert|publicado|actualizado|atualizado|pubblicato|aggiornato|gepubliceerd|bijgewerkt|published|updated|posted)\s*:?\s*(?:(?:le|am|el|em|il|op|on)\s+)?\d/iu
+const BYLINE_PUBLISHED = /^(?:[Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Dd]i|[Dd]oor|[Aa]v|[Aa]f)\s+\p{Lu}[\p{L}'’.-]*?(?:\s+\p{Lu}[\p{L}'’.-]*?){0,3}\s*(?:[—–|,·•-]\s*)?(?:[Pp]ubliée?|[Mm]is à jour|[Mm]odifié|[Vv]eröffentlicht|[Aa]ktualisiert|[Pp]ublicado|[Aa]ctualizado|[Aa]tualizado|[Pp]ubblicato|[Aa]ggiornato|[Gg]epubliceerd|[Bb]ijgewerkt|[Pp]ublished|[Uu]pdated|[Pp]osted)\s*:?\s*(?:(?:le|am|el|em|il|op|on)\s+)?\d/u
 /** How a publication line starts ("Updated ...", "Published ..."). */
 const PUBLICATION_LINE = /^(updated|published|posted|originally published|last updated|original)\b/i
 /**
@@ -380,27 +383,34 @@ const READING_TIME = /^(?:(?:reading time|read time|lesezeit|lesedauer|temps de 
 const CONTINUES = /^(?:(?:the )?(?:article|story|text|content) continues (?:below|after)|continue reading (?:below|after)|weiter nach (?:der|dem) (?:anzeige|werbung|video)|(?:der )?artikel (?:wird )?(?:unter|nach) .{0,30}fortgesetzt|(?:lire )?la suite (?:après|ci-dessous|sous)|l['’]article continue|(?:el )?artículo continúa|continúa (?:después|tras|debajo)|(?:o )?texto continua|continua (?:após|depois|dopo|sotto)|l['’]articolo continua|dalsza część (?:artykułu|tekstu)|czytaj dalej pod|продолжение (?:ниже|после)|статья продолжается|haberin devamı|het artikel gaat verder|lees verder (?:onder|na))(?:\s+[^\s.]+){0,4}\s*[.:…]?$/i
 /** Words of a date line besides the date: its labels, a place, an agency, a name ("WASHINGTON, March 3, 2025 (Reuters)", "Published March 3 by Jane Doe"). */
 const DATE_WORDS = new RegExp(String.raw`^(?:\d.*|jan\p{L}*|feb\p{L}*|mar\p{L}*|apr\p{L}*|may|jun\p{L}*|jul\p{L}*|aug\p{L}*|sep\p{L}*|oct\p{L}*|nov\p{L}*|dec\p{L}*|mon\p{L}*|tue\p{L}*|wed\p{L}*|thu\p{L}*|fri\p{L}*|sat\p{L}*|sun\p{L}*|am|pm|[ap]\.m|et|est|edt|ct|cst|cdt|mt|mst|mdt|pt|pst|pdt|cet|gmt|utc|cest|bst|ist|jst|kst|aest|aedt|updated|published|posted|originally|last|original|on|at|by|and|ago|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|wks?|weeks?|mo|mos|months?|y|yrs?|years?|read|min|today|yesterday|el|de|del|a|las|la|le|les|à|às|em|um|am|op|il|lo|alle|ore|uhr|publicado|actualizado|atualizado|publié|mis|jour|modifié|aktualisiert|veröffentlicht|pubblicato|aggiornato|gepubliceerd|bijgewerkt|aangepast|` +
-  // month and weekday names of other languages that the English ones above do not start
-  String.raw`okt\p{L}*|mrt|maart|mei|mai|märz|mär|dez\p{L}*|ene\p{L}*|abr\p{L}*|dic\p{L}*|giu\p{L}*|lug\p{L}*|gen\p{L}*|fev\p{L}*|févr\p{L}*|avr\p{L}*|juil\p{L}*|août|déc\p{L}*|ma|di|wo|do|vr|za|zo|mi|fr|sa|so|lun|mer|jeu|ven|sam|dim)$`, "iu")
+  // Dutch and German months that the English ones above do not start (not all of Europe's: "Arrigo
+  // Boito (Padova, 24 febbraio 1842 – Milano, 10 giugno 1918)" would read as a date line)
+  String.raw`okt|oktober|mrt|maart|mei|mai|märz|mär|dez|dezember)$`, "iu")
+/** Two-letter weekdays (Dutch, German) and French three-letter ones: a date's only right before its day ("do 16 okt"). */
+const WEEKDAY_SHORT = /^(?:ma|di|wo|do|vr|za|zo|mo|mi|fr|sa|so|lun|mar|mer|jeu|ven|sam|dim)$/i
 /**
  * Whether a line is mostly its date: at most four other words ("Phase 1 (2026): Canal Park to 14th
  * Avenue East" is a list item that names a year, not a date line).
  */
 function mostlyDate(text: string): boolean {
   let other = 0
-  for (const w of text.split(/[^\p{L}\p{N}.:]+/u)) {
-    if (w === "") continue
+  const words = text.split(/[^\p{L}\p{N}.:]+/u)
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i]!
+    if (w === "" || (WEEKDAY_SHORT.test(w) && /^\d/.test(words[i + 1] ?? ""))) continue
     // Chinese and Japanese set no spaces between words: every four of their letters that are no date's
     // count as a word ("2025年産の収穫量増加により、…" is a sentence; "2025年11月20日" a date; a byline's
     // long firm name, "ライトハウス国際特許事務所", a few words)
-    const cjk = w.replace(CJK_DATE_CHARS, "").match(CJK_LETTER)?.length ?? 0
-    if (cjk > 0) other += Math.ceil(cjk / 4)
+    // (a word of date characters and digits alone, "午前10時30分", is the date's)
+    const cjk = HAS_CJK.test(w) ? w.replace(CJK_DATE_CHARS, "").match(CJK_LETTER)?.length ?? 0 : -1
+    if (cjk >= 0) other += Math.ceil(cjk / 4)
     else if (!DATE_WORDS.test(w.replace(/[.:]+$/, ""))) other++
     if (other > 4) return false
   }
   return true
 }
 const CJK_LETTER = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/gu
+const HAS_CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u
 /** The characters of a date or time in Chinese, Japanese and Korean (年 月 日, 時 分, 午前, 星期, 曜日, 년 월 일…). */
 const CJK_DATE_CHARS = /[年月日时時分秒号號午前后後周週星期曜火水木金土년월일시분초오전후요]/gu
 /** A time that starts a line, bracketed or followed by a separator: `(00:00)`, `[1:02:15]`, `14:40 –` (not a bar: "14:40 | Reuters" is a dateline). */
@@ -765,7 +775,7 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     // (a credit alone on its line, in the block that holds its picture: "<p><img><br><i>Фото: …</i></p>")
     if (text.length < 120 && TRAILING_CREDIT.exec(text)?.index === 0 && holdsImage(els[ck.owner]!, 2)) continue
     if (text.length < 500 && PROMO.test(text)) continue
-    if (text.length < 250 && ck.linkLen > 0 && BREADCRUMB_LINE.test(text) && !endsSentence(text)) continue
+    if (text.length < 250 && ck.linkLen > 0 && BREADCRUMB_LINE.test(text) && !endsSentence(text) && !text.includes("«") && linksIn(els[ck.owner]!, 8) >= (text.match(/\s[›»]\s/g)?.length ?? 0)) continue
     // A date line; one that says it is the publication's ("Updated Nov. 19, 2019 8:21 am ET / Original ...") however many words;
     // not a table row (release histories, schedules and fixtures date their rows)
     if (text.length < 90 && !listing && (READING_TIME.test(text) || CONTINUES.test(text))) continue
@@ -774,10 +784,11 @@ export function extractMainContent(scope: Element, opts: MainContentOptions = {}
     if (HEADING.has(els[ck.owner]!.tag) && titleKey !== "" && key(text.replace(REPLY_PREFIX, "")) === titleKey) continue
     // a byline with its date ("Par Julien Marchetti — Publié le 2 février 2026", "Von Katrin Wolff 22.10.2025, 19:45 Uhr")
     // (a teaser's byline in a listing is part of its card)
-    if (!listing && !ck.quoted && text.length < 160 && ((BYLINE_LINE.test(text) && DATE_LINE.test(text)) || (BYLINE_START.test(text) && PUBLISHED_WITH_DATE.test(text)))) continue
+    if (!listing && !ck.quoted && text.length < 160 && ((BYLINE_LINE.test(text) && DATE_LINE.test(text)) || BYLINE_PUBLISHED.test(text))) continue
     if (els[ck.owner]!.tag === "h1" && h1s < SECTION_H1S) continue
     // (a standfirst may open with its dateline's place: VnExpress's "Hà Nội" before the description)
-    if (paragraphs.length === 0 && descriptionKey !== "" && repeatsDescription(key(text), descriptionKey) && isStandfirst(els, parent, ck.owner)) continue
+    // (a lede opens with its dateline: "DRESDEN, 3 March 2025 – Acme GmbH today opened …")
+    if (paragraphs.length === 0 && descriptionKey !== "" && repeatsDescription(key(text), descriptionKey) && !DATELINE_START.test(text) && isStandfirst(els, parent, ck.owner)) continue
     if (sampleOf !== null) {
       const sample = sampleOf(c, text, inBody)
       observer?.(text, sample)
@@ -841,10 +852,13 @@ function repeatFinder(chunks: readonly Chunk[], start: number, end: number): (fr
 /**
  * A heading that counts readers' comments ("Comments (3)", "Комментарии (3)", "12 Kommentare"): the
  * block it opens is the comments section, whatever its classes say (`reviews-block`, `a_cmt`). A count
- * is required: a manual's section on code comments is headed "Comments" alone.
+ * is required: a manual's section on code comments is headed "Comments" alone; and a number after the
+ * word numbers one comment ("Comment 1" and its "Response" in a rulemaking's answers), it counts none.
  */
 const COMMENTS_WORD = "(?:comments?|kommentare?|commentaires?|commenti|comentarios|comentários|reacties|komentarz[ey]?|комментари[ийя]|коментар[іів]{1,2}|yorumlar?|kommentarer|kommentit|hozzászólások?|σχόλια|評論|评论|コメント|댓글)"
-const COMMENT_COUNT = new RegExp(`^(?:${COMMENTS_WORD}\\s*(?:\\(\\d+\\)|:?\\s*\\d+)|\\d+\\s*${COMMENTS_WORD})$`, "iu")
+/** The same words in the plural, which a bare number may follow ("Comments 42", "Kommentare: 5"). */
+const COMMENTS_PLURAL = "(?:comments|kommentare|commentaires|commenti|comentarios|comentários|reacties|komentarze|комментарии|коментарі|yorumlar|kommentarer|kommentit|hozzászólások|σχόλια)"
+const COMMENT_COUNT = new RegExp(`^(?:${COMMENTS_WORD}\\s*\\(\\d+\\)|${COMMENTS_PLURAL}\\s*:?\\s*\\d+|\\d+\\s*${COMMENTS_WORD})$`, "iu")
 
 /** Whether element `i` is the outermost element whose first chunk is a comment count and that holds more than it. */
 function headedByCommentCount(chunks: ReadonlyArray<Chunk>, chunkStart: ArrayLike<number>, chunkEnd: ArrayLike<number>, parent: ArrayLike<number>, i: number): boolean {
@@ -855,6 +869,8 @@ function headedByCommentCount(chunks: ReadonlyArray<Chunk>, chunkStart: ArrayLik
   return COMMENT_COUNT.test(chunks[first]!.text.trim())
 }
 
+/** A news dateline opening a line: a place in capitals, a comma, its date and a dash ("DRESDEN, 3 March 2025 – "). */
+const DATELINE_START = /^\p{Lu}[\p{Lu}\s.'’]{2,30},[^–—\n]{1,40}\s[–—-]\s/u
 /** Whether a line's key is the description's, or the description's after a short prefix (a place). */
 const repeatsDescription = (k: string, description: string) => k === description || (k.length - description.length <= 40 && k.endsWith(description))
 
@@ -1006,6 +1022,12 @@ function besideImage(el: Element): boolean {
     }
   }
   return false
+}
+/** The links inside an element, counted up to `max`. */
+function linksIn(el: Element, max: number): number {
+  let n = 0
+  walk(el, (e) => { if (n >= max) return false; if (e.tag === "a") n++ })
+  return n
 }
 function holdsImage(el: Element, depth: number): boolean {
   if (el.tag === "img" || el.tag === "picture") return true

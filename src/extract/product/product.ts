@@ -235,9 +235,11 @@ export function productFromPage(page: Page): ProductResult {
     set("price", offer.price, source)
     set("currency", offer.currency, source)
     set("availability", offer.availability, source)
-    // a product group whose variant the address does not choose is sold as the group: its id is the
-    // product's ("Article number NV122U0AB-N11"), not the first size's
-    const groupId = isGroup(node) && !asList(node.hasVariant).some((v) => isSelectedOffer(str(objectOf(objectOf(v)?.offers)?.url), selection)) ? str(node.productGroupID) : undefined
+    // a product group whose variant the address does not choose is sold as the group: its id, when the
+    // page shows it, is the product's ("Numer artykułu NV122U0AB-N11"), not the first size's (a platform's
+    // internal group number, which the page does not show, is no SKU)
+    const groupId = isGroup(node) && page.url !== null && !asList(node.hasVariant).some((v) => isSelectedOffer(str(objectOf(objectOf(v)?.offers)?.url), selection))
+      ? shownId(page, str(node.productGroupID)) : undefined
     const id = str(node.sku) ?? offer.sku ?? str(node.productID) ?? groupId
     if (data.sku === undefined && id === undefined && cleanSku(str(node.mpn)) !== undefined) skuIsMpn = true
     set("sku", cleanSku(id ?? str(node.mpn)), source)
@@ -435,8 +437,10 @@ function decidePrice(data: Product, sources: Record<string, string>, sig: Signal
   // an aggregate's lowest price (another seller's, a quantity tier's) gives way to the amount the
   // page's price box shows within the aggregate's range: the offer the page sells (Allegro's main
   // offer beside "other offers from 1 249 zł", Shopware's one-unit tier above "from 2")
+  // (on a price comparison the page lists many offers in that range: none of them is the price)
+  const inRange = (p: number) => p > data.price! && p <= priceUpTo!
   if (priceUpTo !== undefined && data.price !== undefined && sig.price !== undefined && (sig.price.currency === undefined || sig.price.currency === data.currency)
-    && sig.price.price > data.price && sig.price.price <= priceUpTo) {
+    && inRange(sig.price.price) && sig.shownPrices.every((p) => !inRange(p) || same(p, sig.price!.price))) {
     data.price = sig.price.price
     sources.price = "product-heuristics"
     return
@@ -558,6 +562,17 @@ function cleanSku(v: string | undefined): string | undefined {
 const nameKey = (s: string) => s.normalize("NFKC").toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "")
 /** Names of one product: equal, or one contains the other (titles add the brand or the colour). */
 const sameName = (a: string, b: string) => a.length >= 6 && b.length >= 6 && (a === b || a.includes(b) || b.includes(a))
+
+/** `id` when the page's text shows it (outside scripts and attributes). */
+function shownId(page: Page, id: string | undefined): string | undefined {
+  if (id === undefined || id.trim().length < 3) return undefined
+  let found = false
+  walk(page.scope, (el) => {
+    if (found || el.tag === "script" || el.tag === "style") return false
+    for (const c of el.children) if (typeof c === "string" && c.includes(id)) { found = true; return false }
+  })
+  return found ? id : undefined
+}
 
 /** A product with variants: a schema.org ProductGroup, or any product listing `hasVariant`. */
 const isGroup = (n: JsonObject) => n.hasVariant !== undefined || typesOf(n).some((t) => /^ProductGroup$/i.test(t))

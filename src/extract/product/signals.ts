@@ -312,8 +312,9 @@ export function readSignals(root: Element): Signals {
       }
     }
     if (tag === "nav" || tag === "footer") fl |= F_CHROME
-    // a sidebar beside the product (bestsellers, a category tree) that does not hold its title
-    if (tag === "aside" && (fl & F_RELATED) === 0 && !titlePath.has(el)) fl |= F_RELATED
+    // a sidebar before the product's title (bestsellers, a category tree): a buy box set in an
+    // <aside> comes after the title, or holds it
+    if (tag === "aside" && (fl & F_RELATED) === 0 && titlePath.size > 0 && out.h1At === undefined && !titlePath.has(el)) fl |= F_RELATED
     if ((fl & F_RELATED) === 0 && words !== "" && RELATED_TAGS.has(tag) && !titlePath.has(el) && RELATED.test(words)) fl |= F_RELATED
     if ((fl & F_RELATED) === 0 && afterRelatedHeading.has(el) && !titlePath.has(el)) fl |= F_RELATED
     if ((fl & F_RELATED) === 0 && (tag === "ul" || tag === "ol") && !titlePath.has(el) && isProductList(el)) fl |= F_RELATED

@@ -55,7 +55,8 @@ export function selectedVariation(scope: Element, pageUrl: string | null): Selec
   // every picker the variations differ by has to be set, or no single variation is chosen (the page
   // shows the range); a picker of an option that changes no variation (a grind, an engraving) does not count
   const varying = new Set<string>()
-  for (const v of list) for (const k of Object.keys(objectOf(objectOf(v)?.attributes) ?? {})) varying.add(k)
+  // (an attribute every variation leaves empty, "any grind", varies nothing)
+  for (const v of list) for (const [k, x] of Object.entries(objectOf(objectOf(v)?.attributes) ?? {})) if (x !== "" && x !== null) varying.add(k)
   if (pickers.some((p) => varying.has(p.attrs!.name!) && !chosen.has(p.attrs!.name!))) return undefined
   for (const v of list) {
     const o = objectOf(v)
