@@ -582,6 +582,9 @@ describe("shop templates' conventions", () => {
     const anyGrind = variations.map((v) => ({ ...v, attributes: { ...v.attributes, attribute_grind: "" } }))
     const withAny = form.replace(JSON.stringify(variations).replace(/"/g, "&quot;"), JSON.stringify(anyGrind).replace(/"/g, "&quot;"))
     expect(product(page(parent, withAny), { url: "https://roastery.example/product/espresso/?attribute_pa_size=1-kg" }).data.price).toBe(29.9)
+    // a grind picked in advance beside the size chooses no variation, and does not keep the size's from being found
+    const preset = form.replace('<option value="fine">', '<option value="fine" selected>').replace('<option value="1-kg">', '<option value="1-kg" selected>')
+    expect(product(page(parent, preset), { url: "https://roastery.example/product/espresso/" }).data.price).toBe(29.9)
   })
 
   it("an aggregate offer's lowest price gives way to the amount the price box shows within its range", () => {

@@ -58,6 +58,9 @@ export function selectedVariation(scope: Element, pageUrl: string | null): Selec
   // (an attribute every variation leaves empty, "any grind", varies nothing)
   for (const v of list) for (const [k, x] of Object.entries(objectOf(objectOf(v)?.attributes) ?? {})) if (x !== "" && x !== null) varying.add(k)
   if (pickers.some((p) => varying.has(p.attrs!.name!) && !chosen.has(p.attrs!.name!))) return undefined
+  // (a choice of an option that varies nothing, a grind picked in advance, says nothing of the variation)
+  const choice = [...chosen].filter(([k]) => varying.has(k))
+  if (choice.length === 0) return undefined
   for (const v of list) {
     const o = objectOf(v)
     const attrs = objectOf(o?.attributes)
@@ -65,7 +68,7 @@ export function selectedVariation(scope: Element, pageUrl: string | null): Selec
     // (a variation the shop switched off is not sold)
     if (o.variation_is_active === false || o.variation_is_visible === false) continue
     // (an attribute the variation leaves empty matches any choice)
-    const fits = [...chosen].every(([k, want]) => {
+    const fits = choice.every(([k, want]) => {
       const have = attrs[k]
       return have === "" || (typeof have === "string" && decoded(have).toLowerCase() === want.toLowerCase())
     })
