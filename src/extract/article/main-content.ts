@@ -354,14 +354,16 @@ const SIGNATURE = /(?:^|[\s_-])signature(?:$|[\s_-])/i
 const QUOTE_HEADER = /(?:wrote|said|writes|schrieb|hat geschrieben|a écrit|ha scritto|escribió|escreveu|napisał|написал|schreef|skrev)\s*:/i
 /** A reply's subject prefix: "Re: ", "AW: ", "Sv: ". */
 const REPLY_PREFIX = /^\s*(re|aw|sv|vs|odp)\s*:\s*/i
+/** The words a byline opens with: "By", "Von", "Par", "Por", "Di", "Door", "Av", "Af". */
+const BYLINE_WORD = String.raw`(?:[Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Dd]i|[Dd]oor|[Aa]v|[Aa]f)`
 /** A line that opens with a byline: "By", "Von", "Par", "Por", "Di", "Door", "Av" and a capitalised name. */
-const BYLINE_LINE = /^([Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Dd]i|[Dd]oor|[Aa]v|[Aa]f)\s+\p{Lu}[\p{L}'’.-]+(\s+\p{Lu}[\p{L}'’.-]+){0,3}(\s*[—–|,·•-]\s*|\s+\d)/u
+const BYLINE_LINE = new RegExp(String.raw`^${BYLINE_WORD}\s+\p{Lu}[\p{L}'’.-]+(\s+\p{Lu}[\p{L}'’.-]+){0,3}(\s*[—–|,·•-]\s*|\s+\d)`, "u")
 /**
  * A byline run into its publication line, its spans set side by side with no space between ("Par
  * Claire VasseurPublié le 12 novembre 2025 à 06h00"): the byline's word, a capitalised name, then at
  * once a publication word with its date ("By Friday, the agency had updated 14 …" is a sentence).
  */
-const BYLINE_PUBLISHED = /^(?:[Bb]y|BY|[Vv]on|[Pp]ar|[Pp]or|[Dd]i|[Dd]oor|[Aa]v|[Aa]f)\s+\p{Lu}[\p{L}'’.-]*?(?:\s+\p{Lu}[\p{L}'’.-]*?){0,3}\s*(?:[—–|,·•-]\s*)?(?:[Pp]ubliée?|[Mm]is à jour|[Mm]odifié|[Vv]eröffentlicht|[Aa]ktualisiert|[Pp]ublicado|[Aa]ctualizado|[Aa]tualizado|[Pp]ubblicato|[Aa]ggiornato|[Gg]epubliceerd|[Bb]ijgewerkt|[Pp]ublished|[Uu]pdated|[Pp]osted)\s*:?\s*(?:(?:le|am|el|em|il|op|on)\s+)?\d/u
+const BYLINE_PUBLISHED = new RegExp(String.raw`^${BYLINE_WORD}\s+\p{Lu}[\p{L}'’.-]*?(?:\s+\p{Lu}[\p{L}'’.-]*?){0,3}\s*(?:[—–|,·•-]\s*)?(?:[Pp]ubliée?|[Mm]is à jour|[Mm]odifié|[Vv]eröffentlicht|[Aa]ktualisiert|[Pp]ublicado|[Aa]ctualizado|[Aa]tualizado|[Pp]ubblicato|[Aa]ggiornato|[Gg]epubliceerd|[Bb]ijgewerkt|[Pp]ublished|[Uu]pdated|[Pp]osted)\s*:?\s*(?:(?:le|am|el|em|il|op|on)\s+)?\d`, "u")
 /** How a publication line starts ("Updated ...", "Published ..."). */
 const PUBLICATION_LINE = /^(updated|published|posted|originally published|last updated|original)\b/i
 /**
@@ -410,7 +412,7 @@ function mostlyDate(text: string): boolean {
   return true
 }
 const CJK_LETTER = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/gu
-const HAS_CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u
+const HAS_CJK = new RegExp(CJK_LETTER.source, "u")
 /** The characters of a date or time in Chinese, Japanese and Korean (年 月 日, 時 分, 午前, 星期, 曜日, 년 월 일…). */
 const CJK_DATE_CHARS = /[年月日时時分秒号號午前后後周週星期曜火水木金土년월일시분초오전후요]/gu
 /** A time that starts a line, bracketed or followed by a separator: `(00:00)`, `[1:02:15]`, `14:40 –` (not a bar: "14:40 | Reuters" is a dateline). */

@@ -223,6 +223,8 @@ export function productFromPage(page: Page): ProductResult {
     sources[k] = source
   }
 
+  // what the page shows (a product group's id counts only when the page shows it)
+  const sig = readSignals(page.scope)
   let priceBeforeTax = false
   let priceUpTo: number | undefined
   for (const { node, source } of products) {
@@ -239,8 +241,8 @@ export function productFromPage(page: Page): ProductResult {
     // page shows it, is the product's ("Numer artykułu NV122U0AB-N11"), not the first size's (a platform's
     // internal group number, which the page does not show, is no SKU)
     const groupId = isGroup(node) && page.url !== null && !asList(node.hasVariant).some((v) => isSelectedOffer(str(objectOf(objectOf(v)?.offers)?.url), selection))
-      ? shownId(page, str(node.productGroupID)) : undefined
-    const id = str(node.sku) ?? offer.sku ?? str(node.productID) ?? groupId
+      ? str(node.productGroupID) : undefined
+    const id = str(node.sku) ?? offer.sku ?? str(node.productID) ?? (groupId !== undefined && sig.shows(groupId) ? groupId : undefined)
     if (data.sku === undefined && id === undefined && cleanSku(str(node.mpn)) !== undefined) skuIsMpn = true
     set("sku", cleanSku(id ?? str(node.mpn)), source)
     // an address is no brand (an unresolved \`{"@id": "…#brand"}\`)
@@ -283,8 +285,6 @@ export function productFromPage(page: Page): ProductResult {
   set("name", m("og:title") !== undefined ? withoutSiteName(normalizeSpace(m("og:title")!), h1, m("og:site_name"), page.url) : undefined, "opengraph")
   set("description", m("og:description") ?? m("description"), m("og:description") !== undefined ? "opengraph" : "meta")
 
-  // what the page shows
-  const sig = readSignals(page.scope)
   decidePrice(data, sources, sig, set, products.some(({ node }) => node.offers !== undefined) || offersOnly.length > 0, { url: page.url, lang: meta.htmlLang }, priceBeforeTax, priceUpTo)
   decideAvailability(data, sources, sig, products, set)
   decideSku(data, sources, sig, page, skuCandidates, skuIsMpn)
@@ -562,17 +562,6 @@ function cleanSku(v: string | undefined): string | undefined {
 const nameKey = (s: string) => s.normalize("NFKC").toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "")
 /** Names of one product: equal, or one contains the other (titles add the brand or the colour). */
 const sameName = (a: string, b: string) => a.length >= 6 && b.length >= 6 && (a === b || a.includes(b) || b.includes(a))
-
-/** `id` when the page's text shows it (outside scripts and attributes). */
-function shownId(page: Page, id: string | undefined): string | undefined {
-  if (id === undefined || id.trim().length < 3) return undefined
-  let found = false
-  walk(page.scope, (el) => {
-    if (found || el.tag === "script" || el.tag === "style") return false
-    for (const c of el.children) if (typeof c === "string" && c.includes(id)) { found = true; return false }
-  })
-  return found ? id : undefined
-}
 
 /** A product with variants: a schema.org ProductGroup, or any product listing `hasVariant`. */
 const isGroup = (n: JsonObject) => n.hasVariant !== undefined || typesOf(n).some((t) => /^ProductGroup$/i.test(t))
